@@ -1,0 +1,126 @@
+# Shoal -- one Makefile for the whole tree.
+#
+# Targets
+#   all (default)  build libraries, programs and tests into $(BUILD)
+#   test           install missing Debian packages, build, run every test
+#   demo           install missing Debian packages, build, run the demonstration
+#   bench          storage-engine benchmark (1M items; prints figures, asserts nothing)
+#   format         clang-format every C source and header in place
+#   clean          remove build directories
+#
+# Variables
+#   BUILD=dir                 output directory (default build, or build-san with SANITIZE)
+#   SANITIZE=address,undefined  compile and link with these -fsanitize= checks
+#   OPT=-O2                   optimisation flags
+#   CC=cc                     compiler
+#   TESTS='test_num test_expr'  run only these unit test binaries
+#   SHOAL_SEED=n              seed for randomised tests (printed by every such test)
+
+CC       ?= cc
+OPT      ?= -O2
+SANITIZE ?=
+ifeq ($(SANITIZE),)
+BUILD    ?= build
+SANFLAGS :=
+else
+BUILD    ?= build-san
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+
+GEN      := $(BUILD)/gen
+CPPFLAGS += -I. -I$(GEN) -D_GNU_SOURCE
+CFLAGS   += -std=c11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
+            -Wmissing-prototypes -Wstrict-prototypes -fvisibility=hidden $(SANFLAGS)
+LDFLAGS  += $(SANFLAGS)
+LIBS     := -llmdb -lprotobuf-c -ljansson -lxxhash -lm -lpthread
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
+
+# ---------------------------------------------------------------------------
+# Sources: every .c of a part belongs to it (no lists to edit).
+COMMON_SRC  := $(wildcard common/*.c)
+STORAGE_SRC := $(wildcard storage/*.c)
+PROTO_SRC   := $(filter-out proto/%.pb-c.c,$(wildcard proto/*.c))
+PROTO_DEF   := proto/shoal.proto
+PROTO_GEN_C := $(GEN)/proto/shoal.pb-c.c
+PROTO_GEN_H := $(GEN)/proto/shoal.pb-c.h
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
+UNIT_SRC    := $(wildcard tests/unit/test_*.c)
+TOOL_SRC    := $(wildcard tests/tools/*.c)
+BENCH_SRC   := $(wildcard tests/bench/*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+CORE_OBJ := $(call obj,$(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC))
+ifneq ($(wildcard $(PROTO_DEF)),)
+CORE_OBJ += $(BUILD)/obj/gen/proto/shoal.pb-c.o
+endif
+CORE_LIB := $(BUILD)/libshoalcore.a
+TESTLIB_OBJ := $(call obj,$(TESTLIB_SRC))
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+TOOL_BIN := $(patsubst tests/tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC))
+BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
+
+.PHONY: all test unit demo bench format clean deps
+.DELETE_ON_ERROR:
+
+all: deps-checked $(CORE_LIB) $(UNIT_BIN) $(TOOL_BIN) $(BENCH_BIN)
+
+# Install what is missing (a no-op when everything is there).
+deps:
+	@deploy/install-deps.sh
+deps-checked:
+	@deploy/install-deps.sh --check >/dev/null 2>&1 || deploy/install-deps.sh
+.PHONY: deps-checked
+
+# ---------------------------------------------------------------------------
+# Generated protobuf-c code lives in the build directory only.
+$(PROTO_GEN_C) $(PROTO_GEN_H) &: $(PROTO_DEF)
+	@mkdir -p $(GEN)/proto
+	protoc-c --c_out=$(GEN) $(PROTO_DEF)
+
+$(BUILD)/obj/gen/proto/shoal.pb-c.o: $(PROTO_GEN_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(filter-out -Wmissing-prototypes -Wshadow,$(CFLAGS)) -MMD -MP -c $< -o $@
+
+# Everything that includes the generated header must wait for it.
+$(call obj,$(PROTO_SRC) $(UNIT_SRC) $(TOOL_SRC) $(BENCH_SRC) $(TESTLIB_SRC)): \
+	$(if $(wildcard $(PROTO_DEF)),$(PROTO_GEN_H))
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(CORE_LIB): $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TESTLIB_OBJ) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
+
+$(BUILD)/bin/%: $(BUILD)/obj/tests/tools/%.o $(TESTLIB_OBJ) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/bin/%: $(BUILD)/obj/tests/bench/%.o $(TESTLIB_OBJ) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# ---------------------------------------------------------------------------
+# Tests: every unit binary runs; a summary line closes the run.
+test: all
+	@tests/run-tests.sh $(BUILD) $(TESTS)
+
+demo: all
+	@tests/tools/demo.sh $(BUILD)
+
+bench: all
+	$(BUILD)/bin/st_bench $(BENCH_ARGS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build build-san

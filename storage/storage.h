@@ -1,0 +1,446 @@
+/*
+ * storage.h -- the contract of Shoal's storage engine (prefix st_).
+ *
+ * The engine keeps DynamoDB tables as sorted item collections in one LMDB
+ * environment and implements DynamoDB's item operations with their exact
+ * semantics: conditions, update expressions, ReturnValues, Query and Scan with
+ * pagination, and DynamoDB's limits.  It does no networking; the replicated
+ * state machine in node/ calls the write functions at apply time on every
+ * replica, so they are deterministic functions of (old state, request).
+ *
+ * Memory: every st_value handed in is borrowed for the duration of the call.
+ * Every st_value, string or array handed out is allocated in the caller's
+ * sh_arena and stays valid until that arena is reset or finalised; nothing
+ * handed out points into LMDB memory.
+ *
+ * Errors: functions return a code from common/errors.h (SHOAL_OK == 0) and on
+ * failure write a message into `errmsg` (SH_ERRMSG_SIZE bytes, may be NULL).
+ * Client errors (SHOAL_E_VALIDATION, SHOAL_E_CONDITION_FAILED, ...) carry the
+ * message DynamoDB would send; environmental ones (SHOAL_E_NOMEM, SHOAL_E_IO,
+ * SHOAL_E_FULL) say what failed.
+ *
+ * The formats (key encoding, value encoding) are documented byte by byte at
+ * the top of storage/keyenc.c and storage/codec.c.
+ */
+#ifndef SHOAL_STORAGE_H
+#define SHOAL_STORAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/arena.h"
+#include "../common/errors.h"
+
+/* ------------------------------------------------------------------------ */
+/* Limits (DynamoDB's)                                                       */
+/* ------------------------------------------------------------------------ */
+
+#define ST_MAX_ITEM_SIZE (400 * 1024)     /* bytes, by st_item_size's rules */
+#define ST_MAX_PK_SIZE 2048               /* partition key value, bytes */
+#define ST_MAX_SK_SIZE 1024               /* sort key value, bytes */
+#define ST_MAX_DEPTH 32                   /* nesting of M and L */
+#define ST_MAX_EXPR_SIZE 4096             /* bytes, each expression */
+#define ST_MAX_IN_OPERANDS 100            /* right-hand operands of IN */
+#define ST_MAX_PAGE_BYTES (1024 * 1024)   /* Query/Scan data read per page */
+#define ST_MAX_NAME_SIZE 65535            /* attribute name, bytes */
+#define ST_NUM_MAX_DIGITS 38              /* significant decimal digits */
+#define ST_NUM_MAX_TEXT 200               /* buffer for any formatted number */
+#define ST_TABLE_NAME_MIN 3
+#define ST_TABLE_NAME_MAX 255
+
+/* ------------------------------------------------------------------------ */
+/* Values                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef enum st_type {
+	ST_NONE = 0, /* "no value": an absent attribute, never stored */
+	ST_S,        /* string: UTF-8 bytes in str */
+	ST_N,        /* number: canonical decimal text in str (see st_num_*) */
+	ST_B,        /* binary: raw bytes in str */
+	ST_BOOL,     /* boolean in boolean */
+	ST_NULL,     /* null; boolean is true */
+	ST_M,        /* map: attrs sorted by name (memcmp), names unique */
+	ST_L,        /* list: values in order */
+	ST_SS,       /* string set: members of type ST_S, sorted, unique, n >= 1 */
+	ST_NS,       /* number set: members of type ST_N, sorted numerically, unique */
+	ST_BS,       /* binary set: members of type ST_B, sorted, unique */
+} st_type;
+
+typedef struct st_value st_value;
+typedef struct st_attr st_attr;
+
+struct st_value {
+	st_type type;
+	union {
+		struct {
+			const char *ptr; /* not necessarily NUL-terminated */
+			uint32_t len;
+		} str;                 /* S, N, B */
+		bool boolean;          /* BOOL, NULL */
+		struct {
+			st_value *v;
+			uint32_t n;
+		} list;                /* L, SS, NS, BS */
+		struct {
+			st_attr *a;
+			uint32_t n;
+		} map;                 /* M */
+	} u;
+};
+
+struct st_attr {
+	const char *name; /* UTF-8, not necessarily NUL-terminated */
+	uint32_t name_len;
+	st_value value;
+};
+
+/* An item is an st_value of type ST_M whose attrs are its attributes. */
+
+/* The two-letter DynamoDB name of a type ("S", "NS", "NULL", ...), "" for ST_NONE. */
+const char *st_type_name(st_type t);
+/* Parses "S", "N", ... back; ST_NONE if unknown. */
+st_type st_type_parse(const char *s, size_t len);
+
+/* Constructors for tests and callers that build values (strings are copied
+ * into the arena).  They return NULL when out of memory. */
+st_value *st_new_s(sh_arena *a, const char *s);
+st_value *st_new_n(sh_arena *a, const char *text); /* text must be canonical-able; NULL if invalid */
+st_value *st_new_b(sh_arena *a, const void *p, size_t n);
+st_value *st_new_map(sh_arena *a, uint32_t capacity); /* empty M with room for capacity attrs */
+
+/* Sets (inserts or replaces) attribute `name` of map `m`, keeping attrs
+ * sorted; `v` is copied shallowly (its children are shared).  Returns
+ * SHOAL_E_NOMEM on failure. */
+int st_map_set(sh_arena *a, st_value *m, const char *name, size_t name_len, const st_value *v);
+/* Removes attribute `name` if present. */
+void st_map_remove(st_value *m, const char *name, size_t name_len);
+/* The attribute's value, or NULL when absent. Binary search: m must be sorted. */
+const st_value *st_map_get(const st_value *m, const char *name, size_t name_len);
+
+/* Deep copy of src into dst, all memory from the arena. */
+int st_value_copy(sh_arena *a, const st_value *src, st_value *dst);
+
+/*
+ * Validates a value that came from a client and puts it in canonical form in
+ * place (memory for rewritten parts comes from the arena): numbers are parsed
+ * and re-written canonically; sets are sorted and checked for duplicates
+ * (after canonicalisation: "1" and "1.0" are duplicates) and emptiness; maps
+ * are sorted and checked for duplicate names; nesting deeper than
+ * ST_MAX_DEPTH is refused.  Errors are SHOAL_E_VALIDATION with DynamoDB's
+ * message, or SHOAL_E_NOMEM.
+ */
+int st_value_normalize(sh_arena *a, st_value *v, char *errmsg);
+
+/* DynamoDB equality: same type and same value (numbers numerically, sets as
+ * sets, maps and lists deeply). Both must be normalised. */
+bool st_value_equal(const st_value *a, const st_value *b);
+
+/* Ordering of two scalar values of the same type S, N or B (UTF-8 bytes,
+ * numeric, unsigned bytes): <0, 0, >0.  Asserts on other types. */
+int st_value_cmp(const st_value *a, const st_value *b);
+
+/* Size of a value by DynamoDB's rules (S: UTF-8 length; N: (significant
+ * digits + 1) / 2 + 1; B: length; BOOL/NULL: 1; M/L: 3 + per element 1 +
+ * element (+ name length for M); sets: sum of members). */
+size_t st_value_size(const st_value *v);
+/* Size of an item: sum over attributes of name length + value size. */
+size_t st_item_size(const st_value *item);
+
+/* ------------------------------------------------------------------------ */
+/* Numbers: DynamoDB decimals                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A decimal of up to 38 significant digits with magnitude 1E-130 to
+ * 9.9999999999999999999999999999999999999E+125, or zero.  Value =
+ * sign * 0.d[0]d[1]...d[ndigits-1] * 10^exp, with d[0] != 0 and
+ * d[ndigits-1] != 0 (normalised), or ndigits == 0 for zero (sign 0).
+ */
+typedef struct st_num {
+	int8_t sign;     /* -1, 0, +1 */
+	int16_t exp;     /* adjusted exponent, see above */
+	uint8_t ndigits; /* 0..38 */
+	uint8_t d[ST_NUM_MAX_DIGITS]; /* digit values 0..9 */
+} st_num;
+
+/* Parses DynamoDB number text ("-1.50", "1e3", "+0.0001", ".5", "5.").
+ * SHOAL_E_VALIDATION with DynamoDB's message for syntax errors, more than 38
+ * significant digits ("Attempting to store more than 38 significant digits
+ * in a Number"), overflow ("Number overflow. Attempting to store a number
+ * with magnitude larger than supported range") or underflow ("Number
+ * underflow. Attempting to store a number with magnitude smaller than
+ * supported range"). */
+int st_num_parse(const char *s, size_t len, st_num *out, char *errmsg);
+/* Writes canonical text (NUL-terminated) into buf of ST_NUM_MAX_TEXT bytes;
+ * returns its length.  Canonical text is the same for equal numbers. */
+size_t st_num_format(const st_num *n, char *buf);
+int st_num_cmp(const st_num *a, const st_num *b);
+/* Exact a + b and a - b; SHOAL_E_VALIDATION on overflow, underflow or a
+ * result needing more than 38 significant digits (DynamoDB's messages). */
+int st_num_add(const st_num *a, const st_num *b, st_num *out, char *errmsg);
+int st_num_sub(const st_num *a, const st_num *b, st_num *out, char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* Tables                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct st_key_attr {
+	const char *name; /* NULL: no such key (a table without a sort key) */
+	st_type type;     /* ST_S, ST_N or ST_B */
+} st_key_attr;
+
+typedef struct st_key_schema {
+	st_key_attr hash;  /* partition key, always present */
+	st_key_attr range; /* sort key, name NULL if none */
+} st_key_schema;
+
+typedef enum st_projection_type {
+	ST_PROJ_ALL = 0,
+	ST_PROJ_KEYS_ONLY,
+	ST_PROJ_INCLUDE,
+} st_projection_type;
+
+typedef enum st_index_status {
+	ST_INDEX_CREATING = 0,
+	ST_INDEX_ACTIVE,
+	ST_INDEX_DELETING,
+} st_index_status;
+
+typedef struct st_index_def {
+	const char *name;
+	uint16_t id; /* 1..; 0 is the base table. Assigned by the engine if 0. */
+	bool local;  /* LSI (same hash key as the table) or GSI */
+	st_key_schema key;
+	st_projection_type projection;
+	const char **include; /* NonKeyAttributes for ST_PROJ_INCLUDE */
+	uint32_t n_include;
+	uint32_t write_shards; /* GSI write sharding, >= 1 */
+	st_index_status status;
+} st_index_def;
+
+typedef struct st_table_def {
+	const char *name;
+	uint32_t id;       /* 0: assigned by the engine (next free id) */
+	st_key_schema key;
+	st_key_attr *attrs; /* AttributeDefinitions */
+	uint32_t n_attrs;
+	st_index_def *indexes;
+	uint32_t n_indexes;
+	int64_t created_ms; /* CreationDateTime, ms since the epoch; set by the caller */
+} st_table_def;
+
+typedef struct st_table_info {
+	st_table_def def;
+	uint64_t item_count;
+	uint64_t size_bytes; /* sum of st_item_size of the base items */
+} st_table_info;
+
+/* ------------------------------------------------------------------------ */
+/* The environment                                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct st_env st_env;
+
+typedef struct st_env_options {
+	uint64_t map_size;   /* LMDB map size in bytes; 0: 64 GiB */
+	bool nosync;         /* MDB_NOSYNC: durability comes from elsewhere (the Raft
+	                      * log); call st_env_sync to make LMDB durable */
+	uint32_t page_bytes; /* Query/Scan page limit; 0: ST_MAX_PAGE_BYTES */
+} st_env_options;
+
+/* Opens (creating if needed) the environment in directory `path`, which must
+ * exist. opts may be NULL for defaults. */
+int st_env_open(const char *path, const st_env_options *opts, st_env **out, char *errmsg);
+void st_env_close(st_env *env);
+/* Flushes LMDB to disk (mdb_env_sync with force). */
+int st_env_sync(st_env *env, char *errmsg);
+/* The Raft index recorded by the last committed st_txn_set_applied (0 if none). */
+uint64_t st_env_applied(st_env *env);
+
+/* ------------------------------------------------------------------------ */
+/* Write transactions                                                        */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Every write happens inside an st_txn (one LMDB write transaction), so that
+ * the state machine can apply a batch of commands and record the applied Raft
+ * index atomically with them.
+ *
+ * A write function that fails with a client error (validation, condition
+ * failed, not found, ...) has changed nothing and the transaction stays
+ * usable.  One that fails with an environmental error (NOMEM, IO, FULL) may
+ * have written part of its change: the transaction is then poisoned, every
+ * later call returns the same error and the caller must st_txn_abort.
+ */
+typedef struct st_txn st_txn;
+
+int st_txn_begin(st_env *env, st_txn **out, char *errmsg);
+/* Records the Raft index of the entry being applied; stored with the data. */
+void st_txn_set_applied(st_txn *txn, uint64_t index);
+/* Commits and frees the transaction, in every case. On failure nothing of
+ * the transaction is visible. */
+int st_txn_commit(st_txn *txn, char *errmsg);
+void st_txn_abort(st_txn *txn);
+
+/* Catalog writes. */
+int st_table_create(st_txn *txn, const st_table_def *def, char *errmsg);
+/* Removes the table and all its items and index entries. */
+int st_table_delete(st_txn *txn, const char *name, char *errmsg);
+
+typedef enum st_return_values {
+	ST_RV_NONE = 0,
+	ST_RV_ALL_OLD,
+	ST_RV_UPDATED_OLD,
+	ST_RV_ALL_NEW,
+	ST_RV_UPDATED_NEW,
+} st_return_values;
+
+/* Parses "NONE", "ALL_OLD", ...; -1 if unknown. */
+int st_return_values_parse(const char *s);
+
+/* Expression attribute names (an M of S values, "#n" -> "name") and values
+ * (an M, ":v" -> value), shared by every expression of one request; either
+ * may be NULL.  Every name and value given must be used by some expression
+ * of the request, as DynamoDB requires. */
+typedef struct st_expr_attrs {
+	const st_value *names;
+	const st_value *values;
+} st_expr_attrs;
+
+typedef struct st_put_req {
+	const char *table;
+	const st_value *item;   /* ST_M */
+	const char *condition;  /* ConditionExpression or NULL */
+	st_expr_attrs attrs;
+	st_return_values return_values; /* NONE or ALL_OLD */
+	bool return_old_on_condition_fail; /* ReturnValuesOnConditionCheckFailure */
+} st_put_req;
+
+typedef struct st_update_req {
+	const char *table;
+	const st_value *key;    /* ST_M with exactly the key attributes */
+	const char *update;     /* UpdateExpression or NULL (then: create the key-only item) */
+	const char *condition;
+	st_expr_attrs attrs;
+	st_return_values return_values; /* any */
+	bool return_old_on_condition_fail;
+} st_update_req;
+
+typedef struct st_delete_req {
+	const char *table;
+	const st_value *key;
+	const char *condition;
+	st_expr_attrs attrs;
+	st_return_values return_values; /* NONE or ALL_OLD */
+	bool return_old_on_condition_fail;
+} st_delete_req;
+
+typedef struct st_write_result {
+	/* ReturnValues: an ST_M, or NULL when nothing is returned (NONE, or no
+	 * old item, or nothing updated). */
+	st_value *attributes;
+	/* Set when the condition failed and ReturnValuesOnConditionCheckFailure
+	 * was ALL_OLD and an item existed. */
+	st_value *old_item;
+} st_write_result;
+
+int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res, char *errmsg);
+int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_result *res,
+	      char *errmsg);
+int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_result *res,
+	      char *errmsg);
+
+/* One-shot forms: begin, write, commit. */
+int st_put_item(st_env *env, const st_put_req *req, sh_arena *a, st_write_result *res,
+		char *errmsg);
+int st_update_item(st_env *env, const st_update_req *req, sh_arena *a, st_write_result *res,
+		   char *errmsg);
+int st_delete_item(st_env *env, const st_delete_req *req, sh_arena *a, st_write_result *res,
+		   char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* Reads (each opens its own LMDB read transaction: a consistent snapshot)    */
+/* ------------------------------------------------------------------------ */
+
+int st_table_describe(st_env *env, const char *name, sh_arena *a, st_table_info *out,
+		      char *errmsg);
+/* Table names in order, after exclusive_start (NULL: from the first), at most
+ * limit (1..100).  *last is the last name returned when more may follow, else
+ * NULL. */
+int st_table_list(st_env *env, const char *exclusive_start, uint32_t limit, sh_arena *a,
+		  const char ***names, uint32_t *n, const char **last, char *errmsg);
+
+typedef struct st_get_req {
+	const char *table;
+	const st_value *key;
+	const char *projection; /* ProjectionExpression or NULL */
+	const st_value *names;  /* ExpressionAttributeNames or NULL */
+} st_get_req;
+
+/* *item is the item (projected), or NULL when there is none. */
+int st_get_item(st_env *env, const st_get_req *req, sh_arena *a, st_value **item, char *errmsg);
+
+typedef enum st_select {
+	ST_SELECT_DEFAULT = 0,  /* ALL_ATTRIBUTES, or SPECIFIC_ATTRIBUTES with a projection */
+	ST_SELECT_ALL_ATTRIBUTES,
+	ST_SELECT_ALL_PROJECTED_ATTRIBUTES,
+	ST_SELECT_SPECIFIC_ATTRIBUTES,
+	ST_SELECT_COUNT,
+} st_select;
+
+/* Parses "ALL_ATTRIBUTES", ...; -1 if unknown. */
+int st_select_parse(const char *s);
+
+typedef struct st_query_req {
+	const char *table;
+	const char *index;          /* IndexName or NULL for the table */
+	const char *key_condition;  /* KeyConditionExpression, required */
+	const char *filter;         /* FilterExpression or NULL */
+	const char *projection;     /* ProjectionExpression or NULL */
+	st_expr_attrs attrs;
+	bool forward;               /* ScanIndexForward (default true) */
+	uint32_t limit;             /* 0: none; counts items evaluated (read) */
+	st_select select;
+	const st_value *exclusive_start_key; /* ST_M or NULL */
+	bool consistent;            /* ConsistentRead (validated, storage is local) */
+} st_query_req;
+
+typedef struct st_scan_req {
+	const char *table;
+	const char *index;
+	const char *filter;
+	const char *projection;
+	st_expr_attrs attrs;
+	uint32_t limit;
+	st_select select;
+	const st_value *exclusive_start_key;
+	bool consistent;
+	uint32_t segment;        /* 0..total_segments-1 */
+	uint32_t total_segments; /* 0: not segmented; else 1..1000000 */
+	/* Restricts the scan to partition-key hashes in [hash_lo, hash_hi]
+	 * (inclusive); the router uses it to scan one partition. 0 and 0 mean
+	 * the whole range. */
+	uint64_t hash_lo, hash_hi;
+} st_scan_req;
+
+typedef struct st_page {
+	st_value *items;   /* array of count items (ST_M); NULL with Select COUNT */
+	uint32_t count;    /* items returned (after the filter) */
+	uint32_t scanned;  /* items evaluated (before the filter) */
+	st_value *last_evaluated_key; /* ST_M or NULL when the range is exhausted */
+} st_page;
+
+int st_query(st_env *env, const st_query_req *req, sh_arena *a, st_page *out, char *errmsg);
+int st_scan(st_env *env, const st_scan_req *req, sh_arena *a, st_page *out, char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* Placement                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* The 64-bit placement hash of a partition-key value of a table (xxhash64 of
+ * the table id and the key's canonical bytes, fixed seed).  The same hash
+ * orders items in LMDB, so a hash range is one contiguous key range. */
+uint64_t st_key_hash(uint32_t table_id, const st_value *pk);
+
+#endif

@@ -1,0 +1,80 @@
+#include "testlib.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *tl_tmpdir(const char *tag)
+{
+	static char path[PATH_MAX];
+	const char *base = getenv("TMPDIR");
+	if (base == NULL || base[0] == '\0')
+		base = "/tmp";
+	snprintf(path, sizeof(path), "%s/shoal-%s-XXXXXX", base, tag);
+	if (mkdtemp(path) == NULL) {
+		perror("mkdtemp");
+		abort();
+	}
+	return path;
+}
+
+void tl_rmtree(const char *path)
+{
+	DIR *d = opendir(path);
+	if (d != NULL) {
+		struct dirent *e;
+		while ((e = readdir(d)) != NULL) {
+			if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+				continue;
+			char sub[PATH_MAX];
+			snprintf(sub, sizeof(sub), "%s/%s", path, e->d_name);
+			struct stat st;
+			if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode))
+				tl_rmtree(sub);
+			else
+				unlink(sub);
+		}
+		closedir(d);
+	}
+	rmdir(path);
+}
+
+uint64_t tl_seed(void)
+{
+	static int printed;
+	static uint64_t seed;
+	if (!printed) {
+		const char *s = getenv("SHOAL_SEED");
+		if (s != NULL && s[0] != '\0')
+			seed = strtoull(s, NULL, 10);
+		else
+			seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+		printf("seed: %llu (rerun with SHOAL_SEED=%llu)\n", (unsigned long long)seed,
+		       (unsigned long long)seed);
+		fflush(stdout);
+		printed = 1;
+	}
+	return seed;
+}
+
+uint64_t tl_rand(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+int tl_run_suite(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every unit test binary in BUILD/tests (or the ones named) and closes
+# with one summary line "N passed, N failed" counting Check test cases.
+set -uo pipefail
+build=${1:?usage: run-tests.sh BUILD [test_name ...]}
+shift
+if (($#)); then bins=("$@"); else bins=(); for b in "$build"/tests/test_*; do bins+=("$(basename "$b")"); done; fi
+
+passed=0 failed=0 failed_bins=()
+for name in "${bins[@]}"; do
+	bin=$build/tests/$name
+	[[ -x $bin ]] || { echo "no such test binary: $bin"; failed=$((failed + 1)); continue; }
+	out=$(mktemp)
+	"$bin" >"$out" 2>&1
+	rc=$?
+	summary=$(grep -E '^[0-9]+%: Checks: ' "$out" | tail -n 1)
+	if [[ $summary =~ Checks:\ ([0-9]+),\ Failures:\ ([0-9]+),\ Errors:\ ([0-9]+) ]]; then
+		n=${BASH_REMATCH[1]} f=$((BASH_REMATCH[2] + BASH_REMATCH[3]))
+	else
+		n=1 f=1
+	fi
+	if ((rc != 0 && f == 0)); then f=1; fi
+	passed=$((passed + n - f)) failed=$((failed + f))
+	if ((f > 0)); then
+		failed_bins+=("$name")
+		echo "FAIL $name"; cat "$out"
+	else
+		echo "ok   $name: $summary"
+	fi
+	rm -f "$out"
+done
+((failed)) && echo "failed: ${failed_bins[*]}"
+echo "$passed passed, $failed failed"
+((failed == 0))
