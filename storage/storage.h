@@ -127,7 +127,8 @@ int st_value_copy(sh_arena *a, const st_value *src, st_value *dst);
  * and re-written canonically; sets are sorted and checked for duplicates
  * (after canonicalisation: "1" and "1.0" are duplicates) and emptiness; maps
  * are sorted and checked for duplicate names; nesting deeper than
- * ST_MAX_DEPTH is refused.  Errors are SHOAL_E_VALIDATION with DynamoDB's
+ * ST_MAX_DEPTH is refused (an M passed here is a container: its attributes
+ * are level 1; any other value counts itself as level 1).  Errors are SHOAL_E_VALIDATION with DynamoDB's
  * message, or SHOAL_E_NOMEM.
  */
 int st_value_normalize(sh_arena *a, st_value *v, char *errmsg);
@@ -438,8 +439,9 @@ int st_scan(st_env *env, const st_scan_req *req, sh_arena *a, st_page *out, char
 /* Placement                                                                 */
 /* ------------------------------------------------------------------------ */
 
-/* The 64-bit placement hash of a partition-key value of a table (xxhash64 of
- * the table id and the key's canonical bytes, fixed seed).  The same hash
+/* The 64-bit placement hash of a partition-key value of a table: the high 64
+ * bits of the XXH3-128 digest of the table id and the key's canonical bytes
+ * (fixed seed; see keyenc.c).  The same hash
  * orders items in LMDB, so a hash range is one contiguous key range. */
 uint64_t st_key_hash(uint32_t table_id, const st_value *pk);
 

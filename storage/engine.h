@@ -1,0 +1,98 @@
+/*
+ * engine.h -- internals shared by the engine's files (private to storage/).
+ *
+ * env.c      st_env_*, st_txn_*, LMDB error mapping
+ * catalog.c  st_table_* (create, delete, describe, list), st_table_load,
+ *            table-definition validation and encoding, per-table counters
+ * write.c    st_put, st_update, st_delete and their one-shot forms
+ * read.c     st_get_item, st_query, st_scan (ordered iteration, pagination)
+ * keycheck.c st_key_check / st_key_extract: a key or item against a key schema
+ *
+ * LMDB layout (one environment per storage group):
+ *   DBI "meta"     fixed keys: "format" -> u32 version, "applied" -> u64 Raft
+ *                  index (big-endian), "next_table_id" -> u32
+ *   DBI "catalog"  table name -> encoded table definition and counters
+ *                  (format at the top of catalog.c)
+ *   DBI "data"     items and index entries, keys as in keyenc.h, values as
+ *                  in codec.h
+ */
+#ifndef SHOAL_STORAGE_ENGINE_H
+#define SHOAL_STORAGE_ENGINE_H
+
+#include <lmdb.h>
+
+#include "keyenc.h"
+#include "storage.h"
+
+struct st_env {
+	MDB_env *env;
+	MDB_dbi meta;
+	MDB_dbi catalog;
+	MDB_dbi data;
+	uint32_t page_bytes; /* Query/Scan page limit */
+	bool nosync;
+};
+
+struct st_txn {
+	st_env *env;
+	MDB_txn *txn;
+	int sticky;                  /* first environmental error, or SHOAL_OK */
+	char sticky_msg[SH_ERRMSG_SIZE];
+	uint64_t applied;            /* set by st_txn_set_applied, 0 if none */
+	sh_arena arena;              /* scratch memory that lives as long as the txn */
+};
+
+/* Converts an LMDB return code into a Shoal code (MDB_MAP_FULL -> SHOAL_E_FULL,
+ * ENOMEM -> SHOAL_E_NOMEM, anything else -> SHOAL_E_IO) with a message naming
+ * the operation: "mdb_put(data): MDB_MAP_FULL: Environment mapsize limit reached". */
+int st_lmdb_err(int rc, const char *what, char *errmsg);
+
+/* Marks a transaction poisoned by an environmental error (see storage.h) and
+ * returns the code; later calls on txn return it too. */
+int st_txn_poison(st_txn *txn, int code, const char *errmsg);
+
+/* Loads a table's definition and counters by name, in any LMDB transaction
+ * (read or write).  SHOAL_E_NOT_FOUND: "Requested resource not found: Table:
+ * <name> not found". Strings and arrays are allocated in a. */
+int st_table_load(MDB_txn *txn, st_env *env, const char *name, sh_arena *a,
+		  st_table_info *out, char *errmsg);
+
+/* Adds delta items and delta bytes to a table's counters, in the write txn. */
+int st_table_count(st_txn *txn, const char *name, int64_t items, int64_t bytes, char *errmsg);
+
+/* Finds an index by name; NULL if the table has none of that name. */
+const st_index_def *st_table_index(const st_table_def *t, const char *index_name);
+
+/*
+ * Checks a key map (GetItem/UpdateItem/DeleteItem Key, ExclusiveStartKey) or
+ * an item (PutItem Item) against a key schema, with DynamoDB's messages:
+ *  - ST_KEYCHECK_KEY: exactly the key attributes must be present
+ *    ("The provided key element does not match the schema");
+ *  - ST_KEYCHECK_ITEM: the key attributes must be present ("One or more
+ *    parameter values were invalid: Missing the key PK in the item"), other
+ *    attributes are allowed;
+ * both: types must match ("One or more parameter values were invalid: Type
+ * mismatch for key PK expected: S actual: N"), key strings and binaries must
+ * not be empty ("One or more parameter values are not valid. The
+ * AttributeValue for a key attribute cannot contain an empty string value.
+ * Key: PK"), and sizes must be within ST_MAX_PK_SIZE / ST_MAX_SK_SIZE.
+ * On success *pk and *sk point at the key values inside `key` (*sk NULL for a
+ * table without a sort key).
+ */
+typedef enum st_keycheck_mode {
+	ST_KEYCHECK_KEY = 0,
+	ST_KEYCHECK_ITEM,
+} st_keycheck_mode;
+
+int st_key_check(const st_key_schema *ks, const st_value *key, st_keycheck_mode mode,
+		 const st_value **pk, const st_value **sk, char *errmsg);
+
+/* Builds the ST_M holding just the key attributes of item (values shared). */
+int st_key_extract(sh_arena *a, const st_key_schema *ks, const st_value *item, st_value **out);
+
+/* Reads and decodes the item stored under key k in the data DBI; *item is
+ * NULL when there is none.  Memory comes from a. */
+int st_item_read(MDB_txn *txn, st_env *env, const st_key *k, sh_arena *a, st_value **item,
+		 char *errmsg);
+
+#endif
