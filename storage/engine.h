@@ -7,6 +7,7 @@
  * write.c    st_put, st_update, st_delete and their one-shot forms
  * read.c     st_get_item, st_query, st_scan (ordered iteration, pagination)
  * keycheck.c st_key_check / st_key_extract: a key or item against a key schema
+ * item.c     st_item_read: one stored item by its key
  *
  * LMDB layout (one environment per storage group):
  *   DBI "meta"     fixed keys: "format" -> u32 version, "applied" -> u64 Raft
