@@ -72,8 +72,9 @@ const st_index_def *st_table_index(const st_table_def *t, const char *index_name
  *  - ST_KEYCHECK_ITEM: the key attributes must be present ("One or more
  *    parameter values were invalid: Missing the key PK in the item"), other
  *    attributes are allowed;
- * both: types must match ("One or more parameter values were invalid: Type
- * mismatch for key PK expected: S actual: N"), key strings and binaries must
+ * types must match: in ST_KEYCHECK_ITEM mode "One or more parameter values
+ * were invalid: Type mismatch for key PK expected: S actual: N", in
+ * ST_KEYCHECK_KEY mode the schema message above; in both, key strings and binaries must
  * not be empty ("One or more parameter values are not valid. The
  * AttributeValue for a key attribute cannot contain an empty string value.
  * Key: PK"), and sizes must be within ST_MAX_PK_SIZE / ST_MAX_SK_SIZE.

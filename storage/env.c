@@ -1,0 +1,297 @@
+/*
+ * env.c -- the LMDB environment and Shoal's write transactions.
+ *
+ * One LMDB environment per storage group, holding three named databases:
+ *
+ *   "meta"     fixed keys, big-endian integers:
+ *                "format"        -> u32  on-disk format version (ENV_FORMAT)
+ *                "applied"       -> u64  Raft index of the last applied entry
+ *                "next_table_id" -> u32  next table id to hand out (catalog.c)
+ *   "catalog"  table name -> table record (format at the top of catalog.c)
+ *   "data"     items and index entries (keyenc.c / codec.c)
+ *
+ * The environment is opened with MDB_NOTLS so that a read transaction belongs
+ * to its MDB_txn and not to the thread that began it: readers (GetItem, Query,
+ * Scan) may run on any thread of a pool.  With opts->nosync the environment
+ * uses MDB_NOSYNC: a commit reaches the OS page cache but is not flushed.  The
+ * Raft log is then the durable record and st_env_sync flushes LMDB when the
+ * node takes a snapshot or checkpoint.
+ *
+ * Applied index: st_txn_commit writes the index given to st_txn_set_applied
+ * into "meta" inside the same LMDB transaction as the data it describes, so
+ * the data and the applied index are always consistent on disk.  After a crash
+ * (even with MDB_NOSYNC, which may lose the last commits but never tears one)
+ * the node replays the Raft log from st_env_applied() + 1; entries at or below
+ * it are already in LMDB, which makes replay idempotent.
+ *
+ * Write transactions (st_txn) carry a sticky error: the first environmental
+ * failure (out of memory, I/O, map full) inside a write operation may have
+ * left part of that operation written, so the transaction is poisoned
+ * (st_txn_poison) and refuses further work; its commit aborts and returns the
+ * error.  This is LMDB's own MDB_TXN_ERROR rule lifted to Shoal's level.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/alloc.h"
+#include "engine.h"
+
+#define ENV_FORMAT           1u
+#define ENV_MAXDBS           8 /* meta, catalog, data, and room for the outbox and later DBIs */
+#define ENV_DEFAULT_MAP_SIZE (64ull << 30)
+
+static const char KEY_FORMAT[] = "format";
+static const char KEY_APPLIED[] = "applied";
+
+int st_lmdb_err(int rc, const char *what, char *errmsg)
+{
+	int code;
+	if (rc == MDB_MAP_FULL)
+		code = SHOAL_E_FULL;
+	else if (rc == ENOMEM)
+		code = SHOAL_E_NOMEM;
+	else
+		code = SHOAL_E_IO;
+	return sh_errf(errmsg, code, "%s: %s", what, mdb_strerror(rc));
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, (uint32_t)(v >> 32));
+	put_be32(p + 4, (uint32_t)v);
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+
+/* Opens the three DBIs and checks (or, in a new environment, writes) the
+ * format version, in one write transaction. */
+static int env_init_dbis(st_env *env, const char *path, char *errmsg)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(env->env, NULL, 0, &txn);
+	if (rc != 0)
+		return st_lmdb_err(rc, "mdb_txn_begin", errmsg);
+	const char *what = "mdb_dbi_open(meta)";
+	rc = mdb_dbi_open(txn, "meta", MDB_CREATE, &env->meta);
+	if (rc == 0) {
+		what = "mdb_dbi_open(catalog)";
+		rc = mdb_dbi_open(txn, "catalog", MDB_CREATE, &env->catalog);
+	}
+	if (rc == 0) {
+		what = "mdb_dbi_open(data)";
+		rc = mdb_dbi_open(txn, "data", MDB_CREATE, &env->data);
+	}
+	if (rc != 0)
+		goto err_after_txn;
+
+	MDB_val k = {sizeof(KEY_FORMAT) - 1, (void *)KEY_FORMAT};
+	MDB_val v;
+	what = "mdb_get(meta format)";
+	rc = mdb_get(txn, env->meta, &k, &v);
+	if (rc == MDB_NOTFOUND) {
+		uint8_t buf[4];
+		put_be32(buf, ENV_FORMAT);
+		v.mv_size = sizeof(buf);
+		v.mv_data = buf;
+		what = "mdb_put(meta format)";
+		rc = mdb_put(txn, env->meta, &k, &v, 0);
+		if (rc != 0)
+			goto err_after_txn;
+	} else if (rc != 0) {
+		goto err_after_txn;
+	} else if (v.mv_size != 4 || get_be32(v.mv_data) != ENV_FORMAT) {
+		mdb_txn_abort(txn);
+		return sh_errf(errmsg, SHOAL_E_INTERNAL,
+		               "%s: unsupported storage format version %u (this build reads %u)",
+		               path, v.mv_size == 4 ? get_be32(v.mv_data) : 0u, ENV_FORMAT);
+	}
+	what = "mdb_txn_commit";
+	rc = mdb_txn_commit(txn);
+	if (rc != 0)
+		return st_lmdb_err(rc, what, errmsg);
+	return SHOAL_OK;
+
+err_after_txn:
+	mdb_txn_abort(txn);
+	return st_lmdb_err(rc, what, errmsg);
+}
+
+int st_env_open(const char *path, const st_env_options *opts, st_env **out, char *errmsg)
+{
+	st_env_options defaults = {0};
+	if (opts == NULL)
+		opts = &defaults;
+	*out = NULL;
+
+	st_env *env = sh_calloc(1, sizeof(*env));
+	if (env == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "st_env_open(%s): out of memory", path);
+	env->page_bytes = opts->page_bytes != 0 ? opts->page_bytes : ST_MAX_PAGE_BYTES;
+	env->nosync = opts->nosync;
+
+	int code;
+	int rc = mdb_env_create(&env->env);
+	if (rc != 0) {
+		code = st_lmdb_err(rc, "mdb_env_create", errmsg);
+		goto err_after_alloc;
+	}
+	rc = mdb_env_set_maxdbs(env->env, ENV_MAXDBS);
+	if (rc != 0) {
+		code = st_lmdb_err(rc, "mdb_env_set_maxdbs", errmsg);
+		goto err_after_env;
+	}
+	rc = mdb_env_set_mapsize(env->env,
+	                         opts->map_size != 0 ? opts->map_size : ENV_DEFAULT_MAP_SIZE);
+	if (rc != 0) {
+		code = st_lmdb_err(rc, "mdb_env_set_mapsize", errmsg);
+		goto err_after_env;
+	}
+	unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | (opts->nosync ? MDB_NOSYNC : 0);
+	rc = mdb_env_open(env->env, path, flags, 0644);
+	if (rc != 0) {
+		char what[SH_ERRMSG_SIZE / 2];
+		snprintf(what, sizeof(what), "mdb_env_open(%s)", path);
+		code = st_lmdb_err(rc, what, errmsg);
+		goto err_after_env;
+	}
+	code = env_init_dbis(env, path, errmsg);
+	if (code != SHOAL_OK)
+		goto err_after_env;
+	*out = env;
+	return SHOAL_OK;
+
+err_after_env:
+	mdb_env_close(env->env);
+err_after_alloc:
+	sh_free(env);
+	return code;
+}
+
+void st_env_close(st_env *env)
+{
+	if (env == NULL)
+		return;
+	mdb_env_close(env->env);
+	sh_free(env);
+}
+
+int st_env_sync(st_env *env, char *errmsg)
+{
+	int rc = mdb_env_sync(env->env, 1);
+	if (rc != 0)
+		return st_lmdb_err(rc, "mdb_env_sync", errmsg);
+	return SHOAL_OK;
+}
+
+uint64_t st_env_applied(st_env *env)
+{
+	MDB_txn *txn;
+	if (mdb_txn_begin(env->env, NULL, MDB_RDONLY, &txn) != 0)
+		return 0;
+	uint64_t applied = 0;
+	MDB_val k = {sizeof(KEY_APPLIED) - 1, (void *)KEY_APPLIED};
+	MDB_val v;
+	if (mdb_get(txn, env->meta, &k, &v) == 0 && v.mv_size == 8)
+		applied = get_be64(v.mv_data);
+	mdb_txn_abort(txn);
+	return applied;
+}
+
+int st_txn_begin(st_env *env, st_txn **out, char *errmsg)
+{
+	*out = NULL;
+	st_txn *txn = sh_calloc(1, sizeof(*txn));
+	if (txn == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "st_txn_begin: out of memory");
+	int rc = mdb_txn_begin(env->env, NULL, 0, &txn->txn);
+	if (rc != 0) {
+		sh_free(txn);
+		return st_lmdb_err(rc, "mdb_txn_begin", errmsg);
+	}
+	txn->env = env;
+	txn->sticky = SHOAL_OK;
+	txn->applied = 0;
+	sh_arena_init(&txn->arena);
+	*out = txn;
+	return SHOAL_OK;
+}
+
+void st_txn_set_applied(st_txn *txn, uint64_t index)
+{
+	txn->applied = index;
+}
+
+int st_txn_poison(st_txn *txn, int code, const char *errmsg)
+{
+	if (txn->sticky == SHOAL_OK) {
+		txn->sticky = code;
+		snprintf(txn->sticky_msg, sizeof(txn->sticky_msg), "%s",
+		         errmsg != NULL && errmsg[0] != '\0' ? errmsg : shoal_strerror(code));
+	}
+	return txn->sticky;
+}
+
+static void txn_free(st_txn *txn)
+{
+	sh_arena_fini(&txn->arena);
+	sh_free(txn);
+}
+
+void st_txn_abort(st_txn *txn)
+{
+	if (txn == NULL)
+		return;
+	mdb_txn_abort(txn->txn);
+	txn_free(txn);
+}
+
+int st_txn_commit(st_txn *txn, char *errmsg)
+{
+	int code;
+	if (txn->sticky != SHOAL_OK) {
+		code = sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
+		goto err_after_txn;
+	}
+	if (txn->applied != 0) {
+		/* Same LMDB transaction as the data: see the top of this file. */
+		uint8_t buf[8];
+		put_be64(buf, txn->applied);
+		MDB_val k = {sizeof(KEY_APPLIED) - 1, (void *)KEY_APPLIED};
+		MDB_val v = {sizeof(buf), buf};
+		int rc = mdb_put(txn->txn, txn->env->meta, &k, &v, 0);
+		if (rc != 0) {
+			code = st_lmdb_err(rc, "mdb_put(meta applied)", errmsg);
+			goto err_after_txn;
+		}
+	}
+	if (sh_fault_check(SH_FAULT_COMMIT)) {
+		code = sh_errf(errmsg, SHOAL_E_IO, "mdb_txn_commit: injected fault");
+		goto err_after_txn;
+	}
+	int rc = mdb_txn_commit(txn->txn);
+	txn_free(txn); /* mdb_txn_commit frees the MDB_txn on success and failure */
+	if (rc != 0)
+		return st_lmdb_err(rc, "mdb_txn_commit", errmsg);
+	return SHOAL_OK;
+
+err_after_txn:
+	st_txn_abort(txn);
+	return code;
+}

@@ -1,0 +1,554 @@
+/*
+ * write.c -- PutItem, UpdateItem and DeleteItem inside an st_txn.
+ *
+ * Every operation runs in two phases.
+ *
+ * 1. Validation, which writes nothing, in DynamoDB's order: expression
+ *    parameters without expressions; the request's item/key and placeholder
+ *    values, copied into the caller's arena and normalised (the request is
+ *    const); ReturnValues; PutItem's item size; the expressions (parsed with
+ *    one st_expr_ctx, then unused placeholders); the table (ResourceNotFound);
+ *    the key against the key schema; PutItem's index key types; an
+ *    UpdateExpression that targets a key attribute.  Any failure here is a
+ *    client error and leaves the transaction exactly as it was.
+ *
+ * 2. Apply: read the old image, evaluate the condition on it (an absent item
+ *    is NULL, so attribute_not_exists(PK) holds), compute the new image
+ *    (UpdateItem: st_expr_update; the size limit and index key types are
+ *    checked on the result, still before any write), then write it, call the
+ *    index hook, and adjust the table's counters (item count, size bytes) in
+ *    the same LMDB transaction.
+ *
+ * The result is a function of (old state, request) only: no clocks, no
+ * randomness, so every replica that applies the same Raft entry computes the
+ * same bytes.
+ *
+ * Errors: client errors (validation, condition failed, not found) return
+ * without touching the transaction.  Environmental errors (NOMEM, IO, FULL,
+ * INTERNAL: allocation, LMDB, a corrupt record) poison it with st_txn_poison,
+ * whether or not anything was written yet: the caller must abort, and every
+ * later call on the transaction returns the same error.
+ *
+ * Memory: everything, results included, is allocated in the caller's arena.
+ */
+#include <string.h>
+
+#include "codec.h"
+#include "engine.h"
+#include "expr.h"
+#include "read.h" /* rd_expr_ctx: placeholders copied and normalised as reads do */
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static bool env_error(int rc)
+{
+	return rc == SHOAL_E_NOMEM || rc == SHOAL_E_IO || rc == SHOAL_E_FULL ||
+	       rc == SHOAL_E_INTERNAL;
+}
+
+/* Returns rc, poisoning txn first if rc is environmental. */
+static int fail(st_txn *txn, int rc, char *errmsg)
+{
+	if (env_error(rc))
+		st_txn_poison(txn, rc, errmsg);
+	return rc;
+}
+
+static int nomem(char *errmsg, const char *op)
+{
+	return sh_errf(errmsg, SHOAL_E_NOMEM, "%s: out of memory", op);
+}
+
+int st_return_values_parse(const char *s)
+{
+	static const struct {
+		const char *name;
+		st_return_values value;
+	} names[] = {
+	    {"NONE", ST_RV_NONE},
+	    {"ALL_OLD", ST_RV_ALL_OLD},
+	    {"UPDATED_OLD", ST_RV_UPDATED_OLD},
+	    {"ALL_NEW", ST_RV_ALL_NEW},
+	    {"UPDATED_NEW", ST_RV_UPDATED_NEW},
+	};
+	if (s == NULL)
+		return -1;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(s, names[i].name) == 0)
+			return (int)names[i].value;
+	return -1;
+}
+
+/* "ExpressionAttributeNames can only be specified when using expressions",
+ * DynamoDB's check of placeholders sent without any expression. */
+static int check_expr_params(const st_expr_attrs *attrs, bool has_expr, const char *exprs_null,
+                             char *errmsg)
+{
+	if (has_expr)
+		return SHOAL_OK;
+	if (attrs->names != NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "ExpressionAttributeNames can only be specified when using "
+		               "expressions");
+	if (attrs->values != NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "ExpressionAttributeValues can only be specified when using "
+		               "expressions: %s",
+		               exprs_null);
+	return SHOAL_OK;
+}
+
+/* A normalised copy in a of a client map (an Item or a Key). */
+static int copy_map(sh_arena *a, const st_value *in, const char *field, st_value **out,
+                    char *errmsg)
+{
+	*out = NULL;
+	if (in == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "1 validation error detected: Value null at '%s' failed to satisfy "
+		               "constraint: Member must not be null",
+		               field);
+	if (in->type != ST_M)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "%s must be a map of attributes", field);
+	st_value *v = sh_arena_alloc(a, sizeof(*v));
+	if (v == NULL || st_value_copy(a, in, v) != SHOAL_OK)
+		return nomem(errmsg, "write");
+	int rc = st_value_normalize(a, v, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	*out = v;
+	return SHOAL_OK;
+}
+
+static int check_rv_old_or_none(st_return_values rv, char *errmsg)
+{
+	if (rv != ST_RV_NONE && rv != ST_RV_ALL_OLD)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "ReturnValues can only be ALL_OLD or NONE");
+	return SHOAL_OK;
+}
+
+static int parse_opt(st_expr_ctx *ctx, st_expr_kind kind, const char *text, st_expr **out,
+                     char *errmsg)
+{
+	*out = NULL;
+	if (text == NULL)
+		return SHOAL_OK;
+	return st_expr_parse(ctx, kind, text, out, errmsg);
+}
+
+/*
+ * The key attributes may not be targets of an UpdateExpression (SET, REMOVE,
+ * ADD, DELETE), though they may be read ("SET copy = PK").  st_expr_refs_attr
+ * also counts reads, so a name it reports is confirmed with
+ * st_expr_update_project on the key itself: the key attributes that the
+ * update's target paths select.
+ */
+static int check_update_keys(const st_key_schema *ks, const st_expr *upd, const st_value *key,
+                             sh_arena *a, char *errmsg)
+{
+	if (upd == NULL)
+		return SHOAL_OK;
+	const char *names[2] = {ks->hash.name, ks->range.name};
+	st_value *targets = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (names[i] == NULL || !st_expr_refs_attr(upd, names[i], strlen(names[i])))
+			continue;
+		if (targets == NULL) {
+			int rc = st_expr_update_project(upd, a, key, &targets, errmsg);
+			if (rc != SHOAL_OK)
+				return rc;
+		}
+		if (targets != NULL && st_map_get(targets, names[i], strlen(names[i])) != NULL)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "One or more parameter values were invalid: Cannot update "
+			               "attribute %s. This attribute is part of the key",
+			               names[i]);
+	}
+	return SHOAL_OK;
+}
+
+/*
+ * The key attributes of the table's indexes, where an item has them, must
+ * have the type of their AttributeDefinition and, for S and B, be non-empty
+ * (DynamoDB checks this even while an index is being built).
+ */
+static int check_index_keys(const st_table_def *t, const st_value *item, char *errmsg)
+{
+	for (uint32_t i = 0; i < t->n_indexes; i++) {
+		const st_index_def *x = &t->indexes[i];
+		const st_key_attr *ka[2] = {&x->key.hash, &x->key.range};
+		for (int j = 0; j < 2; j++) {
+			if (ka[j]->name == NULL)
+				continue;
+			const st_value *v = st_map_get(item, ka[j]->name, strlen(ka[j]->name));
+			if (v == NULL)
+				continue;
+			if (v->type != ka[j]->type)
+				return sh_errf(errmsg, SHOAL_E_VALIDATION,
+				               "One or more parameter values were invalid: Type "
+				               "mismatch for Index Key %s Expected: %s Actual: %s "
+				               "IndexName: %s",
+				               ka[j]->name, st_type_name(ka[j]->type),
+				               st_type_name(v->type), x->name);
+			if (v->type != ST_N && v->u.str.len == 0)
+				return sh_errf(
+				    errmsg, SHOAL_E_VALIDATION,
+				    "One or more parameter values are not valid. A value "
+				    "specified for a secondary index key is not supported. "
+				    "The AttributeValue for a key attribute cannot contain an "
+				    "empty %s value. IndexName: %s, IndexKey: %s",
+				    v->type == ST_S ? "string" : "binary", x->name, ka[j]->name);
+		}
+	}
+	return SHOAL_OK;
+}
+
+/*
+ * Index maintenance hook: called once after every write of a base item, in
+ * the same transaction, with the old image (NULL if none) and the new one
+ * (NULL for a delete).  This phase stores index definitions only; a later
+ * change computes the LSI entries and the GSI outbox deltas here (see
+ * DESIGN.md, "Secondary indexes").  An error from it is environmental and
+ * poisons the transaction like any failed write.
+ */
+static int index_maintain(st_txn *txn, const st_table_info *t, const st_value *old_item,
+                          const st_value *new_item, sh_arena *a, char *errmsg)
+{
+	(void)txn;
+	(void)t;
+	(void)old_item;
+	(void)new_item;
+	(void)a;
+	(void)errmsg;
+	return SHOAL_OK;
+}
+
+/* Encodes and stores item under k, then runs the index hook and counters. */
+static int store_item(st_txn *txn, const st_table_info *t, const st_key *k,
+                      const st_value *old_item, const st_value *item, sh_arena *a, char *errmsg)
+{
+	uint8_t *buf;
+	size_t len;
+	if (st_codec_encode(a, item, &buf, &len) != SHOAL_OK)
+		return nomem(errmsg, "st_codec_encode");
+	MDB_val kv = {k->len, (void *)k->b}, vv = {len, buf};
+	int mrc = mdb_put(txn->txn, txn->env->data, &kv, &vv, 0);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_put(data)", errmsg);
+	int rc = index_maintain(txn, t, old_item, item, a, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	int64_t bytes = (int64_t)st_item_size(item);
+	if (old_item != NULL)
+		bytes -= (int64_t)st_item_size(old_item);
+	return st_table_count(txn, t->def.name, old_item == NULL ? 1 : 0, bytes, errmsg);
+}
+
+/* Reads the old image and evaluates the condition on it. */
+static int read_and_check(st_txn *txn, const st_key *k, const st_expr *cond, bool return_old,
+                          sh_arena *a, st_value **old_item, st_write_result *res, char *errmsg)
+{
+	int rc = st_item_read(txn->txn, txn->env, k, a, old_item, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (cond == NULL)
+		return SHOAL_OK;
+	bool ok = false;
+	rc = st_expr_eval(cond, *old_item, &ok, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (!ok) {
+		if (return_old && *old_item != NULL)
+			res->old_item = *old_item;
+		return sh_errf(errmsg, SHOAL_E_CONDITION_FAILED, "The conditional request failed");
+	}
+	return SHOAL_OK;
+}
+
+static int sticky(const st_txn *txn, char *errmsg)
+{
+	return sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* PutItem                                                                   */
+/* ------------------------------------------------------------------------ */
+
+int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res, char *errmsg)
+{
+	st_write_result ignored;
+	if (res == NULL)
+		res = &ignored;
+	res->attributes = NULL;
+	res->old_item = NULL;
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+
+	int rc = check_expr_params(&req->attrs, req->condition != NULL,
+	                           "ConditionExpression is null", errmsg);
+	st_value *item;
+	if (rc == SHOAL_OK)
+		rc = copy_map(a, req->item, "item", &item, errmsg);
+	if (rc == SHOAL_OK)
+		rc = check_rv_old_or_none(req->return_values, errmsg);
+	if (rc == SHOAL_OK && st_item_size(item) > ST_MAX_ITEM_SIZE)
+		rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+		             "Item size has exceeded the maximum allowed size");
+	st_expr_ctx ctx;
+	st_expr *cond = NULL;
+	if (rc == SHOAL_OK)
+		rc = rd_expr_ctx(&ctx, a, &req->attrs, errmsg);
+	if (rc == SHOAL_OK)
+		rc = parse_opt(&ctx, ST_EXPR_CONDITION, req->condition, &cond, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_expr_ctx_check_unused(&ctx, errmsg);
+	st_table_info t;
+	if (rc == SHOAL_OK)
+		rc = st_table_load(txn->txn, txn->env, req->table, a, &t, errmsg);
+	const st_value *pk, *sk;
+	if (rc == SHOAL_OK)
+		rc = st_key_check(&t.def.key, item, ST_KEYCHECK_ITEM, &pk, &sk, errmsg);
+	if (rc == SHOAL_OK)
+		rc = check_index_keys(&t.def, item, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+
+	st_key k;
+	st_key_item(&k, t.def.id, 0, pk, sk);
+	st_value *old_item = NULL;
+	rc = read_and_check(txn, &k, cond, req->return_old_on_condition_fail, a, &old_item, res,
+	                    errmsg);
+	if (rc == SHOAL_OK)
+		rc = store_item(txn, &t, &k, old_item, item, a, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	if (req->return_values == ST_RV_ALL_OLD)
+		res->attributes = old_item;
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* UpdateItem                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* UPDATED_OLD / UPDATED_NEW: the updated paths of item, NULL if none. */
+static int updated_part(const st_expr *upd, sh_arena *a, const st_value *item, st_value **out,
+                        char *errmsg)
+{
+	*out = NULL;
+	if (upd == NULL || item == NULL)
+		return SHOAL_OK;
+	st_value *part;
+	int rc = st_expr_update_project(upd, a, item, &part, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (part != NULL && part->u.map.n > 0)
+		*out = part;
+	return SHOAL_OK;
+}
+
+int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_result *res,
+              char *errmsg)
+{
+	st_write_result ignored;
+	if (res == NULL)
+		res = &ignored;
+	res->attributes = NULL;
+	res->old_item = NULL;
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+
+	int rc = check_expr_params(&req->attrs, req->update != NULL || req->condition != NULL,
+	                           "UpdateExpression and ConditionExpression are null", errmsg);
+	st_value *key;
+	if (rc == SHOAL_OK)
+		rc = copy_map(a, req->key, "key", &key, errmsg);
+	if (rc == SHOAL_OK && (unsigned)req->return_values > ST_RV_UPDATED_NEW)
+		rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+		             "1 validation error detected: Value '%d' at 'returnValues' failed to "
+		             "satisfy constraint: Member must satisfy enum value set: [ALL_NEW, "
+		             "UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]",
+		             (int)req->return_values);
+	st_expr_ctx ctx;
+	st_expr *upd = NULL, *cond = NULL;
+	if (rc == SHOAL_OK)
+		rc = rd_expr_ctx(&ctx, a, &req->attrs, errmsg);
+	if (rc == SHOAL_OK)
+		rc = parse_opt(&ctx, ST_EXPR_UPDATE, req->update, &upd, errmsg);
+	if (rc == SHOAL_OK)
+		rc = parse_opt(&ctx, ST_EXPR_CONDITION, req->condition, &cond, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_expr_ctx_check_unused(&ctx, errmsg);
+	st_table_info t;
+	if (rc == SHOAL_OK)
+		rc = st_table_load(txn->txn, txn->env, req->table, a, &t, errmsg);
+	const st_value *pk, *sk;
+	if (rc == SHOAL_OK)
+		rc = st_key_check(&t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
+	if (rc == SHOAL_OK)
+		rc = check_update_keys(&t.def.key, upd, key, a, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+
+	st_key k;
+	st_key_item(&k, t.def.id, 0, pk, sk);
+	st_value *old_item = NULL;
+	rc = read_and_check(txn, &k, cond, req->return_old_on_condition_fail, a, &old_item, res,
+	                    errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+
+	/* The new image: the update applied to the old item, or to the key
+	 * alone when there is none; without an UpdateExpression, the old item
+	 * as it is or the key-only item. */
+	st_value *new_item;
+	if (upd != NULL)
+		rc = st_expr_update(upd, a, old_item, key, &new_item, errmsg);
+	else
+		new_item = old_item != NULL ? old_item : key;
+	if (rc == SHOAL_OK && st_item_size(new_item) > ST_MAX_ITEM_SIZE)
+		rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+		             "Item size to update has exceeded the maximum allowed size");
+	if (rc == SHOAL_OK)
+		rc = check_index_keys(&t.def, new_item, errmsg);
+	if (rc == SHOAL_OK && new_item != old_item)
+		rc = store_item(txn, &t, &k, old_item, new_item, a, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+
+	switch (req->return_values) {
+	case ST_RV_ALL_OLD:
+		res->attributes = old_item;
+		break;
+	case ST_RV_ALL_NEW:
+		res->attributes = new_item;
+		break;
+	case ST_RV_UPDATED_OLD:
+		rc = updated_part(upd, a, old_item, &res->attributes, errmsg);
+		break;
+	case ST_RV_UPDATED_NEW:
+		rc = updated_part(upd, a, new_item, &res->attributes, errmsg);
+		break;
+	case ST_RV_NONE:
+		break;
+	}
+	if (rc != SHOAL_OK) /* the write is done: only an environmental error here */
+		return fail(txn, rc, errmsg);
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* DeleteItem                                                                */
+/* ------------------------------------------------------------------------ */
+
+int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_result *res,
+              char *errmsg)
+{
+	st_write_result ignored;
+	if (res == NULL)
+		res = &ignored;
+	res->attributes = NULL;
+	res->old_item = NULL;
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+
+	int rc = check_expr_params(&req->attrs, req->condition != NULL,
+	                           "ConditionExpression is null", errmsg);
+	st_value *key;
+	if (rc == SHOAL_OK)
+		rc = copy_map(a, req->key, "key", &key, errmsg);
+	if (rc == SHOAL_OK)
+		rc = check_rv_old_or_none(req->return_values, errmsg);
+	st_expr_ctx ctx;
+	st_expr *cond = NULL;
+	if (rc == SHOAL_OK)
+		rc = rd_expr_ctx(&ctx, a, &req->attrs, errmsg);
+	if (rc == SHOAL_OK)
+		rc = parse_opt(&ctx, ST_EXPR_CONDITION, req->condition, &cond, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_expr_ctx_check_unused(&ctx, errmsg);
+	st_table_info t;
+	if (rc == SHOAL_OK)
+		rc = st_table_load(txn->txn, txn->env, req->table, a, &t, errmsg);
+	const st_value *pk, *sk;
+	if (rc == SHOAL_OK)
+		rc = st_key_check(&t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+
+	st_key k;
+	st_key_item(&k, t.def.id, 0, pk, sk);
+	st_value *old_item = NULL;
+	rc = read_and_check(txn, &k, cond, req->return_old_on_condition_fail, a, &old_item, res,
+	                    errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	if (old_item != NULL) {
+		MDB_val kv = {k.len, k.b};
+		int mrc = mdb_del(txn->txn, txn->env->data, &kv, NULL);
+		if (mrc != 0)
+			rc = st_lmdb_err(mrc, "mdb_del(data)", errmsg);
+		if (rc == SHOAL_OK)
+			rc = index_maintain(txn, &t, old_item, NULL, a, errmsg);
+		if (rc == SHOAL_OK)
+			rc = st_table_count(txn, t.def.name, -1, -(int64_t)st_item_size(old_item),
+			                    errmsg);
+		if (rc != SHOAL_OK)
+			return fail(txn, rc, errmsg);
+	}
+	if (req->return_values == ST_RV_ALL_OLD)
+		res->attributes = old_item;
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One-shot forms                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Commits txn after a successful write; on failure of either, nothing of it
+ * is visible and no result is returned. */
+static int finish(st_txn *txn, int rc, st_write_result *res, char *errmsg)
+{
+	if (rc != SHOAL_OK) {
+		st_txn_abort(txn);
+		return rc;
+	}
+	rc = st_txn_commit(txn, errmsg);
+	if (rc != SHOAL_OK && res != NULL) {
+		res->attributes = NULL;
+		res->old_item = NULL;
+	}
+	return rc;
+}
+
+int st_put_item(st_env *env, const st_put_req *req, sh_arena *a, st_write_result *res, char *errmsg)
+{
+	st_txn *txn;
+	int rc = st_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	return finish(txn, st_put(txn, req, a, res, errmsg), res, errmsg);
+}
+
+int st_update_item(st_env *env, const st_update_req *req, sh_arena *a, st_write_result *res,
+                   char *errmsg)
+{
+	st_txn *txn;
+	int rc = st_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	return finish(txn, st_update(txn, req, a, res, errmsg), res, errmsg);
+}
+
+int st_delete_item(st_env *env, const st_delete_req *req, sh_arena *a, st_write_result *res,
+                   char *errmsg)
+{
+	st_txn *txn;
+	int rc = st_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	return finish(txn, st_delete(txn, req, a, res, errmsg), res, errmsg);
+}
