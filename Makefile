@@ -15,6 +15,8 @@
 #   CC=cc                     compiler
 #   TESTS='test_num test_expr'  run only these unit test binaries
 #   SHOAL_SEED=n              seed for randomised tests (printed by every such test)
+#   BENCH_ARGS='-n 100000'    arguments for st_bench (see tests/bench/st_bench.c)
+#   JOBS=n                    parallel compile jobs for test/demo/bench (default: nproc)
 
 CC       ?= cc
 OPT      ?= -O2
@@ -110,13 +112,19 @@ $(BUILD)/bin/%: $(BUILD)/obj/tests/bench/%.o $(TESTLIB_OBJ) $(CORE_LIB)
 
 # ---------------------------------------------------------------------------
 # Tests: every unit binary runs; a summary line closes the run.
-test: all
+# The dependency check runs first, alone; the build then runs in parallel.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+
+test: deps-checked
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@tests/run-tests.sh $(BUILD) $(TESTS)
 
-demo: all
+demo: deps-checked
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@tests/tools/demo.sh $(BUILD)
 
-bench: all
+bench: deps-checked
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	$(BUILD)/bin/st_bench $(BENCH_ARGS)
 
 format:

@@ -22,6 +22,7 @@
 
 #include <lmdb.h>
 
+#include "expr.h"
 #include "keyenc.h"
 #include "storage.h"
 
@@ -91,6 +92,13 @@ int st_key_check(const st_key_schema *ks, const st_value *key, st_keycheck_mode 
 
 /* Builds the ST_M holding just the key attributes of item (values shared). */
 int st_key_extract(sh_arena *a, const st_key_schema *ks, const st_value *item, st_value **out);
+
+/* Copies and normalises a request's ExpressionAttributeNames / Values into a
+ * (value errors get DynamoDB's "ExpressionAttributeValues contains invalid
+ * value: ... for key :v" form) and initialises ctx over the copies; shared by
+ * every read and write (defined in read_get.c). */
+int st_expr_attrs_prepare(st_expr_ctx *ctx, sh_arena *a, const st_expr_attrs *attrs,
+			  char *errmsg);
 
 /* Reads and decodes the item stored under key k in the data DBI; *item is
  * NULL when there is none.  Memory comes from a. */

@@ -36,7 +36,6 @@
 #include "codec.h"
 #include "engine.h"
 #include "expr.h"
-#include "read.h" /* rd_expr_ctx: placeholders copied and normalised as reads do */
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -300,7 +299,7 @@ int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res
 	st_expr_ctx ctx;
 	st_expr *cond = NULL;
 	if (rc == SHOAL_OK)
-		rc = rd_expr_ctx(&ctx, a, &req->attrs, errmsg);
+		rc = st_expr_attrs_prepare(&ctx, a, &req->attrs, errmsg);
 	if (rc == SHOAL_OK)
 		rc = parse_opt(&ctx, ST_EXPR_CONDITION, req->condition, &cond, errmsg);
 	if (rc == SHOAL_OK)
@@ -375,7 +374,7 @@ int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_resul
 	st_expr_ctx ctx;
 	st_expr *upd = NULL, *cond = NULL;
 	if (rc == SHOAL_OK)
-		rc = rd_expr_ctx(&ctx, a, &req->attrs, errmsg);
+		rc = st_expr_attrs_prepare(&ctx, a, &req->attrs, errmsg);
 	if (rc == SHOAL_OK)
 		rc = parse_opt(&ctx, ST_EXPR_UPDATE, req->update, &upd, errmsg);
 	if (rc == SHOAL_OK)
@@ -465,7 +464,7 @@ int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_resul
 	st_expr_ctx ctx;
 	st_expr *cond = NULL;
 	if (rc == SHOAL_OK)
-		rc = rd_expr_ctx(&ctx, a, &req->attrs, errmsg);
+		rc = st_expr_attrs_prepare(&ctx, a, &req->attrs, errmsg);
 	if (rc == SHOAL_OK)
 		rc = parse_opt(&ctx, ST_EXPR_CONDITION, req->condition, &cond, errmsg);
 	if (rc == SHOAL_OK)

@@ -6,6 +6,10 @@ build=${1:?usage: run-tests.sh BUILD [test_name ...]}
 shift
 if (($#)); then bins=("$@"); else bins=(); for b in "$build"/tests/test_*; do bins+=("$(basename "$b")"); done; fi
 
+# Check kills a test case after 4 s by default; sanitizer builds of the fault
+# loops need longer.  Tests bound their own work; this is only a backstop.
+export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-600}
+
 passed=0 failed=0 failed_bins=()
 for name in "${bins[@]}"; do
 	bin=$build/tests/$name

@@ -1,0 +1,391 @@
+/*
+ * read_query.c -- Query and Scan: request checks in DynamoDB's order, then one
+ * page read by the iterator of read.c inside one LMDB read transaction.
+ *
+ * Each operation is split the same way: *_prepare checks what needs no table
+ * (Select, placeholders, expression syntax, the ExclusiveStartKey's values)
+ * outside the transaction; *_run loads the table and resolves IndexName; then
+ * query_exec / scan_exec read one key schema's range.  The key schema (and the
+ * index id) is a parameter of query_exec, so querying a secondary index will
+ * only need the resolution step to pass the index's schema and id, plus the
+ * base table's key for LastEvaluatedKey (st_read_page_spec.base_ks).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "read.h"
+
+typedef struct read_plan {
+	st_expr *kc;     /* Query only */
+	st_expr *filter; /* or NULL */
+	st_expr *proj;   /* or NULL */
+	st_value *esk;   /* normalised ExclusiveStartKey, or NULL */
+} read_plan;
+
+/* DynamoDB's rules on ExpressionAttributeNames / Values given without an
+ * expression that could use them. */
+static int attrs_presence(const st_expr_attrs *attrs, bool has_expr, bool has_value_expr,
+                          const char *value_exprs, char *errmsg)
+{
+	if (attrs->names != NULL && !has_expr)
+		return sh_errf(
+		    errmsg, SHOAL_E_VALIDATION,
+		    "ExpressionAttributeNames can only be specified when using expressions");
+	if (attrs->values != NULL && !has_value_expr)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "ExpressionAttributeValues can only be specified when using "
+		               "expressions: %s",
+		               value_exprs);
+	return SHOAL_OK;
+}
+
+static int parse_opt(st_expr_ctx *ctx, st_expr_kind kind, const char *text, st_expr **out,
+                     char *errmsg)
+{
+	*out = NULL;
+	if (text == NULL)
+		return SHOAL_OK;
+	return st_expr_parse(ctx, kind, text, out, errmsg);
+}
+
+static int index_unsupported(const st_table_def *t, const char *index, bool consistent,
+                             const char *what, char *errmsg)
+{
+	const st_index_def *idx = st_table_index(t, index);
+	if (idx == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "The table does not have the specified index: %s", index);
+	if (!idx->local && consistent)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Consistent reads are not supported on global secondary indexes");
+	/* Index entries are not maintained yet (a later issue). */
+	return sh_errf(errmsg, SHOAL_E_VALIDATION,
+	               "%s on secondary indexes are not supported yet (index %s)", what, index);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Query                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static int query_prepare(const st_query_req *req, sh_arena *ra, read_plan *p, char *errmsg)
+{
+	if (req->table == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "The parameter 'TableName' is required but was not present in the "
+		               "request");
+	int rc = st_read_select_check(req->select, req->projection != NULL, req->index != NULL,
+	                              true, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = attrs_presence(&req->attrs,
+	                    req->key_condition != NULL || req->filter != NULL ||
+	                        req->projection != NULL,
+	                    req->key_condition != NULL || req->filter != NULL,
+	                    "FilterExpression and KeyConditionExpression are null", errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (req->key_condition == NULL)
+		return sh_errf(
+		    errmsg, SHOAL_E_VALIDATION,
+		    "Either the KeyConditions or KeyConditionExpression parameter must be "
+		    "specified in the request.");
+	st_expr_ctx ctx;
+	rc = st_expr_attrs_prepare(&ctx, ra, &req->attrs, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_expr_parse(&ctx, ST_EXPR_KEY_CONDITION, req->key_condition, &p->kc, errmsg);
+	if (rc == SHOAL_OK)
+		rc = parse_opt(&ctx, ST_EXPR_FILTER, req->filter, &p->filter, errmsg);
+	if (rc == SHOAL_OK)
+		rc = parse_opt(&ctx, ST_EXPR_PROJECTION, req->projection, &p->proj, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_expr_ctx_check_unused(&ctx, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_read_start_key(ra, req->exclusive_start_key, &p->esk, errmsg);
+	return rc;
+}
+
+/* Checks that the ExclusiveStartKey lies in the queried range (DynamoDB's
+ * messages and order: sort-key predicate first, then the partition). */
+static int query_start(const st_key_schema *ks, const st_key_cond *kc, const st_value *esk,
+                       const st_value **pk, const st_value **sk, char *errmsg)
+{
+	int rc = st_read_start_key_check(ks, esk, pk, sk, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (kc->op != ST_KC_NONE && !st_read_sk_match(kc, *sk))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "The provided starting key does not match the range key predicate");
+	if (!st_value_equal(*pk, kc->hash)) {
+		if (kc->op != ST_KC_NONE)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "The query can return at most one row and cannot be "
+			               "restarted");
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "The provided starting key is outside query boundaries based on "
+		               "provided conditions");
+	}
+	return SHOAL_OK;
+}
+
+/* Reads one page of the items with key schema ks stored under (table,
+ * index). */
+static int query_exec(MDB_txn *txn, st_env *env, const st_query_req *req, const read_plan *p,
+                      uint32_t table, uint16_t index, const st_key_schema *ks, sh_arena *a,
+                      st_page *out, char *errmsg)
+{
+	st_key_cond kc;
+	int rc = st_expr_key_condition(p->kc, ks, &kc, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (p->filter != NULL) {
+		const char *keys[2] = {ks->hash.name, ks->range.name};
+		for (int i = 0; i < 2; i++)
+			if (keys[i] != NULL &&
+			    st_expr_refs_attr(p->filter, keys[i], strlen(keys[i])))
+				return sh_errf(errmsg, SHOAL_E_VALIDATION,
+				               "Filter Expression can only contain non-primary key "
+				               "attributes: Primary key attribute: %s",
+				               keys[i]);
+	}
+	st_key start;
+	const st_value *start_sk = NULL;
+	if (p->esk != NULL) {
+		const st_value *start_pk;
+		rc = query_start(ks, &kc, p->esk, &start_pk, &start_sk, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		st_key_item(&start, table, index, start_pk, start_sk);
+	}
+
+	st_read_range r;
+	st_read_query_range(table, index, &kc, &r);
+	r.forward = req->forward;
+	r.ks = ks;
+	st_read_iter *it;
+	rc = st_read_iter_new(txn, env, &r, &it, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = st_read_iter_start(it, p->esk != NULL ? &start : NULL, start_sk, errmsg);
+	if (rc == SHOAL_OK) {
+		st_read_page_spec ps = {
+		    .ks = ks,
+		    .base_ks = NULL,
+		    .kc = &kc,
+		    .filter = p->filter,
+		    .proj = p->proj,
+		    .count_only = req->select == ST_SELECT_COUNT,
+		    .limit = req->limit,
+		    .page_bytes = st_read_page_bytes(env),
+		};
+		rc = st_read_page(it, &ps, a, out, errmsg);
+	}
+	st_read_iter_free(it);
+	return rc;
+}
+
+int st_query(st_env *env, const st_query_req *req, sh_arena *a, st_page *out, char *errmsg)
+{
+	memset(out, 0, sizeof(*out));
+	sh_arena ra;
+	sh_arena_init(&ra);
+	read_plan p = {0};
+	MDB_txn *txn;
+	int rc = query_prepare(req, &ra, &p, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_read_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		goto out;
+	st_table_info t;
+	rc = st_table_load(txn, env, req->table, &ra, &t, errmsg);
+	if (rc == SHOAL_OK && req->index != NULL)
+		rc = index_unsupported(&t.def, req->index, req->consistent, "Queries", errmsg);
+	if (rc == SHOAL_OK)
+		rc = query_exec(txn, env, req, &p, t.def.id, 0, &t.def.key, a, out, errmsg);
+	mdb_txn_abort(txn);
+out:
+	sh_arena_fini(&ra);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scan                                                                      */
+/* ------------------------------------------------------------------------ */
+
+static int scan_segments(const st_scan_req *req, char *errmsg)
+{
+	char detail[2][160];
+	int n = 0;
+	if (req->segment > 999999)
+		snprintf(detail[n++], sizeof(detail[0]),
+		         "Value '%u' at 'segment' failed to satisfy constraint: Member must have "
+		         "value less than or equal to 999999",
+		         req->segment);
+	if (req->total_segments > 1000000)
+		snprintf(detail[n++], sizeof(detail[0]),
+		         "Value '%u' at 'totalSegments' failed to satisfy constraint: Member must "
+		         "have value less than or equal to 1000000",
+		         req->total_segments);
+	if (n == 1)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "1 validation error detected: %s",
+		               detail[0]);
+	if (n == 2)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "2 validation errors detected: %s; %s",
+		               detail[0], detail[1]);
+	/* total_segments 0 means "absent"; a Segment of 0 cannot be told from
+	 * an absent one. */
+	if (req->segment != 0 && req->total_segments == 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "The TotalSegments parameter is required but was not present in the "
+		               "request when Segment parameter is present");
+	if (req->total_segments != 0 && req->segment >= req->total_segments)
+		return sh_errf(
+		    errmsg, SHOAL_E_VALIDATION,
+		    "The Segment parameter is zero-based and must be less than parameter "
+		    "TotalSegments: Segment: %u is not less than TotalSegments: %u",
+		    req->segment, req->total_segments);
+	return SHOAL_OK;
+}
+
+static int scan_prepare(const st_scan_req *req, sh_arena *ra, read_plan *p, char *errmsg)
+{
+	if (req->table == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "The parameter 'TableName' is required but was not present in the "
+		               "request");
+	int rc = st_read_select_check(req->select, req->projection != NULL, req->index != NULL,
+	                              false, errmsg);
+	if (rc == SHOAL_OK)
+		rc = attrs_presence(&req->attrs, req->filter != NULL || req->projection != NULL,
+		                    req->filter != NULL, "FilterExpression is null", errmsg);
+	if (rc == SHOAL_OK)
+		rc = scan_segments(req, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	st_expr_ctx ctx;
+	rc = st_expr_attrs_prepare(&ctx, ra, &req->attrs, errmsg);
+	if (rc == SHOAL_OK)
+		rc = parse_opt(&ctx, ST_EXPR_FILTER, req->filter, &p->filter, errmsg);
+	if (rc == SHOAL_OK)
+		rc = parse_opt(&ctx, ST_EXPR_PROJECTION, req->projection, &p->proj, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_expr_ctx_check_unused(&ctx, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_read_start_key(ra, req->exclusive_start_key, &p->esk, errmsg);
+	return rc;
+}
+
+/* The placement hashes [*lo, *hi] a scan covers: segment s of n is
+ * [ceil(s * 2^64 / n), ceil((s + 1) * 2^64 / n) - 1], so the segments tile
+ * the hash space exactly; intersected with the request's hash range.  False
+ * if the intersection is empty. */
+static bool scan_hashes(const st_scan_req *req, uint64_t *lo, uint64_t *hi)
+{
+	*lo = 0;
+	*hi = UINT64_MAX;
+	if (req->total_segments != 0) {
+		const unsigned __int128 span = (unsigned __int128)1 << 64;
+		const unsigned __int128 n = req->total_segments;
+		*lo = (uint64_t)(((unsigned __int128)req->segment * span + n - 1) / n);
+		*hi = (uint64_t)(((unsigned __int128)(req->segment + 1) * span + n - 1) / n - 1);
+	}
+	if (req->hash_lo != 0 || req->hash_hi != 0) {
+		if (req->hash_lo > *lo)
+			*lo = req->hash_lo;
+		if (req->hash_hi < *hi)
+			*hi = req->hash_hi;
+	}
+	return *lo <= *hi;
+}
+
+static int scan_exec(MDB_txn *txn, st_env *env, const st_scan_req *req, const read_plan *p,
+                     uint32_t table, uint16_t index, const st_key_schema *ks, sh_arena *a,
+                     st_page *out, char *errmsg)
+{
+	uint64_t lo, hi;
+	bool any = scan_hashes(req, &lo, &hi);
+	st_key start;
+	const st_value *start_sk = NULL;
+	if (p->esk != NULL) {
+		const st_value *start_pk;
+		int rc = st_read_start_key_check(ks, p->esk, &start_pk, &start_sk, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		uint64_t h = st_key_hash(table, start_pk);
+		if (!any || h < lo || h > hi) {
+			if (req->total_segments != 0)
+				return sh_errf(
+				    errmsg, SHOAL_E_VALIDATION,
+				    "The provided starting key is invalid: Invalid "
+				    "ExclusiveStartKey. Please use ExclusiveStartKey with "
+				    "correct Segment. TotalSegments: %u Segment: %u",
+				    req->total_segments, req->segment);
+			return sh_errf(
+			    errmsg, SHOAL_E_VALIDATION,
+			    "The provided starting key is invalid: its partition key lies "
+			    "outside the scanned hash range");
+		}
+		st_key_item(&start, table, index, start_pk, start_sk);
+	}
+	if (!any) {
+		out->items = req->select == ST_SELECT_COUNT ? NULL : sh_arena_alloc(a, 0);
+		if (req->select != ST_SELECT_COUNT && out->items == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "read: out of memory");
+		return SHOAL_OK;
+	}
+
+	st_read_range r;
+	st_key_hash_bound(&r.lo, table, index, lo);
+	if (hi != UINT64_MAX) {
+		st_key_hash_bound(&r.hi, table, index, hi + 1);
+		r.has_hi = true;
+	} else {
+		st_key_table(&r.hi, table, index);
+		r.has_hi = st_key_prefix_end(&r.hi);
+	}
+	r.forward = true;
+	r.ks = ks;
+	st_read_iter *it;
+	int rc = st_read_iter_new(txn, env, &r, &it, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = st_read_iter_start(it, p->esk != NULL ? &start : NULL, start_sk, errmsg);
+	if (rc == SHOAL_OK) {
+		st_read_page_spec ps = {
+		    .ks = ks,
+		    .base_ks = NULL,
+		    .kc = NULL,
+		    .filter = p->filter,
+		    .proj = p->proj,
+		    .count_only = req->select == ST_SELECT_COUNT,
+		    .limit = req->limit,
+		    .page_bytes = st_read_page_bytes(env),
+		};
+		rc = st_read_page(it, &ps, a, out, errmsg);
+	}
+	st_read_iter_free(it);
+	return rc;
+}
+
+int st_scan(st_env *env, const st_scan_req *req, sh_arena *a, st_page *out, char *errmsg)
+{
+	memset(out, 0, sizeof(*out));
+	sh_arena ra;
+	sh_arena_init(&ra);
+	read_plan p = {0};
+	MDB_txn *txn;
+	int rc = scan_prepare(req, &ra, &p, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_read_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		goto out;
+	st_table_info t;
+	rc = st_table_load(txn, env, req->table, &ra, &t, errmsg);
+	if (rc == SHOAL_OK && req->index != NULL)
+		rc = index_unsupported(&t.def, req->index, req->consistent, "Scans", errmsg);
+	if (rc == SHOAL_OK)
+		rc = scan_exec(txn, env, req, &p, t.def.id, 0, &t.def.key, a, out, errmsg);
+	mdb_txn_abort(txn);
+out:
+	sh_arena_fini(&ra);
+	return rc;
+}
