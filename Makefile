@@ -14,6 +14,7 @@
 #   OPT=-O2                   optimisation flags
 #   CC=cc                     compiler
 #   TESTS='test_num test_expr'  run only these unit test binaries
+#   V=1                       show full compiler command lines
 #   SHOAL_SEED=n              seed for randomised tests (printed by every such test)
 #   BENCH_ARGS='-n 100000'    arguments for st_bench (see tests/bench/st_bench.c)
 #   JOBS=n                    parallel compile jobs for test/demo/bench (default: nproc)
@@ -30,6 +31,13 @@ SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover
 endif
 
 GEN      := $(BUILD)/gen
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = printf '  %-6s %s\n' $(1) $(2);
+endif
 CPPFLAGS += -I. -I$(GEN) -D_GNU_SOURCE
 CFLAGS   += -std=c11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -Wmissing-prototypes -Wstrict-prototypes -fvisibility=hidden $(SANFLAGS)
@@ -78,11 +86,11 @@ deps-checked:
 # Generated protobuf-c code lives in the build directory only.
 $(PROTO_GEN_C) $(PROTO_GEN_H) &: $(PROTO_DEF)
 	@mkdir -p $(GEN)/proto
-	protoc-c --c_out=$(GEN) $(PROTO_DEF)
+	$(Q)$(call say,PROTOC,$(PROTO_DEF))protoc-c --c_out=$(GEN) $(PROTO_DEF)
 
 $(BUILD)/obj/gen/proto/shoal.pb-c.o: $(PROTO_GEN_C)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(filter-out -Wmissing-prototypes -Wshadow,$(CFLAGS)) -MMD -MP -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(CPPFLAGS) $(filter-out -Wmissing-prototypes -Wshadow,$(CFLAGS)) -MMD -MP -c $< -o $@
 
 # Everything that includes the generated header must wait for it.
 $(call obj,$(PROTO_SRC) $(UNIT_SRC) $(TOOL_SRC) $(BENCH_SRC) $(TESTLIB_SRC)): \
@@ -90,23 +98,23 @@ $(call obj,$(PROTO_SRC) $(UNIT_SRC) $(TOOL_SRC) $(BENCH_SRC) $(TESTLIB_SRC)): \
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(Q)$(call say,AR,$@)ar rcs $@ $^
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TESTLIB_OBJ) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
 
 $(BUILD)/bin/%: $(BUILD)/obj/tests/tools/%.o $(TESTLIB_OBJ) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/bin/%: $(BUILD)/obj/tests/bench/%.o $(TESTLIB_OBJ) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

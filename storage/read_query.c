@@ -127,6 +127,37 @@ static int query_start(const st_key_schema *ks, const st_key_cond *kc, const st_
 	return SHOAL_OK;
 }
 
+/* Reads one page from range r (Query and Scan alike): positions after the
+ * start key if any, then evaluates items under the key condition kc (NULL for
+ * Scan), the plan's filter and projection, Limit and the page-size limit. */
+static int range_page(MDB_txn *txn, st_env *env, st_read_range *r, const st_key_schema *ks,
+                      const read_plan *p, const st_key *start, const st_value *start_sk,
+                      const st_key_cond *kc, st_select select, uint32_t limit, sh_arena *a,
+                      st_page *out, char *errmsg)
+{
+	r->ks = ks;
+	st_read_iter *it;
+	int rc = st_read_iter_new(txn, env, r, &it, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = st_read_iter_start(it, start, start_sk, errmsg);
+	if (rc == SHOAL_OK) {
+		st_read_page_spec ps = {
+		    .ks = ks,
+		    .base_ks = NULL,
+		    .kc = kc,
+		    .filter = p->filter,
+		    .proj = p->proj,
+		    .count_only = select == ST_SELECT_COUNT,
+		    .limit = limit,
+		    .page_bytes = st_read_page_bytes(env),
+		};
+		rc = st_read_page(it, &ps, a, out, errmsg);
+	}
+	st_read_iter_free(it);
+	return rc;
+}
+
 /* Reads one page of the items with key schema ks stored under (table,
  * index). */
 static int query_exec(MDB_txn *txn, st_env *env, const st_query_req *req, const read_plan *p,
@@ -160,27 +191,8 @@ static int query_exec(MDB_txn *txn, st_env *env, const st_query_req *req, const 
 	st_read_range r;
 	st_read_query_range(table, index, &kc, &r);
 	r.forward = req->forward;
-	r.ks = ks;
-	st_read_iter *it;
-	rc = st_read_iter_new(txn, env, &r, &it, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	rc = st_read_iter_start(it, p->esk != NULL ? &start : NULL, start_sk, errmsg);
-	if (rc == SHOAL_OK) {
-		st_read_page_spec ps = {
-		    .ks = ks,
-		    .base_ks = NULL,
-		    .kc = &kc,
-		    .filter = p->filter,
-		    .proj = p->proj,
-		    .count_only = req->select == ST_SELECT_COUNT,
-		    .limit = req->limit,
-		    .page_bytes = st_read_page_bytes(env),
-		};
-		rc = st_read_page(it, &ps, a, out, errmsg);
-	}
-	st_read_iter_free(it);
-	return rc;
+	return range_page(txn, env, &r, ks, p, p->esk != NULL ? &start : NULL, start_sk, &kc,
+	                  req->select, req->limit, a, out, errmsg);
 }
 
 int st_query(st_env *env, const st_query_req *req, sh_arena *a, st_page *out, char *errmsg)
@@ -343,27 +355,8 @@ static int scan_exec(MDB_txn *txn, st_env *env, const st_scan_req *req, const re
 		r.has_hi = st_key_prefix_end(&r.hi);
 	}
 	r.forward = true;
-	r.ks = ks;
-	st_read_iter *it;
-	int rc = st_read_iter_new(txn, env, &r, &it, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	rc = st_read_iter_start(it, p->esk != NULL ? &start : NULL, start_sk, errmsg);
-	if (rc == SHOAL_OK) {
-		st_read_page_spec ps = {
-		    .ks = ks,
-		    .base_ks = NULL,
-		    .kc = NULL,
-		    .filter = p->filter,
-		    .proj = p->proj,
-		    .count_only = req->select == ST_SELECT_COUNT,
-		    .limit = req->limit,
-		    .page_bytes = st_read_page_bytes(env),
-		};
-		rc = st_read_page(it, &ps, a, out, errmsg);
-	}
-	st_read_iter_free(it);
-	return rc;
+	return range_page(txn, env, &r, ks, p, p->esk != NULL ? &start : NULL, start_sk, NULL,
+	                  req->select, req->limit, a, out, errmsg);
 }
 
 int st_scan(st_env *env, const st_scan_req *req, sh_arena *a, st_page *out, char *errmsg)
