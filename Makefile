@@ -42,7 +42,7 @@ CPPFLAGS += -I. -I$(GEN) -D_GNU_SOURCE
 CFLAGS   += -std=c11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -Wmissing-prototypes -Wstrict-prototypes -fvisibility=hidden $(SANFLAGS)
 LDFLAGS  += $(SANFLAGS)
-LIBS     := -llmdb -lprotobuf-c -ljansson -lxxhash -lm -lpthread
+LIBS     := -llmdb -lprotobuf-c -ljansson -lxxhash -linih -lm -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 
 # ---------------------------------------------------------------------------
@@ -50,9 +50,9 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 COMMON_SRC  := $(wildcard common/*.c)
 STORAGE_SRC := $(wildcard storage/*.c)
 PROTO_SRC   := $(filter-out proto/%.pb-c.c,$(wildcard proto/*.c))
-PROTO_DEF   := proto/shoal.proto
-PROTO_GEN_C := $(GEN)/proto/shoal.pb-c.c
-PROTO_GEN_H := $(GEN)/proto/shoal.pb-c.h
+PROTO_DEFS  := $(wildcard proto/*.proto)
+PROTO_GEN_C := $(patsubst proto/%.proto,$(GEN)/proto/%.pb-c.c,$(PROTO_DEFS))
+PROTO_GEN_H := $(PROTO_GEN_C:.c=.h)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
 TOOL_SRC    := $(wildcard tests/tools/*.c)
@@ -60,10 +60,8 @@ BENCH_SRC   := $(wildcard tests/bench/*.c)
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
-CORE_OBJ := $(call obj,$(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC))
-ifneq ($(wildcard $(PROTO_DEF)),)
-CORE_OBJ += $(BUILD)/obj/gen/proto/shoal.pb-c.o
-endif
+CORE_OBJ := $(call obj,$(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC)) \
+            $(patsubst $(GEN)/%.c,$(BUILD)/obj/gen/%.o,$(PROTO_GEN_C))
 CORE_LIB := $(BUILD)/libshoalcore.a
 TESTLIB_OBJ := $(call obj,$(TESTLIB_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
@@ -84,17 +82,18 @@ deps-checked:
 
 # ---------------------------------------------------------------------------
 # Generated protobuf-c code lives in the build directory only.
-$(PROTO_GEN_C) $(PROTO_GEN_H) &: $(PROTO_DEF)
+$(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h &: proto/%.proto
 	@mkdir -p $(GEN)/proto
-	$(Q)$(call say,PROTOC,$(PROTO_DEF))protoc-c --c_out=$(GEN) $(PROTO_DEF)
+	$(Q)$(call say,PROTOC,$<)protoc-c -I. --c_out=$(GEN) $<
 
-$(BUILD)/obj/gen/proto/shoal.pb-c.o: $(PROTO_GEN_C)
+$(BUILD)/obj/gen/proto/%.pb-c.o: $(GEN)/proto/%.pb-c.c $(PROTO_GEN_H)
 	@mkdir -p $(dir $@)
 	$(Q)$(call say,CC,$<)$(CC) $(CPPFLAGS) $(filter-out -Wmissing-prototypes -Wshadow,$(CFLAGS)) -MMD -MP -c $< -o $@
 
-# Everything that includes the generated header must wait for it.
-$(call obj,$(PROTO_SRC) $(UNIT_SRC) $(TOOL_SRC) $(BENCH_SRC) $(TESTLIB_SRC)): \
-	$(if $(wildcard $(PROTO_DEF)),$(PROTO_GEN_H))
+# Everything may include the generated headers: generate them first (order-only;
+# the .d files record who really includes them).
+$(call obj,$(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC) $(UNIT_SRC) $(TOOL_SRC) $(BENCH_SRC) $(TESTLIB_SRC)): \
+	| $(PROTO_GEN_H)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -1,0 +1,87 @@
+/*
+ * cluster.h -- the cluster configuration file, placement and partitioning,
+ * shared by shoal-node and shoal-router (prefix sh_).
+ *
+ * The file is INI (parsed with inih); example in deploy/cluster.example.ini:
+ *
+ *   [cluster]
+ *   groups = 4              ; storage groups; group 0 is the metadata group
+ *   replication = 3         ; replicas per group (<= number of nodes)
+ *
+ *   [node.1]
+ *   raft = 127.0.0.1:7100   ; Raft base address: group g listens on port + g
+ *   rpc = tcp://127.0.0.1:7200     ; nng REP socket for routers
+ *   metrics = 127.0.0.1:7300       ; Prometheus text over HTTP (optional)
+ *   dir = /var/lib/shoal/node1     ; data directory (optional, overridable)
+ *
+ *   [router]
+ *   listen = tcp://127.0.0.1:8100  ; client endpoint (one per router: --listen overrides)
+ *   metrics = 127.0.0.1:8101
+ *
+ * Placement is a pure function of the file, so every process computes the same
+ * answer without asking anyone: group g's replicas are nodes (g + k) mod N for
+ * k = 0 .. replication-1 (by position in the file), which spreads groups and
+ * their first replicas evenly over the nodes.
+ *
+ * Partitioning: every table is split into D = groups - 1 partitions (group 0
+ * only holds the catalog; with groups == 1 the single group holds data too).
+ * Partition i covers the placement hashes [ceil(i * 2^64 / D),
+ * ceil((i + 1) * 2^64 / D) - 1] and lives in group 1 + i.  The map is thus
+ * fixed by the configuration; its epoch is the configuration's (a later issue
+ * adds splitting and moving partitions, with epochs in the catalog).
+ */
+#ifndef SHOAL_COMMON_CLUSTER_H
+#define SHOAL_COMMON_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SH_MAX_NODES 64
+#define SH_MAX_GROUPS 1024
+#define SH_MAX_REPLICATION 7
+#define SH_ADDR_MAX 128
+#define SH_PATH_MAX 1024
+
+typedef struct sh_node_conf {
+	uint32_t id;                 /* from the section name [node.<id>], >= 1 */
+	char raft_host[SH_ADDR_MAX]; /* "127.0.0.1" */
+	uint16_t raft_port;          /* base port: group g uses raft_port + g */
+	char rpc[SH_ADDR_MAX];       /* nng URL, "tcp://127.0.0.1:7200" */
+	char metrics[SH_ADDR_MAX];   /* "host:port" or "" */
+	char dir[SH_PATH_MAX];       /* "" if not given */
+} sh_node_conf;
+
+typedef struct sh_cluster_conf {
+	uint32_t groups;
+	uint32_t replication;
+	uint32_t n_nodes;
+	sh_node_conf nodes[SH_MAX_NODES]; /* in file order */
+	char router_listen[SH_ADDR_MAX];
+	char router_metrics[SH_ADDR_MAX];
+} sh_cluster_conf;
+
+/* Parses the file; errors name the line and the problem. */
+int sh_cluster_load(const char *path, sh_cluster_conf *out, char *errmsg);
+
+/* The node with this id, or NULL. */
+const sh_node_conf *sh_cluster_node(const sh_cluster_conf *c, uint32_t id);
+
+/* Fills nodes[0 .. replication-1] with the ids of group g's replicas. */
+void sh_cluster_replicas(const sh_cluster_conf *c, uint32_t group, uint32_t *nodes);
+
+/* Whether node id hosts a replica of group g. */
+bool sh_cluster_hosts(const sh_cluster_conf *c, uint32_t node, uint32_t group);
+
+/* "host:port" of group g's Raft endpoint on a node, into buf (SH_ADDR_MAX). */
+void sh_cluster_raft_address(const sh_node_conf *n, uint32_t group, char *buf);
+
+/* Number of partitions of every table (D above). */
+uint32_t sh_cluster_partitions(const sh_cluster_conf *c);
+/* Partition index of a placement hash. */
+uint32_t sh_cluster_partition_of(const sh_cluster_conf *c, uint64_t hash);
+/* Inclusive hash range of partition p. */
+void sh_cluster_partition_range(const sh_cluster_conf *c, uint32_t p, uint64_t *lo, uint64_t *hi);
+/* The storage group holding partition p. */
+uint32_t sh_cluster_partition_group(const sh_cluster_conf *c, uint32_t p);
+
+#endif

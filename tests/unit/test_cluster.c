@@ -1,0 +1,137 @@
+/* The cluster file, placement and partitioning (common/cluster.c). */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/cluster.h"
+#include "common/errors.h"
+#include "tests/lib/testlib.h"
+
+static const char *write_file(const char *text)
+{
+	static char path[4200];
+	snprintf(path, sizeof(path), "%s/cluster.ini", tl_tmpdir("cluster"));
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+static const char *three_nodes = "[cluster]\ngroups = 4\nreplication = 3\n"
+				 "[node.1]\nraft = 127.0.0.1:7100\nrpc = tcp://127.0.0.1:7200\n"
+				 "[node.2]\nraft = 127.0.0.1:7110\nrpc = tcp://127.0.0.1:7201\n"
+				 "[node.3]\nraft = 127.0.0.1:7120\nrpc = tcp://127.0.0.1:7202\n"
+				 "metrics = 127.0.0.1:7302\ndir = /tmp/x\n"
+				 "[router]\nlisten = tcp://127.0.0.1:8100\n";
+
+START_TEST(test_load)
+{
+	sh_cluster_conf c;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(sh_cluster_load(write_file(three_nodes), &c, msg), SHOAL_OK);
+	ck_assert_uint_eq(c.groups, 4);
+	ck_assert_uint_eq(c.replication, 3);
+	ck_assert_uint_eq(c.n_nodes, 3);
+	const sh_node_conf *n = sh_cluster_node(&c, 3);
+	ck_assert_ptr_nonnull(n);
+	ck_assert_str_eq(n->raft_host, "127.0.0.1");
+	ck_assert_uint_eq(n->raft_port, 7120);
+	ck_assert_str_eq(n->rpc, "tcp://127.0.0.1:7202");
+	ck_assert_str_eq(n->metrics, "127.0.0.1:7302");
+	ck_assert_str_eq(n->dir, "/tmp/x");
+	ck_assert_str_eq(c.router_listen, "tcp://127.0.0.1:8100");
+	char addr[SH_ADDR_MAX];
+	sh_cluster_raft_address(n, 2, addr);
+	ck_assert_str_eq(addr, "127.0.0.1:7122");
+	ck_assert_ptr_null(sh_cluster_node(&c, 4));
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+	sh_cluster_conf c;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(sh_cluster_load("/nonexistent/x.ini", &c, msg), SHOAL_E_IO);
+	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\ngroups = 0\n"), &c, msg),
+			 SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, ":2: [cluster] groups = 0"));
+	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nreplication = 3\n[node.1]\n"
+						    "raft = h:1\nrpc = tcp://h:2\n"),
+					 &c, msg),
+			 SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "replication 3 needs at least 3 nodes"));
+	ck_assert_int_eq(sh_cluster_load(write_file("[node.x]\nraft = h:1\n"), &c, msg),
+			 SHOAL_E_VALIDATION);
+	ck_assert_int_eq(sh_cluster_load(write_file("[bogus]\na = b\n"), &c, msg),
+			 SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "unknown section [bogus]"));
+	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nreplication = 1\n[node.1]\n"
+						    "raft = h:99999\nrpc = tcp://h:2\n"),
+					 &c, msg),
+			 SHOAL_E_VALIDATION);
+}
+END_TEST
+
+START_TEST(test_placement)
+{
+	sh_cluster_conf c;
+	ck_assert_int_eq(sh_cluster_load(write_file(three_nodes), &c, NULL), SHOAL_OK);
+	/* Every group has 3 distinct replicas; first replicas rotate over nodes. */
+	unsigned first[4] = {0};
+	for (uint32_t g = 0; g < c.groups; g++) {
+		uint32_t r[SH_MAX_REPLICATION];
+		sh_cluster_replicas(&c, g, r);
+		ck_assert_uint_ne(r[0], r[1]);
+		ck_assert_uint_ne(r[1], r[2]);
+		ck_assert_uint_ne(r[0], r[2]);
+		first[r[0]]++;
+		for (uint32_t k = 0; k < 3; k++)
+			ck_assert(sh_cluster_hosts(&c, r[k], g));
+	}
+	ck_assert_uint_ge(first[1], 1);
+	ck_assert_uint_ge(first[2], 1);
+	ck_assert_uint_ge(first[3], 1);
+}
+END_TEST
+
+START_TEST(test_partitions)
+{
+	sh_cluster_conf c;
+	ck_assert_int_eq(sh_cluster_load(write_file(three_nodes), &c, NULL), SHOAL_OK);
+	for (uint32_t groups = 1; groups <= 9; groups++) {
+		c.groups = groups;
+		uint32_t d = sh_cluster_partitions(&c);
+		ck_assert_uint_eq(d, groups > 1 ? groups - 1 : 1);
+		/* The ranges tile the hash space exactly and agree with partition_of. */
+		uint64_t expect_lo = 0;
+		for (uint32_t p = 0; p < d; p++) {
+			uint64_t lo, hi;
+			sh_cluster_partition_range(&c, p, &lo, &hi);
+			ck_assert_uint_eq(lo, expect_lo);
+			ck_assert_uint_ge(hi, lo);
+			ck_assert_uint_eq(sh_cluster_partition_of(&c, lo), p);
+			ck_assert_uint_eq(sh_cluster_partition_of(&c, hi), p);
+			ck_assert_uint_eq(sh_cluster_partition_of(&c, lo + (hi - lo) / 2), p);
+			ck_assert_uint_eq(sh_cluster_partition_group(&c, p), groups > 1 ? p + 1 : 0);
+			expect_lo = hi + 1;
+			if (p + 1 == d)
+				ck_assert_uint_eq(hi, UINT64_MAX);
+		}
+	}
+}
+END_TEST
+
+static Suite *cluster_suite(void)
+{
+	Suite *s = suite_create("cluster");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_load);
+	tcase_add_test(tc, test_errors);
+	tcase_add_test(tc, test_placement);
+	tcase_add_test(tc, test_partitions);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TL_MAIN(cluster_suite)
