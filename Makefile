@@ -88,7 +88,7 @@ $(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h &: proto/%.proto
 
 $(BUILD)/obj/gen/proto/%.pb-c.o: $(GEN)/proto/%.pb-c.c $(PROTO_GEN_H)
 	@mkdir -p $(dir $@)
-	$(Q)$(call say,CC,$<)$(CC) $(CPPFLAGS) $(filter-out -Wmissing-prototypes -Wshadow,$(CFLAGS)) -MMD -MP -c $< -o $@
+	$(Q)$(call say,CC,$<)$(CC) $(CPPFLAGS) $(filter-out -Wmissing-prototypes -Wshadow,$(CFLAGS)) -Wno-missing-braces -MMD -MP -c $< -o $@
 
 # Everything may include the generated headers: generate them first (order-only;
 # the .d files record who really includes them).

@@ -1,0 +1,377 @@
+/*
+ * wire.h -- the contract of proto/ (prefix wire_): Shoal's wire format and
+ * its encodings.
+ *
+ * proto/shoal.proto defines every message between client, router and node;
+ * protobuf-c code for it is generated at build time (proto/shoal.pb-c.h in
+ * the build directory).  This header adds what the generated code lacks:
+ *
+ *   framing     wire_unpack_request / _response: a bounded pre-walk of the
+ *               raw bytes (nesting depth, tag and length framing) before
+ *               protobuf-c's unpacker, which recurses without limit and would
+ *               overflow the stack on a hostile, deeply nested message.
+ *   values      protobuf AttributeValue / Item  <->  st_value.
+ *   requests    decoded protobuf requests -> the storage request structs
+ *               (st_put_req, ...) with DynamoDB's API-level validation and
+ *               messages; storage results -> protobuf responses.
+ *   JSON        DynamoDB JSON ({"S":"x"}, {"N":"1"}, {"B":"<base64>"}, ...)
+ *               <-> st_value, with jansson, as the AWS CLI and DynamoDB's HTTP
+ *               API write it.
+ *   base64      the strict decoder and encoder DynamoDB JSON needs.
+ *
+ * Memory.  Conversions allocate everything they hand out in the caller's
+ * sh_arena, valid until it is reset or finalised:
+ *   - *_to_pb build protobuf-c structs in the arena: nothing to free, never
+ *     pass them to *__free_unpacked.
+ *   - *_from_pb copy every byte out of the protobuf message, so the unpacked
+ *     message may be freed as soon as the conversion returns.
+ *   - JSON: *_from_json copy out of the json_t; *_to_json return a new
+ *     reference the caller must json_decref.
+ * Inputs are borrowed for the duration of the call.
+ *
+ * Values from the wire are checked for structure only (exactly one type,
+ * NULL is true, nesting bounded): they are *not* normalised (maps
+ * may be unsorted, numbers not canonical, sets unchecked).  Callers normalise
+ * them with st_value_normalize; wire_*_req_from_pb do so for the request
+ * structs they build.
+ *
+ * Errors are codes from common/errors.h with a message in errmsg
+ * (SH_ERRMSG_SIZE bytes, may be NULL): SHOAL_E_SERIALIZATION for malformed
+ * bytes or JSON shapes, SHOAL_E_VALIDATION with DynamoDB's text for invalid
+ * requests, SHOAL_E_NOMEM.  Nothing here aborts on input.
+ */
+#ifndef SHOAL_PROTO_WIRE_H
+#define SHOAL_PROTO_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <protobuf-c/protobuf-c.h>
+
+#include "proto/shoal.pb-c.h"
+
+#include "../common/arena.h"
+#include "../common/errors.h"
+#include "../storage/storage.h"
+
+/* ------------------------------------------------------------------------ */
+/* Limits                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Nesting of M and L accepted by the converters: ST_MAX_DEPTH plus a margin,
+ * so that st_value_normalize, not the converter, reports DynamoDB's exact
+ * limit; past this bound the converters refuse with the same message
+ * ("Nesting Levels have exceeded supported limits: ...") without recursing
+ * further.  Levels are counted as st_value_normalize counts them: the
+ * attributes of an item are level 1, the members of an M or L at level k are
+ * at level k + 1.
+ */
+#define WIRE_MAX_VALUE_DEPTH (ST_MAX_DEPTH + 16)
+
+/*
+ * Nesting of protobuf messages accepted by wire_unpack_*.  Each M level costs
+ * three messages (AttributeValue, MapValue, Attribute), each L level two, and
+ * the deepest envelope (Request, BatchWriteItemRequest, TableWriteRequests,
+ * WriteRequest, PutRequest, Item, Attribute) seven before the first
+ * AttributeValue, so every value the converters accept fits:
+ * 8 + 3 * WIRE_MAX_VALUE_DEPTH + 4 <= 160.
+ * Stack: protobuf-c's unpacker takes about 1 KB of stack per level, so a
+ * message at this limit needs about 200 KB -- unpack on threads with ordinary
+ * stacks (glibc's default is 8 MB), not on tiny coroutine stacks.
+ */
+#define WIRE_MAX_MSG_DEPTH 160
+
+/* ------------------------------------------------------------------------ */
+/* Optional fields                                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * shoal.proto spells proto3 `optional` as a one-member oneof named "_field"
+ * (see the top of the .proto); protobuf-c then gives the struct a member
+ * `_field_case` that is the field number when set and 0 when not.
+ *   WIRE_HAS(req, limit)          is req->limit present?
+ *   WIRE_SET(req, limit, 10)      sets it and marks it present.
+ *   WIRE_CLEAR(req, limit)        marks it absent.
+ * The pointer or bytes stored by WIRE_SET stay owned by the caller.
+ */
+#define WIRE_HAS(m, f) ((m)->_##f##_case != 0)
+#define WIRE_SET(m, f, v)                                                                          \
+	do {                                                                                       \
+		(m)->f = (v);                                                                      \
+		(m)->_##f##_case =                                                                 \
+		    (__typeof__((m)->_##f##_case))wire_field_id((m)->base.descriptor, #f);         \
+	} while (0)
+#define WIRE_CLEAR(m, f) ((m)->_##f##_case = (__typeof__((m)->_##f##_case))0)
+
+/* The number of field `name` of a message type; asserts that it exists. */
+unsigned wire_field_id(const ProtobufCMessageDescriptor *desc, const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Allocators, framing, packing (wire_frame.c)                              */
+/* ------------------------------------------------------------------------ */
+
+/* protobuf-c allocator over sh_malloc/sh_free (static storage). */
+ProtobufCAllocator *wire_heap_allocator(void);
+/* Fills *out with an allocator that takes memory from arena a (free is a
+ * no-op: the memory goes with the arena). *out must outlive its use. */
+void wire_arena_allocator(ProtobufCAllocator *out, sh_arena *a);
+
+/*
+ * Walks buf as an encoded message of type desc without building it: every
+ * tag and wire type is valid, every varint ends, every length fits in what is
+ * left, no group wire types, and messages nest at most WIRE_MAX_MSG_DEPTH
+ * deep (fields of message type are followed through the descriptors; unknown
+ * fields are skipped).  Iterative within a message, recursive per nesting
+ * level, so its own stack use is bounded too.  SHOAL_E_SERIALIZATION with a
+ * message saying what and where ("byte 17: ...").
+ */
+int wire_check_framing(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len,
+                       char *errmsg);
+
+/*
+ * wire_check_framing, then protobuf-c's unpack with `alloc` (NULL: the heap
+ * allocator).  On success *out is the message; release it with
+ * wire_free_request(alloc, *out) in the same function (with an arena
+ * allocator that is optional).  On failure *out is NULL and nothing needs
+ * freeing: SHOAL_E_SERIALIZATION, or SHOAL_E_NOMEM if an allocation failed.
+ */
+int wire_unpack_request(ProtobufCAllocator *alloc, const uint8_t *buf, size_t len,
+                        Shoal__Request **out, char *errmsg);
+void wire_free_request(ProtobufCAllocator *alloc, Shoal__Request *req);
+int wire_unpack_response(ProtobufCAllocator *alloc, const uint8_t *buf, size_t len,
+                         Shoal__Response **out, char *errmsg);
+void wire_free_response(ProtobufCAllocator *alloc, Shoal__Response *resp);
+
+/* Packs any message into arena memory: *buf (*len bytes). SHOAL_E_NOMEM. */
+int wire_pack(sh_arena *a, const ProtobufCMessage *msg, uint8_t **buf, size_t *len, char *errmsg);
+
+/* Status <-> error code (the same numbers: see shoal.proto).  Codes without a
+ * Status, and Statuses unknown to this build, become INTERNAL. */
+Shoal__Status wire_status_from_code(int code);
+int wire_code_from_status(int status);
+
+/* DynamoDB's name of an operation ("GetItem", "CreateTable"); "" if unset. */
+const char *wire_op_name(Shoal__Request__OpCase op);
+
+/* ------------------------------------------------------------------------ */
+/* Values: protobuf <-> st_value (wire_value.c)                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * From protobuf: structure checks, copies into a.  Errors (SHOAL_E_VALIDATION
+ * unless noted):
+ *   no member set (or Attribute without value):
+ *     "Supplied AttributeValue is empty, must contain exactly one of the
+ *      supported datatypes"
+ *   NULL false:
+ *     "One or more parameter values were invalid: Null attribute value types
+ *      must have the value of true"
+ *   deeper than WIRE_MAX_VALUE_DEPTH: "Nesting Levels have exceeded supported
+ *     limits: Attributes in the item have nested levels beyond supported limit"
+ * (UTF-8, numbers, sets and names are st_value_normalize's to check.)
+ * Items become ST_M values with the attributes in wire order; a NULL item or
+ * names message gives an empty ST_M.
+ */
+int wire_value_from_pb(sh_arena *a, const Shoal__AttributeValue *pb, st_value *out, char *errmsg);
+int wire_item_from_pb(sh_arena *a, const Shoal__Item *pb, st_value *out, char *errmsg);
+/* ExpressionAttributeNames -> an ST_M of ST_S ("#n" -> S "name"). */
+int wire_names_from_pb(sh_arena *a, const Shoal__ExpressionAttributeNames *pb, st_value *out,
+                       char *errmsg);
+
+/* To protobuf, built in a (bytes are copied: nothing points into v).
+ * SHOAL_E_NOMEM; SHOAL_E_VALIDATION if v nests deeper than
+ * WIRE_MAX_VALUE_DEPTH or holds ST_NONE (so every message built here can be
+ * unpacked by wire_unpack_*).  item and names are ST_M (names: of ST_S), or
+ * NULL, which gives *out NULL (an absent field). */
+int wire_value_to_pb(sh_arena *a, const st_value *v, Shoal__AttributeValue **out, char *errmsg);
+int wire_item_to_pb(sh_arena *a, const st_value *item, Shoal__Item **out, char *errmsg);
+int wire_names_to_pb(sh_arena *a, const st_value *names, Shoal__ExpressionAttributeNames **out,
+                     char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* Requests and results (wire_req.c, wire_table.c, wire_desc.c, wire_resp.c) */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Decoded request -> storage request, with the checks DynamoDB makes at its
+ * API layer, in DynamoDB's words:
+ *  - parameter constraints, collected and reported together:
+ *      "1 validation error detected: Value null at 'tableName' failed to
+ *       satisfy constraint: Member must not be null"
+ *      "2 validation errors detected: Value 'a!' at 'tableName' ...: Member
+ *       must satisfy regular expression pattern: [a-zA-Z0-9_.-]+; ..."
+ *    (TableName and IndexName 3..255 of [a-zA-Z0-9_.-], Key/Item not null,
+ *    Limit >= 1, Segment >= 0, TotalSegments 1..1000000, and the enums
+ *    ReturnValues, ReturnValuesOnConditionCheckFailure, Select,
+ *    ReturnConsumedCapacity, ReturnItemCollectionMetrics);
+ *  - then the cross-parameter rules ("ReturnValues can only be ALL_OLD or
+ *    NONE", "ExpressionAttributeNames can only be specified when using
+ *    expressions", Segment without TotalSegments, ...);
+ *  - then every value is normalised (st_value_normalize), with DynamoDB's
+ *    prefixes for ExclusiveStartKey ("The provided starting key is invalid:
+ *    ...") and ExpressionAttributeValues ("ExpressionAttributeValues contains
+ *    invalid value: ... for key :v").
+ * Expressions themselves are parsed by the storage engine, not here.
+ * Everything in *out lives in a; pb may be freed on return.
+ */
+int wire_get_req_from_pb(sh_arena *a, const Shoal__GetItemRequest *pb, st_get_req *out,
+                         char *errmsg);
+int wire_put_req_from_pb(sh_arena *a, const Shoal__PutItemRequest *pb, st_put_req *out,
+                         char *errmsg);
+int wire_update_req_from_pb(sh_arena *a, const Shoal__UpdateItemRequest *pb, st_update_req *out,
+                            char *errmsg);
+int wire_delete_req_from_pb(sh_arena *a, const Shoal__DeleteItemRequest *pb, st_delete_req *out,
+                            char *errmsg);
+int wire_query_req_from_pb(sh_arena *a, const Shoal__QueryRequest *pb, st_query_req *out,
+                           char *errmsg);
+int wire_scan_req_from_pb(sh_arena *a, const Shoal__ScanRequest *pb, st_scan_req *out,
+                          char *errmsg);
+
+/*
+ * CreateTable -> st_table_def: parameter constraints and DynamoDB's key
+ * schema rules ("Invalid KeySchema: The first KeySchemaElement is not a HASH
+ * key type", "One or more parameter values were invalid: Some index key
+ * attributes are not defined in AttributeDefinitions. ...", LSI/GSI rules,
+ * billing mode consistency).  Without BillingMode or ProvisionedThroughput
+ * the table is PAY_PER_REQUEST (Shoal's capacity is per partition).
+ * New indexes are ST_INDEX_ACTIVE (the table is empty), write_shards >= 1,
+ * ids 0 (assigned by the engine); created_ms is 0: the caller sets it.
+ */
+int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, st_table_def *out,
+                              char *errmsg);
+/* DescribeTable / DeleteTable: the table name, checked as DynamoDB checks it
+ * for table operations ("The parameter 'TableName' is required but was not
+ * present in the request", "TableName must be at least 3 characters long and
+ * at most 255 characters long"). */
+int wire_describe_table_from_pb(sh_arena *a, const Shoal__DescribeTableRequest *pb,
+                                const char **table, char *errmsg);
+int wire_delete_table_from_pb(sh_arena *a, const Shoal__DeleteTableRequest *pb, const char **table,
+                              char *errmsg);
+/* ListTables: *exclusive_start is NULL when absent; *limit 1..100 (default 100). */
+int wire_list_tables_from_pb(sh_arena *a, const Shoal__ListTablesRequest *pb,
+                             const char **exclusive_start, uint32_t *limit, char *errmsg);
+
+/*
+ * Storage request -> protobuf (what a client or the router sends).  Fields at
+ * their defaults are left unset (NONE, ST_SELECT_DEFAULT, limit 0, ...).
+ */
+int wire_get_req_to_pb(sh_arena *a, const st_get_req *req, Shoal__GetItemRequest **out,
+                       char *errmsg);
+int wire_put_req_to_pb(sh_arena *a, const st_put_req *req, Shoal__PutItemRequest **out,
+                       char *errmsg);
+int wire_update_req_to_pb(sh_arena *a, const st_update_req *req, Shoal__UpdateItemRequest **out,
+                          char *errmsg);
+int wire_delete_req_to_pb(sh_arena *a, const st_delete_req *req, Shoal__DeleteItemRequest **out,
+                          char *errmsg);
+int wire_query_req_to_pb(sh_arena *a, const st_query_req *req, Shoal__QueryRequest **out,
+                         char *errmsg);
+int wire_scan_req_to_pb(sh_arena *a, const st_scan_req *req, Shoal__ScanRequest **out,
+                        char *errmsg);
+int wire_create_table_to_pb(sh_arena *a, const st_table_def *def, Shoal__CreateTableRequest **out,
+                            char *errmsg);
+
+/* Storage results -> protobuf responses (built in a). */
+int wire_get_item_resp_to_pb(sh_arena *a, const st_value *item, Shoal__GetItemResponse **out,
+                             char *errmsg);
+int wire_put_item_resp_to_pb(sh_arena *a, const st_write_result *res, Shoal__PutItemResponse **out,
+                             char *errmsg);
+int wire_update_item_resp_to_pb(sh_arena *a, const st_write_result *res,
+                                Shoal__UpdateItemResponse **out, char *errmsg);
+int wire_delete_item_resp_to_pb(sh_arena *a, const st_write_result *res,
+                                Shoal__DeleteItemResponse **out, char *errmsg);
+int wire_query_resp_to_pb(sh_arena *a, const st_page *page, Shoal__QueryResponse **out,
+                          char *errmsg);
+int wire_scan_resp_to_pb(sh_arena *a, const st_page *page, Shoal__ScanResponse **out, char *errmsg);
+/* status: "ACTIVE", "CREATING", "DELETING" or "UPDATING". ARN:
+ * "arn:aws:dynamodb:shoal:000000000000:table/<name>" (".../index/<index>"). */
+int wire_table_desc_to_pb(sh_arena *a, const st_table_info *info, const char *status,
+                          Shoal__TableDescription **out, char *errmsg);
+int wire_list_tables_resp_to_pb(sh_arena *a, const char *const *names, uint32_t n, const char *last,
+                                Shoal__ListTablesResponse **out, char *errmsg);
+
+/* Protobuf responses -> storage results (client, router merging pages).
+ * Items are checked for structure, not normalised. */
+int wire_query_resp_from_pb(sh_arena *a, const Shoal__QueryResponse *pb, st_page *out,
+                            char *errmsg);
+int wire_scan_resp_from_pb(sh_arena *a, const Shoal__ScanResponse *pb, st_page *out, char *errmsg);
+/* *status (may be NULL) receives the TableStatus, copied into a. */
+int wire_table_desc_from_pb(sh_arena *a, const Shoal__TableDescription *pb, st_table_info *out,
+                            const char **status, char *errmsg);
+
+/* Fills resp (initialised by the caller, request_id set) as a failure: status
+ * from code, message copied into a, and for SHOAL_E_CONDITION_FAILED the old
+ * item (may be NULL) in resp->item.  Clears any result. */
+int wire_response_set_error(sh_arena *a, Shoal__Response *resp, int code, const char *message,
+                            const st_value *old_item, char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* DynamoDB JSON (wire_json.c in, wire_json_out.c out)                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Parses JSON text (U+0000 allowed in strings but not in object keys, a
+ * jansson limit; duplicate object keys: the last one wins, as in DynamoDB).
+ * SHOAL_E_SERIALIZATION with the position of the error, SHOAL_E_NOMEM.
+ * *out is a new reference: json_decref it.
+ */
+int wire_json_parse(const char *text, size_t len, json_t **out, char *errmsg);
+
+/*
+ * DynamoDB JSON -> st_value.  Errors as DynamoDB reports them:
+ * SHOAL_E_SERIALIZATION for wrong JSON shapes ("NUMBER_VALUE cannot be
+ * converted to String", "Start of structure or map found where not expected",
+ * "Base64 encoded length is expected a multiple of 4 bytes but found: 5",
+ * ...), reported before SHOAL_E_VALIDATION ("Supplied AttributeValue is
+ * empty, ...", "Supplied AttributeValue has more than one datatypes set,
+ * ...", "... Null attribute value types must have the value of true",
+ * nesting).  Members of an AttributeValue object other than the ten type
+ * names, and members whose value is null, are ignored (as DynamoDB does).
+ */
+int wire_value_from_json(sh_arena *a, const json_t *j, st_value *out, char *errmsg);
+/* An object of name -> AttributeValue (an item or a key) -> ST_M. */
+int wire_item_from_json(sh_arena *a, const json_t *j, st_value *out, char *errmsg);
+/* An array of items -> *items (n of them, in a). */
+int wire_items_from_json(sh_arena *a, const json_t *j, st_value **items, uint32_t *n, char *errmsg);
+/* ExpressionAttributeNames {"#n": "name"} -> ST_M of ST_S. */
+int wire_names_from_json(sh_arena *a, const json_t *j, st_value *out, char *errmsg);
+
+/* The same from text (wire_json_parse, then the conversion). */
+int wire_value_from_text(sh_arena *a, const char *text, size_t len, st_value *out, char *errmsg);
+int wire_item_from_text(sh_arena *a, const char *text, size_t len, st_value *out, char *errmsg);
+int wire_names_from_text(sh_arena *a, const char *text, size_t len, st_value *out, char *errmsg);
+
+/* st_value -> DynamoDB JSON (a new reference in *out).  M attributes in
+ * st_value order.  SHOAL_E_NOMEM; SHOAL_E_VALIDATION for ST_NONE, text that
+ * is not UTF-8, or nesting past WIRE_MAX_VALUE_DEPTH. */
+int wire_value_to_json(const st_value *v, json_t **out, char *errmsg);
+int wire_item_to_json(const st_value *item, json_t **out, char *errmsg);
+int wire_items_to_json(const st_value *items, uint32_t n, json_t **out, char *errmsg);
+int wire_names_to_json(const st_value *names, json_t **out, char *errmsg);
+
+/* Serialises j into arena memory (NUL-terminated): compact, or indented by
+ * four spaces like the AWS CLI's output when pretty.  Key order preserved. */
+int wire_json_dumps(sh_arena *a, const json_t *j, bool pretty, char **out, char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* Base64 (base64.c): RFC 4648 standard alphabet with padding                */
+/* ------------------------------------------------------------------------ */
+
+/* Length of the encoding of n bytes (without the NUL). */
+size_t wire_b64_encoded_len(size_t n);
+/* Writes wire_b64_encoded_len(n) characters and a NUL into dst. */
+void wire_b64_encode(const void *src, size_t n, char *dst);
+/*
+ * Strict decoder: length a multiple of 4, only the alphabet, '=' only as one
+ * or two final pad characters, unused low bits zero.  The result (in a, *len
+ * bytes, NUL-terminated for convenience) may be empty.  SHOAL_E_SERIALIZATION
+ * with the texts DynamoDB uses: "Base64 encoded length is expected a multiple
+ * of 4 bytes but found: 5", "Invalid Base64 character: '*'", "Invalid last
+ * non-pad Base64 character dectected" (sic).
+ */
+int wire_b64_decode(sh_arena *a, const char *src, size_t n, uint8_t **out, size_t *len,
+                    char *errmsg);
+
+#endif

@@ -1,0 +1,420 @@
+/*
+ * wire_desc.c -- table definitions and descriptions as protobuf:
+ * st_table_def -> CreateTableRequest (what a client sends), st_table_info ->
+ * TableDescription (what CreateTable, DescribeTable, DeleteTable and
+ * UpdateTable return), TableDescription -> st_table_info (router and client,
+ * which cache table schemas), and the ListTables response.
+ *
+ * DynamoDB fields Shoal has no source for are filled as DynamoDB fills them
+ * for an on-demand table: BillingModeSummary PAY_PER_REQUEST,
+ * ProvisionedThroughput zeros, index ItemCount/IndexSizeBytes 0.  ARNs are
+ * "arn:aws:dynamodb:shoal:000000000000:table/<name>[/index/<index>]" so that
+ * tools which split ARNs keep working; TableId is the decimal table id.
+ * GSIs being backfilled are CREATING with Backfilling true.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/wire_int.h"
+
+static int nomem(char *errmsg)
+{
+	return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory converting a table description");
+}
+
+/* ------------------------------------------------------------------------ */
+/* st_table_def / st_table_info -> protobuf                                  */
+/* ------------------------------------------------------------------------ */
+
+/* An arena copy as protobuf-c wants strings (never NULL: "" instead). */
+static char *pbstr(sh_arena *a, const char *s)
+{
+	if (s == NULL)
+		s = "";
+	return sh_arena_strndup(a, s, strlen(s));
+}
+
+static int key_schema_to_pb(sh_arena *a, const st_key_schema *k, Shoal__KeySchemaElement ***out,
+                            size_t *n, char *errmsg)
+{
+	size_t cnt = k->range.name != NULL ? 2 : 1;
+	Shoal__KeySchemaElement **arr = sh_arena_calloc(a, cnt, sizeof(*arr));
+	Shoal__KeySchemaElement *slab = sh_arena_calloc(a, cnt, sizeof(*slab));
+	if (arr == NULL || slab == NULL)
+		return nomem(errmsg);
+	for (size_t i = 0; i < cnt; i++) {
+		shoal__key_schema_element__init(&slab[i]);
+		slab[i].attribute_name = pbstr(a, i == 0 ? k->hash.name : k->range.name);
+		slab[i].key_type = i == 0 ? "HASH" : "RANGE";
+		if (slab[i].attribute_name == NULL)
+			return nomem(errmsg);
+		arr[i] = &slab[i];
+	}
+	*out = arr;
+	*n = cnt;
+	return SHOAL_OK;
+}
+
+static int attr_defs_to_pb(sh_arena *a, const st_table_def *def, Shoal__AttributeDefinition ***out,
+                           size_t *n, char *errmsg)
+{
+	Shoal__AttributeDefinition **arr = sh_arena_calloc(a, def->n_attrs, sizeof(*arr));
+	Shoal__AttributeDefinition *slab = sh_arena_calloc(a, def->n_attrs, sizeof(*slab));
+	if (arr == NULL || slab == NULL)
+		return nomem(errmsg);
+	for (uint32_t i = 0; i < def->n_attrs; i++) {
+		shoal__attribute_definition__init(&slab[i]);
+		slab[i].attribute_name = pbstr(a, def->attrs[i].name);
+		slab[i].attribute_type = (char *)st_type_name(def->attrs[i].type);
+		if (slab[i].attribute_name == NULL)
+			return nomem(errmsg);
+		arr[i] = &slab[i];
+	}
+	*out = arr;
+	*n = def->n_attrs;
+	return SHOAL_OK;
+}
+
+static const char *projection_name(st_projection_type p)
+{
+	return p == ST_PROJ_KEYS_ONLY ? "KEYS_ONLY" : p == ST_PROJ_INCLUDE ? "INCLUDE" : "ALL";
+}
+
+static int projection_to_pb(sh_arena *a, const st_index_def *x, Shoal__Projection **out,
+                            char *errmsg)
+{
+	Shoal__Projection *p = sh_arena_alloc(a, sizeof(*p));
+	char **inc = sh_arena_calloc(a, x->n_include, sizeof(*inc));
+	if (p == NULL || inc == NULL)
+		return nomem(errmsg);
+	shoal__projection__init(p);
+	p->projection_type = (char *)projection_name(x->projection);
+	for (uint32_t i = 0; i < x->n_include; i++) {
+		if ((inc[i] = pbstr(a, x->include[i])) == NULL)
+			return nomem(errmsg);
+	}
+	p->non_key_attributes = inc;
+	p->n_non_key_attributes = x->n_include;
+	*out = p;
+	return SHOAL_OK;
+}
+
+int wire_create_table_to_pb(sh_arena *a, const st_table_def *def, Shoal__CreateTableRequest **out,
+                            char *errmsg)
+{
+	Shoal__CreateTableRequest *pb = sh_arena_alloc(a, sizeof(*pb));
+	if (pb == NULL)
+		return nomem(errmsg);
+	shoal__create_table_request__init(pb);
+	char *name = pbstr(a, def->name);
+	if (name == NULL)
+		return nomem(errmsg);
+	WIRE_SET(pb, table_name, name);
+	int rc = attr_defs_to_pb(a, def, &pb->attribute_definitions, &pb->n_attribute_definitions,
+	                         errmsg);
+	if (rc == SHOAL_OK)
+		rc = key_schema_to_pb(a, &def->key, &pb->key_schema, &pb->n_key_schema, errmsg);
+	uint32_t n_lsi = 0, n_gsi = 0;
+	for (uint32_t i = 0; i < def->n_indexes; i++)
+		def->indexes[i].local ? n_lsi++ : n_gsi++;
+	Shoal__LocalSecondaryIndex **lsi = sh_arena_calloc(a, n_lsi, sizeof(*lsi));
+	Shoal__GlobalSecondaryIndex **gsi = sh_arena_calloc(a, n_gsi, sizeof(*gsi));
+	if (rc == SHOAL_OK && (lsi == NULL || gsi == NULL))
+		rc = nomem(errmsg);
+	for (uint32_t i = 0; i < def->n_indexes && rc == SHOAL_OK; i++) {
+		const st_index_def *x = &def->indexes[i];
+		if (x->local) {
+			Shoal__LocalSecondaryIndex *l = sh_arena_alloc(a, sizeof(*l));
+			if (l == NULL)
+				return nomem(errmsg);
+			shoal__local_secondary_index__init(l);
+			l->index_name = pbstr(a, x->name);
+			rc = key_schema_to_pb(a, &x->key, &l->key_schema, &l->n_key_schema, errmsg);
+			if (rc == SHOAL_OK)
+				rc = projection_to_pb(a, x, &l->projection, errmsg);
+			if (rc == SHOAL_OK && l->index_name == NULL)
+				rc = nomem(errmsg);
+			lsi[pb->n_local_secondary_indexes++] = l;
+		} else {
+			Shoal__GlobalSecondaryIndex *g = sh_arena_alloc(a, sizeof(*g));
+			if (g == NULL)
+				return nomem(errmsg);
+			shoal__global_secondary_index__init(g);
+			g->index_name = pbstr(a, x->name);
+			g->write_shards = x->write_shards;
+			rc = key_schema_to_pb(a, &x->key, &g->key_schema, &g->n_key_schema, errmsg);
+			if (rc == SHOAL_OK)
+				rc = projection_to_pb(a, x, &g->projection, errmsg);
+			if (rc == SHOAL_OK && g->index_name == NULL)
+				rc = nomem(errmsg);
+			gsi[pb->n_global_secondary_indexes++] = g;
+		}
+	}
+	pb->local_secondary_indexes = lsi;
+	pb->global_secondary_indexes = gsi;
+	*out = rc == SHOAL_OK ? pb : NULL;
+	return rc;
+}
+
+static char *arn(sh_arena *a, const char *table, const char *index)
+{
+	char buf[600];
+	if (index == NULL)
+		snprintf(buf, sizeof(buf), "arn:aws:dynamodb:shoal:000000000000:table/%s", table);
+	else
+		snprintf(buf, sizeof(buf), "arn:aws:dynamodb:shoal:000000000000:table/%s/index/%s",
+		         table, index);
+	return pbstr(a, buf);
+}
+
+static const char *index_status_name(st_index_status s)
+{
+	return s == ST_INDEX_CREATING ? "CREATING" : s == ST_INDEX_DELETING ? "DELETING" : "ACTIVE";
+}
+
+static Shoal__ProvisionedThroughputDescription *zero_throughput(sh_arena *a)
+{
+	Shoal__ProvisionedThroughputDescription *t = sh_arena_alloc(a, sizeof(*t));
+	if (t != NULL)
+		shoal__provisioned_throughput_description__init(t);
+	return t;
+}
+
+static int index_desc_to_pb(sh_arena *a, const st_table_def *def, const st_index_def *x,
+                            Shoal__TableDescription *td, char *errmsg)
+{
+	int rc;
+	if (x->local) {
+		Shoal__LocalSecondaryIndexDescription *l = sh_arena_alloc(a, sizeof(*l));
+		if (l == NULL)
+			return nomem(errmsg);
+		shoal__local_secondary_index_description__init(l);
+		l->index_name = pbstr(a, x->name);
+		l->index_arn = arn(a, def->name, x->name);
+		rc = key_schema_to_pb(a, &x->key, &l->key_schema, &l->n_key_schema, errmsg);
+		if (rc == SHOAL_OK)
+			rc = projection_to_pb(a, x, &l->projection, errmsg);
+		if (rc == SHOAL_OK && (l->index_name == NULL || l->index_arn == NULL))
+			rc = nomem(errmsg);
+		td->local_secondary_indexes[td->n_local_secondary_indexes++] = l;
+		return rc;
+	}
+	Shoal__GlobalSecondaryIndexDescription *g = sh_arena_alloc(a, sizeof(*g));
+	if (g == NULL)
+		return nomem(errmsg);
+	shoal__global_secondary_index_description__init(g);
+	g->index_name = pbstr(a, x->name);
+	g->index_arn = arn(a, def->name, x->name);
+	g->index_status = (char *)index_status_name(x->status);
+	g->backfilling = x->status == ST_INDEX_CREATING;
+	g->write_shards = x->write_shards > 0 ? x->write_shards : 1;
+	g->provisioned_throughput = zero_throughput(a);
+	rc = key_schema_to_pb(a, &x->key, &g->key_schema, &g->n_key_schema, errmsg);
+	if (rc == SHOAL_OK)
+		rc = projection_to_pb(a, x, &g->projection, errmsg);
+	if (rc == SHOAL_OK &&
+	    (g->index_name == NULL || g->index_arn == NULL || g->provisioned_throughput == NULL))
+		rc = nomem(errmsg);
+	td->global_secondary_indexes[td->n_global_secondary_indexes++] = g;
+	return rc;
+}
+
+int wire_table_desc_to_pb(sh_arena *a, const st_table_info *info, const char *status,
+                          Shoal__TableDescription **out, char *errmsg)
+{
+	const st_table_def *def = &info->def;
+	Shoal__TableDescription *td = sh_arena_alloc(a, sizeof(*td));
+	Shoal__BillingModeSummary *bm = sh_arena_alloc(a, sizeof(*bm));
+	char id[16];
+	snprintf(id, sizeof(id), "%" PRIu32, def->id);
+	if (td == NULL || bm == NULL)
+		return nomem(errmsg);
+	shoal__table_description__init(td);
+	shoal__billing_mode_summary__init(bm);
+	bm->billing_mode = "PAY_PER_REQUEST";
+	td->billing_mode_summary = bm;
+	td->table_name = pbstr(a, def->name);
+	td->table_status = pbstr(a, status != NULL ? status : "ACTIVE");
+	td->table_arn = arn(a, def->name, NULL);
+	td->table_id = pbstr(a, id);
+	td->provisioned_throughput = zero_throughput(a);
+	td->item_count = info->item_count > INT64_MAX ? INT64_MAX : (int64_t)info->item_count;
+	td->table_size_bytes = info->size_bytes > INT64_MAX ? INT64_MAX : (int64_t)info->size_bytes;
+	td->creation_date_time = def->created_ms;
+	if (td->table_name == NULL || td->table_status == NULL || td->table_arn == NULL ||
+	    td->table_id == NULL || td->provisioned_throughput == NULL)
+		return nomem(errmsg);
+	int rc = key_schema_to_pb(a, &def->key, &td->key_schema, &td->n_key_schema, errmsg);
+	if (rc == SHOAL_OK)
+		rc = attr_defs_to_pb(a, def, &td->attribute_definitions,
+		                     &td->n_attribute_definitions, errmsg);
+	td->local_secondary_indexes =
+	    sh_arena_calloc(a, def->n_indexes, sizeof(*td->local_secondary_indexes));
+	td->global_secondary_indexes =
+	    sh_arena_calloc(a, def->n_indexes, sizeof(*td->global_secondary_indexes));
+	if (rc == SHOAL_OK &&
+	    (td->local_secondary_indexes == NULL || td->global_secondary_indexes == NULL))
+		rc = nomem(errmsg);
+	for (uint32_t i = 0; i < def->n_indexes && rc == SHOAL_OK; i++)
+		rc = index_desc_to_pb(a, def, &def->indexes[i], td, errmsg);
+	*out = rc == SHOAL_OK ? td : NULL;
+	return rc;
+}
+
+int wire_list_tables_resp_to_pb(sh_arena *a, const char *const *names, uint32_t n, const char *last,
+                                Shoal__ListTablesResponse **out, char *errmsg)
+{
+	Shoal__ListTablesResponse *pb = sh_arena_alloc(a, sizeof(*pb));
+	char **arr = sh_arena_calloc(a, n, sizeof(*arr));
+	if (pb == NULL || arr == NULL)
+		return nomem(errmsg);
+	shoal__list_tables_response__init(pb);
+	for (uint32_t i = 0; i < n; i++) {
+		if ((arr[i] = pbstr(a, names[i])) == NULL)
+			return nomem(errmsg);
+	}
+	pb->table_names = arr;
+	pb->n_table_names = n;
+	if (last != NULL && (pb->last_evaluated_table_name = pbstr(a, last)) == NULL)
+		return nomem(errmsg);
+	*out = pb;
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* TableDescription -> st_table_info                                         */
+/* ------------------------------------------------------------------------ */
+
+typedef struct attr_types {
+	Shoal__AttributeDefinition *const *d;
+	size_t n;
+} attr_types;
+
+static st_type lookup_type(const attr_types *t, const char *name)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		const Shoal__AttributeDefinition *d = t->d[i];
+		if (d->attribute_name != NULL && strcmp(d->attribute_name, name) == 0)
+			return st_type_parse(d->attribute_type, strlen(d->attribute_type));
+	}
+	return ST_NONE;
+}
+
+static int key_schema_from_desc(sh_arena *a, const attr_types *t,
+                                Shoal__KeySchemaElement *const *ks, size_t n, st_key_schema *out,
+                                char *errmsg)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		const char *name = ks[i]->attribute_name;
+		bool range = ks[i]->key_type != NULL && strcmp(ks[i]->key_type, "RANGE") == 0;
+		st_key_attr *k = range ? &out->range : &out->hash;
+		int rc = wire_dup(a, name, &k->name, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		k->type = lookup_type(t, name);
+	}
+	if (out->hash.name == NULL)
+		return sh_errf(errmsg, SHOAL_E_SERIALIZATION,
+		               "TableDescription without a HASH key");
+	return SHOAL_OK;
+}
+
+static int projection_from_desc(sh_arena *a, const Shoal__Projection *p, st_index_def *x,
+                                char *errmsg)
+{
+	x->projection = ST_PROJ_ALL;
+	if (p == NULL)
+		return SHOAL_OK;
+	const char *t = p->projection_type != NULL ? p->projection_type : "";
+	x->projection = strcmp(t, "KEYS_ONLY") == 0 ? ST_PROJ_KEYS_ONLY
+	                : strcmp(t, "INCLUDE") == 0 ? ST_PROJ_INCLUDE
+	                                            : ST_PROJ_ALL;
+	const char **inc = sh_arena_calloc(a, p->n_non_key_attributes, sizeof(*inc));
+	if (inc == NULL)
+		return nomem(errmsg);
+	for (size_t i = 0; i < p->n_non_key_attributes; i++) {
+		int rc = wire_dup(a, p->non_key_attributes[i], &inc[i], errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	x->include = inc;
+	x->n_include = (uint32_t)p->n_non_key_attributes;
+	return SHOAL_OK;
+}
+
+static st_index_status index_status_parse(const char *s)
+{
+	if (s != NULL && strcmp(s, "CREATING") == 0)
+		return ST_INDEX_CREATING;
+	if (s != NULL && strcmp(s, "DELETING") == 0)
+		return ST_INDEX_DELETING;
+	return ST_INDEX_ACTIVE;
+}
+
+int wire_table_desc_from_pb(sh_arena *a, const Shoal__TableDescription *pb, st_table_info *out,
+                            const char **status, char *errmsg)
+{
+	memset(out, 0, sizeof(*out));
+	st_table_def *def = &out->def;
+	attr_types t = {pb->attribute_definitions, pb->n_attribute_definitions};
+	int rc = wire_dup(a, pb->table_name, &def->name, errmsg);
+	if (rc == SHOAL_OK)
+		rc = key_schema_from_desc(a, &t, pb->key_schema, pb->n_key_schema, &def->key,
+		                          errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	def->id = (uint32_t)strtoul(pb->table_id != NULL ? pb->table_id : "0", NULL, 10);
+	def->created_ms = pb->creation_date_time;
+	out->item_count = pb->item_count > 0 ? (uint64_t)pb->item_count : 0;
+	out->size_bytes = pb->table_size_bytes > 0 ? (uint64_t)pb->table_size_bytes : 0;
+	def->attrs = sh_arena_calloc(a, t.n, sizeof(st_key_attr));
+	size_t n_idx = pb->n_local_secondary_indexes + pb->n_global_secondary_indexes;
+	def->indexes = sh_arena_calloc(a, n_idx, sizeof(st_index_def));
+	if (def->attrs == NULL || def->indexes == NULL)
+		return nomem(errmsg);
+	for (size_t i = 0; i < t.n; i++) {
+		rc = wire_dup(a, t.d[i]->attribute_name, &def->attrs[i].name, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		def->attrs[i].type = lookup_type(&t, t.d[i]->attribute_name);
+	}
+	def->n_attrs = (uint32_t)t.n;
+	uint32_t k = 0;
+	for (size_t i = 0; i < pb->n_local_secondary_indexes; i++, k++) {
+		const Shoal__LocalSecondaryIndexDescription *l = pb->local_secondary_indexes[i];
+		st_index_def *x = &def->indexes[k];
+		x->local = true;
+		x->write_shards = 1;
+		x->status = ST_INDEX_ACTIVE;
+		rc = wire_dup(a, l->index_name, &x->name, errmsg);
+		if (rc == SHOAL_OK)
+			rc = key_schema_from_desc(a, &t, l->key_schema, l->n_key_schema, &x->key,
+			                          errmsg);
+		if (rc == SHOAL_OK)
+			rc = projection_from_desc(a, l->projection, x, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	for (size_t i = 0; i < pb->n_global_secondary_indexes; i++, k++) {
+		const Shoal__GlobalSecondaryIndexDescription *g = pb->global_secondary_indexes[i];
+		st_index_def *x = &def->indexes[k];
+		x->local = false;
+		x->write_shards = g->write_shards > 0 ? g->write_shards : 1;
+		x->status = index_status_parse(g->index_status);
+		rc = wire_dup(a, g->index_name, &x->name, errmsg);
+		if (rc == SHOAL_OK)
+			rc = key_schema_from_desc(a, &t, g->key_schema, g->n_key_schema, &x->key,
+			                          errmsg);
+		if (rc == SHOAL_OK)
+			rc = projection_from_desc(a, g->projection, x, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	def->n_indexes = k;
+	if (status != NULL)
+		return wire_dup(a, pb->table_status, status, errmsg);
+	return SHOAL_OK;
+}

@@ -1,0 +1,549 @@
+/*
+ * wire_table.c -- table operations from protobuf: CreateTable ->
+ * st_table_def, and the DescribeTable, DeleteTable and ListTables
+ * parameters (the other direction, and TableDescription, are wire_desc.c).
+ *
+ * CreateTable is checked the way DynamoDB checks it before a table exists:
+ *   1. TableName present ("The parameter 'TableName' is required but was not
+ *      present in the request") and 3..255 characters ("TableName must be at
+ *      least 3 characters long and at most 255 characters long");
+ *   2. parameter constraints, collected (wire_check.c): AttributeDefinitions,
+ *      the TableName pattern, BillingMode, ProvisionedThroughput, KeySchema
+ *      (1..2 elements, HASH/RANGE), each index's name, key schema and
+ *      projection;
+ *   3. the rules between parameters, first failure only: billing mode and
+ *      throughput, key attributes defined, HASH first and RANGE second, no
+ *      unused definitions, then each LSI and GSI (DynamoDB's messages).
+ * Repeated fields cannot be "null" in protobuf: an empty AttributeDefinitions
+ * or KeySchema is reported as DynamoDB reports a missing one.  Plain string
+ * members ("" when absent) likewise count "" as null.
+ *
+ * Billing: Shoal's capacity is per partition (token buckets), so the mode is
+ * only checked for consistency; a table created without BillingMode and
+ * without ProvisionedThroughput is PAY_PER_REQUEST instead of an error
+ * (st_table_def does not store the mode; descriptions say PAY_PER_REQUEST).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/wire_int.h"
+
+#define MSG_INVALID  "One or more parameter values were invalid: "
+#define MAX_LSI      5
+#define MAX_GSI      20
+#define MAX_CAPACITY 1000000000000LL
+
+static const char *const billing_set[] = {"PROVISIONED", "PAY_PER_REQUEST", NULL};
+static const char *const attr_type_set[] = {"B", "N", "S", NULL};
+static const char *const key_type_set[] = {"HASH", "RANGE", NULL};
+static const char *const projection_set[] = {"ALL", "INCLUDE", "KEYS_ONLY", NULL};
+
+static int nomem(char *errmsg)
+{
+	return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory converting a table request");
+}
+
+/* A plain protobuf string: NULL when empty (= absent). */
+static const char *nz(const char *s)
+{
+	return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+/* The table name of DescribeTable/DeleteTable/CreateTable, stage 1. */
+static int table_op_name(const char *name, char *errmsg)
+{
+	if (name == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "The parameter 'TableName' is required but was not present in the "
+		               "request");
+	size_t n = wire_char_len(name);
+	if (n < ST_TABLE_NAME_MIN || n > ST_TABLE_NAME_MAX)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "TableName must be at least 3 characters long and at most 255 "
+		               "characters long");
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* CreateTable: stage 2                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* DynamoDB prints a list value the way its Java model prints it. */
+static void key_schema_text(Shoal__KeySchemaElement *const *ks, size_t n, char *buf, size_t cap)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	int w = snprintf(buf, cap, "[");
+	len = w > 0 ? (size_t)w : 0;
+	for (size_t i = 0; i < n && len < cap; i++) {
+		w = snprintf(buf + len, cap - len,
+		             "%sKeySchemaElement(attributeName=%s, keyType=%s)", i ? ", " : "",
+		             ks[i]->attribute_name, ks[i]->key_type);
+		len += w > 0 ? (size_t)w : 0;
+	}
+	if (len < cap)
+		snprintf(buf + len, cap - len, "]");
+}
+
+static void check_key_schema(wire_verrs *e, const char *path, Shoal__KeySchemaElement *const *ks,
+                             size_t n, bool key_type_enum)
+{
+	char p[160];
+	if (n == 0) {
+		wire_check_present(e, path, false);
+		return;
+	}
+	if (n > 2) {
+		char text[512];
+		key_schema_text(ks, n, text, sizeof(text));
+		wire_verr_add(e, text, path, "Member must have length less than or equal to 2");
+	}
+	for (size_t i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "%s.%zu.member.attributeName", path, i + 1);
+		wire_check_present(e, p, nz(ks[i]->attribute_name) != NULL);
+		snprintf(p, sizeof(p), "%s.%zu.member.keyType", path, i + 1);
+		wire_check_present(e, p, nz(ks[i]->key_type) != NULL);
+		if (key_type_enum)
+			wire_check_enum(e, p, nz(ks[i]->key_type), key_type_set);
+	}
+}
+
+static void check_throughput(wire_verrs *e, const char *path, const Shoal__ProvisionedThroughput *t)
+{
+	if (t == NULL)
+		return;
+	char p[160];
+	snprintf(p, sizeof(p), "%s.writeCapacityUnits", path);
+	wire_check_min(e, p, true, t->write_capacity_units, 1);
+	snprintf(p, sizeof(p), "%s.readCapacityUnits", path);
+	wire_check_min(e, p, true, t->read_capacity_units, 1);
+}
+
+static void check_index(wire_verrs *e, const char *base, size_t i, const char *name,
+                        Shoal__KeySchemaElement *const *ks, size_t n_ks,
+                        const Shoal__Projection *proj, const Shoal__ProvisionedThroughput *tp)
+{
+	char p[160];
+	snprintf(p, sizeof(p), "%s.%zu.member.indexName", base, i + 1);
+	wire_check_name(e, p, nz(name), true);
+	snprintf(p, sizeof(p), "%s.%zu.member.keySchema", base, i + 1);
+	check_key_schema(e, p, ks, n_ks, false);
+	snprintf(p, sizeof(p), "%s.%zu.member.projection", base, i + 1);
+	wire_check_present(e, p, proj != NULL);
+	if (proj != NULL) {
+		snprintf(p, sizeof(p), "%s.%zu.member.projection.projectionType", base, i + 1);
+		wire_check_enum(e, p, nz(proj->projection_type), projection_set);
+	}
+	snprintf(p, sizeof(p), "%s.%zu.member.provisionedThroughput", base, i + 1);
+	check_throughput(e, p, tp);
+}
+
+static int create_constraints(const Shoal__CreateTableRequest *pb, char *errmsg)
+{
+	wire_verrs e = {0};
+	char p[160];
+	wire_check_present(&e, "attributeDefinitions", pb->n_attribute_definitions > 0);
+	for (size_t i = 0; i < pb->n_attribute_definitions; i++) {
+		const Shoal__AttributeDefinition *d = pb->attribute_definitions[i];
+		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeName", i + 1);
+		wire_check_present(&e, p, nz(d->attribute_name) != NULL);
+		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeType", i + 1);
+		wire_check_present(&e, p, nz(d->attribute_type) != NULL);
+		wire_check_enum(&e, p, nz(d->attribute_type), attr_type_set);
+	}
+	const char *table = WIRE_OPT(pb, table_name);
+	if (!wire_name_chars_ok(table))
+		wire_verr_add(&e, table, "tableName",
+		              "Member must satisfy regular expression pattern: " WIRE_NAME_PATTERN);
+	wire_check_enum(&e, "billingMode", WIRE_OPT(pb, billing_mode), billing_set);
+	check_throughput(&e, "provisionedThroughput", pb->provisioned_throughput);
+	check_key_schema(&e, "keySchema", pb->key_schema, pb->n_key_schema, true);
+	for (size_t i = 0; i < pb->n_local_secondary_indexes; i++) {
+		const Shoal__LocalSecondaryIndex *x = pb->local_secondary_indexes[i];
+		check_index(&e, "localSecondaryIndexes", i, x->index_name, x->key_schema,
+		            x->n_key_schema, x->projection, NULL);
+	}
+	for (size_t i = 0; i < pb->n_global_secondary_indexes; i++) {
+		const Shoal__GlobalSecondaryIndex *x = pb->global_secondary_indexes[i];
+		check_index(&e, "globalSecondaryIndexes", i, x->index_name, x->key_schema,
+		            x->n_key_schema, x->projection, x->provisioned_throughput);
+	}
+	return wire_verr_done(&e, errmsg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* CreateTable: stage 3 and conversion                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct defs {
+	Shoal__AttributeDefinition *const *d;
+	size_t n;
+} defs;
+
+static const Shoal__AttributeDefinition *find_def(const defs *ds, const char *name)
+{
+	for (size_t i = 0; i < ds->n; i++) {
+		if (strcmp(ds->d[i]->attribute_name, name) == 0)
+			return ds->d[i];
+	}
+	return NULL;
+}
+
+/* "[a, b]" of attribute names (key schema or definitions). */
+static void names_text(const char *const *names, size_t n, char *buf, size_t cap)
+{
+	size_t len = 0;
+	int w = snprintf(buf, cap, "[");
+	len = w > 0 ? (size_t)w : 0;
+	for (size_t i = 0; i < n && len < cap; i++) {
+		w = snprintf(buf + len, cap - len, "%s%s", i ? ", " : "", names[i]);
+		len += w > 0 ? (size_t)w : 0;
+	}
+	if (len < cap)
+		snprintf(buf + len, cap - len, "]");
+}
+
+static void defs_text(const defs *ds, char *buf, size_t cap)
+{
+	const char *names[64];
+	size_t n = ds->n < 64 ? ds->n : 64;
+	for (size_t i = 0; i < n; i++)
+		names[i] = ds->d[i]->attribute_name;
+	names_text(names, n, buf, cap);
+}
+
+/* Key schema rules shared by the table and its indexes. */
+static int check_keys(const defs *ds, Shoal__KeySchemaElement *const *ks, size_t n, char *errmsg)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (find_def(ds, ks[i]->attribute_name) == NULL) {
+			const char *names[2] = {ks[0]->attribute_name,
+			                        n > 1 ? ks[1]->attribute_name : NULL};
+			char keys[300], dtext[300];
+			names_text(names, n, keys, sizeof(keys));
+			defs_text(ds, dtext, sizeof(dtext));
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID
+			               "Some index key attributes are not defined in "
+			               "AttributeDefinitions. Keys: %s, AttributeDefinitions: "
+			               "%s",
+			               keys, dtext);
+		}
+	}
+	if (n == 2 && strcmp(ks[0]->attribute_name, ks[1]->attribute_name) == 0)
+		return sh_errf(
+		    errmsg, SHOAL_E_VALIDATION,
+		    "Both the Hash Key and the Range Key element in the KeySchema have the "
+		    "same name");
+	if (strcmp(ks[0]->key_type, "HASH") != 0)
+		return sh_errf(
+		    errmsg, SHOAL_E_VALIDATION,
+		    "Invalid KeySchema: The first KeySchemaElement is not a HASH key type");
+	if (n == 2 && strcmp(ks[1]->key_type, "RANGE") != 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Invalid KeySchema: The second KeySchemaElement is not a RANGE key "
+		               "type");
+	return SHOAL_OK;
+}
+
+static st_type def_type(const defs *ds, const char *name)
+{
+	const Shoal__AttributeDefinition *d = find_def(ds, name);
+	return d == NULL ? ST_NONE : st_type_parse(d->attribute_type, strlen(d->attribute_type));
+}
+
+static int key_schema_to_st(sh_arena *a, const defs *ds, Shoal__KeySchemaElement *const *ks,
+                            size_t n, st_key_schema *out, char *errmsg)
+{
+	memset(out, 0, sizeof(*out));
+	int rc = wire_dup(a, ks[0]->attribute_name, &out->hash.name, errmsg);
+	out->hash.type = def_type(ds, ks[0]->attribute_name);
+	if (rc == SHOAL_OK && n > 1) {
+		rc = wire_dup(a, ks[1]->attribute_name, &out->range.name, errmsg);
+		out->range.type = def_type(ds, ks[1]->attribute_name);
+	}
+	return rc;
+}
+
+static int projection_to_st(sh_arena *a, const Shoal__Projection *p, st_index_def *out,
+                            char *errmsg)
+{
+	const char *type = nz(p->projection_type);
+	if (type == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID "Unknown ProjectionType: null");
+	if (p->n_non_key_attributes > 0 && strcmp(type, "INCLUDE") != 0)
+		return sh_errf(
+		    errmsg, SHOAL_E_VALIDATION,
+		    MSG_INVALID "ProjectionType is %s, but NonKeyAttributes is specified", type);
+	out->projection = strcmp(type, "ALL") == 0         ? ST_PROJ_ALL
+	                  : strcmp(type, "KEYS_ONLY") == 0 ? ST_PROJ_KEYS_ONLY
+	                                                   : ST_PROJ_INCLUDE;
+	const char **inc = sh_arena_calloc(a, p->n_non_key_attributes, sizeof(*inc));
+	if (inc == NULL)
+		return nomem(errmsg);
+	for (size_t i = 0; i < p->n_non_key_attributes; i++) {
+		int rc = wire_dup(a, p->non_key_attributes[i], &inc[i], errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	out->include = inc;
+	out->n_include = (uint32_t)p->n_non_key_attributes;
+	return SHOAL_OK;
+}
+
+/* Marks the definitions a key schema uses. */
+static void mark_used(const defs *ds, Shoal__KeySchemaElement *const *ks, size_t n, bool *used)
+{
+	for (size_t k = 0; k < n; k++) {
+		for (size_t i = 0; i < ds->n; i++) {
+			if (strcmp(ds->d[i]->attribute_name, ks[k]->attribute_name) == 0)
+				used[i] = true;
+		}
+	}
+}
+
+static int duplicate_index(const st_table_def *def, uint32_t upto, const char *name, char *errmsg)
+{
+	for (uint32_t i = 0; i < upto; i++) {
+		if (strcmp(def->indexes[i].name, name) == 0)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID "Duplicate index name: %s", name);
+	}
+	return SHOAL_OK;
+}
+
+static int create_rules(sh_arena *a, const Shoal__CreateTableRequest *pb, st_table_def *out,
+                        char *errmsg)
+{
+	const char *billing = WIRE_OPT(pb, billing_mode);
+	const Shoal__ProvisionedThroughput *tp = pb->provisioned_throughput;
+	bool on_demand = (billing != NULL && strcmp(billing, "PAY_PER_REQUEST") == 0) ||
+	                 (billing == NULL && tp == NULL);
+	if (billing != NULL && on_demand && tp != NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID
+		               "Neither ReadCapacityUnits nor WriteCapacityUnits can be "
+		               "specified when BillingMode is PAY_PER_REQUEST");
+	if (!on_demand && tp == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID "ReadCapacityUnits and WriteCapacityUnits must both be "
+		                           "specified when BillingMode is PROVISIONED");
+	if (tp != NULL && tp->read_capacity_units > MAX_CAPACITY)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Given value %" PRId64 " for ReadCapacityUnits is out of bounds",
+		               tp->read_capacity_units);
+	if (tp != NULL && tp->write_capacity_units > MAX_CAPACITY)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Given value %" PRId64 " for WriteCapacityUnits is out of bounds",
+		               tp->write_capacity_units);
+
+	defs ds = {pb->attribute_definitions, pb->n_attribute_definitions};
+	for (size_t i = 0; i < ds.n; i++) {
+		for (size_t k = 0; k < i; k++) {
+			if (strcmp(ds.d[i]->attribute_name, ds.d[k]->attribute_name) == 0)
+				return sh_errf(errmsg, SHOAL_E_VALIDATION,
+				               MSG_INVALID "Duplicate AttributeName in "
+				                           "AttributeDefinitions: %s",
+				               ds.d[i]->attribute_name);
+		}
+	}
+	if (pb->n_key_schema > ds.n)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Invalid KeySchema: Some index key attribute have no definition");
+	int rc = check_keys(&ds, pb->key_schema, pb->n_key_schema, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	size_t n_lsi = pb->n_local_secondary_indexes, n_gsi = pb->n_global_secondary_indexes;
+	if (n_lsi == 0 && n_gsi == 0 && pb->n_key_schema != ds.n)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID
+		               "Number of attributes in KeySchema does not exactly match "
+		               "number of attributes defined in AttributeDefinitions");
+	rc = key_schema_to_st(a, &ds, pb->key_schema, pb->n_key_schema, &out->key, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+
+	out->indexes = sh_arena_calloc(a, n_lsi + n_gsi, sizeof(st_index_def));
+	bool *used = sh_arena_calloc(a, ds.n, sizeof(bool));
+	if (out->indexes == NULL || used == NULL)
+		return nomem(errmsg);
+	mark_used(&ds, pb->key_schema, pb->n_key_schema, used);
+	uint32_t k = 0;
+	if (n_lsi > 0 && pb->n_key_schema != 2)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID "Table KeySchema does not have a range key, which is "
+		                           "required when specifying a LocalSecondaryIndex");
+	for (size_t i = 0; i < n_lsi; i++, k++) {
+		const Shoal__LocalSecondaryIndex *x = pb->local_secondary_indexes[i];
+		st_index_def *d = &out->indexes[k];
+		rc = check_keys(&ds, x->key_schema, x->n_key_schema, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		if (x->n_key_schema != 2)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID "Index KeySchema does not have a range key for "
+			                           "index: %s",
+			               x->index_name);
+		if (strcmp(x->key_schema[0]->attribute_name, pb->key_schema[0]->attribute_name) !=
+		    0)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID
+			               "Index KeySchema does not have the same leading "
+			               "hash key as table KeySchema for index: %s. index "
+			               "hash key: %s, table hash key: %s",
+			               x->index_name, x->key_schema[0]->attribute_name,
+			               pb->key_schema[0]->attribute_name);
+		rc = projection_to_st(a, x->projection, d, errmsg);
+		if (rc == SHOAL_OK)
+			rc = duplicate_index(out, k, x->index_name, errmsg);
+		if (rc == SHOAL_OK)
+			rc = wire_dup(a, x->index_name, &d->name, errmsg);
+		if (rc == SHOAL_OK)
+			rc = key_schema_to_st(a, &ds, x->key_schema, x->n_key_schema, &d->key,
+			                      errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		mark_used(&ds, x->key_schema, x->n_key_schema, used);
+		d->local = true;
+		d->write_shards = 1;
+		d->status = ST_INDEX_ACTIVE;
+	}
+	if (n_lsi > MAX_LSI)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID
+		               "Number of LocalSecondaryIndexes exceeds per-table limit "
+		               "of %d",
+		               MAX_LSI);
+	for (size_t i = 0; i < n_gsi; i++, k++) {
+		const Shoal__GlobalSecondaryIndex *x = pb->global_secondary_indexes[i];
+		st_index_def *d = &out->indexes[k];
+		rc = check_keys(&ds, x->key_schema, x->n_key_schema, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		rc = projection_to_st(a, x->projection, d, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		if (on_demand && billing != NULL && x->provisioned_throughput != NULL)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID
+			               "ProvisionedThroughput should not be specified for "
+			               "index: %s when BillingMode is PAY_PER_REQUEST",
+			               x->index_name);
+		rc = duplicate_index(out, k, x->index_name, errmsg);
+		if (rc == SHOAL_OK)
+			rc = wire_dup(a, x->index_name, &d->name, errmsg);
+		if (rc == SHOAL_OK)
+			rc = key_schema_to_st(a, &ds, x->key_schema, x->n_key_schema, &d->key,
+			                      errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		mark_used(&ds, x->key_schema, x->n_key_schema, used);
+		d->local = false;
+		d->write_shards = x->write_shards > 0 ? x->write_shards : 1;
+		d->status = ST_INDEX_ACTIVE;
+	}
+	if (n_gsi > MAX_GSI)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID
+		               "GlobalSecondaryIndex count exceeds the per-table limit of "
+		               "%d",
+		               MAX_GSI);
+	size_t n_used = 0, n_listed = 0;
+	const char *used_names[64];
+	for (size_t i = 0; i < ds.n; i++) {
+		if (used[i] && n_listed < 64)
+			used_names[n_listed++] = ds.d[i]->attribute_name;
+		n_used += used[i];
+	}
+	if (n_used < ds.n) {
+		char dtext[300], utext[300];
+		defs_text(&ds, dtext, sizeof(dtext));
+		names_text(used_names, n_listed, utext, sizeof(utext));
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID "Some AttributeDefinitions are not used. "
+		                           "AttributeDefinitions: %s, keys used: %s",
+		               dtext, utext);
+	}
+	out->n_indexes = k;
+
+	out->attrs = sh_arena_calloc(a, ds.n, sizeof(st_key_attr));
+	if (out->attrs == NULL)
+		return nomem(errmsg);
+	for (size_t i = 0; i < ds.n; i++) {
+		rc = wire_dup(a, ds.d[i]->attribute_name, &out->attrs[i].name, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		out->attrs[i].type = def_type(&ds, ds.d[i]->attribute_name);
+	}
+	out->n_attrs = (uint32_t)ds.n;
+	return SHOAL_OK;
+}
+
+int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, st_table_def *out,
+                              char *errmsg)
+{
+	memset(out, 0, sizeof(*out));
+	const char *table = WIRE_OPT(pb, table_name);
+	int rc = table_op_name(table, errmsg);
+	if (rc == SHOAL_OK)
+		rc = create_constraints(pb, errmsg);
+	if (rc == SHOAL_OK)
+		rc = create_rules(a, pb, out, errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_dup(a, table, &out->name, errmsg);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* DescribeTable, DeleteTable, ListTables                                    */
+/* ------------------------------------------------------------------------ */
+
+static int table_name_req(sh_arena *a, const char *name, const char **out, char *errmsg)
+{
+	*out = NULL;
+	int rc = table_op_name(name, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	wire_verrs e = {0};
+	if (!wire_name_chars_ok(name))
+		wire_verr_add(&e, name, "tableName",
+		              "Member must satisfy regular expression pattern: " WIRE_NAME_PATTERN);
+	rc = wire_verr_done(&e, errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_dup(a, name, out, errmsg);
+	return rc;
+}
+
+int wire_describe_table_from_pb(sh_arena *a, const Shoal__DescribeTableRequest *pb,
+                                const char **table, char *errmsg)
+{
+	return table_name_req(a, WIRE_OPT(pb, table_name), table, errmsg);
+}
+
+int wire_delete_table_from_pb(sh_arena *a, const Shoal__DeleteTableRequest *pb, const char **table,
+                              char *errmsg)
+{
+	return table_name_req(a, WIRE_OPT(pb, table_name), table, errmsg);
+}
+
+int wire_list_tables_from_pb(sh_arena *a, const Shoal__ListTablesRequest *pb,
+                             const char **exclusive_start, uint32_t *limit, char *errmsg)
+{
+	*exclusive_start = NULL;
+	*limit = 100;
+	bool has_limit = WIRE_HAS(pb, limit);
+	const char *start = WIRE_OPT(pb, exclusive_start_table_name);
+	wire_verrs e = {0};
+	wire_check_min(&e, "limit", has_limit, has_limit ? pb->limit : 0, 1);
+	wire_check_max(&e, "limit", has_limit, has_limit ? pb->limit : 0, 100);
+	wire_check_name(&e, "exclusiveStartTableName", start, false);
+	int rc = wire_verr_done(&e, errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_dup(a, start, exclusive_start, errmsg);
+	if (rc == SHOAL_OK && has_limit)
+		*limit = (uint32_t)pb->limit;
+	return rc;
+}
