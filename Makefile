@@ -53,8 +53,13 @@ PROTO_SRC   := $(filter-out proto/%.pb-c.c,$(wildcard proto/*.c))
 PROTO_DEFS  := $(wildcard proto/*.proto)
 PROTO_GEN_C := $(patsubst proto/%.proto,$(GEN)/proto/%.pb-c.c,$(PROTO_DEFS))
 PROTO_GEN_H := $(PROTO_GEN_C:.c=.h)
+NODE_SRC    := $(filter-out node/main.c,$(wildcard node/*.c))
+ROUTER_SRC  := $(filter-out router/main.c,$(wildcard router/*.c))
+CLIENT_SRC  := $(filter-out client/cli%.c,$(wildcard client/*.c))
+CLI_SRC     := $(wildcard client/cli*.c)
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 UNIT_SRC    := $(wildcard tests/unit/test_*.c)
+IT_SRC      := $(wildcard tests/integration/it_*.c)
 TOOL_SRC    := $(wildcard tests/tools/*.c)
 BENCH_SRC   := $(wildcard tests/bench/*.c)
 
@@ -63,15 +68,24 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 CORE_OBJ := $(call obj,$(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC)) \
             $(patsubst $(GEN)/%.c,$(BUILD)/obj/gen/%.o,$(PROTO_GEN_C))
 CORE_LIB := $(BUILD)/libshoalcore.a
+NODE_LIB := $(BUILD)/libshoalnode.a
+ROUTER_LIB := $(BUILD)/libshoalrouter.a
+CLIENT_LIB := $(BUILD)/libshoal.a
+PART_LIBS := $(NODE_LIB) $(ROUTER_LIB) $(CLIENT_LIB)
+NET_LIBS := -lraft -luv -lnng
 TESTLIB_OBJ := $(call obj,$(TESTLIB_SRC))
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+IT_BIN   := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(IT_SRC))
+PROG_BIN := $(if $(wildcard node/main.c),$(BUILD)/bin/shoal-node) \
+            $(if $(wildcard router/main.c),$(BUILD)/bin/shoal-router) \
+            $(if $(CLI_SRC),$(BUILD)/bin/shoal)
 TOOL_BIN := $(patsubst tests/tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC))
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 
 .PHONY: all test unit demo bench format clean deps
 .DELETE_ON_ERROR:
 
-all: deps-checked $(CORE_LIB) $(UNIT_BIN) $(TOOL_BIN) $(BENCH_BIN)
+all: deps-checked $(CORE_LIB) $(PART_LIBS) $(PROG_BIN) $(UNIT_BIN) $(IT_BIN) $(TOOL_BIN) $(BENCH_BIN)
 
 # Install what is missing (a no-op when everything is there).
 deps:
@@ -92,7 +106,8 @@ $(BUILD)/obj/gen/proto/%.pb-c.o: $(GEN)/proto/%.pb-c.c $(PROTO_GEN_H)
 
 # Everything may include the generated headers: generate them first (order-only;
 # the .d files record who really includes them).
-$(call obj,$(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC) $(UNIT_SRC) $(TOOL_SRC) $(BENCH_SRC) $(TESTLIB_SRC)): \
+$(call obj,$(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC) $(NODE_SRC) $(ROUTER_SRC) $(CLIENT_SRC) \
+	$(CLI_SRC) node/main.c router/main.c $(UNIT_SRC) $(IT_SRC) $(TOOL_SRC) $(BENCH_SRC) $(TESTLIB_SRC)): \
 	| $(PROTO_GEN_H)
 
 $(BUILD)/obj/%.o: %.c
@@ -103,17 +118,46 @@ $(CORE_LIB): $(CORE_OBJ)
 	@rm -f $@
 	$(Q)$(call say,AR,$@)ar rcs $@ $^
 
-$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TESTLIB_OBJ) $(CORE_LIB)
-	@mkdir -p $(dir $@)
-	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(LIBS)
+$(NODE_LIB): $(call obj,$(NODE_SRC))
+	@rm -f $@
+	$(Q)$(call say,AR,$@)ar rcs $@ $^
 
-$(BUILD)/bin/%: $(BUILD)/obj/tests/tools/%.o $(TESTLIB_OBJ) $(CORE_LIB)
-	@mkdir -p $(dir $@)
-	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+$(ROUTER_LIB): $(call obj,$(ROUTER_SRC))
+	@rm -f $@
+	$(Q)$(call say,AR,$@)ar rcs $@ $^
 
-$(BUILD)/bin/%: $(BUILD)/obj/tests/bench/%.o $(TESTLIB_OBJ) $(CORE_LIB)
+$(CLIENT_LIB): $(call obj,$(CLIENT_SRC))
+	@rm -f $@
+	$(Q)$(call say,AR,$@)ar rcs $@ $^
+
+$(BUILD)/bin/shoal-node: $(BUILD)/obj/node/main.o $(NODE_LIB) $(CORE_LIB)
 	@mkdir -p $(dir $@)
-	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(LIBS)
+
+$(BUILD)/bin/shoal-router: $(BUILD)/obj/router/main.o $(ROUTER_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(LIBS)
+
+$(BUILD)/bin/shoal: $(call obj,$(CLI_SRC)) $(CLIENT_LIB) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(LIBS)
+
+# Unit and integration tests may use any part's internals.
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(TESTLIB_OBJ) $(PART_LIBS) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(NET_LIBS) $(LIBS)
+
+$(BUILD)/tests/it_%: $(BUILD)/obj/tests/integration/it_%.o $(TESTLIB_OBJ) $(PART_LIBS) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(CHECK_LIBS) $(NET_LIBS) $(LIBS)
+
+$(BUILD)/bin/%: $(BUILD)/obj/tests/tools/%.o $(TESTLIB_OBJ) $(PART_LIBS) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(LIBS)
+
+$(BUILD)/bin/%: $(BUILD)/obj/tests/bench/%.o $(TESTLIB_OBJ) $(PART_LIBS) $(CORE_LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(NET_LIBS) $(LIBS)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

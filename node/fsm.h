@@ -1,0 +1,99 @@
+/*
+ * fsm.h -- the replicated state machine of one storage group (node/, prefix
+ * node_).  It is the only code that writes a group's LMDB environment.
+ *
+ * A Raft entry is a packed shoal.Command (proto/cluster.proto): a batch of
+ * operations from one proposer.  Applying an entry runs every operation
+ * through the storage engine inside ONE st_txn and records the entry's Raft
+ * index in the same LMDB transaction ("the applied index is stored with the
+ * data, so replay after a crash is idempotent": an entry whose index is at or
+ * below the stored applied index is skipped).  The entry's index is
+ * raft_last_applied(raft) + 1 at apply time (raft 0.15 increments
+ * last_applied only after fsm->apply returns).
+ *
+ * Operations that fail with a client error (condition failed, validation,
+ * ...) produce that error as their result and change nothing; the batch goes
+ * on.  An environmental failure (LMDB full, I/O error, out of memory) aborts
+ * the transaction and makes the FSM fail for good (sticky error, as LMDB's
+ * MDB_TXN_ERROR): every later apply fails, and the node stops serving the
+ * group rather than drift from its peers.
+ *
+ * The environment runs with MDB_NOSYNC: the Raft log is the durable record.
+ * After a machine crash LMDB may be behind the log (never corrupt, never
+ * ahead); Raft restores the last snapshot and replays the entries after it,
+ * and the applied-index check makes the replay exact.  restore() skips the
+ * load when the local environment is already at or past the snapshot's index.
+ *
+ * Snapshots (raft_fsm version 3): snapshot() opens an LMDB read transaction
+ * (a consistent view at the current applied index) on the loop thread;
+ * snapshot_async() serialises the catalog, meta and data databases from that
+ * view on a worker thread; snapshot_finalize() frees the buffers and ends the
+ * read transaction.  The format is documented at the top of fsm_snapshot.c.
+ *
+ * Results: only the proposer needs them.  Before raft_apply the proposer
+ * registers a node_batch under the Command's batch_id; when the entry is
+ * applied on the proposer, apply finds the batch and stores each operation's
+ * packed shoal.NodeResponse in it.  Other replicas compute and drop them.
+ *
+ * Threads: every function here runs on the group's libuv loop thread, except
+ * node_fsm_env (any thread: LMDB read transactions are thread-safe with
+ * MDB_NOTLS) and snapshot_async (raft's worker thread).
+ */
+#ifndef SHOAL_NODE_FSM_H
+#define SHOAL_NODE_FSM_H
+
+#include <raft.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/cluster.pb-c.h"
+#include "storage/storage.h"
+
+typedef struct node_fsm node_fsm;
+
+typedef struct node_batch {
+	uint64_t id;        /* the Command's batch_id */
+	uint32_t n_ops;     /* operations in the Command */
+	/* Filled by apply on the proposer: results[i] is a packed
+	 * shoal.NodeResponse (sh_malloc'd, owned by the batch: free with
+	 * node_batch_fini), NULL if the entry was never applied here. */
+	uint8_t **results;
+	size_t *result_lens;
+	bool applied;       /* apply ran for this batch on this node */
+	struct node_batch *next; /* the FSM's registry (private) */
+	void *user;         /* the proposer's */
+} node_batch;
+
+/* Allocates the result slots of a batch of n_ops operations. */
+int node_batch_init(node_batch *b, uint64_t id, uint32_t n_ops);
+void node_batch_fini(node_batch *b);
+
+/* Opens (creating) the LMDB environment in dir (which must exist) for group
+ * `group` on node `node_id`. */
+int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **out,
+		  char *errmsg);
+/* Closes the environment. Raft must be closed first. */
+void node_fsm_close(node_fsm *f);
+
+/* The struct raft_fsm (version 3) to pass to raft_init / raft_fixture_grow. */
+struct raft_fsm *node_fsm_raft(node_fsm *f);
+/* Tells the FSM which raft instance drives it (for the entry index). Call
+ * before raft_start. */
+void node_fsm_attach(node_fsm *f, struct raft *r);
+
+/* The storage environment, for reads. */
+st_env *node_fsm_env(node_fsm *f);
+
+/* SHOAL_OK while healthy; after an apply failed, its code and message. */
+int node_fsm_failed(node_fsm *f, char *errmsg);
+
+/* Packs a Command into a buffer for raft_apply (memory from raft_malloc:
+ * raft takes ownership on a successful raft_apply). */
+int node_fsm_encode(const Shoal__Command *cmd, struct raft_buffer *buf, char *errmsg);
+
+/* Proposer side (loop thread): register a batch before raft_apply of its
+ * Command; unregister after the apply callback fired or raft_apply failed. */
+void node_fsm_register(node_fsm *f, node_batch *b);
+void node_fsm_unregister(node_fsm *f, node_batch *b);
+
+#endif
