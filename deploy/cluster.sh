@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# cluster.sh -- run a local Shoal cluster on 127.0.0.1.
+#
+#   cluster.sh up [--nodes N] [--routers R] [--groups G] [--replication K]
+#                 [--dir D] [--base-port P]
+#       writes D/cluster.ini, starts N nodes (default 3) and R routers
+#       (default 1), waits until the cluster serves, and writes the routers'
+#       endpoints (comma-separated) to D/router.endpoint
+#   cluster.sh status [--dir D]           processes, then `shoal status`
+#   cluster.sh stop-node ID [--hard] [--dir D]   SIGTERM (or SIGKILL) one node
+#   cluster.sh start-node ID [--dir D]    start one node again
+#   cluster.sh stop-router ID [--hard] [--dir D] / start-router ID [--dir D]
+#   cluster.sh down [--dir D]             stop exactly the processes started here
+#
+# Ports (P = --base-port, default 7100): router r listens on P + 2(r-1) and
+# serves metrics on P + 2(r-1) + 1; node i uses the block P + 100 i: Raft for
+# group g on block + g, rpc on block + 80, metrics on block + 90.  Different
+# --dir and --base-port values let several clusters run side by side.
+# Processes are tracked by pid files in D and stopped by PID, never by name.
+# Binaries come from $SHOAL_BIN (default: build/bin next to this script).
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${SHOAL_BIN:-$here/../build/bin}
+dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
+nodes=3 routers=1 groups=4 replication=3 base=7100 hard=0 wait_secs=${SHOAL_WAIT_SECS:-60}
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+
+cmd=${1:-}; [[ -n $cmd ]] || die "usage: cluster.sh up|status|stop-node|start-node|stop-router|start-router|down [options]"
+shift
+target=
+args=()
+while (($#)); do
+	case $1 in
+	--nodes) nodes=$2; shift 2 ;;
+	--routers) routers=$2; shift 2 ;;
+	--groups) groups=$2; shift 2 ;;
+	--replication) replication=$2; shift 2 ;;
+	--dir) dir=$2; shift 2 ;;
+	--base-port) base=$2; shift 2 ;;
+	--hard) hard=1; shift ;;
+	-*) die "unknown option $1" ;;
+	*) target=$1; shift ;;
+	esac
+done
+((replication <= nodes)) || replication=$nodes
+
+conf=$dir/cluster.ini
+# Commands after `up` reuse the shape it recorded (node/router counts, ports).
+if [[ $cmd != up && -f $dir/shape ]]; then
+	read -r nodes routers base <"$dir/shape"
+fi
+
+alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# Waits until the process in pid file $1 has exited (deadline $2 seconds).
+wait_exit() {
+	local pidfile=$1 deadline=$((SECONDS + $2))
+	while alive "$pidfile"; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.1
+	done
+}
+
+stop_pid() { # pidfile hard
+	local pidfile=$1 sig=TERM
+	alive "$pidfile" || { rm -f "$pidfile"; return 0; }
+	(($2)) && sig=KILL
+	kill -"$sig" "$(cat "$pidfile")" 2>/dev/null || true
+	if ! wait_exit "$pidfile" 20; then
+		kill -KILL "$(cat "$pidfile")" 2>/dev/null || true
+		wait_exit "$pidfile" 5 || die "process $(cat "$pidfile") did not exit"
+	fi
+	rm -f "$pidfile"
+}
+
+router_port() { echo $((base + 2 * ($1 - 1))); }
+
+start_node() { # id
+	local id=$1 pidfile=$dir/node-$1.pid
+	alive "$pidfile" && die "node $id is already running (pid $(cat "$pidfile"))"
+	mkdir -p "$dir/node-$id"
+	"$bin/shoal-node" --config "$conf" --id "$id" --dir "$dir/node-$id" \
+		>>"$dir/node-$id.log" 2>&1 </dev/null &
+	echo $! >"$pidfile"
+}
+
+start_router() { # id
+	local id=$1 pidfile=$dir/router-$1.pid port
+	alive "$pidfile" && die "router $id is already running (pid $(cat "$pidfile"))"
+	port=$(router_port "$id")
+	"$bin/shoal-router" --config "$conf" --listen "tcp://127.0.0.1:$port" \
+		--metrics "127.0.0.1:$((port + 1))" >>"$dir/router-$id.log" 2>&1 </dev/null &
+	echo $! >"$pidfile"
+}
+
+write_config() {
+	mkdir -p "$dir"
+	{
+		echo "; written by deploy/cluster.sh"
+		echo "[cluster]"
+		echo "groups = $groups"
+		echo "replication = $replication"
+		for ((i = 1; i <= nodes; i++)); do
+			local block=$((base + 100 * i))
+			echo
+			echo "[node.$i]"
+			echo "raft = 127.0.0.1:$block"
+			echo "rpc = tcp://127.0.0.1:$((block + 80))"
+			echo "metrics = 127.0.0.1:$((block + 90))"
+		done
+		echo
+		echo "[router]"
+		echo "listen = tcp://127.0.0.1:$(router_port 1)"
+		echo "metrics = 127.0.0.1:$(($(router_port 1) + 1))"
+	} >"$conf"
+}
+
+endpoints() {
+	local list=() r
+	for ((r = 1; r <= routers; r++)); do list+=("tcp://127.0.0.1:$(router_port "$r")"); done
+	(IFS=,; echo "${list[*]}")
+}
+
+# Polls until the routers answer and every storage group has a leader.
+wait_serving() {
+	local deadline=$((SECONDS + wait_secs)) ep
+	ep=$(cat "$dir/router.endpoint")
+	while ((SECONDS < deadline)); do
+		if "$bin/shoal" --endpoint "$ep" status --output json >"$dir/status.json" 2>/dev/null &&
+			! grep -q '"LeaderNode": 0\b\|"Role": "unreachable"' "$dir/status.json" &&
+			"$bin/shoal" --endpoint "$ep" list-tables >/dev/null 2>&1; then
+			return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
+
+case $cmd in
+up)
+	[[ -x $bin/shoal-node && -x $bin/shoal-router && -x $bin/shoal ]] ||
+		die "binaries not found in $bin (run make first, or set SHOAL_BIN)"
+	for f in "$dir"/node-*.pid "$dir"/router-*.pid; do
+		[[ -e $f ]] && alive "$f" && die "a cluster is already running in $dir (cluster.sh down --dir $dir)"
+	done
+	write_config
+	for ((i = 1; i <= nodes; i++)); do start_node "$i"; done
+	for ((r = 1; r <= routers; r++)); do start_router "$r"; done
+	endpoints >"$dir/router.endpoint"
+	echo "$nodes $routers $base" >"$dir/shape"
+	if ! wait_serving; then
+		echo "cluster.sh: the cluster did not become ready within ${wait_secs}s; logs in $dir" >&2
+		tail -n 5 "$dir"/*.log >&2 || true
+		exit 1
+	fi
+	echo "cluster up: $nodes nodes, $routers router(s), $groups groups; endpoint $(cat "$dir/router.endpoint") (dir $dir)"
+	;;
+status)
+	for f in "$dir"/node-*.pid "$dir"/router-*.pid; do
+		[[ -e $f ]] || continue
+		name=$(basename "$f" .pid)
+		if alive "$f"; then echo "$name: running (pid $(cat "$f"))"; else echo "$name: stopped"; fi
+	done
+	[[ -f $dir/router.endpoint ]] && "$bin/shoal" --endpoint "$(cat "$dir/router.endpoint")" status
+	;;
+stop-node)
+	[[ -n $target ]] || die "stop-node needs a node id"
+	stop_pid "$dir/node-$target.pid" "$hard"
+	;;
+start-node)
+	[[ -n $target ]] || die "start-node needs a node id"
+	start_node "$target"
+	;;
+stop-router)
+	[[ -n $target ]] || die "stop-router needs a router id"
+	stop_pid "$dir/router-$target.pid" "$hard"
+	;;
+start-router)
+	[[ -n $target ]] || die "start-router needs a router id"
+	start_router "$target"
+	;;
+down)
+	for f in "$dir"/router-*.pid "$dir"/node-*.pid; do
+		[[ -e $f ]] && stop_pid "$f" "$hard"
+	done
+	echo "cluster down ($dir)"
+	;;
+*) die "unknown command $cmd" ;;
+esac
