@@ -1,0 +1,156 @@
+#include "tl_cluster.h"
+
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testlib.h"
+
+char *tl_read_file(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	size_t n;
+	while (buf != NULL && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (cap - len - 1 == 0) {
+			char *nb = realloc(buf, cap * 2);
+			if (nb == NULL) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	fclose(f);
+	if (buf != NULL)
+		buf[len] = '\0';
+	return buf;
+}
+
+static int vsh(const char *fmt, va_list ap)
+{
+	char cmd[16384];
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	int st = system(cmd);
+	if (st == -1 || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+int tl_sh(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = vsh(fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static void locate(tl_cluster *c)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0) {
+		perror("readlink /proc/self/exe");
+		abort();
+	}
+	exe[n] = '\0';
+	char *tests = dirname(exe);  /* <build>/tests */
+	char *build = dirname(tests); /* <build> */
+	snprintf(c->bin, sizeof(c->bin), "%s/bin", build);
+	char *root = dirname(build);
+	snprintf(c->root, sizeof(c->root), "%s", root);
+}
+
+static bool script(tl_cluster *c, const char *fmt, ...)
+{
+	char args[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	return tl_sh("SHOAL_BIN='%s' '%s/deploy/cluster.sh' %s --dir '%s' --base-port %d", c->bin,
+		     c->root, args, c->dir, c->base_port) == 0;
+}
+
+bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups)
+{
+	memset(c, 0, sizeof(*c));
+	locate(c);
+	snprintf(c->dir, sizeof(c->dir), "%s", tl_tmpdir("cluster"));
+
+	c->base_port = 20000 + (int)(getpid() % 100) * 400; /* a cluster uses < 400 ports */
+	c->nodes = nodes;
+	c->routers = routers;
+	c->groups = groups;
+	if (!script(c, "up --nodes %d --routers %d --groups %d", nodes, routers, groups))
+		return false;
+	char path[1100];
+	snprintf(path, sizeof(path), "%s/router.endpoint", c->dir);
+	char *ep = tl_read_file(path);
+	if (ep == NULL)
+		return false;
+	ep[strcspn(ep, "\n")] = '\0';
+	snprintf(c->endpoint, sizeof(c->endpoint), "%s", ep);
+	free(ep);
+	return true;
+}
+
+void tl_cluster_down(tl_cluster *c)
+{
+	if (c->dir[0] == '\0')
+		return;
+	script(c, "down");
+	tl_rmtree(c->dir);
+	c->dir[0] = '\0';
+}
+
+bool tl_cluster_stop_node(tl_cluster *c, int id, bool hard)
+{
+	return script(c, "stop-node %d%s", id, hard ? " --hard" : "");
+}
+
+bool tl_cluster_start_node(tl_cluster *c, int id)
+{
+	return script(c, "start-node %d", id);
+}
+
+bool tl_cluster_stop_router(tl_cluster *c, int id, bool hard)
+{
+	return script(c, "stop-router %d%s", id, hard ? " --hard" : "");
+}
+
+bool tl_cluster_start_router(tl_cluster *c, int id)
+{
+	return script(c, "start-router %d", id);
+}
+
+int tl_shoal(const tl_cluster *c, char **out, char **err, const char *fmt, ...)
+{
+	char args[12288];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	char outp[1100], errp[1100];
+	snprintf(outp, sizeof(outp), "%s/cli.out", c->dir);
+	snprintf(errp, sizeof(errp), "%s/cli.err", c->dir);
+	int rc = tl_sh("'%s/shoal' --endpoint '%s' %s >'%s' 2>'%s'", c->bin, c->endpoint, args, outp,
+		       errp);
+	if (out != NULL)
+		*out = tl_read_file(outp);
+	if (err != NULL)
+		*err = tl_read_file(errp);
+	return rc;
+}

@@ -1,0 +1,49 @@
+/*
+ * tl_cluster.h -- integration-test fixture: a real local cluster (shoal-node
+ * and shoal-router processes on 127.0.0.1, started by deploy/cluster.sh, the
+ * same script users run) and the real `shoal` CLI to talk to it.
+ *
+ * Binaries come from the build directory the test binary lives in
+ * (<build>/tests/it_x -> <build>/bin).  Each cluster gets its own temporary
+ * directory and a base port derived from the pid, so test binaries can run
+ * side by side.  tl_cluster_down stops exactly the processes it started (by
+ * pid file); a test that fails still tears down through the Check fixture.
+ */
+#ifndef SHOAL_TL_CLUSTER_H
+#define SHOAL_TL_CLUSTER_H
+
+#include <stdbool.h>
+
+typedef struct tl_cluster {
+	char root[1024];     /* repository root */
+	char bin[1024];      /* <build>/bin */
+	char dir[1024];      /* cluster directory (pid files, logs, data) */
+	char endpoint[512];  /* router endpoints, comma-separated */
+	int base_port;
+	int nodes, routers, groups;
+} tl_cluster;
+
+/* Starts a cluster and waits until it serves; false (with the script's output
+ * on stderr) if it did not. */
+bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups);
+/* Stops every process and removes the directory. */
+void tl_cluster_down(tl_cluster *c);
+
+bool tl_cluster_stop_node(tl_cluster *c, int id, bool hard);
+bool tl_cluster_start_node(tl_cluster *c, int id);
+bool tl_cluster_stop_router(tl_cluster *c, int id, bool hard);
+bool tl_cluster_start_router(tl_cluster *c, int id);
+
+/* Runs `shoal --endpoint <endpoint> <args>` (args is a shell fragment, quoted
+ * by the caller); captures stdout and stderr (malloc'd, caller frees; may be
+ * NULL to discard).  Returns the exit code. */
+int tl_shoal(const tl_cluster *c, char **out, char **err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Runs a shell command; returns its exit code. */
+int tl_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Reads a whole file (malloc'd, NUL-terminated) or NULL. */
+char *tl_read_file(const char *path);
+
+#endif
