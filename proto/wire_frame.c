@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "proto/wire.h"
+#include "proto/wire_api_int.h"
 
 #include "../common/alloc.h"
 
@@ -347,38 +348,7 @@ int wire_code_from_status(int status)
 
 const char *wire_op_name(Shoal__Request__OpCase op)
 {
-	switch (op) {
-	case SHOAL__REQUEST__OP_GET_ITEM:
-		return "GetItem";
-	case SHOAL__REQUEST__OP_PUT_ITEM:
-		return "PutItem";
-	case SHOAL__REQUEST__OP_UPDATE_ITEM:
-		return "UpdateItem";
-	case SHOAL__REQUEST__OP_DELETE_ITEM:
-		return "DeleteItem";
-	case SHOAL__REQUEST__OP_QUERY:
-		return "Query";
-	case SHOAL__REQUEST__OP_SCAN:
-		return "Scan";
-	case SHOAL__REQUEST__OP_BATCH_GET_ITEM:
-		return "BatchGetItem";
-	case SHOAL__REQUEST__OP_BATCH_WRITE_ITEM:
-		return "BatchWriteItem";
-	case SHOAL__REQUEST__OP_TRANSACT_WRITE_ITEMS:
-		return "TransactWriteItems";
-	case SHOAL__REQUEST__OP_TRANSACT_GET_ITEMS:
-		return "TransactGetItems";
-	case SHOAL__REQUEST__OP_CREATE_TABLE:
-		return "CreateTable";
-	case SHOAL__REQUEST__OP_DESCRIBE_TABLE:
-		return "DescribeTable";
-	case SHOAL__REQUEST__OP_LIST_TABLES:
-		return "ListTables";
-	case SHOAL__REQUEST__OP_DELETE_TABLE:
-		return "DeleteTable";
-	case SHOAL__REQUEST__OP_UPDATE_TABLE:
-		return "UpdateTable";
-	default:
-		return "";
-	}
+	/* One table of operations for the whole of proto/: wire_api's. */
+	const wire_api_op *o = wire_api_op_by_id((uint32_t)op);
+	return o != NULL ? o->name : "";
 }

@@ -1,0 +1,383 @@
+/*
+ * wire_api_schema.c -- what shoal.proto's descriptors do not say about
+ * DynamoDB's JSON bodies.
+ *
+ * The walker (wire_api_in.c, wire_api_out.c) takes everything it can from
+ * the protobuf-c descriptors: a field `return_values` is the member
+ * "ReturnValues", its protobuf type says which JSON type it takes, a
+ * one-member oneof is an optional parameter, a repeated field a list.  This
+ * file holds the exceptions, as small tables looked up by (descriptor, field
+ * name): fields without a JSON form, JSON maps stored as repeated messages,
+ * millisecond times that DynamoDB writes as epoch seconds, members DynamoDB
+ * always sends, DynamoDB's member order where the AWS CLI shows it, the
+ * legacy parameters Shoal refuses, the parameters it accepts and ignores,
+ * and the table of operations.  The tables are read-only, so every function
+ * here is reentrant.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "proto/wire_api_int.h"
+
+#define D(x)           &shoal__##x##__descriptor
+#define KEYS_AND_ATTRS "com.amazonaws.dynamodb.v20120810.KeysAndAttributes"
+#define WRITE_REQS     "java.util.List<com.amazonaws.dynamodb.v20120810.WriteRequest>"
+#define ITEM_LIST                                                                                  \
+	"java.util.List<java.util.Map<java.lang.String, "                                          \
+	"com.amazonaws.dynamodb.v20120810.AttributeValue>>"
+#define CAPACITY "com.amazonaws.dynamodb.v20120810.Capacity"
+
+/* ------------------------------------------------------------------------ */
+/* Special fields                                                            */
+/* ------------------------------------------------------------------------ */
+
+static const wire_api_special specials[] = {
+    /* Router -> node only. */
+    {D(scan_request), "hash_lo", WIRE_API_SKIP, false, NULL, NULL, NULL, NULL},
+    {D(scan_request), "hash_hi", WIRE_API_SKIP, false, NULL, NULL, NULL, NULL},
+    /* Derived from Code. */
+    {D(cancellation_reason), "status", WIRE_API_SKIP, false, NULL, NULL, NULL, NULL},
+
+    /* Maps keyed by table or index name. */
+    {D(batch_get_item_request), "request_items", WIRE_API_KEYED, true, NULL, "table_name", NULL,
+     KEYS_AND_ATTRS},
+    {D(batch_get_item_response), "responses", WIRE_API_KEYED, true, NULL, "table_name", "items",
+     ITEM_LIST},
+    {D(batch_get_item_response), "unprocessed_keys", WIRE_API_KEYED, true, NULL, "table_name", NULL,
+     KEYS_AND_ATTRS},
+    {D(batch_write_item_request), "request_items", WIRE_API_KEYED, true, NULL, "table_name",
+     "requests", WRITE_REQS},
+    {D(batch_write_item_response), "unprocessed_items", WIRE_API_KEYED, true, NULL, "table_name",
+     "requests", WRITE_REQS},
+    {D(consumed_capacity), "global_secondary_indexes", WIRE_API_KEYED, false, NULL, "index_name",
+     "capacity", CAPACITY},
+    {D(consumed_capacity), "local_secondary_indexes", WIRE_API_KEYED, false, NULL, "index_name",
+     "capacity", CAPACITY},
+
+    /* Pages. */
+    {D(query_response), "items", WIRE_API_PAGE_ITEMS, true, NULL, NULL, NULL, NULL},
+    {D(query_response), "count", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(query_response), "scanned_count", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(scan_response), "items", WIRE_API_PAGE_ITEMS, true, NULL, NULL, NULL, NULL},
+    {D(scan_response), "count", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(scan_response), "scanned_count", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(transact_get_items_response), "responses", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(list_tables_response), "table_names", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+
+    /* Capacity. */
+    {D(consumed_capacity), "capacity_units", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(capacity), "capacity_units", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(item_collection_metrics), "size_estimate_range_gb", WIRE_API_PLAIN, false,
+     "SizeEstimateRangeGB", NULL, NULL, NULL},
+    {D(provisioned_throughput), "read_capacity_units", WIRE_API_PLAIN, true, NULL, NULL, NULL,
+     NULL},
+    {D(provisioned_throughput), "write_capacity_units", WIRE_API_PLAIN, true, NULL, NULL, NULL,
+     NULL},
+
+    /* Table descriptions. */
+    {D(table_description), "creation_date_time", WIRE_API_TIME, true, NULL, NULL, NULL, NULL},
+    {D(table_description), "item_count", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(table_description), "table_size_bytes", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(billing_mode_summary), "last_update_to_pay_per_request_date_time", WIRE_API_TIME, false,
+     NULL, NULL, NULL, NULL},
+    {D(provisioned_throughput_description), "read_capacity_units", WIRE_API_PLAIN, true, NULL, NULL,
+     NULL, NULL},
+    {D(provisioned_throughput_description), "write_capacity_units", WIRE_API_PLAIN, true, NULL,
+     NULL, NULL, NULL},
+    {D(provisioned_throughput_description), "number_of_decreases_today", WIRE_API_PLAIN, true, NULL,
+     NULL, NULL, NULL},
+    {D(global_secondary_index_description), "item_count", WIRE_API_PLAIN, true, NULL, NULL, NULL,
+     NULL},
+    {D(global_secondary_index_description), "index_size_bytes", WIRE_API_PLAIN, true, NULL, NULL,
+     NULL, NULL},
+    {D(local_secondary_index_description), "item_count", WIRE_API_PLAIN, true, NULL, NULL, NULL,
+     NULL},
+    {D(local_secondary_index_description), "index_size_bytes", WIRE_API_PLAIN, true, NULL, NULL,
+     NULL, NULL},
+
+    /* ClusterStatus: every number and flag, zero or not. */
+    {D(cluster_status_response), "partitions", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(node_info), "id", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(node_info), "reachable", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(group_status), "group", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(group_status), "node", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(group_status), "term", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(group_status), "commit_index", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(group_status), "applied_index", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(group_status), "leader_node", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(table_stats), "item_count", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(table_stats), "size_bytes", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+};
+
+const wire_api_special *wire_api_special_of(const ProtobufCMessageDescriptor *desc,
+                                            const ProtobufCFieldDescriptor *f)
+{
+	for (size_t i = 0; i < sizeof(specials) / sizeof(specials[0]); i++) {
+		if (specials[i].desc == desc && strcmp(specials[i].field, f->name) == 0)
+			return &specials[i];
+	}
+	return NULL;
+}
+
+void wire_api_json_name(const ProtobufCMessageDescriptor *desc, const ProtobufCFieldDescriptor *f,
+                        char *buf)
+{
+	const wire_api_special *sp = wire_api_special_of(desc, f);
+	if (sp != NULL && sp->json != NULL) {
+		snprintf(buf, WIRE_API_NAME_MAX, "%s", sp->json);
+		return;
+	}
+	/* snake_case -> PascalCase */
+	size_t k = 0;
+	bool up = true;
+	for (const char *p = f->name; *p != '\0' && k + 1 < WIRE_API_NAME_MAX; p++) {
+		if (*p == '_') {
+			up = true;
+			continue;
+		}
+		buf[k++] = up ? (char)toupper((unsigned char)*p) : *p;
+		up = false;
+	}
+	buf[k] = '\0';
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output order                                                              */
+/* ------------------------------------------------------------------------ */
+
+static const struct {
+	const ProtobufCMessageDescriptor *desc;
+	const char *const fields[16];
+} orders[] = {
+    /* As `aws dynamodb describe-table` prints a table. */
+    {D(table_description),
+     {"attribute_definitions", "table_name", "key_schema", "table_status", "creation_date_time",
+      "provisioned_throughput", "table_size_bytes", "item_count", "table_arn", "table_id",
+      "billing_mode_summary", "local_secondary_indexes", "global_secondary_indexes", NULL}},
+    {D(global_secondary_index_description),
+     {"index_name", "key_schema", "projection", "index_status", "backfilling",
+      "provisioned_throughput", "index_size_bytes", "item_count", "index_arn", "write_shards",
+      NULL}},
+    {D(local_secondary_index_description),
+     {"index_name", "key_schema", "projection", "index_size_bytes", "item_count", "index_arn",
+      NULL}},
+    {D(provisioned_throughput_description),
+     {"number_of_decreases_today", "read_capacity_units", "write_capacity_units", NULL}},
+    /* ConsumedCapacity last. */
+    {D(put_item_response), {"attributes", "item_collection_metrics", "consumed_capacity", NULL}},
+    {D(update_item_response), {"attributes", "item_collection_metrics", "consumed_capacity", NULL}},
+    {D(delete_item_response), {"attributes", "item_collection_metrics", "consumed_capacity", NULL}},
+    {D(cancellation_reason), {"item", "code", "message", NULL}},
+};
+
+void wire_api_field_order(const ProtobufCMessageDescriptor *desc, unsigned *idx)
+{
+	unsigned n = 0;
+	bool used[WIRE_API_MAX_FIELDS] = {false};
+	for (size_t i = 0; i < sizeof(orders) / sizeof(orders[0]); i++) {
+		if (orders[i].desc != desc)
+			continue;
+		for (const char *const *f = orders[i].fields; *f != NULL; f++) {
+			const ProtobufCFieldDescriptor *fd =
+			    protobuf_c_message_descriptor_get_field_by_name(desc, *f);
+			if (fd == NULL)
+				continue;
+			unsigned k = (unsigned)(fd - desc->fields);
+			if (k < WIRE_API_MAX_FIELDS && !used[k]) {
+				used[k] = true;
+				idx[n++] = k;
+			}
+		}
+		break;
+	}
+	for (unsigned k = 0; k < desc->n_fields && k < WIRE_API_MAX_FIELDS; k++) {
+		if (!used[k])
+			idx[n++] = k;
+	}
+}
+
+bool wire_api_in_group(const ProtobufCMessageDescriptor *desc, const ProtobufCFieldDescriptor *f)
+{
+	if (!(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+		return false;
+	unsigned members = 0;
+	for (unsigned k = 0; k < desc->n_fields; k++) {
+		const ProtobufCFieldDescriptor *g = &desc->fields[k];
+		if ((g->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+		    g->quantifier_offset == f->quantifier_offset)
+			members++;
+	}
+	return members > 1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Legacy and ignored parameters                                             */
+/* ------------------------------------------------------------------------ */
+
+static const char *const legacy_get[] = {"AttributesToGet", "ProjectionExpression", NULL};
+static const char *const legacy_put[] = {"Expected", "ConditionExpression", "ConditionalOperator",
+                                         "ConditionExpression", NULL};
+static const char *const legacy_update[] = {
+    "AttributeUpdates",    "UpdateExpression",    "Expected", "ConditionExpression",
+    "ConditionalOperator", "ConditionExpression", NULL};
+static const char *const legacy_query[] = {
+    "AttributesToGet",        "ProjectionExpression", "KeyConditions",
+    "KeyConditionExpression", "QueryFilter",          "FilterExpression",
+    "ConditionalOperator",    "FilterExpression",     NULL};
+static const char *const legacy_scan[] = {
+    "AttributesToGet",     "ProjectionExpression", "ScanFilter", "FilterExpression",
+    "ConditionalOperator", "FilterExpression",     NULL};
+
+const char *const *wire_api_legacy_of(const ProtobufCMessageDescriptor *desc)
+{
+	if (desc == D(get_item_request) || desc == D(table_keys_and_attributes))
+		return legacy_get;
+	if (desc == D(put_item_request) || desc == D(delete_item_request))
+		return legacy_put;
+	if (desc == D(update_item_request))
+		return legacy_update;
+	if (desc == D(query_request))
+		return legacy_query;
+	if (desc == D(scan_request))
+		return legacy_scan;
+	return NULL;
+}
+
+static const char *const ignored_create[] = {"oStreamSpecification",
+                                             "oSSESpecification",
+                                             "aTags",
+                                             "sTableClass",
+                                             "bDeletionProtectionEnabled",
+                                             "oOnDemandThroughput",
+                                             "oWarmThroughput",
+                                             "sResourcePolicy",
+                                             NULL};
+static const char *const ignored_update[] = {
+    "oStreamSpecification",       "oSSESpecification",   "aReplicaUpdates", "sTableClass",
+    "bDeletionProtectionEnabled", "oOnDemandThroughput", "oWarmThroughput", NULL};
+static const char *const ignored_gsi[] = {"oOnDemandThroughput", "oWarmThroughput", NULL};
+
+const char *const *wire_api_ignored_of(const ProtobufCMessageDescriptor *desc)
+{
+	if (desc == D(create_table_request))
+		return ignored_create;
+	if (desc == D(update_table_request))
+		return ignored_update;
+	if (desc == D(global_secondary_index) || desc == D(update_global_secondary_index_action))
+		return ignored_gsi;
+	return NULL;
+}
+
+const char *wire_api_group_message(const ProtobufCMessageDescriptor *desc)
+{
+	if (desc == D(transact_write_item))
+		return "TransactItems can only contain one of Check, Put, Update or Delete";
+	if (desc == D(write_request))
+		return "One or more parameter values were invalid: A WriteRequest must contain "
+		       "exactly one of PutRequest or DeleteRequest";
+	if (desc == D(global_secondary_index_update))
+		return "One or more parameter values were invalid: A GlobalSecondaryIndexUpdate "
+		       "must contain exactly one of Create, Update or Delete";
+	return "One or more parameter values were invalid: more than one member of a union set";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Operations                                                                */
+/* ------------------------------------------------------------------------ */
+
+static const wire_api_op ops[] = {
+    {"GetItem", "get_item"},
+    {"PutItem", "put_item"},
+    {"UpdateItem", "update_item"},
+    {"DeleteItem", "delete_item"},
+    {"Query", "query"},
+    {"Scan", "scan"},
+    {"BatchGetItem", "batch_get_item"},
+    {"BatchWriteItem", "batch_write_item"},
+    {"TransactWriteItems", "transact_write_items"},
+    {"TransactGetItems", "transact_get_items"},
+    {"CreateTable", "create_table"},
+    {"DescribeTable", "describe_table"},
+    {"ListTables", "list_tables"},
+    {"DeleteTable", "delete_table"},
+    {"UpdateTable", "update_table"},
+    {"ClusterStatus", "cluster_status"},
+};
+
+const wire_api_op *wire_api_op_by_name(const char *operation)
+{
+	if (operation == NULL)
+		return NULL;
+	const char *dot = strrchr(operation, '.');
+	const char *name = dot != NULL ? dot + 1 : operation;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (strcmp(ops[i].name, name) == 0)
+			return &ops[i];
+	}
+	return NULL;
+}
+
+const wire_api_op *wire_api_op_by_id(uint32_t id)
+{
+	const ProtobufCFieldDescriptor *f =
+	    protobuf_c_message_descriptor_get_field(D(request), (unsigned)id);
+	if (f == NULL || !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+		return NULL;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		if (strcmp(ops[i].field, f->name) == 0)
+			return &ops[i];
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* UTF-8                                                                     */
+/* ------------------------------------------------------------------------ */
+
+size_t wire_api_utf8_seq(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	unsigned char c = s[0];
+	size_t len;
+	uint32_t cp;
+	if (n == 0)
+		return 0;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t k = 1; k < len; k++) {
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[k] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+bool wire_api_utf8_valid(const char *s, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		size_t len = wire_api_utf8_seq(s + i, n - i);
+		if (len == 0)
+			return false;
+		i += len;
+	}
+	return true;
+}
