@@ -1,0 +1,486 @@
+/*
+ * fsm_apply.c -- applying one Raft entry of a storage group.
+ *
+ * An entry is a packed shoal.Command: a batch of operations from one
+ * proposer (group commit).  node_fsm_apply_cb runs it as follows:
+ *
+ *   1. index = raft_last_applied(raft) + 1 (raft 0.15 advances last_applied
+ *      only after fsm->apply returns).  If index <= the applied index stored
+ *      in LMDB, the entry is already in the environment -- replay after a
+ *      restart or after a snapshot restore that was skipped -- and nothing is
+ *      done.  This is what makes replay exact: "the applied index is stored
+ *      in the same LMDB transaction as the data".
+ *   2. The bytes are checked (wire_check_framing: bounded depth, no protobuf-c
+ *      recursion on hostile nesting) and unpacked with an allocator over
+ *      sh_malloc, freed before returning.  Bytes that are not a Command are
+ *      an environmental failure: every replica sees the same bytes, so the
+ *      group cannot make progress past them and must stop, not guess.
+ *   3. One st_txn: every operation in order, through the storage engine.  A
+ *      client error (condition failed, validation, no such table, ...) is
+ *      that operation's result and changes nothing; the batch goes on.  An
+ *      environmental error (NOMEM, IO, FULL, INTERNAL) aborts the
+ *      transaction and fails the FSM for good (fsm.c).  The entry's index is
+ *      recorded with st_txn_set_applied and the transaction commits.
+ *   4. Results: only when this node proposed the entry (Command.proposer)
+ *      and the proposer registered a node_batch under Command.batch_id.  Each
+ *      operation's shoal.NodeResponse is packed into sh_malloc'd memory that
+ *      the batch owns, and batch->applied is set -- after the commit, so a
+ *      batch never holds results of a transaction that did not happen.  On
+ *      every other replica no response is built at all.
+ *
+ * Operations and their results (NodeResponse.response):
+ *   put / update / delete   st_put / st_update / st_delete; result put_item /
+ *                           update_item / delete_item; on a failed condition
+ *                           with ReturnValuesOnConditionCheckFailure ALL_OLD,
+ *                           Response.item is the old item.
+ *   define_table            st_table_create with TableDefine's id and
+ *                           created_ms.  table_id 0 ("assign") is accepted in
+ *                           group 0 only.  A table of that name that already
+ *                           exists with the same non-zero id is success (the
+ *                           router's repair re-sends must be idempotent); with
+ *                           another id it is ResourceInUse.  Result: catalog[0]
+ *                           is the TableDefine as stored (assigned id, stored
+ *                           creation time).
+ *   drop_table              st_table_delete; ResourceNotFound if absent.
+ *   batch_write             first every write is converted (a malformed one
+ *                           fails the whole operation, nothing written), then
+ *                           the puts and deletes are applied in order; a client
+ *                           error from the storage engine stops the batch there
+ *                           and is the operation's status -- the writes before
+ *                           it stay (BatchWriteItem is not atomic).  Result: an
+ *                           empty BatchWriteItemResponse (no UnprocessedItems).
+ *
+ * Thread: the group's loop thread (raft calls apply from it).
+ */
+#include <assert.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "node/fsm_int.h"
+#include "proto/wire.h"
+
+/* ------------------------------------------------------------------------ */
+/* Unpacking                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* protobuf-c allocator over sh_malloc that remembers whether an allocation
+ * failed, to tell "out of memory" from "malformed" when unpack returns NULL. */
+typedef struct track_alloc {
+	ProtobufCAllocator self;
+	bool failed;
+} track_alloc;
+
+static void *track_alloc_fn(void *data, size_t n)
+{
+	track_alloc *t = data;
+	void *p = sh_malloc(n);
+	if (p == NULL)
+		t->failed = true;
+	return p;
+}
+
+static void track_free_fn(void *data, void *p)
+{
+	(void)data;
+	sh_free(p);
+}
+
+static int unpack_command(track_alloc *t, const struct raft_buffer *buf, Shoal__Command **out,
+                          char *errmsg)
+{
+	static const uint8_t empty[1];
+	const uint8_t *p = buf->base != NULL ? buf->base : empty;
+	*out = NULL;
+	int rc = wire_check_framing(&shoal__command__descriptor, p, buf->len, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	*out = shoal__command__unpack(&t->self, buf->len, p);
+	if (*out == NULL)
+		return t->failed
+		           ? sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory unpacking a Command")
+		           : sh_errf(errmsg, SHOAL_E_SERIALIZATION, "malformed Command");
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Operations                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct op_ctx {
+	node_fsm *f;
+	st_txn *txn;
+	sh_arena *a;              /* f->scratch, reset per operation */
+	Shoal__Response *r;       /* NULL: no result wanted (not the proposer) */
+	Shoal__NodeResponse *nr;  /* holds r */
+	const st_value *old_item; /* with SHOAL_E_CONDITION_FAILED */
+	int result_code;          /* a failure building the result of a done write */
+	char msg[SH_ERRMSG_SIZE]; /* the operation's error text */
+} op_ctx;
+
+/* After a write succeeded: a failure to build its result must not turn into
+ * the write's status.  Out of memory is environmental as everywhere; any
+ * other failure (none is expected: stored items convert) is reported as an
+ * internal error in the response while the write stands. */
+static int result_built(op_ctx *c, int rc)
+{
+	if (rc == SHOAL_OK || rc == SHOAL_E_NOMEM)
+		return rc;
+	c->result_code = SHOAL_E_INTERNAL;
+	return SHOAL_OK;
+}
+
+static int op_put(op_ctx *c, const Shoal__PutItemRequest *pb)
+{
+	st_put_req req;
+	int rc = wire_put_req_from_pb(c->a, pb, &req, c->msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	st_write_result res = {0};
+	rc = st_put(c->txn, &req, c->a, &res, c->msg);
+	if (rc != SHOAL_OK) {
+		c->old_item = res.old_item;
+		return rc;
+	}
+	if (c->r == NULL)
+		return SHOAL_OK;
+	rc = wire_put_item_resp_to_pb(c->a, &res, &c->r->put_item, c->msg);
+	if (rc == SHOAL_OK)
+		c->r->result_case = SHOAL__RESPONSE__RESULT_PUT_ITEM;
+	return result_built(c, rc);
+}
+
+static int op_update(op_ctx *c, const Shoal__UpdateItemRequest *pb)
+{
+	st_update_req req;
+	int rc = wire_update_req_from_pb(c->a, pb, &req, c->msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	st_write_result res = {0};
+	rc = st_update(c->txn, &req, c->a, &res, c->msg);
+	if (rc != SHOAL_OK) {
+		c->old_item = res.old_item;
+		return rc;
+	}
+	if (c->r == NULL)
+		return SHOAL_OK;
+	rc = wire_update_item_resp_to_pb(c->a, &res, &c->r->update_item, c->msg);
+	if (rc == SHOAL_OK)
+		c->r->result_case = SHOAL__RESPONSE__RESULT_UPDATE_ITEM;
+	return result_built(c, rc);
+}
+
+static int op_delete(op_ctx *c, const Shoal__DeleteItemRequest *pb)
+{
+	st_delete_req req;
+	int rc = wire_delete_req_from_pb(c->a, pb, &req, c->msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	st_write_result res = {0};
+	rc = st_delete(c->txn, &req, c->a, &res, c->msg);
+	if (rc != SHOAL_OK) {
+		c->old_item = res.old_item;
+		return rc;
+	}
+	if (c->r == NULL)
+		return SHOAL_OK;
+	rc = wire_delete_item_resp_to_pb(c->a, &res, &c->r->delete_item, c->msg);
+	if (rc == SHOAL_OK)
+		c->r->result_case = SHOAL__RESPONSE__RESULT_DELETE_ITEM;
+	return result_built(c, rc);
+}
+
+static int op_define(op_ctx *c, const Shoal__TableDefine *td)
+{
+	if (td->def == NULL)
+		return sh_errf(c->msg, SHOAL_E_VALIDATION,
+		               "TableDefine without a table definition");
+	if (td->table_id == 0 && c->f->group != 0)
+		return sh_errf(
+		    c->msg, SHOAL_E_VALIDATION,
+		    "TableDefine with table_id 0 (assign an id) is only valid in group 0, "
+		    "not in group %u",
+		    c->f->group);
+	st_table_def def;
+	int rc = wire_create_table_from_pb(c->a, td->def, &def, c->msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	def.id = td->table_id;
+	def.created_ms = td->created_ms;
+	rc = st_table_create(c->txn, &def, c->msg);
+
+	st_table_info info;
+	bool have_info = false;
+	if (rc == SHOAL_E_IN_USE && td->table_id != 0) {
+		/* A re-sent define (repair, retry): the same table under the same
+		 * id is already there. */
+		char msg2[SH_ERRMSG_SIZE];
+		int rc2 = st_txn_table_describe(c->txn, def.name, c->a, &info, msg2);
+		if (node_fsm_env_error(rc2)) {
+			memcpy(c->msg, msg2, sizeof(c->msg));
+			return rc2;
+		}
+		if (rc2 == SHOAL_OK && info.def.id == td->table_id) {
+			rc = SHOAL_OK;
+			have_info = true;
+		}
+	}
+	if (rc != SHOAL_OK || c->r == NULL)
+		return rc;
+	if (!have_info) {
+		rc = st_txn_table_describe(c->txn, def.name, c->a, &info, c->msg);
+		if (rc != SHOAL_OK) /* just created: only an environmental error */
+			return node_fsm_env_error(rc) ? rc : result_built(c, rc);
+	}
+	Shoal__TableDefine *stored = sh_arena_alloc(c->a, sizeof(*stored));
+	Shoal__TableDefine **list = sh_arena_alloc(c->a, sizeof(*list));
+	if (stored == NULL || list == NULL)
+		return sh_errf(c->msg, SHOAL_E_NOMEM, "define_table result: out of memory");
+	shoal__table_define__init(stored);
+	/* Borrowed from the unpacked Command, which outlives the packing of
+	 * this response (apply_command). */
+	stored->def = td->def;
+	stored->table_id = info.def.id;
+	stored->created_ms = info.def.created_ms;
+	list[0] = stored;
+	c->nr->n_catalog = 1;
+	c->nr->catalog = list;
+	return SHOAL_OK;
+}
+
+static int op_drop(op_ctx *c, const Shoal__TableDrop *td)
+{
+	const char *name =
+	    td->table_name != NULL && td->table_name[0] != '\0' ? td->table_name : NULL;
+	return st_table_delete(c->txn, name, c->msg);
+}
+
+/* One write of a BatchWriteItem, converted. */
+typedef struct bw_write {
+	bool is_put;
+	st_put_req put;
+	st_delete_req del;
+} bw_write;
+
+static int op_batch_write(op_ctx *c, const Shoal__BatchWriteItemRequest *pb)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < pb->n_request_items; i++)
+		n += pb->request_items[i]->n_requests;
+	bw_write *w = sh_arena_calloc(c->a, n > 0 ? n : 1, sizeof(*w));
+	if (w == NULL)
+		return sh_errf(c->msg, SHOAL_E_NOMEM, "batch_write: out of memory");
+
+	/* Pass 1: convert and validate every write; nothing is written yet. */
+	size_t k = 0;
+	for (size_t i = 0; i < pb->n_request_items; i++) {
+		const Shoal__TableWriteRequests *tw = pb->request_items[i];
+		for (size_t j = 0; j < tw->n_requests; j++, k++) {
+			const Shoal__WriteRequest *wr = tw->requests[j];
+			int rc;
+			if (wr->request_case == SHOAL__WRITE_REQUEST__REQUEST_PUT_REQUEST) {
+				Shoal__PutItemRequest p = SHOAL__PUT_ITEM_REQUEST__INIT;
+				WIRE_SET(&p, table_name, tw->table_name);
+				p.item = wr->put_request->item;
+				w[k].is_put = true;
+				rc = wire_put_req_from_pb(c->a, &p, &w[k].put, c->msg);
+			} else if (wr->request_case ==
+			           SHOAL__WRITE_REQUEST__REQUEST_DELETE_REQUEST) {
+				Shoal__DeleteItemRequest d = SHOAL__DELETE_ITEM_REQUEST__INIT;
+				WIRE_SET(&d, table_name, tw->table_name);
+				d.key = wr->delete_request->key;
+				rc = wire_delete_req_from_pb(c->a, &d, &w[k].del, c->msg);
+			} else {
+				rc = sh_errf(c->msg, SHOAL_E_VALIDATION,
+				             "Supplied WriteRequest is empty, must contain exactly "
+				             "one of PutRequest or DeleteRequest");
+			}
+			if (rc != SHOAL_OK)
+				return rc;
+		}
+	}
+
+	/* Pass 2: apply in order. */
+	for (k = 0; k < n; k++) {
+		st_write_result res = {0};
+		int rc = w[k].is_put ? st_put(c->txn, &w[k].put, c->a, &res, c->msg)
+		                     : st_delete(c->txn, &w[k].del, c->a, &res, c->msg);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	if (c->r == NULL)
+		return SHOAL_OK;
+	Shoal__BatchWriteItemResponse *out = sh_arena_alloc(c->a, sizeof(*out));
+	if (out == NULL)
+		return sh_errf(c->msg, SHOAL_E_NOMEM, "batch_write result: out of memory");
+	shoal__batch_write_item_response__init(out);
+	c->r->batch_write_item = out;
+	c->r->result_case = SHOAL__RESPONSE__RESULT_BATCH_WRITE_ITEM;
+	return SHOAL_OK;
+}
+
+/*
+ * Applies one operation.  Returns SHOAL_OK when the operation ran (its
+ * client error, if any, is in its result) and an environmental code (message
+ * in errmsg) when the transaction must be aborted.  With want, *out is the
+ * response, in f->scratch.
+ */
+static int apply_op(node_fsm *f, st_txn *txn, const Shoal__CommandOp *op, bool want,
+                    Shoal__NodeResponse **out, char *errmsg)
+{
+	op_ctx c = {.f = f, .txn = txn, .a = &f->scratch};
+	c.msg[0] = '\0';
+	*out = NULL;
+	if (want) {
+		c.nr = sh_arena_alloc(c.a, sizeof(*c.nr));
+		c.r = sh_arena_alloc(c.a, sizeof(*c.r));
+		if (c.nr == NULL || c.r == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "apply: out of memory");
+		shoal__node_response__init(c.nr);
+		shoal__response__init(c.r);
+		c.nr->response = c.r;
+	}
+
+	int code;
+	switch (op->op_case) {
+	case SHOAL__COMMAND_OP__OP_PUT:
+		code = op_put(&c, op->put);
+		break;
+	case SHOAL__COMMAND_OP__OP_UPDATE:
+		code = op_update(&c, op->update);
+		break;
+	case SHOAL__COMMAND_OP__OP_DELETE:
+		code = op_delete(&c, op->delete_);
+		break;
+	case SHOAL__COMMAND_OP__OP_DEFINE_TABLE:
+		code = op_define(&c, op->define_table);
+		break;
+	case SHOAL__COMMAND_OP__OP_DROP_TABLE:
+		code = op_drop(&c, op->drop_table);
+		break;
+	case SHOAL__COMMAND_OP__OP_BATCH_WRITE:
+		code = op_batch_write(&c, op->batch_write);
+		break;
+	default:
+		/* Unset, or an operation of a newer build: the same on every
+		 * replica, so a per-operation error, not a failure. */
+		code = sh_errf(c.msg, SHOAL_E_VALIDATION, "unknown Command operation %d",
+		               (int)op->op_case);
+		break;
+	}
+	if (node_fsm_env_error(code))
+		return sh_errf(errmsg, code, "%s", c.msg);
+	if (!want)
+		return SHOAL_OK;
+	if (code == SHOAL_OK && c.result_code != SHOAL_OK)
+		code = c.result_code;
+	if (code != SHOAL_OK) {
+		int rc = wire_response_set_error(c.a, c.r, code, c.msg, c.old_item, errmsg);
+		if (rc != SHOAL_OK && rc != SHOAL_E_NOMEM) /* the old item did not convert */
+			rc = wire_response_set_error(c.a, c.r, code, c.msg, NULL, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		/* wire_response_set_error leaves the catalog alone: clear it. */
+		c.nr->n_catalog = 0;
+		c.nr->catalog = NULL;
+	}
+	*out = c.nr;
+	return SHOAL_OK;
+}
+
+static int pack_response(const Shoal__NodeResponse *nr, uint8_t **buf, size_t *len, char *errmsg)
+{
+	size_t n = shoal__node_response__get_packed_size(nr);
+	uint8_t *p = sh_malloc(n > 0 ? n : 1);
+	if (p == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "apply: out of memory packing a result");
+	*len = shoal__node_response__pack(nr, p);
+	*buf = p;
+	return SHOAL_OK;
+}
+
+static void batch_clear(node_batch *b)
+{
+	for (uint32_t i = 0; i < b->n_ops && b->results != NULL; i++) {
+		sh_free(b->results[i]);
+		b->results[i] = NULL;
+		b->result_lens[i] = 0;
+	}
+	b->applied = false;
+}
+
+static int apply_command(node_fsm *f, const Shoal__Command *cmd, uint64_t index, node_batch *b,
+                         char *errmsg)
+{
+	st_txn *txn;
+	int rc = st_txn_begin(f->env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (b != NULL)
+		batch_clear(b); /* a batch id is proposed once; be safe anyway */
+	size_t n_res = b != NULL && b->results != NULL ? b->n_ops : 0;
+	if (n_res > cmd->n_ops)
+		n_res = cmd->n_ops;
+
+	for (size_t i = 0; i < cmd->n_ops; i++) {
+		sh_arena_reset(&f->scratch);
+		Shoal__NodeResponse *nr;
+		rc = apply_op(f, txn, cmd->ops[i], i < n_res, &nr, errmsg);
+		if (rc == SHOAL_OK && nr != NULL)
+			rc = pack_response(nr, &b->results[i], &b->result_lens[i], errmsg);
+		if (rc != SHOAL_OK)
+			goto err_after_txn;
+	}
+	sh_arena_reset(&f->scratch);
+	st_txn_set_applied(txn, index);
+	rc = st_txn_commit(txn, errmsg);
+	if (rc != SHOAL_OK)
+		goto err_after_results;
+	if (b != NULL)
+		b->applied = true;
+	return SHOAL_OK;
+
+err_after_txn:
+	sh_arena_reset(&f->scratch);
+	st_txn_abort(txn);
+err_after_results:
+	if (b != NULL)
+		batch_clear(b);
+	return rc;
+}
+
+static node_batch *find_batch(node_fsm *f, uint64_t id)
+{
+	for (node_batch *b = f->batches; b != NULL; b = b->next)
+		if (b->id == id)
+			return b;
+	return NULL;
+}
+
+int node_fsm_apply_cb(struct raft_fsm *rf, const struct raft_buffer *buf, void **result)
+{
+	node_fsm *f = rf->data;
+	*result = NULL;
+	if (f->failed != SHOAL_OK)
+		return node_fsm_raft_code(f->failed);
+	assert(f->raft != NULL); /* node_fsm_attach before raft_start */
+	uint64_t index = raft_last_applied(f->raft) + 1;
+	if (index <= f->applied)
+		return 0; /* already in LMDB: replay */
+
+	char msg[SH_ERRMSG_SIZE];
+	track_alloc t = {{track_alloc_fn, track_free_fn, NULL}, false};
+	t.self.allocator_data = &t;
+	Shoal__Command *cmd;
+	int rc = unpack_command(&t, buf, &cmd, msg);
+	if (rc != SHOAL_OK)
+		return node_fsm_fail(f, rc, "group %u: entry %llu: %s", f->group,
+		                     (unsigned long long)index, msg);
+	node_batch *b = cmd->proposer == f->node_id ? find_batch(f, cmd->batch_id) : NULL;
+	rc = apply_command(f, cmd, index, b, msg);
+	shoal__command__free_unpacked(cmd, &t.self);
+	if (rc != SHOAL_OK)
+		return node_fsm_fail(f, rc, "group %u: applying entry %llu: %s", f->group,
+		                     (unsigned long long)index, msg);
+	f->applied = index;
+	return 0;
+}

@@ -1,0 +1,56 @@
+/*
+ * fsm_int.h -- internals shared by node/fsm.c, fsm_apply.c and
+ * fsm_snapshot.c (private to the state machine; node/fsm.h is the contract).
+ *
+ * fsm.c          open/close, the raft_fsm table, the batch registry,
+ *                node_fsm_encode, the sticky failure
+ * fsm_apply.c    apply: one Raft entry (a shoal.Command) -> one st_txn
+ * fsm_snapshot.c snapshot, snapshot_async, snapshot_finalize, restore, and
+ *                the snapshot format
+ */
+#ifndef SHOAL_NODE_FSM_INT_H
+#define SHOAL_NODE_FSM_INT_H
+
+#include "common/arena.h"
+#include "common/errors.h"
+#include "node/fsm.h"
+#include "storage/snapshot.h"
+
+struct node_fsm {
+	struct raft_fsm rf; /* rf.data == this */
+	st_env *env;        /* owned */
+	struct raft *raft;  /* borrowed (node_fsm_attach); gives the entry index */
+	uint32_t group;
+	uint32_t node_id;
+	uint64_t applied; /* == st_env_applied(env), cached; loop thread only */
+	int failed;       /* SHOAL_OK, or the code of the apply that failed */
+	char failed_msg[SH_ERRMSG_SIZE];
+	node_batch *batches; /* registered batches (proposer side), newest first */
+	sh_arena scratch;    /* apply: reset per operation */
+	/* Snapshot in progress: the view opened by snapshot() and walked by
+	 * snapshot_async(); ended by snapshot_finalize().  Only the worker
+	 * thread touches it between those two calls. */
+	st_view *snap;
+};
+
+/* Makes the FSM fail for good (sticky) with code and a message; returns the
+ * raft error code that apply/restore should return.  Loop thread. */
+int node_fsm_fail(node_fsm *f, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A Shoal code as a raft error code (for apply/snapshot/restore returns). */
+int node_fsm_raft_code(int code);
+
+/* True for the codes that mean "the environment failed" (out of memory, I/O,
+ * map full, internal damage) as opposed to a client's error. */
+bool node_fsm_env_error(int code);
+
+/* The raft_fsm callbacks (fsm_apply.c, fsm_snapshot.c). */
+int node_fsm_apply_cb(struct raft_fsm *rf, const struct raft_buffer *buf, void **result);
+int node_fsm_snapshot_cb(struct raft_fsm *rf, struct raft_buffer *bufs[], unsigned *n_bufs);
+int node_fsm_snapshot_async_cb(struct raft_fsm *rf, struct raft_buffer *bufs[], unsigned *n_bufs);
+int node_fsm_snapshot_finalize_cb(struct raft_fsm *rf, struct raft_buffer *bufs[],
+                                  unsigned *n_bufs);
+int node_fsm_restore_cb(struct raft_fsm *rf, struct raft_buffer *buf);
+
+#endif
