@@ -210,16 +210,19 @@ static int op_define(op_ctx *c, const Shoal__TableDefine *td)
 
 	st_table_info info;
 	bool have_info = false;
-	if (rc == SHOAL_E_IN_USE && td->table_id != 0) {
-		/* A re-sent define (repair, retry): the same table under the same
-		 * id is already there. */
+	if (rc == SHOAL_E_IN_USE) {
+		/* A re-sent define (repair, or a router retrying after a lost
+		 * answer): the same table is already there -- under the same id,
+		 * or, for an id-assigning define in group 0, created by the same
+		 * CreateTable (the proposer fixed created_ms once for all tries). */
 		char msg2[SH_ERRMSG_SIZE];
 		int rc2 = st_txn_table_describe(c->txn, def.name, c->a, &info, msg2);
 		if (node_fsm_env_error(rc2)) {
 			memcpy(c->msg, msg2, sizeof(c->msg));
 			return rc2;
 		}
-		if (rc2 == SHOAL_OK && info.def.id == td->table_id) {
+		if (rc2 == SHOAL_OK && (td->table_id != 0 ? info.def.id == td->table_id
+		                                          : info.def.created_ms == td->created_ms)) {
 			rc = SHOAL_OK;
 			have_info = true;
 		}

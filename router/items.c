@@ -1,0 +1,136 @@
+/*
+ * items.c -- the single-partition operations: GetItem, PutItem, UpdateItem,
+ * DeleteItem and Query.
+ *
+ * Each handler validates the request at the API level (wire_*_req_from_pb),
+ * finds the table in the catalog, takes the partition-key value (from the
+ * Key or Item; for Query, the hash-key equality of KeyConditionExpression via
+ * st_query_partition_key), hashes it to the owning group and forwards the
+ * client's request unchanged in a NodeRequest.  The node checks everything
+ * again against the table and answers exactly as DynamoDB would; its
+ * Response is passed through as the answer.  Eventually consistent reads go
+ * to any replica, everything else to the leader.
+ *
+ * When the key does not match the table's key schema, the router cannot
+ * place it, and the node's answer is wanted anyway (its checks come in
+ * DynamoDB's order): such a request goes to the first data group, which
+ * refuses it with the exact message.
+ *
+ * A data group answering ResourceNotFound for a table the catalog has gets
+ * its definition re-sent (rt_repair) and the request is retried once.
+ *
+ * Worker thread.
+ */
+#include "router/router.h"
+
+/* Forwards the client's request to `group`; the node's Response becomes the
+ * answer.  t is the table the request names (for the repair). */
+static int forward(rt_req *r, const rt_table *t, uint32_t group, bool any_replica)
+{
+	for (int round = 0;; round++) {
+		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+		nr.request = (Shoal__Request *)r->in;
+		rt_call c = {.group = group, .req = &nr, .any_replica = any_replica};
+		rt_call_all(r->rt, r->a, &c, 1, r->deadline);
+		if (c.rc != SHOAL_OK)
+			return sh_errf(r->errmsg, c.rc, "%s", c.errmsg);
+		if (c.resp->response == NULL)
+			return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
+			               "node %u answered group %u without a response",
+			               c.answered_by, group);
+		if (rt_resp_code(c.resp) == SHOAL_E_NOT_FOUND && round == 0 && t != NULL) {
+			int rc = rt_repair(r, group, &t, 1);
+			if (rc == SHOAL_OK)
+				continue;
+			if (rc == SHOAL_E_NOT_FOUND)
+				return rc;
+			rt_log("repair of %s in group %u failed: %s", t->name, group, r->errmsg);
+		}
+		r->out = c.resp->response;
+		return SHOAL_OK;
+	}
+}
+
+static uint32_t first_data_group(const rt_router *rt)
+{
+	return sh_cluster_partition_group(rt->conf, 0);
+}
+
+/* The group of a Key (item == false) or Item; the first data group when the
+ * key does not match the schema (the node will say how). */
+static uint32_t key_group(const rt_req *r, const rt_table *t, const st_value *key, bool item)
+{
+	const st_value *pk;
+	if (st_route_key(&t->def.key, key, item, &pk, NULL, NULL) != SHOAL_OK)
+		return first_data_group(r->rt);
+	return rt_group_of(r->rt, t->id, pk);
+}
+
+int rt_get_item(rt_req *r)
+{
+	st_get_req q;
+	const rt_table *t;
+	int rc = wire_get_req_from_pb(r->a, r->in->get_item, &q, r->errmsg);
+	if (rc == SHOAL_OK)
+		rc = rt_table_lookup(r, q.table, false, &t);
+	if (rc != SHOAL_OK)
+		return rc;
+	return forward(r, t, key_group(r, t, q.key, false), !r->in->get_item->consistent_read);
+}
+
+int rt_put_item(rt_req *r)
+{
+	st_put_req q;
+	const rt_table *t;
+	int rc = wire_put_req_from_pb(r->a, r->in->put_item, &q, r->errmsg);
+	if (rc == SHOAL_OK)
+		rc = rt_table_lookup(r, q.table, false, &t);
+	if (rc != SHOAL_OK)
+		return rc;
+	return forward(r, t, key_group(r, t, q.item, true), false);
+}
+
+int rt_update_item(rt_req *r)
+{
+	st_update_req q;
+	const rt_table *t;
+	int rc = wire_update_req_from_pb(r->a, r->in->update_item, &q, r->errmsg);
+	if (rc == SHOAL_OK)
+		rc = rt_table_lookup(r, q.table, false, &t);
+	if (rc != SHOAL_OK)
+		return rc;
+	return forward(r, t, key_group(r, t, q.key, false), false);
+}
+
+int rt_delete_item(rt_req *r)
+{
+	st_delete_req q;
+	const rt_table *t;
+	int rc = wire_delete_req_from_pb(r->a, r->in->delete_item, &q, r->errmsg);
+	if (rc == SHOAL_OK)
+		rc = rt_table_lookup(r, q.table, false, &t);
+	if (rc != SHOAL_OK)
+		return rc;
+	return forward(r, t, key_group(r, t, q.key, false), false);
+}
+
+int rt_query(rt_req *r)
+{
+	st_query_req q;
+	const rt_table *t;
+	int rc = wire_query_req_from_pb(r->a, r->in->query, &q, r->errmsg);
+	if (rc == SHOAL_OK)
+		rc = rt_table_lookup(r, q.table, false, &t);
+	if (rc != SHOAL_OK)
+		return rc;
+	bool any = !q.consistent;
+	/* Secondary indexes are not served yet (the engine says so, in its
+	 * words); a GSI will need a fan-out over its index partitions. */
+	if (q.index != NULL)
+		return forward(r, t, first_data_group(r->rt), any);
+	const st_value *pk;
+	rc = st_query_partition_key(&q, &t->def.key, r->a, &pk, r->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	return forward(r, t, rt_group_of(r->rt, t->id, pk), any);
+}

@@ -1,0 +1,226 @@
+/*
+ * metrics.c -- the router's counters and their Prometheus text exposition,
+ * served by nng's HTTP server at GET /metrics.
+ *
+ * Counters are relaxed atomics bumped by the worker threads; the HTTP
+ * callback (an nng thread) reads them without locks, so a scrape may see one
+ * request's counter before its histogram bucket -- harmless for monitoring.
+ *
+ * Series:
+ *   shoal_router_requests_total{op}                     counter
+ *   shoal_router_errors_total{op,exception}             counter (DynamoDB names)
+ *   shoal_router_request_duration_seconds{op}           histogram
+ *   shoal_router_retries_total{reason}                  counter (not_leader, timeout, ...)
+ *   shoal_router_repairs_total                          counter
+ *   shoal_router_leader_changes_total                   counter
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "router/router.h"
+
+static const double lat_bounds[RT_LAT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                  0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+
+void rt_metrics_request(rt_metrics *m, uint32_t slot, int code, int64_t micros)
+{
+	if (slot >= RT_OPS_MAX)
+		slot = RT_OPS_MAX - 1;
+	if (micros < 0)
+		micros = 0;
+	atomic_fetch_add_explicit(&m->requests[slot], 1, memory_order_relaxed);
+	if (code != SHOAL_OK && code >= 0 && code < SHOAL_E__COUNT)
+		atomic_fetch_add_explicit(&m->errors[slot][code], 1, memory_order_relaxed);
+	uint32_t b = 0;
+	while (b < RT_LAT_BUCKETS && (double)micros / 1e6 > lat_bounds[b])
+		b++;
+	atomic_fetch_add_explicit(&m->lat_bucket[slot][b], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&m->lat_sum_us[slot], (uint64_t)micros, memory_order_relaxed);
+}
+
+typedef struct out {
+	char *buf;
+	size_t cap, len;
+} out;
+
+static void put(out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(out *o, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	size_t room = o->len < o->cap ? o->cap - o->len : 0;
+	int w = vsnprintf(room > 0 ? o->buf + o->len : NULL, room, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		o->len += (size_t)w;
+}
+
+static uint64_t get(const _Atomic uint64_t *x)
+{
+	return atomic_load_explicit(x, memory_order_relaxed);
+}
+
+/* Slots that appear in the output: the table's operations, and "Unknown"
+ * if anything was counted there. */
+static bool slot_shown(const rt_metrics *m, uint32_t s)
+{
+	return s < rt_n_ops || (s == RT_OPS_MAX - 1 && get(&m->requests[s]) > 0);
+}
+
+size_t rt_metrics_render(const rt_metrics *m, char *buf, size_t cap)
+{
+	out o = {buf, cap, 0};
+	if (cap > 0)
+		buf[0] = '\0';
+	put(&o, "# HELP shoal_router_requests_total Client requests by operation.\n"
+	        "# TYPE shoal_router_requests_total counter\n");
+	for (uint32_t s = 0; s < RT_OPS_MAX; s++)
+		if (slot_shown(m, s))
+			put(&o, "shoal_router_requests_total{op=\"%s\"} %llu\n", rt_slot_name(s),
+			    (unsigned long long)get(&m->requests[s]));
+
+	put(&o, "# HELP shoal_router_errors_total Failed client requests by operation and "
+	        "exception.\n"
+	        "# TYPE shoal_router_errors_total counter\n");
+	for (uint32_t s = 0; s < RT_OPS_MAX; s++) {
+		if (!slot_shown(m, s))
+			continue;
+		/* Several codes share an exception name: sum them, first code
+		 * of each name prints. */
+		for (int c = 1; c < SHOAL_E__COUNT; c++) {
+			const char *name = shoal_exception_name(c);
+			bool first = true;
+			for (int d = 1; d < c && first; d++)
+				first = strcmp(shoal_exception_name(d), name) != 0;
+			if (!first)
+				continue;
+			uint64_t n = 0;
+			for (int d = c; d < SHOAL_E__COUNT; d++)
+				if (strcmp(shoal_exception_name(d), name) == 0)
+					n += get(&m->errors[s][d]);
+			if (n > 0)
+				put(&o,
+				    "shoal_router_errors_total{op=\"%s\",exception=\"%s\"} %llu\n",
+				    rt_slot_name(s), name, (unsigned long long)n);
+		}
+	}
+
+	put(&o, "# HELP shoal_router_request_duration_seconds Client request latency.\n"
+	        "# TYPE shoal_router_request_duration_seconds histogram\n");
+	for (uint32_t s = 0; s < RT_OPS_MAX; s++) {
+		if (!slot_shown(m, s) || get(&m->requests[s]) == 0)
+			continue;
+		uint64_t cum = 0;
+		for (uint32_t b = 0; b <= RT_LAT_BUCKETS; b++) {
+			cum += get(&m->lat_bucket[s][b]);
+			if (b < RT_LAT_BUCKETS)
+				put(&o,
+				    "shoal_router_request_duration_seconds_bucket{op=\"%s\",le=\"%"
+				    "g\"} "
+				    "%llu\n",
+				    rt_slot_name(s), lat_bounds[b], (unsigned long long)cum);
+			else
+				put(&o,
+				    "shoal_router_request_duration_seconds_bucket{op=\"%s\",le=\"+"
+				    "Inf\"} "
+				    "%llu\n",
+				    rt_slot_name(s), (unsigned long long)cum);
+		}
+		put(&o, "shoal_router_request_duration_seconds_sum{op=\"%s\"} %.6f\n",
+		    rt_slot_name(s), (double)get(&m->lat_sum_us[s]) / 1e6);
+		put(&o, "shoal_router_request_duration_seconds_count{op=\"%s\"} %llu\n",
+		    rt_slot_name(s), (unsigned long long)cum);
+	}
+
+	put(&o, "# HELP shoal_router_retries_total Node requests retried, by the reason.\n"
+	        "# TYPE shoal_router_retries_total counter\n");
+	for (int k = 1; k < RT_OUT__COUNT; k++)
+		put(&o, "shoal_router_retries_total{reason=\"%s\"} %llu\n",
+		    rt_outcome_name((rt_outcome)k), (unsigned long long)get(&m->retries[k]));
+	put(&o,
+	    "# HELP shoal_router_repairs_total Table definitions re-sent to a data group.\n"
+	    "# TYPE shoal_router_repairs_total counter\n"
+	    "shoal_router_repairs_total %llu\n",
+	    (unsigned long long)get(&m->repairs));
+	put(&o,
+	    "# HELP shoal_router_leader_changes_total Changes of a group's believed leader.\n"
+	    "# TYPE shoal_router_leader_changes_total counter\n"
+	    "shoal_router_leader_changes_total %llu\n",
+	    (unsigned long long)get(&m->leader_changes));
+	return o.len;
+}
+
+/* nng HTTP thread. */
+static void metrics_cb(nng_aio *aio)
+{
+	nng_http_handler *h = nng_aio_get_input(aio, 1);
+	rt_router *rt = nng_http_handler_get_data(h);
+	size_t cap = 64 * 1024;
+	char *buf = sh_malloc(cap);
+	size_t need = buf != NULL ? rt_metrics_render(&rt->metrics, buf, cap) : 0;
+	if (buf != NULL && need >= cap) {
+		sh_free(buf);
+		cap = need + 1;
+		buf = sh_malloc(cap);
+		if (buf != NULL)
+			need = rt_metrics_render(&rt->metrics, buf, cap);
+	}
+	nng_http_res *res;
+	int rv = buf != NULL ? nng_http_res_alloc(&res) : NNG_ENOMEM;
+	if (rv == 0)
+		rv = nng_http_res_set_header(res, "Content-Type", "text/plain; version=0.0.4");
+	if (rv == 0)
+		rv = nng_http_res_copy_data(res, buf, need < cap ? need : cap - 1);
+	sh_free(buf);
+	if (rv != 0) {
+		nng_aio_finish(aio, rv);
+		return;
+	}
+	nng_aio_set_output(aio, 0, res);
+	nng_aio_finish(aio, 0);
+}
+
+int rt_metrics_start(rt_router *rt, const char *hostport, char *errmsg)
+{
+	char urlbuf[SH_ADDR_MAX + 16];
+	snprintf(urlbuf, sizeof(urlbuf), "http://%s", hostport);
+	nng_url *url;
+	nng_http_handler *h;
+	int rv = nng_url_parse(&url, urlbuf);
+	if (rv != 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "metrics address %s: %s", hostport,
+		               nng_strerror(rv));
+	rv = nng_http_server_hold(&rt->http, url);
+	nng_url_free(url);
+	if (rv != 0)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "metrics server %s: %s", hostport,
+		               nng_strerror(rv));
+	if ((rv = nng_http_handler_alloc(&h, "/metrics", metrics_cb)) != 0)
+		goto err_after_server;
+	if ((rv = nng_http_handler_set_method(h, "GET")) != 0 ||
+	    (rv = nng_http_handler_set_data(h, rt, NULL)) != 0 ||
+	    (rv = nng_http_server_add_handler(rt->http, h)) != 0) {
+		nng_http_handler_free(h);
+		goto err_after_server;
+	}
+	if ((rv = nng_http_server_start(rt->http)) != 0)
+		goto err_after_server;
+	return SHOAL_OK;
+
+err_after_server:
+	nng_http_server_release(rt->http);
+	rt->http = NULL;
+	return sh_errf(errmsg, SHOAL_E_INTERNAL, "metrics server %s: %s", hostport,
+	               nng_strerror(rv));
+}
+
+void rt_metrics_stop(rt_router *rt)
+{
+	if (rt->http == NULL)
+		return;
+	nng_http_server_stop(rt->http);
+	nng_http_server_release(rt->http);
+	rt->http = NULL;
+}

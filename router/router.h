@@ -1,0 +1,435 @@
+/*
+ * router.h -- internals of shoal-router (router/, prefix rt_).  Private to
+ * router/ and its unit test (tests/unit/test_router.c).
+ *
+ * The router is stateless: clients send it shoal.Request over nng REQ/REP,
+ * it finds the storage group that owns each key (st_key_hash -> partition ->
+ * group, common/cluster.h), sends shoal.NodeRequest to that group's leader
+ * (or any replica for eventually consistent reads), follows NOT_LEADER hints,
+ * retries with backoff until a deadline, and merges what several groups
+ * answer (Scan across partitions, batches, table operations, cluster status).
+ * The only state it keeps is a cache: the catalog (table name -> id and key
+ * schema, from group 0) and the believed leader of each group.
+ *
+ * Files, by responsibility:
+ *   front.c      the operation table and the front door (decode, validate,
+ *                dispatch, answer, metrics): rt_handle
+ *   server.c     nng REP listener and the worker threads
+ *   transport.c  node connections and rt_call_all: one attempt after another
+ *                per call, calls in parallel, leader cache
+ *   retry.c      the retry policy (pure): which replica next, how long to wait
+ *   catalog.c    catalog snapshots (pure) and their refresh from group 0
+ *   items.c      GetItem, PutItem, UpdateItem, DeleteItem, Query
+ *   scan.c       Scan across partitions: planning (pure) and execution
+ *   batch.c      BatchGetItem / BatchWriteItem: checks, split by group (pure),
+ *                parallel parts, merge
+ *   tables.c     CreateTable, DescribeTable, ListTables, DeleteTable,
+ *                ClusterStatus
+ *   metrics.c    counters, Prometheus text, the HTTP endpoint
+ *   log.c        timestamped lines on stderr
+ *   main.c       command line, signals, start and stop
+ *
+ * Threads: rt_handle and everything it calls run on one worker thread per
+ * request (server.c); workers share only the rt_router, whose mutable parts
+ * are atomics (leader cache, metrics, round-robin counter) or guarded by the
+ * catalog's mutexes.  nng's own threads run the metrics HTTP callback.
+ *
+ * Memory: each request has an arena (sh_arena) that holds the decoded client
+ * request, every NodeResponse (unpacked with an arena allocator) and the
+ * response being built; the front door resets it after the answer is sent.
+ * Protobuf messages built by handlers point into other decoded messages
+ * freely, since all of them die together with the arena.
+ */
+#ifndef SHOAL_ROUTER_H
+#define SHOAL_ROUTER_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <nng/nng.h>
+#include <nng/supplemental/http/http.h>
+#include <nng/supplemental/util/platform.h>
+
+#include "common/arena.h"
+#include "common/cluster.h"
+#include "common/errors.h"
+#include "proto/cluster.pb-c.h"
+#include "proto/wire.h"
+#include "storage/route.h"
+#include "storage/storage.h"
+
+typedef struct rt_router rt_router;
+
+/* ------------------------------------------------------------------------ */
+/* Options (main.c fills them; defaults from rt_options_default)             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rt_options {
+	uint32_t workers;     /* worker threads = concurrent client requests (64) */
+	uint32_t attempt_ms;  /* answer timeout of one attempt at a node (2000) */
+	uint32_t send_ms;     /* how long to wait for a connection to a node (500) */
+	uint32_t deadline_ms; /* per client request (10000) */
+	uint32_t status_ms;   /* ClusterStatus / DescribeTable per-node timeout (1000) */
+} rt_options;
+
+void rt_options_default(rt_options *o);
+
+/* ------------------------------------------------------------------------ */
+/* Time and logging (log.c)                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Monotonic milliseconds (deadlines). */
+int64_t rt_now_ms(void);
+/* Wall-clock milliseconds since the epoch (CreationDateTime). */
+int64_t rt_wall_ms(void);
+/* "2024-05-01T12:00:00.123Z shoal-router: <message>" on stderr. Any thread. */
+void rt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ------------------------------------------------------------------------ */
+/* Retry policy (retry.c, pure)                                              */
+/* ------------------------------------------------------------------------ */
+
+#define RT_BACKOFF_MIN_MS 10
+#define RT_BACKOFF_MAX_MS 200
+
+/* How one attempt at a node ended. */
+typedef enum rt_outcome {
+	RT_OUT_DONE = 0,    /* an answer to pass on (success or a client error) */
+	RT_OUT_NOT_LEADER,  /* the node is not the leader; hint = leader_node (0: unknown) */
+	RT_OUT_UNAVAILABLE, /* the node does not serve the group now (not hosted, stopping) */
+	RT_OUT_TIMEOUT,     /* sent, but no answer within the attempt timeout */
+	RT_OUT_UNREACHABLE, /* could not send: no connection to the node */
+	RT_OUT_BAD_ANSWER,  /* an answer that does not decode */
+	RT_OUT__COUNT
+} rt_outcome;
+
+/* Name of an outcome for metrics and messages ("not_leader", "timeout", ...). */
+const char *rt_outcome_name(rt_outcome o);
+
+/*
+ * The retries of one call to one group.  Rules:
+ *  - NOT_LEADER with a hint naming another replica: try the hint next;
+ *  - any other failure, or a hint of 0 / outside the group: the next replica
+ *    in ring order after the one just tried;
+ *  - no wait while the replicas tried since the last wait are fewer than the
+ *    group's size (so a dead leader costs one attempt, not a backoff); after a
+ *    full round without an answer, wait backoff_ms, which starts at
+ *    RT_BACKOFF_MIN_MS and doubles up to RT_BACKOFF_MAX_MS;
+ *  - give up when the wait would reach the deadline.
+ */
+typedef struct rt_retry {
+	uint32_t replicas[SH_MAX_REPLICATION];
+	uint32_t n;          /* replicas in the group, >= 1 */
+	uint32_t target;     /* node id to try now */
+	uint32_t attempts;   /* attempts made so far */
+	uint32_t round;      /* attempts since the last wait */
+	uint32_t backoff_ms; /* the next wait */
+	rt_outcome last;     /* outcome of the last failed attempt */
+} rt_retry;
+
+/* first: the node to try first (must be one of replicas; else replicas[0]). */
+void rt_retry_init(rt_retry *r, const uint32_t *replicas, uint32_t n, uint32_t first);
+/* After a failed attempt (outcome != RT_OUT_DONE): sets r->target and *delay_ms
+ * and returns true, or returns false when now + delay would pass the
+ * deadline. */
+bool rt_retry_next(rt_retry *r, rt_outcome o, uint32_t hint, int64_t now_ms, int64_t deadline_ms,
+                   uint32_t *delay_ms);
+
+/* ------------------------------------------------------------------------ */
+/* Metrics (metrics.c)                                                       */
+/* ------------------------------------------------------------------------ */
+
+#define RT_OPS_MAX     24 /* slots for per-operation series (rt_op_slot) */
+#define RT_LAT_BUCKETS 14 /* latency histogram bucket bounds (seconds), +Inf extra */
+
+typedef struct rt_metrics {
+	_Atomic uint64_t requests[RT_OPS_MAX];
+	_Atomic uint64_t errors[RT_OPS_MAX][SHOAL_E__COUNT];
+	_Atomic uint64_t lat_bucket[RT_OPS_MAX][RT_LAT_BUCKETS + 1];
+	_Atomic uint64_t lat_sum_us[RT_OPS_MAX];
+	_Atomic uint64_t retries[RT_OUT__COUNT]; /* by the outcome that caused them */
+	_Atomic uint64_t repairs;                /* define_table re-sent to a data group */
+	_Atomic uint64_t leader_changes;
+} rt_metrics;
+
+/* Records one finished request of operation slot `slot` (any thread). */
+void rt_metrics_request(rt_metrics *m, uint32_t slot, int code, int64_t micros);
+/* Writes the Prometheus text exposition into buf (at most cap bytes, NUL
+ * terminated); returns the length it needed (like snprintf). */
+size_t rt_metrics_render(const rt_metrics *m, char *buf, size_t cap);
+/* Serves GET /metrics on "host:port" with nng's HTTP server. */
+int rt_metrics_start(rt_router *rt, const char *hostport, char *errmsg);
+void rt_metrics_stop(rt_router *rt);
+
+/* ------------------------------------------------------------------------ */
+/* Catalog (catalog.c)                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* One table as group 0 defines it. */
+typedef struct rt_table {
+	const char *name;
+	uint32_t id;
+	st_table_def def;             /* key schema, indexes, id, created_ms */
+	const Shoal__TableDefine *pb; /* as stored: re-sent to repair a data group */
+} rt_table;
+
+/* An immutable catalog version: readers hold a reference while they use it,
+ * so a refresh never frees what a request still points into. */
+typedef struct rt_catalog_snap {
+	atomic_int refs;
+	sh_arena arena;   /* owns everything below */
+	rt_table *tables; /* sorted by name (strcmp) */
+	uint32_t n;
+} rt_catalog_snap;
+
+typedef struct rt_catalog {
+	pthread_mutex_t mu;           /* guards cur */
+	rt_catalog_snap *cur;         /* NULL until the first load */
+	pthread_mutex_t refresh_mu;   /* one refresh at a time */
+	atomic_uint_fast64_t started; /* refreshes started */
+	uint64_t done; /* sequence number of the last finished refresh (refresh_mu) */
+} rt_catalog;
+
+int rt_catalog_init(rt_catalog *c);
+void rt_catalog_fini(rt_catalog *c);
+
+/* Builds a snapshot from group 0's list_catalog answer (pure).  Takes over
+ * `arena` (which must hold defs) on success and on failure alike.  A
+ * definition that does not convert is skipped and logged. */
+int rt_catalog_snap_build(sh_arena *arena, Shoal__TableDefine *const *defs, size_t n,
+                          rt_catalog_snap **out, char *errmsg);
+void rt_catalog_snap_free(rt_catalog_snap *s);
+/* Binary search by name (pure); NULL if absent. */
+const rt_table *rt_catalog_find(const rt_catalog_snap *s, const char *name);
+/* Current snapshot with a reference (NULL if never loaded); release it. */
+rt_catalog_snap *rt_catalog_acquire(rt_catalog *c);
+void rt_catalog_release(rt_catalog_snap *s);
+/* Replaces the current snapshot (takes ownership of s). */
+void rt_catalog_install(rt_catalog *c, rt_catalog_snap *s);
+
+/* ------------------------------------------------------------------------ */
+/* Node transport (transport.c)                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rt_node {
+	uint32_t id;
+	char url[SH_ADDR_MAX];
+	nng_socket sock; /* REQ, dialled without blocking; nng redials by itself */
+	bool open;
+	/* Monotonic ms until which any-replica reads avoid this node: set when
+	 * it could not be reached, so that reads do not pay a send timeout each
+	 * (leader-bound calls still go where the leader is believed to be). */
+	_Atomic int64_t down_until;
+} rt_node;
+
+struct rt_router {
+	sh_cluster_conf *conf; /* owned */
+	rt_options opt;
+	rt_node nodes[SH_MAX_NODES]; /* conf order */
+	_Atomic uint32_t *leader;    /* per group: node believed to lead it */
+	_Atomic uint32_t rr;         /* round robin for any-replica reads */
+	rt_catalog catalog;
+	rt_metrics metrics;
+	nng_http_server *http; /* metrics endpoint, or NULL */
+	_Atomic bool stopping;
+};
+
+/* One request to one storage group. */
+typedef struct rt_call {
+	/* In. */
+	uint32_t group;
+	Shoal__NodeRequest *req; /* group and any_replica are filled in from here */
+	bool any_replica;        /* eventually consistent read: any replica serves */
+	uint32_t only_node;      /* nonzero: ask this node once, no retries */
+	/* Out. */
+	int rc;                    /* SHOAL_OK: resp is set; else errmsg */
+	Shoal__NodeResponse *resp; /* in the arena given to rt_call_all */
+	uint32_t answered_by;      /* node id */
+	char errmsg[SH_ERRMSG_SIZE];
+	/* Private to transport.c. */
+	rt_retry retry;
+	nng_aio *aio;
+	nng_ctx ctx;
+	bool ctx_open;
+	int state;
+	int64_t not_before;
+	uint8_t *buf;
+	size_t len;
+} rt_call;
+
+/* Initialises the router's connections and leader cache for conf (taken
+ * over), with options o. */
+int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, char *errmsg);
+void rt_router_fini(rt_router *rt);
+
+/* Runs every call to completion (an answer or the deadline), in parallel:
+ * each round sends one attempt of every call that is due, then waits for
+ * them.  Responses are unpacked into a.  rc SHOAL_E_UNAVAILABLE when no
+ * replica answered before the deadline; the leader cache is updated from
+ * answers and hints.  Worker thread. */
+void rt_call_all(rt_router *rt, sh_arena *a, rt_call *calls, uint32_t n, int64_t deadline_ms);
+
+/* The status code carried by a node's answer (SHOAL_OK if it has none). */
+int rt_resp_code(const Shoal__NodeResponse *resp);
+
+/* ------------------------------------------------------------------------ */
+/* The client listener (server.c)                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rt_server {
+	rt_router *rt;
+	nng_socket sock; /* REP */
+	nng_listener listener;
+	bool open;
+	pthread_t *threads;
+	uint32_t n_threads;
+	atomic_uint busy; /* workers handling a request now */
+} rt_server;
+
+/* Listens on url and starts rt->opt.workers worker threads (main thread). */
+int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg);
+/* Stops accepting connections, waits up to drain_ms for requests in
+ * progress, then closes the socket and joins the workers (main thread). */
+void rt_server_stop(rt_server *s, uint32_t drain_ms);
+
+/* ------------------------------------------------------------------------ */
+/* Requests and the front door (front.c)                                     */
+/* ------------------------------------------------------------------------ */
+
+#define RT_MAX_OLD_SNAPS 8
+
+typedef struct rt_req {
+	rt_router *rt;
+	sh_arena *a;
+	const Shoal__Request *in;
+	Shoal__Response *out;  /* the answer; handlers fill it or point it at a node's */
+	int64_t deadline;      /* monotonic ms */
+	rt_catalog_snap *snap; /* newest catalog seen by this request (referenced) */
+	rt_catalog_snap *old_snaps[RT_MAX_OLD_SNAPS]; /* older ones still pointed into */
+	uint32_t n_old;
+	char errmsg[SH_ERRMSG_SIZE];
+} rt_req;
+
+/* Drops the request's catalog references (the front door, at the end). */
+void rt_req_release(rt_req *r);
+
+/* A handler returns SHOAL_OK with r->out filled, or an error code with
+ * r->errmsg (the front door turns it into the answer). */
+typedef int (*rt_handler)(rt_req *r);
+
+typedef struct rt_op {
+	Shoal__Request__OpCase op;
+	const char *name;
+	rt_handler handler; /* NULL: UnknownOperationException "X is not supported yet" */
+} rt_op;
+
+/* The operation table and the slot of an op in it (RT_OPS_MAX - 1 for ops
+ * not in it). */
+extern const rt_op rt_ops[];
+extern const uint32_t rt_n_ops;
+uint32_t rt_op_slot(Shoal__Request__OpCase op);
+const char *rt_slot_name(uint32_t slot);
+
+/* The front door: decodes buf (a packed shoal.Request), dispatches, and
+ * packs the shoal.Response into *out (allocated in a).  Never fails to
+ * produce an answer unless out of memory (then SHOAL_E_NOMEM and no
+ * answer).  Worker thread. */
+int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_t **out,
+              size_t *out_len);
+
+/* Finds a table: the cached catalog first, a refresh from group 0 when the
+ * name is unknown (or force).  SHOAL_E_NOT_FOUND "Requested resource not
+ * found: Table: X not found". */
+int rt_table_lookup(rt_req *r, const char *name, bool force, const rt_table **out);
+/* Reloads the catalog from group 0 unless a reload that started after this
+ * call's start has already finished. */
+int rt_catalog_refresh(rt_router *rt, int64_t deadline, char *errmsg);
+
+/* Repair: a data group answered ResourceNotFound for `tables` (as the
+ * request routed them).  Refreshes the catalog; if every table still exists
+ * with the same id, re-sends its definition to `group` and returns SHOAL_OK
+ * (the caller retries once); else SHOAL_E_NOT_FOUND. */
+int rt_repair(rt_req *r, uint32_t group, const rt_table *const *tables, uint32_t n);
+
+/* The group owning partition-key value pk of a table. */
+uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk);
+/* Every data group (those holding partitions), in order; returns the count. */
+uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups);
+/* Builds an error response for code/msg in the arena. */
+Shoal__Response *rt_error_response(sh_arena *a, int code, const char *msg);
+
+/* Handlers. */
+int rt_get_item(rt_req *r);
+int rt_put_item(rt_req *r);
+int rt_update_item(rt_req *r);
+int rt_delete_item(rt_req *r);
+int rt_query(rt_req *r);
+int rt_scan(rt_req *r);
+int rt_batch_get_item(rt_req *r);
+int rt_batch_write_item(rt_req *r);
+int rt_create_table(rt_req *r);
+int rt_describe_table(rt_req *r);
+int rt_list_tables(rt_req *r);
+int rt_delete_table(rt_req *r);
+int rt_cluster_status(rt_req *r);
+
+/* ------------------------------------------------------------------------ */
+/* Scan planning (scan.c, pure)                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Segment s of n covers [ceil(s * 2^64 / n), ceil((s + 1) * 2^64 / n) - 1];
+ * n == 0 (not segmented) covers everything. */
+void rt_segment_range(uint32_t segment, uint32_t total, uint64_t *lo, uint64_t *hi);
+
+typedef struct rt_scan_plan {
+	uint64_t lo, hi;      /* the hashes the scan covers */
+	uint32_t first, last; /* partitions intersecting [lo, hi], in hash order */
+	uint32_t start;       /* partition to begin with (the start key's, or first) */
+} rt_scan_plan;
+
+/* Plans a scan of segment/total; with a start key, begins in the partition
+ * of its hash.  False if that hash lies outside the segment. */
+bool rt_scan_plan_init(const sh_cluster_conf *c, uint32_t segment, uint32_t total, bool has_start,
+                       uint64_t start_hash, rt_scan_plan *out);
+/* The hashes of partition p that the scan covers (p in [first, last]). */
+void rt_scan_part_range(const sh_cluster_conf *c, const rt_scan_plan *plan, uint32_t p,
+                        uint64_t *lo, uint64_t *hi);
+
+/* What to do after one partition's page. */
+typedef enum rt_scan_step {
+	RT_SCAN_NEXT = 0, /* go on with the next partition */
+	RT_SCAN_DONE,     /* the scan is complete: no LastEvaluatedKey */
+	RT_SCAN_PAGE,     /* the partition's page was cut: its LastEvaluatedKey */
+	RT_SCAN_RESUME,   /* stop here; LastEvaluatedKey = the partition's last key */
+} rt_scan_step;
+
+/* limit: 0 for none; scanned: items evaluated so far in total; bytes: size of
+ * what was accumulated; page_cut: the partition returned LastEvaluatedKey;
+ * more: partitions remain after this one. */
+rt_scan_step rt_scan_after(uint32_t limit, uint32_t scanned, size_t bytes, bool page_cut,
+                           bool more);
+
+/* ------------------------------------------------------------------------ */
+/* Batches (batch.c, pure parts)                                             */
+/* ------------------------------------------------------------------------ */
+
+/* One key of a batch: its table (index in the request), where it goes, and
+ * its key values for the duplicate check. */
+typedef struct rt_batch_key {
+	uint32_t table;
+	uint32_t group;
+	const st_value *pk;
+	const st_value *sk; /* NULL without a sort key */
+} rt_batch_key;
+
+/* Index of the first key that repeats an earlier one of the same table, or
+ * -1 if none. */
+int rt_batch_find_duplicate(const rt_batch_key *keys, uint32_t n);
+/* Splits keys by group: part_of[i] is the part of key i; groups[p] the group
+ * of part p, parts in order of first appearance; returns the number of
+ * parts. */
+uint32_t rt_batch_split(const rt_batch_key *keys, uint32_t n, uint32_t *part_of, uint32_t *groups);
+
+#endif

@@ -1,0 +1,1022 @@
+/*
+ * The router (router/): the pure logic -- retry policy, scan planning and
+ * continuation, batch splitting, catalog snapshots, metrics text, the
+ * partition key of a Query -- and the front door end to end against fake
+ * nodes: small nng REP servers in threads that answer NodeRequests the way
+ * the test scripts them (leader hints, a mini scan engine ordered by
+ * placement hash, throttled batch parts, a data group that lost a table).
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "common/alloc.h"
+#include "router/router.h"
+#include "tests/lib/testlib.h"
+
+#include <nng/protocol/reqrep0/rep.h>
+
+/* ------------------------------------------------------------------------ */
+/* Retry policy                                                              */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_retry_follows_hints)
+{
+	uint32_t reps[3] = {4, 5, 6};
+	rt_retry r;
+	uint32_t delay;
+	rt_retry_init(&r, reps, 3, 5);
+	ck_assert_uint_eq(r.target, 5);
+	/* A hint inside the group is followed at once. */
+	ck_assert(rt_retry_next(&r, RT_OUT_NOT_LEADER, 6, 0, 10000, &delay));
+	ck_assert_uint_eq(r.target, 6);
+	ck_assert_uint_eq(delay, 0);
+	/* No hint: the next replica in ring order, still without a wait. */
+	ck_assert(rt_retry_next(&r, RT_OUT_NOT_LEADER, 0, 0, 10000, &delay));
+	ck_assert_uint_eq(r.target, 4);
+	ck_assert_uint_eq(delay, 0);
+	/* A hint outside the group is ignored (next replica); a full round
+	 * without an answer: back off. */
+	ck_assert(rt_retry_next(&r, RT_OUT_NOT_LEADER, 9, 0, 10000, &delay));
+	ck_assert_uint_eq(r.target, 5);
+	ck_assert_uint_eq(delay, RT_BACKOFF_MIN_MS);
+	/* Unknown first target: the first replica. */
+	rt_retry_init(&r, reps, 3, 77);
+	ck_assert_uint_eq(r.target, 4);
+}
+END_TEST
+
+START_TEST(test_retry_backoff_and_deadline)
+{
+	uint32_t reps[3] = {1, 2, 3};
+	rt_retry r;
+	rt_retry_init(&r, reps, 3, 1);
+	uint32_t expect[] = {10, 20, 40, 80, 160, 200, 200};
+	int64_t now = 0;
+	for (size_t round = 0; round < sizeof(expect) / sizeof(expect[0]); round++) {
+		uint32_t delay = 99;
+		for (int k = 0; k < 2; k++) {
+			ck_assert(rt_retry_next(&r, RT_OUT_TIMEOUT, 0, now, 100000, &delay));
+			ck_assert_uint_eq(delay, 0);
+		}
+		ck_assert(rt_retry_next(&r, RT_OUT_UNREACHABLE, 0, now, 100000, &delay));
+		ck_assert_uint_eq(delay, expect[round]);
+		now += delay;
+	}
+	ck_assert_uint_eq(r.attempts, 21);
+	/* The deadline: no attempt whose wait would reach it. */
+	rt_retry_init(&r, reps, 1, 1);
+	uint32_t delay;
+	ck_assert(!rt_retry_next(&r, RT_OUT_TIMEOUT, 0, 995, 1000, &delay));
+	rt_retry_init(&r, reps, 1, 1);
+	ck_assert(rt_retry_next(&r, RT_OUT_TIMEOUT, 0, 900, 1000, &delay));
+	ck_assert_uint_eq(delay, 10);
+	ck_assert_str_eq(rt_outcome_name(RT_OUT_NOT_LEADER), "not_leader");
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Cluster fixtures                                                          */
+/* ------------------------------------------------------------------------ */
+
+static bool port_free(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return false;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	bool ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
+/* A block of 8 ports starting at the returned one, free when we looked:
+ * derived from the pid (each forked test has its own), probing onwards. */
+static int base_port(void)
+{
+	static int chosen;
+	if (chosen != 0)
+		return chosen;
+	int base = 20000 + (int)((getpid() * 8) % 20000);
+	for (int tries = 0; tries < 200; tries++, base = 20000 + (base - 20000 + 8) % 20000) {
+		bool ok = true;
+		for (int i = 1; i <= 4 && ok; i++)
+			ok = port_free(base + i);
+		if (ok)
+			break;
+	}
+	chosen = base;
+	return chosen;
+}
+
+/* Writes and loads a cluster file: n nodes, `groups` groups, replication
+ * 3, rpc ports base + i. */
+static sh_cluster_conf *make_conf(int groups, int n)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/cluster.ini", tl_tmpdir("router"));
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[cluster]\ngroups = %d\nreplication = 3\n", groups);
+	for (int i = 1; i <= n; i++)
+		fprintf(f, "[node.%d]\nraft = 127.0.0.1:%d\nrpc = tcp://127.0.0.1:%d\n", i,
+		        base_port() + 100 * i, base_port() + i);
+	fclose(f);
+	sh_cluster_conf *c = sh_malloc(sizeof(*c));
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(sh_cluster_load(path, c, msg), SHOAL_OK);
+	return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scan planning                                                             */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_segment_ranges_tile)
+{
+	/* Consecutive segments meet exactly; the first starts at 0, the last
+	 * ends at 2^64 - 1 (all segments for small n, samples for 10^6). */
+	uint32_t totals[] = {1, 2, 3, 7, 1000, 1000000};
+	for (size_t t = 0; t < sizeof(totals) / sizeof(totals[0]); t++) {
+		uint32_t n = totals[t];
+		uint64_t lo, hi, plo, phi;
+		rt_segment_range(0, n, &lo, &hi);
+		ck_assert_uint_eq(lo, 0);
+		rt_segment_range(n - 1, n, &lo, &hi);
+		ck_assert_uint_eq(hi, UINT64_MAX);
+		uint32_t step = n > 1000 ? 9973 : 1;
+		for (uint32_t s = 1; s < n; s += step) {
+			rt_segment_range(s - 1, n, &plo, &phi);
+			rt_segment_range(s, n, &lo, &hi);
+			ck_assert_uint_eq(phi + 1, lo);
+			ck_assert(lo <= hi);
+		}
+	}
+	uint64_t lo, hi;
+	rt_segment_range(0, 0, &lo, &hi);
+	ck_assert_uint_eq(lo, 0);
+	ck_assert_uint_eq(hi, UINT64_MAX);
+	/* Segment 1 of 3 is [ceil(2^64/3), ceil(2*2^64/3) - 1]. */
+	rt_segment_range(1, 3, &lo, &hi);
+	ck_assert_uint_eq(lo, 0x5555555555555556ull);
+	ck_assert_uint_eq(hi, 0xAAAAAAAAAAAAAAAAull);
+}
+END_TEST
+
+START_TEST(test_scan_plan)
+{
+	sh_cluster_conf *c = make_conf(4, 3); /* 3 partitions in groups 1..3 */
+	rt_scan_plan p;
+	ck_assert(rt_scan_plan_init(c, 0, 0, false, 0, &p));
+	ck_assert_uint_eq(p.first, 0);
+	ck_assert_uint_eq(p.last, 2);
+	ck_assert_uint_eq(p.start, 0);
+	/* The partitions' parts tile [lo, hi] in order. */
+	uint64_t expect = p.lo;
+	for (uint32_t i = p.first; i <= p.last; i++) {
+		uint64_t lo, hi;
+		rt_scan_part_range(c, &p, i, &lo, &hi);
+		ck_assert_uint_eq(lo, expect);
+		expect = hi + 1;
+		ck_assert_uint_eq(sh_cluster_partition_of(c, lo), i);
+		ck_assert_uint_eq(sh_cluster_partition_of(c, hi), i);
+	}
+	ck_assert_uint_eq(expect, 0); /* wrapped past UINT64_MAX */
+
+	/* Segment 1 of 2 lies in partitions 1 and 2; a start key resumes in its
+	 * partition; a start key of another segment is refused. */
+	ck_assert(rt_scan_plan_init(c, 1, 2, false, 0, &p));
+	ck_assert_uint_eq(p.first, 1);
+	ck_assert_uint_eq(p.last, 2);
+	uint64_t lo, hi;
+	rt_scan_part_range(c, &p, 1, &lo, &hi);
+	ck_assert_uint_eq(lo, 1ull << 63);
+	ck_assert(rt_scan_plan_init(c, 1, 2, true, UINT64_MAX - 5, &p));
+	ck_assert_uint_eq(p.start, 2);
+	ck_assert(!rt_scan_plan_init(c, 1, 2, true, 5, &p));
+	sh_free(c);
+}
+END_TEST
+
+START_TEST(test_scan_after)
+{
+	/* A cut page always ends the answer with the partition's key. */
+	ck_assert_int_eq(rt_scan_after(0, 10, 10, true, true), RT_SCAN_PAGE);
+	ck_assert_int_eq(rt_scan_after(5, 5, 10, true, false), RT_SCAN_PAGE);
+	/* Last partition exhausted: done, even exactly at the limit. */
+	ck_assert_int_eq(rt_scan_after(5, 5, 10, false, false), RT_SCAN_DONE);
+	/* Exhausted exactly at the limit with partitions left: resume key. */
+	ck_assert_int_eq(rt_scan_after(5, 5, 10, false, true), RT_SCAN_RESUME);
+	ck_assert_int_eq(rt_scan_after(5, 4, 10, false, true), RT_SCAN_NEXT);
+	ck_assert_int_eq(rt_scan_after(0, 4, 10, false, true), RT_SCAN_NEXT);
+	/* Past 1 MB accumulated: stop after this partition. */
+	ck_assert_int_eq(rt_scan_after(0, 4, ST_MAX_PAGE_BYTES, false, true), RT_SCAN_RESUME);
+	ck_assert_int_eq(rt_scan_after(0, 4, ST_MAX_PAGE_BYTES - 1, false, true), RT_SCAN_NEXT);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Batches                                                                   */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_batch_duplicates_and_split)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	st_value *one = st_new_n(&a, "1"), *one0 = st_new_n(&a, "1.0"), *two = st_new_n(&a, "2");
+	st_value *x = st_new_s(&a, "x"), *y = st_new_s(&a, "y");
+	rt_batch_key k[6] = {
+	    {.table = 1, .group = 3, .pk = one, .sk = x},
+	    {.table = 1, .group = 1, .pk = two, .sk = x},
+	    {.table = 1, .group = 3, .pk = one, .sk = y}, /* other sort key */
+	    {.table = 2, .group = 2, .pk = one, .sk = x}, /* other table */
+	    {.table = 1, .group = 1, .pk = two, .sk = NULL},
+	};
+	ck_assert_int_eq(rt_batch_find_duplicate(k, 5), -1);
+	k[5] = (rt_batch_key){.table = 1, .group = 3, .pk = one0, .sk = y}; /* 1.0 == 1 */
+	ck_assert_int_eq(rt_batch_find_duplicate(k, 6), 5);
+
+	uint32_t part_of[6], groups[6];
+	uint32_t np = rt_batch_split(k, 6, part_of, groups);
+	ck_assert_uint_eq(np, 3);
+	ck_assert_uint_eq(groups[0], 3);
+	ck_assert_uint_eq(groups[1], 1);
+	ck_assert_uint_eq(groups[2], 2);
+	uint32_t want[6] = {0, 1, 0, 2, 1, 0};
+	for (int i = 0; i < 6; i++)
+		ck_assert_uint_eq(part_of[i], want[i]);
+	sh_arena_fini(&a);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Catalog snapshots                                                         */
+/* ------------------------------------------------------------------------ */
+
+/* A TableDefine for table `name` (hash key PK of type S, optional sort key
+ * SK) in arena a. */
+static Shoal__TableDefine *define(sh_arena *a, const char *name, uint32_t id, bool sort)
+{
+	st_key_attr attrs[2] = {{"PK", ST_S}, {"SK", ST_N}};
+	st_table_def def = {
+	    .name = name,
+	    .key = {.hash = {"PK", ST_S}, .range = {sort ? "SK" : NULL, ST_N}},
+	    .attrs = attrs,
+	    .n_attrs = sort ? 2 : 1,
+	};
+	Shoal__TableDefine *d = sh_arena_alloc(a, sizeof(*d));
+	shoal__table_define__init(d);
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(wire_create_table_to_pb(a, &def, &d->def, msg), SHOAL_OK);
+	d->table_id = id;
+	d->created_ms = 1700000000000 + id;
+	return d;
+}
+
+START_TEST(test_catalog_snapshots)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	Shoal__TableDefine *defs[4] = {define(&a, "zeta", 3, false), define(&a, "alpha", 1, true),
+	                               NULL, define(&a, "mid", 2, false)};
+	/* An entry that does not convert is skipped. */
+	defs[2] = define(&a, "bad", 9, false);
+	defs[2]->def->n_key_schema = 0;
+	rt_catalog_snap *s;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(rt_catalog_snap_build(&a, defs, 4, &s, msg), SHOAL_OK);
+	ck_assert_ptr_null(a.head); /* the arena moved into the snapshot */
+	ck_assert_uint_eq(s->n, 3);
+	ck_assert_str_eq(s->tables[0].name, "alpha");
+	const rt_table *t = rt_catalog_find(s, "alpha");
+	ck_assert_ptr_nonnull(t);
+	ck_assert_uint_eq(t->id, 1);
+	ck_assert_uint_eq(t->def.id, 1);
+	ck_assert_str_eq(t->def.key.range.name, "SK");
+	ck_assert_int_eq(t->def.created_ms, 1700000000001);
+	ck_assert_ptr_eq(t->pb, defs[1]);
+	ck_assert_uint_eq(rt_catalog_find(s, "zeta")->id, 3);
+	ck_assert_ptr_null(rt_catalog_find(s, "bad"));
+	ck_assert_ptr_null(rt_catalog_find(s, "nope"));
+
+	/* A reader keeps its version alive across an install. */
+	rt_catalog c;
+	ck_assert_int_eq(rt_catalog_init(&c), SHOAL_OK);
+	ck_assert_ptr_null(rt_catalog_acquire(&c));
+	rt_catalog_install(&c, s);
+	rt_catalog_snap *held = rt_catalog_acquire(&c);
+	ck_assert_ptr_eq(held, s);
+	sh_arena b;
+	sh_arena_init(&b);
+	Shoal__TableDefine *d2[1] = {define(&b, "other", 5, false)};
+	rt_catalog_snap *s2;
+	ck_assert_int_eq(rt_catalog_snap_build(&b, d2, 1, &s2, msg), SHOAL_OK);
+	rt_catalog_install(&c, s2);
+	ck_assert_uint_eq(rt_catalog_find(held, "mid")->id, 2); /* still readable */
+	rt_catalog_release(held);
+	rt_catalog_snap *now = rt_catalog_acquire(&c);
+	ck_assert_ptr_eq(now, s2);
+	ck_assert_ptr_null(rt_catalog_find(now, "mid"));
+	rt_catalog_release(now);
+	rt_catalog_fini(&c);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Query partition key, key routing (storage/route.h)                        */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_query_partition_key)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	st_key_schema ks = {.hash = {"PK", ST_S}, .range = {"SK", ST_N}};
+	st_value *vals = st_new_map(&a, 2);
+	st_map_set(&a, vals, ":p", 2, st_new_s(&a, "user#1"));
+	st_map_set(&a, vals, ":s", 2, st_new_n(&a, "5"));
+	st_query_req q = {.table = "tbl", .key_condition = "SK > :s AND PK = :p", .forward = true};
+	q.attrs.values = vals;
+	const st_value *pk;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_OK);
+	ck_assert_int_eq(pk->type, ST_S);
+	ck_assert_int_eq(pk->u.str.len, 6);
+	ck_assert(memcmp(pk->u.str.ptr, "user#1", 6) == 0);
+
+	/* The errors the node would give, in its order: unused values before
+	 * the key schema. */
+	q.key_condition = "SK > :s";
+	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "unused in expressions: keys: {:p}"));
+	st_value *only_s = st_new_map(&a, 1);
+	st_map_set(&a, only_s, ":s", 2, st_new_n(&a, "5"));
+	q.attrs.values = only_s;
+	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(msg, "Query condition missed key schema element: PK");
+	q.attrs.values = vals;
+	q.key_condition = "PK = :p";
+	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "unused in expressions"));
+	q.key_condition = "PK = :p AND SK > :s";
+	q.select = ST_SELECT_SPECIFIC_ATTRIBUTES;
+	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "SPECIFIC_ATTRIBUTES"));
+	q.select = ST_SELECT_DEFAULT;
+	q.key_condition = NULL;
+	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_E_VALIDATION);
+
+	/* Keys and items against a schema. */
+	st_value *key = st_new_map(&a, 2);
+	st_map_set(&a, key, "PK", 2, st_new_s(&a, "k"));
+	const st_value *sk;
+	ck_assert_int_eq(st_route_key(&ks, key, false, &pk, &sk, msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(msg, "The provided key element does not match the schema");
+	ck_assert_int_eq(st_route_key(&ks, key, true, &pk, &sk, msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(msg, "One or more parameter values were invalid: Missing the key SK in "
+	                      "the item");
+	st_map_set(&a, key, "SK", 2, st_new_n(&a, "1"));
+	ck_assert_int_eq(st_route_key(&ks, key, false, &pk, &sk, msg), SHOAL_OK);
+	ck_assert_int_eq(pk->type, ST_S);
+	ck_assert_int_eq(sk->type, ST_N);
+	sh_arena_fini(&a);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Metrics text                                                              */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_metrics_text)
+{
+	static rt_metrics m; /* zeroed */
+	uint32_t get = rt_op_slot(SHOAL__REQUEST__OP_GET_ITEM);
+	ck_assert_str_eq(rt_slot_name(get), "GetItem");
+	rt_metrics_request(&m, get, SHOAL_OK, 300);       /* 0.3 ms */
+	rt_metrics_request(&m, get, SHOAL_E_NOMEM, 7000); /* InternalServerError */
+	rt_metrics_request(&m, get, SHOAL_E_IO, 7000);    /* InternalServerError too */
+	rt_metrics_request(&m, get, SHOAL_E_VALIDATION, 20000000);
+	atomic_store(&m.retries[RT_OUT_NOT_LEADER], 4);
+	atomic_store(&m.leader_changes, 2);
+	char buf[65536];
+	size_t n = rt_metrics_render(&m, buf, sizeof(buf));
+	ck_assert_uint_lt(n, sizeof(buf));
+	ck_assert_ptr_nonnull(strstr(buf, "shoal_router_requests_total{op=\"GetItem\"} 4\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "shoal_router_requests_total{op=\"PutItem\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(
+	    buf,
+	    "shoal_router_errors_total{op=\"GetItem\",exception=\"InternalServerError\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(
+	    buf,
+	    "shoal_router_errors_total{op=\"GetItem\",exception=\"ValidationException\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "shoal_router_request_duration_seconds_bucket{op="
+	                                  "\"GetItem\",le=\"0.0005\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "shoal_router_request_duration_seconds_bucket{op="
+	                                  "\"GetItem\",le=\"0.01\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "shoal_router_request_duration_seconds_bucket{op="
+	                                  "\"GetItem\",le=\"10\"} 3\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "shoal_router_request_duration_seconds_bucket{op="
+	                                  "\"GetItem\",le=\"+Inf\"} 4\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "shoal_router_retries_total{reason=\"not_leader\"} 4\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "shoal_router_leader_changes_total 2\n"));
+	ck_assert_ptr_null(strstr(buf, "op=\"Unknown\""));
+	/* A short buffer: truncated, NUL-terminated, the needed length returned. */
+	char small[64];
+	ck_assert_uint_eq(rt_metrics_render(&m, small, sizeof(small)), n);
+	ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Fake nodes                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct fake_node fake_node;
+/* Builds the answer to req in a (NULL: answer nothing, let it time out). */
+typedef Shoal__NodeResponse *(*fake_fn)(fake_node *self, const Shoal__NodeRequest *req,
+                                        sh_arena *a);
+
+struct fake_node {
+	uint32_t id;
+	nng_socket sock;
+	pthread_t th;
+	fake_fn fn;
+	atomic_int calls;
+};
+
+static fake_node fakes[4];
+static uint32_t n_fakes;
+static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *fake_loop(void *arg)
+{
+	fake_node *f = arg;
+	for (;;) {
+		void *buf;
+		size_t len;
+		if (nng_recv(f->sock, &buf, &len, NNG_FLAG_ALLOC) != 0)
+			return NULL;
+		Shoal__NodeRequest *req = shoal__node_request__unpack(NULL, len, buf);
+		nng_free(buf, len);
+		if (req == NULL)
+			continue;
+		atomic_fetch_add(&f->calls, 1);
+		sh_arena a;
+		sh_arena_init(&a);
+		pthread_mutex_lock(&fake_mu);
+		Shoal__NodeResponse *resp = f->fn(f, req, &a);
+		pthread_mutex_unlock(&fake_mu);
+		uint8_t *out;
+		size_t out_len;
+		if (resp != NULL && wire_pack(&a, &resp->base, &out, &out_len, NULL) == SHOAL_OK)
+			nng_send(f->sock, out, out_len, 0);
+		shoal__node_request__free_unpacked(req, NULL);
+		sh_arena_fini(&a);
+	}
+}
+
+static void fakes_start(const sh_cluster_conf *c, fake_fn fn)
+{
+	n_fakes = c->n_nodes;
+	for (uint32_t i = 0; i < n_fakes; i++) {
+		fake_node *f = &fakes[i];
+		f->id = c->nodes[i].id;
+		f->fn = fn;
+		atomic_store(&f->calls, 0);
+		ck_assert_int_eq(nng_rep0_open(&f->sock), 0);
+		ck_assert_int_eq(nng_listen(f->sock, c->nodes[i].rpc, NULL, 0), 0);
+		ck_assert_int_eq(pthread_create(&f->th, NULL, fake_loop, f), 0);
+	}
+}
+
+static void fakes_stop(void)
+{
+	for (uint32_t i = 0; i < n_fakes; i++) {
+		nng_close(fakes[i].sock);
+		pthread_join(fakes[i].th, NULL);
+	}
+	n_fakes = 0;
+}
+
+static Shoal__NodeResponse *answer(sh_arena *a, int code, const char *message)
+{
+	Shoal__NodeResponse *nr = sh_arena_alloc(a, sizeof(*nr));
+	Shoal__Response *r = sh_arena_alloc(a, sizeof(*r));
+	shoal__node_response__init(nr);
+	shoal__response__init(r);
+	nr->response = r;
+	if (code != SHOAL_OK)
+		wire_response_set_error(a, r, code, message, NULL, NULL);
+	return nr;
+}
+
+/* The fake catalog: table "tbl" (id 7, hash key PK of type S). */
+static Shoal__NodeResponse *catalog_answer(sh_arena *a)
+{
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	nr->catalog = sh_arena_alloc(a, sizeof(*nr->catalog));
+	nr->catalog[0] = define(a, "tbl", 7, false);
+	nr->n_catalog = 1;
+	return nr;
+}
+
+static rt_router *router_up(sh_cluster_conf *c, uint32_t deadline_ms)
+{
+	static rt_router rt;
+	rt_options o;
+	rt_options_default(&o);
+	o.deadline_ms = deadline_ms;
+	o.attempt_ms = 300;
+	o.send_ms = 200;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(rt_router_init(&rt, c, &o, msg), SHOAL_OK);
+	return &rt;
+}
+
+/* Packs req, runs the front door, unpacks the answer into a. */
+static Shoal__Response *roundtrip(rt_router *rt, sh_arena *a, Shoal__Request *req)
+{
+	uint8_t *buf, *out;
+	size_t len, out_len;
+	ck_assert_int_eq(wire_pack(a, &req->base, &buf, &len, NULL), SHOAL_OK);
+	ck_assert_int_eq(rt_handle(rt, a, buf, len, &out, &out_len), SHOAL_OK);
+	ProtobufCAllocator alloc;
+	wire_arena_allocator(&alloc, a);
+	Shoal__Response *resp;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(wire_unpack_response(&alloc, out, out_len, &resp, msg), SHOAL_OK);
+	ck_assert_uint_eq(resp->request_id, req->request_id);
+	return resp;
+}
+
+static Shoal__Item *key_item(sh_arena *a, const char *pk)
+{
+	st_value *k = st_new_map(a, 1);
+	st_map_set(a, k, "PK", 2, st_new_s(a, pk));
+	Shoal__Item *it;
+	ck_assert_int_eq(wire_item_to_pb(a, k, &it, NULL), SHOAL_OK);
+	return it;
+}
+
+static Shoal__Request *get_request(sh_arena *a, const char *table, const char *pk, bool consistent)
+{
+	Shoal__Request *req = sh_arena_alloc(a, sizeof(*req));
+	Shoal__GetItemRequest *g = sh_arena_alloc(a, sizeof(*g));
+	shoal__request__init(req);
+	shoal__get_item_request__init(g);
+	req->request_id = 42;
+	req->op_case = SHOAL__REQUEST__OP_GET_ITEM;
+	req->get_item = g;
+	if (table != NULL)
+		WIRE_SET(g, table_name, (char *)table);
+	g->key = key_item(a, pk);
+	g->consistent_read = consistent;
+	return req;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Front door without any node                                               */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_front_door_alone)
+{
+	rt_router *rt = router_up(make_conf(4, 3), 400);
+	sh_arena a;
+	sh_arena_init(&a);
+
+	/* Validation at the router: no node is asked. */
+	Shoal__Request *req = get_request(&a, NULL, "k", false);
+	Shoal__Response *resp = roundtrip(rt, &a, req);
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_str_eq(resp->message, "1 validation error detected: Value null at 'tableName' "
+	                                "failed to satisfy constraint: Member must not be null");
+
+	Shoal__TransactWriteItemsRequest tw = SHOAL__TRANSACT_WRITE_ITEMS_REQUEST__INIT;
+	Shoal__Request treq = SHOAL__REQUEST__INIT;
+	treq.request_id = 7;
+	treq.op_case = SHOAL__REQUEST__OP_TRANSACT_WRITE_ITEMS;
+	treq.transact_write_items = &tw;
+	resp = roundtrip(rt, &a, &treq);
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_UNKNOWN_OPERATION);
+	ck_assert_str_eq(resp->message, "TransactWriteItems is not supported yet");
+
+	Shoal__Request empty = SHOAL__REQUEST__INIT;
+	empty.request_id = 8;
+	resp = roundtrip(rt, &a, &empty);
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_UNKNOWN_OPERATION);
+
+	uint8_t junk[] = {0x0a, 0xff, 0xff}, *out;
+	size_t out_len;
+	ck_assert_int_eq(rt_handle(rt, &a, junk, sizeof(junk), &out, &out_len), SHOAL_OK);
+	Shoal__Response *r2 = shoal__response__unpack(NULL, out_len, out);
+	ck_assert_ptr_nonnull(r2);
+	ck_assert_int_eq(r2->status, SHOAL__STATUS__STATUS_SERIALIZATION);
+	shoal__response__free_unpacked(r2, NULL);
+
+	/* Nothing listens: the catalog cannot load, ServiceUnavailable at the
+	 * deadline (400 ms), not later. */
+	int64_t t0 = rt_now_ms();
+	resp = roundtrip(rt, &a, get_request(&a, "tbl", "k", false));
+	int64_t took = rt_now_ms() - t0;
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_UNAVAILABLE);
+	ck_assert_int_ge(took, 300);
+	ck_assert_int_lt(took, 2000);
+	ck_assert_uint_gt(atomic_load(&rt->metrics.retries[RT_OUT_UNREACHABLE]), 0);
+	ck_assert_uint_eq(
+	    atomic_load(&rt->metrics.requests[rt_op_slot(SHOAL__REQUEST__OP_GET_ITEM)]), 2);
+	sh_arena_fini(&a);
+	rt_router_fini(rt);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Leader hints                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Node 3 leads everything; the others point at it. */
+static Shoal__NodeResponse *leader3(fake_node *self, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	if (self->id != 3) {
+		Shoal__NodeResponse *nr = answer(a, SHOAL_E_NOT_LEADER, "not the leader");
+		nr->leader_node = 3;
+		return nr;
+	}
+	if (req->list_catalog)
+		return catalog_answer(a);
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	Shoal__GetItemResponse *g = sh_arena_alloc(a, sizeof(*g));
+	shoal__get_item_response__init(g);
+	g->item = req->request->get_item->key;
+	nr->response->result_case = SHOAL__RESPONSE__RESULT_GET_ITEM;
+	nr->response->get_item = g;
+	return nr;
+}
+
+START_TEST(test_leader_hints)
+{
+	sh_cluster_conf *c = make_conf(4, 3);
+	fakes_start(c, leader3);
+	rt_router *rt = router_up(c, 5000);
+	sh_arena a;
+	sh_arena_init(&a);
+	Shoal__Response *resp = roundtrip(rt, &a, get_request(&a, "tbl", "k1", true));
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_OK);
+	ck_assert_int_eq(resp->result_case, SHOAL__RESPONSE__RESULT_GET_ITEM);
+	ck_assert_ptr_nonnull(resp->get_item->item);
+	ck_assert_uint_eq(atomic_load(&rt->leader[0]), 3);
+	uint64_t retries = atomic_load(&rt->metrics.retries[RT_OUT_NOT_LEADER]);
+	ck_assert_uint_gt(retries, 0);
+	/* Known leaders: no more redirects. */
+	for (int i = 0; i < 5; i++) {
+		char pk[16];
+		snprintf(pk, sizeof(pk), "k%d", i);
+		resp = roundtrip(rt, &a, get_request(&a, "tbl", pk, true));
+		ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_OK);
+	}
+	/* Groups asked have learnt leader 3; the others keep their first replica. */
+	for (uint32_t g = 0; g < 4; g++) {
+		uint32_t reps[3];
+		sh_cluster_replicas(rt->conf, g, reps);
+		uint32_t l = atomic_load(&rt->leader[g]);
+		ck_assert(l == 3 || l == reps[0]);
+	}
+	ck_assert_uint_le(atomic_load(&rt->metrics.retries[RT_OUT_NOT_LEADER]), retries + 3);
+	/* An unknown table after a refresh. */
+	resp = roundtrip(rt, &a, get_request(&a, "nope", "k", true));
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_NOT_FOUND);
+	ck_assert_str_eq(resp->message, "Requested resource not found: Table: nope not found");
+	sh_arena_fini(&a);
+	rt_router_fini(rt);
+	fakes_stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Scan across partitions against a mini engine                              */
+/* ------------------------------------------------------------------------ */
+
+#define SCAN_KEYS 40
+static char scan_pk[SCAN_KEYS][16];
+static uint64_t scan_hash[SCAN_KEYS]; /* sorted ascending, with scan_pk */
+
+static uint64_t pk_hash(const char *s)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	uint64_t h = st_key_hash(7, st_new_s(&a, s));
+	sh_arena_fini(&a);
+	return h;
+}
+
+static void scan_data_init(void)
+{
+	for (int i = 0; i < SCAN_KEYS; i++) {
+		snprintf(scan_pk[i], sizeof(scan_pk[i]), "key%d", i);
+		scan_hash[i] = pk_hash(scan_pk[i]);
+	}
+	for (int i = 1; i < SCAN_KEYS; i++) /* insertion sort by hash */
+		for (int j = i; j > 0 && scan_hash[j - 1] > scan_hash[j]; j--) {
+			uint64_t h = scan_hash[j];
+			scan_hash[j] = scan_hash[j - 1];
+			scan_hash[j - 1] = h;
+			char t[16];
+			memcpy(t, scan_pk[j], 16);
+			memcpy(scan_pk[j], scan_pk[j - 1], 16);
+			memcpy(scan_pk[j - 1], t, 16);
+		}
+}
+
+/* A storage engine in miniature: the items in [hash_lo, hash_hi], after
+ * the start key, Limit, LastEvaluatedKey when more remain, last_key. */
+static Shoal__NodeResponse *scanner(fake_node *self, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	if (req->list_catalog)
+		return catalog_answer(a);
+	const Shoal__ScanRequest *s = req->request->scan;
+	ck_assert_uint_eq(req->hash_lo, s->hash_lo);
+	ck_assert_uint_eq(req->hash_hi, s->hash_hi);
+	ck_assert(req->want_last_key);
+	uint64_t after = 0;
+	bool has_after = false;
+	if (s->exclusive_start_key != NULL) {
+		char pk[64] = "";
+		ProtobufCBinaryData d = s->exclusive_start_key->attrs[0]->value->s;
+		memcpy(pk, d.data, d.len < 63 ? d.len : 63);
+		after = pk_hash(pk);
+		has_after = true;
+		ck_assert(after >= req->hash_lo && after <= req->hash_hi);
+	}
+	uint32_t limit = WIRE_HAS(s, limit) ? (uint32_t)s->limit : 0;
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	Shoal__ScanResponse *sr = sh_arena_alloc(a, sizeof(*sr));
+	shoal__scan_response__init(sr);
+	sr->items = sh_arena_calloc(a, SCAN_KEYS, sizeof(*sr->items));
+	int last = -1;
+	for (int i = 0; i < SCAN_KEYS; i++) {
+		if (scan_hash[i] < req->hash_lo || scan_hash[i] > req->hash_hi)
+			continue;
+		if (has_after && scan_hash[i] <= after)
+			continue;
+		if (limit != 0 && sr->n_items == limit) {
+			sr->last_evaluated_key = key_item(a, scan_pk[last]);
+			break;
+		}
+		sr->items[sr->n_items++] = key_item(a, scan_pk[i]);
+		last = i;
+	}
+	sr->count = sr->scanned_count = (uint32_t)sr->n_items;
+	if (last >= 0)
+		nr->last_key = key_item(a, scan_pk[last]);
+	nr->response->result_case = SHOAL__RESPONSE__RESULT_SCAN;
+	nr->response->scan = sr;
+	return nr;
+}
+
+/* Pages through the whole table with Limit `limit` (0: none), segment
+ * seg of total; checks every key of the segment comes exactly once, in
+ * hash order. */
+static void scan_all(rt_router *rt, uint32_t limit, uint32_t seg, uint32_t total)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	Shoal__ScanRequest s = SHOAL__SCAN_REQUEST__INIT;
+	WIRE_SET(&s, table_name, "tbl");
+	if (limit != 0)
+		WIRE_SET(&s, limit, (int32_t)limit);
+	if (total != 0) {
+		WIRE_SET(&s, segment, (int32_t)seg);
+		WIRE_SET(&s, total_segments, (int32_t)total);
+	}
+	Shoal__Request req = SHOAL__REQUEST__INIT;
+	req.op_case = SHOAL__REQUEST__OP_SCAN;
+	req.scan = &s;
+	uint64_t lo, hi;
+	rt_segment_range(seg, total, &lo, &hi);
+	int next = 0;
+	while (next < SCAN_KEYS && scan_hash[next] < lo)
+		next++;
+	for (int pages = 0; pages < 100; pages++) {
+		req.request_id = (uint64_t)pages + 1;
+		Shoal__Response *resp = roundtrip(rt, &a, &req);
+		ck_assert_msg(resp->status == 0, "scan failed: %s", resp->message);
+		const Shoal__ScanResponse *sr = resp->scan;
+		if (limit != 0)
+			ck_assert_uint_le(sr->n_items, limit);
+		ck_assert_uint_eq(sr->count, sr->n_items);
+		for (size_t i = 0; i < sr->n_items; i++, next++) {
+			ck_assert_int_lt(next, SCAN_KEYS);
+			ProtobufCBinaryData d = sr->items[i]->attrs[0]->value->s;
+			ck_assert_uint_eq(d.len, strlen(scan_pk[next]));
+			ck_assert(memcmp(d.data, scan_pk[next], d.len) == 0);
+		}
+		if (sr->last_evaluated_key == NULL)
+			break;
+		s.exclusive_start_key = sr->last_evaluated_key;
+	}
+	int expected_end = 0;
+	while (expected_end < SCAN_KEYS && scan_hash[expected_end] <= hi)
+		expected_end++;
+	ck_assert_int_eq(next, expected_end);
+	sh_arena_fini(&a);
+}
+
+START_TEST(test_scan_across_partitions)
+{
+	scan_data_init();
+	sh_cluster_conf *c = make_conf(4, 3);
+	fakes_start(c, scanner);
+	rt_router *rt = router_up(c, 5000);
+	/* Every Limit, including those that end a page exactly at a partition's
+	 * end, pages through each key exactly once. */
+	for (uint32_t limit = 0; limit <= SCAN_KEYS + 1; limit++)
+		scan_all(rt, limit, 0, 0);
+	for (uint32_t seg = 0; seg < 3; seg++) {
+		scan_all(rt, 0, seg, 3);
+		scan_all(rt, 2, seg, 3);
+	}
+	/* A start key from another segment is refused without a node. */
+	sh_arena a;
+	sh_arena_init(&a);
+	Shoal__ScanRequest s = SHOAL__SCAN_REQUEST__INIT;
+	WIRE_SET(&s, table_name, "tbl");
+	WIRE_SET(&s, segment, 0);
+	WIRE_SET(&s, total_segments, 2);
+	s.exclusive_start_key = key_item(&a, scan_pk[SCAN_KEYS - 1]); /* highest hash */
+	Shoal__Request req = SHOAL__REQUEST__INIT;
+	req.op_case = SHOAL__REQUEST__OP_SCAN;
+	req.scan = &s;
+	Shoal__Response *resp = roundtrip(rt, &a, &req);
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(resp->message, "Please use ExclusiveStartKey with correct "
+	                                            "Segment. TotalSegments: 2 Segment: 0"));
+	sh_arena_fini(&a);
+	rt_router_fini(rt);
+	fakes_stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Batches and repair                                                        */
+/* ------------------------------------------------------------------------ */
+
+static atomic_int writes_seen[4];
+static atomic_int defines_seen[4];
+static bool group1_lost_table;
+
+/* Group 2 is throttled; group 1 has lost table "tbl" until it is defined
+ * again; node 1 leads everything. */
+static Shoal__NodeResponse *batcher(fake_node *self, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	if (self->id != 1) {
+		Shoal__NodeResponse *nr = answer(a, SHOAL_E_NOT_LEADER, "not the leader");
+		nr->leader_node = 1;
+		return nr;
+	}
+	if (req->list_catalog)
+		return catalog_answer(a);
+	if (req->define_table != NULL) {
+		ck_assert_uint_eq(req->define_table->table_id, 7);
+		atomic_fetch_add(&defines_seen[req->group], 1);
+		if (req->group == 1)
+			group1_lost_table = false;
+		return answer(a, SHOAL_OK, NULL);
+	}
+	if (req->group == 1 && group1_lost_table)
+		return answer(a, SHOAL_E_NOT_FOUND,
+		              "Requested resource not found: Table: tbl not found");
+	if (req->group == 2)
+		return answer(a, SHOAL_E_THROUGHPUT, "throttled");
+	const Shoal__BatchWriteItemRequest *bw = req->request->batch_write_item;
+	ck_assert_uint_eq(bw->n_request_items, 1);
+	atomic_fetch_add(&writes_seen[req->group], (int)bw->request_items[0]->n_requests);
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	Shoal__BatchWriteItemResponse *r = sh_arena_alloc(a, sizeof(*r));
+	shoal__batch_write_item_response__init(r);
+	nr->response->result_case = SHOAL__RESPONSE__RESULT_BATCH_WRITE_ITEM;
+	nr->response->batch_write_item = r;
+	return nr;
+}
+
+static Shoal__Request *batch_write(sh_arena *a, int n, bool dup)
+{
+	Shoal__TableWriteRequests *tw = sh_arena_alloc(a, sizeof(*tw));
+	shoal__table_write_requests__init(tw);
+	tw->table_name = "tbl";
+	tw->requests = sh_arena_calloc(a, (size_t)n, sizeof(*tw->requests));
+	for (int i = 0; i < n; i++) {
+		Shoal__WriteRequest *w = sh_arena_alloc(a, sizeof(*w));
+		Shoal__PutRequest *p = sh_arena_alloc(a, sizeof(*p));
+		shoal__write_request__init(w);
+		shoal__put_request__init(p);
+		char pk[16];
+		snprintf(pk, sizeof(pk), "item%d", dup && i == n - 1 ? 0 : i);
+		p->item = key_item(a, pk);
+		w->request_case = SHOAL__WRITE_REQUEST__REQUEST_PUT_REQUEST;
+		w->put_request = p;
+		tw->requests[tw->n_requests++] = w;
+	}
+	Shoal__BatchWriteItemRequest *bw = sh_arena_alloc(a, sizeof(*bw));
+	shoal__batch_write_item_request__init(bw);
+	bw->request_items = sh_arena_alloc(a, sizeof(*bw->request_items));
+	bw->request_items[0] = tw;
+	bw->n_request_items = 1;
+	Shoal__Request *req = sh_arena_alloc(a, sizeof(*req));
+	shoal__request__init(req);
+	req->request_id = 99;
+	req->op_case = SHOAL__REQUEST__OP_BATCH_WRITE_ITEM;
+	req->batch_write_item = bw;
+	return req;
+}
+
+START_TEST(test_batch_write_split_unprocessed_repair)
+{
+	sh_cluster_conf *c = make_conf(4, 3);
+	fakes_start(c, batcher);
+	rt_router *rt = router_up(c, 5000);
+	sh_arena a;
+	sh_arena_init(&a);
+	group1_lost_table = true;
+	for (int g = 0; g < 4; g++) {
+		atomic_store(&writes_seen[g], 0);
+		atomic_store(&defines_seen[g], 0);
+	}
+	/* Expected split, computed the way the router must. */
+	int per_group[4] = {0};
+	for (int i = 0; i < 25; i++) {
+		char pk[16];
+		snprintf(pk, sizeof(pk), "item%d", i);
+		sh_arena t;
+		sh_arena_init(&t);
+		per_group[rt_group_of(rt, 7, st_new_s(&t, pk))]++;
+		sh_arena_fini(&t);
+	}
+	ck_assert_int_gt(per_group[1], 0);
+	ck_assert_int_gt(per_group[2], 0);
+
+	/* Duplicates and too many writes fail without a node. */
+	Shoal__Response *resp = roundtrip(rt, &a, batch_write(&a, 5, true));
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_str_eq(resp->message, "Provided list of item keys contains duplicates");
+	resp = roundtrip(rt, &a, batch_write(&a, 26, false));
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_int_eq(atomic_load(&writes_seen[1]) + atomic_load(&writes_seen[3]), 0);
+
+	resp = roundtrip(rt, &a, batch_write(&a, 25, false));
+	ck_assert_msg(resp->status == 0, "%s", resp->message);
+	const Shoal__BatchWriteItemResponse *bw = resp->batch_write_item;
+	/* Group 2's writes come back unprocessed; group 1 was repaired. */
+	ck_assert_uint_eq(bw->n_unprocessed_items, 1);
+	ck_assert_str_eq(bw->unprocessed_items[0]->table_name, "tbl");
+	ck_assert_uint_eq(bw->unprocessed_items[0]->n_requests, (size_t)per_group[2]);
+	for (size_t i = 0; i < bw->unprocessed_items[0]->n_requests; i++) {
+		const Shoal__Item *it = bw->unprocessed_items[0]->requests[i]->put_request->item;
+		char pk[64] = "";
+		memcpy(pk, it->attrs[0]->value->s.data, it->attrs[0]->value->s.len);
+		sh_arena t;
+		sh_arena_init(&t);
+		ck_assert_uint_eq(rt_group_of(rt, 7, st_new_s(&t, pk)), 2);
+		sh_arena_fini(&t);
+	}
+	ck_assert_int_eq(atomic_load(&writes_seen[1]), per_group[1]);
+	ck_assert_int_eq(atomic_load(&writes_seen[3]), per_group[3]);
+	ck_assert_int_eq(atomic_load(&defines_seen[1]), 1);
+	ck_assert_uint_eq(atomic_load(&rt->metrics.repairs), 1);
+	sh_arena_fini(&a);
+	rt_router_fini(rt);
+	fakes_stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+
+static Suite *router_suite(void)
+{
+	Suite *s = suite_create("router");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_retry_follows_hints);
+	tcase_add_test(tc, test_retry_backoff_and_deadline);
+	tcase_add_test(tc, test_segment_ranges_tile);
+	tcase_add_test(tc, test_scan_plan);
+	tcase_add_test(tc, test_scan_after);
+	tcase_add_test(tc, test_batch_duplicates_and_split);
+	tcase_add_test(tc, test_catalog_snapshots);
+	tcase_add_test(tc, test_query_partition_key);
+	tcase_add_test(tc, test_metrics_text);
+	tcase_add_test(tc, test_front_door_alone);
+	tcase_add_test(tc, test_leader_hints);
+	tcase_add_test(tc, test_scan_across_partitions);
+	tcase_add_test(tc, test_batch_write_split_unprocessed_repair);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TL_MAIN(router_suite)
