@@ -23,7 +23,7 @@
  *   end-8   8     XXH64 (seed 0) of every byte before it (u64)
  *
  * Keys and values are the storage engine's own encodings, copied verbatim
- * (formats at the top of storage/env.c, catalog.c, keyenc.c, codec.c); the
+ * (formats at the top of storage/env.c, catalog_codec.c, keyenc.c, codec.c); the
  * meta section carries "format", "applied" and "next_table_id", so a restored
  * environment is exactly the snapshotted one, applied index included.
  *

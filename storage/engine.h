@@ -3,7 +3,8 @@
  *
  * env.c      st_env_*, st_txn_*, LMDB error mapping
  * catalog.c  st_table_* (create, delete, describe, list), st_table_load,
- *            table-definition validation and encoding, per-table counters
+ *            per-table counters; catalog_check.c validates definitions and
+ *            catalog_codec.c encodes them (private header catalog.h)
  * write.c    st_put, st_update, st_delete and their one-shot forms
  * read.c     st_get_item, st_query, st_scan (ordered iteration, pagination)
  * keycheck.c st_key_check / st_key_extract: a key or item against a key schema
@@ -13,7 +14,7 @@
  *   DBI "meta"     fixed keys: "format" -> u32 version, "applied" -> u64 Raft
  *                  index (big-endian), "next_table_id" -> u32
  *   DBI "catalog"  table name -> encoded table definition and counters
- *                  (format at the top of catalog.c)
+ *                  (format at the top of catalog_codec.c)
  *   DBI "data"     items and index entries, keys as in keyenc.h, values as
  *                  in codec.h
  */

@@ -7,7 +7,7 @@
  *                "format"        -> u32  on-disk format version (ENV_FORMAT)
  *                "applied"       -> u64  Raft index of the last applied entry
  *                "next_table_id" -> u32  next table id to hand out (catalog.c)
- *   "catalog"  table name -> table record (format at the top of catalog.c)
+ *   "catalog"  table name -> table record (format at the top of catalog_codec.c)
  *   "data"     items and index entries (keyenc.c / codec.c)
  *
  * The environment is opened with MDB_NOTLS so that a read transaction belongs

@@ -18,7 +18,7 @@
  *           it (st_table_describe sees only committed state).
  *
  * The databases are named by st_dbi; their contents are opaque here (formats
- * at the top of storage/env.c, catalog.c, keyenc.c, codec.c).  A view or a
+ * at the top of storage/env.c, catalog_codec.c, keyenc.c, codec.c).  A view or a
  * load copies nothing it does not have to: the key and value pointers passed
  * to an st_view_fn point into LMDB's map and are valid only during the call.
  *

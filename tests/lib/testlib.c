@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,4 +69,19 @@ uint64_t tl_rand(uint64_t *state)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+void (*tl_fail_hook)(const char *file, int line, const char *msg);
+
+void tl_fail(const char *file, int line, const char *fmt, ...)
+{
+	char msg[4096];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (tl_fail_hook != NULL)
+		tl_fail_hook(file, line, msg);
+	fprintf(stderr, "%s:%d: %s\n", file, line, msg);
+	abort();
 }

@@ -1,6 +1,9 @@
 /*
  * testlib.h -- helpers shared by Shoal's tests: temporary directories, the
- * seed of randomised tests, and the main() of a Check test binary.
+ * seed of randomised tests, assertions for the helpers in tests/lib, and the
+ * suite and main() of a Check test binary.  The other helpers: tl_values.h
+ * (values), tl_store.h (the storage-engine fixture), tl_wire.h (hand-encoded
+ * protobuf), tl_cluster.h (a real local cluster).
  */
 #ifndef SHOAL_TESTLIB_H
 #define SHOAL_TESTLIB_H
@@ -20,10 +23,52 @@ uint64_t tl_seed(void);
 /* A small fast PRNG (splitmix64) for tests. */
 uint64_t tl_rand(uint64_t *state);
 
+/*
+ * Assertions for the helpers in tests/lib.  Those files are linked into tools
+ * too, which do not link Check, so they fail through tl_fail: in a test binary
+ * (tl_run_suite installs the hook) it fails the running test like
+ * ck_assert_msg, with the file and line given; elsewhere it prints the message
+ * on stderr and aborts.
+ */
+void tl_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn, format(printf, 3, 4)));
+extern void (*tl_fail_hook)(const char *file, int line, const char *msg);
+
+#define tl_assert_msg(cond, ...) ((cond) ? (void)0 : tl_fail(__FILE__, __LINE__, __VA_ARGS__))
+#define tl_assert(cond)          tl_assert_msg(cond, "Assertion '%s' failed", #cond)
+
+static inline void tl_fail_check(const char *file, int line, const char *msg)
+{
+	_ck_assert_failed(file, line, "Failure", "%s", msg);
+}
+
+/*
+ * One suite `name` of one test case "core" that runs `tests` (a list made
+ * with TL_TESTS) with the checked fixture setup/teardown (either may be NULL)
+ * and a timeout in seconds (0: Check's default, CK_DEFAULT_TIMEOUT).
+ */
+#define TL_TESTS(...) ((const TTest *[]){__VA_ARGS__, NULL})
+
+static inline Suite *tl_suite(const char *name, void (*setup)(void), void (*teardown)(void),
+                              double timeout, const TTest **tests)
+{
+	Suite *s = suite_create(name);
+	TCase *tc = tcase_create("core");
+	if (setup != NULL || teardown != NULL)
+		tcase_add_checked_fixture(tc, setup, teardown);
+	if (timeout > 0)
+		tcase_set_timeout(tc, timeout);
+	for (const TTest **t = tests; *t != NULL; t++)
+		tcase_add_test(tc, *t);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
 /* Runs one suite, prints Check's summary, returns the process exit code.
  * Inline so that tools linking testlib.c need not link Check. */
 static inline int tl_run_suite(Suite *s)
 {
+	tl_fail_hook = tl_fail_check;
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
 	int failed = srunner_ntests_failed(sr);
@@ -31,10 +76,10 @@ static inline int tl_run_suite(Suite *s)
 	return failed == 0 ? 0 : 1;
 }
 
-#define TL_MAIN(suite_fn)                                                                         \
-	int main(void)                                                                            \
-	{                                                                                         \
-		return tl_run_suite(suite_fn());                                                  \
+#define TL_MAIN(suite_fn)                                                                          \
+	int main(void)                                                                             \
+	{                                                                                          \
+		return tl_run_suite(suite_fn());                                                   \
 	}
 
 #endif

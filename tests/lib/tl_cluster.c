@@ -66,7 +66,7 @@ static void locate(tl_cluster *c)
 		abort();
 	}
 	exe[n] = '\0';
-	char *tests = dirname(exe);  /* <build>/tests */
+	char *tests = dirname(exe);   /* <build>/tests */
 	char *build = dirname(tests); /* <build> */
 	snprintf(c->bin, sizeof(c->bin), "%s/bin", build);
 	char *root = dirname(build);
@@ -81,7 +81,7 @@ static bool script(tl_cluster *c, const char *fmt, ...)
 	vsnprintf(args, sizeof(args), fmt, ap);
 	va_end(ap);
 	return tl_sh("SHOAL_BIN='%s' '%s/deploy/cluster.sh' %s --dir '%s' --base-port %d", c->bin,
-		     c->root, args, c->dir, c->base_port) == 0;
+	             c->root, args, c->dir, c->base_port) == 0;
 }
 
 bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups)
@@ -146,8 +146,8 @@ int tl_shoal(const tl_cluster *c, char **out, char **err, const char *fmt, ...)
 	char outp[1100], errp[1100];
 	snprintf(outp, sizeof(outp), "%s/cli.out", c->dir);
 	snprintf(errp, sizeof(errp), "%s/cli.err", c->dir);
-	int rc = tl_sh("'%s/shoal' --endpoint '%s' %s >'%s' 2>'%s'", c->bin, c->endpoint, args, outp,
-		       errp);
+	int rc = tl_sh("'%s/shoal' --endpoint '%s' %s >'%s' 2>'%s'", c->bin, c->endpoint, args,
+	               outp, errp);
 	if (out != NULL)
 		*out = tl_read_file(outp);
 	if (err != NULL)

@@ -15,10 +15,10 @@
 #include <stdbool.h>
 
 typedef struct tl_cluster {
-	char root[1024];     /* repository root */
-	char bin[1024];      /* <build>/bin */
-	char dir[1024];      /* cluster directory (pid files, logs, data) */
-	char endpoint[512];  /* router endpoints, comma-separated */
+	char root[1024];    /* repository root */
+	char bin[1024];     /* <build>/bin */
+	char dir[1024];     /* cluster directory (pid files, logs, data) */
+	char endpoint[512]; /* router endpoints, comma-separated */
 	int base_port;
 	int nodes, routers, groups;
 } tl_cluster;
@@ -38,7 +38,7 @@ bool tl_cluster_start_router(tl_cluster *c, int id);
  * by the caller); captures stdout and stderr (malloc'd, caller frees; may be
  * NULL to discard).  Returns the exit code. */
 int tl_shoal(const tl_cluster *c, char **out, char **err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 /* Runs a shell command; returns its exit code. */
 int tl_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

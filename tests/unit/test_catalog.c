@@ -8,33 +8,21 @@
 #include "common/alloc.h"
 #include "storage/engine.h"
 #include "storage/storage.h"
-#include "tests/lib/testlib.h"
-
-static char dir[4096];
-static st_env *env;
+#define TL_VALUE_NAMES
+#include "tests/lib/tl_store.h"
 
 static void setup(void)
 {
-	snprintf(dir, sizeof(dir), "%s", tl_tmpdir("catalog"));
-	char msg[SH_ERRMSG_SIZE];
-	st_env_options o = {.nosync = true};
-	ck_assert_int_eq(st_env_open(dir, &o, &env, msg), SHOAL_OK);
-}
-
-static void teardown(void)
-{
-	st_env_close(env);
-	env = NULL;
-	tl_rmtree(dir);
+	tl_store_open("catalog", &(st_env_options){.nosync = true});
 }
 
 static void reopen(void)
 {
 	char msg[SH_ERRMSG_SIZE];
-	st_env_close(env);
-	env = NULL;
+	st_env_close(tl_env);
+	tl_env = NULL;
 	st_env_options o = {.nosync = true};
-	ck_assert_int_eq(st_env_open(dir, &o, &env, msg), SHOAL_OK);
+	ck_assert_int_eq(st_env_open(tl_dir, &o, &tl_env, msg), SHOAL_OK);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -85,7 +73,7 @@ static st_index_def *tdef_index(tdef *t, const char *name, bool local, const cha
 static int create(const st_table_def *def, char *msg)
 {
 	st_txn *txn;
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	int rc = st_table_create(txn, def, msg);
 	if (rc != SHOAL_OK) {
 		st_txn_abort(txn);
@@ -104,7 +92,7 @@ static void create_ok(const st_table_def *def)
 static int drop(const char *name, char *msg)
 {
 	st_txn *txn;
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	int rc = st_table_delete(txn, name, msg);
 	if (rc != SHOAL_OK) {
 		st_txn_abort(txn);
@@ -139,7 +127,7 @@ START_TEST(test_create_describe)
 	sh_arena_init(&a);
 	char msg[SH_ERRMSG_SIZE];
 	st_table_info info;
-	ck_assert_int_eq(st_table_describe(env, "Orders", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Orders", &a, &info, msg), SHOAL_OK);
 	const st_table_def *d = &info.def;
 	ck_assert_str_eq(d->name, "Orders");
 	ck_assert_uint_eq(d->id, 1);
@@ -183,14 +171,14 @@ START_TEST(test_create_describe)
 	t2.def.key.range.name = NULL;
 	t2.def.n_attrs = 1;
 	create_ok(&t2.def);
-	ck_assert_int_eq(st_table_describe(env, "Users", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Users", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.def.id, 2);
 	ck_assert_ptr_null(info.def.key.range.name);
 	ck_assert_uint_eq(info.def.n_indexes, 0);
 
-	ck_assert_int_eq(st_table_describe(env, "Nothing", &a, &info, msg), SHOAL_E_NOT_FOUND);
+	ck_assert_int_eq(st_table_describe(tl_env, "Nothing", &a, &info, msg), SHOAL_E_NOT_FOUND);
 	ck_assert_str_eq(msg, "Requested resource not found: Table: Nothing not found");
-	ck_assert_int_eq(st_table_describe(env, "no", &a, &info, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(st_table_describe(tl_env, "no", &a, &info, msg), SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg, "TableName must be at least 3 characters long and at most 255 "
 	                      "characters long");
 	sh_arena_fini(&a);
@@ -228,12 +216,12 @@ START_TEST(test_explicit_ids)
 	sh_arena_init(&a);
 	char msg[SH_ERRMSG_SIZE];
 	st_table_info info;
-	ck_assert_int_eq(st_table_describe(env, "Explicit", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Explicit", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.def.id, 10);
 	ck_assert_uint_eq(st_table_index(&info.def, "gsi-a")->id, 1);
 	ck_assert_uint_eq(st_table_index(&info.def, "gsi-b")->id, 2);
 	ck_assert_uint_eq(st_table_index(&info.def, "gsi-c")->id, 7);
-	ck_assert_int_eq(st_table_describe(env, "Auto", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Auto", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.def.id, 11);
 
 	/* An id in use is refused; a lower free one is accepted and does not
@@ -248,7 +236,7 @@ START_TEST(test_explicit_ids)
 	tdef t4;
 	tdef_init(&t4, "After");
 	create_ok(&t4.def);
-	ck_assert_int_eq(st_table_describe(env, "After", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "After", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.def.id, 12);
 
 	/* Duplicate explicit index ids. */
@@ -281,7 +269,7 @@ static void expect_invalid(const tdef *t, const char *want)
 		const char *last;
 		sh_arena a;
 		sh_arena_init(&a);
-		ck_assert_int_eq(st_table_list(env, NULL, 100, &a, &names, &n, &last, msg),
+		ck_assert_int_eq(st_table_list(tl_env, NULL, 100, &a, &names, &n, &last, msg),
 		                 SHOAL_OK);
 		ck_assert_uint_eq(n, 0);
 		sh_arena_fini(&a);
@@ -504,7 +492,7 @@ START_TEST(test_index_rules)
 	sh_arena_init(&a);
 	char msg[SH_ERRMSG_SIZE];
 	st_table_info info;
-	ck_assert_int_eq(st_table_describe(env, "Tb2", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Tb2", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.def.n_indexes, 25);
 	for (uint32_t i = 0; i < 25; i++)
 		ck_assert_uint_eq(info.def.indexes[i].id, i + 1);
@@ -535,7 +523,7 @@ START_TEST(test_list_paging)
 	const char *start = NULL;
 	int seen = 0, pages = 0;
 	do {
-		ck_assert_int_eq(st_table_list(env, start, 3, &a, &names, &n, &last, msg),
+		ck_assert_int_eq(st_table_list(tl_env, start, 3, &a, &names, &n, &last, msg),
 		                 SHOAL_OK);
 		for (uint32_t i = 0; i < n; i++)
 			ck_assert_str_eq(names[i], sorted[seen++]);
@@ -546,29 +534,29 @@ START_TEST(test_list_paging)
 	ck_assert_int_eq(pages, 3);
 
 	/* Exactly the remaining count: no LastEvaluatedTableName. */
-	ck_assert_int_eq(st_table_list(env, "b-table", 2, &a, &names, &n, &last, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_list(tl_env, "b-table", 2, &a, &names, &n, &last, msg), SHOAL_OK);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(names[1], "zzz");
 	ck_assert_ptr_null(last);
 	/* A start that is not a table. */
-	ck_assert_int_eq(st_table_list(env, "aab", 100, &a, &names, &n, &last, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_list(tl_env, "aab", 100, &a, &names, &n, &last, msg), SHOAL_OK);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_str_eq(names[0], "b-table");
 	ck_assert_ptr_null(last);
-	ck_assert_int_eq(st_table_list(env, "zzzz", 100, &a, &names, &n, &last, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_list(tl_env, "zzzz", 100, &a, &names, &n, &last, msg), SHOAL_OK);
 	ck_assert_uint_eq(n, 0);
 	ck_assert_ptr_null(last);
 
-	ck_assert_int_eq(st_table_list(env, NULL, 0, &a, &names, &n, &last, msg),
+	ck_assert_int_eq(st_table_list(tl_env, NULL, 0, &a, &names, &n, &last, msg),
 	                 SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg, "1 validation error detected: Value '0' at 'limit' failed to satisfy "
 	                      "constraint: Member must have value greater than or equal to 1");
-	ck_assert_int_eq(st_table_list(env, NULL, 101, &a, &names, &n, &last, msg),
+	ck_assert_int_eq(st_table_list(tl_env, NULL, 101, &a, &names, &n, &last, msg),
 	                 SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg,
 	                 "1 validation error detected: Value '101' at 'limit' failed to "
 	                 "satisfy constraint: Member must have value less than or equal to 100");
-	ck_assert_int_eq(st_table_list(env, "x", 5, &a, &names, &n, &last, msg),
+	ck_assert_int_eq(st_table_list(tl_env, "x", 5, &a, &names, &n, &last, msg),
 	                 SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg, "1 validation error detected: Value 'x' at 'exclusiveStartTableName' "
 	                      "failed to satisfy constraint: Member must have length greater than "
@@ -585,9 +573,9 @@ END_TEST
 static size_t data_keys(uint32_t table_id)
 {
 	MDB_txn *txn;
-	ck_assert_int_eq(mdb_txn_begin(env->env, NULL, MDB_RDONLY, &txn), 0);
+	ck_assert_int_eq(mdb_txn_begin(tl_env->env, NULL, MDB_RDONLY, &txn), 0);
 	MDB_cursor *c;
-	ck_assert_int_eq(mdb_cursor_open(txn, env->data, &c), 0);
+	ck_assert_int_eq(mdb_cursor_open(txn, tl_env->data, &c), 0);
 	MDB_val k, v;
 	size_t n = 0;
 	for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
@@ -602,18 +590,9 @@ static size_t data_keys(uint32_t table_id)
 	return n;
 }
 
-static void put_simple(sh_arena *a, const char *table, const char *pk, const char *sk,
-                       const char *payload)
+static void put_simple(const char *table, const char *pk, const char *sk, const char *payload)
 {
-	st_value *item = st_new_map(a, 3);
-	ck_assert_int_eq(st_map_set(a, item, "PK", 2, st_new_s(a, pk)), SHOAL_OK);
-	ck_assert_int_eq(st_map_set(a, item, "SK", 2, st_new_n(a, sk)), SHOAL_OK);
-	ck_assert_int_eq(st_map_set(a, item, "data", 4, st_new_s(a, payload)), SHOAL_OK);
-	st_put_req req = {.table = table, .item = item};
-	st_write_result res;
-	char msg[SH_ERRMSG_SIZE] = "";
-	int rc = st_put_item(env, &req, a, &res, msg);
-	ck_assert_msg(rc == SHOAL_OK, "put: %s", msg);
+	tl_put(table, map("PK", S(pk), "SK", N(sk), "data", S(payload), NULL));
 }
 
 START_TEST(test_delete_table)
@@ -630,16 +609,16 @@ START_TEST(test_delete_table)
 	for (int i = 0; i < 50; i++) {
 		char sk[16];
 		snprintf(sk, sizeof(sk), "%d", i);
-		put_simple(&a, "Doomed", i % 2 ? "p1" : "p2", sk, "x");
-		put_simple(&a, "Kept", "p1", sk, "y");
+		put_simple("Doomed", i % 2 ? "p1" : "p2", sk, "x");
+		put_simple("Kept", "p1", sk, "y");
 	}
 	/* Index entries (written directly: this phase maintains none) go too. */
 	{
 		MDB_txn *txn;
-		ck_assert_int_eq(mdb_txn_begin(env->env, NULL, 0, &txn), 0);
+		ck_assert_int_eq(mdb_txn_begin(tl_env->env, NULL, 0, &txn), 0);
 		uint8_t kb[8] = {0, 0, 0, 1, 0, 1, 9, 9}, vb[1] = {0};
 		MDB_val k = {sizeof(kb), kb}, v = {1, vb};
-		ck_assert_int_eq(mdb_put(txn, env->data, &k, &v, 0), 0);
+		ck_assert_int_eq(mdb_put(txn, tl_env->data, &k, &v, 0), 0);
 		ck_assert_int_eq(mdb_txn_commit(txn), 0);
 	}
 	ck_assert_uint_eq(data_keys(1), 51);
@@ -650,24 +629,24 @@ START_TEST(test_delete_table)
 	ck_assert_uint_eq(data_keys(1), 0);
 	ck_assert_uint_eq(data_keys(2), 50);
 	st_table_info info;
-	ck_assert_int_eq(st_table_describe(env, "Doomed", &a, &info, msg), SHOAL_E_NOT_FOUND);
+	ck_assert_int_eq(st_table_describe(tl_env, "Doomed", &a, &info, msg), SHOAL_E_NOT_FOUND);
 	ck_assert_int_eq(drop("Doomed", msg), SHOAL_E_NOT_FOUND);
 	ck_assert_str_eq(msg, "Requested resource not found: Table: Doomed not found");
-	ck_assert_int_eq(st_table_describe(env, "Kept", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Kept", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.item_count, 50);
 
 	/* A delete in an aborted transaction leaves everything. */
 	st_txn *txn;
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	ck_assert_int_eq(st_table_delete(txn, "Kept", msg), SHOAL_OK);
 	st_txn_abort(txn);
 	ck_assert_uint_eq(data_keys(2), 50);
-	ck_assert_int_eq(st_table_describe(env, "Kept", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Kept", &a, &info, msg), SHOAL_OK);
 
 	/* The name can be used again, with a new id and no items. */
 	tdef_init(&t, "Doomed");
 	create_ok(&t.def);
-	ck_assert_int_eq(st_table_describe(env, "Doomed", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Doomed", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.def.id, 3);
 	ck_assert_uint_eq(info.item_count, 0);
 	sh_arena_fini(&a);
@@ -683,32 +662,32 @@ START_TEST(test_counters)
 	sh_arena_init(&a);
 	char msg[SH_ERRMSG_SIZE];
 	st_table_info info;
-	put_simple(&a, "Counted", "p", "1", "abc");
+	put_simple("Counted", "p", "1", "abc");
 	/* PK(2)+"p"(1) + SK(2)+N 1 ((1+1)/2+1 = 2) + data(4)+"abc"(3) = 14 */
-	ck_assert_int_eq(st_table_describe(env, "Counted", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Counted", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.item_count, 1);
 	ck_assert_uint_eq(info.size_bytes, 14);
-	put_simple(&a, "Counted", "p", "1", "abcdef"); /* overwrite: +3 bytes */
-	put_simple(&a, "Counted", "q", "2", "");       /* new: 11 bytes */
-	ck_assert_int_eq(st_table_describe(env, "Counted", &a, &info, msg), SHOAL_OK);
+	put_simple("Counted", "p", "1", "abcdef"); /* overwrite: +3 bytes */
+	put_simple("Counted", "q", "2", "");       /* new: 11 bytes */
+	ck_assert_int_eq(st_table_describe(tl_env, "Counted", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.item_count, 2);
 	ck_assert_uint_eq(info.size_bytes, 17 + 11);
 
 	/* The counters live in the write transaction: an abort undoes them. */
 	st_txn *txn;
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	ck_assert_int_eq(st_table_count(txn, "Counted", 5, 100, msg), SHOAL_OK);
 	st_txn_abort(txn);
-	ck_assert_int_eq(st_table_describe(env, "Counted", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Counted", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.item_count, 2);
 	/* They never go below zero. */
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	ck_assert_int_eq(st_table_count(txn, "Counted", -5, -1000, msg), SHOAL_OK);
 	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
-	ck_assert_int_eq(st_table_describe(env, "Counted", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Counted", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.item_count, 0);
 	ck_assert_uint_eq(info.size_bytes, 0);
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	ck_assert_int_eq(st_table_count(txn, "Missing", 1, 1, msg), SHOAL_E_NOT_FOUND);
 	st_txn_abort(txn);
 	sh_arena_fini(&a);
@@ -726,12 +705,12 @@ START_TEST(test_reopen)
 	create_ok(&t.def);
 	sh_arena a;
 	sh_arena_init(&a);
-	put_simple(&a, "Persist", "k", "7", "v");
+	put_simple("Persist", "k", "7", "v");
 	reopen();
 
 	char msg[SH_ERRMSG_SIZE];
 	st_table_info info;
-	ck_assert_int_eq(st_table_describe(env, "Persist", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Persist", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.def.id, 1);
 	ck_assert_uint_eq(info.item_count, 1);
 	ck_assert_uint_eq(info.def.n_indexes, 1);
@@ -739,7 +718,7 @@ START_TEST(test_reopen)
 	const char **names;
 	uint32_t n;
 	const char *last;
-	ck_assert_int_eq(st_table_list(env, NULL, 10, &a, &names, &n, &last, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_list(tl_env, NULL, 10, &a, &names, &n, &last, msg), SHOAL_OK);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(names[0], "Persist");
 	ck_assert_str_eq(names[1], "Second");
@@ -747,7 +726,7 @@ START_TEST(test_reopen)
 	/* next_table_id survived. */
 	tdef_init(&t, "Third");
 	create_ok(&t.def);
-	ck_assert_int_eq(st_table_describe(env, "Third", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Third", &a, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.def.id, 3);
 	sh_arena_fini(&a);
 }
@@ -756,51 +735,51 @@ END_TEST
 START_TEST(test_applied_index)
 {
 	char msg[SH_ERRMSG_SIZE];
-	ck_assert_uint_eq(st_env_applied(env), 0);
+	ck_assert_uint_eq(st_env_applied(tl_env), 0);
 	st_txn *txn;
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	tdef t;
 	tdef_init(&t, "Applied");
 	ck_assert_int_eq(st_table_create(txn, &t.def, msg), SHOAL_OK);
 	st_txn_set_applied(txn, 5);
-	ck_assert_uint_eq(st_env_applied(env), 0); /* not before the commit */
+	ck_assert_uint_eq(st_env_applied(tl_env), 0); /* not before the commit */
 	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
-	ck_assert_uint_eq(st_env_applied(env), 5);
+	ck_assert_uint_eq(st_env_applied(tl_env), 5);
 
 	/* Aborted: neither the data nor the index. */
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	tdef_init(&t, "Aborted");
 	ck_assert_int_eq(st_table_create(txn, &t.def, msg), SHOAL_OK);
 	st_txn_set_applied(txn, 9);
 	st_txn_abort(txn);
-	ck_assert_uint_eq(st_env_applied(env), 5);
+	ck_assert_uint_eq(st_env_applied(tl_env), 5);
 
 	/* A failed commit: neither. */
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	ck_assert_int_eq(st_table_create(txn, &t.def, msg), SHOAL_OK);
 	st_txn_set_applied(txn, 10);
 	sh_fault_arm(SH_FAULT_COMMIT, 1, false);
 	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_E_IO);
 	ck_assert_str_eq(msg, "mdb_txn_commit: injected fault");
 	sh_fault_reset();
-	ck_assert_uint_eq(st_env_applied(env), 5);
+	ck_assert_uint_eq(st_env_applied(tl_env), 5);
 
 	/* A commit without set_applied keeps the last index. */
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	ck_assert_int_eq(st_table_create(txn, &t.def, msg), SHOAL_OK);
 	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
-	ck_assert_uint_eq(st_env_applied(env), 5);
+	ck_assert_uint_eq(st_env_applied(tl_env), 5);
 
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	st_txn_set_applied(txn, 0x0102030405060708ull);
 	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
 	reopen();
-	ck_assert_uint_eq(st_env_applied(env), 0x0102030405060708ull);
+	ck_assert_uint_eq(st_env_applied(tl_env), 0x0102030405060708ull);
 	sh_arena a;
 	sh_arena_init(&a);
 	st_table_info info;
-	ck_assert_int_eq(st_table_describe(env, "Applied", &a, &info, msg), SHOAL_OK);
-	ck_assert_int_eq(st_table_describe(env, "Aborted", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Applied", &a, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Aborted", &a, &info, msg), SHOAL_OK);
 	sh_arena_fini(&a);
 }
 END_TEST
@@ -809,7 +788,7 @@ START_TEST(test_poisoned_txn)
 {
 	char msg[SH_ERRMSG_SIZE];
 	st_txn *txn;
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	tdef t;
 	tdef_init(&t, "Before");
 	ck_assert_int_eq(st_table_create(txn, &t.def, msg), SHOAL_OK);
@@ -823,11 +802,11 @@ START_TEST(test_poisoned_txn)
 	st_txn_set_applied(txn, 3);
 	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_E_FULL);
 	ck_assert_str_eq(msg, "mdb_put(data): full");
-	ck_assert_uint_eq(st_env_applied(env), 0);
+	ck_assert_uint_eq(st_env_applied(tl_env), 0);
 	sh_arena a;
 	sh_arena_init(&a);
 	st_table_info info;
-	ck_assert_int_eq(st_table_describe(env, "Before", &a, &info, msg), SHOAL_E_NOT_FOUND);
+	ck_assert_int_eq(st_table_describe(tl_env, "Before", &a, &info, msg), SHOAL_E_NOT_FOUND);
 	sh_arena_fini(&a);
 }
 END_TEST
@@ -839,7 +818,7 @@ END_TEST
 static void raw_put(MDB_dbi dbi, const void *key, size_t klen, const void *val, size_t vlen)
 {
 	MDB_txn *txn;
-	ck_assert_int_eq(mdb_txn_begin(env->env, NULL, 0, &txn), 0);
+	ck_assert_int_eq(mdb_txn_begin(tl_env->env, NULL, 0, &txn), 0);
 	MDB_val k = {klen, (void *)key}, v = {vlen, (void *)val};
 	ck_assert_int_eq(mdb_put(txn, dbi, &k, &v, 0), 0);
 	ck_assert_int_eq(mdb_txn_commit(txn), 0);
@@ -861,9 +840,9 @@ START_TEST(test_corrupt_records)
 	size_t len;
 	{
 		MDB_txn *txn;
-		ck_assert_int_eq(mdb_txn_begin(env->env, NULL, MDB_RDONLY, &txn), 0);
+		ck_assert_int_eq(mdb_txn_begin(tl_env->env, NULL, MDB_RDONLY, &txn), 0);
 		MDB_val k = {6, "Victim"}, v;
-		ck_assert_int_eq(mdb_get(txn, env->catalog, &k, &v), 0);
+		ck_assert_int_eq(mdb_get(txn, tl_env->catalog, &k, &v), 0);
 		ck_assert_uint_lt(v.mv_size, sizeof(good));
 		len = v.mv_size;
 		memcpy(good, v.mv_data, len);
@@ -875,8 +854,8 @@ START_TEST(test_corrupt_records)
 	st_table_info info;
 	/* Every truncation is detected. */
 	for (size_t n = 0; n < len; n++) {
-		raw_put(env->catalog, "Victim", 6, good, n);
-		int rc = st_table_describe(env, "Victim", &a, &info, msg);
+		raw_put(tl_env->catalog, "Victim", 6, good, n);
+		int rc = st_table_describe(tl_env, "Victim", &a, &info, msg);
 		ck_assert_msg(rc == SHOAL_E_INTERNAL, "truncated to %zu: %s", n,
 		              shoal_err_name(rc));
 		ck_assert_msg(strncmp(msg, "corrupt catalog record for table Victim", 39) == 0,
@@ -887,8 +866,8 @@ START_TEST(test_corrupt_records)
 	uint8_t longer[1100];
 	memcpy(longer, good, len);
 	longer[len] = 0;
-	raw_put(env->catalog, "Victim", 6, longer, len + 1);
-	ck_assert_int_eq(st_table_describe(env, "Victim", &a, &info, msg), SHOAL_E_INTERNAL);
+	raw_put(tl_env->catalog, "Victim", 6, longer, len + 1);
+	ck_assert_int_eq(st_table_describe(tl_env, "Victim", &a, &info, msg), SHOAL_E_INTERNAL);
 	/* Random damage never crashes: either it decodes or it is refused. */
 	uint64_t seed = tl_seed();
 	for (int i = 0; i < 500; i++) {
@@ -896,15 +875,15 @@ START_TEST(test_corrupt_records)
 		int flips = 1 + (int)(tl_rand(&seed) % 4);
 		for (int f = 0; f < flips; f++)
 			longer[tl_rand(&seed) % len] = (uint8_t)tl_rand(&seed);
-		raw_put(env->catalog, "Victim", 6, longer, len);
-		int rc = st_table_describe(env, "Victim", &a, &info, msg);
+		raw_put(tl_env->catalog, "Victim", 6, longer, len);
+		int rc = st_table_describe(tl_env, "Victim", &a, &info, msg);
 		ck_assert_msg(rc == SHOAL_OK || rc == SHOAL_E_INTERNAL, "%s", shoal_err_name(rc));
 		sh_arena_reset(&a);
 	}
 	/* A damaged record also fails the writes that need it, cleanly. */
-	raw_put(env->catalog, "Victim", 6, good, 3);
+	raw_put(tl_env->catalog, "Victim", 6, good, 3);
 	st_txn *txn;
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	ck_assert_int_eq(st_table_count(txn, "Victim", 1, 1, msg), SHOAL_E_INTERNAL);
 	ck_assert_int_eq(st_table_delete(txn, "Victim", msg), SHOAL_E_INTERNAL);
 	st_txn_abort(txn);
@@ -915,12 +894,12 @@ END_TEST
 START_TEST(test_format_version)
 {
 	uint8_t v2[4] = {0, 0, 0, 2};
-	raw_put(env->meta, "format", 6, v2, 4);
-	st_env_close(env);
-	env = NULL;
+	raw_put(tl_env->meta, "format", 6, v2, 4);
+	st_env_close(tl_env);
+	tl_env = NULL;
 	char msg[SH_ERRMSG_SIZE];
 	st_env *e2 = NULL;
-	ck_assert_int_eq(st_env_open(dir, NULL, &e2, msg), SHOAL_E_INTERNAL);
+	ck_assert_int_eq(st_env_open(tl_dir, NULL, &e2, msg), SHOAL_E_INTERNAL);
 	ck_assert_ptr_null(e2);
 	ck_assert_ptr_nonnull(strstr(msg, "unsupported storage format version 2"));
 	/* A directory that does not exist. */
@@ -928,9 +907,9 @@ START_TEST(test_format_version)
 	ck_assert_ptr_nonnull(strstr(msg, "mdb_env_open(/nonexistent/shoal/dir)"));
 	/* Out of memory opening is reported, not fatal. */
 	sh_fault_arm(SH_FAULT_ALLOC, 1, false);
-	ck_assert_int_eq(st_env_open(dir, NULL, &e2, msg), SHOAL_E_NOMEM);
+	ck_assert_int_eq(st_env_open(tl_dir, NULL, &e2, msg), SHOAL_E_NOMEM);
 	sh_fault_reset();
-	/* teardown closes a NULL env. */
+	/* teardown closes a NULL tl_env. */
 }
 END_TEST
 
@@ -948,58 +927,43 @@ END_TEST
 START_TEST(test_sync_and_options)
 {
 	char msg[SH_ERRMSG_SIZE];
-	st_env_close(env);
+	st_env_close(tl_env);
 	st_env_options o = {.map_size = 1 << 24, .nosync = true, .page_bytes = 1000};
-	ck_assert_int_eq(st_env_open(dir, &o, &env, msg), SHOAL_OK);
-	ck_assert(env->nosync);
-	ck_assert_uint_eq(env->page_bytes, 1000);
+	ck_assert_int_eq(st_env_open(tl_dir, &o, &tl_env, msg), SHOAL_OK);
+	ck_assert(tl_env->nosync);
+	ck_assert_uint_eq(tl_env->page_bytes, 1000);
 	MDB_envinfo info;
-	mdb_env_info(env->env, &info);
+	mdb_env_info(tl_env->env, &info);
 	ck_assert_uint_eq(info.me_mapsize, 1 << 24);
 	unsigned flags;
-	mdb_env_get_flags(env->env, &flags);
+	mdb_env_get_flags(tl_env->env, &flags);
 	ck_assert(flags & MDB_NOSYNC);
 	ck_assert(flags & MDB_NOTLS);
 	tdef t;
 	tdef_init(&t, "Synced");
 	create_ok(&t.def);
-	ck_assert_int_eq(st_env_sync(env, msg), SHOAL_OK);
-	st_env_close(env);
-	ck_assert_int_eq(st_env_open(dir, NULL, &env, msg), SHOAL_OK);
-	ck_assert_uint_eq(env->page_bytes, ST_MAX_PAGE_BYTES);
-	mdb_env_info(env->env, &info);
+	ck_assert_int_eq(st_env_sync(tl_env, msg), SHOAL_OK);
+	st_env_close(tl_env);
+	ck_assert_int_eq(st_env_open(tl_dir, NULL, &tl_env, msg), SHOAL_OK);
+	ck_assert_uint_eq(tl_env->page_bytes, ST_MAX_PAGE_BYTES);
+	mdb_env_info(tl_env->env, &info);
 	ck_assert_uint_eq(info.me_mapsize, 64ull << 30);
 	sh_arena a;
 	sh_arena_init(&a);
 	st_table_info ti;
-	ck_assert_int_eq(st_table_describe(env, "Synced", &a, &ti, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Synced", &a, &ti, msg), SHOAL_OK);
 	sh_arena_fini(&a);
 }
 END_TEST
 
 static Suite *catalog_suite(void)
 {
-	Suite *s = suite_create("catalog");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_create_describe);
-	tcase_add_test(tc, test_create_exists);
-	tcase_add_test(tc, test_explicit_ids);
-	tcase_add_test(tc, test_table_name_rules);
-	tcase_add_test(tc, test_key_schema_rules);
-	tcase_add_test(tc, test_index_rules);
-	tcase_add_test(tc, test_list_paging);
-	tcase_add_test(tc, test_delete_table);
-	tcase_add_test(tc, test_counters);
-	tcase_add_test(tc, test_reopen);
-	tcase_add_test(tc, test_applied_index);
-	tcase_add_test(tc, test_poisoned_txn);
-	tcase_add_test(tc, test_corrupt_records);
-	tcase_add_test(tc, test_format_version);
-	tcase_add_test(tc, test_lmdb_err);
-	tcase_add_test(tc, test_sync_and_options);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("catalog", setup, tl_store_close, 0,
+	                TL_TESTS(test_create_describe, test_create_exists, test_explicit_ids,
+	                         test_table_name_rules, test_key_schema_rules, test_index_rules,
+	                         test_list_paging, test_delete_table, test_counters, test_reopen,
+	                         test_applied_index, test_poisoned_txn, test_corrupt_records,
+	                         test_format_version, test_lmdb_err, test_sync_and_options));
 }
 
 TL_MAIN(catalog_suite)

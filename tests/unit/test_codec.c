@@ -1,107 +1,18 @@
 /* Item codec: round trips of every type, random items, and robustness against
  * truncated, bit-flipped and hostile input (run under ASan). */
 #include <check.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "storage/codec.h"
-#include "tests/lib/testlib.h"
-
-static sh_arena A;
-
-static void setup(void)
-{
-	sh_arena_init(&A);
-}
-
-static void teardown(void)
-{
-	sh_arena_fini(&A);
-	sh_fault_reset();
-}
-
-static st_value raw(st_type t, const void *p, size_t n)
-{
-	st_value v = {.type = t};
-	v.u.str.ptr = sh_arena_memdup(&A, n ? p : "", n);
-	v.u.str.len = (uint32_t)n;
-	return v;
-}
-
-static st_value S(const char *s)
-{
-	return raw(ST_S, s, strlen(s));
-}
-
-static st_value N(const char *s)
-{
-	return raw(ST_N, s, strlen(s));
-}
-
-static st_value B(const void *p, size_t n)
-{
-	return raw(ST_B, p, n);
-}
-
-static st_value BOOLV(bool b)
-{
-	st_value v = {.type = ST_BOOL};
-	v.u.boolean = b;
-	return v;
-}
-
-static st_value NUL(void)
-{
-	st_value v = {.type = ST_NULL};
-	v.u.boolean = true;
-	return v;
-}
-
-static st_value LIST(st_type t, uint32_t n, ...)
-{
-	st_value v = {.type = t};
-	v.u.list.v = sh_arena_alloc(&A, n * sizeof(st_value) + 1);
-	v.u.list.n = n;
-	va_list ap;
-	va_start(ap, n);
-	for (uint32_t i = 0; i < n; i++)
-		v.u.list.v[i] = va_arg(ap, st_value);
-	va_end(ap);
-	return v;
-}
-
-static st_value MAP(uint32_t n, ...)
-{
-	st_value v = {.type = ST_M};
-	v.u.map.a = sh_arena_alloc(&A, n * sizeof(st_attr) + 1);
-	v.u.map.n = n;
-	va_list ap;
-	va_start(ap, n);
-	for (uint32_t i = 0; i < n; i++) {
-		const char *name = va_arg(ap, const char *);
-		v.u.map.a[i].name = name;
-		v.u.map.a[i].name_len = (uint32_t)strlen(name);
-		v.u.map.a[i].value = va_arg(ap, st_value);
-	}
-	va_end(ap);
-	return v;
-}
-
-static st_value deep_map(int depth, st_value leaf)
-{
-	st_value v = leaf;
-	for (int i = 0; i < depth; i++)
-		v = MAP(1, "n", v);
-	return v;
-}
+#define TL_RAW_VALUE_NAMES
+#include "tests/lib/tl_values.h"
 
 static void normalize(st_value *v)
 {
 	char msg[SH_ERRMSG_SIZE] = "";
-	int rc = st_value_normalize(&A, v, msg);
+	int rc = st_value_normalize(&tl_arena, v, msg);
 	ck_assert_msg(rc == SHOAL_OK, "normalize: %s", msg);
 }
 
@@ -110,23 +21,18 @@ static st_value round_trip(const st_value *item, size_t *enc_len)
 {
 	uint8_t *buf, *buf2;
 	size_t len, len2;
-	ck_assert_int_eq(st_codec_encode(&A, item, &buf, &len), SHOAL_OK);
+	ck_assert_int_eq(st_codec_encode(&tl_arena, item, &buf, &len), SHOAL_OK);
 	st_value out;
 	char msg[SH_ERRMSG_SIZE] = "";
-	int rc = st_codec_decode(&A, buf, len, &out, msg);
+	int rc = st_codec_decode(&tl_arena, buf, len, &out, msg);
 	ck_assert_msg(rc == SHOAL_OK, "decode: %s", msg);
 	ck_assert(st_value_equal(item, &out));
-	ck_assert_int_eq(st_codec_encode(&A, &out, &buf2, &len2), SHOAL_OK);
+	ck_assert_int_eq(st_codec_encode(&tl_arena, &out, &buf2, &len2), SHOAL_OK);
 	ck_assert_uint_eq(len, len2);
 	ck_assert_mem_eq(buf, buf2, len);
 	if (enc_len != NULL)
 		*enc_len = len;
 	return out;
-}
-
-static bool str_is(const st_value *v, const char *s)
-{
-	return v->u.str.len == strlen(s) && memcmp(v->u.str.ptr, s, v->u.str.len) == 0;
 }
 
 static st_value all_types(void)
@@ -151,18 +57,19 @@ START_TEST(test_round_trip_types)
 	st_value item = all_types();
 	st_value out = round_trip(&item, NULL);
 	ck_assert_uint_eq(out.u.map.n, 14);
-	ck_assert(str_is(st_map_get(&out, "n", 1), "-1.5"));
-	ck_assert(str_is(st_map_get(&out, "zero", 4), "0"));
-	ck_assert(str_is(st_map_get(&out, "empty", 5), ""));
+	ck_assert(tl_str_is(st_map_get(&out, "n", 1), "-1.5"));
+	ck_assert(tl_str_is(st_map_get(&out, "zero", 4), "0"));
+	ck_assert(tl_str_is(st_map_get(&out, "empty", 5), ""));
 	ck_assert_int_eq(st_map_get(&out, "t", 1)->u.boolean, true);
 	ck_assert_int_eq(st_map_get(&out, "f", 1)->u.boolean, false);
 	ck_assert_int_eq(st_map_get(&out, "z", 1)->type, ST_NULL);
 	const st_value *ns = st_map_get(&out, "ns", 2);
 	ck_assert_int_eq(ns->type, ST_NS);
-	ck_assert(str_is(&ns->u.list.v[0], "-1"));
-	ck_assert(str_is(&ns->u.list.v[3],
-	                 "999999999999999999999999999999999999990000000000000000000000000000000000"
-	                 "000000000000000000000000000000000000000000000000000000"));
+	ck_assert(tl_str_is(&ns->u.list.v[0], "-1"));
+	ck_assert(
+	    tl_str_is(&ns->u.list.v[3],
+	              "999999999999999999999999999999999999990000000000000000000000000000000000"
+	              "000000000000000000000000000000000000000000000000000000"));
 	/* An empty item. */
 	st_value empty = MAP(0);
 	size_t len;
@@ -177,7 +84,7 @@ START_TEST(test_golden_bytes)
 	normalize(&item);
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(st_codec_encode(&A, &item, &buf, &len), SHOAL_OK);
+	ck_assert_int_eq(st_codec_encode(&tl_arena, &item, &buf, &len), SHOAL_OK);
 	static const uint8_t want[] = {0x01, 0x02, 0x01, 'a', 0x02, 0x82,
 	                               0x82, 0x15, 0x01, 'b', 0x05};
 	ck_assert_uint_eq(len, sizeof(want));
@@ -185,7 +92,7 @@ START_TEST(test_golden_bytes)
 	/* 38 digits at any exponent take 22 bytes after the tag. */
 	st_value big = MAP(1, "n", N("-1.2345678901234567890123456789012345678E-130"));
 	normalize(&big);
-	ck_assert_int_eq(st_codec_encode(&A, &big, &buf, &len), SHOAL_OK);
+	ck_assert_int_eq(st_codec_encode(&tl_arena, &big, &buf, &len), SHOAL_OK);
 	ck_assert_uint_eq(len, 1 + 1 + 2 + 1 + 1 + 1 + 19);
 }
 END_TEST
@@ -206,7 +113,7 @@ START_TEST(test_depth)
 	st_value deep = MAP(1, "d", deep_map(32, S("leaf")));
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(st_codec_encode(&A, &deep, &buf, &len), SHOAL_E_INTERNAL);
+	ck_assert_int_eq(st_codec_encode(&tl_arena, &deep, &buf, &len), SHOAL_E_INTERNAL);
 	uint8_t hand[200];
 	size_t n = 0;
 	hand[n++] = 0x01;
@@ -220,11 +127,11 @@ START_TEST(test_depth)
 	hand[n++] = 0x06;
 	st_value out;
 	char msg[SH_ERRMSG_SIZE];
-	ck_assert_int_eq(st_codec_decode(&A, hand, n, &out, msg), SHOAL_E_INTERNAL);
+	ck_assert_int_eq(st_codec_decode(&tl_arena, hand, n, &out, msg), SHOAL_E_INTERNAL);
 	ck_assert_str_eq(msg, "corrupt item: nested too deeply");
 	/* With 31 lists it is fine. */
 	memmove(hand + 4, hand + 6, n - 6);
-	ck_assert_int_eq(st_codec_decode(&A, hand, n - 2, &out, msg), SHOAL_OK);
+	ck_assert_int_eq(st_codec_decode(&tl_arena, hand, n - 2, &out, msg), SHOAL_OK);
 }
 END_TEST
 
@@ -233,11 +140,11 @@ START_TEST(test_decode_copies)
 	st_value item = all_types();
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(st_codec_encode(&A, &item, &buf, &len), SHOAL_OK);
+	ck_assert_int_eq(st_codec_encode(&tl_arena, &item, &buf, &len), SHOAL_OK);
 	uint8_t *mine = malloc(len);
 	memcpy(mine, buf, len);
 	st_value out;
-	ck_assert_int_eq(st_codec_decode(&A, mine, len, &out, NULL), SHOAL_OK);
+	ck_assert_int_eq(st_codec_decode(&tl_arena, mine, len, &out, NULL), SHOAL_OK);
 	memset(mine, 0xee, len);
 	free(mine);
 	ck_assert(st_value_equal(&item, &out)); /* nothing points into the input */
@@ -246,124 +153,14 @@ END_TEST
 
 /* ---- random items ------------------------------------------------------- */
 
-static st_value rand_scalar_bytes(uint64_t *st, st_type t)
-{
-	static const char alpha[] = "ab\0\x7f\xc3\xa9z";
-	char buf[16];
-	size_t n = tl_rand(st) % 6;
-	for (size_t i = 0; i < n; i++) {
-		if (t == ST_S) {
-			buf[i] = (char)('a' + tl_rand(st) % 26);
-		} else {
-			buf[i] = alpha[tl_rand(st) % (sizeof(alpha) - 1)];
-		}
-	}
-	return raw(t, buf, n);
-}
-
-static st_value rand_number(uint64_t *st)
-{
-	char text[80];
-	if (tl_rand(st) % 8 == 0)
-		return N("0");
-	int nd = 1 + (int)(tl_rand(st) % 38), p = 0;
-	if (tl_rand(st) % 2)
-		text[p++] = '-';
-	text[p++] = '.';
-	for (int i = 0; i < nd; i++)
-		text[p++] = (char)('0' + (i == 0 ? 1 + tl_rand(st) % 9 : tl_rand(st) % 10));
-	snprintf(text + p, sizeof(text) - (size_t)p, "e%d", -129 + (int)(tl_rand(st) % 256));
-	return N(text);
-}
-
-static st_value rand_value(uint64_t *st, int depth)
-{
-	int kinds = depth >= 6 ? 8 : 10;
-	switch (tl_rand(st) % (uint64_t)kinds) {
-	case 0:
-		return rand_scalar_bytes(st, ST_S);
-	case 1:
-		return rand_number(st);
-	case 2:
-		return rand_scalar_bytes(st, ST_B);
-	case 3:
-		return BOOLV(tl_rand(st) % 2);
-	case 4:
-		return NUL();
-	case 5:
-	case 6:
-	case 7: {
-		st_type t = (st_type)(ST_SS + tl_rand(st) % 3);
-		uint32_t n = 1 + (uint32_t)(tl_rand(st) % 5);
-		st_value v = LIST(t, 0);
-		v.u.list.v = sh_arena_alloc(&A, n * sizeof(st_value));
-		/* distinct members: index-tagged */
-		for (uint32_t i = 0; i < n; i++) {
-			char buf[24];
-			if (t == ST_NS) {
-				snprintf(buf, sizeof(buf), "%u.%llu", i,
-				         (unsigned long long)(tl_rand(st) % 1000));
-				v.u.list.v[i] = N(buf);
-			} else {
-				int len = snprintf(buf, sizeof(buf), "%c%llu", 'a' + (int)i,
-				                   (unsigned long long)(tl_rand(st) % 100));
-				v.u.list.v[i] = raw(t == ST_SS ? ST_S : ST_B, buf, (size_t)len);
-			}
-		}
-		v.u.list.n = n;
-		return v;
-	}
-	case 8: {
-		uint32_t n = (uint32_t)(tl_rand(st) % 4);
-		st_value v = LIST(ST_L, 0);
-		v.u.list.v = sh_arena_alloc(&A, (n + 1) * sizeof(st_value));
-		for (uint32_t i = 0; i < n; i++)
-			v.u.list.v[i] = rand_value(st, depth + 1);
-		v.u.list.n = n;
-		return v;
-	}
-	default: {
-		uint32_t n = (uint32_t)(tl_rand(st) % 4);
-		st_value v = MAP(0);
-		v.u.map.a = sh_arena_alloc(&A, (n + 1) * sizeof(st_attr));
-		for (uint32_t i = 0; i < n; i++) {
-			char *name = sh_arena_alloc(&A, 8);
-			snprintf(name, 8, "%c%u", 'a' + (int)(tl_rand(st) % 26), i);
-			v.u.map.a[i].name = name;
-			v.u.map.a[i].name_len = (uint32_t)strlen(name);
-			v.u.map.a[i].value = rand_value(st, depth + 1);
-		}
-		v.u.map.n = n;
-		return v;
-	}
-	}
-}
-
-static st_value rand_item(uint64_t *st)
-{
-	uint32_t n = (uint32_t)(tl_rand(st) % 8);
-	st_value item = MAP(0);
-	item.u.map.a = sh_arena_alloc(&A, (n + 1) * sizeof(st_attr));
-	for (uint32_t i = 0; i < n; i++) {
-		char *name = sh_arena_alloc(&A, 12);
-		snprintf(name, 12, "attr%u", i);
-		item.u.map.a[i].name = name;
-		item.u.map.a[i].name_len = (uint32_t)strlen(name);
-		item.u.map.a[i].value = rand_value(st, 1);
-	}
-	item.u.map.n = n;
-	normalize(&item);
-	return item;
-}
-
 START_TEST(test_random_round_trip)
 {
 	uint64_t st = tl_seed();
 	for (int i = 0; i < 2000; i++) {
-		st_value item = rand_item(&st);
+		st_value item = tl_rand_item(&st);
 		round_trip(&item, NULL);
 		if (i % 100 == 99)
-			sh_arena_reset(&A);
+			sh_arena_reset(&tl_arena);
 	}
 }
 END_TEST
@@ -399,21 +196,22 @@ START_TEST(test_truncations)
 	st_value item = all_types();
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(st_codec_encode(&A, &item, &buf, &len), SHOAL_OK);
+	ck_assert_int_eq(st_codec_encode(&tl_arena, &item, &buf, &len), SHOAL_OK);
 	for (size_t cut = 0; cut < len; cut++) {
 		st_value out;
 		char msg[SH_ERRMSG_SIZE] = "";
 		uint8_t *piece = malloc(cut + 1); /* exact size so ASan sees overreads */
 		memcpy(piece, buf, cut);
-		ck_assert_int_eq(st_codec_decode(&A, piece, cut, &out, msg), SHOAL_E_INTERNAL);
+		ck_assert_int_eq(st_codec_decode(&tl_arena, piece, cut, &out, msg),
+		                 SHOAL_E_INTERNAL);
 		ck_assert(strncmp(msg, "corrupt item: ", 14) == 0);
 		free(piece);
 	}
 	/* And every truncation of random items. */
 	uint64_t st = tl_seed() ^ 7;
 	for (int i = 0; i < 200; i++) {
-		st_value it = rand_item(&st);
-		ck_assert_int_eq(st_codec_encode(&A, &it, &buf, &len), SHOAL_OK);
+		st_value it = tl_rand_item(&st);
+		ck_assert_int_eq(st_codec_encode(&tl_arena, &it, &buf, &len), SHOAL_OK);
 		for (size_t cut = 0; cut < len; cut++) {
 			uint8_t *piece = malloc(cut + 1);
 			memcpy(piece, buf, cut);
@@ -422,13 +220,13 @@ START_TEST(test_truncations)
 		}
 	}
 	/* Trailing bytes. */
-	ck_assert_int_eq(st_codec_encode(&A, &item, &buf, &len), SHOAL_OK);
+	ck_assert_int_eq(st_codec_encode(&tl_arena, &item, &buf, &len), SHOAL_OK);
 	uint8_t *more = malloc(len + 1);
 	memcpy(more, buf, len);
 	more[len] = 0;
 	st_value out;
 	char msg[SH_ERRMSG_SIZE];
-	ck_assert_int_eq(st_codec_decode(&A, more, len + 1, &out, msg), SHOAL_E_INTERNAL);
+	ck_assert_int_eq(st_codec_decode(&tl_arena, more, len + 1, &out, msg), SHOAL_E_INTERNAL);
 	ck_assert_str_eq(msg, "corrupt item: trailing bytes");
 	free(more);
 }
@@ -439,10 +237,10 @@ START_TEST(test_bit_flips)
 	uint64_t st = tl_seed() ^ 11;
 	int ok = 0, bad = 0;
 	for (int i = 0; i < 3000; i++) {
-		st_value item = i % 2 ? all_types() : rand_item(&st);
+		st_value item = i % 2 ? all_types() : tl_rand_item(&st);
 		uint8_t *buf;
 		size_t len;
-		ck_assert_int_eq(st_codec_encode(&A, &item, &buf, &len), SHOAL_OK);
+		ck_assert_int_eq(st_codec_encode(&tl_arena, &item, &buf, &len), SHOAL_OK);
 		uint8_t *mut = malloc(len);
 		memcpy(mut, buf, len);
 		int flips = 1 + (int)(tl_rand(&st) % 3);
@@ -465,7 +263,7 @@ START_TEST(test_bit_flips)
 		decode_any(mut, len);
 		free(mut);
 		if (i % 100 == 99)
-			sh_arena_reset(&A);
+			sh_arena_reset(&tl_arena);
 	}
 	ck_assert_int_gt(bad, 0);
 	ck_assert_int_eq(ok + bad, 3000);
@@ -514,7 +312,7 @@ START_TEST(test_hostile)
 		int rc = st_codec_decode(&B2, buf, lens[i], &out, msg);
 		if (i == 16) {
 			ck_assert_int_eq(rc, SHOAL_OK);
-			ck_assert(str_is(&out.u.map.a[0].value, "1"));
+			ck_assert(tl_str_is(&out.u.map.a[0].value, "1"));
 		} else {
 			ck_assert_msg(rc == SHOAL_E_INTERNAL, "case %zu decoded", i);
 			ck_assert(strncmp(msg, "corrupt item: ", 14) == 0);
@@ -524,7 +322,7 @@ START_TEST(test_hostile)
 		free(buf);
 	}
 	st_value out;
-	ck_assert_int_eq(st_codec_decode(&A, NULL, 0, &out, NULL), SHOAL_E_INTERNAL);
+	ck_assert_int_eq(st_codec_decode(&tl_arena, NULL, 0, &out, NULL), SHOAL_E_INTERNAL);
 	/* Pure noise. */
 	uint64_t st = tl_seed() ^ 13;
 	for (int i = 0; i < 5000; i++) {
@@ -546,7 +344,7 @@ START_TEST(test_nomem)
 	st_value item = all_types();
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(st_codec_encode(&A, &item, &buf, &len), SHOAL_OK);
+	ck_assert_int_eq(st_codec_encode(&tl_arena, &item, &buf, &len), SHOAL_OK);
 	for (long k = 1;; k++) {
 		sh_arena B2;
 		sh_arena_init(&B2);
@@ -573,21 +371,10 @@ END_TEST
 
 static Suite *codec_suite(void)
 {
-	Suite *s = suite_create("codec");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_round_trip_types);
-	tcase_add_test(tc, test_golden_bytes);
-	tcase_add_test(tc, test_depth);
-	tcase_add_test(tc, test_decode_copies);
-	tcase_add_test(tc, test_random_round_trip);
-	tcase_add_test(tc, test_truncations);
-	tcase_add_test(tc, test_bit_flips);
-	tcase_add_test(tc, test_hostile);
-	tcase_add_test(tc, test_nomem);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("codec", tl_arena_setup, tl_arena_teardown, 60,
+	                TL_TESTS(test_round_trip_types, test_golden_bytes, test_depth,
+	                         test_decode_copies, test_random_round_trip, test_truncations,
+	                         test_bit_flips, test_hostile, test_nomem));
 }
 
 TL_MAIN(codec_suite)

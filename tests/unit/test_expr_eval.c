@@ -5,20 +5,7 @@
 #include <string.h>
 
 #include "storage/expr.h"
-#include "tests/lib/testlib.h"
-#include "tests/unit/expr_test.h"
-
-static sh_arena A;
-
-static void setup(void)
-{
-	sh_arena_init(&A);
-}
-
-static void teardown(void)
-{
-	sh_arena_fini(&A);
-}
+#include "tests/lib/tl_values.h"
 
 #define ITEM                                                                                       \
 	"{\"s\": {\"S\": \"abc\"}, \"s2\": {\"S\": \"abc\"}, \"up\": {\"S\": \"B\"}, "             \
@@ -60,12 +47,12 @@ static st_value *ITEM_V;
 /* Evaluates text (kind FILTER and CONDITION alike) on item. */
 static bool eval_on(const char *text, const st_value *item, int line)
 {
-	st_expr_attrs attrs = {NULL, et_item(&A, VALUES)};
+	st_expr_attrs attrs = {NULL, tl_json_item(&tl_arena, VALUES)};
 	st_expr_ctx ctx;
 	char msg[SH_ERRMSG_SIZE];
 	st_expr *e, *e2;
 	bool r1, r2;
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_OK);
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_OK);
 	int rc = st_expr_parse(&ctx, ST_EXPR_FILTER, text, &e, msg);
 	ck_assert_msg(rc == SHOAL_OK, "line %d: %s: %s", line, text, msg);
 	rc = st_expr_parse(&ctx, ST_EXPR_CONDITION, text, &e2, msg);
@@ -81,7 +68,7 @@ static bool eval_on(const char *text, const st_value *item, int line)
 
 START_TEST(test_equality)
 {
-	ITEM_V = et_item(&A, ITEM);
+	ITEM_V = tl_json_item(&tl_arena, ITEM);
 	T("s = :s");
 	T(":s = s");
 	T("s = s2");
@@ -125,7 +112,7 @@ END_TEST
 
 START_TEST(test_ordering)
 {
-	ITEM_V = et_item(&A, ITEM);
+	ITEM_V = tl_json_item(&tl_arena, ITEM);
 	T("n < :n6");
 	T("n <= :n");
 	T("n <= :n6");
@@ -172,7 +159,7 @@ END_TEST
 
 START_TEST(test_in)
 {
-	ITEM_V = et_item(&A, ITEM);
+	ITEM_V = tl_json_item(&tl_arena, ITEM);
 	T("n IN (:n)");
 	T("n IN (:s, :n4, :n5e0)");
 	FALSE("n IN (:s, :n4, :n6)");
@@ -188,7 +175,7 @@ END_TEST
 
 START_TEST(test_absent)
 {
-	ITEM_V = et_item(&A, ITEM);
+	ITEM_V = tl_json_item(&tl_arena, ITEM);
 	/* An absent operand makes every comparison false, except <>, which is
 	 * true -- even between two absent attributes. */
 	FALSE("zz = :s");
@@ -229,7 +216,7 @@ END_TEST
 
 START_TEST(test_nested_paths)
 {
-	ITEM_V = et_item(&A, ITEM);
+	ITEM_V = tl_json_item(&tl_arena, ITEM);
 	T("m.k = :v");
 	T("m.deep.l[1] = :n2");
 	T("m.deep.l[0] < m.deep.l[1]");
@@ -248,16 +235,18 @@ START_TEST(test_nested_paths)
 	T("attribute_not_exists(n.deep)");
 	FALSE("m.k.x = :v");
 	/* #placeholders with dots in the name are one name. */
-	st_value *item = et_item(&A, "{\"a.b\": {\"S\": \"flat\"}, \"a\": {\"M\": {\"b\": {\"S\": "
-	                             "\"nested\"}}}}");
-	st_expr_attrs attrs = {et_names(&A, "{\"#ab\": \"a.b\", \"#a\": \"a\", \"#b\": \"b\"}"),
-	                       et_item(&A, "{\":flat\": {\"S\": \"flat\"}, \":nested\": {\"S\": "
-	                                   "\"nested\"}}")};
+	st_value *item =
+	    tl_json_item(&tl_arena, "{\"a.b\": {\"S\": \"flat\"}, \"a\": {\"M\": {\"b\": {\"S\": "
+	                            "\"nested\"}}}}");
+	st_expr_attrs attrs = {
+	    tl_json_names(&tl_arena, "{\"#ab\": \"a.b\", \"#a\": \"a\", \"#b\": \"b\"}"),
+	    tl_json_item(&tl_arena, "{\":flat\": {\"S\": \"flat\"}, \":nested\": {\"S\": "
+	                            "\"nested\"}}")};
 	st_expr_ctx ctx;
 	char msg[SH_ERRMSG_SIZE];
 	st_expr *e;
 	bool r;
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_OK);
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_OK);
 	ck_assert_int_eq(
 	    st_expr_parse(&ctx, ST_EXPR_CONDITION, "#ab = :flat AND #a.#b = :nested", &e, msg),
 	    SHOAL_OK);
@@ -272,7 +261,7 @@ END_TEST
 
 START_TEST(test_functions)
 {
-	ITEM_V = et_item(&A, ITEM);
+	ITEM_V = tl_json_item(&tl_arena, ITEM);
 	T("attribute_exists(s)");
 	T("attribute_exists(nul)");
 	T("attribute_exists(emp)");
@@ -347,7 +336,7 @@ END_TEST
 
 START_TEST(test_logic)
 {
-	ITEM_V = et_item(&A, ITEM);
+	ITEM_V = tl_json_item(&tl_arena, ITEM);
 	T("s = :s AND n = :n");
 	FALSE("s = :s AND n = :n4");
 	T("s = :pre OR n = :n");
@@ -445,7 +434,7 @@ static bool formula(gen *g, int depth, int ctx)
 
 START_TEST(test_random_precedence)
 {
-	ITEM_V = et_item(&A, ITEM);
+	ITEM_V = tl_json_item(&tl_arena, ITEM);
 	gen g = {.rng = tl_seed(), .size = ST_MAX_EXPR_SIZE + 1};
 	char buf[ST_MAX_EXPR_SIZE + 1];
 	g.buf = buf;
@@ -462,19 +451,10 @@ END_TEST
 
 static Suite *expr_eval_suite(void)
 {
-	Suite *s = suite_create("expr_eval");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_equality);
-	tcase_add_test(tc, test_ordering);
-	tcase_add_test(tc, test_in);
-	tcase_add_test(tc, test_absent);
-	tcase_add_test(tc, test_nested_paths);
-	tcase_add_test(tc, test_functions);
-	tcase_add_test(tc, test_logic);
-	tcase_add_test(tc, test_random_precedence);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("expr_eval", tl_arena_setup, tl_arena_teardown, 0,
+	                TL_TESTS(test_equality, test_ordering, test_in, test_absent,
+	                         test_nested_paths, test_functions, test_logic,
+	                         test_random_precedence));
 }
 
 TL_MAIN(expr_eval_suite)

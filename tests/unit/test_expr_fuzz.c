@@ -9,8 +9,7 @@
 #include <string.h>
 
 #include "storage/expr.h"
-#include "tests/lib/testlib.h"
-#include "tests/unit/expr_test.h"
+#include "tests/lib/tl_values.h"
 
 #define NAMES "{\"#a\": \"a\", \"#b\": \"b\", \"#k\": \"pk\", \"#d\": \"a.b\"}"
 #define VALUES                                                                                     \
@@ -153,10 +152,10 @@ static void fuzz_init(fuzz *f, uint64_t seed)
 	f->rng = seed;
 	sh_arena_init(&f->a);
 	sh_arena_init(&f->fixed);
-	f->attrs.names = et_names(&f->fixed, NAMES);
-	f->attrs.values = et_item(&f->fixed, VALUES);
-	f->item = et_item(&f->fixed, ITEM);
-	f->key = et_item(&f->fixed, "{\"pk\": {\"S\": \"k\"}}");
+	f->attrs.names = tl_json_names(&f->fixed, NAMES);
+	f->attrs.values = tl_json_item(&f->fixed, VALUES);
+	f->item = tl_json_item(&f->fixed, ITEM);
+	f->key = tl_json_item(&f->fixed, "{\"pk\": {\"S\": \"k\"}}");
 }
 
 static void fuzz_fini(fuzz *f)
@@ -335,13 +334,7 @@ END_TEST
 
 static Suite *expr_fuzz_suite(void)
 {
-	Suite *s = suite_create("expr_fuzz");
-	TCase *tc = tcase_create("core");
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_token_soup);
-	tcase_add_test(tc, test_mutations);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("expr_fuzz", NULL, NULL, 60, TL_TESTS(test_token_soup, test_mutations));
 }
 
 TL_MAIN(expr_fuzz_suite)

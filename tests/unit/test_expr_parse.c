@@ -1,25 +1,13 @@
 /* The expression parser: every syntax form, precedence, and every error
  * message st_expr_parse and the contexts give (DynamoDB's texts). */
 #include <check.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "storage/expr.h"
 #include "storage/expr_int.h"
-#include "tests/lib/testlib.h"
-#include "tests/unit/expr_test.h"
-
-static sh_arena A;
-
-static void setup(void)
-{
-	sh_arena_init(&A);
-}
-
-static void teardown(void)
-{
-	sh_arena_fini(&A);
-}
+#include "tests/lib/tl_values.h"
 
 #define NAMES "{\"#a\": \"a\", \"#b\": \"b\", \"#c\": \"c\", \"#d\": \"[3]\", \"#1\": \"1\"}"
 #define VALUES                                                                                     \
@@ -35,9 +23,10 @@ static st_expr_ctx CTX;
 static int parse_nv(st_expr_kind kind, const char *text, const char *names, const char *values,
                     st_expr **e, char *msg)
 {
-	st_expr_attrs attrs = {et_names(&A, names), values ? et_item(&A, values) : NULL};
+	st_expr_attrs attrs = {tl_json_names(&tl_arena, names),
+	                       values ? tl_json_item(&tl_arena, values) : NULL};
 	msg[0] = '\0';
-	int rc = st_expr_ctx_init(&CTX, &A, &attrs, msg);
+	int rc = st_expr_ctx_init(&CTX, &tl_arena, &attrs, msg);
 	ck_assert_msg(rc == SHOAL_OK, "ctx: %s", msg);
 	return st_expr_parse(&CTX, kind, text, e, msg);
 }
@@ -549,35 +538,35 @@ START_TEST(test_ctx_init)
 {
 	char msg[SH_ERRMSG_SIZE];
 	st_expr_ctx ctx;
-	st_expr_attrs attrs = {st_new_map(&A, 0), NULL};
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_E_VALIDATION);
+	st_expr_attrs attrs = {st_new_map(&tl_arena, 0), NULL};
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg, "ExpressionAttributeNames must not be empty");
-	attrs = (st_expr_attrs){NULL, st_new_map(&A, 0)};
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_E_VALIDATION);
+	attrs = (st_expr_attrs){NULL, st_new_map(&tl_arena, 0)};
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg, "ExpressionAttributeValues must not be empty");
-	attrs = (st_expr_attrs){et_names(&A, "{\"a\": \"a\"}"), NULL};
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_E_VALIDATION);
+	attrs = (st_expr_attrs){tl_json_names(&tl_arena, "{\"a\": \"a\"}"), NULL};
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg,
 	                 "ExpressionAttributeNames contains invalid key: Syntax error; key: \"a\"");
-	attrs = (st_expr_attrs){et_names(&A, "{\"#a-b\": \"a\"}"), NULL};
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_E_VALIDATION);
+	attrs = (st_expr_attrs){tl_json_names(&tl_arena, "{\"#a-b\": \"a\"}"), NULL};
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_E_VALIDATION);
 	ck_assert_str_eq(
 	    msg, "ExpressionAttributeNames contains invalid key: Syntax error; key: \"#a-b\"");
-	attrs = (st_expr_attrs){et_names(&A, "{\"#\": \"a\"}"), NULL};
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_E_VALIDATION);
-	attrs = (st_expr_attrs){et_names(&A, "{\"#a\": \"\"}"), NULL};
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_E_VALIDATION);
+	attrs = (st_expr_attrs){tl_json_names(&tl_arena, "{\"#\": \"a\"}"), NULL};
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_E_VALIDATION);
+	attrs = (st_expr_attrs){tl_json_names(&tl_arena, "{\"#a\": \"\"}"), NULL};
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg,
 	                 "ExpressionAttributeNames contains invalid value: Empty attribute name "
 	                 "for key #a");
-	attrs = (st_expr_attrs){NULL, et_item(&A, "{\"b\": {\"S\": \"a\"}}")};
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_E_VALIDATION);
+	attrs = (st_expr_attrs){NULL, tl_json_item(&tl_arena, "{\"b\": {\"S\": \"a\"}}")};
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_E_VALIDATION);
 	ck_assert_str_eq(
 	    msg, "ExpressionAttributeValues contains invalid key: Syntax error; key: \"b\"");
-	attrs = (st_expr_attrs){et_names(&A, "{\"#_1\": \"a\"}"),
-	                        et_item(&A, "{\":_X9\": {\"S\": \"a\"}}")};
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_OK);
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, NULL, msg), SHOAL_OK);
+	attrs = (st_expr_attrs){tl_json_names(&tl_arena, "{\"#_1\": \"a\"}"),
+	                        tl_json_item(&tl_arena, "{\":_X9\": {\"S\": \"a\"}}")};
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_OK);
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, NULL, msg), SHOAL_OK);
 }
 END_TEST
 
@@ -1211,7 +1200,7 @@ START_TEST(test_alloc_failures)
 		for (long n = 1; n < 200 && !succeeded; n++) {
 			sh_arena a;
 			sh_arena_init(&a);
-			st_expr_attrs attrs = {et_names(&a, NAMES), et_item(&a, VALUES)};
+			st_expr_attrs attrs = {tl_json_names(&a, NAMES), tl_json_item(&a, VALUES)};
 			st_expr_ctx ctx;
 			char msg[SH_ERRMSG_SIZE];
 			st_expr *e = NULL;
@@ -1231,29 +1220,13 @@ END_TEST
 
 static Suite *expr_parse_suite(void)
 {
-	Suite *s = suite_create("expr_parse");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_condition_forms);
-	tcase_add_test(tc, test_syntax_errors);
-	tcase_add_test(tc, test_precedence);
-	tcase_add_test(tc, test_update_forms);
-	tcase_add_test(tc, test_reserved_words);
-	tcase_add_test(tc, test_placeholders);
-	tcase_add_test(tc, test_unused);
-	tcase_add_test(tc, test_ctx_init);
-	tcase_add_test(tc, test_functions);
-	tcase_add_test(tc, test_distinct_and_order);
-	tcase_add_test(tc, test_between_in);
-	tcase_add_test(tc, test_limits);
-	tcase_add_test(tc, test_update_paths);
-	tcase_add_test(tc, test_projection);
-	tcase_add_test(tc, test_key_condition_shape);
-	tcase_add_test(tc, test_key_condition_schema);
-	tcase_add_test(tc, test_refs_attr);
-	tcase_add_test(tc, test_alloc_failures);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("expr_parse", tl_arena_setup, tl_arena_teardown, 0,
+	                TL_TESTS(test_condition_forms, test_syntax_errors, test_precedence,
+	                         test_update_forms, test_reserved_words, test_placeholders,
+	                         test_unused, test_ctx_init, test_functions,
+	                         test_distinct_and_order, test_between_in, test_limits,
+	                         test_update_paths, test_projection, test_key_condition_shape,
+	                         test_key_condition_schema, test_refs_attr, test_alloc_failures));
 }
 
 TL_MAIN(expr_parse_suite)

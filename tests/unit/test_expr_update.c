@@ -5,20 +5,7 @@
 
 #include "common/alloc.h"
 #include "storage/expr.h"
-#include "tests/lib/testlib.h"
-#include "tests/unit/expr_test.h"
-
-static sh_arena A;
-
-static void setup(void)
-{
-	sh_arena_init(&A);
-}
-
-static void teardown(void)
-{
-	sh_arena_fini(&A);
-}
+#include "tests/lib/tl_values.h"
 
 #define OLD_ATTRS                                                                                  \
 	"\"pk\": {\"S\": \"k\"}, \"s\": {\"S\": \"str\"}, \"n\": {\"N\": \"5\"}, "                 \
@@ -46,11 +33,11 @@ static void teardown(void)
 
 static st_expr *parse_update(const char *text)
 {
-	st_expr_attrs attrs = {et_names(&A, NAMES), et_item(&A, VALUES)};
+	st_expr_attrs attrs = {tl_json_names(&tl_arena, NAMES), tl_json_item(&tl_arena, VALUES)};
 	st_expr_ctx ctx;
 	char msg[SH_ERRMSG_SIZE];
 	st_expr *e;
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_OK);
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_OK);
 	int rc = st_expr_parse(&ctx, ST_EXPR_UPDATE, text, &e, msg);
 	ck_assert_msg(rc == SHOAL_OK, "%s: %s", text, msg);
 	return e;
@@ -60,10 +47,10 @@ static st_expr *parse_update(const char *text)
 static int apply(const char *text, const char *old, st_value **out, char *msg)
 {
 	st_expr *e = parse_update(text);
-	st_value *key = et_item(&A, "{\"pk\": {\"S\": \"k\"}}");
-	st_value *o = old ? et_item(&A, old) : NULL;
+	st_value *key = tl_json_item(&tl_arena, "{\"pk\": {\"S\": \"k\"}}");
+	st_value *o = old ? tl_json_item(&tl_arena, old) : NULL;
 	msg[0] = '\0';
-	return st_expr_update(e, &A, o, key, out, msg);
+	return st_expr_update(e, &tl_arena, o, key, out, msg);
 }
 
 static void ok_(const char *text, const char *old, const char *want, int line)
@@ -72,14 +59,14 @@ static void ok_(const char *text, const char *old, const char *want, int line)
 	st_value *out = NULL;
 	int rc = apply(text, old, &out, msg);
 	ck_assert_msg(rc == SHOAL_OK, "line %d: %s: %s", line, text, msg);
-	const st_value *w = et_item(&A, want);
+	const st_value *w = tl_json_item(&tl_arena, want);
 	ck_assert_msg(st_value_equal(out, w), "line %d: %s\n got %s\nwant %s", line, text,
-	              et_show(&A, out), et_show(&A, w));
+	              tl_show(&tl_arena, out), tl_show(&tl_arena, w));
 	/* The result is normalised: normalising it again changes nothing. */
 	st_value copy;
-	ck_assert_int_eq(st_value_copy(&A, out, &copy), SHOAL_OK);
-	ck_assert_int_eq(st_value_normalize(&A, &copy, msg), SHOAL_OK);
-	ck_assert_str_eq(et_show(&A, &copy), et_show(&A, out));
+	ck_assert_int_eq(st_value_copy(&tl_arena, out, &copy), SHOAL_OK);
+	ck_assert_int_eq(st_value_normalize(&tl_arena, &copy, msg), SHOAL_OK);
+	ck_assert_str_eq(tl_show(&tl_arena, &copy), tl_show(&tl_arena, out));
 }
 
 static void err_(const char *text, const char *old, const char *want, int line)
@@ -88,7 +75,7 @@ static void err_(const char *text, const char *old, const char *want, int line)
 	st_value *out = NULL;
 	int rc = apply(text, old, &out, msg);
 	ck_assert_msg(rc == SHOAL_E_VALIDATION, "line %d: %s: rc %d %s", line, text, rc,
-	              out ? et_show(&A, out) : msg);
+	              out ? tl_show(&tl_arena, out) : msg);
 	ck_assert_msg(strcmp(msg, want) == 0, "line %d: %s\n got %s\nwant %s", line, text, msg,
 	              want);
 }
@@ -332,10 +319,10 @@ END_TEST
 
 START_TEST(test_old_untouched)
 {
-	st_value *old = et_item(&A, OLD);
+	st_value *old = tl_json_item(&tl_arena, OLD);
 	st_value before;
-	ck_assert_int_eq(st_value_copy(&A, old, &before), SHOAL_OK);
-	const char *shown = et_show(&A, old);
+	ck_assert_int_eq(st_value_copy(&tl_arena, old, &before), SHOAL_OK);
+	const char *shown = tl_show(&tl_arena, old);
 	static const char *const updates[] = {
 	    "SET m.y.z = :n, l[1] = :s, l[7] = :s, s = n, n = n + :n",
 	    "REMOVE l[0], l[2], m.x, s",
@@ -344,21 +331,21 @@ START_TEST(test_old_untouched)
 	    "SET l = list_append(l, :l), m.ml = list_append(:l, m.ml)",
 	};
 	char msg[SH_ERRMSG_SIZE];
-	st_value *key = et_item(&A, "{\"pk\": {\"S\": \"k\"}}");
+	st_value *key = tl_json_item(&tl_arena, "{\"pk\": {\"S\": \"k\"}}");
 	for (size_t i = 0; i < sizeof(updates) / sizeof(updates[0]); i++) {
 		st_value *out;
 		st_expr *e = parse_update(updates[i]);
-		ck_assert_int_eq(st_expr_update(e, &A, old, key, &out, msg), SHOAL_OK);
+		ck_assert_int_eq(st_expr_update(e, &tl_arena, old, key, &out, msg), SHOAL_OK);
 		ck_assert(!st_value_equal(out, old));
 		ck_assert(st_value_equal(old, &before));
-		ck_assert_str_eq(et_show(&A, old), shown);
+		ck_assert_str_eq(tl_show(&tl_arena, old), shown);
 	}
 	/* A failing update leaves it alone too. */
 	st_value *out;
-	ck_assert_int_eq(
-	    st_expr_update(parse_update("REMOVE l[0] SET s.x = :s"), &A, old, key, &out, msg),
-	    SHOAL_E_VALIDATION);
-	ck_assert_str_eq(et_show(&A, old), shown);
+	ck_assert_int_eq(st_expr_update(parse_update("REMOVE l[0] SET s.x = :s"), &tl_arena, old,
+	                                key, &out, msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_show(&tl_arena, old), shown);
 }
 END_TEST
 
@@ -366,32 +353,33 @@ static st_value *updated(const char *text, const st_value *item)
 {
 	st_value *out;
 	char msg[SH_ERRMSG_SIZE];
-	int rc = st_expr_update_project(parse_update(text), &A, item, &out, msg);
+	int rc = st_expr_update_project(parse_update(text), &tl_arena, item, &out, msg);
 	ck_assert_msg(rc == SHOAL_OK, "%s", msg);
 	return out;
 }
 
 START_TEST(test_update_project)
 {
-	st_value *old = et_item(&A, OLD), *new;
+	st_value *old = tl_json_item(&tl_arena, OLD), *new;
 	char msg[SH_ERRMSG_SIZE];
 	const char *text = "SET m.y.z = :n, l[1] = :s REMOVE s ADD zz :ss DELETE ss :ss";
-	st_value *key = et_item(&A, "{\"pk\": {\"S\": \"k\"}}");
-	ck_assert_int_eq(st_expr_update(parse_update(text), &A, old, key, &new, msg), SHOAL_OK);
+	st_value *key = tl_json_item(&tl_arena, "{\"pk\": {\"S\": \"k\"}}");
+	ck_assert_int_eq(st_expr_update(parse_update(text), &tl_arena, old, key, &new, msg),
+	                 SHOAL_OK);
 	/* UPDATED_OLD: what the paths held before (zz did not exist). */
-	et_assert_item(
-	    &A, updated(text, old),
+	tl_assert_item(
+	    &tl_arena, updated(text, old),
 	    "{\"m\": {\"M\": {\"y\": {\"M\": {\"z\": " S("deep") "}}}}, \"l\": {\"L\": [" S(
 	        "b") "]}, \"s\": " S("str") ", \"ss\": {\"SS\": [\"a\", \"b\"]}}");
 	/* UPDATED_NEW: what they hold now (s is gone). */
-	et_assert_item(
-	    &A, updated(text, new),
+	tl_assert_item(
+	    &tl_arena, updated(text, new),
 	    "{\"m\": {\"M\": {\"y\": {\"M\": {\"z\": " N("1") "}}}}, \"l\": {\"L\": [" S(
 	        "new") "]}, \"zz\": {\"SS\": [\"b\", \"c\"]}, \"ss\": {\"SS\": [\"a\"]}}");
 	/* List elements come back compacted, in index order. */
-	et_assert_item(&A, updated("REMOVE l[3], l[1]", old),
+	tl_assert_item(&tl_arena, updated("REMOVE l[3], l[1]", old),
 	               "{\"l\": {\"L\": [" S("b") ", " S("d") "]}}");
-	et_assert_item(&A, updated("SET m.ml[1] = :n, m.x = :n", old),
+	tl_assert_item(&tl_arena, updated("SET m.ml[1] = :n, m.x = :n", old),
 	               "{\"m\": {\"M\": {\"ml\": {\"L\": [" N("2") "]}, \"x\": " N("1") "}}}");
 	/* Nothing at the paths: an empty map. */
 	st_value *empty = updated("REMOVE zz, yy.x", old);
@@ -405,40 +393,42 @@ END_TEST
 
 static st_value *project(const char *text, const st_value *item)
 {
-	st_expr_attrs attrs = {et_names(&A, "{\"#n\": \"n\", \"#dot\": \"a.b\"}"), NULL};
+	st_expr_attrs attrs = {tl_json_names(&tl_arena, "{\"#n\": \"n\", \"#dot\": \"a.b\"}"),
+	                       NULL};
 	st_expr_ctx ctx;
 	char msg[SH_ERRMSG_SIZE];
 	st_expr *e;
 	st_value *out;
-	ck_assert_int_eq(st_expr_ctx_init(&ctx, &A, &attrs, msg), SHOAL_OK);
+	ck_assert_int_eq(st_expr_ctx_init(&ctx, &tl_arena, &attrs, msg), SHOAL_OK);
 	int rc = st_expr_parse(&ctx, ST_EXPR_PROJECTION, text, &e, msg);
 	ck_assert_msg(rc == SHOAL_OK, "%s: %s", text, msg);
-	ck_assert_int_eq(st_expr_project(e, &A, item, &out, msg), SHOAL_OK);
+	ck_assert_int_eq(st_expr_project(e, &tl_arena, item, &out, msg), SHOAL_OK);
 	return out;
 }
 
 START_TEST(test_project)
 {
-	st_value *old = et_item(&A, OLD);
-	et_assert_item(&A, project("s", old), "{\"s\": " S("str") "}");
-	et_assert_item(&A, project("s, #n, zz", old), "{\"s\": " S("str") ", \"n\": " N("5") "}");
-	et_assert_item(
-	    &A, project("m.y.z, l[3], l[1], m.ml[1], m.zz, l[9]", old),
+	st_value *old = tl_json_item(&tl_arena, OLD);
+	tl_assert_item(&tl_arena, project("s", old), "{\"s\": " S("str") "}");
+	tl_assert_item(&tl_arena, project("s, #n, zz", old),
+	               "{\"s\": " S("str") ", \"n\": " N("5") "}");
+	tl_assert_item(
+	    &tl_arena, project("m.y.z, l[3], l[1], m.ml[1], m.zz, l[9]", old),
 	    "{\"m\": {\"M\": {\"y\": {\"M\": {\"z\": " S("deep") "}}, \"ml\": {\"L\": [" N(
 	        "2") "]}}}, \"l\": {\"L\": [" S("b") ", " S("d") "]}}");
-	et_assert_item(&A, project("m", old),
+	tl_assert_item(&tl_arena, project("m", old),
 	               "{\"m\": {\"M\": {\"x\": " N("1") ", \"y\": {\"M\": {\"z\": " S(
 	                   "deep") "}}, "
 	                           "\"ml\": {\"L\": [" N("1") "," N("2") "]}}}}");
-	et_assert_item(&A, project("ss, nul", old),
+	tl_assert_item(&tl_arena, project("ss, nul", old),
 	               "{\"ss\": {\"SS\": [\"a\", \"b\"]}, \"nul\": {\"NULL\": true}}");
 	/* Paths through the wrong type lead nowhere. */
-	et_assert_item(&A, project("s.x, l.x, m[0], n[0]", old), "{}");
+	tl_assert_item(&tl_arena, project("s.x, l.x, m[0], n[0]", old), "{}");
 	/* A name with a dot, through a placeholder. */
 	st_value *dotted =
-	    et_item(&A, "{\"a.b\": " N("1") ", \"a\": {\"M\": {\"b\": " N("2") "}}}");
-	et_assert_item(&A, project("#dot", dotted), "{\"a.b\": " N("1") "}");
-	et_assert_item(&A, project("a.b", dotted), "{\"a\": {\"M\": {\"b\": " N("2") "}}}");
+	    tl_json_item(&tl_arena, "{\"a.b\": " N("1") ", \"a\": {\"M\": {\"b\": " N("2") "}}}");
+	tl_assert_item(&tl_arena, project("#dot", dotted), "{\"a.b\": " N("1") "}");
+	tl_assert_item(&tl_arena, project("a.b", dotted), "{\"a\": {\"M\": {\"b\": " N("2") "}}}");
 	/* No item. */
 	st_value *none = project("a, b", NULL);
 	ck_assert_int_eq(none->type, ST_M);
@@ -452,8 +442,8 @@ START_TEST(test_alloc_failures)
 {
 	const char *text = "SET m.y.z = :n, l[1] = :s, l[9] = :s, c = list_append(:l, l), "
 	                   "n = n + :n REMOVE l[0], s ADD ss :ss, zz :ns DELETE ns :ns1";
-	st_value *old = et_item(&A, OLD);
-	st_value *key = et_item(&A, "{\"pk\": {\"S\": \"k\"}}");
+	st_value *old = tl_json_item(&tl_arena, OLD);
+	st_value *key = tl_json_item(&tl_arena, "{\"pk\": {\"S\": \"k\"}}");
 	st_expr *e = parse_update(text);
 	bool succeeded = false;
 	for (long n = 1; n < 500 && !succeeded; n++) {
@@ -476,20 +466,10 @@ END_TEST
 
 static Suite *expr_update_suite(void)
 {
-	Suite *s = suite_create("expr_update");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_set);
-	tcase_add_test(tc, test_arithmetic);
-	tcase_add_test(tc, test_remove);
-	tcase_add_test(tc, test_add_delete);
-	tcase_add_test(tc, test_runtime_errors);
-	tcase_add_test(tc, test_old_untouched);
-	tcase_add_test(tc, test_update_project);
-	tcase_add_test(tc, test_project);
-	tcase_add_test(tc, test_alloc_failures);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("expr_update", tl_arena_setup, tl_arena_teardown, 0,
+	                TL_TESTS(test_set, test_arithmetic, test_remove, test_add_delete,
+	                         test_runtime_errors, test_old_untouched, test_update_project,
+	                         test_project, test_alloc_failures));
 }
 
 TL_MAIN(expr_update_suite)

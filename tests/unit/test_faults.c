@@ -12,12 +12,12 @@
 #include "common/alloc.h"
 #include "storage/engine.h"
 #include "storage/storage.h"
-#include "tests/lib/testlib.h"
+#define TL_VALUE_NAMES
+#include "tests/lib/tl_store.h"
 
-static char dir[4096];
-static st_env *env;
-static sh_arena A; /* requests */
-static sh_arena R; /* the engine's results: fresh for every run */
+/* Requests are built in tl_arena; the engine's results go to R, fresh for
+ * every run. */
+static sh_arena R;
 
 /* The fault to arm, armed by each operation right before it calls the
  * engine (building the request must not hit the fault). */
@@ -39,32 +39,8 @@ typedef struct snap {
 /* Every key and value of every DBI, in order. */
 static snap take(void)
 {
-	snap s = {malloc(1 << 16), 0};
-	size_t cap = 1 << 16;
-	MDB_txn *txn;
-	ck_assert_int_eq(mdb_txn_begin(env->env, NULL, MDB_RDONLY, &txn), 0);
-	MDB_dbi dbis[3] = {env->meta, env->catalog, env->data};
-	for (int i = 0; i < 3; i++) {
-		MDB_cursor *c;
-		ck_assert_int_eq(mdb_cursor_open(txn, dbis[i], &c), 0);
-		MDB_val k, v;
-		for (int rc = mdb_cursor_get(c, &k, &v, MDB_FIRST); rc == 0;
-		     rc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-			size_t need = s.len + k.mv_size + v.mv_size + 2 * sizeof(size_t);
-			while (need > cap)
-				s.buf = realloc(s.buf, cap *= 2);
-			memcpy(s.buf + s.len, &k.mv_size, sizeof(size_t));
-			s.len += sizeof(size_t);
-			memcpy(s.buf + s.len, k.mv_data, k.mv_size);
-			s.len += k.mv_size;
-			memcpy(s.buf + s.len, &v.mv_size, sizeof(size_t));
-			s.len += sizeof(size_t);
-			memcpy(s.buf + s.len, v.mv_data, v.mv_size);
-			s.len += v.mv_size;
-		}
-		mdb_cursor_close(c);
-	}
-	mdb_txn_abort(txn);
+	snap s;
+	s.buf = tl_store_dump(tl_env, true, &s.len);
 	return s;
 }
 
@@ -77,74 +53,35 @@ static bool snap_eq(snap a, snap b)
 /* A populated table                                                         */
 /* ------------------------------------------------------------------------ */
 
-static st_value *S(const char *s)
-{
-	return st_new_s(&A, s);
-}
-
-static st_value *N(const char *s)
-{
-	return st_new_n(&A, s);
-}
-
-static st_value *M2(const char *n1, st_value *v1, const char *n2, st_value *v2)
-{
-	st_value *m = st_new_map(&A, 2);
-	st_map_set(&A, m, n1, strlen(n1), v1);
-	if (n2 != NULL)
-		st_map_set(&A, m, n2, strlen(n2), v2);
-	return m;
-}
-
-static st_value *L2(st_value *a, st_value *b)
-{
-	st_value *l = sh_arena_calloc(&A, 1, sizeof(*l));
-	l->type = ST_L;
-	l->u.list.v = sh_arena_calloc(&A, 2, sizeof(st_value));
-	l->u.list.v[0] = *a;
-	l->u.list.v[1] = *b;
-	l->u.list.n = 2;
-	return l;
-}
-
-static st_value *SS2(const char *a, const char *b)
-{
-	st_value *l = L2(S(a), S(b));
-	l->type = ST_SS;
-	return l;
-}
-
 static st_value *item(const char *pk, const char *sk)
 {
-	st_value *m = M2("PK", S(pk), "SK", N(sk));
-	st_map_set(&A, m, "a", 1, N("1"));
-	st_map_set(&A, m, "m", 1, M2("x", M2("y", N("1"), NULL, NULL), "s", S("str")));
-	st_map_set(&A, m, "l", 1, L2(N("1"), S("two")));
-	st_map_set(&A, m, "s", 1, SS2("a", "b"));
+	st_value *m = map("PK", S(pk), "SK", N(sk), NULL);
+	st_map_set(&tl_arena, m, "a", 1, N("1"));
+	st_map_set(&tl_arena, m, "m", 1, map("x", map("y", N("1"), NULL), "s", S("str"), NULL));
+	st_map_set(&tl_arena, m, "l", 1, list(2, N("1"), S("two")));
+	st_map_set(&tl_arena, m, "s", 1, SS(2, "a", "b"));
 	/* Bulk, so that the engine's arena grows block by block at many
 	 * different points of an operation. */
 	static char text[3001];
 	memset(text, 't', 3000);
-	st_map_set(&A, m, "text", 4, S(text));
-	st_value *list = sh_arena_calloc(&A, 1, sizeof(*list));
-	list->type = ST_L;
-	list->u.list.n = 60;
-	list->u.list.v = sh_arena_calloc(&A, 60, sizeof(st_value));
+	st_map_set(&tl_arena, m, "text", 4, S(text));
+	st_value *bulk = sh_arena_calloc(&tl_arena, 1, sizeof(*bulk));
+	bulk->type = ST_L;
+	bulk->u.list.n = 60;
+	bulk->u.list.v = sh_arena_calloc(&tl_arena, 60, sizeof(st_value));
 	for (int i = 0; i < 60; i++) {
 		char num[16];
 		snprintf(num, sizeof(num), "%d.25", i * 1000);
-		list->u.list.v[i] = *M2("n", N(num), "s", S(num));
+		bulk->u.list.v[i] = *map("n", N(num), "s", S(num), NULL);
 	}
-	st_map_set(&A, m, "list", 4, list);
+	st_map_set(&tl_arena, m, "list", 4, bulk);
 	return m;
 }
 
 static void open_populated(void)
 {
-	snprintf(dir, sizeof(dir), "%s", tl_tmpdir("faults"));
+	tl_env_open("faults", &(st_env_options){.map_size = 64 << 20, .nosync = true});
 	char msg[SH_ERRMSG_SIZE];
-	st_env_options o = {.map_size = 64 << 20, .nosync = true};
-	ck_assert_int_eq(st_env_open(dir, &o, &env, msg), SHOAL_OK);
 	st_key_attr attrs[] = {{"PK", ST_S}, {"SK", ST_N}, {"G", ST_S}};
 	st_index_def gsi = {.name = "byG",
 	                    .key = {{"G", ST_S}, {"SK", ST_N}},
@@ -157,35 +94,22 @@ static void open_populated(void)
 	                    .indexes = &gsi,
 	                    .n_indexes = 1};
 	st_txn *txn;
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
 	ck_assert_msg(st_table_create(txn, &def, msg) == SHOAL_OK, "%s", msg);
 	st_txn_set_applied(txn, 1);
 	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
 	const char *keys[][2] = {{"p", "1"}, {"p", "2"}, {"q", "1"}, {"r", "-3.5"}};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		st_put_req r = {.table = "Fau", .item = item(keys[i][0], keys[i][1])};
-		ck_assert_int_eq(st_put_item(env, &r, &A, NULL, msg), SHOAL_OK);
+		ck_assert_int_eq(st_put_item(tl_env, &r, &tl_arena, NULL, msg), SHOAL_OK);
 	}
-	sh_arena_reset(&A);
-}
-
-static void close_env(void)
-{
-	st_env_close(env);
-	env = NULL;
-	tl_rmtree(dir);
+	sh_arena_reset(&tl_arena);
 }
 
 static void setup(void)
 {
-	sh_arena_init(&A);
+	tl_arena_setup();
 	fault.n = 0;
-}
-
-static void teardown(void)
-{
-	sh_fault_reset();
-	sh_arena_fini(&A);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -208,73 +132,73 @@ static int op_put_new(char *msg)
 	                .return_values = ST_RV_ALL_OLD};
 	st_write_result res;
 	arm();
-	return st_put_item(env, &r, &R, &res, msg);
+	return st_put_item(tl_env, &r, &R, &res, msg);
 }
 
 static int op_put_over(char *msg)
 {
 	st_value *it = item("p", "1");
-	st_map_set(&A, it, "extra", 5, S("more"));
+	st_map_set(&tl_arena, it, "extra", 5, S("more"));
 	st_put_req r = {.table = "Fau", .item = it, .return_values = ST_RV_ALL_OLD};
 	st_write_result res;
 	arm();
-	return st_put_item(env, &r, &R, &res, msg);
+	return st_put_item(tl_env, &r, &R, &res, msg);
 }
 
 static int op_update(char *msg)
 {
 	st_update_req r = {.table = "Fau",
-	                   .key = M2("PK", S("p"), "SK", N("1")),
+	                   .key = map("PK", S("p"), "SK", N("1"), NULL),
 	                   .update = "SET m.x.z = :v, l[0] = :w, #new = :w ADD a :one, s :ss "
 	                             "REMOVE m.s",
 	                   .condition = "attribute_exists(m.x.y) AND a = :one",
-	                   .attrs = {M2("#new", S("brand_new"), NULL, NULL), NULL},
+	                   .attrs = {map("#new", S("brand_new"), NULL), NULL},
 	                   .return_values = ST_RV_UPDATED_NEW};
-	st_value *vals = M2(":v", S("zz"), ":w", N("42"));
-	st_map_set(&A, vals, ":one", 4, N("1"));
-	st_map_set(&A, vals, ":ss", 3, SS2("c", "d"));
+	st_value *vals = map(":v", S("zz"), ":w", N("42"), NULL);
+	st_map_set(&tl_arena, vals, ":one", 4, N("1"));
+	st_map_set(&tl_arena, vals, ":ss", 3, SS(2, "c", "d"));
 	r.attrs.values = vals;
 	st_write_result res;
 	arm();
-	return st_update_item(env, &r, &R, &res, msg);
+	return st_update_item(tl_env, &r, &R, &res, msg);
 }
 
 static int op_update_absent(char *msg)
 {
 	st_update_req r = {.table = "Fau",
-	                   .key = M2("PK", S("new"), "SK", N("9")),
+	                   .key = map("PK", S("new"), "SK", N("9"), NULL),
 	                   .update = "SET n = :w ADD c :w",
-	                   .attrs = {NULL, M2(":w", N("5"), NULL, NULL)},
+	                   .attrs = {NULL, map(":w", N("5"), NULL)},
 	                   .return_values = ST_RV_ALL_NEW};
 	st_write_result res;
 	arm();
-	return st_update_item(env, &r, &R, &res, msg);
+	return st_update_item(tl_env, &r, &R, &res, msg);
 }
 
 static int op_delete(char *msg)
 {
 	st_delete_req r = {.table = "Fau",
-	                   .key = M2("PK", S("p"), "SK", N("2")),
+	                   .key = map("PK", S("p"), "SK", N("2"), NULL),
 	                   .condition = "attribute_exists(PK) AND size(l) = :two",
-	                   .attrs = {NULL, M2(":two", N("2"), NULL, NULL)},
+	                   .attrs = {NULL, map(":two", N("2"), NULL)},
 	                   .return_values = ST_RV_ALL_OLD};
 	st_write_result res;
 	arm();
-	return st_delete_item(env, &r, &R, &res, msg);
+	return st_delete_item(tl_env, &r, &R, &res, msg);
 }
 
 static int op_txn_batch(char *msg)
 {
 	st_put_req p = {.table = "Fau", .item = item("b", "1")};
-	st_delete_req d = {.table = "Fau", .key = M2("PK", S("q"), "SK", N("1"))};
+	st_delete_req d = {.table = "Fau", .key = map("PK", S("q"), "SK", N("1"), NULL)};
 	st_update_req u = {.table = "Fau",
-	                   .key = M2("PK", S("r"), "SK", N("-3.5")),
+	                   .key = map("PK", S("r"), "SK", N("-3.5"), NULL),
 	                   .update = "ADD a :one",
-	                   .attrs = {NULL, M2(":one", N("1"), NULL, NULL)}};
-	st_put_req bad = {.table = "Fau", .item = M2("PK", S("x"), NULL, NULL)};
+	                   .attrs = {NULL, map(":one", N("1"), NULL)}};
+	st_put_req bad = {.table = "Fau", .item = map("PK", S("x"), NULL)};
 	st_txn *txn;
 	arm();
-	int rc = st_txn_begin(env, &txn, msg);
+	int rc = st_txn_begin(tl_env, &txn, msg);
 	if (rc != SHOAL_OK)
 		return rc;
 	rc = st_put(txn, &p, &R, NULL, msg);
@@ -311,7 +235,7 @@ static int op_create_table(char *msg)
 	                    .n_indexes = 1};
 	st_txn *txn;
 	arm();
-	int rc = st_txn_begin(env, &txn, msg);
+	int rc = st_txn_begin(tl_env, &txn, msg);
 	if (rc != SHOAL_OK)
 		return rc;
 	if ((rc = st_table_create(txn, &def, msg)) != SHOAL_OK) {
@@ -325,7 +249,7 @@ static int op_delete_table(char *msg)
 {
 	st_txn *txn;
 	arm();
-	int rc = st_txn_begin(env, &txn, msg);
+	int rc = st_txn_begin(tl_env, &txn, msg);
 	if (rc != SHOAL_OK)
 		return rc;
 	if ((rc = st_table_delete(txn, "Fau", msg)) != SHOAL_OK) {
@@ -380,8 +304,8 @@ static snap expected_after(size_t i)
 	snap after = take();
 	ck_assert_msg(!snap_eq(before, after), "%s changed nothing", ops[i].name);
 	free(before.buf);
-	sh_arena_reset(&A);
-	close_env();
+	sh_arena_reset(&tl_arena);
+	tl_env_close();
 	return after;
 }
 
@@ -398,7 +322,7 @@ static void alloc_loop(size_t i, bool sticky)
 		fault.sticky = sticky;
 		int rc = run(i, msg);
 		long fired = last_fired;
-		sh_arena_reset(&A);
+		sh_arena_reset(&tl_arena);
 		if (rc == SHOAL_OK) {
 			snap now = take();
 			ck_assert_msg(snap_eq(now, want), "%s, alloc %ld: wrong result",
@@ -407,7 +331,7 @@ static void alloc_loop(size_t i, bool sticky)
 			if (fired == 0)
 				break;
 			/* The fault was absorbed: start again from a clean store. */
-			close_env();
+			tl_env_close();
 			open_populated();
 			continue;
 		}
@@ -426,7 +350,7 @@ static void alloc_loop(size_t i, bool sticky)
 	ck_assert_msg(n < 100000, "%s never completed", ops[i].name);
 	free(want.buf);
 	free(before.buf);
-	close_env();
+	tl_env_close();
 }
 
 START_TEST(test_alloc_faults)
@@ -467,7 +391,7 @@ START_TEST(test_commit_faults)
 	free(now.buf);
 	free(want.buf);
 	free(before.buf);
-	close_env();
+	tl_env_close();
 }
 END_TEST
 
@@ -477,17 +401,9 @@ END_TEST
 
 START_TEST(test_map_full)
 {
-	snprintf(dir, sizeof(dir), "%s", tl_tmpdir("full"));
+	tl_env_open("full", &(st_env_options){.map_size = 1 << 20, .nosync = true});
+	tl_create_table("Full", "PK", ST_S, NULL, ST_NONE);
 	char msg[SH_ERRMSG_SIZE];
-	st_env_options o = {.map_size = 1 << 20, .nosync = true};
-	ck_assert_int_eq(st_env_open(dir, &o, &env, msg), SHOAL_OK);
-	st_key_attr attrs[] = {{"PK", ST_S}};
-	st_table_def def = {
-	    .name = "Full", .key = {{"PK", ST_S}, {NULL, ST_NONE}}, .attrs = attrs, .n_attrs = 1};
-	st_txn *txn;
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
-	ck_assert_int_eq(st_table_create(txn, &def, msg), SHOAL_OK);
-	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
 
 	char *payload = malloc(10001);
 	memset(payload, 'x', 10000);
@@ -496,12 +412,12 @@ START_TEST(test_map_full)
 	for (int i = 0; i < 1000; i++) {
 		char pk[16];
 		snprintf(pk, sizeof(pk), "k%04d", i);
-		st_put_req r = {.table = "Full", .item = M2("PK", S(pk), "v", S(payload))};
-		rc = st_put_item(env, &r, &A, NULL, msg);
+		st_put_req r = {.table = "Full", .item = map("PK", S(pk), "v", S(payload), NULL)};
+		rc = st_put_item(tl_env, &r, &tl_arena, NULL, msg);
 		if (rc != SHOAL_OK)
 			break;
 		stored++;
-		sh_arena_reset(&A);
+		sh_arena_reset(&tl_arena);
 	}
 	ck_assert_msg(rc == SHOAL_E_FULL, "%s: %s", shoal_err_name(rc), msg);
 	ck_assert_ptr_nonnull(strstr(msg, "MDB_MAP_FULL"));
@@ -509,40 +425,42 @@ START_TEST(test_map_full)
 
 	/* Reads still work, and see exactly the committed items. */
 	st_table_info info;
-	ck_assert_int_eq(st_table_describe(env, "Full", &A, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Full", &tl_arena, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.item_count, (uint64_t)stored);
 	for (int i = 0; i < stored; i += 7) {
 		char pk[16];
 		snprintf(pk, sizeof(pk), "k%04d", i);
-		st_get_req g = {.table = "Full", .key = M2("PK", S(pk), NULL, NULL)};
+		st_get_req g = {.table = "Full", .key = map("PK", S(pk), NULL)};
 		st_value *it;
-		ck_assert_int_eq(st_get_item(env, &g, &A, &it, msg), SHOAL_OK);
+		ck_assert_int_eq(st_get_item(tl_env, &g, &tl_arena, &it, msg), SHOAL_OK);
 		ck_assert_ptr_nonnull(it);
 		ck_assert_uint_eq(st_map_get(it, "v", 1)->u.str.len, 10000);
 	}
 	/* A transaction that hits the limit is poisoned and commits nothing. */
-	ck_assert_int_eq(st_txn_begin(env, &txn, msg), SHOAL_OK);
-	st_put_req big = {.table = "Full", .item = M2("PK", S("big"), "v", S(payload))};
-	for (int i = 0; i < 100 && (rc = st_put(txn, &big, &A, NULL, msg)) == SHOAL_OK; i++)
-		big.item = M2("PK", S(i % 2 ? "big1" : "big2"), "v", S(payload));
+	st_txn *txn;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
+	st_put_req big = {.table = "Full", .item = map("PK", S("big"), "v", S(payload), NULL)};
+	for (int i = 0; i < 100 && (rc = st_put(txn, &big, &tl_arena, NULL, msg)) == SHOAL_OK; i++)
+		big.item = map("PK", S(i % 2 ? "big1" : "big2"), "v", S(payload), NULL);
 	ck_assert_int_eq(rc, SHOAL_E_FULL);
-	st_put_req small = {.table = "Full", .item = M2("PK", S("small"), NULL, NULL)};
-	ck_assert_int_eq(st_put(txn, &small, &A, NULL, msg), SHOAL_E_FULL);
+	st_put_req small = {.table = "Full", .item = map("PK", S("small"), NULL)};
+	ck_assert_int_eq(st_put(txn, &small, &tl_arena, NULL, msg), SHOAL_E_FULL);
 	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_E_FULL);
-	ck_assert_int_eq(st_table_describe(env, "Full", &A, &info, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Full", &tl_arena, &info, msg), SHOAL_OK);
 	ck_assert_uint_eq(info.item_count, (uint64_t)stored);
 	/* Deleting makes room again. */
 	for (int i = 0; i < stored; i++) {
 		char pk[16];
 		snprintf(pk, sizeof(pk), "k%04d", i);
-		st_delete_req d = {.table = "Full", .key = M2("PK", S(pk), NULL, NULL)};
-		ck_assert_msg(st_delete_item(env, &d, &A, NULL, msg) == SHOAL_OK, "%s", msg);
-		sh_arena_reset(&A);
+		st_delete_req d = {.table = "Full", .key = map("PK", S(pk), NULL)};
+		ck_assert_msg(st_delete_item(tl_env, &d, &tl_arena, NULL, msg) == SHOAL_OK, "%s",
+		              msg);
+		sh_arena_reset(&tl_arena);
 	}
-	st_put_req again = {.table = "Full", .item = M2("PK", S("again"), "v", S(payload))};
-	ck_assert_int_eq(st_put_item(env, &again, &A, NULL, msg), SHOAL_OK);
+	st_put_req again = {.table = "Full", .item = map("PK", S("again"), "v", S(payload), NULL)};
+	ck_assert_int_eq(st_put_item(tl_env, &again, &tl_arena, NULL, msg), SHOAL_OK);
 	free(payload);
-	close_env();
+	tl_env_close();
 }
 END_TEST
 
@@ -550,7 +468,7 @@ static Suite *faults_suite(void)
 {
 	Suite *s = suite_create("faults");
 	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, tl_arena_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_loop_test(tc, test_alloc_faults, 0, (int)N_OPS);
 	tcase_add_loop_test(tc, test_alloc_faults_sticky, 0, (int)N_OPS);

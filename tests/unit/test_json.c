@@ -6,7 +6,7 @@
 
 #include "common/alloc.h"
 #include "proto/wire.h"
-#include "tests/lib/testlib.h"
+#include "tests/lib/tl_values.h"
 
 #define EMPTY_AV                                                                                   \
 	"Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
@@ -20,39 +20,24 @@
 	"Nesting Levels have exceeded supported limits: Attributes in the item have nested "       \
 	"levels beyond supported limit"
 
-static sh_arena A;
-static char msg[SH_ERRMSG_SIZE];
-
-static void setup(void)
-{
-	sh_arena_init(&A);
-	msg[0] = '\0';
-}
-
-static void teardown(void)
-{
-	sh_arena_fini(&A);
-	sh_fault_reset();
-}
-
 static int value(const char *text, st_value *v)
 {
-	return wire_value_from_text(&A, text, strlen(text), v, msg);
+	return wire_value_from_text(&tl_arena, text, strlen(text), v, tl_msg);
 }
 
 static int item(const char *text, st_value *v)
 {
-	return wire_item_from_text(&A, text, strlen(text), v, msg);
+	return wire_item_from_text(&tl_arena, text, strlen(text), v, tl_msg);
 }
 
 /* The compact JSON text of v (an item when is_item). */
 static const char *to_text(const st_value *v, bool is_item)
 {
 	json_t *j;
-	int rc = is_item ? wire_item_to_json(v, &j, msg) : wire_value_to_json(v, &j, msg);
-	ck_assert_msg(rc == SHOAL_OK, "%s", msg);
+	int rc = is_item ? wire_item_to_json(v, &j, tl_msg) : wire_value_to_json(v, &j, tl_msg);
+	ck_assert_msg(rc == SHOAL_OK, "%s", tl_msg);
 	char *out;
-	ck_assert_int_eq(wire_json_dumps(&A, j, false, &out, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_json_dumps(&tl_arena, j, false, &out, tl_msg), SHOAL_OK);
 	json_decref(j);
 	return out;
 }
@@ -66,7 +51,7 @@ static bool str_is(const st_value *v, st_type t, const char *p, size_t n)
 static void check_round(const char *text)
 {
 	st_value v;
-	ck_assert_msg(value(text, &v) == SHOAL_OK, "%s: %s", text, msg);
+	ck_assert_msg(value(text, &v) == SHOAL_OK, "%s: %s", text, tl_msg);
 	ck_assert_str_eq(to_text(&v, false), text);
 }
 
@@ -127,13 +112,13 @@ START_TEST(test_nul_and_escapes)
 	named.u.map.n = 1;
 	ck_assert_str_eq(to_text(&named, true), "{\"a\\u0000b\":{\"S\":\"a\\u0000b\\n\\\"\"}}");
 	ck_assert_int_eq(item("{\"a\\u0000b\":{\"S\":\"x\"}}", &v), SHOAL_E_SERIALIZATION);
-	ck_assert_msg(strstr(msg, "NUL byte in object key") != NULL, "%s", msg);
+	ck_assert_msg(strstr(tl_msg, "NUL byte in object key") != NULL, "%s", tl_msg);
 	/* Text that is not UTF-8 cannot be written as JSON. */
 	st_value bad = {.type = ST_S};
 	bad.u.str.ptr = "\xff";
 	bad.u.str.len = 1;
 	json_t *j;
-	ck_assert_int_eq(wire_value_to_json(&bad, &j, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(wire_value_to_json(&bad, &j, tl_msg), SHOAL_E_VALIDATION);
 }
 END_TEST
 
@@ -146,7 +131,7 @@ START_TEST(test_item_output_text)
 	st_value v;
 	ck_assert_int_eq(item(in, &v), SHOAL_OK);
 	/* Normalised (sorted, canonical numbers), then written back. */
-	ck_assert_int_eq(st_value_normalize(&A, &v, msg), SHOAL_OK);
+	ck_assert_int_eq(st_value_normalize(&tl_arena, &v, tl_msg), SHOAL_OK);
 	ck_assert_str_eq(
 	    to_text(&v, true),
 	    "{\"bin\":{\"B\":\"AQID\"},\"list\":{\"L\":[{\"N\":\"1\"},{\"S\":\"two\"}]},"
@@ -158,8 +143,8 @@ START_TEST(test_item_output_text)
 	ck_assert_int_eq(item("{\"pk\":{\"S\":\"a\"},\"n\":{\"NS\":[\"1\"]}}", &small), SHOAL_OK);
 	json_t *j;
 	char *out;
-	ck_assert_int_eq(wire_item_to_json(&small, &j, msg), SHOAL_OK);
-	ck_assert_int_eq(wire_json_dumps(&A, j, true, &out, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_item_to_json(&small, &j, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_json_dumps(&tl_arena, j, true, &out, tl_msg), SHOAL_OK);
 	json_decref(j);
 	ck_assert_str_eq(out, "{\n"
 	                      "    \"pk\": {\n"
@@ -178,37 +163,37 @@ START_TEST(test_items_and_names)
 {
 	json_t *j;
 	const char *arr = "[{\"a\":{\"N\":\"1\"}},{}]";
-	ck_assert_int_eq(wire_json_parse(arr, strlen(arr), &j, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_json_parse(arr, strlen(arr), &j, tl_msg), SHOAL_OK);
 	st_value *items;
 	uint32_t n;
-	ck_assert_int_eq(wire_items_from_json(&A, j, &items, &n, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_items_from_json(&tl_arena, j, &items, &n, tl_msg), SHOAL_OK);
 	json_decref(j);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(items[0].u.map.n, 1);
 	ck_assert_uint_eq(items[1].u.map.n, 0);
-	ck_assert_int_eq(wire_items_to_json(items, n, &j, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_items_to_json(items, n, &j, tl_msg), SHOAL_OK);
 	char *out;
-	ck_assert_int_eq(wire_json_dumps(&A, j, false, &out, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_json_dumps(&tl_arena, j, false, &out, tl_msg), SHOAL_OK);
 	json_decref(j);
 	ck_assert_str_eq(out, "[{\"a\":{\"N\":\"1\"}},{}]");
 
 	st_value names;
 	const char *t = "{\"#n\":\"name\",\"#s\":\"status\"}";
-	ck_assert_int_eq(wire_names_from_text(&A, t, strlen(t), &names, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_names_from_text(&tl_arena, t, strlen(t), &names, tl_msg), SHOAL_OK);
 	ck_assert_int_eq(names.type, ST_M);
 	ck_assert_uint_eq(names.u.map.n, 2);
 	ck_assert(str_is(&names.u.map.a[1].value, ST_S, "status", 6));
-	ck_assert_int_eq(wire_names_to_json(&names, &j, msg), SHOAL_OK);
-	ck_assert_int_eq(wire_json_dumps(&A, j, false, &out, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_names_to_json(&names, &j, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_json_dumps(&tl_arena, j, false, &out, tl_msg), SHOAL_OK);
 	json_decref(j);
 	ck_assert_str_eq(out, t);
 
 	t = "{\"#n\":5}";
-	ck_assert_int_eq(wire_names_from_text(&A, t, strlen(t), &names, msg),
+	ck_assert_int_eq(wire_names_from_text(&tl_arena, t, strlen(t), &names, tl_msg),
 	                 SHOAL_E_SERIALIZATION);
-	ck_assert_str_eq(msg, "NUMBER_VALUE cannot be converted to String");
+	ck_assert_str_eq(tl_msg, "NUMBER_VALUE cannot be converted to String");
 	t = "[\"#n\"]";
-	ck_assert_int_eq(wire_names_from_text(&A, t, strlen(t), &names, msg),
+	ck_assert_int_eq(wire_names_from_text(&tl_arena, t, strlen(t), &names, tl_msg),
 	                 SHOAL_E_SERIALIZATION);
 }
 END_TEST
@@ -231,8 +216,9 @@ START_TEST(test_base64)
 	    {"QUJDRA==", "ABCD", 4},
 	};
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		ck_assert_int_eq(wire_b64_decode(&A, good[i].in, strlen(good[i].in), &d, &n, msg),
-		                 SHOAL_OK);
+		ck_assert_int_eq(
+		    wire_b64_decode(&tl_arena, good[i].in, strlen(good[i].in), &d, &n, tl_msg),
+		    SHOAL_OK);
 		ck_assert_uint_eq(n, good[i].len);
 		ck_assert(memcmp(d, good[i].out, n) == 0);
 	}
@@ -253,9 +239,10 @@ START_TEST(test_base64)
 	    {"QUJ=", "Invalid last non-pad Base64 character dectected"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ck_assert_int_eq(wire_b64_decode(&A, bad[i].in, strlen(bad[i].in), &d, &n, msg),
-		                 SHOAL_E_SERIALIZATION);
-		ck_assert_str_eq(msg, bad[i].msg);
+		ck_assert_int_eq(
+		    wire_b64_decode(&tl_arena, bad[i].in, strlen(bad[i].in), &d, &n, tl_msg),
+		    SHOAL_E_SERIALIZATION);
+		ck_assert_str_eq(tl_msg, bad[i].msg);
 	}
 	/* Every length and many byte patterns round-trip, with one encoding each. */
 	uint64_t seed = tl_seed();
@@ -266,7 +253,8 @@ START_TEST(test_base64)
 			src[i] = (uint8_t)tl_rand(&seed);
 		wire_b64_encode(src, len, enc);
 		ck_assert_uint_eq(strlen(enc), wire_b64_encoded_len(len));
-		ck_assert_int_eq(wire_b64_decode(&A, enc, strlen(enc), &d, &n, msg), SHOAL_OK);
+		ck_assert_int_eq(wire_b64_decode(&tl_arena, enc, strlen(enc), &d, &n, tl_msg),
+		                 SHOAL_OK);
 		ck_assert_uint_eq(n, len);
 		ck_assert(memcmp(d, src, len) == 0);
 	}
@@ -280,8 +268,8 @@ static void check_err(const char *text, int code, const char *want)
 {
 	st_value v;
 	int rc = value(text, &v);
-	ck_assert_msg(rc == code, "%s: got %s (%s)", text, shoal_err_name(rc), msg);
-	ck_assert_str_eq(msg, want);
+	ck_assert_msg(rc == code, "%s: got %s (%s)", text, shoal_err_name(rc), tl_msg);
+	ck_assert_str_eq(tl_msg, want);
 }
 
 START_TEST(test_value_errors)
@@ -349,21 +337,22 @@ START_TEST(test_value_errors)
 	/* Malformed JSON says where. */
 	st_value v;
 	ck_assert_int_eq(value("{\"S\":\"x\"", &v), SHOAL_E_SERIALIZATION);
-	ck_assert_msg(strstr(msg, "Invalid JSON: ") == msg && strstr(msg, "line 1, column") != NULL,
-	              "%s", msg);
+	ck_assert_msg(strstr(tl_msg, "Invalid JSON: ") == tl_msg &&
+	                  strstr(tl_msg, "line 1, column") != NULL,
+	              "%s", tl_msg);
 	ck_assert_int_eq(value("{\"S\":\"\xff\"}", &v), SHOAL_E_SERIALIZATION);
 	ck_assert_int_eq(value("", &v), SHOAL_E_SERIALIZATION);
 
 	/* Item-level shapes. */
 	ck_assert_int_eq(item("[]", &v), SHOAL_E_SERIALIZATION);
-	ck_assert_str_eq(msg, "Unrecognized collection type java.util.Map<java.lang.String, "
-	                      "com.amazonaws.dynamodb.v20120810.AttributeValue>");
+	ck_assert_str_eq(tl_msg, "Unrecognized collection type java.util.Map<java.lang.String, "
+	                         "com.amazonaws.dynamodb.v20120810.AttributeValue>");
 	ck_assert_int_eq(item("\"x\"", &v), SHOAL_E_SERIALIZATION);
-	ck_assert_str_eq(msg, "Unexpected field type");
+	ck_assert_str_eq(tl_msg, "Unexpected field type");
 	ck_assert_int_eq(item("{\"a\":null}", &v), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, EMPTY_AV);
+	ck_assert_str_eq(tl_msg, EMPTY_AV);
 	ck_assert_int_eq(item("{\"a\":\"x\"}", &v), SHOAL_E_SERIALIZATION);
-	ck_assert_str_eq(msg, "Unexpected value type in payload");
+	ck_assert_str_eq(tl_msg, "Unexpected value type in payload");
 }
 END_TEST
 
@@ -404,34 +393,34 @@ START_TEST(test_nesting)
 	for (int i = 0; i < depth; i++)
 		len += (size_t)sprintf(text + len, "]}");
 	st_value v;
-	int rc = wire_value_from_text(&A, text, len, &v, msg);
+	int rc = wire_value_from_text(&tl_arena, text, len, &v, tl_msg);
 	sh_free(text);
 	ck_assert_int_eq(rc, SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, NEST);
+	ck_assert_str_eq(tl_msg, NEST);
 
 	/* Raw JSON nesting far past jansson's parser limit. */
 	size_t n = 100000;
 	text = sh_malloc(n + 1);
 	memset(text, '[', n);
-	rc = wire_value_from_text(&A, text, n, &v, msg);
+	rc = wire_value_from_text(&tl_arena, text, n, &v, tl_msg);
 	sh_free(text);
 	ck_assert_int_eq(rc, SHOAL_E_SERIALIZATION);
-	ck_assert_msg(strstr(msg, "Invalid JSON") != NULL, "%s", msg);
+	ck_assert_msg(strstr(tl_msg, "Invalid JSON") != NULL, "%s", tl_msg);
 
 	/* Writing a value nested too deep is refused too. */
 	st_value deep = {.type = ST_NULL};
 	deep.u.boolean = true;
 	for (int i = 0; i < WIRE_MAX_VALUE_DEPTH; i++) {
-		st_value *inner = sh_arena_alloc(&A, sizeof(*inner));
+		st_value *inner = sh_arena_alloc(&tl_arena, sizeof(*inner));
 		*inner = deep;
 		deep.type = ST_L;
 		deep.u.list.v = inner;
 		deep.u.list.n = 1;
 	}
 	json_t *j;
-	ck_assert_int_eq(wire_value_to_json(&deep, &j, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, NEST);
-	ck_assert_int_eq(wire_value_to_json(&deep.u.list.v[0], &j, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_value_to_json(&deep, &j, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, NEST);
+	ck_assert_int_eq(wire_value_to_json(&deep.u.list.v[0], &j, tl_msg), SHOAL_OK);
 	json_decref(j);
 }
 END_TEST
@@ -448,10 +437,10 @@ START_TEST(test_out_of_memory)
 		sh_arena_init(&a);
 		st_value v;
 		sh_fault_arm(SH_FAULT_ALLOC, n, false);
-		int rc = wire_item_from_text(&a, text, strlen(text), &v, msg);
+		int rc = wire_item_from_text(&a, text, strlen(text), &v, tl_msg);
 		json_t *j = NULL;
 		if (rc == SHOAL_OK)
-			rc = wire_item_to_json(&v, &j, msg);
+			rc = wire_item_to_json(&v, &j, tl_msg);
 		bool fired = sh_fault_fired(SH_FAULT_ALLOC) > 0;
 		sh_fault_reset();
 		json_decref(j);
@@ -460,7 +449,7 @@ START_TEST(test_out_of_memory)
 			ck_assert_int_eq(rc, SHOAL_OK);
 			break;
 		}
-		ck_assert_msg(rc == SHOAL_E_NOMEM, "n=%d: %s (%s)", n, shoal_err_name(rc), msg);
+		ck_assert_msg(rc == SHOAL_E_NOMEM, "n=%d: %s (%s)", n, shoal_err_name(rc), tl_msg);
 	}
 	ck_assert_int_gt(n, 10);
 	ck_assert_int_lt(n, 500);
@@ -469,20 +458,10 @@ END_TEST
 
 static Suite *json_suite(void)
 {
-	Suite *s = suite_create("json");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_every_type);
-	tcase_add_test(tc, test_nul_and_escapes);
-	tcase_add_test(tc, test_item_output_text);
-	tcase_add_test(tc, test_items_and_names);
-	tcase_add_test(tc, test_base64);
-	tcase_add_test(tc, test_value_errors);
-	tcase_add_test(tc, test_lenient_shapes);
-	tcase_add_test(tc, test_nesting);
-	tcase_add_test(tc, test_out_of_memory);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("json", tl_arena_setup, tl_arena_teardown, 0,
+	                TL_TESTS(test_every_type, test_nul_and_escapes, test_item_output_text,
+	                         test_items_and_names, test_base64, test_value_errors,
+	                         test_lenient_shapes, test_nesting, test_out_of_memory));
 }
 
 TL_MAIN(json_suite)

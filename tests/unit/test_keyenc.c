@@ -6,32 +6,8 @@
 #include <string.h>
 
 #include "storage/keyenc.h"
-#include "tests/lib/testlib.h"
-
-static sh_arena A;
-
-static void setup(void)
-{
-	sh_arena_init(&A);
-}
-
-static void teardown(void)
-{
-	sh_arena_fini(&A);
-}
-
-static st_value raw(st_type t, const void *p, size_t n)
-{
-	st_value v = {.type = t};
-	v.u.str.ptr = sh_arena_memdup(&A, n ? p : "", n);
-	v.u.str.len = (uint32_t)n;
-	return v;
-}
-
-static st_value num(const char *s)
-{
-	return raw(ST_N, s, strlen(s));
-}
+#define TL_RAW_VALUE_NAMES
+#include "tests/lib/tl_values.h"
 
 static size_t enc(uint8_t *buf, const st_value *v)
 {
@@ -85,7 +61,7 @@ START_TEST(test_layout)
 	ck_assert_uint_eq(h, 0xb3d9b27e480e8f5dULL);
 
 	/* Equal numbers address the same partition; tables are separate. */
-	st_value n1 = num("1"), n2 = num("1.0"), n3 = num("2");
+	st_value n1 = N("1"), n2 = N("1.0"), n3 = N("2");
 	ck_assert_uint_eq(st_key_hash(7, &n1), st_key_hash(7, &n2));
 	ck_assert_uint_ne(st_key_hash(7, &n1), st_key_hash(7, &n3));
 	ck_assert_uint_ne(st_key_hash(7, &pk), st_key_hash(8, &pk));
@@ -107,11 +83,11 @@ START_TEST(test_layout)
 
 	/* Number encodings, byte by byte. */
 	expect_bytes(&n1, "038214"); /* +, exp 1, pair 10 last */
-	st_value m1 = num("-1");
+	st_value m1 = N("-1");
 	expect_bytes(&m1, "017deb");
-	st_value z = num("0");
+	st_value z = N("0");
 	expect_bytes(&z, "02");
-	st_value n123 = num("123");
+	st_value n123 = N("123");
 	expect_bytes(&n123, "038419"
 	                    "3c"); /* exp 3, pair 12 more (25), pair 30 last (60) */
 	st_value s0 = raw(ST_S, "", 0);
@@ -177,7 +153,7 @@ static st_value random_number(uint64_t *st, st_value *pool, int npool)
 	};
 	uint64_t r = tl_rand(st) % 10;
 	if (r == 0)
-		return num(special[tl_rand(st) % (sizeof(special) / sizeof(special[0]))]);
+		return N(special[tl_rand(st) % (sizeof(special) / sizeof(special[0]))]);
 	char text[ST_NUM_MAX_TEXT];
 	if (r == 1 && npool > 0) {
 		/* the same digits as an earlier value, another exponent or sign */
@@ -185,13 +161,13 @@ static st_value random_number(uint64_t *st, st_value *pool, int npool)
 		st_num n;
 		ck_assert_int_eq(st_num_parse(p->u.str.ptr, p->u.str.len, &n, NULL), SHOAL_OK);
 		if (n.sign == 0)
-			return num("0");
+			return N("0");
 		if (tl_rand(st) % 2)
 			n.exp = (int16_t)(-129 + (int)(tl_rand(st) % 256));
 		else
 			n.sign = (int8_t)-n.sign;
 		st_num_format(&n, text);
-		return num(text);
+		return N(text);
 	}
 	if (r == 2 && npool > 0) {
 		/* an earlier value with its last digit changed: differ at the end */
@@ -202,7 +178,7 @@ static st_value random_number(uint64_t *st, st_value *pool, int npool)
 			return *p;
 		n.d[n.ndigits++] = (uint8_t)(1 + tl_rand(st) % 9);
 		st_num_format(&n, text);
-		return num(text);
+		return N(text);
 	}
 	/* sign 0.DDD e exp, with a leading non-zero digit: any valid exponent */
 	int nd = 1 + (int)(tl_rand(st) % 38);
@@ -216,7 +192,7 @@ static st_value random_number(uint64_t *st, st_value *pool, int npool)
 	int e =
 	    tl_rand(st) % 4 == 0 ? -129 + (int)(tl_rand(st) % 256) : -5 + (int)(tl_rand(st) % 10);
 	snprintf(text + p, sizeof(text) - (size_t)p, "e%d", e);
-	return num(text);
+	return N(text);
 }
 
 typedef struct encval {
@@ -292,7 +268,7 @@ START_TEST(test_equal_numbers_encode_identically)
 	    {"-1.5e-3", "-0.0015"}, {"1E-130", "0.1e-129"},
 	};
 	for (size_t i = 0; i < sizeof(same) / sizeof(same[0]); i++) {
-		st_value a = num(same[i][0]), b = num(same[i][1]);
+		st_value a = N(same[i][0]), b = N(same[i][1]);
 		uint8_t ea[64], eb[64];
 		size_t na = enc(ea, &a), nb = enc(eb, &b);
 		ck_assert_uint_eq(na, nb);
@@ -347,7 +323,7 @@ END_TEST
 
 static st_value long_value(st_type t, size_t n, char fill, size_t tail_at, char tail)
 {
-	char *buf = sh_arena_alloc(&A, n);
+	char *buf = sh_arena_alloc(&tl_arena, n);
 	memset(buf, fill, n);
 	if (tail_at < n)
 		buf[tail_at] = tail;
@@ -410,7 +386,7 @@ END_TEST
 START_TEST(test_partitions_do_not_interleave)
 {
 	uint64_t st = tl_seed() ^ 2;
-	st_value pks[4] = {raw(ST_S, "alpha", 5), raw(ST_S, "beta", 4), num("42"), num("-42")};
+	st_value pks[4] = {raw(ST_S, "alpha", 5), raw(ST_S, "beta", 4), N("42"), N("-42")};
 	enum { PER = 50 };
 	st_key keys[4][PER];
 	for (int p = 0; p < 4; p++) {
@@ -516,19 +492,11 @@ END_TEST
 
 static Suite *keyenc_suite(void)
 {
-	Suite *s = suite_create("keyenc");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_layout);
-	tcase_add_test(tc, test_order_property);
-	tcase_add_test(tc, test_equal_numbers_encode_identically);
-	tcase_add_test(tc, test_begins_with_prefix);
-	tcase_add_test(tc, test_truncation);
-	tcase_add_test(tc, test_partitions_do_not_interleave);
-	tcase_add_test(tc, test_prefix_end);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("keyenc", tl_arena_setup, tl_arena_teardown, 60,
+	                TL_TESTS(test_layout, test_order_property,
+	                         test_equal_numbers_encode_identically, test_begins_with_prefix,
+	                         test_truncation, test_partitions_do_not_interleave,
+	                         test_prefix_end));
 }
 
 TL_MAIN(keyenc_suite)

@@ -456,19 +456,10 @@ END_TEST
 
 static Suite *num_suite(void)
 {
-	Suite *s = suite_create("num");
-	TCase *tc = tcase_create("core");
-	tcase_add_test(tc, test_canonical_forms);
-	tcase_add_test(tc, test_extremes);
-	tcase_add_test(tc, test_long_texts);
-	tcase_add_test(tc, test_syntax_errors);
-	tcase_add_test(tc, test_range_errors);
-	tcase_add_test(tc, test_compare);
-	tcase_add_test(tc, test_add_sub);
-	tcase_add_test(tc, test_random_against_int64);
-	tcase_add_test(tc, test_random_wide);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("num", NULL, NULL, 0,
+	                TL_TESTS(test_canonical_forms, test_extremes, test_long_texts,
+	                         test_syntax_errors, test_range_errors, test_compare, test_add_sub,
+	                         test_random_against_int64, test_random_wide));
 }
 
 TL_MAIN(num_suite)

@@ -1,7 +1,5 @@
 /* Query: key conditions, order, pagination, page size, filters, long sort keys. */
 #include <check.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,19 +7,13 @@
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "storage/storage.h"
-#include "tests/lib/testlib.h"
-
-static char g_dir[PATH_MAX];
-static st_env *g_env;
-static sh_arena g_a;
-static char g_msg[SH_ERRMSG_SIZE];
+#define TL_VALUE_NAMES
+#include "tests/lib/tl_store.h"
 
 static void open_env(uint32_t page_bytes)
 {
-	snprintf(g_dir, sizeof(g_dir), "%s", tl_tmpdir("query"));
 	st_env_options o = {.map_size = 1ull << 30, .nosync = true, .page_bytes = page_bytes};
-	ck_assert_msg(st_env_open(g_dir, &o, &g_env, g_msg) == SHOAL_OK, "%s", g_msg);
-	sh_arena_init(&g_a);
+	tl_store_open("query", &o);
 }
 
 static void setup(void)
@@ -29,77 +21,9 @@ static void setup(void)
 	open_env(0);
 }
 
-static void teardown(void)
-{
-	st_env_close(g_env);
-	tl_rmtree(g_dir);
-	sh_arena_fini(&g_a);
-}
-
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
 /* ------------------------------------------------------------------------ */
-
-static st_value *S(const char *s)
-{
-	st_value *v = st_new_s(&g_a, s);
-	ck_assert_ptr_nonnull(v);
-	return v;
-}
-
-static st_value *N(const char *s)
-{
-	st_value *v = st_new_n(&g_a, s);
-	ck_assert_ptr_nonnull(v);
-	return v;
-}
-
-static st_value *B(const void *p, size_t n)
-{
-	st_value *v = st_new_b(&g_a, p, n);
-	ck_assert_ptr_nonnull(v);
-	return v;
-}
-
-/* map("a", v1, "b", v2, NULL) */
-static st_value *map(const char *name, ...)
-{
-	st_value *m = st_new_map(&g_a, 4);
-	ck_assert_ptr_nonnull(m);
-	va_list ap;
-	va_start(ap, name);
-	for (const char *n = name; n != NULL; n = va_arg(ap, const char *)) {
-		st_value *v = va_arg(ap, st_value *);
-		ck_assert_int_eq(st_map_set(&g_a, m, n, strlen(n), v), SHOAL_OK);
-	}
-	va_end(ap);
-	return m;
-}
-
-static void create_table(const char *name, const char *pk, st_type pt, const char *sk, st_type stt)
-{
-	st_key_attr attrs[2] = {{pk, pt}, {sk, stt}};
-	st_table_def d = {.name = name,
-	                  .key = {{pk, pt}, {sk, stt}},
-	                  .attrs = attrs,
-	                  .n_attrs = sk != NULL ? 2 : 1};
-	st_txn *t;
-	ck_assert_int_eq(st_txn_begin(g_env, &t, g_msg), SHOAL_OK);
-	ck_assert_msg(st_table_create(t, &d, g_msg) == SHOAL_OK, "%s", g_msg);
-	ck_assert_msg(st_txn_commit(t, g_msg) == SHOAL_OK, "%s", g_msg);
-}
-
-static void put(const char *table, st_value *item)
-{
-	st_put_req r = {.table = table, .item = item};
-	st_write_result res;
-	ck_assert_msg(st_put_item(g_env, &r, &g_a, &res, g_msg) == SHOAL_OK, "%s", g_msg);
-}
-
-static const st_value *attr(const st_value *item, const char *name)
-{
-	return st_map_get(item, name, strlen(name));
-}
 
 /* The S attribute `name` of an item as a NUL-terminated string. */
 static const char *str_attr(const st_value *item, const char *name)
@@ -107,70 +31,12 @@ static const char *str_attr(const st_value *item, const char *name)
 	const st_value *v = attr(item, name);
 	ck_assert_ptr_nonnull(v);
 	ck_assert_int_eq(v->type, ST_S);
-	return sh_arena_strndup(&g_a, v->u.str.ptr, v->u.str.len);
+	return sh_arena_strndup(&tl_arena, v->u.str.ptr, v->u.str.len);
 }
 
 static int query(st_query_req *r, st_page *p)
 {
-	return st_query(g_env, r, &g_a, p, g_msg);
-}
-
-static void query_ok(st_query_req *r, st_page *p)
-{
-	int rc = query(r, p);
-	ck_assert_msg(rc == SHOAL_OK, "query %s: %s", r->key_condition, g_msg);
-}
-
-static void query_err(st_query_req *r, int code, const char *msg)
-{
-	st_page p;
-	int rc = query(r, &p);
-	ck_assert_msg(rc == code, "expected %s, got %s (%s)", shoal_err_name(code),
-	              shoal_err_name(rc), g_msg);
-	ck_assert_str_eq(g_msg, msg);
-}
-
-/* Reads every page of a query, following LastEvaluatedKey.  Returns the
- * concatenated items and the number of pages; asserts per-page Limit.  The
- * request is left as it came. */
-static st_value *query_all(st_query_req *r, uint32_t *n, uint32_t *pages, uint32_t *scanned)
-{
-	size_t cap = 64;
-	st_value *all = malloc(cap * sizeof(*all));
-	ck_assert_ptr_nonnull(all);
-	*n = 0;
-	*pages = 0;
-	if (scanned != NULL)
-		*scanned = 0;
-	const st_value *first = r->exclusive_start_key, *start = first;
-	for (;;) {
-		st_page p;
-		r->exclusive_start_key = start;
-		query_ok(r, &p);
-		(*pages)++;
-		ck_assert_uint_lt(*pages, 100000);
-		if (r->limit != 0)
-			ck_assert_uint_le(p.scanned, r->limit);
-		ck_assert_uint_le(p.count, p.scanned);
-		if (scanned != NULL)
-			*scanned += p.scanned;
-		for (uint32_t i = 0; i < p.count; i++) {
-			if (*n == cap) {
-				cap *= 2;
-				all = realloc(all, cap * sizeof(*all));
-				ck_assert_ptr_nonnull(all);
-			}
-			all[(*n)++] = p.items[i];
-		}
-		if (p.last_evaluated_key == NULL)
-			break;
-		ck_assert_ptr_nonnull(p.items);
-		start = p.last_evaluated_key;
-	}
-	r->exclusive_start_key = first;
-	st_value *copy = sh_arena_memdup(&g_a, all, *n * sizeof(*all));
-	free(all);
-	return copy;
+	return st_query(tl_env, r, &tl_arena, p, tl_msg);
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -188,12 +54,12 @@ static const char *const SKS[] = {"a", "ab", "abc", "abd",       "b", "ba", "bb"
 
 static void load_s(void)
 {
-	create_table("tbl", "PK", ST_S, "SK", ST_S);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_S);
 	for (size_t i = 0; i < NSKS; i++) {
-		put("tbl", map("PK", S("p"), "SK", S(SKS[i]), "i", N("1"), NULL));
+		tl_put("tbl", map("PK", S("p"), "SK", S(SKS[i]), "i", N("1"), NULL));
 		/* Neighbouring partitions with the same sort keys must never leak in. */
-		put("tbl", map("PK", S("o"), "SK", S(SKS[i]), NULL));
-		put("tbl", map("PK", S("q"), "SK", S(SKS[i]), NULL));
+		tl_put("tbl", map("PK", S("o"), "SK", S(SKS[i]), NULL));
+		tl_put("tbl", map("PK", S("q"), "SK", S(SKS[i]), NULL));
 	}
 }
 
@@ -275,7 +141,7 @@ static void check_s_query(enum op op, const char *a, const char *b, bool forward
 		    .forward = forward,
 		    .limit = limit};
 		uint32_t n, pages;
-		st_value *items = query_all(&r, &n, &pages, NULL);
+		st_value *items = tl_query_all(&r, &n, &pages, NULL);
 		ck_assert_msg(n == nwant, "%s a=%s b=%s fwd=%d limit=%u: %u items, want %zu",
 		              kc_text(op), a, b != NULL ? b : "", forward, limit, n, nwant);
 		for (uint32_t i = 0; i < n; i++) {
@@ -320,7 +186,7 @@ START_TEST(test_missing_partition)
 	                  .attrs = {NULL, map(":p", S("nothing"), NULL)},
 	                  .forward = true};
 	st_page p;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 0);
 	ck_assert_uint_eq(p.scanned, 0);
 	ck_assert_ptr_nonnull(p.items);
@@ -366,7 +232,7 @@ static const char *const NUMS[] = {
 
 START_TEST(test_number_order)
 {
-	create_table("tbl", "PK", ST_S, "SK", ST_N);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_N);
 	uint64_t seed = tl_seed();
 	/* Insert in a shuffled order. */
 	size_t order[NNUMS];
@@ -381,7 +247,7 @@ START_TEST(test_number_order)
 	for (size_t i = 0; i < NNUMS; i++) {
 		char idx[32];
 		snprintf(idx, sizeof(idx), "%zu", order[i]);
-		put("tbl", map("PK", S("n"), "SK", N(NUMS[order[i]]), "idx", N(idx), NULL));
+		tl_put("tbl", map("PK", S("n"), "SK", N(NUMS[order[i]]), "idx", N(idx), NULL));
 	}
 	for (int fwd = 0; fwd < 2; fwd++) {
 		st_query_req r = {.table = "tbl",
@@ -389,7 +255,7 @@ START_TEST(test_number_order)
 		                  .attrs = {NULL, map(":p", S("n"), NULL)},
 		                  .forward = fwd};
 		st_page p;
-		query_ok(&r, &p);
+		tl_query_ok(&r, &p);
 		ck_assert_uint_eq(p.count, NNUMS);
 		for (size_t i = 0; i < NNUMS; i++) {
 			size_t want = fwd ? i : NNUMS - 1 - i;
@@ -424,7 +290,7 @@ START_TEST(test_number_order)
 			                  .forward = fwd,
 			                  .limit = 2};
 			uint32_t n, pages;
-			st_value *items = query_all(&r, &n, &pages, NULL);
+			st_value *items = tl_query_all(&r, &n, &pages, NULL);
 			ck_assert_uint_eq(n, cases[c].last - cases[c].first + 1);
 			for (uint32_t i = 0; i < n; i++) {
 				size_t want = fwd ? cases[c].first + i : cases[c].last - i;
@@ -438,7 +304,7 @@ END_TEST
 
 START_TEST(test_binary_order)
 {
-	create_table("tbl", "PK", ST_B, "SK", ST_B);
+	tl_create_table("tbl", "PK", ST_B, "SK", ST_B);
 	/* In unsigned byte order. */
 	static const struct {
 		const char *b;
@@ -450,16 +316,16 @@ START_TEST(test_binary_order)
 	};
 	size_t nb = sizeof(bins) / sizeof(bins[0]);
 	for (size_t i = nb; i-- > 0;)
-		put("tbl", map("PK", B("k\0y", 3), "SK", B(bins[i].b, bins[i].n), NULL));
-	put("tbl", map("PK", B("k", 1), "SK", B("\x00", 1), NULL));
-	put("tbl", map("PK", B("k\0z", 3), "SK", B("\x00", 1), NULL));
+		tl_put("tbl", map("PK", B("k\0y", 3), "SK", B(bins[i].b, bins[i].n), NULL));
+	tl_put("tbl", map("PK", B("k", 1), "SK", B("\x00", 1), NULL));
+	tl_put("tbl", map("PK", B("k\0z", 3), "SK", B("\x00", 1), NULL));
 	for (int fwd = 0; fwd < 2; fwd++) {
 		st_query_req r = {.table = "tbl",
 		                  .key_condition = "PK = :p",
 		                  .attrs = {NULL, map(":p", B("k\0y", 3), NULL)},
 		                  .forward = fwd};
 		st_page p;
-		query_ok(&r, &p);
+		tl_query_ok(&r, &p);
 		ck_assert_uint_eq(p.count, nb);
 		for (size_t i = 0; i < nb; i++) {
 			size_t w = fwd ? i : nb - 1 - i;
@@ -481,7 +347,7 @@ START_TEST(test_binary_order)
 			                                      B(pres[c].pre, pres[c].n), NULL)},
 			                  .forward = fwd};
 			st_page p;
-			query_ok(&r, &p);
+			tl_query_ok(&r, &p);
 			ck_assert_uint_eq(p.count, pres[c].last - pres[c].first + 1);
 			for (uint32_t i = 0; i < p.count; i++) {
 				size_t w = fwd ? pres[c].first + i : pres[c].last - i;
@@ -500,13 +366,13 @@ END_TEST
 START_TEST(test_limit_every_page_size)
 {
 	enum { NITEMS = 23 };
-	create_table("tbl", "PK", ST_S, "SK", ST_N);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_N);
 	for (int i = 0; i < NITEMS; i++) {
 		char n[32];
 		snprintf(n, sizeof(n), "%d", i * 3 - 30);
-		put("tbl", map("PK", S("p"), "SK", N(n), NULL));
+		tl_put("tbl", map("PK", S("p"), "SK", N(n), NULL));
 	}
-	put("tbl", map("PK", S("p0"), "SK", N("1"), NULL));
+	tl_put("tbl", map("PK", S("p0"), "SK", N("1"), NULL));
 	for (int fwd = 0; fwd < 2; fwd++) {
 		for (uint32_t limit = 1; limit <= NITEMS + 1; limit++) {
 			st_query_req r = {.table = "tbl",
@@ -515,7 +381,7 @@ START_TEST(test_limit_every_page_size)
 			                  .forward = fwd,
 			                  .limit = limit};
 			uint32_t n, pages, scanned;
-			st_value *items = query_all(&r, &n, &pages, &scanned);
+			st_value *items = tl_query_all(&r, &n, &pages, &scanned);
 			ck_assert_uint_eq(n, NITEMS);
 			ck_assert_uint_eq(scanned, NITEMS);
 			/* The range is exact: no trailing empty page. */
@@ -533,10 +399,10 @@ END_TEST
 
 START_TEST(test_limit_with_sort_condition)
 {
-	create_table("tbl", "PK", ST_S, "SK", ST_S);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_S);
 	for (char c = 'a'; c <= 'z'; c++) {
 		char sk[3] = {c, c, 0};
-		put("tbl", map("PK", S("p"), "SK", S(sk), NULL));
+		tl_put("tbl", map("PK", S("p"), "SK", S(sk), NULL));
 	}
 	/* SK > "ff" AND SK <= "pp" both ways, every Limit. */
 	const char *kcs[] = {"PK = :p AND SK BETWEEN :a AND :b", "PK = :p AND SK > :a",
@@ -555,7 +421,7 @@ START_TEST(test_limit_with_sort_condition)
 				                  .forward = fwd,
 				                  .limit = limit};
 				uint32_t n, pages;
-				st_value *items = query_all(&r, &n, &pages, NULL);
+				st_value *items = tl_query_all(&r, &n, &pages, NULL);
 				ck_assert_uint_eq(n, lasts[c] - firsts[c] + 1);
 				for (uint32_t i = 0; i < n; i++) {
 					char want =
@@ -578,7 +444,7 @@ static st_value *sized_item(const char *pk, const char *sk, size_t size)
 	char *data = malloc(size - base + 1);
 	memset(data, 'x', size - base);
 	data[size - base] = '\0';
-	ck_assert_int_eq(st_map_set(&g_a, it, "data", 4, S(data)), SHOAL_OK);
+	ck_assert_int_eq(st_map_set(&tl_arena, it, "data", 4, S(data)), SHOAL_OK);
 	free(data);
 	ck_assert_uint_eq(st_item_size(it), size);
 	return it;
@@ -586,40 +452,40 @@ static st_value *sized_item(const char *pk, const char *sk, size_t size)
 
 START_TEST(test_page_size_exact)
 {
-	create_table("tbl", "PK", ST_S, "SK", ST_S);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_S);
 	/* Three items adding up to exactly 1 MiB fit one page. */
 	size_t sizes[3] = {349525, 349525, 349526};
 	ck_assert_uint_eq(sizes[0] + sizes[1] + sizes[2], ST_MAX_PAGE_BYTES);
-	put("tbl", sized_item("p", "a", sizes[0]));
-	put("tbl", sized_item("p", "b", sizes[1]));
-	put("tbl", sized_item("p", "c", sizes[2]));
+	tl_put("tbl", sized_item("p", "a", sizes[0]));
+	tl_put("tbl", sized_item("p", "b", sizes[1]));
+	tl_put("tbl", sized_item("p", "c", sizes[2]));
 	for (int fwd = 0; fwd < 2; fwd++) {
 		st_query_req r = {.table = "tbl",
 		                  .key_condition = "PK = :p",
 		                  .attrs = {NULL, map(":p", S("p"), NULL)},
 		                  .forward = fwd};
 		st_page p;
-		query_ok(&r, &p);
+		tl_query_ok(&r, &p);
 		ck_assert_uint_eq(p.count, 3);
 		ck_assert_uint_eq(p.scanned, 3);
 		ck_assert_ptr_null(p.last_evaluated_key);
 	}
 	/* One more byte in the last item splits the page after two. */
-	put("tbl", sized_item("p", "c", sizes[2] + 1));
+	tl_put("tbl", sized_item("p", "c", sizes[2] + 1));
 	for (int fwd = 0; fwd < 2; fwd++) {
 		st_query_req r = {.table = "tbl",
 		                  .key_condition = "PK = :p",
 		                  .attrs = {NULL, map(":p", S("p"), NULL)},
 		                  .forward = fwd};
 		st_page p;
-		query_ok(&r, &p);
+		tl_query_ok(&r, &p);
 		ck_assert_uint_eq(p.count, 2);
 		ck_assert_uint_eq(p.scanned, 2);
 		ck_assert_ptr_nonnull(p.last_evaluated_key);
 		ck_assert_str_eq(str_attr(p.last_evaluated_key, "SK"), "b");
 		ck_assert_uint_eq(p.last_evaluated_key->u.map.n, 2);
 		r.exclusive_start_key = p.last_evaluated_key;
-		query_ok(&r, &p);
+		tl_query_ok(&r, &p);
 		ck_assert_uint_eq(p.count, 1);
 		ck_assert_str_eq(str_attr(&p.items[0], "SK"), fwd ? "c" : "a");
 		ck_assert_ptr_null(p.last_evaluated_key);
@@ -632,7 +498,7 @@ START_TEST(test_page_size_exact)
 	                  .forward = true,
 	                  .select = ST_SELECT_COUNT};
 	st_page p;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 2);
 	ck_assert_uint_eq(p.scanned, 2);
 	ck_assert_ptr_null(p.items);
@@ -643,14 +509,14 @@ END_TEST
 START_TEST(test_page_bytes_small)
 {
 	/* With a 100-byte page, a 150-byte item still makes a page of one. */
-	teardown();
+	tl_store_close();
 	open_env(100);
-	create_table("tbl", "PK", ST_S, "SK", ST_S);
-	put("tbl", sized_item("p", "a", 150));
-	put("tbl", sized_item("p", "b", 40));
-	put("tbl", sized_item("p", "c", 40));
-	put("tbl", sized_item("p", "d", 20));
-	put("tbl", sized_item("p", "e", 150));
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_S);
+	tl_put("tbl", sized_item("p", "a", 150));
+	tl_put("tbl", sized_item("p", "b", 40));
+	tl_put("tbl", sized_item("p", "c", 40));
+	tl_put("tbl", sized_item("p", "d", 20));
+	tl_put("tbl", sized_item("p", "e", 150));
 	st_query_req r = {.table = "tbl",
 	                  .key_condition = "PK = :p",
 	                  .attrs = {NULL, map(":p", S("p"), NULL)},
@@ -659,7 +525,7 @@ START_TEST(test_page_bytes_small)
 	const char *want[][3] = {{"a", NULL, NULL}, {"b", "c", "d"}, {"e", NULL, NULL}};
 	for (int pg = 0; pg < 3; pg++) {
 		st_page p;
-		query_ok(&r, &p);
+		tl_query_ok(&r, &p);
 		for (uint32_t i = 0; i < 3; i++) {
 			if (want[pg][i] == NULL) {
 				ck_assert_uint_eq(p.count, i);
@@ -678,12 +544,12 @@ END_TEST
 
 START_TEST(test_filter_empty_pages)
 {
-	create_table("tbl", "PK", ST_S, "SK", ST_N);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_N);
 	for (int i = 1; i <= 30; i++) {
 		char n[32];
 		snprintf(n, sizeof(n), "%d", i);
-		put("tbl",
-		    map("PK", S("p"), "SK", N(n), "n", N(n), "odd", N(i % 2 ? "1" : "0"), NULL));
+		tl_put("tbl",
+		       map("PK", S("p"), "SK", N(n), "n", N(n), "odd", N(i % 2 ? "1" : "0"), NULL));
 	}
 	for (int fwd = 0; fwd < 2; fwd++) {
 		for (uint32_t limit = 1; limit <= 31; limit++) {
@@ -696,7 +562,7 @@ START_TEST(test_filter_empty_pages)
 			    .forward = fwd,
 			    .limit = limit};
 			uint32_t n, pages, scanned;
-			st_value *items = query_all(&r, &n, &pages, &scanned);
+			st_value *items = tl_query_all(&r, &n, &pages, &scanned);
 			ck_assert_uint_eq(scanned, 30);
 			ck_assert_uint_eq(pages, (30 + limit - 1) / limit);
 			ck_assert_uint_eq(n, 3);
@@ -714,17 +580,17 @@ START_TEST(test_filter_empty_pages)
 	                  .forward = true,
 	                  .limit = 10};
 	st_page p;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.scanned, 10);
 	ck_assert_uint_eq(p.count, 5);
 	ck_assert(st_value_equal(attr(p.last_evaluated_key, "SK"), N("10")));
 	r.select = ST_SELECT_COUNT;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.scanned, 10);
 	ck_assert_uint_eq(p.count, 5);
 	ck_assert_ptr_null(p.items);
 	r.limit = 0;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.scanned, 30);
 	ck_assert_uint_eq(p.count, 15);
 	ck_assert_ptr_null(p.last_evaluated_key);
@@ -737,19 +603,19 @@ END_TEST
 
 START_TEST(test_projection)
 {
-	create_table("tbl", "PK", ST_S, "SK", ST_S);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_S);
 	st_value elems[3] = {*S("zero"), *S("one"), *S("two")};
 	st_value l = {.type = ST_L, .u.list = {elems, 3}};
-	put("tbl", map("PK", S("p"), "SK", S("a"), "name", S("n1"), "size", N("3"), "m",
-	               map("x", N("1"), "y", S("why"), NULL), "l", &l, NULL));
-	put("tbl", map("PK", S("p"), "SK", S("b"), "name", S("n2"), NULL));
+	tl_put("tbl", map("PK", S("p"), "SK", S("a"), "name", S("n1"), "size", N("3"), "m",
+	                  map("x", N("1"), "y", S("why"), NULL), "l", &l, NULL));
+	tl_put("tbl", map("PK", S("p"), "SK", S("b"), "name", S("n2"), NULL));
 	st_query_req r = {.table = "tbl",
 	                  .key_condition = "PK = :p",
 	                  .projection = "#n, m.y, l[2], SK",
 	                  .attrs = {map("#n", S("name"), NULL), map(":p", S("p"), NULL)},
 	                  .forward = true};
 	st_page p;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 2);
 	const st_value *a = &p.items[0];
 	ck_assert_uint_eq(a->u.map.n, 4);
@@ -766,45 +632,45 @@ START_TEST(test_projection)
 	ck_assert_uint_eq(p.items[1].u.map.n, 2);
 	/* SPECIFIC_ATTRIBUTES with a projection is the same request. */
 	r.select = ST_SELECT_SPECIFIC_ATTRIBUTES;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 2);
 	ck_assert_uint_eq(p.items[0].u.map.n, 4);
 	/* ALL_ATTRIBUTES without one returns whole items. */
 	r.select = ST_SELECT_ALL_ATTRIBUTES;
 	r.projection = NULL;
 	r.attrs.names = NULL;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.items[0].u.map.n, 6);
 }
 END_TEST
 
 START_TEST(test_select_rules)
 {
-	create_table("tbl", "PK", ST_S, "SK", ST_S);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_S);
 	st_query_req r = {.table = "tbl",
 	                  .key_condition = "PK = :p",
 	                  .attrs = {NULL, map(":p", S("p"), NULL)},
 	                  .forward = true,
 	                  .projection = "SK"};
 	r.select = ST_SELECT_COUNT;
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "1 validation error detected: Cannot specify the ProjectionExpression when "
-	          "choosing to get only the Count");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "1 validation error detected: Cannot specify the ProjectionExpression when "
+	             "choosing to get only the Count");
 	r.select = ST_SELECT_ALL_ATTRIBUTES;
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "1 validation error detected: Cannot specify the ProjectionExpression when "
-	          "choosing to get ALL_ATTRIBUTES");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "1 validation error detected: Cannot specify the ProjectionExpression when "
+	             "choosing to get ALL_ATTRIBUTES");
 	r.select = ST_SELECT_ALL_PROJECTED_ATTRIBUTES;
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "1 validation error detected: Cannot specify the ProjectionExpression when "
-	          "choosing to get ALL_PROJECTED_ATTRIBUTES");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "1 validation error detected: Cannot specify the ProjectionExpression when "
+	             "choosing to get ALL_PROJECTED_ATTRIBUTES");
 	r.projection = NULL;
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "ALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "ALL_PROJECTED_ATTRIBUTES can be used only when Querying using an IndexName");
 	r.select = ST_SELECT_SPECIFIC_ATTRIBUTES;
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "1 validation error detected: Must specify the AttributesToGet or "
-	          "ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "1 validation error detected: Must specify the AttributesToGet or "
+	             "ProjectionExpression when choosing to get SPECIFIC_ATTRIBUTES");
 	ck_assert_int_eq(st_select_parse("COUNT"), ST_SELECT_COUNT);
 	ck_assert_int_eq(st_select_parse("ALL_ATTRIBUTES"), ST_SELECT_ALL_ATTRIBUTES);
 	ck_assert_int_eq(st_select_parse("ALL_PROJECTED_ATTRIBUTES"),
@@ -821,33 +687,35 @@ END_TEST
 
 START_TEST(test_request_errors)
 {
-	create_table("tbl", "PK", ST_S, "SK", ST_S);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_S);
 	st_query_req r = {.table = "tbl", .forward = true};
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "Either the KeyConditions or KeyConditionExpression parameter must be specified "
-	          "in the request.");
+	tl_query_err(
+	    &r, SHOAL_E_VALIDATION,
+	    "Either the KeyConditions or KeyConditionExpression parameter must be specified "
+	    "in the request.");
 	r.key_condition = "PK = :p";
 	r.attrs.values = map(":p", S("p"), ":unused", S("u"), NULL);
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "Value provided in ExpressionAttributeValues unused in expressions: keys: "
-	          "{:unused}");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "Value provided in ExpressionAttributeValues unused in expressions: keys: "
+	             "{:unused}");
 	r.attrs.values = map(":p", S("p"), NULL);
 	r.filter = "SK = :p";
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "Filter Expression can only contain non-primary key attributes: Primary key "
-	          "attribute: SK");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "Filter Expression can only contain non-primary key attributes: Primary key "
+	             "attribute: SK");
 	r.filter = "#k = :p";
 	r.attrs.names = map("#k", S("PK"), NULL);
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "Filter Expression can only contain non-primary key attributes: Primary key "
-	          "attribute: PK");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "Filter Expression can only contain non-primary key attributes: Primary key "
+	             "attribute: PK");
 	r.filter = NULL;
 	r.attrs.names = NULL;
 	r.index = "nope";
-	query_err(&r, SHOAL_E_VALIDATION, "The table does not have the specified index: nope");
+	tl_query_err(&r, SHOAL_E_VALIDATION, "The table does not have the specified index: nope");
 	r.index = NULL;
 	r.table = "Missing";
-	query_err(&r, SHOAL_E_NOT_FOUND, "Requested resource not found: Table: Missing not found");
+	tl_query_err(&r, SHOAL_E_NOT_FOUND,
+	             "Requested resource not found: Table: Missing not found");
 	r.table = "tbl";
 	r.attrs.values = map(":p", N("1"), NULL);
 	st_page p;
@@ -857,100 +725,89 @@ START_TEST(test_request_errors)
 	ck_assert_int_eq(query(&r, &p), SHOAL_E_VALIDATION); /* SK is S */
 	/* A values map given with no expression that could use it. */
 	r.key_condition = NULL;
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "ExpressionAttributeValues can only be specified when using expressions: "
-	          "FilterExpression and KeyConditionExpression are null");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "ExpressionAttributeValues can only be specified when using expressions: "
+	             "FilterExpression and KeyConditionExpression are null");
 }
 END_TEST
 
 START_TEST(test_index_not_supported_yet)
 {
-	st_key_attr attrs[4] = {{"PK", ST_S}, {"SK", ST_S}, {"G", ST_S}, {"H", ST_S}};
-	st_index_def idx = {.name = "GSI1",
-	                    .key = {{"G", ST_S}, {"H", ST_S}},
-	                    .projection = ST_PROJ_ALL,
-	                    .write_shards = 1,
-	                    .status = ST_INDEX_ACTIVE};
-	st_table_def d = {.name = "tbl",
-	                  .key = {{"PK", ST_S}, {"SK", ST_S}},
-	                  .attrs = attrs,
-	                  .n_attrs = 4,
-	                  .indexes = &idx,
-	                  .n_indexes = 1};
-	st_txn *t;
-	ck_assert_int_eq(st_txn_begin(g_env, &t, g_msg), SHOAL_OK);
-	ck_assert_msg(st_table_create(t, &d, g_msg) == SHOAL_OK, "%s", g_msg);
-	ck_assert_int_eq(st_txn_commit(t, g_msg), SHOAL_OK);
+	tl_create_table_gsi("tbl", (st_key_schema){{"PK", ST_S}, {"SK", ST_S}}, "GSI1",
+	                    (st_key_schema){{"G", ST_S}, {"H", ST_S}});
 	st_query_req r = {.table = "tbl",
 	                  .index = "GSI1",
 	                  .key_condition = "G = :g",
 	                  .attrs = {NULL, map(":g", S("g"), NULL)},
 	                  .forward = true};
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "Queries on secondary indexes are not supported yet (index GSI1)");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "Queries on secondary indexes are not supported yet (index GSI1)");
 	r.consistent = true;
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "Consistent reads are not supported on global secondary indexes");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "Consistent reads are not supported on global secondary indexes");
 	r.index = "GSI2";
-	query_err(&r, SHOAL_E_VALIDATION, "The table does not have the specified index: GSI2");
+	tl_query_err(&r, SHOAL_E_VALIDATION, "The table does not have the specified index: GSI2");
 }
 END_TEST
 
 START_TEST(test_start_key_errors)
 {
-	create_table("tbl", "PK", ST_S, "SK", ST_S);
-	put("tbl", map("PK", S("p"), "SK", S("m"), NULL));
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_S);
+	tl_put("tbl", map("PK", S("p"), "SK", S("m"), NULL));
 	st_query_req r = {.table = "tbl",
 	                  .key_condition = "PK = :p AND SK > :a",
 	                  .attrs = {NULL, map(":p", S("p"), ":a", S("c"), NULL)},
 	                  .forward = true};
 	r.exclusive_start_key = map("PK", S("p"), NULL);
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "The provided starting key is invalid: The provided key element does not match "
-	          "the schema");
+	tl_query_err(
+	    &r, SHOAL_E_VALIDATION,
+	    "The provided starting key is invalid: The provided key element does not match "
+	    "the schema");
 	r.exclusive_start_key = map("PK", S("p"), "SK", S("d"), "x", S("x"), NULL);
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "The provided starting key is invalid: The provided key element does not match "
-	          "the schema");
+	tl_query_err(
+	    &r, SHOAL_E_VALIDATION,
+	    "The provided starting key is invalid: The provided key element does not match "
+	    "the schema");
 	r.exclusive_start_key = map("PK", S("p"), "SK", N("4"), NULL);
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "The provided starting key is invalid: The provided key element does not match "
-	          "the schema");
+	tl_query_err(
+	    &r, SHOAL_E_VALIDATION,
+	    "The provided starting key is invalid: The provided key element does not match "
+	    "the schema");
 	r.exclusive_start_key = map("PK", S("p"), "SK", S("a"), NULL);
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "The provided starting key does not match the range key predicate");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "The provided starting key does not match the range key predicate");
 	r.exclusive_start_key = map("PK", S("other"), "SK", S("d"), NULL);
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "The query can return at most one row and cannot be restarted");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "The query can return at most one row and cannot be restarted");
 	r.key_condition = "PK = :p";
 	r.attrs.values = map(":p", S("p"), NULL);
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "The provided starting key is outside query boundaries based on provided "
-	          "conditions");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "The provided starting key is outside query boundaries based on provided "
+	             "conditions");
 	/* A start key that names no stored item is fine: resume after its position. */
 	r.exclusive_start_key = map("PK", S("p"), "SK", S("l"), NULL);
 	st_page p;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 1);
 	r.exclusive_start_key = map("PK", S("p"), "SK", S("m"), NULL);
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 0);
 	r.forward = false;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 0);
 	r.exclusive_start_key = map("PK", S("p"), "SK", S("n"), NULL);
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 1);
 }
 END_TEST
 
 START_TEST(test_table_without_sort_key)
 {
-	create_table("hash_only", "id", ST_N, NULL, ST_NONE);
+	tl_create_table("hash_only", "id", ST_N, NULL, ST_NONE);
 	for (int i = 0; i < 20; i++) {
 		char n[32];
 		snprintf(n, sizeof(n), "%d", i);
-		put("hash_only", map("id", N(n), "v", S(n), NULL));
+		tl_put("hash_only", map("id", N(n), "v", S(n), NULL));
 	}
 	st_query_req r = {.table = "hash_only",
 	                  .key_condition = "id = :v",
@@ -958,23 +815,23 @@ START_TEST(test_table_without_sort_key)
 	                  .forward = true,
 	                  .limit = 1};
 	st_page p;
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 1);
 	ck_assert_str_eq(str_attr(&p.items[0], "v"), "7");
 	ck_assert_ptr_null(p.last_evaluated_key); /* the partition holds one item */
 	r.exclusive_start_key = map("id", N("7"), NULL);
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 0);
 	r.exclusive_start_key = map("id", N("8"), NULL);
-	query_err(&r, SHOAL_E_VALIDATION,
-	          "The provided starting key is outside query boundaries based on provided "
-	          "conditions");
+	tl_query_err(&r, SHOAL_E_VALIDATION,
+	             "The provided starting key is outside query boundaries based on provided "
+	             "conditions");
 	r.exclusive_start_key = NULL;
 	r.key_condition = "id = :v AND x = :v";
 	ck_assert_int_eq(query(&r, &p), SHOAL_E_VALIDATION);
 	r.key_condition = "id = :v";
 	r.attrs.values = map(":v", N("100"), NULL);
-	query_ok(&r, &p);
+	tl_query_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 0);
 }
 END_TEST
@@ -989,7 +846,7 @@ END_TEST
 static char *long_sk(size_t n, const char *suffix)
 {
 	size_t sl = strlen(suffix);
-	char *s = sh_arena_alloc(&g_a, n + sl + 1);
+	char *s = sh_arena_alloc(&tl_arena, n + sl + 1);
 	memset(s, 'x', n);
 	memcpy(s + n, suffix, sl + 1);
 	return s;
@@ -1000,7 +857,7 @@ static char *long_sk(size_t n, const char *suffix)
 static const char **load_long(size_t *count, uint64_t *seed)
 {
 	enum { NLONG = 40 };
-	const char **sks = sh_arena_alloc(&g_a, (NLONG + 8) * sizeof(*sks));
+	const char **sks = sh_arena_alloc(&tl_arena, (NLONG + 8) * sizeof(*sks));
 	size_t n = 0;
 	for (int i = 0; i < NLONG; i++) {
 		/* Suffixes of random length and content: digest order != value order. */
@@ -1024,12 +881,12 @@ static const char **load_long(size_t *count, uint64_t *seed)
 	sks[n++] = "a";
 	sks[n++] = "zzz";
 	sks[n++] = long_sk(1000, "b"); /* 1001 bytes, near the 1024 limit */
-	create_table("tbl", "PK", ST_S, "SK", ST_S);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_S);
 	for (size_t i = 0; i < n; i++) {
 		char idx[32];
 		snprintf(idx, sizeof(idx), "%zu", i);
-		put("tbl", map("PK", S("p"), "SK", S(sks[i]), "i", N(idx), NULL));
-		put("tbl", map("PK", S("o"), "SK", S(sks[i]), NULL));
+		tl_put("tbl", map("PK", S("p"), "SK", S(sks[i]), "i", N(idx), NULL));
+		tl_put("tbl", map("PK", S("o"), "SK", S(sks[i]), NULL));
 	}
 	qsort(sks, n, sizeof(*sks), cmp_str);
 	*count = n;
@@ -1060,7 +917,7 @@ static void check_long_query(const char **sorted, size_t n, enum op op, const ch
 	    .limit = limit,
 	    .exclusive_start_key = start};
 	uint32_t got, pages;
-	st_value *items = query_all(&r, &got, &pages, NULL);
+	st_value *items = tl_query_all(&r, &got, &pages, NULL);
 	ck_assert_msg(got == nwant, "op %d fwd %d limit %u: %u items, want %zu", op, forward, limit,
 	              got, nwant);
 	for (uint32_t i = 0; i < got; i++)
@@ -1113,12 +970,12 @@ START_TEST(test_long_sort_keys)
 	                  .forward = true,
 	                  .exclusive_start_key = map("PK", S("p"), "SK", S(absent), NULL)};
 	uint32_t got, pages;
-	st_value *items = query_all(&r, &got, &pages, NULL);
+	st_value *items = tl_query_all(&r, &got, &pages, NULL);
 	ck_assert_uint_eq(got, n - after);
 	if (got > 0)
 		ck_assert_str_eq(str_attr(&items[0], "SK"), sorted[after]);
 	r.forward = false;
-	items = query_all(&r, &got, &pages, NULL);
+	items = tl_query_all(&r, &got, &pages, NULL);
 	ck_assert_uint_eq(got, after);
 	if (got > 0)
 		ck_assert_str_eq(str_attr(&items[0], "SK"), sorted[after - 1]);
@@ -1127,7 +984,7 @@ END_TEST
 
 START_TEST(test_long_binary_sort_keys)
 {
-	create_table("tbl", "PK", ST_S, "SK", ST_B);
+	tl_create_table("tbl", "PK", ST_S, "SK", ST_B);
 	uint64_t seed = tl_seed();
 	enum { NB = 30, LEN = 700 };
 	static uint8_t keys[NB][LEN];
@@ -1135,7 +992,7 @@ START_TEST(test_long_binary_sort_keys)
 		memset(keys[i], 0, LEN); /* zero bytes grow the escaped encoding */
 		keys[i][LEN - 2] = (uint8_t)(tl_rand(&seed) % 256);
 		keys[i][LEN - 1] = (uint8_t)i;
-		put("tbl", map("PK", S("p"), "SK", B(keys[i], LEN), NULL));
+		tl_put("tbl", map("PK", S("p"), "SK", B(keys[i], LEN), NULL));
 	}
 	st_query_req r = {.table = "tbl",
 	                  .key_condition = "PK = :p",
@@ -1143,12 +1000,12 @@ START_TEST(test_long_binary_sort_keys)
 	                  .forward = true,
 	                  .limit = 7};
 	uint32_t got, pages;
-	st_value *items = query_all(&r, &got, &pages, NULL);
+	st_value *items = tl_query_all(&r, &got, &pages, NULL);
 	ck_assert_uint_eq(got, NB);
 	for (uint32_t i = 1; i < got; i++)
 		ck_assert_int_lt(st_value_cmp(attr(&items[i - 1], "SK"), attr(&items[i], "SK")), 0);
 	r.forward = false;
-	items = query_all(&r, &got, &pages, NULL);
+	items = tl_query_all(&r, &got, &pages, NULL);
 	ck_assert_uint_eq(got, NB);
 	for (uint32_t i = 1; i < got; i++)
 		ck_assert_int_gt(st_value_cmp(attr(&items[i - 1], "SK"), attr(&items[i], "SK")), 0);
@@ -1174,12 +1031,12 @@ START_TEST(test_out_of_memory)
 		sh_arena_init(&a);
 		st_page p;
 		sh_fault_arm(SH_FAULT_ALLOC, k, false);
-		int rc = st_query(g_env, &r, &a, &p, g_msg);
+		int rc = st_query(tl_env, &r, &a, &p, tl_msg);
 		bool fired = sh_fault_fired(SH_FAULT_ALLOC) > 0;
 		sh_fault_reset();
 		/* A failed allocation is reported, or survived with a full result. */
 		ck_assert_msg(rc == SHOAL_OK || (fired && rc == SHOAL_E_NOMEM),
-		              "allocation %ld: %s (%s)", k, shoal_err_name(rc), g_msg);
+		              "allocation %ld: %s (%s)", k, shoal_err_name(rc), tl_msg);
 		if (rc == SHOAL_OK) {
 			ck_assert_uint_eq(p.count, 10);
 			ck_assert_ptr_nonnull(p.last_evaluated_key);
@@ -1194,30 +1051,15 @@ END_TEST
 
 static Suite *query_suite(void)
 {
-	Suite *s = suite_create("query");
-	TCase *tc = tcase_create("core");
-	tcase_set_timeout(tc, 120);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_s_operators);
-	tcase_add_test(tc, test_missing_partition);
-	tcase_add_test(tc, test_number_order);
-	tcase_add_test(tc, test_binary_order);
-	tcase_add_test(tc, test_limit_every_page_size);
-	tcase_add_test(tc, test_limit_with_sort_condition);
-	tcase_add_test(tc, test_page_size_exact);
-	tcase_add_test(tc, test_page_bytes_small);
-	tcase_add_test(tc, test_filter_empty_pages);
-	tcase_add_test(tc, test_projection);
-	tcase_add_test(tc, test_select_rules);
-	tcase_add_test(tc, test_request_errors);
-	tcase_add_test(tc, test_index_not_supported_yet);
-	tcase_add_test(tc, test_start_key_errors);
-	tcase_add_test(tc, test_table_without_sort_key);
-	tcase_add_test(tc, test_long_sort_keys);
-	tcase_add_test(tc, test_long_binary_sort_keys);
-	tcase_add_test(tc, test_out_of_memory);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("query", setup, tl_store_close, 120,
+	                TL_TESTS(test_s_operators, test_missing_partition, test_number_order,
+	                         test_binary_order, test_limit_every_page_size,
+	                         test_limit_with_sort_condition, test_page_size_exact,
+	                         test_page_bytes_small, test_filter_empty_pages, test_projection,
+	                         test_select_rules, test_request_errors,
+	                         test_index_not_supported_yet, test_start_key_errors,
+	                         test_table_without_sort_key, test_long_sort_keys,
+	                         test_long_binary_sort_keys, test_out_of_memory));
 }
 
 TL_MAIN(query_suite)

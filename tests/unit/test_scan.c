@@ -1,7 +1,5 @@
 /* Scan: every item once, segments, hash ranges, Limit, filters, long sort keys. */
 #include <check.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,96 +7,17 @@
 #include "common/alloc.h"
 #include "common/arena.h"
 #include "storage/storage.h"
-#include "tests/lib/testlib.h"
-
-static char g_dir[PATH_MAX];
-static st_env *g_env;
-static sh_arena g_a;
-static char g_msg[SH_ERRMSG_SIZE];
+#define TL_VALUE_NAMES
+#include "tests/lib/tl_store.h"
 
 static void setup(void)
 {
-	snprintf(g_dir, sizeof(g_dir), "%s", tl_tmpdir("scan"));
-	st_env_options o = {.map_size = 1ull << 30, .nosync = true};
-	ck_assert_msg(st_env_open(g_dir, &o, &g_env, g_msg) == SHOAL_OK, "%s", g_msg);
-	sh_arena_init(&g_a);
-}
-
-static void teardown(void)
-{
-	st_env_close(g_env);
-	tl_rmtree(g_dir);
-	sh_arena_fini(&g_a);
+	tl_store_open("scan", &(st_env_options){.map_size = 1ull << 30, .nosync = true});
 }
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
 /* ------------------------------------------------------------------------ */
-
-static st_value *S(const char *s)
-{
-	st_value *v = st_new_s(&g_a, s);
-	ck_assert_ptr_nonnull(v);
-	return v;
-}
-
-static st_value *N(const char *s)
-{
-	st_value *v = st_new_n(&g_a, s);
-	ck_assert_ptr_nonnull(v);
-	return v;
-}
-
-static st_value *Ni(long i)
-{
-	char buf[32];
-	snprintf(buf, sizeof(buf), "%ld", i);
-	return N(buf);
-}
-
-/* map("a", v1, "b", v2, NULL) */
-static st_value *map(const char *name, ...)
-{
-	st_value *m = st_new_map(&g_a, 4);
-	ck_assert_ptr_nonnull(m);
-	va_list ap;
-	va_start(ap, name);
-	for (const char *n = name; n != NULL; n = va_arg(ap, const char *)) {
-		st_value *v = va_arg(ap, st_value *);
-		ck_assert_int_eq(st_map_set(&g_a, m, n, strlen(n), v), SHOAL_OK);
-	}
-	va_end(ap);
-	return m;
-}
-
-static uint32_t create_table(const char *name, const char *pk, st_type pt, const char *sk,
-                             st_type stt)
-{
-	st_key_attr attrs[2] = {{pk, pt}, {sk, stt}};
-	st_table_def d = {.name = name,
-	                  .key = {{pk, pt}, {sk, stt}},
-	                  .attrs = attrs,
-	                  .n_attrs = sk != NULL ? 2 : 1};
-	st_txn *t;
-	ck_assert_int_eq(st_txn_begin(g_env, &t, g_msg), SHOAL_OK);
-	ck_assert_msg(st_table_create(t, &d, g_msg) == SHOAL_OK, "%s", g_msg);
-	ck_assert_msg(st_txn_commit(t, g_msg) == SHOAL_OK, "%s", g_msg);
-	st_table_info info;
-	ck_assert_int_eq(st_table_describe(g_env, name, &g_a, &info, g_msg), SHOAL_OK);
-	return info.def.id;
-}
-
-static void put(const char *table, st_value *item)
-{
-	st_put_req r = {.table = table, .item = item};
-	st_write_result res;
-	ck_assert_msg(st_put_item(g_env, &r, &g_a, &res, g_msg) == SHOAL_OK, "%s", g_msg);
-}
-
-static const st_value *attr(const st_value *item, const char *name)
-{
-	return st_map_get(item, name, strlen(name));
-}
 
 static long num_attr(const st_value *item, const char *name)
 {
@@ -108,56 +27,6 @@ static long num_attr(const st_value *item, const char *name)
 	char buf[64];
 	snprintf(buf, sizeof(buf), "%.*s", (int)v->u.str.len, v->u.str.ptr);
 	return strtol(buf, NULL, 10);
-}
-
-static void scan_ok(st_scan_req *r, st_page *p)
-{
-	int rc = st_scan(g_env, r, &g_a, p, g_msg);
-	ck_assert_msg(rc == SHOAL_OK, "scan: %s", g_msg);
-}
-
-static void scan_err(st_scan_req *r, int code, const char *msg)
-{
-	st_page p;
-	int rc = st_scan(g_env, r, &g_a, &p, g_msg);
-	ck_assert_msg(rc == code, "expected %s, got %s (%s)", shoal_err_name(code),
-	              shoal_err_name(rc), g_msg);
-	ck_assert_str_eq(g_msg, msg);
-}
-
-/* Scans to the end following LastEvaluatedKey; returns the items in order. */
-static st_value *scan_all(st_scan_req *r, uint32_t *n, uint32_t *pages, uint32_t *scanned)
-{
-	size_t cap = 64;
-	st_value *all = malloc(cap * sizeof(*all));
-	*n = 0;
-	*pages = 0;
-	*scanned = 0;
-	const st_value *first = r->exclusive_start_key, *start = first;
-	for (;;) {
-		st_page p;
-		r->exclusive_start_key = start;
-		scan_ok(r, &p);
-		(*pages)++;
-		ck_assert_uint_lt(*pages, 100000);
-		if (r->limit != 0)
-			ck_assert_uint_le(p.scanned, r->limit);
-		*scanned += p.scanned;
-		for (uint32_t i = 0; i < p.count; i++) {
-			if (*n == cap) {
-				cap *= 2;
-				all = realloc(all, cap * sizeof(*all));
-			}
-			all[(*n)++] = p.items[i];
-		}
-		if (p.last_evaluated_key == NULL)
-			break;
-		start = p.last_evaluated_key;
-	}
-	r->exclusive_start_key = first;
-	st_value *copy = sh_arena_memdup(&g_a, all, *n * sizeof(*all));
-	free(all);
-	return copy;
 }
 
 /* Segment s of n covers hashes [seg_lo, seg_hi], by DynamoDB-style equal split. */
@@ -181,18 +50,18 @@ static uint64_t g_hash[NPART]; /* placement hash of partition i */
  * unique "id" 0..NITEMS-1; tables A (before) and Z (after) around it. */
 static void load(void)
 {
-	create_table("before", "PK", ST_S, "SK", ST_N);
-	g_tid = create_table("tbl", "PK", ST_S, "SK", ST_N);
-	create_table("zafter", "PK", ST_S, "SK", ST_N);
+	tl_create_table("before", "PK", ST_S, "SK", ST_N);
+	g_tid = tl_create_table("tbl", "PK", ST_S, "SK", ST_N);
+	tl_create_table("zafter", "PK", ST_S, "SK", ST_N);
 	for (int p = 0; p < NPART; p++) {
 		char pk[32];
 		snprintf(pk, sizeof(pk), "p%d", p);
 		g_hash[p] = st_key_hash(g_tid, S(pk));
 		for (int s = 0; s < PER_PART; s++) {
-			put("tbl", map("PK", S(pk), "SK", Ni(s - 2), "id", Ni(p * PER_PART + s),
-			               "part", Ni(p), NULL));
-			put("before", map("PK", S(pk), "SK", Ni(s), "id", Ni(-1), NULL));
-			put("zafter", map("PK", S(pk), "SK", Ni(s), "id", Ni(-1), NULL));
+			tl_put("tbl", map("PK", S(pk), "SK", Ni(s - 2), "id", Ni(p * PER_PART + s),
+			                  "part", Ni(p), NULL));
+			tl_put("before", map("PK", S(pk), "SK", Ni(s), "id", Ni(-1), NULL));
+			tl_put("zafter", map("PK", S(pk), "SK", Ni(s), "id", Ni(-1), NULL));
 		}
 	}
 }
@@ -221,7 +90,7 @@ START_TEST(test_every_item_once)
 	for (size_t l = 0; l < sizeof(limits) / sizeof(limits[0]); l++) {
 		st_scan_req r = {.table = "tbl", .limit = limits[l]};
 		uint32_t n, pages, scanned;
-		st_value *items = scan_all(&r, &n, &pages, &scanned);
+		st_value *items = tl_scan_all(&r, &n, &pages, &scanned);
 		uint8_t seen[NITEMS] = {0};
 		ck_assert_uint_eq(check_ids(items, n, seen), NITEMS);
 		ck_assert_uint_eq(scanned, NITEMS);
@@ -252,7 +121,7 @@ START_TEST(test_segments_partition_the_table)
 			                 .total_segments = total,
 			                 .limit = 1 + seg * 3};
 			uint32_t n, pages, scanned;
-			st_value *items = scan_all(&r, &n, &pages, &scanned);
+			st_value *items = tl_scan_all(&r, &n, &pages, &scanned);
 			sum += check_ids(items, n, seen);
 			for (uint32_t i = 0; i < n; i++) {
 				uint64_t h = g_hash[num_attr(&items[i], "part")];
@@ -298,7 +167,7 @@ START_TEST(test_hash_range)
 				                 .total_segments = total == 1 ? 0 : total,
 				                 .limit = 4};
 				uint32_t n, pages, scanned;
-				st_value *items = scan_all(&r, &n, &pages, &scanned);
+				st_value *items = tl_scan_all(&r, &n, &pages, &scanned);
 				sum += check_ids(items, n, seen);
 				for (uint32_t i = 0; i < n; i++) {
 					uint64_t h = g_hash[num_attr(&items[i], "part")];
@@ -319,7 +188,7 @@ START_TEST(test_hash_range)
 	                 .segment = 0,
 	                 .total_segments = 2};
 	st_page p;
-	scan_ok(&r, &p);
+	tl_scan_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 0);
 	ck_assert_uint_eq(p.scanned, 0);
 	ck_assert_ptr_null(p.last_evaluated_key);
@@ -335,7 +204,7 @@ START_TEST(test_filter_count_projection)
 	    .attrs = {map("#p", S("part"), NULL), map(":z", N("0"), ":ten", N("10"), NULL)},
 	    .limit = 7};
 	uint32_t n, pages, scanned;
-	st_value *items = scan_all(&r, &n, &pages, &scanned);
+	st_value *items = tl_scan_all(&r, &n, &pages, &scanned);
 	ck_assert_uint_eq(n, 10);
 	ck_assert_uint_eq(scanned, NITEMS);
 	ck_assert_uint_eq(pages, (NITEMS + 6) / 7);
@@ -345,13 +214,13 @@ START_TEST(test_filter_count_projection)
 	r.select = ST_SELECT_COUNT;
 	r.limit = 0;
 	st_page p;
-	scan_ok(&r, &p);
+	tl_scan_ok(&r, &p);
 	ck_assert_ptr_null(p.items);
 	ck_assert_uint_eq(p.count, 10);
 	ck_assert_uint_eq(p.scanned, NITEMS);
 
 	st_scan_req pr = {.table = "tbl", .projection = "id, nothing", .limit = 3};
-	scan_ok(&pr, &p);
+	tl_scan_ok(&pr, &p);
 	ck_assert_uint_eq(p.count, 3);
 	for (uint32_t i = 0; i < 3; i++) {
 		ck_assert_uint_eq(p.items[i].u.map.n, 1);
@@ -368,20 +237,21 @@ START_TEST(test_request_errors)
 {
 	load();
 	st_scan_req r = {.table = "tbl", .segment = 3, .total_segments = 3};
-	scan_err(&r, SHOAL_E_VALIDATION,
-	         "The Segment parameter is zero-based and must be less than parameter "
-	         "TotalSegments: Segment: 3 is not less than TotalSegments: 3");
+	tl_scan_err(&r, SHOAL_E_VALIDATION,
+	            "The Segment parameter is zero-based and must be less than parameter "
+	            "TotalSegments: Segment: 3 is not less than TotalSegments: 3");
 	r.total_segments = 0;
-	scan_err(&r, SHOAL_E_VALIDATION,
-	         "The TotalSegments parameter is required but was not present in the request when "
-	         "Segment parameter is present");
+	tl_scan_err(
+	    &r, SHOAL_E_VALIDATION,
+	    "The TotalSegments parameter is required but was not present in the request when "
+	    "Segment parameter is present");
 	r.segment = 0;
 	r.total_segments = 1000001;
-	scan_err(&r, SHOAL_E_VALIDATION,
-	         "1 validation error detected: Value '1000001' at 'totalSegments' failed to "
-	         "satisfy constraint: Member must have value less than or equal to 1000000");
+	tl_scan_err(&r, SHOAL_E_VALIDATION,
+	            "1 validation error detected: Value '1000001' at 'totalSegments' failed to "
+	            "satisfy constraint: Member must have value less than or equal to 1000000");
 	r.segment = 1000000;
-	scan_err(
+	tl_scan_err(
 	    &r, SHOAL_E_VALIDATION,
 	    "2 validation errors detected: Value '1000000' at 'segment' failed to satisfy "
 	    "constraint: Member must have value less than or equal to 999999; Value '1000001' "
@@ -390,7 +260,7 @@ START_TEST(test_request_errors)
 	r.segment = 999999;
 	r.total_segments = 1000000;
 	st_page p;
-	scan_ok(&r, &p); /* the largest segmentation is fine */
+	tl_scan_ok(&r, &p); /* the largest segmentation is fine */
 
 	/* A start key from another segment. */
 	int p0 = 0;
@@ -402,66 +272,67 @@ START_TEST(test_request_errors)
 	                 .segment = 0,
 	                 .total_segments = 2,
 	                 .exclusive_start_key = map("PK", S(pk), "SK", N("0"), NULL)};
-	scan_err(&s, SHOAL_E_VALIDATION,
-	         "The provided starting key is invalid: Invalid ExclusiveStartKey. Please use "
-	         "ExclusiveStartKey with correct Segment. TotalSegments: 2 Segment: 0");
+	tl_scan_err(&s, SHOAL_E_VALIDATION,
+	            "The provided starting key is invalid: Invalid ExclusiveStartKey. Please use "
+	            "ExclusiveStartKey with correct Segment. TotalSegments: 2 Segment: 0");
 	s.segment = 1;
-	scan_ok(&s, &p);
+	tl_scan_ok(&s, &p);
 	s.exclusive_start_key = map("PK", S(pk), NULL);
-	scan_err(&s, SHOAL_E_VALIDATION,
-	         "The provided starting key is invalid: The provided key element does not match "
-	         "the schema");
+	tl_scan_err(&s, SHOAL_E_VALIDATION,
+	            "The provided starting key is invalid: The provided key element does not match "
+	            "the schema");
 	s.exclusive_start_key = map("PK", S(pk), "SK", S("0"), NULL);
-	scan_err(&s, SHOAL_E_VALIDATION,
-	         "The provided starting key is invalid: The provided key element does not match "
-	         "the schema");
+	tl_scan_err(&s, SHOAL_E_VALIDATION,
+	            "The provided starting key is invalid: The provided key element does not match "
+	            "the schema");
 
 	st_scan_req e = {.table = "tbl", .attrs = {map("#a", S("a"), NULL), NULL}};
-	scan_err(&e, SHOAL_E_VALIDATION,
-	         "ExpressionAttributeNames can only be specified when using expressions");
+	tl_scan_err(&e, SHOAL_E_VALIDATION,
+	            "ExpressionAttributeNames can only be specified when using expressions");
 	e.attrs.names = NULL;
 	e.attrs.values = map(":a", S("a"), NULL);
 	e.projection = "id";
-	scan_err(&e, SHOAL_E_VALIDATION,
-	         "ExpressionAttributeValues can only be specified when using expressions: "
-	         "FilterExpression is null");
+	tl_scan_err(&e, SHOAL_E_VALIDATION,
+	            "ExpressionAttributeValues can only be specified when using expressions: "
+	            "FilterExpression is null");
 	e.attrs.values = NULL;
 	e.select = ST_SELECT_COUNT;
-	scan_err(&e, SHOAL_E_VALIDATION,
-	         "Cannot specify the ProjectionExpression when choosing to get only the Count");
+	tl_scan_err(&e, SHOAL_E_VALIDATION,
+	            "Cannot specify the ProjectionExpression when choosing to get only the Count");
 	e.select = ST_SELECT_DEFAULT;
 	e.filter = "id = :a";
 	e.attrs.values = map(":a", N("1"), ":b", N("2"), NULL);
-	scan_err(&e, SHOAL_E_VALIDATION,
-	         "Value provided in ExpressionAttributeValues unused in expressions: keys: {:b}");
+	tl_scan_err(
+	    &e, SHOAL_E_VALIDATION,
+	    "Value provided in ExpressionAttributeValues unused in expressions: keys: {:b}");
 	st_scan_req u = {.table = "Nope"};
-	scan_err(&u, SHOAL_E_NOT_FOUND, "Requested resource not found: Table: Nope not found");
+	tl_scan_err(&u, SHOAL_E_NOT_FOUND, "Requested resource not found: Table: Nope not found");
 	u.table = "tbl";
 	u.index = "GSI";
-	scan_err(&u, SHOAL_E_VALIDATION, "The table does not have the specified index: GSI");
+	tl_scan_err(&u, SHOAL_E_VALIDATION, "The table does not have the specified index: GSI");
 }
 END_TEST
 
 START_TEST(test_long_sort_keys)
 {
-	create_table("long_keys", "PK", ST_S, "SK", ST_S);
+	tl_create_table("long_keys", "PK", ST_S, "SK", ST_S);
 	uint64_t seed = tl_seed();
 	enum { NL = 30 };
 	char *sks[NL];
 	for (int i = 0; i < NL; i++) {
 		size_t len = 500 + tl_rand(&seed) % 300;
-		sks[i] = sh_arena_alloc(&g_a, len + 1);
+		sks[i] = sh_arena_alloc(&tl_arena, len + 1);
 		memset(sks[i], 'k', len);
 		sks[i][len - 1] = (char)('a' + i % 26);
 		sks[i][len - 2] = (char)('a' + i / 26);
 		sks[i][len] = '\0';
-		put("long_keys", map("PK", S("p"), "SK", S(sks[i]), "id", Ni(i), NULL));
-		put("long_keys", map("PK", S("q"), "SK", S(sks[i]), "id", Ni(NL + i), NULL));
+		tl_put("long_keys", map("PK", S("p"), "SK", S(sks[i]), "id", Ni(i), NULL));
+		tl_put("long_keys", map("PK", S("q"), "SK", S(sks[i]), "id", Ni(NL + i), NULL));
 	}
 	for (uint32_t limit = 0; limit <= 2 * NL + 1; limit++) {
 		st_scan_req r = {.table = "long_keys", .limit = limit};
 		uint32_t n, pages, scanned;
-		st_value *items = scan_all(&r, &n, &pages, &scanned);
+		st_value *items = tl_scan_all(&r, &n, &pages, &scanned);
 		ck_assert_uint_eq(n, 2 * NL);
 		uint8_t seen[2 * NL] = {0};
 		for (uint32_t i = 0; i < n; i++) {
@@ -491,13 +362,13 @@ START_TEST(test_out_of_memory)
 		sh_arena_init(&a);
 		st_page p;
 		sh_fault_arm(SH_FAULT_ALLOC, n, false);
-		int rc = st_scan(g_env, &r, &a, &p, g_msg);
+		int rc = st_scan(tl_env, &r, &a, &p, tl_msg);
 		bool fired = sh_fault_fired(SH_FAULT_ALLOC) > 0;
 		sh_fault_reset();
 		sh_arena_fini(&a);
 		/* A failed allocation is reported, or survived with a full result. */
 		ck_assert_msg(rc == SHOAL_OK || (fired && rc == SHOAL_E_NOMEM),
-		              "allocation %ld: %s (%s)", n, shoal_err_name(rc), g_msg);
+		              "allocation %ld: %s (%s)", n, shoal_err_name(rc), tl_msg);
 		if (rc == SHOAL_OK)
 			ck_assert_uint_eq(p.count, 20);
 		if (!fired)
@@ -509,19 +380,10 @@ END_TEST
 
 static Suite *scan_suite(void)
 {
-	Suite *s = suite_create("scan");
-	TCase *tc = tcase_create("core");
-	tcase_set_timeout(tc, 120);
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_every_item_once);
-	tcase_add_test(tc, test_segments_partition_the_table);
-	tcase_add_test(tc, test_hash_range);
-	tcase_add_test(tc, test_filter_count_projection);
-	tcase_add_test(tc, test_request_errors);
-	tcase_add_test(tc, test_long_sort_keys);
-	tcase_add_test(tc, test_out_of_memory);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("scan", setup, tl_store_close, 120,
+	                TL_TESTS(test_every_item_once, test_segments_partition_the_table,
+	                         test_hash_range, test_filter_count_projection, test_request_errors,
+	                         test_long_sort_keys, test_out_of_memory));
 }
 
 TL_MAIN(scan_suite)

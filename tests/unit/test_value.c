@@ -1,133 +1,31 @@
 /* Values: type names, maps, copy, normalisation (every rule and message),
  * equality, ordering and DynamoDB's size rules. */
 #include <check.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "storage/storage.h"
-#include "tests/lib/testlib.h"
+#define TL_RAW_VALUE_NAMES
+#include "tests/lib/tl_values.h"
 
 #define INVALID "One or more parameter values were invalid: "
 #define NEST                                                                                       \
 	"Nesting Levels have exceeded supported limits: Attributes in the item have nested "       \
 	"levels beyond supported limit"
 
-static sh_arena A;
-
-static void setup(void)
-{
-	sh_arena_init(&A);
-}
-
-static void teardown(void)
-{
-	sh_arena_fini(&A);
-	sh_fault_reset();
-}
-
-/* Builders: raw (not normalised) values in the test arena. */
-static st_value raw(st_type t, const void *p, size_t n)
-{
-	st_value v = {.type = t};
-	v.u.str.ptr = sh_arena_memdup(&A, n ? p : "", n);
-	v.u.str.len = (uint32_t)n;
-	return v;
-}
-
-static st_value S(const char *s)
-{
-	return raw(ST_S, s, strlen(s));
-}
-
-static st_value N(const char *s)
-{
-	return raw(ST_N, s, strlen(s));
-}
-
-static st_value B(const void *p, size_t n)
-{
-	return raw(ST_B, p, n);
-}
-
-static st_value BOOLV(bool b)
-{
-	st_value v = {.type = ST_BOOL};
-	v.u.boolean = b;
-	return v;
-}
-
-static st_value NUL(void)
-{
-	st_value v = {.type = ST_NULL};
-	v.u.boolean = true;
-	return v;
-}
-
-/* LIST(type, n, v0, v1, ...) for L, SS, NS, BS. */
-static st_value LIST(st_type t, uint32_t n, ...)
-{
-	st_value v = {.type = t};
-	v.u.list.v = sh_arena_alloc(&A, n * sizeof(st_value) + 1);
-	v.u.list.n = n;
-	va_list ap;
-	va_start(ap, n);
-	for (uint32_t i = 0; i < n; i++)
-		v.u.list.v[i] = va_arg(ap, st_value);
-	va_end(ap);
-	return v;
-}
-
-/* MAP(n, "name0", v0, "name1", v1, ...) in the given (unsorted) order. */
-static st_value MAP(uint32_t n, ...)
-{
-	st_value v = {.type = ST_M};
-	v.u.map.a = sh_arena_alloc(&A, n * sizeof(st_attr) + 1);
-	v.u.map.n = n;
-	va_list ap;
-	va_start(ap, n);
-	for (uint32_t i = 0; i < n; i++) {
-		const char *name = va_arg(ap, const char *);
-		v.u.map.a[i].name = name;
-		v.u.map.a[i].name_len = (uint32_t)strlen(name);
-		v.u.map.a[i].value = va_arg(ap, st_value);
-	}
-	va_end(ap);
-	return v;
-}
-
-static st_value *heap(st_value v)
-{
-	return sh_arena_memdup(&A, &v, sizeof(v));
-}
-
-/* depth levels of single-attribute maps around leaf */
-static st_value deep_map(int depth, st_value leaf)
-{
-	st_value v = leaf;
-	for (int i = 0; i < depth; i++)
-		v = MAP(1, "n", v);
-	return v;
-}
-
 static void norm_ok(st_value *v)
 {
 	char msg[SH_ERRMSG_SIZE] = "";
-	int rc = st_value_normalize(&A, v, msg);
+	int rc = st_value_normalize(&tl_arena, v, msg);
 	ck_assert_msg(rc == SHOAL_OK, "normalize failed: %s", msg);
 }
 
 static void norm_fails(st_value v, const char *want)
 {
 	char msg[SH_ERRMSG_SIZE] = "";
-	ck_assert_int_eq(st_value_normalize(&A, &v, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(st_value_normalize(&tl_arena, &v, msg), SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg, want);
-}
-
-static bool str_is(const st_value *v, const char *s)
-{
-	return v->u.str.len == strlen(s) && memcmp(v->u.str.ptr, s, v->u.str.len) == 0;
 }
 
 START_TEST(test_type_names)
@@ -149,21 +47,21 @@ END_TEST
 
 START_TEST(test_constructors)
 {
-	st_value *v = st_new_s(&A, "héllo");
+	st_value *v = st_new_s(&tl_arena, "héllo");
 	ck_assert_int_eq(v->type, ST_S);
-	ck_assert(str_is(v, "héllo"));
-	v = st_new_n(&A, "+001.50e1");
+	ck_assert(tl_str_is(v, "héllo"));
+	v = st_new_n(&tl_arena, "+001.50e1");
 	ck_assert_int_eq(v->type, ST_N);
-	ck_assert(str_is(v, "15"));
-	ck_assert_ptr_null(st_new_n(&A, "abc"));
-	ck_assert_ptr_null(st_new_n(&A, "1e200"));
-	v = st_new_b(&A, "\0\xff", 2);
+	ck_assert(tl_str_is(v, "15"));
+	ck_assert_ptr_null(st_new_n(&tl_arena, "abc"));
+	ck_assert_ptr_null(st_new_n(&tl_arena, "1e200"));
+	v = st_new_b(&tl_arena, "\0\xff", 2);
 	ck_assert_int_eq(v->type, ST_B);
 	ck_assert_uint_eq(v->u.str.len, 2);
 	ck_assert_int_eq((unsigned char)v->u.str.ptr[1], 0xff);
-	v = st_new_b(&A, NULL, 0);
+	v = st_new_b(&tl_arena, NULL, 0);
 	ck_assert_uint_eq(v->u.str.len, 0);
-	v = st_new_map(&A, 4);
+	v = st_new_map(&tl_arena, 4);
 	ck_assert_int_eq(v->type, ST_M);
 	ck_assert_uint_eq(v->u.map.n, 0);
 	/* Out of memory gives NULL, never a crash. */
@@ -190,12 +88,12 @@ static void check_sorted(const st_value *m)
 
 START_TEST(test_map_set_get_remove)
 {
-	st_value *m = st_new_map(&A, 2);
+	st_value *m = st_new_map(&tl_arena, 2);
 	const char *names[] = {"b", "a", "ab", "ba", "\xff", "A", "aa", "a\0b"};
 	size_t lens[] = {1, 1, 2, 2, 1, 1, 2, 3};
 	for (int i = 0; i < 8; i++) {
-		st_value *v = st_new_s(&A, "v");
-		ck_assert_int_eq(st_map_set(&A, m, names[i], lens[i], v), SHOAL_OK);
+		st_value *v = st_new_s(&tl_arena, "v");
+		ck_assert_int_eq(st_map_set(&tl_arena, m, names[i], lens[i], v), SHOAL_OK);
 		check_sorted(m);
 	}
 	ck_assert_uint_eq(m->u.map.n, 8);
@@ -211,16 +109,16 @@ START_TEST(test_map_set_get_remove)
 	ck_assert_ptr_null(st_map_get(m, "a\0", 2));
 	ck_assert_ptr_null(st_map_get(m, "", 0));
 	/* Replace in place. */
-	st_value *n = st_new_n(&A, "7");
-	ck_assert_int_eq(st_map_set(&A, m, "ab", 2, n), SHOAL_OK);
+	st_value *n = st_new_n(&tl_arena, "7");
+	ck_assert_int_eq(st_map_set(&tl_arena, m, "ab", 2, n), SHOAL_OK);
 	ck_assert_uint_eq(m->u.map.n, 8);
 	ck_assert_int_eq(st_map_get(m, "ab", 2)->type, ST_N);
 	/* The value may alias one of the map's own attrs. */
-	ck_assert_int_eq(st_map_set(&A, m, "zz", 2, st_map_get(m, "ab", 2)), SHOAL_OK);
-	ck_assert(str_is(st_map_get(m, "zz", 2), "7"));
+	ck_assert_int_eq(st_map_set(&tl_arena, m, "zz", 2, st_map_get(m, "ab", 2)), SHOAL_OK);
+	ck_assert(tl_str_is(st_map_get(m, "zz", 2), "7"));
 	/* The name is copied. */
 	char tmp[4] = "tmp";
-	ck_assert_int_eq(st_map_set(&A, m, tmp, 3, n), SHOAL_OK);
+	ck_assert_int_eq(st_map_set(&tl_arena, m, tmp, 3, n), SHOAL_OK);
 	tmp[0] = 'x';
 	ck_assert_ptr_nonnull(st_map_get(m, "tmp", 3));
 	/* Remove. */
@@ -248,7 +146,7 @@ END_TEST
 START_TEST(test_map_random)
 {
 	uint64_t st = tl_seed();
-	st_value *m = st_new_map(&A, 0);
+	st_value *m = st_new_map(&tl_arena, 0);
 	bool present[64] = {false};
 	for (int i = 0; i < 2000; i++) {
 		int k = (int)(tl_rand(&st) % 64);
@@ -258,8 +156,9 @@ START_TEST(test_map_random)
 			st_map_remove(m, name, (size_t)len);
 			present[k] = false;
 		} else {
-			ck_assert_int_eq(st_map_set(&A, m, name, (size_t)len, st_new_s(&A, name)),
-			                 SHOAL_OK);
+			ck_assert_int_eq(
+			    st_map_set(&tl_arena, m, name, (size_t)len, st_new_s(&tl_arena, name)),
+			    SHOAL_OK);
 			present[k] = true;
 		}
 		check_sorted(m);
@@ -271,7 +170,7 @@ START_TEST(test_map_random)
 		const st_value *v = st_map_get(m, name, (size_t)len);
 		ck_assert(present[k] == (v != NULL));
 		if (v != NULL) {
-			ck_assert(str_is(v, name));
+			ck_assert(tl_str_is(v, name));
 			count++;
 		}
 	}
@@ -294,7 +193,7 @@ START_TEST(test_copy)
 	st_value item = sample_item();
 	norm_ok(&item);
 	st_value copy;
-	ck_assert_int_eq(st_value_copy(&A, &item, &copy), SHOAL_OK);
+	ck_assert_int_eq(st_value_copy(&tl_arena, &item, &copy), SHOAL_OK);
 	ck_assert(st_value_equal(&item, &copy));
 	/* Deep: no memory shared. */
 	ck_assert_ptr_ne(copy.u.map.a, item.u.map.a);
@@ -303,11 +202,11 @@ START_TEST(test_copy)
 	ck_assert_ptr_ne(l->u.list.v, l0->u.list.v);
 	ck_assert_ptr_ne(l->u.list.v[1].u.str.ptr, l0->u.list.v[1].u.str.ptr);
 	((char *)l->u.list.v[1].u.str.ptr)[0] = 'q';
-	ck_assert(str_is(&l0->u.list.v[1], "x"));
+	ck_assert(tl_str_is(&l0->u.list.v[1], "x"));
 	ck_assert(!st_value_equal(&item, &copy));
 	/* In place (dst == src) gives an independent copy too. */
 	st_value again = item;
-	ck_assert_int_eq(st_value_copy(&A, &again, &again), SHOAL_OK);
+	ck_assert_int_eq(st_value_copy(&tl_arena, &again, &again), SHOAL_OK);
 	ck_assert(st_value_equal(&item, &again));
 	ck_assert_ptr_ne(again.u.map.a, item.u.map.a);
 	/* Out of memory at every allocation: an error, never a crash. */
@@ -339,32 +238,32 @@ START_TEST(test_normalize_canonical)
 		ck_assert_uint_eq(item.u.map.a[i].name_len, strlen(order[i]));
 		ck_assert(memcmp(item.u.map.a[i].name, order[i], strlen(order[i])) == 0);
 	}
-	ck_assert(str_is(st_map_get(&item, "n", 1), "1.5"));
+	ck_assert(tl_str_is(st_map_get(&item, "n", 1), "1.5"));
 	const st_value *l = st_map_get(&item, "l", 1);
-	ck_assert(str_is(&l->u.list.v[0], "2")); /* lists keep their order */
-	ck_assert(str_is(&l->u.list.v[1], "x"));
+	ck_assert(tl_str_is(&l->u.list.v[0], "2")); /* lists keep their order */
+	ck_assert(tl_str_is(&l->u.list.v[1], "x"));
 	const st_value *m = st_map_get(&item, "m", 1);
 	check_sorted(m);
 	ck_assert_int_eq(m->u.map.a[0].name[0], 'x');
 	const st_value *ss = st_map_get(&item, "ss", 2);
-	ck_assert(str_is(&ss->u.list.v[0], "a"));
-	ck_assert(str_is(&ss->u.list.v[1], "b"));
+	ck_assert(tl_str_is(&ss->u.list.v[0], "a"));
+	ck_assert(tl_str_is(&ss->u.list.v[1], "b"));
 	const st_value *ns = st_map_get(&item, "ns", 2);
-	ck_assert(str_is(&ns->u.list.v[0], "-1"));
-	ck_assert(str_is(&ns->u.list.v[1], "0.00001"));
-	ck_assert(str_is(&ns->u.list.v[2], "10"));
+	ck_assert(tl_str_is(&ns->u.list.v[0], "-1"));
+	ck_assert(tl_str_is(&ns->u.list.v[1], "0.00001"));
+	ck_assert(tl_str_is(&ns->u.list.v[2], "10"));
 	const st_value *bs = st_map_get(&item, "bs", 2);
 	ck_assert_int_eq((unsigned char)bs->u.list.v[0].u.str.ptr[0], 0);
 	ck_assert_int_eq((unsigned char)bs->u.list.v[1].u.str.ptr[0], 0xff);
 	/* Idempotent. */
 	st_value copy;
-	ck_assert_int_eq(st_value_copy(&A, &item, &copy), SHOAL_OK);
+	ck_assert_int_eq(st_value_copy(&tl_arena, &item, &copy), SHOAL_OK);
 	norm_ok(&copy);
 	ck_assert(st_value_equal(&item, &copy));
 	/* Scalars on their own. */
 	st_value n = N("-00.0100");
 	norm_ok(&n);
-	ck_assert(str_is(&n, "-0.01"));
+	ck_assert(tl_str_is(&n, "-0.01"));
 	st_value e = S("");
 	norm_ok(&e); /* empty strings are allowed */
 	st_value eb = B("", 0);
@@ -448,7 +347,7 @@ START_TEST(test_normalize_errors)
 	memset(longname, 'a', ST_MAX_NAME_SIZE + 1);
 	st_value m = MAP(1, longname, S("x"));
 	char msg[SH_ERRMSG_SIZE];
-	ck_assert_int_eq(st_value_normalize(&A, &m, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(st_value_normalize(&tl_arena, &m, msg), SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg, INVALID
 	                 "Attribute name is too long: 65536 bytes, the limit is 65535 bytes");
 	longname[ST_MAX_NAME_SIZE] = '\0';
@@ -630,23 +529,11 @@ END_TEST
 
 static Suite *value_suite(void)
 {
-	Suite *s = suite_create("value");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_type_names);
-	tcase_add_test(tc, test_constructors);
-	tcase_add_test(tc, test_map_set_get_remove);
-	tcase_add_test(tc, test_map_random);
-	tcase_add_test(tc, test_copy);
-	tcase_add_test(tc, test_normalize_canonical);
-	tcase_add_test(tc, test_normalize_errors);
-	tcase_add_test(tc, test_normalize_depth);
-	tcase_add_test(tc, test_normalize_nomem);
-	tcase_add_test(tc, test_equal);
-	tcase_add_test(tc, test_cmp);
-	tcase_add_test(tc, test_sizes);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("value", tl_arena_setup, tl_arena_teardown, 0,
+	                TL_TESTS(test_type_names, test_constructors, test_map_set_get_remove,
+	                         test_map_random, test_copy, test_normalize_canonical,
+	                         test_normalize_errors, test_normalize_depth, test_normalize_nomem,
+	                         test_equal, test_cmp, test_sizes));
 }
 
 TL_MAIN(value_suite)

@@ -2,146 +2,20 @@
  * protobuf pack/unpack, framing and depth limits, request and response
  * conversions with DynamoDB's validation messages. */
 #include <check.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
 #include "proto/wire.h"
-#include "tests/lib/testlib.h"
+#define TL_RAW_VALUE_NAMES
+#include "tests/lib/tl_values.h"
+#include "tests/lib/tl_wire.h"
 
 #define NEST                                                                                       \
 	"Nesting Levels have exceeded supported limits: Attributes in the item have nested "       \
 	"levels beyond supported limit"
 #define EMPTY_AV                                                                                   \
 	"Supplied AttributeValue is empty, must contain exactly one of the supported datatypes"
-
-static sh_arena A;
-static char msg[SH_ERRMSG_SIZE];
-
-static void setup(void)
-{
-	sh_arena_init(&A);
-	msg[0] = '\0';
-}
-
-static void teardown(void)
-{
-	sh_arena_fini(&A);
-	sh_fault_reset();
-}
-
-/* ------------------------------------------------------------------------ */
-/* Value builders (raw, in the test arena) and structural equality           */
-/* ------------------------------------------------------------------------ */
-
-static st_value raw(st_type t, const void *p, size_t n)
-{
-	st_value v = {.type = t};
-	v.u.str.ptr = sh_arena_memdup(&A, n ? p : "", n);
-	v.u.str.len = (uint32_t)n;
-	return v;
-}
-
-static st_value S(const char *s)
-{
-	return raw(ST_S, s, strlen(s));
-}
-
-static st_value N(const char *s)
-{
-	return raw(ST_N, s, strlen(s));
-}
-
-static st_value BOOLV(bool b)
-{
-	st_value v = {.type = ST_BOOL};
-	v.u.boolean = b;
-	return v;
-}
-
-static st_value NULLV(void)
-{
-	st_value v = {.type = ST_NULL};
-	v.u.boolean = true;
-	return v;
-}
-
-/* A list-like value (L, SS, NS, BS) of n members. */
-static st_value LIST(st_type t, int n, ...)
-{
-	st_value v = {.type = t};
-	v.u.list.v = sh_arena_calloc(&A, (size_t)n, sizeof(st_value));
-	v.u.list.n = (uint32_t)n;
-	va_list ap;
-	va_start(ap, n);
-	for (int i = 0; i < n; i++)
-		v.u.list.v[i] = va_arg(ap, st_value);
-	va_end(ap);
-	return v;
-}
-
-/* A map of n (name, value) pairs, in the order given. */
-static st_value MAP(int n, ...)
-{
-	st_value v = {.type = ST_M};
-	v.u.map.a = sh_arena_calloc(&A, (size_t)n, sizeof(st_attr));
-	v.u.map.n = (uint32_t)n;
-	va_list ap;
-	va_start(ap, n);
-	for (int i = 0; i < n; i++) {
-		const char *name = va_arg(ap, const char *);
-		v.u.map.a[i].name = name;
-		v.u.map.a[i].name_len = (uint32_t)strlen(name);
-		v.u.map.a[i].value = va_arg(ap, st_value);
-	}
-	va_end(ap);
-	return v;
-}
-
-static st_value *heap(st_value v)
-{
-	st_value *p = sh_arena_alloc(&A, sizeof(*p));
-	*p = v;
-	return p;
-}
-
-/* Same type, same bytes, same order. */
-static bool same(const st_value *x, const st_value *y)
-{
-	if (x->type != y->type)
-		return false;
-	switch (x->type) {
-	case ST_S:
-	case ST_N:
-	case ST_B:
-		return x->u.str.len == y->u.str.len &&
-		       memcmp(x->u.str.ptr, y->u.str.ptr, x->u.str.len) == 0;
-	case ST_BOOL:
-	case ST_NULL:
-		return x->u.boolean == y->u.boolean;
-	case ST_M:
-		if (x->u.map.n != y->u.map.n)
-			return false;
-		for (uint32_t i = 0; i < x->u.map.n; i++) {
-			const st_attr *p = &x->u.map.a[i], *q = &y->u.map.a[i];
-			if (p->name_len != q->name_len ||
-			    memcmp(p->name, q->name, p->name_len) != 0 ||
-			    !same(&p->value, &q->value))
-				return false;
-		}
-		return true;
-	default:
-		if (x->u.list.n != y->u.list.n)
-			return false;
-		for (uint32_t i = 0; i < x->u.list.n; i++) {
-			if (!same(&x->u.list.v[i], &y->u.list.v[i]))
-				return false;
-		}
-		return true;
-	}
-}
 
 /* An item with every type, nested, including text with U+0000 and an empty S. */
 static st_value every_type_item(void)
@@ -152,7 +26,7 @@ static st_value every_type_item(void)
 	                      BOOLV(false), "m", MAP(0));
 	return MAP(12, "pk", S("user#1"), "nul", raw(ST_S, nul_text, sizeof(nul_text)), "empty",
 	           S(""), "num", N("12.50"), "bin", raw(ST_B, bin, sizeof(bin)), "yes", BOOLV(true),
-	           "nil", NULLV(), "map", nested, "list",
+	           "nil", NUL(), "map", nested, "list",
 	           LIST(ST_L, 3, N("1"), S("two"), LIST(ST_L, 0)), "ss",
 	           LIST(ST_SS, 2, S("b"), S("a")), "ns", LIST(ST_NS, 2, N("3"), N("1.0")), "bs",
 	           LIST(ST_BS, 1, raw(ST_B, bin, 2)));
@@ -163,9 +37,9 @@ static Shoal__Request *round_trip(Shoal__Request *req)
 {
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(wire_pack(&A, &req->base, &buf, &len, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_pack(&tl_arena, &req->base, &buf, &len, tl_msg), SHOAL_OK);
 	Shoal__Request *out;
-	ck_assert_int_eq(wire_unpack_request(NULL, buf, len, &out, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_unpack_request(NULL, buf, len, &out, tl_msg), SHOAL_OK);
 	ck_assert_ptr_nonnull(out);
 	return out;
 }
@@ -214,7 +88,7 @@ START_TEST(test_value_round_trip)
 	st_value item = every_type_item();
 	st_put_req put = {.table = "things", .item = &item};
 	Shoal__PutItemRequest *p;
-	ck_assert_int_eq(wire_put_req_to_pb(&A, &put, &p, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_put_req_to_pb(&tl_arena, &put, &p, tl_msg), SHOAL_OK);
 	Shoal__Request req = SHOAL__REQUEST__INIT;
 	req.request_id = 42;
 	req.op_case = SHOAL__REQUEST__OP_PUT_ITEM;
@@ -223,10 +97,11 @@ START_TEST(test_value_round_trip)
 	ck_assert_uint_eq(got->request_id, 42);
 	ck_assert_int_eq(got->op_case, SHOAL__REQUEST__OP_PUT_ITEM);
 	st_value back;
-	ck_assert_int_eq(wire_item_from_pb(&A, got->put_item->item, &back, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_item_from_pb(&tl_arena, got->put_item->item, &back, tl_msg),
+	                 SHOAL_OK);
 	wire_free_request(NULL, got);
 	/* Exactly what was sent, order and bytes included (not normalised). */
-	ck_assert(same(&item, &back));
+	ck_assert(tl_same(&item, &back));
 	ck_assert_uint_eq(back.u.map.a[1].value.u.str.len, 3); /* "a\0b" kept whole */
 	ck_assert_uint_eq(back.u.map.a[2].value.u.str.len, 0);
 
@@ -234,9 +109,10 @@ START_TEST(test_value_round_trip)
 	for (uint32_t i = 0; i < item.u.map.n; i++) {
 		Shoal__AttributeValue *pb;
 		st_value v;
-		ck_assert_int_eq(wire_value_to_pb(&A, &item.u.map.a[i].value, &pb, msg), SHOAL_OK);
-		ck_assert_int_eq(wire_value_from_pb(&A, pb, &v, msg), SHOAL_OK);
-		ck_assert(same(&item.u.map.a[i].value, &v));
+		ck_assert_int_eq(wire_value_to_pb(&tl_arena, &item.u.map.a[i].value, &pb, tl_msg),
+		                 SHOAL_OK);
+		ck_assert_int_eq(wire_value_from_pb(&tl_arena, pb, &v, tl_msg), SHOAL_OK);
+		ck_assert(tl_same(&item.u.map.a[i].value, &v));
 	}
 }
 END_TEST
@@ -245,16 +121,16 @@ START_TEST(test_value_from_pb_errors)
 {
 	st_value v;
 	Shoal__AttributeValue av = SHOAL__ATTRIBUTE_VALUE__INIT;
-	ck_assert_int_eq(wire_value_from_pb(&A, &av, &v, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, EMPTY_AV);
+	ck_assert_int_eq(wire_value_from_pb(&tl_arena, &av, &v, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, EMPTY_AV);
 
 	av.value_case = SHOAL__ATTRIBUTE_VALUE__VALUE_NULL;
 	av.null = 0;
-	ck_assert_int_eq(wire_value_from_pb(&A, &av, &v, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "One or more parameter values were invalid: Null attribute value "
-	                      "types must have the value of true");
+	ck_assert_int_eq(wire_value_from_pb(&tl_arena, &av, &v, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: Null attribute value "
+	                         "types must have the value of true");
 	av.null = 1;
-	ck_assert_int_eq(wire_value_from_pb(&A, &av, &v, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_value_from_pb(&tl_arena, &av, &v, tl_msg), SHOAL_OK);
 	ck_assert_int_eq(v.type, ST_NULL);
 
 	/* An Attribute without a value. */
@@ -265,18 +141,18 @@ START_TEST(test_value_from_pb_errors)
 	Shoal__Item item = SHOAL__ITEM__INIT;
 	item.attrs = ats;
 	item.n_attrs = 1;
-	ck_assert_int_eq(wire_item_from_pb(&A, &item, &v, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, EMPTY_AV);
+	ck_assert_int_eq(wire_item_from_pb(&tl_arena, &item, &v, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, EMPTY_AV);
 
 	/* Nesting past the converter's bound, built in memory (no framing). */
-	Shoal__AttributeValue *chain = sh_arena_alloc(&A, sizeof(*chain));
+	Shoal__AttributeValue *chain = sh_arena_alloc(&tl_arena, sizeof(*chain));
 	shoal__attribute_value__init(chain);
 	chain->value_case = SHOAL__ATTRIBUTE_VALUE__VALUE_NULL;
 	chain->null = 1;
 	for (int i = 0; i < WIRE_MAX_VALUE_DEPTH + 5; i++) {
-		Shoal__ListValue *l = sh_arena_alloc(&A, sizeof(*l));
-		Shoal__AttributeValue **one = sh_arena_alloc(&A, sizeof(*one));
-		Shoal__AttributeValue *up = sh_arena_alloc(&A, sizeof(*up));
+		Shoal__ListValue *l = sh_arena_alloc(&tl_arena, sizeof(*l));
+		Shoal__AttributeValue **one = sh_arena_alloc(&tl_arena, sizeof(*one));
+		Shoal__AttributeValue *up = sh_arena_alloc(&tl_arena, sizeof(*up));
 		shoal__list_value__init(l);
 		shoal__attribute_value__init(up);
 		one[0] = chain;
@@ -286,8 +162,8 @@ START_TEST(test_value_from_pb_errors)
 		up->l = l;
 		chain = up;
 	}
-	ck_assert_int_eq(wire_value_from_pb(&A, chain, &v, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, NEST);
+	ck_assert_int_eq(wire_value_from_pb(&tl_arena, chain, &v, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, NEST);
 }
 END_TEST
 
@@ -295,29 +171,30 @@ START_TEST(test_value_to_pb_errors)
 {
 	Shoal__AttributeValue *pb;
 	st_value none = {.type = ST_NONE};
-	ck_assert_int_eq(wire_value_to_pb(&A, &none, &pb, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(wire_value_to_pb(&tl_arena, &none, &pb, tl_msg), SHOAL_E_VALIDATION);
 	st_value deep = N("1");
 	for (int i = 0; i < WIRE_MAX_VALUE_DEPTH; i++)
 		deep = LIST(ST_L, 1, deep);
-	ck_assert_int_eq(wire_value_to_pb(&A, &deep, &pb, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, NEST);
+	ck_assert_int_eq(wire_value_to_pb(&tl_arena, &deep, &pb, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, NEST);
 	/* One level less fits, and what fits can be unpacked by a peer. */
 	deep = deep.u.list.v[0];
-	ck_assert_int_eq(wire_value_to_pb(&A, &deep, &pb, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_value_to_pb(&tl_arena, &deep, &pb, tl_msg), SHOAL_OK);
 	st_value item = MAP(1, "a", deep);
 	st_put_req put = {.table = "tbl", .item = &item};
 	Shoal__Request req = SHOAL__REQUEST__INIT;
 	req.op_case = SHOAL__REQUEST__OP_PUT_ITEM;
-	ck_assert_int_eq(wire_put_req_to_pb(&A, &put, &req.put_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_put_req_to_pb(&tl_arena, &put, &req.put_item, tl_msg), SHOAL_OK);
 	Shoal__Request *got = round_trip(&req);
 	st_value back;
-	ck_assert_int_eq(wire_item_from_pb(&A, got->put_item->item, &back, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_item_from_pb(&tl_arena, got->put_item->item, &back, tl_msg),
+	                 SHOAL_OK);
 	wire_free_request(NULL, got);
-	ck_assert(same(&item, &back));
+	ck_assert(tl_same(&item, &back));
 
 	st_value names = MAP(1, "#n", N("1"));
 	Shoal__ExpressionAttributeNames *np;
-	ck_assert_int_eq(wire_names_to_pb(&A, &names, &np, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(wire_names_to_pb(&tl_arena, &names, &np, tl_msg), SHOAL_E_VALIDATION);
 }
 END_TEST
 
@@ -325,76 +202,23 @@ END_TEST
 /* Framing                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Builds a message back to front: buf[start..cap) holds the bytes so far. */
-typedef struct bw {
-	uint8_t *buf;
-	size_t cap, start;
-} bw;
-
-static void bw_bytes(bw *w, const void *p, size_t n)
-{
-	ck_assert_uint_ge(w->start, n);
-	w->start -= n;
-	memcpy(w->buf + w->start, p, n);
-}
-
-static void bw_varint(bw *w, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-	do {
-		tmp[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v != 0);
-	bw_bytes(w, tmp, n);
-}
-
-/* Wraps everything written so far as length-delimited field `field`. */
-static void bw_wrap(bw *w, unsigned field)
-{
-	bw_varint(w, w->cap - w->start);
-	bw_varint(w, (uint64_t)field << 3 | 2);
-}
-
 /* A PutItem Request whose attribute "a" is an L nested `depth` times around
  * {NULL: true}. Message depth: 5 + 2 * depth. */
-static const uint8_t *nested_put(size_t depth, size_t *len)
+static const uint8_t *nested_put_l(size_t depth, size_t *len)
 {
-	bw w = {NULL, 64 + depth * 16, 0};
-	w.buf = sh_arena_alloc(&A, w.cap);
-	w.start = w.cap;
-	static const uint8_t null_true[] = {0x28, 0x01};
-	bw_bytes(&w, null_true, sizeof(null_true));
-	for (size_t i = 0; i < depth; i++) {
-		bw_wrap(&w, 1); /* ListValue.values */
-		bw_wrap(&w, 7); /* AttributeValue.l */
-	}
-	bw_wrap(&w, 2); /* Attribute.value */
-	bw_bytes(&w,
-	         "\x0a\x01"
-	         "a",
-	         3);    /* Attribute.name */
-	bw_wrap(&w, 1); /* Item.attrs */
-	bw_wrap(&w, 2); /* PutItemRequest.item */
-	bw_bytes(&w,
-	         "\x0a\x03"
-	         "tbl",
-	         5);     /* PutItemRequest.table_name */
-	bw_wrap(&w, 11); /* Request.put_item */
-	*len = w.cap - w.start;
-	return w.buf + w.start;
+	return tl_nested_put(&tl_arena, false, depth, len);
 }
 
 static int decode_put(const uint8_t *buf, size_t len, st_put_req *put)
 {
 	Shoal__Request *req;
-	int rc = wire_unpack_request(NULL, buf, len, &req, msg);
+	int rc = wire_unpack_request(NULL, buf, len, &req, tl_msg);
 	if (rc != SHOAL_OK) {
 		ck_assert_ptr_null(req);
 		return rc;
 	}
 	ck_assert_int_eq(req->op_case, SHOAL__REQUEST__OP_PUT_ITEM);
-	rc = wire_put_req_from_pb(&A, req->put_item, put, msg);
+	rc = wire_put_req_from_pb(&tl_arena, req->put_item, put, tl_msg);
 	wire_free_request(NULL, req);
 	return rc;
 }
@@ -405,27 +229,27 @@ START_TEST(test_depth_limits)
 	size_t len;
 	const uint8_t *buf;
 	/* DynamoDB's 32 levels: an attribute is level 1, so 31 nested Ls fit. */
-	buf = nested_put(ST_MAX_DEPTH - 1, &len);
+	buf = nested_put_l(ST_MAX_DEPTH - 1, &len);
 	ck_assert_int_eq(decode_put(buf, len, &put), SHOAL_OK);
 	ck_assert_str_eq(put.table, "tbl");
-	buf = nested_put(ST_MAX_DEPTH, &len);
+	buf = nested_put_l(ST_MAX_DEPTH, &len);
 	ck_assert_int_eq(decode_put(buf, len, &put), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, NEST);
+	ck_assert_str_eq(tl_msg, NEST);
 	/* Past the converter's margin: refused by the converter, same text. */
-	buf = nested_put(WIRE_MAX_VALUE_DEPTH + 10, &len);
+	buf = nested_put_l(WIRE_MAX_VALUE_DEPTH + 10, &len);
 	ck_assert_int_eq(decode_put(buf, len, &put), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, NEST);
+	ck_assert_str_eq(tl_msg, NEST);
 	/* The deepest message the framing accepts, and one level more. */
 	size_t max_lists = (WIRE_MAX_MSG_DEPTH - 5) / 2;
-	buf = nested_put(max_lists, &len);
+	buf = nested_put_l(max_lists, &len);
 	ck_assert_int_eq(decode_put(buf, len, &put), SHOAL_E_VALIDATION);
-	buf = nested_put(max_lists + 1, &len);
+	buf = nested_put_l(max_lists + 1, &len);
 	ck_assert_int_eq(decode_put(buf, len, &put), SHOAL_E_SERIALIZATION);
-	ck_assert_msg(strstr(msg, "nested deeper than 160 levels") != NULL, "%s", msg);
+	ck_assert_msg(strstr(tl_msg, "nested deeper than 160 levels") != NULL, "%s", tl_msg);
 	/* A hostile message: 100000 levels in about 1 MB. */
-	buf = nested_put(100000, &len);
+	buf = nested_put_l(100000, &len);
 	ck_assert_int_eq(decode_put(buf, len, &put), SHOAL_E_SERIALIZATION);
-	ck_assert_msg(strstr(msg, "nested deeper") != NULL, "%s", msg);
+	ck_assert_msg(strstr(tl_msg, "nested deeper") != NULL, "%s", tl_msg);
 }
 END_TEST
 
@@ -434,44 +258,48 @@ START_TEST(test_framing_errors)
 	Shoal__Request *req;
 	/* Truncated: field 11 claims 5 bytes, 1 follows. */
 	static const uint8_t trunc[] = {0x5a, 0x05, 0x0a};
-	ck_assert_int_eq(wire_unpack_request(NULL, trunc, sizeof(trunc), &req, msg),
+	ck_assert_int_eq(wire_unpack_request(NULL, trunc, sizeof(trunc), &req, tl_msg),
 	                 SHOAL_E_SERIALIZATION);
 	ck_assert_ptr_null(req);
-	ck_assert_msg(strstr(msg, "byte 0: length runs past the end") != NULL, "%s", msg);
+	ck_assert_msg(strstr(tl_msg, "byte 0: length runs past the end") != NULL, "%s", tl_msg);
 	/* Group wire type. */
 	static const uint8_t group[] = {0x0b};
-	ck_assert_int_eq(wire_unpack_request(NULL, group, 1, &req, msg), SHOAL_E_SERIALIZATION);
-	ck_assert_msg(strstr(msg, "groups") != NULL, "%s", msg);
+	ck_assert_int_eq(wire_unpack_request(NULL, group, 1, &req, tl_msg), SHOAL_E_SERIALIZATION);
+	ck_assert_msg(strstr(tl_msg, "groups") != NULL, "%s", tl_msg);
 	/* Wire types 6 and 7 do not exist. */
 	static const uint8_t wt7[] = {0x0f};
-	ck_assert_int_eq(wire_unpack_request(NULL, wt7, 1, &req, msg), SHOAL_E_SERIALIZATION);
+	ck_assert_int_eq(wire_unpack_request(NULL, wt7, 1, &req, tl_msg), SHOAL_E_SERIALIZATION);
 	/* Field number 0. */
 	static const uint8_t zero[] = {0x00, 0x00};
-	ck_assert_int_eq(wire_unpack_request(NULL, zero, 2, &req, msg), SHOAL_E_SERIALIZATION);
+	ck_assert_int_eq(wire_unpack_request(NULL, zero, 2, &req, tl_msg), SHOAL_E_SERIALIZATION);
 	/* request_id (varint) sent as length-delimited. */
 	static const uint8_t mismatch[] = {0x0a, 0x00};
-	ck_assert_int_eq(wire_unpack_request(NULL, mismatch, 2, &req, msg), SHOAL_E_SERIALIZATION);
-	ck_assert_msg(strstr(msg, "shoal.Request.request_id has wire type 2") != NULL, "%s", msg);
+	ck_assert_int_eq(wire_unpack_request(NULL, mismatch, 2, &req, tl_msg),
+	                 SHOAL_E_SERIALIZATION);
+	ck_assert_msg(strstr(tl_msg, "shoal.Request.request_id has wire type 2") != NULL, "%s",
+	              tl_msg);
 	/* A varint that never ends, and one of 11 bytes. */
 	static const uint8_t endless[] = {0x08, 0xff, 0xff};
-	ck_assert_int_eq(wire_unpack_request(NULL, endless, 3, &req, msg), SHOAL_E_SERIALIZATION);
+	ck_assert_int_eq(wire_unpack_request(NULL, endless, 3, &req, tl_msg),
+	                 SHOAL_E_SERIALIZATION);
 	static const uint8_t eleven[] = {0x08, 0xff, 0xff, 0xff, 0xff, 0xff,
 	                                 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
-	ck_assert_int_eq(wire_unpack_request(NULL, eleven, sizeof(eleven), &req, msg),
+	ck_assert_int_eq(wire_unpack_request(NULL, eleven, sizeof(eleven), &req, tl_msg),
 	                 SHOAL_E_SERIALIZATION);
 	/* Unknown fields are skipped; empty input is an empty Request. */
 	static const uint8_t unknown[] = {0xf8, 0x07, 0x01, 0x08, 0x07};
-	ck_assert_int_eq(wire_unpack_request(NULL, unknown, sizeof(unknown), &req, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_unpack_request(NULL, unknown, sizeof(unknown), &req, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_uint_eq(req->request_id, 7);
 	wire_free_request(NULL, req);
-	ck_assert_int_eq(wire_unpack_request(NULL, NULL, 0, &req, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_unpack_request(NULL, NULL, 0, &req, tl_msg), SHOAL_OK);
 	ck_assert_int_eq(req->op_case, SHOAL__REQUEST__OP__NOT_SET);
 	wire_free_request(NULL, req);
 
 	/* Arena allocator: nothing to free. */
 	ProtobufCAllocator arena_alloc;
-	wire_arena_allocator(&arena_alloc, &A);
-	ck_assert_int_eq(wire_unpack_request(&arena_alloc, unknown, sizeof(unknown), &req, msg),
+	wire_arena_allocator(&arena_alloc, &tl_arena);
+	ck_assert_int_eq(wire_unpack_request(&arena_alloc, unknown, sizeof(unknown), &req, tl_msg),
 	                 SHOAL_OK);
 	ck_assert_uint_eq(req->request_id, 7);
 }
@@ -483,16 +311,16 @@ START_TEST(test_unpack_out_of_memory)
 	st_put_req put = {.table = "things", .item = &item};
 	Shoal__Request req = SHOAL__REQUEST__INIT;
 	req.op_case = SHOAL__REQUEST__OP_PUT_ITEM;
-	ck_assert_int_eq(wire_put_req_to_pb(&A, &put, &req.put_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_put_req_to_pb(&tl_arena, &put, &req.put_item, tl_msg), SHOAL_OK);
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(wire_pack(&A, &req.base, &buf, &len, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_pack(&tl_arena, &req.base, &buf, &len, tl_msg), SHOAL_OK);
 	/* Fail the n-th allocation for n = 1, 2, ... until unpacking succeeds. */
 	int n;
 	for (n = 1; n < 1000; n++) {
 		Shoal__Request *got;
 		sh_fault_arm(SH_FAULT_ALLOC, n, false);
-		int rc = wire_unpack_request(NULL, buf, len, &got, msg);
+		int rc = wire_unpack_request(NULL, buf, len, &got, tl_msg);
 		bool fired = sh_fault_fired(SH_FAULT_ALLOC) > 0;
 		sh_fault_reset();
 		if (!fired) {
@@ -514,12 +342,12 @@ END_TEST
 
 static Shoal__PutItemRequest *put_pb(const char *table, st_value *item)
 {
-	Shoal__PutItemRequest *p = sh_arena_alloc(&A, sizeof(*p));
+	Shoal__PutItemRequest *p = sh_arena_alloc(&tl_arena, sizeof(*p));
 	shoal__put_item_request__init(p);
 	if (table != NULL)
 		WIRE_SET(p, table_name, (char *)table);
 	if (item != NULL)
-		ck_assert_int_eq(wire_item_to_pb(&A, item, &p->item, msg), SHOAL_OK);
+		ck_assert_int_eq(wire_item_to_pb(&tl_arena, item, &p->item, tl_msg), SHOAL_OK);
 	return p;
 }
 
@@ -528,13 +356,13 @@ START_TEST(test_put_validation)
 	st_put_req out;
 	st_value item = MAP(1, "pk", S("a"));
 	Shoal__PutItemRequest *p = put_pb(NULL, &item);
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "1 validation error detected: Value null at 'tableName' failed to "
-	                      "satisfy constraint: Member must not be null");
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "1 validation error detected: Value null at 'tableName' failed to "
+	                         "satisfy constraint: Member must not be null");
 
 	p = put_pb("a!", NULL);
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg,
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
 	                 "3 validation errors detected: Value 'a!' at 'tableName' failed to "
 	                 "satisfy constraint: Member must satisfy regular expression pattern: "
 	                 "[a-zA-Z0-9_.-]+; Value 'a!' at 'tableName' failed to satisfy "
@@ -546,47 +374,48 @@ START_TEST(test_put_validation)
 	memset(long_name, 'x', 256);
 	long_name[256] = '\0';
 	p = put_pb(long_name, &item);
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_E_VALIDATION);
-	ck_assert_msg(strstr(msg, "Member must have length less than or equal to 255") != NULL,
-	              "%s", msg);
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_msg(strstr(tl_msg, "Member must have length less than or equal to 255") != NULL,
+	              "%s", tl_msg);
 
 	p = put_pb("things", &item);
 	WIRE_SET(p, return_values, "FOO");
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg,
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
 	                 "1 validation error detected: Value 'FOO' at 'returnValues' failed "
 	                 "to satisfy constraint: Member must satisfy enum value set: [ALL_NEW, "
 	                 "UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]");
 	WIRE_SET(p, return_values, "ALL_NEW");
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "ReturnValues can only be ALL_OLD or NONE");
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "ReturnValues can only be ALL_OLD or NONE");
 	WIRE_SET(p, return_values, "ALL_OLD");
 	WIRE_SET(p, return_consumed_capacity, "ALL");
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "1 validation error detected: Value 'ALL' at "
-	                      "'returnConsumedCapacity' failed to satisfy constraint: Member must "
-	                      "satisfy enum value set: [INDEXES, TOTAL, NONE]");
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "1 validation error detected: Value 'ALL' at "
+	                 "'returnConsumedCapacity' failed to satisfy constraint: Member must "
+	                 "satisfy enum value set: [INDEXES, TOTAL, NONE]");
 	WIRE_CLEAR(p, return_consumed_capacity);
 
 	/* Expression parameters without expressions. */
 	st_value names = MAP(1, "#n", S("name"));
-	ck_assert_int_eq(wire_names_to_pb(&A, &names, &p->expression_attribute_names, msg),
-	                 SHOAL_OK);
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "ExpressionAttributeNames can only be specified when using "
-	                      "expressions");
+	ck_assert_int_eq(
+	    wire_names_to_pb(&tl_arena, &names, &p->expression_attribute_names, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "ExpressionAttributeNames can only be specified when using "
+	                         "expressions");
 	p->expression_attribute_names = NULL;
 	st_value values = MAP(1, ":v", N("01"));
-	ck_assert_int_eq(wire_item_to_pb(&A, &values, &p->expression_attribute_values, msg),
-	                 SHOAL_OK);
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "ExpressionAttributeValues can only be specified when using "
-	                      "expressions: ConditionExpression is null");
+	ck_assert_int_eq(
+	    wire_item_to_pb(&tl_arena, &values, &p->expression_attribute_values, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "ExpressionAttributeValues can only be specified when using "
+	                         "expressions: ConditionExpression is null");
 
 	/* A valid one: values normalised, condition copied, "" kept as "". */
 	WIRE_SET(p, condition_expression, "");
 	WIRE_SET(p, return_values_on_condition_check_failure, "ALL_OLD");
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_OK);
 	ck_assert_str_eq(out.table, "things");
 	ck_assert_str_eq(out.condition, "");
 	ck_assert_int_eq(out.return_values, ST_RV_ALL_OLD);
@@ -597,19 +426,21 @@ START_TEST(test_put_validation)
 
 	/* Invalid values carry DynamoDB's prefix. */
 	values = MAP(1, ":v", N("x1"));
-	ck_assert_int_eq(wire_item_to_pb(&A, &values, &p->expression_attribute_values, msg),
-	                 SHOAL_OK);
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_E_VALIDATION);
-	ck_assert_msg(strncmp(msg, "ExpressionAttributeValues contains invalid value: ", 50) == 0,
-	              "%s", msg);
-	ck_assert_msg(strstr(msg, " for key :v") != NULL, "%s", msg);
+	ck_assert_int_eq(
+	    wire_item_to_pb(&tl_arena, &values, &p->expression_attribute_values, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_msg(strncmp(tl_msg, "ExpressionAttributeValues contains invalid value: ", 50) ==
+	                  0,
+	              "%s", tl_msg);
+	ck_assert_msg(strstr(tl_msg, " for key :v") != NULL, "%s", tl_msg);
 
 	/* An item value the normaliser refuses. */
 	st_value bad = MAP(1, "s", LIST(ST_SS, 0));
 	p = put_pb("things", &bad);
-	ck_assert_int_eq(wire_put_req_from_pb(&A, p, &out, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "One or more parameter values were invalid: An string set  may not "
-	                      "be empty");
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, p, &out, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "One or more parameter values were invalid: An string set  may not "
+	                 "be empty");
 }
 END_TEST
 
@@ -629,10 +460,10 @@ START_TEST(test_write_round_trips)
 	                  .return_old_on_condition_fail = true};
 	Shoal__Request req = SHOAL__REQUEST__INIT;
 	req.op_case = SHOAL__REQUEST__OP_PUT_ITEM;
-	ck_assert_int_eq(wire_put_req_to_pb(&A, &put, &req.put_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_put_req_to_pb(&tl_arena, &put, &req.put_item, tl_msg), SHOAL_OK);
 	Shoal__Request *got = round_trip(&req);
 	st_put_req p2;
-	ck_assert_int_eq(wire_put_req_from_pb(&A, got->put_item, &p2, e), SHOAL_OK);
+	ck_assert_int_eq(wire_put_req_from_pb(&tl_arena, got->put_item, &p2, e), SHOAL_OK);
 	wire_free_request(NULL, got);
 	ck_assert_str_eq(p2.table, put.table);
 	ck_assert_str_eq(p2.condition, put.condition);
@@ -640,12 +471,12 @@ START_TEST(test_write_round_trips)
 	ck_assert(p2.return_old_on_condition_fail);
 	/* Values come back normalised: compare with the normalised originals. */
 	st_value norm;
-	ck_assert_int_eq(st_value_copy(&A, &item, &norm), SHOAL_OK);
-	ck_assert_int_eq(st_value_normalize(&A, &norm, e), SHOAL_OK);
-	ck_assert(same(&norm, p2.item));
-	ck_assert_int_eq(st_value_normalize(&A, &names, e), SHOAL_OK);
-	ck_assert(same(&names, p2.attrs.names));
-	ck_assert(same(&values, p2.attrs.values));
+	ck_assert_int_eq(st_value_copy(&tl_arena, &item, &norm), SHOAL_OK);
+	ck_assert_int_eq(st_value_normalize(&tl_arena, &norm, e), SHOAL_OK);
+	ck_assert(tl_same(&norm, p2.item));
+	ck_assert_int_eq(st_value_normalize(&tl_arena, &names, e), SHOAL_OK);
+	ck_assert(tl_same(&names, p2.attrs.names));
+	ck_assert(tl_same(&values, p2.attrs.values));
 
 	st_update_req upd = {.table = "things",
 	                     .key = &key,
@@ -653,23 +484,25 @@ START_TEST(test_write_round_trips)
 	                     .attrs = {&names, &values},
 	                     .return_values = ST_RV_UPDATED_NEW};
 	req.op_case = SHOAL__REQUEST__OP_UPDATE_ITEM;
-	ck_assert_int_eq(wire_update_req_to_pb(&A, &upd, &req.update_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_update_req_to_pb(&tl_arena, &upd, &req.update_item, tl_msg),
+	                 SHOAL_OK);
 	got = round_trip(&req);
 	st_update_req u2;
-	ck_assert_int_eq(wire_update_req_from_pb(&A, got->update_item, &u2, e), SHOAL_OK);
+	ck_assert_int_eq(wire_update_req_from_pb(&tl_arena, got->update_item, &u2, e), SHOAL_OK);
 	wire_free_request(NULL, got);
 	ck_assert_str_eq(u2.update, upd.update);
 	ck_assert_ptr_null(u2.condition);
 	ck_assert_int_eq(u2.return_values, ST_RV_UPDATED_NEW);
 	ck_assert(!u2.return_old_on_condition_fail);
-	ck_assert(same(&key, u2.key));
+	ck_assert(tl_same(&key, u2.key));
 
 	st_delete_req del = {.table = "things", .key = &key, .return_values = ST_RV_ALL_OLD};
 	req.op_case = SHOAL__REQUEST__OP_DELETE_ITEM;
-	ck_assert_int_eq(wire_delete_req_to_pb(&A, &del, &req.delete_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_delete_req_to_pb(&tl_arena, &del, &req.delete_item, tl_msg),
+	                 SHOAL_OK);
 	got = round_trip(&req);
 	st_delete_req d2;
-	ck_assert_int_eq(wire_delete_req_from_pb(&A, got->delete_item, &d2, e), SHOAL_OK);
+	ck_assert_int_eq(wire_delete_req_from_pb(&tl_arena, got->delete_item, &d2, e), SHOAL_OK);
 	wire_free_request(NULL, got);
 	ck_assert_str_eq(d2.table, "things");
 	ck_assert_ptr_null(d2.condition);
@@ -679,14 +512,14 @@ START_TEST(test_write_round_trips)
 
 	st_get_req get = {.table = "things", .key = &key, .projection = "#a", .names = &names};
 	req.op_case = SHOAL__REQUEST__OP_GET_ITEM;
-	ck_assert_int_eq(wire_get_req_to_pb(&A, &get, &req.get_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_get_req_to_pb(&tl_arena, &get, &req.get_item, tl_msg), SHOAL_OK);
 	got = round_trip(&req);
 	st_get_req g2;
-	ck_assert_int_eq(wire_get_req_from_pb(&A, got->get_item, &g2, e), SHOAL_OK);
+	ck_assert_int_eq(wire_get_req_from_pb(&tl_arena, got->get_item, &g2, e), SHOAL_OK);
 	wire_free_request(NULL, got);
 	ck_assert_str_eq(g2.projection, "#a");
-	ck_assert(same(&names, g2.names));
-	ck_assert(same(&key, g2.key));
+	ck_assert(tl_same(&names, g2.names));
+	ck_assert(tl_same(&key, g2.key));
 }
 END_TEST
 
@@ -695,46 +528,49 @@ START_TEST(test_update_delete_get_validation)
 	st_update_req u;
 	Shoal__UpdateItemRequest up = SHOAL__UPDATE_ITEM_REQUEST__INIT;
 	WIRE_SET(&up, table_name, "things");
-	ck_assert_int_eq(wire_update_req_from_pb(&A, &up, &u, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "1 validation error detected: Value null at 'key' failed to satisfy "
-	                      "constraint: Member must not be null");
+	ck_assert_int_eq(wire_update_req_from_pb(&tl_arena, &up, &u, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "1 validation error detected: Value null at 'key' failed to satisfy "
+	                 "constraint: Member must not be null");
 	st_value key = MAP(1, "pk", S("a"));
-	ck_assert_int_eq(wire_item_to_pb(&A, &key, &up.key, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_item_to_pb(&tl_arena, &key, &up.key, tl_msg), SHOAL_OK);
 	st_value values = MAP(1, ":v", N("1"));
-	ck_assert_int_eq(wire_item_to_pb(&A, &values, &up.expression_attribute_values, msg),
-	                 SHOAL_OK);
-	ck_assert_int_eq(wire_update_req_from_pb(&A, &up, &u, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "ExpressionAttributeValues can only be specified when using "
-	                      "expressions: UpdateExpression and ConditionExpression are null");
+	ck_assert_int_eq(
+	    wire_item_to_pb(&tl_arena, &values, &up.expression_attribute_values, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_update_req_from_pb(&tl_arena, &up, &u, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "ExpressionAttributeValues can only be specified when using "
+	                         "expressions: UpdateExpression and ConditionExpression are null");
 	WIRE_SET(&up, update_expression, "SET a = :v");
 	WIRE_SET(&up, return_values, "UPDATED_OLD");
-	ck_assert_int_eq(wire_update_req_from_pb(&A, &up, &u, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_update_req_from_pb(&tl_arena, &up, &u, tl_msg), SHOAL_OK);
 	ck_assert_int_eq(u.return_values, ST_RV_UPDATED_OLD);
 	WIRE_SET(&up, return_values_on_condition_check_failure, "ALL_NEW");
-	ck_assert_int_eq(wire_update_req_from_pb(&A, &up, &u, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "1 validation error detected: Value 'ALL_NEW' at "
-	                      "'returnValuesOnConditionCheckFailure' failed to satisfy constraint: "
-	                      "Member must satisfy enum value set: [ALL_OLD, NONE]");
+	ck_assert_int_eq(wire_update_req_from_pb(&tl_arena, &up, &u, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "1 validation error detected: Value 'ALL_NEW' at "
+	                 "'returnValuesOnConditionCheckFailure' failed to satisfy constraint: "
+	                 "Member must satisfy enum value set: [ALL_OLD, NONE]");
 
 	st_delete_req d;
 	Shoal__DeleteItemRequest dp = SHOAL__DELETE_ITEM_REQUEST__INIT;
 	WIRE_SET(&dp, table_name, "things");
 	dp.key = up.key;
 	WIRE_SET(&dp, return_values, "UPDATED_NEW");
-	ck_assert_int_eq(wire_delete_req_from_pb(&A, &dp, &d, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "ReturnValues can only be ALL_OLD or NONE");
+	ck_assert_int_eq(wire_delete_req_from_pb(&tl_arena, &dp, &d, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "ReturnValues can only be ALL_OLD or NONE");
 	WIRE_CLEAR(&dp, return_values);
 	WIRE_SET(&dp, return_item_collection_metrics, "FULL");
-	ck_assert_int_eq(wire_delete_req_from_pb(&A, &dp, &d, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "1 validation error detected: Value 'FULL' at "
-	                      "'returnItemCollectionMetrics' failed to satisfy constraint: Member "
-	                      "must satisfy enum value set: [SIZE, NONE]");
+	ck_assert_int_eq(wire_delete_req_from_pb(&tl_arena, &dp, &d, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "1 validation error detected: Value 'FULL' at "
+	                 "'returnItemCollectionMetrics' failed to satisfy constraint: Member "
+	                 "must satisfy enum value set: [SIZE, NONE]");
 
 	st_get_req g;
 	Shoal__GetItemRequest gp = SHOAL__GET_ITEM_REQUEST__INIT;
 	WIRE_SET(&gp, table_name, "");
-	ck_assert_int_eq(wire_get_req_from_pb(&A, &gp, &g, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg,
+	ck_assert_int_eq(wire_get_req_from_pb(&tl_arena, &gp, &g, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
 	                 "3 validation errors detected: Value '' at 'tableName' failed to "
 	                 "satisfy constraint: Member must satisfy regular expression pattern: "
 	                 "[a-zA-Z0-9_.-]+; Value '' at 'tableName' failed to satisfy "
@@ -743,10 +579,10 @@ START_TEST(test_update_delete_get_validation)
 	/* A key with a duplicate attribute. */
 	st_value dup = MAP(2, "pk", S("a"), "pk", S("b"));
 	WIRE_SET(&gp, table_name, "things");
-	ck_assert_int_eq(wire_item_to_pb(&A, &dup, &gp.key, msg), SHOAL_OK);
-	ck_assert_int_eq(wire_get_req_from_pb(&A, &gp, &g, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "One or more parameter values were invalid: Duplicate attribute "
-	                      "name: pk");
+	ck_assert_int_eq(wire_item_to_pb(&tl_arena, &dup, &gp.key, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_get_req_from_pb(&tl_arena, &gp, &g, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: Duplicate attribute "
+	                         "name: pk");
 }
 END_TEST
 
@@ -756,14 +592,15 @@ START_TEST(test_query_scan)
 	Shoal__QueryRequest qp = SHOAL__QUERY_REQUEST__INIT;
 	WIRE_SET(&qp, table_name, "things");
 	WIRE_SET(&qp, limit, 0);
-	ck_assert_int_eq(wire_query_req_from_pb(&A, &qp, &q, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "1 validation error detected: Value '0' at 'limit' failed to satisfy "
-	                      "constraint: Member must have value greater than or equal to 1");
+	ck_assert_int_eq(wire_query_req_from_pb(&tl_arena, &qp, &q, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "1 validation error detected: Value '0' at 'limit' failed to satisfy "
+	                 "constraint: Member must have value greater than or equal to 1");
 	WIRE_SET(&qp, limit, 10);
 	WIRE_SET(&qp, select, "SOME");
 	WIRE_SET(&qp, index_name, "ix");
-	ck_assert_int_eq(wire_query_req_from_pb(&A, &qp, &q, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg,
+	ck_assert_int_eq(wire_query_req_from_pb(&tl_arena, &qp, &q, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
 	                 "2 validation errors detected: Value 'SOME' at 'select' failed to "
 	                 "satisfy constraint: Member must satisfy enum value set: "
 	                 "[SPECIFIC_ATTRIBUTES, COUNT, ALL_ATTRIBUTES, ALL_PROJECTED_ATTRIBUTES]; "
@@ -771,18 +608,21 @@ START_TEST(test_query_scan)
 	                 "have length greater than or equal to 3");
 	WIRE_SET(&qp, select, "COUNT");
 	WIRE_SET(&qp, index_name, "by-date");
-	ck_assert_int_eq(wire_query_req_from_pb(&A, &qp, &q, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "Either the KeyConditions or KeyConditionExpression parameter must "
-	                      "be specified in the request.");
+	ck_assert_int_eq(wire_query_req_from_pb(&tl_arena, &qp, &q, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "Either the KeyConditions or KeyConditionExpression parameter must "
+	                 "be specified in the request.");
 	WIRE_SET(&qp, key_condition_expression, "pk = :p");
 	st_value esk = MAP(1, "pk", LIST(ST_SS, 0));
-	ck_assert_int_eq(wire_item_to_pb(&A, &esk, &qp.exclusive_start_key, msg), SHOAL_OK);
-	ck_assert_int_eq(wire_query_req_from_pb(&A, &qp, &q, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "The provided starting key is invalid: One or more parameter values "
-	                      "were invalid: An string set  may not be empty");
+	ck_assert_int_eq(wire_item_to_pb(&tl_arena, &esk, &qp.exclusive_start_key, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_int_eq(wire_query_req_from_pb(&tl_arena, &qp, &q, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "The provided starting key is invalid: One or more parameter values "
+	                 "were invalid: An string set  may not be empty");
 	qp.exclusive_start_key = NULL;
 	/* Defaults: ScanIndexForward absent means true, Limit absent means none. */
-	ck_assert_int_eq(wire_query_req_from_pb(&A, &qp, &q, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_query_req_from_pb(&tl_arena, &qp, &q, tl_msg), SHOAL_OK);
 	ck_assert(q.forward);
 	ck_assert_uint_eq(q.limit, 10);
 	ck_assert_int_eq(q.select, ST_SELECT_COUNT);
@@ -790,7 +630,7 @@ START_TEST(test_query_scan)
 	ck_assert_str_eq(q.key_condition, "pk = :p");
 	WIRE_SET(&qp, scan_index_forward, 0);
 	WIRE_CLEAR(&qp, limit);
-	ck_assert_int_eq(wire_query_req_from_pb(&A, &qp, &q, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_query_req_from_pb(&tl_arena, &qp, &q, tl_msg), SHOAL_OK);
 	ck_assert(!q.forward);
 	ck_assert_uint_eq(q.limit, 0);
 
@@ -809,17 +649,17 @@ START_TEST(test_query_scan)
 	                   .consistent = true};
 	Shoal__Request req = SHOAL__REQUEST__INIT;
 	req.op_case = SHOAL__REQUEST__OP_QUERY;
-	ck_assert_int_eq(wire_query_req_to_pb(&A, &qr, &req.query, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_query_req_to_pb(&tl_arena, &qr, &req.query, tl_msg), SHOAL_OK);
 	Shoal__Request *got = round_trip(&req);
 	char e[SH_ERRMSG_SIZE];
-	ck_assert_int_eq(wire_query_req_from_pb(&A, got->query, &q, e), SHOAL_OK);
+	ck_assert_int_eq(wire_query_req_from_pb(&tl_arena, got->query, &q, e), SHOAL_OK);
 	wire_free_request(NULL, got);
 	ck_assert_str_eq(q.filter, qr.filter);
 	ck_assert(!q.forward);
 	ck_assert(q.consistent);
 	ck_assert_uint_eq(q.limit, 25);
 	ck_assert_int_eq(q.select, ST_SELECT_ALL_PROJECTED_ATTRIBUTES);
-	ck_assert(same(&start, q.exclusive_start_key));
+	ck_assert(tl_same(&start, q.exclusive_start_key));
 	ck_assert_ptr_null(q.projection);
 
 	/* Scan: segments. */
@@ -827,37 +667,40 @@ START_TEST(test_query_scan)
 	Shoal__ScanRequest sp = SHOAL__SCAN_REQUEST__INIT;
 	WIRE_SET(&sp, table_name, "things");
 	WIRE_SET(&sp, segment, 0);
-	ck_assert_int_eq(wire_scan_req_from_pb(&A, &sp, &s, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "The TotalSegments parameter is required but was not present in the "
-	                      "request when Segment parameter is present");
+	ck_assert_int_eq(wire_scan_req_from_pb(&tl_arena, &sp, &s, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "The TotalSegments parameter is required but was not present in the "
+	                 "request when Segment parameter is present");
 	WIRE_CLEAR(&sp, segment);
 	WIRE_SET(&sp, total_segments, 4);
-	ck_assert_int_eq(wire_scan_req_from_pb(&A, &sp, &s, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "The Segment parameter is required but was not present in the "
-	                      "request when parameter TotalSegments is present");
+	ck_assert_int_eq(wire_scan_req_from_pb(&tl_arena, &sp, &s, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "The Segment parameter is required but was not present in the "
+	                         "request when parameter TotalSegments is present");
 	WIRE_SET(&sp, segment, 4);
-	ck_assert_int_eq(wire_scan_req_from_pb(&A, &sp, &s, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "The Segment parameter is zero-based and must be less than "
-	                      "parameter TotalSegments: Segment: 4 is not less than TotalSegments: "
-	                      "4");
+	ck_assert_int_eq(wire_scan_req_from_pb(&tl_arena, &sp, &s, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "The Segment parameter is zero-based and must be less than "
+	                 "parameter TotalSegments: Segment: 4 is not less than TotalSegments: "
+	                 "4");
 	WIRE_SET(&sp, segment, -1);
 	WIRE_SET(&sp, total_segments, 1000001);
-	ck_assert_int_eq(wire_scan_req_from_pb(&A, &sp, &s, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "2 validation errors detected: Value '1000001' at 'totalSegments' "
-	                      "failed to satisfy constraint: Member must have value less than or "
-	                      "equal to 1000000; Value '-1' at 'segment' failed to satisfy "
-	                      "constraint: Member must have value greater than or equal to 0");
+	ck_assert_int_eq(wire_scan_req_from_pb(&tl_arena, &sp, &s, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "2 validation errors detected: Value '1000001' at 'totalSegments' "
+	                 "failed to satisfy constraint: Member must have value less than or "
+	                 "equal to 1000000; Value '-1' at 'segment' failed to satisfy "
+	                 "constraint: Member must have value greater than or equal to 0");
 	WIRE_SET(&sp, segment, 3);
 	WIRE_SET(&sp, total_segments, 4);
-	ck_assert_int_eq(wire_item_to_pb(&A, &values, &sp.expression_attribute_values, msg),
-	                 SHOAL_OK);
-	ck_assert_int_eq(wire_scan_req_from_pb(&A, &sp, &s, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "ExpressionAttributeValues can only be specified when using "
-	                      "expressions: FilterExpression is null");
+	ck_assert_int_eq(
+	    wire_item_to_pb(&tl_arena, &values, &sp.expression_attribute_values, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_scan_req_from_pb(&tl_arena, &sp, &s, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "ExpressionAttributeValues can only be specified when using "
+	                         "expressions: FilterExpression is null");
 	WIRE_SET(&sp, filter_expression, "a = :p");
 	sp.hash_lo = 5;
 	sp.hash_hi = 99;
-	ck_assert_int_eq(wire_scan_req_from_pb(&A, &sp, &s, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_scan_req_from_pb(&tl_arena, &sp, &s, tl_msg), SHOAL_OK);
 	ck_assert_uint_eq(s.segment, 3);
 	ck_assert_uint_eq(s.total_segments, 4);
 	ck_assert_uint_eq(s.hash_lo, 5);
@@ -866,10 +709,10 @@ START_TEST(test_query_scan)
 	ck_assert_int_eq(s.select, ST_SELECT_DEFAULT);
 
 	req.op_case = SHOAL__REQUEST__OP_SCAN;
-	ck_assert_int_eq(wire_scan_req_to_pb(&A, &s, &req.scan, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_scan_req_to_pb(&tl_arena, &s, &req.scan, tl_msg), SHOAL_OK);
 	got = round_trip(&req);
 	st_scan_req s2;
-	ck_assert_int_eq(wire_scan_req_from_pb(&A, got->scan, &s2, e), SHOAL_OK);
+	ck_assert_int_eq(wire_scan_req_from_pb(&tl_arena, got->scan, &s2, e), SHOAL_OK);
 	wire_free_request(NULL, got);
 	ck_assert_uint_eq(s2.segment, 3);
 	ck_assert_uint_eq(s2.total_segments, 4);
@@ -884,7 +727,7 @@ END_TEST
 
 static Shoal__KeySchemaElement *kse(const char *name, const char *type)
 {
-	Shoal__KeySchemaElement *k = sh_arena_alloc(&A, sizeof(*k));
+	Shoal__KeySchemaElement *k = sh_arena_alloc(&tl_arena, sizeof(*k));
 	shoal__key_schema_element__init(k);
 	k->attribute_name = (char *)name;
 	k->key_type = (char *)type;
@@ -893,7 +736,7 @@ static Shoal__KeySchemaElement *kse(const char *name, const char *type)
 
 static Shoal__AttributeDefinition *adef(const char *name, const char *type)
 {
-	Shoal__AttributeDefinition *d = sh_arena_alloc(&A, sizeof(*d));
+	Shoal__AttributeDefinition *d = sh_arena_alloc(&tl_arena, sizeof(*d));
 	shoal__attribute_definition__init(d);
 	d->attribute_name = (char *)name;
 	d->attribute_type = (char *)type;
@@ -905,7 +748,7 @@ static Shoal__AttributeDefinition *adef(const char *name, const char *type)
 static Shoal__CreateTableRequest *create_pb(Shoal__AttributeDefinition **defs, size_t n_defs,
                                             Shoal__KeySchemaElement **ks, size_t n_ks)
 {
-	Shoal__CreateTableRequest *c = sh_arena_alloc(&A, sizeof(*c));
+	Shoal__CreateTableRequest *c = sh_arena_alloc(&tl_arena, sizeof(*c));
 	shoal__create_table_request__init(c);
 	WIRE_SET(c, table_name, "things");
 	c->attribute_definitions = defs;
@@ -923,47 +766,51 @@ START_TEST(test_create_table)
 	Shoal__CreateTableRequest *c = create_pb(defs, 2, ks, 2);
 
 	WIRE_CLEAR(c, table_name);
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "The parameter 'TableName' is required but was not present in the "
-	                      "request");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "The parameter 'TableName' is required but was not present in the "
+	                         "request");
 	WIRE_SET(c, table_name, "ab");
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "TableName must be at least 3 characters long and at most 255 "
-	                      "characters long");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "TableName must be at least 3 characters long and at most 255 "
+	                         "characters long");
 	WIRE_SET(c, table_name, "things");
 
 	ks[1]->key_type = "SORT";
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "1 validation error detected: Value 'SORT' at "
-	                      "'keySchema.2.member.keyType' failed to satisfy constraint: Member "
-	                      "must satisfy enum value set: [HASH, RANGE]");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "1 validation error detected: Value 'SORT' at "
+	                 "'keySchema.2.member.keyType' failed to satisfy constraint: Member "
+	                 "must satisfy enum value set: [HASH, RANGE]");
 	ks[1]->key_type = "HASH";
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "Invalid KeySchema: The second KeySchemaElement is not a RANGE key "
-	                      "type");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "Invalid KeySchema: The second KeySchemaElement is not a RANGE key "
+	                 "type");
 	ks[1]->key_type = "RANGE";
 	ks[0]->key_type = "RANGE";
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "Invalid KeySchema: The first KeySchemaElement is not a HASH key "
-	                      "type");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "Invalid KeySchema: The first KeySchemaElement is not a HASH key "
+	                         "type");
 	ks[0]->key_type = "HASH";
 
 	c->n_attribute_definitions = 1;
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "Invalid KeySchema: Some index key attribute have no definition");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "Invalid KeySchema: Some index key attribute have no definition");
 	Shoal__AttributeDefinition *other[] = {adef("pk", "S"), adef("x", "S")};
 	c->attribute_definitions = other;
 	c->n_attribute_definitions = 2;
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "One or more parameter values were invalid: Some index key "
-	                      "attributes are not defined in AttributeDefinitions. Keys: [pk, sk], "
-	                      "AttributeDefinitions: [pk, x]");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "One or more parameter values were invalid: Some index key "
+	                 "attributes are not defined in AttributeDefinitions. Keys: [pk, sk], "
+	                 "AttributeDefinitions: [pk, x]");
 	c->attribute_definitions = defs;
 	c->n_attribute_definitions = 3;
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "One or more parameter values were invalid: Number of attributes in "
-	                      "KeySchema does not exactly match number of attributes defined in "
-	                      "AttributeDefinitions");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "One or more parameter values were invalid: Number of attributes in "
+	                 "KeySchema does not exactly match number of attributes defined in "
+	                 "AttributeDefinitions");
 
 	/* With a GSI on g (sharded) and an LSI on g. */
 	Shoal__GlobalSecondaryIndex gsi = SHOAL__GLOBAL_SECONDARY_INDEX__INIT;
@@ -977,16 +824,17 @@ START_TEST(test_create_table)
 	Shoal__GlobalSecondaryIndex *gsis[] = {&gsi};
 	c->global_secondary_indexes = gsis;
 	c->n_global_secondary_indexes = 1;
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "One or more parameter values were invalid: Unknown ProjectionType: "
-	                      "null");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "One or more parameter values were invalid: Unknown ProjectionType: "
+	                 "null");
 	proj.projection_type = "KEYS_ONLY";
 	char *inc[] = {"a"};
 	proj.non_key_attributes = inc;
 	proj.n_non_key_attributes = 1;
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "One or more parameter values were invalid: ProjectionType is "
-	                      "KEYS_ONLY, but NonKeyAttributes is specified");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: ProjectionType is "
+	                         "KEYS_ONLY, but NonKeyAttributes is specified");
 	proj.projection_type = "INCLUDE";
 
 	Shoal__LocalSecondaryIndex lsi = SHOAL__LOCAL_SECONDARY_INDEX__INIT;
@@ -1004,22 +852,23 @@ START_TEST(test_create_table)
 	                                       adef("g2", "S")};
 	c->attribute_definitions = defs4;
 	c->n_attribute_definitions = 4;
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "One or more parameter values were invalid: Index KeySchema does not "
-	                      "have the same leading hash key as table KeySchema for index: by-g2. "
-	                      "index hash key: g, table hash key: pk");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "One or more parameter values were invalid: Index KeySchema does not "
+	                 "have the same leading hash key as table KeySchema for index: by-g2. "
+	                 "index hash key: g, table hash key: pk");
 	lks[0]->attribute_name = "pk";
 	WIRE_SET(c, billing_mode, "PAY_PER_REQUEST");
 	Shoal__ProvisionedThroughput tp = SHOAL__PROVISIONED_THROUGHPUT__INIT;
 	tp.read_capacity_units = 5;
 	tp.write_capacity_units = 5;
 	c->provisioned_throughput = &tp;
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "One or more parameter values were invalid: Neither "
-	                      "ReadCapacityUnits nor WriteCapacityUnits can be specified when "
-	                      "BillingMode is PAY_PER_REQUEST");
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: Neither "
+	                         "ReadCapacityUnits nor WriteCapacityUnits can be specified when "
+	                         "BillingMode is PAY_PER_REQUEST");
 	c->provisioned_throughput = NULL;
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_OK);
 
 	ck_assert_str_eq(def.name, "things");
 	ck_assert_str_eq(def.key.hash.name, "pk");
@@ -1045,22 +894,23 @@ START_TEST(test_create_table)
 	                                       adef("g2", "S"), adef("zz", "S")};
 	c->attribute_definitions = defs5;
 	c->n_attribute_definitions = 5;
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg,
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
 	                 "One or more parameter values were invalid: Some AttributeDefinitions "
 	                 "are not used. AttributeDefinitions: [pk, sk, g, g2, zz], keys used: "
 	                 "[pk, sk, g, g2]");
 	c->n_attribute_definitions = 4;
 
 	/* Round trip: st_table_def -> CreateTable -> wire -> st_table_def. */
-	ck_assert_int_eq(wire_create_table_from_pb(&A, c, &def, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_OK);
 	Shoal__Request req = SHOAL__REQUEST__INIT;
 	req.op_case = SHOAL__REQUEST__OP_CREATE_TABLE;
-	ck_assert_int_eq(wire_create_table_to_pb(&A, &def, &req.create_table, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_create_table_to_pb(&tl_arena, &def, &req.create_table, tl_msg),
+	                 SHOAL_OK);
 	Shoal__Request *got = round_trip(&req);
 	st_table_def d2;
 	char e[SH_ERRMSG_SIZE];
-	ck_assert_int_eq(wire_create_table_from_pb(&A, got->create_table, &d2, e), SHOAL_OK);
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, got->create_table, &d2, e), SHOAL_OK);
 	wire_free_request(NULL, got);
 	ck_assert_uint_eq(d2.n_indexes, 2);
 	ck_assert_uint_eq(d2.indexes[1].write_shards, 8);
@@ -1073,7 +923,7 @@ START_TEST(test_create_table)
 	info.def.created_ms = 1700000000123;
 	info.def.indexes[1].status = ST_INDEX_CREATING;
 	Shoal__TableDescription *td;
-	ck_assert_int_eq(wire_table_desc_to_pb(&A, &info, "ACTIVE", &td, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_table_desc_to_pb(&tl_arena, &info, "ACTIVE", &td, tl_msg), SHOAL_OK);
 	ck_assert_str_eq(td->table_arn, "arn:aws:dynamodb:shoal:000000000000:table/things");
 	ck_assert_str_eq(td->global_secondary_indexes[0]->index_status, "CREATING");
 	ck_assert(td->global_secondary_indexes[0]->backfilling);
@@ -1085,13 +935,13 @@ START_TEST(test_create_table)
 	resp.describe_table = &dr;
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(wire_pack(&A, &resp.base, &buf, &len, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_pack(&tl_arena, &resp.base, &buf, &len, tl_msg), SHOAL_OK);
 	Shoal__Response *rgot;
-	ck_assert_int_eq(wire_unpack_response(NULL, buf, len, &rgot, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_unpack_response(NULL, buf, len, &rgot, tl_msg), SHOAL_OK);
 	st_table_info back;
 	const char *status;
 	ck_assert_int_eq(
-	    wire_table_desc_from_pb(&A, rgot->describe_table->table, &back, &status, msg),
+	    wire_table_desc_from_pb(&tl_arena, rgot->describe_table->table, &back, &status, tl_msg),
 	    SHOAL_OK);
 	wire_free_response(NULL, rgot);
 	ck_assert_str_eq(status, "ACTIVE");
@@ -1113,49 +963,55 @@ START_TEST(test_table_ops)
 {
 	const char *name;
 	Shoal__DescribeTableRequest dt = SHOAL__DESCRIBE_TABLE_REQUEST__INIT;
-	ck_assert_int_eq(wire_describe_table_from_pb(&A, &dt, &name, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "The parameter 'TableName' is required but was not present in the "
-	                      "request");
+	ck_assert_int_eq(wire_describe_table_from_pb(&tl_arena, &dt, &name, tl_msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "The parameter 'TableName' is required but was not present in the "
+	                         "request");
 	WIRE_SET(&dt, table_name, "x");
-	ck_assert_int_eq(wire_describe_table_from_pb(&A, &dt, &name, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg, "TableName must be at least 3 characters long and at most 255 "
-	                      "characters long");
+	ck_assert_int_eq(wire_describe_table_from_pb(&tl_arena, &dt, &name, tl_msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "TableName must be at least 3 characters long and at most 255 "
+	                         "characters long");
 	WIRE_SET(&dt, table_name, "bad name");
-	ck_assert_int_eq(wire_describe_table_from_pb(&A, &dt, &name, msg), SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg,
+	ck_assert_int_eq(wire_describe_table_from_pb(&tl_arena, &dt, &name, tl_msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
 	                 "1 validation error detected: Value 'bad name' at 'tableName' "
 	                 "failed to satisfy constraint: Member must satisfy regular expression "
 	                 "pattern: [a-zA-Z0-9_.-]+");
 	WIRE_SET(&dt, table_name, "Good.Name_1-2");
-	ck_assert_int_eq(wire_describe_table_from_pb(&A, &dt, &name, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_describe_table_from_pb(&tl_arena, &dt, &name, tl_msg), SHOAL_OK);
 	ck_assert_str_eq(name, "Good.Name_1-2");
 
 	Shoal__DeleteTableRequest del = SHOAL__DELETE_TABLE_REQUEST__INIT;
 	WIRE_SET(&del, table_name, "things");
-	ck_assert_int_eq(wire_delete_table_from_pb(&A, &del, &name, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_delete_table_from_pb(&tl_arena, &del, &name, tl_msg), SHOAL_OK);
 	ck_assert_str_eq(name, "things");
 
 	Shoal__ListTablesRequest lt = SHOAL__LIST_TABLES_REQUEST__INIT;
 	const char *start;
 	uint32_t limit;
-	ck_assert_int_eq(wire_list_tables_from_pb(&A, &lt, &start, &limit, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_list_tables_from_pb(&tl_arena, &lt, &start, &limit, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_ptr_null(start);
 	ck_assert_uint_eq(limit, 100);
 	WIRE_SET(&lt, limit, 101);
-	ck_assert_int_eq(wire_list_tables_from_pb(&A, &lt, &start, &limit, msg),
+	ck_assert_int_eq(wire_list_tables_from_pb(&tl_arena, &lt, &start, &limit, tl_msg),
 	                 SHOAL_E_VALIDATION);
-	ck_assert_str_eq(msg,
+	ck_assert_str_eq(tl_msg,
 	                 "1 validation error detected: Value '101' at 'limit' failed to "
 	                 "satisfy constraint: Member must have value less than or equal to 100");
 	WIRE_SET(&lt, limit, 3);
 	WIRE_SET(&lt, exclusive_start_table_name, "abc");
-	ck_assert_int_eq(wire_list_tables_from_pb(&A, &lt, &start, &limit, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_list_tables_from_pb(&tl_arena, &lt, &start, &limit, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_str_eq(start, "abc");
 	ck_assert_uint_eq(limit, 3);
 
 	const char *names[] = {"abc", "def"};
 	Shoal__ListTablesResponse *lr;
-	ck_assert_int_eq(wire_list_tables_resp_to_pb(&A, names, 2, "def", &lr, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_list_tables_resp_to_pb(&tl_arena, names, 2, "def", &lr, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_uint_eq(lr->n_table_names, 2);
 	ck_assert_str_eq(lr->table_names[1], "def");
 	ck_assert_str_eq(lr->last_evaluated_table_name, "def");
@@ -1174,69 +1030,69 @@ START_TEST(test_responses)
 	Shoal__Response resp = SHOAL__RESPONSE__INIT;
 	resp.request_id = 9;
 	resp.result_case = SHOAL__RESPONSE__RESULT_QUERY;
-	ck_assert_int_eq(wire_query_resp_to_pb(&A, &page, &resp.query, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_query_resp_to_pb(&tl_arena, &page, &resp.query, tl_msg), SHOAL_OK);
 	uint8_t *buf;
 	size_t len;
-	ck_assert_int_eq(wire_pack(&A, &resp.base, &buf, &len, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_pack(&tl_arena, &resp.base, &buf, &len, tl_msg), SHOAL_OK);
 	Shoal__Response *got;
-	ck_assert_int_eq(wire_unpack_response(NULL, buf, len, &got, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_unpack_response(NULL, buf, len, &got, tl_msg), SHOAL_OK);
 	st_page back;
-	ck_assert_int_eq(wire_query_resp_from_pb(&A, got->query, &back, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_query_resp_from_pb(&tl_arena, got->query, &back, tl_msg), SHOAL_OK);
 	wire_free_response(NULL, got);
 	ck_assert_uint_eq(back.count, 2);
 	ck_assert_uint_eq(back.scanned, 5);
-	ck_assert(same(&items[0], &back.items[0]));
-	ck_assert(same(&items[1], &back.items[1]));
-	ck_assert(same(&last, back.last_evaluated_key));
+	ck_assert(tl_same(&items[0], &back.items[0]));
+	ck_assert(tl_same(&items[1], &back.items[1]));
+	ck_assert(tl_same(&last, back.last_evaluated_key));
 
 	/* Select COUNT: no items, a count, range exhausted. */
 	st_page counted = {.items = NULL, .count = 7, .scanned = 9};
 	Shoal__ScanResponse *sr;
-	ck_assert_int_eq(wire_scan_resp_to_pb(&A, &counted, &sr, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_scan_resp_to_pb(&tl_arena, &counted, &sr, tl_msg), SHOAL_OK);
 	ck_assert_uint_eq(sr->n_items, 0);
 	ck_assert_ptr_null(sr->last_evaluated_key);
-	ck_assert_int_eq(wire_scan_resp_from_pb(&A, sr, &back, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_scan_resp_from_pb(&tl_arena, sr, &back, tl_msg), SHOAL_OK);
 	ck_assert_uint_eq(back.count, 7);
 	ck_assert_ptr_null(back.items);
 	ck_assert_ptr_null(back.last_evaluated_key);
 
 	/* Get without an item; writes with and without attributes. */
 	Shoal__GetItemResponse *gr;
-	ck_assert_int_eq(wire_get_item_resp_to_pb(&A, NULL, &gr, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_get_item_resp_to_pb(&tl_arena, NULL, &gr, tl_msg), SHOAL_OK);
 	ck_assert_ptr_null(gr->item);
 	st_write_result wr = {.attributes = heap(MAP(1, "pk", S("a")))};
 	Shoal__UpdateItemResponse *ur;
-	ck_assert_int_eq(wire_update_item_resp_to_pb(&A, &wr, &ur, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_update_item_resp_to_pb(&tl_arena, &wr, &ur, tl_msg), SHOAL_OK);
 	ck_assert_uint_eq(ur->attributes->n_attrs, 1);
 	Shoal__PutItemResponse *pr;
 	st_write_result none = {0};
-	ck_assert_int_eq(wire_put_item_resp_to_pb(&A, &none, &pr, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_put_item_resp_to_pb(&tl_arena, &none, &pr, tl_msg), SHOAL_OK);
 	ck_assert_ptr_null(pr->attributes);
 	Shoal__DeleteItemResponse *dr;
-	ck_assert_int_eq(wire_delete_item_resp_to_pb(&A, &wr, &dr, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_delete_item_resp_to_pb(&tl_arena, &wr, &dr, tl_msg), SHOAL_OK);
 	ck_assert_ptr_nonnull(dr->attributes);
 
 	/* A failure with the old item. */
 	Shoal__Response err = SHOAL__RESPONSE__INIT;
 	err.result_case = SHOAL__RESPONSE__RESULT_PUT_ITEM;
 	err.put_item = pr;
-	ck_assert_int_eq(wire_response_set_error(&A, &err, SHOAL_E_CONDITION_FAILED,
+	ck_assert_int_eq(wire_response_set_error(&tl_arena, &err, SHOAL_E_CONDITION_FAILED,
 	                                         "The conditional request failed", wr.attributes,
-	                                         msg),
+	                                         tl_msg),
 	                 SHOAL_OK);
 	ck_assert_int_eq(err.result_case, SHOAL__RESPONSE__RESULT__NOT_SET);
-	ck_assert_int_eq(wire_pack(&A, &err.base, &buf, &len, msg), SHOAL_OK);
-	ck_assert_int_eq(wire_unpack_response(NULL, buf, len, &got, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_pack(&tl_arena, &err.base, &buf, &len, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_unpack_response(NULL, buf, len, &got, tl_msg), SHOAL_OK);
 	ck_assert_int_eq(wire_code_from_status(got->status), SHOAL_E_CONDITION_FAILED);
 	ck_assert_str_eq(got->message, "The conditional request failed");
 	st_value old;
-	ck_assert_int_eq(wire_item_from_pb(&A, got->item, &old, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_item_from_pb(&tl_arena, got->item, &old, tl_msg), SHOAL_OK);
 	wire_free_response(NULL, got);
-	ck_assert(same(wr.attributes, &old));
+	ck_assert(tl_same(wr.attributes, &old));
 	/* Other errors carry no item. */
-	ck_assert_int_eq(
-	    wire_response_set_error(&A, &err, SHOAL_E_VALIDATION, "bad", wr.attributes, msg),
-	    SHOAL_OK);
+	ck_assert_int_eq(wire_response_set_error(&tl_arena, &err, SHOAL_E_VALIDATION, "bad",
+	                                         wr.attributes, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_ptr_null(err.item);
 	ck_assert_int_eq(err.status, SHOAL__STATUS__STATUS_VALIDATION);
 }
@@ -1244,26 +1100,13 @@ END_TEST
 
 static Suite *wire_suite(void)
 {
-	Suite *s = suite_create("wire");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_status_mirrors_errors);
-	tcase_add_test(tc, test_value_round_trip);
-	tcase_add_test(tc, test_value_from_pb_errors);
-	tcase_add_test(tc, test_value_to_pb_errors);
-	tcase_add_test(tc, test_depth_limits);
-	tcase_add_test(tc, test_framing_errors);
-	tcase_add_test(tc, test_unpack_out_of_memory);
-	tcase_add_test(tc, test_put_validation);
-	tcase_add_test(tc, test_write_round_trips);
-	tcase_add_test(tc, test_update_delete_get_validation);
-	tcase_add_test(tc, test_query_scan);
-	tcase_add_test(tc, test_create_table);
-	tcase_add_test(tc, test_table_ops);
-	tcase_add_test(tc, test_responses);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("wire", tl_arena_setup, tl_arena_teardown, 60,
+	                TL_TESTS(test_status_mirrors_errors, test_value_round_trip,
+	                         test_value_from_pb_errors, test_value_to_pb_errors,
+	                         test_depth_limits, test_framing_errors, test_unpack_out_of_memory,
+	                         test_put_validation, test_write_round_trips,
+	                         test_update_delete_get_validation, test_query_scan,
+	                         test_create_table, test_table_ops, test_responses));
 }
 
 TL_MAIN(wire_suite)

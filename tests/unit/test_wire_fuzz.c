@@ -8,22 +8,17 @@
 
 #include "common/alloc.h"
 #include "proto/wire.h"
-#include "tests/lib/testlib.h"
+#include "tests/lib/tl_values.h"
+#include "tests/lib/tl_wire.h"
 
 #define N_SAMPLES 8
 
-static sh_arena A;
 static uint64_t rng;
 
 static void setup(void)
 {
-	sh_arena_init(&A);
+	tl_arena_setup();
 	rng = tl_seed();
-}
-
-static void teardown(void)
-{
-	sh_arena_fini(&A);
 }
 
 static uint64_t rnd(uint64_t n)
@@ -44,9 +39,10 @@ static sample samples[N_SAMPLES];
 
 static st_value *parse_item(const char *text)
 {
-	st_value *v = sh_arena_alloc(&A, sizeof(*v));
+	st_value *v = sh_arena_alloc(&tl_arena, sizeof(*v));
 	char msg[SH_ERRMSG_SIZE];
-	ck_assert_msg(wire_item_from_text(&A, text, strlen(text), v, msg) == SHOAL_OK, "%s", msg);
+	ck_assert_msg(wire_item_from_text(&tl_arena, text, strlen(text), v, msg) == SHOAL_OK, "%s",
+	              msg);
 	return v;
 }
 
@@ -54,7 +50,7 @@ static void pack_sample(int i, Shoal__Request *req)
 {
 	char msg[SH_ERRMSG_SIZE];
 	req->request_id = (uint64_t)i + 1;
-	ck_assert_int_eq(wire_pack(&A, &req->base, &samples[i].buf, &samples[i].len, msg),
+	ck_assert_int_eq(wire_pack(&tl_arena, &req->base, &samples[i].buf, &samples[i].len, msg),
 	                 SHOAL_OK);
 }
 
@@ -69,7 +65,8 @@ static void make_samples(void)
 	st_value *key = parse_item("{\"pk\":{\"S\":\"user#1\"},\"sk\":{\"N\":\"12.5\"}}");
 	st_value *values = parse_item("{\":v\":{\"S\":\"x\"},\":n\":{\"N\":\"1\"}}");
 	st_value names;
-	ck_assert_int_eq(wire_names_from_text(&A, "{\"#a\":\"b\"}", 10, &names, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_names_from_text(&tl_arena, "{\"#a\":\"b\"}", 10, &names, msg),
+	                 SHOAL_OK);
 	int i = 0;
 
 	Shoal__Request req = SHOAL__REQUEST__INIT;
@@ -79,12 +76,12 @@ static void make_samples(void)
 	                  .attrs = {&names, values},
 	                  .return_values = ST_RV_ALL_OLD};
 	req.op_case = SHOAL__REQUEST__OP_PUT_ITEM;
-	ck_assert_int_eq(wire_put_req_to_pb(&A, &put, &req.put_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_put_req_to_pb(&tl_arena, &put, &req.put_item, msg), SHOAL_OK);
 	pack_sample(i++, &req);
 
 	st_get_req get = {.table = "things", .key = key, .projection = "#a", .names = &names};
 	req.op_case = SHOAL__REQUEST__OP_GET_ITEM;
-	ck_assert_int_eq(wire_get_req_to_pb(&A, &get, &req.get_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_get_req_to_pb(&tl_arena, &get, &req.get_item, msg), SHOAL_OK);
 	pack_sample(i++, &req);
 
 	st_update_req upd = {.table = "things",
@@ -93,12 +90,12 @@ static void make_samples(void)
 	                     .attrs = {&names, values},
 	                     .return_values = ST_RV_UPDATED_NEW};
 	req.op_case = SHOAL__REQUEST__OP_UPDATE_ITEM;
-	ck_assert_int_eq(wire_update_req_to_pb(&A, &upd, &req.update_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_update_req_to_pb(&tl_arena, &upd, &req.update_item, msg), SHOAL_OK);
 	pack_sample(i++, &req);
 
 	st_delete_req del = {.table = "things", .key = key, .return_old_on_condition_fail = true};
 	req.op_case = SHOAL__REQUEST__OP_DELETE_ITEM;
-	ck_assert_int_eq(wire_delete_req_to_pb(&A, &del, &req.delete_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_delete_req_to_pb(&tl_arena, &del, &req.delete_item, msg), SHOAL_OK);
 	pack_sample(i++, &req);
 
 	st_query_req q = {.table = "things",
@@ -111,12 +108,12 @@ static void make_samples(void)
 	                  .select = ST_SELECT_COUNT,
 	                  .exclusive_start_key = key};
 	req.op_case = SHOAL__REQUEST__OP_QUERY;
-	ck_assert_int_eq(wire_query_req_to_pb(&A, &q, &req.query, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_query_req_to_pb(&tl_arena, &q, &req.query, msg), SHOAL_OK);
 	pack_sample(i++, &req);
 
 	st_scan_req s = {.table = "things", .segment = 1, .total_segments = 3, .limit = 5};
 	req.op_case = SHOAL__REQUEST__OP_SCAN;
-	ck_assert_int_eq(wire_scan_req_to_pb(&A, &s, &req.scan, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_scan_req_to_pb(&tl_arena, &s, &req.scan, msg), SHOAL_OK);
 	pack_sample(i++, &req);
 
 	st_index_def gsi = {.name = "by-g",
@@ -131,7 +128,8 @@ static void make_samples(void)
 	                    .indexes = &gsi,
 	                    .n_indexes = 1};
 	req.op_case = SHOAL__REQUEST__OP_CREATE_TABLE;
-	ck_assert_int_eq(wire_create_table_to_pb(&A, &def, &req.create_table, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_create_table_to_pb(&tl_arena, &def, &req.create_table, msg),
+	                 SHOAL_OK);
 	pack_sample(i++, &req);
 
 	Shoal__ListTablesRequest lt = SHOAL__LIST_TABLES_REQUEST__INIT;
@@ -254,7 +252,7 @@ END_TEST
 START_TEST(test_mutations)
 {
 	make_samples();
-	uint8_t *buf = sh_arena_alloc(&A, 4096);
+	uint8_t *buf = sh_arena_alloc(&tl_arena, 4096);
 	int ok = 0, refused = 0;
 	for (int iter = 0; iter < 20000; iter++) {
 		const sample *s = &samples[rnd(N_SAMPLES)];
@@ -312,7 +310,7 @@ START_TEST(test_random_bytes)
 		ck_assert_msg(clean(rc, msg), "%s", msg);
 		if (rc == SHOAL_OK && resp->result_case == SHOAL__RESPONSE__RESULT_QUERY) {
 			st_page page;
-			rc = wire_query_resp_from_pb(&A, resp->query, &page, msg);
+			rc = wire_query_resp_from_pb(&tl_arena, resp->query, &page, msg);
 			ck_assert_msg(clean(rc, msg), "%s", msg);
 		}
 		wire_free_response(NULL, resp);
@@ -324,84 +322,13 @@ END_TEST
 /* Deep nesting                                                              */
 /* ------------------------------------------------------------------------ */
 
-/* Writes a message back to front: buf[start..cap). */
-typedef struct bw {
-	uint8_t *buf;
-	size_t cap, start;
-} bw;
-
-static void bw_bytes(bw *w, const void *p, size_t n)
-{
-	ck_assert_uint_ge(w->start, n);
-	w->start -= n;
-	memcpy(w->buf + w->start, p, n);
-}
-
-static void bw_varint(bw *w, uint64_t v)
-{
-	uint8_t tmp[10];
-	size_t n = 0;
-	do {
-		tmp[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v != 0);
-	bw_bytes(w, tmp, n);
-}
-
-static void bw_wrap(bw *w, unsigned field)
-{
-	bw_varint(w, w->cap - w->start);
-	bw_varint(w, (uint64_t)field << 3 | 2);
-}
-
-/* A PutItem whose attribute is nested `depth` times: as L (AttributeValue.l
- * > ListValue.values) or as M (AttributeValue.m > MapValue.attrs >
- * Attribute.value). */
-static void nested(bool map, size_t depth, const uint8_t **out, size_t *len)
-{
-	bw w = {NULL, 64 + depth * 20, 0};
-	w.buf = sh_arena_alloc(&A, w.cap);
-	w.start = w.cap;
-	static const uint8_t null_true[] = {0x28, 0x01};
-	bw_bytes(&w, null_true, sizeof(null_true));
-	for (size_t i = 0; i < depth; i++) {
-		if (map) {
-			bw_wrap(&w, 2); /* Attribute.value */
-			bw_bytes(&w,
-			         "\x0a\x01"
-			         "k",
-			         3);
-			bw_wrap(&w, 1); /* MapValue.attrs */
-			bw_wrap(&w, 6); /* AttributeValue.m */
-		} else {
-			bw_wrap(&w, 1); /* ListValue.values */
-			bw_wrap(&w, 7); /* AttributeValue.l */
-		}
-	}
-	bw_wrap(&w, 2);
-	bw_bytes(&w,
-	         "\x0a\x01"
-	         "a",
-	         3);
-	bw_wrap(&w, 1);
-	bw_wrap(&w, 2);
-	bw_bytes(&w,
-	         "\x0a\x03"
-	         "tbl",
-	         5);
-	bw_wrap(&w, 11);
-	*out = w.buf + w.start;
-	*len = w.cap - w.start;
-}
-
 START_TEST(test_hostile_nesting)
 {
 	static const size_t depths[] = {100000, 20000, 1000, 200};
 	for (int map = 0; map <= 1; map++) {
 		for (size_t i = 0; i < sizeof(depths) / sizeof(depths[0]); i++) {
-			const uint8_t *buf;
 			size_t len;
-			nested(map, depths[i], &buf, &len);
+			const uint8_t *buf = tl_nested_put(&tl_arena, map, depths[i], &len);
 			char msg[SH_ERRMSG_SIZE];
 			Shoal__Request *req;
 			int rc = wire_unpack_request(NULL, buf, len, &req, msg);
@@ -414,9 +341,8 @@ START_TEST(test_hostile_nesting)
 		}
 	}
 	/* Moderate nesting passes framing and is refused by the converter. */
-	const uint8_t *buf;
 	size_t len;
-	nested(true, WIRE_MAX_VALUE_DEPTH + 2, &buf, &len);
+	const uint8_t *buf = tl_nested_put(&tl_arena, true, WIRE_MAX_VALUE_DEPTH + 2, &len);
 	ck_assert_int_eq(serve(buf, len), SHOAL_OK); /* unpack OK, conversion refuses */
 }
 END_TEST
@@ -521,18 +447,9 @@ END_TEST
 
 static Suite *fuzz_suite(void)
 {
-	Suite *s = suite_create("wire_fuzz");
-	TCase *tc = tcase_create("core");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_samples_decode);
-	tcase_add_test(tc, test_mutations);
-	tcase_add_test(tc, test_random_bytes);
-	tcase_add_test(tc, test_hostile_nesting);
-	tcase_add_test(tc, test_json_garbage);
-	tcase_add_test(tc, test_json_deep);
-	suite_add_tcase(s, tc);
-	return s;
+	return tl_suite("wire_fuzz", setup, tl_arena_teardown, 120,
+	                TL_TESTS(test_samples_decode, test_mutations, test_random_bytes,
+	                         test_hostile_nesting, test_json_garbage, test_json_deep));
 }
 
 TL_MAIN(fuzz_suite)

@@ -1,0 +1,336 @@
+/*
+ * catalog_codec.c -- the catalog's table record: encoding and decoding.
+ *
+ * Table record, format version 1.  Integers are big-endian; STR is a u16
+ * length followed by that many bytes (no NUL); TYPE is one byte, 1 = S,
+ * 2 = N, 3 = B.
+ *
+ *   offset  size  field
+ *   0       1     record format version, 1
+ *   1       4     table id (u32)
+ *   5       8     item count (u64)                } patched in place by
+ *   13      8     size in bytes (u64, st_item_size) } st_table_count
+ *   21      8     CreationDateTime, ms since the epoch (i64, two's complement)
+ *   29      KS    the table's key schema
+ *   ..      2     number of AttributeDefinitions (u16), then for each:
+ *                   STR name, TYPE
+ *   ..      2     number of indexes (u16), then for each:
+ *                   STR  name
+ *                   2    index id (u16, 1..)
+ *                   1    kind: 0 = global, 1 = local
+ *                   1    projection: 0 = ALL, 1 = KEYS_ONLY, 2 = INCLUDE
+ *                   1    status: 0 = CREATING, 1 = ACTIVE, 2 = DELETING
+ *                   4    write shards (u32, >= 1)
+ *                   KS   the index's key schema
+ *                   2    number of NonKeyAttributes (u16), then each as STR
+ *   end           the record ends exactly here
+ *
+ *   KS := STR hash name, TYPE hash type, 1 byte has-range (0 or 1),
+ *         and if has-range: STR range name, TYPE range type
+ *
+ * The counters sit at a fixed offset (ST_REC_OFF_COUNT, ST_REC_OFF_BYTES in
+ * catalog.h) so that the per-write counter update (st_table_count) patches 16
+ * bytes instead of re-encoding the record.  Decoding checks every length and
+ * enum against the bytes that are there and reports a damaged record as
+ * SHOAL_E_INTERNAL, never reading past the end.
+ */
+#include <string.h>
+
+#include "catalog.h"
+
+/* ------------------------------------------------------------------------ */
+/* Record encoding                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* A writer that only counts when buf is NULL (first pass: the size). */
+typedef struct wbuf {
+	uint8_t *buf;
+	size_t len;
+} wbuf;
+
+static void w_bytes(wbuf *w, const void *p, size_t n)
+{
+	if (w->buf != NULL && n > 0)
+		memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}
+
+static void w_u8(wbuf *w, uint8_t v)
+{
+	w_bytes(w, &v, 1);
+}
+
+static void w_u16(wbuf *w, uint16_t v)
+{
+	uint8_t b[2];
+	st_put_be16(b, v);
+	w_bytes(w, b, 2);
+}
+
+static void w_u32(wbuf *w, uint32_t v)
+{
+	uint8_t b[4];
+	st_put_be32(b, v);
+	w_bytes(w, b, 4);
+}
+
+static void w_u64(wbuf *w, uint64_t v)
+{
+	uint8_t b[8];
+	st_put_be64(b, v);
+	w_bytes(w, b, 8);
+}
+
+static void w_str(wbuf *w, const char *s)
+{
+	size_t n = strlen(s); /* validated: at most 255 */
+	w_u16(w, (uint16_t)n);
+	w_bytes(w, s, n);
+}
+
+static uint8_t type_code(st_type t)
+{
+	return t == ST_S ? 1 : t == ST_N ? 2 : 3;
+}
+
+static void w_ks(wbuf *w, const st_key_schema *ks)
+{
+	w_str(w, ks->hash.name);
+	w_u8(w, type_code(ks->hash.type));
+	w_u8(w, ks->range.name != NULL);
+	if (ks->range.name != NULL) {
+		w_str(w, ks->range.name);
+		w_u8(w, type_code(ks->range.type));
+	}
+}
+
+static void encode_record(wbuf *w, const st_table_def *d, uint64_t items, uint64_t bytes)
+{
+	w_u8(w, ST_REC_VERSION);
+	w_u32(w, d->id);
+	w_u64(w, items);
+	w_u64(w, bytes);
+	w_u64(w, (uint64_t)d->created_ms);
+	w_ks(w, &d->key);
+	w_u16(w, (uint16_t)d->n_attrs);
+	for (uint32_t i = 0; i < d->n_attrs; i++) {
+		w_str(w, d->attrs[i].name);
+		w_u8(w, type_code(d->attrs[i].type));
+	}
+	w_u16(w, (uint16_t)d->n_indexes);
+	for (uint32_t i = 0; i < d->n_indexes; i++) {
+		const st_index_def *x = &d->indexes[i];
+		w_str(w, x->name);
+		w_u16(w, x->id);
+		w_u8(w, x->local ? 1 : 0);
+		w_u8(w, (uint8_t)x->projection);
+		w_u8(w, (uint8_t)x->status);
+		w_u32(w, x->write_shards);
+		w_ks(w, &x->key);
+		w_u16(w, (uint16_t)x->n_include);
+		for (uint32_t j = 0; j < x->n_include; j++)
+			w_str(w, x->include[j]);
+	}
+}
+
+int st_catalog_encode(sh_arena *a, const st_table_def *d, uint64_t items, uint64_t bytes,
+                      uint8_t **buf, size_t *len)
+{
+	wbuf w = {NULL, 0};
+	encode_record(&w, d, items, bytes);
+	w.buf = sh_arena_alloc(a, w.len);
+	if (w.buf == NULL)
+		return SHOAL_E_NOMEM;
+	w.len = 0;
+	encode_record(&w, d, items, bytes);
+	*buf = w.buf;
+	*len = w.len;
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Record decoding                                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rbuf {
+	const uint8_t *p;
+	const uint8_t *end;
+	sh_arena *a;
+	const char *bad; /* first problem found, NULL if none */
+	bool nomem;
+} rbuf;
+
+static bool r_need(rbuf *r, size_t n, const char *what)
+{
+	if (r->bad != NULL || r->nomem)
+		return false;
+	if ((size_t)(r->end - r->p) < n) {
+		r->bad = what;
+		return false;
+	}
+	return true;
+}
+
+static uint8_t r_u8(rbuf *r, const char *what)
+{
+	if (!r_need(r, 1, what))
+		return 0;
+	return *r->p++;
+}
+
+static uint16_t r_u16(rbuf *r, const char *what)
+{
+	if (!r_need(r, 2, what))
+		return 0;
+	uint16_t v = st_get_be16(r->p);
+	r->p += 2;
+	return v;
+}
+
+static uint32_t r_u32(rbuf *r, const char *what)
+{
+	if (!r_need(r, 4, what))
+		return 0;
+	uint32_t v = st_get_be32(r->p);
+	r->p += 4;
+	return v;
+}
+
+static uint64_t r_u64(rbuf *r, const char *what)
+{
+	if (!r_need(r, 8, what))
+		return 0;
+	uint64_t v = st_get_be64(r->p);
+	r->p += 8;
+	return v;
+}
+
+static const char *r_str(rbuf *r, const char *what)
+{
+	uint16_t n = r_u16(r, what);
+	if (!r_need(r, n, what))
+		return "";
+	char *s = sh_arena_strndup(r->a, (const char *)r->p, n);
+	if (s == NULL) {
+		r->nomem = true;
+		return "";
+	}
+	r->p += n;
+	return s;
+}
+
+static st_type r_type(rbuf *r, const char *what)
+{
+	uint8_t c = r_u8(r, what);
+	switch (c) {
+	case 1:
+		return ST_S;
+	case 2:
+		return ST_N;
+	case 3:
+		return ST_B;
+	default:
+		if (r->bad == NULL)
+			r->bad = what;
+		return ST_S;
+	}
+}
+
+static void r_ks(rbuf *r, st_key_schema *ks)
+{
+	ks->hash.name = r_str(r, "hash key name");
+	ks->hash.type = r_type(r, "hash key type");
+	uint8_t has_range = r_u8(r, "range flag");
+	ks->range.name = NULL;
+	ks->range.type = ST_NONE;
+	if (has_range > 1 && r->bad == NULL)
+		r->bad = "range flag";
+	if (has_range == 1) {
+		ks->range.name = r_str(r, "range key name");
+		ks->range.type = r_type(r, "range key type");
+	}
+}
+
+/* An array of count elements, each encoded in at least min_bytes: a count
+ * the remaining bytes cannot hold is damage, not a reason to allocate. */
+static void *r_array(rbuf *r, size_t count, size_t size, size_t min_bytes, const char *what)
+{
+	if (r->bad != NULL || r->nomem)
+		return NULL;
+	if (count > (size_t)(r->end - r->p) / min_bytes) {
+		r->bad = what;
+		return NULL;
+	}
+	void *p = sh_arena_calloc(r->a, count, size);
+	if (p == NULL)
+		r->nomem = true;
+	return p;
+}
+
+int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena *a,
+                      st_table_info *out, char *errmsg)
+{
+	memset(out, 0, sizeof(*out));
+	rbuf r = {buf, buf + len, a, NULL, false};
+	st_table_def *d = &out->def;
+
+	uint8_t version = r_u8(&r, "version");
+	if (r.bad == NULL && version != ST_REC_VERSION)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL,
+		               "corrupt catalog record for table %s: unknown version %u", name,
+		               version);
+	d->id = r_u32(&r, "table id");
+	out->item_count = r_u64(&r, "item count");
+	out->size_bytes = r_u64(&r, "size");
+	d->created_ms = (int64_t)r_u64(&r, "creation time");
+	r_ks(&r, &d->key);
+
+	d->n_attrs = r_u16(&r, "attribute count");
+	if (d->n_attrs > 0) {
+		d->attrs = r_array(&r, d->n_attrs, sizeof(*d->attrs), 3, "attribute count");
+		for (uint32_t i = 0; d->attrs != NULL && i < d->n_attrs; i++) {
+			d->attrs[i].name = r_str(&r, "attribute name");
+			d->attrs[i].type = r_type(&r, "attribute type");
+		}
+	}
+
+	d->n_indexes = r_u16(&r, "index count");
+	if (d->n_indexes > 0) {
+		d->indexes = r_array(&r, d->n_indexes, sizeof(*d->indexes), 16, "index count");
+		for (uint32_t i = 0; d->indexes != NULL && i < d->n_indexes; i++) {
+			st_index_def *x = &d->indexes[i];
+			x->name = r_str(&r, "index name");
+			x->id = r_u16(&r, "index id");
+			uint8_t kind = r_u8(&r, "index kind");
+			uint8_t proj = r_u8(&r, "projection");
+			uint8_t status = r_u8(&r, "index status");
+			x->write_shards = r_u32(&r, "write shards");
+			if (r.bad == NULL &&
+			    (kind > 1 || proj > ST_PROJ_INCLUDE || status > ST_INDEX_DELETING ||
+			     x->id == 0 || x->write_shards == 0))
+				r.bad = "index header";
+			x->local = kind == 1;
+			x->projection = (st_projection_type)proj;
+			x->status = (st_index_status)status;
+			r_ks(&r, &x->key);
+			x->n_include = r_u16(&r, "include count");
+			if (x->n_include > 0) {
+				x->include = r_array(&r, x->n_include, sizeof(*x->include), 2,
+				                     "include count");
+				for (uint32_t j = 0; x->include != NULL && j < x->n_include; j++)
+					x->include[j] = r_str(&r, "include name");
+			}
+		}
+	}
+	if (r.nomem)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "loading table %s: out of memory", name);
+	if (r.bad == NULL && r.p != r.end)
+		r.bad = "trailing bytes";
+	if (r.bad != NULL)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt catalog record for table %s: %s",
+		               name, r.bad);
+	d->name = sh_arena_strndup(a, name, strlen(name));
+	if (d->name == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "loading table %s: out of memory", name);
+	return SHOAL_OK;
+}
