@@ -12,7 +12,7 @@
 #   cluster.sh stop-router ID [--hard] [--dir D] / start-router ID [--dir D]
 #   cluster.sh down [--dir D]             stop exactly the processes started here
 #
-# Ports (P = --base-port, default 7100): router r listens on P + 2(r-1) and
+# Ports (P = --base-port, default 8100, where the CLI looks by default): router r listens on P + 2(r-1) and
 # serves metrics on P + 2(r-1) + 1; node i uses the block P + 100 i: Raft for
 # group g on block + g, rpc on block + 80, metrics on block + 90.  Different
 # --dir and --base-port values let several clusters run side by side.
@@ -23,7 +23,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${SHOAL_BIN:-$here/../build/bin}
 dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
-nodes=3 routers=1 groups=4 replication=3 base=7100 hard=0 wait_secs=${SHOAL_WAIT_SECS:-60}
+nodes=3 routers=1 groups=4 replication=3 base=8100 hard=0 wait_secs=${SHOAL_WAIT_SECS:-60}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 

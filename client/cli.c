@@ -1,0 +1,20 @@
+/*
+ * cli.c -- main() of `shoal`, the command line (see cli_int.h and
+ * cli_main.c).  Everything else lives in cli_*.c so that tests can run the
+ * command line as a function with their own streams and a fake service.
+ */
+#include <stdlib.h>
+
+#include "client/cli_int.h"
+
+int main(int argc, char **argv)
+{
+	cli_env env = {
+	    .out = stdout,
+	    .err = stderr,
+	    .endpoint_env = getenv("SHOAL_ENDPOINT"),
+	    .call = NULL,
+	    .call_ctx = NULL,
+	};
+	return cli_main(&env, argc, argv);
+}

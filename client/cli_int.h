@@ -1,0 +1,241 @@
+/*
+ * cli_int.h -- the `shoal` command line, private to client/cli*.c (prefix
+ * cli_).  `shoal` mirrors `aws dynamodb`: the same subcommands and options,
+ * request bodies built from them, DynamoDB's JSON on stdout, AWS CLI exit
+ * codes and messages.  It talks to the routers only through libshoal's
+ * shoal_call_json.
+ *
+ *   cli.c            main(): cli_main with the real stdout/stderr/environment
+ *   cli_main.c       argv -> command, global options, dispatch, errors, exit codes
+ *   cli_cmds.c       the command table: each subcommand's options, their
+ *                    DynamoDB member names and value shapes
+ *   cli_args.c       option values -> JSON: file:// values, JSON or shorthand,
+ *                    conversion and validation against the shapes
+ *   cli_shorthand.c  the AWS CLI shorthand syntax (Key=Value,Key2=[a,b],...)
+ *   cli_page.c       AWS CLI pagination (query, scan, list-tables) and its tokens
+ *   cli_out.c        output: JSON as the AWS CLI prints it, text, `shoal status`
+ *
+ * Everything here runs on the one thread of the CLI process.  JSON values
+ * are jansson references: functions that return one in *out hand the caller
+ * a new reference (json_decref it); inputs are borrowed.
+ */
+#ifndef SHOAL_CLIENT_CLI_INT_H
+#define SHOAL_CLIENT_CLI_INT_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "client/shoal.h"
+
+/* Exit codes of the AWS CLI (v2). */
+#define CLI_EXIT_OK      0
+#define CLI_EXIT_USAGE   252 /* bad command line or parameter value */
+#define CLI_EXIT_SERVICE 254 /* the service answered with an error */
+#define CLI_EXIT_OTHER   255 /* could not connect, timed out, anything else */
+
+/* ------------------------------------------------------------------------ */
+/* Value shapes (cli_cmds.c): the part of DynamoDB's model the CLI needs     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum cli_kind {
+	CLI_STRING,
+	CLI_INT,  /* integer (Limit, Segment, ...) */
+	CLI_LONG, /* long (capacity units) */
+	CLI_BOOL,
+	CLI_BLOB,   /* base64 text in JSON */
+	CLI_LIST,   /* of elem */
+	CLI_MAP,    /* string -> elem */
+	CLI_STRUCT, /* members */
+	CLI_ANY,    /* any JSON, not checked (JSON input only) */
+} cli_kind;
+
+typedef struct cli_shape cli_shape;
+typedef struct cli_member {
+	const char *name; /* DynamoDB's member name: "AttributeName" */
+	const cli_shape *shape;
+} cli_member;
+
+struct cli_shape {
+	cli_kind kind;
+	const cli_shape *elem;     /* CLI_LIST element, CLI_MAP value */
+	const cli_member *members; /* CLI_STRUCT, ended by {NULL, NULL} */
+};
+
+/* ------------------------------------------------------------------------ */
+/* Commands (cli_cmds.c)                                                     */
+/* ------------------------------------------------------------------------ */
+
+enum {
+	CLI_OPT_REQUIRED = 1 << 0,  /* --x must be given (or be in --cli-input-json) */
+	CLI_OPT_BOOL_PAIR = 1 << 1, /* a flag: --x sets true, --no-x false */
+	CLI_OPT_PAGING = 1 << 2,    /* Limit / Exclusive* token: giving it turns pagination off */
+};
+
+typedef struct cli_opt {
+	const char *name;       /* without dashes: "table-name" */
+	const char *member;     /* "TableName" */
+	const cli_shape *shape; /* value shape (CLI_BOOL for flags) */
+	unsigned flags;
+} cli_opt;
+
+enum cli_paging {
+	CLI_PAGING_NONE = 0,
+	CLI_PAGING_ITEMS,  /* Query, Scan: Items, Count, ScannedCount by ExclusiveStartKey */
+	CLI_PAGING_TABLES, /* ListTables: TableNames by ExclusiveStartTableName */
+};
+
+typedef struct cli_cmd {
+	const char *name;      /* "put-item" */
+	const char *operation; /* "PutItem" */
+	enum cli_paging paging;
+	const cli_opt *opts; /* ended by {NULL} */
+	const char *summary; /* one line for `shoal help` */
+} cli_cmd;
+
+/* Every command, ended by {NULL}; "status" is among them (ClusterStatus). */
+extern const cli_cmd cli_cmds[];
+const cli_cmd *cli_find_cmd(const char *name);
+const cli_opt *cli_find_opt(const cli_cmd *cmd, const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Errors of the command line                                                */
+/* ------------------------------------------------------------------------ */
+
+/* What went wrong with the command line; the text is printed to stderr as
+ * is (it already carries "Error parsing parameter ..." and the like). */
+typedef struct cli_fail {
+	int exit_code; /* CLI_EXIT_USAGE, ... */
+	bool usage;    /* print the usage banner first ("usage: shoal ...") */
+	char text[2048];
+} cli_fail;
+
+int cli_failf(cli_fail *f, int exit_code, bool usage, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* ------------------------------------------------------------------------ */
+/* Option values -> JSON (cli_args.c, cli_shorthand.c)                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Reads a parameter value the AWS CLI way: "file://path" is the file's text,
+ * "fileb://path" its bytes (a leading ~ in the path is $HOME), anything else
+ * the value itself.  *out is a new malloc'd NUL-terminated string (free()).
+ * Errors: CLI_EXIT_USAGE "Error parsing parameter '--x': Unable to load
+ * paramfile file://p: [Errno 2] No such file or directory: 'p'".
+ */
+int cli_param_text(const char *opt, const char *value, char **out, cli_fail *f);
+
+/*
+ * The JSON of one option's values (argv words after the option; n >= 1 for
+ * value options) for `shape`: JSON text when it starts with '{' or '['
+ * (lists), the shorthand syntax otherwise, plain conversion for scalars;
+ * member (the DynamoDB name) names the value in validation messages.
+ * Errors are CLI_EXIT_USAGE with the AWS CLI's messages.
+ */
+int cli_option_json(const char *opt, const char *member, const cli_shape *shape,
+                    char *const *values, int n, json_t **out, cli_fail *f);
+
+/*
+ * Parses shorthand text (AWS CLI grammar: key=value pairs, [lists],
+ * {hashes}, quoting, backslash escapes) into raw JSON: objects, arrays and
+ * strings only.  Errors: CLI_EXIT_USAGE "Error parsing parameter '--x':
+ * Expected: '=', received: 'EOF' for input:\n<text>\n   ^".
+ */
+int cli_shorthand_parse(const char *opt, const char *text, json_t **out, cli_fail *f);
+
+/*
+ * Converts raw shorthand JSON to `shape` (strings to integers and booleans,
+ * a scalar where a list is expected to a one-element list) and checks the
+ * member names; path names the value in messages ("KeySchema[0]").
+ */
+int cli_shorthand_convert(const json_t *raw, const cli_shape *shape, const char *path, json_t **out,
+                          cli_fail *f);
+
+/*
+ * botocore's parameter validation of a request body against the command's
+ * input shape: unknown members ("Unknown parameter in KeySchema[0]: \"Foo\",
+ * must be one of: AttributeName, KeyType") and JSON types ("Invalid type for
+ * parameter Limit, value: x, type: <class 'str'>, valid types: <class
+ * 'int'>").  All errors are collected into one "Parameter validation failed:"
+ * message.  CLI_EXIT_USAGE.
+ */
+int cli_validate_body(const cli_cmd *cmd, const json_t *body, cli_fail *f);
+
+/* ------------------------------------------------------------------------ */
+/* Calls and pagination (cli_page.c)                                         */
+/* ------------------------------------------------------------------------ */
+
+/* How the CLI reaches the service: shoal_call_json on a client, or a fake in
+ * tests.  Same contract as shoal_call_json. */
+typedef int (*cli_call_fn)(void *ctx, const char *operation, const char *body, char **response,
+                           shoal_error *err);
+
+typedef struct cli_caller {
+	cli_call_fn call;
+	void *ctx;
+	FILE *debug; /* --debug: requests and responses are logged here (else NULL) */
+} cli_caller;
+
+/* One call with a JSON body; *out the parsed response.  Service errors come
+ * back as the code with err filled. */
+int cli_call(const cli_caller *c, const char *operation, const json_t *body, json_t **out,
+             shoal_error *err);
+
+typedef struct cli_paging_opts {
+	long long max_items;        /* --max-items (0: none) */
+	long long page_size;        /* --page-size (0: none) */
+	const char *starting_token; /* --starting-token (NULL: none) */
+} cli_paging_opts;
+
+/*
+ * Runs a paginated command the way the AWS CLI does (botocore's
+ * PageIterator + build_full_result): every page, results merged (lists
+ * concatenated, counts added), non-aggregate keys (ConsumedCapacity) from the
+ * first page (null when absent), and with --max-items a "NextToken" where it
+ * stopped.  body is the request of the first page (not modified).  On
+ * failure *out is NULL and either err (service, code returned) or f
+ * (CLI_EXIT_USAGE for a bad token: return -1) is filled.
+ */
+int cli_paginate(const cli_caller *c, const cli_cmd *cmd, const json_t *body,
+                 const cli_paging_opts *po, json_t **out, shoal_error *err, cli_fail *f);
+
+/* The token format: base64 of {"<input token>": value or null,
+ * "boto_truncate_amount": n} (n omitted when 0).  decode returns -1 for a
+ * token that is not one of ours. */
+char *cli_token_encode(const char *input_token, const json_t *value, long long truncate);
+int cli_token_decode(const char *token, const char *input_token, json_t **value,
+                     long long *truncate);
+
+/* ------------------------------------------------------------------------ */
+/* Output (cli_out.c)                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* As the AWS CLI prints a response: nothing for {}, else JSON indented by
+ * four spaces with a final newline; members named *DateTime holding epoch
+ * seconds become ISO 8601 local times ("2024-05-01T10:00:00.123000+00:00"). */
+void cli_print_json(FILE *out, const json_t *resp);
+/* The AWS CLI's text output (tab-separated, UPPERCASE row identifiers). */
+void cli_print_text(FILE *out, const json_t *resp);
+/* `shoal status` as readable tables (ClusterStatus response JSON). */
+void cli_print_status(FILE *out, const json_t *resp);
+/* ISO 8601 of epoch seconds in local time, Python's isoformat(). */
+void cli_iso_time(double secs, char *buf, size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* The program (cli_main.c)                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct cli_env {
+	FILE *out, *err;
+	const char *endpoint_env; /* $SHOAL_ENDPOINT, or NULL */
+	/* Tests: a fake service instead of a shoal_client (NULL: the real one). */
+	cli_call_fn call;
+	void *call_ctx;
+} cli_env;
+
+/* Runs `shoal argv[1..]`; returns the exit code. */
+int cli_main(const cli_env *env, int argc, char **argv);
+
+#endif

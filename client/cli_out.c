@@ -1,0 +1,415 @@
+/*
+ * cli_out.c -- what `shoal` prints.
+ *
+ * JSON (the default) is what the AWS CLI v2 prints: nothing for an empty
+ * response ({} -- put-item without ReturnValues, get-item of a missing item),
+ * otherwise the response indented by four spaces in the service's member
+ * order, UTF-8 as is, with timestamps (members named ...DateTime, sent as
+ * epoch seconds) as ISO 8601 in the local time zone, Python's isoformat():
+ * "2024-05-01T10:00:00.123000+00:00".
+ *
+ * Text is awscli/text.py's format: a dict prints its scalar members on one
+ * tab-separated line (sorted by key, led by the UPPERCASE name it hangs
+ * from), then recurses into its lists and dicts, each identified by its key.
+ *
+ * `shoal status` prints the ClusterStatus response as tables: nodes, one
+ * line per (group, replica) with role, term, commit and applied indexes and
+ * the leader it believes in, then item counts per table and group.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/cli_int.h"
+
+void cli_iso_time(double secs, char *buf, size_t size)
+{
+	double whole = floor(secs);
+	long long us = llround((secs - whole) * 1e6);
+	time_t t = (time_t)whole;
+	if (us >= 1000000) {
+		t++;
+		us -= 1000000;
+	}
+	struct tm tm;
+	localtime_r(&t, &tm);
+	char date[32];
+	strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
+	long off = tm.tm_gmtoff;
+	char sign = off < 0 ? '-' : '+';
+	if (off < 0)
+		off = -off;
+	if (us != 0)
+		snprintf(buf, size, "%s.%06lld%c%02ld:%02ld", date, us, sign, off / 3600,
+		         off / 60 % 60);
+	else
+		snprintf(buf, size, "%s%c%02ld:%02ld", date, sign, off / 3600, off / 60 % 60);
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* A copy of j with epoch-second *DateTime members as ISO 8601 strings. */
+static json_t *with_times(const json_t *j)
+{
+	if (json_is_array(j)) {
+		json_t *a = json_array();
+		size_t i;
+		json_t *v;
+		json_array_foreach(j, i, v) json_array_append_new(a, with_times(v));
+		return a;
+	}
+	if (!json_is_object(j))
+		return json_deep_copy(j);
+	json_t *o = json_object();
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)j, k, v)
+	{
+		if (json_is_number(v) && ends_with(k, "DateTime")) {
+			char buf[64];
+			cli_iso_time(json_number_value(v), buf, sizeof(buf));
+			json_object_set_new(o, k, json_string(buf));
+		} else {
+			json_object_set_new(o, k, with_times(v));
+		}
+	}
+	return o;
+}
+
+void cli_print_json(FILE *out, const json_t *resp)
+{
+	if (resp == NULL || (json_is_object(resp) && json_object_size(resp) == 0))
+		return;
+	json_t *t = with_times(resp);
+	json_dumpf(t, out, JSON_INDENT(4) | JSON_PRESERVE_ORDER | JSON_ENCODE_ANY);
+	fputc('\n', out);
+	json_decref(t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Text (awscli/text.py)                                                     */
+/* ------------------------------------------------------------------------ */
+
+static bool is_scalar(const json_t *v)
+{
+	return !json_is_object(v) && !json_is_array(v);
+}
+
+/* Python's str() of a scalar. */
+static void put_scalar(FILE *out, const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		fwrite(json_string_value(v), 1, json_string_length(v), out);
+		break;
+	case JSON_INTEGER:
+		fprintf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		break;
+	case JSON_REAL: {
+		char buf[64];
+		snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
+		/* Shortest form that reads back the same, as Python prints. */
+		for (int p = 1; p <= 17; p++) {
+			snprintf(buf, sizeof(buf), "%.*g", p, json_real_value(v));
+			if (strtod(buf, NULL) == json_real_value(v))
+				break;
+		}
+		fputs(buf, out);
+		if (strpbrk(buf, ".eEn") == NULL)
+			fputs(".0", out);
+		break;
+	}
+	case JSON_TRUE:
+		fputs("True", out);
+		break;
+	case JSON_FALSE:
+		fputs("False", out);
+		break;
+	default:
+		fputs("None", out);
+		break;
+	}
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The keys of obj, sorted (a malloc'd array of n borrowed strings). */
+static const char **sorted_keys(const json_t *obj, size_t *n)
+{
+	*n = json_object_size(obj);
+	const char **keys = malloc((*n + 1) * sizeof(*keys));
+	if (keys == NULL) {
+		*n = 0;
+		return NULL;
+	}
+	size_t i = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach((json_t *)obj, k, v) keys[i++] = k;
+	qsort(keys, *n, sizeof(*keys), cmp_str);
+	return keys;
+}
+
+static void put_upper(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc((*s >= 'a' && *s <= 'z') ? *s - 32 : *s, out);
+}
+
+static void text_value(FILE *out, const json_t *v, const char *ident, const char **scalar_keys,
+                       size_t n_scalar_keys);
+
+static void text_dict(FILE *out, const json_t *obj, const char *ident, const char **scalar_keys,
+                      size_t n_scalar_keys)
+{
+	size_t n;
+	const char **keys = sorted_keys(obj, &n);
+	bool any = false;
+	if (scalar_keys != NULL) {
+		for (size_t i = 0; i < n_scalar_keys; i++) {
+			if (i == 0 && ident != NULL) {
+				put_upper(out, ident);
+				fputc('\t', out);
+			} else if (i > 0) {
+				fputc('\t', out);
+			}
+			json_t *v = json_object_get(obj, scalar_keys[i]);
+			if (v != NULL && is_scalar(v))
+				put_scalar(out, v);
+			else
+				fputs("None", out);
+			any = true;
+		}
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			json_t *v = json_object_get(obj, keys[i]);
+			if (!is_scalar(v))
+				continue;
+			if (!any && ident != NULL) {
+				put_upper(out, ident);
+				fputc('\t', out);
+			} else if (any) {
+				fputc('\t', out);
+			}
+			put_scalar(out, v);
+			any = true;
+		}
+	}
+	if (any)
+		fputc('\n', out);
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_object_get(obj, keys[i]);
+		if (!is_scalar(v))
+			text_value(out, v, keys[i], NULL, 0);
+	}
+	free(keys);
+}
+
+static void text_list(FILE *out, const json_t *arr, const char *ident)
+{
+	size_t n = json_array_size(arr);
+	if (n == 0)
+		return;
+	bool has_dict = false, has_list = false;
+	size_t i;
+	json_t *v;
+	json_array_foreach(arr, i, v)
+	{
+		has_dict |= json_is_object(v);
+		has_list |= json_is_array(v);
+	}
+	if (has_dict) {
+		/* Scalar keys of all the dicts, sorted: one column each. */
+		json_t *seen = json_object();
+		json_array_foreach(arr, i, v)
+		{
+			if (!json_is_object(v))
+				continue;
+			const char *k;
+			json_t *x;
+			json_object_foreach(v, k, x) if (is_scalar(x))
+			    json_object_set(seen, k, json_null());
+		}
+		size_t nk;
+		const char **keys = sorted_keys(seen, &nk);
+		json_array_foreach(arr, i, v) text_value(out, v, ident, keys, nk);
+		free(keys);
+		json_decref(seen);
+		return;
+	}
+	/* Scalars first (one line each when identified), then nested lists. */
+	bool any = false;
+	json_array_foreach(arr, i, v)
+	{
+		if (!is_scalar(v))
+			continue;
+		if (ident != NULL) {
+			put_upper(out, ident);
+			fputc('\t', out);
+			put_scalar(out, v);
+			fputc('\n', out);
+		} else {
+			if (any)
+				fputc('\t', out);
+			put_scalar(out, v);
+			any = true;
+		}
+	}
+	if (any)
+		fputc('\n', out);
+	if (has_list)
+		json_array_foreach(arr, i, v) if (!is_scalar(v)) text_value(out, v, ident, NULL, 0);
+}
+
+static void text_value(FILE *out, const json_t *v, const char *ident, const char **scalar_keys,
+                       size_t n_scalar_keys)
+{
+	if (json_is_object(v)) {
+		text_dict(out, v, ident, scalar_keys, n_scalar_keys);
+	} else if (json_is_array(v)) {
+		text_list(out, v, ident);
+	} else {
+		put_scalar(out, v);
+		fputc('\n', out);
+	}
+}
+
+void cli_print_text(FILE *out, const json_t *resp)
+{
+	if (resp == NULL || (json_is_object(resp) && json_object_size(resp) == 0))
+		return;
+	json_t *t = with_times(resp);
+	text_value(out, t, NULL, NULL, 0);
+	json_decref(t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* shoal status                                                              */
+/* ------------------------------------------------------------------------ */
+
+static long long num(const json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_integer(v) ? (long long)json_integer_value(v) : 0;
+}
+
+static const char *str(const json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+/* The replica whose counts a table line uses for group g: the leader's if
+ * it reported, else the replica with the highest applied index. */
+static const json_t *counting_replica(const json_t *groups, long long g)
+{
+	const json_t *best = NULL;
+	size_t i;
+	json_t *r;
+	json_array_foreach(groups, i, r)
+	{
+		if (num(r, "Group") != g || !json_is_array(json_object_get(r, "Tables")))
+			continue;
+		if (strcmp(str(r, "Role"), "leader") == 0)
+			return r;
+		if (best == NULL || num(r, "AppliedIndex") > num(best, "AppliedIndex"))
+			best = r;
+	}
+	return best;
+}
+
+static int cmp_replica(const void *a, const void *b)
+{
+	const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
+	long long d = num(x, "Group") - num(y, "Group");
+	if (d == 0)
+		d = num(x, "Node") - num(y, "Node");
+	return d < 0 ? -1 : d > 0;
+}
+
+void cli_print_status(FILE *out, const json_t *resp)
+{
+	json_t *nodes = json_object_get(resp, "Nodes");
+	json_t *groups = json_object_get(resp, "Groups");
+	size_t i;
+	json_t *v;
+	long long max_group = -1;
+	json_array_foreach(groups, i, v) if (num(v, "Group") > max_group) max_group =
+	    num(v, "Group");
+	fprintf(out, "Cluster: %zu nodes, %lld storage groups, %lld partitions per table\n\n",
+	        json_array_size(nodes), max_group + 1, num(resp, "Partitions"));
+
+	fprintf(out, "%-5s %-28s %-22s %s\n", "NODE", "RPC", "RAFT", "REACHABLE");
+	json_array_foreach(nodes, i, v)
+	{
+		fprintf(out, "%-5lld %-28s %-22s %s\n", num(v, "Id"), str(v, "Rpc"), str(v, "Raft"),
+		        json_is_true(json_object_get(v, "Reachable")) ? "yes" : "NO");
+	}
+
+	fprintf(out, "\n%-6s %-5s %-11s %-6s %-10s %-10s %-7s %s\n", "GROUP", "NODE", "ROLE",
+	        "TERM", "COMMIT", "APPLIED", "LEADER", "ERROR");
+	/* By group, then by node. */
+	size_t n_groups = json_array_size(groups);
+	const json_t **sorted = malloc((n_groups + 1) * sizeof(*sorted));
+	json_array_foreach(groups, i, v) if (sorted != NULL) sorted[i] = v;
+	if (sorted != NULL)
+		qsort(sorted, n_groups, sizeof(*sorted), cmp_replica);
+	for (i = 0; sorted != NULL && i < n_groups; i++) {
+		v = (json_t *)sorted[i];
+		char leader[24];
+		long long l = num(v, "LeaderNode");
+		if (l > 0)
+			snprintf(leader, sizeof(leader), "%lld", l);
+		else
+			snprintf(leader, sizeof(leader), "-");
+		const char *role = str(v, "Role");
+		char line[1024];
+		int n = snprintf(
+		    line, sizeof(line), "%-6lld %-5lld %-11s %-6lld %-10lld %-10lld %-7s %s",
+		    num(v, "Group"), num(v, "Node"), role[0] ? role : "?", num(v, "Term"),
+		    num(v, "CommitIndex"), num(v, "AppliedIndex"), leader, str(v, "Error"));
+		size_t len = n < 0 ? 0 : (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+		while (len > 0 && line[len - 1] == ' ')
+			len--;
+		fprintf(out, "%.*s\n", (int)len, line);
+	}
+	free(sorted);
+
+	/* Item counts: every table, every group that reports it. */
+	json_t *tables = json_object(); /* name -> total items */
+	bool header = false;
+	for (long long g = 0; g <= max_group; g++) {
+		const json_t *r = counting_replica(groups, g);
+		if (r == NULL)
+			continue;
+		size_t j;
+		json_t *t;
+		json_array_foreach(json_object_get(r, "Tables"), j, t)
+		{
+			if (!header) {
+				fprintf(out, "\n%-32s %-6s %-5s %-12s %s\n", "TABLE", "GROUP",
+				        "NODE", "ITEMS", "BYTES");
+				header = true;
+			}
+			const char *name = str(t, "TableName");
+			fprintf(out, "%-32s %-6lld %-5lld %-12lld %lld\n", name, g, num(r, "Node"),
+			        num(t, "ItemCount"), num(t, "SizeBytes"));
+			json_object_set_new(tables, name,
+			                    json_integer(num(tables, name) + num(t, "ItemCount")));
+		}
+	}
+	if (json_object_size(tables) > 0) {
+		fprintf(out, "\n%-32s %s\n", "TABLE", "ITEMS (all groups)");
+		const char *k;
+		json_object_foreach(tables, k, v) fprintf(out, "%-32s %lld\n", k, num(tables, k));
+	}
+	json_decref(tables);
+}

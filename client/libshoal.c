@@ -1,0 +1,594 @@
+/*
+ * libshoal.c -- the client library's transport: one nng REQ socket, one
+ * context per request in flight, and the state machine that moves a request
+ * along (contract: shoal.h; requests and answers: libshoal_call.c).
+ *
+ * Transport.  The client opens one REQ socket and dials every router with
+ * NNG_FLAG_NONBLOCK, so each router is one pipe that nng redials in the
+ * background (10 ms, backing off to 200 ms).  The socket's
+ * NNG_OPT_REQ_RESENDTIME is the attempt timeout: req0 then resends a request
+ * whose pipe closed at once, and one left unanswered after the attempt
+ * timeout, on whichever pipe is ready (nng 1.5.2 req.c: req0_pipe_close
+ * schedules the context's resend timer to fire immediately).  That is the
+ * whole failover story: a router restart costs one resend.  Pipes are
+ * counted through nng_pipe_notify (ADD_POST / REM_POST, by pipe id, because
+ * REM_POST also fires for pipes rejected before ADD_POST) so that a request
+ * that cannot even be sent can say "Could not connect" instead of timing out.
+ *
+ * Requests.  Every request in flight is an `op`: an nng context, one aio
+ * used for each step in turn, the packed Request kept for resends, and the
+ * deadline.  Ops are pooled (contexts and aios are reused).  The aio callback
+ * runs on nng's threads and only moves the op along its state machine; the
+ * protobuf -> JSON conversion of an answer and every user callback run on the
+ * user's thread (the blocking caller, or shoal_poll).
+ *
+ *   state      event                                         next      (op_cb)
+ *   ---------  --------------------------------------------  ---------
+ *   IDLE       shoal_call_* / shoal_submit_* (lib_op_start)  SENDING
+ *   SENDING    handed to a pipe                              RECEIVING
+ *   SENDING    send timed out, no router connected           DONE  connect error
+ *   SENDING    send timed out, connected, time left          SENDING
+ *   SENDING    deadline passed / socket closed               DONE  timeout / closed
+ *   RECEIVING  answer ServiceUnavailable, retries left       BACKOFF
+ *   RECEIVING  answer                                        DONE  ok
+ *   RECEIVING  deadline passed                               DONE  timeout or connect error
+ *   BACKOFF    backoff slept                                 SENDING
+ *   DONE       delivered to the caller (lib_op_release)      IDLE
+ *
+ * Completion.  A blocking caller waits on its op's condition variable; an
+ * asynchronous op is appended to the client's completion queue and the
+ * client's condition variable wakes shoal_poll.  Both under c->mu.  Before an
+ * op is reused or freed, nng_aio_wait makes sure its callback has returned.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "client/libshoal_int.h"
+#include "common/alloc.h"
+#include "proto/wire.h"
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                             */
+/* ------------------------------------------------------------------------ */
+
+void lib_set_err(shoal_error *err, int code, int source, const char *msg)
+{
+	if (err == NULL)
+		return;
+	err->code = code;
+	err->source = code == SHOAL_OK ? SHOAL_SRC_NONE : source;
+	snprintf(err->exception, sizeof(err->exception), "%s", shoal_exception_name(code));
+	snprintf(err->message, sizeof(err->message), "%s", msg != NULL ? msg : "");
+}
+
+/* Monotonic milliseconds. */
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Milliseconds left before the op's deadline (<= 0: passed). */
+static int64_t remaining(const op *o)
+{
+	return o->deadline - now_ms();
+}
+
+static int nng_code(int rv)
+{
+	switch (rv) {
+	case NNG_ENOMEM:
+		return SHOAL_E_NOMEM;
+	case NNG_ETIMEDOUT:
+		return SHOAL_E_TIMEOUT;
+	case NNG_ECLOSED:
+	case NNG_ECONNRESET:
+	case NNG_ECONNREFUSED:
+	case NNG_ECONNSHUT:
+		return SHOAL_E_UNAVAILABLE;
+	default:
+		return SHOAL_E_INTERNAL;
+	}
+}
+
+void shoal_options_init(shoal_options *o)
+{
+	o->attempt_timeout_ms = 12000;
+	o->deadline_ms = 30000;
+	o->connect_timeout_ms = 2000;
+	o->retries = 2;
+}
+
+void shoal_free(void *p)
+{
+	sh_free(p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pipes                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* nng thread: a router connection came or went. */
+static void pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	shoal_client *c = arg;
+	uint32_t id = (uint32_t)nng_pipe_id(p);
+	pthread_mutex_lock(&c->pmu);
+	if (ev == NNG_PIPE_EV_ADD_POST) {
+		if (c->n_pipes == c->cap_pipes) {
+			unsigned cap = c->cap_pipes * 2;
+			uint32_t *np = sh_realloc(c->pipes, cap * sizeof(*np));
+			if (np != NULL) {
+				c->pipes = np;
+				c->cap_pipes = cap;
+			}
+		}
+		/* Out of memory: the pipe is not counted; at worst a call that
+		 * finds no counted pipe reports a connection error early. */
+		if (c->n_pipes < c->cap_pipes)
+			c->pipes[c->n_pipes++] = id;
+	} else if (ev == NNG_PIPE_EV_REM_POST) {
+		for (unsigned i = 0; i < c->n_pipes; i++) {
+			if (c->pipes[i] == id) {
+				c->pipes[i] = c->pipes[--c->n_pipes];
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&c->pmu);
+}
+
+unsigned shoal_connected(shoal_client *c)
+{
+	pthread_mutex_lock(&c->pmu);
+	unsigned n = c->n_pipes;
+	pthread_mutex_unlock(&c->pmu);
+	return n;
+}
+
+const char *shoal_endpoints(const shoal_client *c)
+{
+	return c->endpoints;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Client                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int check_options(const shoal_options *o, char *errmsg)
+{
+	if (o->attempt_timeout_ms <= 0 || o->deadline_ms <= 0 || o->connect_timeout_ms <= 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "client timeouts must be positive (attempt %d ms, deadline %d ms, "
+		               "connect %d ms)",
+		               o->attempt_timeout_ms, o->deadline_ms, o->connect_timeout_ms);
+	if (o->retries < 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "client retries must be >= 0 (got %d)",
+		               o->retries);
+	return SHOAL_OK;
+}
+
+/* Dials every URL of the list; builds the normalised list in c->endpoints. */
+static int dial_all(shoal_client *c, const char *list, char *errmsg)
+{
+	size_t cap = strlen(list) + 1;
+	c->endpoints = sh_malloc(cap);
+	if (c->endpoints == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+	c->endpoints[0] = '\0';
+	size_t used = 0;
+	const char *p = list;
+	unsigned n = 0;
+	for (;;) {
+		const char *end = strchr(p, ',');
+		if (end == NULL)
+			end = p + strlen(p);
+		const char *b = p, *e = end;
+		while (b < e && (*b == ' ' || *b == '\t'))
+			b++;
+		while (e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+			e--;
+		if (b == e)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "empty endpoint in the endpoint list \"%s\"", list);
+		char url[1024];
+		if ((size_t)(e - b) >= sizeof(url))
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "endpoint URL too long: \"%.60s...\"", b);
+		memcpy(url, b, (size_t)(e - b));
+		url[e - b] = '\0';
+		int rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK);
+		if (rv != 0) {
+			int code = (rv == NNG_ENOMEM) ? SHOAL_E_NOMEM : SHOAL_E_VALIDATION;
+			return sh_errf(errmsg, code, "Invalid endpoint: \"%s\": %s", url,
+			               nng_strerror(rv));
+		}
+		used +=
+		    (size_t)snprintf(c->endpoints + used, cap - used, "%s%s", n ? "," : "", url);
+		n++;
+		if (*end == '\0')
+			break;
+		p = end + 1;
+	}
+	return SHOAL_OK;
+}
+
+int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_client **out,
+                     char *errmsg)
+{
+	*out = NULL;
+	if (endpoints == NULL || endpoints[0] == '\0')
+		endpoints = SHOAL_DEFAULT_ENDPOINT;
+	shoal_options o;
+	shoal_options_init(&o);
+	if (opts != NULL)
+		o = *opts;
+	int rc = check_options(&o, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+
+	shoal_client *c = sh_calloc(1, sizeof(*c));
+	if (c == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+	c->opts = o;
+	atomic_init(&c->next_id, 1);
+	c->cap_pipes = 8;
+	c->pipes = sh_calloc(c->cap_pipes, sizeof(*c->pipes));
+	if (c->pipes == NULL) {
+		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+		goto err_after_client;
+	}
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->pmu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	int rv = nng_req0_open(&c->sock);
+	if (rv != 0) {
+		rc = sh_errf(errmsg, nng_code(rv), "nng_req0_open: %s", nng_strerror(rv));
+		goto err_after_sync;
+	}
+	if ((rv = nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, MAX_MSG)) != 0 ||
+	    (rv = nng_socket_set_ms(c->sock, NNG_OPT_REQ_RESENDTIME, o.attempt_timeout_ms)) != 0 ||
+	    (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMINT, 10)) != 0 ||
+	    (rv = nng_socket_set_ms(c->sock, NNG_OPT_RECONNMAXT, 200)) != 0 ||
+	    (rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_ADD_POST, pipe_cb, c)) != 0 ||
+	    (rv = nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, pipe_cb, c)) != 0) {
+		rc = sh_errf(errmsg, nng_code(rv), "setting up the client socket: %s",
+		             nng_strerror(rv));
+		goto err_after_socket;
+	}
+	rc = dial_all(c, endpoints, errmsg);
+	if (rc != SHOAL_OK)
+		goto err_after_socket;
+	*out = c;
+	return SHOAL_OK;
+
+err_after_socket:
+	nng_close(c->sock);
+err_after_sync:
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->pmu);
+	pthread_mutex_destroy(&c->mu);
+err_after_client:
+	sh_free(c->endpoints);
+	sh_free(c->pipes);
+	sh_free(c);
+	return rc;
+}
+
+static void op_free(op *o)
+{
+	nng_aio_stop(o->aio);
+	nng_msg *m = nng_aio_get_msg(o->aio);
+	if (m != NULL)
+		nng_msg_free(m);
+	nng_aio_free(o->aio);
+	if (o->req != NULL)
+		nng_msg_free(o->req);
+	if (o->reply != NULL)
+		nng_msg_free(o->reply);
+	pthread_cond_destroy(&o->cond);
+	sh_free(o);
+}
+
+void shoal_client_free(shoal_client *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->closing = true;
+	pthread_mutex_unlock(&c->mu);
+	/* Closing the socket fails every pending operation with NNG_ECLOSED;
+	 * op_free's nng_aio_stop then waits for each callback to return. */
+	nng_close(c->sock);
+	op *o = c->all;
+	while (o != NULL) {
+		op *next = o->all_next;
+		op_free(o);
+		o = next;
+	}
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->pmu);
+	pthread_mutex_destroy(&c->mu);
+	sh_free(c->endpoints);
+	sh_free(c->pipes);
+	sh_free(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ops: the state machine (nng threads)                                      */
+/* ------------------------------------------------------------------------ */
+
+static void op_cb(void *arg);
+
+/* Any thread: a pooled op, or a new one.  SHOAL_E_UNAVAILABLE when the
+ * client is closing, SHOAL_E_NOMEM, ... with the text in msg. */
+int lib_op_get(shoal_client *c, op **out, char *msg)
+{
+	*out = NULL;
+	pthread_mutex_lock(&c->mu);
+	if (c->closing) {
+		pthread_mutex_unlock(&c->mu);
+		return sh_errf(msg, SHOAL_E_UNAVAILABLE, "the client is closing");
+	}
+	op *o = c->free_ops;
+	if (o != NULL) {
+		c->free_ops = o->next;
+		pthread_mutex_unlock(&c->mu);
+		o->next = NULL;
+		*out = o;
+		return SHOAL_OK;
+	}
+	pthread_mutex_unlock(&c->mu);
+
+	o = sh_calloc(1, sizeof(*o));
+	if (o == NULL)
+		return sh_errf(msg, SHOAL_E_NOMEM, "out of memory");
+	o->c = c;
+	int rc = SHOAL_OK;
+	int rv = nng_aio_alloc(&o->aio, op_cb, o);
+	if (rv != 0) {
+		rc = sh_errf(msg, nng_code(rv), "nng_aio_alloc: %s", nng_strerror(rv));
+		goto err_after_op;
+	}
+	/* The context inherits the socket's resend time (the attempt timeout). */
+	rv = nng_ctx_open(&o->ctx, c->sock);
+	if (rv != 0) {
+		rc = sh_errf(msg, nng_code(rv), "nng_ctx_open: %s", nng_strerror(rv));
+		goto err_after_aio;
+	}
+	pthread_cond_init(&o->cond, NULL);
+	pthread_mutex_lock(&c->mu);
+	o->all_next = c->all;
+	c->all = o;
+	pthread_mutex_unlock(&c->mu);
+	*out = o;
+	return SHOAL_OK;
+
+err_after_aio:
+	nng_aio_free(o->aio);
+err_after_op:
+	sh_free(o);
+	return rc;
+}
+
+/* User thread: back to the pool once the caller has its result.  The aio
+ * callback may still be returning from op_finish: wait for it first. */
+void lib_op_release(op *o)
+{
+	shoal_client *c = o->c;
+	nng_aio_wait(o->aio);
+	if (o->req != NULL) {
+		nng_msg_free(o->req);
+		o->req = NULL;
+	}
+	if (o->reply != NULL) {
+		nng_msg_free(o->reply);
+		o->reply = NULL;
+	}
+	o->state = OP_IDLE;
+	o->done = false;
+	o->cb = NULL;
+	o->arg = NULL;
+	pthread_mutex_lock(&c->mu);
+	o->next = c->free_ops;
+	c->free_ops = o;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* nng thread (or the submitter): the op is over; hand it to its waiter.  The
+ * op must not be touched after this returns. */
+static void op_finish(op *o, int code, int source, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void op_finish(op *o, int code, int source, const char *fmt, ...)
+{
+	shoal_client *c = o->c;
+	o->code = code;
+	o->source = source;
+	o->msg[0] = '\0';
+	if (fmt != NULL) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(o->msg, sizeof(o->msg), fmt, ap);
+		va_end(ap);
+	}
+	o->state = OP_DONE;
+	pthread_mutex_lock(&c->mu);
+	if (o->async) {
+		o->next = NULL;
+		if (c->done_tail != NULL)
+			c->done_tail->next = o;
+		else
+			c->done_head = o;
+		c->done_tail = o;
+		pthread_cond_broadcast(&c->cond);
+	} else {
+		o->done = true;
+		pthread_cond_signal(&o->cond);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void finish_connect_error(op *o)
+{
+	op_finish(o, SHOAL_E_UNAVAILABLE, SHOAL_SRC_CONNECT,
+	          "Could not connect to the endpoint URL: \"%s\"", o->c->endpoints);
+}
+
+static void finish_timeout(op *o)
+{
+	if (shoal_connected(o->c) == 0) {
+		finish_connect_error(o);
+		return;
+	}
+	op_finish(o, SHOAL_E_TIMEOUT, SHOAL_SRC_TIMEOUT,
+	          "Read timeout on endpoint URL: \"%s\": no answer within %d ms", o->c->endpoints,
+	          o->c->opts.deadline_ms);
+}
+
+/* Sends a copy of the request; the send waits at most connect_timeout_ms
+ * for a ready router (and never past the deadline). */
+static void op_send(op *o)
+{
+	int64_t left = remaining(o);
+	if (left <= 0) {
+		finish_timeout(o);
+		return;
+	}
+	nng_msg *m;
+	int rv = nng_msg_dup(&m, o->req);
+	if (rv != 0) {
+		op_finish(o, SHOAL_E_NOMEM, SHOAL_SRC_LOCAL, "out of memory copying a request");
+		return;
+	}
+	int64_t wait = o->c->opts.connect_timeout_ms;
+	if (wait > left)
+		wait = left;
+	o->state = OP_SENDING;
+	nng_aio_set_msg(o->aio, m);
+	nng_aio_set_timeout(o->aio, (nng_duration)wait);
+	nng_ctx_send(o->ctx, o->aio);
+}
+
+/* The Response's status, or -1 if the bytes do not decode. */
+static int reply_status(nng_msg *m)
+{
+	Shoal__Response *resp;
+	if (wire_unpack_response(NULL, nng_msg_body(m), nng_msg_len(m), &resp, NULL) != SHOAL_OK)
+		return -1;
+	int st = wire_code_from_status(resp->status);
+	wire_free_response(NULL, resp);
+	return st;
+}
+
+static void on_sent(op *o, int rv)
+{
+	if (rv == 0) {
+		int64_t left = remaining(o);
+		if (left <= 0)
+			left = 1; /* let the receive time out: it resets the context */
+		o->state = OP_RECEIVING;
+		nng_aio_set_timeout(o->aio, (nng_duration)left);
+		nng_ctx_recv(o->ctx, o->aio);
+		return;
+	}
+	/* A failed send gives the message back. */
+	nng_msg *m = nng_aio_get_msg(o->aio);
+	nng_aio_set_msg(o->aio, NULL);
+	if (m != NULL)
+		nng_msg_free(m);
+	if (rv == NNG_ETIMEDOUT) {
+		if (shoal_connected(o->c) == 0)
+			finish_connect_error(o);
+		else if (remaining(o) <= 0)
+			finish_timeout(o);
+		else
+			op_send(o); /* routers connected but none was ready */
+		return;
+	}
+	if (rv == NNG_ECLOSED) {
+		op_finish(o, SHOAL_E_UNAVAILABLE, SHOAL_SRC_LOCAL, "the client is closing");
+		return;
+	}
+	op_finish(o, nng_code(rv), SHOAL_SRC_LOCAL, "sending a request: %s", nng_strerror(rv));
+}
+
+static void on_received(op *o, int rv)
+{
+	if (rv != 0) {
+		if (rv == NNG_ETIMEDOUT)
+			finish_timeout(o);
+		else if (rv == NNG_ECLOSED)
+			op_finish(o, SHOAL_E_UNAVAILABLE, SHOAL_SRC_LOCAL, "the client is closing");
+		else
+			op_finish(o, nng_code(rv), SHOAL_SRC_LOCAL, "receiving an answer: %s",
+			          nng_strerror(rv));
+		return;
+	}
+	nng_msg *m = nng_aio_get_msg(o->aio);
+	nng_aio_set_msg(o->aio, NULL);
+	if (o->retries_left > 0 && reply_status(m) == SHOAL_E_UNAVAILABLE &&
+	    remaining(o) > o->backoff_ms) {
+		nng_msg_free(m);
+		o->retries_left--;
+		o->state = OP_BACKOFF;
+		nng_sleep_aio(o->backoff_ms, o->aio);
+		o->backoff_ms =
+		    o->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : o->backoff_ms * 2;
+		return;
+	}
+	o->reply = m;
+	op_finish(o, SHOAL_OK, SHOAL_SRC_NONE, NULL);
+}
+
+/* nng thread: one step of the state machine (table at the top). */
+static void op_cb(void *arg)
+{
+	op *o = arg;
+	int rv = nng_aio_result(o->aio);
+	switch (o->state) {
+	case OP_SENDING:
+		on_sent(o, rv);
+		break;
+	case OP_RECEIVING:
+		on_received(o, rv);
+		break;
+	case OP_BACKOFF:
+		/* A sleep cut short by the aio's timeout ends with NNG_ETIMEDOUT:
+		 * op_send checks the deadline itself. */
+		if (rv != 0 && rv != NNG_ETIMEDOUT)
+			op_finish(o, SHOAL_E_UNAVAILABLE, SHOAL_SRC_LOCAL, "the client is closing");
+		else
+			op_send(o);
+		break;
+	case OP_IDLE:
+	case OP_DONE:
+		break; /* no operation of ours is pending in these states */
+	}
+}
+
+/* Submitter: arms the op (o->req set by op_prepare) and starts it. */
+void lib_op_start(op *o)
+{
+	shoal_client *c = o->c;
+	o->reply = NULL;
+	o->code = SHOAL_OK;
+	o->source = SHOAL_SRC_NONE;
+	o->msg[0] = '\0';
+	o->done = false;
+	o->deadline = now_ms() + c->opts.deadline_ms;
+	o->retries_left = c->opts.retries;
+	o->backoff_ms = BACKOFF_FIRST_MS;
+	op_send(o);
+}

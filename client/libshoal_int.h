@@ -1,0 +1,108 @@
+/*
+ * libshoal_int.h -- private to libshoal (client/lib*.c; prefix lib_ for
+ * functions shared between its files).  The public contract is shoal.h.
+ *
+ *   libshoal.c       the client, its nng REQ socket and pipes, and the
+ *                    per-request state machine (ops) run by nng's callbacks
+ *   libshoal_call.c  requests in (JSON or protobuf -> packed Request),
+ *                    answers out (Response -> JSON / bytes / shoal_error),
+ *                    the blocking calls, submit and shoal_poll
+ *
+ * Ownership: an op belongs to the client (c->all) for the client's life;
+ * between lib_op_get and lib_op_release it belongs to one request, and its
+ * req / reply messages to the op.
+ */
+#ifndef SHOAL_CLIENT_LIBSHOAL_INT_H
+#define SHOAL_CLIENT_LIBSHOAL_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <nng/nng.h>
+
+#include "client/shoal.h"
+
+/* Largest message either side accepts (NNG_OPT_RECVMAXSZ everywhere). */
+#define MAX_MSG (16u << 20)
+
+#define BACKOFF_FIRST_MS 50
+#define BACKOFF_MAX_MS   1000
+
+enum op_state {
+	OP_IDLE,
+	OP_SENDING,
+	OP_RECEIVING,
+	OP_BACKOFF,
+	OP_DONE,
+};
+
+typedef struct op op;
+struct op {
+	shoal_client *c;
+	nng_ctx ctx;
+	nng_aio *aio;
+	pthread_cond_t cond; /* blocking waiter (under c->mu) */
+	enum op_state state;
+
+	/* The request. */
+	nng_msg *req; /* packed Request; each send sends a copy */
+	bool json;    /* JSON in and out (else packed protobuf) */
+	char operation[40];
+	uint64_t request_id; /* JSON requests: the id we chose; checked on the answer */
+	int64_t deadline;    /* now_ms() clock */
+	int retries_left;
+	int backoff_ms;
+
+	/* The outcome (valid in DONE). */
+	nng_msg *reply; /* the answer, or NULL with `code` set */
+	int code;       /* transport outcome: SHOAL_OK when a reply arrived */
+	int source;
+	char msg[SH_ERRMSG_SIZE];
+
+	/* Completion. */
+	bool async;
+	bool done; /* blocking: set with cond signalled */
+	shoal_done_cb cb;
+	void *arg;
+
+	op *next;     /* free list or completion queue */
+	op *all_next; /* every op of the client, for shoal_client_free */
+};
+
+struct shoal_client {
+	nng_socket sock;
+	shoal_options opts;
+	char *endpoints; /* normalised "a,b" */
+
+	pthread_mutex_t mu;
+	pthread_cond_t cond; /* completions for shoal_poll */
+	op *all;
+	op *free_ops;
+	op *done_head, *done_tail;
+	unsigned in_flight; /* async ops whose callbacks have not run */
+	bool closing;
+
+	pthread_mutex_t pmu; /* pipes */
+	uint32_t *pipes;
+	unsigned n_pipes, cap_pipes;
+
+	atomic_uint_fast64_t next_id;
+};
+
+/* Any thread: fills err (may be NULL) with code, source, the exception name
+ * of code and msg. */
+void lib_set_err(shoal_error *err, int code, int source, const char *msg);
+
+/* Any thread: a pooled op, or a new one (SHOAL_E_UNAVAILABLE when the client
+ * is closing, SHOAL_E_NOMEM, ... with the text in msg). */
+int lib_op_get(shoal_client *c, op **out, char *msg);
+
+/* Submitter: starts the op (o->req, o->async and the rest set by the caller). */
+void lib_op_start(op *o);
+
+/* User thread: back to the pool once the caller has its result. */
+void lib_op_release(op *o);
+
+#endif
