@@ -15,6 +15,7 @@ PACKAGES=(
   libjansson-dev                  # DynamoDB JSON
   libinih-dev                     # config files
   clang-format                    # make format
+  jq                              # make demo: compact JSON output
 )
 
 missing=()

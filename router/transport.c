@@ -303,8 +303,19 @@ static uint32_t first_target(rt_router *rt, const rt_call *c, const uint32_t *re
 	if (c->only_node != 0)
 		return c->only_node;
 	if (c->any_replica) {
-		uint32_t start = atomic_fetch_add(&rt->rr, 1) % n;
+		/* Eventually consistent reads go to the leader when it is known
+		 * and up: it has applied every acknowledged write, while a
+		 * follower learns the commit index only with the next heartbeat,
+		 * so reading there would usually miss a write made a moment
+		 * earlier.  Followers serve when the leader is unknown or down.
+		 * (Leaders of different groups sit on different nodes, so reads
+		 * still spread over the cluster.) */
 		int64_t now = rt_now_ms();
+		uint32_t leader = atomic_load(&rt->leader[c->group]);
+		rt_node *ln = leader != 0 ? node_by_id(rt, leader) : NULL;
+		if (ln != NULL && atomic_load(&ln->down_until) <= now)
+			return leader;
+		uint32_t start = atomic_fetch_add(&rt->rr, 1) % n;
 		for (uint32_t k = 0; k < n; k++) {
 			uint32_t id = reps[(start + k) % n];
 			rt_node *node = node_by_id(rt, id);

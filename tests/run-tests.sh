@@ -4,7 +4,11 @@
 set -uo pipefail
 build=${1:?usage: run-tests.sh BUILD [test_name ...]}
 shift
-if (($#)); then bins=("$@"); else bins=(); for b in "$build"/tests/test_*; do bins+=("$(basename "$b")"); done; fi
+# Unit tests first, then integration tests (real processes on 127.0.0.1).
+if (($#)); then bins=("$@"); else
+	bins=()
+	for b in "$build"/tests/test_* "$build"/tests/it_*; do [[ -x $b ]] && bins+=("$(basename "$b")"); done
+fi
 
 # Check kills a test case after 4 s by default; sanitizer builds of the fault
 # loops need longer.  Tests bound their own work; this is only a backstop.

@@ -1,7 +1,74 @@
 #!/usr/bin/env bash
-# make demo: the storage engine on the seed 002 edtech-platform table.
-# (The cluster issue turns this into a local multi-node cluster demo.)
+# make demo: a local 3-node Shoal cluster serving the seed 002 edtech-platform
+# table (shared/seeds/002_*): create the table, load its items, run the access
+# patterns AP1, AP2, AP5, AP6 and AP7 with the shoal CLI, survive the loss of a
+# node, then stop the cluster (DEMO_KEEP=1 leaves it running).
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/../.."
-exec "$build/bin/st_demo" deploy/demo/edtech-items.json
+root=$PWD
+export SHOAL_BIN=$root/$build/bin
+dir=${DEMO_DIR:-$root/$build/demo-cluster}
+shoal() { "$SHOAL_BIN/shoal" "$@"; }
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+show() { # prints the command, runs it, prints Items compactly
+	local a line='$ shoal'
+	for a in "$@"; do
+		if [[ $a =~ ^[A-Za-z0-9_./:=,-]+$ ]]; then line+=" $a"; else line+=" '${a//\'/\'\\\'\'}'"; fi
+	done
+	echo "$line"
+	shoal "$@" | jq -c 'if .Items then (.Items[], {Count, ScannedCount}) elif .Item then .Item else . end'
+}
+
+deploy/cluster.sh down --dir "$dir" >/dev/null 2>&1 || true
+rm -rf "$dir"
+say "Starting a local cluster: 3 nodes, 4 Raft groups (group 0 = catalog), 1 router"
+deploy/cluster.sh up --dir "$dir"
+export SHOAL_ENDPOINT=file://$dir/router.endpoint
+stop() { [[ ${DEMO_KEEP:-0} == 1 ]] || deploy/cluster.sh down --dir "$dir"; }
+trap stop EXIT
+
+say "Create the edtech-platform table (PK, SK; GSI1 on GSI1PK, GSI1SK)"
+echo '$ shoal create-table --cli-input-json file://deploy/demo/edtech-table.json'
+shoal create-table --cli-input-json file://deploy/demo/edtech-table.json |
+	jq -c '.TableDescription | {TableName, TableStatus, KeySchema}'
+echo '$ shoal batch-write-item --request-items file://deploy/demo/edtech-items.json'
+shoal batch-write-item --request-items file://deploy/demo/edtech-items.json | jq -c .
+shoal describe-table --table-name edtech-platform | jq -c '.Table | {TableName, ItemCount, TableSizeBytes}'
+
+kce='PK = :pk AND begins_with(SK, :prefix)'
+say "AP1: profile of student s1"
+show get-item --table-name edtech-platform --key '{"PK":{"S":"STUDENT#s1"},"SK":{"S":"PROFILE"}}'
+say "AP2: every course student s1 is enrolled in"
+show query --table-name edtech-platform --key-condition-expression "$kce" \
+	--expression-attribute-values '{":pk":{"S":"STUDENT#s1"},":prefix":{"S":"ENROLLMENT#"}}'
+say "AP5: structure of course c10 (modules and lessons, in sort-key order)"
+show query --table-name edtech-platform --key-condition-expression "$kce" \
+	--expression-attribute-values '{":pk":{"S":"COURSE#c10"},":prefix":{"S":"MODULE#"}}'
+say "AP6: only the modules of course c10 (the filter runs after the read)"
+show query --table-name edtech-platform --key-condition-expression "$kce" \
+	--filter-expression 'attribute_not_exists(lesson_id)' \
+	--expression-attribute-values '{":pk":{"S":"COURSE#c10"},":prefix":{"S":"MODULE#"}}'
+say "AP7: lessons of module m1 of course c10, newest first"
+show query --table-name edtech-platform --key-condition-expression "$kce" --no-scan-index-forward \
+	--expression-attribute-values '{":pk":{"S":"COURSE#c10"},":prefix":{"S":"MODULE#m1#LESSON#"}}'
+
+say "Enroll s2 in c20 idempotently: the second attempt is refused"
+item='{"PK":{"S":"STUDENT#s2"},"SK":{"S":"ENROLLMENT#c20"},"GSI1PK":{"S":"COURSE#c20"},"GSI1SK":{"S":"STUDENT#s2"},"progress":{"N":"0"}}'
+show put-item --table-name edtech-platform --item "$item" --condition-expression 'attribute_not_exists(PK)'
+shoal put-item --table-name edtech-platform --item "$item" --condition-expression 'attribute_not_exists(PK)' || true
+
+say "Kill node 1 with SIGKILL; the cluster elects new leaders and keeps serving"
+deploy/cluster.sh stop-node 1 --hard --dir "$dir"
+show update-item --table-name edtech-platform --key '{"PK":{"S":"STUDENT#s2"},"SK":{"S":"ENROLLMENT#c20"}}' \
+	--update-expression 'ADD progress :d' --expression-attribute-values '{":d":{"N":"15"}}' --return-values UPDATED_NEW
+show get-item --consistent-read --table-name edtech-platform --key '{"PK":{"S":"STUDENT#s2"},"SK":{"S":"ENROLLMENT#c20"}}'
+deploy/cluster.sh start-node 1 --dir "$dir"
+say "Cluster status after node 1 restarted"
+shoal status
+
+say "AP3/AP4 query GSI1: secondary indexes arrive with issue 4."
+if [[ ${DEMO_KEEP:-0} == 1 ]]; then
+	echo "The cluster keeps running: SHOAL_ENDPOINT=file://$dir/router.endpoint; stop it with deploy/cluster.sh down --dir $dir"
+fi

@@ -1,0 +1,332 @@
+/*
+ * it_cluster -- a real 3-node cluster (shoal-node, shoal-router processes on
+ * 127.0.0.1, started by deploy/cluster.sh) driven through the real `shoal`
+ * CLI: table operations, every item operation and its errors, scans across
+ * partitions, pagination, and the seed 002 access patterns.
+ *
+ * One cluster serves the whole suite (an unchecked fixture: started once in
+ * the parent, shared by the forked test cases).
+ */
+#include <check.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/lib/testlib.h"
+#include "tests/lib/tl_cluster.h"
+
+static tl_cluster C;
+
+static void cluster_up(void)
+{
+	if (!tl_cluster_up(&C, 3, 1, 4)) {
+		tl_cluster_down(&C);
+		ck_abort_msg("the cluster did not start");
+	}
+	char *err = NULL;
+	int rc = tl_shoal(&C, NULL, &err,
+			  "create-table --cli-input-json 'file://%s/deploy/demo/edtech-table.json'",
+			  C.root);
+	ck_assert_msg(rc == 0, "create-table: %s", err ? err : "");
+	free(err);
+	rc = tl_shoal(&C, NULL, &err,
+		      "batch-write-item --request-items 'file://%s/deploy/demo/edtech-items.json'",
+		      C.root);
+	ck_assert_msg(rc == 0, "batch-write-item: %s", err ? err : "");
+	free(err);
+}
+
+static void cluster_down(void)
+{
+	tl_cluster_down(&C);
+}
+
+/* Runs the CLI, asserts its exit code, returns its stdout parsed as JSON
+ * (NULL when empty). */
+static json_t *run(int want_rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static json_t *run(int want_rc, const char *fmt, ...)
+{
+	char args[12288];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof(args), fmt, ap);
+	va_end(ap);
+	char *out = NULL, *err = NULL;
+	int rc = tl_shoal(&C, &out, &err, "%s", args);
+	ck_assert_msg(rc == want_rc, "shoal %s: exit %d, want %d; stderr: %s", args, rc, want_rc,
+		      err ? err : "");
+	json_t *j = NULL;
+	if (out != NULL && out[strspn(out, " \n")] != '\0') {
+		json_error_t e;
+		j = json_loads(out, 0, &e);
+		ck_assert_msg(j != NULL, "shoal %s: stdout is not JSON (%s): %s", args, e.text, out);
+	}
+	free(out);
+	free(err);
+	return j;
+}
+
+/* Runs the CLI expecting failure; returns stderr (caller frees). */
+static char *run_err(int want_rc, const char *args)
+{
+	char *err = NULL;
+	int rc = tl_shoal(&C, NULL, &err, "%s", args);
+	ck_assert_msg(rc == want_rc, "shoal %s: exit %d, want %d", args, rc, want_rc);
+	ck_assert_ptr_nonnull(err);
+	return err;
+}
+
+static const char *S(json_t *item, const char *name)
+{
+	return json_string_value(json_object_get(json_object_get(item, name), "S"));
+}
+
+static int count(json_t *page)
+{
+	return (int)json_integer_value(json_object_get(page, "Count"));
+}
+
+#define KCE "--key-condition-expression 'PK = :pk AND begins_with(SK, :p)' "
+
+START_TEST(test_describe_and_list)
+{
+	json_t *d = run(0, "describe-table --table-name edtech-platform");
+	json_t *t = json_object_get(d, "Table");
+	ck_assert_str_eq(json_string_value(json_object_get(t, "TableName")), "edtech-platform");
+	ck_assert_str_eq(json_string_value(json_object_get(t, "TableStatus")), "ACTIVE");
+	ck_assert_int_eq(json_integer_value(json_object_get(t, "ItemCount")), 15);
+	ck_assert_int_eq((int)json_array_size(json_object_get(t, "KeySchema")), 2);
+	json_decref(d);
+
+	json_t *l = run(0, "list-tables");
+	json_t *names = json_object_get(l, "TableNames");
+	bool found = false;
+	for (size_t i = 0; i < json_array_size(names); i++)
+		found |= strcmp(json_string_value(json_array_get(names, i)), "edtech-platform") == 0;
+	ck_assert(found);
+	json_decref(l);
+
+	/* Creating it again: ResourceInUseException. */
+	char args[2048];
+	snprintf(args, sizeof(args), "create-table --cli-input-json 'file://%s/deploy/demo/edtech-table.json'",
+		 C.root);
+	char *err = run_err(254, args);
+	ck_assert_msg(strstr(err, "(ResourceInUseException)") != NULL, "%s", err);
+	free(err);
+	err = run_err(254, "describe-table --table-name no-such-table");
+	ck_assert_msg(strstr(err, "An error occurred (ResourceNotFoundException) when calling the "
+				  "DescribeTable operation: ") != NULL,
+		      "%s", err);
+	free(err);
+}
+END_TEST
+
+START_TEST(test_seed002_access_patterns)
+{
+	/* AP1: GetItem. */
+	json_t *r = run(0, "get-item --table-name edtech-platform "
+			   "--key '{\"PK\":{\"S\":\"STUDENT#s1\"},\"SK\":{\"S\":\"PROFILE\"}}'");
+	ck_assert_str_eq(S(json_object_get(r, "Item"), "name"), "Ana Souza");
+	json_decref(r);
+	/* AP2: the courses of s1. */
+	r = run(0, "query --table-name edtech-platform " KCE
+		   "--expression-attribute-values "
+		   "'{\":pk\":{\"S\":\"STUDENT#s1\"},\":p\":{\"S\":\"ENROLLMENT#\"}}'");
+	ck_assert_int_eq(count(r), 2);
+	ck_assert_str_eq(S(json_array_get(json_object_get(r, "Items"), 0), "SK"), "ENROLLMENT#c10");
+	json_decref(r);
+	/* AP5: course structure, in sort-key order. */
+	r = run(0, "query --table-name edtech-platform " KCE
+		   "--expression-attribute-values "
+		   "'{\":pk\":{\"S\":\"COURSE#c10\"},\":p\":{\"S\":\"MODULE#\"}}'");
+	ck_assert_int_eq(count(r), 5);
+	const char *want[] = {"MODULE#m1", "MODULE#m1#LESSON#l1", "MODULE#m1#LESSON#l2",
+			      "MODULE#m2", "MODULE#m2#LESSON#l3"};
+	for (int i = 0; i < 5; i++)
+		ck_assert_str_eq(S(json_array_get(json_object_get(r, "Items"), (size_t)i), "SK"),
+				 want[i]);
+	json_decref(r);
+	/* AP6: modules only (filter), scanned 5. */
+	r = run(0, "query --table-name edtech-platform " KCE
+		   "--filter-expression 'attribute_not_exists(lesson_id)' "
+		   "--expression-attribute-values "
+		   "'{\":pk\":{\"S\":\"COURSE#c10\"},\":p\":{\"S\":\"MODULE#\"}}'");
+	ck_assert_int_eq(count(r), 2);
+	ck_assert_int_eq(json_integer_value(json_object_get(r, "ScannedCount")), 5);
+	json_decref(r);
+	/* AP7: lessons of m1, backwards. */
+	r = run(0, "query --table-name edtech-platform " KCE "--no-scan-index-forward "
+		   "--expression-attribute-values "
+		   "'{\":pk\":{\"S\":\"COURSE#c10\"},\":p\":{\"S\":\"MODULE#m1#LESSON#\"}}'");
+	ck_assert_int_eq(count(r), 2);
+	ck_assert_str_eq(S(json_array_get(json_object_get(r, "Items"), 0), "SK"),
+			 "MODULE#m1#LESSON#l2");
+	json_decref(r);
+}
+END_TEST
+
+START_TEST(test_item_ops_and_errors)
+{
+	const char *key = "'{\"PK\":{\"S\":\"T#1\"},\"SK\":{\"S\":\"A\"}}'";
+	json_t *r = run(0,
+			"put-item --table-name edtech-platform --item "
+			"'{\"PK\":{\"S\":\"T#1\"},\"SK\":{\"S\":\"A\"},\"n\":{\"N\":\"1\"}}' "
+			"--condition-expression 'attribute_not_exists(PK)'");
+	json_decref(r);
+	/* The same conditional put again fails with DynamoDB's error line. */
+	char *err = run_err(254, "put-item --table-name edtech-platform --item "
+				 "'{\"PK\":{\"S\":\"T#1\"},\"SK\":{\"S\":\"A\"}}' "
+				 "--condition-expression 'attribute_not_exists(PK)'");
+	ck_assert_msg(strstr(err, "An error occurred (ConditionalCheckFailedException) when "
+				  "calling the PutItem operation: The conditional request failed") !=
+			  NULL,
+		      "%s", err);
+	free(err);
+	r = run(0,
+		"update-item --table-name edtech-platform --key %s "
+		"--update-expression 'SET n = n + :d' --expression-attribute-values "
+		"'{\":d\":{\"N\":\"41\"}}' --return-values UPDATED_NEW",
+		key);
+	ck_assert_str_eq(json_string_value(json_object_get(
+			     json_object_get(json_object_get(r, "Attributes"), "n"), "N")),
+			 "42");
+	json_decref(r);
+	r = run(0, "get-item --table-name edtech-platform --key %s --consistent-read", key);
+	ck_assert_str_eq(json_string_value(json_object_get(
+			     json_object_get(json_object_get(r, "Item"), "n"), "N")),
+			 "42");
+	json_decref(r);
+	r = run(0, "delete-item --table-name edtech-platform --key %s --return-values ALL_OLD",
+		key);
+	ck_assert_ptr_nonnull(json_object_get(r, "Attributes"));
+	json_decref(r);
+	r = run(0, "get-item --table-name edtech-platform --key %s --consistent-read", key);
+	ck_assert_ptr_null(r != NULL ? json_object_get(r, "Item") : NULL);
+	json_decref(r);
+
+	/* Bad input: each gets its exception name and a message. */
+	err = run_err(254, "get-item --table-name nope --key "
+			   "'{\"PK\":{\"S\":\"x\"},\"SK\":{\"S\":\"y\"}}'");
+	ck_assert_msg(strstr(err, "(ResourceNotFoundException)") != NULL, "%s", err);
+	free(err);
+	err = run_err(254, "query --table-name edtech-platform --key-condition-expression "
+			   "'PK = :pk AND status = :s' --expression-attribute-values "
+			   "'{\":pk\":{\"S\":\"x\"},\":s\":{\"S\":\"y\"}}'");
+	ck_assert_msg(strstr(err, "(ValidationException)") != NULL &&
+			  strstr(err, "reserved keyword: status") != NULL,
+		      "%s", err);
+	free(err);
+	err = run_err(254, "get-item --table-name edtech-platform --key '{\"PK\":{\"S\":\"x\"}}'");
+	ck_assert_msg(strstr(err, "The provided key element does not match the schema") != NULL,
+		      "%s", err);
+	free(err);
+	err = run_err(254, "put-item --table-name edtech-platform --item "
+			   "'{\"PK\":{\"S\":\"x\"},\"SK\":{\"S\":\"y\"},\"n\":{\"N\":\"1e999\"}}'");
+	ck_assert_msg(strstr(err, "(ValidationException)") != NULL, "%s", err);
+	free(err);
+}
+END_TEST
+
+START_TEST(test_scan_across_partitions)
+{
+	/* 60 more items under many partition keys: they land in every group. */
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/many.json", C.dir);
+	for (int batch = 0; batch < 3; batch++) {
+		FILE *f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fprintf(f, "{\"scanme\": [");
+		for (int i = 0; i < 20; i++)
+			fprintf(f, "%s{\"PutRequest\":{\"Item\":{\"id\":{\"S\":\"k%d\"}}}}",
+				i ? "," : "", batch * 20 + i);
+		fprintf(f, "]}");
+		fclose(f);
+		if (batch == 0)
+			json_decref(run(0, "create-table --table-name scanme --attribute-definitions "
+					   "AttributeName=id,AttributeType=S --key-schema "
+					   "AttributeName=id,KeyType=HASH --billing-mode "
+					   "PAY_PER_REQUEST"));
+		json_decref(run(0, "batch-write-item --request-items 'file://%s'", path));
+	}
+	json_t *r = run(0, "scan --table-name scanme");
+	ck_assert_int_eq(count(r), 60);
+	json_decref(r);
+	/* Segments split the work exactly. */
+	int total = 0;
+	for (int s = 0; s < 3; s++) {
+		r = run(0, "scan --table-name scanme --segment %d --total-segments 3", s);
+		total += count(r);
+		json_decref(r);
+	}
+	ck_assert_int_eq(total, 60);
+	/* One raw page with --limit returns a LastEvaluatedKey that resumes. */
+	int seen = 0, pages = 0;
+	char esk[1024] = "";
+	for (;;) {
+		r = run(0, "scan --table-name scanme --limit 7%s%s%s", esk[0] ? " --exclusive-start-key '" : "",
+			esk, esk[0] ? "'" : "");
+		seen += count(r);
+		pages++;
+		json_t *lek = json_object_get(r, "LastEvaluatedKey");
+		if (lek == NULL) {
+			json_decref(r);
+			break;
+		}
+		char *text = json_dumps(lek, JSON_COMPACT);
+		snprintf(esk, sizeof(esk), "%s", text);
+		free(text);
+		json_decref(r);
+		ck_assert_int_lt(pages, 60);
+	}
+	ck_assert_int_eq(seen, 60);
+	/* AWS CLI pagination: --max-items gives a NextToken that resumes. */
+	r = run(0, "scan --table-name scanme --max-items 25 --page-size 10");
+	ck_assert_int_eq((int)json_array_size(json_object_get(r, "Items")), 25);
+	const char *tok = json_string_value(json_object_get(r, "NextToken"));
+	ck_assert_ptr_nonnull(tok);
+	json_t *r2 = run(0, "scan --table-name scanme --starting-token '%s'", tok);
+	ck_assert_int_eq((int)json_array_size(json_object_get(r2, "Items")), 35);
+	json_decref(r);
+	json_decref(r2);
+}
+END_TEST
+
+START_TEST(test_status)
+{
+	json_t *r = run(0, "status --output json");
+	json_t *groups = json_object_get(r, "Groups");
+	/* 4 groups x 3 replicas, each naming a leader. */
+	ck_assert_int_eq((int)json_array_size(groups), 12);
+	size_t i;
+	json_t *g;
+	int leaders = 0;
+	json_array_foreach(groups, i, g)
+	{
+		ck_assert_int_ne((int)json_integer_value(json_object_get(g, "LeaderNode")), 0);
+		if (strcmp(json_string_value(json_object_get(g, "Role")), "leader") == 0)
+			leaders++;
+	}
+	ck_assert_int_eq(leaders, 4);
+	json_decref(r);
+}
+END_TEST
+
+static Suite *cluster_suite(void)
+{
+	Suite *s = suite_create("cluster");
+	TCase *tc = tcase_create("cli");
+	tcase_add_unchecked_fixture(tc, cluster_up, cluster_down);
+	tcase_set_timeout(tc, 300);
+	tcase_add_test(tc, test_describe_and_list);
+	tcase_add_test(tc, test_seed002_access_patterns);
+	tcase_add_test(tc, test_item_ops_and_errors);
+	tcase_add_test(tc, test_scan_across_partitions);
+	tcase_add_test(tc, test_status);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TL_MAIN(cluster_suite)
