@@ -15,7 +15,10 @@
 # Ports (P = --base-port, default 8100, where the CLI looks by default): router r listens on P + 2(r-1) and
 # serves metrics on P + 2(r-1) + 1; node i uses the block P + 100 i: Raft for
 # group g on block + g, rpc on block + 80, metrics on block + 90.  Different
-# --dir and --base-port values let several clusters run side by side.
+# --dir and --base-port values let several clusters run side by side.  Keep
+# every port below the ephemeral range (/proc/sys/net/ipv4/ip_local_port_range,
+# usually 32768-60999): a port there may already be some connection's local
+# port, and listening on it then fails.
 # Processes are tracked by pid files in D and stopped by PID, never by name.
 # Binaries come from $SHOAL_BIN (default: build/bin next to this script).
 set -euo pipefail

@@ -84,16 +84,52 @@ static bool script(tl_cluster *c, const char *fmt, ...)
 	             c->root, args, c->dir, c->base_port) == 0;
 }
 
+/* The clusters this process started and has not stopped: stopped at exit,
+ * so a test that fails (Check's forked child exits through exit()) never
+ * leaves processes behind holding ports. */
+#define MAX_LIVE 8
+static tl_cluster *live[MAX_LIVE];
+static pid_t live_owner[MAX_LIVE]; /* forked test children inherit the list */
+
+static void stop_live(void)
+{
+	for (int i = 0; i < MAX_LIVE; i++)
+		if (live[i] != NULL && live_owner[i] == getpid())
+			tl_cluster_down(live[i]);
+}
+
+static void track(tl_cluster *c, bool on)
+{
+	static bool registered;
+	if (!registered) {
+		atexit(stop_live);
+		registered = true;
+	}
+	for (int i = 0; i < MAX_LIVE; i++) {
+		if (on && live[i] == NULL) {
+			live[i] = c;
+			live_owner[i] = getpid();
+			return;
+		}
+		if (!on && live[i] == c)
+			live[i] = NULL;
+	}
+}
+
 bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups)
 {
 	memset(c, 0, sizeof(*c));
 	locate(c);
 	snprintf(c->dir, sizeof(c->dir), "%s", tl_tmpdir("cluster"));
 
-	c->base_port = 20000 + (int)(getpid() % 100) * 400; /* a cluster uses < 400 ports */
+	/* A cluster uses < 400 ports.  Stay below Linux's ephemeral range
+	 * (32768-60999): an outgoing connection's local port there would make
+	 * a later listen on it fail with "address in use". */
+	c->base_port = 10000 + (int)(getpid() % 55) * 400;
 	c->nodes = nodes;
 	c->routers = routers;
 	c->groups = groups;
+	track(c, true);
 	if (!script(c, "up --nodes %d --routers %d --groups %d", nodes, routers, groups))
 		return false;
 	char path[1100];
@@ -109,10 +145,16 @@ bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups)
 
 void tl_cluster_down(tl_cluster *c)
 {
+	track(c, false);
 	if (c->dir[0] == '\0')
 		return;
 	script(c, "down");
-	tl_rmtree(c->dir);
+	/* SHOAL_KEEP_CLUSTER=1 keeps logs and data for a post-mortem. */
+	const char *keep = getenv("SHOAL_KEEP_CLUSTER");
+	if (keep != NULL && keep[0] == '1')
+		fprintf(stderr, "tl_cluster: kept %s\n", c->dir);
+	else
+		tl_rmtree(c->dir);
 	c->dir[0] = '\0';
 }
 

@@ -1,0 +1,287 @@
+/*
+ * it_failover -- failures of real processes on a real local cluster:
+ *  - the leader of a storage group is killed with SIGKILL during a stream of
+ *    writes: a new leader takes over, writes continue, every acknowledged
+ *    write is readable afterwards with ConsistentRead, and the killed node,
+ *    restarted after missing those writes, catches up;
+ *  - every node is killed with SIGKILL and restarted: every acknowledged
+ *    write survives;
+ *  - a client that lists two routers does not notice one of them dying.
+ * Each test starts its own cluster (a checked fixture, in the forked child).
+ * Writes go through libshoal; the worst write latency across a failover is
+ * printed (it is the client-visible failover time), never asserted.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/shoal.h"
+#include "tests/lib/testlib.h"
+#include "tests/lib/tl_cluster.h"
+
+#define MAX_WRITES 4000
+
+static tl_cluster C;
+static shoal_client *client;
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void start(int routers)
+{
+	ck_assert_msg(tl_cluster_up(&C, 3, routers, 4), "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	char *out = NULL;
+	shoal_error err;
+	int rc = shoal_call_json(client, "CreateTable",
+				 "{\"TableName\":\"failover\",\"AttributeDefinitions\":[{\"AttributeName\":"
+				 "\"id\",\"AttributeType\":\"S\"}],\"KeySchema\":[{\"AttributeName\":"
+				 "\"id\",\"KeyType\":\"HASH\"}],\"BillingMode\":\"PAY_PER_REQUEST\"}",
+				 &out, &err);
+	ck_assert_msg(rc == SHOAL_OK, "CreateTable: %s: %s", err.exception, err.message);
+	shoal_free(out);
+}
+
+static void stop(void)
+{
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+
+static int put(int i, int64_t *latency_ms)
+{
+	char body[256];
+	snprintf(body, sizeof(body),
+		 "{\"TableName\":\"failover\",\"Item\":{\"id\":{\"S\":\"k%d\"},\"v\":{\"N\":\"%d\"}}}", i, i);
+	char *out = NULL;
+	shoal_error err;
+	int64_t t0 = now_ms();
+	int rc = shoal_call_json(client, "PutItem", body, &out, &err);
+	*latency_ms = now_ms() - t0;
+	shoal_free(out);
+	return rc;
+}
+
+/* Reads item i with ConsistentRead; true if it is there with the right value. */
+static bool readable(int i)
+{
+	char body[256], want[64];
+	snprintf(body, sizeof(body),
+		 "{\"TableName\":\"failover\",\"Key\":{\"id\":{\"S\":\"k%d\"}},\"ConsistentRead\":true}", i);
+	snprintf(want, sizeof(want), "\"v\":{\"N\":\"%d\"}", i);
+	char *out = NULL;
+	shoal_error err;
+	int rc = shoal_call_json(client, "GetItem", body, &out, &err);
+	bool ok = rc == SHOAL_OK && out != NULL && strstr(out, want) != NULL;
+	if (rc != SHOAL_OK)
+		fprintf(stderr, "GetItem k%d: %s: %s\n", i, err.exception, err.message);
+	shoal_free(out);
+	return ok;
+}
+
+/* ClusterStatus as JSON (caller json_decref's). */
+static json_t *status(void)
+{
+	char *out = NULL;
+	shoal_error err;
+	int rc = shoal_call_json(client, "ClusterStatus", "{}", &out, &err);
+	ck_assert_msg(rc == SHOAL_OK, "ClusterStatus: %s: %s", err.exception, err.message);
+	json_t *j = json_loads(out, 0, NULL);
+	shoal_free(out);
+	ck_assert_ptr_nonnull(j);
+	return j;
+}
+
+/* The node leading `group`, 0 if none is known; also the applied index of
+ * (group, node) in *applied when node != 0. */
+static uint32_t group_info(json_t *st, uint32_t group, uint32_t node, uint64_t *applied)
+{
+	uint32_t leader = 0;
+	size_t i;
+	json_t *g;
+	json_array_foreach(json_object_get(st, "Groups"), i, g)
+	{
+		if (json_integer_value(json_object_get(g, "Group")) != group)
+			continue;
+		const char *role = json_string_value(json_object_get(g, "Role"));
+		uint32_t n = (uint32_t)json_integer_value(json_object_get(g, "Node"));
+		if (role != NULL && strcmp(role, "leader") == 0)
+			leader = n;
+		if (applied != NULL && n == node)
+			*applied = (uint64_t)json_integer_value(json_object_get(g, "AppliedIndex"));
+	}
+	return leader;
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct writer {
+	pthread_t thread;
+	int n;                    /* writes to attempt */
+	atomic_int done;          /* writes attempted so far */
+	atomic_bool stop;
+	bool acked[MAX_WRITES];
+	int failed;
+	int64_t worst_ms;
+} writer;
+
+static void *write_loop(void *arg)
+{
+	writer *w = arg;
+	for (int i = 0; i < w->n && !atomic_load(&w->stop); i++) {
+		int64_t lat;
+		int rc = put(i, &lat);
+		w->acked[i] = rc == SHOAL_OK;
+		if (rc != SHOAL_OK)
+			w->failed++;
+		if (lat > w->worst_ms)
+			w->worst_ms = lat;
+		atomic_store(&w->done, i + 1);
+	}
+	return NULL;
+}
+
+static void wait_done(writer *w, int at_least)
+{
+	int64_t deadline = now_ms() + 120000;
+	while (atomic_load(&w->done) < at_least) {
+		ck_assert_msg(now_ms() < deadline, "writer stalled at %d", atomic_load(&w->done));
+		struct timespec ts = {0, 5 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a counter with a deadline */
+	}
+}
+
+static int check_acked(const writer *w)
+{
+	int acked = 0;
+	for (int i = 0; i < atomic_load(&w->done); i++) {
+		if (!w->acked[i])
+			continue;
+		acked++;
+		ck_assert_msg(readable(i), "acknowledged write k%d is lost", i);
+	}
+	return acked;
+}
+
+START_TEST(test_leader_killed_during_writes)
+{
+	start(1);
+	static writer w;
+	memset(&w, 0, sizeof(w));
+	w.n = 1500;
+	pthread_create(&w.thread, NULL, write_loop, &w);
+	wait_done(&w, 200);
+
+	json_t *st = status();
+	uint32_t victim = group_info(st, 1, 0, NULL);
+	json_decref(st);
+	ck_assert_uint_ne(victim, 0);
+	int before = atomic_load(&w.done);
+	int64_t killed_at = now_ms();
+	ck_assert(tl_cluster_stop_node(&C, (int)victim, true));
+	pthread_join(w.thread, NULL);
+	int after = atomic_load(&w.done) - before;
+	printf("failover: killed node %u (leader of group 1) after %d writes; %d more writes in "
+	       "%lld ms; worst write latency %lld ms; %d writes failed\n",
+	       victim, before, after, (long long)(now_ms() - killed_at), (long long)w.worst_ms,
+	       w.failed);
+	ck_assert_int_gt(after, 0);
+
+	/* A new leader for group 1, on another node. */
+	st = status();
+	uint32_t leader = group_info(st, 1, 0, NULL);
+	json_decref(st);
+	ck_assert_uint_ne(leader, 0);
+	ck_assert_uint_ne(leader, victim);
+
+	int acked = check_acked(&w);
+	ck_assert_int_ge(acked, w.n - w.failed);
+
+	/* The killed node comes back after missing every write since, and
+	 * catches up with the leader's applied index. */
+	ck_assert(tl_cluster_start_node(&C, (int)victim));
+	int64_t t0 = now_ms(), deadline = t0 + 60000;
+	for (;;) {
+		uint64_t mine = 0, lead = 0;
+		st = status();
+		leader = group_info(st, 1, victim, &mine);
+		if (leader != 0)
+			group_info(st, 1, leader, &lead);
+		json_decref(st);
+		if (leader != 0 && mine >= lead && lead > 0)
+			break;
+		ck_assert_msg(now_ms() < deadline, "node %u did not catch up: applied %llu of %llu",
+			      victim, (unsigned long long)mine, (unsigned long long)lead);
+		struct timespec ts = {0, 50 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	printf("catch-up: node %u caught up in %lld ms\n", victim, (long long)(now_ms() - t0));
+	stop();
+}
+END_TEST
+
+START_TEST(test_whole_cluster_restart)
+{
+	start(1);
+	static writer w;
+	memset(&w, 0, sizeof(w));
+	w.n = 300;
+	write_loop(&w);
+	ck_assert_int_eq(w.failed, 0);
+	for (int id = 1; id <= 3; id++)
+		ck_assert(tl_cluster_stop_node(&C, id, true));
+	for (int id = 1; id <= 3; id++)
+		ck_assert(tl_cluster_start_node(&C, id));
+	int64_t t0 = now_ms();
+	ck_assert_int_eq(check_acked(&w), 300);
+	printf("restart: all 300 acknowledged writes read back %lld ms after restart\n",
+	       (long long)(now_ms() - t0));
+	stop();
+}
+END_TEST
+
+START_TEST(test_router_restart_is_invisible)
+{
+	start(2);
+	static writer w;
+	memset(&w, 0, sizeof(w));
+	w.n = 600;
+	pthread_create(&w.thread, NULL, write_loop, &w);
+	wait_done(&w, 100);
+	ck_assert(tl_cluster_stop_router(&C, 1, true));
+	wait_done(&w, 250);
+	ck_assert(tl_cluster_start_router(&C, 1));
+	ck_assert(tl_cluster_stop_router(&C, 2, true));
+	pthread_join(w.thread, NULL);
+	printf("routers: %d writes, %d failed, worst latency %lld ms\n", w.n, w.failed,
+	       (long long)w.worst_ms);
+	ck_assert_int_eq(w.failed, 0);
+	ck_assert_int_eq(check_acked(&w), 600);
+	stop();
+}
+END_TEST
+
+static Suite *failover_suite(void)
+{
+	Suite *s = suite_create("failover");
+	TCase *tc = tcase_create("processes");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_leader_killed_during_writes);
+	tcase_add_test(tc, test_whole_cluster_restart);
+	tcase_add_test(tc, test_router_restart_is_invisible);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TL_MAIN(failover_suite)
