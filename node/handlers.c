@@ -1,0 +1,424 @@
+/*
+ * handlers.c -- the operations a node serves from its own LMDB: reads
+ * (GetItem, Query, Scan, BatchGetItem of one group's keys, DescribeTable,
+ * ListTables, the catalog) and GroupStatus.
+ *
+ * The front door (server.c) has decoded the request, checked that the group
+ * is hosted and healthy and, for consistent reads, waited for a Raft barrier
+ * on the leader; a handler converts the protobuf request with proto/wire.h
+ * (which validates it as DynamoDB does), calls the storage engine and
+ * converts the result back.  Everything it builds lives in the call's arena.
+ *
+ * Scan with want_last_key: the router scans a table partition by partition
+ * and, when a partition is exhausted just as the caller's Limit is reached,
+ * needs the key of the last item evaluated to hand the client a
+ * LastEvaluatedKey.  The storage engine returns LastEvaluatedKey only when
+ * more items may follow, so in that case we re-read the same `scanned` items
+ * without filter or projection and take the key attributes of the last one
+ * (a second read transaction: under concurrent writes the key may be off by
+ * the items written in between, which eventually consistent Scan allows).
+ *
+ * Threads: server worker threads (storage reads are thread-safe).
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "node/node.h"
+#include "proto/wire.h"
+
+/* BatchGetItem: stop adding items past this many bytes of item data and
+ * return the remaining keys as UnprocessedKeys (DynamoDB: 16 MB per
+ * response; our messages are capped at NODE_RECV_MAX). */
+#define BATCH_GET_MAX_BYTES (12u * 1024 * 1024)
+
+static int nomem(node_call *c)
+{
+	return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
+}
+
+int node_handle_get_item(node_call *c)
+{
+	st_get_req r;
+	st_value *item = NULL;
+	Shoal__GetItemResponse *out;
+	int rc = wire_get_req_from_pb(c->arena, c->req->request->get_item, &r, c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_get_item(node_group_env(c->group), &r, c->arena, &item, c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_get_item_resp_to_pb(c->arena, item, &out, c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_GET_ITEM;
+	c->resp->get_item = out;
+	return SHOAL_OK;
+}
+
+int node_handle_query(node_call *c)
+{
+	st_query_req r;
+	st_page page;
+	Shoal__QueryResponse *out;
+	int rc = wire_query_req_from_pb(c->arena, c->req->request->query, &r, c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_query(node_group_env(c->group), &r, c->arena, &page, c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_query_resp_to_pb(c->arena, &page, &out, c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_QUERY;
+	c->resp->query = out;
+	return SHOAL_OK;
+}
+
+/* The key schema(s) of a scan: the table's, and for an index the index's
+ * followed by the table's (as LastEvaluatedKey holds both). */
+static int scan_key_names(node_call *c, const st_scan_req *r, const char *names[4])
+{
+	st_table_info info;
+	int rc = st_table_describe(node_group_env(c->group), r->table, c->arena, &info, c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	memset(names, 0, 4 * sizeof(*names));
+	names[0] = info.def.key.hash.name;
+	names[1] = info.def.key.range.name;
+	if (r->index != NULL) {
+		for (uint32_t i = 0; i < info.def.n_indexes; i++) {
+			const st_index_def *x = &info.def.indexes[i];
+			if (strcmp(x->name, r->index) == 0) {
+				names[2] = x->key.hash.name;
+				names[3] = x->key.range.name;
+				break;
+			}
+		}
+	}
+	return SHOAL_OK;
+}
+
+/* The key of the last item the scan `r` evaluated (page: its result, which
+ * ended with the range exhausted after evaluating page->scanned items). */
+static int scan_last_key(node_call *c, const st_scan_req *r, const st_page *page, st_value **key)
+{
+	st_scan_req again = *r;
+	st_page p2;
+	const char *names[4];
+
+	*key = NULL;
+	again.filter = NULL;
+	again.projection = NULL;
+	again.attrs.names = NULL;
+	again.attrs.values = NULL;
+	again.select = r->index != NULL ? ST_SELECT_ALL_PROJECTED_ATTRIBUTES : ST_SELECT_DEFAULT;
+	again.limit = page->scanned;
+	int rc = st_scan(node_group_env(c->group), &again, c->arena, &p2, c->errmsg);
+	if (rc != SHOAL_OK || p2.count == 0 || p2.items == NULL)
+		return rc;
+	if ((rc = scan_key_names(c, r, names)) != SHOAL_OK)
+		return rc;
+	const st_value *last = &p2.items[p2.count - 1];
+	st_value *k = st_new_map(c->arena, 4);
+	if (k == NULL)
+		return nomem(c);
+	for (int i = 0; i < 4; i++) {
+		if (names[i] == NULL)
+			continue;
+		const st_value *v = st_map_get(last, names[i], strlen(names[i]));
+		if (v != NULL && st_map_set(c->arena, k, names[i], strlen(names[i]), v) != SHOAL_OK)
+			return nomem(c);
+	}
+	*key = k;
+	return SHOAL_OK;
+}
+
+int node_handle_scan(node_call *c)
+{
+	st_scan_req r;
+	st_page page;
+	Shoal__ScanResponse *out;
+	int rc = wire_scan_req_from_pb(c->arena, c->req->request->scan, &r, c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (c->req->hash_lo != 0 || c->req->hash_hi != 0) {
+		r.hash_lo = c->req->hash_lo;
+		r.hash_hi = c->req->hash_hi;
+	}
+	if ((rc = st_scan(node_group_env(c->group), &r, c->arena, &page, c->errmsg)) != SHOAL_OK)
+		return rc;
+	if ((rc = wire_scan_resp_to_pb(c->arena, &page, &out, c->errmsg)) != SHOAL_OK)
+		return rc;
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_SCAN;
+	c->resp->scan = out;
+	if (c->req->want_last_key && page.scanned > 0) {
+		st_value *key = page.last_evaluated_key;
+		if (key == NULL && (rc = scan_last_key(c, &r, &page, &key)) != SHOAL_OK)
+			return rc;
+		if (key != NULL && (rc = wire_item_to_pb(c->arena, key, &c->nresp->last_key,
+		                                         c->errmsg)) != SHOAL_OK)
+			return rc;
+	}
+	return SHOAL_OK;
+}
+
+/* One table's part of a BatchGetItem response, found or added. */
+static Shoal__TableItems *batch_table(node_call *c, Shoal__BatchGetItemResponse *out,
+                                      const char *table, size_t cap)
+{
+	for (size_t i = 0; i < out->n_responses; i++)
+		if (strcmp(out->responses[i]->table_name, table) == 0)
+			return out->responses[i];
+	Shoal__TableItems *t = sh_arena_alloc(c->arena, sizeof(*t));
+	if (t == NULL)
+		return NULL;
+	shoal__table_items__init(t);
+	t->table_name = (char *)table;
+	t->items = sh_arena_calloc(c->arena, cap, sizeof(*t->items));
+	if (t->items == NULL)
+		return NULL;
+	out->responses[out->n_responses++] = t;
+	return t;
+}
+
+int node_handle_batch_get_item(node_call *c)
+{
+	const Shoal__BatchGetItemRequest *b = c->req->request->batch_get_item;
+	st_env *env = node_group_env(c->group);
+	size_t total = 0, bytes = 0;
+	int rc;
+
+	for (size_t i = 0; i < b->n_request_items; i++)
+		total += b->request_items[i] != NULL ? b->request_items[i]->n_keys : 0;
+	if (total == 0)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "1 validation error detected: Value null at 'requestItems' failed "
+		               "to satisfy constraint: Member must have length greater than or "
+		               "equal to 1");
+	if (total > 100)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "Too many items requested for the BatchGetItem call");
+
+	Shoal__BatchGetItemResponse *out = sh_arena_alloc(c->arena, sizeof(*out));
+	if (out == NULL)
+		return nomem(c);
+	shoal__batch_get_item_response__init(out);
+	out->responses = sh_arena_calloc(c->arena, b->n_request_items, sizeof(*out->responses));
+	out->unprocessed_keys =
+	    sh_arena_calloc(c->arena, b->n_request_items, sizeof(*out->unprocessed_keys));
+	if (out->responses == NULL || out->unprocessed_keys == NULL)
+		return nomem(c);
+
+	for (size_t i = 0; i < b->n_request_items; i++) {
+		const Shoal__TableKeysAndAttributes *tka = b->request_items[i];
+		if (tka == NULL)
+			continue;
+		Shoal__TableKeysAndAttributes *unproc = NULL;
+		for (size_t k = 0; k < tka->n_keys; k++) {
+			if (bytes >= BATCH_GET_MAX_BYTES) {
+				/* The rest of this table's keys are unprocessed. */
+				if (unproc == NULL) {
+					unproc = sh_arena_alloc(c->arena, sizeof(*unproc));
+					if (unproc == NULL)
+						return nomem(c);
+					*unproc = *tka;
+					unproc->keys = sh_arena_calloc(c->arena, tka->n_keys,
+					                               sizeof(*unproc->keys));
+					if (unproc->keys == NULL)
+						return nomem(c);
+					unproc->n_keys = 0;
+					out->unprocessed_keys[out->n_unprocessed_keys++] = unproc;
+				}
+				unproc->keys[unproc->n_keys++] = tka->keys[k];
+				continue;
+			}
+			/* The same checks as a GetItem of this key. */
+			Shoal__GetItemRequest g = SHOAL__GET_ITEM_REQUEST__INIT;
+			if (tka->table_name != NULL && tka->table_name[0] != '\0')
+				WIRE_SET(&g, table_name, tka->table_name);
+			g.key = tka->keys[k];
+			if (WIRE_HAS(tka, projection_expression))
+				WIRE_SET(&g, projection_expression, tka->projection_expression);
+			g.expression_attribute_names = tka->expression_attribute_names;
+			st_get_req r;
+			st_value *item = NULL;
+			rc = wire_get_req_from_pb(c->arena, &g, &r, c->errmsg);
+			if (rc == SHOAL_OK)
+				rc = st_get_item(env, &r, c->arena, &item, c->errmsg);
+			if (rc != SHOAL_OK)
+				return rc;
+			if (item == NULL)
+				continue;
+			Shoal__TableItems *t = batch_table(c, out, tka->table_name, tka->n_keys);
+			if (t == NULL)
+				return nomem(c);
+			if ((rc = wire_item_to_pb(c->arena, item, &t->items[t->n_items],
+			                          c->errmsg)) != SHOAL_OK)
+				return rc;
+			t->n_items++;
+			bytes += st_item_size(item);
+		}
+	}
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_BATCH_GET_ITEM;
+	c->resp->batch_get_item = out;
+	return SHOAL_OK;
+}
+
+int node_handle_describe_table(node_call *c)
+{
+	const char *name;
+	st_table_info info;
+	Shoal__TableDescription *desc;
+	int rc = wire_describe_table_from_pb(c->arena, c->req->request->describe_table, &name,
+	                                     c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_table_describe(node_group_env(c->group), name, c->arena, &info, c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_table_desc_to_pb(c->arena, &info, "ACTIVE", &desc, c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	Shoal__DescribeTableResponse *out = sh_arena_alloc(c->arena, sizeof(*out));
+	if (out == NULL)
+		return nomem(c);
+	shoal__describe_table_response__init(out);
+	out->table = desc;
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_DESCRIBE_TABLE;
+	c->resp->describe_table = out;
+	return SHOAL_OK;
+}
+
+int node_handle_list_tables(node_call *c)
+{
+	const char *start, **names, *last;
+	uint32_t limit, n;
+	Shoal__ListTablesResponse *out;
+	int rc = wire_list_tables_from_pb(c->arena, c->req->request->list_tables, &start, &limit,
+	                                  c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_table_list(node_group_env(c->group), start, limit, c->arena, &names, &n,
+		                   &last, c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_list_tables_resp_to_pb(c->arena, names, n, last, &out, c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_LIST_TABLES;
+	c->resp->list_tables = out;
+	return SHOAL_OK;
+}
+
+/* Every table name of the group's storage, in name order (arena memory). */
+static int all_tables(node_call *c, const char ***out, uint32_t *count)
+{
+	st_env *env = node_group_env(c->group);
+	const char *start = NULL;
+	const char **all = NULL;
+	uint32_t n_all = 0, cap = 0;
+	for (;;) {
+		const char **names, *last;
+		uint32_t n;
+		int rc = st_table_list(env, start, 100, c->arena, &names, &n, &last, c->errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		if (n_all + n > cap) {
+			uint32_t ncap = cap == 0 ? 128 : cap * 2;
+			while (ncap < n_all + n)
+				ncap *= 2;
+			const char **v = sh_arena_alloc(c->arena, ncap * sizeof(*v));
+			if (v == NULL)
+				return nomem(c);
+			if (n_all > 0)
+				memcpy(v, all, n_all * sizeof(*v));
+			all = v;
+			cap = ncap;
+		}
+		if (n > 0)
+			memcpy(all + n_all, names, n * sizeof(*names));
+		n_all += n;
+		if (last == NULL || n == 0)
+			break;
+		start = last;
+	}
+	*out = all;
+	*count = n_all;
+	return SHOAL_OK;
+}
+
+int node_handle_group_status(node_call *c)
+{
+	node_group_status st;
+	node_group_status_get(c->group, &st);
+	Shoal__GroupStatus *gs = sh_arena_alloc(c->arena, sizeof(*gs));
+	if (gs == NULL)
+		return nomem(c);
+	shoal__group_status__init(gs);
+	gs->group = node_group_id(c->group);
+	gs->node = c->node->id;
+	gs->role = (char *)(st.failed ? "unavailable" : node_role_name(st.role));
+	gs->term = st.term;
+	gs->commit_index = st.commit;
+	gs->applied_index = st.applied;
+	gs->leader_node = st.leader;
+	c->nresp->status = gs;
+	if (st.failed) {
+		gs->error = sh_arena_strndup(c->arena, st.error, strlen(st.error));
+		return gs->error != NULL ? SHOAL_OK : nomem(c);
+	}
+
+	const char **names;
+	uint32_t n;
+	st_env *env = node_group_env(c->group);
+	int rc = all_tables(c, &names, &n);
+	if (rc != SHOAL_OK)
+		return rc;
+	gs->tables = sh_arena_calloc(c->arena, n, sizeof(*gs->tables));
+	if (gs->tables == NULL)
+		return nomem(c);
+	for (uint32_t i = 0; i < n; i++) {
+		st_table_info info;
+		rc = st_table_describe(env, names[i], c->arena, &info, c->errmsg);
+		if (rc == SHOAL_E_NOT_FOUND)
+			continue; /* dropped meanwhile */
+		if (rc != SHOAL_OK)
+			return rc;
+		Shoal__TableStats *t = sh_arena_alloc(c->arena, sizeof(*t));
+		if (t == NULL)
+			return nomem(c);
+		shoal__table_stats__init(t);
+		t->table_name = (char *)names[i];
+		t->item_count = info.item_count;
+		t->size_bytes = info.size_bytes;
+		gs->tables[gs->n_tables++] = t;
+	}
+	return SHOAL_OK;
+}
+
+int node_handle_list_catalog(node_call *c)
+{
+	const char **names;
+	uint32_t n;
+	st_env *env = node_group_env(c->group);
+	Shoal__NodeResponse *nr = c->nresp;
+	int rc = all_tables(c, &names, &n);
+	if (rc != SHOAL_OK)
+		return rc;
+	nr->catalog = sh_arena_calloc(c->arena, n, sizeof(*nr->catalog));
+	if (nr->catalog == NULL)
+		return nomem(c);
+	for (uint32_t i = 0; i < n; i++) {
+		st_table_info info;
+		rc = st_table_describe(env, names[i], c->arena, &info, c->errmsg);
+		if (rc == SHOAL_E_NOT_FOUND)
+			continue;
+		if (rc != SHOAL_OK)
+			return rc;
+		Shoal__TableDefine *d = sh_arena_alloc(c->arena, sizeof(*d));
+		if (d == NULL)
+			return nomem(c);
+		shoal__table_define__init(d);
+		if ((rc = wire_create_table_to_pb(c->arena, &info.def, &d->def, c->errmsg)) !=
+		    SHOAL_OK)
+			return rc;
+		d->table_id = info.def.id;
+		d->created_ms = info.def.created_ms;
+		nr->catalog[nr->n_catalog++] = d;
+	}
+	return SHOAL_OK;
+}

@@ -1,0 +1,142 @@
+/*
+ * main.c -- shoal-node: hosts this node's replicas of the cluster's storage
+ * groups and serves routers.
+ *
+ *   shoal-node --config FILE --id N [--dir DIR] [--log FILE] [--workers W]
+ *
+ * Loads the cluster file (common/cluster.h), opens every group the file
+ * places on node N under DIR (default: the node's `dir =`), serves NodeRequests
+ * on the node's rpc URL and Prometheus metrics on its metrics address, and
+ * stops gracefully on SIGTERM or SIGINT (exit status 0).  Logs go to stderr
+ * (or FILE) with timestamps; stdout carries exactly one line, "ready", once
+ * the node serves, so that launchers can wait for it.
+ *
+ * Exit status: 0 after a graceful stop, 1 if the node could not start, 2 for
+ * a usage or configuration error.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cluster.h"
+#include "node/node.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: shoal-node --config FILE --id N [--dir DIR] [--log FILE] "
+	           "[--workers W]\n");
+}
+
+static int parse_uint(const char *s, unsigned long max, unsigned long *out)
+{
+	char *end;
+	if (s == NULL || *s == '\0' || *s == '-')
+		return -1;
+	unsigned long v = strtoul(s, &end, 10);
+	if (*end != '\0' || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static sh_cluster_conf conf; /* large: not on the stack */
+	static const struct option long_opts[] = {
+	    {"config", required_argument, NULL, 'c'},
+	    {"id", required_argument, NULL, 'i'},
+	    {"dir", required_argument, NULL, 'd'},
+	    {"log", required_argument, NULL, 'l'},
+	    {"workers", required_argument, NULL, 'w'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	const char *config = NULL, *dir = NULL, *log = NULL;
+	unsigned long id = 0, workers = 0;
+	char errmsg[SH_ERRMSG_SIZE] = "";
+	int c;
+
+	while ((c = getopt_long(argc, argv, "c:i:d:l:w:h", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'i':
+			if (parse_uint(optarg, SH_MAX_NODES * 1000UL, &id) != 0 || id == 0) {
+				fprintf(stderr, "shoal-node: --id wants a node id >= 1\n");
+				return 2;
+			}
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'l':
+			log = optarg;
+			break;
+		case 'w':
+			if (parse_uint(optarg, 1024, &workers) != 0 || workers == 0) {
+				fprintf(stderr, "shoal-node: --workers wants 1..1024\n");
+				return 2;
+			}
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (config == NULL || id == 0 || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (node_log_open(log, (uint32_t)id, errmsg) != SHOAL_OK) {
+		fprintf(stderr, "shoal-node: --log: %s\n", errmsg);
+		return 2;
+	}
+	/* A peer closing a connection must not kill us (libuv and nng write
+	 * to sockets that may have been closed). */
+	signal(SIGPIPE, SIG_IGN);
+
+	if (sh_cluster_load(config, &conf, errmsg) != SHOAL_OK) {
+		node_logf(NODE_LOG_ERROR, "cluster file %s: %s", config, errmsg);
+		return 2;
+	}
+	const sh_node_conf *self = sh_cluster_node(&conf, (uint32_t)id);
+	if (self == NULL) {
+		node_logf(NODE_LOG_ERROR, "cluster file %s has no [node.%lu]", config, id);
+		return 2;
+	}
+	if (dir == NULL && self->dir[0] != '\0')
+		dir = self->dir;
+	if (dir == NULL) {
+		node_logf(NODE_LOG_ERROR,
+		          "no data directory: pass --dir or set dir = in [node.%lu] of %s", id,
+		          config);
+		return 2;
+	}
+
+	node_options opts = {
+	    .conf = &conf,
+	    .id = (uint32_t)id,
+	    .dir = dir,
+	    .workers = (unsigned)workers,
+	    .signals = true,
+	};
+	node *n;
+	if (node_open(&opts, &n, errmsg) != SHOAL_OK) {
+		node_logf(NODE_LOG_ERROR, "could not start: %s", errmsg);
+		node_log_close();
+		return 1;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	node_run(n);
+	node_close(n);
+	node_logf(NODE_LOG_INFO, "exit");
+	node_log_close();
+	return 0;
+}

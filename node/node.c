@@ -1,0 +1,353 @@
+/*
+ * node.c -- the shoal-node process: its libuv loop, its groups, its server.
+ *
+ * node_open creates the data directory, opens every group the cluster file
+ * places on this node (group.c), then starts the request server and the
+ * metrics endpoint; node_run runs the loop; node_stop (or SIGTERM/SIGINT)
+ * begins a graceful stop; node_close releases what is left.  The lifecycle
+ * table is in node.h (enum node_state).
+ *
+ * Three loop handles tie the threads together:
+ *   wake    uv_async: workers queued requests (flush every group), or a stop
+ *           was requested.  Its closing is guarded by wake_mu so that
+ *           node_wake/node_stop from other threads never touch a closed
+ *           handle.
+ *   check   runs after every loop iteration: publishes each group's raft
+ *           status for other threads and logs role changes.
+ *   signals SIGTERM and SIGINT, when asked for.
+ *
+ * Order of a graceful stop (shutdown_begin, loop):
+ *   1. stopping = true: the front door answers new requests UNAVAILABLE;
+ *   2. every group closes: queued requests are answered UNAVAILABLE, raft
+ *      closes and fails in-flight proposals (answered UNAVAILABLE: outcome
+ *      unknown) and barriers;
+ *   3. when the last raft has closed the handles close and uv_run returns;
+ *   4. node_close stops the server (its workers have nothing left to wait
+ *      for), the metrics, then closes storage (no reader is left).
+ *
+ * Threads: node_stop, node_wake, node_group_get, node_now_ns from any
+ * thread; the rest on the thread that runs the loop.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "node/node.h"
+
+uint64_t node_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+node_group *node_group_get(node *n, uint32_t gid)
+{
+	if (gid >= n->conf->groups)
+		return NULL;
+	return n->groups[gid];
+}
+
+uint64_t node_next_batch_id(node *n)
+{
+	return n->next_batch_id++;
+}
+
+void node_wake(node *n)
+{
+	pthread_mutex_lock(&n->wake_mu);
+	if (n->wake_open)
+		uv_async_send(&n->wake);
+	pthread_mutex_unlock(&n->wake_mu);
+}
+
+void node_stop(node *n)
+{
+	atomic_store(&n->stop_requested, true);
+	node_wake(n);
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path, char *errmsg)
+{
+	char tmp[SH_PATH_MAX];
+	if (snprintf(tmp, sizeof(tmp), "%s", path) >= (int)sizeof(tmp))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "data directory path too long");
+	for (char *p = tmp + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+			return sh_errf(errmsg, SHOAL_E_IO, "mkdir %s: %s", tmp, strerror(errno));
+		*p = '/';
+	}
+	if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+		return sh_errf(errmsg, SHOAL_E_IO, "mkdir %s: %s", tmp, strerror(errno));
+	struct stat st;
+	if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode))
+		return sh_errf(errmsg, SHOAL_E_IO, "%s is not a directory", tmp);
+	return SHOAL_OK;
+}
+
+/*
+ * Takes <dir>/shoal-node.lock (flock, released by the kernel even on kill -9)
+ * so that two processes never share a data directory: raft_uv takes no lock
+ * of its own, and a second process loading the log would finalise the open
+ * segments the first one is writing.
+ */
+static int lock_dir(node *n, char *errmsg)
+{
+	char path[SH_PATH_MAX + 32];
+	snprintf(path, sizeof(path), "%s/shoal-node.lock", n->dir);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return sh_errf(errmsg, SHOAL_E_IO, "open %s: %s", path, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		char pid[32] = "";
+		ssize_t r = pread(fd, pid, sizeof(pid) - 1, 0);
+		pid[r > 0 ? r : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(fd);
+		if (e == EWOULDBLOCK)
+			return sh_errf(errmsg, SHOAL_E_IO,
+			               "data directory %s is in use by another shoal-node (pid %s)",
+			               n->dir, pid[0] != '\0' ? pid : "?");
+		return sh_errf(errmsg, SHOAL_E_IO, "flock %s: %s", path, strerror(e));
+	}
+	char line[32];
+	int len = snprintf(line, sizeof(line), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len)
+		node_logf(NODE_LOG_WARN, "node %u: writing %s: %s", n->id, path, strerror(errno));
+	n->lock_fd = fd;
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loop callbacks                                                            */
+/* ------------------------------------------------------------------------ */
+
+static void close_handles(node *n)
+{
+	pthread_mutex_lock(&n->wake_mu);
+	n->wake_open = false;
+	pthread_mutex_unlock(&n->wake_mu);
+	uv_close((uv_handle_t *)&n->wake, NULL);
+	uv_check_stop(&n->check);
+	uv_close((uv_handle_t *)&n->check, NULL);
+	n->state = NODE_STOPPED;
+	node_logf(NODE_LOG_INFO, "node %u: every group closed", n->id);
+}
+
+static void group_closed_cb(node_group *g)
+{
+	node *n = node_group_owner(g);
+	if (--n->n_open == 0)
+		close_handles(n);
+}
+
+static void shutdown_begin(node *n)
+{
+	if (n->state != NODE_RUNNING)
+		return;
+	n->state = NODE_STOPPING;
+	atomic_store(&n->stopping, true);
+	node_logf(NODE_LOG_INFO, "node %u: stopping", n->id);
+	if (n->signals) {
+		uv_close((uv_handle_t *)&n->sigterm, NULL);
+		uv_close((uv_handle_t *)&n->sigint, NULL);
+		n->signals = false;
+	}
+	if (n->n_open == 0) {
+		close_handles(n);
+		return;
+	}
+	for (uint32_t g = 0; g < n->conf->groups; g++)
+		if (n->groups[g] != NULL)
+			node_group_close(n->groups[g], group_closed_cb);
+}
+
+static void wake_cb(uv_async_t *handle)
+{
+	node *n = handle->data;
+	if (atomic_load(&n->stop_requested)) {
+		shutdown_begin(n);
+		return;
+	}
+	for (uint32_t g = 0; g < n->conf->groups; g++)
+		if (n->groups[g] != NULL)
+			node_group_flush(n->groups[g]);
+}
+
+static void check_cb(uv_check_t *handle)
+{
+	node *n = handle->data;
+	for (uint32_t g = 0; g < n->conf->groups; g++)
+		if (n->groups[g] != NULL)
+			node_group_publish(n->groups[g]);
+}
+
+static void signal_cb(uv_signal_t *handle, int signum)
+{
+	node *n = handle->data;
+	node_logf(NODE_LOG_INFO, "node %u: %s received", n->id, strsignal(signum));
+	atomic_store(&n->stop_requested, true);
+	shutdown_begin(n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lifecycle                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t first_batch_id(void)
+{
+	uint64_t r = 0;
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		r = ((uint64_t)ts.tv_sec << 30) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 48);
+	}
+	r >>= 1; /* room to count up for ever */
+	return r == 0 ? 1 : r;
+}
+
+int node_open(const node_options *opts, node **out, char *errmsg)
+{
+	int rc;
+	*out = NULL;
+	/* libuv writes raft traffic with write(2): a peer that died must cost
+	 * an EPIPE, not the process (nng uses MSG_NOSIGNAL itself). */
+	signal(SIGPIPE, SIG_IGN);
+	node *n = sh_calloc(1, sizeof(*n));
+	if (n == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+	n->conf = opts->conf;
+	n->id = opts->id;
+	n->self = sh_cluster_node(n->conf, n->id);
+	if (n->self == NULL) {
+		sh_free(n);
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "node %u is not in the cluster file",
+		               opts->id);
+	}
+	if (opts->dir == NULL || opts->dir[0] == '\0') {
+		sh_free(n);
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "no data directory for node %u (--dir, or dir = in [node.%u])",
+		               opts->id, opts->id);
+	}
+	snprintf(n->dir, sizeof(n->dir), "%s", opts->dir);
+	n->lock_fd = -1;
+	if ((rc = make_dirs(n->dir, errmsg)) != SHOAL_OK || (rc = lock_dir(n, errmsg)) != SHOAL_OK)
+		goto err_after_alloc;
+	n->groups = sh_calloc(n->conf->groups, sizeof(*n->groups));
+	if (n->groups == NULL) {
+		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+		goto err_after_alloc;
+	}
+	int rv = uv_loop_init(&n->loop);
+	if (rv != 0) {
+		rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "uv_loop_init: %s", uv_strerror(rv));
+		goto err_after_alloc;
+	}
+	pthread_mutex_init(&n->wake_mu, NULL);
+	n->next_batch_id = first_batch_id();
+	uv_async_init(&n->loop, &n->wake, wake_cb);
+	n->wake.data = n;
+	n->wake_open = true;
+	uv_check_init(&n->loop, &n->check);
+	n->check.data = n;
+	uv_check_start(&n->check, check_cb);
+	n->state = NODE_RUNNING;
+
+	node_logf(NODE_LOG_INFO, "node %u: starting, dir %s, %u groups in the cluster", n->id,
+	          n->dir, n->conf->groups);
+	for (uint32_t g = 0; g < n->conf->groups; g++) {
+		if (!sh_cluster_hosts(n->conf, n->id, g))
+			continue;
+		node_group *grp = NULL;
+		rc = node_group_open(n, g, &grp, errmsg);
+		if (grp != NULL) {
+			n->groups[g] = grp;
+			n->n_hosted++;
+			n->n_open++;
+		}
+		if (rc != SHOAL_OK)
+			goto err;
+	}
+	if (opts->signals) {
+		uv_signal_init(&n->loop, &n->sigterm);
+		uv_signal_init(&n->loop, &n->sigint);
+		n->sigterm.data = n->sigint.data = n;
+		uv_signal_start(&n->sigterm, signal_cb, SIGTERM);
+		uv_signal_start(&n->sigint, signal_cb, SIGINT);
+		n->signals = true;
+	}
+	if ((rc = node_server_start(n, n->self->rpc, opts->workers, &n->server, errmsg)) !=
+	    SHOAL_OK)
+		goto err;
+	if (!opts->no_metrics && n->self->metrics[0] != '\0' &&
+	    (rc = node_metrics_start(n, n->self->metrics, &n->metrics, errmsg)) != SHOAL_OK)
+		goto err;
+	node_logf(NODE_LOG_INFO, "node %u: hosting %u groups, serving %s", n->id, n->n_hosted,
+	          n->self->rpc);
+	*out = n;
+	return SHOAL_OK;
+
+err:
+	node_logf(NODE_LOG_ERROR, "node %u: %s", n->id, errmsg != NULL ? errmsg : "start failed");
+	node_close(n);
+	return rc;
+
+err_after_alloc:
+	if (n->lock_fd >= 0)
+		close(n->lock_fd);
+	sh_free(n->groups);
+	sh_free(n);
+	return rc;
+}
+
+int node_run(node *n)
+{
+	uv_run(&n->loop, UV_RUN_DEFAULT);
+	return SHOAL_OK;
+}
+
+void node_close(node *n)
+{
+	if (n == NULL)
+		return;
+	if (n->state != NODE_STOPPED) {
+		/* Not stopped yet (a failed start, or node_close without
+		 * node_run): stop the groups first. */
+		shutdown_begin(n);
+		uv_run(&n->loop, UV_RUN_DEFAULT);
+	}
+	node_server_stop(n->server);
+	n->server = NULL;
+	node_metrics_stop(n->metrics);
+	n->metrics = NULL;
+	for (uint32_t g = 0; g < n->conf->groups; g++) {
+		node_group_free(n->groups[g]);
+		n->groups[g] = NULL;
+	}
+	/* Handles raft may still be closing (none expected) get a last run. */
+	uv_run(&n->loop, UV_RUN_NOWAIT);
+	int rv = uv_loop_close(&n->loop);
+	if (rv != 0)
+		node_logf(NODE_LOG_WARN, "node %u: uv_loop_close: %s", n->id, uv_strerror(rv));
+	pthread_mutex_destroy(&n->wake_mu);
+	if (n->lock_fd >= 0)
+		close(n->lock_fd); /* releases the directory lock */
+	node_logf(NODE_LOG_INFO, "node %u: stopped", n->id);
+	sh_free(n->groups);
+	sh_free(n);
+}

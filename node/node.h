@@ -1,0 +1,399 @@
+/*
+ * node.h -- the internals of shoal-node (prefix node_), shared by the files
+ * of node/ and by tests.  node/fsm.h is the state machine's contract; this
+ * header is everything around it: the Raft transport, the Raft groups on one
+ * libuv loop, the nng request server, metrics, logging and the process.
+ *
+ * The shape of the process:
+ *
+ *     router --nng REQ/REP--> server.c: W worker threads, one nng_ctx each
+ *                               |  reads (any_replica): storage, on the worker
+ *                               |  writes, consistent reads: node_group_submit
+ *                               v
+ *                             group.c on the loop thread: group commit into
+ *                             one Command per group, raft_apply / raft_barrier
+ *                               |
+ *                             raft (canonical/raft 0.15) + fsm.c + LMDB,
+ *                             peers over transport.c (raft_uv_tcp + NODELAY)
+ *
+ * Threads.  ONE libuv loop thread runs every raft instance of the node and
+ * every function marked "loop".  The server's worker threads, nng's own
+ * threads (metrics) and anything marked "any thread" may run concurrently.
+ * The loop publishes each group's status through atomics; workers hand work
+ * to the loop through a mutex-protected queue and uv_async_send, and wait on
+ * their node_waiter's condition variable.
+ *
+ * Ownership is stated at each declaration.  Errors are common/errors.h codes
+ * with a message in errmsg (SH_ERRMSG_SIZE bytes, may be NULL); raft, uv, nng
+ * and errno codes are converted where they are received.
+ */
+#ifndef SHOAL_NODE_NODE_H
+#define SHOAL_NODE_NODE_H
+
+#include <pthread.h>
+#include <raft.h>
+#include <raft/uv.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/arena.h"
+#include "common/cluster.h"
+#include "common/errors.h"
+#include "node/fsm.h"
+#include "proto/cluster.pb-c.h"
+#include "proto/shoal.pb-c.h"
+
+typedef struct node node;
+typedef struct node_group node_group;
+typedef struct node_server node_server;
+typedef struct node_metrics node_metrics;
+
+/* ------------------------------------------------------------------------ */
+/* Raft settings (NOTES.md: rare snapshots with a long trailing log; NODELAY) */
+/* ------------------------------------------------------------------------ */
+
+#define NODE_ELECTION_TIMEOUT_MS  1000
+#define NODE_HEARTBEAT_TIMEOUT_MS 100
+#define NODE_SNAPSHOT_THRESHOLD   65536
+#define NODE_SNAPSHOT_TRAILING    8192
+#define NODE_CONNECT_RETRY_MS     250
+
+/* Group commit: at most this many operations, and about this many bytes of
+ * request, in one Raft entry (a single larger operation goes alone). */
+#define NODE_BATCH_MAX_OPS   256
+#define NODE_BATCH_MAX_BYTES (4u * 1024 * 1024)
+
+/* nng: the largest message accepted (NNG_OPT_RECVMAXSZ) and the default
+ * number of server worker threads. */
+#define NODE_RECV_MAX        (16u * 1024 * 1024)
+#define NODE_DEFAULT_WORKERS 32
+
+/* ------------------------------------------------------------------------ */
+/* Logging (log.c)                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Log lines go to stderr, or to the file given to node_log_open, one line per
+ * call, prefixed with a UTC timestamp, the node id and the level:
+ *   2024-05-01T12:00:00.123Z node 1 INFO group 2: leader (term 3)
+ * Any thread. */
+enum node_log_level { NODE_LOG_DEBUG, NODE_LOG_INFO, NODE_LOG_WARN, NODE_LOG_ERROR };
+
+/* Opens `path` for appending (NULL: stderr) and remembers the node id for the
+ * prefix.  Call once, before other threads log. */
+int node_log_open(const char *path, uint32_t node_id, char *errmsg);
+void node_log_close(void);
+/* Messages below `level` are dropped (default INFO; $SHOAL_LOG_DEBUG=1 in
+ * the environment enables DEBUG). */
+void node_log_set_level(enum node_log_level level);
+void node_logf(enum node_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ------------------------------------------------------------------------ */
+/* Raft transport (transport.c)                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Initialises *t as a raft_uv_transport that wraps raft's stock TCP
+ * transport (raft_uv_tcp_init) and sets TCP_NODELAY on every stream it hands
+ * to raft: accepted ones (the accept callback is wrapped) and connected ones
+ * (each connect request is wrapped in a small request of ours).  close
+ * forwards to the TCP transport.  Pass t to raft_uv_init; after raft has
+ * closed (raft_close's callback fired), release it with
+ * node_transport_close.  Loop thread.  Returns SHOAL_OK or SHOAL_E_NOMEM.
+ */
+int node_transport_init(struct raft_uv_transport *t, uv_loop_t *loop, char *errmsg);
+/* Frees what node_transport_init allocated; t must be closed (its close
+ * callback fired) or never have been init'ed by raft. */
+void node_transport_close(struct raft_uv_transport *t);
+
+/* ------------------------------------------------------------------------ */
+/* Waiting for the loop: the hand-off between server workers and groups      */
+/* ------------------------------------------------------------------------ */
+
+typedef enum node_wait_kind {
+	NODE_WAIT_WRITE,   /* propose `op` through Raft, answer with its result */
+	NODE_WAIT_BARRIER, /* wait for a Raft barrier (consistent read) */
+} node_wait_kind;
+
+/*
+ * One request waiting for the loop thread.  A worker owns one and reuses it
+ * for every request it handles.  Between node_group_submit and the end of
+ * node_waiter_wait the loop thread owns the fields below `op`; the caller
+ * must keep everything `op` points to alive until node_waiter_wait returns
+ * (the loop packs it into the Raft entry).
+ */
+typedef struct node_waiter {
+	node_wait_kind kind;
+	Shoal__CommandOp op; /* WRITE: the operation; submessages borrowed */
+	size_t size;         /* WRITE: estimate of op's encoded size */
+
+	/* Completion (written by the loop under mu, then done = true). */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int code;        /* SHOAL_OK, or why the request failed */
+	uint32_t leader; /* with SHOAL_E_NOT_LEADER: believed leader, 0 unknown */
+	char msg[SH_ERRMSG_SIZE];
+	uint8_t *resp; /* WRITE and SHOAL_OK: the op's packed NodeResponse
+	                * (sh_malloc'd; the caller frees it with sh_free) */
+	size_t resp_len;
+
+	struct node_waiter *next; /* the group's queue (loop/queue private) */
+} node_waiter;
+
+int node_waiter_init(node_waiter *w);
+void node_waiter_fini(node_waiter *w);
+/* Blocks until the loop completed the request; returns w->code.  Worker
+ * thread. */
+int node_waiter_wait(node_waiter *w);
+
+/* ------------------------------------------------------------------------ */
+/* Raft groups (group.c)                                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A group's status as published by the loop after every loop iteration
+ * (node_group_publish), for any thread.  role is RAFT_UNAVAILABLE,
+ * RAFT_FOLLOWER, RAFT_CANDIDATE or RAFT_LEADER.
+ */
+typedef struct node_group_status {
+	int role;
+	uint64_t term;
+	uint64_t commit;
+	uint64_t applied;
+	uint32_t leader;            /* believed leader node id, 0 unknown */
+	uint64_t pending;           /* writes queued or in flight */
+	bool failed;                /* the FSM failed: the replica no longer serves */
+	char error[SH_ERRMSG_SIZE]; /* with failed: why */
+} node_group_status;
+
+/* "leader", "follower", "candidate" or "unavailable". */
+const char *node_role_name(int role);
+
+/*
+ * Opens group `gid` of node n: creates <n->dir>/group-<gid>/ and its lmdb/,
+ * opens the FSM, raft_uv_init with our transport, raft_init (id = node id,
+ * address = the group's Raft endpoint of this node), applies the Raft
+ * settings above, bootstraps with the group's replicas on first start
+ * (RAFT_CANTBOOTSTRAP: already bootstrapped), attaches the FSM and starts
+ * raft.  Loop thread, before or inside uv_run.
+ *
+ * On success *out is the running group.  On failure, if raft was already
+ * initialised *out is still set and the group must be closed
+ * (node_group_close) and freed like a running one; otherwise *out is NULL.
+ */
+int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg);
+
+/* Begins closing (loop): fails queued requests with SHOAL_E_UNAVAILABLE,
+ * refuses new ones, closes raft.  cb fires (loop) once raft has closed; the
+ * group's storage stays open for readers until node_group_free. */
+void node_group_close(node_group *g, void (*cb)(node_group *g));
+/* Closes the FSM and frees the group.  Closed groups only, with no reader
+ * left (the server stopped).  Any thread. */
+void node_group_free(node_group *g);
+
+uint32_t node_group_id(const node_group *g);
+node *node_group_owner(const node_group *g);
+
+/* Hands a waiter to the loop (any thread): queues it and wakes the loop.
+ * SHOAL_E_UNAVAILABLE (and nothing queued) when the group is closing. */
+int node_group_submit(node_group *g, node_waiter *w, char *errmsg);
+
+/* Loop: proposes every queued write (group commit) and issues one barrier
+ * for the queued consistent reads. */
+void node_group_flush(node_group *g);
+/* Loop: publishes the status for other threads and logs role changes. */
+void node_group_publish(node_group *g);
+
+/* Any thread: the last published status. */
+void node_group_status_get(node_group *g, node_group_status *out);
+/* Any thread: SHOAL_OK, or SHOAL_E_UNAVAILABLE when the replica failed or is
+ * closing (with the reason in errmsg). */
+int node_group_health(node_group *g, char *errmsg);
+/* Any thread: the group's storage, for reads (valid until node_group_free). */
+st_env *node_group_env(node_group *g);
+
+/* ------------------------------------------------------------------------ */
+/* Operations, statistics and metrics (server.c, metrics.c)                  */
+/* ------------------------------------------------------------------------ */
+
+/* Every operation a node serves, for the dispatch table and metrics. */
+enum node_op {
+	NODE_OP_GET_ITEM,
+	NODE_OP_PUT_ITEM,
+	NODE_OP_UPDATE_ITEM,
+	NODE_OP_DELETE_ITEM,
+	NODE_OP_QUERY,
+	NODE_OP_SCAN,
+	NODE_OP_BATCH_GET_ITEM,
+	NODE_OP_BATCH_WRITE_ITEM,
+	NODE_OP_DESCRIBE_TABLE,
+	NODE_OP_LIST_TABLES,
+	NODE_OP_DEFINE_TABLE,
+	NODE_OP_DROP_TABLE,
+	NODE_OP_GROUP_STATUS,
+	NODE_OP_LIST_CATALOG,
+	NODE_OP_INVALID, /* undecodable or unknown requests */
+	NODE_OP__COUNT
+};
+
+/* "get_item", ... (the metrics label); "invalid" for NODE_OP_INVALID. */
+const char *node_op_name(int op);
+
+/* Latency histogram bounds in seconds (Prometheus "le"), +Inf implied. */
+#define NODE_LATENCY_BUCKETS 14
+
+/* Lock-free request statistics, updated by the workers (any thread). */
+typedef struct node_stats {
+	atomic_uint_fast64_t requests[NODE_OP__COUNT];
+	atomic_uint_fast64_t errors[NODE_OP__COUNT][SHOAL_E__COUNT];
+	atomic_uint_fast64_t buckets[NODE_OP__COUNT][NODE_LATENCY_BUCKETS + 1];
+	atomic_uint_fast64_t sum_ns[NODE_OP__COUNT];
+} node_stats;
+
+/* Counts one request of `op` answered with `code` after `ns` nanoseconds. */
+void node_stats_record(node_stats *s, int op, int code, uint64_t ns);
+
+/* The Prometheus text exposition of n's statistics and group status, in
+ * sh_malloc'd memory (*text, *len; NUL-terminated): the caller sh_frees it.
+ * Any thread. */
+int node_metrics_render(node *n, char **text, size_t *len, char *errmsg);
+
+/* Starts an nng HTTP server on "host:port" serving GET /metrics.  Any thread;
+ * n must outlive node_metrics_stop. */
+int node_metrics_start(node *n, const char *hostport, node_metrics **out, char *errmsg);
+void node_metrics_stop(node_metrics *m);
+
+/* ------------------------------------------------------------------------ */
+/* The request server (server.c, handlers.c)                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Starts the nng REP server on `url` with `workers` threads (0: default).
+ * Requests are shoal.NodeRequest, answers shoal.NodeResponse.  n must stay
+ * open until node_server_stop.  Any thread.
+ */
+int node_server_start(node *n, const char *url, unsigned workers, node_server **out, char *errmsg);
+/* Waits until no request is being handled (the node must be stopping, so
+ * every wait ends), closes the socket, joins the workers and frees s.  Any
+ * thread but a worker. */
+void node_server_stop(node_server *s);
+
+/*
+ * Handing a NodeRequest to its handler.  The front door (server.c) has
+ * decoded the request, found the group, checked its health and leadership
+ * and, for consistent reads, waited for a Raft barrier; handlers do the work
+ * and never repeat those checks.  Everything a handler builds lives in
+ * `arena`.  A handler returns SHOAL_OK with the result in resp (and nresp),
+ * or an error code with the message in errmsg.
+ */
+typedef struct node_call {
+	node *node;
+	node_group *group;
+	const Shoal__NodeRequest *req; /* borrowed; req->request set for data ops */
+	sh_arena *arena;
+	Shoal__NodeResponse *nresp; /* initialised, response linked */
+	Shoal__Response *resp;      /* initialised, request_id set */
+	char errmsg[SH_ERRMSG_SIZE];
+} node_call;
+
+int node_handle_get_item(node_call *c);
+int node_handle_query(node_call *c);
+int node_handle_scan(node_call *c);
+int node_handle_batch_get_item(node_call *c);
+int node_handle_describe_table(node_call *c);
+int node_handle_list_tables(node_call *c);
+int node_handle_group_status(node_call *c);
+int node_handle_list_catalog(node_call *c);
+
+/* ------------------------------------------------------------------------ */
+/* The process (node.c)                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct node_options {
+	const sh_cluster_conf *conf; /* borrowed; must outlive the node */
+	uint32_t id;                 /* this node's id in conf */
+	const char *dir;             /* data directory (created if missing) */
+	unsigned workers;            /* server threads, 0: NODE_DEFAULT_WORKERS */
+	bool signals;                /* stop on SIGTERM and SIGINT */
+	bool no_metrics;             /* do not serve the metrics address */
+} node_options;
+
+/*
+ * Lifecycle of a node (node->state):
+ *
+ *   state      event                          next       function
+ *   --------   -----------------------------  ---------  ------------------
+ *   (none)     node_open succeeds             RUNNING    node_open
+ *   RUNNING    node_stop / SIGTERM / SIGINT   STOPPING   shutdown_begin
+ *   STOPPING   last group's raft closed       STOPPED    group_closed_cb
+ *   STOPPED    node_run returns; node_close   (freed)    node_close
+ *
+ * While STOPPING the front door answers SHOAL_E_UNAVAILABLE, queued and
+ * in-flight requests are answered SHOAL_E_UNAVAILABLE, and the raft
+ * instances close; once STOPPED the loop has no handles left and uv_run
+ * returns.  Storage closes last, after the server's workers have exited.
+ */
+enum node_state { NODE_RUNNING, NODE_STOPPING, NODE_STOPPED };
+
+struct node {
+	const sh_cluster_conf *conf;
+	const sh_node_conf *self;
+	uint32_t id;
+	char dir[SH_PATH_MAX];
+	int lock_fd; /* flock on <dir>/shoal-node.lock, held while open */
+	uv_loop_t loop;
+
+	node_group **groups; /* [conf->groups]; NULL where not hosted */
+	uint32_t n_hosted;
+	uint32_t n_open; /* groups whose raft is not closed yet (loop) */
+
+	enum node_state state; /* loop */
+	atomic_bool stopping;  /* state != RUNNING, for other threads */
+	atomic_bool stop_requested;
+
+	uv_async_t wake;  /* workers -> loop: queues to flush, or stop */
+	uv_check_t check; /* after every loop iteration: publish status */
+	uv_signal_t sigterm, sigint;
+	bool signals;
+	pthread_mutex_t wake_mu; /* guards wake_open against node_stop */
+	bool wake_open;
+
+	uint64_t next_batch_id; /* loop: batch ids of our Commands */
+
+	node_stats stats;
+	node_server *server;
+	node_metrics *metrics;
+};
+
+/* Creates and locks the data directory (<dir>/shoal-node.lock: one process
+ * per directory), opens the groups this node hosts, then the server and
+ * metrics; ignores SIGPIPE process-wide.  On failure everything opened is
+ * closed again and *out is NULL.  node_open, node_run and node_close may run
+ * on different threads, one at a time (the loop is not bound to a thread).
+ * Several nodes may live in one process (tests do). */
+int node_open(const node_options *opts, node **out, char *errmsg);
+/* Runs the loop until the node has stopped.  Returns SHOAL_OK. */
+int node_run(node *n);
+/* Requests a graceful stop; any thread, any number of times. */
+void node_stop(node *n);
+/* Stops the server and metrics, closes storage, frees n.  After node_run
+ * returned; if it was never run, node_close stops the groups itself. */
+void node_close(node *n);
+
+/* The next batch id for a Command proposed by this node (loop). */
+uint64_t node_next_batch_id(node *n);
+
+/* The node's group gid, or NULL if not hosted here (any thread). */
+node_group *node_group_get(node *n, uint32_t gid);
+
+/* Wakes the loop to flush queues (any thread). */
+void node_wake(node *n);
+
+/* Monotonic clock in nanoseconds. */
+uint64_t node_now_ns(void);
+
+#endif

@@ -1,0 +1,375 @@
+/* The Raft transport with TCP_NODELAY (node/transport.c), on a real libuv
+ * loop and real sockets on 127.0.0.1. */
+#include <check.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "node/node.h"
+#include "tests/lib/testlib.h"
+
+/* Ports: a block per test process, unlikely to collide with other runs. */
+static int base_port(int offset)
+{
+	return 20000 + (int)(getpid() % 20000) + offset;
+}
+
+/* Runs the loop until *flag is set or 10 s pass; returns the flag.  (The
+ * pair's ticker wakes the loop every 10 ms, so UV_RUN_ONCE never blocks
+ * past the deadline.) */
+static bool run_until(uv_loop_t *loop, const bool *flag)
+{
+	uint64_t deadline = node_now_ns() + 10000000000ull;
+	while (!*flag && node_now_ns() < deadline)
+		uv_run(loop, UV_RUN_ONCE);
+	return *flag;
+}
+
+static void tick(uv_timer_t *t)
+{
+	(void)t;
+}
+
+static int nodelay_of(uv_stream_t *stream)
+{
+	uv_os_fd_t fd;
+	ck_assert_int_eq(uv_fileno((uv_handle_t *)stream, &fd), 0);
+	int v = -1;
+	socklen_t len = sizeof(v);
+	ck_assert_int_eq(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
+	return v;
+}
+
+typedef struct pair {
+	uv_loop_t loop;
+	uv_timer_t ticker;
+	struct raft_uv_transport server, client;
+	char server_addr[32], client_addr[32];
+	/* accept side */
+	bool accepted;
+	struct raft_uv_transport *accept_t;
+	raft_id accept_id;
+	char accept_address[64];
+	uv_stream_t *accept_stream;
+	int accept_nodelay;
+	/* connect side */
+	struct raft_uv_connect req;
+	bool connected;
+	int connect_status;
+	uv_stream_t *connect_stream;
+	int connect_nodelay;
+	int closed;
+} pair;
+
+static pair P;
+
+static void on_accept(struct raft_uv_transport *t, raft_id id, const char *address,
+                      uv_stream_t *stream)
+{
+	P.accepted = true;
+	P.accept_t = t;
+	P.accept_id = id;
+	snprintf(P.accept_address, sizeof(P.accept_address), "%s", address);
+	P.accept_stream = stream;
+	P.accept_nodelay = nodelay_of(stream);
+}
+
+static void on_connect(struct raft_uv_connect *req, uv_stream_t *stream, int status)
+{
+	ck_assert_ptr_eq(req, &P.req);
+	P.connected = true;
+	P.connect_status = status;
+	P.connect_stream = stream;
+	if (status == 0)
+		P.connect_nodelay = nodelay_of(stream);
+}
+
+static void on_closed(struct raft_uv_transport *t)
+{
+	ck_assert(t == &P.server || t == &P.client);
+	P.closed++;
+}
+
+static void free_stream(uv_handle_t *h)
+{
+	raft_free(h); /* raft_uv_tcp allocates its streams with raft's heap */
+}
+
+static void pair_init(int port_offset)
+{
+	memset(&P, 0, sizeof(P));
+	P.accept_nodelay = P.connect_nodelay = -1;
+	ck_assert_int_eq(uv_loop_init(&P.loop), 0);
+	uv_timer_init(&P.loop, &P.ticker);
+	uv_timer_start(&P.ticker, tick, 10, 10);
+	ck_assert_int_eq(node_transport_init(&P.server, &P.loop, NULL), SHOAL_OK);
+	ck_assert_int_eq(node_transport_init(&P.client, &P.loop, NULL), SHOAL_OK);
+	snprintf(P.server_addr, sizeof(P.server_addr), "127.0.0.1:%d", base_port(port_offset));
+	snprintf(P.client_addr, sizeof(P.client_addr), "127.0.0.1:%d", base_port(port_offset + 1));
+	ck_assert_int_eq(P.server.init(&P.server, 1, P.server_addr), 0);
+	ck_assert_int_eq(P.client.init(&P.client, 2, P.client_addr), 0);
+}
+
+/* Closes both transports, releases them and checks no handle is left. */
+static void pair_fini(void)
+{
+	if (P.accept_stream != NULL)
+		uv_close((uv_handle_t *)P.accept_stream, free_stream);
+	if (P.connect_stream != NULL)
+		uv_close((uv_handle_t *)P.connect_stream, free_stream);
+	P.server.close(&P.server, on_closed);
+	P.client.close(&P.client, on_closed);
+	uint64_t deadline = node_now_ns() + 10000000000ull;
+	while (P.closed < 2 && node_now_ns() < deadline)
+		uv_run(&P.loop, UV_RUN_ONCE);
+	ck_assert_int_eq(P.closed, 2);
+	uv_close((uv_handle_t *)&P.ticker, NULL);
+	uv_run(&P.loop, UV_RUN_DEFAULT);
+	node_transport_close(&P.server);
+	node_transport_close(&P.client);
+	ck_assert_int_eq(uv_loop_close(&P.loop), 0);
+}
+
+START_TEST(test_nodelay_both_ends)
+{
+	pair_init(0);
+	ck_assert_int_eq(P.server.listen(&P.server, on_accept), 0);
+	ck_assert_int_eq(P.client.connect(&P.client, &P.req, 1, P.server_addr, on_connect), 0);
+	ck_assert(run_until(&P.loop, &P.connected));
+	ck_assert(run_until(&P.loop, &P.accepted));
+
+	/* Connected side: raft's request got its callback, with NODELAY. */
+	ck_assert_int_eq(P.connect_status, 0);
+	ck_assert_ptr_nonnull(P.connect_stream);
+	ck_assert_int_eq(P.connect_nodelay, 1);
+	/* Accepted side: raft's callback sees our (outer) transport, the
+	 * peer's handshake, and NODELAY. */
+	ck_assert_ptr_eq(P.accept_t, &P.server);
+	ck_assert_uint_eq(P.accept_id, 2);
+	ck_assert_str_eq(P.accept_address, P.client_addr);
+	ck_assert_int_eq(P.accept_nodelay, 1);
+
+	/* Bytes flow over the pair (the handshake was consumed). */
+	uv_os_fd_t a, b;
+	ck_assert_int_eq(uv_fileno((uv_handle_t *)P.connect_stream, &a), 0);
+	ck_assert_int_eq(uv_fileno((uv_handle_t *)P.accept_stream, &b), 0);
+	ck_assert_int_eq(write(a, "ping", 4), 4);
+	char buf[8] = {0};
+	ssize_t got = 0;
+	uint64_t deadline = node_now_ns() + 5000000000ull;
+	while (got < 4 && node_now_ns() < deadline) {
+		ssize_t r = read(b, buf + got, (size_t)(4 - got));
+		if (r > 0)
+			got += r;
+		else
+			usleep(1000);
+	}
+	ck_assert_int_eq(got, 4);
+	ck_assert_str_eq(buf, "ping");
+	pair_fini();
+}
+END_TEST
+
+START_TEST(test_connect_refused)
+{
+	pair_init(10);
+	/* Nobody listens on the server address: the callback reports it,
+	 * with no stream, and the wrapper request is freed (ASan: no leak). */
+	ck_assert_int_eq(P.client.connect(&P.client, &P.req, 1, P.server_addr, on_connect), 0);
+	ck_assert(run_until(&P.loop, &P.connected));
+	ck_assert_int_ne(P.connect_status, 0);
+	ck_assert_ptr_null(P.connect_stream);
+	pair_fini();
+}
+END_TEST
+
+START_TEST(test_close_cancels_connect)
+{
+	pair_init(20);
+	ck_assert_int_eq(P.server.listen(&P.server, on_accept), 0);
+	ck_assert_int_eq(P.client.connect(&P.client, &P.req, 1, P.server_addr, on_connect), 0);
+	/* Close before the loop ran: the pending connect is cancelled and its
+	 * callback still fires exactly once, through the wrapper. */
+	P.client.close(&P.client, on_closed);
+	uint64_t deadline = node_now_ns() + 10000000000ull;
+	while ((!P.connected || P.closed < 1) && node_now_ns() < deadline)
+		uv_run(&P.loop, UV_RUN_ONCE);
+	ck_assert(P.connected);
+	ck_assert_int_eq(P.connect_status, RAFT_CANCELED);
+	ck_assert_ptr_null(P.connect_stream);
+	ck_assert_int_eq(P.closed, 1);
+	/* The server may have accepted the connection meanwhile. */
+	P.server.close(&P.server, on_closed);
+	if (P.accept_stream != NULL)
+		uv_close((uv_handle_t *)P.accept_stream, free_stream);
+	while (P.closed < 2 && node_now_ns() < deadline)
+		uv_run(&P.loop, UV_RUN_ONCE);
+	ck_assert_int_eq(P.closed, 2);
+	uv_close((uv_handle_t *)&P.ticker, NULL);
+	uv_run(&P.loop, UV_RUN_DEFAULT);
+	node_transport_close(&P.server);
+	node_transport_close(&P.client);
+	ck_assert_int_eq(uv_loop_close(&P.loop), 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Three raft servers on one loop, talking through the wrapper               */
+/* ------------------------------------------------------------------------ */
+
+#define N_RAFT 3
+
+typedef struct srv {
+	struct raft raft;
+	struct raft_io io;
+	struct raft_uv_transport transport;
+	struct raft_fsm fsm;
+	char dir[4200];
+	char address[32];
+	unsigned applied;
+	bool closed;
+} srv;
+
+static srv S[N_RAFT];
+static bool apply_done;
+static int apply_status = -1;
+
+static int fsm_apply(struct raft_fsm *fsm, const struct raft_buffer *buf, void **result)
+{
+	srv *s = fsm->data;
+	ck_assert_uint_eq(buf->len, 8);
+	ck_assert_int_eq(memcmp(buf->base, "shoal-1\0", 8), 0);
+	s->applied++;
+	*result = NULL;
+	return 0;
+}
+
+static int fsm_snapshot(struct raft_fsm *fsm, struct raft_buffer *bufs[], unsigned *n)
+{
+	(void)fsm, (void)bufs, (void)n;
+	return RAFT_NOTFOUND;
+}
+
+static int fsm_restore(struct raft_fsm *fsm, struct raft_buffer *buf)
+{
+	(void)fsm;
+	raft_free(buf->base);
+	return 0;
+}
+
+static void on_apply(struct raft_apply *req, int status, void *result)
+{
+	(void)req, (void)result;
+	apply_status = status;
+	apply_done = true;
+}
+
+static void on_raft_closed(struct raft *r)
+{
+	((srv *)r->data)->closed = true;
+}
+
+START_TEST(test_raft_over_wrapper)
+{
+	uv_loop_t loop;
+	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	const char *root = tl_tmpdir("transport");
+	struct raft_configuration conf;
+	raft_configuration_init(&conf);
+	for (int i = 0; i < N_RAFT; i++) {
+		snprintf(S[i].address, sizeof(S[i].address), "127.0.0.1:%d", base_port(30 + i));
+		ck_assert_int_eq(
+		    raft_configuration_add(&conf, (raft_id)(i + 1), S[i].address, RAFT_VOTER), 0);
+	}
+	for (int i = 0; i < N_RAFT; i++) {
+		srv *s = &S[i];
+		memset(&s->raft, 0, sizeof(s->raft));
+		s->applied = 0;
+		s->closed = false;
+		snprintf(s->dir, sizeof(s->dir), "%s/r%d", root, i);
+		ck_assert_int_eq(mkdir(s->dir, 0755), 0);
+		s->fsm = (struct raft_fsm){.version = 1,
+		                           .data = s,
+		                           .apply = fsm_apply,
+		                           .snapshot = fsm_snapshot,
+		                           .restore = fsm_restore};
+		ck_assert_int_eq(node_transport_init(&s->transport, &loop, NULL), SHOAL_OK);
+		ck_assert_int_eq(raft_uv_init(&s->io, &loop, s->dir, &s->transport), 0);
+		ck_assert_int_eq(raft_init(&s->raft, &s->io, &s->fsm, (raft_id)(i + 1), s->address),
+		                 0);
+		s->raft.data = s;
+		raft_set_election_timeout(&s->raft, 200);
+		raft_set_heartbeat_timeout(&s->raft, 50);
+		ck_assert_int_eq(raft_bootstrap(&s->raft, &conf), 0);
+		ck_assert_int_eq(raft_start(&s->raft), 0);
+	}
+	raft_configuration_close(&conf);
+
+	/* A leader is elected over our transport. */
+	int leader = -1;
+	uint64_t deadline = node_now_ns() + 20000000000ull;
+	while (leader < 0 && node_now_ns() < deadline) {
+		uv_run(&loop, UV_RUN_ONCE);
+		for (int i = 0; i < N_RAFT; i++)
+			if (raft_state(&S[i].raft) == RAFT_LEADER)
+				leader = i;
+	}
+	ck_assert_int_ge(leader, 0);
+
+	/* An entry commits and every server applies it. */
+	struct raft_apply req;
+	struct raft_buffer buf = {raft_malloc(8), 8};
+	memcpy(buf.base, "shoal-1\0", 8);
+	apply_done = false;
+	ck_assert_int_eq(raft_apply(&S[leader].raft, &req, &buf, 1, on_apply), 0);
+	bool all = false;
+	while (!all && node_now_ns() < deadline) {
+		uv_run(&loop, UV_RUN_ONCE);
+		all = apply_done;
+		for (int i = 0; i < N_RAFT; i++)
+			all = all && S[i].applied == 1;
+	}
+	ck_assert(apply_done);
+	ck_assert_int_eq(apply_status, 0);
+	for (int i = 0; i < N_RAFT; i++)
+		ck_assert_uint_eq(S[i].applied, 1);
+
+	/* Everything closes through the wrapper and nothing is left. */
+	for (int i = 0; i < N_RAFT; i++)
+		raft_close(&S[i].raft, on_raft_closed);
+	bool closed = false;
+	while (!closed && node_now_ns() < deadline) {
+		uv_run(&loop, UV_RUN_ONCE);
+		closed = true;
+		for (int i = 0; i < N_RAFT; i++)
+			closed = closed && S[i].closed;
+	}
+	ck_assert(closed);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	for (int i = 0; i < N_RAFT; i++) {
+		raft_uv_close(&S[i].io);
+		node_transport_close(&S[i].transport);
+	}
+	ck_assert_int_eq(uv_loop_close(&loop), 0);
+	tl_rmtree(root);
+}
+END_TEST
+
+static Suite *transport_suite(void)
+{
+	Suite *s = suite_create("transport");
+	TCase *tc = tcase_create("tcp");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_nodelay_both_ends);
+	tcase_add_test(tc, test_connect_refused);
+	tcase_add_test(tc, test_close_cancels_connect);
+	tcase_add_test(tc, test_raft_over_wrapper);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TL_MAIN(transport_suite)
