@@ -13,6 +13,8 @@ fi
 # Check kills a test case after 4 s by default; sanitizer builds of the fault
 # loops need longer.  Tests bound their own work; this is only a backstop.
 export CK_DEFAULT_TIMEOUT=${CK_DEFAULT_TIMEOUT:-600}
+# Sanitizer builds: the known leak in Debian's nng 1.5.2 (see the file).
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp:print_suppressions=0}
 
 passed=0 failed=0 failed_bins=()
 for name in "${bins[@]}"; do
