@@ -46,7 +46,9 @@
 	X(SHOAL_E_UNAVAILABLE, 18, "ServiceUnavailable", "service unavailable")             \
 	X(SHOAL_E_NOT_LEADER, 19, "InternalServerError", "not the leader (internal)")       \
 	X(SHOAL_E_WRONG_EPOCH, 20, "InternalServerError", "wrong partition map epoch (internal)") \
-	X(SHOAL_E_TIMEOUT, 21, "InternalServerError", "request timed out")
+	X(SHOAL_E_TIMEOUT, 21, "InternalServerError", "request timed out")                    \
+	X(SHOAL_E_OUTCOME_UNKNOWN, 22, "InternalServerError",                                 \
+	  "the write may or may not have been applied")
 
 enum shoal_err {
 #define SH_ERR_ENUM_(name, value, exc, desc) name = value,

@@ -43,7 +43,7 @@
  *    under the next leader.  Answering NOT_LEADER would invite the router to
  *    retry a write that may already have been applied (harmless for puts and
  *    deletes of the same value, not for ADD or a conditional write), so we
- *    answer SHOAL_E_UNAVAILABLE "leadership lost, outcome unknown".  DynamoDB
+ *    answer SHOAL_E_OUTCOME_UNKNOWN, which the router passes on without retrying.  DynamoDB
  *    has the same ambiguity for a retried non-idempotent write; conditional
  *    writes and ClientRequestToken are the user's tools.
  *
@@ -528,8 +528,10 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 			         "group %u: leadership lost, the write's outcome is unknown (%s)",
 			         g->id, raft_strerror(status));
 		node_logf(g->state == GROUP_RUNNING ? NODE_LOG_INFO : NODE_LOG_DEBUG,
-		          "%s: %u writes answered UNAVAILABLE", msg, p->n);
-		fail_chain(g, p->head, SHOAL_E_UNAVAILABLE, current_leader(g), msg);
+		          "%s: %u writes answered OUTCOME_UNKNOWN", msg, p->n);
+		/* Proposed, then leadership was lost: the entry may still commit
+		 * under the next leader.  Not retryable, unlike UNAVAILABLE. */
+		fail_chain(g, p->head, SHOAL_E_OUTCOME_UNKNOWN, current_leader(g), msg);
 	}
 	node_batch_fini(&p->batch);
 	sh_free(p);

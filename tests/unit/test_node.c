@@ -639,7 +639,7 @@ typedef struct acker {
 	int node;
 	int index;
 	int acked; /* keys a<index>-0 .. a<index>-(acked-1) were acknowledged */
-	int bad;   /* answers other than OK / UNAVAILABLE / NOT_LEADER */
+	int bad;   /* answers other than OK / UNAVAILABLE / NOT_LEADER / OUTCOME_UNKNOWN */
 	atomic_bool *stop;
 } acker;
 
@@ -689,7 +689,8 @@ static void *acker_main(void *arg)
 			w->acked++;
 			continue;
 		}
-		if (st != SHOAL_E_UNAVAILABLE && st != SHOAL_E_NOT_LEADER)
+		if (st != SHOAL_E_UNAVAILABLE && st != SHOAL_E_NOT_LEADER &&
+		    st != SHOAL_E_OUTCOME_UNKNOWN)
 			w->bad++;
 		break;
 	}
