@@ -5,9 +5,9 @@
 
 #include "alloc.h"
 
-#define ARENA_ALIGN 16
+#define ARENA_ALIGN       16
 #define ARENA_FIRST_BLOCK 4096
-#define ARENA_MAX_BLOCK (1u << 20)
+#define ARENA_MAX_BLOCK   (1u << 20)
 
 struct sh_arena_block {
 	struct sh_arena_block *next;

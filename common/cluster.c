@@ -61,7 +61,7 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		if (strcmp(name, "groups") == 0 && parse_uint(value, SH_MAX_GROUPS, &v) && v >= 1)
 			c->groups = (uint32_t)v;
 		else if (strcmp(name, "replication") == 0 &&
-			 parse_uint(value, SH_MAX_REPLICATION, &v) && v >= 1)
+		         parse_uint(value, SH_MAX_REPLICATION, &v) && v >= 1)
 			c->replication = (uint32_t)v;
 		else
 			goto bad;
@@ -79,7 +79,7 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 	if (strncmp(section, "node.", 5) == 0) {
 		if (!parse_uint(section + 5, UINT32_MAX, &v) || v == 0) {
 			sh_errf(st->errmsg, SHOAL_E_VALIDATION,
-				"section [%s]: node ids are integers >= 1", section);
+			        "section [%s]: node ids are integers >= 1", section);
 			st->rc = SHOAL_E_VALIDATION;
 			return 0;
 		}
@@ -114,7 +114,7 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 	return 0;
 bad:
 	sh_errf(st->errmsg, SHOAL_E_VALIDATION, "[%s] %s = %s: invalid or unknown setting", section,
-		name, value);
+	        name, value);
 	st->rc = SHOAL_E_VALIDATION;
 	return 0;
 }
@@ -130,7 +130,8 @@ int sh_cluster_load(const char *path, sh_cluster_conf *out, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_IO, "%s: cannot open", path);
 	if (line > 0) {
 		if (st.rc == SHOAL_OK)
-			return sh_errf(errmsg, SHOAL_E_VALIDATION, "%s:%d: syntax error", path, line);
+			return sh_errf(errmsg, SHOAL_E_VALIDATION, "%s:%d: syntax error", path,
+			               line);
 		char inner[SH_ERRMSG_SIZE];
 		snprintf(inner, sizeof(inner), "%s", errmsg ? errmsg : "");
 		return sh_errf(errmsg, st.rc, "%s:%d: %s", path, line, inner);
@@ -139,17 +140,17 @@ int sh_cluster_load(const char *path, sh_cluster_conf *out, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "%s: no [node.N] sections", path);
 	if (out->replication > out->n_nodes)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
-			       "%s: replication %u needs at least %u nodes, the file has %u", path,
-			       out->replication, out->replication, out->n_nodes);
+		               "%s: replication %u needs at least %u nodes, the file has %u", path,
+		               out->replication, out->replication, out->n_nodes);
 	for (uint32_t i = 0; i < out->n_nodes; i++) {
 		const sh_node_conf *n = &out->nodes[i];
 		if (n->raft_port == 0 || n->rpc[0] == '\0')
 			return sh_errf(errmsg, SHOAL_E_VALIDATION,
-				       "%s: [node.%u] needs raft and rpc addresses", path, n->id);
+			               "%s: [node.%u] needs raft and rpc addresses", path, n->id);
 		if ((uint32_t)n->raft_port + out->groups > 65536)
 			return sh_errf(errmsg, SHOAL_E_VALIDATION,
-				       "%s: [node.%u] raft port %u + %u groups exceeds 65535", path,
-				       n->id, n->raft_port, out->groups);
+			               "%s: [node.%u] raft port %u + %u groups exceeds 65535", path,
+			               n->id, n->raft_port, out->groups);
 	}
 	return SHOAL_OK;
 }
@@ -182,7 +183,7 @@ void sh_cluster_raft_address(const sh_node_conf *n, uint32_t group, char *buf)
 {
 	/* raft_host is shorter than SH_ADDR_MAX - 7, so the port always fits. */
 	int len = snprintf(buf, SH_ADDR_MAX, "%.*s:%u", SH_ADDR_MAX - 8, n->raft_host,
-			   (unsigned)(n->raft_port + group) & 0xffff);
+	                   (unsigned)(n->raft_port + group) & 0xffff);
 	(void)len;
 }
 

@@ -36,11 +36,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SH_MAX_NODES 64
-#define SH_MAX_GROUPS 1024
+#define SH_MAX_NODES       64
+#define SH_MAX_GROUPS      1024
 #define SH_MAX_REPLICATION 7
-#define SH_ADDR_MAX 128
-#define SH_PATH_MAX 1024
+#define SH_ADDR_MAX        128
+#define SH_PATH_MAX        1024
 
 typedef struct sh_node_conf {
 	uint32_t id;                 /* from the section name [node.<id>], >= 1 */

@@ -8,7 +8,7 @@ static const struct {
 	const char *name;
 } table[] = {
 #define SH_ERR_ROW_(name, value, exc, desc) [value] = {exc, desc, #name},
-	SHOAL_ERRORS(SH_ERR_ROW_)
+    SHOAL_ERRORS(SH_ERR_ROW_)
 #undef SH_ERR_ROW_
 };
 

@@ -265,9 +265,8 @@ int wire_names_to_json(const st_value *names, json_t **out, char *errmsg)
 int wire_json_dumps(sh_arena *a, const json_t *j, bool pretty, char **out, char *errmsg)
 {
 	wire_json_init();
-	size_t flags =
-	    JSON_PRESERVE_ORDER | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15) |
-	    (pretty ? JSON_INDENT(4) : JSON_COMPACT);
+	size_t flags = JSON_PRESERVE_ORDER | JSON_ENCODE_ANY | JSON_REAL_PRECISION(15) |
+	               (pretty ? JSON_INDENT(4) : JSON_COMPACT);
 	size_t n = json_dumpb(j, NULL, 0, flags);
 	if (n == 0)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory writing JSON");

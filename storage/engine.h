@@ -39,10 +39,10 @@ struct st_env {
 struct st_txn {
 	st_env *env;
 	MDB_txn *txn;
-	int sticky;                  /* first environmental error, or SHOAL_OK */
+	int sticky; /* first environmental error, or SHOAL_OK */
 	char sticky_msg[SH_ERRMSG_SIZE];
-	uint64_t applied;            /* set by st_txn_set_applied, 0 if none */
-	sh_arena arena;              /* scratch memory that lives as long as the txn */
+	uint64_t applied; /* set by st_txn_set_applied, 0 if none */
+	sh_arena arena;   /* scratch memory that lives as long as the txn */
 };
 
 /* Converts an LMDB return code into a Shoal code (MDB_MAP_FULL -> SHOAL_E_FULL,
@@ -57,8 +57,8 @@ int st_txn_poison(st_txn *txn, int code, const char *errmsg);
 /* Loads a table's definition and counters by name, in any LMDB transaction
  * (read or write).  SHOAL_E_NOT_FOUND: "Requested resource not found: Table:
  * <name> not found". Strings and arrays are allocated in a. */
-int st_table_load(MDB_txn *txn, st_env *env, const char *name, sh_arena *a,
-		  st_table_info *out, char *errmsg);
+int st_table_load(MDB_txn *txn, st_env *env, const char *name, sh_arena *a, st_table_info *out,
+                  char *errmsg);
 
 /* Adds delta items and delta bytes to a table's counters, in the write txn. */
 int st_table_count(st_txn *txn, const char *name, int64_t items, int64_t bytes, char *errmsg);
@@ -89,7 +89,7 @@ typedef enum st_keycheck_mode {
 } st_keycheck_mode;
 
 int st_key_check(const st_key_schema *ks, const st_value *key, st_keycheck_mode mode,
-		 const st_value **pk, const st_value **sk, char *errmsg);
+                 const st_value **pk, const st_value **sk, char *errmsg);
 
 /* Builds the ST_M holding just the key attributes of item (values shared). */
 int st_key_extract(sh_arena *a, const st_key_schema *ks, const st_value *item, st_value **out);
@@ -98,12 +98,11 @@ int st_key_extract(sh_arena *a, const st_key_schema *ks, const st_value *item, s
  * (value errors get DynamoDB's "ExpressionAttributeValues contains invalid
  * value: ... for key :v" form) and initialises ctx over the copies; shared by
  * every read and write (defined in read_get.c). */
-int st_expr_attrs_prepare(st_expr_ctx *ctx, sh_arena *a, const st_expr_attrs *attrs,
-			  char *errmsg);
+int st_expr_attrs_prepare(st_expr_ctx *ctx, sh_arena *a, const st_expr_attrs *attrs, char *errmsg);
 
 /* Reads and decodes the item stored under key k in the data DBI; *item is
  * NULL when there is none.  Memory comes from a. */
 int st_item_read(MDB_txn *txn, st_env *env, const st_key *k, sh_arena *a, st_value **item,
-		 char *errmsg);
+                 char *errmsg);
 
 #endif

@@ -15,8 +15,8 @@
  * "Invalid <Kind>Expression: " for parse and resolution errors, e.g.
  *   Invalid ConditionExpression: Syntax error; token: "=", near: "a = = b"
  *   Invalid UpdateExpression: Attribute name is a reserved keyword; reserved keyword: status
- *   Invalid FilterExpression: An expression attribute value used in expression is not defined; attribute value: :v
- *   Value provided in ExpressionAttributeValues unused in expressions: keys: {:x}
+ *   Invalid FilterExpression: An expression attribute value used in expression is not defined;
+ * attribute value: :v Value provided in ExpressionAttributeValues unused in expressions: keys: {:x}
  * or SHOAL_E_NOMEM.
  */
 #ifndef SHOAL_STORAGE_EXPR_H
@@ -64,7 +64,7 @@ int st_expr_ctx_check_unused(const st_expr_ctx *ctx, char *errmsg);
  * more than ST_MAX_IN_OPERANDS operands, overlapping or conflicting update
  * paths, nesting depth of paths. */
 int st_expr_parse(st_expr_ctx *ctx, st_expr_kind kind, const char *text, st_expr **out,
-		  char *errmsg);
+                  char *errmsg);
 
 /* Evaluates a CONDITION or FILTER on item (NULL: no item, every path is
  * absent).  Comparisons between different types are false, as in DynamoDB. */
@@ -78,19 +78,19 @@ int st_expr_eval(const st_expr *e, const st_value *item, bool *result, char *err
  * data type", "The document path provided in the update expression is
  * invalid for update", number overflow, ...). */
 int st_expr_update(const st_expr *e, sh_arena *a, const st_value *old, const st_value *key,
-		   st_value **out, char *errmsg);
+                   st_value **out, char *errmsg);
 
 /* For ReturnValues UPDATED_OLD / UPDATED_NEW: the parts of item at the
  * paths the UPDATE sets, removes, adds or deletes (a nested path yields the
  * nested structure down to it, as DynamoDB returns it). *out is an ST_M,
  * possibly empty. */
-int st_expr_update_project(const st_expr *update, sh_arena *a, const st_value *item,
-			   st_value **out, char *errmsg);
+int st_expr_update_project(const st_expr *update, sh_arena *a, const st_value *item, st_value **out,
+                           char *errmsg);
 
 /* Applies a PROJECTION to item: a new ST_M holding only the projected paths
  * (list elements keep their relative order and are compacted, as DynamoDB). */
 int st_expr_project(const st_expr *proj, sh_arena *a, const st_value *item, st_value **out,
-		    char *errmsg);
+                    char *errmsg);
 
 /* Whether any path of the expression starts with top-level attribute name
  * (used to refuse updating key attributes and filtering on key attributes). */
@@ -108,10 +108,10 @@ typedef enum st_kc_op {
 } st_kc_op;
 
 typedef struct st_key_cond {
-	const st_value *hash;  /* the partition key value (=) */
-	st_kc_op op;           /* condition on the sort key */
-	const st_value *lo;    /* operand; lower bound of BETWEEN */
-	const st_value *hi;    /* upper bound of BETWEEN */
+	const st_value *hash; /* the partition key value (=) */
+	st_kc_op op;          /* condition on the sort key */
+	const st_value *lo;   /* operand; lower bound of BETWEEN */
+	const st_value *hi;   /* upper bound of BETWEEN */
 } st_key_cond;
 
 /* Checks a parsed KEY_CONDITION against a key schema (DynamoDB's messages:
@@ -119,6 +119,6 @@ typedef struct st_key_cond {
  * supported", type mismatches, BETWEEN bounds out of order, begins_with on a
  * number) and extracts it. */
 int st_expr_key_condition(const st_expr *e, const st_key_schema *ks, st_key_cond *out,
-			  char *errmsg);
+                          char *errmsg);
 
 #endif

@@ -7,7 +7,7 @@
 #include "engine.h"
 
 int st_item_read(MDB_txn *txn, st_env *env, const st_key *k, sh_arena *a, st_value **item,
-		 char *errmsg)
+                 char *errmsg)
 {
 	MDB_val key = {k->len, (void *)k->b}, val;
 	*item = NULL;

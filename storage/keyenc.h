@@ -25,8 +25,8 @@
 
 #include "storage.h"
 
-#define ST_KEY_MAX 511
-#define ST_KEY_HEADER 22 /* table id (4) | index id (2) | pk digest (16) */
+#define ST_KEY_MAX       511
+#define ST_KEY_HEADER    22 /* table id (4) | index id (2) | pk digest (16) */
 #define ST_KEY_SK_INLINE (ST_KEY_MAX - ST_KEY_HEADER - 16) /* 473 */
 
 typedef struct st_key {
@@ -46,8 +46,7 @@ void st_key_partition(st_key *k, uint32_t table, uint16_t index, const st_value 
 /* The full key of an item: partition header, then the sort key's encoding
  * (absent if sk is NULL), truncated as described above.  pk and sk are
  * normalised scalars of type S, N or B within the size limits. */
-void st_key_item(st_key *k, uint32_t table, uint16_t index, const st_value *pk,
-		 const st_value *sk);
+void st_key_item(st_key *k, uint32_t table, uint16_t index, const st_value *pk, const st_value *sk);
 
 /* Appends to k the order-preserving encoding of scalar v (S, N or B), with its
  * terminator, or without it when as_prefix (the encoding of a begins_with

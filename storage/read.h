@@ -71,7 +71,6 @@ int st_read_page(st_read_iter *it, const st_read_page_spec *ps, sh_arena *a, st_
 /* Request preparation (read_get.c)                                          */
 /* ------------------------------------------------------------------------ */
 
-
 /* Copies and normalises an ExclusiveStartKey into ra. */
 int st_read_start_key(sh_arena *ra, const st_value *in, st_value **out, char *errmsg);
 

@@ -36,18 +36,18 @@
 /* Limits (DynamoDB's)                                                       */
 /* ------------------------------------------------------------------------ */
 
-#define ST_MAX_ITEM_SIZE (400 * 1024)     /* bytes, by st_item_size's rules */
-#define ST_MAX_PK_SIZE 2048               /* partition key value, bytes */
-#define ST_MAX_SK_SIZE 1024               /* sort key value, bytes */
-#define ST_MAX_DEPTH 32                   /* nesting of M and L */
-#define ST_MAX_EXPR_SIZE 4096             /* bytes, each expression */
-#define ST_MAX_IN_OPERANDS 100            /* right-hand operands of IN */
-#define ST_MAX_PAGE_BYTES (1024 * 1024)   /* Query/Scan data read per page */
-#define ST_MAX_NAME_SIZE 65535            /* attribute name, bytes */
-#define ST_NUM_MAX_DIGITS 38              /* significant decimal digits */
-#define ST_NUM_MAX_TEXT 200               /* buffer for any formatted number */
-#define ST_TABLE_NAME_MIN 3
-#define ST_TABLE_NAME_MAX 255
+#define ST_MAX_ITEM_SIZE   (400 * 1024)  /* bytes, by st_item_size's rules */
+#define ST_MAX_PK_SIZE     2048          /* partition key value, bytes */
+#define ST_MAX_SK_SIZE     1024          /* sort key value, bytes */
+#define ST_MAX_DEPTH       32            /* nesting of M and L */
+#define ST_MAX_EXPR_SIZE   4096          /* bytes, each expression */
+#define ST_MAX_IN_OPERANDS 100           /* right-hand operands of IN */
+#define ST_MAX_PAGE_BYTES  (1024 * 1024) /* Query/Scan data read per page */
+#define ST_MAX_NAME_SIZE   65535         /* attribute name, bytes */
+#define ST_NUM_MAX_DIGITS  38            /* significant decimal digits */
+#define ST_NUM_MAX_TEXT    200           /* buffer for any formatted number */
+#define ST_TABLE_NAME_MIN  3
+#define ST_TABLE_NAME_MAX  255
 
 /* ------------------------------------------------------------------------ */
 /* Values                                                                    */
@@ -76,16 +76,16 @@ struct st_value {
 		struct {
 			const char *ptr; /* not necessarily NUL-terminated */
 			uint32_t len;
-		} str;                 /* S, N, B */
-		bool boolean;          /* BOOL, NULL */
+		} str;        /* S, N, B */
+		bool boolean; /* BOOL, NULL */
 		struct {
 			st_value *v;
 			uint32_t n;
-		} list;                /* L, SS, NS, BS */
+		} list; /* L, SS, NS, BS */
 		struct {
 			st_attr *a;
 			uint32_t n;
-		} map;                 /* M */
+		} map; /* M */
 	} u;
 };
 
@@ -105,7 +105,8 @@ st_type st_type_parse(const char *s, size_t len);
 /* Constructors for tests and callers that build values (strings are copied
  * into the arena).  They return NULL when out of memory. */
 st_value *st_new_s(sh_arena *a, const char *s);
-st_value *st_new_n(sh_arena *a, const char *text); /* text must be canonical-able; NULL if invalid */
+st_value *st_new_n(sh_arena *a,
+                   const char *text); /* text must be canonical-able; NULL if invalid */
 st_value *st_new_b(sh_arena *a, const void *p, size_t n);
 st_value *st_new_map(sh_arena *a, uint32_t capacity); /* empty M with room for capacity attrs */
 
@@ -128,8 +129,8 @@ int st_value_copy(sh_arena *a, const st_value *src, st_value *dst);
  * (after canonicalisation: "1" and "1.0" are duplicates) and emptiness; maps
  * are sorted and checked for duplicate names; nesting deeper than
  * ST_MAX_DEPTH is refused (an M passed here is a container: its attributes
- * are level 1; any other value counts itself as level 1).  Errors are SHOAL_E_VALIDATION with DynamoDB's
- * message, or SHOAL_E_NOMEM.
+ * are level 1; any other value counts itself as level 1).  Errors are SHOAL_E_VALIDATION with
+ * DynamoDB's message, or SHOAL_E_NOMEM.
  */
 int st_value_normalize(sh_arena *a, st_value *v, char *errmsg);
 
@@ -159,9 +160,9 @@ size_t st_item_size(const st_value *item);
  * d[ndigits-1] != 0 (normalised), or ndigits == 0 for zero (sign 0).
  */
 typedef struct st_num {
-	int8_t sign;     /* -1, 0, +1 */
-	int16_t exp;     /* adjusted exponent, see above */
-	uint8_t ndigits; /* 0..38 */
+	int8_t sign;                  /* -1, 0, +1 */
+	int16_t exp;                  /* adjusted exponent, see above */
+	uint8_t ndigits;              /* 0..38 */
 	uint8_t d[ST_NUM_MAX_DIGITS]; /* digit values 0..9 */
 } st_num;
 
@@ -222,7 +223,7 @@ typedef struct st_index_def {
 
 typedef struct st_table_def {
 	const char *name;
-	uint32_t id;       /* 0: assigned by the engine (next free id) */
+	uint32_t id; /* 0: assigned by the engine (next free id) */
 	st_key_schema key;
 	st_key_attr *attrs; /* AttributeDefinitions */
 	uint32_t n_attrs;
@@ -311,17 +312,17 @@ typedef struct st_expr_attrs {
 
 typedef struct st_put_req {
 	const char *table;
-	const st_value *item;   /* ST_M */
-	const char *condition;  /* ConditionExpression or NULL */
+	const st_value *item;  /* ST_M */
+	const char *condition; /* ConditionExpression or NULL */
 	st_expr_attrs attrs;
-	st_return_values return_values; /* NONE or ALL_OLD */
+	st_return_values return_values;    /* NONE or ALL_OLD */
 	bool return_old_on_condition_fail; /* ReturnValuesOnConditionCheckFailure */
 } st_put_req;
 
 typedef struct st_update_req {
 	const char *table;
-	const st_value *key;    /* ST_M with exactly the key attributes */
-	const char *update;     /* UpdateExpression or NULL (then: create the key-only item) */
+	const st_value *key; /* ST_M with exactly the key attributes */
+	const char *update;  /* UpdateExpression or NULL (then: create the key-only item) */
 	const char *condition;
 	st_expr_attrs attrs;
 	st_return_values return_values; /* any */
@@ -348,29 +349,28 @@ typedef struct st_write_result {
 
 int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res, char *errmsg);
 int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_result *res,
-	      char *errmsg);
+              char *errmsg);
 int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_result *res,
-	      char *errmsg);
+              char *errmsg);
 
 /* One-shot forms: begin, write, commit. */
 int st_put_item(st_env *env, const st_put_req *req, sh_arena *a, st_write_result *res,
-		char *errmsg);
+                char *errmsg);
 int st_update_item(st_env *env, const st_update_req *req, sh_arena *a, st_write_result *res,
-		   char *errmsg);
+                   char *errmsg);
 int st_delete_item(st_env *env, const st_delete_req *req, sh_arena *a, st_write_result *res,
-		   char *errmsg);
+                   char *errmsg);
 
 /* ------------------------------------------------------------------------ */
 /* Reads (each opens its own LMDB read transaction: a consistent snapshot)    */
 /* ------------------------------------------------------------------------ */
 
-int st_table_describe(st_env *env, const char *name, sh_arena *a, st_table_info *out,
-		      char *errmsg);
+int st_table_describe(st_env *env, const char *name, sh_arena *a, st_table_info *out, char *errmsg);
 /* Table names in order, after exclusive_start (NULL: from the first), at most
  * limit (1..100).  *last is the last name returned when more may follow, else
  * NULL. */
 int st_table_list(st_env *env, const char *exclusive_start, uint32_t limit, sh_arena *a,
-		  const char ***names, uint32_t *n, const char **last, char *errmsg);
+                  const char ***names, uint32_t *n, const char **last, char *errmsg);
 
 typedef struct st_get_req {
 	const char *table;
@@ -383,7 +383,7 @@ typedef struct st_get_req {
 int st_get_item(st_env *env, const st_get_req *req, sh_arena *a, st_value **item, char *errmsg);
 
 typedef enum st_select {
-	ST_SELECT_DEFAULT = 0,  /* ALL_ATTRIBUTES, or SPECIFIC_ATTRIBUTES with a projection */
+	ST_SELECT_DEFAULT = 0, /* ALL_ATTRIBUTES, or SPECIFIC_ATTRIBUTES with a projection */
 	ST_SELECT_ALL_ATTRIBUTES,
 	ST_SELECT_ALL_PROJECTED_ATTRIBUTES,
 	ST_SELECT_SPECIFIC_ATTRIBUTES,
@@ -395,16 +395,16 @@ int st_select_parse(const char *s);
 
 typedef struct st_query_req {
 	const char *table;
-	const char *index;          /* IndexName or NULL for the table */
-	const char *key_condition;  /* KeyConditionExpression, required */
-	const char *filter;         /* FilterExpression or NULL */
-	const char *projection;     /* ProjectionExpression or NULL */
+	const char *index;         /* IndexName or NULL for the table */
+	const char *key_condition; /* KeyConditionExpression, required */
+	const char *filter;        /* FilterExpression or NULL */
+	const char *projection;    /* ProjectionExpression or NULL */
 	st_expr_attrs attrs;
-	bool forward;               /* ScanIndexForward (default true) */
-	uint32_t limit;             /* 0: none; counts items evaluated (read) */
+	bool forward;   /* ScanIndexForward (default true) */
+	uint32_t limit; /* 0: none; counts items evaluated (read) */
 	st_select select;
 	const st_value *exclusive_start_key; /* ST_M or NULL */
-	bool consistent;            /* ConsistentRead (validated, storage is local) */
+	bool consistent;                     /* ConsistentRead (validated, storage is local) */
 } st_query_req;
 
 typedef struct st_scan_req {
@@ -426,9 +426,9 @@ typedef struct st_scan_req {
 } st_scan_req;
 
 typedef struct st_page {
-	st_value *items;   /* array of count items (ST_M); NULL with Select COUNT */
-	uint32_t count;    /* items returned (after the filter) */
-	uint32_t scanned;  /* items evaluated (before the filter) */
+	st_value *items;              /* array of count items (ST_M); NULL with Select COUNT */
+	uint32_t count;               /* items returned (after the filter) */
+	uint32_t scanned;             /* items evaluated (before the filter) */
 	st_value *last_evaluated_key; /* ST_M or NULL when the range is exhausted */
 } st_page;
 

@@ -26,7 +26,7 @@
 #include "storage/storage.h"
 #include "tests/lib/testlib.h"
 
-#define PER_TXN 1000
+#define PER_TXN    1000
 #define COLLECTION 100
 
 static double now_s(void)
@@ -94,12 +94,21 @@ int main(int argc, char **argv)
 	int opt;
 	while ((opt = getopt(argc, argv, "n:g:q:d:")) != -1) {
 		switch (opt) {
-		case 'n': n = strtoull(optarg, NULL, 10); break;
-		case 'g': gets = strtoull(optarg, NULL, 10); break;
-		case 'q': queries = strtoull(optarg, NULL, 10); break;
-		case 'd': base = optarg; break;
+		case 'n':
+			n = strtoull(optarg, NULL, 10);
+			break;
+		case 'g':
+			gets = strtoull(optarg, NULL, 10);
+			break;
+		case 'q':
+			queries = strtoull(optarg, NULL, 10);
+			break;
+		case 'd':
+			base = optarg;
+			break;
 		default:
-			fprintf(stderr, "usage: st_bench [-n items] [-g gets] [-q queries] [-d dir]\n");
+			fprintf(stderr,
+			        "usage: st_bench [-n items] [-g gets] [-q queries] [-d dir]\n");
 			return 2;
 		}
 	}
@@ -131,9 +140,9 @@ int main(int argc, char **argv)
 		die("st_txn_begin", rc, msg);
 	st_key_attr attrs[2] = {{"PK", ST_S}, {"SK", ST_S}};
 	st_table_def def = {.name = "bench",
-			    .key = {.hash = {"PK", ST_S}, .range = {"SK", ST_S}},
-			    .attrs = attrs,
-			    .n_attrs = 2};
+	                    .key = {.hash = {"PK", ST_S}, .range = {"SK", ST_S}},
+	                    .attrs = attrs,
+	                    .n_attrs = 2};
 	if ((rc = st_table_create(txn, &def, msg)) != 0)
 		die("st_table_create", rc, msg);
 	if ((rc = st_txn_commit(txn, msg)) != 0)
@@ -191,14 +200,15 @@ int main(int argc, char **argv)
 		for (uint64_t j = i; j < end; j++) {
 			st_value *item = make_item(&a, j);
 			st_key_item(&keys[j - i], table_id, 0, st_map_get(item, "PK", 2),
-				    st_map_get(item, "SK", 2));
+			            st_map_get(item, "SK", 2));
 			if (st_codec_encode(&a, item, &vals[j - i], &lens[j - i]) != 0)
 				die("encode", SHOAL_E_NOMEM, "");
 		}
 		double s = now_s();
 		mdb_txn_begin(raw, NULL, 0, &rt);
 		for (uint64_t j = i; j < end; j++) {
-			MDB_val k = {keys[j - i].len, keys[j - i].b}, v = {lens[j - i], vals[j - i]};
+			MDB_val k = {keys[j - i].len, keys[j - i].b},
+			        v = {lens[j - i], vals[j - i]};
 			if ((rc = mdb_put(rt, dbi, &k, &v, 0)) != 0) {
 				fprintf(stderr, "mdb_put: %s\n", mdb_strerror(rc));
 				return 1;
@@ -237,7 +247,7 @@ int main(int argc, char **argv)
 		for (uint64_t j = g; j < end; j++) {
 			st_value *key = make_key(&a, tl_rand(&rs) % n);
 			st_key_item(&keys[j - g], table_id, 0, st_map_get(key, "PK", 2),
-				    st_map_get(key, "SK", 2));
+			            st_map_get(key, "SK", 2));
 		}
 		double s = now_s();
 		for (uint64_t j = g; j < end; j++) {
@@ -261,13 +271,13 @@ int main(int argc, char **argv)
 	for (uint64_t q = 0; q < queries; q++) {
 		char pk[32];
 		snprintf(pk, sizeof(pk), "USER#%llu",
-			 (unsigned long long)(tl_rand(&rs) % (n / COLLECTION)));
+		         (unsigned long long)(tl_rand(&rs) % (n / COLLECTION)));
 		st_value *vals = st_new_map(&a, 1);
 		st_map_set(&a, vals, ":pk", 3, st_new_s(&a, pk));
 		st_query_req req = {.table = "bench",
-				    .key_condition = "PK = :pk",
-				    .attrs = {.values = vals},
-				    .forward = true};
+		                    .key_condition = "PK = :pk",
+		                    .attrs = {.values = vals},
+		                    .forward = true};
 		st_page page;
 		if ((rc = st_query(env, &req, &a, &page, msg)) != 0)
 			die("st_query", rc, msg);

@@ -27,13 +27,13 @@ static void cluster_up(void)
 	}
 	char *err = NULL;
 	int rc = tl_shoal(&C, NULL, &err,
-			  "create-table --cli-input-json 'file://%s/deploy/demo/edtech-table.json'",
-			  C.root);
+	                  "create-table --cli-input-json 'file://%s/deploy/demo/edtech-table.json'",
+	                  C.root);
 	ck_assert_msg(rc == 0, "create-table: %s", err ? err : "");
 	free(err);
 	rc = tl_shoal(&C, NULL, &err,
-		      "batch-write-item --request-items 'file://%s/deploy/demo/edtech-items.json'",
-		      C.root);
+	              "batch-write-item --request-items 'file://%s/deploy/demo/edtech-items.json'",
+	              C.root);
 	ck_assert_msg(rc == 0, "batch-write-item: %s", err ? err : "");
 	free(err);
 }
@@ -57,12 +57,13 @@ static json_t *run(int want_rc, const char *fmt, ...)
 	char *out = NULL, *err = NULL;
 	int rc = tl_shoal(&C, &out, &err, "%s", args);
 	ck_assert_msg(rc == want_rc, "shoal %s: exit %d, want %d; stderr: %s", args, rc, want_rc,
-		      err ? err : "");
+	              err ? err : "");
 	json_t *j = NULL;
 	if (out != NULL && out[strspn(out, " \n")] != '\0') {
 		json_error_t e;
 		j = json_loads(out, 0, &e);
-		ck_assert_msg(j != NULL, "shoal %s: stdout is not JSON (%s): %s", args, e.text, out);
+		ck_assert_msg(j != NULL, "shoal %s: stdout is not JSON (%s): %s", args, e.text,
+		              out);
 	}
 	free(out);
 	free(err);
@@ -105,21 +106,22 @@ START_TEST(test_describe_and_list)
 	json_t *names = json_object_get(l, "TableNames");
 	bool found = false;
 	for (size_t i = 0; i < json_array_size(names); i++)
-		found |= strcmp(json_string_value(json_array_get(names, i)), "edtech-platform") == 0;
+		found |=
+		    strcmp(json_string_value(json_array_get(names, i)), "edtech-platform") == 0;
 	ck_assert(found);
 	json_decref(l);
 
 	/* Creating it again: ResourceInUseException. */
 	char args[2048];
-	snprintf(args, sizeof(args), "create-table --cli-input-json 'file://%s/deploy/demo/edtech-table.json'",
-		 C.root);
+	snprintf(args, sizeof(args),
+	         "create-table --cli-input-json 'file://%s/deploy/demo/edtech-table.json'", C.root);
 	char *err = run_err(254, args);
 	ck_assert_msg(strstr(err, "(ResourceInUseException)") != NULL, "%s", err);
 	free(err);
 	err = run_err(254, "describe-table --table-name no-such-table");
 	ck_assert_msg(strstr(err, "An error occurred (ResourceNotFoundException) when calling the "
-				  "DescribeTable operation: ") != NULL,
-		      "%s", err);
+	                          "DescribeTable operation: ") != NULL,
+	              "%s", err);
 	free(err);
 }
 END_TEST
@@ -128,42 +130,40 @@ START_TEST(test_seed002_access_patterns)
 {
 	/* AP1: GetItem. */
 	json_t *r = run(0, "get-item --table-name edtech-platform "
-			   "--key '{\"PK\":{\"S\":\"STUDENT#s1\"},\"SK\":{\"S\":\"PROFILE\"}}'");
+	                   "--key '{\"PK\":{\"S\":\"STUDENT#s1\"},\"SK\":{\"S\":\"PROFILE\"}}'");
 	ck_assert_str_eq(S(json_object_get(r, "Item"), "name"), "Ana Souza");
 	json_decref(r);
 	/* AP2: the courses of s1. */
-	r = run(0, "query --table-name edtech-platform " KCE
-		   "--expression-attribute-values "
-		   "'{\":pk\":{\"S\":\"STUDENT#s1\"},\":p\":{\"S\":\"ENROLLMENT#\"}}'");
+	r = run(0, "query --table-name edtech-platform " KCE "--expression-attribute-values "
+	           "'{\":pk\":{\"S\":\"STUDENT#s1\"},\":p\":{\"S\":\"ENROLLMENT#\"}}'");
 	ck_assert_int_eq(count(r), 2);
 	ck_assert_str_eq(S(json_array_get(json_object_get(r, "Items"), 0), "SK"), "ENROLLMENT#c10");
 	json_decref(r);
 	/* AP5: course structure, in sort-key order. */
-	r = run(0, "query --table-name edtech-platform " KCE
-		   "--expression-attribute-values "
-		   "'{\":pk\":{\"S\":\"COURSE#c10\"},\":p\":{\"S\":\"MODULE#\"}}'");
+	r = run(0, "query --table-name edtech-platform " KCE "--expression-attribute-values "
+	           "'{\":pk\":{\"S\":\"COURSE#c10\"},\":p\":{\"S\":\"MODULE#\"}}'");
 	ck_assert_int_eq(count(r), 5);
 	const char *want[] = {"MODULE#m1", "MODULE#m1#LESSON#l1", "MODULE#m1#LESSON#l2",
-			      "MODULE#m2", "MODULE#m2#LESSON#l3"};
+	                      "MODULE#m2", "MODULE#m2#LESSON#l3"};
 	for (int i = 0; i < 5; i++)
 		ck_assert_str_eq(S(json_array_get(json_object_get(r, "Items"), (size_t)i), "SK"),
-				 want[i]);
+		                 want[i]);
 	json_decref(r);
 	/* AP6: modules only (filter), scanned 5. */
 	r = run(0, "query --table-name edtech-platform " KCE
-		   "--filter-expression 'attribute_not_exists(lesson_id)' "
-		   "--expression-attribute-values "
-		   "'{\":pk\":{\"S\":\"COURSE#c10\"},\":p\":{\"S\":\"MODULE#\"}}'");
+	           "--filter-expression 'attribute_not_exists(lesson_id)' "
+	           "--expression-attribute-values "
+	           "'{\":pk\":{\"S\":\"COURSE#c10\"},\":p\":{\"S\":\"MODULE#\"}}'");
 	ck_assert_int_eq(count(r), 2);
 	ck_assert_int_eq(json_integer_value(json_object_get(r, "ScannedCount")), 5);
 	json_decref(r);
 	/* AP7: lessons of m1, backwards. */
 	r = run(0, "query --table-name edtech-platform " KCE "--no-scan-index-forward "
-		   "--expression-attribute-values "
-		   "'{\":pk\":{\"S\":\"COURSE#c10\"},\":p\":{\"S\":\"MODULE#m1#LESSON#\"}}'");
+	           "--expression-attribute-values "
+	           "'{\":pk\":{\"S\":\"COURSE#c10\"},\":p\":{\"S\":\"MODULE#m1#LESSON#\"}}'");
 	ck_assert_int_eq(count(r), 2);
 	ck_assert_str_eq(S(json_array_get(json_object_get(r, "Items"), 0), "SK"),
-			 "MODULE#m1#LESSON#l2");
+	                 "MODULE#m1#LESSON#l2");
 	json_decref(r);
 }
 END_TEST
@@ -171,36 +171,35 @@ END_TEST
 START_TEST(test_item_ops_and_errors)
 {
 	const char *key = "'{\"PK\":{\"S\":\"T#1\"},\"SK\":{\"S\":\"A\"}}'";
-	json_t *r = run(0,
-			"put-item --table-name edtech-platform --item "
-			"'{\"PK\":{\"S\":\"T#1\"},\"SK\":{\"S\":\"A\"},\"n\":{\"N\":\"1\"}}' "
-			"--condition-expression 'attribute_not_exists(PK)'");
+	json_t *r = run(0, "put-item --table-name edtech-platform --item "
+	                   "'{\"PK\":{\"S\":\"T#1\"},\"SK\":{\"S\":\"A\"},\"n\":{\"N\":\"1\"}}' "
+	                   "--condition-expression 'attribute_not_exists(PK)'");
 	json_decref(r);
 	/* The same conditional put again fails with DynamoDB's error line. */
 	char *err = run_err(254, "put-item --table-name edtech-platform --item "
-				 "'{\"PK\":{\"S\":\"T#1\"},\"SK\":{\"S\":\"A\"}}' "
-				 "--condition-expression 'attribute_not_exists(PK)'");
-	ck_assert_msg(strstr(err, "An error occurred (ConditionalCheckFailedException) when "
-				  "calling the PutItem operation: The conditional request failed") !=
-			  NULL,
-		      "%s", err);
+	                         "'{\"PK\":{\"S\":\"T#1\"},\"SK\":{\"S\":\"A\"}}' "
+	                         "--condition-expression 'attribute_not_exists(PK)'");
+	ck_assert_msg(
+	    strstr(err, "An error occurred (ConditionalCheckFailedException) when "
+	                "calling the PutItem operation: The conditional request failed") != NULL,
+	    "%s", err);
 	free(err);
 	r = run(0,
-		"update-item --table-name edtech-platform --key %s "
-		"--update-expression 'SET n = n + :d' --expression-attribute-values "
-		"'{\":d\":{\"N\":\"41\"}}' --return-values UPDATED_NEW",
-		key);
+	        "update-item --table-name edtech-platform --key %s "
+	        "--update-expression 'SET n = n + :d' --expression-attribute-values "
+	        "'{\":d\":{\"N\":\"41\"}}' --return-values UPDATED_NEW",
+	        key);
 	ck_assert_str_eq(json_string_value(json_object_get(
-			     json_object_get(json_object_get(r, "Attributes"), "n"), "N")),
-			 "42");
+	                     json_object_get(json_object_get(r, "Attributes"), "n"), "N")),
+	                 "42");
 	json_decref(r);
 	r = run(0, "get-item --table-name edtech-platform --key %s --consistent-read", key);
 	ck_assert_str_eq(json_string_value(json_object_get(
-			     json_object_get(json_object_get(r, "Item"), "n"), "N")),
-			 "42");
+	                     json_object_get(json_object_get(r, "Item"), "n"), "N")),
+	                 "42");
 	json_decref(r);
 	r = run(0, "delete-item --table-name edtech-platform --key %s --return-values ALL_OLD",
-		key);
+	        key);
 	ck_assert_ptr_nonnull(json_object_get(r, "Attributes"));
 	json_decref(r);
 	r = run(0, "get-item --table-name edtech-platform --key %s --consistent-read", key);
@@ -209,22 +208,22 @@ START_TEST(test_item_ops_and_errors)
 
 	/* Bad input: each gets its exception name and a message. */
 	err = run_err(254, "get-item --table-name nope --key "
-			   "'{\"PK\":{\"S\":\"x\"},\"SK\":{\"S\":\"y\"}}'");
+	                   "'{\"PK\":{\"S\":\"x\"},\"SK\":{\"S\":\"y\"}}'");
 	ck_assert_msg(strstr(err, "(ResourceNotFoundException)") != NULL, "%s", err);
 	free(err);
 	err = run_err(254, "query --table-name edtech-platform --key-condition-expression "
-			   "'PK = :pk AND status = :s' --expression-attribute-values "
-			   "'{\":pk\":{\"S\":\"x\"},\":s\":{\"S\":\"y\"}}'");
+	                   "'PK = :pk AND status = :s' --expression-attribute-values "
+	                   "'{\":pk\":{\"S\":\"x\"},\":s\":{\"S\":\"y\"}}'");
 	ck_assert_msg(strstr(err, "(ValidationException)") != NULL &&
-			  strstr(err, "reserved keyword: status") != NULL,
-		      "%s", err);
+	                  strstr(err, "reserved keyword: status") != NULL,
+	              "%s", err);
 	free(err);
 	err = run_err(254, "get-item --table-name edtech-platform --key '{\"PK\":{\"S\":\"x\"}}'");
 	ck_assert_msg(strstr(err, "The provided key element does not match the schema") != NULL,
-		      "%s", err);
+	              "%s", err);
 	free(err);
 	err = run_err(254, "put-item --table-name edtech-platform --item "
-			   "'{\"PK\":{\"S\":\"x\"},\"SK\":{\"S\":\"y\"},\"n\":{\"N\":\"1e999\"}}'");
+	                   "'{\"PK\":{\"S\":\"x\"},\"SK\":{\"S\":\"y\"},\"n\":{\"N\":\"1e999\"}}'");
 	ck_assert_msg(strstr(err, "(ValidationException)") != NULL, "%s", err);
 	free(err);
 }
@@ -241,14 +240,15 @@ START_TEST(test_scan_across_partitions)
 		fprintf(f, "{\"scanme\": [");
 		for (int i = 0; i < 20; i++)
 			fprintf(f, "%s{\"PutRequest\":{\"Item\":{\"id\":{\"S\":\"k%d\"}}}}",
-				i ? "," : "", batch * 20 + i);
+			        i ? "," : "", batch * 20 + i);
 		fprintf(f, "]}");
 		fclose(f);
 		if (batch == 0)
-			json_decref(run(0, "create-table --table-name scanme --attribute-definitions "
-					   "AttributeName=id,AttributeType=S --key-schema "
-					   "AttributeName=id,KeyType=HASH --billing-mode "
-					   "PAY_PER_REQUEST"));
+			json_decref(run(0,
+			                "create-table --table-name scanme --attribute-definitions "
+			                "AttributeName=id,AttributeType=S --key-schema "
+			                "AttributeName=id,KeyType=HASH --billing-mode "
+			                "PAY_PER_REQUEST"));
 		json_decref(run(0, "batch-write-item --request-items 'file://%s'", path));
 	}
 	json_t *r = run(0, "scan --table-name scanme");
@@ -266,8 +266,8 @@ START_TEST(test_scan_across_partitions)
 	int seen = 0, pages = 0;
 	char esk[1024] = "";
 	for (;;) {
-		r = run(0, "scan --table-name scanme --limit 7%s%s%s", esk[0] ? " --exclusive-start-key '" : "",
-			esk, esk[0] ? "'" : "");
+		r = run(0, "scan --table-name scanme --limit 7%s%s%s",
+		        esk[0] ? " --exclusive-start-key '" : "", esk, esk[0] ? "'" : "");
 		seen += count(r);
 		pages++;
 		json_t *lek = json_object_get(r, "LastEvaluatedKey");

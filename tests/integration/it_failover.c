@@ -43,11 +43,12 @@ static void start(int routers)
 	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
 	char *out = NULL;
 	shoal_error err;
-	int rc = shoal_call_json(client, "CreateTable",
-				 "{\"TableName\":\"failover\",\"AttributeDefinitions\":[{\"AttributeName\":"
-				 "\"id\",\"AttributeType\":\"S\"}],\"KeySchema\":[{\"AttributeName\":"
-				 "\"id\",\"KeyType\":\"HASH\"}],\"BillingMode\":\"PAY_PER_REQUEST\"}",
-				 &out, &err);
+	int rc = shoal_call_json(
+	    client, "CreateTable",
+	    "{\"TableName\":\"failover\",\"AttributeDefinitions\":[{\"AttributeName\":"
+	    "\"id\",\"AttributeType\":\"S\"}],\"KeySchema\":[{\"AttributeName\":"
+	    "\"id\",\"KeyType\":\"HASH\"}],\"BillingMode\":\"PAY_PER_REQUEST\"}",
+	    &out, &err);
 	ck_assert_msg(rc == SHOAL_OK, "CreateTable: %s: %s", err.exception, err.message);
 	shoal_free(out);
 }
@@ -62,8 +63,10 @@ static void stop(void)
 static int put(int i, int64_t *latency_ms)
 {
 	char body[256];
-	snprintf(body, sizeof(body),
-		 "{\"TableName\":\"failover\",\"Item\":{\"id\":{\"S\":\"k%d\"},\"v\":{\"N\":\"%d\"}}}", i, i);
+	snprintf(
+	    body, sizeof(body),
+	    "{\"TableName\":\"failover\",\"Item\":{\"id\":{\"S\":\"k%d\"},\"v\":{\"N\":\"%d\"}}}",
+	    i, i);
 	char *out = NULL;
 	shoal_error err;
 	int64_t t0 = now_ms();
@@ -77,8 +80,10 @@ static int put(int i, int64_t *latency_ms)
 static bool readable(int i)
 {
 	char body[256], want[64];
-	snprintf(body, sizeof(body),
-		 "{\"TableName\":\"failover\",\"Key\":{\"id\":{\"S\":\"k%d\"}},\"ConsistentRead\":true}", i);
+	snprintf(
+	    body, sizeof(body),
+	    "{\"TableName\":\"failover\",\"Key\":{\"id\":{\"S\":\"k%d\"}},\"ConsistentRead\":true}",
+	    i);
 	snprintf(want, sizeof(want), "\"v\":{\"N\":\"%d\"}", i);
 	char *out = NULL;
 	shoal_error err;
@@ -128,8 +133,8 @@ static uint32_t group_info(json_t *st, uint32_t group, uint32_t node, uint64_t *
 
 typedef struct writer {
 	pthread_t thread;
-	int n;                    /* writes to attempt */
-	atomic_int done;          /* writes attempted so far */
+	int n;           /* writes to attempt */
+	atomic_int done; /* writes attempted so far */
 	atomic_bool stop;
 	bool acked[MAX_WRITES];
 	int failed;
@@ -222,7 +227,7 @@ START_TEST(test_leader_killed_during_writes)
 		if (leader != 0 && mine >= lead && lead > 0)
 			break;
 		ck_assert_msg(now_ms() < deadline, "node %u did not catch up: applied %llu of %llu",
-			      victim, (unsigned long long)mine, (unsigned long long)lead);
+		              victim, (unsigned long long)mine, (unsigned long long)lead);
 		struct timespec ts = {0, 50 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}

@@ -81,20 +81,20 @@ static void heading(const char *title, const char *cli)
 }
 
 static void query(st_env *env, const char *title, const char *kce, const char *vals,
-		  const char *filter)
+                  const char *filter)
 {
 	char cli[1024];
 	snprintf(cli, sizeof(cli),
-		 "shoal query --table-name " TABLE " --key-condition-expression \"%s\"%s%s%s "
-		 "--expression-attribute-values '%s'",
-		 kce, filter ? " --filter-expression \"" : "", filter ? filter : "",
-		 filter ? "\"" : "", vals);
+	         "shoal query --table-name " TABLE " --key-condition-expression \"%s\"%s%s%s "
+	         "--expression-attribute-values '%s'",
+	         kce, filter ? " --filter-expression \"" : "", filter ? filter : "",
+	         filter ? "\"" : "", vals);
 	heading(title, cli);
 	st_query_req req = {.table = TABLE,
-			    .key_condition = kce,
-			    .filter = filter,
-			    .attrs = {.values = values(vals)},
-			    .forward = true};
+	                    .key_condition = kce,
+	                    .filter = filter,
+	                    .attrs = {.values = values(vals)},
+	                    .forward = true};
 	st_page page;
 	int rc = st_query(env, &req, &arena, &page, msg);
 	if (rc != 0)
@@ -107,19 +107,18 @@ static void enroll(st_env *env, const char *student, const char *course)
 {
 	char item[1024];
 	snprintf(item, sizeof(item),
-		 "{\"PK\":{\"S\":\"STUDENT#%s\"},\"SK\":{\"S\":\"ENROLLMENT#%s\"},"
-		 "\"GSI1PK\":{\"S\":\"COURSE#%s\"},\"GSI1SK\":{\"S\":\"STUDENT#%s\"},"
-		 "\"entity_type\":{\"S\":\"ENROLLMENT\"},\"progress\":{\"N\":\"0\"}}",
-		 student, course, course, student);
+	         "{\"PK\":{\"S\":\"STUDENT#%s\"},\"SK\":{\"S\":\"ENROLLMENT#%s\"},"
+	         "\"GSI1PK\":{\"S\":\"COURSE#%s\"},\"GSI1SK\":{\"S\":\"STUDENT#%s\"},"
+	         "\"entity_type\":{\"S\":\"ENROLLMENT\"},\"progress\":{\"N\":\"0\"}}",
+	         student, course, course, student);
 	char cli[1400];
 	snprintf(cli, sizeof(cli),
-		 "shoal put-item --table-name " TABLE " --item '%s' "
-		 "--condition-expression \"attribute_not_exists(PK)\"",
-		 item);
+	         "shoal put-item --table-name " TABLE " --item '%s' "
+	         "--condition-expression \"attribute_not_exists(PK)\"",
+	         item);
 	heading("Enroll a student, idempotently (conditional put)", cli);
-	st_put_req req = {.table = TABLE,
-			  .item = values(item),
-			  .condition = "attribute_not_exists(PK)"};
+	st_put_req req = {
+	    .table = TABLE, .item = values(item), .condition = "attribute_not_exists(PK)"};
 	st_write_result res;
 	int rc = st_put_item(env, &req, &arena, &res, msg);
 	if (rc != 0)
@@ -148,18 +147,18 @@ int main(int argc, char **argv)
 	/* The table of seed 002, with its overloaded GSI1 declared. */
 	st_key_attr attrs[] = {{"PK", ST_S}, {"SK", ST_S}, {"GSI1PK", ST_S}, {"GSI1SK", ST_S}};
 	st_index_def gsi1 = {.name = "GSI1",
-			     .key = {.hash = {"GSI1PK", ST_S}, .range = {"GSI1SK", ST_S}},
-			     .projection = ST_PROJ_ALL,
-			     .write_shards = 1};
+	                     .key = {.hash = {"GSI1PK", ST_S}, .range = {"GSI1SK", ST_S}},
+	                     .projection = ST_PROJ_ALL,
+	                     .write_shards = 1};
 	st_table_def def = {.name = TABLE,
-			    .key = {.hash = {"PK", ST_S}, .range = {"SK", ST_S}},
-			    .attrs = attrs,
-			    .n_attrs = 4,
-			    .indexes = &gsi1,
-			    .n_indexes = 1};
+	                    .key = {.hash = {"PK", ST_S}, .range = {"SK", ST_S}},
+	                    .attrs = attrs,
+	                    .n_attrs = 4,
+	                    .indexes = &gsi1,
+	                    .n_indexes = 1};
 	st_txn *txn;
-	if ((rc = st_txn_begin(env, &txn, msg)) != 0 || (rc = st_table_create(txn, &def, msg)) != 0 ||
-	    (rc = st_txn_commit(txn, msg)) != 0) {
+	if ((rc = st_txn_begin(env, &txn, msg)) != 0 ||
+	    (rc = st_table_create(txn, &def, msg)) != 0 || (rc = st_txn_commit(txn, msg)) != 0) {
 		fprintf(stderr, "st_demo: create table: %s\n", msg);
 		return 1;
 	}
@@ -170,7 +169,8 @@ int main(int argc, char **argv)
 	json_t *doc = json_load_file(argv[1], 0, &jerr);
 	json_t *reqs = doc ? json_object_get(doc, TABLE) : NULL;
 	if (!json_is_array(reqs)) {
-		fprintf(stderr, "st_demo: %s: %s\n", argv[1], doc ? "no " TABLE " array" : jerr.text);
+		fprintf(stderr, "st_demo: %s: %s\n", argv[1],
+		        doc ? "no " TABLE " array" : jerr.text);
 		return 1;
 	}
 	size_t i;
@@ -198,10 +198,11 @@ int main(int argc, char **argv)
 		       argv[1]);
 
 	heading("AP1: profile of student s1 (GetItem)",
-		"shoal get-item --table-name " TABLE
-		" --key '{\"PK\":{\"S\":\"STUDENT#s1\"},\"SK\":{\"S\":\"PROFILE\"}}'");
+	        "shoal get-item --table-name " TABLE
+	        " --key '{\"PK\":{\"S\":\"STUDENT#s1\"},\"SK\":{\"S\":\"PROFILE\"}}'");
 	st_get_req get = {.table = TABLE,
-			  .key = values("{\"PK\":{\"S\":\"STUDENT#s1\"},\"SK\":{\"S\":\"PROFILE\"}}")};
+	                  .key =
+	                      values("{\"PK\":{\"S\":\"STUDENT#s1\"},\"SK\":{\"S\":\"PROFILE\"}}")};
 	st_value *item;
 	if ((rc = st_get_item(env, &get, &arena, &item, msg)) != 0)
 		print_error("GetItem", rc);
@@ -226,17 +227,17 @@ int main(int argc, char **argv)
 	enroll(env, "s2", "c20");
 
 	heading("Record progress atomically (UpdateItem ADD, ReturnValues UPDATED_NEW)",
-		"shoal update-item --table-name " TABLE
-		" --key '{\"PK\":{\"S\":\"STUDENT#s2\"},\"SK\":{\"S\":\"ENROLLMENT#c20\"}}'"
-		" --update-expression \"ADD progress :d SET last_lesson = :l\""
-		" --expression-attribute-values '{\":d\":{\"N\":\"15\"},\":l\":{\"S\":\"l1\"}}'"
-		" --return-values UPDATED_NEW");
+	        "shoal update-item --table-name " TABLE
+	        " --key '{\"PK\":{\"S\":\"STUDENT#s2\"},\"SK\":{\"S\":\"ENROLLMENT#c20\"}}'"
+	        " --update-expression \"ADD progress :d SET last_lesson = :l\""
+	        " --expression-attribute-values '{\":d\":{\"N\":\"15\"},\":l\":{\"S\":\"l1\"}}'"
+	        " --return-values UPDATED_NEW");
 	st_update_req upd = {
-		.table = TABLE,
-		.key = values("{\"PK\":{\"S\":\"STUDENT#s2\"},\"SK\":{\"S\":\"ENROLLMENT#c20\"}}"),
-		.update = "ADD progress :d SET last_lesson = :l",
-		.attrs = {.values = values("{\":d\":{\"N\":\"15\"},\":l\":{\"S\":\"l1\"}}")},
-		.return_values = ST_RV_UPDATED_NEW};
+	    .table = TABLE,
+	    .key = values("{\"PK\":{\"S\":\"STUDENT#s2\"},\"SK\":{\"S\":\"ENROLLMENT#c20\"}}"),
+	    .update = "ADD progress :d SET last_lesson = :l",
+	    .attrs = {.values = values("{\":d\":{\"N\":\"15\"},\":l\":{\"S\":\"l1\"}}")},
+	    .return_values = ST_RV_UPDATED_NEW};
 	st_write_result res;
 	if ((rc = st_update_item(env, &upd, &arena, &res, msg)) != 0)
 		print_error("UpdateItem", rc);
@@ -244,14 +245,14 @@ int main(int argc, char **argv)
 		print_json("Attributes", res.attributes, NULL);
 
 	heading("A mistake gets DynamoDB's error (reserved word used bare)",
-		"shoal query --table-name " TABLE
-		" --key-condition-expression \"PK = :pk\" --filter-expression \"status = :s\" ...");
+	        "shoal query --table-name " TABLE
+	        " --key-condition-expression \"PK = :pk\" --filter-expression \"status = :s\" ...");
 	st_query_req bad = {
-		.table = TABLE,
-		.key_condition = "PK = :pk",
-		.filter = "status = :s",
-		.attrs = {.values = values("{\":pk\":{\"S\":\"COURSE#c10\"},\":s\":{\"S\":\"x\"}}")},
-		.forward = true};
+	    .table = TABLE,
+	    .key_condition = "PK = :pk",
+	    .filter = "status = :s",
+	    .attrs = {.values = values("{\":pk\":{\"S\":\"COURSE#c10\"},\":s\":{\"S\":\"x\"}}")},
+	    .forward = true};
 	st_page page;
 	if ((rc = st_query(env, &bad, &arena, &page, msg)) != 0)
 		print_error("Query", rc);

@@ -19,11 +19,11 @@ static const char *write_file(const char *text)
 }
 
 static const char *three_nodes = "[cluster]\ngroups = 4\nreplication = 3\n"
-				 "[node.1]\nraft = 127.0.0.1:7100\nrpc = tcp://127.0.0.1:7200\n"
-				 "[node.2]\nraft = 127.0.0.1:7110\nrpc = tcp://127.0.0.1:7201\n"
-				 "[node.3]\nraft = 127.0.0.1:7120\nrpc = tcp://127.0.0.1:7202\n"
-				 "metrics = 127.0.0.1:7302\ndir = /tmp/x\n"
-				 "[router]\nlisten = tcp://127.0.0.1:8100\n";
+                                 "[node.1]\nraft = 127.0.0.1:7100\nrpc = tcp://127.0.0.1:7200\n"
+                                 "[node.2]\nraft = 127.0.0.1:7110\nrpc = tcp://127.0.0.1:7201\n"
+                                 "[node.3]\nraft = 127.0.0.1:7120\nrpc = tcp://127.0.0.1:7202\n"
+                                 "metrics = 127.0.0.1:7302\ndir = /tmp/x\n"
+                                 "[router]\nlisten = tcp://127.0.0.1:8100\n";
 
 START_TEST(test_load)
 {
@@ -54,22 +54,22 @@ START_TEST(test_errors)
 	char msg[SH_ERRMSG_SIZE];
 	ck_assert_int_eq(sh_cluster_load("/nonexistent/x.ini", &c, msg), SHOAL_E_IO);
 	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\ngroups = 0\n"), &c, msg),
-			 SHOAL_E_VALIDATION);
+	                 SHOAL_E_VALIDATION);
 	ck_assert_ptr_nonnull(strstr(msg, ":2: [cluster] groups = 0"));
 	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nreplication = 3\n[node.1]\n"
-						    "raft = h:1\nrpc = tcp://h:2\n"),
-					 &c, msg),
-			 SHOAL_E_VALIDATION);
+	                                            "raft = h:1\nrpc = tcp://h:2\n"),
+	                                 &c, msg),
+	                 SHOAL_E_VALIDATION);
 	ck_assert_ptr_nonnull(strstr(msg, "replication 3 needs at least 3 nodes"));
 	ck_assert_int_eq(sh_cluster_load(write_file("[node.x]\nraft = h:1\n"), &c, msg),
-			 SHOAL_E_VALIDATION);
+	                 SHOAL_E_VALIDATION);
 	ck_assert_int_eq(sh_cluster_load(write_file("[bogus]\na = b\n"), &c, msg),
-			 SHOAL_E_VALIDATION);
+	                 SHOAL_E_VALIDATION);
 	ck_assert_ptr_nonnull(strstr(msg, "unknown section [bogus]"));
 	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nreplication = 1\n[node.1]\n"
-						    "raft = h:99999\nrpc = tcp://h:2\n"),
-					 &c, msg),
-			 SHOAL_E_VALIDATION);
+	                                            "raft = h:99999\nrpc = tcp://h:2\n"),
+	                                 &c, msg),
+	                 SHOAL_E_VALIDATION);
 }
 END_TEST
 
@@ -113,7 +113,8 @@ START_TEST(test_partitions)
 			ck_assert_uint_eq(sh_cluster_partition_of(&c, lo), p);
 			ck_assert_uint_eq(sh_cluster_partition_of(&c, hi), p);
 			ck_assert_uint_eq(sh_cluster_partition_of(&c, lo + (hi - lo) / 2), p);
-			ck_assert_uint_eq(sh_cluster_partition_group(&c, p), groups > 1 ? p + 1 : 0);
+			ck_assert_uint_eq(sh_cluster_partition_group(&c, p),
+			                  groups > 1 ? p + 1 : 0);
 			expect_lo = hi + 1;
 			if (p + 1 == d)
 				ck_assert_uint_eq(hi, UINT64_MAX);

@@ -9,7 +9,7 @@ START_TEST(test_exception_names)
 {
 	ck_assert_str_eq(shoal_exception_name(SHOAL_E_VALIDATION), "ValidationException");
 	ck_assert_str_eq(shoal_exception_name(SHOAL_E_CONDITION_FAILED),
-			 "ConditionalCheckFailedException");
+	                 "ConditionalCheckFailedException");
 	ck_assert_str_eq(shoal_exception_name(SHOAL_E_NOT_FOUND), "ResourceNotFoundException");
 	ck_assert_str_eq(shoal_exception_name(SHOAL_E_NOMEM), "InternalServerError");
 	ck_assert_str_eq(shoal_exception_name(9999), "InternalServerError");
@@ -28,7 +28,7 @@ START_TEST(test_errf)
 {
 	char msg[SH_ERRMSG_SIZE];
 	ck_assert_int_eq(sh_errf(msg, SHOAL_E_VALIDATION, "bad %s %d", "thing", 7),
-			 SHOAL_E_VALIDATION);
+	                 SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg, "bad thing 7");
 	ck_assert_int_eq(sh_errf(NULL, SHOAL_E_IO, "x"), SHOAL_E_IO);
 	char big[2 * SH_ERRMSG_SIZE];
