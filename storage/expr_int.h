@@ -171,6 +171,38 @@ typedef struct st_action {
 	st_node *value; /* SET: the value; ADD/DELETE: an N_VALUE; REMOVE: NULL */
 } st_action;
 
+/*
+ * A trie of document paths, built by projections (ProjectionExpression,
+ * UPDATED_OLD/NEW) and by updates (the targets of SET/REMOVE/ADD/DELETE):
+ * one node per map or list on the way, children in first-seen order.  The
+ * parser has refused overlapping and conflicting paths, so a node is a leaf
+ * or has children, never both, and its children are all names or all
+ * indexes.  Arena-allocated.
+ */
+typedef struct st_ptrie st_ptrie;
+
+typedef struct st_ptrie_kid {
+	const st_pelem *el;
+	st_ptrie *node;
+} st_ptrie_kid;
+
+struct st_ptrie {
+	const st_action *act;  /* update: a leaf's action */
+	const st_value *value; /* projection: the selected value; update: SET's
+	                        * computed value or ADD/DELETE's operand */
+	bool is_list;          /* children are list indexes */
+	st_ptrie_kid *kids;
+	uint32_t n, cap;
+};
+
+/* The child of parent for path element el, created if absent; NULL when out
+ * of memory. */
+st_ptrie *st_ptrie_child(sh_arena *a, st_ptrie *parent, const st_pelem *el);
+
+/* Sorts a list node's children by index (insertion sort: no malloc behind the
+ * allocator's back, and a 4 KB expression has at most a few hundred paths). */
+void st_ptrie_sort(st_ptrie *list);
+
 /* One condition of a KeyConditionExpression, normalised to "key op value". */
 typedef struct st_kc_term {
 	const char *name;

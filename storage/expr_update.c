@@ -152,47 +152,6 @@ static int eval_value(upd *u, const st_node *n, const st_value **out)
 /* Phase 2: the target tree                                                  */
 /* ------------------------------------------------------------------------ */
 
-typedef struct tnode tnode;
-
-typedef struct tkid {
-	const st_pelem *el;
-	tnode *node;
-} tkid;
-
-struct tnode {
-	const st_action *act;  /* a leaf: its action */
-	const st_value *value; /* SET: the computed value; ADD/DELETE: the operand */
-	bool is_list;
-	tkid *kids;
-	uint32_t n, cap;
-};
-
-static tnode *tchild(sh_arena *a, tnode *parent, const st_pelem *el)
-{
-	for (uint32_t i = 0; i < parent->n; i++) {
-		const st_pelem *k = parent->kids[i].el;
-		if (el->is_index ? k->index == el->index
-		                 : (k->len == el->len && memcmp(k->name, el->name, el->len) == 0))
-			return parent->kids[i].node;
-	}
-	if (parent->n == parent->cap) {
-		uint32_t cap = parent->cap == 0 ? 4 : parent->cap * 2;
-		tkid *nk = sh_arena_alloc(a, cap * sizeof(*nk));
-		if (nk == NULL)
-			return NULL;
-		if (parent->n > 0)
-			memcpy(nk, parent->kids, parent->n * sizeof(*nk));
-		parent->kids = nk;
-		parent->cap = cap;
-	}
-	tnode *n = sh_arena_calloc(a, 1, sizeof(*n));
-	if (n == NULL)
-		return NULL;
-	parent->is_list = el->is_index;
-	parent->kids[parent->n++] = (tkid){.el = el, .node = n};
-	return n;
-}
-
 /* Set union or difference of two sets of one type, sorted and unique. */
 static int set_merge(upd *u, const st_value *x, const st_value *y, bool add, st_value *out)
 {
@@ -230,7 +189,7 @@ static bool is_set(st_type t)
  * The new value of a target whose current value is cur (NULL if absent):
  * *out is set and *present says whether the target has a value afterwards.
  */
-static int leaf_value(upd *u, const tnode *t, const st_value *cur, st_value *out, bool *present)
+static int leaf_value(upd *u, const st_ptrie *t, const st_value *cur, st_value *out, bool *present)
 {
 	const st_value *v = t->value;
 	int rc;
@@ -274,16 +233,16 @@ static int leaf_value(upd *u, const tnode *t, const st_value *cur, st_value *out
 	}
 }
 
-static int apply(upd *u, st_value *container, tnode *t);
+static int apply(upd *u, st_value *container, st_ptrie *t);
 
-static int apply_map(upd *u, st_value *m, tnode *t)
+static int apply_map(upd *u, st_value *m, st_ptrie *t)
 {
 	int rc;
 	if (m->type != ST_M)
 		return err(u, MSG_PATH);
 	for (uint32_t i = 0; i < t->n; i++) {
 		const st_pelem *el = t->kids[i].el;
-		tnode *k = t->kids[i].node;
+		st_ptrie *k = t->kids[i].node;
 		const st_value *cur = st_map_get(m, el->name, el->len);
 		if (k->act == NULL) {
 			if (cur == NULL)
@@ -307,27 +266,12 @@ static int apply_map(upd *u, st_value *m, tnode *t)
 	return SHOAL_OK;
 }
 
-/* Insertion sort by index: no malloc behind the allocator's back, and an
- * expression of 4 KB has at most a few hundred targets. */
-static void sort_by_index(tkid *k, uint32_t n)
-{
-	for (uint32_t i = 1; i < n; i++) {
-		tkid x = k[i];
-		uint32_t j = i;
-		while (j > 0 && k[j - 1].el->index > x.el->index) {
-			k[j] = k[j - 1];
-			j--;
-		}
-		k[j] = x;
-	}
-}
-
-static int apply_list(upd *u, st_value *l, tnode *t)
+static int apply_list(upd *u, st_value *l, st_ptrie *t)
 {
 	int rc;
 	if (l->type != ST_L)
 		return err(u, MSG_PATH);
-	sort_by_index(t->kids, t->n);
+	st_ptrie_sort(t);
 	uint32_t old_n = l->u.list.n, n = 0, k = 0;
 	st_value *v = sh_arena_alloc(u->a, ((size_t)old_n + t->n + 1) * sizeof(*v));
 	if (v == NULL)
@@ -337,7 +281,7 @@ static int apply_list(upd *u, st_value *l, tnode *t)
 			v[n++] = l->u.list.v[i];
 			continue;
 		}
-		tnode *kid = t->kids[k++].node;
+		st_ptrie *kid = t->kids[k++].node;
 		if (kid->act == NULL) {
 			v[n] = l->u.list.v[i];
 			if ((rc = apply(u, &v[n], kid)) != SHOAL_OK)
@@ -352,7 +296,7 @@ static int apply_list(upd *u, st_value *l, tnode *t)
 			n++;
 	}
 	for (; k < t->n; k++) { /* past the end */
-		tnode *kid = t->kids[k].node;
+		st_ptrie *kid = t->kids[k].node;
 		if (kid->act == NULL)
 			return err(u, MSG_PATH);
 		bool present;
@@ -366,7 +310,7 @@ static int apply_list(upd *u, st_value *l, tnode *t)
 	return SHOAL_OK;
 }
 
-static int apply(upd *u, st_value *container, tnode *t)
+static int apply(upd *u, st_value *container, st_ptrie *t)
 {
 	return t->is_list ? apply_list(u, container, t) : apply_map(u, container, t);
 }
@@ -380,12 +324,12 @@ int st_expr_update(const st_expr *e, sh_arena *a, const st_value *old, const st_
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "st_expr_update: not an update");
 	if (u.base == NULL || u.base->type != ST_M)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "st_expr_update: no item and no key");
-	tnode root = {0};
+	st_ptrie root = {0};
 	for (uint32_t i = 0; i < e->nactions; i++) {
 		const st_action *act = &e->actions[i];
-		tnode *t = &root;
+		st_ptrie *t = &root;
 		for (uint32_t j = 0; j < act->path.n; j++)
-			if ((t = tchild(a, t, &act->path.e[j])) == NULL)
+			if ((t = st_ptrie_child(a, t, &act->path.e[j])) == NULL)
 				return nomem(&u);
 		t->act = act;
 		if (act->kind != ACT_SET)
