@@ -8,8 +8,9 @@
  * cancels whatever is left of the attempt.  Contexts and aios are pooled
  * (ctx_get/ctx_put per node, aio_get/aio_put per router, each under a
  * mutex held for a few instructions): a context goes back to its node's
- * pool only after its attempt got an answer (nothing is outstanding on it
- * then); a context whose attempt failed is closed, as before.  The socket's resend time is 0:
+ * pool only after its attempt got a reply (nothing is outstanding on it
+ * then); a context whose attempt got no reply (send failure, timeout,
+ * reset) is closed, as before, which cancels what is left of it.  The socket's resend time is 0:
  * nng must never resend a request by itself (a write could then be proposed
  * twice); instead, when the connection drops, the outstanding receive fails
  * with NNG_ECONNRESET at once and the retry policy moves on.
@@ -360,6 +361,11 @@ static void attempt_answered(rt_router *rt, sh_arena *a, rt_call *c, int64_t dea
 			snprintf(msg, sizeof(msg), "undecodable NodeResponse");
 	}
 	nng_msg_free(m);
+	/* A reply came: nothing is outstanding on the context; keep it. */
+	if (c->ctx_open && c->ctx_node != NULL) {
+		ctx_put(c->ctx_node, c->ctx);
+		c->ctx_open = false;
+	}
 	uint32_t from = c->retry.target;
 	if (resp == NULL) {
 		rt_log("node %u, group %u: bad answer: %s", from, c->group, msg);
@@ -386,11 +392,6 @@ static void attempt_answered(rt_router *rt, sh_arena *a, rt_call *c, int64_t dea
 	c->answered_by = from;
 	if (c->only_node == 0 && !c->any_replica)
 		set_leader(rt, c->group, from);
-	/* Answered: nothing is outstanding on the context; keep it. */
-	if (c->ctx_open && c->ctx_node != NULL) {
-		ctx_put(c->ctx_node, c->ctx);
-		c->ctx_open = false;
-	}
 	finish(c, SHOAL_OK);
 }
 
