@@ -213,6 +213,9 @@ void rt_catalog_install(rt_catalog *c, rt_catalog_snap *s);
 /* Node transport (transport.c)                                              */
 /* ------------------------------------------------------------------------ */
 
+/* Idle node contexts kept per node, and idle aios kept per router. */
+#define RT_POOL_MAX 128
+
 typedef struct rt_node {
 	uint32_t id;
 	char url[SH_ADDR_MAX];
@@ -222,6 +225,14 @@ typedef struct rt_node {
 	 * it could not be reached, so that reads do not pay a send timeout each
 	 * (leader-bound calls still go where the leader is believed to be). */
 	_Atomic int64_t down_until;
+	/* Idle REQ contexts on sock, reused by later calls (transport.c): a
+	 * context whose last attempt ended with an answer has no request
+	 * outstanding, so opening a new one per attempt is wasted work.
+	 * Contexts whose attempt failed are closed, never pooled. */
+	pthread_mutex_t pool_mu;
+	bool pool_init;
+	nng_ctx pool[RT_POOL_MAX];
+	uint32_t n_pool;
 } rt_node;
 
 struct rt_router {
@@ -234,6 +245,12 @@ struct rt_router {
 	rt_metrics metrics;
 	nng_http_server *http; /* metrics endpoint, or NULL */
 	_Atomic bool stopping;
+	/* Idle aios (no callback) reused by rt_call_all instead of allocating
+	 * and freeing one per call. */
+	pthread_mutex_t aio_mu;
+	bool aio_mu_init;
+	nng_aio *aio_pool[RT_POOL_MAX];
+	uint32_t n_aio_pool;
 };
 
 /* One request to one storage group. */
@@ -253,6 +270,7 @@ typedef struct rt_call {
 	nng_aio *aio;
 	nng_ctx ctx;
 	bool ctx_open;
+	rt_node *ctx_node; /* the node whose socket ctx is on */
 	int state;
 	int64_t not_before;
 	uint8_t *buf;

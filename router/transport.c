@@ -3,9 +3,14 @@
  *
  * One nng REQ socket per node, dialled with NNG_FLAG_NONBLOCK so that a node
  * that is down does not hold up startup (nng keeps redialling by itself).
- * Each attempt opens its own REQ context on the node's socket: contexts let
+ * Each attempt uses its own REQ context on the node's socket: contexts let
  * any number of requests share one connection, and closing the context
- * cancels whatever is left of the attempt.  The socket's resend time is 0:
+ * cancels whatever is left of the attempt.  Contexts and aios are pooled
+ * (ctx_get/ctx_put per node, aio_get/aio_put per router, each under a
+ * mutex held for a few instructions): a context goes back to its node's
+ * pool only after its attempt got a reply (nothing is outstanding on it
+ * then); a context whose attempt got no reply (send failure, timeout,
+ * reset) is closed, as before, which cancels what is left of it.  The socket's resend time is 0:
  * nng must never resend a request by itself (a write could then be proposed
  * twice); instead, when the connection drops, the outstanding receive fails
  * with NNG_ECONNRESET at once and the retry policy moves on.
@@ -57,10 +62,15 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 		rt->conf = NULL;
 		return sh_errf(errmsg, rc, "catalog: cannot initialise its locks");
 	}
+	if (pthread_mutex_init(&rt->aio_mu, NULL) != 0) {
+		rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot initialise the aio pool lock");
+		goto err_after_catalog;
+	}
+	rt->aio_mu_init = true;
 	rt->leader = sh_calloc(conf->groups, sizeof(*rt->leader));
 	if (rt->leader == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
-		goto err_after_catalog;
+		goto err_after_aio_mu;
 	}
 	for (uint32_t g = 0; g < conf->groups; g++) {
 		uint32_t reps[SH_MAX_REPLICATION];
@@ -71,6 +81,11 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 		rt_node *n = &rt->nodes[i];
 		n->id = conf->nodes[i].id;
 		snprintf(n->url, sizeof(n->url), "%s", conf->nodes[i].rpc);
+		if (pthread_mutex_init(&n->pool_mu, NULL) != 0) {
+			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot initialise a pool lock");
+			goto err_after_sockets;
+		}
+		n->pool_init = true;
 		int nrv = nng_req0_open(&n->sock);
 		if (nrv != 0) {
 			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "nng_req0_open(node %u): %s", n->id,
@@ -96,10 +111,16 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 	return SHOAL_OK;
 
 err_after_sockets:
-	for (uint32_t i = 0; i < conf->n_nodes; i++)
+	for (uint32_t i = 0; i < conf->n_nodes; i++) {
 		if (rt->nodes[i].open)
 			nng_close(rt->nodes[i].sock);
+		if (rt->nodes[i].pool_init)
+			pthread_mutex_destroy(&rt->nodes[i].pool_mu);
+	}
 	sh_free((void *)rt->leader);
+err_after_aio_mu:
+	pthread_mutex_destroy(&rt->aio_mu);
+	rt->aio_mu_init = false;
 err_after_catalog:
 	rt_catalog_fini(&rt->catalog);
 	rt->conf = NULL;
@@ -110,11 +131,27 @@ void rt_router_fini(rt_router *rt)
 {
 	if (rt->conf == NULL)
 		return;
-	for (uint32_t i = 0; i < rt->conf->n_nodes; i++)
-		if (rt->nodes[i].open) {
-			nng_close(rt->nodes[i].sock);
-			rt->nodes[i].open = false;
+	for (uint32_t i = 0; i < rt->conf->n_nodes; i++) {
+		rt_node *n = &rt->nodes[i];
+		for (uint32_t k = 0; k < n->n_pool; k++)
+			nng_ctx_close(n->pool[k]);
+		n->n_pool = 0;
+		if (n->open) {
+			nng_close(n->sock);
+			n->open = false;
 		}
+		if (n->pool_init) {
+			pthread_mutex_destroy(&n->pool_mu);
+			n->pool_init = false;
+		}
+	}
+	for (uint32_t k = 0; k < rt->n_aio_pool; k++)
+		nng_aio_free(rt->aio_pool[k]);
+	rt->n_aio_pool = 0;
+	if (rt->aio_mu_init) {
+		pthread_mutex_destroy(&rt->aio_mu);
+		rt->aio_mu_init = false;
+	}
 	sh_free((void *)rt->leader);
 	rt->leader = NULL;
 	rt_catalog_fini(&rt->catalog);
@@ -144,6 +181,60 @@ static void set_leader(rt_router *rt, uint32_t group, uint32_t node)
 	uint32_t old = atomic_exchange(&rt->leader[group], node);
 	if (old != node)
 		atomic_fetch_add(&rt->metrics.leader_changes, 1);
+}
+
+/* A context on node n's socket: an idle pooled one, or a new one.  Worker
+ * thread (any). */
+static int ctx_get(rt_node *n, nng_ctx *out)
+{
+	pthread_mutex_lock(&n->pool_mu);
+	if (n->n_pool > 0) {
+		*out = n->pool[--n->n_pool];
+		pthread_mutex_unlock(&n->pool_mu);
+		return 0;
+	}
+	pthread_mutex_unlock(&n->pool_mu);
+	return nng_ctx_open(out, n->sock);
+}
+
+/* Returns an idle context (its last request was answered) to n's pool, or
+ * closes it when the pool is full. */
+static void ctx_put(rt_node *n, nng_ctx ctx)
+{
+	bool kept = false;
+	pthread_mutex_lock(&n->pool_mu);
+	if (n->n_pool < RT_POOL_MAX) {
+		n->pool[n->n_pool++] = ctx;
+		kept = true;
+	}
+	pthread_mutex_unlock(&n->pool_mu);
+	if (!kept)
+		nng_ctx_close(ctx);
+}
+
+static int aio_get(rt_router *rt, nng_aio **out)
+{
+	pthread_mutex_lock(&rt->aio_mu);
+	if (rt->n_aio_pool > 0) {
+		*out = rt->aio_pool[--rt->n_aio_pool];
+		pthread_mutex_unlock(&rt->aio_mu);
+		return 0;
+	}
+	pthread_mutex_unlock(&rt->aio_mu);
+	return nng_aio_alloc(out, NULL, NULL);
+}
+
+/* aio must be idle (waited for) and hold no message. */
+static void aio_put(rt_router *rt, nng_aio *aio)
+{
+	pthread_mutex_lock(&rt->aio_mu);
+	if (rt->n_aio_pool < RT_POOL_MAX) {
+		rt->aio_pool[rt->n_aio_pool++] = aio;
+		aio = NULL;
+	}
+	pthread_mutex_unlock(&rt->aio_mu);
+	if (aio != NULL)
+		nng_aio_free(aio);
 }
 
 static void close_ctx(rt_call *c)
@@ -205,11 +296,12 @@ static void attempt_send(rt_router *rt, rt_call *c, int64_t deadline)
 		attempt_failed(rt, c, RT_OUT_UNREACHABLE, 0, "no such node", deadline);
 		return;
 	}
-	if ((nrv = nng_ctx_open(&c->ctx, n->sock)) != 0) {
+	if ((nrv = ctx_get(n, &c->ctx)) != 0) {
 		attempt_failed(rt, c, RT_OUT_UNREACHABLE, 0, nng_strerror(nrv), deadline);
 		return;
 	}
 	c->ctx_open = true;
+	c->ctx_node = n;
 	nng_msg *m;
 	if ((nrv = nng_msg_alloc(&m, c->len)) != 0) {
 		sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory for a node request");
@@ -269,6 +361,11 @@ static void attempt_answered(rt_router *rt, sh_arena *a, rt_call *c, int64_t dea
 			snprintf(msg, sizeof(msg), "undecodable NodeResponse");
 	}
 	nng_msg_free(m);
+	/* A reply came: nothing is outstanding on the context; keep it. */
+	if (c->ctx_open && c->ctx_node != NULL) {
+		ctx_put(c->ctx_node, c->ctx);
+		c->ctx_open = false;
+	}
 	uint32_t from = c->retry.target;
 	if (resp == NULL) {
 		rt_log("node %u, group %u: bad answer: %s", from, c->group, msg);
@@ -338,6 +435,7 @@ void rt_call_all(rt_router *rt, sh_arena *a, rt_call *calls, uint32_t n, int64_t
 		c->errmsg[0] = '\0';
 		c->aio = NULL;
 		c->ctx_open = false;
+		c->ctx_node = NULL;
 		c->not_before = 0;
 		c->state = CS_IDLE;
 		if (c->group >= rt->conf->groups) {
@@ -357,7 +455,7 @@ void rt_call_all(rt_router *rt, sh_arena *a, rt_call *calls, uint32_t n, int64_t
 		c->req->group = c->group;
 		c->req->any_replica = c->any_replica;
 		int rc = wire_pack(a, &c->req->base, &c->buf, &c->len, c->errmsg);
-		if (rc == SHOAL_OK && nng_aio_alloc(&c->aio, NULL, NULL) != 0) {
+		if (rc == SHOAL_OK && aio_get(rt, &c->aio) != 0) {
 			c->aio = NULL;
 			rc = sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory (nng_aio)");
 		}
@@ -398,7 +496,7 @@ void rt_call_all(rt_router *rt, sh_arena *a, rt_call *calls, uint32_t n, int64_t
 	}
 	for (uint32_t i = 0; i < n; i++)
 		if (calls[i].aio != NULL) {
-			nng_aio_free(calls[i].aio);
+			aio_put(rt, calls[i].aio);
 			calls[i].aio = NULL;
 		}
 }

@@ -689,6 +689,12 @@ START_TEST(test_leader_hints)
 		ck_assert(l == 3 || l == reps[0]);
 	}
 	ck_assert_uint_le(atomic_load(&rt->metrics.retries[RT_OUT_NOT_LEADER]), retries + 3);
+	/* Pools: one request at a time reuses one context per node that replied
+	 * (NOT_LEADER is a reply too) and one aio. */
+	for (uint32_t i = 0; i < rt->conf->n_nodes; i++)
+		ck_assert_uint_le(rt->nodes[i].n_pool, 1);
+	ck_assert_uint_eq(rt->nodes[2].n_pool, 1); /* node 3 */
+	ck_assert_uint_eq(rt->n_aio_pool, 1);
 	/* An unknown table after a refresh. */
 	resp = roundtrip(rt, &a, get_request(&a, "nope", "k", true));
 	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_NOT_FOUND);
