@@ -401,7 +401,17 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	g->state = GROUP_INIT;
 	*out = g;
 
-	raft_set_election_timeout(&g->raft, NODE_ELECTION_TIMEOUT_MS);
+	/* Leader balance by election bias: the group's preferred replica (the
+	 * first of sh_cluster_replicas, which spreads over the nodes) times out
+	 * first (raft randomises in [T, 2T]), so it usually wins elections
+	 * and leaders spread over the nodes instead of piling up on whichever
+	 * node started first.  Unlike a leadership transfer after the fact,
+	 * this never moves a working leader. */
+	uint32_t replicas[SH_MAX_REPLICATION];
+	sh_cluster_replicas(n->conf, gid, replicas);
+	raft_set_election_timeout(&g->raft, replicas[0] == n->id
+	                                        ? NODE_ELECTION_TIMEOUT_PREFERRED_MS
+	                                        : NODE_ELECTION_TIMEOUT_MS);
 	raft_set_heartbeat_timeout(&g->raft, NODE_HEARTBEAT_TIMEOUT_MS);
 	raft_set_snapshot_threshold(&g->raft, NODE_SNAPSHOT_THRESHOLD);
 	raft_set_snapshot_trailing(&g->raft, NODE_SNAPSHOT_TRAILING);
