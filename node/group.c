@@ -104,7 +104,8 @@ struct node_group {
 	uint32_t seen_leader;
 	bool seen_prevote;
 	bool seen_failed;
-	uint32_t inflight; /* Commands proposed, apply_cb not yet called */
+	uint32_t inflight; /* Commands proposed, apply_cb not yet called;
+	                    * written on the loop under mu, read under mu */
 	bool flush_due;    /* a slot freed: flush at the next publish */
 	uint32_t barriers; /* barriers issued, barrier_cb not yet called */
 
@@ -494,6 +495,7 @@ int node_group_submit(node_group *g, node_waiter *w, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_UNAVAILABLE, "node %u is shutting down (group %u)",
 		               g->node->id, g->id);
 	}
+	bool wake = true;
 	if (w->kind == NODE_WAIT_WRITE) {
 		atomic_fetch_add(&g->pending, 1);
 		if (g->wq_tail != NULL)
@@ -501,6 +503,10 @@ int node_group_submit(node_group *g, node_waiter *w, char *errmsg)
 		else
 			g->wq_head = w;
 		g->wq_tail = w;
+		/* Every slot is taken: the next apply_cb flushes the queue
+		 * (it takes it under mu after this), so waking the loop now
+		 * would only cost a thread hop for nothing. */
+		wake = g->inflight < NODE_MAX_INFLIGHT;
 	} else {
 		if (g->bq_tail != NULL)
 			g->bq_tail->next = w;
@@ -509,7 +515,8 @@ int node_group_submit(node_group *g, node_waiter *w, char *errmsg)
 		g->bq_tail = w;
 	}
 	pthread_mutex_unlock(&g->mu);
-	node_wake(g->node);
+	if (wake)
+		node_wake(g->node);
 	return SHOAL_OK;
 }
 
@@ -524,7 +531,9 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 	(void)result;
 
 	node_fsm_unregister(g->fsm, &p->batch);
+	pthread_mutex_lock(&g->mu);
 	g->inflight--;
+	pthread_mutex_unlock(&g->mu);
 	if (status == 0) {
 		node_waiter *w = p->head;
 		for (uint32_t i = 0; i < p->n && w != NULL; i++) {
@@ -568,6 +577,7 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 	 * proposed from node_group_publish at the end of this loop iteration
 	 * (not from inside raft's apply loop). */
 	g->flush_due = true;
+	node_wake(g->node); /* in case this iteration's poll would block */
 }
 
 /* Proposes the chain head (n waiters) as one Command; answers them all if
@@ -631,7 +641,9 @@ static void propose(node_group *g, node_waiter *head, uint32_t n)
 		         raft_strerror(rv));
 		goto err_after_batch;
 	}
+	pthread_mutex_lock(&g->mu);
 	g->inflight++;
+	pthread_mutex_unlock(&g->mu);
 	return;
 
 err_after_batch:
