@@ -27,7 +27,12 @@
  *    NODE_BATCH_MAX_BYTES) and proposed with ONE raft_apply.  Before the
  *    apply the Command's batch is registered with the FSM, which stores each
  *    operation's packed NodeResponse in it when the entry is applied here
- *    (node/fsm.h).  The more workers wait, the bigger the batches.
+ *    (node/fsm.h).  At most NODE_MAX_INFLIGHT Commands per group are in
+ *    flight; writes arriving meanwhile wait in the queue and are proposed
+ *    together when an apply callback frees a slot (at the end of that loop
+ *    iteration, node_group_publish), so the busier the group, the bigger
+ *    its entries, and fewer entries mean fewer log writes and fsyncs on
+ *    every replica.
  *  - Consistent reads share ONE raft_barrier per flush.  When the barrier
  *    entry has been applied, every write committed before the reads arrived
  *    is visible in LMDB and this node was leader at a point after the reads
@@ -99,6 +104,10 @@ struct node_group {
 	uint32_t seen_leader;
 	bool seen_prevote;
 	bool seen_failed;
+	uint32_t inflight; /* Commands proposed, apply_cb not yet called;
+	                    * written on the loop under mu, read under mu */
+	bool flush_due;    /* a slot freed: flush at the next publish */
+	uint32_t barriers; /* barriers issued, barrier_cb not yet called */
 
 	/* Queues (mu). */
 	pthread_mutex_t mu;
@@ -203,6 +212,16 @@ static void finish(node_group *g, node_waiter *w, int code, uint32_t leader, con
 {
 	if (w->kind == NODE_WAIT_WRITE)
 		atomic_fetch_sub(&g->pending, 1);
+	if (w->cb != NULL) {
+		w->code = code;
+		w->leader = leader;
+		snprintf(w->msg, sizeof(w->msg), "%s", msg != NULL ? msg : "");
+		w->resp = resp;
+		w->resp_len = resp_len;
+		w->done = true;
+		w->cb(w);
+		return;
+	}
 	pthread_mutex_lock(&w->mu);
 	w->code = code;
 	w->leader = leader;
@@ -383,7 +402,17 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	g->state = GROUP_INIT;
 	*out = g;
 
-	raft_set_election_timeout(&g->raft, NODE_ELECTION_TIMEOUT_MS);
+	/* Leader balance by election bias: the group's preferred replica (the
+	 * first of sh_cluster_replicas, which spreads over the nodes) times out
+	 * first (raft randomises in [T, 2T]), so it usually wins elections
+	 * and leaders spread over the nodes instead of piling up on whichever
+	 * node started first.  Unlike a leadership transfer after the fact,
+	 * this never moves a working leader. */
+	uint32_t replicas[SH_MAX_REPLICATION];
+	sh_cluster_replicas(n->conf, gid, replicas);
+	raft_set_election_timeout(&g->raft, replicas[0] == n->id
+	                                        ? NODE_ELECTION_TIMEOUT_PREFERRED_MS
+	                                        : NODE_ELECTION_TIMEOUT_MS);
 	raft_set_heartbeat_timeout(&g->raft, NODE_HEARTBEAT_TIMEOUT_MS);
 	raft_set_snapshot_threshold(&g->raft, NODE_SNAPSHOT_THRESHOLD);
 	raft_set_snapshot_trailing(&g->raft, NODE_SNAPSHOT_TRAILING);
@@ -466,6 +495,7 @@ int node_group_submit(node_group *g, node_waiter *w, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_UNAVAILABLE, "node %u is shutting down (group %u)",
 		               g->node->id, g->id);
 	}
+	bool wake = true;
 	if (w->kind == NODE_WAIT_WRITE) {
 		atomic_fetch_add(&g->pending, 1);
 		if (g->wq_tail != NULL)
@@ -473,6 +503,10 @@ int node_group_submit(node_group *g, node_waiter *w, char *errmsg)
 		else
 			g->wq_head = w;
 		g->wq_tail = w;
+		/* Every slot is taken: the next apply_cb flushes the queue
+		 * (it takes it under mu after this), so waking the loop now
+		 * would only cost a thread hop for nothing. */
+		wake = g->inflight < NODE_MAX_INFLIGHT;
 	} else {
 		if (g->bq_tail != NULL)
 			g->bq_tail->next = w;
@@ -481,7 +515,8 @@ int node_group_submit(node_group *g, node_waiter *w, char *errmsg)
 		g->bq_tail = w;
 	}
 	pthread_mutex_unlock(&g->mu);
-	node_wake(g->node);
+	if (wake)
+		node_wake(g->node);
 	return SHOAL_OK;
 }
 
@@ -496,6 +531,9 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 	(void)result;
 
 	node_fsm_unregister(g->fsm, &p->batch);
+	pthread_mutex_lock(&g->mu);
+	g->inflight--;
+	pthread_mutex_unlock(&g->mu);
 	if (status == 0) {
 		node_waiter *w = p->head;
 		for (uint32_t i = 0; i < p->n && w != NULL; i++) {
@@ -535,6 +573,11 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 	}
 	node_batch_fini(&p->batch);
 	sh_free(p);
+	/* A slot is free: what accumulated meanwhile goes as one Command,
+	 * proposed from node_group_publish at the end of this loop iteration
+	 * (not from inside raft's apply loop). */
+	g->flush_due = true;
+	node_wake(g->node); /* in case this iteration's poll would block */
 }
 
 /* Proposes the chain head (n waiters) as one Command; answers them all if
@@ -598,6 +641,9 @@ static void propose(node_group *g, node_waiter *head, uint32_t n)
 		         raft_strerror(rv));
 		goto err_after_batch;
 	}
+	pthread_mutex_lock(&g->mu);
+	g->inflight++;
+	pthread_mutex_unlock(&g->mu);
 	return;
 
 err_after_batch:
@@ -609,31 +655,36 @@ err_after_alloc:
 	fail_chain(g, head, code, current_leader(g), errmsg);
 }
 
-/* Splits the chain of writes into Commands (group commit) and proposes
- * them in order. */
-static void propose_all(node_group *g, node_waiter *w)
+/* Takes the next Command's worth of writes off the queue (mu held): at
+ * most NODE_BATCH_MAX_OPS operations and about NODE_BATCH_MAX_BYTES (a
+ * single larger operation goes alone).  NULL when the queue is empty. */
+static node_waiter *take_batch(node_group *g, uint32_t *n_out)
 {
-	while (w != NULL) {
-		node_waiter *head = w, *last = w;
-		uint32_t n = 1;
-		size_t bytes = w->size;
+	node_waiter *head = g->wq_head;
+	if (head == NULL)
+		return NULL;
+	node_waiter *last = head, *w = head->next;
+	uint32_t n = 1;
+	size_t bytes = head->size;
+	while (w != NULL && n < NODE_BATCH_MAX_OPS && bytes + w->size <= NODE_BATCH_MAX_BYTES) {
+		bytes += w->size;
+		n++;
+		last = w;
 		w = w->next;
-		while (w != NULL && n < NODE_BATCH_MAX_OPS &&
-		       bytes + w->size <= NODE_BATCH_MAX_BYTES) {
-			bytes += w->size;
-			n++;
-			last = w;
-			w = w->next;
-		}
-		last->next = NULL;
-		propose(g, head, n);
 	}
+	last->next = NULL;
+	g->wq_head = w;
+	if (w == NULL)
+		g->wq_tail = NULL;
+	*n_out = n;
+	return head;
 }
 
 static void barrier_cb(struct raft_barrier *req, int status)
 {
 	barrier *b = req->data;
 	node_group *g = b->g;
+	g->barriers--;
 	if (status == 0) {
 		fail_chain(g, b->head, SHOAL_OK, 0, NULL);
 	} else {
@@ -665,6 +716,8 @@ static void issue_barrier(node_group *g, node_waiter *head)
 	b->head = head;
 	b->req.data = b;
 	int rv = raft_barrier(&g->raft, &b->req, barrier_cb);
+	if (rv == 0)
+		g->barriers++;
 	if (rv != 0) {
 		snprintf(msg, sizeof(msg), "group %u: raft_barrier: %s", g->id, raft_strerror(rv));
 		sh_free(b);
@@ -678,11 +731,22 @@ void node_group_flush(node_group *g)
 	if (g->state != GROUP_RUNNING)
 		return; /* closing: node_group_close drained the queues */
 	pthread_mutex_lock(&g->mu);
-	node_waiter *writes = g->wq_head, *reads = g->bq_head;
-	g->wq_head = g->wq_tail = g->bq_head = g->bq_tail = NULL;
+	node_waiter *reads = g->bq_head;
+	g->bq_head = g->bq_tail = NULL;
 	pthread_mutex_unlock(&g->mu);
-	if (writes != NULL)
-		propose_all(g, writes);
+	/* Group commit: at most NODE_MAX_INFLIGHT Commands in flight; writes
+	 * arriving meanwhile wait in the queue and leave together when
+	 * apply_cb frees a slot.  A refused proposal takes no slot, so a
+	 * non-leader drains the whole queue with NOT_LEADER at once. */
+	while (g->inflight < NODE_MAX_INFLIGHT && g->state == GROUP_RUNNING) {
+		uint32_t n = 0;
+		pthread_mutex_lock(&g->mu);
+		node_waiter *head = take_batch(g, &n);
+		pthread_mutex_unlock(&g->mu);
+		if (head == NULL)
+			break;
+		propose(g, head, n);
+	}
 	if (reads != NULL)
 		issue_barrier(g, reads);
 }
@@ -740,6 +804,10 @@ void node_group_publish(node_group *g)
 {
 	if (g->state != GROUP_RUNNING)
 		return;
+	if (g->flush_due) {
+		g->flush_due = false;
+		node_group_flush(g);
+	}
 	struct raft *r = &g->raft;
 	int role = raft_state(r);
 	uint64_t term = r->current_term;

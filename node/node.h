@@ -6,8 +6,8 @@
  *
  * The shape of the process:
  *
- *     router --nng REQ/REP--> server.c: W worker threads, one nng_ctx each
- *                               |  reads (any_replica): storage, on the worker
+ *     router --nng REQ/REP--> server.c: nng contexts, aio state machines
+ *                               |  reads (any_replica): storage, in the callback
  *                               |  writes, consistent reads: node_group_submit
  *                               v
  *                             group.c on the loop thread: group commit into
@@ -17,11 +17,11 @@
  *                             peers over transport.c (raft_uv_tcp + NODELAY)
  *
  * Threads.  ONE libuv loop thread runs every raft instance of the node and
- * every function marked "loop".  The server's worker threads, nng's own
- * threads (metrics) and anything marked "any thread" may run concurrently.
- * The loop publishes each group's status through atomics; workers hand work
- * to the loop through a mutex-protected queue and uv_async_send, and wait on
- * their node_waiter's condition variable.
+ * every function marked "loop".  nng's callback threads (the server's
+ * contexts, metrics) and anything marked "any thread" may run concurrently.
+ * The loop publishes each group's status through atomics; the server hands
+ * work to the loop through a mutex-protected queue and uv_async_send, and
+ * the loop answers through the node_waiter's completion callback.
  *
  * Ownership is stated at each declaration.  Errors are common/errors.h codes
  * with a message in errmsg (SH_ERRMSG_SIZE bytes, may be NULL); raft, uv, nng
@@ -55,21 +55,27 @@ typedef struct node_metrics node_metrics;
 /* Raft settings (NOTES.md: rare snapshots with a long trailing log; NODELAY) */
 /* ------------------------------------------------------------------------ */
 
-#define NODE_ELECTION_TIMEOUT_MS  1000
-#define NODE_HEARTBEAT_TIMEOUT_MS 100
-#define NODE_SNAPSHOT_THRESHOLD   65536
-#define NODE_SNAPSHOT_TRAILING    8192
-#define NODE_CONNECT_RETRY_MS     250
+#define NODE_ELECTION_TIMEOUT_MS 1000
+/* The group's preferred replica (first of sh_cluster_replicas) campaigns
+ * sooner, so that leaders spread over the nodes (group.c). */
+#define NODE_ELECTION_TIMEOUT_PREFERRED_MS 700
+#define NODE_HEARTBEAT_TIMEOUT_MS          100
+#define NODE_SNAPSHOT_THRESHOLD            65536
+#define NODE_SNAPSHOT_TRAILING             8192
+#define NODE_CONNECT_RETRY_MS              250
 
 /* Group commit: at most this many operations, and about this many bytes of
  * request, in one Raft entry (a single larger operation goes alone). */
 #define NODE_BATCH_MAX_OPS   256
 #define NODE_BATCH_MAX_BYTES (4u * 1024 * 1024)
+/* Group commit: at most this many Commands of a group proposed and not yet
+ * applied; writes arriving meanwhile accumulate into the next Command. */
+#define NODE_MAX_INFLIGHT 2
 
 /* nng: the largest message accepted (NNG_OPT_RECVMAXSZ) and the default
- * number of server worker threads. */
+ * number of server contexts (requests handled at once; no thread each). */
 #define NODE_RECV_MAX        (16u * 1024 * 1024)
-#define NODE_DEFAULT_WORKERS 32
+#define NODE_DEFAULT_WORKERS 128
 
 /* ------------------------------------------------------------------------ */
 /* Logging (log.c)                                                           */
@@ -119,16 +125,22 @@ typedef enum node_wait_kind {
 } node_wait_kind;
 
 /*
- * One request waiting for the loop thread.  A worker owns one and reuses it
- * for every request it handles.  Between node_group_submit and the end of
- * node_waiter_wait the loop thread owns the fields below `op`; the caller
- * must keep everything `op` points to alive until node_waiter_wait returns
- * (the loop packs it into the Raft entry).
+ * One request waiting for the loop thread.  Its owner (a server context)
+ * reuses it for every request it handles.  Between node_group_submit and
+ * completion the loop thread owns the fields below `op`; the owner must keep
+ * everything `op` points to alive until completion (the loop packs it into
+ * the Raft entry).
+ *
+ * Completion: with `cb` set, the loop fills the result fields and calls
+ * cb(w) on the loop thread (w may be reused from inside cb); without it,
+ * the owner blocks in node_waiter_wait.
  */
 typedef struct node_waiter {
 	node_wait_kind kind;
-	Shoal__CommandOp op; /* WRITE: the operation; submessages borrowed */
-	size_t size;         /* WRITE: estimate of op's encoded size */
+	Shoal__CommandOp op;               /* WRITE: the operation; submessages borrowed */
+	size_t size;                       /* WRITE: estimate of op's encoded size */
+	void (*cb)(struct node_waiter *w); /* loop: completion, or NULL */
+	void *data;                        /* for cb */
 
 	/* Completion (written by the loop under mu, then done = true). */
 	pthread_mutex_t mu;
@@ -272,14 +284,14 @@ void node_metrics_stop(node_metrics *m);
 /* ------------------------------------------------------------------------ */
 
 /*
- * Starts the nng REP server on `url` with `workers` threads (0: default).
+ * Starts the nng REP server on `url` with `workers` contexts (0: default).
  * Requests are shoal.NodeRequest, answers shoal.NodeResponse.  n must stay
  * open until node_server_stop.  Any thread.
  */
 int node_server_start(node *n, const char *url, unsigned workers, node_server **out, char *errmsg);
 /* Waits until no request is being handled (the node must be stopping, so
- * every wait ends), closes the socket, joins the workers and frees s.  Any
- * thread but a worker. */
+ * every wait ends), closes the socket, stops the contexts' aios and frees s.
+ * Any thread but an nng callback or the loop. */
 void node_server_stop(node_server *s);
 
 /*
@@ -317,7 +329,7 @@ typedef struct node_options {
 	const sh_cluster_conf *conf; /* borrowed; must outlive the node */
 	uint32_t id;                 /* this node's id in conf */
 	const char *dir;             /* data directory (created if missing) */
-	unsigned workers;            /* server threads, 0: NODE_DEFAULT_WORKERS */
+	unsigned workers;            /* server contexts, 0: NODE_DEFAULT_WORKERS */
 	bool signals;                /* stop on SIGTERM and SIGINT */
 	bool no_metrics;             /* do not serve the metrics address */
 } node_options;

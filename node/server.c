@@ -1,39 +1,53 @@
 /*
  * server.c -- shoal-node's request server: nng REP on the node's rpc URL.
  *
- * W worker threads each own an nng context and loop: blocking receive ->
- * handle -> blocking send (simple, and enough for now: a fully asynchronous
- * server with an aio state machine per context would save the thread per
- * in-flight request; workers spend most of their time blocked on Raft
- * anyway, and that blocking is what feeds group commit).
+ * Fully asynchronous: C contexts (nng_ctx), each driven by one nng_aio
+ * whose callback runs this state machine; no thread ever blocks on a
+ * request, and a request costs no thread hop it does not need:
  *
- * One front door (handle_request) does, for every request and in order:
+ *   state   event                                  next    where
+ *   ------  -------------------------------------  ------  ----------------
+ *   RECV    request received; answered at once     SEND    nng callback
+ *           (any_replica reads, LOCAL, errors)
+ *   RECV    write / consistent read handed to the  WAIT    nng callback
+ *           group (node_group_submit)
+ *   RECV    socket closed (ECLOSED / ECANCELED)    DONE    nng callback
+ *   WAIT    the loop completed the waiter: write   SEND    loop thread
+ *           result / barrier passed (read served)
+ *   SEND    reply sent (or failed)                 RECV    nng callback
+ *
+ * An eventually consistent read is served from LMDB inside the receive
+ * callback (microseconds); a write's answer is sent by the loop thread
+ * right after its Command applied (nng_ctx_send with an aio is thread-safe),
+ * a consistent read's after its barrier, without waking any other thread.
+ *
+ * One front door (start_request) does, for every request and in order:
  *   1. decode: wire_check_framing + shoal__node_request__unpack into the
- *      worker's arena (freed in the same function), exactly one operation;
+ *      context's arena (freed in complete()), exactly one operation;
  *   2. look the operation up in the one dispatch table `ops` below;
  *   3. ownership: the group must be hosted here (else SHOAL_E_UNAVAILABLE),
  *      healthy (node_group_health: FSM not failed, node not stopping);
  *   4. leadership for writes and consistent reads (NOT_LEADER with the
  *      believed leader in NodeResponse.leader_node);
  *   5. dispatch by flags:
- *        WRITE  the worker prepares a CommandOp pointing into the decoded
- *               request (after the same validation the FSM will do, so that
- *               junk never reaches the log), queues it on the group
- *               (node_group_submit) and waits; the loop group-commits it
- *               and hands back the op's packed NodeResponse from the FSM;
- *        READ   any_replica: the handler reads LMDB right here (storage
- *               reads are thread-safe); otherwise the worker first waits
- *               for a Raft barrier on the leader (consistent read);
- *        LOCAL  the handler runs here on any replica (group_status).
+ *        WRITE  prepare a CommandOp pointing into the decoded request (after
+ *               the same validation the FSM will do, so that junk never
+ *               reaches the log) and queue it on the group
+ *               (node_group_submit); the loop group-commits it and hands
+ *               back the op's packed NodeResponse from the FSM;
+ *        READ   any_replica: the handler reads LMDB right away (storage
+ *               reads are thread-safe); otherwise the read waits for a Raft
+ *               barrier on the leader and runs on the loop (consistent);
+ *        LOCAL  the handler runs at once on any replica (group_status).
  * Handlers (handlers.c) never repeat these checks.
  *
  * Shutdown: node_server_stop runs once the groups are closed, so every
  * waiting request has been answered (SHOAL_E_UNAVAILABLE) and new ones are
- * refused by step 3; it waits for in-flight handling to finish, closes the
- * socket (which ends every pending receive) and joins the workers.
+ * refused by step 3; it waits for in-flight requests to be answered, closes
+ * the socket (which ends every pending receive), stops and frees the aios.
  *
- * Threads: node_server_start/stop on the main thread; everything else on
- * the workers.
+ * Threads: node_server_start/stop on the main thread; the state machine on
+ * nng's callback threads and (WAIT -> SEND) the loop thread.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -99,27 +113,44 @@ const char *node_op_name(int op)
 	return ops[op].name;
 }
 
-typedef struct worker {
+typedef enum rctx_state {
+	RCTX_RECV, /* a receive is pending */
+	RCTX_WAIT, /* the request waits for the loop (waiter) */
+	RCTX_SEND, /* the reply is being sent */
+	RCTX_DONE, /* the socket closed: idle for good */
+} rctx_state;
+
+/* One REP context and the request it is handling. */
+typedef struct rctx {
 	node_server *s;
-	unsigned index;
-	pthread_t thread;
-	bool started;
 	nng_ctx ctx;
 	nng_aio *aio;
+	rctx_state state;
 	node_waiter waiter;
 	bool waiter_init;
 	sh_arena arena;
-} worker;
+
+	/* The request in hand (RECV -> SEND). */
+	nng_msg *msg; /* the request message */
+	ProtobufCAllocator alloc;
+	Shoal__NodeRequest *req;
+	Shoal__NodeResponse nresp;
+	Shoal__Response resp;
+	node_call c;
+	int op;
+	uint64_t t0;
+	int status; /* the answer's status, for the statistics */
+} rctx;
 
 struct node_server {
 	node *node;
 	nng_socket sock;
 	bool sock_open;
-	worker *workers;
-	unsigned n_workers;
+	rctx *ctxs;
+	unsigned n_ctxs;
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
-	unsigned busy; /* workers handling a request */
+	unsigned busy; /* requests received and not yet answered */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -279,12 +310,14 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 	return SHOAL_OK;
 }
 
-/* The write path: queue the operation on the group and wait for its packed
- * NodeResponse.  On success *raw (sh_malloc'd) is it. */
-static int do_write(worker *w, node_call *c, const op_def *d, size_t request_size, uint32_t *leader,
-                    uint8_t **raw, size_t *raw_len)
+static void waiter_done(node_waiter *wt);
+
+/* The write path: queue the operation on the group; its packed NodeResponse
+ * arrives in waiter_done.  SHOAL_OK means pending. */
+static int do_write(rctx *x, const op_def *d, size_t request_size)
 {
-	node_waiter *wt = &w->waiter;
+	node_call *c = &x->c;
+	node_waiter *wt = &x->waiter;
 	Shoal__CommandOp op = SHOAL__COMMAND_OP__INIT;
 	int rc = d->prepare(c, &op);
 	if (rc != SHOAL_OK)
@@ -292,42 +325,23 @@ static int do_write(worker *w, node_call *c, const op_def *d, size_t request_siz
 	wt->kind = NODE_WAIT_WRITE;
 	wt->op = op;
 	wt->size = request_size;
-	rc = node_group_submit(c->group, wt, c->errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	rc = node_waiter_wait(wt);
-	if (rc != SHOAL_OK) {
-		*leader = wt->leader;
-		snprintf(c->errmsg, sizeof(c->errmsg), "%s", wt->msg);
-		return rc;
-	}
-	*raw = wt->resp;
-	*raw_len = wt->resp_len;
-	wt->resp = NULL;
-	return SHOAL_OK;
+	return node_group_submit(c->group, wt, c->errmsg);
 }
 
-/* Waits for a Raft barrier on the group (consistent read). */
-static int do_barrier(worker *w, node_call *c, uint32_t *leader)
+/* Queues a consistent read behind a Raft barrier on the group; the read
+ * runs in waiter_done.  SHOAL_OK means pending. */
+static int do_barrier(rctx *x)
 {
-	node_waiter *wt = &w->waiter;
+	node_waiter *wt = &x->waiter;
 	wt->kind = NODE_WAIT_BARRIER;
-	int rc = node_group_submit(c->group, wt, c->errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	rc = node_waiter_wait(wt);
-	if (rc != SHOAL_OK) {
-		*leader = wt->leader;
-		snprintf(c->errmsg, sizeof(c->errmsg), "%s", wt->msg);
-	}
-	return rc;
+	return node_group_submit(x->c.group, wt, x->c.errmsg);
 }
 
-/* Checks ownership, health and leadership, then runs the operation.  Writes
- * return their packed result in *raw; everything else fills c->nresp. */
-static int dispatch(worker *w, node_call *c, int op, size_t request_size, uint32_t *leader,
-                    uint8_t **raw, size_t *raw_len)
+/* Checks ownership, health and leadership, then runs the operation or
+ * hands it to the loop (*pending). */
+static int dispatch(rctx *x, int op, size_t request_size, uint32_t *leader, bool *pending)
 {
+	node_call *c = &x->c;
 	const op_def *d = &ops[op];
 	node *n = c->node;
 	const Shoal__NodeRequest *req = c->req;
@@ -360,12 +374,11 @@ static int dispatch(worker *w, node_call *c, int op, size_t request_size, uint32
 			               "node %u is not the leader of group %u", n->id, req->group);
 		}
 	}
-	if (d->flags & OP_WRITE)
-		return do_write(w, c, d, request_size, leader, raw, raw_len);
-	if (consistent_read) {
-		int rc = do_barrier(w, c, leader);
-		if (rc != SHOAL_OK)
-			return rc;
+	if ((d->flags & OP_WRITE) || consistent_read) {
+		int rc = (d->flags & OP_WRITE) ? do_write(x, d, request_size) : do_barrier(x);
+		if (rc == SHOAL_OK)
+			*pending = true;
+		return rc;
 	}
 	return d->handle(c);
 }
@@ -390,65 +403,54 @@ static int relabel(sh_arena *a, const uint8_t *raw, size_t len, uint64_t request
 	return SHOAL_OK;
 }
 
-/* Handles one request; returns the reply (NULL only when out of memory). */
-static nng_msg *handle_request(worker *w, const uint8_t *body, size_t len, int *op_out,
-                               int *status_out)
+/* The request is answered (or dropped): count it and receive the next one
+ * (SEND -> RECV). */
+static void rearm(rctx *x)
 {
-	node *n = w->s->node;
-	sh_arena *a = &w->arena;
-	ProtobufCAllocator alloc;
-	Shoal__NodeRequest *req = NULL;
-	Shoal__NodeResponse nresp_init = SHOAL__NODE_RESPONSE__INIT;
-	Shoal__Response resp_init = SHOAL__RESPONSE__INIT;
-	Shoal__NodeResponse *nresp = &nresp_init;
-	node_call c = {.node = n, .arena = a, .nresp = &nresp_init, .resp = &resp_init};
-	uint32_t leader = 0;
-	uint8_t *raw = NULL;
-	size_t raw_len = 0;
-	int op = NODE_OP_INVALID;
-	int rc;
+	node_server *s = x->s;
+	nng_aio_set_msg(x->aio, NULL);
+	node_stats_record(&s->node->stats, x->op, x->status, node_now_ns() - x->t0);
+	pthread_mutex_lock(&s->mu);
+	if (--s->busy == 0)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->mu);
+	x->state = RCTX_RECV;
+	nng_ctx_recv(x->ctx, x->aio);
+}
 
-	sh_arena_reset(a);
-	nresp_init.response = &resp_init;
-	wire_arena_allocator(&alloc, a);
+/* Answers the request in hand with rc (and, for a write, its packed result
+ * raw), frees the request and sends the reply: RECV/WAIT -> SEND.  nng
+ * callback or loop thread. */
+static void complete(rctx *x, int rc, uint32_t leader, uint8_t *raw, size_t raw_len)
+{
+	sh_arena *a = &x->arena;
+	node_call *c = &x->c;
+	Shoal__NodeResponse *nresp = &x->nresp;
+	Shoal__NodeRequest *req = x->req;
 
-	rc = wire_check_framing(&shoal__node_request__descriptor, body, len, c.errmsg);
-	if (rc == SHOAL_OK) {
-		req = shoal__node_request__unpack(&alloc, len, body);
-		if (req == NULL)
-			rc = sh_errf(c.errmsg, SHOAL_E_SERIALIZATION, "malformed NodeRequest");
-	}
-	if (rc == SHOAL_OK) {
-		c.req = req;
-		if (req->request != NULL)
-			resp_init.request_id = req->request->request_id;
-		rc = classify(req, &op, c.errmsg);
-	}
-	if (rc == SHOAL_OK)
-		rc = dispatch(w, &c, op, len, &leader, &raw, &raw_len);
 	if (rc == SHOAL_OK && raw != NULL) {
-		rc = relabel(a, raw, raw_len, resp_init.request_id, &nresp, c.errmsg);
+		rc = relabel(a, raw, raw_len, x->resp.request_id, &nresp, c->errmsg);
 		if (rc != SHOAL_OK)
-			nresp = &nresp_init;
+			nresp = &x->nresp;
 	}
 	if (rc != SHOAL_OK) {
 		/* A failed request answers with the status alone. */
-		nresp_init = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
-		nresp_init.response = &resp_init;
-		if (wire_response_set_error(a, &resp_init, rc, c.errmsg, NULL, NULL) != SHOAL_OK) {
-			resp_init.status = wire_status_from_code(rc);
-			resp_init.message = (char *)"out of memory";
+		x->nresp = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+		x->nresp.response = &x->resp;
+		if (wire_response_set_error(a, &x->resp, rc, c->errmsg, NULL, NULL) != SHOAL_OK) {
+			x->resp.status = wire_status_from_code(rc);
+			x->resp.message = (char *)"out of memory";
 		}
 		if (rc == SHOAL_E_NOT_LEADER)
-			nresp_init.leader_node = leader;
+			x->nresp.leader_node = leader;
 		/* Our own failures are worth a line; the client's are not. */
 		bool ours = rc == SHOAL_E_INTERNAL || rc == SHOAL_E_NOMEM || rc == SHOAL_E_IO ||
 		            rc == SHOAL_E_FULL || rc == SHOAL_E_TIMEOUT;
 		node_logf(ours ? NODE_LOG_WARN : NODE_LOG_DEBUG, "%s on group %u: %s: %s",
-		          ops[op].name, req != NULL ? req->group : 0, shoal_err_name(rc), c.errmsg);
+		          ops[x->op].name, req != NULL ? req->group : 0, shoal_err_name(rc),
+		          c->errmsg);
 	}
-	*op_out = op;
-	*status_out = nresp->response != NULL ? (int)nresp->response->status : SHOAL_OK;
+	x->status = nresp->response != NULL ? (int)nresp->response->status : SHOAL_OK;
 
 	nng_msg *m = NULL;
 	size_t size = shoal__node_response__get_packed_size(nresp);
@@ -458,64 +460,125 @@ static nng_msg *handle_request(worker *w, const uint8_t *body, size_t len, int *
 		m = NULL;
 	sh_free(raw);
 	if (req != NULL)
-		shoal__node_request__free_unpacked(req, &alloc);
-	return m;
+		shoal__node_request__free_unpacked(req, &x->alloc);
+	x->req = NULL;
+	nng_msg_free(x->msg);
+	x->msg = NULL;
+
+	x->state = RCTX_SEND;
+	if (m == NULL) {
+		/* No reply: REP drops the request; the router times out. */
+		node_logf(NODE_LOG_ERROR, "server: out of memory building a reply");
+		rearm(x);
+		return;
+	}
+	nng_aio_set_msg(x->aio, m);
+	nng_ctx_send(x->ctx, x->aio);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Workers                                                                   */
-/* ------------------------------------------------------------------------ */
-
-static void *worker_main(void *arg)
+/* Decodes and dispatches the received request: answers it at once or
+ * leaves it waiting for the loop (RECV -> SEND | WAIT).  nng callback. */
+static void start_request(rctx *x)
 {
-	worker *w = arg;
-	node_server *s = w->s;
+	node *n = x->s->node;
+	sh_arena *a = &x->arena;
+	const uint8_t *body = nng_msg_body(x->msg);
+	size_t len = nng_msg_len(x->msg);
+	uint32_t leader = 0;
+	bool pending = false;
+	int rc;
 
-	for (;;) {
-		nng_ctx_recv(w->ctx, w->aio);
-		nng_aio_wait(w->aio);
-		int rv = nng_aio_result(w->aio);
-		if (rv == NNG_ECLOSED || rv == NNG_ECANCELED)
-			break;
+	sh_arena_reset(a);
+	x->req = NULL;
+	x->op = NODE_OP_INVALID;
+	x->nresp = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	x->resp = (Shoal__Response)SHOAL__RESPONSE__INIT;
+	x->nresp.response = &x->resp;
+	x->c = (node_call){.node = n, .arena = a, .nresp = &x->nresp, .resp = &x->resp};
+	wire_arena_allocator(&x->alloc, a);
+
+	rc = wire_check_framing(&shoal__node_request__descriptor, body, len, x->c.errmsg);
+	if (rc == SHOAL_OK) {
+		x->req = shoal__node_request__unpack(&x->alloc, len, body);
+		if (x->req == NULL)
+			rc = sh_errf(x->c.errmsg, SHOAL_E_SERIALIZATION, "malformed NodeRequest");
+	}
+	if (rc == SHOAL_OK) {
+		x->c.req = x->req;
+		if (x->req->request != NULL)
+			x->resp.request_id = x->req->request->request_id;
+		rc = classify(x->req, &x->op, x->c.errmsg);
+	}
+	if (rc == SHOAL_OK) {
+		x->state = RCTX_WAIT; /* before the loop can complete it */
+		rc = dispatch(x, x->op, len, &leader, &pending);
+		if (pending)
+			return; /* waiter_done answers */
+	}
+	complete(x, rc, leader, NULL, 0);
+}
+
+/* The loop completed the request's waiter (WAIT -> SEND).  Loop thread. */
+static void waiter_done(node_waiter *wt)
+{
+	rctx *x = wt->data;
+	int rc = wt->code;
+	if (rc != SHOAL_OK) {
+		snprintf(x->c.errmsg, sizeof(x->c.errmsg), "%s", wt->msg);
+		complete(x, rc, wt->leader, NULL, 0);
+		return;
+	}
+	if (wt->kind == NODE_WAIT_WRITE) {
+		uint8_t *raw = wt->resp;
+		wt->resp = NULL;
+		complete(x, SHOAL_OK, 0, raw, wt->resp_len);
+		return;
+	}
+	/* The barrier passed: the consistent read runs now. */
+	rc = ops[x->op].handle(&x->c);
+	complete(x, rc, 0, NULL, 0);
+}
+
+/* The aio callback: one context's state machine.  nng callback thread. */
+static void rctx_cb(void *arg)
+{
+	rctx *x = arg;
+	node_server *s = x->s;
+	int rv = nng_aio_result(x->aio);
+
+	switch (x->state) {
+	case RCTX_RECV:
+		if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
+			x->state = RCTX_DONE;
+			return;
+		}
 		if (rv != 0) {
 			node_logf(NODE_LOG_WARN, "server: receive: %s", nng_strerror(rv));
-			continue;
+			nng_ctx_recv(x->ctx, x->aio);
+			return;
 		}
-		nng_msg *msg = nng_aio_get_msg(w->aio);
-		nng_aio_set_msg(w->aio, NULL);
-
+		x->msg = nng_aio_get_msg(x->aio);
+		nng_aio_set_msg(x->aio, NULL);
 		pthread_mutex_lock(&s->mu);
 		s->busy++;
 		pthread_mutex_unlock(&s->mu);
-
-		uint64_t t0 = node_now_ns();
-		int op = NODE_OP_INVALID, status = SHOAL_OK;
-		nng_msg *reply =
-		    handle_request(w, nng_msg_body(msg), nng_msg_len(msg), &op, &status);
-		nng_msg_free(msg);
-		if (reply != NULL) {
-			nng_aio_set_msg(w->aio, reply);
-			nng_ctx_send(w->ctx, w->aio);
-			nng_aio_wait(w->aio);
-			rv = nng_aio_result(w->aio);
-			if (rv != 0) {
-				nng_msg_free(reply);
-				if (rv != NNG_ECLOSED)
-					node_logf(NODE_LOG_WARN, "server: send: %s",
-					          nng_strerror(rv));
-			}
-			nng_aio_set_msg(w->aio, NULL);
-		} else {
-			node_logf(NODE_LOG_ERROR, "server: out of memory building a reply");
+		x->t0 = node_now_ns();
+		start_request(x);
+		return;
+	case RCTX_SEND:
+		if (rv != 0) {
+			nng_msg *m = nng_aio_get_msg(x->aio);
+			if (m != NULL)
+				nng_msg_free(m);
+			if (rv != NNG_ECLOSED)
+				node_logf(NODE_LOG_WARN, "server: send: %s", nng_strerror(rv));
 		}
-		node_stats_record(&s->node->stats, op, status, node_now_ns() - t0);
-
-		pthread_mutex_lock(&s->mu);
-		if (--s->busy == 0)
-			pthread_cond_broadcast(&s->idle);
-		pthread_mutex_unlock(&s->mu);
+		rearm(x);
+		return;
+	case RCTX_WAIT:
+	case RCTX_DONE:
+		return; /* not reached: no aio operation pending in these */
 	}
-	return NULL;
 }
 
 static void server_free(node_server *s)
@@ -524,40 +587,47 @@ static void server_free(node_server *s)
 		nng_close(s->sock);
 		s->sock_open = false;
 	}
-	for (unsigned i = 0; i < s->n_workers; i++) {
-		worker *w = &s->workers[i];
-		if (w->started)
-			pthread_join(w->thread, NULL);
-		if (w->aio != NULL)
-			nng_aio_free(w->aio);
-		if (w->waiter_init)
-			node_waiter_fini(&w->waiter);
-		sh_arena_fini(&w->arena);
+	for (unsigned i = 0; i < s->n_ctxs; i++) {
+		rctx *x = &s->ctxs[i];
+		if (x->aio != NULL)
+			nng_aio_stop(x->aio);
 	}
-	sh_free(s->workers);
+	for (unsigned i = 0; i < s->n_ctxs; i++) {
+		rctx *x = &s->ctxs[i];
+		if (x->aio != NULL)
+			nng_aio_free(x->aio);
+		if (x->msg != NULL)
+			nng_msg_free(x->msg);
+		if (x->req != NULL)
+			shoal__node_request__free_unpacked(x->req, &x->alloc);
+		if (x->waiter_init)
+			node_waiter_fini(&x->waiter);
+		sh_arena_fini(&x->arena);
+	}
+	sh_free(s->ctxs);
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->mu);
 	sh_free(s);
 }
 
-int node_server_start(node *n, const char *url, unsigned workers, node_server **out, char *errmsg)
+int node_server_start(node *n, const char *url, unsigned contexts, node_server **out, char *errmsg)
 {
 	int rc = SHOAL_OK, rv;
 	*out = NULL;
-	if (workers == 0)
-		workers = NODE_DEFAULT_WORKERS;
+	if (contexts == 0)
+		contexts = NODE_DEFAULT_WORKERS;
 	node_server *s = sh_calloc(1, sizeof(*s));
 	if (s == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "server: out of memory");
 	s->node = n;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->idle, NULL);
-	s->workers = sh_calloc(workers, sizeof(*s->workers));
-	if (s->workers == NULL) {
+	s->ctxs = sh_calloc(contexts, sizeof(*s->ctxs));
+	if (s->ctxs == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "server: out of memory");
 		goto err;
 	}
-	s->n_workers = workers;
+	s->n_ctxs = contexts;
 
 	if ((rv = nng_rep0_open(&s->sock)) != 0) {
 		rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "server: nng_rep0_open: %s",
@@ -566,18 +636,19 @@ int node_server_start(node *n, const char *url, unsigned workers, node_server **
 	}
 	s->sock_open = true;
 	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, NODE_RECV_MAX);
-	for (unsigned i = 0; i < workers; i++) {
-		worker *w = &s->workers[i];
-		w->s = s;
-		w->index = i;
-		sh_arena_init(&w->arena);
-		if (node_waiter_init(&w->waiter) != SHOAL_OK) {
+	for (unsigned i = 0; i < contexts; i++) {
+		rctx *x = &s->ctxs[i];
+		x->s = s;
+		sh_arena_init(&x->arena);
+		if (node_waiter_init(&x->waiter) != SHOAL_OK) {
 			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "server: out of memory");
 			goto err;
 		}
-		w->waiter_init = true;
-		if ((rv = nng_aio_alloc(&w->aio, NULL, NULL)) != 0 ||
-		    (rv = nng_ctx_open(&w->ctx, s->sock)) != 0) {
+		x->waiter_init = true;
+		x->waiter.cb = waiter_done;
+		x->waiter.data = x;
+		if ((rv = nng_aio_alloc(&x->aio, rctx_cb, x)) != 0 ||
+		    (rv = nng_ctx_open(&x->ctx, s->sock)) != 0) {
 			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "server: %s", nng_strerror(rv));
 			goto err;
 		}
@@ -586,16 +657,12 @@ int node_server_start(node *n, const char *url, unsigned workers, node_server **
 		rc = sh_errf(errmsg, SHOAL_E_IO, "server: listen on %s: %s", url, nng_strerror(rv));
 		goto err;
 	}
-	for (unsigned i = 0; i < workers; i++) {
-		worker *w = &s->workers[i];
-		if ((rv = pthread_create(&w->thread, NULL, worker_main, w)) != 0) {
-			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "server: pthread_create: %s",
-			             strerror(rv));
-			goto err;
-		}
-		w->started = true;
+	for (unsigned i = 0; i < contexts; i++) {
+		rctx *x = &s->ctxs[i];
+		x->state = RCTX_RECV;
+		nng_ctx_recv(x->ctx, x->aio);
 	}
-	node_logf(NODE_LOG_INFO, "server: listening on %s with %u workers", url, workers);
+	node_logf(NODE_LOG_INFO, "server: listening on %s with %u contexts", url, contexts);
 	*out = s;
 	return SHOAL_OK;
 err:
