@@ -52,16 +52,16 @@
 typedef struct node_fsm node_fsm;
 
 typedef struct node_batch {
-	uint64_t id;        /* the Command's batch_id */
-	uint32_t n_ops;     /* operations in the Command */
+	uint64_t id;    /* the Command's batch_id */
+	uint32_t n_ops; /* operations in the Command */
 	/* Filled by apply on the proposer: results[i] is a packed
 	 * shoal.NodeResponse (sh_malloc'd, owned by the batch: free with
 	 * node_batch_fini), NULL if the entry was never applied here. */
 	uint8_t **results;
 	size_t *result_lens;
-	bool applied;       /* apply ran for this batch on this node */
+	bool applied;            /* apply ran for this batch on this node */
 	struct node_batch *next; /* the FSM's registry (private) */
-	void *user;         /* the proposer's */
+	void *user;              /* the proposer's */
 } node_batch;
 
 /* Allocates the result slots of a batch of n_ops operations. */
@@ -70,8 +70,7 @@ void node_batch_fini(node_batch *b);
 
 /* Opens (creating) the LMDB environment in dir (which must exist) for group
  * `group` on node `node_id`. */
-int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **out,
-		  char *errmsg);
+int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **out, char *errmsg);
 /* Closes the environment. Raft must be closed first. */
 void node_fsm_close(node_fsm *f);
 

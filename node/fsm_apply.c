@@ -221,8 +221,9 @@ static int op_define(op_ctx *c, const Shoal__TableDefine *td)
 			memcpy(c->msg, msg2, sizeof(c->msg));
 			return rc2;
 		}
-		if (rc2 == SHOAL_OK && (td->table_id != 0 ? info.def.id == td->table_id
-		                                          : info.def.created_ms == td->created_ms)) {
+		if (rc2 == SHOAL_OK &&
+		    (td->table_id != 0 ? info.def.id == td->table_id
+		                       : info.def.created_ms == td->created_ms)) {
 			rc = SHOAL_OK;
 			have_info = true;
 		}
