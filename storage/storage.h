@@ -249,6 +249,9 @@ typedef struct st_env_options {
 	bool nosync;         /* MDB_NOSYNC: durability comes from elsewhere (the Raft
 	                      * log); call st_env_sync to make LMDB durable */
 	uint32_t page_bytes; /* Query/Scan page limit; 0: ST_MAX_PAGE_BYTES */
+	/* Item collection limit of tables with LSIs (base items + LSI entries of
+	 * one partition-key value); 0: 10 GB as DynamoDB.  Tests set it small. */
+	uint64_t collection_limit;
 } st_env_options;
 
 /* Opens (creating if needed) the environment in directory `path`, which must
@@ -405,6 +408,9 @@ typedef struct st_query_req {
 	st_select select;
 	const st_value *exclusive_start_key; /* ST_M or NULL */
 	bool consistent;                     /* ConsistentRead (validated, storage is local) */
+	/* Query on a GSI with WriteShards > 1: the write shard to read
+	 * (0..WriteShards-1); the router asks every shard and merges (index.h). */
+	uint32_t shard;
 } st_query_req;
 
 typedef struct st_scan_req {
