@@ -55,6 +55,7 @@
 #include "../common/arena.h"
 #include "../common/errors.h"
 #include "../storage/storage.h"
+#include "../storage/index.h"
 
 /* ------------------------------------------------------------------------ */
 /* Limits                                                                    */
@@ -242,6 +243,17 @@ int wire_scan_req_from_pb(sh_arena *a, const Shoal__ScanRequest *pb, st_scan_req
  */
 int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, st_table_def *out,
                               char *errmsg);
+/*
+ * UpdateTable -> st_table_update_req (storage/index.h): parameter
+ * constraints DynamoDB checks without the table (TableName, at least one
+ * change, one GlobalSecondaryIndexUpdate action each, a Create's key schema
+ * and projection as CreateTable checks a GSI, WriteShards).  Creates are
+ * ST_INDEX_CREATING with id 0 (group 0 assigns ids).  Update actions
+ * (provisioned throughput of a GSI) are accepted and ignored.  Rules that
+ * need the table (index exists, attributes defined) are st_table_update's.
+ */
+int wire_update_table_from_pb(sh_arena *a, const Shoal__UpdateTableRequest *pb,
+                              st_table_update_req *out, char *errmsg);
 /* DescribeTable / DeleteTable: the table name, checked as DynamoDB checks it
  * for table operations ("The parameter 'TableName' is required but was not
  * present in the request", "TableName must be at least 3 characters long and

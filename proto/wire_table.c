@@ -547,3 +547,10 @@ int wire_list_tables_from_pb(sh_arena *a, const Shoal__ListTablesRequest *pb,
 		*limit = (uint32_t)pb->limit;
 	return rc;
 }
+
+int wire_update_table_from_pb(sh_arena *a, const Shoal__UpdateTableRequest *pb,
+                              st_table_update_req *out, char *errmsg)
+{
+	(void)a, (void)pb, (void)out;
+	return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION, "UpdateTable is not supported yet");
+}

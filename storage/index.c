@@ -115,3 +115,17 @@ int st_table_redefine(st_txn *txn, const st_table_def *def, char *errmsg)
 	(void)txn, (void)def;
 	return todo(errmsg, "st_table_redefine");
 }
+
+int st_page_finish(const st_table_def *t, const st_query_req *req, const st_value *items,
+                   uint32_t n, sh_arena *a, st_page *out, char *errmsg)
+{
+	(void)t, (void)req, (void)items, (void)n, (void)a, (void)out;
+	return todo(errmsg, "st_page_finish");
+}
+
+int st_index_last_key(const st_table_def *t, const st_index_def *x, const st_value *item,
+                      sh_arena *a, st_value **out, char *errmsg)
+{
+	(void)t, (void)x, (void)item, (void)a, (void)out;
+	return todo(errmsg, "st_index_last_key");
+}

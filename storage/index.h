@@ -80,6 +80,21 @@ uint32_t st_index_shard(uint32_t table_id, const st_value *base_pk, const st_val
 int st_index_entry_cmp(const st_table_def *t, const st_index_def *x, const st_value *a,
                        const st_value *b);
 
+/* The router's half of a Query on a GSI with WriteShards > 1: it asks every
+ * shard for up to Limit entries with no filter and ALL_PROJECTED_ATTRIBUTES,
+ * merges them with st_index_entry_cmp and cuts the list at Limit; this
+ * applies the request's FilterExpression, ProjectionExpression and Select
+ * (COUNT) to those n evaluated items and fills out (items, count, scanned =
+ * n; last_evaluated_key is left NULL: the router sets it).  Validates the
+ * expressions as st_query does, with the same messages. */
+int st_page_finish(const st_table_def *t, const st_query_req *req, const st_value *items,
+                   uint32_t n, sh_arena *a, st_page *out, char *errmsg);
+
+/* The LastEvaluatedKey of an index entry item (table keys + index keys), as
+ * st_query returns it for index x.  Router: the key of the last merged item. */
+int st_index_last_key(const st_table_def *t, const st_index_def *x, const st_value *item,
+                      sh_arena *a, st_value **out, char *errmsg);
+
 /* ------------------------------------------------------------------------ */
 /* Time of the entry being applied                                           */
 /* ------------------------------------------------------------------------ */
