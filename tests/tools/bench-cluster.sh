@@ -22,6 +22,8 @@
 #   5 Query of 100-item collections, 16 in flight
 #   6 mixed 50/50 GetItem/PutItem, zipfian (theta 0.99), 64 in flight
 #   RSS of every node                        target < 200 MB
+#   GSI propagation lag at half of run 1's rate   target p99 <= 100 ms
+#   one hot GSI key, WriteShards 1 vs 10     (figures: gsi_bench --mode hot)
 #
 # Environment: BENCH_SECS (measured seconds of runs 1, 2 and 6; default 20),
 # BENCH_SHORT_SECS (runs 3-5; default BENCH_SECS/2), BENCH_WARMUP (default 2),
@@ -198,6 +200,25 @@ run "6 mixed 50/50 zipfian 64 in flight" - \
 echo
 echo "leaders after the runs: $(leaders)"
 
+# Secondary indexes (build/bin/gsi_bench): propagation lag at half the
+# write rate run 1 measured, and one hot index key with WriteShards 1 vs 10.
+gsi=$SHOAL_BIN/gsi_bench
+gsi_rows=()
+if [[ -x $gsi ]]; then
+	put_rate=$(awk -F'|' 'NR == 1 { print $2 }' <<<"${rows[0]}")
+	half=$(awk -v r="${put_rate:-2000}" 'BEGIN { printf "%d", (r > 0 ? r : 2000) / 2 }')
+	echo
+	echo "== GSI propagation lag at $half puts/s (half of run 1)"
+	"$gsi" --endpoint "$ep" --mode lag --rate "$half" --duration "$short" | tee "$dir/gsi-lag.out"
+	gsi_rows+=("$(grep '^gsi lag' "$dir/gsi-lag.out" || echo 'gsi lag: no result')")
+	for n in 1 10; do
+		echo
+		echo "== one hot GSI key, WriteShards $n"
+		"$gsi" --endpoint "$ep" --mode hot --shards "$n" --duration "$short" | tee "$dir/gsi-hot$n.out"
+		gsi_rows+=("$(grep '^gsi hot' "$dir/gsi-hot$n.out" || echo "gsi hot $n: no result")")
+	done
+fi
+
 sleep 1.1 # one more RSS sample
 echo
 echo "Shoal cluster benchmark ($(nproc) CPUs; 3 nodes, 1 router, 4 groups, replication 3;" \
@@ -212,6 +233,9 @@ echo "where the CPU goes, per operation (router/n1/n2/n3/client):"
 	echo "run|cpu us/op|context switches/op|machine busy (others)"
 	for row in "${costs[@]}"; do echo "$row"; done
 } | table
+echo
+echo "secondary indexes (target: GSI propagation lag p99 <= 100 ms at half the write capacity):"
+for row in "${gsi_rows[@]}"; do echo "  $row"; done
 echo
 echo "max RSS during the runs (target < 200 MB per node):"
 while read -r p kb; do
