@@ -51,6 +51,20 @@ int st_table_load(MDB_txn *txn, st_env *env, const char *name, sh_arena *a, st_t
 	return st_catalog_decode(name, v.mv_data, v.mv_size, a, out, errmsg);
 }
 
+int st_catalog_next_table_id(MDB_txn *txn, st_env *env, uint32_t *next, char *errmsg)
+{
+	MDB_val k = {sizeof(KEY_NEXT_ID) - 1, (void *)KEY_NEXT_ID}, v;
+	*next = 1;
+	int mrc = mdb_get(txn, env->meta, &k, &v);
+	if (mrc == 0 && v.mv_size == 4)
+		*next = st_get_be32(v.mv_data);
+	else if (mrc == 0)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt meta record next_table_id");
+	else if (mrc != MDB_NOTFOUND)
+		return st_lmdb_err(mrc, "mdb_get(meta next_table_id)", errmsg);
+	return SHOAL_OK;
+}
+
 /* Reads next_table_id (1 when absent) and checks that `id`, if given, is not
  * already some table's id. */
 static int pick_table_id(st_txn *txn, uint32_t want, uint32_t *id, uint32_t *next_out, char *errmsg)

@@ -58,6 +58,10 @@ static inline uint64_t st_get_be64(const uint8_t *p)
 	return (uint64_t)st_get_be32(p) << 32 | st_get_be32(p + 4);
 }
 
+/* The id the next table created without an explicit id would get: every
+ * table id this group has ever defined is below it (1 when none). */
+int st_catalog_next_table_id(MDB_txn *txn, st_env *env, uint32_t *next, char *errmsg);
+
 /* ------------------------------------------------------------------------ */
 /* The table record (catalog_codec.c)                                        */
 /* ------------------------------------------------------------------------ */

@@ -27,14 +27,16 @@
  * (0x01 'A' | group) in the same transaction as the entries: a redelivered
  * delta (seq <= that) is skipped.  Deltas of an index this group's catalog
  * knows to be deleted (absent from the table's definition with an id below
- * its next_index_id, or DELETING) or of a table it does not have are dropped;
- * deltas of an index id this group has not heard of yet (id >= next) are
- * stored: the definition that names the index is on its way.  Every delta is
+ * its next_index_id, or DELETING) or of a dropped table (absent, id below the
+ * group's next table id) are dropped; deltas of an index id or a table id
+ * this group has not heard of yet (id >= next) are stored: the definition
+ * that names it is on its way.  Every delta is
  * checked before anything is written, so a malformed batch changes nothing
  * (SHOAL_E_SERIALIZATION) and the transaction stays usable.
  */
 #include <string.h>
 
+#include "catalog.h"
 #include "codec.h"
 #include "index_int.h"
 
@@ -328,10 +330,15 @@ static const st_table_info *table_by_id(const st_table_info *t, uint32_t n, uint
 }
 
 /* Whether this group keeps the entries of index id of table t. */
-static bool index_wanted(const st_table_info *t, uint16_t id)
+static bool index_wanted(const st_table_info *t, uint32_t table_id, uint32_t next_table_id,
+                         uint16_t id)
 {
+	/* A table this group has not been told about yet (its define may
+	 * arrive after the source group's: the router defines groups one by
+	 * one and repairs a missed define later) keeps its entries; a table id
+	 * below every id defined here and absent was dropped. */
 	if (t == NULL)
-		return false;
+		return table_id >= next_table_id;
 	for (uint32_t i = 0; i < t->def.n_indexes; i++)
 		if (t->def.indexes[i].id == id)
 			return t->def.indexes[i].status != ST_INDEX_DELETING;
@@ -417,8 +424,11 @@ int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32
 	uint32_t nacc = 0;
 	rc = st_ix_meta_get_u64(txn->txn, txn->env, ak, sizeof(ak), &last, errmsg);
 	first_last = last;
+	uint32_t next_table_id = 1;
 	if (rc == SHOAL_OK && n > 0)
 		rc = st_ix_tables(txn->txn, txn->env, &a, &tables, &nt, errmsg);
+	if (rc == SHOAL_OK && n > 0)
+		rc = st_catalog_next_table_id(txn->txn, txn->env, &next_table_id, errmsg);
 	if (rc == SHOAL_OK && n > 0) {
 		acc = sh_arena_calloc(&a, n, sizeof(*acc));
 		if (acc == NULL)
@@ -429,7 +439,7 @@ int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32
 			continue; /* redelivered */
 		last = d[i].seq;
 		const st_table_info *t = table_by_id(tables, nt, d[i].table_id);
-		if (!index_wanted(t, d[i].index_id))
+		if (!index_wanted(t, d[i].table_id, next_table_id, d[i].index_id))
 			continue; /* deleted index or table */
 		uint32_t j = 0;
 		while (j < nacc && (acc[j].table != d[i].table_id || acc[j].index != d[i].index_id))

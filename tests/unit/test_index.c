@@ -593,6 +593,39 @@ START_TEST(test_deleted_index_dropped)
 }
 END_TEST
 
+/* The router defines a new table group by group (and repairs a missed
+ * define later), so deltas may reach a target before it knows the table:
+ * they are kept, and the define that arrives later finds them.  Deltas of a
+ * table the target has dropped are dropped. */
+START_TEST(test_table_defined_late_and_dropped)
+{
+	/* A fresh target that has never heard of Tbl. */
+	st_env_close(dst);
+	tl_rmtree(dst_dir);
+	dst = open_env(dst_dir, "index-late", &(st_env_options){.map_size = 1ull << 30});
+	some_ops(tl_env);
+	ship(tl_env, dst);
+	create_in(dst, 4); /* the define arrives */
+	for (int i = 0; i < 4; i++)
+		assert_index_ok(tl_env, dst, gsis[i].name);
+
+	/* dst drops the table; the source's late deltas leave nothing behind. */
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(dst, &t, tl_msg), SHOAL_OK);
+	ck_assert_msg(st_table_delete(t, "Tbl", tl_msg) == SHOAL_OK, "%s", tl_msg);
+	ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
+	size_t l1, l2;
+	uint8_t *before = tl_store_dump(dst, false, &l1);
+	update_in(tl_env, "Tbl", map("PK", S("p2"), "SK", S("a"), NULL), "SET G = :g",
+	          map(":g", S("late"), NULL));
+	ship(tl_env, dst);
+	uint8_t *after = tl_store_dump(dst, false, &l2);
+	ck_assert(l1 == l2 && memcmp(before, after, l1) == 0);
+	free(before);
+	free(after);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Backfill and UpdateTable                                                  */
 /* ------------------------------------------------------------------------ */
@@ -1216,7 +1249,7 @@ static Suite *index_suite(void)
 	                         test_outbox_deterministic_and_trim, test_apply_dedup,
 	                         test_deleted_index_dropped, test_backfill, test_update_table,
 	                         test_sharded_query_merge, test_index_start_key, test_lsi,
-	                         test_property_convergence));
+	                         test_property_convergence, test_table_defined_late_and_dropped));
 }
 
 TL_MAIN(index_suite)
