@@ -37,7 +37,7 @@ const rt_op rt_ops[] = {
     {SHOAL__REQUEST__OP_DESCRIBE_TABLE, "DescribeTable", rt_describe_table},
     {SHOAL__REQUEST__OP_LIST_TABLES, "ListTables", rt_list_tables},
     {SHOAL__REQUEST__OP_DELETE_TABLE, "DeleteTable", rt_delete_table},
-    {SHOAL__REQUEST__OP_UPDATE_TABLE, "UpdateTable", NULL},
+    {SHOAL__REQUEST__OP_UPDATE_TABLE, "UpdateTable", rt_update_table},
     {SHOAL__REQUEST__OP_CLUSTER_STATUS, "ClusterStatus", rt_cluster_status},
 };
 const uint32_t rt_n_ops = sizeof(rt_ops) / sizeof(rt_ops[0]);
