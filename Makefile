@@ -43,7 +43,7 @@ CPPFLAGS += -I. -I$(GEN) -D_GNU_SOURCE
 CFLAGS   += -std=c11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -Wmissing-prototypes -Wstrict-prototypes -fvisibility=hidden $(SANFLAGS)
 LDFLAGS  += $(SANFLAGS)
-LIBS     := -llmdb -lprotobuf-c -ljansson -lxxhash -linih -lm -lpthread
+LIBS     := -llmdb -lprotobuf-c -ljansson -lxxhash -linih -lnettle -lz -lm -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 
 # ---------------------------------------------------------------------------
