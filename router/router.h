@@ -26,6 +26,9 @@
  *   tables.c     CreateTable, DescribeTable, ListTables, DeleteTable,
  *                ClusterStatus
  *   metrics.c    counters, Prometheus text, the HTTP endpoint
+ *   http.c       the DynamoDB-compatible HTTP API (http.h): JSON bodies via
+ *                proto/wire_api.h into rt_handle_request
+ *   sigv4.c      AWS SigV4 verification and the credentials file (http.h)
  *   log.c        timestamped lines on stderr
  *   main.c       command line, signals, start and stop
  *

@@ -3,7 +3,7 @@
 # the native protocol, on the same cluster in the same run.
 #
 # Starts a fresh local cluster (deploy/cluster.sh: 3 nodes, 1 router, 4
-# groups, replication 3, HTTP API on) in BUILD/bench-http on base port 9500,
+# groups, replication 3, HTTP API on) in BUILD/bench-http on a free base port,
 # then, alternating transports so that drift hits both alike:
 #   PutItem, 64 in flight:   shoal_bench (native)  vs  http_bench (HTTP)
 #   GetItem, 64 in flight:   same, over the keys shoal_bench loaded
@@ -13,14 +13,21 @@
 # the cluster, as in make bench-cluster.
 #
 # Environment: BENCH_SECS (default 10), BENCH_WARMUP (2), BENCH_KEYS (100000),
-# BENCH_CONC (64), BENCH_BASE_PORT (9500), BENCH_KEEP=1 (leave the cluster).
+# BENCH_CONC (64), BENCH_BASE_PORT (first free of 4500, 5500, 6500, 9500), BENCH_KEEP=1 (leave the cluster).
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/../.."
 root=$PWD
 export SHOAL_BIN=$root/$build/bin
 dir=${BENCH_DIR:-$root/$build/bench-http}
-base=${BENCH_BASE_PORT:-9500}
+# The first window of 400 ports with nothing listening (other clusters may
+# run on the machine), unless BENCH_BASE_PORT names one.
+window_free() { ! ss -ltnH 2>/dev/null | awk -v lo="$1" '{ n = split($4, a, ":"); p = a[n] + 0; if (p >= lo && p < lo + 400) f = 1 } END { exit !f }'; }
+base=${BENCH_BASE_PORT:-}
+if [[ -z $base ]]; then
+	for b in 4500 5500 6500 9500; do window_free "$b" && { base=$b; break; }; done
+	[[ -n $base ]] || { echo "bench-http: no free port window" >&2; exit 1; }
+fi
 secs=${BENCH_SECS:-10}
 warm=${BENCH_WARMUP:-2}
 keys=${BENCH_KEYS:-100000}
