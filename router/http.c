@@ -173,7 +173,8 @@ static nng_http_res *error_res(rt_http *h, uint16_t status, const char *type, co
 	json_decref(o);
 	nng_http_res *res = NULL;
 	if (text != NULL) {
-		res = make_res(status, "application/x-amz-json-1.0", rid, text, strlen(text), close);
+		res =
+		    make_res(status, "application/x-amz-json-1.0", rid, text, strlen(text), close);
 		free(text);
 	}
 	return res;
@@ -239,8 +240,8 @@ static nng_http_res *serve(rt_http *h, sh_arena *a, job *jb)
 	int code;
 	json_t *out = NULL;
 	if (!rt_http_content_type_ok(ctype)) {
-		snprintf(m, sizeof(m), "Unsupported Content-Type %s: use application/x-amz-json-1.0",
-		         ctype);
+		snprintf(m, sizeof(m),
+		         "Unsupported Content-Type %s: use application/x-amz-json-1.0", ctype);
 		code = SHOAL_E_SERIALIZATION;
 		goto err;
 	}
@@ -250,8 +251,8 @@ static nng_http_res *serve(rt_http *h, sh_arena *a, job *jb)
 		code = SHOAL_E_UNKNOWN_OPERATION;
 		goto err;
 	}
-	if (jb->len > 0 && (code = wire_json_parse((const char *)jb->body, jb->len, &body, m)) !=
-	                       SHOAL_OK)
+	if (jb->len > 0 &&
+	    (code = wire_json_parse((const char *)jb->body, jb->len, &body, m)) != SHOAL_OK)
 		goto err;
 	code = wire_api_request_from_json(a, op, body, &in, m);
 	json_decref(body);
@@ -378,8 +379,8 @@ static void on_request(nng_aio *aio)
 	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) {
 		const char *host = nng_http_req_get_header(req, "Host");
 		char text[300];
-		int n = snprintf(text, sizeof(text), "healthy: %s",
-		                 host != NULL ? host : "localhost");
+		int n =
+		    snprintf(text, sizeof(text), "healthy: %s", host != NULL ? host : "localhost");
 		if (n < 0 || (size_t)n >= sizeof(text))
 			n = (int)sizeof(text) - 1;
 		answer(aio, make_res(200, "text/plain", NULL, text, (size_t)n, false));
@@ -451,8 +452,7 @@ static void on_request(nng_aio *aio)
 	nng_http_conn_read_all(conn, jb->rd);
 }
 
-int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *creds,
-                  char *errmsg)
+int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *creds, char *errmsg)
 {
 	*out = NULL;
 	rt_http *h = sh_calloc(1, sizeof(*h));

@@ -42,9 +42,9 @@
 
 #include "router/router.h"
 
-#define RT_HTTP_MAX_BODY     (16u * 1024 * 1024)
-#define RT_HTTP_MAX_QUEUED   4096u
-#define RT_HTTP_MAX_INFLIGHT (256u * 1024 * 1024)
+#define RT_HTTP_MAX_BODY      (16u * 1024 * 1024)
+#define RT_HTTP_MAX_QUEUED    4096u
+#define RT_HTTP_MAX_INFLIGHT  (256u * 1024 * 1024)
 #define RT_HTTP_TARGET_PREFIX "DynamoDB_20120810."
 
 /* ------------------------------------------------------------------------ */

@@ -237,7 +237,8 @@ static int canonical_query(sb *out, const char *q, size_t n)
 			const char *eq = memchr(p, '=', (size_t)(e - p));
 			const char *ne = eq != NULL ? eq : e;
 			char *name = decode(p, (size_t)(ne - p));
-			char *val = eq != NULL ? decode(eq + 1, (size_t)(e - eq - 1)) : decode("", 0);
+			char *val =
+			    eq != NULL ? decode(eq + 1, (size_t)(e - eq - 1)) : decode("", 0);
 			sb s = {0};
 			if (name != NULL && val != NULL) {
 				encode(&s, name, strlen(name), false);
@@ -486,8 +487,8 @@ static int64_t parse_amz_date(const char *s)
 		if (i != 8 && !isdigit((unsigned char)s[i]))
 			return -1;
 	struct tm tm = {0};
-	tm.tm_year = (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0') -
-	             1900;
+	tm.tm_year =
+	    (s[0] - '0') * 1000 + (s[1] - '0') * 100 + (s[2] - '0') * 10 + (s[3] - '0') - 1900;
 	tm.tm_mon = (s[4] - '0') * 10 + (s[5] - '0') - 1;
 	tm.tm_mday = (s[6] - '0') * 10 + (s[7] - '0');
 	tm.tm_hour = (s[9] - '0') * 10 + (s[10] - '0');
@@ -536,8 +537,8 @@ rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t
 	}
 	int64_t t = parse_amz_date(date);
 	if (t < 0) {
-		sh_errf(errmsg, SHOAL_E_VALIDATION, "Date must be in ISO-8601 'basic format'. Got '%s'",
-		        date);
+		sh_errf(errmsg, SHOAL_E_VALIDATION,
+		        "Date must be in ISO-8601 'basic format'. Got '%s'", date);
 		return RT_AUTH_INCOMPLETE;
 	}
 	const char *secret = rt_creds_find(c, au.key_id);
@@ -573,11 +574,12 @@ rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t
 	char *canon = NULL, *sts = NULL;
 	char m[SH_ERRMSG_SIZE];
 	if (rt_sigv4_canonical_request(r, au.signed_headers, &canon, m) != SHOAL_OK) {
-		sh_errf(errmsg, SHOAL_E_VALIDATION,
-		        "The request signature we calculated does not match the signature you "
-		        "provided. Check your AWS Secret Access Key and signing method. Consult the "
-		        "service documentation for details. (%s)",
-		        m);
+		sh_errf(
+		    errmsg, SHOAL_E_VALIDATION,
+		    "The request signature we calculated does not match the signature you "
+		    "provided. Check your AWS Secret Access Key and signing method. Consult the "
+		    "service documentation for details. (%s)",
+		    m);
 		return RT_AUTH_SIGNATURE;
 	}
 	char scope[300];
@@ -591,10 +593,11 @@ rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t
 	sh_free(canon);
 	sh_free(sts);
 	if (!ok) {
-		sh_errf(errmsg, SHOAL_E_VALIDATION,
-		        "The request signature we calculated does not match the signature you "
-		        "provided. Check your AWS Secret Access Key and signing method. Consult the "
-		        "service documentation for details.");
+		sh_errf(
+		    errmsg, SHOAL_E_VALIDATION,
+		    "The request signature we calculated does not match the signature you "
+		    "provided. Check your AWS Secret Access Key and signing method. Consult the "
+		    "service documentation for details.");
 		return RT_AUTH_SIGNATURE;
 	}
 	return RT_AUTH_OK;
@@ -630,7 +633,8 @@ int rt_creds_load(const char *path, rt_creds *c, char *errmsg)
 	memset(c, 0, sizeof(*c));
 	FILE *f = fopen(path, "r");
 	if (f == NULL)
-		return sh_errf(errmsg, SHOAL_E_VALIDATION, "credentials file %s: cannot open", path);
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "credentials file %s: cannot open",
+		               path);
 	char line[1024];
 	int lineno = 0, rc = SHOAL_OK;
 	while (fgets(line, sizeof(line), f) != NULL) {
@@ -651,8 +655,8 @@ int rt_creds_load(const char *path, rt_creds *c, char *errmsg)
 		}
 		if (rt_creds_find(c, words[0]) != NULL) {
 			rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
-			             "credentials file %s line %d: key id %s repeated", path, lineno,
-			             words[0]);
+			             "credentials file %s line %d: key id %s repeated", path,
+			             lineno, words[0]);
 			break;
 		}
 		rt_cred *v = sh_realloc(c->v, (c->n + 1) * sizeof(*v));

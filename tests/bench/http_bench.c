@@ -282,13 +282,15 @@ int main(int argc, char **argv)
 	printf("http %s conc=%u: %llu ops in %.1f s = %.0f ops/s, errors %llu, misses %llu; "
 	       "p50 %.2f ms, p99 %.2f ms, p99.9 %.2f ms\n",
 	       wl, g.conc, (unsigned long long)ops, secs, (double)ops / secs,
-	       (unsigned long long)atomic_load(&g.errors), (unsigned long long)atomic_load(&g.misses),
-	       (double)p50 / 1000, (double)p99 / 1000, (double)p999 / 1000);
-	printf("RESULT transport=http workload=%s conc=%u secs=%.1f ops=%llu ops_s=%.0f p50_us=%llu "
-	       "p99_us=%llu p999_us=%llu errors=%llu misses=%llu\n",
-	       wl, g.conc, secs, (unsigned long long)ops, (double)ops / secs,
-	       (unsigned long long)p50, (unsigned long long)p99, (unsigned long long)p999,
-	       (unsigned long long)atomic_load(&g.errors), (unsigned long long)atomic_load(&g.misses));
+	       (unsigned long long)atomic_load(&g.errors),
+	       (unsigned long long)atomic_load(&g.misses), (double)p50 / 1000, (double)p99 / 1000,
+	       (double)p999 / 1000);
+	printf(
+	    "RESULT transport=http workload=%s conc=%u secs=%.1f ops=%llu ops_s=%.0f p50_us=%llu "
+	    "p99_us=%llu p999_us=%llu errors=%llu misses=%llu\n",
+	    wl, g.conc, secs, (unsigned long long)ops, (double)ops / secs, (unsigned long long)p50,
+	    (unsigned long long)p99, (unsigned long long)p999,
+	    (unsigned long long)atomic_load(&g.errors), (unsigned long long)atomic_load(&g.misses));
 	/* Connections in flight at exit are abandoned: the process ends. */
 	return 0;
 }

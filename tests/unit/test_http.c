@@ -73,8 +73,8 @@ static const char *get_hdr(void *ctx, const char *name)
 }
 
 static void check_vector(const char *method, const char *uri, hdrs *h, const char *body,
-                         const char *signed_headers, const char *want_canon,
-                         const char *want_sts, const char *want_sig)
+                         const char *signed_headers, const char *want_canon, const char *want_sts,
+                         const char *want_sig)
 {
 	rt_sigv4_req r = {method, uri, get_hdr, h, body, body != NULL ? strlen(body) : 0};
 	char *canon, *sts, m[SH_ERRMSG_SIZE], sig[65];
@@ -128,9 +128,9 @@ END_TEST
 START_TEST(test_sigv4_post_form)
 {
 	/* post-x-www-form-urlencoded: a signed Content-Type and a body. */
-	hdrs h = {{"Content-Type", "Host", "X-Amz-Date"},
-	          {"application/x-www-form-urlencoded", "example.amazonaws.com",
-	           "20150830T123600Z"}};
+	hdrs h = {
+	    {"Content-Type", "Host", "X-Amz-Date"},
+	    {"application/x-www-form-urlencoded", "example.amazonaws.com", "20150830T123600Z"}};
 	rt_sigv4_req r = {"POST", "/", get_hdr, &h, "Param1=value1", 13};
 	char *canon, *sts, m[SH_ERRMSG_SIZE], sig[65];
 	ck_assert_int_eq(rt_sigv4_canonical_request(&r, "content-type;host;x-amz-date", &canon, m),
