@@ -376,6 +376,12 @@ static void on_request(nng_aio *aio)
 	rt_http *h = nng_http_handler_get_data(hd);
 	const char *method = nng_http_req_get_method(req);
 
+	/* A body the endpoint does not read (GET, other methods) would be
+	 * taken for the next request: such connections are closed after the
+	 * answer. */
+	const char *cl0 = nng_http_req_get_header(req, "Content-Length");
+	bool unread_body = (cl0 != NULL && strspn(cl0, "0") != strlen(cl0)) ||
+	                   nng_http_req_get_header(req, "Transfer-Encoding") != NULL;
 	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) {
 		const char *host = nng_http_req_get_header(req, "Host");
 		char text[300];
@@ -383,13 +389,13 @@ static void on_request(nng_aio *aio)
 		    snprintf(text, sizeof(text), "healthy: %s", host != NULL ? host : "localhost");
 		if (n < 0 || (size_t)n >= sizeof(text))
 			n = (int)sizeof(text) - 1;
-		answer(aio, make_res(200, "text/plain", NULL, text, (size_t)n, false));
+		answer(aio, make_res(200, "text/plain", NULL, text, (size_t)n, unread_body));
 		return;
 	}
 	if (strcmp(method, "POST") != 0) {
 		answer(aio, error_res(h, 405, "com.amazon.coral.service#UnknownOperationException",
 		                      "Message", "Only POST / (and GET / for health) are served",
-		                      false));
+		                      unread_body));
 		return;
 	}
 	if (nng_http_req_get_header(req, "Transfer-Encoding") != NULL) {

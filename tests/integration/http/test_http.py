@@ -415,6 +415,11 @@ class Endpoint(unittest.TestCase):
         self.assertTrue(r is None or r[0] >= 400)
         r = raw(b"DELETE / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
         self.assertEqual(r[0], 405)
+        # A body the endpoint does not read closes the connection after the answer.
+        r = raw(b"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        self.assertEqual((r[0], r[1].get("connection")), (200, "close"))
+        r = raw(b"PUT / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        self.assertEqual((r[0], r[1].get("connection")), (405, "close"))
         r = raw(b"GET /other HTTP/1.1\r\nHost: x\r\n\r\n")
         self.assertEqual(r[0], 404)
         self.assertEqual(self.c.list_tables()["ResponseMetadata"]["HTTPStatusCode"], 200)
