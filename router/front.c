@@ -15,7 +15,12 @@
  * Metrics: every request counts once under its operation's slot, with its
  * outcome's exception name when it failed, and its latency.
  *
- * Runs on a worker thread (server.c).
+ * Two doors, one pipeline: rt_handle takes a packed Request (the native
+ * protocol, server.c); rt_handle_request takes a decoded one (the DynamoDB
+ * HTTP endpoint, http.c, which converts JSON bodies with proto/wire_api.h).
+ * Both dispatch through the same table and count the same metrics.
+ *
+ * Runs on a worker thread (server.c, http.c).
  */
 #include <string.h>
 #include <time.h>
@@ -121,6 +126,18 @@ static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Reques
 	return r.out;
 }
 
+Shoal__Response *rt_handle_request(rt_router *rt, sh_arena *a, const Shoal__Request *in)
+{
+	int64_t t0 = now_us();
+	Shoal__Response *resp = dispatch(rt, a, in);
+	if (resp == NULL)
+		return NULL;
+	resp->request_id = in->request_id;
+	rt_metrics_request(&rt->metrics, rt_op_slot(in->op_case),
+	                   wire_code_from_status((int)resp->status), now_us() - t0);
+	return resp;
+}
+
 int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_t **out,
               size_t *out_len)
 {
@@ -130,19 +147,16 @@ int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_
 	wire_arena_allocator(&alloc, a);
 	Shoal__Request *in = NULL;
 	Shoal__Response *resp;
-	uint32_t slot = RT_OPS_MAX - 1;
 	int rc = wire_unpack_request(&alloc, buf, len, &in, msg);
 	if (rc != SHOAL_OK) {
 		resp = rt_error_response(a, rc, msg);
+		if (resp != NULL)
+			rt_metrics_request(&rt->metrics, RT_OPS_MAX - 1, rc, now_us() - t0);
 	} else {
-		slot = rt_op_slot(in->op_case);
-		resp = dispatch(rt, a, in);
+		resp = rt_handle_request(rt, a, in);
 	}
 	if (resp == NULL)
 		return SHOAL_E_NOMEM;
-	resp->request_id = in != NULL ? in->request_id : 0;
-	int code = wire_code_from_status((int)resp->status);
-	rt_metrics_request(&rt->metrics, slot, code, now_us() - t0);
 	rc = wire_pack(a, &resp->base, out, out_len, msg);
 	if (rc != SHOAL_OK) {
 		rt_log("packing the answer: %s", msg);

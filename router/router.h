@@ -28,6 +28,9 @@
  *   tables.c     CreateTable, UpdateTable, DescribeTable, ListTables,
  *                DeleteTable, ClusterStatus, activation of backfilled GSIs
  *   metrics.c    counters, Prometheus text, the HTTP endpoint
+ *   http.c       the DynamoDB-compatible HTTP API (http.h): JSON bodies via
+ *                proto/wire_api.h into rt_handle_request
+ *   sigv4.c      AWS SigV4 verification and the credentials file (http.h)
  *   log.c        timestamped lines on stderr
  *   main.c       command line, signals, start and stop
  *
@@ -365,6 +368,11 @@ const char *rt_slot_name(uint32_t slot);
  * answer).  Worker thread. */
 int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_t **out,
               size_t *out_len);
+/* The same front door for a decoded Request (borrowed; it must live in a or
+ * outlive the call): dispatch, metrics, and the answer (in a, request_id
+ * copied), or NULL when out of memory.  rt_handle is unpack + this + pack.
+ * Worker thread. */
+Shoal__Response *rt_handle_request(rt_router *rt, sh_arena *a, const Shoal__Request *in);
 
 /* Finds a table: the cached catalog first, a refresh from group 0 when the
  * name is unknown (or force).  SHOAL_E_NOT_FOUND "Requested resource not
