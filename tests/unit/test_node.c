@@ -64,35 +64,13 @@ static void stop_node(int id)
 	T[id].n = NULL;
 }
 
-/* Whether TCP ports base .. base + 79 on 127.0.0.1 can be listened on now
- * (other clusters of other tests or helpers may run on this machine). */
-static bool block_free(int base)
-{
-	for (int p = base; p < base + 80; p++) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (fd < 0)
-			return false;
-		int one = 1;
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
-		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		bool ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
-		close(fd);
-		if (!ok)
-			return false;
-	}
-	return true;
-}
-
 static void cluster_start(void)
 {
 	/* Below the ephemeral range (32768+): a port there may be the local
 	 * port of some connection -- the shipper's and raft's own included --
 	 * and listening on it then fails.  Each test runs in its own process
 	 * (Check forks), so each gets its own block of 80 ports. */
-	int base = 20000 + (int)(getpid() % 1200) * 10;
-	for (int tries = 0; tries < 1200 && !block_free(base); tries++)
-		base = 20000 + (base - 20000 + 90) % 12000; /* another cluster is there */
+	int base = tl_free_ports(80);
 	const char *root = tl_tmpdir("node");
 	char path[4200], text[4096];
 	int len = snprintf(text, sizeof(text), "[cluster]\ngroups = %d\nreplication = 3\n", GROUPS);
@@ -935,6 +913,18 @@ START_TEST(test_index_shipping)
 		usleep(10000);
 	}
 	ck_assert_uint_eq(all_entries(), (uint64_t)(ITEMS + refused_at));
+	/* The targets have everything; the throttle lifts once the source has
+	 * replicated its trimmed watermark (the next OutboxTrim entry). */
+	deadline = node_now_ns() + 20 * SEC;
+	do {
+		ck_assert_int_eq(
+		    st_outbox_get_info(node_group_env(node_group_get(T[l1].n, 1)), &ob, msg),
+		    SHOAL_OK);
+		if (ob.depth == 0)
+			break;
+		usleep(10000);
+	} while (node_now_ns() < deadline);
+	ck_assert_uint_eq(ob.depth, 0);
 	r = put_g(l1, 1000);
 	ck_assert_int_eq(status_of(r), SHOAL_OK);
 	FREE(r);
