@@ -122,6 +122,29 @@ static void check_throughput(wire_verrs *e, const char *path, const Shoal__Provi
 	wire_check_min(e, p, true, t->read_capacity_units, 1);
 }
 
+/* The constraints CreateTable and UpdateTable share, in DynamoDB's order:
+ * AttributeDefinitions members, TableName's pattern, BillingMode,
+ * ProvisionedThroughput. */
+static void check_table_common(wire_verrs *e, Shoal__AttributeDefinition *const *defs, size_t n,
+                               const char *table, const char *billing,
+                               const Shoal__ProvisionedThroughput *tp)
+{
+	char p[160];
+	for (size_t i = 0; i < n; i++) {
+		const Shoal__AttributeDefinition *d = defs[i];
+		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeName", i + 1);
+		wire_check_present(e, p, nz(d->attribute_name) != NULL);
+		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeType", i + 1);
+		wire_check_present(e, p, nz(d->attribute_type) != NULL);
+		wire_check_enum(e, p, nz(d->attribute_type), attr_type_set);
+	}
+	if (!wire_name_chars_ok(table))
+		wire_verr_add(e, table, "tableName",
+		              "Member must satisfy regular expression pattern: " WIRE_NAME_PATTERN);
+	wire_check_enum(e, "billingMode", billing, billing_set);
+	check_throughput(e, "provisionedThroughput", tp);
+}
+
 static void check_index(wire_verrs *e, const char *base, size_t i, const char *name,
                         Shoal__KeySchemaElement *const *ks, size_t n_ks,
                         const Shoal__Projection *proj, const Shoal__ProvisionedThroughput *tp)
@@ -144,22 +167,10 @@ static void check_index(wire_verrs *e, const char *base, size_t i, const char *n
 static int create_constraints(const Shoal__CreateTableRequest *pb, char *errmsg)
 {
 	wire_verrs e = {0};
-	char p[160];
 	wire_check_present(&e, "attributeDefinitions", pb->n_attribute_definitions > 0);
-	for (size_t i = 0; i < pb->n_attribute_definitions; i++) {
-		const Shoal__AttributeDefinition *d = pb->attribute_definitions[i];
-		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeName", i + 1);
-		wire_check_present(&e, p, nz(d->attribute_name) != NULL);
-		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeType", i + 1);
-		wire_check_present(&e, p, nz(d->attribute_type) != NULL);
-		wire_check_enum(&e, p, nz(d->attribute_type), attr_type_set);
-	}
-	const char *table = WIRE_OPT(pb, table_name);
-	if (!wire_name_chars_ok(table))
-		wire_verr_add(&e, table, "tableName",
-		              "Member must satisfy regular expression pattern: " WIRE_NAME_PATTERN);
-	wire_check_enum(&e, "billingMode", WIRE_OPT(pb, billing_mode), billing_set);
-	check_throughput(&e, "provisionedThroughput", pb->provisioned_throughput);
+	check_table_common(&e, pb->attribute_definitions, pb->n_attribute_definitions,
+	                   WIRE_OPT(pb, table_name), WIRE_OPT(pb, billing_mode),
+	                   pb->provisioned_throughput);
 	check_key_schema(&e, "keySchema", pb->key_schema, pb->n_key_schema, true);
 	for (size_t i = 0; i < pb->n_local_secondary_indexes; i++) {
 		const Shoal__LocalSecondaryIndex *x = pb->local_secondary_indexes[i];
@@ -577,20 +588,9 @@ static int update_constraints(const Shoal__UpdateTableRequest *pb, char *errmsg)
 {
 	wire_verrs e = {0};
 	char p[160];
-	for (size_t i = 0; i < pb->n_attribute_definitions; i++) {
-		const Shoal__AttributeDefinition *d = pb->attribute_definitions[i];
-		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeName", i + 1);
-		wire_check_present(&e, p, nz(d->attribute_name) != NULL);
-		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeType", i + 1);
-		wire_check_present(&e, p, nz(d->attribute_type) != NULL);
-		wire_check_enum(&e, p, nz(d->attribute_type), attr_type_set);
-	}
-	const char *table = WIRE_OPT(pb, table_name);
-	if (!wire_name_chars_ok(table))
-		wire_verr_add(&e, table, "tableName",
-		              "Member must satisfy regular expression pattern: " WIRE_NAME_PATTERN);
-	wire_check_enum(&e, "billingMode", WIRE_OPT(pb, billing_mode), billing_set);
-	check_throughput(&e, "provisionedThroughput", pb->provisioned_throughput);
+	check_table_common(&e, pb->attribute_definitions, pb->n_attribute_definitions,
+	                   WIRE_OPT(pb, table_name), WIRE_OPT(pb, billing_mode),
+	                   pb->provisioned_throughput);
 	for (size_t i = 0; i < pb->n_global_secondary_index_updates; i++) {
 		const Shoal__GlobalSecondaryIndexUpdate *u = pb->global_secondary_index_updates[i];
 		if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE &&

@@ -309,26 +309,33 @@ static size_t encoded_len(const st_value *v)
 	return (size_t)v->u.str.len + zeros + 2;
 }
 
-/* XXH3-128 of v's full encoding, computed as a stream (S and B only). */
-static XXH128_hash_t encoding_digest(const st_value *v)
+/* Feeds the order-preserving encoding of an S or B value to st without
+ * building it: runs of bytes, 0x00 escaped as 0x00 0xFF, the terminator. */
+static void digest_update_encoding(XXH3_state_t *st, const st_value *v)
 {
 	static const uint8_t esc[2] = {0x00, 0xff}, term[2] = {0x00, 0x00};
 	const uint8_t *p = (const uint8_t *)v->u.str.ptr;
 	size_t n = v->u.str.len, i = 0;
-	XXH3_state_t st;
-	XXH3_INITSTATE(&st);
-	XXH3_128bits_reset_withSeed(&st, SK_SEED);
 	while (i < n) {
 		const uint8_t *z = memchr(p + i, 0, n - i);
 		size_t run = z == NULL ? n - i : (size_t)(z - (p + i));
-		XXH3_128bits_update(&st, p + i, run);
+		XXH3_128bits_update(st, p + i, run);
 		i += run;
 		if (i < n) {
-			XXH3_128bits_update(&st, esc, 2);
+			XXH3_128bits_update(st, esc, 2);
 			i++;
 		}
 	}
-	XXH3_128bits_update(&st, term, 2);
+	XXH3_128bits_update(st, term, 2);
+}
+
+/* XXH3-128 of v's full encoding, computed as a stream (S and B only). */
+static XXH128_hash_t encoding_digest(const st_value *v)
+{
+	XXH3_state_t st;
+	XXH3_INITSTATE(&st);
+	XXH3_128bits_reset_withSeed(&st, SK_SEED);
+	digest_update_encoding(&st, v);
 	return XXH3_128bits_digest(&st);
 }
 
@@ -391,21 +398,7 @@ static XXH128_hash_t base_digest(uint32_t table, const st_value *pk, const st_va
 			size_t n = encode_number(tmp, sk);
 			XXH3_128bits_update(&st, tmp, n);
 		} else {
-			/* The encoding of S/B streamed: runs, escapes, terminator. */
-			static const uint8_t esc[2] = {0x00, 0xff}, term[2] = {0x00, 0x00};
-			const uint8_t *q = (const uint8_t *)sk->u.str.ptr;
-			size_t n = sk->u.str.len, i = 0;
-			while (i < n) {
-				const uint8_t *z = memchr(q + i, 0, n - i);
-				size_t run = z == NULL ? n - i : (size_t)(z - (q + i));
-				XXH3_128bits_update(&st, q + i, run);
-				i += run;
-				if (i < n) {
-					XXH3_128bits_update(&st, esc, 2);
-					i++;
-				}
-			}
-			XXH3_128bits_update(&st, term, 2);
+			digest_update_encoding(&st, sk);
 		}
 	}
 	return XXH3_128bits_digest(&st);
