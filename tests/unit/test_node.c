@@ -800,6 +800,25 @@ static Shoal__NodeResponse *put_g(int id, int i)
  * outbox is trimmed behind them, and the counters show it.  With shipping
  * paused the backlog reaches --outbox-limit and base writes are refused
  * with ProvisionedThroughputExceeded until shipping resumes. */
+/* Group 1's outbox on node id once it is empty (every delta shipped and the
+ * watermark trimmed through the log), or as it is after 20 s. */
+static st_outbox_info outbox_drained(int id)
+{
+	char msg[SH_ERRMSG_SIZE];
+	st_outbox_info ob;
+	uint64_t deadline = node_now_ns() + 20 * SEC;
+	do {
+		ck_assert_int_eq(
+		    st_outbox_get_info(node_group_env(node_group_get(T[id].n, 1)), &ob, msg),
+		    SHOAL_OK);
+		if (ob.depth == 0)
+			break;
+		usleep(10000);
+	} while (node_now_ns() < deadline);
+	ck_assert_uint_eq(ob.depth, 0);
+	return ob;
+}
+
 START_TEST(test_index_shipping)
 {
 	sh_arena_init(&A);
@@ -915,16 +934,7 @@ START_TEST(test_index_shipping)
 	ck_assert_uint_eq(all_entries(), (uint64_t)(ITEMS + refused_at));
 	/* The targets have everything; the throttle lifts once the source has
 	 * replicated its trimmed watermark (the next OutboxTrim entry). */
-	deadline = node_now_ns() + 20 * SEC;
-	do {
-		ck_assert_int_eq(
-		    st_outbox_get_info(node_group_env(node_group_get(T[l1].n, 1)), &ob, msg),
-		    SHOAL_OK);
-		if (ob.depth == 0)
-			break;
-		usleep(10000);
-	} while (node_now_ns() < deadline);
-	ck_assert_uint_eq(ob.depth, 0);
+	ob = outbox_drained(l1);
 	r = put_g(l1, 1000);
 	ck_assert_int_eq(status_of(r), SHOAL_OK);
 	FREE(r);
@@ -952,16 +962,7 @@ START_TEST(test_index_shipping)
 		usleep(10000);
 	}
 	ck_assert_uint_eq(all_entries(), total);
-	deadline = node_now_ns() + 20 * SEC;
-	do {
-		ck_assert_int_eq(
-		    st_outbox_get_info(node_group_env(node_group_get(T[l1b].n, 1)), &ob, msg),
-		    SHOAL_OK);
-		if (ob.depth == 0)
-			break;
-		usleep(10000);
-	} while (node_now_ns() < deadline);
-	ck_assert_uint_eq(ob.depth, 0);
+	ob = outbox_drained(l1b);
 	ck_assert_uint_eq(ob.last_seq, total);
 	cluster_stop();
 	sh_arena_fini(&A);
