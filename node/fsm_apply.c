@@ -35,7 +35,11 @@
  *   put / update / delete   st_put / st_update / st_delete; result put_item /
  *                           update_item / delete_item; on a failed condition
  *                           with ReturnValuesOnConditionCheckFailure ALL_OLD,
- *                           Response.item is the old item.
+ *                           Response.item is the old item.  With
+ *                           ReturnConsumedCapacity, consumed_capacity from the
+ *                           write result's sizes (wire_capacity_charge_write);
+ *                           only the proposer builds it, so replicas stay
+ *                           byte-identical.
  *   define_table            st_table_create with TableDefine's id and
  *                           created_ms.  table_id 0 ("assign") is accepted in
  *                           group 0 only.  A table of that name that already
@@ -67,8 +71,9 @@
  *                           the puts and deletes are applied in order; a client
  *                           error from the storage engine stops the batch there
  *                           and is the operation's status -- the writes before
- *                           it stay (BatchWriteItem is not atomic).  Result: an
- *                           empty BatchWriteItemResponse (no UnprocessedItems).
+ *                           it stay (BatchWriteItem is not atomic).  Result: a
+ *                           BatchWriteItemResponse without UnprocessedItems,
+ *                           with one ConsumedCapacity per table when asked.
  *
  * Thread: the group's loop thread (raft calls apply from it).
  */
@@ -150,6 +155,18 @@ static int result_built(op_ctx *c, int rc)
 	return SHOAL_OK;
 }
 
+/* The ConsumedCapacity of a successful write, *out NULL unless asked for. */
+static int write_capacity(op_ctx *c, wire_rcc rcc, const char *table, const st_write_result *res,
+                          Shoal__ConsumedCapacity **out)
+{
+	int rc = wire_capacity_new(c->a, rcc, table, out);
+	if (rc == SHOAL_OK)
+		rc = wire_capacity_charge_write(c->a, *out, res);
+	if (rc != SHOAL_OK)
+		return sh_errf(c->msg, rc, "write capacity: out of memory");
+	return SHOAL_OK;
+}
+
 static int op_put(op_ctx *c, const Shoal__PutItemRequest *pb)
 {
 	st_put_req req;
@@ -165,6 +182,9 @@ static int op_put(op_ctx *c, const Shoal__PutItemRequest *pb)
 	if (c->r == NULL)
 		return SHOAL_OK;
 	rc = wire_put_item_resp_to_pb(c->a, &res, &c->r->put_item, c->msg);
+	if (rc == SHOAL_OK)
+		rc = write_capacity(c, WIRE_RCC(pb), req.table, &res,
+		                    &c->r->put_item->consumed_capacity);
 	if (rc == SHOAL_OK)
 		c->r->result_case = SHOAL__RESPONSE__RESULT_PUT_ITEM;
 	return result_built(c, rc);
@@ -186,6 +206,9 @@ static int op_update(op_ctx *c, const Shoal__UpdateItemRequest *pb)
 		return SHOAL_OK;
 	rc = wire_update_item_resp_to_pb(c->a, &res, &c->r->update_item, c->msg);
 	if (rc == SHOAL_OK)
+		rc = write_capacity(c, WIRE_RCC(pb), req.table, &res,
+		                    &c->r->update_item->consumed_capacity);
+	if (rc == SHOAL_OK)
 		c->r->result_case = SHOAL__RESPONSE__RESULT_UPDATE_ITEM;
 	return result_built(c, rc);
 }
@@ -205,6 +228,9 @@ static int op_delete(op_ctx *c, const Shoal__DeleteItemRequest *pb)
 	if (c->r == NULL)
 		return SHOAL_OK;
 	rc = wire_delete_item_resp_to_pb(c->a, &res, &c->r->delete_item, c->msg);
+	if (rc == SHOAL_OK)
+		rc = write_capacity(c, WIRE_RCC(pb), req.table, &res,
+		                    &c->r->delete_item->consumed_capacity);
 	if (rc == SHOAL_OK)
 		c->r->result_case = SHOAL__RESPONSE__RESULT_DELETE_ITEM;
 	return result_built(c, rc);
@@ -437,20 +463,32 @@ static int op_batch_write(op_ctx *c, const Shoal__BatchWriteItemRequest *pb)
 		}
 	}
 
-	/* Pass 2: apply in order. */
+	/* Pass 2: apply in order, adding up each table's capacity when asked. */
+	wire_rcc rcc = c->r != NULL ? WIRE_RCC(pb) : WIRE_RCC_NONE;
+	Shoal__BatchWriteItemResponse *out = sh_arena_alloc(c->a, sizeof(*out));
+	if (out == NULL)
+		return sh_errf(c->msg, SHOAL_E_NOMEM, "batch_write result: out of memory");
+	shoal__batch_write_item_response__init(out);
 	for (k = 0; k < n; k++) {
 		st_write_result res = {0};
 		int rc = w[k].is_put ? st_put(c->txn, &w[k].put, c->a, &res, c->msg)
 		                     : st_delete(c->txn, &w[k].del, c->a, &res, c->msg);
 		if (rc != SHOAL_OK)
 			return rc;
+		if (rcc == WIRE_RCC_NONE)
+			continue;
+		Shoal__ConsumedCapacity *cc;
+		rc = write_capacity(c, rcc, w[k].is_put ? w[k].put.table : w[k].del.table, &res,
+		                    &cc);
+		if (rc == SHOAL_OK &&
+		    wire_capacity_list_add(c->a, &out->consumed_capacity, &out->n_consumed_capacity,
+		                           cc) != SHOAL_OK)
+			rc = sh_errf(c->msg, SHOAL_E_NOMEM, "batch_write capacity: out of memory");
+		if (rc != SHOAL_OK)
+			return rc;
 	}
 	if (c->r == NULL)
 		return SHOAL_OK;
-	Shoal__BatchWriteItemResponse *out = sh_arena_alloc(c->a, sizeof(*out));
-	if (out == NULL)
-		return sh_errf(c->msg, SHOAL_E_NOMEM, "batch_write result: out of memory");
-	shoal__batch_write_item_response__init(out);
 	c->r->batch_write_item = out;
 	c->r->result_case = SHOAL__RESPONSE__RESULT_BATCH_WRITE_ITEM;
 	return SHOAL_OK;

@@ -18,6 +18,11 @@
  * (a second read transaction: under concurrent writes the key may be off by
  * the items written in between, which eventually consistent Scan allows).
  *
+ * ReturnConsumedCapacity: GetItem and BatchGetItem charge each item's whole
+ * size (st_get_item_sized, before projection); Query and Scan the page's
+ * bytes_read, also returned as NodeResponse.read_bytes so that a router
+ * adding up partitions or write shards rounds the sum once (proto/wire.h).
+ *
  * Threads: server worker threads (storage reads are thread-safe).
  */
 #include <inttypes.h>
@@ -38,18 +43,53 @@ static int nomem(node_call *c)
 	return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
 }
 
+/* The ConsumedCapacity of a Query or Scan page (*out NULL for NONE): the
+ * bytes read, charged to the table, or to the index read. */
+static int page_capacity(node_call *c, wire_rcc rcc, const char *table, const char *index,
+                         bool consistent, const st_page *page, Shoal__ConsumedCapacity **out)
+{
+	int rc = wire_capacity_new(c->arena, rcc, table, out);
+	if (rc != SHOAL_OK || *out == NULL)
+		return rc != SHOAL_OK ? nomem(c) : SHOAL_OK;
+	double units = wire_read_units(page->bytes_read, consistent);
+	if (index == NULL) {
+		wire_capacity_charge_table(*out, units);
+		return SHOAL_OK;
+	}
+	bool local = false;
+	if (rcc == WIRE_RCC_INDEXES) {
+		st_table_info info;
+		rc = st_table_describe(node_group_env(c->group), table, c->arena, &info, c->errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		for (uint32_t i = 0; i < info.def.n_indexes; i++)
+			if (strcmp(info.def.indexes[i].name, index) == 0)
+				local = info.def.indexes[i].local;
+	}
+	if (wire_capacity_charge_index(c->arena, *out, index, local, units) != SHOAL_OK)
+		return nomem(c);
+	return SHOAL_OK;
+}
+
 int node_handle_get_item(node_call *c)
 {
+	const Shoal__GetItemRequest *in = c->req->request->get_item;
 	st_get_req r;
 	st_value *item = NULL;
+	size_t size = 0;
 	Shoal__GetItemResponse *out;
-	int rc = wire_get_req_from_pb(c->arena, c->req->request->get_item, &r, c->errmsg);
+	int rc = wire_get_req_from_pb(c->arena, in, &r, c->errmsg);
 	if (rc == SHOAL_OK)
-		rc = st_get_item(node_group_env(c->group), &r, c->arena, &item, c->errmsg);
+		rc = st_get_item_sized(node_group_env(c->group), &r, c->arena, &item, &size,
+		                       c->errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_get_item_resp_to_pb(c->arena, item, &out, c->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
+	if (wire_capacity_new(c->arena, WIRE_RCC(in), r.table, &out->consumed_capacity) != SHOAL_OK)
+		return nomem(c);
+	wire_capacity_charge_table(out->consumed_capacity,
+	                           wire_read_units(size, in->consistent_read));
 	c->resp->result_case = SHOAL__RESPONSE__RESULT_GET_ITEM;
 	c->resp->get_item = out;
 	return SHOAL_OK;
@@ -66,8 +106,12 @@ int node_handle_query(node_call *c)
 		rc = st_query(node_group_env(c->group), &r, c->arena, &page, c->errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_query_resp_to_pb(c->arena, &page, &out, c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = page_capacity(c, WIRE_RCC(c->req->request->query), r.table, r.index,
+		                   r.consistent, &page, &out->consumed_capacity);
 	if (rc != SHOAL_OK)
 		return rc;
+	c->nresp->read_bytes = page.bytes_read;
 	c->resp->result_case = SHOAL__RESPONSE__RESULT_QUERY;
 	c->resp->query = out;
 	return SHOAL_OK;
@@ -148,6 +192,10 @@ int node_handle_scan(node_call *c)
 		return rc;
 	if ((rc = wire_scan_resp_to_pb(c->arena, &page, &out, c->errmsg)) != SHOAL_OK)
 		return rc;
+	if ((rc = page_capacity(c, WIRE_RCC(c->req->request->scan), r.table, r.index, r.consistent,
+	                        &page, &out->consumed_capacity)) != SHOAL_OK)
+		return rc;
+	c->nresp->read_bytes = page.bytes_read;
 	c->resp->result_case = SHOAL__RESPONSE__RESULT_SCAN;
 	c->resp->scan = out;
 	if (c->req->want_last_key && page.scanned > 0) {
@@ -207,12 +255,14 @@ int node_handle_batch_get_item(node_call *c)
 	    sh_arena_calloc(c->arena, b->n_request_items, sizeof(*out->unprocessed_keys));
 	if (out->responses == NULL || out->unprocessed_keys == NULL)
 		return nomem(c);
+	wire_rcc rcc = WIRE_RCC(b);
 
 	for (size_t i = 0; i < b->n_request_items; i++) {
 		const Shoal__TableKeysAndAttributes *tka = b->request_items[i];
 		if (tka == NULL)
 			continue;
 		Shoal__TableKeysAndAttributes *unproc = NULL;
+		Shoal__ConsumedCapacity *cc = NULL;
 		for (size_t k = 0; k < tka->n_keys; k++) {
 			if (bytes >= BATCH_GET_MAX_BYTES) {
 				/* The rest of this table's keys are unprocessed. */
@@ -241,11 +291,16 @@ int node_handle_batch_get_item(node_call *c)
 			g.expression_attribute_names = tka->expression_attribute_names;
 			st_get_req r;
 			st_value *item = NULL;
+			size_t size = 0;
 			rc = wire_get_req_from_pb(c->arena, &g, &r, c->errmsg);
 			if (rc == SHOAL_OK)
-				rc = st_get_item(env, &r, c->arena, &item, c->errmsg);
+				rc = st_get_item_sized(env, &r, c->arena, &item, &size, c->errmsg);
 			if (rc != SHOAL_OK)
 				return rc;
+			if (cc == NULL && rcc != WIRE_RCC_NONE &&
+			    wire_capacity_new(c->arena, rcc, tka->table_name, &cc) != SHOAL_OK)
+				return nomem(c);
+			wire_capacity_charge_table(cc, wire_read_units(size, tka->consistent_read));
 			if (item == NULL)
 				continue;
 			Shoal__TableItems *t = batch_table(c, out, tka->table_name, tka->n_keys);
@@ -257,6 +312,9 @@ int node_handle_batch_get_item(node_call *c)
 			t->n_items++;
 			bytes += st_item_size(item);
 		}
+		if (wire_capacity_list_add(c->arena, &out->consumed_capacity,
+		                           &out->n_consumed_capacity, cc) != SHOAL_OK)
+			return nomem(c);
 	}
 	c->resp->result_case = SHOAL__RESPONSE__RESULT_BATCH_GET_ITEM;
 	c->resp->batch_get_item = out;

@@ -320,6 +320,68 @@ int wire_response_set_error(sh_arena *a, Shoal__Response *resp, int code, const 
                             const st_value *old_item, char *errmsg);
 
 /* ------------------------------------------------------------------------ */
+/* Consumed capacity (wire_capacity.c)                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * ReturnConsumedCapacity, with DynamoDB's on-demand arithmetic, in one place
+ * for the node (which knows the sizes) and the router (which adds up the
+ * answers of several partitions, write shards or batch parts):
+ *
+ *   read   ceil(bytes / 4 KB) units, at least 1, halved when eventually
+ *          consistent.  GetItem: the item's size (a missing item costs the
+ *          minimum); Query and Scan: the sum of the sizes of every item
+ *          evaluated (before the filter), rounded once for the request.
+ *   write  ceil(max(old size, new size) / 1 KB) units, at least 1, for the
+ *          base item; and for every index entry written, ceil(entry size /
+ *          1 KB), at least 1, a moved entry being a delete and a put.
+ *
+ * A ConsumedCapacity answers TOTAL with TableName and CapacityUnits, and
+ * INDEXES with also Table (the base table's share) and the indexes' shares
+ * under GlobalSecondaryIndexes / LocalSecondaryIndexes; CapacityUnits is
+ * always the total.  The INDEXES form is recognised by cc->table != NULL.
+ * Single-item operations, Query, Scan and batches carry no
+ * ReadCapacityUnits / WriteCapacityUnits, as DynamoDB sends none there.
+ * Everything is built in the arena.
+ */
+typedef enum wire_rcc {
+	WIRE_RCC_NONE = 0,
+	WIRE_RCC_TOTAL,
+	WIRE_RCC_INDEXES,
+} wire_rcc;
+
+/* "TOTAL", "INDEXES"; anything else (NULL, "NONE") is NONE. */
+wire_rcc wire_rcc_parse(const char *s);
+/* The ReturnConsumedCapacity of a decoded request message pb. */
+#define WIRE_RCC(pb)                                                                               \
+	wire_rcc_parse(WIRE_HAS(pb, return_consumed_capacity) ? (pb)->return_consumed_capacity     \
+	                                                      : NULL)
+/* Read units of bytes read by one request. */
+double wire_read_units(uint64_t bytes, bool consistent);
+/* Write units of writing an item or index entry of `bytes`. */
+double wire_write_units(uint64_t bytes);
+
+/* A zero ConsumedCapacity for table in mode rcc, or *out NULL for NONE.
+ * SHOAL_E_NOMEM only. */
+int wire_capacity_new(sh_arena *a, wire_rcc rcc, const char *table, Shoal__ConsumedCapacity **out);
+/* Charges units to the base table (cc may be NULL: nothing). */
+void wire_capacity_charge_table(Shoal__ConsumedCapacity *cc, double units);
+/* Charges units to an index: the total, and in INDEXES form the index's
+ * entry (added when absent).  SHOAL_E_NOMEM only. */
+int wire_capacity_charge_index(sh_arena *a, Shoal__ConsumedCapacity *cc, const char *index,
+                               bool local, double units);
+/* Charges a successful write (its sizes and index entry writes). */
+int wire_capacity_charge_write(sh_arena *a, Shoal__ConsumedCapacity *cc,
+                               const st_write_result *res);
+/* Adds `from` into `into` (same table): totals, table share, index shares. */
+int wire_capacity_add(sh_arena *a, Shoal__ConsumedCapacity *into,
+                      const Shoal__ConsumedCapacity *from);
+/* Batches: adds `from` to the list's entry for its table, appending a copy
+ * when there is none (*list grows in the arena). */
+int wire_capacity_list_add(sh_arena *a, Shoal__ConsumedCapacity ***list, size_t *n,
+                           const Shoal__ConsumedCapacity *from);
+
+/* ------------------------------------------------------------------------ */
 /* DynamoDB JSON (wire_json.c in, wire_json_out.c out)                      */
 /* ------------------------------------------------------------------------ */
 

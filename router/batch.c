@@ -19,7 +19,9 @@
  *     UnprocessedKeys / UnprocessedItems -- not an error, as DynamoDB does,
  *     unless no part at all succeeded (then ProvisionedThroughputExceeded or
  *     ServiceUnavailable).  Any other error from a part (a validation only a
- *     node can make) fails the request with that error.
+ *     node can make) fails the request with that error.  Each part carries
+ *     the request's ReturnConsumedCapacity; the parts' ConsumedCapacity lists
+ *     add up per table (wire_capacity_list_add).
  *
  * Worker thread.
  */
@@ -342,6 +344,8 @@ int rt_batch_write_item(rt_req *r)
 			}
 		}
 		bw->n_request_items = n_list;
+		if (WIRE_HAS(in, return_consumed_capacity))
+			WIRE_SET(bw, return_consumed_capacity, in->return_consumed_capacity);
 		shoal__request__init(&parts[p].req);
 		parts[p].req.request_id = r->in->request_id;
 		parts[p].req.op_case = SHOAL__REQUEST__OP_BATCH_WRITE_ITEM;
@@ -374,6 +378,11 @@ int rt_batch_write_item(rt_req *r)
 		else if (got == NULL || parts[p].call.resp->response->result_case !=
 		                            SHOAL__RESPONSE__RESULT_BATCH_WRITE_ITEM)
 			continue; /* success without a body: nothing left over */
+		for (size_t i = 0; got != NULL && i < got->n_consumed_capacity; i++)
+			if (wire_capacity_list_add(r->a, &out->consumed_capacity,
+			                           &out->n_consumed_capacity,
+			                           got->consumed_capacity[i]) != SHOAL_OK)
+				return nomem(r);
 		const Shoal__BatchWriteItemRequest *left = end == PART_UNPROCESSED ? sent : NULL;
 		size_t nl = left != NULL ? left->n_request_items : got->n_unprocessed_items;
 		for (size_t i = 0; i < nl; i++) {
@@ -547,6 +556,8 @@ int rt_batch_get_item(rt_req *r)
 				mine->keys[mine->n_keys++] = ka->keys[j];
 			}
 		}
+		if (WIRE_HAS(in, return_consumed_capacity))
+			WIRE_SET(bg, return_consumed_capacity, in->return_consumed_capacity);
 		shoal__request__init(&parts[p].req);
 		parts[p].req.request_id = r->in->request_id;
 		parts[p].req.op_case = SHOAL__REQUEST__OP_BATCH_GET_ITEM;
@@ -608,6 +619,11 @@ int rt_batch_get_item(rt_req *r)
 		for (size_t i = 0; i < got->n_unprocessed_keys; i++)
 			if (add_keys(r->a, out->unprocessed_keys, &out->n_unprocessed_keys,
 			             cap_tables, got->unprocessed_keys[i]) != SHOAL_OK)
+				return nomem(r);
+		for (size_t i = 0; i < got->n_consumed_capacity; i++)
+			if (wire_capacity_list_add(r->a, &out->consumed_capacity,
+			                           &out->n_consumed_capacity,
+			                           got->consumed_capacity[i]) != SHOAL_OK)
 				return nomem(r);
 	}
 	if (unprocessed == np)

@@ -26,7 +26,9 @@
  *      sent yet -- and at Limit, or once the kept items reach 1 MB;
  *   3. st_page_finish applies the client's filter, projection and Select to
  *      the kept items (Count after the filter, ScannedCount = kept);
- *   4. LastEvaluatedKey, when anything may follow, is st_index_last_key of
+ *   4. ReturnConsumedCapacity is the sum of what the shards read (their
+ *      read_bytes), charged to the index, eventually consistent;
+ *   5. LastEvaluatedKey, when anything may follow, is st_index_last_key of
  *      the last kept item.  Resuming with it, every shard starts strictly
  *      after that (index sort key, base-key digest) position, so pages chain
  *      without gaps or repeats.
@@ -312,6 +314,7 @@ static int sharded_query(rt_req *r, const rt_table *t, const st_index_def *x, co
 		calls[s].any_replica = true;
 	}
 	rt_call_all(r->rt, r->a, calls, n, r->deadline);
+	uint64_t read_bytes = 0; /* what the shards read: ReturnConsumedCapacity */
 	for (uint32_t s = 0; s < n; s++) {
 		const rt_call *c = &calls[s];
 		if (c->rc != SHOAL_OK)
@@ -331,6 +334,7 @@ static int sharded_query(rt_req *r, const rt_table *t, const st_index_def *x, co
 		int rc = shard_page(r, qr, &pages[s]);
 		if (rc != SHOAL_OK)
 			return rc;
+		read_bytes += c->resp->read_bytes;
 	}
 	cmp_ctx ctx = {&t->def, x};
 	rt_merge m;
@@ -358,6 +362,10 @@ static int sharded_query(rt_req *r, const rt_table *t, const st_index_def *x, co
 	Shoal__QueryResponse *out;
 	if ((rc = wire_query_resp_to_pb(r->a, &page, &out, r->errmsg)) != SHOAL_OK)
 		return rc;
+	const Shoal__QueryRequest *in = r->in->query;
+	if (rt_read_capacity(r, WIRE_RCC(in), t, x, read_bytes, false, &out->consumed_capacity) !=
+	    SHOAL_OK)
+		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
 	r->out->result_case = SHOAL__RESPONSE__RESULT_QUERY;
 	r->out->query = out;
 	return SHOAL_OK;

@@ -433,6 +433,13 @@ int rt_index_query(rt_req *r, const rt_table *t, const st_query_req *q);
 int rt_index_resolve(rt_req *r, const rt_table **t, const char *index, bool consistent,
                      const st_index_def **out);
 
+/* ReturnConsumedCapacity of a read the router assembled from several node
+ * answers (scan partitions, write shards): `bytes` is the sum of their
+ * NodeResponse.read_bytes, charged once to the table or to index x (NULL:
+ * the table).  *out is NULL when rcc is NONE.  SHOAL_E_NOMEM only (scan.c). */
+int rt_read_capacity(rt_req *r, wire_rcc rcc, const rt_table *t, const st_index_def *x,
+                     uint64_t bytes, bool consistent, Shoal__ConsumedCapacity **out);
+
 /* Activation of a CREATING GSI: asks every data group's leader for its
  * GroupStatus; when each reports the index backfill_done with
  * outbox_shipped >= backfill_seq, sends activate_index to group 0, the new

@@ -23,7 +23,9 @@
  *                                                               last key
  *   otherwise                                                -> NEXT partition
  *
- * Items, Count and ScannedCount add up across partitions.  A Scan with
+ * Items, Count and ScannedCount add up across partitions; so do the nodes'
+ * read_bytes, from which ReturnConsumedCapacity is charged once for the
+ * request (rt_read_capacity).  A Scan with
  * IndexName runs the same way (index entries sit at their placement hashes,
  * index.c); only an ExclusiveStartKey's hash comes from the index's keys.
  * Worker thread.
@@ -86,6 +88,20 @@ rt_scan_step rt_scan_after(uint32_t limit, uint32_t scanned, size_t bytes, bool 
 /* Execution                                                                 */
 /* ------------------------------------------------------------------------ */
 
+int rt_read_capacity(rt_req *r, wire_rcc rcc, const rt_table *t, const st_index_def *x,
+                     uint64_t bytes, bool consistent, Shoal__ConsumedCapacity **out)
+{
+	int rc = wire_capacity_new(r->a, rcc, t->name, out);
+	if (rc != SHOAL_OK || *out == NULL)
+		return rc;
+	double units = wire_read_units(bytes, consistent);
+	if (x == NULL) {
+		wire_capacity_charge_table(*out, units);
+		return SHOAL_OK;
+	}
+	return wire_capacity_charge_index(r->a, *out, x->name, x->local, units);
+}
+
 /* Sends nr to group (repairing the table once); *resp is the node's answer. */
 static int scan_call(rt_req *r, const rt_table *t, uint32_t group, Shoal__NodeRequest *nr, bool any,
                      Shoal__NodeResponse **resp)
@@ -140,6 +156,7 @@ typedef struct scan_acc {
 	size_t n, cap;
 	uint32_t count, scanned;
 	size_t bytes;
+	uint64_t read_bytes; /* the nodes' read_bytes: ReturnConsumedCapacity */
 } scan_acc;
 
 static int acc_add(sh_arena *a, scan_acc *acc, const Shoal__ScanResponse *sr)
@@ -234,6 +251,7 @@ int rt_scan(rt_req *r)
 			               "a node answered a Scan without a ScanResponse");
 		if (acc_add(r->a, &acc, sr) != SHOAL_OK)
 			return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory merging a scan");
+		acc.read_bytes += resp->read_bytes;
 		rt_scan_step step = rt_scan_after(q.limit, acc.scanned, acc.bytes,
 		                                  sr->last_evaluated_key != NULL, p < plan.last);
 		if (step == RT_SCAN_NEXT)
@@ -262,6 +280,9 @@ int rt_scan(rt_req *r)
 	out->count = acc.count;
 	out->scanned_count = acc.scanned;
 	out->last_evaluated_key = lek;
+	if (rt_read_capacity(r, WIRE_RCC(in), t, x, acc.read_bytes, q.consistent,
+	                     &out->consumed_capacity) != SHOAL_OK)
+		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
 	r->out->result_case = SHOAL__RESPONSE__RESULT_SCAN;
 	r->out->scan = out;
 	return SHOAL_OK;

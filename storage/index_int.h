@@ -123,6 +123,9 @@ typedef struct st_ix_plan st_ix_plan;
  * do.  Reads only. */
 int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_item,
                      const st_value *new_item, sh_arena *a, st_ix_plan **plan, char *errmsg);
+/* The index entry writes of a plan (NULL plan: none), for the write's
+ * result; *writes lives in the plan's arena. */
+void st_ix_plan_writes(const st_ix_plan *plan, st_index_write **writes, uint32_t *n);
 /* Writes a plan (environmental errors only). */
 int st_ix_plan_apply(st_txn *txn, const st_ix_plan *plan, char *errmsg);
 

@@ -49,7 +49,9 @@ struct st_ix_plan {
 	uint32_t n_counts;
 	bool coll; /* the table has LSIs: update the collection counter */
 	uint8_t coll_key[22];
-	uint64_t coll_size; /* its new value */
+	uint64_t coll_size;     /* its new value */
+	st_index_write *writes; /* per index changed, for ReturnConsumedCapacity */
+	uint32_t n_writes;
 };
 
 static bool same_key(const st_ix_entry *a, const st_ix_entry *b)
@@ -88,8 +90,9 @@ int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_it
 	if (p != NULL) {
 		p->ops = sh_arena_calloc(a, 2 * (size_t)d->n_indexes, sizeof(*p->ops));
 		p->counts = sh_arena_calloc(a, d->n_indexes, sizeof(*p->counts));
+		p->writes = sh_arena_calloc(a, d->n_indexes, sizeof(*p->writes));
 	}
-	if (p == NULL || e == NULL || p->ops == NULL || p->counts == NULL)
+	if (p == NULL || e == NULL || p->ops == NULL || p->counts == NULL || p->writes == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "index maintenance: out of memory");
 	p->table = d->id;
 	int64_t coll_delta = 0;
@@ -112,6 +115,9 @@ int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_it
 		if (put)
 			p->ops[p->n_ops++] =
 			    (ix_op){x->local ? OP_LSI_PUT : OP_DELTA_PUT, x->id, en};
+		if (del || put)
+			p->writes[p->n_writes++] = (st_index_write){
+			    x->name, x->local, del, put, del ? eo->size : 0, put ? en->size : 0};
 		if (x->local && (del || put)) {
 			lsi_count *c = &p->counts[p->n_counts++];
 			c->index = x->id;
@@ -149,6 +155,12 @@ int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_it
 		return SHOAL_OK;
 	*plan = p;
 	return SHOAL_OK;
+}
+
+void st_ix_plan_writes(const st_ix_plan *p, st_index_write **writes, uint32_t *n)
+{
+	*writes = p != NULL && p->n_writes > 0 ? p->writes : NULL;
+	*n = p != NULL ? p->n_writes : 0;
 }
 
 int st_ix_plan_apply(st_txn *txn, const st_ix_plan *p, char *errmsg)

@@ -671,6 +671,7 @@ static int page_loop(page_src *in, const st_read_page_spec *ps, sh_arena *a, st_
 	if (rc == SHOAL_OK) {
 		out->count = count;
 		out->scanned = evaluated;
+		out->bytes_read = bytes;
 	} else {
 		memset(out, 0, sizeof(*out));
 	}

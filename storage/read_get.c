@@ -220,7 +220,15 @@ static int get_prepare(const st_get_req *req, sh_arena *ra, st_expr **proj, st_v
 
 int st_get_item(st_env *env, const st_get_req *req, sh_arena *a, st_value **item, char *errmsg)
 {
+	size_t size;
+	return st_get_item_sized(env, req, a, item, &size, errmsg);
+}
+
+int st_get_item_sized(st_env *env, const st_get_req *req, sh_arena *a, st_value **item,
+                      size_t *size, char *errmsg)
+{
 	*item = NULL;
+	*size = 0;
 	sh_arena ra;
 	sh_arena_init(&ra);
 	st_expr *proj = NULL;
@@ -247,6 +255,7 @@ int st_get_item(st_env *env, const st_get_req *req, sh_arena *a, st_value **item
 	mdb_txn_abort(txn);
 	if (rc != SHOAL_OK || found == NULL)
 		goto out;
+	*size = st_item_size(found);
 
 	if (proj != NULL) {
 		st_value *p;

@@ -345,6 +345,17 @@ typedef struct st_delete_req {
 	bool return_old_on_condition_fail;
 } st_delete_req;
 
+/* The entry writes of one secondary index caused by one base write, for
+ * ReturnConsumedCapacity (proto/wire.h turns sizes into units): at most one
+ * delete of the old entry and one put of the new one (an entry whose key
+ * changed is both).  Sizes are st_item_size of the projected entries. */
+typedef struct st_index_write {
+	const char *name; /* the index's name (arena) */
+	bool local;       /* LSI; else GSI (written asynchronously, charged here) */
+	bool del, put;
+	size_t del_size, put_size;
+} st_index_write;
+
 typedef struct st_write_result {
 	/* ReturnValues: an ST_M, or NULL when nothing is returned (NONE, or no
 	 * old item, or nothing updated). */
@@ -352,6 +363,12 @@ typedef struct st_write_result {
 	/* Set when the condition failed and ReturnValuesOnConditionCheckFailure
 	 * was ALL_OLD and an item existed. */
 	st_value *old_item;
+	/* Capacity figures of a successful write: st_item_size of the item
+	 * before and after it (0: no such item), and the index entries it wrote
+	 * (n_index_writes of them, arena; NULL when none). */
+	size_t old_size, new_size;
+	st_index_write *index_writes;
+	uint32_t n_index_writes;
 } st_write_result;
 
 int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res, char *errmsg);
@@ -388,6 +405,10 @@ typedef struct st_get_req {
 
 /* *item is the item (projected), or NULL when there is none. */
 int st_get_item(st_env *env, const st_get_req *req, sh_arena *a, st_value **item, char *errmsg);
+/* The same, also giving *size: st_item_size of the whole stored item before
+ * projection (0 when there is none), what ReturnConsumedCapacity charges. */
+int st_get_item_sized(st_env *env, const st_get_req *req, sh_arena *a, st_value **item,
+                      size_t *size, char *errmsg);
 
 typedef enum st_select {
 	ST_SELECT_DEFAULT = 0, /* ALL_ATTRIBUTES, or SPECIFIC_ATTRIBUTES with a projection */
@@ -440,6 +461,9 @@ typedef struct st_page {
 	uint32_t count;               /* items returned (after the filter) */
 	uint32_t scanned;             /* items evaluated (before the filter) */
 	st_value *last_evaluated_key; /* ST_M or NULL when the range is exhausted */
+	/* Sum of st_item_size of the items evaluated (read, before the filter):
+	 * what ReturnConsumedCapacity charges for the page. */
+	uint64_t bytes_read;
 } st_page;
 
 int st_query(st_env *env, const st_query_req *req, sh_arena *a, st_page *out, char *errmsg);

@@ -213,12 +213,14 @@ static int check_index_keys(const st_table_def *t, const st_value *item, char *e
  * client error (the item collection limit) leaves the transaction as it was.
  */
 static int store_item(st_txn *txn, const st_table_info *t, const st_key *k,
-                      const st_value *old_item, const st_value *item, sh_arena *a, char *errmsg)
+                      const st_value *old_item, const st_value *item, sh_arena *a,
+                      st_write_result *res, char *errmsg)
 {
 	st_ix_plan *plan;
 	int rc = st_ix_plan_write(txn, t, old_item, item, a, &plan, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
+	st_ix_plan_writes(plan, &res->index_writes, &res->n_index_writes);
 	uint8_t *buf;
 	size_t len;
 	if (st_codec_encode(a, item, &buf, &len) != SHOAL_OK)
@@ -271,8 +273,7 @@ int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res
 	st_write_result ignored;
 	if (res == NULL)
 		res = &ignored;
-	res->attributes = NULL;
-	res->old_item = NULL;
+	*res = (st_write_result){0};
 	if (txn->sticky != SHOAL_OK)
 		return sticky(txn, errmsg);
 
@@ -311,9 +312,11 @@ int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res
 	rc = read_and_check(txn, &k, cond, req->return_old_on_condition_fail, a, &old_item, res,
 	                    errmsg);
 	if (rc == SHOAL_OK)
-		rc = store_item(txn, &t, &k, old_item, item, a, errmsg);
+		rc = store_item(txn, &t, &k, old_item, item, a, res, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
+	res->old_size = old_item != NULL ? st_item_size(old_item) : 0;
+	res->new_size = st_item_size(item);
 	if (req->return_values == ST_RV_ALL_OLD)
 		res->attributes = old_item;
 	return SHOAL_OK;
@@ -345,8 +348,7 @@ int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_resul
 	st_write_result ignored;
 	if (res == NULL)
 		res = &ignored;
-	res->attributes = NULL;
-	res->old_item = NULL;
+	*res = (st_write_result){0};
 	if (txn->sticky != SHOAL_OK)
 		return sticky(txn, errmsg);
 
@@ -404,9 +406,11 @@ int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_resul
 	if (rc == SHOAL_OK)
 		rc = check_index_keys(&t.def, new_item, errmsg);
 	if (rc == SHOAL_OK && new_item != old_item)
-		rc = store_item(txn, &t, &k, old_item, new_item, a, errmsg);
+		rc = store_item(txn, &t, &k, old_item, new_item, a, res, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
+	res->old_size = old_item != NULL ? st_item_size(old_item) : 0;
+	res->new_size = st_item_size(new_item);
 
 	switch (req->return_values) {
 	case ST_RV_ALL_OLD:
@@ -439,8 +443,7 @@ int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_resul
 	st_write_result ignored;
 	if (res == NULL)
 		res = &ignored;
-	res->attributes = NULL;
-	res->old_item = NULL;
+	*res = (st_write_result){0};
 	if (txn->sticky != SHOAL_OK)
 		return sticky(txn, errmsg);
 
@@ -478,6 +481,8 @@ int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_resul
 	if (old_item != NULL) {
 		st_ix_plan *plan;
 		rc = st_ix_plan_write(txn, &t, old_item, NULL, a, &plan, errmsg);
+		st_ix_plan_writes(plan, &res->index_writes, &res->n_index_writes);
+		res->old_size = st_item_size(old_item);
 		MDB_val kv = {k.len, k.b};
 		int mrc = rc == SHOAL_OK ? mdb_del(txn->txn, txn->env->data, &kv, NULL) : 0;
 		if (mrc != 0)
@@ -508,10 +513,8 @@ static int finish(st_txn *txn, int rc, st_write_result *res, char *errmsg)
 		return rc;
 	}
 	rc = st_txn_commit(txn, errmsg);
-	if (rc != SHOAL_OK && res != NULL) {
-		res->attributes = NULL;
-		res->old_item = NULL;
-	}
+	if (rc != SHOAL_OK && res != NULL)
+		*res = (st_write_result){0};
 	return rc;
 }
 

@@ -173,7 +173,25 @@ START_TEST(test_item_ops_and_errors)
 	const char *key = "'{\"PK\":{\"S\":\"T#1\"},\"SK\":{\"S\":\"A\"}}'";
 	json_t *r = run(0, "put-item --table-name edtech-platform --item "
 	                   "'{\"PK\":{\"S\":\"T#1\"},\"SK\":{\"S\":\"A\"},\"n\":{\"N\":\"1\"}}' "
-	                   "--condition-expression 'attribute_not_exists(PK)'");
+	                   "--condition-expression 'attribute_not_exists(PK)' "
+	                   "--return-consumed-capacity INDEXES");
+	/* 11 bytes, no GSI1 key: one unit, all the table's. */
+	json_t *cc = json_object_get(r, "ConsumedCapacity");
+	ck_assert_str_eq(json_string_value(json_object_get(cc, "TableName")), "edtech-platform");
+	ck_assert(json_real_value(json_object_get(cc, "CapacityUnits")) == 1.0);
+	ck_assert(json_real_value(json_object_get(json_object_get(cc, "Table"), "CapacityUnits")) ==
+	          1.0);
+	ck_assert_ptr_null(json_object_get(cc, "GlobalSecondaryIndexes"));
+	json_decref(r);
+	r = run(0,
+	        "get-item --table-name edtech-platform --key %s --return-consumed-capacity TOTAL",
+	        key);
+	cc = json_object_get(r, "ConsumedCapacity");
+	ck_assert_uint_eq(json_object_size(cc), 2);
+	ck_assert(json_real_value(json_object_get(cc, "CapacityUnits")) == 0.5);
+	json_decref(r);
+	r = run(0, "get-item --table-name edtech-platform --key %s --consistent-read", key);
+	ck_assert_ptr_null(json_object_get(r, "ConsumedCapacity"));
 	json_decref(r);
 	/* The same conditional put again fails with DynamoDB's error line. */
 	char *err = run_err(254, "put-item --table-name edtech-platform --item "

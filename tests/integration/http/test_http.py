@@ -403,6 +403,175 @@ class Endpoint(unittest.TestCase):
         self.assertEqual(c.scan(TableName=t2, Select="COUNT")["Count"], 61)
 
     # ----------------------------------------------------------------- errors
+    def test_consumed_capacity(self):
+        """ReturnConsumedCapacity with DynamoDB's on-demand arithmetic: reads
+        in 4 KB units (halved when eventually consistent, Query/Scan charged
+        for the sum of the items evaluated), writes in 1 KB units of the
+        larger of the old and new item, index entry writes under INDEXES,
+        batches one entry per table, nothing without the parameter."""
+        c = self.c
+
+        def item(pk, size, sk=None, g=None):
+            """An item of exactly `size` bytes by DynamoDB's rules (sk: a
+            one-digit number, 2 + 2 bytes; g: a one-letter S, 1 + 1)."""
+            it = {"pk": {"S": pk}}
+            used = 2 + len(pk) + 4  # "pk" + its value + the name "data"
+            if sk is not None:
+                it["sk"] = {"N": str(sk)}
+                used += 4
+            if g is not None:
+                it["g"] = {"S": g}
+                used += 2
+            it["data"] = {"S": "d" * (size - used)}
+            return it
+
+        def cc(resp):
+            return resp.get("ConsumedCapacity")
+
+        name = new_table(c)  # pk S, sk N
+        five = 5 * 1024
+        # PutItem: 5 KB -> 5 units; no parameter or NONE -> no member at all.
+        r = c.put_item(TableName=name, Item=item("a", five, sk=1), ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r), {"TableName": name, "CapacityUnits": 5.0})
+        self.assertIsNone(cc(c.put_item(TableName=name, Item=item("a", five, sk=2))))
+        self.assertIsNone(cc(c.put_item(TableName=name, Item=item("a", five, sk=3),
+                                        ReturnConsumedCapacity="NONE")))
+        # Replacing by a smaller item costs the larger one.
+        r = c.put_item(TableName=name, Item=item("a", 1024, sk=3), ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r)["CapacityUnits"], 5.0)
+        r = c.put_item(TableName=name, Item=item("a", five, sk=3), ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r)["CapacityUnits"], 5.0)
+        # GetItem: 2 units consistent, 1 eventually, a missing item the minimum.
+        key = {"pk": {"S": "a"}, "sk": {"N": "1"}}
+        r = c.get_item(TableName=name, Key=key, ConsistentRead=True,
+                       ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r), {"TableName": name, "CapacityUnits": 2.0})
+        r = c.get_item(TableName=name, Key=key, ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r)["CapacityUnits"], 1.0)
+        r = c.get_item(TableName=name, Key=key, ProjectionExpression="pk",
+                       ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r)["CapacityUnits"], 1.0)  # the whole item is read
+        r = c.get_item(TableName=name, Key={"pk": {"S": "none"}, "sk": {"N": "1"}},
+                       ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r)["CapacityUnits"], 0.5)
+        self.assertIsNone(cc(c.get_item(TableName=name, Key=key)))
+        # UpdateItem and DeleteItem.
+        r = c.update_item(TableName=name, Key=key, UpdateExpression="SET x = :x",
+                          ExpressionAttributeValues={":x": {"S": "y"}},
+                          ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r)["CapacityUnits"], 6.0)  # 5 KB + 2 bytes
+        r = c.delete_item(TableName=name, Key=key, ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r)["CapacityUnits"], 6.0)
+        r = c.delete_item(TableName=name, Key=key, ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r)["CapacityUnits"], 1.0)
+        c.put_item(TableName=name, Item=item("a", five, sk=1))
+        # Query: the sum of the items evaluated (15 KB), filtered out or not.
+        for consistent, units in ((True, 4.0), (False, 2.0)):
+            r = c.query(TableName=name, KeyConditionExpression="pk = :p",
+                        FilterExpression="attribute_exists(nothing)",
+                        ExpressionAttributeValues={":p": {"S": "a"}},
+                        ConsistentRead=consistent, ReturnConsumedCapacity="TOTAL")
+            self.assertEqual((r["Count"], r["ScannedCount"]), (0, 3))
+            self.assertEqual(cc(r), {"TableName": name, "CapacityUnits": units})
+        r = c.query(TableName=name, KeyConditionExpression="pk = :p", Limit=1,
+                    ExpressionAttributeValues={":p": {"S": "a"}}, ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r)["CapacityUnits"], 1.0)
+        # Scan across partitions: 3 x 5 KB + 2 x 5 KB elsewhere = 25 KB, once.
+        c.put_item(TableName=name, Item=item("b", five, sk=1))
+        c.put_item(TableName=name, Item=item("zz", five, sk=1))
+        r = c.scan(TableName=name, ConsistentRead=True, ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(r["ScannedCount"], 5)
+        self.assertEqual(cc(r), {"TableName": name, "CapacityUnits": 7.0})
+        r = c.scan(TableName=name, ReturnConsumedCapacity="INDEXES")
+        self.assertEqual(cc(r), {"TableName": name, "CapacityUnits": 3.5,
+                                 "Table": {"CapacityUnits": 3.5}})
+        self.assertIsNone(cc(c.scan(TableName=name)))
+
+        # A table with a KEYS_ONLY GSI (entries of pk + g: 5 bytes, 1 unit).
+        gname = "t-" + uuid.uuid4().hex[:12]
+        c.create_table(
+            TableName=gname, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                  {"AttributeName": "g", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            GlobalSecondaryIndexes=[{
+                "IndexName": "byG", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"}}])
+        r = c.put_item(TableName=gname, Item=item("a", five, g="x"),
+                       ReturnConsumedCapacity="INDEXES")
+        self.assertEqual(cc(r), {"TableName": gname, "CapacityUnits": 6.0,
+                                 "Table": {"CapacityUnits": 5.0},
+                                 "GlobalSecondaryIndexes": {"byG": {"CapacityUnits": 1.0}}})
+        r = c.put_item(TableName=gname, Item=item("b", 1000, g="x"),
+                       ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(cc(r), {"TableName": gname, "CapacityUnits": 2.0})
+        # Moving the index key: a delete and a put of the entry.
+        r = c.update_item(TableName=gname, Key={"pk": {"S": "a"}}, UpdateExpression="SET g = :g",
+                          ExpressionAttributeValues={":g": {"S": "y"}},
+                          ReturnConsumedCapacity="INDEXES")
+        self.assertEqual(cc(r), {"TableName": gname, "CapacityUnits": 7.0,
+                                 "Table": {"CapacityUnits": 5.0},
+                                 "GlobalSecondaryIndexes": {"byG": {"CapacityUnits": 2.0}}})
+        # Not touching the index: no index share.
+        r = c.update_item(TableName=gname, Key={"pk": {"S": "b"}}, UpdateExpression="SET q = :q",
+                          ExpressionAttributeValues={":q": {"S": "1"}},
+                          ReturnConsumedCapacity="INDEXES")
+        self.assertEqual(cc(r), {"TableName": gname, "CapacityUnits": 1.0,
+                                 "Table": {"CapacityUnits": 1.0}})
+        # A GSI query is charged to the index, eventually consistent.
+        deadline = time.monotonic() + 15
+        while True:
+            r = c.query(TableName=gname, IndexName="byG", KeyConditionExpression="g = :g",
+                        ExpressionAttributeValues={":g": {"S": "x"}},
+                        ReturnConsumedCapacity="INDEXES")
+            if r["Count"] == 1 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        self.assertEqual(r["Count"], 1)
+        self.assertEqual(cc(r), {"TableName": gname, "CapacityUnits": 0.5,
+                                 "Table": {"CapacityUnits": 0.0},
+                                 "GlobalSecondaryIndexes": {"byG": {"CapacityUnits": 0.5}}})
+
+        # Batches: one ConsumedCapacity per table.
+        r = c.batch_write_item(RequestItems={
+            name: [{"PutRequest": {"Item": item("c", five, sk=1)}},
+                   {"PutRequest": {"Item": item("d", 2048, sk=1)}},
+                   {"DeleteRequest": {"Key": {"pk": {"S": "b"}, "sk": {"N": "1"}}}}],
+            gname: [{"PutRequest": {"Item": item("c", 100, g="z")}}]},
+            ReturnConsumedCapacity="INDEXES")
+        got = {x["TableName"]: x for x in r["ConsumedCapacity"]}
+        self.assertEqual(len(r["ConsumedCapacity"]), 2)
+        self.assertEqual(got[name], {"TableName": name, "CapacityUnits": 12.0,
+                                     "Table": {"CapacityUnits": 12.0}})
+        self.assertEqual(got[gname], {"TableName": gname, "CapacityUnits": 2.0,
+                                      "Table": {"CapacityUnits": 1.0},
+                                      "GlobalSecondaryIndexes": {"byG": {"CapacityUnits": 1.0}}})
+        self.assertNotIn("ConsumedCapacity", c.batch_write_item(RequestItems={
+            name: [{"PutRequest": {"Item": item("e", 10, sk=1)}}]}))
+        r = c.batch_get_item(RequestItems={
+            name: {"Keys": [{"pk": {"S": "a"}, "sk": {"N": "2"}},
+                            {"pk": {"S": "c"}, "sk": {"N": "1"}},
+                            {"pk": {"S": "d"}, "sk": {"N": "1"}},
+                            {"pk": {"S": "nope"}, "sk": {"N": "1"}}], "ConsistentRead": True},
+            gname: {"Keys": [{"pk": {"S": "a"}}]}}, ReturnConsumedCapacity="TOTAL")
+        got = {x["TableName"]: x for x in r["ConsumedCapacity"]}
+        self.assertEqual(got, {name: {"TableName": name, "CapacityUnits": 2 + 2 + 1 + 1.0},
+                               gname: {"TableName": gname, "CapacityUnits": 1.0}})
+
+        # The shoal CLI prints what the AWS CLI prints.
+        args = ["get-item", "--table-name", name, "--key",
+                '{"pk":{"S":"a"},"sk":{"N":"2"}}', "--projection-expression", "pk",
+                "--return-consumed-capacity", "TOTAL", "--consistent-read"]
+        mine = subprocess.run([SHOAL, "--endpoint", NATIVE] + args,
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(mine.returncode, 0, mine.stderr)
+        theirs = subprocess.run([AWS, "--endpoint-url", ENDPOINT, "dynamodb"] + args +
+                                ["--output", "json"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(theirs.returncode, 0, theirs.stderr)
+        self.assertEqual(mine.stdout, theirs.stdout)
+        self.assertEqual(json.loads(mine.stdout)["ConsumedCapacity"],
+                         {"TableName": name, "CapacityUnits": 2.0})
+
     def test_error_types(self):
         c = self.c
         t = new_table(c, hash_only=True)
