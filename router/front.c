@@ -93,7 +93,8 @@ static int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Request *in)
+static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Request *in,
+                                 int64_t deadline)
 {
 	uint32_t slot = rt_op_slot(in->op_case);
 	if (slot >= rt_n_ops || rt_ops[slot].handler == NULL) {
@@ -106,7 +107,7 @@ static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Reques
 		return rt_error_response(a, SHOAL_E_UNKNOWN_OPERATION, msg);
 	}
 	rt_req r = {.rt = rt, .a = a, .in = in};
-	r.deadline = rt_now_ms() + rt->opt.deadline_ms;
+	r.deadline = deadline;
 	r.out = sh_arena_alloc(a, sizeof(*r.out));
 	if (r.out == NULL)
 		return rt_error_response(a, SHOAL_E_NOMEM, "out of memory");
@@ -124,7 +125,13 @@ static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Reques
 int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_t **out,
               size_t *out_len)
 {
-	int64_t t0 = now_us();
+	return rt_handle_at(rt, a, buf, len, now_us(), rt_now_ms() + rt->opt.deadline_ms, out,
+	                    out_len);
+}
+
+int rt_handle_at(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, int64_t t0,
+                 int64_t deadline, uint8_t **out, size_t *out_len)
+{
 	char msg[SH_ERRMSG_SIZE];
 	ProtobufCAllocator alloc;
 	wire_arena_allocator(&alloc, a);
@@ -136,7 +143,7 @@ int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_
 		resp = rt_error_response(a, rc, msg);
 	} else {
 		slot = rt_op_slot(in->op_case);
-		resp = dispatch(rt, a, in);
+		resp = dispatch(rt, a, in, deadline);
 	}
 	if (resp == NULL)
 		return SHOAL_E_NOMEM;

@@ -2,7 +2,7 @@
  * main.c -- shoal-router: command line, signals, start and stop.
  *
  *   shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]
- *                [--workers N] [--deadline-ms N]
+ *                [--workers N] [--contexts N] [--no-fast-path] [--deadline-ms N]
  *
  * The listen URL and metrics address default to the cluster file's [router]
  * section.  "ready" goes to stdout once the listener is up; logs go to
@@ -24,7 +24,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
-	           "                    [--workers N] [--deadline-ms N]\n");
+	           "                    [--workers N] [--contexts N] [--no-fast-path]\n"
+	           "                    [--deadline-ms N]\n");
 }
 
 static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -47,12 +48,14 @@ int main(int argc, char **argv)
 	    {"listen", required_argument, NULL, 'l'},
 	    {"metrics", required_argument, NULL, 'm'},
 	    {"workers", required_argument, NULL, 'w'},
+	    {"contexts", required_argument, NULL, 'C'},
+	    {"no-fast-path", no_argument, NULL, 'F'},
 	    {"deadline-ms", required_argument, NULL, 'd'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "c:l:m:w:d:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:l:m:w:C:Fd:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			config = optarg;
@@ -68,6 +71,15 @@ int main(int argc, char **argv)
 				fprintf(stderr, "shoal-router: --workers must be 1..4096\n");
 				return 2;
 			}
+			break;
+		case 'C':
+			if (!parse_u32(optarg, 1, 65536, &opt.contexts)) {
+				fprintf(stderr, "shoal-router: --contexts must be 1..65536\n");
+				return 2;
+			}
+			break;
+		case 'F':
+			opt.fast_path = false;
 			break;
 		case 'd':
 			if (!parse_u32(optarg, 100, 3600000, &opt.deadline_ms)) {
@@ -138,7 +150,8 @@ int main(int argc, char **argv)
 		rt_log("%s", errmsg);
 		goto err_after_metrics;
 	}
-	rt_log("listening on %s (%u workers, %u nodes, %u groups)%s%s", listen_copy, opt.workers,
+	rt_log("listening on %s (%u contexts, %u workers, fast path %s, %u nodes, %u groups)%s%s",
+	       listen_copy, opt.contexts, opt.workers, opt.fast_path ? "on" : "off",
 	       rt.conf->n_nodes, rt.conf->groups, metrics_copy[0] ? ", metrics on " : "",
 	       metrics_copy);
 	printf("ready\n");
