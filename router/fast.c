@@ -326,6 +326,7 @@ static void give_up(rt_rctx *x, rt_outcome o, uint32_t hint)
 	rt_router *rt = x->s->rt;
 	close_ctx(f);
 	f->state = FS_IDLE;
+	atomic_fetch_add_explicit(&rt->metrics.fast_deferred, 1, memory_order_relaxed);
 	if (o != RT_OUT_DONE) {
 		rt_note_failure(rt, f->group, o, f->node->id, hint);
 		atomic_fetch_add(&rt->metrics.retries[o], 1);
@@ -422,6 +423,7 @@ static void answered(rt_rctx *x)
 	nng_msg_trim(m, off);
 	f->state = FS_IDLE;
 	rt_metrics_request(&rt->metrics, f->slot, code, rt_now_us() - x->t0_us);
+	atomic_fetch_add_explicit(&rt->metrics.fast_answered, 1, memory_order_relaxed);
 	rt_server_reply(x, m);
 }
 

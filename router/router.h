@@ -163,6 +163,8 @@ typedef struct rt_metrics {
 	_Atomic uint64_t retries[RT_OUT__COUNT]; /* by the outcome that caused them */
 	_Atomic uint64_t repairs;                /* define_table re-sent to a data group */
 	_Atomic uint64_t leader_changes;
+	_Atomic uint64_t fast_answered; /* requests the fast path answered */
+	_Atomic uint64_t fast_deferred; /* ... sent to a node, then handed to a worker */
 } rt_metrics;
 
 /* Records one finished request of operation slot `slot` (any thread). */
