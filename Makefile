@@ -6,6 +6,7 @@
 #   demo           install missing Debian packages, build, run the demonstration
 #   bench          storage-engine benchmark (1M items; prints figures, asserts nothing)
 #   bench-cluster  shoal_bench against a local 3-node cluster (prints figures)
+#   bench-http     the HTTP endpoint vs the native protocol on one cluster (ratios)
 #   format         clang-format every C source and header in place
 #   clean          remove build directories
 #
@@ -43,7 +44,7 @@ CPPFLAGS += -I. -I$(GEN) -D_GNU_SOURCE
 CFLAGS   += -std=c11 $(OPT) -g -Wall -Wextra -Werror -Wshadow -Wno-unused-parameter \
             -Wmissing-prototypes -Wstrict-prototypes -fvisibility=hidden $(SANFLAGS)
 LDFLAGS  += $(SANFLAGS)
-LIBS     := -llmdb -lprotobuf-c -ljansson -lxxhash -linih -lm -lpthread
+LIBS     := -llmdb -lprotobuf-c -ljansson -lxxhash -linih -lnettle -lz -lm -lpthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -lm)
 
 # ---------------------------------------------------------------------------
@@ -83,7 +84,7 @@ PROG_BIN := $(if $(wildcard node/main.c),$(BUILD)/bin/shoal-node) \
 TOOL_BIN := $(patsubst tests/tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC))
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 
-.PHONY: all test unit demo bench bench-cluster format clean deps
+.PHONY: all test unit demo bench bench-cluster bench-http format clean deps
 .DELETE_ON_ERROR:
 
 all: deps-checked $(CORE_LIB) $(PART_LIBS) $(PROG_BIN) $(UNIT_BIN) $(IT_BIN) $(TOOL_BIN) $(BENCH_BIN)
@@ -182,6 +183,10 @@ bench: deps-checked
 bench-cluster: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	tests/tools/bench-cluster.sh $(BUILD)
+
+bench-http: deps-checked
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	tests/tools/bench-http.sh $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -354,8 +354,9 @@ void cli_print_status(FILE *out, const json_t *resp)
 		        json_is_true(json_object_get(v, "Reachable")) ? "yes" : "NO");
 	}
 
-	fprintf(out, "\n%-6s %-5s %-11s %-6s %-10s %-10s %-7s %s\n", "GROUP", "NODE", "ROLE",
-	        "TERM", "COMMIT", "APPLIED", "LEADER", "ERROR");
+	/* OUTBOX: index deltas not yet shipped; AGE_MS: age of the oldest. */
+	fprintf(out, "\n%-6s %-5s %-11s %-6s %-10s %-10s %-7s %-8s %-8s %s\n", "GROUP", "NODE",
+	        "ROLE", "TERM", "COMMIT", "APPLIED", "LEADER", "OUTBOX", "AGE_MS", "ERROR");
 	/* By group, then by node. */
 	size_t n_groups = json_array_size(groups);
 	const json_t **sorted = malloc((n_groups + 1) * sizeof(*sorted));
@@ -372,10 +373,12 @@ void cli_print_status(FILE *out, const json_t *resp)
 			snprintf(leader, sizeof(leader), "-");
 		const char *role = str(v, "Role");
 		char line[1024];
-		int n = snprintf(
-		    line, sizeof(line), "%-6lld %-5lld %-11s %-6lld %-10lld %-10lld %-7s %s",
-		    num(v, "Group"), num(v, "Node"), role[0] ? role : "?", num(v, "Term"),
-		    num(v, "CommitIndex"), num(v, "AppliedIndex"), leader, str(v, "Error"));
+		int n =
+		    snprintf(line, sizeof(line),
+		             "%-6lld %-5lld %-11s %-6lld %-10lld %-10lld %-7s %-8lld %-8lld %s",
+		             num(v, "Group"), num(v, "Node"), role[0] ? role : "?", num(v, "Term"),
+		             num(v, "CommitIndex"), num(v, "AppliedIndex"), leader,
+		             num(v, "OutboxDepth"), num(v, "OutboxOldestAgeMs"), str(v, "Error"));
 		size_t len = n < 0 ? 0 : (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 		while (len > 0 && line[len - 1] == ' ')
 			len--;
@@ -412,4 +415,35 @@ void cli_print_status(FILE *out, const json_t *resp)
 		json_object_foreach(tables, k, v) fprintf(out, "%-32s %lld\n", k, num(tables, k));
 	}
 	json_decref(tables);
+
+	/* Index entries per group (GSI entries live in their index
+	 * partitions' groups), with each group's backfill state. */
+	header = false;
+	for (long long g = 0; g <= max_group; g++) {
+		const json_t *r = counting_replica(groups, g);
+		if (r == NULL)
+			continue;
+		size_t j, k;
+		json_t *t, *x;
+		json_array_foreach(json_object_get(r, "Tables"), j, t)
+		{
+			json_array_foreach(json_object_get(t, "Indexes"), k, x)
+			{
+				if (!header) {
+					fprintf(out,
+					        "\n%-32s %-24s %-6s %-5s %-12s %-12s %-9s %s\n",
+					        "TABLE", "INDEX", "GROUP", "NODE", "ENTRIES",
+					        "BYTES", "STATUS", "BACKFILL");
+					header = true;
+				}
+				fprintf(out, "%-32s %-24s %-6lld %-5lld %-12lld %-12lld %-9s %s\n",
+				        str(t, "TableName"), str(x, "IndexName"), g, num(r, "Node"),
+				        num(x, "ItemCount"), num(x, "SizeBytes"),
+				        str(x, "Status")[0] ? str(x, "Status") : "?",
+				        json_is_true(json_object_get(x, "BackfillDone"))
+				            ? "done"
+				            : "running");
+			}
+		}
+	}
 }

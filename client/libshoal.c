@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 #include <time.h>
 
@@ -220,12 +221,52 @@ static int dial_all(shoal_client *c, const char *list, char *errmsg)
 	return SHOAL_OK;
 }
 
+/* "file://PATH": the endpoint list is the file's text (deploy/cluster.sh
+ * writes <dir>/router.endpoint), one URL per line or comma-separated. */
+static int read_endpoint_file(const char *path, char *buf, size_t cap, char *errmsg)
+{
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Invalid endpoint: cannot read \"%s\": %s", path, strerror(errno));
+	size_t n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* Lines become list entries; blank lines and trailing newlines vanish. */
+	size_t w = 0;
+	bool sep = false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = buf[i];
+		if (ch == '\n' || ch == '\r' || ch == ',') {
+			sep = w > 0;
+			continue;
+		}
+		if (sep) {
+			buf[w++] = ',';
+			sep = false;
+		}
+		buf[w++] = ch;
+	}
+	buf[w] = '\0';
+	if (w == 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "Invalid endpoint: \"%s\" is empty",
+		               path);
+	return SHOAL_OK;
+}
+
 int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_client **out,
                      char *errmsg)
 {
 	*out = NULL;
 	if (endpoints == NULL || endpoints[0] == '\0')
 		endpoints = SHOAL_DEFAULT_ENDPOINT;
+	char from_file[4096];
+	if (strncmp(endpoints, "file://", 7) == 0) {
+		int frc = read_endpoint_file(endpoints + 7, from_file, sizeof(from_file), errmsg);
+		if (frc != SHOAL_OK)
+			return frc;
+		endpoints = from_file;
+	}
 	shoal_options o;
 	shoal_options_init(&o);
 	if (opts != NULL)

@@ -140,7 +140,9 @@ typedef struct shoal_client shoal_client;
 
 /*
  * Creates a client for the routers in `endpoints` (comma-separated nng URLs;
- * spaces around commas are ignored; NULL or "" means SHOAL_DEFAULT_ENDPOINT)
+ * spaces around commas are ignored; NULL or "" means SHOAL_DEFAULT_ENDPOINT;
+ * "file://PATH" reads the list from a file, one URL per line or
+ * comma-separated, as deploy/cluster.sh writes <dir>/router.endpoint)
  * with `opts` (NULL: defaults).  Dialling happens in the background: this
  * succeeds even when no router is up yet.  On success *out is the client
  * (release with shoal_client_free).  Errors: SHOAL_E_VALIDATION (a URL nng

@@ -2,10 +2,14 @@
 # cluster.sh -- run a local Shoal cluster on 127.0.0.1.
 #
 #   cluster.sh up [--nodes N] [--routers R] [--groups G] [--replication K]
-#                 [--dir D] [--base-port P]
+#                 [--dir D] [--base-port P] [--http-port H [--http-credentials FILE]]
 #       writes D/cluster.ini, starts N nodes (default 3) and R routers
 #       (default 1), waits until the cluster serves, and writes the routers'
-#       endpoints (comma-separated) to D/router.endpoint
+#       endpoints (comma-separated) to D/router.endpoint.  With --http-port,
+#       router r also serves DynamoDB's HTTP API on 127.0.0.1:H+r-1 and
+#       http://127.0.0.1:H (router 1) is written to D/http.endpoint; with
+#       --http-credentials the routers verify SigV4 signatures against FILE
+#       ("ACCESS_KEY_ID SECRET" lines).
 #   cluster.sh status [--dir D]           processes, then `shoal status`
 #   cluster.sh stop-node ID [--hard] [--dir D]   SIGTERM (or SIGKILL) one node
 #   cluster.sh start-node ID [--dir D]    start one node again
@@ -26,7 +30,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${SHOAL_BIN:-$here/../build/bin}
 dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
-nodes=3 routers=1 groups=4 replication=3 base=8100 hard=0 wait_secs=${SHOAL_WAIT_SECS:-60}
+nodes=3 routers=1 groups=4 replication=3 base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
@@ -42,6 +46,8 @@ while (($#)); do
 	--replication) replication=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--base-port) base=$2; shift 2 ;;
+	--http-port) http_port=$2; shift 2 ;;
+	--http-credentials) http_creds=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
 	--hard) hard=1; shift ;;
 	-*) die "unknown option $1" ;;
 	*) target=$1; shift ;;
@@ -52,7 +58,9 @@ done
 conf=$dir/cluster.ini
 # Commands after `up` reuse the shape it recorded (node/router counts, ports).
 if [[ $cmd != up && -f $dir/shape ]]; then
-	read -r nodes routers base <"$dir/shape"
+	read -r nodes routers base http_port <"$dir/shape"
+	http_port=${http_port:-0}
+	[[ -f $dir/http.credentials ]] && http_creds=$(cat "$dir/http.credentials")
 fi
 
 alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
@@ -93,8 +101,13 @@ start_router() { # id
 	local id=$1 pidfile=$dir/router-$1.pid port
 	alive "$pidfile" && die "router $id is already running (pid $(cat "$pidfile"))"
 	port=$(router_port "$id")
+	local http=()
+	if ((http_port > 0)); then
+		http=(--http "127.0.0.1:$((http_port + id - 1))")
+		[[ -n $http_creds ]] && http+=(--http-credentials "$http_creds")
+	fi
 	"$bin/shoal-router" --config "$conf" --listen "tcp://127.0.0.1:$port" \
-		--metrics "127.0.0.1:$((port + 1))" >>"$dir/router-$id.log" 2>&1 </dev/null &
+		--metrics "127.0.0.1:$((port + 1))" "${http[@]}" >>"$dir/router-$id.log" 2>&1 </dev/null &
 	echo $! >"$pidfile"
 }
 
@@ -149,16 +162,19 @@ up)
 		[[ -e $f ]] && alive "$f" && die "a cluster is already running in $dir (cluster.sh down --dir $dir)"
 	done
 	write_config
+	rm -f "$dir/http.endpoint" "$dir/http.credentials"
+	[[ -n $http_creds ]] && echo "$http_creds" >"$dir/http.credentials"
 	for ((i = 1; i <= nodes; i++)); do start_node "$i"; done
 	for ((r = 1; r <= routers; r++)); do start_router "$r"; done
 	endpoints >"$dir/router.endpoint"
-	echo "$nodes $routers $base" >"$dir/shape"
+	echo "$nodes $routers $base $http_port" >"$dir/shape"
+	((http_port > 0)) && echo "http://127.0.0.1:$http_port" >"$dir/http.endpoint"
 	if ! wait_serving; then
 		echo "cluster.sh: the cluster did not become ready within ${wait_secs}s; logs in $dir" >&2
 		tail -n 5 "$dir"/*.log >&2 || true
 		exit 1
 	fi
-	echo "cluster up: $nodes nodes, $routers router(s), $groups groups; endpoint $(cat "$dir/router.endpoint") (dir $dir)"
+	echo "cluster up: $nodes nodes, $routers router(s), $groups groups; endpoint $(cat "$dir/router.endpoint")$( ((http_port > 0)) && echo ", http $(cat "$dir/http.endpoint")") (dir $dir)"
 	;;
 status)
 	for f in "$dir"/node-*.pid "$dir"/router-*.pid; do

@@ -16,6 +16,9 @@ PACKAGES=(
   libinih-dev                     # config files
   clang-format                    # make format
   jq                              # make demo: compact JSON output
+  nettle-dev                      # SHA-256 / HMAC for SigV4 on the HTTP endpoint
+  zlib1g-dev                      # CRC-32 (x-amz-crc32) on the HTTP endpoint
+  python3-boto3 awscli            # tests/integration/http: DynamoDB's own clients
 )
 
 missing=()

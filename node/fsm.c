@@ -41,6 +41,7 @@
  * node_fsm_env (any thread) and node_batch_init/fini (the caller's).
  */
 #include <assert.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -260,5 +261,116 @@ int node_fsm_encode(const Shoal__Command *cmd, struct raft_buffer *buf, char *er
 	buf->base = p;
 	buf->len = len + pad;
 	assert(buf->len % 8 == 0);
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Catalog and index messages                                                */
+/* ------------------------------------------------------------------------ */
+
+static const char *status_name(st_index_status s)
+{
+	return s == ST_INDEX_CREATING ? "CREATING" : s == ST_INDEX_DELETING ? "DELETING" : "ACTIVE";
+}
+
+uint32_t node_table_next_index_id(const st_table_def *def)
+{
+	uint32_t next = def->next_index_id > 0 ? def->next_index_id : 1;
+	for (uint32_t i = 0; i < def->n_indexes; i++)
+		if ((uint32_t)def->indexes[i].id + 1 > next)
+			next = (uint32_t)def->indexes[i].id + 1;
+	return next;
+}
+
+int node_table_define_pb(sh_arena *a, const st_table_def *def, Shoal__TableDefine **out,
+                         char *errmsg)
+{
+	Shoal__TableDefine *td = sh_arena_alloc(a, sizeof(*td));
+	if (td == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "TableDefine: out of memory");
+	shoal__table_define__init(td);
+	int rc = wire_create_table_to_pb(a, def, &td->def, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	td->table_id = def->id;
+	td->created_ms = def->created_ms;
+	td->next_index_id = node_table_next_index_id(def);
+	if (def->n_indexes > 0) {
+		td->indexes = sh_arena_calloc(a, def->n_indexes, sizeof(*td->indexes));
+		Shoal__IndexState *st = sh_arena_calloc(a, def->n_indexes, sizeof(*st));
+		if (td->indexes == NULL || st == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "TableDefine: out of memory");
+		for (uint32_t i = 0; i < def->n_indexes; i++) {
+			shoal__index_state__init(&st[i]);
+			st[i].index_name = (char *)def->indexes[i].name;
+			st[i].index_id = def->indexes[i].id;
+			st[i].status = (char *)status_name(def->indexes[i].status);
+			td->indexes[i] = &st[i];
+		}
+		td->n_indexes = def->n_indexes;
+	}
+	*out = td;
+	return SHOAL_OK;
+}
+
+int node_table_define_apply_states(const Shoal__TableDefine *td, st_table_def *def, char *errmsg)
+{
+	for (size_t i = 0; i < td->n_indexes; i++) {
+		const Shoal__IndexState *x = td->indexes[i];
+		st_index_status status;
+		if (x->status == NULL || strcmp(x->status, "ACTIVE") == 0)
+			status = ST_INDEX_ACTIVE;
+		else if (strcmp(x->status, "CREATING") == 0)
+			status = ST_INDEX_CREATING;
+		else if (strcmp(x->status, "DELETING") == 0)
+			status = ST_INDEX_DELETING;
+		else
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "index %s: unknown status \"%s\"",
+			               x->index_name != NULL ? x->index_name : "?", x->status);
+		if (x->index_id > UINT16_MAX)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION, "index %s: id %u out of range",
+			               x->index_name != NULL ? x->index_name : "?", x->index_id);
+		/* An index the request does not list (gone meanwhile) is skipped:
+		 * the definition is the list of indexes that exist. */
+		for (uint32_t j = 0; j < def->n_indexes; j++) {
+			if (x->index_name != NULL &&
+			    strcmp(def->indexes[j].name, x->index_name) == 0) {
+				def->indexes[j].id = (uint16_t)x->index_id;
+				def->indexes[j].status = status;
+				break;
+			}
+		}
+	}
+	return SHOAL_OK;
+}
+
+int node_index_deltas_from_pb(const Shoal__IndexApply *ia, st_delta *d, char *errmsg)
+{
+	uint64_t prev = 0;
+	for (size_t i = 0; i < ia->n_deltas; i++) {
+		const Shoal__IndexDelta *x = ia->deltas[i];
+		if (x->seq <= prev)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "index deltas out of order: seq %" PRIu64 " after %" PRIu64,
+			               x->seq, prev);
+		if (x->index_id == 0 || x->index_id > UINT16_MAX || x->key.len == 0)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "index delta %" PRIu64 ": bad index id %u or empty key",
+			               x->seq, x->index_id);
+		prev = x->seq;
+		d[i] = (st_delta){
+		    .seq = x->seq,
+		    .hash = x->hash,
+		    .table_id = x->table_id,
+		    .index_id = (uint16_t)x->index_id,
+		    .del = x->del,
+		    .key = x->key.data,
+		    .key_len = x->key.len,
+		    .val = x->value.data,
+		    .val_len = x->value.len,
+		    .ts_ms = x->ts_ms,
+		};
+	}
 	return SHOAL_OK;
 }

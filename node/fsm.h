@@ -46,7 +46,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/arena.h"
 #include "proto/cluster.pb-c.h"
+#include "storage/index.h"
 #include "storage/storage.h"
 
 typedef struct node_fsm node_fsm;
@@ -94,5 +96,29 @@ int node_fsm_encode(const Shoal__Command *cmd, struct raft_buffer *buf, char *er
  * Command; unregister after the apply callback fired or raft_apply failed. */
 void node_fsm_register(node_fsm *f, node_batch *b);
 void node_fsm_unregister(node_fsm *f, node_batch *b);
+
+/* ------------------------------------------------------------------------ */
+/* Catalog and index messages (shared with the request handlers)             */
+/* ------------------------------------------------------------------------ */
+
+/* Items per IndexBackfill step when the operation does not say. */
+#define NODE_BACKFILL_STEP 256
+
+/* The TableDefine of a stored table definition: the CreateTable request
+ * (wire_create_table_to_pb), id, created_ms, every index's IndexState (id,
+ * status) and next_index_id.  Built in a (and borrowing def's strings). */
+int node_table_define_pb(sh_arena *a, const st_table_def *def, Shoal__TableDefine **out,
+                         char *errmsg);
+/* The next index id of a table: the catalog's counter (st_table_def's
+ * next_index_id), and at least one past the highest id in use. */
+uint32_t node_table_next_index_id(const st_table_def *def);
+/* Copies TableDefine.indexes (ids and statuses fixed by group 0) onto the
+ * indexes of def with the same names.  SHOAL_E_VALIDATION for an unknown
+ * status or an id above 65535. */
+int node_table_define_apply_states(const Shoal__TableDefine *td, st_table_def *def, char *errmsg);
+/* IndexApply -> st_delta[ia->n_deltas] (d: room for them), borrowing the
+ * message's bytes.  SHOAL_E_VALIDATION unless every delta has a key, an index
+ * id in 1..65535 and a seq above the previous one's (and above 0). */
+int node_index_deltas_from_pb(const Shoal__IndexApply *ia, st_delta *d, char *errmsg);
 
 #endif

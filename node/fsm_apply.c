@@ -20,7 +20,10 @@
  *      that operation's result and changes nothing; the batch goes on.  An
  *      environmental error (NOMEM, IO, FULL, INTERNAL) aborts the
  *      transaction and fails the FSM for good (fsm.c).  The entry's index is
- *      recorded with st_txn_set_applied and the transaction commits.
+ *      recorded with st_txn_set_applied and the transaction commits.  The
+ *      proposer's clock (Command.ts_ms) is handed to st_txn_set_time first:
+ *      every replica stamps the same time into the index deltas it appends,
+ *      so outboxes stay identical.
  *   4. Results: only when this node proposed the entry (Command.proposer)
  *      and the proposer registered a node_batch under Command.batch_id.  Each
  *      operation's shoal.NodeResponse is packed into sh_malloc'd memory that
@@ -38,10 +41,27 @@
  *                           group 0 only.  A table of that name that already
  *                           exists with the same non-zero id is success (the
  *                           router's repair re-sends must be idempotent); with
- *                           another id it is ResourceInUse.  Result: catalog[0]
- *                           is the TableDefine as stored (assigned id, stored
- *                           creation time).
+ *                           another id it is ResourceInUse.
+ *                           TableDefine.indexes (ids and statuses fixed by
+ *                           group 0) are applied onto the definition.  When
+ *                           the table exists with the same id and created_ms
+ *                           but another index list or status, a data group
+ *                           redefines it (st_table_redefine: UpdateTable or
+ *                           an activation forwarded by the router) unless the
+ *                           define is older than what is stored (a lower
+ *                           next_index_id, or an index status going back).
+ *                           Result: catalog[0] is the stored TableDefine with
+ *                           indexes and next_index_id (node_table_define_pb).
  *   drop_table              st_table_delete; ResourceNotFound if absent.
+ *   update_table            group 0: st_table_update; result catalog[0] as
+ *                           define_table's.
+ *   activate_index          group 0: st_index_activate; result as above.
+ *   index_apply             a target group: the shipped deltas of one source
+ *                           group (st_index_apply dedups by (source, seq) in
+ *                           this same transaction, so redelivery is a no-op).
+ *   outbox_trim             a source group: st_outbox_trim (the replicated
+ *                           shipped watermark).
+ *   backfill                a source group: one st_backfill_step.
  *   batch_write             first every write is converted (a malformed one
  *                           fails the whole operation, nothing written), then
  *                           the puts and deletes are applied in order; a client
@@ -58,6 +78,7 @@
 #include "common/alloc.h"
 #include "node/fsm_int.h"
 #include "proto/wire.h"
+#include "storage/index.h"
 
 /* ------------------------------------------------------------------------ */
 /* Unpacking                                                                 */
@@ -189,6 +210,62 @@ static int op_delete(op_ctx *c, const Shoal__DeleteItemRequest *pb)
 	return result_built(c, rc);
 }
 
+/* catalog[0] of the result: the table as this transaction now stores it. */
+static int answer_table(op_ctx *c, const char *name)
+{
+	if (c->r == NULL)
+		return SHOAL_OK;
+	st_table_info info;
+	int rc = st_txn_table_describe(c->txn, name, c->a, &info, c->msg);
+	if (rc != SHOAL_OK) /* just written: only an environmental error */
+		return node_fsm_env_error(rc) ? rc : result_built(c, rc);
+	Shoal__TableDefine **list = sh_arena_alloc(c->a, sizeof(*list));
+	if (list == NULL)
+		return sh_errf(c->msg, SHOAL_E_NOMEM, "table result: out of memory");
+	rc = node_table_define_pb(c->a, &info.def, &list[0], c->msg);
+	if (rc != SHOAL_OK)
+		return result_built(c, rc);
+	c->nr->n_catalog = 1;
+	c->nr->catalog = list;
+	return SHOAL_OK;
+}
+
+static int status_rank(st_index_status s)
+{
+	return s == ST_INDEX_CREATING ? 0 : s == ST_INDEX_ACTIVE ? 1 : 2;
+}
+
+static const st_index_def *find_index_id(const st_table_def *d, uint16_t id)
+{
+	for (uint32_t i = 0; i < d->n_indexes; i++)
+		if (d->indexes[i].id == id)
+			return &d->indexes[i];
+	return NULL;
+}
+
+/* Whether `in` (a forwarded definition, its next_index_id or 0) describes
+ * other indexes than `stored` does, and whether it is newer: a define the
+ * router re-sends from an older cache must not take an UpdateTable back. */
+static void compare_indexes(const st_table_def *in, uint32_t in_next, const st_table_def *stored,
+                            bool *differ, bool *stale)
+{
+	*differ = in->n_indexes != stored->n_indexes;
+	*stale = in_next != 0 && in_next < node_table_next_index_id(stored);
+	for (uint32_t i = 0; i < in->n_indexes; i++) {
+		const st_index_def *x = &in->indexes[i];
+		const st_index_def *y = find_index_id(stored, x->id);
+		if (y == NULL || strcmp(x->name, y->name) != 0) {
+			*differ = true;
+			continue;
+		}
+		if (x->status != y->status) {
+			*differ = true;
+			if (status_rank(x->status) < status_rank(y->status))
+				*stale = true;
+		}
+	}
+}
+
 static int op_define(op_ctx *c, const Shoal__TableDefine *td)
 {
 	if (td->def == NULL)
@@ -204,51 +281,108 @@ static int op_define(op_ctx *c, const Shoal__TableDefine *td)
 	int rc = wire_create_table_from_pb(c->a, td->def, &def, c->msg);
 	if (rc != SHOAL_OK)
 		return rc;
+	if ((rc = node_table_define_apply_states(td, &def, c->msg)) != SHOAL_OK)
+		return rc;
 	def.id = td->table_id;
 	def.created_ms = td->created_ms;
+	def.next_index_id = td->next_index_id; /* group 0's counter; 0: derived */
 	rc = st_table_create(c->txn, &def, c->msg);
 
-	st_table_info info;
-	bool have_info = false;
 	if (rc == SHOAL_E_IN_USE) {
 		/* A re-sent define (repair, or a router retrying after a lost
 		 * answer): the same table is already there -- under the same id,
 		 * or, for an id-assigning define in group 0, created by the same
 		 * CreateTable (the proposer fixed created_ms once for all tries). */
 		char msg2[SH_ERRMSG_SIZE];
+		st_table_info info;
 		int rc2 = st_txn_table_describe(c->txn, def.name, c->a, &info, msg2);
 		if (node_fsm_env_error(rc2)) {
 			memcpy(c->msg, msg2, sizeof(c->msg));
 			return rc2;
 		}
-		if (rc2 == SHOAL_OK &&
-		    (td->table_id != 0 ? info.def.id == td->table_id
-		                       : info.def.created_ms == td->created_ms)) {
+		if (rc2 == SHOAL_OK && (td->table_id != 0 ? info.def.id == td->table_id
+		                                          : info.def.created_ms == td->created_ms))
 			rc = SHOAL_OK;
-			have_info = true;
+		/* The same table with another index list: group 0's new
+		 * definition forwarded to a data group (it says so by carrying
+		 * group 0's index states or counter; a CreateTable's first
+		 * define carries neither).  Group 0 changes its own definition
+		 * only through update_table / activate_index. */
+		if (rc == SHOAL_OK && td->table_id != 0 && c->f->group != 0 &&
+		    (td->n_indexes > 0 || td->next_index_id > 0) &&
+		    info.def.created_ms == td->created_ms) {
+			bool differ, stale;
+			compare_indexes(&def, td->next_index_id, &info.def, &differ, &stale);
+			if (differ && !stale)
+				rc = st_table_redefine(c->txn, &def, c->msg);
 		}
 	}
-	if (rc != SHOAL_OK || c->r == NULL)
+	if (rc != SHOAL_OK)
 		return rc;
-	if (!have_info) {
-		rc = st_txn_table_describe(c->txn, def.name, c->a, &info, c->msg);
-		if (rc != SHOAL_OK) /* just created: only an environmental error */
-			return node_fsm_env_error(rc) ? rc : result_built(c, rc);
-	}
-	Shoal__TableDefine *stored = sh_arena_alloc(c->a, sizeof(*stored));
-	Shoal__TableDefine **list = sh_arena_alloc(c->a, sizeof(*list));
-	if (stored == NULL || list == NULL)
-		return sh_errf(c->msg, SHOAL_E_NOMEM, "define_table result: out of memory");
-	shoal__table_define__init(stored);
-	/* Borrowed from the unpacked Command, which outlives the packing of
-	 * this response (apply_command). */
-	stored->def = td->def;
-	stored->table_id = info.def.id;
-	stored->created_ms = info.def.created_ms;
-	list[0] = stored;
-	c->nr->n_catalog = 1;
-	c->nr->catalog = list;
-	return SHOAL_OK;
+	return answer_table(c, def.name);
+}
+
+static int op_update_table(op_ctx *c, const Shoal__TableUpdate *tu)
+{
+	if (c->f->group != 0)
+		return sh_errf(c->msg, SHOAL_E_VALIDATION,
+		               "update_table is applied by group 0 only, not group %u",
+		               c->f->group);
+	if (tu->update == NULL)
+		return sh_errf(c->msg, SHOAL_E_VALIDATION, "TableUpdate without an UpdateTable");
+	st_table_update_req req;
+	int rc = wire_update_table_from_pb(c->a, tu->update, &req, c->msg);
+	if (rc == SHOAL_OK)
+		rc = st_table_update(c->txn, &req, c->msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	return answer_table(c, req.name);
+}
+
+static int op_activate_index(op_ctx *c, const Shoal__IndexActivate *ia)
+{
+	if (c->f->group != 0)
+		return sh_errf(c->msg, SHOAL_E_VALIDATION,
+		               "activate_index is applied by group 0 only, not group %u",
+		               c->f->group);
+	if (ia->table_name == NULL || ia->table_name[0] == '\0' || ia->index_name == NULL ||
+	    ia->index_name[0] == '\0')
+		return sh_errf(c->msg, SHOAL_E_VALIDATION,
+		               "activate_index needs a table name and an index name");
+	int rc = st_index_activate(c->txn, ia->table_name, ia->index_name, c->msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	return answer_table(c, ia->table_name);
+}
+
+static int op_index_apply(op_ctx *c, const Shoal__IndexApply *ia)
+{
+	size_t n = ia->n_deltas;
+	st_delta *d = sh_arena_calloc(c->a, n > 0 ? n : 1, sizeof(*d));
+	if (d == NULL)
+		return sh_errf(c->msg, SHOAL_E_NOMEM, "index_apply: out of memory");
+	int rc = node_index_deltas_from_pb(ia, d, c->msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (n == 0)
+		return SHOAL_OK;
+	return st_index_apply(c->txn, ia->source_group, d, (uint32_t)n, c->msg);
+}
+
+static int op_outbox_trim(op_ctx *c, const Shoal__OutboxTrim *ot)
+{
+	return st_outbox_trim(c->txn, ot->upto, c->msg);
+}
+
+static int op_backfill(op_ctx *c, const Shoal__IndexBackfill *bf)
+{
+	if (bf->table_name == NULL || bf->table_name[0] == '\0' || bf->index_id == 0 ||
+	    bf->index_id > UINT16_MAX)
+		return sh_errf(c->msg, SHOAL_E_VALIDATION,
+		               "backfill needs a table name and an index id in 1..65535");
+	bool done = false;
+	uint32_t max = bf->max_items > 0 ? bf->max_items : NODE_BACKFILL_STEP;
+	return st_backfill_step(c->txn, bf->table_name, (uint16_t)bf->index_id, max, &done, c->msg);
 }
 
 static int op_drop(op_ctx *c, const Shoal__TableDrop *td)
@@ -364,6 +498,21 @@ static int apply_op(node_fsm *f, st_txn *txn, const Shoal__CommandOp *op, bool w
 	case SHOAL__COMMAND_OP__OP_BATCH_WRITE:
 		code = op_batch_write(&c, op->batch_write);
 		break;
+	case SHOAL__COMMAND_OP__OP_UPDATE_TABLE:
+		code = op_update_table(&c, op->update_table);
+		break;
+	case SHOAL__COMMAND_OP__OP_ACTIVATE_INDEX:
+		code = op_activate_index(&c, op->activate_index);
+		break;
+	case SHOAL__COMMAND_OP__OP_INDEX_APPLY:
+		code = op_index_apply(&c, op->index_apply);
+		break;
+	case SHOAL__COMMAND_OP__OP_OUTBOX_TRIM:
+		code = op_outbox_trim(&c, op->outbox_trim);
+		break;
+	case SHOAL__COMMAND_OP__OP_BACKFILL:
+		code = op_backfill(&c, op->backfill);
+		break;
 	default:
 		/* Unset, or an operation of a newer build: the same on every
 		 * replica, so a per-operation error, not a failure. */
@@ -419,6 +568,7 @@ static int apply_command(node_fsm *f, const Shoal__Command *cmd, uint64_t index,
 	int rc = st_txn_begin(f->env, &txn, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
+	st_txn_set_time(txn, cmd->ts_ms);
 	if (b != NULL)
 		batch_clear(b); /* a batch id is proposed once; be safe anyway */
 	size_t n_res = b != NULL && b->results != NULL ? b->n_ops : 0;

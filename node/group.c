@@ -615,6 +615,9 @@ static void propose(node_group *g, node_waiter *head, uint32_t n)
 	Shoal__Command cmd = SHOAL__COMMAND__INIT;
 	cmd.proposer = g->node->id;
 	cmd.batch_id = node_next_batch_id(g->node);
+	/* Every replica stamps this into the index deltas it appends
+	 * (propagation lag), so it is fixed here, once, by the proposer. */
+	cmd.ts_ms = node_wall_ms();
 	cmd.n_ops = n;
 	cmd.ops = ops;
 	if ((rc = node_batch_init(&p->batch, cmd.batch_id, n)) != SHOAL_OK) {
@@ -844,6 +847,19 @@ void node_group_publish(node_group *g)
 			node_logf(NODE_LOG_WARN, "group %u: transferring leadership away", g->id);
 		}
 	}
+}
+
+bool node_group_leading(node_group *g, uint64_t *term)
+{
+	if (g->state != GROUP_RUNNING || raft_state(&g->raft) != RAFT_LEADER)
+		return false;
+	*term = g->raft.current_term;
+	return true;
+}
+
+uint64_t node_group_last_applied(node_group *g)
+{
+	return g->state == GROUP_RUNNING ? raft_last_applied(&g->raft) : 0;
 }
 
 void node_group_status_get(node_group *g, node_group_status *out)

@@ -61,6 +61,7 @@ int node_handle_query(node_call *c)
 	st_page page;
 	Shoal__QueryResponse *out;
 	int rc = wire_query_req_from_pb(c->arena, c->req->request->query, &r, c->errmsg);
+	r.shard = c->req->index_shard; /* the router's choice for a write-sharded GSI */
 	if (rc == SHOAL_OK)
 		rc = st_query(node_group_env(c->group), &r, c->arena, &page, c->errmsg);
 	if (rc == SHOAL_OK)
@@ -341,6 +342,38 @@ static int all_tables(node_call *c, const char ***out, uint32_t *count)
 	return SHOAL_OK;
 }
 
+/* TableStats.indexes: this replica's progress entries of table `name`. */
+static int index_stats(node_call *c, const char *name, const st_index_progress *p, uint32_t n,
+                       Shoal__TableStats *t)
+{
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < n; i++)
+		k += strcmp(p[i].table, name) == 0;
+	if (k == 0)
+		return SHOAL_OK;
+	t->indexes = sh_arena_calloc(c->arena, k, sizeof(*t->indexes));
+	Shoal__IndexStats *x = sh_arena_calloc(c->arena, k, sizeof(*x));
+	if (t->indexes == NULL || x == NULL)
+		return nomem(c);
+	for (uint32_t i = 0; i < n; i++) {
+		if (strcmp(p[i].table, name) != 0)
+			continue;
+		Shoal__IndexStats *s = &x[t->n_indexes];
+		shoal__index_stats__init(s);
+		s->index_name = (char *)p[i].index;
+		s->index_id = p[i].index_id;
+		s->item_count = p[i].item_count;
+		s->size_bytes = p[i].size_bytes;
+		s->backfill_done = p[i].backfill_done;
+		s->backfill_seq = p[i].backfill_seq;
+		s->status = (char *)(p[i].status == ST_INDEX_CREATING   ? "CREATING"
+		                     : p[i].status == ST_INDEX_DELETING ? "DELETING"
+		                                                        : "ACTIVE");
+		t->indexes[t->n_indexes++] = s;
+	}
+	return SHOAL_OK;
+}
+
 int node_handle_group_status(node_call *c)
 {
 	node_group_status st;
@@ -365,8 +398,22 @@ int node_handle_group_status(node_call *c)
 	const char **names;
 	uint32_t n;
 	st_env *env = node_group_env(c->group);
-	int rc = all_tables(c, &names, &n);
+	st_outbox_info ob;
+	int rc = st_outbox_get_info(env, &ob, c->errmsg);
 	if (rc != SHOAL_OK)
+		return rc;
+	gs->outbox_depth = ob.depth;
+	gs->outbox_last_seq = ob.last_seq;
+	gs->outbox_shipped = ob.shipped;
+	if (ob.depth > 0 && ob.oldest_ts_ms > 0) {
+		int64_t age = node_wall_ms() - ob.oldest_ts_ms;
+		gs->outbox_oldest_age_ms = age > 0 ? age : 0;
+	}
+	st_index_progress *prog;
+	uint32_t n_prog;
+	if ((rc = st_index_progress_list(env, c->arena, &prog, &n_prog, c->errmsg)) != SHOAL_OK)
+		return rc;
+	if ((rc = all_tables(c, &names, &n)) != SHOAL_OK)
 		return rc;
 	gs->tables = sh_arena_calloc(c->arena, n, sizeof(*gs->tables));
 	if (gs->tables == NULL)
@@ -385,6 +432,8 @@ int node_handle_group_status(node_call *c)
 		t->table_name = (char *)names[i];
 		t->item_count = info.item_count;
 		t->size_bytes = info.size_bytes;
+		if ((rc = index_stats(c, names[i], prog, n_prog, t)) != SHOAL_OK)
+			return rc;
 		gs->tables[gs->n_tables++] = t;
 	}
 	return SHOAL_OK;
@@ -409,15 +458,9 @@ int node_handle_list_catalog(node_call *c)
 			continue;
 		if (rc != SHOAL_OK)
 			return rc;
-		Shoal__TableDefine *d = sh_arena_alloc(c->arena, sizeof(*d));
-		if (d == NULL)
-			return nomem(c);
-		shoal__table_define__init(d);
-		if ((rc = wire_create_table_to_pb(c->arena, &info.def, &d->def, c->errmsg)) !=
-		    SHOAL_OK)
+		Shoal__TableDefine *d;
+		if ((rc = node_table_define_pb(c->arena, &info.def, &d, c->errmsg)) != SHOAL_OK)
 			return rc;
-		d->table_id = info.def.id;
-		d->created_ms = info.def.created_ms;
 		nr->catalog[nr->n_catalog++] = d;
 	}
 	return SHOAL_OK;

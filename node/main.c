@@ -3,6 +3,7 @@
  * groups and serves routers.
  *
  *   shoal-node --config FILE --id N [--dir DIR] [--log FILE] [--workers W]
+ *              [--outbox-limit N]
  *
  * Loads the cluster file (common/cluster.h), opens every group the file
  * places on node N under DIR (default: the node's `dir =`), serves NodeRequests
@@ -10,6 +11,11 @@
  * stops gracefully on SIGTERM or SIGINT (exit status 0).  Logs go to stderr
  * (or FILE) with timestamps; stdout carries exactly one line, "ready", once
  * the node serves, so that launchers can wait for it.
+ *
+ * --outbox-limit N: a group whose leader has more than N index deltas not
+ * yet shipped to their index partitions refuses base writes with
+ * ProvisionedThroughputExceededException until it catches up (default
+ * 100000).
  *
  * Exit status: 0 after a graceful stop, 1 if the node could not start, 2 for
  * a usage or configuration error.
@@ -26,7 +32,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: shoal-node --config FILE --id N [--dir DIR] [--log FILE] "
-	           "[--workers W]\n");
+	           "[--workers W] [--outbox-limit N]\n");
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -50,15 +56,16 @@ int main(int argc, char **argv)
 	    {"dir", required_argument, NULL, 'd'},
 	    {"log", required_argument, NULL, 'l'},
 	    {"workers", required_argument, NULL, 'w'},
+	    {"outbox-limit", required_argument, NULL, 'o'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *config = NULL, *dir = NULL, *log = NULL;
-	unsigned long id = 0, workers = 0;
+	unsigned long id = 0, workers = 0, outbox_limit = 0;
 	char errmsg[SH_ERRMSG_SIZE] = "";
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:i:d:l:w:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:i:d:l:w:o:h", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			config = optarg;
@@ -78,6 +85,13 @@ int main(int argc, char **argv)
 		case 'w':
 			if (parse_uint(optarg, 1024, &workers) != 0 || workers == 0) {
 				fprintf(stderr, "shoal-node: --workers wants 1..1024\n");
+				return 2;
+			}
+			break;
+		case 'o':
+			if (parse_uint(optarg, 1000000000UL, &outbox_limit) != 0 ||
+			    outbox_limit == 0) {
+				fprintf(stderr, "shoal-node: --outbox-limit wants 1..1000000000\n");
 				return 2;
 			}
 			break;
@@ -124,6 +138,7 @@ int main(int argc, char **argv)
 	    .id = (uint32_t)id,
 	    .dir = dir,
 	    .workers = (unsigned)workers,
+	    .outbox_limit = outbox_limit,
 	    .signals = true,
 	};
 	node *n;

@@ -11,6 +11,15 @@
  *   shoal_raft_term{group}, shoal_raft_commit_index{group},
  *   shoal_raft_applied_index{group}, shoal_group_pending_writes{group},
  *   shoal_group_failed{group}       1 once the replica's state machine failed
+ * the outbox (change stream) of each hosted replica:
+ *   shoal_outbox_depth{group}, shoal_outbox_last_seq{group},
+ *   shoal_outbox_shipped_seq{group}, shoal_outbox_oldest_age_seconds{group}
+ * and the shipper's (ship.c, node_ship_metrics):
+ *   shoal_index_deltas_shipped_total{group}   acknowledged by targets
+ *   shoal_index_deltas_applied_total{group}   received as a target
+ *   shoal_index_backlog{group}                unshipped, as the leader sees it
+ *   shoal_index_propagation_seconds{table_id,index_id} (histogram) from a
+ *       base write's proposal to its delta applied in the target group
  *
  * The endpoint is nng's HTTP server (GET /metrics on the node's metrics
  * "host:port"); the handler renders the text on an nng thread.
@@ -29,6 +38,7 @@
 
 #include "common/alloc.h"
 #include "node/node.h"
+#include "storage/index.h"
 
 /* Upper bounds of the latency buckets, seconds. */
 static const double bucket_le[NODE_LATENCY_BUCKETS] = {
@@ -69,14 +79,13 @@ typedef struct buf {
 	bool oom;
 } buf;
 
-static void appendf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void appendf(buf *b, const char *fmt, ...)
+static void vappendf(buf *b, const char *fmt, va_list ap0)
 {
 	if (b->oom)
 		return;
 	for (;;) {
 		va_list ap;
-		va_start(ap, fmt);
+		va_copy(ap, ap0);
 		int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
 		va_end(ap);
 		if (n < 0) {
@@ -96,6 +105,25 @@ static void appendf(buf *b, const char *fmt, ...)
 		b->p = np;
 		b->cap = ncap;
 	}
+}
+
+static void appendf(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void appendf(buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vappendf(b, fmt, ap);
+	va_end(ap);
+}
+
+/* appendf for other files (node_appendf_fn). */
+static void appendf_any(void *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void appendf_any(void *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vappendf(b, fmt, ap);
+	va_end(ap);
 }
 
 /* "SHOAL_E_NOT_LEADER" -> "not_leader"; "SHOAL_OK" -> "ok". */
@@ -209,6 +237,46 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 			appendf(&b, "%s{group=\"%u\"} %" PRIu64 "\n", gauges[k].name, g, v);
 		}
 	}
+
+	/* Change streams: each hosted replica's outbox (every replica has the
+	 * same one; the leader ships it), read from LMDB. */
+	static const char *const ob_names[][2] = {
+	    {"shoal_outbox_depth", "Index deltas in the group's outbox (not yet trimmed)."},
+	    {"shoal_outbox_last_seq", "Seq of the newest index delta appended to the outbox."},
+	    {"shoal_outbox_shipped_seq", "Replicated shipped watermark of the outbox."},
+	    {"shoal_outbox_oldest_age_seconds", "Age of the oldest delta in the outbox."},
+	};
+	st_outbox_info *ob = sh_calloc(n->conf->groups, sizeof(*ob));
+	bool *have = sh_calloc(n->conf->groups, sizeof(*have));
+	if (ob == NULL || have == NULL)
+		b.oom = true;
+	int64_t now_ms = node_wall_ms();
+	for (uint32_t g = 0; !b.oom && g < n->conf->groups; g++) {
+		node_group *grp = node_group_get(n, g);
+		have[g] = grp != NULL &&
+		          st_outbox_get_info(node_group_env(grp), &ob[g], NULL) == SHOAL_OK;
+	}
+	for (size_t k = 0; k < 4 && !b.oom; k++) {
+		appendf(&b, "# HELP %s %s\n# TYPE %s gauge\n", ob_names[k][0], ob_names[k][1],
+		        ob_names[k][0]);
+		for (uint32_t g = 0; g < n->conf->groups; g++) {
+			if (!have[g])
+				continue;
+			if (k == 3) {
+				double age = ob[g].depth > 0 && ob[g].oldest_ts_ms > 0 &&
+				                     now_ms > ob[g].oldest_ts_ms
+				                 ? (double)(now_ms - ob[g].oldest_ts_ms) / 1000.0
+				                 : 0.0;
+				appendf(&b, "%s{group=\"%u\"} %.3f\n", ob_names[k][0], g, age);
+				continue;
+			}
+			uint64_t v = k == 0 ? ob[g].depth : k == 1 ? ob[g].last_seq : ob[g].shipped;
+			appendf(&b, "%s{group=\"%u\"} %" PRIu64 "\n", ob_names[k][0], g, v);
+		}
+	}
+	sh_free(ob);
+	sh_free(have);
+	node_ship_metrics(n->ship, appendf_any, &b);
 
 	if (b.oom) {
 		sh_free(b.p);

@@ -50,6 +50,13 @@ uint64_t node_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+int64_t node_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 node_group *node_group_get(node *n, uint32_t gid)
 {
 	if (gid >= n->conf->groups)
@@ -162,6 +169,8 @@ static void shutdown_begin(node *n)
 	n->state = NODE_STOPPING;
 	atomic_store(&n->stopping, true);
 	node_logf(NODE_LOG_INFO, "node %u: stopping", n->id);
+	if (n->ship != NULL)
+		node_ship_close(n->ship); /* before the groups: it proposes through them */
 	if (n->signals) {
 		uv_close((uv_handle_t *)&n->sigterm, NULL);
 		uv_close((uv_handle_t *)&n->sigint, NULL);
@@ -194,6 +203,10 @@ static void check_cb(uv_check_t *handle)
 	for (uint32_t g = 0; g < n->conf->groups; g++)
 		if (n->groups[g] != NULL)
 			node_group_publish(n->groups[g]);
+	/* After the publish: this iteration's applies are in LMDB, so the
+	 * deltas they appended ship now, not a timer tick later. */
+	if (n->ship != NULL && n->state == NODE_RUNNING)
+		node_ship_tick(n->ship);
 }
 
 static void signal_cb(uv_signal_t *handle, int signum)
@@ -246,6 +259,7 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	}
 	snprintf(n->dir, sizeof(n->dir), "%s", opts->dir);
 	n->lock_fd = -1;
+	n->outbox_limit = opts->outbox_limit != 0 ? opts->outbox_limit : NODE_DEFAULT_OUTBOX_LIMIT;
 	if ((rc = make_dirs(n->dir, errmsg)) != SHOAL_OK || (rc = lock_dir(n, errmsg)) != SHOAL_OK)
 		goto err_after_alloc;
 	n->groups = sh_calloc(n->conf->groups, sizeof(*n->groups));
@@ -291,6 +305,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 		uv_signal_start(&n->sigint, signal_cb, SIGINT);
 		n->signals = true;
 	}
+	if (!opts->no_ship && (rc = node_ship_open(n, &n->ship, errmsg)) != SHOAL_OK)
+		goto err;
 	if ((rc = node_server_start(n, n->self->rpc, opts->workers, &n->server, errmsg)) !=
 	    SHOAL_OK)
 		goto err;
@@ -335,6 +351,10 @@ void node_close(node *n)
 	n->server = NULL;
 	node_metrics_stop(n->metrics);
 	n->metrics = NULL;
+	/* Its pending trim/backfill proposals were answered when the groups
+	 * closed; its nng exchanges end here. */
+	node_ship_free(n->ship);
+	n->ship = NULL;
 	for (uint32_t g = 0; g < n->conf->groups; g++) {
 		node_group_free(n->groups[g]);
 		n->groups[g] = NULL;

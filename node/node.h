@@ -15,6 +15,11 @@
  *                               |
  *                             raft (canonical/raft 0.15) + fsm.c + LMDB,
  *                             peers over transport.c (raft_uv_tcp + NODELAY)
+ *                               |
+ *                             ship.c on the loop: on each led group, index
+ *                             deltas from the outbox --nng REQ--> the target
+ *                             group's leader (index_ship, server.c there);
+ *                             OutboxTrim and backfill steps through group.c
  *
  * Threads.  ONE libuv loop thread runs every raft instance of the node and
  * every function marked "loop".  nng's callback threads (the server's
@@ -50,6 +55,7 @@ typedef struct node node;
 typedef struct node_group node_group;
 typedef struct node_server node_server;
 typedef struct node_metrics node_metrics;
+typedef struct node_ship node_ship;
 
 /* ------------------------------------------------------------------------ */
 /* Raft settings (NOTES.md: rare snapshots with a long trailing log; NODELAY) */
@@ -220,6 +226,12 @@ void node_group_flush(node_group *g);
 /* Loop: publishes the status for other threads and logs role changes. */
 void node_group_publish(node_group *g);
 
+/* Loop: whether this replica is the group's leader right now (raft_state),
+ * with its term in *term; false while closing. */
+bool node_group_leading(node_group *g, uint64_t *term);
+/* Loop: raft_last_applied of the group (0 while closing). */
+uint64_t node_group_last_applied(node_group *g);
+
 /* Any thread: the last published status. */
 void node_group_status_get(node_group *g, node_group_status *out);
 /* Any thread: SHOAL_OK, or SHOAL_E_UNAVAILABLE when the replica failed or is
@@ -248,6 +260,9 @@ enum node_op {
 	NODE_OP_DROP_TABLE,
 	NODE_OP_GROUP_STATUS,
 	NODE_OP_LIST_CATALOG,
+	NODE_OP_UPDATE_TABLE,
+	NODE_OP_ACTIVATE_INDEX,
+	NODE_OP_INDEX_SHIP,
 	NODE_OP_INVALID, /* undecodable or unknown requests */
 	NODE_OP__COUNT
 };
@@ -332,7 +347,13 @@ typedef struct node_options {
 	unsigned workers;            /* server contexts, 0: NODE_DEFAULT_WORKERS */
 	bool signals;                /* stop on SIGTERM and SIGINT */
 	bool no_metrics;             /* do not serve the metrics address */
+	/* Base writes on a leader whose group has more unshipped index deltas
+	 * than this are refused with SHOAL_E_THROUGHPUT (0: the default). */
+	uint64_t outbox_limit;
+	bool no_ship; /* tests: do not run the index shipper */
 } node_options;
+
+#define NODE_DEFAULT_OUTBOX_LIMIT 100000
 
 /*
  * Lifecycle of a node (node->state):
@@ -379,6 +400,8 @@ struct node {
 	node_stats stats;
 	node_server *server;
 	node_metrics *metrics;
+	node_ship *ship;       /* NULL with no_ship */
+	uint64_t outbox_limit; /* see node_options */
 };
 
 /* Creates and locks the data directory (<dir>/shoal-node.lock: one process
@@ -407,5 +430,107 @@ void node_wake(node *n);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t node_now_ns(void);
+/* Wall clock in milliseconds since the epoch (Command.ts_ms). */
+int64_t node_wall_ms(void);
+
+/* ------------------------------------------------------------------------ */
+/* Index shipping (shipq.c: pure bookkeeping; ship.c: the shipper)           */
+/* ------------------------------------------------------------------------ */
+
+/* A batch: at most this many deltas and about this many bytes. */
+#define NODE_SHIP_BATCH_MAX   1000
+#define NODE_SHIP_BATCH_BYTES (1u << 20)
+/* Deltas buffered per source group (read from the outbox, not yet
+ * acknowledged): reading pauses above either bound. */
+#define NODE_SHIP_BUFFER_MAX   20000
+#define NODE_SHIP_BUFFER_BYTES (32u << 20)
+/* An OutboxTrim is proposed when the shipped position moved and this much
+ * time passed or this many deltas were shipped since the last one. */
+#define NODE_SHIP_TRIM_MS     50
+#define NODE_SHIP_TRIM_DELTAS 1000
+/* The shipper's timer: retries, trims, backfill polls. */
+#define NODE_SHIP_TICK_MS 10
+/* Time allowed for a connection to the target's node, for its answer, and
+ * the retry backoff bounds. */
+#define NODE_SHIP_SEND_TIMEOUT_MS 500
+#define NODE_SHIP_TIMEOUT_MS      2000
+#define NODE_SHIP_BACKOFF_MIN_MS  10
+#define NODE_SHIP_BACKOFF_MAX_MS  500
+
+/* One delta held by the shipper: d's key and val point into the same
+ * allocation. */
+typedef struct node_sdelta {
+	struct node_sdelta *next;
+	st_delta d;
+} node_sdelta;
+
+/* The deltas of one source group for one target group, in seq order; the
+ * first `inflight` are the batch being sent. */
+typedef struct node_shipq_link {
+	uint32_t target;
+	node_sdelta *head, *tail;
+	uint32_t n;
+	size_t bytes;
+	uint32_t inflight;
+} node_shipq_link;
+
+typedef struct node_shipq {
+	const sh_cluster_conf *conf; /* borrowed */
+	uint64_t read_pos;           /* highest seq pushed (or the reset position) */
+	uint32_t n_buffered;
+	size_t bytes_buffered;
+	node_shipq_link *links; /* [conf->groups], by target group */
+} node_shipq;
+
+/* The group that owns index-partition hash `hash`. */
+uint32_t node_shipq_target(const sh_cluster_conf *conf, uint64_t hash);
+/* SHOAL_OK or SHOAL_E_NOMEM.  The queue starts empty at position 0. */
+int node_shipq_init(node_shipq *q, const sh_cluster_conf *conf);
+void node_shipq_fini(node_shipq *q);
+/* Drops every delta; the read position (and so the watermark) becomes pos. */
+void node_shipq_reset(node_shipq *q, uint64_t pos);
+/* Appends a copy of d (d->seq > read_pos) to its target's queue. */
+int node_shipq_push(node_shipq *q, const st_delta *d);
+/* Marks the next batch of target's queue in flight and returns its length
+ * (at most max_n deltas and about max_bytes, at least one); 0 when the queue
+ * is empty or a batch is already in flight. */
+uint32_t node_shipq_take(node_shipq *q, uint32_t target, uint32_t max_n, size_t max_bytes);
+/* The batch in flight was applied: pops it, calling each(arg, d) per delta
+ * (may be NULL). */
+void node_shipq_ack(node_shipq *q, uint32_t target, void (*each)(void *arg, const st_delta *d),
+                    void *arg);
+/* The batch in flight failed: its deltas are unsent again. */
+void node_shipq_retry(node_shipq *q, uint32_t target);
+/* The highest seq S such that every delta <= S was acknowledged. */
+uint64_t node_shipq_watermark(const node_shipq *q);
+
+/*
+ * The shipper (ship.c): on every group this node leads, reads the outbox
+ * after the shipped position, sends each target group's deltas to that
+ * group's leader as NodeRequest.index_ship over nng, proposes OutboxTrim
+ * behind the acknowledged position, and drives the backfill of new GSIs.
+ * All its work runs on the loop; nng's callbacks only hand results back.
+ *
+ * node_ship_open: loop thread (or before node_run), after the groups are
+ * open.  node_ship_tick: loop, after every loop iteration.  node_ship_close:
+ * loop, when the node begins stopping (closes its handles, cancels sends).
+ * node_ship_free: after the loop ended (waits for nng callbacks).
+ */
+int node_ship_open(node *n, node_ship **out, char *errmsg);
+void node_ship_tick(node_ship *s);
+void node_ship_close(node_ship *s);
+void node_ship_free(node_ship *s);
+/* Any thread: unshipped deltas of group gid as its leader last saw them
+ * (0 on followers). */
+uint64_t node_ship_backlog(node_ship *s, uint32_t gid);
+/* Any thread: stops (true) or resumes sending batches; the outbox is still
+ * read and the backlog published (tests of the backpressure). */
+void node_ship_set_paused(node_ship *s, bool paused);
+/* Any thread: count n deltas applied in group gid from a source's batch. */
+void node_ship_count_applied(node_ship *s, uint32_t gid, uint64_t n);
+/* Any thread: appends the shipper's metrics in Prometheus text. */
+typedef void (*node_appendf_fn)(void *buf, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void node_ship_metrics(node_ship *s, node_appendf_fn appendf, void *buf);
 
 #endif

@@ -28,7 +28,10 @@
  *   3. ownership: the group must be hosted here (else SHOAL_E_UNAVAILABLE),
  *      healthy (node_group_health: FSM not failed, node not stopping);
  *   4. leadership for writes and consistent reads (NOT_LEADER with the
- *      believed leader in NodeResponse.leader_node);
+ *      believed leader in NodeResponse.leader_node); then backpressure:
+ *      base writes (OP_BASE_WRITE) are refused with THROUGHPUT while the
+ *      group's unshipped index deltas exceed --outbox-limit (ship.c
+ *      publishes the backlog), so GSI lag stays bounded;
  *   5. dispatch by flags:
  *        WRITE  prepare a CommandOp pointing into the decoded request (after
  *               the same validation the FSM will do, so that junk never
@@ -69,6 +72,7 @@ enum {
 	OP_LOCAL = 1 << 2,      /* any replica, no leadership */
 	OP_GROUP0 = 1 << 3,     /* the metadata group only */
 	OP_ANY_HEALTH = 1 << 4, /* served even by a failed replica */
+	OP_BASE_WRITE = 1 << 5, /* writes base items: refused while the outbox is full */
 };
 
 typedef int (*prepare_fn)(node_call *c, Shoal__CommandOp *op);
@@ -86,16 +90,20 @@ static int prepare_delete(node_call *c, Shoal__CommandOp *op);
 static int prepare_batch_write(node_call *c, Shoal__CommandOp *op);
 static int prepare_define_table(node_call *c, Shoal__CommandOp *op);
 static int prepare_drop_table(node_call *c, Shoal__CommandOp *op);
+static int prepare_update_table(node_call *c, Shoal__CommandOp *op);
+static int prepare_activate_index(node_call *c, Shoal__CommandOp *op);
+static int prepare_index_ship(node_call *c, Shoal__CommandOp *op);
 
 static const op_def ops[NODE_OP__COUNT] = {
     [NODE_OP_GET_ITEM] = {"get_item", OP_READ, node_handle_get_item, NULL},
-    [NODE_OP_PUT_ITEM] = {"put_item", OP_WRITE, NULL, prepare_put},
-    [NODE_OP_UPDATE_ITEM] = {"update_item", OP_WRITE, NULL, prepare_update},
-    [NODE_OP_DELETE_ITEM] = {"delete_item", OP_WRITE, NULL, prepare_delete},
+    [NODE_OP_PUT_ITEM] = {"put_item", OP_WRITE | OP_BASE_WRITE, NULL, prepare_put},
+    [NODE_OP_UPDATE_ITEM] = {"update_item", OP_WRITE | OP_BASE_WRITE, NULL, prepare_update},
+    [NODE_OP_DELETE_ITEM] = {"delete_item", OP_WRITE | OP_BASE_WRITE, NULL, prepare_delete},
     [NODE_OP_QUERY] = {"query", OP_READ, node_handle_query, NULL},
     [NODE_OP_SCAN] = {"scan", OP_READ, node_handle_scan, NULL},
     [NODE_OP_BATCH_GET_ITEM] = {"batch_get_item", OP_READ, node_handle_batch_get_item, NULL},
-    [NODE_OP_BATCH_WRITE_ITEM] = {"batch_write_item", OP_WRITE, NULL, prepare_batch_write},
+    [NODE_OP_BATCH_WRITE_ITEM] = {"batch_write_item", OP_WRITE | OP_BASE_WRITE, NULL,
+                                  prepare_batch_write},
     [NODE_OP_DESCRIBE_TABLE] = {"describe_table", OP_READ, node_handle_describe_table, NULL},
     [NODE_OP_LIST_TABLES] = {"list_tables", OP_READ, node_handle_list_tables, NULL},
     [NODE_OP_DEFINE_TABLE] = {"define_table", OP_WRITE, NULL, prepare_define_table},
@@ -103,6 +111,10 @@ static const op_def ops[NODE_OP__COUNT] = {
     [NODE_OP_GROUP_STATUS] = {"group_status", OP_LOCAL | OP_ANY_HEALTH, node_handle_group_status,
                               NULL},
     [NODE_OP_LIST_CATALOG] = {"list_catalog", OP_READ | OP_GROUP0, node_handle_list_catalog, NULL},
+    [NODE_OP_UPDATE_TABLE] = {"update_table", OP_WRITE | OP_GROUP0, NULL, prepare_update_table},
+    [NODE_OP_ACTIVATE_INDEX] = {"activate_index", OP_WRITE | OP_GROUP0, NULL,
+                                prepare_activate_index},
+    [NODE_OP_INDEX_SHIP] = {"index_ship", OP_WRITE, NULL, prepare_index_ship},
     [NODE_OP_INVALID] = {"invalid", 0, NULL, NULL},
 };
 
@@ -244,6 +256,53 @@ static int prepare_drop_table(node_call *c, Shoal__CommandOp *op)
 	return SHOAL_OK;
 }
 
+static int prepare_update_table(node_call *c, Shoal__CommandOp *op)
+{
+	const Shoal__TableUpdate *u = c->req->update_table;
+	if (u->update == NULL)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "update_table without an UpdateTable");
+	st_table_update_req r;
+	int rc = wire_update_table_from_pb(c->arena, u->update, &r, c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	op->op_case = SHOAL__COMMAND_OP__OP_UPDATE_TABLE;
+	op->update_table = c->req->update_table;
+	return SHOAL_OK;
+}
+
+static int prepare_activate_index(node_call *c, Shoal__CommandOp *op)
+{
+	const Shoal__IndexActivate *a = c->req->activate_index;
+	if (a->table_name == NULL || a->table_name[0] == '\0' || a->index_name == NULL ||
+	    a->index_name[0] == '\0')
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "activate_index needs a table name and an index name");
+	op->op_case = SHOAL__COMMAND_OP__OP_ACTIVATE_INDEX;
+	op->activate_index = c->req->activate_index;
+	return SHOAL_OK;
+}
+
+static int prepare_index_ship(node_call *c, Shoal__CommandOp *op)
+{
+	const Shoal__IndexApply *ia = c->req->index_ship;
+	if (ia->source_group >= c->node->conf->groups)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "index_ship from group %u: the cluster has %u groups",
+		               ia->source_group, c->node->conf->groups);
+	if (ia->n_deltas == 0)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION, "index_ship without deltas");
+	st_delta *d = sh_arena_calloc(c->arena, ia->n_deltas, sizeof(*d));
+	if (d == NULL)
+		return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
+	int rc = node_index_deltas_from_pb(ia, d, c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	op->op_case = SHOAL__COMMAND_OP__OP_INDEX_APPLY;
+	op->index_apply = c->req->index_ship;
+	return SHOAL_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The front door                                                            */
 /* ------------------------------------------------------------------------ */
@@ -252,7 +311,9 @@ static int prepare_drop_table(node_call *c, Shoal__CommandOp *op)
 static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 {
 	int set = (req->request != NULL) + (req->define_table != NULL) + (req->drop_table != NULL) +
-	          (req->group_status != 0) + (req->list_catalog != 0);
+	          (req->group_status != 0) + (req->list_catalog != 0) +
+	          (req->update_table != NULL) + (req->activate_index != NULL) +
+	          (req->index_ship != NULL);
 	if (set != 1)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "a NodeRequest carries exactly one operation (found %d)", set);
@@ -264,6 +325,12 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 		*op = NODE_OP_GROUP_STATUS;
 	} else if (req->list_catalog) {
 		*op = NODE_OP_LIST_CATALOG;
+	} else if (req->update_table != NULL) {
+		*op = NODE_OP_UPDATE_TABLE;
+	} else if (req->activate_index != NULL) {
+		*op = NODE_OP_ACTIVATE_INDEX;
+	} else if (req->index_ship != NULL) {
+		*op = NODE_OP_INDEX_SHIP;
 	} else {
 		switch (req->request->op_case) {
 		case SHOAL__REQUEST__OP_GET_ITEM:
@@ -374,6 +441,15 @@ static int dispatch(rctx *x, int op, size_t request_size, uint32_t *leader, bool
 			               "node %u is not the leader of group %u", n->id, req->group);
 		}
 	}
+	/* Backpressure: index propagation must not fall unboundedly behind
+	 * the base table, so base writes wait (the client retries, as with
+	 * DynamoDB's GSI throttling) while the outbox is over its bound. */
+	if ((d->flags & OP_BASE_WRITE) && node_ship_backlog(n->ship, req->group) > n->outbox_limit)
+		return sh_errf(c->errmsg, SHOAL_E_THROUGHPUT,
+		               "Throughput exceeds the current capacity of your table or index: "
+		               "global secondary index propagation of group %u is behind (%" PRIu64
+		               " index updates waiting, limit %" PRIu64 ")",
+		               req->group, node_ship_backlog(n->ship, req->group), n->outbox_limit);
 	if ((d->flags & OP_WRITE) || consistent_read) {
 		int rc = (d->flags & OP_WRITE) ? do_write(x, d, request_size) : do_barrier(x);
 		if (rc == SHOAL_OK)
@@ -531,6 +607,9 @@ static void waiter_done(node_waiter *wt)
 	if (wt->kind == NODE_WAIT_WRITE) {
 		uint8_t *raw = wt->resp;
 		wt->resp = NULL;
+		if (x->op == NODE_OP_INDEX_SHIP)
+			node_ship_count_applied(x->s->node->ship, x->req->group,
+			                        x->req->index_ship->n_deltas);
 		complete(x, SHOAL_OK, 0, raw, wt->resp_len);
 		return;
 	}

@@ -1,7 +1,8 @@
 /*
  * wire_table.c -- table operations from protobuf: CreateTable ->
- * st_table_def, and the DescribeTable, DeleteTable and ListTables
- * parameters (the other direction, and TableDescription, are wire_desc.c).
+ * st_table_def, UpdateTable -> st_table_update_req, and the DescribeTable,
+ * DeleteTable and ListTables parameters (the other direction, and TableDescription, are
+ * wire_desc.c).
  *
  * CreateTable is checked the way DynamoDB checks it before a table exists:
  *   1. TableName present ("The parameter 'TableName' is required but was not
@@ -121,6 +122,29 @@ static void check_throughput(wire_verrs *e, const char *path, const Shoal__Provi
 	wire_check_min(e, p, true, t->read_capacity_units, 1);
 }
 
+/* The constraints CreateTable and UpdateTable share, in DynamoDB's order:
+ * AttributeDefinitions members, TableName's pattern, BillingMode,
+ * ProvisionedThroughput. */
+static void check_table_common(wire_verrs *e, Shoal__AttributeDefinition *const *defs, size_t n,
+                               const char *table, const char *billing,
+                               const Shoal__ProvisionedThroughput *tp)
+{
+	char p[160];
+	for (size_t i = 0; i < n; i++) {
+		const Shoal__AttributeDefinition *d = defs[i];
+		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeName", i + 1);
+		wire_check_present(e, p, nz(d->attribute_name) != NULL);
+		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeType", i + 1);
+		wire_check_present(e, p, nz(d->attribute_type) != NULL);
+		wire_check_enum(e, p, nz(d->attribute_type), attr_type_set);
+	}
+	if (!wire_name_chars_ok(table))
+		wire_verr_add(e, table, "tableName",
+		              "Member must satisfy regular expression pattern: " WIRE_NAME_PATTERN);
+	wire_check_enum(e, "billingMode", billing, billing_set);
+	check_throughput(e, "provisionedThroughput", tp);
+}
+
 static void check_index(wire_verrs *e, const char *base, size_t i, const char *name,
                         Shoal__KeySchemaElement *const *ks, size_t n_ks,
                         const Shoal__Projection *proj, const Shoal__ProvisionedThroughput *tp)
@@ -143,22 +167,10 @@ static void check_index(wire_verrs *e, const char *base, size_t i, const char *n
 static int create_constraints(const Shoal__CreateTableRequest *pb, char *errmsg)
 {
 	wire_verrs e = {0};
-	char p[160];
 	wire_check_present(&e, "attributeDefinitions", pb->n_attribute_definitions > 0);
-	for (size_t i = 0; i < pb->n_attribute_definitions; i++) {
-		const Shoal__AttributeDefinition *d = pb->attribute_definitions[i];
-		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeName", i + 1);
-		wire_check_present(&e, p, nz(d->attribute_name) != NULL);
-		snprintf(p, sizeof(p), "attributeDefinitions.%zu.member.attributeType", i + 1);
-		wire_check_present(&e, p, nz(d->attribute_type) != NULL);
-		wire_check_enum(&e, p, nz(d->attribute_type), attr_type_set);
-	}
-	const char *table = WIRE_OPT(pb, table_name);
-	if (!wire_name_chars_ok(table))
-		wire_verr_add(&e, table, "tableName",
-		              "Member must satisfy regular expression pattern: " WIRE_NAME_PATTERN);
-	wire_check_enum(&e, "billingMode", WIRE_OPT(pb, billing_mode), billing_set);
-	check_throughput(&e, "provisionedThroughput", pb->provisioned_throughput);
+	check_table_common(&e, pb->attribute_definitions, pb->n_attribute_definitions,
+	                   WIRE_OPT(pb, table_name), WIRE_OPT(pb, billing_mode),
+	                   pb->provisioned_throughput);
 	check_key_schema(&e, "keySchema", pb->key_schema, pb->n_key_schema, true);
 	for (size_t i = 0; i < pb->n_local_secondary_indexes; i++) {
 		const Shoal__LocalSecondaryIndex *x = pb->local_secondary_indexes[i];
@@ -548,9 +560,210 @@ int wire_list_tables_from_pb(sh_arena *a, const Shoal__ListTablesRequest *pb,
 	return rc;
 }
 
+/* ------------------------------------------------------------------------ */
+/* UpdateTable                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* The index name of one GlobalSecondaryIndexUpdate ("" when it has none). */
+static const char *gsi_update_name(const Shoal__GlobalSecondaryIndexUpdate *u)
+{
+	const char *n = NULL;
+	switch (u->action_case) {
+	case SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE:
+		n = u->create != NULL ? u->create->index_name : NULL;
+		break;
+	case SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_UPDATE:
+		n = u->update != NULL ? u->update->index_name : NULL;
+		break;
+	case SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_DELETE:
+		n = u->delete_ != NULL ? u->delete_->index_name : NULL;
+		break;
+	default:
+		break;
+	}
+	return n != NULL ? n : "";
+}
+
+static int update_constraints(const Shoal__UpdateTableRequest *pb, char *errmsg)
+{
+	wire_verrs e = {0};
+	char p[160];
+	check_table_common(&e, pb->attribute_definitions, pb->n_attribute_definitions,
+	                   WIRE_OPT(pb, table_name), WIRE_OPT(pb, billing_mode),
+	                   pb->provisioned_throughput);
+	for (size_t i = 0; i < pb->n_global_secondary_index_updates; i++) {
+		const Shoal__GlobalSecondaryIndexUpdate *u = pb->global_secondary_index_updates[i];
+		if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE &&
+		    u->create != NULL) {
+			const Shoal__GlobalSecondaryIndex *x = u->create;
+			char base[80];
+			snprintf(base, sizeof(base),
+			         "globalSecondaryIndexUpdates.%zu.member.create", i + 1);
+			snprintf(p, sizeof(p), "%s.projection", base);
+			wire_check_present(&e, p, x->projection != NULL);
+			if (x->projection != NULL) {
+				snprintf(p, sizeof(p), "%s.projection.projectionType", base);
+				wire_check_enum(&e, p, nz(x->projection->projection_type),
+				                projection_set);
+			}
+			snprintf(p, sizeof(p), "%s.indexName", base);
+			wire_check_name(&e, p, nz(x->index_name), true);
+			snprintf(p, sizeof(p), "%s.provisionedThroughput", base);
+			check_throughput(&e, p, x->provisioned_throughput);
+			snprintf(p, sizeof(p), "%s.keySchema", base);
+			check_key_schema(&e, p, x->key_schema, x->n_key_schema, false);
+		} else if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_UPDATE &&
+		           u->update != NULL) {
+			snprintf(p, sizeof(p),
+			         "globalSecondaryIndexUpdates.%zu.member.update.indexName", i + 1);
+			wire_check_name(&e, p, nz(u->update->index_name), true);
+			snprintf(
+			    p, sizeof(p),
+			    "globalSecondaryIndexUpdates.%zu.member.update.provisionedThroughput",
+			    i + 1);
+			wire_check_present(&e, p, u->update->provisioned_throughput != NULL);
+			check_throughput(&e, p, u->update->provisioned_throughput);
+		} else if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_DELETE &&
+		           u->delete_ != NULL) {
+			snprintf(p, sizeof(p),
+			         "globalSecondaryIndexUpdates.%zu.member.delete.indexName", i + 1);
+			wire_check_name(&e, p, nz(u->delete_->index_name), true);
+		}
+	}
+	return wire_verr_done(&e, errmsg);
+}
+
+static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_table_update_req *out,
+                        char *errmsg)
+{
+	const char *billing = WIRE_OPT(pb, billing_mode);
+	const Shoal__ProvisionedThroughput *tp = pb->provisioned_throughput;
+	size_t n_upd = pb->n_global_secondary_index_updates;
+	if (tp == NULL && billing == NULL && n_upd == 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "At least one of ProvisionedThroughput, BillingMode, "
+		               "UpdateStreamEnabled, GlobalSecondaryIndexUpdates or "
+		               "SSESpecification or ReplicaUpdates is required");
+	if (billing != NULL && strcmp(billing, "PROVISIONED") == 0 && tp == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID
+		               "ProvisionedThroughput must be specified when BillingMode is "
+		               "PROVISIONED");
+	if (billing != NULL && strcmp(billing, "PAY_PER_REQUEST") == 0 && tp != NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID
+		               "Neither ReadCapacityUnits nor WriteCapacityUnits can be "
+		               "specified when BillingMode is PAY_PER_REQUEST");
+	if (tp != NULL && tp->read_capacity_units > MAX_CAPACITY)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Given value %" PRId64 " for ReadCapacityUnits is out of bounds",
+		               tp->read_capacity_units);
+	if (tp != NULL && tp->write_capacity_units > MAX_CAPACITY)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Given value %" PRId64 " for WriteCapacityUnits is out of bounds",
+		               tp->write_capacity_units);
+	size_t n_create = 0, n_drop = 0;
+	for (size_t i = 0; i < n_upd; i++) {
+		const Shoal__GlobalSecondaryIndexUpdate *u = pb->global_secondary_index_updates[i];
+		if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION__NOT_SET)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID "One of GlobalSecondaryIndexUpdate.Update, "
+			                           "GlobalSecondaryIndexUpdate.Create, "
+			                           "GlobalSecondaryIndexUpdate.Delete must not be "
+			                           "null");
+		const char *name = gsi_update_name(u);
+		for (size_t k = 0; k < i; k++) {
+			if (strcmp(gsi_update_name(pb->global_secondary_index_updates[k]), name) ==
+			    0)
+				return sh_errf(errmsg, SHOAL_E_VALIDATION,
+				               MSG_INVALID "Only one global secondary index update "
+				                           "per index is allowed simultaneously. "
+				                           "Index: %s",
+				               name);
+		}
+		n_create += u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE;
+		n_drop += u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_DELETE;
+	}
+
+	defs ds = {pb->attribute_definitions, pb->n_attribute_definitions};
+	for (size_t i = 0; i < ds.n; i++) {
+		for (size_t k = 0; k < i; k++) {
+			if (strcmp(ds.d[i]->attribute_name, ds.d[k]->attribute_name) == 0)
+				return sh_errf(errmsg, SHOAL_E_VALIDATION,
+				               MSG_INVALID "Duplicate AttributeName in "
+				                           "AttributeDefinitions: %s",
+				               ds.d[i]->attribute_name);
+		}
+	}
+	out->create = sh_arena_calloc(a, n_create + 1, sizeof(*out->create));
+	out->drop = sh_arena_calloc(a, n_drop + 1, sizeof(*out->drop));
+	out->attrs = sh_arena_calloc(a, ds.n + 1, sizeof(*out->attrs));
+	if (out->create == NULL || out->drop == NULL || out->attrs == NULL)
+		return nomem(errmsg);
+	int rc;
+	for (size_t i = 0; i < n_upd; i++) {
+		const Shoal__GlobalSecondaryIndexUpdate *u = pb->global_secondary_index_updates[i];
+		if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_DELETE) {
+			rc = wire_dup(a, u->delete_->index_name, &out->drop[out->n_drop++], errmsg);
+			if (rc != SHOAL_OK)
+				return rc;
+			continue;
+		}
+		if (u->action_case != SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE)
+			continue; /* Update: provisioned throughput, nothing to do */
+		const Shoal__GlobalSecondaryIndex *x = u->create;
+		st_index_def *d = &out->create[out->n_create++];
+		/* DynamoDB: "If you are adding a new global secondary index to the
+		 * table, AttributeDefinitions must include the key element(s) of the
+		 * new index." */
+		rc = check_keys(&ds, x->key_schema, x->n_key_schema, errmsg);
+		if (rc == SHOAL_OK)
+			rc = projection_to_st(a, x->projection, d, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		if (billing != NULL && strcmp(billing, "PAY_PER_REQUEST") == 0 &&
+		    x->provisioned_throughput != NULL)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID
+			               "ProvisionedThroughput should not be specified for "
+			               "index: %s when BillingMode is PAY_PER_REQUEST",
+			               x->index_name);
+		rc = wire_dup(a, x->index_name, &d->name, errmsg);
+		if (rc == SHOAL_OK)
+			rc = key_schema_to_st(a, &ds, x->key_schema, x->n_key_schema, &d->key,
+			                      errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		d->id = 0;
+		d->local = false;
+		d->write_shards = x->write_shards > 0 ? x->write_shards : 1;
+		d->status = ST_INDEX_CREATING;
+	}
+	if (n_create + n_drop > 1)
+		return sh_errf(errmsg, SHOAL_E_LIMIT_EXCEEDED,
+		               "Subscriber limit exceeded: Only 1 online index can be created or "
+		               "deleted simultaneously per table");
+	for (size_t i = 0; i < ds.n; i++) {
+		rc = wire_dup(a, ds.d[i]->attribute_name, &out->attrs[i].name, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		out->attrs[i].type = def_type(&ds, ds.d[i]->attribute_name);
+	}
+	out->n_attrs = (uint32_t)ds.n;
+	return SHOAL_OK;
+}
+
 int wire_update_table_from_pb(sh_arena *a, const Shoal__UpdateTableRequest *pb,
                               st_table_update_req *out, char *errmsg)
 {
-	(void)a, (void)pb, (void)out;
-	return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION, "UpdateTable is not supported yet");
+	memset(out, 0, sizeof(*out));
+	const char *table = WIRE_OPT(pb, table_name);
+	int rc = table_op_name(table, errmsg);
+	if (rc == SHOAL_OK)
+		rc = update_constraints(pb, errmsg);
+	if (rc == SHOAL_OK)
+		rc = update_rules(a, pb, out, errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_dup(a, table, &out->name, errmsg);
+	return rc;
 }

@@ -15,7 +15,12 @@
  * Metrics: every request counts once under its operation's slot, with its
  * outcome's exception name when it failed, and its latency.
  *
- * Runs on a worker thread (server.c).
+ * Two doors, one pipeline: rt_handle takes a packed Request (the native
+ * protocol, server.c); rt_handle_request takes a decoded one (the DynamoDB
+ * HTTP endpoint, http.c, which converts JSON bodies with proto/wire_api.h).
+ * Both dispatch through the same table and count the same metrics.
+ *
+ * Runs on a worker thread (server.c, http.c).
  */
 #include <string.h>
 #include <time.h>
@@ -37,7 +42,7 @@ const rt_op rt_ops[] = {
     {SHOAL__REQUEST__OP_DESCRIBE_TABLE, "DescribeTable", rt_describe_table},
     {SHOAL__REQUEST__OP_LIST_TABLES, "ListTables", rt_list_tables},
     {SHOAL__REQUEST__OP_DELETE_TABLE, "DeleteTable", rt_delete_table},
-    {SHOAL__REQUEST__OP_UPDATE_TABLE, "UpdateTable", NULL},
+    {SHOAL__REQUEST__OP_UPDATE_TABLE, "UpdateTable", rt_update_table},
     {SHOAL__REQUEST__OP_CLUSTER_STATUS, "ClusterStatus", rt_cluster_status},
 };
 const uint32_t rt_n_ops = sizeof(rt_ops) / sizeof(rt_ops[0]);
@@ -122,6 +127,25 @@ static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Reques
 	return r.out;
 }
 
+/* The request started at t0 (monotonic us) and must be answered by deadline
+ * (monotonic ms): the fast path hands requests over with both. */
+static Shoal__Response *handle_request_at(rt_router *rt, sh_arena *a, const Shoal__Request *in,
+                                          int64_t t0, int64_t deadline)
+{
+	Shoal__Response *resp = dispatch(rt, a, in, deadline);
+	if (resp == NULL)
+		return NULL;
+	resp->request_id = in->request_id;
+	rt_metrics_request(&rt->metrics, rt_op_slot(in->op_case),
+	                   wire_code_from_status((int)resp->status), now_us() - t0);
+	return resp;
+}
+
+Shoal__Response *rt_handle_request(rt_router *rt, sh_arena *a, const Shoal__Request *in)
+{
+	return handle_request_at(rt, a, in, now_us(), rt_now_ms() + rt->opt.deadline_ms);
+}
+
 int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_t **out,
               size_t *out_len)
 {
@@ -137,19 +161,16 @@ int rt_handle_at(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, int
 	wire_arena_allocator(&alloc, a);
 	Shoal__Request *in = NULL;
 	Shoal__Response *resp;
-	uint32_t slot = RT_OPS_MAX - 1;
 	int rc = wire_unpack_request(&alloc, buf, len, &in, msg);
 	if (rc != SHOAL_OK) {
 		resp = rt_error_response(a, rc, msg);
+		if (resp != NULL)
+			rt_metrics_request(&rt->metrics, RT_OPS_MAX - 1, rc, now_us() - t0);
 	} else {
-		slot = rt_op_slot(in->op_case);
-		resp = dispatch(rt, a, in, deadline);
+		resp = handle_request_at(rt, a, in, t0, deadline);
 	}
 	if (resp == NULL)
 		return SHOAL_E_NOMEM;
-	resp->request_id = in != NULL ? in->request_id : 0;
-	int code = wire_code_from_status((int)resp->status);
-	rt_metrics_request(&rt->metrics, slot, code, now_us() - t0);
 	rc = wire_pack(a, &resp->base, out, out_len, msg);
 	if (rc != SHOAL_OK) {
 		rt_log("packing the answer: %s", msg);

@@ -1,6 +1,6 @@
 /*
  * items.c -- the single-partition operations: GetItem, PutItem, UpdateItem,
- * DeleteItem and Query.
+ * DeleteItem and Query (on an index: index.c).
  *
  * Each handler validates the request at the API level (wire_*_req_from_pb),
  * finds the table in the catalog, takes the partition-key value (from the
@@ -26,13 +26,12 @@
  */
 #include "router/router.h"
 
-/* Forwards the client's request to `group`; the node's Response becomes the
- * answer.  t is the table the request names (for the repair). */
-static int forward(rt_req *r, const rt_table *t, uint32_t group, bool any_replica)
+int rt_forward(rt_req *r, const rt_table *t, uint32_t group, bool any_replica, uint32_t shard)
 {
 	for (int round = 0;; round++) {
 		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 		nr.request = (Shoal__Request *)r->in;
+		nr.index_shard = shard;
 		rt_call c = {.group = group, .req = &nr, .any_replica = any_replica};
 		rt_call_all(r->rt, r->a, &c, 1, r->deadline);
 		if (c.rc != SHOAL_OK)
@@ -78,7 +77,8 @@ int rt_get_item(rt_req *r)
 		rc = rt_table_lookup(r, q.table, false, &t);
 	if (rc != SHOAL_OK)
 		return rc;
-	return forward(r, t, key_group(r, t, q.key, false), !r->in->get_item->consistent_read);
+	return rt_forward(r, t, key_group(r, t, q.key, false), !r->in->get_item->consistent_read,
+	                  0);
 }
 
 int rt_put_item(rt_req *r)
@@ -90,7 +90,7 @@ int rt_put_item(rt_req *r)
 		rc = rt_table_lookup(r, q.table, false, &t);
 	if (rc != SHOAL_OK)
 		return rc;
-	return forward(r, t, key_group(r, t, q.item, true), false);
+	return rt_forward(r, t, key_group(r, t, q.item, true), false, 0);
 }
 
 int rt_update_item(rt_req *r)
@@ -102,7 +102,7 @@ int rt_update_item(rt_req *r)
 		rc = rt_table_lookup(r, q.table, false, &t);
 	if (rc != SHOAL_OK)
 		return rc;
-	return forward(r, t, key_group(r, t, q.key, false), false);
+	return rt_forward(r, t, key_group(r, t, q.key, false), false, 0);
 }
 
 int rt_delete_item(rt_req *r)
@@ -114,7 +114,7 @@ int rt_delete_item(rt_req *r)
 		rc = rt_table_lookup(r, q.table, false, &t);
 	if (rc != SHOAL_OK)
 		return rc;
-	return forward(r, t, key_group(r, t, q.key, false), false);
+	return rt_forward(r, t, key_group(r, t, q.key, false), false, 0);
 }
 
 int rt_query(rt_req *r)
@@ -126,14 +126,11 @@ int rt_query(rt_req *r)
 		rc = rt_table_lookup(r, q.table, false, &t);
 	if (rc != SHOAL_OK)
 		return rc;
-	bool any = !q.consistent;
-	/* Secondary indexes are not served yet (the engine says so, in its
-	 * words); a GSI will need a fan-out over its index partitions. */
 	if (q.index != NULL)
-		return forward(r, t, first_data_group(r->rt), any);
+		return rt_index_query(r, t, &q); /* index.c */
 	const st_value *pk;
 	rc = st_query_partition_key(&q, &t->def.key, r->a, &pk, r->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
-	return forward(r, t, rt_group_of(r->rt, t->id, pk), any);
+	return rt_forward(r, t, rt_group_of(r->rt, t->id, pk), !q.consistent, 0);
 }

@@ -3,6 +3,11 @@
  *
  *   shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]
  *                [--workers N] [--contexts N] [--no-fast-path] [--deadline-ms N]
+ *                [--http HOST:PORT [--http-credentials FILE]]
+ *
+ * --http serves DynamoDB's HTTP API (router/http.h) next to the native
+ * protocol; --http-credentials makes it verify SigV4 signatures against the
+ * "ACCESS_KEY_ID SECRET" lines of FILE (without it any request is accepted).
  *
  * The listen URL and metrics address default to the cluster file's [router]
  * section.  "ready" goes to stdout once the listener is up; logs go to
@@ -19,13 +24,15 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "router/http.h"
 #include "router/router.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
 	           "                    [--workers N] [--contexts N] [--no-fast-path]\n"
-	           "                    [--deadline-ms N]\n");
+	           "                    [--deadline-ms N]\n"
+	           "                    [--http HOST:PORT [--http-credentials FILE]]\n");
 }
 
 static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -41,6 +48,7 @@ static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 int main(int argc, char **argv)
 {
 	const char *config = NULL, *listen = NULL, *metrics = NULL;
+	const char *http = NULL, *http_creds = NULL;
 	rt_options opt;
 	rt_options_default(&opt);
 	static const struct option longopts[] = {
@@ -51,6 +59,8 @@ int main(int argc, char **argv)
 	    {"contexts", required_argument, NULL, 'C'},
 	    {"no-fast-path", no_argument, NULL, 'F'},
 	    {"deadline-ms", required_argument, NULL, 'd'},
+	    {"http", required_argument, NULL, 'H'},
+	    {"http-credentials", required_argument, NULL, 'K'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -88,6 +98,12 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'H':
+			http = optarg;
+			break;
+		case 'K':
+			http_creds = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -98,6 +114,10 @@ int main(int argc, char **argv)
 	}
 	if (config == NULL || optind != argc) {
 		usage(stderr);
+		return 2;
+	}
+	if (http_creds != NULL && http == NULL) {
+		fprintf(stderr, "shoal-router: --http-credentials needs --http\n");
 		return 2;
 	}
 
@@ -131,6 +151,8 @@ int main(int argc, char **argv)
 
 	static rt_router rt;
 	static rt_server srv;
+	rt_http *web = NULL;
+	rt_creds creds = {0};
 	int status = 1;
 	char listen_copy[SH_ADDR_MAX];
 	snprintf(listen_copy, sizeof(listen_copy), "%s", listen);
@@ -146,10 +168,22 @@ int main(int argc, char **argv)
 		rt_log("%s", errmsg);
 		goto err_after_router;
 	}
-	if (rt_server_start(&srv, &rt, listen_copy, errmsg) != SHOAL_OK) {
+	if (http_creds != NULL && rt_creds_load(http_creds, &creds, errmsg) != SHOAL_OK) {
 		rt_log("%s", errmsg);
 		goto err_after_metrics;
 	}
+	if (http != NULL && rt_http_start(&web, &rt, http, http_creds != NULL ? &creds : NULL,
+	                                  errmsg) != SHOAL_OK) {
+		rt_log("%s", errmsg);
+		goto err_after_metrics;
+	}
+	if (rt_server_start(&srv, &rt, listen_copy, errmsg) != SHOAL_OK) {
+		rt_log("%s", errmsg);
+		goto err_after_http;
+	}
+	if (http != NULL)
+		rt_log("DynamoDB HTTP API on http://%s (%s)", http,
+		       http_creds != NULL ? "SigV4 verified" : "any credentials accepted");
 	rt_log("listening on %s (%u contexts, %u workers, fast path %s, %u nodes, %u groups)%s%s",
 	       listen_copy, opt.contexts, opt.workers, opt.fast_path ? "on" : "off",
 	       rt.conf->n_nodes, rt.conf->groups, metrics_copy[0] ? ", metrics on " : "",
@@ -163,6 +197,8 @@ int main(int argc, char **argv)
 	atomic_store(&rt.stopping, true);
 	rt_server_stop(&srv, 5000);
 	status = 0;
+err_after_http:
+	rt_http_stop(web);
 err_after_metrics:
 	rt_metrics_stop(&rt);
 err_after_router:

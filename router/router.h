@@ -21,12 +21,17 @@
  *   retry.c      the retry policy (pure): which replica next, how long to wait
  *   catalog.c    catalog snapshots (pure) and their refresh from group 0
  *   items.c      GetItem, PutItem, UpdateItem, DeleteItem, Query
+ *   index.c      Query and Scan on secondary indexes: LSI and GSI routing,
+ *                the write-shard fan-out and its merge (pure)
  *   scan.c       Scan across partitions: planning (pure) and execution
  *   batch.c      BatchGetItem / BatchWriteItem: checks, split by group (pure),
  *                parallel parts, merge
- *   tables.c     CreateTable, DescribeTable, ListTables, DeleteTable,
- *                ClusterStatus
+ *   tables.c     CreateTable, UpdateTable, DescribeTable, ListTables,
+ *                DeleteTable, ClusterStatus, activation of backfilled GSIs
  *   metrics.c    counters, Prometheus text, the HTTP endpoint
+ *   http.c       the DynamoDB-compatible HTTP API (http.h): JSON bodies via
+ *                proto/wire_api.h into rt_handle_request
+ *   sigv4.c      AWS SigV4 verification and the credentials file (http.h)
  *   log.c        timestamped lines on stderr
  *   main.c       command line, signals, start and stop
  *
@@ -207,6 +212,13 @@ typedef struct rt_catalog {
 
 int rt_catalog_init(rt_catalog *c);
 void rt_catalog_fini(rt_catalog *c);
+
+/* A TableDefine as the router uses it (pure): the CreateTableRequest it
+ * carries, converted as CreateTable converts it, with group 0's table id,
+ * created_ms, and each index's id and status (TableDefine.indexes). */
+int rt_table_def_from_pb(sh_arena *a, const Shoal__TableDefine *d, st_table_def *out, char *errmsg);
+/* Index `name` of a table, or NULL. */
+const st_index_def *rt_index_find(const rt_table *t, const char *name);
 
 /* Builds a snapshot from group 0's list_catalog answer (pure).  Takes over
  * `arena` (which must hold defs) on success and on failure alike.  A
@@ -449,6 +461,11 @@ int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_
  * (rt_now_ms clock) already set: the fast path's fallback. */
 int rt_handle_at(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, int64_t t0_us,
                  int64_t deadline_ms, uint8_t **out, size_t *out_len);
+/* The same front door for a decoded Request (borrowed; it must live in a or
+ * outlive the call): dispatch, metrics, and the answer (in a, request_id
+ * copied), or NULL when out of memory.  rt_handle is unpack + this + pack.
+ * Worker thread. */
+Shoal__Response *rt_handle_request(rt_router *rt, sh_arena *a, const Shoal__Request *in);
 
 /* Finds a table: the cached catalog first, a refresh from group 0 when the
  * name is unknown (or force).  SHOAL_E_NOT_FOUND "Requested resource not
@@ -471,6 +488,12 @@ uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups);
 /* Builds an error response for code/msg in the arena. */
 Shoal__Response *rt_error_response(sh_arena *a, int code, const char *msg);
 
+/* Forwards the client's request unchanged to `group` (NodeRequest with
+ * index_shard = shard); the node's Response becomes the answer.  A
+ * ResourceNotFound for table t (may be NULL) repairs the group and retries
+ * once.  items.c. */
+int rt_forward(rt_req *r, const rt_table *t, uint32_t group, bool any_replica, uint32_t shard);
+
 /* Handlers. */
 int rt_get_item(rt_req *r);
 int rt_put_item(rt_req *r);
@@ -485,6 +508,70 @@ int rt_describe_table(rt_req *r);
 int rt_list_tables(rt_req *r);
 int rt_delete_table(rt_req *r);
 int rt_cluster_status(rt_req *r);
+int rt_update_table(rt_req *r);
+
+/* ------------------------------------------------------------------------ */
+/* Secondary indexes (index.c; activation in tables.c)                       */
+/* ------------------------------------------------------------------------ */
+
+/* Query with IndexName (q validated by wire_query_req_from_pb, t found). */
+int rt_index_query(rt_req *r, const rt_table *t, const st_query_req *q);
+
+/* The checks every read of index `index` of *t makes, in order: the index
+ * exists (after a catalog refresh: "The table does not have the specified
+ * index: X"), no ConsistentRead on a GSI ("Consistent reads are not
+ * supported on global secondary indexes"), and a CREATING GSI is activated
+ * if its backfill is complete, else "Cannot read from backfilling global
+ * secondary index: X".  *t may be replaced by a newer catalog entry. */
+int rt_index_resolve(rt_req *r, const rt_table **t, const char *index, bool consistent,
+                     const st_index_def **out);
+
+/* Activation of a CREATING GSI: asks every data group's leader for its
+ * GroupStatus; when each reports the index backfill_done with
+ * outbox_shipped >= backfill_seq, sends activate_index to group 0, the new
+ * definition to every data group, and refreshes the catalog; *active tells
+ * whether the index is ACTIVE now.  A data group whose copy of the table
+ * does not know the index yet gets the definition again. */
+int rt_index_try_activate(rt_req *r, const rt_table *t, const char *index, bool *active);
+
+/* The group of write shard `shard` of GSI x's partition-key value gsi_pk. */
+uint32_t rt_index_group(const rt_router *rt, uint32_t table_id, const st_index_def *x,
+                        uint32_t shard, const st_value *gsi_pk);
+/* The placement hash at which a Scan of index x resumes after `key` (an
+ * ExclusiveStartKey with the table's and the index's keys); false if key
+ * does not hold them (the node then refuses it in DynamoDB's words). */
+bool rt_index_start_hash(const rt_table *t, const st_index_def *x, const st_value *key,
+                         uint64_t *hash);
+/* Does expression text expr use placeholder tok ("#n", ":v") (pure)? */
+bool rt_expr_mentions(const char *expr, const uint8_t *tok, size_t len);
+
+/* Merging the pages of a write-sharded GSI Query (pure).  Each page holds a
+ * shard's items in the query's order and its LastEvaluatedKey (NULL: the
+ * shard is exhausted).  cmp orders two entries as st_index_entry_cmp does
+ * (ascending).  The result keeps, in the query's order (ascending when
+ * forward), every item up to the first LastEvaluatedKey position any shard
+ * returned (past it the merged order is incomplete), at most limit items
+ * (0: no limit), and no item after the kept ones reach max_bytes (by
+ * st_item_size; 0: no bound).  more: entries may follow the kept ones (the answer needs a
+ * LastEvaluatedKey); resume: when more and nothing was kept, the position to
+ * resume at (that first LastEvaluatedKey).  Memory from a; SHOAL_E_NOMEM. */
+typedef struct rt_shard_page {
+	const st_value *items;
+	uint32_t n;
+	const st_value *last_key;
+} rt_shard_page;
+
+typedef int (*rt_entry_cmp)(const void *ctx, const st_value *a, const st_value *b);
+
+typedef struct rt_merge {
+	const st_value **items;
+	uint32_t n;
+	bool more;
+	const st_value *resume;
+} rt_merge;
+
+int rt_shard_merge(const rt_shard_page *pages, uint32_t n_pages, rt_entry_cmp cmp, const void *ctx,
+                   bool forward, uint32_t limit, size_t max_bytes, sh_arena *a, rt_merge *out);
 
 /* ------------------------------------------------------------------------ */
 /* Scan planning (scan.c, pure)                                              */

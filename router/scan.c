@@ -23,7 +23,10 @@
  *                                                               last key
  *   otherwise                                                -> NEXT partition
  *
- * Items, Count and ScannedCount add up across partitions.  Worker thread.
+ * Items, Count and ScannedCount add up across partitions.  A Scan with
+ * IndexName runs the same way (index entries sit at their placement hashes,
+ * index.c); only an ExclusiveStartKey's hash comes from the index's keys.
+ * Worker thread.
  */
 #include <string.h>
 
@@ -173,11 +176,20 @@ int rt_scan(rt_req *r)
 	if (rc != SHOAL_OK)
 		return rc;
 
+	/* On an index (index.c): it exists, no ConsistentRead on a GSI, not
+	 * CREATING; its entries sit at their placement hashes like items. */
+	const st_index_def *x = NULL;
+	if (q.index != NULL &&
+	    (rc = rt_index_resolve(r, &t, q.index, q.consistent, &x)) != SHOAL_OK)
+		return rc;
 	bool has_start = false;
 	uint64_t start_hash = 0;
 	const st_value *pk;
-	if (q.exclusive_start_key != NULL &&
-	    st_route_key(&t->def.key, q.exclusive_start_key, false, &pk, NULL, NULL) == SHOAL_OK) {
+	if (q.exclusive_start_key != NULL && x != NULL) {
+		has_start = rt_index_start_hash(t, x, q.exclusive_start_key, &start_hash);
+	} else if (q.exclusive_start_key != NULL &&
+	           st_route_key(&t->def.key, q.exclusive_start_key, false, &pk, NULL, NULL) ==
+	               SHOAL_OK) {
 		has_start = true;
 		start_hash = st_key_hash(t->id, pk);
 	}
@@ -230,7 +242,7 @@ int rt_scan(rt_req *r)
 			lek = sr->last_evaluated_key;
 		} else if (step == RT_SCAN_RESUME) {
 			lek = resp->last_key;
-			if (lek == NULL && sr->n_items > 0)
+			if (lek == NULL && sr->n_items > 0 && x == NULL)
 				lek = key_of_item(r->a, t, sr->items[sr->n_items - 1]);
 			if (lek == NULL)
 				return sh_errf(r->errmsg, SHOAL_E_INTERNAL,

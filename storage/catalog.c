@@ -20,6 +20,7 @@
 
 #include "../common/alloc.h"
 #include "catalog.h"
+#include "index_int.h"
 
 static const char KEY_NEXT_ID[] = "next_table_id";
 
@@ -48,6 +49,20 @@ int st_table_load(MDB_txn *txn, st_env *env, const char *name, sh_arena *a, st_t
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_get(catalog)", errmsg);
 	return st_catalog_decode(name, v.mv_data, v.mv_size, a, out, errmsg);
+}
+
+int st_catalog_next_table_id(MDB_txn *txn, st_env *env, uint32_t *next, char *errmsg)
+{
+	MDB_val k = {sizeof(KEY_NEXT_ID) - 1, (void *)KEY_NEXT_ID}, v;
+	*next = 1;
+	int mrc = mdb_get(txn, env->meta, &k, &v);
+	if (mrc == 0 && v.mv_size == 4)
+		*next = st_get_be32(v.mv_data);
+	else if (mrc == 0)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt meta record next_table_id");
+	else if (mrc != MDB_NOTFOUND)
+		return st_lmdb_err(mrc, "mdb_get(meta next_table_id)", errmsg);
+	return SHOAL_OK;
 }
 
 /* Reads next_table_id (1 when absent) and checks that `id`, if given, is not
@@ -217,7 +232,7 @@ int st_table_delete(st_txn *txn, const char *name, char *errmsg)
 		rc = st_lmdb_err(mrc, "mdb_get(catalog)", errmsg);
 		goto err;
 	}
-	if (v.mv_size < ST_REC_HEADER || ((const uint8_t *)v.mv_data)[0] != ST_REC_VERSION) {
+	if (v.mv_size < ST_REC_HEADER || !st_catalog_version_ok(((const uint8_t *)v.mv_data)[0])) {
 		rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt catalog record for table %s", name);
 		goto err;
 	}
@@ -228,6 +243,8 @@ int st_table_delete(st_txn *txn, const char *name, char *errmsg)
 		goto err;
 	}
 	if ((rc = delete_table_data(txn, id, errmsg)) != SHOAL_OK)
+		goto err;
+	if ((rc = st_ix_forget_table(txn, id, errmsg)) != SHOAL_OK)
 		goto err;
 	return SHOAL_OK;
 
@@ -254,7 +271,7 @@ int st_table_count(st_txn *txn, const char *name, int64_t items, int64_t bytes, 
 		return not_found(name, errmsg);
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_get(catalog)", errmsg);
-	if (v.mv_size < ST_REC_HEADER || ((const uint8_t *)v.mv_data)[0] != ST_REC_VERSION)
+	if (v.mv_size < ST_REC_HEADER || !st_catalog_version_ok(((const uint8_t *)v.mv_data)[0]))
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt catalog record for table %s",
 		               name);
 	/* The value may live in the read-only map: patch a private copy. */

@@ -15,7 +15,7 @@
 
 /* The fixed header of a table record (see catalog_codec.c). The counters sit
  * at fixed offsets so that st_table_count patches them in place. */
-#define ST_REC_VERSION     1
+#define ST_REC_VERSION     2 /* version 1 records are still read */
 #define ST_REC_OFF_ID      1
 #define ST_REC_OFF_COUNT   5
 #define ST_REC_OFF_BYTES   13
@@ -58,6 +58,10 @@ static inline uint64_t st_get_be64(const uint8_t *p)
 	return (uint64_t)st_get_be32(p) << 32 | st_get_be32(p + 4);
 }
 
+/* The id the next table created without an explicit id would get: every
+ * table id this group has ever defined is below it (1 when none). */
+int st_catalog_next_table_id(MDB_txn *txn, st_env *env, uint32_t *next, char *errmsg);
+
 /* ------------------------------------------------------------------------ */
 /* The table record (catalog_codec.c)                                        */
 /* ------------------------------------------------------------------------ */
@@ -67,6 +71,15 @@ static inline uint64_t st_get_be64(const uint8_t *p)
  * when the arena cannot hold it. */
 int st_catalog_encode(sh_arena *a, const st_table_def *d, uint64_t items, uint64_t bytes,
                       uint8_t **buf, size_t *len);
+
+/* The next index id of d: its next_index_id, raised past every index id. */
+uint32_t st_catalog_next_index_id(const st_table_def *d);
+
+/* Whether a record's first byte is a version this build reads. */
+static inline bool st_catalog_version_ok(uint8_t v)
+{
+	return v == ST_REC_VERSION || v == 1;
+}
 
 /* Decodes the record of table `name` (buf, len bytes; borrowed) into *out,
  * strings and arrays allocated in a.  A damaged record is SHOAL_E_INTERNAL

@@ -431,7 +431,9 @@ int st_catalog_check_def(const st_table_def *d, sh_arena *a, char *errmsg)
 }
 
 /* A copy of the (validated) definition in the form it is stored: key types
- * taken from AttributeDefinitions, index ids assigned, LSIs with 1 shard. */
+ * taken from AttributeDefinitions, index ids that are 0 assigned (ids already
+ * set, e.g. fixed by group 0, are kept), next_index_id past every id, LSIs
+ * with 1 shard. */
 int st_catalog_normalise_def(const st_table_def *src, sh_arena *a, st_table_def *d)
 {
 	*d = *src;
@@ -450,8 +452,9 @@ int st_catalog_normalise_def(const st_table_def *src, sh_arena *a, st_table_def 
 			x->key.range.type = find_attr(src, x->key.range.name)->type;
 		if (x->local)
 			x->write_shards = 1;
-		if (x->id == 0) { /* the smallest id no other index uses */
-			uint16_t id = 0;
+		if (x->id == 0) { /* the smallest id no index uses nor used */
+			uint16_t id =
+			    src->next_index_id > 1 ? (uint16_t)(src->next_index_id - 1) : 0;
 			bool clash;
 			do {
 				id++;
@@ -462,6 +465,7 @@ int st_catalog_normalise_def(const st_table_def *src, sh_arena *a, st_table_def 
 			x->id = id;
 		}
 	}
+	d->next_index_id = st_catalog_next_index_id(d);
 	return SHOAL_OK;
 }
 

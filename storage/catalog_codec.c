@@ -1,12 +1,15 @@
 /*
  * catalog_codec.c -- the catalog's table record: encoding and decoding.
  *
- * Table record, format version 1.  Integers are big-endian; STR is a u16
+ * Table record, format version 2 (version 1 records, written before
+ * secondary indexes were maintained, are still read: they lack the last
+ * field, and their next index id is the largest index id + 1).  Integers
+ * are big-endian; STR is a u16
  * length followed by that many bytes (no NUL); TYPE is one byte, 1 = S,
  * 2 = N, 3 = B.
  *
  *   offset  size  field
- *   0       1     record format version, 1
+ *   0       1     record format version, 2 (or 1)
  *   1       4     table id (u32)
  *   5       8     item count (u64)                } patched in place by
  *   13      8     size in bytes (u64, st_item_size) } st_table_count
@@ -23,6 +26,8 @@
  *                   4    write shards (u32, >= 1)
  *                   KS   the index's key schema
  *                   2    number of NonKeyAttributes (u16), then each as STR
+ *   ..      2     next index id (u16; version 2 only): ids below it are used
+ *                 or retired, UpdateTable gives the next GSI this one
  *   end           the record ends exactly here
  *
  *   KS := STR hash name, TYPE hash type, 1 byte has-range (0 or 1),
@@ -131,6 +136,16 @@ static void encode_record(wbuf *w, const st_table_def *d, uint64_t items, uint64
 		for (uint32_t j = 0; j < x->n_include; j++)
 			w_str(w, x->include[j]);
 	}
+	w_u16(w, (uint16_t)st_catalog_next_index_id(d));
+}
+
+uint32_t st_catalog_next_index_id(const st_table_def *d)
+{
+	uint32_t next = d->next_index_id;
+	for (uint32_t i = 0; i < d->n_indexes; i++)
+		if (d->indexes[i].id >= next)
+			next = (uint32_t)d->indexes[i].id + 1;
+	return next != 0 ? next : 1;
 }
 
 int st_catalog_encode(sh_arena *a, const st_table_def *d, uint64_t items, uint64_t bytes,
@@ -275,7 +290,7 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 	st_table_def *d = &out->def;
 
 	uint8_t version = r_u8(&r, "version");
-	if (r.bad == NULL && version != ST_REC_VERSION)
+	if (r.bad == NULL && version != ST_REC_VERSION && version != 1)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL,
 		               "corrupt catalog record for table %s: unknown version %u", name,
 		               version);
@@ -322,6 +337,11 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 			}
 		}
 	}
+	d->next_index_id = 0;
+	if (version >= 2)
+		d->next_index_id = r_u16(&r, "next index id");
+	if (r.bad == NULL && !r.nomem)
+		d->next_index_id = st_catalog_next_index_id(d);
 	if (r.nomem)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "loading table %s: out of memory", name);
 	if (r.bad == NULL && r.p != r.end)

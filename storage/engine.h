@@ -12,7 +12,9 @@
  *
  * LMDB layout (one environment per storage group):
  *   DBI "meta"     fixed keys: "format" -> u32 version, "applied" -> u64 Raft
- *                  index (big-endian), "next_table_id" -> u32
+ *                  index (big-endian), "next_table_id" -> u32; binary keys
+ *                  starting with 0x01: the outbox and index state
+ *                  (index_int.h)
  *   DBI "catalog"  table name -> encoded table definition and counters
  *                  (format at the top of catalog_codec.c)
  *   DBI "data"     items and index entries, keys as in keyenc.h, values as
@@ -34,6 +36,7 @@ struct st_env {
 	MDB_dbi data;
 	uint32_t page_bytes; /* Query/Scan page limit */
 	bool nosync;
+	uint64_t collection_limit; /* item collection limit of tables with LSIs */
 };
 
 struct st_txn {
@@ -42,6 +45,7 @@ struct st_txn {
 	int sticky; /* first environmental error, or SHOAL_OK */
 	char sticky_msg[SH_ERRMSG_SIZE];
 	uint64_t applied; /* set by st_txn_set_applied, 0 if none */
+	int64_t ts_ms;    /* set by st_txn_set_time: stamped into outbox deltas */
 	sh_arena arena;   /* scratch memory that lives as long as the txn */
 };
 

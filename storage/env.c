@@ -7,6 +7,7 @@
  *                "format"        -> u32  on-disk format version (ENV_FORMAT)
  *                "applied"       -> u64  Raft index of the last applied entry
  *                "next_table_id" -> u32  next table id to hand out (catalog.c)
+ *                0x01 ...        the outbox and per-index state (index_int.h)
  *   "catalog"  table name -> table record (format at the top of catalog_codec.c)
  *   "data"     items and index entries (keyenc.c / codec.c)
  *
@@ -36,6 +37,7 @@
 
 #include "../common/alloc.h"
 #include "engine.h"
+#include "index.h"
 
 #define ENV_FORMAT           1u
 #define ENV_MAXDBS           8 /* meta, catalog, data, and room for the outbox and later DBIs */
@@ -145,6 +147,8 @@ int st_env_open(const char *path, const st_env_options *opts, st_env **out, char
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "st_env_open(%s): out of memory", path);
 	env->page_bytes = opts->page_bytes != 0 ? opts->page_bytes : ST_MAX_PAGE_BYTES;
 	env->nosync = opts->nosync;
+	env->collection_limit =
+	    opts->collection_limit != 0 ? opts->collection_limit : 10ull * 1024 * 1024 * 1024;
 
 	int code;
 	int rc = mdb_env_create(&env->env);
@@ -236,6 +240,11 @@ int st_txn_begin(st_env *env, st_txn **out, char *errmsg)
 void st_txn_set_applied(st_txn *txn, uint64_t index)
 {
 	txn->applied = index;
+}
+
+void st_txn_set_time(st_txn *txn, int64_t ms)
+{
+	txn->ts_ms = ms;
 }
 
 int st_txn_poison(st_txn *txn, int code, const char *errmsg)

@@ -108,8 +108,8 @@ void st_txn_set_time(st_txn *txn, int64_t ms);
 /* ------------------------------------------------------------------------ */
 
 typedef struct st_delta {
-	uint64_t seq;       /* per source group, from 1 */
-	uint64_t hash;      /* st_index_hash of the entry: the target's partition */
+	uint64_t seq;  /* per source group, from 1 */
+	uint64_t hash; /* st_index_hash of the entry: the target's partition */
 	uint32_t table_id;
 	uint16_t index_id;
 	bool del;           /* delete the entry (key only), else upsert */
@@ -148,8 +148,7 @@ int st_outbox_trim(st_txn *txn, uint64_t upto, char *errmsg);
  * transaction).  Deltas of an index this group's catalog knows was deleted
  * (index id below the table's next index id but absent) are dropped.
  * Maintains per-index entry counts and sizes. */
-int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32_t n,
-                   char *errmsg);
+int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32_t n, char *errmsg);
 
 /* The last seq this group applied from source_group (0: none). */
 uint64_t st_index_applied_seq(st_env *env, uint32_t source_group);

@@ -50,6 +50,41 @@
  * truncated keys order correctly against every other key except truncated
  * keys sharing the same 473-byte prefix, which are ordered by digest: readers
  * re-sort such runs by the real value (keyenc.h, st_key_truncated).
+ *
+ * Secondary-index entries (index.h) use the same 22-byte header shape:
+ *
+ *   GSI entry key:
+ *   0       4     table id
+ *   4       2     index id (1..)
+ *   6       16    index-partition digest: XXH3-128 (seed IX_SEED) of
+ *                 (table id BE4 || index id BE2 || write shard BE4 || the GSI
+ *                 partition key's canonical bytes), high64 then low64.  Bytes
+ *                 6..13 are st_index_hash: a hash range of index partitions is
+ *                 one contiguous key range.
+ *   22      *     enc(GSI sort key), as a base sort key (absent without one)
+ *   ..      16    base-key digest (below)
+ *
+ *   LSI entry key:
+ *   0       4     table id
+ *   4       2     index id (1..)
+ *   6       16    the base item's partition-key digest (as its own key:
+ *                 bytes 6..13 are st_key_hash of the base pk)
+ *   22      *     enc(LSI sort key)
+ *   ..      16    base-key digest
+ *
+ *   Base-key digest: XXH3-128 (seed BK_SEED) of (table id BE4 || u32 BE
+ *   length of the base pk's canonical bytes || those bytes || enc(base sort
+ *   key), absent without one), high64 then low64.  The write shard of a GSI
+ *   entry is its high64 mod WriteShards (st_index_shard).
+ *
+ *   When the sort-key encoding does not fit (22 + enc + 16 > 511), the entry
+ *   key holds the first ST_KEY_SK_INLINE (473) bytes of enc and then the
+ *   base-key digest: exactly ST_KEY_MAX bytes, a truncated key like a base
+ *   item's.  A run of truncated keys sharing their first 495 bytes is
+ *   re-sorted by readers by (sort-key value, last 16 key bytes): for base
+ *   items those bytes are the sort-key digest (equal values have equal
+ *   keys), for index entries the base-key digest, which is the order
+ *   st_index_entry_cmp gives.
  */
 #include <assert.h>
 #include <string.h>
@@ -58,11 +93,14 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
+#include "index.h"
 #include "keyenc.h"
 
 /* Fixed seeds: changing either changes every key on disk. */
 #define PK_SEED UINT64_C(0x53686f616c504b31) /* "ShoalPK1" */
 #define SK_SEED UINT64_C(0x53686f616c534b31) /* "ShoalSK1" */
+#define IX_SEED UINT64_C(0x53686f616c495831) /* "ShoalIX1" */
+#define BK_SEED UINT64_C(0x53686f616c424b31) /* "ShoalBK1" */
 
 #define N_NEG  0x01
 #define N_ZERO 0x02
@@ -100,25 +138,32 @@ void st_key_hash_bound(st_key *k, uint32_t table, uint16_t index, uint64_t hash)
 	k->len = 14;
 }
 
-/* The partition-key digest over (table id BE || canonical key bytes). */
-static XXH128_hash_t pk_digest(uint32_t table, const st_value *pk)
+/* The canonical bytes of a partition-key value (buf: ST_NUM_MAX_TEXT bytes
+ * of room for a number's text). */
+static const void *pk_bytes(const st_value *pk, char *buf, size_t *len)
 {
-	uint8_t tid[4] = {(uint8_t)(table >> 24), (uint8_t)(table >> 16), (uint8_t)(table >> 8),
-	                  (uint8_t)table};
-	const void *p = pk->u.str.ptr;
-	size_t len = pk->u.str.len;
-	char buf[ST_NUM_MAX_TEXT];
-
 	assert(pk->type == ST_S || pk->type == ST_N || pk->type == ST_B);
+	*len = pk->u.str.len;
 	if (pk->type == ST_N) {
 		/* Normalised numbers are canonical already; re-format anyway so a
 		 * non-canonical spelling can never address a different partition. */
 		st_num n;
 		if (st_num_parse(pk->u.str.ptr, pk->u.str.len, &n, NULL) == SHOAL_OK) {
-			len = st_num_format(&n, buf);
-			p = buf;
+			*len = st_num_format(&n, buf);
+			return buf;
 		}
 	}
+	return pk->u.str.ptr;
+}
+
+/* The partition-key digest over (table id BE || canonical key bytes). */
+static XXH128_hash_t pk_digest(uint32_t table, const st_value *pk)
+{
+	uint8_t tid[4] = {(uint8_t)(table >> 24), (uint8_t)(table >> 16), (uint8_t)(table >> 8),
+	                  (uint8_t)table};
+	char buf[ST_NUM_MAX_TEXT];
+	size_t len;
+	const void *p = pk_bytes(pk, buf, &len);
 	XXH3_state_t st;
 	XXH3_INITSTATE(&st);
 	XXH3_128bits_reset_withSeed(&st, PK_SEED);
@@ -126,6 +171,34 @@ static XXH128_hash_t pk_digest(uint32_t table, const st_value *pk)
 	if (len > 0)
 		XXH3_128bits_update(&st, p, len);
 	return XXH3_128bits_digest(&st);
+}
+
+/* The index-partition digest of a GSI entry. */
+static XXH128_hash_t ix_digest(uint32_t table, uint16_t index, uint32_t shard, const st_value *pk)
+{
+	uint8_t hdr[10];
+	st_key k;
+	st_key_table(&k, table, index);
+	memcpy(hdr, k.b, 6);
+	hdr[6] = (uint8_t)(shard >> 24);
+	hdr[7] = (uint8_t)(shard >> 16);
+	hdr[8] = (uint8_t)(shard >> 8);
+	hdr[9] = (uint8_t)shard;
+	char buf[ST_NUM_MAX_TEXT];
+	size_t len;
+	const void *p = pk_bytes(pk, buf, &len);
+	XXH3_state_t st;
+	XXH3_INITSTATE(&st);
+	XXH3_128bits_reset_withSeed(&st, IX_SEED);
+	XXH3_128bits_update(&st, hdr, sizeof(hdr));
+	if (len > 0)
+		XXH3_128bits_update(&st, p, len);
+	return XXH3_128bits_digest(&st);
+}
+
+uint64_t st_index_hash(uint32_t table_id, uint16_t index_id, uint32_t shard, const st_value *gsi_pk)
+{
+	return ix_digest(table_id, index_id, shard, gsi_pk).high64;
 }
 
 uint64_t st_key_hash(uint32_t table_id, const st_value *pk)
@@ -236,26 +309,33 @@ static size_t encoded_len(const st_value *v)
 	return (size_t)v->u.str.len + zeros + 2;
 }
 
-/* XXH3-128 of v's full encoding, computed as a stream (S and B only). */
-static XXH128_hash_t encoding_digest(const st_value *v)
+/* Feeds the order-preserving encoding of an S or B value to st without
+ * building it: runs of bytes, 0x00 escaped as 0x00 0xFF, the terminator. */
+static void digest_update_encoding(XXH3_state_t *st, const st_value *v)
 {
 	static const uint8_t esc[2] = {0x00, 0xff}, term[2] = {0x00, 0x00};
 	const uint8_t *p = (const uint8_t *)v->u.str.ptr;
 	size_t n = v->u.str.len, i = 0;
-	XXH3_state_t st;
-	XXH3_INITSTATE(&st);
-	XXH3_128bits_reset_withSeed(&st, SK_SEED);
 	while (i < n) {
 		const uint8_t *z = memchr(p + i, 0, n - i);
 		size_t run = z == NULL ? n - i : (size_t)(z - (p + i));
-		XXH3_128bits_update(&st, p + i, run);
+		XXH3_128bits_update(st, p + i, run);
 		i += run;
 		if (i < n) {
-			XXH3_128bits_update(&st, esc, 2);
+			XXH3_128bits_update(st, esc, 2);
 			i++;
 		}
 	}
-	XXH3_128bits_update(&st, term, 2);
+	XXH3_128bits_update(st, term, 2);
+}
+
+/* XXH3-128 of v's full encoding, computed as a stream (S and B only). */
+static XXH128_hash_t encoding_digest(const st_value *v)
+{
+	XXH3_state_t st;
+	XXH3_INITSTATE(&st);
+	XXH3_128bits_reset_withSeed(&st, SK_SEED);
+	digest_update_encoding(&st, v);
 	return XXH3_128bits_digest(&st);
 }
 
@@ -289,4 +369,82 @@ bool st_key_prefix_end(st_key *k)
 	k->b[n - 1]++;
 	k->len = (uint16_t)n;
 	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Index entry keys                                                          */
+/* ------------------------------------------------------------------------ */
+
+static XXH128_hash_t base_digest(uint32_t table, const st_value *pk, const st_value *sk)
+{
+	uint8_t hdr[8] = {(uint8_t)(table >> 24), (uint8_t)(table >> 16), (uint8_t)(table >> 8),
+	                  (uint8_t)table};
+	char buf[ST_NUM_MAX_TEXT];
+	size_t len;
+	const void *p = pk_bytes(pk, buf, &len);
+	hdr[4] = (uint8_t)(len >> 24);
+	hdr[5] = (uint8_t)(len >> 16);
+	hdr[6] = (uint8_t)(len >> 8);
+	hdr[7] = (uint8_t)len;
+	XXH3_state_t st;
+	XXH3_INITSTATE(&st);
+	XXH3_128bits_reset_withSeed(&st, BK_SEED);
+	XXH3_128bits_update(&st, hdr, sizeof(hdr));
+	if (len > 0)
+		XXH3_128bits_update(&st, p, len);
+	if (sk != NULL) {
+		if (sk->type == ST_N) {
+			uint8_t tmp[24];
+			size_t n = encode_number(tmp, sk);
+			XXH3_128bits_update(&st, tmp, n);
+		} else {
+			digest_update_encoding(&st, sk);
+		}
+	}
+	return XXH3_128bits_digest(&st);
+}
+
+void st_key_base_digest(uint8_t out[16], uint32_t table, const st_value *pk, const st_value *sk)
+{
+	put_digest(out, base_digest(table, pk, sk));
+}
+
+uint32_t st_index_shard(uint32_t table_id, const st_value *base_pk, const st_value *base_sk,
+                        uint32_t n)
+{
+	if (n <= 1)
+		return 0;
+	return (uint32_t)(base_digest(table_id, base_pk, base_sk).high64 % n);
+}
+
+/* header (22 bytes, already in k) | enc(sk), cut to fit | base digest. */
+static void entry_tail(st_key *k, const st_value *sk, const uint8_t digest[16])
+{
+	size_t len = ST_KEY_HEADER;
+	if (sk != NULL && !encode(k->b, ST_KEY_HEADER + ST_KEY_SK_INLINE, &len, sk, false))
+		assert(len == ST_KEY_HEADER + ST_KEY_SK_INLINE); /* truncated */
+	memcpy(k->b + len, digest, 16);
+	k->len = (uint16_t)(len + 16);
+}
+
+void st_key_gsi_entry(st_key *k, uint32_t table, uint16_t index, uint32_t shard,
+                      const st_value *gsi_pk, const st_value *gsi_sk, const uint8_t digest[16])
+{
+	st_key_gsi_partition(k, table, index, shard, gsi_pk);
+	entry_tail(k, gsi_sk, digest);
+}
+
+void st_key_gsi_partition(st_key *k, uint32_t table, uint16_t index, uint32_t shard,
+                          const st_value *gsi_pk)
+{
+	st_key_table(k, table, index);
+	put_digest(k->b + 6, ix_digest(table, index, shard, gsi_pk));
+	k->len = ST_KEY_HEADER;
+}
+
+void st_key_lsi_entry(st_key *k, uint32_t table, uint16_t index, const st_value *base_pk,
+                      const st_value *lsi_sk, const uint8_t digest[16])
+{
+	st_key_partition(k, table, index, base_pk);
+	entry_tail(k, lsi_sk, digest);
 }

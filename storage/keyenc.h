@@ -58,6 +58,27 @@ bool st_key_append_scalar(st_key *k, const st_value *v, bool as_prefix);
  * length, or 0 if cap is too small.  Exposed for the property test. */
 size_t st_key_encode_scalar(uint8_t *buf, size_t cap, const st_value *v);
 
+/* ------------------------------------------------------------------------ */
+/* Secondary-index entry keys (layout at the top of keyenc.c)                */
+/* ------------------------------------------------------------------------ */
+
+/* The 16-byte digest of a base item's key (pk, sk; sk NULL without one). */
+void st_key_base_digest(uint8_t out[16], uint32_t table, const st_value *pk, const st_value *sk);
+
+/* The 22-byte header of one GSI index partition (table, index, shard, GSI pk). */
+void st_key_gsi_partition(st_key *k, uint32_t table, uint16_t index, uint32_t shard,
+                          const st_value *gsi_pk);
+
+/* A GSI entry key: partition header, enc(GSI sk) (none if gsi_sk is NULL),
+ * the base-key digest; truncated to ST_KEY_MAX as keyenc.c describes. */
+void st_key_gsi_entry(st_key *k, uint32_t table, uint16_t index, uint32_t shard,
+                      const st_value *gsi_pk, const st_value *gsi_sk, const uint8_t digest[16]);
+
+/* An LSI entry key: the base pk's partition header under the index id,
+ * enc(LSI sk), the base-key digest. */
+void st_key_lsi_entry(st_key *k, uint32_t table, uint16_t index, const st_value *base_pk,
+                      const st_value *lsi_sk, const uint8_t digest[16]);
+
 /* Whether an LMDB key is a truncated key (length ST_KEY_MAX). */
 static inline bool st_key_truncated(const uint8_t *key, size_t len)
 {

@@ -102,6 +102,7 @@ static void key_cut(st_key *k)
 typedef struct run_entry {
 	MDB_val data;       /* the encoded item (LMDB memory, valid for the txn) */
 	const st_value *sk; /* its decoded sort key, in the run arena */
+	uint8_t tail[16];   /* the key's last 16 bytes: ties of index entries */
 } run_entry;
 
 struct st_read_iter {
@@ -125,6 +126,7 @@ struct st_read_iter {
 	bool start_in_run; /* the ExclusiveStartKey is a truncated key */
 	uint8_t start_prefix[ST_READ_RUN_PREFIX];
 	const st_value *start_sk;
+	uint8_t start_tail[16];
 };
 
 static bool in_range(const st_read_iter *it, const MDB_val *k)
@@ -224,6 +226,7 @@ int st_read_iter_start(st_read_iter *it, const st_key *start, const st_value *st
 			it->start_in_run = true;
 			memcpy(it->start_prefix, start->b, ST_READ_RUN_PREFIX);
 			it->start_sk = start_sk;
+			memcpy(it->start_tail, start->b + ST_KEY_MAX - 16, 16);
 			cand.len = ST_READ_RUN_PREFIX;
 			if (!it->forward)
 				has_cand = st_key_prefix_end(&cand);
@@ -260,9 +263,14 @@ int st_read_iter_start(st_read_iter *it, const st_key *start, const st_value *st
 	return rc;
 }
 
+/* Run order: sort-key value, then the key's last 16 bytes (a base item's
+ * sort-key digest, equal for equal values; an index entry's base-key digest,
+ * the order st_index_entry_cmp gives). */
 static int sk_cmp_fwd(const void *a, const void *b)
 {
-	return st_value_cmp(((const run_entry *)a)->sk, ((const run_entry *)b)->sk);
+	const run_entry *x = a, *y = b;
+	int c = st_value_cmp(x->sk, y->sk);
+	return c != 0 ? c : memcmp(x->tail, y->tail, 16);
 }
 
 static int sk_cmp_bwd(const void *a, const void *b)
@@ -316,6 +324,8 @@ static int run_build(st_read_iter *it, char *errmsg)
 			return sh_errf(errmsg, SHOAL_E_NOMEM, "read: out of memory");
 		it->run[it->run_n].data = it->cd;
 		it->run[it->run_n].sk = copy;
+		memcpy(it->run[it->run_n].tail, (const uint8_t *)it->ck.mv_data + ST_KEY_MAX - 16,
+		       16);
 		it->run_n++;
 		rc = cur_step(it, errmsg);
 		if (rc != SHOAL_OK)
@@ -324,7 +334,10 @@ static int run_build(st_read_iter *it, char *errmsg)
 	qsort(it->run, it->run_n, sizeof(*it->run), it->forward ? sk_cmp_fwd : sk_cmp_bwd);
 	if (it->start_in_run && memcmp(prefix, it->start_prefix, ST_READ_RUN_PREFIX) == 0) {
 		while (it->run_pos < it->run_n) {
-			int c = st_value_cmp(it->run[it->run_pos].sk, it->start_sk);
+			const run_entry *e = &it->run[it->run_pos];
+			int c = st_value_cmp(e->sk, it->start_sk);
+			if (c == 0)
+				c = memcmp(e->tail, it->start_tail, 16);
 			if (it->forward ? c > 0 : c < 0)
 				break;
 			it->run_pos++;
@@ -414,6 +427,12 @@ void st_read_query_range(uint32_t table, uint16_t index, const st_key_cond *kc, 
 {
 	st_key h;
 	st_key_partition(&h, table, index, kc->hash);
+	st_read_query_range_at(&h, kc, r);
+}
+
+void st_read_query_range_at(const st_key *hdr, const st_key_cond *kc, st_read_range *r)
+{
+	st_key h = *hdr;
 	st_key end = h;
 	r->has_hi = st_key_prefix_end(&end);
 	r->hi = end;
@@ -503,8 +522,59 @@ static int page_lek(const st_read_page_spec *ps, sh_arena *tmp, const st_value *
 	return SHOAL_OK;
 }
 
-int st_read_page(st_read_iter *it, const st_read_page_spec *ps, sh_arena *a, st_page *out,
-                 char *errmsg)
+/* Where a page's entries come from: an iterator over LMDB (Query, Scan) or
+ * an array of decoded items (st_read_page_items: the router's merge). */
+typedef struct page_src {
+	st_read_iter *it;
+	const st_value *items;
+	uint32_t n, pos;
+} page_src;
+
+/* The next entry, decoded into tmp (or borrowed from the array); *raw is its
+ * encoded form for an iterator. */
+static int src_next(page_src *src, sh_arena *tmp, st_value *item, MDB_val *raw, bool *have,
+                    char *errmsg)
+{
+	if (src->it == NULL) {
+		*have = src->pos < src->n;
+		if (*have)
+			*item = src->items[src->pos++];
+		return SHOAL_OK;
+	}
+	int rc = st_read_iter_next(src->it, raw, have, errmsg);
+	if (rc != SHOAL_OK || !*have)
+		return rc;
+	sh_arena_reset(tmp);
+	return st_codec_decode(tmp, raw->mv_data, raw->mv_size, item, errmsg);
+}
+
+static bool src_more(const page_src *src)
+{
+	return src->it != NULL ? iter_more(src->it) : src->pos < src->n;
+}
+
+/* LSI entries with a partial projection: the base item instead (DynamoDB
+ * fetches it from the table).  *item is replaced; false if it is gone. */
+static int fetch_base(const st_read_page_spec *ps, sh_arena *tmp, st_value *item, bool *found,
+                      char *errmsg)
+{
+	const st_value *pk, *sk;
+	*found = false;
+	if (st_key_check(ps->base_ks, item, ST_KEYCHECK_ITEM, &pk, &sk, NULL) != SHOAL_OK)
+		return SHOAL_OK;
+	st_key k;
+	st_key_item(&k, ps->table_id, 0, pk, sk);
+	st_value *base;
+	int rc = st_item_read(ps->txn, ps->env, &k, tmp, &base, errmsg);
+	if (rc == SHOAL_OK && base != NULL) {
+		*item = *base;
+		*found = true;
+	}
+	return rc;
+}
+
+static int page_loop(page_src *in, const st_read_page_spec *ps, sh_arena *a, st_page *out,
+                     char *errmsg)
 {
 	sh_arena tmp;
 	sh_arena_init(&tmp);
@@ -513,6 +583,7 @@ int st_read_page(st_read_iter *it, const st_read_page_spec *ps, sh_arena *a, st_
 	uint32_t evaluated = 0, count = 0;
 	size_t bytes = 0;
 	MDB_val last = {0, NULL};
+	st_value last_item = {0};
 	bool stopped = false, more = false;
 	int rc = SHOAL_OK;
 
@@ -523,16 +594,21 @@ int st_read_page(st_read_iter *it, const st_read_page_spec *ps, sh_arena *a, st_
 		}
 		MDB_val data;
 		bool have;
-		rc = st_read_iter_next(it, &data, &have, errmsg);
-		if (rc != SHOAL_OK || !have)
-			break;
-		sh_arena_reset(&tmp);
 		st_value item;
-		rc = st_codec_decode(&tmp, data.mv_data, data.mv_size, &item, errmsg);
-		if (rc != SHOAL_OK)
+		rc = src_next(in, &tmp, &item, &data, &have, errmsg);
+		if (rc != SHOAL_OK || !have)
 			break;
 		if (ps->kc != NULL && !item_match(ps->kc, ps->ks, &item))
 			continue;
+		st_value entry = item;
+		if (ps->fetch_base) {
+			bool found;
+			rc = fetch_base(ps, &tmp, &item, &found, errmsg);
+			if (rc != SHOAL_OK)
+				break;
+			if (!found)
+				continue;
+		}
 		size_t size = st_item_size(&item);
 		if (evaluated > 0 && bytes + size > ps->page_bytes) {
 			stopped = true;
@@ -542,6 +618,7 @@ int st_read_page(st_read_iter *it, const st_read_page_spec *ps, sh_arena *a, st_
 		evaluated++;
 		bytes += size;
 		last = data;
+		last_item = entry;
 		bool pass = true;
 		if (ps->filter != NULL) {
 			rc = st_expr_eval(ps->filter, &item, &pass, errmsg);
@@ -577,10 +654,12 @@ int st_read_page(st_read_iter *it, const st_read_page_spec *ps, sh_arena *a, st_
 		}
 	}
 
-	if (rc == SHOAL_OK && stopped && (more || iter_more(it))) {
-		st_value item;
-		sh_arena_reset(&tmp);
-		rc = st_codec_decode(&tmp, last.mv_data, last.mv_size, &item, errmsg);
+	if (rc == SHOAL_OK && stopped && (more || src_more(in))) {
+		st_value item = last_item;
+		if (in->it != NULL) {
+			sh_arena_reset(&tmp);
+			rc = st_codec_decode(&tmp, last.mv_data, last.mv_size, &item, errmsg);
+		}
 		if (rc == SHOAL_OK)
 			rc = page_lek(ps, &tmp, &item, a, &out->last_evaluated_key, errmsg);
 	}
@@ -598,4 +677,18 @@ int st_read_page(st_read_iter *it, const st_read_page_spec *ps, sh_arena *a, st_
 	sh_free(vec);
 	sh_arena_fini(&tmp);
 	return rc;
+}
+
+int st_read_page(st_read_iter *it, const st_read_page_spec *ps, sh_arena *a, st_page *out,
+                 char *errmsg)
+{
+	page_src src = {.it = it};
+	return page_loop(&src, ps, a, out, errmsg);
+}
+
+int st_read_page_items(const st_value *items, uint32_t n, const st_read_page_spec *ps, sh_arena *a,
+                       st_page *out, char *errmsg)
+{
+	page_src src = {.items = items, .n = n};
+	return page_loop(&src, ps, a, out, errmsg);
 }

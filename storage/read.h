@@ -35,6 +35,9 @@ typedef struct st_read_range {
 /* The superset range of a key condition on one partition of (table, index);
  * sets lo, hi and has_hi. */
 void st_read_query_range(uint32_t table, uint16_t index, const st_key_cond *kc, st_read_range *r);
+/* The same on the partition whose 22-byte key header is h (a GSI index
+ * partition: st_key_gsi_partition). */
+void st_read_query_range_at(const st_key *h, const st_key_cond *kc, st_read_range *r);
 /* Whether a sort-key value satisfies the condition (op NONE: always). */
 bool st_read_sk_match(const st_key_cond *kc, const st_value *sk);
 
@@ -60,12 +63,23 @@ typedef struct st_read_page_spec {
 	bool count_only;              /* Select COUNT */
 	uint32_t limit;               /* 0: none */
 	size_t page_bytes;
+	/* LSI whose projection lacks what the request wants: evaluate the base
+	 * item (key base_ks, table table_id, read in txn) instead of the entry. */
+	bool fetch_base;
+	uint32_t table_id;
+	MDB_txn *txn;
+	st_env *env;
 } st_read_page_spec;
 
 /* Reads one page from a started iterator into out (items, counts and
  * LastEvaluatedKey allocated in a). */
 int st_read_page(st_read_iter *it, const st_read_page_spec *ps, sh_arena *a, st_page *out,
                  char *errmsg);
+
+/* The same page loop over n decoded items (borrowed) instead of an
+ * iterator: st_page_finish. */
+int st_read_page_items(const st_value *items, uint32_t n, const st_read_page_spec *ps,
+                       sh_arena *a, st_page *out, char *errmsg);
 
 /* ------------------------------------------------------------------------ */
 /* Request preparation (read_get.c)                                          */

@@ -4,15 +4,21 @@
  *
  * Each operation is split the same way: *_prepare checks what needs no table
  * (Select, placeholders, expression syntax, the ExclusiveStartKey's values)
- * outside the transaction; *_run loads the table and resolves IndexName; then
- * query_exec / scan_exec read one key schema's range.  The key schema (and the
- * index id) is a parameter of query_exec, so querying a secondary index will
- * only need the resolution step to pass the index's schema and id, plus the
- * base table's key for LastEvaluatedKey (st_read_page_spec.base_ks).
+ * outside the transaction; *_run loads the table and resolves IndexName
+ * (resolve_index: DynamoDB's index checks); then query_exec / scan_exec read
+ * one key range of the base table or of the index (a GSI Query reads one
+ * write shard: req->shard).  Index reads use the index's key schema for the
+ * key condition and runs of truncated keys, put table keys + index keys in
+ * LastEvaluatedKey, and resume strictly after the entry key an
+ * ExclusiveStartKey names, whether or not that entry still exists.
+ * st_page_finish (the router's merge of write shards) runs the same page loop
+ * over the merged items.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "index_int.h"
 #include "read.h"
 
 typedef struct read_plan {
@@ -48,9 +54,16 @@ static int parse_opt(st_expr_ctx *ctx, st_expr_kind kind, const char *text, st_e
 	return st_expr_parse(ctx, kind, text, out, errmsg);
 }
 
-static int index_unsupported(const st_table_def *t, const char *index, bool consistent,
-                             const char *what, char *errmsg)
+/* IndexName: the index, with DynamoDB's checks of the request against it
+ * (unknown index, ConsistentRead on a GSI, Select ALL_ATTRIBUTES on a GSI
+ * that does not project everything, a GSI still backfilling); *x stays NULL
+ * without an IndexName. */
+static int resolve_index(const st_table_def *t, const char *index, bool consistent,
+                         st_select select, const st_index_def **x, char *errmsg)
 {
+	*x = NULL;
+	if (index == NULL)
+		return SHOAL_OK;
 	const st_index_def *idx = st_table_index(t, index);
 	if (idx == NULL)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
@@ -58,9 +71,54 @@ static int index_unsupported(const st_table_def *t, const char *index, bool cons
 	if (!idx->local && consistent)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "Consistent reads are not supported on global secondary indexes");
-	/* Index entries are not maintained yet (a later issue). */
-	return sh_errf(errmsg, SHOAL_E_VALIDATION,
-	               "%s on secondary indexes are not supported yet (index %s)", what, index);
+	if (!idx->local && select == ST_SELECT_ALL_ATTRIBUTES && idx->projection != ST_PROJ_ALL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "One or more parameter values were invalid: Select type "
+		               "ALL_ATTRIBUTES is not supported for global secondary index %s "
+		               "because its projection type is not ALL",
+		               index);
+	if (!idx->local && idx->status == ST_INDEX_CREATING)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Cannot read from backfilling global secondary index: %s", index);
+	*x = idx;
+	return SHOAL_OK;
+}
+
+/* An LSI read evaluates base items when the entries may lack what the
+ * request wants (DynamoDB fetches them from the table). */
+static bool lsi_fetch(const st_index_def *x, st_select select, const read_plan *p)
+{
+	return x != NULL && x->local && x->projection != ST_PROJ_ALL &&
+	       (select == ST_SELECT_ALL_ATTRIBUTES || p->proj != NULL || p->filter != NULL);
+}
+
+/* An ExclusiveStartKey of an index read: exactly the table's and the
+ * index's key attributes, with their types. */
+static int index_start_check(const st_table_def *t, const st_index_def *x, const st_value *esk,
+                             sh_arena *ra, const st_value **ipk, const st_value **isk,
+                             const st_value **bpk, const st_value **bsk, char *errmsg)
+{
+	const char *names[4] = {t->key.hash.name, t->key.range.name, x->key.hash.name,
+	                        x->key.range.name};
+	uint32_t want = 0;
+	for (int i = 0; i < 4; i++) {
+		bool dup = names[i] == NULL;
+		for (int j = 0; j < i && !dup; j++)
+			dup = names[j] != NULL && strcmp(names[i], names[j]) == 0;
+		want += dup ? 0 : 1;
+	}
+	if (esk->type != ST_M || esk->u.map.n != want)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "The provided starting key is invalid: The provided key element "
+		               "does not match the schema");
+	st_value *ik, *bk;
+	if (st_key_extract(ra, &x->key, esk, &ik) != SHOAL_OK ||
+	    st_key_extract(ra, &t->key, esk, &bk) != SHOAL_OK)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "read: out of memory");
+	int rc = st_read_start_key_check(&x->key, ik, ipk, isk, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_read_start_key_check(&t->key, bk, bpk, bsk, errmsg);
+	return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -104,18 +162,15 @@ static int query_prepare(const st_query_req *req, sh_arena *ra, read_plan *p, ch
 	return rc;
 }
 
-/* Checks that the ExclusiveStartKey lies in the queried range (DynamoDB's
+/* Checks that a start key's (pk, sk) lies in the queried range (DynamoDB's
  * messages and order: sort-key predicate first, then the partition). */
-static int query_start(const st_key_schema *ks, const st_key_cond *kc, const st_value *esk,
-                       const st_value **pk, const st_value **sk, char *errmsg)
+static int query_start_range(const st_key_cond *kc, const st_value *pk, const st_value *sk,
+                             char *errmsg)
 {
-	int rc = st_read_start_key_check(ks, esk, pk, sk, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	if (kc->op != ST_KC_NONE && !st_read_sk_match(kc, *sk))
+	if (kc->op != ST_KC_NONE && !st_read_sk_match(kc, sk))
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "The provided starting key does not match the range key predicate");
-	if (!st_value_equal(*pk, kc->hash)) {
+	if (!st_value_equal(pk, kc->hash)) {
 		if (kc->op != ST_KC_NONE)
 			return sh_errf(errmsg, SHOAL_E_VALIDATION,
 			               "The query can return at most one row and cannot be "
@@ -127,14 +182,31 @@ static int query_start(const st_key_schema *ks, const st_key_cond *kc, const st_
 	return SHOAL_OK;
 }
 
+/* Checks that the ExclusiveStartKey lies in the queried range. */
+static int query_start(const st_key_schema *ks, const st_key_cond *kc, const st_value *esk,
+                       const st_value **pk, const st_value **sk, char *errmsg)
+{
+	int rc = st_read_start_key_check(ks, esk, pk, sk, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	return query_start_range(kc, *pk, *sk, errmsg);
+}
+
 /* Reads one page from range r (Query and Scan alike): positions after the
  * start key if any, then evaluates items under the key condition kc (NULL for
  * Scan), the plan's filter and projection, Limit and the page-size limit. */
-static int range_page(MDB_txn *txn, st_env *env, st_read_range *r, const st_key_schema *ks,
+/* What a read is over: the base table (x NULL) or index x of table t. */
+typedef struct read_target {
+	const st_table_def *t;
+	const st_index_def *x;
+} read_target;
+
+static int range_page(MDB_txn *txn, st_env *env, st_read_range *r, const read_target *rt,
                       const read_plan *p, const st_key *start, const st_value *start_sk,
                       const st_key_cond *kc, st_select select, uint32_t limit, sh_arena *a,
                       st_page *out, char *errmsg)
 {
+	const st_key_schema *ks = rt->x != NULL ? &rt->x->key : &rt->t->key;
 	r->ks = ks;
 	st_read_iter *it;
 	int rc = st_read_iter_new(txn, env, r, &it, errmsg);
@@ -144,13 +216,17 @@ static int range_page(MDB_txn *txn, st_env *env, st_read_range *r, const st_key_
 	if (rc == SHOAL_OK) {
 		st_read_page_spec ps = {
 		    .ks = ks,
-		    .base_ks = NULL,
+		    .base_ks = rt->x != NULL ? &rt->t->key : NULL,
 		    .kc = kc,
 		    .filter = p->filter,
 		    .proj = p->proj,
 		    .count_only = select == ST_SELECT_COUNT,
 		    .limit = limit,
 		    .page_bytes = st_read_page_bytes(env),
+		    .fetch_base = lsi_fetch(rt->x, select, p),
+		    .table_id = rt->t->id,
+		    .txn = txn,
+		    .env = env,
 		};
 		rc = st_read_page(it, &ps, a, out, errmsg);
 	}
@@ -158,40 +234,69 @@ static int range_page(MDB_txn *txn, st_env *env, st_read_range *r, const st_key_
 	return rc;
 }
 
-/* Reads one page of the items with key schema ks stored under (table,
- * index). */
-static int query_exec(MDB_txn *txn, st_env *env, const st_query_req *req, const read_plan *p,
-                      uint32_t table, uint16_t index, const st_key_schema *ks, sh_arena *a,
-                      st_page *out, char *errmsg)
+/* The key condition against ks, and no key attribute of ks in the filter. */
+static int query_cond(const read_plan *p, const st_key_schema *ks, st_key_cond *kc, char *errmsg)
 {
+	int rc = st_expr_key_condition(p->kc, ks, kc, errmsg);
+	if (rc != SHOAL_OK || p->filter == NULL)
+		return rc;
+	const char *keys[2] = {ks->hash.name, ks->range.name};
+	for (int i = 0; i < 2; i++)
+		if (keys[i] != NULL && st_expr_refs_attr(p->filter, keys[i], strlen(keys[i])))
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "Filter Expression can only contain non-primary key "
+			               "attributes: Primary key attribute: %s",
+			               keys[i]);
+	return SHOAL_OK;
+}
+
+/* Reads one page of a Query on the base table or an index: one partition
+ * (a GSI's: of write shard req->shard). */
+static int query_exec(MDB_txn *txn, st_env *env, const st_query_req *req, const read_plan *p,
+                      const read_target *rt, sh_arena *ra, sh_arena *a, st_page *out, char *errmsg)
+{
+	const st_table_def *t = rt->t;
+	const st_index_def *x = rt->x;
+	const st_key_schema *ks = x != NULL ? &x->key : &t->key;
+	uint32_t shard = x != NULL && !x->local ? req->shard : 0;
+	if (x != NULL && !x->local && shard >= x->write_shards)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Write shard %u of index %s does not exist (WriteShards: %u)", shard,
+		               x->name, x->write_shards);
 	st_key_cond kc;
-	int rc = st_expr_key_condition(p->kc, ks, &kc, errmsg);
+	int rc = query_cond(p, ks, &kc, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
-	if (p->filter != NULL) {
-		const char *keys[2] = {ks->hash.name, ks->range.name};
-		for (int i = 0; i < 2; i++)
-			if (keys[i] != NULL &&
-			    st_expr_refs_attr(p->filter, keys[i], strlen(keys[i])))
-				return sh_errf(errmsg, SHOAL_E_VALIDATION,
-				               "Filter Expression can only contain non-primary key "
-				               "attributes: Primary key attribute: %s",
-				               keys[i]);
-	}
 	st_key start;
 	const st_value *start_sk = NULL;
 	if (p->esk != NULL) {
-		const st_value *start_pk;
-		rc = query_start(ks, &kc, p->esk, &start_pk, &start_sk, errmsg);
+		const st_value *start_pk, *bpk = NULL, *bsk = NULL;
+		if (x == NULL) {
+			rc = query_start(ks, &kc, p->esk, &start_pk, &start_sk, errmsg);
+		} else {
+			rc = index_start_check(t, x, p->esk, ra, &start_pk, &start_sk, &bpk, &bsk,
+			                       errmsg);
+			if (rc == SHOAL_OK)
+				rc = query_start_range(&kc, start_pk, start_sk, errmsg);
+		}
 		if (rc != SHOAL_OK)
 			return rc;
-		st_key_item(&start, table, index, start_pk, start_sk);
+		if (x == NULL)
+			st_key_item(&start, t->id, 0, start_pk, start_sk);
+		else
+			st_ix_entry_key(t, x, shard, start_pk, start_sk, bpk, bsk, &start);
 	}
 
 	st_read_range r;
-	st_read_query_range(table, index, &kc, &r);
+	if (x == NULL || x->local) {
+		st_read_query_range(t->id, x != NULL ? x->id : 0, &kc, &r);
+	} else {
+		st_key h;
+		st_key_gsi_partition(&h, t->id, x->id, shard, kc.hash);
+		st_read_query_range_at(&h, &kc, &r);
+	}
 	r.forward = req->forward;
-	return range_page(txn, env, &r, ks, p, p->esk != NULL ? &start : NULL, start_sk, &kc,
+	return range_page(txn, env, &r, rt, p, p->esk != NULL ? &start : NULL, start_sk, &kc,
 	                  req->select, req->limit, a, out, errmsg);
 }
 
@@ -209,10 +314,11 @@ int st_query(st_env *env, const st_query_req *req, sh_arena *a, st_page *out, ch
 		goto out;
 	st_table_info t;
 	rc = st_table_load(txn, env, req->table, &ra, &t, errmsg);
-	if (rc == SHOAL_OK && req->index != NULL)
-		rc = index_unsupported(&t.def, req->index, req->consistent, "Queries", errmsg);
+	read_target rt = {&t.def, NULL};
 	if (rc == SHOAL_OK)
-		rc = query_exec(txn, env, req, &p, t.def.id, 0, &t.def.key, a, out, errmsg);
+		rc = resolve_index(&t.def, req->index, req->consistent, req->select, &rt.x, errmsg);
+	if (rc == SHOAL_OK)
+		rc = query_exec(txn, env, req, &p, &rt, &ra, a, out, errmsg);
 	mdb_txn_abort(txn);
 out:
 	sh_arena_fini(&ra);
@@ -309,20 +415,39 @@ static bool scan_hashes(const st_scan_req *req, uint64_t *lo, uint64_t *hi)
 	return *lo <= *hi;
 }
 
+/* One page of a Scan of the base table or an index, in this group: the keys
+ * whose bytes 6..13 (st_key_hash; a GSI's st_index_hash) lie in the range. */
 static int scan_exec(MDB_txn *txn, st_env *env, const st_scan_req *req, const read_plan *p,
-                     uint32_t table, uint16_t index, const st_key_schema *ks, sh_arena *a,
-                     st_page *out, char *errmsg)
+                     const read_target *rt, sh_arena *ra, sh_arena *a, st_page *out, char *errmsg)
 {
+	uint32_t table = rt->t->id;
+	const st_index_def *x = rt->x;
+	uint16_t index = x != NULL ? x->id : 0;
 	uint64_t lo, hi;
 	bool any = scan_hashes(req, &lo, &hi);
 	st_key start;
 	const st_value *start_sk = NULL;
 	if (p->esk != NULL) {
-		const st_value *start_pk;
-		int rc = st_read_start_key_check(ks, p->esk, &start_pk, &start_sk, errmsg);
+		const st_value *start_pk, *bpk = NULL, *bsk = NULL;
+		int rc;
+		if (x == NULL)
+			rc = st_read_start_key_check(&rt->t->key, p->esk, &start_pk, &start_sk,
+			                             errmsg);
+		else
+			rc = index_start_check(rt->t, x, p->esk, ra, &start_pk, &start_sk, &bpk,
+			                       &bsk, errmsg);
 		if (rc != SHOAL_OK)
 			return rc;
-		uint64_t h = st_key_hash(table, start_pk);
+		uint64_t h;
+		uint32_t shard = 0;
+		if (x == NULL) {
+			h = st_key_hash(table, start_pk);
+		} else if (x->local) {
+			h = st_key_hash(table, bpk);
+		} else {
+			shard = st_index_shard(table, bpk, bsk, x->write_shards);
+			h = st_index_hash(table, index, shard, start_pk);
+		}
 		if (!any || h < lo || h > hi) {
 			if (req->total_segments != 0)
 				return sh_errf(
@@ -336,7 +461,10 @@ static int scan_exec(MDB_txn *txn, st_env *env, const st_scan_req *req, const re
 			    "The provided starting key is invalid: its partition key lies "
 			    "outside the scanned hash range");
 		}
-		st_key_item(&start, table, index, start_pk, start_sk);
+		if (x == NULL)
+			st_key_item(&start, table, 0, start_pk, start_sk);
+		else
+			st_ix_entry_key(rt->t, x, shard, start_pk, start_sk, bpk, bsk, &start);
 	}
 	if (!any) {
 		out->items = req->select == ST_SELECT_COUNT ? NULL : sh_arena_alloc(a, 0);
@@ -355,7 +483,7 @@ static int scan_exec(MDB_txn *txn, st_env *env, const st_scan_req *req, const re
 		r.has_hi = st_key_prefix_end(&r.hi);
 	}
 	r.forward = true;
-	return range_page(txn, env, &r, ks, p, p->esk != NULL ? &start : NULL, start_sk, NULL,
+	return range_page(txn, env, &r, rt, p, p->esk != NULL ? &start : NULL, start_sk, NULL,
 	                  req->select, req->limit, a, out, errmsg);
 }
 
@@ -373,12 +501,53 @@ int st_scan(st_env *env, const st_scan_req *req, sh_arena *a, st_page *out, char
 		goto out;
 	st_table_info t;
 	rc = st_table_load(txn, env, req->table, &ra, &t, errmsg);
-	if (rc == SHOAL_OK && req->index != NULL)
-		rc = index_unsupported(&t.def, req->index, req->consistent, "Scans", errmsg);
+	read_target rt = {&t.def, NULL};
 	if (rc == SHOAL_OK)
-		rc = scan_exec(txn, env, req, &p, t.def.id, 0, &t.def.key, a, out, errmsg);
+		rc = resolve_index(&t.def, req->index, req->consistent, req->select, &rt.x, errmsg);
+	if (rc == SHOAL_OK)
+		rc = scan_exec(txn, env, req, &p, &rt, &ra, a, out, errmsg);
 	mdb_txn_abort(txn);
 out:
+	sh_arena_fini(&ra);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The router's half of a write-sharded GSI Query (index.h)                  */
+/* ------------------------------------------------------------------------ */
+
+int st_page_finish(const st_table_def *t, const st_query_req *req, const st_value *items,
+                   uint32_t n, sh_arena *a, st_page *out, char *errmsg)
+{
+	memset(out, 0, sizeof(*out));
+	sh_arena ra;
+	sh_arena_init(&ra);
+	read_plan p = {0};
+	int rc = query_prepare(req, &ra, &p, errmsg);
+	read_target rt = {t, NULL};
+	if (rc == SHOAL_OK)
+		rc = resolve_index(t, req->index, req->consistent, req->select, &rt.x, errmsg);
+	st_key_cond kc;
+	if (rc == SHOAL_OK)
+		rc = query_cond(&p, rt.x != NULL ? &rt.x->key : &t->key, &kc, errmsg);
+	if (rc == SHOAL_OK) {
+		st_read_page_spec ps = {
+		    .ks = rt.x != NULL ? &rt.x->key : &t->key,
+		    .base_ks = rt.x != NULL ? &t->key : NULL,
+		    .kc = NULL, /* the shards matched the key condition */
+		    .filter = p.filter,
+		    .proj = p.proj,
+		    .count_only = req->select == ST_SELECT_COUNT,
+		    .limit = 0,
+		    .page_bytes = SIZE_MAX,
+		    .table_id = t->id,
+		};
+		rc = st_read_page_items(items, n, &ps, a, out, errmsg);
+	}
+	if (rc == SHOAL_OK) {
+		out->scanned = n;
+		out->last_evaluated_key = NULL;
+	}
 	sh_arena_fini(&ra);
 	return rc;
 }

@@ -230,6 +230,10 @@ typedef struct st_table_def {
 	st_index_def *indexes;
 	uint32_t n_indexes;
 	int64_t created_ms; /* CreationDateTime, ms since the epoch; set by the caller */
+	/* The id the next index created by UpdateTable gets: every id below it
+	 * is in use or retired (ids are never reused).  0 on input: max index
+	 * id + 1; a larger value given (by group 0) is kept. */
+	uint32_t next_index_id;
 } st_table_def;
 
 typedef struct st_table_info {

@@ -15,9 +15,10 @@
  * 2. Apply: read the old image, evaluate the condition on it (an absent item
  *    is NULL, so attribute_not_exists(PK) holds), compute the new image
  *    (UpdateItem: st_expr_update; the size limit and index key types are
- *    checked on the result, still before any write), then write it, call the
- *    index hook, and adjust the table's counters (item count, size bytes) in
- *    the same LMDB transaction.
+ *    checked on the result, still before any write), plan the index changes
+ *    (index_write.c: LSI entries, the item collection limit, GSI outbox
+ *    deltas), then write the item, the index changes and the table's
+ *    counters (item count, size bytes) in the same LMDB transaction.
  *
  * The result is a function of (old state, request) only: no clocks, no
  * randomness, so every replica that applies the same Raft entry computes the
@@ -36,6 +37,7 @@
 #include "codec.h"
 #include "engine.h"
 #include "expr.h"
+#include "index_int.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -206,29 +208,17 @@ static int check_index_keys(const st_table_def *t, const st_value *item, char *e
 }
 
 /*
- * Index maintenance hook: called once after every write of a base item, in
- * the same transaction, with the old image (NULL if none) and the new one
- * (NULL for a delete).  This phase stores index definitions only; a later
- * change computes the LSI entries and the GSI outbox deltas here (see
- * DESIGN.md, "Secondary indexes").  An error from it is environmental and
- * poisons the transaction like any failed write.
+ * Encodes and stores item under k with its index changes and counters.  The
+ * index plan (index_write.c) is computed before anything is written: its
+ * client error (the item collection limit) leaves the transaction as it was.
  */
-static int index_maintain(st_txn *txn, const st_table_info *t, const st_value *old_item,
-                          const st_value *new_item, sh_arena *a, char *errmsg)
-{
-	(void)txn;
-	(void)t;
-	(void)old_item;
-	(void)new_item;
-	(void)a;
-	(void)errmsg;
-	return SHOAL_OK;
-}
-
-/* Encodes and stores item under k, then runs the index hook and counters. */
 static int store_item(st_txn *txn, const st_table_info *t, const st_key *k,
                       const st_value *old_item, const st_value *item, sh_arena *a, char *errmsg)
 {
+	st_ix_plan *plan;
+	int rc = st_ix_plan_write(txn, t, old_item, item, a, &plan, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
 	uint8_t *buf;
 	size_t len;
 	if (st_codec_encode(a, item, &buf, &len) != SHOAL_OK)
@@ -237,7 +227,7 @@ static int store_item(st_txn *txn, const st_table_info *t, const st_key *k,
 	int mrc = mdb_put(txn->txn, txn->env->data, &kv, &vv, 0);
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_put(data)", errmsg);
-	int rc = index_maintain(txn, t, old_item, item, a, errmsg);
+	rc = st_ix_plan_apply(txn, plan, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	int64_t bytes = (int64_t)st_item_size(item);
@@ -486,12 +476,14 @@ int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_resul
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
 	if (old_item != NULL) {
+		st_ix_plan *plan;
+		rc = st_ix_plan_write(txn, &t, old_item, NULL, a, &plan, errmsg);
 		MDB_val kv = {k.len, k.b};
-		int mrc = mdb_del(txn->txn, txn->env->data, &kv, NULL);
+		int mrc = rc == SHOAL_OK ? mdb_del(txn->txn, txn->env->data, &kv, NULL) : 0;
 		if (mrc != 0)
 			rc = st_lmdb_err(mrc, "mdb_del(data)", errmsg);
 		if (rc == SHOAL_OK)
-			rc = index_maintain(txn, &t, old_item, NULL, a, errmsg);
+			rc = st_ix_plan_apply(txn, plan, errmsg);
 		if (rc == SHOAL_OK)
 			rc = st_table_count(txn, t.def.name, -1, -(int64_t)st_item_size(old_item),
 			                    errmsg);

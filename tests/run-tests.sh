@@ -4,10 +4,15 @@
 set -uo pipefail
 build=${1:?usage: run-tests.sh BUILD [test_name ...]}
 shift
-# Unit tests first, then integration tests (real processes on 127.0.0.1).
+# Unit tests first, then integration tests (real processes on 127.0.0.1),
+# then script suites: it_http_boto3 is tests/integration/http/run.sh (the
+# HTTP endpoint driven by boto3 and the AWS CLI).
+here=$(cd "$(dirname "$0")" && pwd)
+declare -A scripts=([it_http_boto3]=$here/integration/http/run.sh)
 if (($#)); then bins=("$@"); else
 	bins=()
 	for b in "$build"/tests/test_* "$build"/tests/it_*; do [[ -x $b ]] && bins+=("$(basename "$b")"); done
+	bins+=("${!scripts[@]}")
 fi
 
 # Check kills a test case after 4 s by default; sanitizer builds of the fault
@@ -19,9 +24,11 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$(dirname "$0")" && pwd)/
 passed=0 failed=0 failed_bins=()
 for name in "${bins[@]}"; do
 	bin=$build/tests/$name
+	cmd=("$bin")
+	[[ -n ${scripts[$name]:-} ]] && bin=${scripts[$name]} cmd=("$bin" "$build")
 	[[ -x $bin ]] || { echo "no such test binary: $bin"; failed=$((failed + 1)); continue; }
 	out=$(mktemp)
-	"$bin" >"$out" 2>&1
+	"${cmd[@]}" >"$out" 2>&1
 	rc=$?
 	summary=$(grep -E '^[0-9]+%: Checks: ' "$out" | tail -n 1)
 	if [[ $summary =~ Checks:\ ([0-9]+),\ Failures:\ ([0-9]+),\ Errors:\ ([0-9]+) ]]; then

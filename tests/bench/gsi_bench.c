@@ -81,7 +81,7 @@ static json_t *call(const char *op, const char *body, int *code)
 	return j;
 }
 
-/* Creates table `name` with index "g" (gpk S, gsk N, KEYS_ONLY, shards);
+/* Creates table `name` with index "byg" (gpk S, gsk N, KEYS_ONLY, shards);
  * deletes an older one of that name first, so every run starts empty. */
 static void fresh_table(const char *name, unsigned n_shards)
 {
@@ -96,7 +96,7 @@ static void fresh_table(const char *name, unsigned n_shards)
 	         "{\"AttributeName\":\"gpk\",\"AttributeType\":\"S\"},"
 	         "{\"AttributeName\":\"gsk\",\"AttributeType\":\"N\"}],"
 	         "\"KeySchema\":[{\"AttributeName\":\"PK\",\"KeyType\":\"HASH\"}],"
-	         "\"GlobalSecondaryIndexes\":[{\"IndexName\":\"g\",\"KeySchema\":["
+	         "\"GlobalSecondaryIndexes\":[{\"IndexName\":\"byg\",\"KeySchema\":["
 	         "{\"AttributeName\":\"gpk\",\"KeyType\":\"HASH\"},"
 	         "{\"AttributeName\":\"gsk\",\"KeyType\":\"RANGE\"}],"
 	         "\"Projection\":{\"ProjectionType\":\"KEYS_ONLY\"},\"WriteShards\":%u}],"
@@ -215,7 +215,7 @@ static void submit_probe(void)
 	char gpk[32], body[512];
 	gpk_of(probe_i, gpk, sizeof(gpk));
 	snprintf(body, sizeof(body),
-	         "{\"TableName\":\"%s\",\"IndexName\":\"g\",\"KeyConditionExpression\":\"gpk = :p "
+	         "{\"TableName\":\"%s\",\"IndexName\":\"byg\",\"KeyConditionExpression\":\"gpk = :p "
 	         "AND gsk = :s\",\"ExpressionAttributeValues\":{\":p\":{\"S\":\"%s\"},\":s\":{"
 	         "\"N\":\"%" PRIu64 "\"}},\"Select\":\"COUNT\"}",
 	         table, gpk, probe_i);
@@ -290,7 +290,7 @@ static uint64_t hot_count(void)
 	json_t *start = NULL;
 	for (;;) {
 		json_t *req =
-		    json_pack("{s:s,s:s,s:s,s:{s:{s:s}},s:s}", "TableName", table, "IndexName", "g",
+		    json_pack("{s:s,s:s,s:s,s:{s:{s:s}},s:s}", "TableName", table, "IndexName", "byg",
 		              "KeyConditionExpression", "gpk = :p", "ExpressionAttributeValues",
 		              ":p", "S", hot_key, "Select", "COUNT");
 		if (start != NULL)

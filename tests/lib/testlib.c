@@ -1,6 +1,10 @@
 #include "testlib.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <stdbool.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -84,4 +88,34 @@ void tl_fail(const char *file, int line, const char *fmt, ...)
 		tl_fail_hook(file, line, msg);
 	fprintf(stderr, "%s:%d: %s\n", file, line, msg);
 	abort();
+}
+
+static bool port_block_free(int base, int n)
+{
+	for (int p = base; p < base + n; p++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0)
+			return false;
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		bool ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(fd);
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+int tl_free_ports(int n)
+{
+	const int lo = 20000, span = 12000, step = 200;
+	int base = lo + (int)(getpid() % (span / step)) * step;
+	for (int tries = 0; tries < span / step; tries++) {
+		if (port_block_free(base, n))
+			return base;
+		base = lo + (base - lo + step) % span;
+	}
+	return base; /* everything busy: let the caller's listen report it */
 }

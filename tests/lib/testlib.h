@@ -14,6 +14,12 @@
 /* Creates a fresh directory under $TMPDIR (or /tmp) and returns its path
  * (static storage, valid until the next call from this process). */
 const char *tl_tmpdir(const char *tag);
+/* The first of n consecutive TCP ports (n <= 200) on 127.0.0.1 that can be
+ * listened on now, in 20000..31999: below the ephemeral range (32768+), where
+ * a port may be the local end of some connection, and chosen from the pid so
+ * that test processes running side by side (Check forks one per test) start
+ * in different places; ports other processes hold are skipped. */
+int tl_free_ports(int n);
 /* Removes a directory tree made by tl_tmpdir. */
 void tl_rmtree(const char *path);
 

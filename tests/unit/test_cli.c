@@ -393,6 +393,25 @@ START_TEST(test_bodies_tables)
 	           "[{\"Create\":{\"IndexName\":\"ByG\",\"KeySchema\":[{\"AttributeName\":\"G\","
 	           "\"KeyType\":\"HASH\"}],\"Projection\":{\"ProjectionType\":\"ALL\"}}}]",
 	           "--no-deletion-protection-enabled");
+	/* DeleteIndex in shorthand, billing mode; WriteShards in shorthand
+	 * (an integer, as botocore would read a modelled Integer member). */
+	CHECK_BODY("UpdateTable",
+	           "{\"TableName\":\"T\",\"BillingMode\":\"PAY_PER_REQUEST\","
+	           "\"GlobalSecondaryIndexUpdates\":[{\"Delete\":{\"IndexName\":\"GSI1\"}}]}",
+	           "update-table", "--table-name", "T", "--billing-mode", "PAY_PER_REQUEST",
+	           "--global-secondary-index-updates", "Delete={IndexName=GSI1}");
+	CHECK_BODY("UpdateTable",
+	           "{\"TableName\":\"T\",\"AttributeDefinitions\":[{\"AttributeName\":\"G\","
+	           "\"AttributeType\":\"S\"}],\"GlobalSecondaryIndexUpdates\":[{\"Create\":{"
+	           "\"IndexName\":\"ByG\",\"KeySchema\":[{\"AttributeName\":\"G\",\"KeyType\":"
+	           "\"HASH\"}],\"Projection\":{\"ProjectionType\":\"KEYS_ONLY\"},"
+	           "\"WriteShards\":4}}]}",
+	           "update-table", "--table-name", "T", "--attribute-definitions",
+	           "AttributeName=G,AttributeType=S", "--global-secondary-index-updates",
+	           "Create={IndexName=ByG,KeySchema=[{AttributeName=G,KeyType=HASH}],"
+	           "Projection={ProjectionType=KEYS_ONLY},WriteShards=4}");
+	CHECK_BODY("Scan", "{\"TableName\":\"T\",\"IndexName\":\"GSI1\"}", "scan", "--table-name",
+	           "T", "--index-name", "GSI1", "--no-paginate");
 	CHECK_BODY("ClusterStatus", "{}", "status");
 }
 END_TEST
@@ -723,8 +742,11 @@ START_TEST(test_output)
 	    "\"leader\",\"Term\":3,\"CommitIndex\":12,\"AppliedIndex\":12,\"LeaderNode\":1},"
 	    "{\"Group\":1,\"Node\":2,\"Role\":\"unreachable\",\"Error\":\"timed out\"},"
 	    "{\"Group\":1,\"Node\":1,\"Role\":\"leader\",\"Term\":2,\"CommitIndex\":40,"
-	    "\"AppliedIndex\":40,\"LeaderNode\":1,\"Tables\":[{\"TableName\":\"orders\","
-	    "\"ItemCount\":17,\"SizeBytes\":900}]}],\"Partitions\":8}";
+	    "\"AppliedIndex\":40,\"LeaderNode\":1,\"OutboxDepth\":5,\"OutboxOldestAgeMs\":12,"
+	    "\"Tables\":[{\"TableName\":\"orders\",\"ItemCount\":17,\"SizeBytes\":900,"
+	    "\"Indexes\":[{\"IndexName\":\"byCustomer\",\"IndexId\":1,\"ItemCount\":9,"
+	    "\"SizeBytes\":300,\"BackfillDone\":true,\"Status\":\"ACTIVE\"}]}]}],"
+	    "\"Partitions\":8}";
 	r = run_cmd(&s, "status", NULL);
 	ck_assert_int_eq(r.code, 0);
 	ck_assert_msg(strstr(r.out, "Cluster: 2 nodes, 2 storage groups, 8 partitions per table") !=
@@ -734,6 +756,13 @@ START_TEST(test_output)
 	ck_assert_ptr_nonnull(strstr(r.out, " NO\n"));
 	ck_assert_ptr_nonnull(strstr(r.out, "timed out"));
 	ck_assert_ptr_nonnull(strstr(r.out, "orders                           1      1     17"));
+	/* The change stream: outbox depth and age per replica, index entries. */
+	ck_assert_msg(strstr(r.out, "LEADER  OUTBOX   AGE_MS   ERROR") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "1       5        12\n") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out,
+	                     "orders                           byCustomer               1      "
+	                     "1     9            300          ACTIVE    done\n") != NULL,
+	              "%s", r.out);
 	result_free(&r);
 	r = run_cmd(&s, "status", "--output", "json", NULL);
 	ck_assert_ptr_nonnull(strstr(r.out, "\"Partitions\": 8"));

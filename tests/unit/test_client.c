@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <limits.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -313,6 +314,26 @@ START_TEST(test_new_errors)
 	ck_assert_str_eq(shoal_endpoints(c), SHOAL_DEFAULT_ENDPOINT);
 	shoal_client_free(c);
 	shoal_client_free(NULL);
+
+	/* file://: the list is read from a file (deploy/cluster.sh's
+	 * router.endpoint), one URL per line. */
+	char path[PATH_MAX], url[PATH_MAX + 32];
+	snprintf(path, sizeof(path) - 16, "%s/router.endpoint", tl_tmpdir("client-endpoint"));
+	snprintf(url, sizeof(url), "file://%s", path);
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("tcp://127.0.0.1:1\n\ntcp://127.0.0.1:2\n", f);
+	fclose(f);
+	ck_assert_int_eq(shoal_client_new(url, NULL, &c, msg), SHOAL_OK);
+	ck_assert_str_eq(shoal_endpoints(c), "tcp://127.0.0.1:1,tcp://127.0.0.1:2");
+	shoal_client_free(c);
+	f = fopen(path, "w");
+	fclose(f);
+	ck_assert_int_eq(shoal_client_new(url, NULL, &c, msg), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "is empty"));
+	snprintf(url, sizeof(url), "file://%s.missing", path);
+	ck_assert_int_eq(shoal_client_new(url, NULL, &c, msg), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "cannot read"));
 }
 END_TEST
 

@@ -16,6 +16,8 @@
 #include "common/alloc.h"
 #include "node/fsm.h"
 #include "proto/wire.h"
+#include "proto/wire_api.h"
+#include "storage/index.h"
 #include "storage/storage.h"
 #include "tests/lib/testlib.h"
 
@@ -24,7 +26,8 @@
 #define STEP_MS       20000 /* simulated time budget of every step_until */
 
 static char msg[SH_ERRMSG_SIZE];
-static sh_arena A; /* test scratch, reset by each test's teardown */
+static sh_arena A;     /* test scratch, reset by each test's teardown */
+static int64_t cmd_ts; /* Command.ts_ms of the commands built by command() */
 
 /* ------------------------------------------------------------------------ */
 /* Building commands                                                         */
@@ -164,6 +167,7 @@ static Shoal__Command *command(uint32_t proposer, uint64_t batch_id, int n, Shoa
 	shoal__command__init(c);
 	c->proposer = proposer;
 	c->batch_id = batch_id;
+	c->ts_ms = cmd_ts;
 	c->n_ops = (size_t)n;
 	c->ops = sh_arena_calloc(&A, (size_t)(n > 0 ? n : 1), sizeof(*c->ops));
 	memcpy(c->ops, ops, (size_t)n * sizeof(*ops));
@@ -1208,6 +1212,519 @@ START_TEST(test_malformed_cluster)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Secondary indexes: outbox, shipping ops, UpdateTable                      */
+/* ------------------------------------------------------------------------ */
+
+/* A Request from its DynamoDB JSON body (arena memory). */
+static Shoal__Request *api(const char *op, const char *body)
+{
+	json_error_t je;
+	json_t *j = json_loads(body, 0, &je);
+	ck_assert_msg(j != NULL, "%s: %s", body, je.text);
+	Shoal__Request *r;
+	int rc = wire_api_request_from_json(&A, op, j, &r, msg);
+	json_decref(j);
+	ck_assert_msg(rc == SHOAL_OK, "%s: %s", op, msg);
+	return r;
+}
+
+#define GT_KEYS                                                                                    \
+	"\"AttributeDefinitions\":[{\"AttributeName\":\"pk\",\"AttributeType\":\"S\"},"            \
+	"{\"AttributeName\":\"sk\",\"AttributeType\":\"N\"}%s],"                                   \
+	"\"KeySchema\":[{\"AttributeName\":\"pk\",\"KeyType\":\"HASH\"},"                          \
+	"{\"AttributeName\":\"sk\",\"KeyType\":\"RANGE\"}],\"BillingMode\":\"PAY_PER_REQUEST\""
+#define GT_GSI                                                                                     \
+	"{\"IndexName\":\"byg\",\"KeySchema\":[{\"AttributeName\":\"g\",\"KeyType\":\"HASH\"}],"   \
+	"\"Projection\":{\"ProjectionType\":\"ALL\"}}"
+
+/* define_table of `name` (pk S, sk N, attribute g S), with GSI byg on g when
+ * gsi, under table id `id`. */
+static Shoal__TableDefine *gt_define(const char *name, uint32_t id, bool gsi)
+{
+	char keys[1024], body[2048];
+	snprintf(keys, sizeof(keys), GT_KEYS,
+	         gsi ? ",{\"AttributeName\":\"g\",\"AttributeType\":\"S\"}" : "");
+	snprintf(body, sizeof(body), "{\"TableName\":\"%s\",%s%s}", name, keys,
+	         gsi ? ",\"GlobalSecondaryIndexes\":[" GT_GSI "]" : "");
+	Shoal__TableDefine *td = sh_arena_alloc(&A, sizeof(*td));
+	shoal__table_define__init(td);
+	td->def = api("CreateTable", body)->create_table;
+	td->table_id = id;
+	td->created_ms = 1700000000000 + id;
+	return td;
+}
+
+static Shoal__CommandOp *op_of_define(Shoal__TableDefine *td)
+{
+	Shoal__CommandOp *op = new_op();
+	op->op_case = SHOAL__COMMAND_OP__OP_DEFINE_TABLE;
+	op->define_table = td;
+	return op;
+}
+
+static Shoal__CommandOp *op_update_gsi(const char *table)
+{
+	char body[2048];
+	snprintf(body, sizeof(body),
+	         "{\"TableName\":\"%s\",\"AttributeDefinitions\":[{\"AttributeName\":\"g\","
+	         "\"AttributeType\":\"S\"}],\"GlobalSecondaryIndexUpdates\":[{\"Create\":%s}]}",
+	         table, GT_GSI);
+	Shoal__TableUpdate *tu = sh_arena_alloc(&A, sizeof(*tu));
+	shoal__table_update__init(tu);
+	tu->update = api("UpdateTable", body)->update_table;
+	Shoal__CommandOp *op = new_op();
+	op->op_case = SHOAL__COMMAND_OP__OP_UPDATE_TABLE;
+	op->update_table = tu;
+	return op;
+}
+
+static Shoal__CommandOp *op_activate(const char *table, const char *index)
+{
+	Shoal__IndexActivate *ia = sh_arena_alloc(&A, sizeof(*ia));
+	shoal__index_activate__init(ia);
+	ia->table_name = (char *)table;
+	ia->index_name = (char *)index;
+	Shoal__CommandOp *op = new_op();
+	op->op_case = SHOAL__COMMAND_OP__OP_ACTIVATE_INDEX;
+	op->activate_index = ia;
+	return op;
+}
+
+static Shoal__CommandOp *op_trim(uint64_t upto)
+{
+	Shoal__OutboxTrim *t = sh_arena_alloc(&A, sizeof(*t));
+	shoal__outbox_trim__init(t);
+	t->upto = upto;
+	Shoal__CommandOp *op = new_op();
+	op->op_case = SHOAL__COMMAND_OP__OP_OUTBOX_TRIM;
+	op->outbox_trim = t;
+	return op;
+}
+
+static Shoal__CommandOp *op_backfill(const char *table, uint32_t index_id, uint32_t max)
+{
+	Shoal__IndexBackfill *b = sh_arena_alloc(&A, sizeof(*b));
+	shoal__index_backfill__init(b);
+	b->table_name = (char *)table;
+	b->index_id = index_id;
+	b->max_items = max;
+	Shoal__CommandOp *op = new_op();
+	op->op_case = SHOAL__COMMAND_OP__OP_BACKFILL;
+	op->backfill = b;
+	return op;
+}
+
+/* index_apply of deltas d[0..n) as shipped by source group `source`. */
+static Shoal__CommandOp *op_index_apply(uint32_t source, const st_delta *d, uint32_t n)
+{
+	Shoal__IndexApply *ia = sh_arena_alloc(&A, sizeof(*ia));
+	shoal__index_apply__init(ia);
+	ia->source_group = source;
+	ia->n_deltas = n;
+	ia->deltas = sh_arena_calloc(&A, n > 0 ? n : 1, sizeof(*ia->deltas));
+	for (uint32_t i = 0; i < n; i++) {
+		Shoal__IndexDelta *x = sh_arena_alloc(&A, sizeof(*x));
+		shoal__index_delta__init(x);
+		x->seq = d[i].seq;
+		x->hash = d[i].hash;
+		x->table_id = d[i].table_id;
+		x->index_id = d[i].index_id;
+		x->del = d[i].del;
+		x->key.data = (uint8_t *)d[i].key;
+		x->key.len = d[i].key_len;
+		x->value.data = (uint8_t *)d[i].val;
+		x->value.len = d[i].val_len;
+		x->ts_ms = d[i].ts_ms;
+		ia->deltas[i] = x;
+	}
+	Shoal__CommandOp *op = new_op();
+	op->op_case = SHOAL__COMMAND_OP__OP_INDEX_APPLY;
+	op->index_apply = ia;
+	return op;
+}
+
+static const char *gt_item(int i, const char *g)
+{
+	char buf[160];
+	if (g != NULL)
+		snprintf(buf, sizeof(buf),
+		         "{\"pk\":{\"S\":\"p%d\"},\"sk\":{\"N\":\"%d\"},\"g\":{\"S\":\"%s\"}}",
+		         i % 3, i, g);
+	else
+		snprintf(buf, sizeof(buf), "{\"pk\":{\"S\":\"p%d\"},\"sk\":{\"N\":\"%d\"}}", i % 3,
+		         i);
+	return sh_arena_strndup(&A, buf, strlen(buf));
+}
+
+static st_outbox_info outbox(node_fsm *f)
+{
+	st_outbox_info info;
+	ck_assert_msg(st_outbox_get_info(node_fsm_env(f), &info, msg) == SHOAL_OK, "%s", msg);
+	return info;
+}
+
+/* Every delta after `after` (all of them: the outbox is small here). */
+static st_delta *outbox_all(node_fsm *f, uint64_t after, uint32_t *n)
+{
+	st_delta *d;
+	ck_assert_msg(st_outbox_read(node_fsm_env(f), after, 100000, 64u << 20, &A, &d, n, msg) ==
+	                  SHOAL_OK,
+	              "%s", msg);
+	return d;
+}
+
+/* This group's progress entry of index `index` of `table`. */
+static st_index_progress progress(node_fsm *f, const char *table, const char *index)
+{
+	st_index_progress *p;
+	uint32_t n;
+	ck_assert_msg(st_index_progress_list(node_fsm_env(f), &A, &p, &n, msg) == SHOAL_OK, "%s",
+	              msg);
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(p[i].table, table) == 0 && strcmp(p[i].index, index) == 0)
+			return p[i];
+	ck_abort_msg("no progress entry for %s.%s", table, index);
+	return p[0];
+}
+
+static const st_index_def *index_named(node_fsm *f, const char *table, const char *index)
+{
+	st_table_info info;
+	ck_assert_msg(st_table_describe(node_fsm_env(f), table, &A, &info, msg) == SHOAL_OK, "%s",
+	              msg);
+	for (uint32_t i = 0; i < info.def.n_indexes; i++)
+		if (strcmp(info.def.indexes[i].name, index) == 0)
+			return &info.def.indexes[i];
+	return NULL;
+}
+
+/* Writes on a table with a GSI append the same deltas on every replica,
+ * stamped with the proposer's clock; outbox_trim and index_apply replicate,
+ * and a redelivered batch (whole, or overlapping) changes nothing. */
+START_TEST(test_outbox_cluster)
+{
+	cluster_start(1);
+	cmd_ts = 1711111111111;
+	Shoal__CommandOp *ops[16];
+	ops[0] = op_of_define(gt_define("gtab", 7, true));
+	proposal *p = propose_wait(1, ops);
+	ck_assert_int_eq(result_status(&p->batch, 0), SHOAL__STATUS__STATUS_OK);
+	Shoal__NodeResponse *r = result(&p->batch, 0);
+	ck_assert_uint_eq(r->catalog[0]->n_indexes, 1);
+	ck_assert_str_eq(r->catalog[0]->indexes[0]->index_name, "byg");
+	ck_assert_str_eq(r->catalog[0]->indexes[0]->status, "ACTIVE");
+	ck_assert_uint_gt(r->catalog[0]->next_index_id, r->catalog[0]->indexes[0]->index_id);
+	shoal__node_response__free_unpacked(r, NULL);
+
+	/* 10 items with the index key, 2 without (sparse: no delta). */
+	for (int i = 0; i < 12; i++)
+		ops[i] = op_put("gtab", gt_item(i, i < 10 ? (i % 2 ? "odd" : "even") : NULL), NULL);
+	ck_assert_int_eq(propose_wait(12, ops)->status, 0);
+	settle();
+
+	uint32_t n0;
+	st_delta *d0 = outbox_all(C.fsm[0], 0, &n0);
+	ck_assert_uint_eq(n0, 10);
+	for (unsigned s = 0; s < N_SERVERS; s++) {
+		st_outbox_info info = outbox(C.fsm[s]);
+		ck_assert_uint_eq(info.last_seq, 10);
+		ck_assert_uint_eq(info.depth, 10);
+		ck_assert_uint_eq(info.shipped, 0);
+		ck_assert_int_eq(info.oldest_ts_ms, cmd_ts);
+		uint32_t n;
+		st_delta *d = outbox_all(C.fsm[s], 0, &n);
+		ck_assert_uint_eq(n, n0);
+		for (uint32_t i = 0; i < n; i++) {
+			ck_assert_uint_eq(d[i].seq, i + 1);
+			ck_assert_uint_eq(d[i].seq, d0[i].seq);
+			ck_assert_uint_eq(d[i].hash, d0[i].hash);
+			ck_assert_uint_eq(d[i].table_id, 7);
+			ck_assert(!d[i].del);
+			ck_assert_int_eq(d[i].ts_ms, cmd_ts);
+			ck_assert_uint_eq(d[i].key_len, d0[i].key_len);
+			ck_assert_int_eq(memcmp(d[i].key, d0[i].key, d[i].key_len), 0);
+			ck_assert_uint_eq(d[i].val_len, d0[i].val_len);
+			ck_assert_int_eq(memcmp(d[i].val, d0[i].val, d[i].val_len), 0);
+		}
+	}
+
+	/* The shipped watermark is replicated; a lower trim is ignored. */
+	ops[0] = op_trim(4);
+	ops[1] = op_trim(2);
+	p = propose_wait(2, ops);
+	ck_assert_int_eq(result_status(&p->batch, 0), SHOAL__STATUS__STATUS_OK);
+	ck_assert_int_eq(result_status(&p->batch, 1), SHOAL__STATUS__STATUS_OK);
+	settle();
+	for (unsigned s = 0; s < N_SERVERS; s++) {
+		st_outbox_info info = outbox(C.fsm[s]);
+		ck_assert_uint_eq(info.shipped, 4);
+		ck_assert_uint_eq(info.depth, 6);
+		uint32_t n;
+		st_delta *d = outbox_all(C.fsm[s], 0, &n);
+		ck_assert_uint_eq(n, 6);
+		ck_assert_uint_eq(d[0].seq, 5);
+	}
+
+	/* The deltas, shipped back to this group as if from group 2 (the
+	 * group holds the index partitions too): applied once on every
+	 * replica, whatever is redelivered. */
+	cmd_ts = 1711111112222;
+	ops[0] = op_index_apply(2, d0, 10);
+	ops[1] = op_index_apply(2, d0, 10);    /* the same batch again */
+	ops[2] = op_index_apply(2, d0 + 4, 6); /* an overlapping one */
+	p = propose_wait(3, ops);
+	for (uint32_t i = 0; i < 3; i++)
+		ck_assert_int_eq(result_status(&p->batch, i), SHOAL__STATUS__STATUS_OK);
+	settle();
+	for (unsigned s = 0; s < N_SERVERS; s++) {
+		ck_assert_uint_eq(st_index_applied_seq(node_fsm_env(C.fsm[s]), 2), 10);
+		ck_assert_uint_eq(st_index_applied_seq(node_fsm_env(C.fsm[s]), 3), 0);
+		ck_assert_uint_eq(progress(C.fsm[s], "gtab", "byg").item_count, 10);
+		/* Applying shipped entries appends nothing to this outbox. */
+		ck_assert_uint_eq(outbox(C.fsm[s]).last_seq, 10);
+		ck_assert_int_eq(node_fsm_failed(C.fsm[s], NULL), SHOAL_OK);
+	}
+	assert_same_data(C.fsm[0], C.fsm[1], "gtab");
+	assert_same_data(C.fsm[0], C.fsm[2], "gtab");
+	cmd_ts = 0;
+	cluster_stop();
+}
+END_TEST
+
+/* index_apply and the outbox across replays and restarts: an entry at or
+ * below the applied index is skipped; the same deltas in a new entry are
+ * deduplicated by (source group, seq), also after a restart. */
+START_TEST(test_index_apply_replay)
+{
+	char d[4096];
+	node_fsm *f = open_single("ixreplay", 1, d);
+	cmd_ts = 1722222222222;
+	Shoal__CommandOp *ops[8];
+	ops[0] = op_of_define(gt_define("gtab", 7, true));
+	ck_assert_int_eq(apply_ops_at(f, 1, NULL, 1, ops), 0);
+	for (int i = 0; i < 5; i++)
+		ops[i] = op_put("gtab", gt_item(i, "v"), NULL);
+	ck_assert_int_eq(apply_ops_at(f, 2, NULL, 5, ops), 0);
+	/* A replayed write entry appends no second set of deltas. */
+	ck_assert_int_eq(apply_ops_at(f, 2, NULL, 5, ops), 0);
+	ck_assert_uint_eq(outbox(f).last_seq, 5);
+
+	uint32_t n;
+	st_delta *dl = outbox_all(f, 0, &n);
+	ck_assert_uint_eq(n, 5);
+	ops[0] = op_index_apply(4, dl, n);
+	struct raft_buffer buf = encode(command(1, 50, 1, ops));
+	ck_assert_int_eq(apply_at(f, 3, &buf), 0);
+	ck_assert_int_eq(apply_at(f, 3, &buf), 0); /* replay of the entry */
+	ck_assert_int_eq(apply_at(f, 4, &buf), 0); /* redelivery in a new entry */
+	ck_assert_uint_eq(st_index_applied_seq(node_fsm_env(f), 4), 5);
+	ck_assert_uint_eq(progress(f, "gtab", "byg").item_count, 5);
+
+	/* Moving one item's index key: a delete and an upsert; deleting
+	 * another: a delete.  Shipped, the index follows. */
+	ops[0] = op_put("gtab", gt_item(1, "w"), NULL);
+	ops[1] = op_delete("gtab", gt_item(2, NULL));
+	ck_assert_int_eq(apply_ops_at(f, 5, NULL, 2, ops), 0);
+	st_delta *more = outbox_all(f, 5, &n);
+	ck_assert_uint_eq(n, 3);
+	ck_assert(more[0].del);
+	ck_assert(!more[1].del);
+	ck_assert(more[2].del);
+	ops[0] = op_index_apply(4, more, n);
+	struct raft_buffer buf2 = encode(command(1, 51, 1, ops));
+	ck_assert_int_eq(apply_at(f, 6, &buf2), 0);
+	ck_assert_uint_eq(st_index_applied_seq(node_fsm_env(f), 4), 8);
+	ck_assert_uint_eq(progress(f, "gtab", "byg").item_count, 4);
+
+	/* After a restart the dedup state is still there. */
+	node_fsm_close(f);
+	ck_assert_msg(node_fsm_open(d, 1, 1, &f, msg) == SHOAL_OK, "%s", msg);
+	node_fsm_attach(f, &fake_raft);
+	ck_assert_int_eq(apply_at(f, 7, &buf), 0);
+	ck_assert_int_eq(apply_at(f, 8, &buf2), 0);
+	ck_assert_uint_eq(st_index_applied_seq(node_fsm_env(f), 4), 8);
+	ck_assert_uint_eq(progress(f, "gtab", "byg").item_count, 4);
+	ck_assert_uint_eq(st_env_applied(node_fsm_env(f)), 8);
+
+	/* Deltas out of order are refused as a whole (the same on every
+	 * replica: a per-operation error, not a failure). */
+	node_batch b;
+	ck_assert_int_eq(node_batch_init(&b, 52, 1), SHOAL_OK);
+	node_fsm_register(f, &b);
+	st_delta swapped[2] = {more[1], more[0]};
+	ops[0] = op_index_apply(9, swapped, 2);
+	ck_assert_int_eq(apply_ops_at(f, 9, &b, 1, ops), 0);
+	ck_assert_int_eq(result_status(&b, 0), SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_uint_eq(st_index_applied_seq(node_fsm_env(f), 9), 0);
+	node_fsm_unregister(f, &b);
+	node_batch_fini(&b);
+	ck_assert_int_eq(node_fsm_failed(f, NULL), SHOAL_OK);
+
+	raft_free(buf.base);
+	raft_free(buf2.base);
+	cmd_ts = 0;
+	node_fsm_close(f);
+	tl_rmtree(d);
+}
+END_TEST
+
+/* The answer of a catalog op, unpacked into the test arena's lifetime. */
+static Shoal__TableDefine *catalog0(node_batch *b, uint32_t i)
+{
+	Shoal__NodeResponse *r = result(b, i);
+	ck_assert_msg(r->response->status == SHOAL__STATUS__STATUS_OK, "op %u: %s", i,
+	              r->response->message);
+	ck_assert_uint_eq(r->n_catalog, 1);
+	/* Keep it: re-pack into the arena so the test can forward it. */
+	size_t len = shoal__table_define__get_packed_size(r->catalog[0]);
+	uint8_t *p = sh_arena_alloc(&A, len + 1);
+	shoal__table_define__pack(r->catalog[0], p);
+	shoal__node_response__free_unpacked(r, NULL);
+	ProtobufCAllocator al;
+	wire_arena_allocator(&al, &A);
+	Shoal__TableDefine *td = shoal__table_define__unpack(&al, len, p);
+	ck_assert_ptr_nonnull(td);
+	return td;
+}
+
+/* Group 0: UpdateTable adds a GSI (CREATING, a fresh id), activate_index
+ * makes it ACTIVE; both answer the new TableDefine.  A data group takes the
+ * forwarded definitions (redefine), ignores stale ones, and backfills. */
+START_TEST(test_update_table_flow)
+{
+	char d0[4096], d1[4096];
+	node_fsm *g0 = open_single("ut0", 0, d0);
+	node_fsm *g1 = open_single("ut1", 1, d1);
+	node_batch b;
+	Shoal__CommandOp *ops[4];
+
+	Shoal__TableDefine *orig = gt_define("utab", 0, false);
+	ck_assert_int_eq(node_batch_init(&b, 1, 1), SHOAL_OK);
+	node_fsm_register(g0, &b);
+	ops[0] = op_of_define(orig);
+	ck_assert_int_eq(apply_ops_at(g0, 1, &b, 1, ops), 0);
+	Shoal__TableDefine *created = catalog0(&b, 0);
+	ck_assert_uint_eq(created->table_id, 1);
+	ck_assert_uint_eq(created->n_indexes, 0);
+	node_fsm_unregister(g0, &b);
+	node_batch_fini(&b);
+
+	ck_assert_int_eq(node_batch_init(&b, 2, 3), SHOAL_OK);
+	node_fsm_register(g0, &b);
+	ops[0] = op_update_gsi("utab");
+	ops[1] = op_update_gsi("utab"); /* the index exists now */
+	ops[2] = op_update_gsi("nosuchtab");
+	ck_assert_int_eq(apply_ops_at(g0, 2, &b, 3, ops), 0);
+	Shoal__TableDefine *creating = catalog0(&b, 0);
+	ck_assert_int_ne(result_status(&b, 1), SHOAL__STATUS__STATUS_OK);
+	ck_assert_int_eq(result_status(&b, 2), SHOAL__STATUS__STATUS_NOT_FOUND);
+	node_fsm_unregister(g0, &b);
+	node_batch_fini(&b);
+	ck_assert_uint_eq(creating->table_id, 1);
+	ck_assert_int_eq(creating->created_ms, created->created_ms);
+	ck_assert_uint_eq(creating->n_indexes, 1);
+	ck_assert_str_eq(creating->indexes[0]->index_name, "byg");
+	ck_assert_str_eq(creating->indexes[0]->status, "CREATING");
+	uint32_t xid = creating->indexes[0]->index_id;
+	ck_assert_uint_ge(xid, 1);
+	ck_assert_uint_gt(creating->next_index_id, xid);
+	ck_assert_uint_eq(creating->def->n_global_secondary_indexes, 1);
+
+	ck_assert_int_eq(node_batch_init(&b, 3, 2), SHOAL_OK);
+	node_fsm_register(g0, &b);
+	ops[0] = op_activate("utab", "byg");
+	ops[1] = op_activate("utab", "nosuchtab");
+	ck_assert_int_eq(apply_ops_at(g0, 3, &b, 2, ops), 0);
+	Shoal__TableDefine *active = catalog0(&b, 0);
+	ck_assert_int_eq(result_status(&b, 1), SHOAL__STATUS__STATUS_NOT_FOUND);
+	node_fsm_unregister(g0, &b);
+	node_batch_fini(&b);
+	ck_assert_str_eq(active->indexes[0]->status, "ACTIVE");
+	ck_assert_uint_eq(active->indexes[0]->index_id, xid);
+	/* The catalog listing carries the same (node_table_define_pb). */
+	st_table_info info;
+	ck_assert_int_eq(st_table_describe(node_fsm_env(g0), "utab", &A, &info, msg), SHOAL_OK);
+	Shoal__TableDefine *listed;
+	ck_assert_int_eq(node_table_define_pb(&A, &info.def, &listed, msg), SHOAL_OK);
+	ck_assert_uint_eq(listed->n_indexes, 1);
+	ck_assert_uint_eq(listed->indexes[0]->index_id, xid);
+	ck_assert_str_eq(listed->indexes[0]->status, "ACTIVE");
+	ck_assert_uint_eq(listed->next_index_id, active->next_index_id);
+	/* update_table is group 0's: a data group refuses it. */
+	ck_assert_int_eq(node_batch_init(&b, 4, 1), SHOAL_OK);
+	node_fsm_register(g1, &b);
+	ops[0] = op_update_gsi("utab");
+	ck_assert_int_eq(apply_ops_at(g1, 1, &b, 1, ops), 0);
+	ck_assert_int_eq(result_status(&b, 0), SHOAL__STATUS__STATUS_VALIDATION);
+	node_fsm_unregister(g1, &b);
+	node_batch_fini(&b);
+
+	/* The data group: the table as created, 5 items (3 with g). */
+	ops[0] = op_of_define(created);
+	ck_assert_int_eq(apply_ops_at(g1, 2, NULL, 1, ops), 0);
+	for (int i = 0; i < 4; i++)
+		ops[i] = op_put("utab", gt_item(i, i < 3 ? "x" : NULL), NULL);
+	ck_assert_int_eq(apply_ops_at(g1, 3, NULL, 4, ops), 0);
+	ops[0] = op_put("utab", gt_item(4, NULL), NULL);
+	ck_assert_int_eq(apply_ops_at(g1, 4, NULL, 1, ops), 0);
+	ck_assert_uint_eq(outbox(g1).last_seq, 0);
+
+	/* The forwarded CREATING definition redefines the table; a re-send
+	 * is idempotent; the original (older next_index_id) is stale. */
+	created->next_index_id = 1;
+	ops[0] = op_of_define(creating);
+	ops[1] = op_of_define(creating);
+	ops[2] = op_of_define(created);
+	ck_assert_int_eq(node_batch_init(&b, 5, 3), SHOAL_OK);
+	node_fsm_register(g1, &b);
+	ck_assert_int_eq(apply_ops_at(g1, 5, &b, 3, ops), 0);
+	for (uint32_t i = 0; i < 3; i++) {
+		Shoal__TableDefine *t = catalog0(&b, i);
+		ck_assert_uint_eq(t->n_indexes, 1);
+		ck_assert_uint_eq(t->indexes[0]->index_id, xid);
+	}
+	node_fsm_unregister(g1, &b);
+	node_batch_fini(&b);
+	const st_index_def *x = index_named(g1, "utab", "byg");
+	ck_assert_ptr_nonnull(x);
+	ck_assert_uint_eq(x->id, xid);
+	ck_assert_int_eq(x->status, ST_INDEX_CREATING);
+	ck_assert(!progress(g1, "utab", "byg").backfill_done);
+
+	/* Backfill, two items a step, until done: one delta per item with g. */
+	uint64_t idx = 6;
+	for (int step = 0; step < 10 && !progress(g1, "utab", "byg").backfill_done; step++) {
+		ops[0] = op_backfill("utab", xid, 2);
+		ck_assert_int_eq(apply_ops_at(g1, idx++, NULL, 1, ops), 0);
+	}
+	st_index_progress pr = progress(g1, "utab", "byg");
+	ck_assert(pr.backfill_done);
+	ck_assert_uint_eq(pr.backfill_seq, 3);
+	ck_assert_uint_eq(outbox(g1).last_seq, 3);
+	ck_assert_uint_ge(idx, 9); /* 5 items, 2 a step: at least 3 steps */
+	/* A step after the end is a no-op. */
+	ops[0] = op_backfill("utab", xid, 2);
+	ck_assert_int_eq(apply_ops_at(g1, idx++, NULL, 1, ops), 0);
+	ck_assert_uint_eq(outbox(g1).last_seq, 3);
+
+	/* ACTIVE forwarded; then the CREATING one again is stale. */
+	ops[0] = op_of_define(active);
+	ck_assert_int_eq(apply_ops_at(g1, idx++, NULL, 1, ops), 0);
+	ck_assert_int_eq(index_named(g1, "utab", "byg")->status, ST_INDEX_ACTIVE);
+	ops[0] = op_of_define(creating);
+	ck_assert_int_eq(apply_ops_at(g1, idx++, NULL, 1, ops), 0);
+	ck_assert_int_eq(index_named(g1, "utab", "byg")->status, ST_INDEX_ACTIVE);
+	ck_assert_int_eq(node_fsm_failed(g0, NULL), SHOAL_OK);
+	ck_assert_int_eq(node_fsm_failed(g1, NULL), SHOAL_OK);
+
+	node_fsm_close(g0);
+	node_fsm_close(g1);
+	tl_rmtree(d0);
+	tl_rmtree(d1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Encoding                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -1273,6 +1790,9 @@ static Suite *fsm_suite(void)
 	tcase_add_test(tc, test_malformed_direct);
 	tcase_add_test(tc, test_malformed_cluster);
 	tcase_add_test(tc, test_encode_aligned);
+	tcase_add_test(tc, test_outbox_cluster);
+	tcase_add_test(tc, test_index_apply_replay);
+	tcase_add_test(tc, test_update_table_flow);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -20,6 +20,8 @@
 #include "common/alloc.h"
 #include "node/node.h"
 #include "proto/wire.h"
+#include "proto/wire_api.h"
+#include "storage/index.h"
 #include "tests/lib/testlib.h"
 
 #define NN     3
@@ -46,7 +48,10 @@ static void *run_node(void *arg)
 static void start_node(int id)
 {
 	char msg[SH_ERRMSG_SIZE] = "";
-	node_options o = {.conf = &conf, .id = (uint32_t)id, .dir = T[id].dir, .workers = 8};
+	/* A small outbox bound: test_index_shipping reaches it on purpose;
+	 * writes one at a time never come near it otherwise. */
+	node_options o = {
+	    .conf = &conf, .id = (uint32_t)id, .dir = T[id].dir, .workers = 8, .outbox_limit = 20};
 	ck_assert_msg(node_open(&o, &T[id].n, msg) == SHOAL_OK, "node_open: %s", msg);
 	ck_assert_int_eq(pthread_create(&T[id].thread, NULL, run_node, T[id].n), 0);
 }
@@ -61,9 +66,11 @@ static void stop_node(int id)
 
 static void cluster_start(void)
 {
-	int base = 20000 + (int)(getpid() % 20000);
-	if (base + 80 > 65535)
-		base -= 100;
+	/* Below the ephemeral range (32768+): a port there may be the local
+	 * port of some connection -- the shipper's and raft's own included --
+	 * and listening on it then fails.  Each test runs in its own process
+	 * (Check forks), so each gets its own block of 80 ports. */
+	int base = tl_free_ports(80);
 	const char *root = tl_tmpdir("node");
 	char path[4200], text[4096];
 	int len = snprintf(text, sizeof(text), "[cluster]\ngroups = %d\nreplication = 3\n", GROUPS);
@@ -753,6 +760,215 @@ START_TEST(test_stop_under_load)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* Index shipping                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Entries of index byg of table gsi held by group g, on its leader. */
+static uint64_t index_entries(uint32_t g)
+{
+	int l = wait_leader(g, 0);
+	st_index_progress *p;
+	uint32_t n;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(st_index_progress_list(node_group_env(node_group_get(T[l].n, g)), &A, &p, &n,
+	                                     msg) == SHOAL_OK,
+	              "%s", msg);
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(p[i].table, "gsi") == 0 && strcmp(p[i].index, "byg") == 0)
+			return p[i].item_count;
+	return 0;
+}
+
+static uint64_t all_entries(void)
+{
+	uint64_t sum = 0;
+	for (uint32_t g = 1; g < GROUPS; g++)
+		sum += index_entries(g);
+	return sum;
+}
+
+static Shoal__NodeResponse *put_g(int id, int i)
+{
+	char item[128];
+	snprintf(item, sizeof(item), "{\"pk\":{\"S\":\"k%d\"},\"g\":{\"S\":\"v%d\"}}", i, i % 10);
+	return put(id, 1, "gsi", item, (uint64_t)i);
+}
+
+/* A table with a GSI: writes in group 1 append deltas that the leader ships
+ * to the groups owning their index partitions (all three data groups), the
+ * outbox is trimmed behind them, and the counters show it.  With shipping
+ * paused the backlog reaches --outbox-limit and base writes are refused
+ * with ProvisionedThroughputExceeded until shipping resumes. */
+/* Group 1's outbox on node id once it is empty (every delta shipped and the
+ * watermark trimmed through the log), or as it is after 20 s. */
+static st_outbox_info outbox_drained(int id)
+{
+	char msg[SH_ERRMSG_SIZE];
+	st_outbox_info ob;
+	uint64_t deadline = node_now_ns() + 20 * SEC;
+	do {
+		ck_assert_int_eq(
+		    st_outbox_get_info(node_group_env(node_group_get(T[id].n, 1)), &ob, msg),
+		    SHOAL_OK);
+		if (ob.depth == 0)
+			break;
+		usleep(10000);
+	} while (node_now_ns() < deadline);
+	ck_assert_uint_eq(ob.depth, 0);
+	return ob;
+}
+
+START_TEST(test_index_shipping)
+{
+	sh_arena_init(&A);
+	cluster_start();
+	Shoal__NodeResponse *r;
+	const char *body =
+	    "{\"TableName\":\"gsi\",\"AttributeDefinitions\":[{\"AttributeName\":\"pk\","
+	    "\"AttributeType\":\"S\"},{\"AttributeName\":\"g\",\"AttributeType\":\"S\"}],"
+	    "\"KeySchema\":[{\"AttributeName\":\"pk\",\"KeyType\":\"HASH\"}],"
+	    "\"GlobalSecondaryIndexes\":[{\"IndexName\":\"byg\",\"KeySchema\":[{\"AttributeName\":"
+	    "\"g\",\"KeyType\":\"HASH\"}],\"Projection\":{\"ProjectionType\":\"ALL\"}}]}";
+	json_t *j = json_loads(body, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	Shoal__Request *ct;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(wire_api_request_from_json(&A, "CreateTable", j, &ct, msg) == SHOAL_OK, "%s",
+	              msg);
+	json_decref(j);
+
+	/* Group 0 fixes the id and the index ids; every data group gets its
+	 * answer, as the router forwards it. */
+	Shoal__TableDefine td = SHOAL__TABLE_DEFINE__INIT;
+	td.def = ct->create_table;
+	td.created_ms = 1700000000000;
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	nr.define_table = &td;
+	int l0 = wait_leader(0, 0);
+	Shoal__NodeResponse *created = rpc(l0, &nr);
+	ck_assert_int_eq(status_of(created), SHOAL_OK);
+	ck_assert_uint_eq(created->n_catalog, 1);
+	ck_assert_uint_eq(created->catalog[0]->n_indexes, 1);
+	for (uint32_t g = 1; g < GROUPS; g++) {
+		nr.group = g;
+		nr.define_table = created->catalog[0];
+		r = rpc(wait_leader(g, 0), &nr);
+		ck_assert_int_eq(status_of(r), SHOAL_OK);
+		FREE(r);
+	}
+	FREE(created);
+
+	enum { ITEMS = 60 };
+	int l1 = wait_leader(1, 0);
+	for (int i = 0; i < ITEMS; i++) {
+		r = put_g(l1, i);
+		ck_assert_msg(status_of(r) == SHOAL_OK, "put %d: %s", i, r->response->message);
+		FREE(r);
+	}
+	/* Converges: every item in the index, spread over the groups, and the
+	 * outbox of group 1 trimmed behind what was shipped. */
+	uint64_t deadline = node_now_ns() + 20 * SEC;
+	st_outbox_info ob = {0};
+	bool spread = false;
+	while (node_now_ns() < deadline) {
+		ck_assert_int_eq(
+		    st_outbox_get_info(node_group_env(node_group_get(T[l1].n, 1)), &ob, msg),
+		    SHOAL_OK);
+		spread = index_entries(1) > 0 && index_entries(2) > 0 && index_entries(3) > 0;
+		if (all_entries() == ITEMS && ob.shipped == ob.last_seq && spread)
+			break;
+		sh_arena_reset(&A);
+		usleep(10000);
+	}
+	ck_assert_uint_eq(all_entries(), ITEMS);
+	ck_assert(spread);
+	ck_assert_uint_eq(ob.last_seq, ITEMS);
+	ck_assert_uint_eq(ob.shipped, ITEMS);
+	ck_assert_uint_eq(ob.depth, 0);
+
+	r = group_status(l1, 1);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	ck_assert_uint_eq(r->status->outbox_last_seq, ITEMS);
+	ck_assert_uint_eq(r->status->outbox_shipped, ITEMS);
+	ck_assert_uint_eq(r->status->outbox_depth, 0);
+	bool found = false;
+	for (size_t i = 0; i < r->status->n_tables; i++)
+		if (strcmp(r->status->tables[i]->table_name, "gsi") == 0)
+			found = r->status->tables[i]->n_indexes == 1 &&
+			        strcmp(r->status->tables[i]->indexes[0]->index_name, "byg") == 0;
+	ck_assert(found);
+	FREE(r);
+
+	char *text;
+	size_t len;
+	ck_assert_int_eq(node_metrics_render(T[l1].n, &text, &len, NULL), SHOAL_OK);
+	ck_assert_ptr_nonnull(strstr(text, "shoal_index_deltas_shipped_total{group=\"1\"} 60\n"));
+	ck_assert_ptr_nonnull(strstr(text, "shoal_outbox_shipped_seq{group=\"1\"} 60\n"));
+	ck_assert_ptr_nonnull(strstr(text, "shoal_index_propagation_seconds_count{"));
+	sh_free(text);
+
+	/* Backpressure: nothing ships, the backlog grows to the limit (20). */
+	for (int i = 1; i <= NN; i++)
+		node_ship_set_paused(T[i].n->ship, true);
+	int refused_at = -1;
+	for (int i = ITEMS; i < ITEMS + 40 && refused_at < 0; i++) {
+		r = put_g(l1, i);
+		if (status_of(r) == SHOAL__STATUS__STATUS_THROUGHPUT) {
+			refused_at = i - ITEMS;
+			ck_assert_ptr_nonnull(strstr(r->response->message, "index"));
+			ck_assert_ptr_nonnull(strstr(r->response->message, "behind"));
+		} else {
+			ck_assert_int_eq(status_of(r), SHOAL_OK);
+		}
+		FREE(r);
+	}
+	ck_assert_msg(refused_at >= 20 && refused_at <= 23, "refused after %d writes", refused_at);
+	for (int i = 1; i <= NN; i++)
+		node_ship_set_paused(T[i].n->ship, false);
+	deadline = node_now_ns() + 20 * SEC;
+	while (all_entries() != (uint64_t)(ITEMS + refused_at) && node_now_ns() < deadline) {
+		sh_arena_reset(&A);
+		usleep(10000);
+	}
+	ck_assert_uint_eq(all_entries(), (uint64_t)(ITEMS + refused_at));
+	/* The targets have everything; the throttle lifts once the source has
+	 * replicated its trimmed watermark (the next OutboxTrim entry). */
+	ob = outbox_drained(l1);
+	r = put_g(l1, 1000);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	FREE(r);
+	uint64_t total = (uint64_t)(ITEMS + refused_at + 1);
+
+	/* The source's leader stops right after a burst: the new leader
+	 * resumes from the replicated watermark and nothing is lost. */
+	for (int i = 2000; i < 2030; i++) {
+		r = put_g(l1, i);
+		ck_assert_int_eq(status_of(r), SHOAL_OK);
+		FREE(r);
+	}
+	total += 30;
+	stop_node(l1);
+	int l1b = wait_leader(1, l1);
+	for (int i = 3000; i < 3010; i++) {
+		r = put_g(l1b, i);
+		ck_assert_int_eq(status_of(r), SHOAL_OK);
+		FREE(r);
+	}
+	total += 10;
+	deadline = node_now_ns() + 20 * SEC;
+	while (all_entries() != total && node_now_ns() < deadline) {
+		sh_arena_reset(&A);
+		usleep(10000);
+	}
+	ck_assert_uint_eq(all_entries(), total);
+	ob = outbox_drained(l1b);
+	ck_assert_uint_eq(ob.last_seq, total);
+	cluster_stop();
+	sh_arena_fini(&A);
+}
+END_TEST
+
 static Suite *node_suite(void)
 {
 	Suite *s = suite_create("node");
@@ -762,6 +978,7 @@ static Suite *node_suite(void)
 	tcase_add_test(tc, test_hostile_input);
 	tcase_add_test(tc, test_failover_and_restart);
 	tcase_add_test(tc, test_stop_under_load);
+	tcase_add_test(tc, test_index_shipping);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -731,7 +731,7 @@ START_TEST(test_request_errors)
 }
 END_TEST
 
-START_TEST(test_index_not_supported_yet)
+START_TEST(test_index_errors)
 {
 	tl_create_table_gsi("tbl", (st_key_schema){{"PK", ST_S}, {"SK", ST_S}}, "GSI1",
 	                    (st_key_schema){{"G", ST_S}, {"H", ST_S}});
@@ -740,8 +740,6 @@ START_TEST(test_index_not_supported_yet)
 	                  .key_condition = "G = :g",
 	                  .attrs = {NULL, map(":g", S("g"), NULL)},
 	                  .forward = true};
-	tl_query_err(&r, SHOAL_E_VALIDATION,
-	             "Queries on secondary indexes are not supported yet (index GSI1)");
 	r.consistent = true;
 	tl_query_err(&r, SHOAL_E_VALIDATION,
 	             "Consistent reads are not supported on global secondary indexes");
@@ -1057,7 +1055,7 @@ static Suite *query_suite(void)
 	                         test_limit_with_sort_condition, test_page_size_exact,
 	                         test_page_bytes_small, test_filter_empty_pages, test_projection,
 	                         test_select_rules, test_request_errors,
-	                         test_index_not_supported_yet, test_start_key_errors,
+	                         test_index_errors, test_start_key_errors,
 	                         test_table_without_sort_key, test_long_sort_keys,
 	                         test_long_binary_sort_keys, test_out_of_memory));
 }

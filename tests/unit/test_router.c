@@ -7,8 +7,10 @@
  * placement hash, throttled batch parts, a data group that lost a table).
  */
 #include <check.h>
+#include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <sys/socket.h>
 
 #include "common/alloc.h"
+#include "proto/wire_api.h"
 #include "router/router.h"
 #include "tests/lib/testlib.h"
 
@@ -1003,6 +1006,788 @@ END_TEST
 
 /* ------------------------------------------------------------------------ */
 
+/* ------------------------------------------------------------------------ */
+/* A write-sharded GSI Query through fake nodes                              */
+/* ------------------------------------------------------------------------ */
+
+/* Table "gtb" (id 8): hash key PK (S); GSI "byG" (id 3): G (S) HASH, R (N)
+ * RANGE, ALL, 4 write shards; index "byG1" (id 4): the same, 1 shard; an
+ * LSI-less table.  Entry i: PK "p<i>", G "hot", R = 3 i + 1 (distinct, so the
+ * entry order is R's), n = i, in write shard i % 4. */
+#define GSI_ITEMS 23
+static atomic_int shard_calls[4];
+static atomic_int gsi_single_calls;
+
+static Shoal__TableDefine *gsi_define(sh_arena *a)
+{
+	st_key_attr attrs[3] = {{"PK", ST_S}, {"G", ST_S}, {"R", ST_N}};
+	st_index_def idx[2] = {
+	    {.name = "byG", .key = {{"G", ST_S}, {"R", ST_N}}, .write_shards = 4},
+	    {.name = "byG1", .key = {{"G", ST_S}, {"R", ST_N}}, .write_shards = 1},
+	};
+	st_table_def def = {.name = "gtb",
+	                    .key = {{"PK", ST_S}, {NULL, ST_NONE}},
+	                    .attrs = attrs,
+	                    .n_attrs = 3,
+	                    .indexes = idx,
+	                    .n_indexes = 2};
+	Shoal__TableDefine *d = sh_arena_alloc(a, sizeof(*d));
+	shoal__table_define__init(d);
+	ck_assert_int_eq(wire_create_table_to_pb(a, &def, &d->def, NULL), SHOAL_OK);
+	d->table_id = 8;
+	d->created_ms = 1;
+	d->indexes = sh_arena_calloc(a, 2, sizeof(*d->indexes));
+	const char *names[2] = {"byG", "byG1"};
+	for (int i = 0; i < 2; i++) {
+		Shoal__IndexState *st = sh_arena_alloc(a, sizeof(*st));
+		shoal__index_state__init(st);
+		st->index_name = (char *)names[i];
+		st->index_id = 3 + (uint32_t)i;
+		st->status = "ACTIVE";
+		d->indexes[d->n_indexes++] = st;
+	}
+	d->next_index_id = 5;
+	return d;
+}
+
+static st_value *gsi_entry(sh_arena *a, int i, bool key_only)
+{
+	char pk[16], r[16], n[16];
+	snprintf(pk, sizeof(pk), "p%d", i);
+	snprintf(r, sizeof(r), "%d", 3 * i + 1);
+	snprintf(n, sizeof(n), "%d", i);
+	st_value *m = st_new_map(a, 4);
+	st_map_set(a, m, "PK", 2, st_new_s(a, pk));
+	st_map_set(a, m, "G", 1, st_new_s(a, "hot"));
+	st_map_set(a, m, "R", 1, st_new_n(a, r));
+	if (!key_only)
+		st_map_set(a, m, "n", 1, st_new_n(a, n));
+	return m;
+}
+
+static Shoal__NodeResponse *gsi_node(fake_node *self, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	(void)self;
+	if (req->list_catalog) {
+		Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+		nr->catalog = sh_arena_alloc(a, sizeof(*nr->catalog));
+		nr->catalog[0] = gsi_define(a);
+		nr->n_catalog = 1;
+		return nr;
+	}
+	const Shoal__QueryRequest *q = req->request->query;
+	ck_assert_ptr_nonnull(q);
+	ck_assert(req->any_replica);
+	bool sharded = strcmp(q->index_name, "byG") == 0;
+	uint32_t shard = req->index_shard;
+	if (sharded) {
+		/* What the router must send every shard. */
+		ck_assert_uint_lt(shard, 4);
+		atomic_fetch_add(&shard_calls[shard], 1);
+		ck_assert(!WIRE_HAS(q, filter_expression));
+		ck_assert(!WIRE_HAS(q, projection_expression));
+		ck_assert_str_eq(q->select, "ALL_PROJECTED_ATTRIBUTES");
+		ck_assert_ptr_null(q->expression_attribute_names); /* #n: the filter's */
+		ck_assert_uint_eq(q->expression_attribute_values->n_attrs, 1); /* :g */
+	} else {
+		ck_assert_uint_eq(shard, 0);
+		atomic_fetch_add(&gsi_single_calls, 1);
+	}
+	bool forward = !WIRE_HAS(q, scan_index_forward) || q->scan_index_forward;
+	uint32_t limit = WIRE_HAS(q, limit) ? (uint32_t)q->limit : 0;
+	double after = forward ? -1 : 1e9;
+	if (q->exclusive_start_key != NULL) {
+		st_value esk;
+		ck_assert_int_eq(wire_item_from_pb(a, q->exclusive_start_key, &esk, NULL),
+		                 SHOAL_OK);
+		ck_assert_int_eq(st_value_normalize(a, &esk, NULL), SHOAL_OK);
+		const st_value *r = st_map_get(&esk, "R", 1);
+		ck_assert_ptr_nonnull(r);
+		ck_assert_ptr_nonnull(st_map_get(&esk, "PK", 2));
+		after = atof(r->u.str.ptr);
+	}
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	Shoal__QueryResponse *qr = sh_arena_alloc(a, sizeof(*qr));
+	shoal__query_response__init(qr);
+	qr->items = sh_arena_calloc(a, GSI_ITEMS, sizeof(*qr->items));
+	int last = -1;
+	for (int k = 0; k < GSI_ITEMS; k++) {
+		int i = forward ? k : GSI_ITEMS - 1 - k;
+		double r = 3 * i + 1;
+		if ((sharded && (uint32_t)(i % 4) != shard) || (forward ? r <= after : r >= after))
+			continue;
+		if (limit != 0 && qr->n_items == limit) {
+			/* Stopped at Limit: the key of the last entry read. */
+			wire_item_to_pb(a, gsi_entry(a, last, true), &qr->last_evaluated_key, NULL);
+			break;
+		}
+		wire_item_to_pb(a, gsi_entry(a, i, false), &qr->items[qr->n_items++], NULL);
+		last = i;
+	}
+	qr->count = qr->scanned_count = (uint32_t)qr->n_items;
+	nr->response->result_case = SHOAL__RESPONSE__RESULT_QUERY;
+	nr->response->query = qr;
+	return nr;
+}
+
+/* Pages through index `index` with Limit `limit`; returns the n values of
+ * the items in the order received ("3,4,5"), and checks the pages. */
+static char *gsi_pages(rt_router *rt, const char *index, uint32_t limit, bool forward,
+                       bool filtered, sh_arena *a)
+{
+	Shoal__QueryRequest q = SHOAL__QUERY_REQUEST__INIT;
+	WIRE_SET(&q, table_name, "gtb");
+	WIRE_SET(&q, index_name, (char *)index);
+	WIRE_SET(&q, key_condition_expression, "G = :g");
+	WIRE_SET(&q, scan_index_forward, forward);
+	st_value *vals = st_new_map(a, 2);
+	st_map_set(a, vals, ":g", 2, st_new_s(a, "hot"));
+	if (filtered) {
+		/* Keep odd n only; project n alone (the filter's placeholders
+		 * must not reach the shards). */
+		WIRE_SET(&q, filter_expression,
+		         "#n IN (:a, :b, :c, :d, :e, :f, :h, :i, :j, :k, :l)");
+		WIRE_SET(&q, projection_expression, "#n");
+		st_value *names = st_new_map(a, 1);
+		st_map_set(a, names, "#n", 2, st_new_s(a, "n"));
+		ck_assert_int_eq(wire_names_to_pb(a, names, &q.expression_attribute_names, NULL),
+		                 SHOAL_OK);
+		const char *ph[] = {":a", ":b", ":c", ":d", ":e", ":f",
+		                    ":h", ":i", ":j", ":k", ":l"};
+		for (int i = 0; i < 11; i++) {
+			char v[8];
+			snprintf(v, sizeof(v), "%d", 2 * i + 1);
+			st_map_set(a, vals, ph[i], 2, st_new_n(a, v));
+		}
+	}
+	ck_assert_int_eq(wire_item_to_pb(a, vals, &q.expression_attribute_values, NULL), SHOAL_OK);
+	if (limit != 0)
+		WIRE_SET(&q, limit, (int32_t)limit);
+	Shoal__Request req = SHOAL__REQUEST__INIT;
+	req.op_case = SHOAL__REQUEST__OP_QUERY;
+	req.query = &q;
+	char *out = sh_arena_alloc(a, 4096);
+	size_t len = 0;
+	out[0] = '\0';
+	for (int pages = 0; pages < 3 * GSI_ITEMS; pages++) {
+		req.request_id = (uint64_t)pages + 1;
+		Shoal__Response *resp = roundtrip(rt, a, &req);
+		ck_assert_msg(resp->status == 0, "query failed: %s", resp->message);
+		const Shoal__QueryResponse *qr = resp->query;
+		if (limit != 0)
+			ck_assert_uint_le(qr->scanned_count, limit);
+		ck_assert_uint_eq(qr->count, qr->n_items);
+		for (size_t i = 0; i < qr->n_items; i++) {
+			st_value it;
+			ck_assert_int_eq(wire_item_from_pb(a, qr->items[i], &it, NULL), SHOAL_OK);
+			ck_assert_int_eq(st_value_normalize(a, &it, NULL), SHOAL_OK);
+			const st_value *n = st_map_get(&it, "n", 1);
+			ck_assert_ptr_nonnull(n);
+			if (filtered)
+				ck_assert_uint_eq(it.u.map.n, 1);
+			len += (size_t)snprintf(out + len, 4096 - len, "%s%.*s", len ? "," : "",
+			                        (int)n->u.str.len, n->u.str.ptr);
+		}
+		if (qr->last_evaluated_key == NULL)
+			return out;
+		q.exclusive_start_key = qr->last_evaluated_key;
+	}
+	ck_abort_msg("no end of the index");
+	return NULL;
+}
+
+START_TEST(test_gsi_sharded_query)
+{
+	sh_cluster_conf *c = make_conf(4, 3);
+	fakes_start(c, gsi_node);
+	rt_router *rt = router_up(c, 5000);
+	sh_arena a;
+	sh_arena_init(&a);
+	char all_fwd[512] = "", all_back[512] = "", odd_fwd[512] = "", odd_back[512] = "";
+	for (int i = 0; i < GSI_ITEMS; i++) {
+		int b = GSI_ITEMS - 1 - i;
+		snprintf(all_fwd + strlen(all_fwd), 16, "%s%d", i ? "," : "", i);
+		snprintf(all_back + strlen(all_back), 16, "%s%d", i ? "," : "", b);
+		if (i % 2 == 1)
+			snprintf(odd_fwd + strlen(odd_fwd), 16, "%s%d", odd_fwd[0] ? "," : "", i);
+		if (b % 2 == 1)
+			snprintf(odd_back + strlen(odd_back), 16, "%s%d", odd_back[0] ? "," : "",
+			         b);
+	}
+	const uint32_t sizes[] = {1, 2, 3, 7, 0};
+	for (size_t k = 0; k < 5; k++)
+		for (int fwd = 0; fwd < 2; fwd++)
+			for (int f = 0; f < 2; f++) {
+				const char *want =
+				    f ? (fwd ? odd_fwd : odd_back) : (fwd ? all_fwd : all_back);
+				for (int sh = 0; sh < 4; sh++)
+					atomic_store(&shard_calls[sh], 0);
+				char *got = gsi_pages(rt, "byG", sizes[k], fwd, f, &a);
+				ck_assert_msg(strcmp(got, want) == 0,
+				              "limit %u fwd %d filter %d:\n got %s\nwant %s",
+				              sizes[k], fwd, f, got, want);
+				for (int sh = 0; sh < 4; sh++)
+					ck_assert_int_gt(atomic_load(&shard_calls[sh]), 0);
+				/* The unsharded index answers the same (the fake node
+				 * does not filter: only without a filter). */
+				if (f)
+					continue;
+				atomic_store(&gsi_single_calls, 0);
+				got = gsi_pages(rt, "byG1", sizes[k], fwd, f, &a);
+				ck_assert_str_eq(got, want);
+				ck_assert_int_gt(atomic_load(&gsi_single_calls), 0);
+			}
+
+	/* The router's own refusals: no node is asked. */
+	Shoal__QueryRequest q = SHOAL__QUERY_REQUEST__INIT;
+	WIRE_SET(&q, table_name, "gtb");
+	WIRE_SET(&q, index_name, "nope");
+	WIRE_SET(&q, key_condition_expression, "G = :g");
+	st_value *vals = st_new_map(&a, 1);
+	st_map_set(&a, vals, ":g", 2, st_new_s(&a, "hot"));
+	wire_item_to_pb(&a, vals, &q.expression_attribute_values, NULL);
+	Shoal__Request req = SHOAL__REQUEST__INIT;
+	req.op_case = SHOAL__REQUEST__OP_QUERY;
+	req.query = &q;
+	Shoal__Response *resp = roundtrip(rt, &a, &req);
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_str_eq(resp->message, "The table does not have the specified index: nope");
+	WIRE_SET(&q, index_name, "byG");
+	q.consistent_read = true;
+	resp = roundtrip(rt, &a, &req);
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_str_eq(resp->message,
+	                 "Consistent reads are not supported on global secondary indexes");
+	sh_arena_fini(&a);
+	rt_router_fini(rt);
+	fakes_stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* UpdateTable and the activation of a backfilled GSI, through fake nodes     */
+/* ------------------------------------------------------------------------ */
+
+/* Node 1 leads every group.  Table "utb" (id 5, hash key PK); UpdateTable
+ * creates GSI "byG" (id 2, 3 write shards), CREATING until activate_index.
+ * Data groups report the index's backfill done when ddl_done is set. */
+static bool ddl_created, ddl_active, ddl_done;
+static atomic_int ddl_defines[4], ddl_activations;
+
+static st_table_def ddl_def(sh_arena *a)
+{
+	st_key_attr *attrs = sh_arena_calloc(a, 2, sizeof(*attrs));
+	attrs[0] = (st_key_attr){"PK", ST_S};
+	attrs[1] = (st_key_attr){"G", ST_S};
+	st_index_def *x = sh_arena_calloc(a, 1, sizeof(*x));
+	*x = (st_index_def){.name = "byG",
+	                    .id = 2,
+	                    .key = {{"G", ST_S}, {NULL, ST_NONE}},
+	                    .write_shards = 3,
+	                    .status = ddl_active ? ST_INDEX_ACTIVE : ST_INDEX_CREATING};
+	return (st_table_def){.name = "utb",
+	                      .id = 5,
+	                      .key = {{"PK", ST_S}, {NULL, ST_NONE}},
+	                      .attrs = attrs,
+	                      .n_attrs = ddl_created ? 2 : 1,
+	                      .indexes = x,
+	                      .n_indexes = ddl_created ? 1 : 0,
+	                      .created_ms = 1};
+}
+
+static Shoal__TableDefine *ddl_define(sh_arena *a)
+{
+	st_table_def def = ddl_def(a);
+	Shoal__TableDefine *d = sh_arena_alloc(a, sizeof(*d));
+	shoal__table_define__init(d);
+	ck_assert_int_eq(wire_create_table_to_pb(a, &def, &d->def, NULL), SHOAL_OK);
+	d->table_id = 5;
+	d->created_ms = 1;
+	if (ddl_created) {
+		Shoal__IndexState *st = sh_arena_alloc(a, sizeof(*st));
+		shoal__index_state__init(st);
+		st->index_name = "byG";
+		st->index_id = 2;
+		st->status = ddl_active ? "ACTIVE" : "CREATING";
+		d->indexes = sh_arena_alloc(a, sizeof(*d->indexes));
+		d->indexes[0] = st;
+		d->n_indexes = 1;
+	}
+	d->next_index_id = 3;
+	return d;
+}
+
+static Shoal__NodeResponse *with_define(sh_arena *a)
+{
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	nr->catalog = sh_arena_alloc(a, sizeof(*nr->catalog));
+	nr->catalog[0] = ddl_define(a);
+	nr->n_catalog = 1;
+	return nr;
+}
+
+static Shoal__NodeResponse *ddl_node(fake_node *self, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	if (self->id != 1 && !req->group_status) {
+		Shoal__NodeResponse *nr = answer(a, SHOAL_E_NOT_LEADER, "not the leader");
+		nr->leader_node = 1;
+		return nr;
+	}
+	if (req->list_catalog)
+		return with_define(a);
+	if (req->update_table != NULL) {
+		ck_assert_uint_eq(req->group, 0);
+		const Shoal__UpdateTableRequest *u = req->update_table->update;
+		ck_assert_str_eq(u->table_name, "utb");
+		ck_assert_uint_eq(u->n_global_secondary_index_updates, 1);
+		ddl_created = true;
+		return with_define(a);
+	}
+	if (req->activate_index != NULL) {
+		ck_assert_uint_eq(req->group, 0);
+		ck_assert_str_eq(req->activate_index->index_name, "byG");
+		ddl_active = true;
+		atomic_fetch_add(&ddl_activations, 1);
+		return with_define(a);
+	}
+	if (req->define_table != NULL) {
+		ck_assert_uint_ne(req->group, 0);
+		ck_assert_uint_eq(req->define_table->n_indexes, 1);
+		ck_assert_uint_eq(req->define_table->indexes[0]->index_id, 2);
+		atomic_fetch_add(&ddl_defines[req->group], 1);
+		return answer(a, SHOAL_OK, NULL);
+	}
+	if (req->group_status) {
+		Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+		Shoal__GroupStatus *gs = sh_arena_alloc(a, sizeof(*gs));
+		shoal__group_status__init(gs);
+		gs->group = req->group;
+		gs->node = self->id;
+		gs->role = self->id == 1 ? "leader" : "follower";
+		gs->leader_node = 1;
+		gs->outbox_shipped = 10;
+		Shoal__TableStats *ts = sh_arena_alloc(a, sizeof(*ts));
+		shoal__table_stats__init(ts);
+		ts->table_name = "utb";
+		ts->item_count = 4;
+		ts->size_bytes = 40;
+		Shoal__IndexStats *is = sh_arena_alloc(a, sizeof(*is));
+		shoal__index_stats__init(is);
+		is->index_name = "byG";
+		is->index_id = 2;
+		is->item_count = 3;
+		is->size_bytes = 30;
+		is->backfill_done = ddl_done;
+		is->backfill_seq = 7;
+		is->status = ddl_active ? "ACTIVE" : "CREATING";
+		if (ddl_created) {
+			ts->indexes = sh_arena_alloc(a, sizeof(*ts->indexes));
+			ts->indexes[0] = is;
+			ts->n_indexes = 1;
+		}
+		gs->tables = sh_arena_alloc(a, sizeof(*gs->tables));
+		gs->tables[0] = ts;
+		gs->n_tables = 1;
+		nr->status = gs;
+		return nr;
+	}
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	if (req->request->op_case == SHOAL__REQUEST__OP_DESCRIBE_TABLE) {
+		ck_assert_uint_eq(req->group, 0);
+		st_table_info info = {.def = ddl_def(a)};
+		Shoal__DescribeTableResponse *d = sh_arena_alloc(a, sizeof(*d));
+		shoal__describe_table_response__init(d);
+		ck_assert_int_eq(wire_table_desc_to_pb(a, &info, "ACTIVE", &d->table, NULL),
+		                 SHOAL_OK);
+		nr->response->result_case = SHOAL__RESPONSE__RESULT_DESCRIBE_TABLE;
+		nr->response->describe_table = d;
+		return nr;
+	}
+	ck_assert_int_eq(req->request->op_case, SHOAL__REQUEST__OP_QUERY);
+	ck_assert(ddl_active); /* never read while CREATING */
+	Shoal__QueryResponse *qr = sh_arena_alloc(a, sizeof(*qr));
+	shoal__query_response__init(qr);
+	nr->response->result_case = SHOAL__RESPONSE__RESULT_QUERY;
+	nr->response->query = qr;
+	return nr;
+}
+
+START_TEST(test_update_table_and_activation)
+{
+	ddl_created = ddl_active = ddl_done = false;
+	atomic_store(&ddl_activations, 0);
+	for (int g = 0; g < 4; g++)
+		atomic_store(&ddl_defines[g], 0);
+	sh_cluster_conf *c = make_conf(4, 3);
+	fakes_start(c, ddl_node);
+	rt_router *rt = router_up(c, 5000);
+	sh_arena a;
+	sh_arena_init(&a);
+
+	/* UpdateTable: group 0 assigns the id, every data group gets the new
+	 * definition, the answer says UPDATING / CREATING. */
+	Shoal__Request *req;
+	char msg[SH_ERRMSG_SIZE];
+	json_t *body = json_loads(
+	    "{\"TableName\":\"utb\",\"AttributeDefinitions\":[{\"AttributeName\":\"G\","
+	    "\"AttributeType\":\"S\"}],\"GlobalSecondaryIndexUpdates\":[{\"Create\":{"
+	    "\"IndexName\":\"byG\",\"KeySchema\":[{\"AttributeName\":\"G\",\"KeyType\":\"HASH\"}],"
+	    "\"Projection\":{\"ProjectionType\":\"ALL\"},\"WriteShards\":3}}]}",
+	    0, NULL);
+	ck_assert_int_eq(wire_api_request_from_json(&a, "UpdateTable", body, &req, msg), SHOAL_OK);
+	json_decref(body);
+	req->request_id = 5;
+	Shoal__Response *resp = roundtrip(rt, &a, req);
+	ck_assert_msg(resp->status == 0, "%s", resp->message);
+	const Shoal__TableDescription *td = resp->update_table->table_description;
+	ck_assert_str_eq(td->table_status, "UPDATING");
+	ck_assert_uint_eq(td->n_global_secondary_indexes, 1);
+	ck_assert_str_eq(td->global_secondary_indexes[0]->index_status, "CREATING");
+	ck_assert(td->global_secondary_indexes[0]->backfilling);
+	ck_assert_uint_eq(td->global_secondary_indexes[0]->write_shards, 3);
+	for (int g = 1; g < 4; g++)
+		ck_assert_int_eq(atomic_load(&ddl_defines[g]), 1);
+
+	/* A Query while the backfill runs: refused, not activated. */
+	Shoal__QueryRequest q = SHOAL__QUERY_REQUEST__INIT;
+	WIRE_SET(&q, table_name, "utb");
+	WIRE_SET(&q, index_name, "byG");
+	WIRE_SET(&q, key_condition_expression, "G = :g");
+	st_value *vals = st_new_map(&a, 1);
+	st_map_set(&a, vals, ":g", 2, st_new_s(&a, "x"));
+	wire_item_to_pb(&a, vals, &q.expression_attribute_values, NULL);
+	Shoal__Request qreq = SHOAL__REQUEST__INIT;
+	qreq.op_case = SHOAL__REQUEST__OP_QUERY;
+	qreq.query = &q;
+	resp = roundtrip(rt, &a, &qreq);
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_str_eq(resp->message, "Cannot read from backfilling global secondary index: byG");
+	ck_assert_int_eq(atomic_load(&ddl_activations), 0);
+	/* DescribeTable meanwhile: CREATING, counts summed over the leaders. */
+	Shoal__DescribeTableRequest dt = SHOAL__DESCRIBE_TABLE_REQUEST__INIT;
+	WIRE_SET(&dt, table_name, "utb");
+	Shoal__Request dreq = SHOAL__REQUEST__INIT;
+	dreq.op_case = SHOAL__REQUEST__OP_DESCRIBE_TABLE;
+	dreq.describe_table = &dt;
+	resp = roundtrip(rt, &a, &dreq);
+	ck_assert_int_eq(resp->status, 0);
+	const Shoal__GlobalSecondaryIndexDescription *g =
+	    resp->describe_table->table->global_secondary_indexes[0];
+	ck_assert_str_eq(g->index_status, "CREATING");
+	ck_assert_int_eq(g->item_count, 9); /* 3 data groups x 3 */
+	ck_assert_int_eq(g->index_size_bytes, 90);
+	ck_assert_int_eq(resp->describe_table->table->item_count, 12);
+
+	/* Every leader has backfilled and shipped it: the next read activates. */
+	pthread_mutex_lock(&fake_mu);
+	ddl_done = true;
+	pthread_mutex_unlock(&fake_mu);
+	resp = roundtrip(rt, &a, &qreq);
+	ck_assert_msg(resp->status == 0, "%s", resp->message);
+	ck_assert_int_eq(atomic_load(&ddl_activations), 1);
+	for (int gr = 1; gr < 4; gr++)
+		ck_assert_int_eq(atomic_load(&ddl_defines[gr]), 2);
+	resp = roundtrip(rt, &a, &dreq);
+	ck_assert_str_eq(resp->describe_table->table->global_secondary_indexes[0]->index_status,
+	                 "ACTIVE");
+	resp = roundtrip(rt, &a, &qreq);
+	ck_assert_int_eq(resp->status, 0);
+	ck_assert_int_eq(atomic_load(&ddl_activations), 1); /* once */
+	sh_arena_fini(&a);
+	rt_router_fini(rt);
+	fakes_stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Secondary indexes: catalog ids, placeholders, write-shard merge           */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_index_catalog_overlay)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	st_key_attr attrs[4] = {{"PK", ST_S}, {"SK", ST_S}, {"G", ST_S}, {"L", ST_N}};
+	st_index_def idx[3] = {
+	    {.name = "lsi", .local = true, .key = {{"PK", ST_S}, {"L", ST_N}}, .write_shards = 1},
+	    {.name = "gsi1", .key = {{"G", ST_S}, {"SK", ST_S}}, .write_shards = 4},
+	    {.name = "gsi2", .key = {{"G", ST_S}, {NULL, ST_NONE}}, .write_shards = 1},
+	};
+	st_table_def def = {.name = "tbl1",
+	                    .key = {{"PK", ST_S}, {"SK", ST_S}},
+	                    .attrs = attrs,
+	                    .n_attrs = 4,
+	                    .indexes = idx,
+	                    .n_indexes = 3};
+	char msg[SH_ERRMSG_SIZE];
+	Shoal__TableDefine d = SHOAL__TABLE_DEFINE__INIT;
+	ck_assert_int_eq(wire_create_table_to_pb(&a, &def, &d.def, msg), SHOAL_OK);
+	d.table_id = 7;
+	d.created_ms = 123;
+	/* Without IndexState: the engine's ids at creation, 1.. in order. */
+	st_table_def out;
+	int rc = rt_table_def_from_pb(&a, &d, &out, msg);
+	ck_assert_msg(rc == SHOAL_OK, "%s", msg);
+	ck_assert_uint_eq(out.id, 7);
+	ck_assert_int_eq(out.created_ms, 123);
+	ck_assert_uint_eq(out.n_indexes, 3);
+	ck_assert_uint_eq(out.indexes[0].id, 1);
+	ck_assert_uint_eq(out.indexes[2].id, 3);
+	ck_assert_uint_eq(out.indexes[1].write_shards, 4);
+	/* With group 0's ids and statuses. */
+	Shoal__IndexState st[3] = {SHOAL__INDEX_STATE__INIT, SHOAL__INDEX_STATE__INIT,
+	                           SHOAL__INDEX_STATE__INIT};
+	Shoal__IndexState *stp[3] = {&st[0], &st[1], &st[2]};
+	st[0].index_name = "gsi2", st[0].index_id = 9, st[0].status = "CREATING";
+	st[1].index_name = "gsi1", st[1].index_id = 4, st[1].status = "ACTIVE";
+	st[2].index_name = "lsi", st[2].index_id = 2, st[2].status = "ACTIVE";
+	d.indexes = stp;
+	d.n_indexes = 3;
+	d.next_index_id = 10;
+	ck_assert_int_eq(rt_table_def_from_pb(&a, &d, &out, msg), SHOAL_OK);
+	rt_table t = {.name = "tbl1", .id = 7, .def = out};
+	const st_index_def *x = rt_index_find(&t, "gsi2");
+	ck_assert_ptr_nonnull(x);
+	ck_assert_uint_eq(x->id, 9);
+	ck_assert_int_eq(x->status, ST_INDEX_CREATING);
+	ck_assert_uint_eq(rt_index_find(&t, "gsi1")->id, 4);
+	ck_assert_int_eq(rt_index_find(&t, "gsi1")->status, ST_INDEX_ACTIVE);
+	ck_assert(rt_index_find(&t, "lsi")->local);
+	ck_assert_ptr_null(rt_index_find(&t, "nope"));
+	/* The catalog snapshot keeps them. */
+	Shoal__TableDefine *defs[1] = {&d};
+	rt_catalog_snap *snap;
+	sh_arena b;
+	sh_arena_init(&b);
+	ck_assert_int_eq(rt_catalog_snap_build(&b, defs, 1, &snap, msg), SHOAL_OK);
+	ck_assert_uint_eq(rt_index_find(rt_catalog_find(snap, "tbl1"), "gsi2")->id, 9);
+	rt_catalog_snap_free(snap);
+	sh_arena_fini(&a);
+}
+END_TEST
+
+START_TEST(test_index_start_hash)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	st_index_def lsi = {
+	    .name = "lsi", .id = 1, .local = true, .key = {{"PK", ST_S}, {"L", ST_N}}};
+	st_index_def gsi = {
+	    .name = "gsi", .id = 2, .key = {{"G", ST_S}, {NULL, ST_NONE}}, .write_shards = 5};
+	rt_table t = {.name = "tbl", .id = 9, .def = {.key = {{"PK", ST_S}, {"SK", ST_S}}}};
+	st_value *k = st_new_map(&a, 4);
+	st_map_set(&a, k, "PK", 2, st_new_s(&a, "p1"));
+	st_map_set(&a, k, "SK", 2, st_new_s(&a, "s1"));
+	st_map_set(&a, k, "L", 1, st_new_n(&a, "4"));
+	uint64_t h;
+	/* An LSI entry sits at its base item's hash. */
+	ck_assert(rt_index_start_hash(&t, &lsi, k, &h));
+	ck_assert_uint_eq(h, st_key_hash(9, st_map_get(k, "PK", 2)));
+	/* A GSI entry: without its index key, no position. */
+	ck_assert(!rt_index_start_hash(&t, &gsi, k, &h));
+	st_map_set(&a, k, "G", 1, st_new_s(&a, "hot"));
+	ck_assert(rt_index_start_hash(&t, &gsi, k, &h));
+	uint32_t shard = st_index_shard(9, st_map_get(k, "PK", 2), st_map_get(k, "SK", 2), 5);
+	ck_assert_uint_lt(shard, 5);
+	ck_assert_uint_eq(h, st_index_hash(9, 2, shard, st_map_get(k, "G", 1)));
+	/* A wrongly typed index key, or a key without the table's keys. */
+	st_map_set(&a, k, "G", 1, st_new_n(&a, "1"));
+	ck_assert(!rt_index_start_hash(&t, &gsi, k, &h));
+	st_map_remove(k, "SK", 2);
+	ck_assert(!rt_index_start_hash(&t, &lsi, k, &h));
+	sh_arena_fini(&a);
+}
+END_TEST
+
+START_TEST(test_expr_mentions)
+{
+	const char *kc = "#pk = :pk AND begins_with(#sk, :p_1)";
+	ck_assert(rt_expr_mentions(kc, (const uint8_t *)"#pk", 3));
+	ck_assert(rt_expr_mentions(kc, (const uint8_t *)":pk", 3));
+	ck_assert(rt_expr_mentions(kc, (const uint8_t *)":p_1", 4));
+	ck_assert(rt_expr_mentions(kc, (const uint8_t *)"#sk", 3));
+	ck_assert(!rt_expr_mentions(kc, (const uint8_t *)":p", 2)); /* prefix of :pk, :p_1 */
+	ck_assert(!rt_expr_mentions(kc, (const uint8_t *)"#p", 2));
+	ck_assert(!rt_expr_mentions(kc, (const uint8_t *)":f", 2));
+	ck_assert(!rt_expr_mentions(NULL, (const uint8_t *)":f", 2));
+	ck_assert(rt_expr_mentions("a=:v", (const uint8_t *)":v", 2));
+}
+END_TEST
+
+/* Synthetic index entries: maps {"k": N}; the entry order is k's. */
+static int k_cmp(const void *ctx, const st_value *a, const st_value *b)
+{
+	(void)ctx;
+	const st_value *x = st_map_get(a, "k", 1), *y = st_map_get(b, "k", 1);
+	ck_assert(x != NULL && y != NULL);
+	return st_value_cmp(x, y);
+}
+
+static st_value entry(sh_arena *a, int k)
+{
+	char text[16];
+	snprintf(text, sizeof(text), "%d", k);
+	st_value *m = st_new_map(a, 1);
+	ck_assert_int_eq(st_map_set(a, m, "k", 1, st_new_n(a, text)), SHOAL_OK);
+	return *m;
+}
+
+static int k_of(const st_value *v)
+{
+	const st_value *k = st_map_get(v, "k", 1);
+	return atoi(k->u.str.ptr);
+}
+
+START_TEST(test_shard_merge_cases)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	/* Shard 0: 1 3 5 (cut: LEK 5); shard 1: 2 4 6 8 (exhausted). */
+	st_value s0[3] = {entry(&a, 1), entry(&a, 3), entry(&a, 5)};
+	st_value s1[4] = {entry(&a, 2), entry(&a, 4), entry(&a, 6), entry(&a, 8)};
+	rt_shard_page p[2] = {{s0, 3, &s0[2]}, {s1, 4, NULL}};
+	rt_merge m;
+	ck_assert_int_eq(rt_shard_merge(p, 2, k_cmp, NULL, true, 0, 0, &a, &m), SHOAL_OK);
+	/* Past 5 shard 0 may hold 6.5: the order is complete up to 5 only. */
+	ck_assert_uint_eq(m.n, 5);
+	int want[5] = {1, 2, 3, 4, 5};
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(k_of(m.items[i]), want[i]);
+	ck_assert(m.more);
+	/* Limit cuts first. */
+	ck_assert_int_eq(rt_shard_merge(p, 2, k_cmp, NULL, true, 3, 0, &a, &m), SHOAL_OK);
+	ck_assert_uint_eq(m.n, 3);
+	ck_assert_int_eq(k_of(m.items[2]), 3);
+	ck_assert(m.more);
+	/* The page bound: items of 3 bytes ({"k": 1-digit N}), bound 7: the
+	 * third item is the first at or past it. */
+	ck_assert_int_eq(rt_shard_merge(p, 2, k_cmp, NULL, true, 0, 7, &a, &m), SHOAL_OK);
+	ck_assert_uint_eq(m.n, 3);
+	ck_assert(m.more);
+	/* Both exhausted: everything, no LastEvaluatedKey. */
+	p[0].last_key = NULL;
+	ck_assert_int_eq(rt_shard_merge(p, 2, k_cmp, NULL, true, 0, 0, &a, &m), SHOAL_OK);
+	ck_assert_uint_eq(m.n, 7);
+	ck_assert(!m.more);
+	/* Exactly Limit items and nothing else anywhere: no LastEvaluatedKey. */
+	ck_assert_int_eq(rt_shard_merge(p, 2, k_cmp, NULL, true, 7, 0, &a, &m), SHOAL_OK);
+	ck_assert_uint_eq(m.n, 7);
+	ck_assert(!m.more);
+	/* Backward: shard pages come in descending order. */
+	st_value b0[2] = {entry(&a, 9), entry(&a, 7)};
+	st_value b1[3] = {entry(&a, 8), entry(&a, 6), entry(&a, 2)};
+	rt_shard_page q[2] = {{b0, 2, &b0[1]}, {b1, 3, NULL}};
+	ck_assert_int_eq(rt_shard_merge(q, 2, k_cmp, NULL, false, 0, 0, &a, &m), SHOAL_OK);
+	ck_assert_uint_eq(m.n, 3);
+	ck_assert_int_eq(k_of(m.items[0]), 9);
+	ck_assert_int_eq(k_of(m.items[1]), 8);
+	ck_assert_int_eq(k_of(m.items[2]), 7);
+	ck_assert(m.more);
+	/* A cut shard that sent nothing: nothing kept, resume at its key. */
+	st_value lk = entry(&a, 0);
+	rt_shard_page e[2] = {{NULL, 0, &lk}, {s1, 4, NULL}};
+	ck_assert_int_eq(rt_shard_merge(e, 2, k_cmp, NULL, true, 0, 0, &a, &m), SHOAL_OK);
+	ck_assert_uint_eq(m.n, 0);
+	ck_assert(m.more);
+	ck_assert_ptr_eq(m.resume, &lk);
+	/* No shards answered anything. */
+	rt_shard_page z[1] = {{NULL, 0, NULL}};
+	ck_assert_int_eq(rt_shard_merge(z, 1, k_cmp, NULL, true, 5, 0, &a, &m), SHOAL_OK);
+	ck_assert_uint_eq(m.n, 0);
+	ck_assert(!m.more);
+	sh_arena_fini(&a);
+}
+END_TEST
+
+/*
+ * Property: N shards of a random sorted index, each answering like a node
+ * (the next Limit entries strictly after the start position in the query's
+ * order, sometimes fewer -- a 1 MB cut -- and a LastEvaluatedKey when it
+ * stopped early or reached Limit), paged through with the merge and its
+ * resume position, give exactly the whole index, in order, for every page
+ * size, both directions.
+ */
+START_TEST(test_shard_merge_pages_equal_unsharded)
+{
+	uint64_t seed = tl_seed(), rs = seed;
+	for (int round = 0; round < 300; round++) {
+		sh_arena a;
+		sh_arena_init(&a);
+		uint32_t n_shards = 1 + (uint32_t)(tl_rand(&rs) % 6);
+		int total = (int)(tl_rand(&rs) % 40);
+		uint32_t limit = (uint32_t)(tl_rand(&rs) % 9); /* 0: none */
+		bool forward = tl_rand(&rs) % 2 == 0;
+		bool early = tl_rand(&rs) % 3 == 0; /* shards cut pages early */
+		bool eager = tl_rand(&rs) % 2 == 0; /* LEK when Limit is reached exactly */
+		/* The 1 MB bound, scaled down: entries are 3 or 4 bytes. */
+		size_t max_bytes = tl_rand(&rs) % 2 == 0 ? 0 : 3 + (size_t)(tl_rand(&rs) % 20);
+		/* Entry i has k = 3 i + 1; shard of each random. */
+		st_value *all = sh_arena_calloc(&a, (size_t)total + 1, sizeof(*all));
+		uint32_t *shard = sh_arena_calloc(&a, (size_t)total + 1, sizeof(*shard));
+		for (int i = 0; i < total; i++) {
+			all[i] = entry(&a, 3 * i + 1);
+			shard[i] = (uint32_t)(tl_rand(&rs) % n_shards);
+		}
+		int got = 0, pages = 0;
+		const st_value *start = NULL;
+		for (;;) {
+			ck_assert_msg(pages++ <= total + 2, "seed %llu: no progress",
+			              (unsigned long long)seed);
+			rt_shard_page *p = sh_arena_calloc(&a, n_shards, sizeof(*p));
+			for (uint32_t s = 0; s < n_shards; s++) {
+				st_value *items =
+				    sh_arena_calloc(&a, (size_t)total + 1, sizeof(*items));
+				uint32_t n = 0, cap = limit;
+				if (early && limit == 0)
+					cap = 1 + (uint32_t)(tl_rand(&rs) % 4);
+				else if (early && limit > 1)
+					cap = 1 + (uint32_t)(tl_rand(&rs) % limit);
+				bool cut = false;
+				for (int j = 0; j < total; j++) {
+					int i = forward ? j : total - 1 - j;
+					if (shard[i] != s)
+						continue;
+					if (start != NULL) {
+						int c = k_cmp(NULL, &all[i], start);
+						if (forward ? c <= 0 : c >= 0)
+							continue;
+					}
+					if (cap != 0 && n == cap) {
+						cut = true;
+						break;
+					}
+					items[n++] = all[i];
+				}
+				p[s].items = items;
+				p[s].n = n;
+				if (n > 0 && (cut || (eager && cap != 0 && n == cap)))
+					p[s].last_key = &items[n - 1];
+			}
+			rt_merge m;
+			ck_assert_int_eq(rt_shard_merge(p, n_shards, k_cmp, NULL, forward, limit,
+			                                max_bytes, &a, &m),
+			                 SHOAL_OK);
+			ck_assert_msg(limit == 0 || m.n <= limit, "seed %llu",
+			              (unsigned long long)seed);
+			for (uint32_t i = 0; i < m.n; i++, got++) {
+				int want = forward ? 3 * got + 1 : 3 * (total - 1 - got) + 1;
+				ck_assert_msg(got < total && k_of(m.items[i]) == want,
+				              "seed %llu round %d: item %d is %d, want %d",
+				              (unsigned long long)seed, round, got,
+				              k_of(m.items[i]), want);
+			}
+			if (!m.more)
+				break;
+			start = m.n > 0 ? m.items[m.n - 1] : m.resume;
+			ck_assert_ptr_nonnull(start);
+		}
+		ck_assert_msg(got == total, "seed %llu round %d: %d of %d entries",
+		              (unsigned long long)seed, round, got, total);
+		sh_arena_fini(&a);
+	}
+}
+END_TEST
+
 static Suite *router_suite(void)
 {
 	Suite *s = suite_create("router");
@@ -1021,6 +1806,13 @@ static Suite *router_suite(void)
 	tcase_add_test(tc, test_leader_hints);
 	tcase_add_test(tc, test_scan_across_partitions);
 	tcase_add_test(tc, test_batch_write_split_unprocessed_repair);
+	tcase_add_test(tc, test_index_catalog_overlay);
+	tcase_add_test(tc, test_index_start_hash);
+	tcase_add_test(tc, test_expr_mentions);
+	tcase_add_test(tc, test_shard_merge_cases);
+	tcase_add_test(tc, test_shard_merge_pages_equal_unsharded);
+	tcase_add_test(tc, test_gsi_sharded_query);
+	tcase_add_test(tc, test_update_table_and_activation);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,7 +15,10 @@
 /* Ports: a block per test process, unlikely to collide with other runs. */
 static int base_port(int offset)
 {
-	return 20000 + (int)(getpid() % 20000) + offset;
+	static int base;
+	if (base == 0)
+		base = tl_free_ports(40);
+	return base + offset;
 }
 
 /* Runs the loop until *flag is set or 10 s pass; returns the flag.  (The

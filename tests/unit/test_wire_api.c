@@ -1582,6 +1582,149 @@ START_TEST(test_alloc_failures)
 }
 END_TEST
 
+/* UpdateTable's API-level checks (wire_update_table_from_pb): each body and
+ * the error DynamoDB answers without looking at the table. */
+typedef struct update_case {
+	const char *body;
+	int rc;
+	const char *message;
+} update_case;
+
+#define GSI_CREATE(name, extra)                                                                    \
+	"{'Create':{'IndexName':'" name "','KeySchema':[{'AttributeName':'G','KeyType':'HASH'}],"  \
+	"'Projection':{'ProjectionType':'ALL'}" extra "}}"
+
+static const update_case update_cases[] = {
+    {"{}", SHOAL_E_VALIDATION,
+     "The parameter 'TableName' is required but was not present in the request"},
+    {"{'TableName':'ab'}", SHOAL_E_VALIDATION,
+     "TableName must be at least 3 characters long and at most 255 characters long"},
+    {"{'TableName':'tbl'}", SHOAL_E_VALIDATION,
+     "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, "
+     "GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required"},
+    {"{'TableName':'tbl','GlobalSecondaryIndexUpdates':[]}", SHOAL_E_VALIDATION,
+     "At least one of ProvisionedThroughput, BillingMode, UpdateStreamEnabled, "
+     "GlobalSecondaryIndexUpdates or SSESpecification or ReplicaUpdates is required"},
+    {"{'TableName':'tbl','BillingMode':'CHEAP'}", SHOAL_E_VALIDATION,
+     "1 validation error detected: Value 'CHEAP' at 'billingMode' failed to satisfy "
+     "constraint: Member must satisfy enum value set: [PROVISIONED, PAY_PER_REQUEST]"},
+    {"{'TableName':'tbl','BillingMode':'PROVISIONED'}", SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: ProvisionedThroughput must be specified "
+     "when BillingMode is PROVISIONED"},
+    {"{'TableName':'tbl','GlobalSecondaryIndexUpdates':[{'Delete':{}}]}", SHOAL_E_VALIDATION,
+     "1 validation error detected: Value null at "
+     "'globalSecondaryIndexUpdates.1.member.delete.indexName' failed to satisfy constraint: "
+     "Member must not be null"},
+    {"{'TableName':'tbl','GlobalSecondaryIndexUpdates':[{'Create':{'IndexName':'gsi'}}]}",
+     SHOAL_E_VALIDATION,
+     "2 validation errors detected: Value null at "
+     "'globalSecondaryIndexUpdates.1.member.create.projection' failed to satisfy constraint: "
+     "Member must not be null; Value null at "
+     "'globalSecondaryIndexUpdates.1.member.create.keySchema' failed to satisfy constraint: "
+     "Member must not be null"},
+    {"{'TableName':'tbl','GlobalSecondaryIndexUpdates':[{'Delete':{'IndexName':'gsi'}},"
+     "{'Delete':{'IndexName':'gsi'}}]}",
+     SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: Only one global secondary index update per "
+     "index is allowed simultaneously. Index: gsi"},
+    {"{'TableName':'tbl','GlobalSecondaryIndexUpdates':[" GSI_CREATE("gsi", "") "]}",
+     SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: Some index key attributes are not defined in "
+     "AttributeDefinitions. Keys: [G], AttributeDefinitions: []"},
+    {"{'TableName':'tbl','AttributeDefinitions':[{'AttributeName':'G','AttributeType':'S'}],"
+     "'GlobalSecondaryIndexUpdates':[{'Create':{'IndexName':'gsi','KeySchema':[{"
+     "'AttributeName':'G','KeyType':'RANGE'}],'Projection':{'ProjectionType':'ALL'}}}]}",
+     SHOAL_E_VALIDATION, "Invalid KeySchema: The first KeySchemaElement is not a HASH key type"},
+    {"{'TableName':'tbl','AttributeDefinitions':[{'AttributeName':'G','AttributeType':'S'}],"
+     "'GlobalSecondaryIndexUpdates':[{'Create':{'IndexName':'gsi','KeySchema':[{"
+     "'AttributeName':'G','KeyType':'HASH'}],'Projection':{'ProjectionType':'KEYS_ONLY',"
+     "'NonKeyAttributes':['x']}}}]}",
+     SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: ProjectionType is KEYS_ONLY, but "
+     "NonKeyAttributes is specified"},
+    {"{'TableName':'tbl','AttributeDefinitions':[{'AttributeName':'G','AttributeType':'S'}],"
+     "'BillingMode':'PAY_PER_REQUEST','GlobalSecondaryIndexUpdates':[" GSI_CREATE(
+         "gsi", ",'ProvisionedThroughput':{'ReadCapacityUnits':1,'WriteCapacityUnits':1}") "]}",
+     SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: ProvisionedThroughput should not be "
+     "specified for index: gsi when BillingMode is PAY_PER_REQUEST"},
+    {"{'TableName':'tbl','AttributeDefinitions':[{'AttributeName':'G','AttributeType':'S'}],"
+     "'GlobalSecondaryIndexUpdates':[" GSI_CREATE("gsi", "") ",{'Delete':{'IndexName':'old'}}]}",
+     SHOAL_E_LIMIT_EXCEEDED,
+     "Subscriber limit exceeded: Only 1 online index can be created or deleted simultaneously "
+     "per table"},
+};
+
+START_TEST(test_update_table_checks)
+{
+	for (size_t i = 0; i < sizeof(update_cases) / sizeof(update_cases[0]); i++) {
+		const update_case *c = &update_cases[i];
+		Shoal__Request *r;
+		int rc = wire_api_request_from_json(&A, "UpdateTable", J(c->body), &r, msg);
+		ck_assert_msg(rc == SHOAL_OK, "%s: %s", c->body, msg);
+		st_table_update_req u;
+		rc = wire_update_table_from_pb(&A, r->update_table, &u, msg);
+		ck_assert_msg(rc == c->rc, "%s: rc %d (%s), want %d", c->body, rc, msg, c->rc);
+		ck_assert_msg(strcmp(msg, c->message) == 0, "%s:\n got %s\nwant %s", c->body, msg,
+		              c->message);
+	}
+
+	/* A valid one: a write-sharded GSI to create (CREATING, id 0, the
+	 * request's key types), an Update ignored, a BillingMode alone. */
+	Shoal__Request *r;
+	ck_assert_int_eq(
+	    wire_api_request_from_json(
+	        &A, "UpdateTable",
+	        J("{'TableName':'edtech-platform','AttributeDefinitions':[{'AttributeName':'G',"
+	          "'AttributeType':'N'},{'AttributeName':'H','AttributeType':'S'}],"
+	          "'GlobalSecondaryIndexUpdates':[{'Create':{'IndexName':'byG','KeySchema':[{"
+	          "'AttributeName':'G','KeyType':'HASH'},{'AttributeName':'H','KeyType':'RANGE'}],"
+	          "'Projection':{'ProjectionType':'INCLUDE','NonKeyAttributes':['a','b']},"
+	          "'WriteShards':4}},{'Update':{'IndexName':'GSI1','ProvisionedThroughput':{"
+	          "'ReadCapacityUnits':5,'WriteCapacityUnits':5}}}]}"),
+	        &r, msg),
+	    SHOAL_OK);
+	st_table_update_req u;
+	ck_assert_msg(wire_update_table_from_pb(&A, r->update_table, &u, msg) == SHOAL_OK, "%s",
+	              msg);
+	ck_assert_str_eq(u.name, "edtech-platform");
+	ck_assert_uint_eq(u.n_create, 1);
+	ck_assert_uint_eq(u.n_drop, 0);
+	ck_assert_uint_eq(u.n_attrs, 2);
+	ck_assert_int_eq(u.attrs[0].type, ST_N);
+	const st_index_def *x = &u.create[0];
+	ck_assert_str_eq(x->name, "byG");
+	ck_assert_uint_eq(x->id, 0);
+	ck_assert(!x->local);
+	ck_assert_int_eq(x->status, ST_INDEX_CREATING);
+	ck_assert_uint_eq(x->write_shards, 4);
+	ck_assert_str_eq(x->key.hash.name, "G");
+	ck_assert_int_eq(x->key.hash.type, ST_N);
+	ck_assert_str_eq(x->key.range.name, "H");
+	ck_assert_int_eq(x->projection, ST_PROJ_INCLUDE);
+	ck_assert_uint_eq(x->n_include, 2);
+
+	ck_assert_int_eq(wire_api_request_from_json(
+	                     &A, "UpdateTable",
+	                     J("{'TableName':'edtech-platform','GlobalSecondaryIndexUpdates':[{"
+	                       "'Delete':{'IndexName':'GSI1'}}]}"),
+	                     &r, msg),
+	                 SHOAL_OK);
+	ck_assert_int_eq(wire_update_table_from_pb(&A, r->update_table, &u, msg), SHOAL_OK);
+	ck_assert_uint_eq(u.n_drop, 1);
+	ck_assert_str_eq(u.drop[0], "GSI1");
+	ck_assert_uint_eq(u.n_create, 0);
+
+	ck_assert_int_eq(wire_api_request_from_json(
+	                     &A, "UpdateTable",
+	                     J("{'TableName':'edtech-platform','BillingMode':'PAY_PER_REQUEST'}"),
+	                     &r, msg),
+	                 SHOAL_OK);
+	ck_assert_int_eq(wire_update_table_from_pb(&A, r->update_table, &u, msg), SHOAL_OK);
+	ck_assert_uint_eq(u.n_create + u.n_drop, 0);
+}
+END_TEST
+
 static Suite *wire_api_suite(void)
 {
 	Suite *s = suite_create("wire_api");
@@ -1594,6 +1737,7 @@ static Suite *wire_api_suite(void)
 	tcase_add_test(tc, test_batches);
 	tcase_add_test(tc, test_transactions);
 	tcase_add_test(tc, test_tables);
+	tcase_add_test(tc, test_update_table_checks);
 	tcase_add_test(tc, test_ignored);
 	tcase_add_test(tc, test_request_errors);
 	tcase_add_test(tc, test_item_responses);

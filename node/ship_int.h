@@ -1,0 +1,135 @@
+/*
+ * ship_int.h -- internals shared by node/ship.c (the shipper: sources, their
+ * state machine, lifecycle) and node/ship_link.c (the nng side: sockets,
+ * one exchange per (source, target) link, results handed to the loop, the
+ * shipper's metrics).  node.h has the contract.
+ */
+#ifndef SHOAL_NODE_SHIP_INT_H
+#define SHOAL_NODE_SHIP_INT_H
+
+#include <nng/nng.h>
+
+#include "node/node.h"
+#include "storage/index.h"
+
+/* Propagation lag histogram bounds, milliseconds (+Inf implied). */
+#define LAG_BUCKETS 14
+/* Indexes tracked by the lag histograms (beyond this they share a slot). */
+#define LAG_SLOTS 64
+
+typedef enum link_state {
+	LINK_IDLE,    /* nothing on the wire */
+	LINK_SENDING, /* nng_ctx_send pending */
+	LINK_RECV,    /* nng_ctx_recv pending */
+	LINK_DONE,    /* result on the done list, for the loop */
+} link_state;
+
+typedef struct ship_src ship_src;
+
+/* One (source, target) pair. */
+typedef struct ship_link {
+	node_ship *s;
+	ship_src *src;
+	uint32_t target;
+	nng_aio *aio;
+	nng_ctx ctx;
+	bool ctx_open;
+	uint32_t ctx_node; /* node id the context's socket dials */
+	link_state state;  /* the exchange's progress (nng thread, then s->mu) */
+	bool busy;         /* loop: an exchange is under way or unprocessed */
+	uint32_t gen;      /* src->gen of the exchange */
+	uint32_t n_sent;   /* deltas in the batch */
+	uint32_t dest;     /* node believed to lead the target, 0: choose */
+	uint32_t rr;       /* replica rotation after failures */
+	uint64_t retry_ns; /* not before (monotonic) */
+	uint32_t backoff_ms;
+	uint64_t fails; /* consecutive, for logging */
+	int rv;         /* nng result */
+	nng_msg *reply;
+	struct ship_link *done_next;
+} ship_link;
+
+struct ship_src {
+	node_ship *s;
+	node_group *g;
+	uint32_t gid;
+	bool active;
+	uint64_t term;
+	uint32_t gen;
+	node_shipq q;
+	bool q_init;
+	uint64_t seen_applied;
+	bool want_read;    /* read the outbox at the next tick */
+	bool kick;         /* look at the links at the next tick */
+	uint64_t last_seq; /* outbox info at the last read */
+	uint64_t acked;    /* node_shipq_watermark */
+	ship_link **links; /* [groups], created on first use */
+
+	/* OutboxTrim through this group's own log. */
+	node_waiter trim_w;
+	bool trim_w_init, trim_busy;
+	Shoal__OutboxTrim trim_op;
+	uint64_t trim_sent; /* highest upto applied (or the watermark at activation) */
+	uint64_t trim_ns;   /* when the last trim was proposed */
+
+	/* Backfill steps, one at a time. */
+	node_waiter bf_w;
+	bool bf_w_init, bf_busy;
+	Shoal__IndexBackfill bf_op;
+	char bf_table[512];
+	uint64_t bf_next_ns;
+
+	sh_arena scratch;
+
+	/* Published for other threads. */
+	_Atomic uint64_t backlog;
+	atomic_uint_fast64_t shipped_total; /* deltas acknowledged by targets */
+	atomic_uint_fast64_t applied_total; /* deltas this group applied as a target */
+};
+
+typedef struct lag_slot {
+	uint32_t table_id;
+	uint16_t index_id;
+	bool used;
+	uint64_t buckets[LAG_BUCKETS + 1];
+	uint64_t count;
+	double sum_ms;
+} lag_slot;
+
+struct node_ship {
+	node *n;
+	const sh_cluster_conf *conf;
+	uv_timer_t timer;
+	uv_async_t async;
+	bool timer_init, async_init;
+	bool closing;       /* loop */
+	atomic_bool paused; /* node_ship_set_paused */
+	bool timer_fired;   /* loop: the timer ran since the last tick */
+
+	pthread_mutex_t mu; /* done list, async_open */
+	bool async_open;
+	ship_link *done;
+
+	nng_socket socks[SH_MAX_NODES]; /* by position in conf->nodes */
+	bool sock_open[SH_MAX_NODES];
+
+	ship_src **srcs; /* [groups]; NULL where not hosted */
+
+	pthread_mutex_t lag_mu;
+	lag_slot lag[LAG_SLOTS];
+};
+
+/* ship_link.c, all on the loop thread. */
+
+/* Sends the next batch of src's queue for `target` when its link is free
+ * and not backing off. */
+void node_ship_link_send(ship_src *src, uint32_t target, uint64_t now);
+/* Processes the exchanges the nng callbacks finished (acknowledgements pop
+ * the queues; failures make batches unsent and pick another node). */
+void node_ship_drain(node_ship *s);
+/* Forgets where the link sent and its backoff (a new leadership). */
+void node_ship_link_reset(ship_link *l);
+/* Frees a link whose aio has been stopped (nng_aio_stop). */
+void node_ship_link_free(ship_link *l);
+
+#endif

@@ -1,0 +1,466 @@
+/*
+ * ship_link.c -- the shipper's nng side (node/ship.c has the overview):
+ * each (source, target) link sends one IndexApply batch at a time as a
+ * NodeRequest on a REQ context of the socket dialled to the node it believes
+ * leads the target group, and hands the answer back to the loop.
+ *
+ * An exchange:
+ *
+ *   state    event                                next     where
+ *   -------  -----------------------------------  -------  ---------------
+ *   IDLE     a batch taken (node_shipq_take)      SENDING  link_send (loop)
+ *   SENDING  sent                                 RECV     link_cb (nng)
+ *   SENDING  failed / timed out (no connection)   DONE     link_cb (nng)
+ *   RECV     answered, failed or timed out        DONE     link_cb (nng)
+ *   DONE     taken off the done list              IDLE     link_result (loop)
+ *
+ * The nng callback only stores the result, puts the link on the shipper's
+ * done list under its mutex and wakes the loop (uv_async); the loop works
+ * the list off (node_ship_drain) after every iteration.  `busy` (loop only)
+ * is what keeps a second exchange from starting: it is set before the send
+ * and cleared when the loop has processed the result.
+ *
+ * Where to send: this node if it leads the target itself, else the leader
+ * this node knows (when it hosts a replica), else the group's replicas in
+ * turn; then NOT_LEADER hints (at once), else the next replica after a
+ * backoff (10 ms doubling to 500 ms).  An answer that is not OK leaves the
+ * batch unsent; it goes again, possibly longer.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "common/alloc.h"
+#include "node/ship_int.h"
+#include "proto/wire.h"
+
+/* Propagation lag histogram bounds, milliseconds (+Inf implied). */
+static const unsigned lag_le_ms[LAG_BUCKETS] = {1,   2,   5,    10,   20,   50,    100,
+                                                200, 500, 1000, 2000, 5000, 10000, 30000};
+
+/* ------------------------------------------------------------------------ */
+/* Small helpers                                                             */
+/* ------------------------------------------------------------------------ */
+
+static int node_pos(const sh_cluster_conf *c, uint32_t id)
+{
+	for (uint32_t i = 0; i < c->n_nodes; i++)
+		if (c->nodes[i].id == id)
+			return (int)i;
+	return -1;
+}
+
+static void lag_observe(node_ship *s, uint32_t table_id, uint16_t index_id, int64_t ms)
+{
+	if (ms < 0)
+		ms = 0;
+	unsigned h = (table_id * 31u + index_id) % LAG_SLOTS;
+	pthread_mutex_lock(&s->lag_mu);
+	lag_slot *x = NULL;
+	for (unsigned i = 0; i < LAG_SLOTS; i++) {
+		lag_slot *y = &s->lag[(h + i) % LAG_SLOTS];
+		if (!y->used || (y->table_id == table_id && y->index_id == index_id)) {
+			x = y;
+			break;
+		}
+	}
+	if (x == NULL)
+		x = &s->lag[h]; /* full: share a slot rather than lose the sample */
+	if (!x->used) {
+		x->used = true;
+		x->table_id = table_id;
+		x->index_id = index_id;
+	}
+	int b = 0;
+	while (b < LAG_BUCKETS && (uint64_t)ms > lag_le_ms[b])
+		b++;
+	x->buckets[b]++;
+	x->count++;
+	x->sum_ms += (double)ms;
+	pthread_mutex_unlock(&s->lag_mu);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The nng side                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Hands a finished exchange to the loop.  nng callback thread. */
+static void post_done(ship_link *l)
+{
+	node_ship *s = l->s;
+	pthread_mutex_lock(&s->mu);
+	l->state = LINK_DONE;
+	l->done_next = s->done;
+	s->done = l;
+	if (s->async_open)
+		uv_async_send(&s->async);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* The aio callback: SENDING -> RECV -> DONE, or DONE on failure. */
+static void link_cb(void *arg)
+{
+	ship_link *l = arg;
+	int rv = nng_aio_result(l->aio);
+	if (l->state == LINK_SENDING) {
+		if (rv != 0) {
+			nng_msg *m = nng_aio_get_msg(l->aio);
+			if (m != NULL)
+				nng_msg_free(m);
+			nng_aio_set_msg(l->aio, NULL);
+			l->rv = rv;
+			post_done(l);
+			return;
+		}
+		l->state = LINK_RECV;
+		nng_aio_set_timeout(l->aio, NODE_SHIP_TIMEOUT_MS);
+		nng_ctx_recv(l->ctx, l->aio);
+		return;
+	}
+	l->rv = rv;
+	l->reply = rv == 0 ? nng_aio_get_msg(l->aio) : NULL;
+	nng_aio_set_msg(l->aio, NULL);
+	post_done(l);
+}
+
+/* The REQ socket to node id (opened and dialled, without waiting, on first
+ * use), or NULL. */
+static nng_socket *sock_for(node_ship *s, uint32_t id)
+{
+	int i = node_pos(s->conf, id);
+	if (i < 0)
+		return NULL;
+	if (s->sock_open[i])
+		return &s->socks[i];
+	int rv = nng_req0_open(&s->socks[i]);
+	if (rv != 0) {
+		node_logf(NODE_LOG_WARN, "ship: nng_req0_open: %s", nng_strerror(rv));
+		return NULL;
+	}
+	nng_socket_set_size(s->socks[i], NNG_OPT_RECVMAXSZ, NODE_RECV_MAX);
+	nng_socket_set_ms(s->socks[i], NNG_OPT_RECONNMINT, 20);
+	nng_socket_set_ms(s->socks[i], NNG_OPT_RECONNMAXT, 500);
+	/* Our own retries decide when a batch goes again. */
+	nng_socket_set_ms(s->socks[i], NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	rv = nng_dial(s->socks[i], s->conf->nodes[i].rpc, NULL, NNG_FLAG_NONBLOCK);
+	if (rv != 0) {
+		node_logf(NODE_LOG_WARN, "ship: dial %s: %s", s->conf->nodes[i].rpc,
+		          nng_strerror(rv));
+		nng_close(s->socks[i]);
+		return NULL;
+	}
+	s->sock_open[i] = true;
+	return &s->socks[i];
+}
+
+/* ------------------------------------------------------------------------ */
+/* Links                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static ship_link *link_get(ship_src *src, uint32_t target)
+{
+	ship_link *l = src->links[target];
+	if (l != NULL)
+		return l;
+	l = sh_calloc(1, sizeof(*l));
+	if (l == NULL)
+		return NULL;
+	l->s = src->s;
+	l->src = src;
+	l->target = target;
+	if (nng_aio_alloc(&l->aio, link_cb, l) != 0) {
+		sh_free(l);
+		return NULL;
+	}
+	src->links[target] = l;
+	return l;
+}
+
+/* The node to send the target's batch to. */
+static uint32_t link_dest(ship_link *l)
+{
+	node_ship *s = l->s;
+	if (l->dest != 0)
+		return l->dest;
+	node_group *tg = node_group_get(s->n, l->target);
+	if (tg != NULL) {
+		node_group_status st;
+		node_group_status_get(tg, &st);
+		if (st.role == RAFT_LEADER)
+			return s->n->id;
+		if (st.leader != 0)
+			return st.leader;
+	}
+	uint32_t replicas[SH_MAX_REPLICATION];
+	sh_cluster_replicas(s->conf, l->target, replicas);
+	return replicas[l->rr % s->conf->replication];
+}
+
+/* After a failure: another replica next time, and a pause. */
+static void link_failed(ship_link *l, uint32_t hint, bool pause)
+{
+	l->dest = hint;
+	if (hint == 0)
+		l->rr++;
+	l->fails++;
+	if (pause) {
+		l->backoff_ms = l->backoff_ms == 0 ? NODE_SHIP_BACKOFF_MIN_MS : l->backoff_ms * 2;
+		if (l->backoff_ms > NODE_SHIP_BACKOFF_MAX_MS)
+			l->backoff_ms = NODE_SHIP_BACKOFF_MAX_MS;
+		l->retry_ns = node_now_ns() + (uint64_t)l->backoff_ms * 1000000u;
+	}
+	if (l->ctx_open) { /* a fresh context for the next request */
+		nng_ctx_close(l->ctx);
+		l->ctx_open = false;
+	}
+}
+
+/* Packs the first n deltas of the target's queue as a NodeRequest. */
+static int pack_batch(ship_link *l, uint32_t n, nng_msg **out)
+{
+	ship_src *src = l->src;
+	sh_arena *a = &src->scratch;
+	sh_arena_reset(a);
+	Shoal__IndexDelta **v = sh_arena_calloc(a, n, sizeof(*v));
+	Shoal__IndexDelta *d = sh_arena_calloc(a, n, sizeof(*d));
+	if (v == NULL || d == NULL)
+		return SHOAL_E_NOMEM;
+	const node_sdelta *x = src->q.links[l->target].head;
+	for (uint32_t i = 0; i < n; i++, x = x->next) {
+		shoal__index_delta__init(&d[i]);
+		d[i].seq = x->d.seq;
+		d[i].hash = x->d.hash;
+		d[i].table_id = x->d.table_id;
+		d[i].index_id = x->d.index_id;
+		d[i].del = x->d.del;
+		d[i].key.data = (uint8_t *)x->d.key;
+		d[i].key.len = x->d.key_len;
+		d[i].value.data = (uint8_t *)x->d.val;
+		d[i].value.len = x->d.val_len;
+		d[i].ts_ms = x->d.ts_ms;
+		v[i] = &d[i];
+	}
+	Shoal__IndexApply ia = SHOAL__INDEX_APPLY__INIT;
+	ia.source_group = src->gid;
+	ia.n_deltas = n;
+	ia.deltas = v;
+	Shoal__NodeRequest req = SHOAL__NODE_REQUEST__INIT;
+	req.group = l->target;
+	req.index_ship = &ia;
+	size_t len = shoal__node_request__get_packed_size(&req);
+	nng_msg *m;
+	if (nng_msg_alloc(&m, len) != 0)
+		return SHOAL_E_NOMEM;
+	shoal__node_request__pack(&req, nng_msg_body(m));
+	sh_arena_reset(a);
+	*out = m;
+	return SHOAL_OK;
+}
+
+/* Sends the target's next batch if the link is free.  Loop. */
+void node_ship_link_send(ship_src *src, uint32_t target, uint64_t now)
+{
+	node_ship *s = src->s;
+	ship_link *l = link_get(src, target);
+	if (l == NULL)
+		return;
+	if (l->busy || now < l->retry_ns)
+		return;
+	uint32_t k = node_shipq_take(&src->q, target, NODE_SHIP_BATCH_MAX, NODE_SHIP_BATCH_BYTES);
+	if (k == 0)
+		return;
+	nng_msg *m = NULL;
+	uint32_t dest = link_dest(l);
+	nng_socket *sock = sock_for(s, dest);
+	if (sock == NULL || pack_batch(l, k, &m) != SHOAL_OK) {
+		node_shipq_retry(&src->q, target);
+		link_failed(l, 0, true);
+		return;
+	}
+	if (l->ctx_open && l->ctx_node != dest) {
+		nng_ctx_close(l->ctx);
+		l->ctx_open = false;
+	}
+	if (!l->ctx_open) {
+		if (nng_ctx_open(&l->ctx, *sock) != 0) {
+			nng_msg_free(m);
+			node_shipq_retry(&src->q, target);
+			link_failed(l, 0, true);
+			return;
+		}
+		l->ctx_open = true;
+		l->ctx_node = dest;
+	}
+	l->dest = dest;
+	l->gen = src->gen;
+	l->n_sent = k;
+	l->busy = true;
+	l->state = LINK_SENDING;
+	/* A send waits only for a connection to the node: when there is none
+	 * (the node is down) another replica is tried soon. */
+	nng_aio_set_timeout(l->aio, NODE_SHIP_SEND_TIMEOUT_MS);
+	nng_aio_set_msg(l->aio, m);
+	nng_ctx_send(l->ctx, l->aio);
+}
+
+static void ack_each(void *arg, const st_delta *d)
+{
+	ship_src *src = arg;
+	lag_observe(src->s, d->table_id, d->index_id, node_wall_ms() - d->ts_ms);
+}
+
+/* An exchange finished (the link is on no list any more).  Loop. */
+static void link_result(ship_link *l)
+{
+	ship_src *src = l->src;
+	nng_msg *reply = l->reply;
+	int rv = l->rv;
+	l->reply = NULL;
+	l->state = LINK_IDLE;
+	l->busy = false;
+	src->kick = true;
+	if (l->gen != src->gen || !src->active) {
+		/* Sent under an earlier leadership: the queues it came from are
+		 * gone; whatever the target did with it is harmless. */
+		if (reply != NULL)
+			nng_msg_free(reply);
+		return;
+	}
+	if (rv != 0) {
+		if (l->fails % 50 == 0)
+			node_logf(NODE_LOG_INFO, "ship: group %u -> group %u via node %u: %s",
+			          src->gid, l->target, l->dest, nng_strerror(rv));
+		node_shipq_retry(&src->q, l->target);
+		link_failed(l, 0, rv != NNG_ETIMEDOUT);
+		return;
+	}
+	Shoal__NodeResponse *r = shoal__node_response__unpack(NULL, nng_msg_len(reply),
+	                                                      (const uint8_t *)nng_msg_body(reply));
+	nng_msg_free(reply);
+	int status = r == NULL || r->response == NULL ? SHOAL__STATUS__STATUS_SERIALIZATION
+	                                              : (int)r->response->status;
+	int code = wire_code_from_status(status);
+	if (code == SHOAL_OK) {
+		node_shipq_ack(&src->q, l->target, ack_each, src);
+		atomic_fetch_add_explicit(&src->shipped_total, l->n_sent, memory_order_relaxed);
+		l->backoff_ms = 0;
+		l->retry_ns = 0;
+		l->fails = 0;
+		src->want_read = true; /* room in the buffer */
+	} else {
+		uint32_t hint = code == SHOAL_E_NOT_LEADER ? r->leader_node : 0;
+		if (code != SHOAL_E_NOT_LEADER && code != SHOAL_E_UNAVAILABLE &&
+		    code != SHOAL_E_OUTCOME_UNKNOWN && l->fails % 50 == 0)
+			node_logf(NODE_LOG_WARN,
+			          "ship: group %u -> group %u refused a batch: %s: %s", src->gid,
+			          l->target, shoal_err_name(code),
+			          r != NULL && r->response != NULL && r->response->message != NULL
+			              ? r->response->message
+			              : "");
+		node_shipq_retry(&src->q, l->target);
+		/* A fresh hint is worth trying at once; anything else waits (and
+		 * so does a hint that keeps failing, as during an election). */
+		if (hint == l->dest)
+			hint = 0;
+		link_failed(l, hint, hint == 0 || l->fails >= 2);
+	}
+	if (r != NULL)
+		shoal__node_response__free_unpacked(r, NULL);
+}
+
+/* Takes the finished exchanges off the done list.  Loop. */
+void node_ship_drain(node_ship *s)
+{
+	pthread_mutex_lock(&s->mu);
+	ship_link *l = s->done;
+	s->done = NULL;
+	pthread_mutex_unlock(&s->mu);
+	while (l != NULL) {
+		ship_link *next = l->done_next;
+		l->done_next = NULL;
+		link_result(l);
+		l = next;
+	}
+}
+void node_ship_link_reset(ship_link *l)
+{
+	l->dest = 0;
+	l->backoff_ms = 0;
+	l->retry_ns = 0;
+	l->fails = 0;
+}
+
+void node_ship_link_free(ship_link *l)
+{
+	if (l->reply != NULL)
+		nng_msg_free(l->reply);
+	nng_msg *m = nng_aio_get_msg(l->aio);
+	if (m != NULL)
+		nng_msg_free(m);
+	if (l->ctx_open)
+		nng_ctx_close(l->ctx);
+	nng_aio_free(l->aio);
+	sh_free(l);
+}
+
+void node_ship_metrics(node_ship *s, node_appendf_fn appendf, void *buf)
+{
+	if (s == NULL)
+		return;
+	appendf(buf, "# HELP shoal_index_deltas_shipped_total Index deltas of this group's "
+	             "outbox acknowledged by their target groups (while leader).\n"
+	             "# TYPE shoal_index_deltas_shipped_total counter\n");
+	for (uint32_t g = 0; g < s->conf->groups; g++)
+		if (s->srcs[g] != NULL)
+			appendf(buf, "shoal_index_deltas_shipped_total{group=\"%u\"} %" PRIu64 "\n",
+			        g, (uint64_t)atomic_load(&s->srcs[g]->shipped_total));
+	appendf(buf, "# HELP shoal_index_deltas_applied_total Index deltas received from "
+	             "source groups and applied by this group (as leader).\n"
+	             "# TYPE shoal_index_deltas_applied_total counter\n");
+	for (uint32_t g = 0; g < s->conf->groups; g++)
+		if (s->srcs[g] != NULL)
+			appendf(buf, "shoal_index_deltas_applied_total{group=\"%u\"} %" PRIu64 "\n",
+			        g, (uint64_t)atomic_load(&s->srcs[g]->applied_total));
+	appendf(buf, "# HELP shoal_index_backlog Unshipped index deltas as this node, "
+	             "leader, last saw them.\n# TYPE shoal_index_backlog gauge\n");
+	for (uint32_t g = 0; g < s->conf->groups; g++)
+		if (s->srcs[g] != NULL)
+			appendf(buf, "shoal_index_backlog{group=\"%u\"} %" PRIu64 "\n", g,
+			        (uint64_t)atomic_load(&s->srcs[g]->backlog));
+
+	appendf(buf, "# HELP shoal_index_propagation_seconds Time from a base write's "
+	             "proposal to its index delta applied by the target group (measured on "
+	             "the source leader when the target acknowledges).\n"
+	             "# TYPE shoal_index_propagation_seconds histogram\n");
+	pthread_mutex_lock(&s->lag_mu);
+	for (unsigned i = 0; i < LAG_SLOTS; i++) {
+		const lag_slot *x = &s->lag[i];
+		if (!x->used)
+			continue;
+		uint64_t cum = 0;
+		for (int b = 0; b < LAG_BUCKETS; b++) {
+			cum += x->buckets[b];
+			appendf(buf,
+			        "shoal_index_propagation_seconds_bucket{table_id=\"%u\",index_id="
+			        "\"%u\",le=\"%g\"} %" PRIu64 "\n",
+			        x->table_id, x->index_id, lag_le_ms[b] / 1000.0, cum);
+		}
+		cum += x->buckets[LAG_BUCKETS];
+		appendf(buf,
+		        "shoal_index_propagation_seconds_bucket{table_id=\"%u\",index_id=\"%u\","
+		        "le=\"+Inf\"} %" PRIu64 "\n",
+		        x->table_id, x->index_id, cum);
+		appendf(buf,
+		        "shoal_index_propagation_seconds_sum{table_id=\"%u\",index_id=\"%u\"} "
+		        "%.3f\n",
+		        x->table_id, x->index_id, x->sum_ms / 1000.0);
+		appendf(buf,
+		        "shoal_index_propagation_seconds_count{table_id=\"%u\",index_id=\"%u\"} "
+		        "%" PRIu64 "\n",
+		        x->table_id, x->index_id, x->count);
+	}
+	pthread_mutex_unlock(&s->lag_mu);
+}

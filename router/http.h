@@ -1,0 +1,170 @@
+/*
+ * http.h -- the router's DynamoDB-compatible HTTP endpoint (router/http.c)
+ * and AWS Signature Version 4 verification (router/sigv4.c).  Private to
+ * router/, main.c and the unit test tests/unit/test_http.c.
+ *
+ * The endpoint speaks DynamoDB's JSON 1.0 protocol, so boto3, the AWS CLI
+ * and the SDKs work with nothing changed but the endpoint URL:
+ *
+ *   POST /  X-Amz-Target: DynamoDB_20120810.<Operation>
+ *           Content-Type: application/x-amz-json-1.0 (1.1 is accepted too)
+ *           body: the operation's DynamoDB JSON request
+ *   -> 200 and the operation's DynamoDB JSON response, or
+ *      400 / 500 / 503 and {"__type": "<namespace>#<Exception>", "message": ...}
+ *      with x-amzn-RequestId and x-amz-crc32 (CRC-32 of the body) headers.
+ *   GET /  -> 200 "healthy: <host>" (DynamoDB's health check)
+ *
+ * One request pipeline, two encodings: the body is converted to a
+ * shoal.Request by proto/wire_api.h, served by rt_handle_request (the native
+ * protocol's front door, front.c), and the Response converted back.  No
+ * operation has HTTP-specific semantics; operations the router does not
+ * implement answer UnknownOperationException as they do natively.
+ *
+ * Threads.  nng's HTTP server reads every connection asynchronously, so a
+ * slow or stalled client (slowloris) holds only its own connection.  The
+ * handler callback runs on nng's threads and never blocks: it checks the
+ * headers, starts reading the body (nng_http_conn_read_all) and queues the
+ * request for the endpoint's own worker threads, which run the request
+ * pipeline (blocking node calls) and complete nng's aio with the response.
+ *
+ * Limits: bodies over RT_HTTP_MAX_BODY (16 MiB, DynamoDB's largest request is
+ * a 16 MB BatchWriteItem) are refused with 413 before being read; at most
+ * RT_HTTP_MAX_QUEUED requests wait for a worker and RT_HTTP_MAX_INFLIGHT
+ * bytes of bodies are held at once, past which requests get 503
+ * ServiceUnavailable (botocore retries those).
+ */
+#ifndef SHOAL_ROUTER_HTTP_H
+#define SHOAL_ROUTER_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "router/router.h"
+
+#define RT_HTTP_MAX_BODY      (16u * 1024 * 1024)
+#define RT_HTTP_MAX_QUEUED    4096u
+#define RT_HTTP_MAX_INFLIGHT  (256u * 1024 * 1024)
+#define RT_HTTP_TARGET_PREFIX "DynamoDB_20120810."
+
+/* ------------------------------------------------------------------------ */
+/* Pure helpers (http.c)                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* The operation named by an X-Amz-Target header ("DynamoDB_20120810.PutItem"
+ * -> "PutItem", pointing into target), or NULL if the header is missing, has
+ * another prefix or names nothing. */
+const char *rt_http_target_op(const char *target);
+
+/* The x-amz-crc32 header value: CRC-32 (zlib's, IEEE) of the body in
+ * decimal.  out holds at least 11 bytes. */
+void rt_http_crc32(const void *body, size_t len, char *out);
+
+/* True for the Content-Type values the endpoint accepts: none (NULL),
+ * application/x-amz-json-1.0 or -1.1 (as DynamoDB Local does), and
+ * application/json; parameters (";charset=...") are ignored. */
+bool rt_http_content_type_ok(const char *ctype);
+
+/* ------------------------------------------------------------------------ */
+/* Credentials and SigV4 (sigv4.c)                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rt_cred {
+	char *key_id; /* sh_malloc'd */
+	char *secret;
+} rt_cred;
+
+typedef struct rt_creds {
+	rt_cred *v;
+	uint32_t n;
+} rt_creds;
+
+/* Reads a credentials file: one "ACCESS_KEY_ID SECRET" pair per line
+ * (whitespace-separated); blank lines and lines starting with '#' are
+ * skipped.  An empty file, a line with one or three words, or a repeated
+ * key id is an error.  *c is filled on success (rt_creds_free it). */
+int rt_creds_load(const char *path, rt_creds *c, char *errmsg);
+void rt_creds_free(rt_creds *c);
+/* The secret of key_id, or NULL. */
+const char *rt_creds_find(const rt_creds *c, const char *key_id);
+
+/* A request as SigV4 sees it.  header(ctx, name) returns the value of a
+ * header (case-insensitive name) or NULL. */
+typedef struct rt_sigv4_req {
+	const char *method;
+	const char *uri; /* the request target: path and optional ?query */
+	const char *(*header)(void *ctx, const char *name);
+	void *ctx;
+	const void *body;
+	size_t body_len;
+} rt_sigv4_req;
+
+/* The parts of "Authorization: AWS4-HMAC-SHA256 Credential=AKID/20150830/
+ * us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date,
+ * Signature=<64 hex>". */
+typedef struct rt_sigv4_auth {
+	char key_id[128];
+	char date[9]; /* YYYYMMDD */
+	char region[64];
+	char service[64];
+	char signed_headers[1024]; /* "host;x-amz-date", lower case, ';'-separated */
+	char signature[65];        /* lower-case hex */
+} rt_sigv4_auth;
+
+/* Parses an Authorization header; false (with a message) if it is not a
+ * well-formed AWS4-HMAC-SHA256 one. */
+bool rt_sigv4_parse_auth(const char *header, rt_sigv4_auth *out, char *errmsg);
+
+/* The canonical request (sh_malloc'd in *out): method, canonical URI (each
+ * byte outside RFC 3986's unreserved set and '/' percent-encoded, as
+ * botocore does for every service but S3), canonical query string (pairs
+ * decoded, re-encoded and sorted), the signed headers' "name:value" lines
+ * (values trimmed, runs of spaces collapsed), the signed header list, and
+ * the hex SHA-256 of the body.  SHOAL_E_VALIDATION if a signed header is
+ * absent. */
+int rt_sigv4_canonical_request(const rt_sigv4_req *r, const char *signed_headers, char **out,
+                               char *errmsg);
+/* "AWS4-HMAC-SHA256\n<amz_date>\n<scope>\n<hex sha256(canonical)>" (sh_malloc'd). */
+int rt_sigv4_string_to_sign(const char *amz_date, const char *scope, const char *canonical,
+                            char **out);
+/* The hex signature of string_to_sign with the derived key
+ * HMAC(HMAC(HMAC(HMAC("AWS4" secret, date), region), service), "aws4_request"). */
+void rt_sigv4_sign(const char *secret, const char *date, const char *region, const char *service,
+                   const char *string_to_sign, char hex[65]);
+
+/* Outcome of verifying a request, with DynamoDB's exception name. */
+typedef enum rt_auth_result {
+	RT_AUTH_OK = 0,
+	RT_AUTH_MISSING,      /* MissingAuthenticationTokenException */
+	RT_AUTH_INCOMPLETE,   /* IncompleteSignatureException: malformed header */
+	RT_AUTH_UNRECOGNIZED, /* UnrecognizedClientException: unknown key id */
+	RT_AUTH_SIGNATURE,    /* InvalidSignatureException: mismatch, or date skew */
+} rt_auth_result;
+
+/* "com.amazon.coral.service#<Exception>" of a result. */
+const char *rt_auth_error_type(rt_auth_result r);
+
+/* Verifies r against the credentials at wall-clock time now_s (seconds since
+ * the epoch): the date (X-Amz-Date, else Date) within 15 minutes of now and
+ * matching the credential scope's date, a known key id, and the signature
+ * (compared in constant time).  errmsg gets DynamoDB's message. */
+rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t now_s,
+                               char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* The endpoint (http.c)                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rt_http rt_http;
+
+/* Listens on "host:port" and starts rt->opt.workers worker threads.  With
+ * creds (taken over, may be NULL) requests must carry a valid SigV4
+ * signature by one of them; without, any request is accepted (signed with
+ * any key, or not at all), as DynamoDB Local does.  Main thread. */
+int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *creds,
+                  char *errmsg);
+/* Stops listening, lets requests in progress finish, joins the workers and
+ * frees everything (NULL is fine).  Main thread. */
+void rt_http_stop(rt_http *h);
+
+#endif

@@ -1,0 +1,381 @@
+/*
+ * index.c -- reads of secondary indexes: Query and Scan with IndexName.
+ *
+ * Where an index's entries live (storage/index.h):
+ *   LSI  in the base item's own group, under the base partition key's hash:
+ *        a Query on an LSI is routed exactly as a Query on the table (the
+ *        key condition's hash key is the table's), ConsistentRead allowed.
+ *   GSI  in the group owning st_index_hash(table, index, shard, GSI pk): the
+ *        index partition of one write shard of one GSI partition-key value.
+ *        Eventually consistent only.
+ *
+ * A Query on a GSI with WriteShards 1 goes, unchanged, to any replica of the
+ * one index partition (NodeRequest.index_shard 0).  With WriteShards N > 1 an
+ * index key's entries are spread over N index partitions, each sorted by
+ * (index sort key, base-key digest) -- st_index_entry_cmp's order -- so the
+ * router reads all N in parallel and merges:
+ *
+ *   1. every shard gets the client's Query with the same Limit, without
+ *      FilterExpression and ProjectionExpression, Select
+ *      ALL_PROJECTED_ATTRIBUTES, and only the ExpressionAttributeNames/Values
+ *      the key condition uses (DynamoDB refuses unused ones);
+ *   2. rt_shard_merge (pure) merges the pages in the query's order and cuts
+ *      the list where it stops being complete -- at the first (in query
+ *      order) LastEvaluatedKey any shard returned: entries of the other
+ *      shards past that point may come before entries that shard has not
+ *      sent yet -- and at Limit, or once the kept items reach 1 MB;
+ *   3. st_page_finish applies the client's filter, projection and Select to
+ *      the kept items (Count after the filter, ScannedCount = kept);
+ *   4. LastEvaluatedKey, when anything may follow, is st_index_last_key of
+ *      the last kept item.  Resuming with it, every shard starts strictly
+ *      after that (index sort key, base-key digest) position, so pages chain
+ *      without gaps or repeats.
+ *
+ * A Scan on an index covers every partition like a base Scan: an index
+ * entry's key carries its placement hash where a base item's does (bytes
+ * 6..13), so partition hash ranges apply unchanged; only the position of an
+ * ExclusiveStartKey is computed from the index's keys.
+ *
+ * An index that is CREATING (being backfilled) cannot be read, as in
+ * DynamoDB; before refusing, the router checks whether the backfill has
+ * finished everywhere and activates the index (rt_index_try_activate).
+ *
+ * Worker thread, except rt_shard_merge and rt_index_start_hash (pure).
+ */
+#include <string.h>
+
+#include "router/router.h"
+#include "storage/index.h"
+
+/* ------------------------------------------------------------------------ */
+/* Merging write shards (pure)                                               */
+/* ------------------------------------------------------------------------ */
+
+/* <0 when a comes first in the query's order. */
+static int ord(rt_entry_cmp cmp, const void *ctx, bool forward, const st_value *a,
+               const st_value *b)
+{
+	int c = cmp(ctx, a, b);
+	return forward ? c : -c;
+}
+
+int rt_shard_merge(const rt_shard_page *pages, uint32_t n_pages, rt_entry_cmp cmp, const void *ctx,
+                   bool forward, uint32_t limit, size_t max_bytes, sh_arena *a, rt_merge *out)
+{
+	memset(out, 0, sizeof(*out));
+	size_t total = 0, bytes = 0;
+	const st_value *bound = NULL;
+	for (uint32_t s = 0; s < n_pages; s++) {
+		total += pages[s].n;
+		const st_value *lk = pages[s].last_key;
+		if (lk != NULL && (bound == NULL || ord(cmp, ctx, forward, lk, bound) < 0))
+			bound = lk;
+	}
+	uint32_t *pos = sh_arena_calloc(a, n_pages + 1, sizeof(*pos));
+	out->items = sh_arena_calloc(a, total + 1, sizeof(*out->items));
+	if (pos == NULL || out->items == NULL)
+		return SHOAL_E_NOMEM;
+	for (;;) {
+		int best = -1;
+		for (uint32_t s = 0; s < n_pages; s++) {
+			if (pos[s] >= pages[s].n)
+				continue;
+			if (best < 0 || ord(cmp, ctx, forward, &pages[s].items[pos[s]],
+			                    &pages[best].items[pos[best]]) < 0)
+				best = (int)s;
+		}
+		if (best < 0) {
+			/* Everything sent is kept; a shard that was cut has more. */
+			out->more = bound != NULL;
+			break;
+		}
+		const st_value *head = &pages[best].items[pos[best]];
+		if (bound != NULL && ord(cmp, ctx, forward, head, bound) > 0) {
+			out->more = true; /* the order is not complete past bound */
+			break;
+		}
+		if ((limit != 0 && out->n >= limit) || (max_bytes != 0 && bytes >= max_bytes)) {
+			out->more = true;
+			break;
+		}
+		out->items[out->n++] = head;
+		bytes += st_item_size(head);
+		pos[best]++;
+	}
+	if (out->more && out->n == 0)
+		out->resume = bound;
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Placement                                                                 */
+/* ------------------------------------------------------------------------ */
+
+bool rt_index_start_hash(const rt_table *t, const st_index_def *x, const st_value *key,
+                         uint64_t *hash)
+{
+	const st_value *pk, *sk;
+	if (key == NULL || key->type != ST_M ||
+	    st_route_key(&t->def.key, key, true, &pk, &sk, NULL) != SHOAL_OK)
+		return false;
+	if (x->local) {
+		*hash = st_key_hash(t->id, pk);
+		return true;
+	}
+	const char *h = x->key.hash.name;
+	const st_value *gpk = st_map_get(key, h, strlen(h));
+	if (gpk == NULL || gpk->type != x->key.hash.type)
+		return false;
+	uint32_t n = x->write_shards > 0 ? x->write_shards : 1;
+	uint32_t shard = st_index_shard(t->id, pk, sk, n);
+	*hash = st_index_hash(t->id, x->id, shard, gpk);
+	return true;
+}
+
+uint32_t rt_index_group(const rt_router *rt, uint32_t table_id, const st_index_def *x,
+                        uint32_t shard, const st_value *gsi_pk)
+{
+	uint64_t h = st_index_hash(table_id, x->id, shard, gsi_pk);
+	return sh_cluster_partition_group(rt->conf, sh_cluster_partition_of(rt->conf, h));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Checks shared by Query and Scan                                           */
+/* ------------------------------------------------------------------------ */
+
+int rt_index_resolve(rt_req *r, const rt_table **t, const char *index, bool consistent,
+                     const st_index_def **out)
+{
+	*out = NULL;
+	const st_index_def *x = rt_index_find(*t, index);
+	if (x == NULL) {
+		/* Created through another router since the catalog was loaded? */
+		int rc = rt_table_lookup(r, (*t)->name, true, t);
+		if (rc != SHOAL_OK)
+			return rc;
+		x = rt_index_find(*t, index);
+	}
+	if (x == NULL)
+		return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
+		               "The table does not have the specified index: %s", index);
+	if (!x->local && consistent)
+		return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
+		               "Consistent reads are not supported on global secondary indexes");
+	if (!x->local && x->status == ST_INDEX_CREATING) {
+		bool active = false;
+		int rc = rt_index_try_activate(r, *t, x->name, &active);
+		if (rc != SHOAL_OK)
+			return rc;
+		if (active) {
+			rc = rt_table_lookup(r, (*t)->name, true, t);
+			if (rc != SHOAL_OK)
+				return rc;
+			x = rt_index_find(*t, index);
+			if (x == NULL)
+				return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
+				               "The table does not have the specified index: %s",
+				               index);
+		}
+		if (x->status == ST_INDEX_CREATING)
+			return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
+			               "Cannot read from backfilling global secondary index: %s",
+			               index);
+	}
+	*out = x;
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Query on a GSI                                                            */
+/* ------------------------------------------------------------------------ */
+
+static bool name_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_';
+}
+
+bool rt_expr_mentions(const char *expr, const uint8_t *tok, size_t len)
+{
+	if (expr == NULL || len == 0)
+		return false;
+	for (const char *p = expr; (p = memchr(p, tok[0], strlen(p))) != NULL; p++) {
+		if (strncmp(p, (const char *)tok, len) == 0 && !name_char(p[len]))
+			return true;
+	}
+	return false;
+}
+
+/* The shard request: the client's Query without what st_page_finish
+ * applies afterwards. */
+static int shard_query(rt_req *r, const Shoal__QueryRequest *in, Shoal__QueryRequest **out)
+{
+	Shoal__QueryRequest *q = sh_arena_alloc(r->a, sizeof(*q));
+	if (q == NULL)
+		return SHOAL_E_NOMEM;
+	*q = *in;
+	WIRE_CLEAR(q, filter_expression);
+	WIRE_CLEAR(q, projection_expression);
+	WIRE_SET(q, select, "ALL_PROJECTED_ATTRIBUTES");
+	const char *kc =
+	    WIRE_HAS(in, key_condition_expression) ? in->key_condition_expression : NULL;
+	q->expression_attribute_names = NULL;
+	q->expression_attribute_values = NULL;
+	const Shoal__ExpressionAttributeNames *names = in->expression_attribute_names;
+	if (names != NULL && names->n_entries > 0) {
+		Shoal__ExpressionAttributeNames *n = sh_arena_alloc(r->a, sizeof(*n));
+		Shoal__ExpressionAttributeName **e =
+		    sh_arena_calloc(r->a, names->n_entries, sizeof(*e));
+		if (n == NULL || e == NULL)
+			return SHOAL_E_NOMEM;
+		shoal__expression_attribute_names__init(n);
+		n->entries = e;
+		for (size_t i = 0; i < names->n_entries; i++) {
+			const ProtobufCBinaryData *ph = &names->entries[i]->placeholder;
+			if (rt_expr_mentions(kc, ph->data, ph->len))
+				e[n->n_entries++] = names->entries[i];
+		}
+		if (n->n_entries > 0)
+			q->expression_attribute_names = n;
+	}
+	const Shoal__Item *values = in->expression_attribute_values;
+	if (values != NULL && values->n_attrs > 0) {
+		Shoal__Item *v = sh_arena_alloc(r->a, sizeof(*v));
+		Shoal__Attribute **at = sh_arena_calloc(r->a, values->n_attrs, sizeof(*at));
+		if (v == NULL || at == NULL)
+			return SHOAL_E_NOMEM;
+		shoal__item__init(v);
+		v->attrs = at;
+		for (size_t i = 0; i < values->n_attrs; i++) {
+			const ProtobufCBinaryData *ph = &values->attrs[i]->name;
+			if (rt_expr_mentions(kc, ph->data, ph->len))
+				at[v->n_attrs++] = values->attrs[i];
+		}
+		if (v->n_attrs > 0)
+			q->expression_attribute_values = v;
+	}
+	*out = q;
+	return SHOAL_OK;
+}
+
+typedef struct cmp_ctx {
+	const st_table_def *t;
+	const st_index_def *x;
+} cmp_ctx;
+
+static int entry_cmp(const void *ctx, const st_value *a, const st_value *b)
+{
+	const cmp_ctx *c = ctx;
+	return st_index_entry_cmp(c->t, c->x, a, b);
+}
+
+/* A shard's page as normalised values (sorted maps, as st_map_get needs). */
+static int shard_page(rt_req *r, const Shoal__QueryResponse *qr, rt_shard_page *out)
+{
+	st_page p;
+	int rc = wire_query_resp_from_pb(r->a, qr, &p, r->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	for (uint32_t i = 0; i < p.count && p.items != NULL; i++)
+		if ((rc = st_value_normalize(r->a, &p.items[i], r->errmsg)) != SHOAL_OK)
+			return rc;
+	if (p.last_evaluated_key != NULL &&
+	    (rc = st_value_normalize(r->a, p.last_evaluated_key, r->errmsg)) != SHOAL_OK)
+		return rc;
+	out->items = p.items;
+	out->n = p.items != NULL ? p.count : 0;
+	out->last_key = p.last_evaluated_key;
+	return SHOAL_OK;
+}
+
+static int sharded_query(rt_req *r, const rt_table *t, const st_index_def *x, const st_query_req *q,
+                         const st_value *gpk)
+{
+	uint32_t n = x->write_shards;
+	Shoal__QueryRequest *sq;
+	if (shard_query(r, r->in->query, &sq) != SHOAL_OK)
+		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
+	rt_call *calls = sh_arena_calloc(r->a, n, sizeof(*calls));
+	Shoal__NodeRequest *nrs = sh_arena_calloc(r->a, n, sizeof(*nrs));
+	Shoal__Request *req = sh_arena_alloc(r->a, sizeof(*req));
+	rt_shard_page *pages = sh_arena_calloc(r->a, n, sizeof(*pages));
+	if (calls == NULL || nrs == NULL || req == NULL || pages == NULL)
+		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
+	*req = *r->in;
+	req->query = sq;
+	for (uint32_t s = 0; s < n; s++) {
+		shoal__node_request__init(&nrs[s]);
+		nrs[s].request = req;
+		nrs[s].index_shard = s;
+		calls[s].group = rt_index_group(r->rt, t->id, x, s, gpk);
+		calls[s].req = &nrs[s];
+		calls[s].any_replica = true;
+	}
+	rt_call_all(r->rt, r->a, calls, n, r->deadline);
+	for (uint32_t s = 0; s < n; s++) {
+		const rt_call *c = &calls[s];
+		if (c->rc != SHOAL_OK)
+			return sh_errf(r->errmsg, c->rc, "%s", c->errmsg);
+		if (c->resp->response == NULL)
+			return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
+			               "node %u answered group %u without a response",
+			               c->answered_by, c->group);
+		if (rt_resp_code(c->resp) != SHOAL_OK) {
+			r->out = c->resp->response; /* the node's refusal, as it is */
+			return SHOAL_OK;
+		}
+		const Shoal__QueryResponse *qr = c->resp->response->query;
+		if (c->resp->response->result_case != SHOAL__RESPONSE__RESULT_QUERY || qr == NULL)
+			return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
+			               "a node answered a Query without a QueryResponse");
+		int rc = shard_page(r, qr, &pages[s]);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	cmp_ctx ctx = {&t->def, x};
+	rt_merge m;
+	if (rt_shard_merge(pages, n, entry_cmp, &ctx, q->forward, q->limit, ST_MAX_PAGE_BYTES, r->a,
+	                   &m) != SHOAL_OK)
+		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
+	st_value *kept = sh_arena_calloc(r->a, m.n + 1, sizeof(*kept));
+	if (kept == NULL)
+		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
+	for (uint32_t i = 0; i < m.n; i++)
+		kept[i] = *m.items[i];
+	st_page page;
+	int rc = st_page_finish(&t->def, q, kept, m.n, r->a, &page, r->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	page.last_evaluated_key = NULL;
+	if (m.more && m.n > 0) {
+		rc = st_index_last_key(&t->def, x, &kept[m.n - 1], r->a, &page.last_evaluated_key,
+		                       r->errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+	} else if (m.more) {
+		page.last_evaluated_key = (st_value *)m.resume;
+	}
+	Shoal__QueryResponse *out;
+	if ((rc = wire_query_resp_to_pb(r->a, &page, &out, r->errmsg)) != SHOAL_OK)
+		return rc;
+	r->out->result_case = SHOAL__RESPONSE__RESULT_QUERY;
+	r->out->query = out;
+	return SHOAL_OK;
+}
+
+int rt_index_query(rt_req *r, const rt_table *t, const st_query_req *q)
+{
+	const st_index_def *x;
+	int rc = rt_index_resolve(r, &t, q->index, q->consistent, &x);
+	if (rc != SHOAL_OK)
+		return rc;
+	const st_value *pk;
+	rc = st_query_partition_key(q, &x->key, r->a, &pk, r->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (x->local)
+		return rt_forward(r, t, rt_group_of(r->rt, t->id, pk), !q->consistent, 0);
+	if (x->write_shards <= 1)
+		return rt_forward(r, t, rt_index_group(r->rt, t->id, x, 0, pk), true, 0);
+	return sharded_query(r, t, x, q, pk);
+}

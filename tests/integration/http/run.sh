@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# tests/integration/http/run.sh BUILD -- the DynamoDB HTTP endpoint against
+# DynamoDB's own clients (Debian's python3-boto3 and awscli).
+#
+# Starts a 3-node cluster with deploy/cluster.sh (binaries from BUILD/bin,
+# HTTP API on), runs test_http.py against it, and always stops it by PID
+# (cluster.sh down; the extra SigV4 router the suite starts is stopped by the
+# suite, and by its pid file here if the suite died).  Ports: the first free
+# window of 400 among 7100, 6100, 5100, 4100 (below the range tl_cluster uses,
+# 10000-32000, and away from make demo's 8100 and make bench-cluster's 9100).
+# Prints a Check-style summary line so tests/run-tests.sh can count it.
+# Under a sanitizer build, any sanitizer report in a process log fails it.
+set -uo pipefail
+build=${1:?usage: run.sh BUILD}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+build=$(cd "$build" && pwd)
+py=/usr/bin/python3 # Debian's, with python3-boto3 (not a pyenv shim)
+
+if ! $py -c 'import boto3' 2>/dev/null || [[ ! -x /usr/bin/aws ]]; then
+	echo "python3-boto3 or awscli is missing (deploy/install-deps.sh installs them)"
+	echo "0%: Checks: 1, Failures: 1, Errors: 0"
+	exit 1
+fi
+
+port_free() { # port: nothing listens there and we may bind it
+	$py -c 'import socket,sys
+s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try: s.bind(("127.0.0.1", int(sys.argv[1])))
+except OSError: sys.exit(1)' "$1"
+}
+base=
+for b in 7100 6100 5100 4100; do
+	ok=1
+	for p in $b $((b + 1)) $((b + 60)) $((b + 70)) $((b + 71)) $((b + 72)) $((b + 101)) $((b + 180)) \
+		$((b + 201)) $((b + 280)) $((b + 301)) $((b + 380)); do
+		port_free "$p" || { ok=0; break; }
+	done
+	((ok)) && { base=$b; break; }
+done
+if [[ -z $base ]]; then
+	echo "no free port window for the HTTP test cluster"
+	echo "0%: Checks: 1, Failures: 1, Errors: 0"
+	exit 1
+fi
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-http-it-XXXXXX")
+cleanup() {
+	if [[ -f $dir/sigv4-router.pid ]]; then
+		kill -KILL "$(cat "$dir/sigv4-router.pid")" 2>/dev/null || true
+	fi
+	SHOAL_BIN=$build/bin "$root/deploy/cluster.sh" down --dir "$dir" >/dev/null 2>&1 || true
+	if [[ ${SHOAL_KEEP_CLUSTER:-0} == 1 ]]; then echo "kept $dir"; else rm -rf "$dir"; fi
+}
+trap cleanup EXIT
+
+if ! SHOAL_BIN=$build/bin "$root/deploy/cluster.sh" up --dir "$dir" --base-port "$base" \
+	--http-port $((base + 60)); then
+	echo "the cluster did not start"
+	echo "0%: Checks: 1, Failures: 1, Errors: 0"
+	exit 1
+fi
+
+export AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y AWS_DEFAULT_REGION=us-east-1
+export AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+export AWS_PAGER= AWS_RETRY_MODE=standard AWS_MAX_ATTEMPTS=3
+export SHOAL_BIN=$build/bin SHOAL_ROOT=$root SHOAL_CLUSTER_DIR=$dir SHOAL_HTTP_BASE=$base
+export SHOAL_HTTP_ENDPOINT=$(cat "$dir/http.endpoint")
+out=$dir/suite.out
+$py "$here/test_http.py" 2>&1 | tee "$out"
+rc=${PIPESTATUS[0]}
+
+# Counts from unittest's own summary ("Ran N tests", "FAILED (failures=F,
+# errors=E, skipped=S)" or "OK (skipped=S)").
+n=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\}.*/\1/p' "$out" | tail -n 1)
+f=$(sed -n 's/.*failures=\([0-9]*\).*/\1/p' "$out" | tail -n 1)
+e=$(sed -n 's/.*errors=\([0-9]*\).*/\1/p' "$out" | tail -n 1)
+n=${n:-1} f=${f:-0} e=${e:-0}
+((rc != 0 && f + e == 0)) && e=1
+
+# Stop everything first, so that LeakSanitizer's reports at exit are in the
+# logs too, then look for sanitizer reports.
+trap - EXIT
+if [[ -f $dir/sigv4-router.pid ]]; then
+	kill -KILL "$(cat "$dir/sigv4-router.pid")" 2>/dev/null || true
+fi
+SHOAL_BIN=$build/bin "$root/deploy/cluster.sh" down --dir "$dir" >/dev/null 2>&1 || true
+for log in "$dir"/*.log; do
+	[[ -f $log ]] || continue
+	if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log"; then
+		echo "sanitizer report in $log:"
+		grep -E -A30 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$log" | head -80
+		e=$((e + 1))
+	fi
+done
+if [[ ${SHOAL_KEEP_CLUSTER:-0} == 1 ]]; then echo "kept $dir"; else rm -rf "$dir"; fi
+pct=$(((n - f - e) * 100 / (n > 0 ? n : 1)))
+((pct < 0)) && pct=0
+echo "$pct%: Checks: $n, Failures: $f, Errors: $e"
+((f + e == 0))
