@@ -98,7 +98,8 @@ static int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Request *in)
+static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Request *in,
+                                 int64_t deadline)
 {
 	uint32_t slot = rt_op_slot(in->op_case);
 	if (slot >= rt_n_ops || rt_ops[slot].handler == NULL) {
@@ -111,7 +112,7 @@ static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Reques
 		return rt_error_response(a, SHOAL_E_UNKNOWN_OPERATION, msg);
 	}
 	rt_req r = {.rt = rt, .a = a, .in = in};
-	r.deadline = rt_now_ms() + rt->opt.deadline_ms;
+	r.deadline = deadline;
 	r.out = sh_arena_alloc(a, sizeof(*r.out));
 	if (r.out == NULL)
 		return rt_error_response(a, SHOAL_E_NOMEM, "out of memory");
@@ -126,10 +127,12 @@ static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Reques
 	return r.out;
 }
 
-Shoal__Response *rt_handle_request(rt_router *rt, sh_arena *a, const Shoal__Request *in)
+/* The request started at t0 (monotonic us) and must be answered by deadline
+ * (monotonic ms): the fast path hands requests over with both. */
+static Shoal__Response *handle_request_at(rt_router *rt, sh_arena *a, const Shoal__Request *in,
+                                          int64_t t0, int64_t deadline)
 {
-	int64_t t0 = now_us();
-	Shoal__Response *resp = dispatch(rt, a, in);
+	Shoal__Response *resp = dispatch(rt, a, in, deadline);
 	if (resp == NULL)
 		return NULL;
 	resp->request_id = in->request_id;
@@ -138,10 +141,21 @@ Shoal__Response *rt_handle_request(rt_router *rt, sh_arena *a, const Shoal__Requ
 	return resp;
 }
 
+Shoal__Response *rt_handle_request(rt_router *rt, sh_arena *a, const Shoal__Request *in)
+{
+	return handle_request_at(rt, a, in, now_us(), rt_now_ms() + rt->opt.deadline_ms);
+}
+
 int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_t **out,
               size_t *out_len)
 {
-	int64_t t0 = now_us();
+	return rt_handle_at(rt, a, buf, len, now_us(), rt_now_ms() + rt->opt.deadline_ms, out,
+	                    out_len);
+}
+
+int rt_handle_at(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, int64_t t0,
+                 int64_t deadline, uint8_t **out, size_t *out_len)
+{
 	char msg[SH_ERRMSG_SIZE];
 	ProtobufCAllocator alloc;
 	wire_arena_allocator(&alloc, a);
@@ -153,7 +167,7 @@ int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_
 		if (resp != NULL)
 			rt_metrics_request(&rt->metrics, RT_OPS_MAX - 1, rc, now_us() - t0);
 	} else {
-		resp = rt_handle_request(rt, a, in);
+		resp = handle_request_at(rt, a, in, t0, deadline);
 	}
 	if (resp == NULL)
 		return SHOAL_E_NOMEM;

@@ -19,7 +19,10 @@
  * A data group answering ResourceNotFound for a table the catalog has gets
  * its definition re-sent (rt_repair) and the request is retried once.
  *
- * Worker thread.
+ * Worker thread.  Most of these requests never get here: fast.c routes them
+ * the same way in nng callbacks and hands over only what it cannot finish
+ * (unknown table, unplaceable key, Query on an index, retries, repair) --
+ * a change to the routing here needs the same change there.
  */
 #include "router/router.h"
 

@@ -2,7 +2,7 @@
  * main.c -- shoal-router: command line, signals, start and stop.
  *
  *   shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]
- *                [--workers N] [--deadline-ms N]
+ *                [--workers N] [--contexts N] [--no-fast-path] [--deadline-ms N]
  *                [--http HOST:PORT [--http-credentials FILE]]
  *
  * --http serves DynamoDB's HTTP API (router/http.h) next to the native
@@ -30,7 +30,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
-	           "                    [--workers N] [--deadline-ms N]\n"
+	           "                    [--workers N] [--contexts N] [--no-fast-path]\n"
+	           "                    [--deadline-ms N]\n"
 	           "                    [--http HOST:PORT [--http-credentials FILE]]\n");
 }
 
@@ -55,14 +56,16 @@ int main(int argc, char **argv)
 	    {"listen", required_argument, NULL, 'l'},
 	    {"metrics", required_argument, NULL, 'm'},
 	    {"workers", required_argument, NULL, 'w'},
+	    {"contexts", required_argument, NULL, 'C'},
+	    {"no-fast-path", no_argument, NULL, 'F'},
 	    {"deadline-ms", required_argument, NULL, 'd'},
 	    {"http", required_argument, NULL, 'H'},
-	    {"http-credentials", required_argument, NULL, 'C'},
+	    {"http-credentials", required_argument, NULL, 'K'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "c:l:m:w:d:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:l:m:w:C:Fd:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			config = optarg;
@@ -79,6 +82,15 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'C':
+			if (!parse_u32(optarg, 1, 65536, &opt.contexts)) {
+				fprintf(stderr, "shoal-router: --contexts must be 1..65536\n");
+				return 2;
+			}
+			break;
+		case 'F':
+			opt.fast_path = false;
+			break;
 		case 'd':
 			if (!parse_u32(optarg, 100, 3600000, &opt.deadline_ms)) {
 				fprintf(stderr,
@@ -89,7 +101,7 @@ int main(int argc, char **argv)
 		case 'H':
 			http = optarg;
 			break;
-		case 'C':
+		case 'K':
 			http_creds = optarg;
 			break;
 		case 'h':
@@ -172,7 +184,8 @@ int main(int argc, char **argv)
 	if (http != NULL)
 		rt_log("DynamoDB HTTP API on http://%s (%s)", http,
 		       http_creds != NULL ? "SigV4 verified" : "any credentials accepted");
-	rt_log("listening on %s (%u workers, %u nodes, %u groups)%s%s", listen_copy, opt.workers,
+	rt_log("listening on %s (%u contexts, %u workers, fast path %s, %u nodes, %u groups)%s%s",
+	       listen_copy, opt.contexts, opt.workers, opt.fast_path ? "on" : "off",
 	       rt.conf->n_nodes, rt.conf->groups, metrics_copy[0] ? ", metrics on " : "",
 	       metrics_copy);
 	printf("ready\n");

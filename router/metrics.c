@@ -13,6 +13,7 @@
  *   shoal_router_retries_total{reason}                  counter (not_leader, timeout, ...)
  *   shoal_router_repairs_total                          counter
  *   shoal_router_leader_changes_total                   counter
+ *   shoal_router_fast_path_total{outcome}               counter (answered, deferred)
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -149,6 +150,13 @@ size_t rt_metrics_render(const rt_metrics *m, char *buf, size_t cap)
 	    "# TYPE shoal_router_leader_changes_total counter\n"
 	    "shoal_router_leader_changes_total %llu\n",
 	    (unsigned long long)get(&m->leader_changes));
+	put(&o,
+	    "# HELP shoal_router_fast_path_total Single-item requests the fast path answered, "
+	    "or handed to a worker after trying.\n"
+	    "# TYPE shoal_router_fast_path_total counter\n"
+	    "shoal_router_fast_path_total{outcome=\"answered\"} %llu\n"
+	    "shoal_router_fast_path_total{outcome=\"deferred\"} %llu\n",
+	    (unsigned long long)get(&m->fast_answered), (unsigned long long)get(&m->fast_deferred));
 	return o.len;
 }
 

@@ -14,7 +14,8 @@
  * Files, by responsibility:
  *   front.c      the operation table and the front door (decode, validate,
  *                dispatch, answer, metrics): rt_handle
- *   server.c     nng REP listener and the worker threads
+ *   server.c     nng REP listener: REP context state machines, worker threads
+ *   fast.c       the asynchronous fast path of single-item operations
  *   transport.c  node connections and rt_call_all: one attempt after another
  *                per call, calls in parallel, leader cache
  *   retry.c      the retry policy (pure): which replica next, how long to wait
@@ -34,10 +35,16 @@
  *   log.c        timestamped lines on stderr
  *   main.c       command line, signals, start and stop
  *
- * Threads: rt_handle and everything it calls run on one worker thread per
- * request (server.c); workers share only the rt_router, whose mutable parts
- * are atomics (leader cache, metrics, round-robin counter) or guarded by the
- * catalog's mutexes.  nng's own threads run the metrics HTTP callback.
+ * Threads: GetItem, PutItem, UpdateItem, DeleteItem and single-partition
+ * Query normally run entirely in nng's aio callbacks (fast.c: decode, route,
+ * one attempt at a node, pass its answer on).  Everything else -- other
+ * operations, a table missing from the cached catalog, and any attempt that
+ * did not simply answer (NOT_LEADER, unavailable, timeout, ResourceNotFound)
+ * -- is handed to a worker thread (server.c), where rt_handle and everything
+ * it calls run with blocking node calls, retries and backoff.  Both share
+ * only the rt_router, whose mutable parts are atomics (leader cache,
+ * metrics, round-robin counter) or guarded by mutexes (catalog, pools).
+ * nng's own threads also run the metrics HTTP callback.
  *
  * Memory: each request has an arena (sh_arena) that holds the decoded client
  * request, every NodeResponse (unpacked with an arena allocator) and the
@@ -72,7 +79,9 @@ typedef struct rt_router rt_router;
 /* ------------------------------------------------------------------------ */
 
 typedef struct rt_options {
-	uint32_t workers;     /* worker threads = concurrent client requests (64) */
+	uint32_t workers;     /* worker threads: requests off the fast path at once (64) */
+	uint32_t contexts;    /* REP contexts: client requests in progress at once (256) */
+	bool fast_path;       /* single-item operations in nng callbacks (fast.c; true) */
 	uint32_t attempt_ms;  /* answer timeout of one attempt at a node (2000) */
 	uint32_t send_ms;     /* how long to wait for a connection to a node (500) */
 	uint32_t deadline_ms; /* per client request (10000) */
@@ -87,6 +96,8 @@ void rt_options_default(rt_options *o);
 
 /* Monotonic milliseconds (deadlines). */
 int64_t rt_now_ms(void);
+/* Monotonic microseconds (latency metrics; the same clock). */
+int64_t rt_now_us(void);
 /* Wall-clock milliseconds since the epoch (CreationDateTime). */
 int64_t rt_wall_ms(void);
 /* "2024-05-01T12:00:00.123Z shoal-router: <message>" on stderr. Any thread. */
@@ -157,6 +168,8 @@ typedef struct rt_metrics {
 	_Atomic uint64_t retries[RT_OUT__COUNT]; /* by the outcome that caused them */
 	_Atomic uint64_t repairs;                /* define_table re-sent to a data group */
 	_Atomic uint64_t leader_changes;
+	_Atomic uint64_t fast_answered; /* requests the fast path answered */
+	_Atomic uint64_t fast_deferred; /* ... sent to a node, then handed to a worker */
 } rt_metrics;
 
 /* Records one finished request of operation slot `slot` (any thread). */
@@ -226,7 +239,7 @@ void rt_catalog_install(rt_catalog *c, rt_catalog_snap *s);
 /* ------------------------------------------------------------------------ */
 
 /* Idle node contexts kept per node, and idle aios kept per router. */
-#define RT_POOL_MAX 128
+#define RT_POOL_MAX 256
 
 typedef struct rt_node {
 	uint32_t id;
@@ -304,25 +317,101 @@ void rt_call_all(rt_router *rt, sh_arena *a, rt_call *calls, uint32_t n, int64_t
 /* The status code carried by a node's answer (SHOAL_OK if it has none). */
 int rt_resp_code(const Shoal__NodeResponse *resp);
 
+/* The pieces of rt_call_all that the fast path (fast.c) shares, so that both
+ * paths pick targets, pool contexts and learn from answers alike. */
+rt_node *rt_node_by_id(rt_router *rt, uint32_t id);
+/* The node a call to `group` tries first: its believed leader, or for an
+ * eventually consistent read (any_replica) the leader when it is up, else
+ * a live replica in round-robin order.  reps/n: the group's replicas. */
+uint32_t rt_first_target(rt_router *rt, uint32_t group, bool any_replica, const uint32_t *reps,
+                         uint32_t n);
+/* Node contexts: an idle pooled one or a new one; back into the pool only
+ * after an answer (nothing outstanding), else close it instead. */
+int rt_node_ctx_get(rt_node *n, nng_ctx *out);
+void rt_node_ctx_put(rt_node *n, nng_ctx ctx);
+/* What an attempt's failure teaches: an unreachable node is skipped by
+ * any-replica reads for a while; a NOT_LEADER hint inside the group becomes
+ * the believed leader. */
+void rt_note_failure(rt_router *rt, uint32_t group, rt_outcome o, uint32_t tried, uint32_t hint);
+/* What an answer teaches: the node is up; unless any_replica, it leads. */
+void rt_note_answer(rt_router *rt, uint32_t group, uint32_t from, bool any_replica);
+
 /* ------------------------------------------------------------------------ */
 /* The client listener (server.c)                                            */
 /* ------------------------------------------------------------------------ */
 
-typedef struct rt_server {
+typedef struct rt_server rt_server;
+
+/* The fast path's state for one request (fast.c): the attempt at a node. */
+typedef struct rt_fast {
+	nng_aio *aio; /* callback rt_fast_cb */
+	nng_ctx ctx;  /* REQ context on node->sock while an attempt runs */
+	bool ctx_open;
+	rt_node *node; /* the node tried */
+	int state;     /* fast.c's enum */
+	uint32_t group;
+	uint32_t slot; /* the operation's metrics slot */
+	bool any_replica;
+} rt_fast;
+
+/* One REP context and the request it is handling (server.c's state
+ * machine; fast.c drives the RC_NODE part). */
+typedef struct rt_rctx {
+	rt_server *s;
+	nng_ctx ctx;
+	nng_aio *aio; /* callback: server.c's rctx_cb */
+	int state;    /* server.c's enum */
+	sh_arena arena;
+	nng_msg *msg;         /* the client's request, while in hand */
+	int64_t t0_us;        /* received (latency metrics) */
+	int64_t deadline;     /* monotonic ms: the request's deadline on both paths */
+	struct rt_rctx *next; /* worker queue */
+	rt_fast fast;
+} rt_rctx;
+
+struct rt_server {
 	rt_router *rt;
 	nng_socket sock; /* REP */
 	nng_listener listener;
 	bool open;
+	rt_rctx *ctxs;
+	uint32_t n_ctxs;
 	pthread_t *threads;
 	uint32_t n_threads;
-	atomic_uint busy; /* workers handling a request now */
-} rt_server;
+	/* Requests handed to the workers (FIFO), under mu. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	rt_rctx *head, *tail;
+	bool quit;
+	atomic_uint busy; /* requests received and not yet answered */
+};
 
-/* Listens on url and starts rt->opt.workers worker threads (main thread). */
+/* Listens on url, starts rt->opt.workers worker threads and posts a receive
+ * on rt->opt.contexts REP contexts (main thread). */
 int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg);
 /* Stops accepting connections, waits up to drain_ms for requests in
- * progress, then closes the socket and joins the workers (main thread). */
+ * progress, then closes the socket, joins the workers and stops every aio
+ * (main thread). */
 void rt_server_stop(rt_server *s, uint32_t drain_ms);
+/* For fast.c: answer the request in hand with `reply` (taken over) ... */
+void rt_server_reply(rt_rctx *x, nng_msg *reply);
+/* ... or hand it to a worker thread, which runs it through rt_handle_at from
+ * the start, with the request's own start time and deadline. */
+void rt_server_defer(rt_rctx *x);
+
+/* ------------------------------------------------------------------------ */
+/* The fast path (fast.c)                                                    */
+/* ------------------------------------------------------------------------ */
+
+int rt_fast_init(rt_rctx *x, char *errmsg);
+/* Tries to run x's request on the fast path: true if it was taken (it ends
+ * with rt_server_reply or rt_server_defer, maybe on another thread before
+ * this returns), false if it is not for the fast path (the caller defers
+ * it).  nng callback thread. */
+bool rt_fast_start(rt_rctx *x);
+/* Stops the aio (waits for its callback) and closes the node context. */
+void rt_fast_stop(rt_rctx *x);
+void rt_fast_fini(rt_rctx *x);
 
 /* ------------------------------------------------------------------------ */
 /* Requests and the front door (front.c)                                     */
@@ -368,6 +457,10 @@ const char *rt_slot_name(uint32_t slot);
  * answer).  Worker thread. */
 int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_t **out,
               size_t *out_len);
+/* rt_handle for a request received at t0_us (rt_now_us) with its deadline
+ * (rt_now_ms clock) already set: the fast path's fallback. */
+int rt_handle_at(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, int64_t t0_us,
+                 int64_t deadline_ms, uint8_t **out, size_t *out_len);
 /* The same front door for a decoded Request (borrowed; it must live in a or
  * outlive the call): dispatch, metrics, and the answer (in a, request_id
  * copied), or NULL when out of memory.  rt_handle is unpack + this + pack.

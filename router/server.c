@@ -1,17 +1,41 @@
 /*
- * server.c -- the client endpoint: one nng REP socket, W worker threads.
+ * server.c -- the client endpoint: one nng REP socket, C contexts driven by
+ * aio callbacks, and W worker threads for the requests that need to block.
  *
- * Each worker owns a REP context and an arena and loops: blocking receive
- * (nng_ctx_recv + nng_aio_wait), rt_handle, send the answer, reset the
- * arena.  Contexts let W requests -- from one client connection or many --
- * be in progress at once, each on its own thread, so a slow scatter-gather
- * or a retry backoff holds up only its own request.  Handlers block on node
- * calls; there are no callbacks and no thread hand-offs in the request path.
+ * Every REP context (rt_rctx) runs this state machine in its aio callback
+ * (rctx_cb), as node/server.c does on the node side:
  *
- * Stopping: the listener closes first (no new connections), the workers
- * finish what they are doing (bounded by the drain time), then closing the
- * socket makes every blocked receive fail with NNG_ECLOSED and the workers
- * return.
+ *   state      event                                     next       where
+ *   ---------  ----------------------------------------  ---------  -----------
+ *   RC_RECV    request received, taken by the fast path  RC_NODE    rt_fast_start
+ *   RC_RECV    request received, not for the fast path   RC_WORKER  defer
+ *   RC_RECV    socket closed (ECLOSED / ECANCELED)       RC_DONE
+ *   RC_NODE    the node answered plainly                 RC_SEND    rt_server_reply
+ *   RC_NODE    anything else (retry, repair, timeout)    RC_WORKER  rt_server_defer
+ *   RC_WORKER  a worker ran rt_handle_at                 RC_SEND    worker
+ *   RC_SEND    reply sent (or failed)                    RC_RECV    rearm
+ *
+ * The fast path (fast.c) decodes and routes in the receive callback, sends
+ * one NodeRequest on a pooled node context and, in that aio's callback,
+ * sends the node's Response on as the answer: no thread of ours is woken.
+ * The workers take deferred requests from a FIFO queue and run them through
+ * the blocking front door (rt_handle_at) exactly as before, with the
+ * request's own start time and deadline: retries, backoff, catalog refresh,
+ * repair and every operation other than the single-item ones.  A context
+ * whose request waits in the queue or on a worker stays busy; C contexts
+ * bound the requests in progress, W workers the blocking ones among them.
+ *
+ * The arena of a context holds the decoded request (fast path) or
+ * everything rt_handle_at allocates (worker); it is reset when the context
+ * goes back to RC_RECV (freed instead if it grew past RT_ARENA_KEEP).
+ *
+ * Stopping (rt_server_stop, main thread): the listener closes (no new
+ * connections), requests in progress finish (bounded by the drain time),
+ * the workers are told to quit, closing the socket fails every pending
+ * receive with NNG_ECLOSED (RC_DONE), the workers are joined, and every aio
+ * is stopped (nng_aio_stop waits for a running callback; later operations
+ * on a stopped aio are refused without a callback) before anything is
+ * freed.
  */
 #include <string.h>
 
@@ -24,65 +48,182 @@
 /* An arena that grew past this is freed instead of kept for the next request. */
 #define RT_ARENA_KEEP (4u * 1024 * 1024)
 
+enum rctx_state { RC_RECV = 0, RC_NODE, RC_WORKER, RC_SEND, RC_DONE };
+
+/* The request is answered (or dropped): receive the next one (-> RC_RECV). */
+static void rearm(rt_rctx *x)
+{
+	rt_server *s = x->s;
+	if (x->arena.used > RT_ARENA_KEEP) {
+		sh_arena_fini(&x->arena);
+		sh_arena_init(&x->arena);
+	} else {
+		sh_arena_reset(&x->arena);
+	}
+	nng_aio_set_msg(x->aio, NULL);
+	x->state = RC_RECV;
+	atomic_fetch_sub(&s->busy, 1);
+	nng_ctx_recv(x->ctx, x->aio);
+}
+
+/* Sends `reply` (taken over) on x's context (-> RC_SEND).  x must not be
+ * touched after this: its callback may already run. */
+static void send_reply(rt_rctx *x, nng_msg *reply)
+{
+	x->state = RC_SEND;
+	nng_aio_set_msg(x->aio, reply);
+	nng_ctx_send(x->ctx, x->aio);
+}
+
+void rt_server_reply(rt_rctx *x, nng_msg *reply)
+{
+	if (x->msg != NULL) {
+		nng_msg_free(x->msg);
+		x->msg = NULL;
+	}
+	send_reply(x, reply);
+}
+
+void rt_server_defer(rt_rctx *x)
+{
+	rt_server *s = x->s;
+	x->state = RC_WORKER;
+	x->next = NULL;
+	pthread_mutex_lock(&s->mu);
+	if (s->tail != NULL)
+		s->tail->next = x;
+	else
+		s->head = x;
+	s->tail = x;
+	pthread_cond_signal(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* Runs a deferred request through the front door and sends its answer.
+ * Worker thread. */
+static void handle_blocking(rt_rctx *x)
+{
+	rt_server *s = x->s;
+	nng_msg *m = x->msg;
+	x->msg = NULL;
+	sh_arena_reset(&x->arena);
+	uint8_t *ans;
+	size_t ans_len;
+	int rc = rt_handle_at(s->rt, &x->arena, nng_msg_body(m), nng_msg_len(m), x->t0_us,
+	                      x->deadline, &ans, &ans_len);
+	if (rc == SHOAL_OK) {
+		nng_msg_clear(m);
+		rc = nng_msg_append(m, ans, ans_len) == 0 ? SHOAL_OK : SHOAL_E_NOMEM;
+	}
+	if (rc != SHOAL_OK) {
+		rt_log("worker: no memory to answer a request; dropped");
+		nng_msg_free(m);
+		rearm(x);
+		return;
+	}
+	send_reply(x, m);
+}
+
 static void *worker(void *arg)
 {
 	rt_server *s = arg;
-	nng_ctx ctx;
-	nng_aio *aio;
-	int rv = nng_ctx_open(&ctx, s->sock);
-	if (rv != 0) {
-		rt_log("worker: nng_ctx_open: %s", nng_strerror(rv));
-		return NULL;
-	}
-	if ((rv = nng_aio_alloc(&aio, NULL, NULL)) != 0) {
-		rt_log("worker: nng_aio_alloc: %s", nng_strerror(rv));
-		nng_ctx_close(ctx);
-		return NULL;
-	}
-	sh_arena a;
-	sh_arena_init(&a);
 	for (;;) {
-		nng_ctx_recv(ctx, aio);
-		nng_aio_wait(aio);
-		rv = nng_aio_result(aio);
-		if (rv == NNG_ECLOSED)
-			break;
-		if (rv != 0)
-			continue;
-		atomic_fetch_add(&s->busy, 1);
-		nng_msg *m = nng_aio_get_msg(aio);
-		nng_aio_set_msg(aio, NULL);
-		uint8_t *ans;
-		size_t ans_len;
-		int rc = rt_handle(s->rt, &a, nng_msg_body(m), nng_msg_len(m), &ans, &ans_len);
-		if (rc == SHOAL_OK) {
-			nng_msg_clear(m);
-			rc = nng_msg_append(m, ans, ans_len) == 0 ? SHOAL_OK : SHOAL_E_NOMEM;
+		pthread_mutex_lock(&s->mu);
+		while (s->head == NULL && !s->quit)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (s->quit) {
+			pthread_mutex_unlock(&s->mu);
+			return NULL;
 		}
-		if (rc != SHOAL_OK) {
-			rt_log("worker: no memory to answer a request; dropped");
-			nng_msg_free(m);
-		} else {
-			nng_aio_set_msg(aio, m);
-			nng_ctx_send(ctx, aio);
-			nng_aio_wait(aio);
-			if (nng_aio_result(aio) != 0) {
-				nng_msg_free(nng_aio_get_msg(aio));
-				nng_aio_set_msg(aio, NULL);
-			}
-		}
-		if (a.used > RT_ARENA_KEEP) {
-			sh_arena_fini(&a);
-			sh_arena_init(&a);
-		} else {
-			sh_arena_reset(&a);
-		}
-		atomic_fetch_sub(&s->busy, 1);
+		rt_rctx *x = s->head;
+		s->head = x->next;
+		if (s->head == NULL)
+			s->tail = NULL;
+		pthread_mutex_unlock(&s->mu);
+		handle_blocking(x);
 	}
-	sh_arena_fini(&a);
-	nng_aio_free(aio);
-	nng_ctx_close(ctx);
-	return NULL;
+}
+
+/* The REP context's aio callback.  nng callback thread. */
+static void rctx_cb(void *arg)
+{
+	rt_rctx *x = arg;
+	rt_server *s = x->s;
+	int rv = nng_aio_result(x->aio);
+
+	switch (x->state) {
+	case RC_RECV:
+		if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
+			x->state = RC_DONE;
+			return;
+		}
+		if (rv != 0) {
+			rt_log("server: receive: %s", nng_strerror(rv));
+			nng_ctx_recv(x->ctx, x->aio);
+			return;
+		}
+		x->msg = nng_aio_get_msg(x->aio);
+		nng_aio_set_msg(x->aio, NULL);
+		atomic_fetch_add(&s->busy, 1);
+		x->t0_us = rt_now_us();
+		x->deadline = x->t0_us / 1000 + s->rt->opt.deadline_ms;
+		x->state = RC_NODE;
+		if (s->rt->opt.fast_path && rt_fast_start(x))
+			return;
+		rt_server_defer(x);
+		return;
+	case RC_SEND:
+		if (rv != 0) {
+			nng_msg *m = nng_aio_get_msg(x->aio);
+			if (m != NULL)
+				nng_msg_free(m);
+		}
+		rearm(x);
+		return;
+	default:
+		return; /* not reached: no operation of this aio is pending then */
+	}
+}
+
+/* Stops and frees everything; the socket must be closed and the workers
+ * joined. */
+static void free_ctxs(rt_server *s)
+{
+	for (uint32_t i = 0; i < s->n_ctxs; i++)
+		rt_fast_stop(&s->ctxs[i]);
+	for (uint32_t i = 0; i < s->n_ctxs; i++)
+		if (s->ctxs[i].aio != NULL)
+			nng_aio_stop(s->ctxs[i].aio);
+	for (uint32_t i = 0; i < s->n_ctxs; i++) {
+		rt_rctx *x = &s->ctxs[i];
+		if (x->aio != NULL) {
+			nng_msg *m = nng_aio_get_msg(x->aio);
+			if (m != NULL)
+				nng_msg_free(m);
+			nng_aio_free(x->aio);
+		}
+		if (x->msg != NULL)
+			nng_msg_free(x->msg);
+		rt_fast_fini(x);
+		sh_arena_fini(&x->arena);
+	}
+	sh_free(s->ctxs);
+	s->ctxs = NULL;
+	s->n_ctxs = 0;
+	s->head = s->tail = NULL;
+}
+
+static void join_workers(rt_server *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->quit = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	for (uint32_t i = 0; i < s->n_threads; i++)
+		pthread_join(s->threads[i], NULL);
+	sh_free(s->threads);
+	s->threads = NULL;
+	s->n_threads = 0;
 }
 
 int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
@@ -90,41 +231,69 @@ int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
 	memset(s, 0, sizeof(*s));
 	s->rt = rt;
 	atomic_init(&s->busy, 0);
+	int rc = SHOAL_E_INTERNAL;
+	if (pthread_mutex_init(&s->mu, NULL) != 0)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot initialise the worker queue");
+	if (pthread_cond_init(&s->cv, NULL) != 0) {
+		pthread_mutex_destroy(&s->mu);
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot initialise the worker queue");
+	}
 	int rv = nng_rep0_open(&s->sock);
-	if (rv != 0)
-		return sh_errf(errmsg, SHOAL_E_INTERNAL, "nng_rep0_open: %s", nng_strerror(rv));
+	if (rv != 0) {
+		sh_errf(errmsg, SHOAL_E_INTERNAL, "nng_rep0_open: %s", nng_strerror(rv));
+		goto err_after_queue;
+	}
 	s->open = true;
-	if ((rv = nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, RT_RECVMAXSZ)) != 0 ||
-	    (rv = nng_listen(s->sock, url, &s->listener, 0)) != 0) {
-		sh_errf(errmsg, SHOAL_E_INTERNAL, "listen %s: %s", url, nng_strerror(rv));
+	if ((rv = nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, RT_RECVMAXSZ)) != 0) {
+		sh_errf(errmsg, SHOAL_E_INTERNAL, "RECVMAXSZ: %s", nng_strerror(rv));
 		goto err_after_socket;
 	}
+	uint32_t n = rt->opt.contexts > 0 ? rt->opt.contexts : 1;
+	s->ctxs = sh_calloc(n, sizeof(*s->ctxs));
 	s->threads = sh_calloc(rt->opt.workers, sizeof(*s->threads));
-	if (s->threads == NULL) {
-		sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+	if (s->ctxs == NULL || s->threads == NULL) {
+		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_socket;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		rt_rctx *x = &s->ctxs[i];
+		x->s = s;
+		sh_arena_init(&x->arena);
+		s->n_ctxs++;
+		if ((rv = nng_aio_alloc(&x->aio, rctx_cb, x)) != 0 ||
+		    (rv = nng_ctx_open(&x->ctx, s->sock)) != 0) {
+			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "REP context: %s", nng_strerror(rv));
+			goto err_after_socket;
+		}
+		if ((rc = rt_fast_init(x, errmsg)) != SHOAL_OK)
+			goto err_after_socket;
 	}
 	for (uint32_t i = 0; i < rt->opt.workers; i++) {
 		if (pthread_create(&s->threads[i], NULL, worker, s) != 0) {
-			sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot start worker thread %u", i);
-			goto err_after_threads;
+			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot start worker thread %u", i);
+			goto err_after_socket;
 		}
 		s->n_threads++;
 	}
+	if ((rv = nng_listen(s->sock, url, &s->listener, 0)) != 0) {
+		rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "listen %s: %s", url, nng_strerror(rv));
+		goto err_after_socket;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		s->ctxs[i].state = RC_RECV;
+		nng_ctx_recv(s->ctxs[i].ctx, s->ctxs[i].aio);
+	}
 	return SHOAL_OK;
 
-err_after_threads:
-	nng_close(s->sock);
-	s->open = false;
-	for (uint32_t i = 0; i < s->n_threads; i++)
-		pthread_join(s->threads[i], NULL);
-	sh_free(s->threads);
-	s->threads = NULL;
-	return SHOAL_E_INTERNAL;
 err_after_socket:
 	nng_close(s->sock);
 	s->open = false;
-	return SHOAL_E_INTERNAL;
+	join_workers(s);
+	free_ctxs(s);
+err_after_queue:
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	return rc;
 }
 
 void rt_server_stop(rt_server *s, uint32_t drain_ms)
@@ -135,11 +304,18 @@ void rt_server_stop(rt_server *s, uint32_t drain_ms)
 	int64_t until = rt_now_ms() + drain_ms;
 	while (atomic_load(&s->busy) > 0 && rt_now_ms() < until)
 		nng_msleep(10);
+	if (atomic_load(&s->busy) > 0)
+		rt_log("server: %u requests still in progress at close", atomic_load(&s->busy));
+	/* Workers finish the request in hand (its answer then fails to send)
+	 * and leave the rest of the queue. */
+	pthread_mutex_lock(&s->mu);
+	s->quit = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
 	nng_close(s->sock);
 	s->open = false;
-	for (uint32_t i = 0; i < s->n_threads; i++)
-		pthread_join(s->threads[i], NULL);
-	sh_free(s->threads);
-	s->threads = NULL;
-	s->n_threads = 0;
+	join_workers(s);
+	free_ctxs(s);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
 }

@@ -46,6 +46,8 @@ enum call_state { CS_IDLE = 0, CS_SENDING, CS_RECEIVING, CS_DONE };
 void rt_options_default(rt_options *o)
 {
 	o->workers = 64;
+	o->contexts = 256;
+	o->fast_path = true;
 	o->attempt_ms = 2000;
 	o->send_ms = 500;
 	o->deadline_ms = 10000;
@@ -166,7 +168,7 @@ int rt_resp_code(const Shoal__NodeResponse *resp)
 	return wire_code_from_status((int)resp->response->status);
 }
 
-static rt_node *node_by_id(rt_router *rt, uint32_t id)
+rt_node *rt_node_by_id(rt_router *rt, uint32_t id)
 {
 	for (uint32_t i = 0; i < rt->conf->n_nodes; i++)
 		if (rt->nodes[i].id == id)
@@ -183,9 +185,9 @@ static void set_leader(rt_router *rt, uint32_t group, uint32_t node)
 		atomic_fetch_add(&rt->metrics.leader_changes, 1);
 }
 
-/* A context on node n's socket: an idle pooled one, or a new one.  Worker
- * thread (any). */
-static int ctx_get(rt_node *n, nng_ctx *out)
+/* A context on node n's socket: an idle pooled one, or a new one.  Any
+ * thread. */
+int rt_node_ctx_get(rt_node *n, nng_ctx *out)
 {
 	pthread_mutex_lock(&n->pool_mu);
 	if (n->n_pool > 0) {
@@ -199,7 +201,7 @@ static int ctx_get(rt_node *n, nng_ctx *out)
 
 /* Returns an idle context (its last request was answered) to n's pool, or
  * closes it when the pool is full. */
-static void ctx_put(rt_node *n, nng_ctx ctx)
+void rt_node_ctx_put(rt_node *n, nng_ctx ctx)
 {
 	bool kept = false;
 	pthread_mutex_lock(&n->pool_mu);
@@ -255,24 +257,44 @@ static void finish(rt_call *c, int rc)
 /* How long a node that could not be reached is skipped by any-replica reads. */
 #define RT_DOWN_MS 1000
 
+static void mark_down(rt_router *rt, uint32_t node)
+{
+	rt_node *n = rt_node_by_id(rt, node);
+	if (n != NULL)
+		atomic_store(&n->down_until, rt_now_ms() + RT_DOWN_MS);
+}
+
+void rt_note_failure(rt_router *rt, uint32_t group, rt_outcome o, uint32_t tried, uint32_t hint)
+{
+	if (o == RT_OUT_UNREACHABLE)
+		mark_down(rt, tried);
+	if (o == RT_OUT_NOT_LEADER && hint != 0 && hint != tried &&
+	    sh_cluster_hosts(rt->conf, hint, group))
+		set_leader(rt, group, hint);
+}
+
+void rt_note_answer(rt_router *rt, uint32_t group, uint32_t from, bool any_replica)
+{
+	rt_node *node = rt_node_by_id(rt, from);
+	if (node != NULL && atomic_load_explicit(&node->down_until, memory_order_relaxed) != 0)
+		atomic_store(&node->down_until, 0);
+	if (!any_replica)
+		set_leader(rt, group, from);
+}
+
 static void attempt_failed(rt_router *rt, rt_call *c, rt_outcome o, uint32_t hint, const char *what,
                            int64_t deadline)
 {
 	close_ctx(c);
 	uint32_t tried = c->retry.target;
-	if (o == RT_OUT_UNREACHABLE) {
-		rt_node *n = node_by_id(rt, tried);
-		if (n != NULL)
-			atomic_store(&n->down_until, rt_now_ms() + RT_DOWN_MS);
-	}
 	if (c->only_node != 0) {
+		if (o == RT_OUT_UNREACHABLE)
+			mark_down(rt, tried);
 		sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE, "node %u: %s", tried, what);
 		finish(c, SHOAL_E_UNAVAILABLE);
 		return;
 	}
-	if (o == RT_OUT_NOT_LEADER && hint != 0 && hint != tried &&
-	    sh_cluster_hosts(rt->conf, hint, c->group))
-		set_leader(rt, c->group, hint);
+	rt_note_failure(rt, c->group, o, tried, hint);
 	int64_t now = rt_now_ms();
 	uint32_t delay;
 	if (!rt_retry_next(&c->retry, o, hint, now, deadline, &delay)) {
@@ -290,13 +312,13 @@ static void attempt_failed(rt_router *rt, rt_call *c, rt_outcome o, uint32_t hin
 
 static void attempt_send(rt_router *rt, rt_call *c, int64_t deadline)
 {
-	rt_node *n = node_by_id(rt, c->retry.target);
+	rt_node *n = rt_node_by_id(rt, c->retry.target);
 	int nrv;
 	if (n == NULL || !n->open) {
 		attempt_failed(rt, c, RT_OUT_UNREACHABLE, 0, "no such node", deadline);
 		return;
 	}
-	if ((nrv = ctx_get(n, &c->ctx)) != 0) {
+	if ((nrv = rt_node_ctx_get(n, &c->ctx)) != 0) {
 		attempt_failed(rt, c, RT_OUT_UNREACHABLE, 0, nng_strerror(nrv), deadline);
 		return;
 	}
@@ -363,7 +385,7 @@ static void attempt_answered(rt_router *rt, sh_arena *a, rt_call *c, int64_t dea
 	nng_msg_free(m);
 	/* A reply came: nothing is outstanding on the context; keep it. */
 	if (c->ctx_open && c->ctx_node != NULL) {
-		ctx_put(c->ctx_node, c->ctx);
+		rt_node_ctx_put(c->ctx_node, c->ctx);
 		c->ctx_open = false;
 	}
 	uint32_t from = c->retry.target;
@@ -385,13 +407,9 @@ static void attempt_answered(rt_router *rt, sh_arena *a, rt_call *c, int64_t dea
 		               deadline);
 		return;
 	}
-	rt_node *node = node_by_id(rt, from);
-	if (node != NULL)
-		atomic_store(&node->down_until, 0);
+	rt_note_answer(rt, c->group, from, c->only_node != 0 || c->any_replica);
 	c->resp = resp;
 	c->answered_by = from;
-	if (c->only_node == 0 && !c->any_replica)
-		set_leader(rt, c->group, from);
 	finish(c, SHOAL_OK);
 }
 
@@ -399,7 +417,13 @@ static uint32_t first_target(rt_router *rt, const rt_call *c, const uint32_t *re
 {
 	if (c->only_node != 0)
 		return c->only_node;
-	if (c->any_replica) {
+	return rt_first_target(rt, c->group, c->any_replica, reps, n);
+}
+
+uint32_t rt_first_target(rt_router *rt, uint32_t group, bool any_replica, const uint32_t *reps,
+                         uint32_t n)
+{
+	if (any_replica) {
 		/* Eventually consistent reads go to the leader when it is known
 		 * and up: it has applied every acknowledged write, while a
 		 * follower learns the commit index only with the next heartbeat,
@@ -408,20 +432,20 @@ static uint32_t first_target(rt_router *rt, const rt_call *c, const uint32_t *re
 		 * (Leaders of different groups sit on different nodes, so reads
 		 * still spread over the cluster.) */
 		int64_t now = rt_now_ms();
-		uint32_t leader = atomic_load(&rt->leader[c->group]);
-		rt_node *ln = leader != 0 ? node_by_id(rt, leader) : NULL;
+		uint32_t leader = atomic_load(&rt->leader[group]);
+		rt_node *ln = leader != 0 ? rt_node_by_id(rt, leader) : NULL;
 		if (ln != NULL && atomic_load(&ln->down_until) <= now)
 			return leader;
 		uint32_t start = atomic_fetch_add(&rt->rr, 1) % n;
 		for (uint32_t k = 0; k < n; k++) {
 			uint32_t id = reps[(start + k) % n];
-			rt_node *node = node_by_id(rt, id);
+			rt_node *node = rt_node_by_id(rt, id);
 			if (node != NULL && atomic_load(&node->down_until) <= now)
 				return id;
 		}
 		return reps[start];
 	}
-	return atomic_load(&rt->leader[c->group]);
+	return atomic_load(&rt->leader[group]);
 }
 
 void rt_call_all(rt_router *rt, sh_arena *a, rt_call *calls, uint32_t n, int64_t deadline)

@@ -1,0 +1,508 @@
+/*
+ * The router's fast path (router/fast.c) and its server (router/server.c),
+ * end to end: a real REP listener (rt_server_start), a client REQ socket,
+ * and fake nodes (nng REP servers in threads) that check the hand-written
+ * NodeRequest and script their answers: plain answers are passed on by the
+ * fast path; NOT_LEADER, ResourceNotFound, silence and unknown tables go to
+ * the worker path, which answers exactly as before; stopping with requests
+ * in flight is clean.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "common/alloc.h"
+#include "router/router.h"
+#include "tests/lib/testlib.h"
+
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+
+static bool port_free(int port)
+{
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0)
+		return false;
+	int one = 1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	bool ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	close(fd);
+	return ok;
+}
+
+/* 8 ports free when we looked (nodes base+1..3, router base+5). */
+static int base_port(void)
+{
+	static int chosen;
+	if (chosen != 0)
+		return chosen;
+	int base = 20000 + (int)((getpid() * 8 + 4) % 20000);
+	for (int tries = 0; tries < 200; tries++, base = 20000 + (base - 20000 + 8) % 20000) {
+		bool ok = true;
+		for (int i = 1; i <= 5 && ok; i++)
+			ok = port_free(base + i);
+		if (ok)
+			break;
+	}
+	chosen = base;
+	return chosen;
+}
+
+static sh_cluster_conf *make_conf(void)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/cluster.ini", tl_tmpdir("fast"));
+	FILE *f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[cluster]\ngroups = 4\nreplication = 3\n");
+	for (int i = 1; i <= 3; i++)
+		fprintf(f, "[node.%d]\nraft = 127.0.0.1:%d\nrpc = tcp://127.0.0.1:%d\n", i,
+		        base_port() + 100 * i, base_port() + i);
+	fclose(f);
+	sh_cluster_conf *c = sh_malloc(sizeof(*c));
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(sh_cluster_load(path, c, msg), SHOAL_OK);
+	return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fake nodes                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* What the fakes do (set by each test, read under mu). */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t leader = 3; /* answers writes and consistent reads */
+static bool lost_table;     /* data groups answer ResourceNotFound once */
+static bool silent_node2;   /* node 2 never answers */
+static int defines_seen;    /* define_table received (repair) */
+static int calls[4];        /* item requests per node id */
+static int bad_requests;    /* NodeRequests that did not look right */
+static uint64_t last_request_id;
+
+typedef struct fake {
+	uint32_t id;
+	nng_socket sock;
+	pthread_t th;
+} fake;
+static fake fakes[3];
+
+static Shoal__NodeResponse *status_answer(sh_arena *a, int code, const char *msg)
+{
+	Shoal__NodeResponse *nr = sh_arena_alloc(a, sizeof(*nr));
+	Shoal__Response *r = sh_arena_alloc(a, sizeof(*r));
+	shoal__node_response__init(nr);
+	shoal__response__init(r);
+	nr->response = r;
+	if (code != SHOAL_OK)
+		wire_response_set_error(a, r, code, msg, NULL, NULL);
+	return nr;
+}
+
+static Shoal__NodeResponse *catalog(sh_arena *a)
+{
+	st_key_attr attrs[1] = {{"PK", ST_S}};
+	st_table_def def = {
+	    .name = "tbl", .key = {.hash = {"PK", ST_S}}, .attrs = attrs, .n_attrs = 1};
+	Shoal__TableDefine *d = sh_arena_alloc(a, sizeof(*d));
+	shoal__table_define__init(d);
+	ck_assert_int_eq(wire_create_table_to_pb(a, &def, &d->def, NULL), SHOAL_OK);
+	d->table_id = 7;
+	d->created_ms = 1700000000007;
+	Shoal__NodeResponse *nr = status_answer(a, SHOAL_OK, NULL);
+	nr->catalog = sh_arena_alloc(a, sizeof(*nr->catalog));
+	nr->catalog[0] = d;
+	nr->n_catalog = 1;
+	return nr;
+}
+
+static Shoal__NodeResponse *serve(fake *f, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	if (req->list_catalog)
+		return catalog(a);
+	if (req->define_table != NULL) {
+		defines_seen++;
+		lost_table = false;
+		return status_answer(a, SHOAL_OK, NULL);
+	}
+	if (req->request == NULL) {
+		bad_requests++;
+		return status_answer(a, SHOAL_E_VALIDATION, "no request");
+	}
+	calls[f->id]++;
+	last_request_id = req->request->request_id;
+	if (f->id == 2 && silent_node2)
+		return NULL;
+	const Shoal__GetItemRequest *g =
+	    req->request->op_case == SHOAL__REQUEST__OP_GET_ITEM ? req->request->get_item : NULL;
+	/* The router must have said what it means: reads that any replica may
+	 * serve are exactly the eventually consistent GetItems. */
+	if (req->any_replica != (g != NULL && !g->consistent_read) || req->group == 0)
+		bad_requests++;
+	if (!req->any_replica && f->id != leader) {
+		Shoal__NodeResponse *nr = status_answer(a, SHOAL_E_NOT_LEADER, "not the leader");
+		nr->leader_node = leader;
+		return nr;
+	}
+	if (lost_table)
+		return status_answer(a, SHOAL_E_NOT_FOUND,
+		                     "Requested resource not found: Table: tbl not found");
+	Shoal__NodeResponse *nr = status_answer(a, SHOAL_OK, NULL);
+	nr->leader_node = 99; /* ignored: only NOT_LEADER carries a hint */
+	if (g != NULL) {
+		Shoal__GetItemResponse *gr = sh_arena_alloc(a, sizeof(*gr));
+		shoal__get_item_response__init(gr);
+		gr->item = g->key;
+		nr->response->result_case = SHOAL__RESPONSE__RESULT_GET_ITEM;
+		nr->response->get_item = gr;
+	} else {
+		Shoal__PutItemResponse *pr = sh_arena_alloc(a, sizeof(*pr));
+		shoal__put_item_response__init(pr);
+		nr->response->result_case = SHOAL__RESPONSE__RESULT_PUT_ITEM;
+		nr->response->put_item = pr;
+	}
+	nr->response->request_id = req->request->request_id;
+	return nr;
+}
+
+static void *fake_loop(void *arg)
+{
+	fake *f = arg;
+	for (;;) {
+		void *buf;
+		size_t len;
+		if (nng_recv(f->sock, &buf, &len, NNG_FLAG_ALLOC) != 0)
+			return NULL;
+		Shoal__NodeRequest *req = shoal__node_request__unpack(NULL, len, buf);
+		nng_free(buf, len);
+		if (req == NULL) {
+			pthread_mutex_lock(&mu);
+			bad_requests++;
+			pthread_mutex_unlock(&mu);
+			continue;
+		}
+		sh_arena a;
+		sh_arena_init(&a);
+		pthread_mutex_lock(&mu);
+		Shoal__NodeResponse *resp = serve(f, req, &a);
+		pthread_mutex_unlock(&mu);
+		uint8_t *out;
+		size_t out_len;
+		if (resp != NULL && wire_pack(&a, &resp->base, &out, &out_len, NULL) == SHOAL_OK)
+			nng_send(f->sock, out, out_len, 0);
+		shoal__node_request__free_unpacked(req, NULL);
+		sh_arena_fini(&a);
+	}
+}
+
+static void fakes_start(const sh_cluster_conf *c)
+{
+	leader = 3;
+	lost_table = silent_node2 = false;
+	defines_seen = bad_requests = 0;
+	memset(calls, 0, sizeof(calls));
+	for (uint32_t i = 0; i < 3; i++) {
+		fake *f = &fakes[i];
+		f->id = c->nodes[i].id;
+		ck_assert_int_eq(nng_rep0_open(&f->sock), 0);
+		ck_assert_int_eq(nng_listen(f->sock, c->nodes[i].rpc, NULL, 0), 0);
+		ck_assert_int_eq(pthread_create(&f->th, NULL, fake_loop, f), 0);
+	}
+}
+
+static void fakes_stop(void)
+{
+	for (uint32_t i = 0; i < 3; i++) {
+		nng_close(fakes[i].sock);
+		pthread_join(fakes[i].th, NULL);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Router and client                                                         */
+/* ------------------------------------------------------------------------ */
+
+static rt_router rt;
+static rt_server srv;
+static nng_socket client;
+
+static void up(void)
+{
+	sh_cluster_conf *c = make_conf();
+	fakes_start(c);
+	rt_options o;
+	rt_options_default(&o);
+	o.attempt_ms = 300;
+	o.send_ms = 200;
+	o.deadline_ms = 3000;
+	o.contexts = 16;
+	o.workers = 4;
+	char msg[SH_ERRMSG_SIZE], url[64];
+	ck_assert_int_eq(rt_router_init(&rt, c, &o, msg), SHOAL_OK);
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", base_port() + 5);
+	ck_assert_msg(rt_server_start(&srv, &rt, url, msg) == SHOAL_OK, "%s", msg);
+	ck_assert_int_eq(nng_req0_open(&client), 0);
+	ck_assert_int_eq(nng_socket_set_ms(client, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE),
+	                 0);
+	ck_assert_int_eq(nng_socket_set_ms(client, NNG_OPT_RECVTIMEO, 10000), 0);
+	ck_assert_int_eq(nng_dial(client, url, NULL, 0), 0);
+}
+
+static void down(void)
+{
+	nng_close(client);
+	rt_server_stop(&srv, 2000);
+	rt_router_fini(&rt);
+	fakes_stop();
+}
+
+static Shoal__Request *get_req(sh_arena *a, uint64_t id, const char *table, const char *pk,
+                               bool consistent)
+{
+	Shoal__Request *req = sh_arena_alloc(a, sizeof(*req));
+	Shoal__GetItemRequest *g = sh_arena_alloc(a, sizeof(*g));
+	shoal__request__init(req);
+	shoal__get_item_request__init(g);
+	req->request_id = id;
+	req->op_case = SHOAL__REQUEST__OP_GET_ITEM;
+	req->get_item = g;
+	WIRE_SET(g, table_name, (char *)table);
+	st_value *k = st_new_map(a, 1);
+	st_map_set(a, k, "PK", 2, st_new_s(a, pk));
+	ck_assert_int_eq(wire_item_to_pb(a, k, &g->key, NULL), SHOAL_OK);
+	g->consistent_read = consistent;
+	return req;
+}
+
+static Shoal__Request *put_req(sh_arena *a, uint64_t id, const char *pk)
+{
+	Shoal__Request *req = sh_arena_alloc(a, sizeof(*req));
+	Shoal__PutItemRequest *p = sh_arena_alloc(a, sizeof(*p));
+	shoal__request__init(req);
+	shoal__put_item_request__init(p);
+	req->request_id = id;
+	req->op_case = SHOAL__REQUEST__OP_PUT_ITEM;
+	req->put_item = p;
+	WIRE_SET(p, table_name, (char *)"tbl");
+	st_value *k = st_new_map(a, 2);
+	st_map_set(a, k, "PK", 2, st_new_s(a, pk));
+	st_map_set(a, k, "v", 1, st_new_s(a, "value"));
+	ck_assert_int_eq(wire_item_to_pb(a, k, &p->item, NULL), SHOAL_OK);
+	return req;
+}
+
+/* Sends req to the router and returns its answer (in a). */
+static Shoal__Response *call(sh_arena *a, Shoal__Request *req)
+{
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(wire_pack(a, &req->base, &buf, &len, NULL), SHOAL_OK);
+	ck_assert_int_eq(nng_send(client, buf, len, 0), 0);
+	void *ans;
+	size_t ans_len;
+	ck_assert_int_eq(nng_recv(client, &ans, &ans_len, NNG_FLAG_ALLOC), 0);
+	uint8_t *copy = sh_arena_alloc(a, ans_len + 1);
+	memcpy(copy, ans, ans_len);
+	nng_free(ans, ans_len);
+	ProtobufCAllocator alloc;
+	wire_arena_allocator(&alloc, a);
+	Shoal__Response *resp;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(wire_unpack_response(&alloc, copy, ans_len, &resp, msg), SHOAL_OK);
+	ck_assert_uint_eq(resp->request_id, req->request_id);
+	return resp;
+}
+
+static uint64_t fast_answered(void)
+{
+	return atomic_load(&rt.metrics.fast_answered);
+}
+
+static uint64_t fast_deferred(void)
+{
+	return atomic_load(&rt.metrics.fast_deferred);
+}
+
+static uint64_t requests(Shoal__Request__OpCase op)
+{
+	return atomic_load(&rt.metrics.requests[rt_op_slot(op)]);
+}
+
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_fast_answers_and_falls_back)
+{
+	up();
+	sh_arena a;
+	sh_arena_init(&a);
+
+	/* No catalog yet: the worker loads it (and follows the hints). */
+	Shoal__Response *r = call(&a, get_req(&a, 1, "tbl", "k0", true));
+	ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+	ck_assert_uint_eq(fast_answered(), 0);
+
+	/* Every group's leader learnt (consistent reads go to the leader). */
+	for (int i = 0; i < 30; i++) {
+		char pk[16];
+		snprintf(pk, sizeof(pk), "k%d", i);
+		r = call(&a, get_req(&a, 100 + (uint64_t)i, "tbl", pk, true));
+		ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+		ck_assert_int_eq(r->result_case, SHOAL__RESPONSE__RESULT_GET_ITEM);
+		ck_assert_ptr_nonnull(r->get_item->item);
+	}
+	uint64_t answered = fast_answered();
+	ck_assert_uint_gt(answered, 20);
+
+	/* Known leaders: the fast path answers everything, one node call each,
+	 * byte for byte what the node said (request_id checked by call()). */
+	pthread_mutex_lock(&mu);
+	int before = calls[1] + calls[2] + calls[3];
+	pthread_mutex_unlock(&mu);
+	uint64_t deferred = fast_deferred();
+	for (int i = 0; i < 20; i++) {
+		char pk[16];
+		snprintf(pk, sizeof(pk), "k%d", i);
+		r = call(&a, get_req(&a, 200 + (uint64_t)i, "tbl", pk, i % 2 == 0));
+		ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+		ck_assert_uint_eq(r->get_item->item->n_attrs, 1);
+		ProtobufCBinaryData got = r->get_item->item->attrs[0]->value->s;
+		ck_assert_uint_eq(got.len, strlen(pk));
+		ck_assert(memcmp(got.data, pk, got.len) == 0);
+		r = call(&a, put_req(&a, 300 + (uint64_t)i, pk));
+		ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+		ck_assert_int_eq(r->result_case, SHOAL__RESPONSE__RESULT_PUT_ITEM);
+	}
+	ck_assert_uint_eq(fast_answered(), answered + 40);
+	ck_assert_uint_eq(fast_deferred(), deferred);
+	pthread_mutex_lock(&mu);
+	ck_assert_int_eq(calls[1] + calls[2] + calls[3], before + 40);
+	ck_assert_int_eq(bad_requests, 0);
+	/* A new leader: NOT_LEADER with a hint goes to a worker, which follows
+	 * it; the next request goes straight there. */
+	leader = 1;
+	pthread_mutex_unlock(&mu);
+	r = call(&a, put_req(&a, 400, "k1"));
+	ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+	ck_assert_uint_eq(fast_deferred(), deferred + 1);
+	ck_assert_uint_ge(atomic_load(&rt.metrics.retries[RT_OUT_NOT_LEADER]), 1);
+	answered = fast_answered();
+	r = call(&a, put_req(&a, 401, "k1"));
+	ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+	ck_assert_uint_eq(fast_answered(), answered + 1);
+
+	/* ResourceNotFound from a data group: the worker repairs and retries. */
+	pthread_mutex_lock(&mu);
+	lost_table = true;
+	pthread_mutex_unlock(&mu);
+	r = call(&a, put_req(&a, 500, "k1"));
+	ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+	ck_assert_uint_eq(atomic_load(&rt.metrics.repairs), 1);
+	ck_assert_int_eq(defines_seen, 1);
+
+	/* An unknown table: the worker refreshes the catalog and says so. */
+	r = call(&a, get_req(&a, 600, "nope", "k", false));
+	ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_NOT_FOUND);
+	ck_assert_str_eq(r->message, "Requested resource not found: Table: nope not found");
+
+	/* Every request counted once, whichever path answered it. */
+	ck_assert_uint_eq(requests(SHOAL__REQUEST__OP_GET_ITEM), 1 + 30 + 20 + 1);
+	ck_assert_uint_eq(requests(SHOAL__REQUEST__OP_PUT_ITEM), 20 + 3);
+	sh_arena_fini(&a);
+	down();
+}
+END_TEST
+
+START_TEST(test_fast_timeout_and_stop)
+{
+	up();
+	sh_arena a;
+	sh_arena_init(&a);
+	Shoal__Response *r = call(&a, get_req(&a, 1, "tbl", "k0", true));
+	ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+	/* Node 2 leads and then goes silent: the fast attempt times out
+	 * (attempt_ms), the worker tries the others, is told node 2 leads, and
+	 * answers ServiceUnavailable at the deadline -- not before, not much
+	 * later. */
+	pthread_mutex_lock(&mu);
+	leader = 2;
+	pthread_mutex_unlock(&mu);
+	for (int i = 0; i < 10; i++) {
+		char pk[16];
+		snprintf(pk, sizeof(pk), "k%d", i);
+		r = call(&a, put_req(&a, 10 + (uint64_t)i, pk));
+		ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+	}
+	pthread_mutex_lock(&mu);
+	silent_node2 = true;
+	pthread_mutex_unlock(&mu);
+	int64_t t0 = rt_now_ms();
+	r = call(&a, put_req(&a, 99, "k3"));
+	int64_t took = rt_now_ms() - t0;
+	ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_UNAVAILABLE);
+	ck_assert_int_ge(took, 2500);
+	ck_assert_int_lt(took, 4500);
+	ck_assert_uint_ge(atomic_load(&rt.metrics.retries[RT_OUT_TIMEOUT]), 1);
+
+	/* Stopping with requests in flight (some waiting for silent node 2):
+	 * the drain gives up after its time, every aio stops, nothing leaks
+	 * (sanitizer builds check). */
+	nng_socket c2;
+	ck_assert_int_eq(nng_req0_open(&c2), 0);
+	char url[64];
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", base_port() + 5);
+	ck_assert_int_eq(nng_dial(c2, url, NULL, 0), 0);
+	nng_ctx ctxs[8];
+	nng_aio *aios[8];
+	for (int i = 0; i < 8; i++) {
+		ck_assert_int_eq(nng_ctx_open(&ctxs[i], c2), 0);
+		ck_assert_int_eq(nng_aio_alloc(&aios[i], NULL, NULL), 0);
+		char pk[16];
+		snprintf(pk, sizeof(pk), "s%d", i);
+		uint8_t *buf;
+		size_t len;
+		ck_assert_int_eq(
+		    wire_pack(&a, &put_req(&a, 1000 + (uint64_t)i, pk)->base, &buf, &len, NULL),
+		    SHOAL_OK);
+		nng_msg *m;
+		ck_assert_int_eq(nng_msg_alloc(&m, len), 0);
+		memcpy(nng_msg_body(m), buf, len);
+		nng_aio_set_msg(aios[i], m);
+		nng_ctx_send(ctxs[i], aios[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		nng_aio_wait(aios[i]);
+		ck_assert_int_eq(nng_aio_result(aios[i]), 0);
+	}
+	nng_msleep(100);
+	nng_close(client);
+	t0 = rt_now_ms();
+	rt_server_stop(&srv, 200);
+	ck_assert_int_lt(rt_now_ms() - t0, 4000);
+	rt_router_fini(&rt);
+	nng_close(c2);
+	for (int i = 0; i < 8; i++)
+		nng_aio_free(aios[i]);
+	fakes_stop();
+	sh_arena_fini(&a);
+}
+END_TEST
+
+static Suite *fast_suite(void)
+{
+	Suite *s = suite_create("fast");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_fast_answers_and_falls_back);
+	tcase_add_test(tc, test_fast_timeout_and_stop);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TL_MAIN(fast_suite)
