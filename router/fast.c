@@ -223,49 +223,63 @@ static nng_msg *node_request(const nng_msg *client, uint32_t group, bool any_rep
 	return m;
 }
 
+/* The next field of a protobuf message in [*p, end): its number, and for a
+ * varint its value (*v) or for a length-delimited field its bytes (*data,
+ * *len); fixed32/64 fields are skipped over.  False on malformed input
+ * (groups included: no Shoal message has them). */
+static bool next_field(const uint8_t **p, const uint8_t *end, uint64_t *field, int *wire,
+                       uint64_t *v, const uint8_t **data, size_t *len)
+{
+	uint64_t tag;
+	if (!get_varint(p, end, &tag))
+		return false;
+	*field = tag >> 3;
+	*wire = (int)(tag & 7);
+	switch (*wire) {
+	case 0:
+		return get_varint(p, end, v);
+	case 1:
+	case 5: {
+		size_t n = *wire == 1 ? 8 : 4;
+		if ((size_t)(end - *p) < n)
+			return false;
+		*p += n;
+		return true;
+	}
+	case 2:
+		if (!get_varint(p, end, v) || *v > (uint64_t)(end - *p))
+			return false;
+		*data = *p;
+		*len = (size_t)*v;
+		*p += *v;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* What a NodeResponse says: where its Response lies, the Response's status
  * and the leader hint.  False if it cannot be read this way (no Response,
  * or a Response in several pieces, which protobuf would merge). */
 static bool read_answer(const uint8_t *buf, size_t len, size_t *off, size_t *rlen, uint64_t *status,
                         uint32_t *leader)
 {
-	const uint8_t *p = buf, *end = buf + len, *resp = NULL;
-	uint64_t tag, v;
+	const uint8_t *p = buf, *end = buf + len, *resp = NULL, *data = NULL;
+	uint64_t field, v = 0;
+	size_t dlen = 0;
+	int wire;
 	*leader = 0;
 	*status = 0;
 	while (p < end) {
-		if (!get_varint(&p, end, &tag))
+		if (!next_field(&p, end, &field, &wire, &v, &data, &dlen))
 			return false;
-		switch (tag & 7) {
-		case 0:
-			if (!get_varint(&p, end, &v))
+		if (wire == 0 && field == 2)
+			*leader = (uint32_t)v;
+		if (wire == 2 && field == 1) {
+			if (resp != NULL)
 				return false;
-			if (tag >> 3 == 2)
-				*leader = (uint32_t)v;
-			break;
-		case 1:
-			if (end - p < 8)
-				return false;
-			p += 8;
-			break;
-		case 5:
-			if (end - p < 4)
-				return false;
-			p += 4;
-			break;
-		case 2:
-			if (!get_varint(&p, end, &v) || v > (uint64_t)(end - p))
-				return false;
-			if (tag >> 3 == 1) {
-				if (resp != NULL)
-					return false;
-				resp = p;
-				*rlen = (size_t)v;
-			}
-			p += v;
-			break;
-		default:
-			return false;
+			resp = data;
+			*rlen = dlen;
 		}
 	}
 	if (resp == NULL)
@@ -275,33 +289,10 @@ static bool read_answer(const uint8_t *buf, size_t len, size_t *off, size_t *rle
 	p = resp;
 	end = resp + *rlen;
 	while (p < end) {
-		if (!get_varint(&p, end, &tag))
+		if (!next_field(&p, end, &field, &wire, &v, &data, &dlen))
 			return false;
-		switch (tag & 7) {
-		case 0:
-			if (!get_varint(&p, end, &v))
-				return false;
-			if (tag >> 3 == 2)
-				*status = v;
-			break;
-		case 1:
-			if (end - p < 8)
-				return false;
-			p += 8;
-			break;
-		case 5:
-			if (end - p < 4)
-				return false;
-			p += 4;
-			break;
-		case 2:
-			if (!get_varint(&p, end, &v) || v > (uint64_t)(end - p))
-				return false;
-			p += v;
-			break;
-		default:
-			return false;
-		}
+		if (wire == 0 && field == 2)
+			*status = v;
 	}
 	return true;
 }
