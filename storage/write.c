@@ -202,6 +202,18 @@ static int check_index_keys(const st_table_def *t, const st_value *item, char *e
 				    "The AttributeValue for a key attribute cannot contain an "
 				    "empty %s value. IndexName: %s, IndexKey: %s",
 				    v->type == ST_S ? "string" : "binary", x->name, ka[j]->name);
+			/* Index keys have the table's key limits (DynamoDB: 2048 bytes
+			 * for a partition key, 1024 for a sort key).  The message is
+			 * modelled on the table key's; DynamoDB's own text for index
+			 * keys is not documented. */
+			size_t limit = j == 0 ? 2048 : 1024;
+			if (v->type != ST_N && v->u.str.len > limit)
+				return sh_errf(
+				    errmsg, SHOAL_E_VALIDATION,
+				    "One or more parameter values were invalid: Size of %s "
+				    "has exceeded the maximum size limit of %zu bytes. "
+				    "IndexName: %s, IndexKey: %s",
+				    j == 0 ? "hashkey" : "rangekey", limit, x->name, ka[j]->name);
 		}
 	}
 	return SHOAL_OK;

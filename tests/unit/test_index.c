@@ -593,6 +593,26 @@ START_TEST(test_deleted_index_dropped)
 }
 END_TEST
 
+/* Index key attributes have the table's key size limits. */
+START_TEST(test_index_key_size)
+{
+	char *big = malloc(2050);
+	memset(big, 'k', 2049);
+	big[2049] = '\0';
+	st_put_req r = {.table = "Tbl", .item = map("PK", S("p"), "SK", S("1"), "G", S(big), NULL)};
+	ck_assert_int_eq(st_put_item(tl_env, &r, &tl_arena, NULL, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_msg(strstr(tl_msg, "Size of hashkey has exceeded the maximum size limit of 2048 "
+	                             "bytes") != NULL,
+	              "%s", tl_msg);
+	ck_assert_uint_eq(last_seq(tl_env), 0); /* nothing written, no delta */
+	big[2048] = '\0';
+	r.item = map("PK", S("p"), "SK", S("1"), "G", S(big), NULL);
+	ck_assert_msg(st_put_item(tl_env, &r, &tl_arena, NULL, tl_msg) == SHOAL_OK, "%s", tl_msg);
+	ck_assert_uint_eq(last_seq(tl_env), 1);
+	free(big);
+}
+END_TEST
+
 /* The router defines a new table group by group (and repairs a missed
  * define later), so deltas may reach a target before it knows the table:
  * they are kept, and the define that arrives later finds them.  Deltas of a
@@ -1249,7 +1269,8 @@ static Suite *index_suite(void)
 	                         test_outbox_deterministic_and_trim, test_apply_dedup,
 	                         test_deleted_index_dropped, test_backfill, test_update_table,
 	                         test_sharded_query_merge, test_index_start_key, test_lsi,
-	                         test_property_convergence, test_table_defined_late_and_dropped));
+	                         test_property_convergence, test_table_defined_late_and_dropped,
+	                         test_index_key_size));
 }
 
 TL_MAIN(index_suite)
