@@ -63,6 +63,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		else if (strcmp(name, "replication") == 0 &&
 		         parse_uint(value, SH_MAX_REPLICATION, &v) && v >= 1)
 			c->replication = (uint32_t)v;
+		else if (strcmp(name, "outbox_limit") == 0 && parse_uint(value, 1000000000UL, &v) &&
+		         v >= 1)
+			c->outbox_limit = (uint64_t)v;
 		else
 			goto bad;
 		return 1;

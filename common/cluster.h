@@ -54,6 +54,10 @@ typedef struct sh_node_conf {
 typedef struct sh_cluster_conf {
 	uint32_t groups;
 	uint32_t replication;
+	/* [cluster] outbox_limit: index deltas a group may hold unshipped before
+	 * its base writes are throttled (0: the node's default; shoal-node
+	 * --outbox-limit overrides it). */
+	uint64_t outbox_limit;
 	uint32_t n_nodes;
 	sh_node_conf nodes[SH_MAX_NODES]; /* in file order */
 	char router_listen[SH_ADDR_MAX];

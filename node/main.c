@@ -15,7 +15,7 @@
  * --outbox-limit N: a group whose leader has more than N index deltas not
  * yet shipped to their index partitions refuses base writes with
  * ProvisionedThroughputExceededException until it catches up (default
- * 100000).
+ * 100000, or the cluster file's [cluster] outbox_limit).
  *
  * Exit status: 0 after a graceful stop, 1 if the node could not start, 2 for
  * a usage or configuration error.
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	    .id = (uint32_t)id,
 	    .dir = dir,
 	    .workers = (unsigned)workers,
-	    .outbox_limit = outbox_limit,
+	    .outbox_limit = outbox_limit != 0 ? outbox_limit : conf.outbox_limit,
 	    .signals = true,
 	};
 	node *n;

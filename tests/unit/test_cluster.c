@@ -32,6 +32,7 @@ START_TEST(test_load)
 	ck_assert_int_eq(sh_cluster_load(write_file(three_nodes), &c, msg), SHOAL_OK);
 	ck_assert_uint_eq(c.groups, 4);
 	ck_assert_uint_eq(c.replication, 3);
+	ck_assert_uint_eq(c.outbox_limit, 0); /* not set: the node's default */
 	ck_assert_uint_eq(c.n_nodes, 3);
 	const sh_node_conf *n = sh_cluster_node(&c, 3);
 	ck_assert_ptr_nonnull(n);
@@ -66,6 +67,14 @@ START_TEST(test_errors)
 	ck_assert_int_eq(sh_cluster_load(write_file("[bogus]\na = b\n"), &c, msg),
 	                 SHOAL_E_VALIDATION);
 	ck_assert_ptr_nonnull(strstr(msg, "unknown section [bogus]"));
+	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\noutbox_limit = 0\n"), &c, msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_int_eq(
+	    sh_cluster_load(write_file("[cluster]\nreplication = 1\noutbox_limit = "
+	                               "5000\n[node.1]\nraft = h:1\nrpc = tcp://h:2\n"),
+	                    &c, msg),
+	    SHOAL_OK);
+	ck_assert_uint_eq(c.outbox_limit, 5000);
 	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nreplication = 1\n[node.1]\n"
 	                                            "raft = h:99999\nrpc = tcp://h:2\n"),
 	                                 &c, msg),
