@@ -430,19 +430,26 @@ void cli_print_status(FILE *out, const json_t *resp)
 			json_array_foreach(json_object_get(t, "Indexes"), k, x)
 			{
 				if (!header) {
-					fprintf(out,
-					        "\n%-32s %-24s %-6s %-5s %-12s %-12s %-9s %s\n",
-					        "TABLE", "INDEX", "GROUP", "NODE", "ENTRIES",
-					        "BYTES", "STATUS", "BACKFILL");
+					fprintf(
+					    out,
+					    "\n%-32s %-24s %-6s %-5s %-12s %-12s %-9s %-8s %s\n",
+					    "TABLE", "INDEX", "GROUP", "NODE", "ENTRIES", "BYTES",
+					    "STATUS", "BACKFILL", "LAG_MS");
 					header = true;
 				}
-				fprintf(out, "%-32s %-24s %-6lld %-5lld %-12lld %-12lld %-9s %s\n",
-				        str(t, "TableName"), str(x, "IndexName"), g, num(r, "Node"),
-				        num(x, "ItemCount"), num(x, "SizeBytes"),
-				        str(x, "Status")[0] ? str(x, "Status") : "?",
-				        json_is_true(json_object_get(x, "BackfillDone"))
-				            ? "done"
-				            : "running");
+				/* The last propagation lag the group's leader measured
+				 * for this index (deltas it shipped), "-" if none. */
+				char lag[24] = "-";
+				if (json_is_true(json_object_get(x, "LagSeen")))
+					snprintf(lag, sizeof(lag), "%lld", num(x, "LagMs"));
+				fprintf(
+				    out, "%-32s %-24s %-6lld %-5lld %-12lld %-12lld %-9s %-8s %s\n",
+				    str(t, "TableName"), str(x, "IndexName"), g, num(r, "Node"),
+				    num(x, "ItemCount"), num(x, "SizeBytes"),
+				    str(x, "Status")[0] ? str(x, "Status") : "?",
+				    json_is_true(json_object_get(x, "BackfillDone")) ? "done"
+				                                                     : "running",
+				    lag);
 			}
 		}
 	}

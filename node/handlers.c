@@ -424,6 +424,11 @@ static int index_stats(node_call *c, const char *name, const st_index_progress *
 		s->size_bytes = p[i].size_bytes;
 		s->backfill_done = p[i].backfill_done;
 		s->backfill_seq = p[i].backfill_seq;
+		int64_t lag;
+		if (node_ship_last_lag(c->node->ship, p[i].table_id, p[i].index_id, &lag)) {
+			s->lag_ms = lag;
+			s->lag_seen = true;
+		}
 		s->status = (char *)(p[i].status == ST_INDEX_CREATING   ? "CREATING"
 		                     : p[i].status == ST_INDEX_DELETING ? "DELETING"
 		                                                        : "ACTIVE");

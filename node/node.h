@@ -532,5 +532,9 @@ void node_ship_count_applied(node_ship *s, uint32_t gid, uint64_t n);
 typedef void (*node_appendf_fn)(void *buf, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void node_ship_metrics(node_ship *s, node_appendf_fn appendf, void *buf);
+/* The most recent propagation lag this node's shipper measured for index
+ * (table_id, index_id), in ms; false if none yet (or s is NULL).  Any
+ * thread. */
+bool node_ship_last_lag(node_ship *s, uint32_t table_id, uint16_t index_id, int64_t *ms);
 
 #endif

@@ -94,6 +94,7 @@ typedef struct lag_slot {
 	uint64_t buckets[LAG_BUCKETS + 1];
 	uint64_t count;
 	double sum_ms;
+	int64_t last_ms; /* the most recent sample */
 } lag_slot;
 
 struct node_ship {

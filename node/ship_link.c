@@ -53,6 +53,23 @@ static int node_pos(const sh_cluster_conf *c, uint32_t id)
 	return -1;
 }
 
+bool node_ship_last_lag(node_ship *s, uint32_t table_id, uint16_t index_id, int64_t *ms)
+{
+	if (s == NULL)
+		return false;
+	bool found = false;
+	pthread_mutex_lock(&s->lag_mu);
+	for (unsigned i = 0; i < LAG_SLOTS && !found; i++) {
+		const lag_slot *x = &s->lag[i];
+		if (x->used && x->table_id == table_id && x->index_id == index_id) {
+			*ms = x->last_ms;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&s->lag_mu);
+	return found;
+}
+
 static void lag_observe(node_ship *s, uint32_t table_id, uint16_t index_id, int64_t ms)
 {
 	if (ms < 0)
@@ -80,6 +97,7 @@ static void lag_observe(node_ship *s, uint32_t table_id, uint16_t index_id, int6
 	x->buckets[b]++;
 	x->count++;
 	x->sum_ms += (double)ms;
+	x->last_ms = ms;
 	pthread_mutex_unlock(&s->lag_mu);
 }
 

@@ -745,7 +745,8 @@ START_TEST(test_output)
 	    "\"AppliedIndex\":40,\"LeaderNode\":1,\"OutboxDepth\":5,\"OutboxOldestAgeMs\":12,"
 	    "\"Tables\":[{\"TableName\":\"orders\",\"ItemCount\":17,\"SizeBytes\":900,"
 	    "\"Indexes\":[{\"IndexName\":\"byCustomer\",\"IndexId\":1,\"ItemCount\":9,"
-	    "\"SizeBytes\":300,\"BackfillDone\":true,\"Status\":\"ACTIVE\"}]}]}],"
+	    "\"SizeBytes\":300,\"BackfillDone\":true,\"Status\":\"ACTIVE\",\"LagMs\":23,"
+	    "\"LagSeen\":true}]}]}],"
 	    "\"Partitions\":8}";
 	r = run_cmd(&s, "status", NULL);
 	ck_assert_int_eq(r.code, 0);
@@ -761,7 +762,7 @@ START_TEST(test_output)
 	ck_assert_msg(strstr(r.out, "1       5        12\n") != NULL, "%s", r.out);
 	ck_assert_msg(strstr(r.out,
 	                     "orders                           byCustomer               1      "
-	                     "1     9            300          ACTIVE    done\n") != NULL,
+	                     "1     9            300          ACTIVE    done     23\n") != NULL,
 	              "%s", r.out);
 	result_free(&r);
 	r = run_cmd(&s, "status", "--output", "json", NULL);

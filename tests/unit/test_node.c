@@ -899,6 +899,18 @@ START_TEST(test_index_shipping)
 			        strcmp(r->status->tables[i]->indexes[0]->index_name, "byg") == 0;
 	ck_assert(found);
 	FREE(r);
+	/* The node that shipped the deltas (l1, unless leadership moved
+	 * meanwhile) reports the last propagation lag it measured. */
+	bool lag_seen = false;
+	for (int i = 1; i <= NN && !lag_seen; i++) {
+		r = group_status(i, 1);
+		for (size_t t = 0; status_of(r) == SHOAL_OK && t < r->status->n_tables; t++)
+			for (size_t x = 0; x < r->status->tables[t]->n_indexes; x++)
+				lag_seen |= r->status->tables[t]->indexes[x]->lag_seen &&
+				            r->status->tables[t]->indexes[x]->lag_ms >= 0;
+		FREE(r);
+	}
+	ck_assert(lag_seen);
 
 	char *text;
 	size_t len;
