@@ -431,6 +431,20 @@ static int dispatch(rctx *x, int op, size_t request_size, uint32_t *leader, bool
 			return rc;
 	}
 
+	/* A router that routed by another table of this name (its cache
+	 * predates a DeleteTable + CreateTable through another router) must
+	 * refresh it before anything is read or written here. */
+	const char *table = req->request != NULL ? wire_request_table(req->request) : NULL;
+	if (req->table_id != 0 && table != NULL) {
+		uint32_t id;
+		if (st_table_id(node_group_env(c->group), table, &id, c->errmsg) == SHOAL_OK &&
+		    id != req->table_id)
+			return sh_errf(
+			    c->errmsg, SHOAL_E_WRONG_EPOCH,
+			    "table %s is id %u in group %u, the router routed it as id %u", table,
+			    id, req->group, req->table_id);
+	}
+
 	bool consistent_read = (d->flags & OP_READ) && !req->any_replica;
 	if ((d->flags & OP_WRITE) || consistent_read) {
 		node_group_status st;

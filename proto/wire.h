@@ -231,6 +231,11 @@ int wire_query_req_from_pb(sh_arena *a, const Shoal__QueryRequest *pb, st_query_
 int wire_scan_req_from_pb(sh_arena *a, const Shoal__ScanRequest *pb, st_scan_req *out,
                           char *errmsg);
 
+/* The TableName of a single-table data-plane request (GetItem, PutItem,
+ * UpdateItem, DeleteItem, Query, Scan), NULL for other operations or when
+ * absent. */
+const char *wire_request_table(const Shoal__Request *r);
+
 /*
  * CreateTable -> st_table_def: parameter constraints and DynamoDB's key
  * schema rules ("Invalid KeySchema: The first KeySchemaElement is not a HASH

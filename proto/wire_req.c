@@ -532,3 +532,23 @@ int wire_scan_req_to_pb(sh_arena *a, const st_scan_req *req, Shoal__ScanRequest 
 	*out = rc == SHOAL_OK ? pb : NULL;
 	return rc;
 }
+
+const char *wire_request_table(const Shoal__Request *r)
+{
+	switch (r->op_case) {
+	case SHOAL__REQUEST__OP_GET_ITEM:
+		return WIRE_OPT(r->get_item, table_name);
+	case SHOAL__REQUEST__OP_PUT_ITEM:
+		return WIRE_OPT(r->put_item, table_name);
+	case SHOAL__REQUEST__OP_UPDATE_ITEM:
+		return WIRE_OPT(r->update_item, table_name);
+	case SHOAL__REQUEST__OP_DELETE_ITEM:
+		return WIRE_OPT(r->delete_item, table_name);
+	case SHOAL__REQUEST__OP_QUERY:
+		return WIRE_OPT(r->query, table_name);
+	case SHOAL__REQUEST__OP_SCAN:
+		return WIRE_OPT(r->scan, table_name);
+	default:
+		return NULL;
+	}
+}

@@ -97,7 +97,7 @@ void rt_fast_fini(rt_rctx *x)
 /* The group of the request's key and whether any replica may serve it;
  * false when the request is not for the fast path.  Mirrors items.c. */
 static bool route(rt_router *rt, sh_arena *a, const Shoal__Request *in, uint32_t *group,
-                  bool *any_replica)
+                  uint32_t *table_id, bool *any_replica)
 {
 	char errmsg[SH_ERRMSG_SIZE];
 	const char *table;
@@ -162,8 +162,10 @@ static bool route(rt_router *rt, sh_arena *a, const Shoal__Request *in, uint32_t
 	else if (ok)
 		ok = key != NULL &&
 		     st_route_key(&t->def.key, key, item, &pk, NULL, NULL) == SHOAL_OK;
-	if (ok)
+	if (ok) {
 		*group = rt_group_of(rt, t->id, pk);
+		*table_id = t->id;
+	}
 	rt_catalog_release(snap);
 	return ok;
 }
@@ -197,11 +199,12 @@ static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return false;
 }
 
-/* NodeRequest{group = 1, request = 3, any_replica = 4} around the client's
- * packed Request. */
-static nng_msg *node_request(const nng_msg *client, uint32_t group, bool any_replica)
+/* NodeRequest{group = 1, request = 3, any_replica = 4, table_id = 18}
+ * around the client's packed Request. */
+static nng_msg *node_request(const nng_msg *client, uint32_t group, uint32_t table_id,
+                             bool any_replica)
 {
-	uint8_t hdr[32];
+	uint8_t hdr[40];
 	size_t n = 0;
 	size_t len = nng_msg_len(client);
 	if (group != 0) {
@@ -211,6 +214,10 @@ static nng_msg *node_request(const nng_msg *client, uint32_t group, bool any_rep
 	if (any_replica) {
 		hdr[n++] = 4 << 3 | 0;
 		hdr[n++] = 1;
+	}
+	if (table_id != 0) { /* field 18: a two-byte tag */
+		n += put_varint(hdr + n, 18 << 3 | 0);
+		n += put_varint(hdr + n, table_id);
 	}
 	hdr[n++] = 3 << 3 | 2;
 	n += put_varint(hdr + n, len);
@@ -337,9 +344,9 @@ bool rt_fast_start(rt_rctx *x)
 	if (wire_unpack_request(&alloc, nng_msg_body(x->msg), nng_msg_len(x->msg), &in, errmsg) !=
 	    SHOAL_OK)
 		return false;
-	uint32_t group = 0;
+	uint32_t group = 0, table_id = 0;
 	bool any = false;
-	bool ok = route(rt, a, in, &group, &any);
+	bool ok = route(rt, a, in, &group, &table_id, &any);
 	f->slot = rt_op_slot(in->op_case);
 	sh_arena_reset(a);
 	if (!ok || group >= rt->conf->groups)
@@ -350,7 +357,7 @@ bool rt_fast_start(rt_rctx *x)
 	    rt_node_by_id(rt, rt_first_target(rt, group, any, reps, rt->conf->replication));
 	if (n == NULL || !n->open)
 		return false;
-	nng_msg *m = node_request(x->msg, group, any);
+	nng_msg *m = node_request(x->msg, group, table_id, any);
 	if (m == NULL)
 		return false;
 	if (rt_node_ctx_get(n, &f->ctx) != 0) {
@@ -403,8 +410,9 @@ static void answered(rt_rctx *x)
 		return;
 	}
 	rt_note_answer(rt, f->group, f->node->id, f->any_replica);
-	if (code == SHOAL_E_NOT_FOUND) {
-		nng_msg_free(m); /* the worker repairs the group and retries */
+	if (code == SHOAL_E_NOT_FOUND || code == SHOAL_E_WRONG_EPOCH) {
+		/* The worker repairs the group, or refreshes a stale table id. */
+		nng_msg_free(m);
 		give_up(x, RT_OUT_DONE, 0);
 		return;
 	}

@@ -118,6 +118,15 @@ static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Reques
 		return rt_error_response(a, SHOAL_E_NOMEM, "out of memory");
 	shoal__response__init(r.out);
 	int rc = rt_ops[slot].handler(&r);
+	if (rc == SHOAL_E_WRONG_EPOCH) {
+		/* A node's table id differed from the cached one (the table was
+		 * recreated through another router) and nothing was done; the
+		 * handler refreshed the catalog: run it once more. */
+		shoal__response__init(r.out);
+		rc = rt_ops[slot].handler(&r);
+		if (rc == SHOAL_E_WRONG_EPOCH) /* e.g. a replica still behind */
+			rc = SHOAL_E_UNAVAILABLE;
+	}
 	rt_req_release(&r);
 	if (rc != SHOAL_OK) {
 		if (rc == SHOAL_E_INTERNAL || rc == SHOAL_E_NOMEM)

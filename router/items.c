@@ -32,6 +32,7 @@ int rt_forward(rt_req *r, const rt_table *t, uint32_t group, bool any_replica, u
 		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 		nr.request = (Shoal__Request *)r->in;
 		nr.index_shard = shard;
+		nr.table_id = t != NULL ? t->id : 0;
 		rt_call c = {.group = group, .req = &nr, .any_replica = any_replica};
 		rt_call_all(r->rt, r->a, &c, 1, r->deadline);
 		if (c.rc != SHOAL_OK)
@@ -40,6 +41,19 @@ int rt_forward(rt_req *r, const rt_table *t, uint32_t group, bool any_replica, u
 			return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
 			               "node %u answered group %u without a response",
 			               c.answered_by, group);
+		if (rt_resp_code(c.resp) == SHOAL_E_WRONG_EPOCH && t != NULL) {
+			/* The table was dropped and recreated through another router:
+			 * this cache placed the key by the old table's hash, and the
+			 * node did nothing.  Refresh; the front door runs the handler
+			 * again with the new definition (once). */
+			const rt_table *fresh;
+			int rc = rt_table_lookup(r, t->name, true, &fresh);
+			if (rc != SHOAL_OK)
+				return rc;
+			return sh_errf(r->errmsg, SHOAL_E_WRONG_EPOCH,
+			               "Table %s was recreated while this request was routed (%s)",
+			               t->name, c.resp->response->message);
+		}
 		if (rt_resp_code(c.resp) == SHOAL_E_NOT_FOUND && round == 0 && t != NULL) {
 			int rc = rt_repair(r, group, &t, 1);
 			if (rc == SHOAL_OK)

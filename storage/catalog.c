@@ -312,6 +312,29 @@ int st_table_describe(st_env *env, const char *name, sh_arena *a, st_table_info 
 	return rc;
 }
 
+int st_table_id(st_env *env, const char *name, uint32_t *id, char *errmsg)
+{
+	int rc = st_catalog_check_name(name, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	MDB_txn *txn;
+	int mrc = mdb_txn_begin(env->env, NULL, MDB_RDONLY, &txn);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_txn_begin(read)", errmsg);
+	MDB_val k = name_val(name), v;
+	mrc = mdb_get(txn, env->catalog, &k, &v);
+	if (mrc == MDB_NOTFOUND)
+		rc = not_found(name, errmsg);
+	else if (mrc != 0)
+		rc = st_lmdb_err(mrc, "mdb_get(catalog)", errmsg);
+	else if (v.mv_size < ST_REC_OFF_ID + 4)
+		rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt catalog record for table %s", name);
+	else
+		*id = st_get_be32((const uint8_t *)v.mv_data + ST_REC_OFF_ID);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
 int st_table_list(st_env *env, const char *exclusive_start, uint32_t limit, sh_arena *a,
                   const char ***names, uint32_t *n, const char **last, char *errmsg)
 {

@@ -390,6 +390,9 @@ int st_delete_item(st_env *env, const st_delete_req *req, sh_arena *a, st_write_
 /* ------------------------------------------------------------------------ */
 
 int st_table_describe(st_env *env, const char *name, sh_arena *a, st_table_info *out, char *errmsg);
+/* The id of table `name` (SHOAL_E_NOT_FOUND if there is none): a cheap
+ * check of a router's cached id. */
+int st_table_id(st_env *env, const char *name, uint32_t *id, char *errmsg);
 /* Table names in order, after exclusive_start (NULL: from the first), at most
  * limit (1..100).  *last is the last name returned when more may follow, else
  * NULL. */
