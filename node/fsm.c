@@ -173,6 +173,7 @@ int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **
 	f->applied = st_env_applied(f->env);
 	f->failed = SHOAL_OK;
 	sh_arena_init(&f->scratch);
+	sh_arena_init(&f->entry);
 	f->rf.version = 3;
 	f->rf.data = f;
 	f->rf.apply = node_fsm_apply_cb;
@@ -194,6 +195,7 @@ void node_fsm_close(node_fsm *f)
 	 * them by now): only forget them. */
 	f->batches = NULL;
 	sh_arena_fini(&f->scratch);
+	sh_arena_fini(&f->entry);
 	st_env_close(f->env);
 	sh_free(f);
 }

@@ -27,6 +27,7 @@ struct node_fsm {
 	char failed_msg[SH_ERRMSG_SIZE];
 	node_batch *batches; /* registered batches (proposer side), newest first */
 	sh_arena scratch;    /* apply: reset per operation */
+	sh_arena entry;      /* apply: the unpacked Command, reset per entry */
 	/* Snapshot in progress: the view opened by snapshot() and walked by
 	 * snapshot_async(); ended by snapshot_finalize().  Only the worker
 	 * thread touches it between those two calls. */

@@ -378,7 +378,11 @@ int node_fsm_restore_cb(struct raft_fsm *rf, struct raft_buffer *buf)
 		return 0;
 	}
 	st_load *l;
-	rc = st_load_begin(f->env, &l, msg);
+	/* The pairs fill B-tree pages at least half full: twice the
+	 * snapshot's bytes, on top of st_env_reserve's fixed headroom. */
+	rc = st_env_reserve(f->env, 2 * (uint64_t)buf->len + (16u << 20), msg);
+	if (rc == SHOAL_OK)
+		rc = st_load_begin(f->env, &l, msg);
 	if (rc == SHOAL_OK) {
 		rc = walk_sections(buf->base, buf->len, l, msg);
 		if (rc == SHOAL_OK)

@@ -133,12 +133,15 @@ int wire_check_framing(const ProtobufCMessageDescriptor *desc, const uint8_t *bu
                        char *errmsg);
 
 /*
- * wire_check_framing, then protobuf-c's unpack with `alloc` (NULL: the heap
- * allocator).  On success *out is the message; release it with
- * wire_free_request(alloc, *out) in the same function (with an arena
+ * wire_check_framing, then protobuf-c's unpack of a `desc` message with
+ * `alloc` (NULL: the heap allocator).  On success *out is the message;
+ * release it with protobuf_c_message_free_unpacked (wire_free_request for a
+ * Request) and the same allocator in the same function (with an arena
  * allocator that is optional).  On failure *out is NULL and nothing needs
  * freeing: SHOAL_E_SERIALIZATION, or SHOAL_E_NOMEM if an allocation failed.
  */
+int wire_unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
+                const uint8_t *buf, size_t len, ProtobufCMessage **out, char *errmsg);
 int wire_unpack_request(ProtobufCAllocator *alloc, const uint8_t *buf, size_t len,
                         Shoal__Request **out, char *errmsg);
 void wire_free_request(ProtobufCAllocator *alloc, Shoal__Request *req);

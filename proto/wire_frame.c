@@ -252,8 +252,8 @@ int wire_check_framing(const ProtobufCMessageDescriptor *desc, const uint8_t *bu
 	return walk(&w, desc, buf, buf + len, 1);
 }
 
-static int unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
-                  const uint8_t *buf, size_t len, ProtobufCMessage **out, char *errmsg)
+int wire_unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
+                const uint8_t *buf, size_t len, ProtobufCMessage **out, char *errmsg)
 {
 	*out = NULL;
 	int rc = wire_check_framing(desc, buf, len, errmsg);
@@ -280,7 +280,7 @@ int wire_unpack_request(ProtobufCAllocator *alloc, const uint8_t *buf, size_t le
                         Shoal__Request **out, char *errmsg)
 {
 	ProtobufCMessage *m;
-	int rc = unpack(&shoal__request__descriptor, alloc, buf, len, &m, errmsg);
+	int rc = wire_unpack(&shoal__request__descriptor, alloc, buf, len, &m, errmsg);
 	*out = (Shoal__Request *)m;
 	return rc;
 }
@@ -295,7 +295,7 @@ int wire_unpack_response(ProtobufCAllocator *alloc, const uint8_t *buf, size_t l
                          Shoal__Response **out, char *errmsg)
 {
 	ProtobufCMessage *m;
-	int rc = unpack(&shoal__response__descriptor, alloc, buf, len, &m, errmsg);
+	int rc = wire_unpack(&shoal__response__descriptor, alloc, buf, len, &m, errmsg);
 	*out = (Shoal__Response *)m;
 	return rc;
 }

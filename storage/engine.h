@@ -37,6 +37,13 @@ struct st_env {
 	uint32_t page_bytes; /* Query/Scan page limit */
 	bool nosync;
 	uint64_t collection_limit; /* item collection limit of tables with LSIs */
+	/* MDB_WRITEMAP (with nosync, where the file system can preallocate):
+	 * the data file's blocks are preallocated ahead of LMDB's last page
+	 * (env.c, "Writable map"), `reserved` bytes from its start so far. */
+	bool writemap;
+	int fd;
+	uint64_t reserved;
+	uint64_t map_size;
 };
 
 struct st_txn {

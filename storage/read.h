@@ -78,8 +78,8 @@ int st_read_page(st_read_iter *it, const st_read_page_spec *ps, sh_arena *a, st_
 
 /* The same page loop over n decoded items (borrowed) instead of an
  * iterator: st_page_finish. */
-int st_read_page_items(const st_value *items, uint32_t n, const st_read_page_spec *ps,
-                       sh_arena *a, st_page *out, char *errmsg);
+int st_read_page_items(const st_value *items, uint32_t n, const st_read_page_spec *ps, sh_arena *a,
+                       st_page *out, char *errmsg);
 
 /* ------------------------------------------------------------------------ */
 /* Request preparation (read_get.c)                                          */

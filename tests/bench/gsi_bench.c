@@ -214,11 +214,12 @@ static void submit_probe(void)
 {
 	char gpk[32], body[512];
 	gpk_of(probe_i, gpk, sizeof(gpk));
-	snprintf(body, sizeof(body),
-	         "{\"TableName\":\"%s\",\"IndexName\":\"byg\",\"KeyConditionExpression\":\"gpk = :p "
-	         "AND gsk = :s\",\"ExpressionAttributeValues\":{\":p\":{\"S\":\"%s\"},\":s\":{"
-	         "\"N\":\"%" PRIu64 "\"}},\"Select\":\"COUNT\"}",
-	         table, gpk, probe_i);
+	snprintf(
+	    body, sizeof(body),
+	    "{\"TableName\":\"%s\",\"IndexName\":\"byg\",\"KeyConditionExpression\":\"gpk = :p "
+	    "AND gsk = :s\",\"ExpressionAttributeValues\":{\":p\":{\"S\":\"%s\"},\":s\":{"
+	    "\"N\":\"%" PRIu64 "\"}},\"Select\":\"COUNT\"}",
+	    table, gpk, probe_i);
 	shoal_error err;
 	if (shoal_submit_json(cl, "Query", body, probe_done, NULL, &err) != SHOAL_OK)
 		die("Query submit: %s", err.message);
@@ -290,9 +291,9 @@ static uint64_t hot_count(void)
 	json_t *start = NULL;
 	for (;;) {
 		json_t *req =
-		    json_pack("{s:s,s:s,s:s,s:{s:{s:s}},s:s}", "TableName", table, "IndexName", "byg",
-		              "KeyConditionExpression", "gpk = :p", "ExpressionAttributeValues",
-		              ":p", "S", hot_key, "Select", "COUNT");
+		    json_pack("{s:s,s:s,s:s,s:{s:{s:s}},s:s}", "TableName", table, "IndexName",
+		              "byg", "KeyConditionExpression", "gpk = :p",
+		              "ExpressionAttributeValues", ":p", "S", hot_key, "Select", "COUNT");
 		if (start != NULL)
 			json_object_set_new(req, "ExclusiveStartKey", start);
 		char *body = json_dumps(req, JSON_COMPACT);

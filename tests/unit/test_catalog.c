@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/alloc.h"
 #include "storage/engine.h"
@@ -956,6 +957,85 @@ START_TEST(test_sync_and_options)
 }
 END_TEST
 
+/* Bytes of disk allocated to the environment's data file. */
+static uint64_t data_file_blocks(void)
+{
+	char path[PATH_MAX + 16];
+	snprintf(path, sizeof(path), "%s/data.mdb", tl_dir);
+	struct stat st;
+	ck_assert_int_eq(stat(path, &st), 0);
+	return (uint64_t)st.st_blocks * 512;
+}
+
+static uint64_t used_bytes(void)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	mdb_env_info(tl_env->env, &info);
+	mdb_env_stat(tl_env->env, &st);
+	return ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
+}
+
+/* With nosync the map is writable and its file blocks are allocated ahead
+ * of LMDB's last page, so a full disk fails a transaction at its start
+ * (SHOAL_E_FULL) instead of raising SIGBUS inside it. */
+START_TEST(test_writemap_reserve)
+{
+	char msg[SH_ERRMSG_SIZE];
+	st_env_close(tl_env);
+	st_env_options o = {.nosync = true};
+	ck_assert_int_eq(st_env_open(tl_dir, &o, &tl_env, msg), SHOAL_OK);
+	if (!tl_env->writemap) {
+		/* The file system cannot preallocate: plain writes instead. */
+		unsigned flags;
+		mdb_env_get_flags(tl_env->env, &flags);
+		ck_assert(!(flags & MDB_WRITEMAP));
+		return;
+	}
+	unsigned flags;
+	mdb_env_get_flags(tl_env->env, &flags);
+	ck_assert(flags & MDB_WRITEMAP);
+	ck_assert_uint_ge(data_file_blocks(), used_bytes() + (16u << 20));
+
+	/* A caller expecting a big transaction reserves for it. */
+	ck_assert_int_eq(st_env_reserve(tl_env, 100u << 20, msg), SHOAL_OK);
+	ck_assert_uint_ge(data_file_blocks(), used_bytes() + (100u << 20));
+	ck_assert_uint_ge(tl_env->reserved, used_bytes() + (100u << 20));
+
+	/* Every write transaction keeps the headroom as the data grows. */
+	tdef t;
+	tdef_init(&t, "Grown");
+	create_ok(&t.def);
+	st_value *item = tl_map("PK", tl_s("k"), "SK", tl_ni(0), "v", tl_sn(60000, 'x'), NULL);
+	sh_arena a;
+	sh_arena_init(&a);
+	for (int i = 0; i < 3000; i++) {
+		st_txn *txn;
+		ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
+		ck_assert_uint_ge(data_file_blocks(), used_bytes() + (16u << 20));
+		st_value *sk = (st_value *)tl_attr(item, "SK");
+		*sk = *tl_ni(i);
+		st_put_req r = {.table = "Grown", .item = item};
+		st_write_result res;
+		ck_assert_int_eq(st_put(txn, &r, &a, &res, msg), SHOAL_OK);
+		ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
+		sh_arena_reset(&a);
+	}
+	sh_arena_fini(&a);
+	ck_assert_uint_gt(used_bytes(), 150u << 20); /* past the first reservations */
+	ck_assert_uint_ge(data_file_blocks(), used_bytes() + (16u << 20));
+
+	/* A reservation the map cannot hold is capped at the map's end. */
+	st_env_close(tl_env);
+	tl_rmtree(tl_dir);
+	snprintf(tl_dir, sizeof(tl_dir), "%s", tl_tmpdir("catalog-small"));
+	st_env_options small = {.nosync = true, .map_size = 8u << 20};
+	ck_assert_int_eq(st_env_open(tl_dir, &small, &tl_env, msg), SHOAL_OK);
+	ck_assert_int_eq(st_env_reserve(tl_env, 1u << 30, msg), SHOAL_OK);
+	ck_assert_uint_le(tl_env->reserved, 8u << 20);
+}
+END_TEST
+
 static Suite *catalog_suite(void)
 {
 	return tl_suite("catalog", setup, tl_store_close, 0,
@@ -963,7 +1043,8 @@ static Suite *catalog_suite(void)
 	                         test_table_name_rules, test_key_schema_rules, test_index_rules,
 	                         test_list_paging, test_delete_table, test_counters, test_reopen,
 	                         test_applied_index, test_poisoned_txn, test_corrupt_records,
-	                         test_format_version, test_lmdb_err, test_sync_and_options));
+	                         test_format_version, test_lmdb_err, test_sync_and_options,
+	                         test_writemap_reserve));
 }
 
 TL_MAIN(catalog_suite)

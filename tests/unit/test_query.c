@@ -1049,15 +1049,14 @@ END_TEST
 
 static Suite *query_suite(void)
 {
-	return tl_suite("query", setup, tl_store_close, 120,
-	                TL_TESTS(test_s_operators, test_missing_partition, test_number_order,
-	                         test_binary_order, test_limit_every_page_size,
-	                         test_limit_with_sort_condition, test_page_size_exact,
-	                         test_page_bytes_small, test_filter_empty_pages, test_projection,
-	                         test_select_rules, test_request_errors,
-	                         test_index_errors, test_start_key_errors,
-	                         test_table_without_sort_key, test_long_sort_keys,
-	                         test_long_binary_sort_keys, test_out_of_memory));
+	return tl_suite(
+	    "query", setup, tl_store_close, 120,
+	    TL_TESTS(test_s_operators, test_missing_partition, test_number_order, test_binary_order,
+	             test_limit_every_page_size, test_limit_with_sort_condition,
+	             test_page_size_exact, test_page_bytes_small, test_filter_empty_pages,
+	             test_projection, test_select_rules, test_request_errors, test_index_errors,
+	             test_start_key_errors, test_table_without_sort_key, test_long_sort_keys,
+	             test_long_binary_sort_keys, test_out_of_memory));
 }
 
 TL_MAIN(query_suite)
