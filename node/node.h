@@ -82,6 +82,10 @@ typedef struct node_ship node_ship;
  * number of server contexts (requests handled at once; no thread each). */
 #define NODE_RECV_MAX        (16u * 1024 * 1024)
 #define NODE_DEFAULT_WORKERS 128
+/* A NodeRequest batch holds at most this many requests; a batch member
+ * whose arena grew past NODE_BATCH_ARENA_KEEP frees it when done. */
+#define NODE_BATCH_MAX_MEMBERS 1024
+#define NODE_BATCH_ARENA_KEEP  (256u * 1024)
 
 /* ------------------------------------------------------------------------ */
 /* Logging (log.c)                                                           */

@@ -23,7 +23,7 @@
  *
  * One front door (start_request) does, for every request and in order:
  *   1. decode: wire_check_framing + shoal__node_request__unpack into the
- *      context's arena (freed in complete()), exactly one operation;
+ *      request's arena (freed in complete()), exactly one operation;
  *   2. look the operation up in the one dispatch table `ops` below;
  *   3. ownership: the group must be hosted here (else SHOAL_E_UNAVAILABLE),
  *      healthy (node_group_health: FSM not failed, node not stopping);
@@ -43,6 +43,18 @@
  *               barrier on the leader and runs on the loop (consistent);
  *        LOCAL  the handler runs at once on any replica (group_status).
  * Handlers (handlers.c) never repeat these checks.
+ *
+ * Batches.  A router under load sends a node many requests in one message
+ * (NodeRequest.batch: packed NodeRequests, nothing else), which costs one
+ * receive and one send instead of one each per request.  Each member is an
+ * nreq of its own, taken from a pool, and goes through the same front door
+ * as a message's single request, concurrently with the others: reads are
+ * answered in the receive callback, writes of one group land in the same
+ * group-commit queue together.  A member's answer is packed into its arena;
+ * the last member to finish (an atomic count, +1 while they are started)
+ * sends one NodeResponse whose batch holds every answer in request order,
+ * from whichever thread it finished on.  Statistics count members, not
+ * messages.
  *
  * Shutdown: node_server_stop runs once the groups are closed, so every
  * waiting request has been answered (SHOAL_E_UNAVAILABLE) and new ones are
@@ -127,23 +139,20 @@ const char *node_op_name(int op)
 
 typedef enum rctx_state {
 	RCTX_RECV, /* a receive is pending */
-	RCTX_WAIT, /* the request waits for the loop (waiter) */
+	RCTX_WAIT, /* the request (or a member of the batch) waits for the loop */
 	RCTX_SEND, /* the reply is being sent */
 	RCTX_DONE, /* the socket closed: idle for good */
 } rctx_state;
 
-/* One REP context and the request it is handling. */
-typedef struct rctx {
-	node_server *s;
-	nng_ctx ctx;
-	nng_aio *aio;
-	rctx_state state;
+typedef struct rctx rctx;
+
+/* One operation being handled: a message's single request, or one member of
+ * a batch.  Everything it decodes and builds lives in its arena. */
+typedef struct nreq {
+	rctx *x; /* the REP context that answers it */
+	sh_arena arena;
 	node_waiter waiter;
 	bool waiter_init;
-	sh_arena arena;
-
-	/* The request in hand (RECV -> SEND). */
-	nng_msg *msg; /* the request message */
 	ProtobufCAllocator alloc;
 	Shoal__NodeRequest *req;
 	Shoal__NodeResponse nresp;
@@ -151,8 +160,26 @@ typedef struct rctx {
 	node_call c;
 	int op;
 	uint64_t t0;
-	int status; /* the answer's status, for the statistics */
-} rctx;
+	uint8_t *out; /* a member's packed NodeResponse, in arena */
+	size_t out_len;
+	struct nreq *next;     /* the server's free list */
+	struct nreq *all_next; /* every member ever allocated (freed at stop) */
+} nreq;
+
+/* One REP context and the message it is answering. */
+struct rctx {
+	node_server *s;
+	nng_ctx ctx;
+	nng_aio *aio;
+	rctx_state state;
+	nng_msg *msg; /* the request message, until the reply is built */
+	nreq one;     /* a message with one request */
+	/* A batch: its members (from the server's pool) and how many are
+	 * still being handled (+1 while they are being started). */
+	nreq **members;
+	uint32_t n_members;
+	atomic_uint pending;
+};
 
 struct node_server {
 	node *node;
@@ -162,7 +189,9 @@ struct node_server {
 	unsigned n_ctxs;
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
-	unsigned busy; /* requests received and not yet answered */
+	unsigned busy;      /* messages received and not yet answered */
+	nreq *free_members; /* pool of batch members (mu) */
+	nreq *all_members;  /* every member allocated (mu) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -310,6 +339,9 @@ static int prepare_index_ship(node_call *c, Shoal__CommandOp *op)
 /* Which operation a decoded request is; SHOAL_OK or why it is not one. */
 static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 {
+	if (req->n_batch > 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "a request of a NodeRequest batch cannot be a batch itself");
 	int set = (req->request != NULL) + (req->define_table != NULL) + (req->drop_table != NULL) +
 	          (req->group_status != 0) + (req->list_catalog != 0) +
 	          (req->update_table != NULL) + (req->activate_index != NULL) +
@@ -381,10 +413,10 @@ static void waiter_done(node_waiter *wt);
 
 /* The write path: queue the operation on the group; its packed NodeResponse
  * arrives in waiter_done.  SHOAL_OK means pending. */
-static int do_write(rctx *x, const op_def *d, size_t request_size)
+static int do_write(nreq *q, const op_def *d, size_t request_size)
 {
-	node_call *c = &x->c;
-	node_waiter *wt = &x->waiter;
+	node_call *c = &q->c;
+	node_waiter *wt = &q->waiter;
 	Shoal__CommandOp op = SHOAL__COMMAND_OP__INIT;
 	int rc = d->prepare(c, &op);
 	if (rc != SHOAL_OK)
@@ -397,18 +429,18 @@ static int do_write(rctx *x, const op_def *d, size_t request_size)
 
 /* Queues a consistent read behind a Raft barrier on the group; the read
  * runs in waiter_done.  SHOAL_OK means pending. */
-static int do_barrier(rctx *x)
+static int do_barrier(nreq *q)
 {
-	node_waiter *wt = &x->waiter;
+	node_waiter *wt = &q->waiter;
 	wt->kind = NODE_WAIT_BARRIER;
-	return node_group_submit(x->c.group, wt, x->c.errmsg);
+	return node_group_submit(q->c.group, wt, q->c.errmsg);
 }
 
 /* Checks ownership, health and leadership, then runs the operation or
  * hands it to the loop (*pending). */
-static int dispatch(rctx *x, int op, size_t request_size, uint32_t *leader, bool *pending)
+static int dispatch(nreq *q, int op, size_t request_size, uint32_t *leader, bool *pending)
 {
-	node_call *c = &x->c;
+	node_call *c = &q->c;
 	const op_def *d = &ops[op];
 	node *n = c->node;
 	const Shoal__NodeRequest *req = c->req;
@@ -465,7 +497,7 @@ static int dispatch(rctx *x, int op, size_t request_size, uint32_t *leader, bool
 		               " index updates waiting, limit %" PRIu64 ")",
 		               req->group, node_ship_backlog(n->ship, req->group), n->outbox_limit);
 	if ((d->flags & OP_WRITE) || consistent_read) {
-		int rc = (d->flags & OP_WRITE) ? do_write(x, d, request_size) : do_barrier(x);
+		int rc = (d->flags & OP_WRITE) ? do_write(q, d, request_size) : do_barrier(q);
 		if (rc == SHOAL_OK)
 			*pending = true;
 		return rc;
@@ -493,13 +525,11 @@ static int relabel(sh_arena *a, const uint8_t *raw, size_t len, uint64_t request
 	return SHOAL_OK;
 }
 
-/* The request is answered (or dropped): count it and receive the next one
- * (SEND -> RECV). */
+/* The message is answered (or dropped): receive the next one (SEND -> RECV). */
 static void rearm(rctx *x)
 {
 	node_server *s = x->s;
 	nng_aio_set_msg(x->aio, NULL);
-	node_stats_record(&s->node->stats, x->op, x->status, node_now_ns() - x->t0);
 	pthread_mutex_lock(&s->mu);
 	if (--s->busy == 0)
 		pthread_cond_broadcast(&s->idle);
@@ -508,53 +538,11 @@ static void rearm(rctx *x)
 	nng_ctx_recv(x->ctx, x->aio);
 }
 
-/* Answers the request in hand with rc (and, for a write, its packed result
- * raw), frees the request and sends the reply: RECV/WAIT -> SEND.  nng
- * callback or loop thread. */
-static void complete(rctx *x, int rc, uint32_t leader, uint8_t *raw, size_t raw_len)
+/* Sends m (NULL: out of memory, no reply) as x's answer: -> SEND. */
+static void send_reply(rctx *x, nng_msg *m)
 {
-	sh_arena *a = &x->arena;
-	node_call *c = &x->c;
-	Shoal__NodeResponse *nresp = &x->nresp;
-	Shoal__NodeRequest *req = x->req;
-
-	if (rc == SHOAL_OK && raw != NULL) {
-		rc = relabel(a, raw, raw_len, x->resp.request_id, &nresp, c->errmsg);
-		if (rc != SHOAL_OK)
-			nresp = &x->nresp;
-	}
-	if (rc != SHOAL_OK) {
-		/* A failed request answers with the status alone. */
-		x->nresp = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
-		x->nresp.response = &x->resp;
-		if (wire_response_set_error(a, &x->resp, rc, c->errmsg, NULL, NULL) != SHOAL_OK) {
-			x->resp.status = wire_status_from_code(rc);
-			x->resp.message = (char *)"out of memory";
-		}
-		if (rc == SHOAL_E_NOT_LEADER)
-			x->nresp.leader_node = leader;
-		/* Our own failures are worth a line; the client's are not. */
-		bool ours = rc == SHOAL_E_INTERNAL || rc == SHOAL_E_NOMEM || rc == SHOAL_E_IO ||
-		            rc == SHOAL_E_FULL || rc == SHOAL_E_TIMEOUT;
-		node_logf(ours ? NODE_LOG_WARN : NODE_LOG_DEBUG, "%s on group %u: %s: %s",
-		          ops[x->op].name, req != NULL ? req->group : 0, shoal_err_name(rc),
-		          c->errmsg);
-	}
-	x->status = nresp->response != NULL ? (int)nresp->response->status : SHOAL_OK;
-
-	nng_msg *m = NULL;
-	size_t size = shoal__node_response__get_packed_size(nresp);
-	if (nng_msg_alloc(&m, size) == 0)
-		shoal__node_response__pack(nresp, nng_msg_body(m));
-	else
-		m = NULL;
-	sh_free(raw);
-	if (req != NULL)
-		shoal__node_request__free_unpacked(req, &x->alloc);
-	x->req = NULL;
 	nng_msg_free(x->msg);
 	x->msg = NULL;
-
 	x->state = RCTX_SEND;
 	if (m == NULL) {
 		/* No reply: REP drops the request; the router times out. */
@@ -566,70 +554,305 @@ static void complete(rctx *x, int rc, uint32_t leader, uint8_t *raw, size_t raw_
 	nng_ctx_send(x->ctx, x->aio);
 }
 
-/* Decodes and dispatches the received request: answers it at once or
- * leaves it waiting for the loop (RECV -> SEND | WAIT).  nng callback. */
-static void start_request(rctx *x)
+static void member_done(rctx *x);
+
+/* Answers q with rc (and, for a write, its packed result raw), counts it and
+ * frees its request; a single request's answer is sent, a member's kept for
+ * the batch's.  nng callback or loop thread. */
+static void complete(nreq *q, int rc, uint32_t leader, uint8_t *raw, size_t raw_len)
 {
-	node *n = x->s->node;
-	sh_arena *a = &x->arena;
-	const uint8_t *body = nng_msg_body(x->msg);
-	size_t len = nng_msg_len(x->msg);
+	sh_arena *a = &q->arena;
+	node_call *c = &q->c;
+	Shoal__NodeResponse *nresp = &q->nresp;
+	Shoal__NodeRequest *req = q->req;
+	rctx *x = q->x;
+
+	if (rc == SHOAL_OK && raw != NULL) {
+		rc = relabel(a, raw, raw_len, q->resp.request_id, &nresp, c->errmsg);
+		if (rc != SHOAL_OK)
+			nresp = &q->nresp;
+	}
+	if (rc != SHOAL_OK) {
+		/* A failed request answers with the status alone. */
+		q->nresp = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+		q->nresp.response = &q->resp;
+		if (wire_response_set_error(a, &q->resp, rc, c->errmsg, NULL, NULL) != SHOAL_OK) {
+			q->resp.status = wire_status_from_code(rc);
+			q->resp.message = (char *)"out of memory";
+		}
+		if (rc == SHOAL_E_NOT_LEADER)
+			q->nresp.leader_node = leader;
+		/* Our own failures are worth a line; the client's are not. */
+		bool ours = rc == SHOAL_E_INTERNAL || rc == SHOAL_E_NOMEM || rc == SHOAL_E_IO ||
+		            rc == SHOAL_E_FULL || rc == SHOAL_E_TIMEOUT;
+		node_logf(ours ? NODE_LOG_WARN : NODE_LOG_DEBUG, "%s on group %u: %s: %s",
+		          ops[q->op].name, req != NULL ? req->group : 0, shoal_err_name(rc),
+		          c->errmsg);
+	}
+	int status = nresp->response != NULL ? (int)nresp->response->status : SHOAL_OK;
+	node_stats_record(&x->s->node->stats, q->op, status, node_now_ns() - q->t0);
+
+	size_t size = shoal__node_response__get_packed_size(nresp);
+	nng_msg *m = NULL;
+	bool single = q == &x->one;
+	if (single) {
+		if (nng_msg_alloc(&m, size) == 0)
+			shoal__node_response__pack(nresp, nng_msg_body(m));
+		else
+			m = NULL;
+	} else {
+		q->out = sh_arena_alloc(a, size);
+		q->out_len = q->out != NULL ? shoal__node_response__pack(nresp, q->out) : 0;
+	}
+	sh_free(raw);
+	if (req != NULL)
+		shoal__node_request__free_unpacked(req, &q->alloc);
+	q->req = NULL;
+	if (single)
+		send_reply(x, m);
+	else
+		member_done(x);
+}
+
+/* Decodes and dispatches one request (body, len): answers it at once or
+ * leaves it waiting for the loop.  nng callback thread. */
+/* Readies q for a new request. */
+static void nreq_reset(nreq *q)
+{
+	sh_arena *a = &q->arena;
+	sh_arena_reset(a);
+	q->req = NULL;
+	q->op = NODE_OP_INVALID;
+	q->out = NULL;
+	q->out_len = 0;
+	q->nresp = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	q->resp = (Shoal__Response)SHOAL__RESPONSE__INIT;
+	q->nresp.response = &q->resp;
+	q->c = (node_call){.node = q->x->s->node, .arena = a, .nresp = &q->nresp, .resp = &q->resp};
+	wire_arena_allocator(&q->alloc, a);
+}
+
+static void start_request(nreq *q, const uint8_t *body, size_t len)
+{
 	uint32_t leader = 0;
 	bool pending = false;
 	int rc;
 
-	sh_arena_reset(a);
-	x->req = NULL;
-	x->op = NODE_OP_INVALID;
-	x->nresp = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
-	x->resp = (Shoal__Response)SHOAL__RESPONSE__INIT;
-	x->nresp.response = &x->resp;
-	x->c = (node_call){.node = n, .arena = a, .nresp = &x->nresp, .resp = &x->resp};
-	wire_arena_allocator(&x->alloc, a);
-
-	rc = wire_check_framing(&shoal__node_request__descriptor, body, len, x->c.errmsg);
+	nreq_reset(q);
+	rc = wire_check_framing(&shoal__node_request__descriptor, body, len, q->c.errmsg);
 	if (rc == SHOAL_OK) {
-		x->req = shoal__node_request__unpack(&x->alloc, len, body);
-		if (x->req == NULL)
-			rc = sh_errf(x->c.errmsg, SHOAL_E_SERIALIZATION, "malformed NodeRequest");
+		q->req = shoal__node_request__unpack(&q->alloc, len, body);
+		if (q->req == NULL)
+			rc = sh_errf(q->c.errmsg, SHOAL_E_SERIALIZATION, "malformed NodeRequest");
 	}
 	if (rc == SHOAL_OK) {
-		x->c.req = x->req;
-		if (x->req->request != NULL)
-			x->resp.request_id = x->req->request->request_id;
-		rc = classify(x->req, &x->op, x->c.errmsg);
+		q->c.req = q->req;
+		if (q->req->request != NULL)
+			q->resp.request_id = q->req->request->request_id;
+		rc = classify(q->req, &q->op, q->c.errmsg);
 	}
 	if (rc == SHOAL_OK) {
-		x->state = RCTX_WAIT; /* before the loop can complete it */
-		rc = dispatch(x, x->op, len, &leader, &pending);
+		rc = dispatch(q, q->op, len, &leader, &pending);
 		if (pending)
 			return; /* waiter_done answers */
 	}
-	complete(x, rc, leader, NULL, 0);
+	complete(q, rc, leader, NULL, 0);
 }
 
-/* The loop completed the request's waiter (WAIT -> SEND).  Loop thread. */
+/* The loop completed a request's waiter.  Loop thread. */
 static void waiter_done(node_waiter *wt)
 {
-	rctx *x = wt->data;
+	nreq *q = wt->data;
 	int rc = wt->code;
 	if (rc != SHOAL_OK) {
-		snprintf(x->c.errmsg, sizeof(x->c.errmsg), "%s", wt->msg);
-		complete(x, rc, wt->leader, NULL, 0);
+		snprintf(q->c.errmsg, sizeof(q->c.errmsg), "%s", wt->msg);
+		complete(q, rc, wt->leader, NULL, 0);
 		return;
 	}
 	if (wt->kind == NODE_WAIT_WRITE) {
 		uint8_t *raw = wt->resp;
 		wt->resp = NULL;
-		if (x->op == NODE_OP_INDEX_SHIP)
-			node_ship_count_applied(x->s->node->ship, x->req->group,
-			                        x->req->index_ship->n_deltas);
-		complete(x, SHOAL_OK, 0, raw, wt->resp_len);
+		if (q->op == NODE_OP_INDEX_SHIP)
+			node_ship_count_applied(q->x->s->node->ship, q->req->group,
+			                        q->req->index_ship->n_deltas);
+		complete(q, SHOAL_OK, 0, raw, wt->resp_len);
 		return;
 	}
 	/* The barrier passed: the consistent read runs now. */
-	rc = ops[x->op].handle(&x->c);
-	complete(x, rc, 0, NULL, 0);
+	rc = ops[q->op].handle(&q->c);
+	complete(q, rc, 0, NULL, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Batches                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Sets up a request record (the context's own, or a pooled member). */
+static int nreq_init(nreq *q, rctx *x)
+{
+	q->x = x;
+	sh_arena_init(&q->arena);
+	if (node_waiter_init(&q->waiter) != SHOAL_OK)
+		return SHOAL_E_NOMEM;
+	q->waiter_init = true;
+	q->waiter.cb = waiter_done;
+	q->waiter.data = q;
+	return SHOAL_OK;
+}
+
+static void nreq_fini(nreq *q)
+{
+	if (q->req != NULL)
+		shoal__node_request__free_unpacked(q->req, &q->alloc);
+	q->req = NULL;
+	if (q->waiter_init)
+		node_waiter_fini(&q->waiter);
+	q->waiter_init = false;
+	sh_arena_fini(&q->arena);
+}
+
+/* A member from the pool (or a new one), for x; NULL when out of memory. */
+static nreq *member_get(node_server *s, rctx *x)
+{
+	pthread_mutex_lock(&s->mu);
+	nreq *q = s->free_members;
+	if (q != NULL)
+		s->free_members = q->next;
+	pthread_mutex_unlock(&s->mu);
+	if (q == NULL) {
+		q = sh_calloc(1, sizeof(*q));
+		if (q == NULL)
+			return NULL;
+		if (nreq_init(q, x) != SHOAL_OK) {
+			nreq_fini(q);
+			sh_free(q);
+			return NULL;
+		}
+		pthread_mutex_lock(&s->mu);
+		q->all_next = s->all_members;
+		s->all_members = q;
+		pthread_mutex_unlock(&s->mu);
+	}
+	q->x = x;
+	return q;
+}
+
+/* Returns x's members to the pool (a member whose arena grew large gives
+ * the memory back). */
+static void members_put(rctx *x)
+{
+	node_server *s = x->s;
+	for (uint32_t i = 0; i < x->n_members; i++) {
+		nreq *q = x->members[i];
+		if (q->arena.used > NODE_BATCH_ARENA_KEEP) {
+			sh_arena_fini(&q->arena);
+			sh_arena_init(&q->arena);
+		} else {
+			sh_arena_reset(&q->arena);
+		}
+		pthread_mutex_lock(&s->mu);
+		q->next = s->free_members;
+		s->free_members = q;
+		pthread_mutex_unlock(&s->mu);
+	}
+	sh_free(x->members);
+	x->members = NULL;
+	x->n_members = 0;
+}
+
+/* Every member of x's batch answered: one NodeResponse with their packed
+ * answers in order (field 8, `batch`), sent on x.  A member whose answer
+ * could not be built (out of memory) answers with an empty NodeResponse,
+ * which the router treats as a bad answer for that request alone. */
+static void send_batch(rctx *x)
+{
+	size_t size = 0;
+	for (uint32_t i = 0; i < x->n_members; i++) {
+		size_t n = x->members[i]->out_len;
+		size += 1 + wire_varint_len(n) + n;
+	}
+	nng_msg *m = NULL;
+	if (nng_msg_alloc(&m, size) == 0) {
+		uint8_t *p = nng_msg_body(m);
+		for (uint32_t i = 0; i < x->n_members; i++) {
+			const nreq *q = x->members[i];
+			*p++ = 8 << 3 | 2;
+			p += wire_put_varint(p, q->out_len);
+			if (q->out_len > 0)
+				memcpy(p, q->out, q->out_len);
+			p += q->out_len;
+		}
+	} else {
+		m = NULL;
+	}
+	members_put(x);
+	send_reply(x, m);
+}
+
+static void member_done(rctx *x)
+{
+	if (atomic_fetch_sub(&x->pending, 1) == 1)
+		send_batch(x);
+}
+
+/* Whether the message is a batch (field 19 only), with its members' count
+ * in *n; SHOAL_OK, or why it is neither a request nor a batch. */
+static int batch_members(const uint8_t *body, size_t len, uint32_t *n, char *errmsg)
+{
+	const uint8_t *p = body, *end = body + len;
+	wire_field f;
+	uint32_t members = 0, others = 0;
+	*n = 0;
+	while (p < end) {
+		if (!wire_next_field(&p, end, &f))
+			return SHOAL_OK; /* start_request's framing check says what */
+		if (f.number == 19 && f.type == 2)
+			members++;
+		else
+			others++;
+	}
+	if (members == 0)
+		return SHOAL_OK;
+	if (others > 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "a NodeRequest batch carries nothing but its requests");
+	if (members > NODE_BATCH_MAX_MEMBERS)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "a NodeRequest batch of %u requests (at most %u)", members,
+		               NODE_BATCH_MAX_MEMBERS);
+	*n = members;
+	return SHOAL_OK;
+}
+
+/* Starts every member of the batch in x->msg; the last to finish sends the
+ * answer (member_done).  nng callback thread. */
+static void start_batch(rctx *x, uint32_t n)
+{
+	node_server *s = x->s;
+	x->members = sh_calloc(n, sizeof(*x->members));
+	uint32_t got = 0;
+	if (x->members != NULL)
+		for (; got < n; got++)
+			if ((x->members[got] = member_get(s, x)) == NULL)
+				break;
+	if (got < n) {
+		node_logf(NODE_LOG_ERROR, "server: out of memory starting a batch of %u", n);
+		x->n_members = got;
+		members_put(x);
+		send_reply(x, NULL);
+		return;
+	}
+	x->n_members = n;
+	atomic_store(&x->pending, n + 1);
+	const uint8_t *p = nng_msg_body(x->msg), *end = p + nng_msg_len(x->msg);
+	uint64_t t0 = node_now_ns();
+	wire_field f;
+	for (uint32_t i = 0; i < n && wire_next_field(&p, end, &f); i++) {
+		nreq *q = x->members[i];
+		q->t0 = t0;
+		start_request(q, f.data, f.len);
+	}
+	member_done(x); /* the starting itself */
 }
 
 /* The aio callback: one context's state machine.  nng callback thread. */
@@ -640,7 +863,7 @@ static void rctx_cb(void *arg)
 	int rv = nng_aio_result(x->aio);
 
 	switch (x->state) {
-	case RCTX_RECV:
+	case RCTX_RECV: {
 		if (rv == NNG_ECLOSED || rv == NNG_ECANCELED) {
 			x->state = RCTX_DONE;
 			return;
@@ -655,9 +878,24 @@ static void rctx_cb(void *arg)
 		pthread_mutex_lock(&s->mu);
 		s->busy++;
 		pthread_mutex_unlock(&s->mu);
-		x->t0 = node_now_ns();
-		start_request(x);
+		x->state = RCTX_WAIT; /* before the loop can complete anything */
+		const uint8_t *body = nng_msg_body(x->msg);
+		size_t len = nng_msg_len(x->msg);
+		uint32_t n = 0;
+		char msg[SH_ERRMSG_SIZE];
+		x->one.t0 = node_now_ns();
+		int rc = batch_members(body, len, &n, msg);
+		if (rc != SHOAL_OK) {
+			nreq_reset(&x->one);
+			snprintf(x->one.c.errmsg, sizeof(x->one.c.errmsg), "%s", msg);
+			complete(&x->one, rc, 0, NULL, 0);
+		} else if (n > 0) {
+			start_batch(x, n);
+		} else {
+			start_request(&x->one, body, len);
+		}
 		return;
+	}
 	case RCTX_SEND:
 		if (rv != 0) {
 			nng_msg *m = nng_aio_get_msg(x->aio);
@@ -691,11 +929,13 @@ static void server_free(node_server *s)
 			nng_aio_free(x->aio);
 		if (x->msg != NULL)
 			nng_msg_free(x->msg);
-		if (x->req != NULL)
-			shoal__node_request__free_unpacked(x->req, &x->alloc);
-		if (x->waiter_init)
-			node_waiter_fini(&x->waiter);
-		sh_arena_fini(&x->arena);
+		nreq_fini(&x->one);
+		sh_free(x->members);
+	}
+	for (nreq *q = s->all_members, *next; q != NULL; q = next) {
+		next = q->all_next;
+		nreq_fini(q);
+		sh_free(q);
 	}
 	sh_free(s->ctxs);
 	pthread_cond_destroy(&s->idle);
@@ -732,14 +972,10 @@ int node_server_start(node *n, const char *url, unsigned contexts, node_server *
 	for (unsigned i = 0; i < contexts; i++) {
 		rctx *x = &s->ctxs[i];
 		x->s = s;
-		sh_arena_init(&x->arena);
-		if (node_waiter_init(&x->waiter) != SHOAL_OK) {
+		if (nreq_init(&x->one, x) != SHOAL_OK) {
 			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "server: out of memory");
 			goto err;
 		}
-		x->waiter_init = true;
-		x->waiter.cb = waiter_done;
-		x->waiter.data = x;
 		if ((rv = nng_aio_alloc(&x->aio, rctx_cb, x)) != 0 ||
 		    (rv = nng_ctx_open(&x->ctx, s->sock)) != 0) {
 			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "server: %s", nng_strerror(rv));

@@ -160,6 +160,30 @@ int wire_code_from_status(int status);
 /* DynamoDB's name of an operation ("GetItem", "CreateTable"); "" if unset. */
 const char *wire_op_name(Shoal__Request__OpCase op);
 
+/*
+ * Fields by hand, for the hot paths that pass messages on without unpacking
+ * them (the router's fast path, node batches: a NodeRequest written around
+ * a client's packed Request, a Response sliced out of a NodeResponse).
+ * Protobuf fields may come in any order and a repeated field is one field
+ * per element.
+ */
+typedef struct wire_field {
+	uint32_t number;
+	int type;            /* wire type: 0 varint, 1 fixed64, 2 bytes, 5 fixed32 */
+	uint64_t value;      /* type 0: the value */
+	const uint8_t *data; /* type 2: the bytes (pointing into the buffer) */
+	size_t len;
+} wire_field;
+
+/* Reads the field at *p (< end) and moves *p past it; false on malformed
+ * input (a truncated field, a length past end, groups: no Shoal message has
+ * them). */
+bool wire_next_field(const uint8_t **p, const uint8_t *end, wire_field *f);
+/* Writes v as a varint at p (room for 10 bytes); returns its length. */
+size_t wire_put_varint(uint8_t *p, uint64_t v);
+/* The encoded length of varint v. */
+size_t wire_varint_len(uint64_t v);
+
 /* ------------------------------------------------------------------------ */
 /* Values: protobuf <-> st_value (wire_value.c)                              */
 /* ------------------------------------------------------------------------ */

@@ -352,3 +352,58 @@ const char *wire_op_name(Shoal__Request__OpCase op)
 	const wire_api_op *o = wire_api_op_by_id((uint32_t)op);
 	return o != NULL ? o->name : "";
 }
+
+/* ------------------------------------------------------------------------ */
+/* Fields by hand                                                            */
+/* ------------------------------------------------------------------------ */
+
+bool wire_next_field(const uint8_t **p, const uint8_t *end, wire_field *f)
+{
+	uint64_t tag, v;
+	if (read_varint(p, end, &tag) != 0 || tag >> 3 == 0 || tag >> 3 > UINT32_MAX)
+		return false;
+	f->number = (uint32_t)(tag >> 3);
+	f->type = (int)(tag & 7);
+	switch (f->type) {
+	case WT_VARINT:
+		return read_varint(p, end, &f->value) == 0;
+	case WT_FIXED64:
+	case WT_FIXED32: {
+		size_t n = f->type == WT_FIXED64 ? 8 : 4;
+		if ((size_t)(end - *p) < n)
+			return false;
+		*p += n;
+		return true;
+	}
+	case WT_LEN:
+		if (read_varint(p, end, &v) != 0 || v > (uint64_t)(end - *p))
+			return false;
+		f->data = *p;
+		f->len = (size_t)v;
+		*p += v;
+		return true;
+	default:
+		return false;
+	}
+}
+
+size_t wire_put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+size_t wire_varint_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}

@@ -154,7 +154,7 @@ static Shoal__NodeResponse *rpc_raw(int id, const void *buf, size_t len)
 	ck_assert_msg(rv == 0, "recv from node %d: %s", id, nng_strerror(rv));
 	Shoal__NodeResponse *r = shoal__node_response__unpack(NULL, rl, rb);
 	ck_assert_ptr_nonnull(r);
-	ck_assert_ptr_nonnull(r->response);
+	ck_assert(r->response != NULL || r->n_batch > 0); /* random bytes may be a batch */
 	nng_free(rb, rl);
 	nng_close(s);
 	return r;
@@ -220,8 +220,18 @@ static Shoal__NodeResponse *define(int id, uint32_t group, const char *table, ui
 	return rpc(id, &nr);
 }
 
-static Shoal__NodeResponse *put(int id, uint32_t group, const char *table, const char *item,
-                                uint64_t request_id)
+/* A packed NodeRequest in A. */
+static ProtobufCBinaryData packed(const Shoal__NodeRequest *nr)
+{
+	ProtobufCBinaryData b;
+	b.len = shoal__node_request__get_packed_size(nr);
+	b.data = sh_arena_alloc(&A, b.len + 1);
+	shoal__node_request__pack(nr, b.data);
+	return b;
+}
+
+static ProtobufCBinaryData put_req(uint32_t group, const char *table, const char *item,
+                                   uint64_t request_id)
 {
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	Shoal__Request req = SHOAL__REQUEST__INIT;
@@ -234,11 +244,18 @@ static Shoal__NodeResponse *put(int id, uint32_t group, const char *table, const
 	req.put_item = &p;
 	nr.group = group;
 	nr.request = &req;
-	return rpc(id, &nr);
+	return packed(&nr);
 }
 
-static Shoal__NodeResponse *get(int id, uint32_t group, const char *table, const char *key,
-                                bool any_replica)
+static Shoal__NodeResponse *put(int id, uint32_t group, const char *table, const char *item,
+                                uint64_t request_id)
+{
+	ProtobufCBinaryData b = put_req(group, table, item, request_id);
+	return rpc_raw(id, b.data, b.len);
+}
+
+static ProtobufCBinaryData get_req(uint32_t group, const char *table, const char *key,
+                                   bool any_replica, uint64_t request_id)
 {
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	Shoal__Request req = SHOAL__REQUEST__INIT;
@@ -246,13 +263,20 @@ static Shoal__NodeResponse *get(int id, uint32_t group, const char *table, const
 	WIRE_SET(&g, table_name, (char *)table);
 	g.key = item_pb(key);
 	g.consistent_read = !any_replica;
-	req.request_id = 77;
+	req.request_id = request_id;
 	req.op_case = SHOAL__REQUEST__OP_GET_ITEM;
 	req.get_item = &g;
 	nr.group = group;
 	nr.request = &req;
 	nr.any_replica = any_replica;
-	return rpc(id, &nr);
+	return packed(&nr);
+}
+
+static Shoal__NodeResponse *get(int id, uint32_t group, const char *table, const char *key,
+                                bool any_replica)
+{
+	ProtobufCBinaryData b = get_req(group, table, key, any_replica, 77);
+	return rpc_raw(id, b.data, b.len);
 }
 
 /* The value of attribute v of a GetItem answer, or NULL without an item. */
@@ -981,6 +1005,164 @@ START_TEST(test_index_shipping)
 }
 END_TEST
 
+/* Member i of a batch answer, decoded (free with FREE). */
+static Shoal__NodeResponse *member(const Shoal__NodeResponse *r, size_t i)
+{
+	ck_assert_uint_gt(r->n_batch, i);
+	Shoal__NodeResponse *m =
+	    shoal__node_response__unpack(NULL, r->batch[i].len, r->batch[i].data);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_ptr_nonnull(m->response);
+	return m;
+}
+
+/* NodeRequest batches: every member is handled as if it came alone and
+ * answered in order in one message; bad members fail alone. */
+START_TEST(test_batch)
+{
+	sh_arena_init(&A);
+	cluster_start();
+	Shoal__NodeResponse *r, *m;
+	int lead[GROUPS];
+	for (uint32_t g = 0; g < GROUPS; g++)
+		lead[g] = wait_leader(g, 0);
+	r = define(lead[0], 0, "Batched", 0);
+	ck_assert_msg(status_of(r) == SHOAL_OK, "%s", r->response->message);
+	FREE(r);
+	Shoal__NodeRequest cat = SHOAL__NODE_REQUEST__INIT;
+	cat.list_catalog = 1;
+	r = rpc(lead[0], &cat);
+	uint32_t table_id = r->catalog[0]->table_id;
+	FREE(r);
+	for (uint32_t g = 1; g < GROUPS; g++) {
+		r = define(lead[g], g, "Batched", table_id);
+		ck_assert_int_eq(status_of(r), SHOAL_OK);
+		FREE(r);
+	}
+	int l = lead[1];
+	/* A group this node does not lead, for a NOT_LEADER member. */
+	uint32_t other = 0;
+	for (uint32_t g = 1; g < GROUPS; g++)
+		if (lead[g] != l)
+			other = g;
+
+	/* 40 puts, a write to a group led elsewhere, a read, a status, bytes
+	 * that are not a NodeRequest, and a member that is a batch itself. */
+	enum { PUTS = 40 };
+	Shoal__NodeRequest b = SHOAL__NODE_REQUEST__INIT;
+	ProtobufCBinaryData mem[PUTS + 5];
+	size_t n = 0;
+	for (int i = 0; i < PUTS; i++) {
+		char item[96];
+		snprintf(item, sizeof(item), "{\"pk\":{\"S\":\"b%d\"},\"v\":{\"S\":\"v%d\"}}", i,
+		         i);
+		mem[n++] = put_req(1, "Batched", item, 1000 + (uint64_t)i);
+	}
+	size_t not_leader = n;
+	mem[n++] = other != 0 ? put_req(other, "Batched", "{\"pk\":{\"S\":\"x\"}}", 5)
+	                      : put_req(1, "Batched", "{\"pk\":{\"S\":\"x\"}}", 5);
+	size_t read = n;
+	mem[n++] = get_req(1, "Batched", "{\"pk\":{\"S\":\"b0\"}}", true, 6);
+	Shoal__NodeRequest st = SHOAL__NODE_REQUEST__INIT;
+	st.group = 0;
+	st.group_status = 1;
+	size_t status = n;
+	mem[n++] = packed(&st);
+	size_t garbage = n;
+	static uint8_t junk[] = {0xff, 0xff, 0xff};
+	mem[n++] = (ProtobufCBinaryData){sizeof(junk), junk};
+	Shoal__NodeRequest inner = SHOAL__NODE_REQUEST__INIT;
+	inner.n_batch = 1;
+	inner.batch = &mem[0];
+	inner.group_status = 1;
+	size_t nested = n;
+	mem[n++] = packed(&inner);
+	b.n_batch = n;
+	b.batch = mem;
+	size_t len = shoal__node_request__get_packed_size(&b);
+	uint8_t *buf = sh_arena_alloc(&A, len);
+	shoal__node_request__pack(&b, buf);
+
+	uint64_t commit0 = group_commit_index(l, 1);
+	nng_socket s;
+	ck_assert_int_eq(nng_req0_open(&s), 0);
+	ck_assert_int_eq(nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 20000), 0);
+	ck_assert_int_eq(nng_dial(s, T[l].rpc, NULL, 0), 0);
+	ck_assert_int_eq(nng_send(s, buf, len, 0), 0);
+	void *rb;
+	size_t rl;
+	ck_assert_int_eq(nng_recv(s, &rb, &rl, NNG_FLAG_ALLOC), 0);
+	nng_close(s);
+	r = shoal__node_response__unpack(NULL, rl, rb);
+	nng_free(rb, rl);
+	ck_assert_ptr_nonnull(r);
+	ck_assert_ptr_null(r->response);
+	ck_assert_uint_eq(r->n_batch, n);
+	for (size_t i = 0; i < PUTS; i++) {
+		m = member(r, i);
+		ck_assert_msg(status_of(m) == SHOAL_OK, "member %zu: %s", i, m->response->message);
+		ck_assert_uint_eq(m->response->request_id, 1000 + i);
+		ck_assert_int_eq(m->response->result_case, SHOAL__RESPONSE__RESULT_PUT_ITEM);
+		FREE(m);
+	}
+	m = member(r, not_leader);
+	if (other != 0) {
+		ck_assert_int_eq(status_of(m), SHOAL_E_NOT_LEADER);
+		ck_assert_int_eq(m->leader_node, lead[other]);
+	}
+	FREE(m);
+	m = member(r, read);
+	ck_assert_int_eq(status_of(m), SHOAL_OK);
+	ck_assert_uint_eq(m->response->request_id, 6);
+	FREE(m);
+	m = member(r, status);
+	ck_assert_int_eq(status_of(m), SHOAL_OK);
+	ck_assert_ptr_nonnull(m->status);
+	FREE(m);
+	m = member(r, garbage);
+	ck_assert_int_eq(status_of(m), SHOAL_E_SERIALIZATION);
+	FREE(m);
+	m = member(r, nested);
+	ck_assert_int_eq(status_of(m), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(m->response->message, "cannot be a batch"));
+	FREE(m);
+	FREE(r);
+	/* The puts went through Raft together: group commit saw them at once
+	 * (at most two Commands in flight, the rest queued behind them). */
+	uint64_t entries = group_commit_index(l, 1) - commit0;
+	ck_assert_msg(entries < PUTS / 2, "%llu Raft entries for %d puts",
+	              (unsigned long long)entries, PUTS);
+
+	/* Every put is there. */
+	for (int i = 0; i < PUTS; i++) {
+		char key[64], want[16];
+		snprintf(key, sizeof(key), "{\"pk\":{\"S\":\"b%d\"}}", i);
+		snprintf(want, sizeof(want), "v%d", i);
+		r = get(l, 1, "Batched", key, false);
+		ck_assert_str_eq(got_v(r), want);
+		FREE(r);
+	}
+
+	/* A batch with anything else in it is refused as a whole. */
+	Shoal__NodeRequest mixed = SHOAL__NODE_REQUEST__INIT;
+	mixed.n_batch = 1;
+	mixed.batch = &mem[read];
+	mixed.group_status = 1;
+	r = rpc(l, &mixed);
+	ck_assert_int_eq(status_of(r), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(r->response->message, "nothing but its requests"));
+	ck_assert_uint_eq(r->n_batch, 0);
+	FREE(r);
+
+	/* The node keeps serving plain requests. */
+	r = group_status(l, 1);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	FREE(r);
+	cluster_stop();
+	sh_arena_fini(&A);
+}
+END_TEST
+
 static Suite *node_suite(void)
 {
 	Suite *s = suite_create("node");
@@ -991,6 +1173,7 @@ static Suite *node_suite(void)
 	tcase_add_test(tc, test_failover_and_restart);
 	tcase_add_test(tc, test_stop_under_load);
 	tcase_add_test(tc, test_index_shipping);
+	tcase_add_test(tc, test_batch);
 	suite_add_tcase(s, tc);
 	return s;
 }
