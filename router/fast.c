@@ -1,17 +1,19 @@
 /*
  * fast.c -- the asynchronous fast path: GetItem, PutItem, UpdateItem,
- * DeleteItem and single-partition Query, entirely in nng's aio callbacks.
+ * DeleteItem and single-partition Query, entirely in nng's aio callbacks,
+ * with the requests for one node batched into shared messages.
  *
  * The blocking path costs every request a hand-off to a worker thread and
  * back, and a worker blocked in nng_aio_wait for each step of its node call;
  * on a small machine those wakeups, not the work, were most of the router's
  * CPU.  Here the REP context's receive callback decodes and routes the
- * request, sends one NodeRequest on a pooled context of the target node's
- * REQ socket, and that aio's callback passes the node's Response on as the
- * answer.  Whenever anything is unusual the request goes to a worker
- * (rt_server_defer), which runs it from the start through the blocking
- * front door (rt_handle_at) with the request's own start time and deadline,
- * so the semantics stay those of items.c and transport.c:
+ * request and queues it for the target node; a lane of that node sends it
+ * (with whatever else is queued for the node) and, in the lane's aio
+ * callback, each node answer is passed on as the client's answer.  Whenever
+ * anything is unusual the request goes to a worker (rt_server_defer), which
+ * runs it from the start through the blocking front door (rt_handle_at)
+ * with the request's own start time and deadline, so the semantics stay
+ * those of items.c and transport.c:
  *
  *   - not one of the five operations, a request that does not decode or
  *     fails the API-level checks (the worker produces the exact error), a
@@ -25,22 +27,42 @@
  *     which rt_call_all would retry too; an answer "outcome unknown" is a
  *     plain answer and is passed on, as before.
  *
- * Attempt state machine (the aio's callback, fast_cb):
+ * Lanes and batches.  Every nng message costs the router (and the node) a
+ * poller wakeup and task-queue hand-offs on each side, more than the
+ * request's own work.  So each node has a FIFO queue and a few lanes per
+ * class of request -- eventually consistent reads (answered by the node at
+ * once) and everything else (writes and consistent reads, which wait for
+ * Raft), so that reads never wait behind a write's commit.  A lane is one
+ * REQ context and aio with one message in flight.  A routed request is
+ * queued; an idle lane takes everything queued (up to RT_BATCH_MAX requests
+ * and about RT_BATCH_BYTES) and sends it: a lone request as a plain
+ * NodeRequest, several as one NodeRequest batch (cluster.proto), which the
+ * node answers in one NodeResponse.  When the answer comes, the lane takes
+ * the next batch off the queue, or goes idle.  A request never waits while
+ * a lane is idle, so one client alone sees no added latency, and the busier
+ * a node the more each message carries.
  *
- *   state    event                                  next     (function)
- *   -------  -------------------------------------  -------  -----------------
- *   FS_IDLE  request routed                         FS_SEND  rt_fast_start
- *   FS_SEND  handed to a pipe                       FS_RECV  (recv posted only
- *                                                            now: nng 1.5.2 req)
- *   FS_SEND  failed / timed out                     FS_IDLE  defer (UNREACHABLE)
- *   FS_RECV  plain answer                           FS_IDLE  answer -> reply
- *   FS_RECV  retryable answer, timeout, reset       FS_IDLE  defer
+ * Lane state machine (lane_cb, the lane aio's callback):
+ *
+ *   state       event                                 next        (function)
+ *   ----------  ------------------------------------  ----------  -----------
+ *   LANE_IDLE   requests taken off the queue          LANE_SEND   lane_send
+ *   LANE_SEND   handed to a pipe                      LANE_RECV   (recv posted only
+ *                                                                  now: nng 1.5.2 req)
+ *   LANE_SEND   failed / timed out                    LANE_IDLE*  each defers (UNREACHABLE)
+ *   LANE_RECV   answer                                LANE_IDLE*  deliver: reply or defer each
+ *   LANE_RECV   timeout, reset                        LANE_IDLE*  each defers
+ *   (* or LANE_SEND again at once when requests are queued: lane_next)
+ *
+ * A lane whose attempt failed closes its context and opens a fresh one for
+ * its next message (a REQ context with an unanswered request must not be
+ * reused).
  *
  * No re-encoding: the NodeRequest is written by hand around the client's
  * packed Request (field 3, length-delimited, with group and any_replica
  * before it: protobuf fields may come in any order), and the answer is the
- * node's message with the NodeResponse framing trimmed off, since the node
- * echoes the Request's request_id in its Response.  Only the Response's
+ * node's Response bytes with the NodeResponse framing taken off, since the
+ * node echoes the Request's request_id in its Response.  Only the Response's
  * status and the NodeResponse's leader hint are read.  A node's answer is
  * checked with wire_check_framing first, as rt_call_all's unpack would.
  */
@@ -49,46 +71,45 @@
 #include "common/alloc.h"
 #include "router/router.h"
 
-enum fast_state { FS_IDLE = 0, FS_SEND, FS_RECV };
+enum lane_state { LANE_IDLE = 0, LANE_SEND, LANE_RECV };
 
-static void fast_cb(void *arg);
+/* The classes of requests, each with its own queue and lanes per node. */
+enum { CLASS_READ = 0, CLASS_WAIT, CLASS__COUNT };
+static const uint32_t class_lanes[CLASS__COUNT] = {RT_LANES_READ, RT_LANES_WAIT};
 
-int rt_fast_init(rt_rctx *x, char *errmsg)
-{
-	int rv = nng_aio_alloc(&x->fast.aio, fast_cb, x);
-	if (rv != 0) {
-		x->fast.aio = NULL;
-		return sh_errf(errmsg, SHOAL_E_NOMEM, "fast path aio: %s", nng_strerror(rv));
-	}
-	return SHOAL_OK;
-}
+typedef struct rt_mux rt_mux;
 
-static void close_ctx(rt_fast *f)
-{
-	if (f->ctx_open) {
-		nng_ctx_close(f->ctx);
-		f->ctx_open = false;
-	}
-}
+/* One message in flight to a node: the requests it carries. */
+typedef struct rt_lane {
+	rt_mux *mux;
+	nng_aio *aio; /* callback lane_cb */
+	nng_ctx ctx;  /* REQ context on the node's socket, while open */
+	bool ctx_open;
+	int state;
+	rt_rctx *head; /* the requests in the message, in order (fast.next) */
+	uint32_t n;
+} rt_lane;
 
-void rt_fast_stop(rt_rctx *x)
-{
-	if (x->fast.aio != NULL)
-		nng_aio_stop(x->fast.aio);
-}
+/* One node's queue and lanes for one class of requests. */
+struct rt_mux {
+	rt_router *rt;
+	rt_node *node;
+	pthread_mutex_t mu;
+	bool mu_init;
+	bool closing;         /* rt_fast_close: no new sends */
+	rt_rctx *head, *tail; /* queued requests (fast.next) */
+	rt_lane *idle[RT_LANES_MAX];
+	uint32_t n_idle;
+	rt_lane lanes[RT_LANES_MAX];
+	uint32_t n_lanes;
+};
 
-void rt_fast_fini(rt_rctx *x)
-{
-	rt_fast *f = &x->fast;
-	if (f->aio != NULL) {
-		nng_msg *m = nng_aio_get_msg(f->aio);
-		if (m != NULL)
-			nng_msg_free(m);
-		nng_aio_free(f->aio);
-		f->aio = NULL;
-	}
-	close_ctx(f);
-}
+struct rt_lanes {
+	rt_mux mux[SH_MAX_NODES][CLASS__COUNT]; /* by node index in the conf */
+	uint32_t n_nodes;
+};
+
+static void lane_cb(void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* Decode and route                                                          */
@@ -171,98 +192,68 @@ static bool route(rt_router *rt, sh_arena *a, const Shoal__Request *in, uint32_t
 }
 
 /* ------------------------------------------------------------------------ */
-/* Protobuf framing by hand                                                  */
+/* Messages by hand                                                          */
 /* ------------------------------------------------------------------------ */
 
-static size_t put_varint(uint8_t *p, uint64_t v)
+/* NodeRequest{group = 1, any_replica = 4, table_id = 18} written into the
+ * request's header; the client's packed Request (field 3) follows it. */
+static void node_header(rt_fast *f, size_t request_len, uint32_t table_id)
 {
+	uint8_t *h = f->hdr;
 	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
+	if (f->group != 0) {
+		h[n++] = 1 << 3 | 0;
+		n += wire_put_varint(h + n, f->group);
 	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
-static bool get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-	uint64_t r = 0;
-	for (unsigned shift = 0; shift < 64 && *p < end; shift += 7) {
-		uint8_t b = *(*p)++;
-		r |= (uint64_t)(b & 0x7f) << shift;
-		if (b < 0x80) {
-			*v = r;
-			return true;
-		}
-	}
-	return false;
-}
-
-/* NodeRequest{group = 1, request = 3, any_replica = 4, table_id = 18}
- * around the client's packed Request. */
-static nng_msg *node_request(const nng_msg *client, uint32_t group, uint32_t table_id,
-                             bool any_replica)
-{
-	uint8_t hdr[40];
-	size_t n = 0;
-	size_t len = nng_msg_len(client);
-	if (group != 0) {
-		hdr[n++] = 1 << 3 | 0;
-		n += put_varint(hdr + n, group);
-	}
-	if (any_replica) {
-		hdr[n++] = 4 << 3 | 0;
-		hdr[n++] = 1;
+	if (f->any_replica) {
+		h[n++] = 4 << 3 | 0;
+		h[n++] = 1;
 	}
 	if (table_id != 0) { /* field 18: a two-byte tag */
-		n += put_varint(hdr + n, 18 << 3 | 0);
-		n += put_varint(hdr + n, table_id);
+		n += wire_put_varint(h + n, 18 << 3 | 0);
+		n += wire_put_varint(h + n, table_id);
 	}
-	hdr[n++] = 3 << 3 | 2;
-	n += put_varint(hdr + n, len);
-	nng_msg *m;
-	if (nng_msg_alloc(&m, n + len) != 0)
-		return NULL;
-	uint8_t *body = nng_msg_body(m);
-	memcpy(body, hdr, n);
-	memcpy(body + n, nng_msg_body((nng_msg *)client), len);
-	return m;
+	h[n++] = 3 << 3 | 2;
+	n += wire_put_varint(h + n, request_len);
+	f->hdr_len = (uint8_t)n;
 }
 
-/* The next field of a protobuf message in [*p, end): its number, and for a
- * varint its value (*v) or for a length-delimited field its bytes (*data,
- * *len); fixed32/64 fields are skipped over.  False on malformed input
- * (groups included: no Shoal message has them). */
-static bool next_field(const uint8_t **p, const uint8_t *end, uint64_t *field, int *wire,
-                       uint64_t *v, const uint8_t **data, size_t *len)
+/* The bytes of x's NodeRequest. */
+static size_t node_request_len(const rt_rctx *x)
 {
-	uint64_t tag;
-	if (!get_varint(p, end, &tag))
-		return false;
-	*field = tag >> 3;
-	*wire = (int)(tag & 7);
-	switch (*wire) {
-	case 0:
-		return get_varint(p, end, v);
-	case 1:
-	case 5: {
-		size_t n = *wire == 1 ? 8 : 4;
-		if ((size_t)(end - *p) < n)
-			return false;
-		*p += n;
-		return true;
+	return x->fast.hdr_len + nng_msg_len(x->msg);
+}
+
+static uint8_t *put_node_request(uint8_t *p, rt_rctx *x)
+{
+	memcpy(p, x->fast.hdr, x->fast.hdr_len);
+	p += x->fast.hdr_len;
+	size_t len = nng_msg_len(x->msg);
+	memcpy(p, nng_msg_body(x->msg), len);
+	return p + len;
+}
+
+/* The message for the n requests chained at head: a plain NodeRequest for
+ * one, a NodeRequest batch (field 19) for several.  NULL: out of memory. */
+static nng_msg *lane_message(rt_rctx *head, uint32_t n)
+{
+	size_t size = 0;
+	for (rt_rctx *x = head; x != NULL; x = x->fast.next) {
+		size_t len = node_request_len(x);
+		size += n == 1 ? len : 2 + wire_varint_len(len) + len;
 	}
-	case 2:
-		if (!get_varint(p, end, v) || *v > (uint64_t)(end - *p))
-			return false;
-		*data = *p;
-		*len = (size_t)*v;
-		*p += *v;
-		return true;
-	default:
-		return false;
+	nng_msg *m;
+	if (nng_msg_alloc(&m, size) != 0)
+		return NULL;
+	uint8_t *p = nng_msg_body(m);
+	for (rt_rctx *x = head; x != NULL; x = x->fast.next) {
+		if (n > 1) {
+			p += wire_put_varint(p, 19 << 3 | 2);
+			p += wire_put_varint(p, node_request_len(x));
+		}
+		p = put_node_request(p, x);
 	}
+	return m;
 }
 
 /* What a NodeResponse says: where its Response lies, the Response's status
@@ -271,22 +262,20 @@ static bool next_field(const uint8_t **p, const uint8_t *end, uint64_t *field, i
 static bool read_answer(const uint8_t *buf, size_t len, size_t *off, size_t *rlen, uint64_t *status,
                         uint32_t *leader)
 {
-	const uint8_t *p = buf, *end = buf + len, *resp = NULL, *data = NULL;
-	uint64_t field, v = 0;
-	size_t dlen = 0;
-	int wire;
+	const uint8_t *p = buf, *end = buf + len, *resp = NULL;
+	wire_field f;
 	*leader = 0;
 	*status = 0;
 	while (p < end) {
-		if (!next_field(&p, end, &field, &wire, &v, &data, &dlen))
+		if (!wire_next_field(&p, end, &f))
 			return false;
-		if (wire == 0 && field == 2)
-			*leader = (uint32_t)v;
-		if (wire == 2 && field == 1) {
+		if (f.type == 0 && f.number == 2)
+			*leader = (uint32_t)f.value;
+		if (f.type == 2 && f.number == 1) {
 			if (resp != NULL)
 				return false;
-			resp = data;
-			*rlen = dlen;
+			resp = f.data;
+			*rlen = f.len;
 		}
 	}
 	if (resp == NULL)
@@ -296,34 +285,24 @@ static bool read_answer(const uint8_t *buf, size_t len, size_t *off, size_t *rle
 	p = resp;
 	end = resp + *rlen;
 	while (p < end) {
-		if (!next_field(&p, end, &field, &wire, &v, &data, &dlen))
+		if (!wire_next_field(&p, end, &f))
 			return false;
-		if (wire == 0 && field == 2)
-			*status = v;
+		if (f.type == 0 && f.number == 2)
+			*status = f.value;
 	}
 	return true;
 }
 
 /* ------------------------------------------------------------------------ */
-/* The attempt                                                               */
+/* One request's outcome                                                     */
 /* ------------------------------------------------------------------------ */
 
-static nng_duration left_ms(const rt_rctx *x, uint32_t cap)
-{
-	int64_t left = x->deadline - rt_now_ms();
-	if (left < 1)
-		left = 1;
-	return (nng_duration)(left < cap ? left : cap);
-}
-
 /* The attempt ended without a plain answer: learn from it and hand the
- * request to a worker.  Any thread, x's callbacks done. */
+ * request to a worker.  Any thread. */
 static void give_up(rt_rctx *x, rt_outcome o, uint32_t hint)
 {
 	rt_fast *f = &x->fast;
 	rt_router *rt = x->s->rt;
-	close_ctx(f);
-	f->state = FS_IDLE;
 	atomic_fetch_add_explicit(&rt->metrics.fast_deferred, 1, memory_order_relaxed);
 	if (o != RT_OUT_DONE) {
 		rt_note_failure(rt, f->group, o, f->node->id, hint);
@@ -332,17 +311,258 @@ static void give_up(rt_rctx *x, rt_outcome o, uint32_t hint)
 	rt_server_defer(x);
 }
 
+/* The node answered x with the NodeResponse buf[0, len), which lies in m
+ * (the whole message: a lone request's answer, taken over and trimmed in
+ * place) or, for a batch member, in a message that stays the lane's (m
+ * NULL: the Response is copied).  Replies or defers.  Any thread. */
+static void answered(rt_rctx *x, nng_msg *m, const uint8_t *buf, size_t len)
+{
+	rt_fast *f = &x->fast;
+	rt_router *rt = x->s->rt;
+	char errmsg[SH_ERRMSG_SIZE];
+	size_t off = 0, rlen = 0;
+	uint64_t status;
+	uint32_t leader;
+	if (wire_check_framing(&shoal__node_response__descriptor, buf, len, errmsg) != SHOAL_OK) {
+		rt_log("node %u, group %u: bad answer: %s", f->node->id, f->group, errmsg);
+		if (m != NULL)
+			nng_msg_free(m);
+		give_up(x, RT_OUT_BAD_ANSWER, 0);
+		return;
+	}
+	if (!read_answer(buf, len, &off, &rlen, &status, &leader)) {
+		if (m != NULL)
+			nng_msg_free(m); /* e.g. no Response: the worker says so */
+		give_up(x, RT_OUT_DONE, 0);
+		return;
+	}
+	int code = wire_code_from_status((int)status);
+	if (code == SHOAL_E_NOT_LEADER || code == SHOAL_E_UNAVAILABLE) {
+		if (m != NULL)
+			nng_msg_free(m);
+		give_up(x, code == SHOAL_E_NOT_LEADER ? RT_OUT_NOT_LEADER : RT_OUT_UNAVAILABLE,
+		        leader);
+		return;
+	}
+	rt_note_answer(rt, f->group, f->node->id, f->any_replica);
+	if (code == SHOAL_E_NOT_FOUND || code == SHOAL_E_WRONG_EPOCH) {
+		/* The worker repairs the group, or refreshes a stale table id. */
+		if (m != NULL)
+			nng_msg_free(m);
+		give_up(x, RT_OUT_DONE, 0);
+		return;
+	}
+	/* The answer: the Response's bytes. */
+	if (m != NULL) {
+		nng_msg_header_clear(m);
+		nng_msg_chop(m, len - off - rlen);
+		nng_msg_trim(m, off);
+	} else if (nng_msg_alloc(&m, rlen) == 0) {
+		memcpy(nng_msg_body(m), buf + off, rlen);
+	} else {
+		give_up(x, RT_OUT_DONE, 0); /* out of memory: the worker tries */
+		return;
+	}
+	rt_metrics_request(&rt->metrics, f->slot, code, rt_now_us() - x->t0_us);
+	atomic_fetch_add_explicit(&rt->metrics.fast_answered, 1, memory_order_relaxed);
+	rt_server_reply(x, m);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Lanes                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static nng_duration left_ms(int64_t deadline, uint32_t cap)
+{
+	int64_t left = deadline - rt_now_ms();
+	if (left < 1)
+		left = 1;
+	return (nng_duration)(left < cap ? left : cap);
+}
+
+/* Takes the next message's worth of requests off m's queue (mu held). */
+static void take(rt_mux *m, rt_lane *l)
+{
+	rt_rctx *head = m->head, *last = head;
+	uint32_t n = 1;
+	size_t bytes = node_request_len(head);
+	for (rt_rctx *x = head->fast.next;
+	     x != NULL && n < RT_BATCH_MAX && bytes + node_request_len(x) <= RT_BATCH_BYTES;
+	     x = x->fast.next) {
+		bytes += node_request_len(x);
+		n++;
+		last = x;
+	}
+	m->head = last->fast.next;
+	if (m->head == NULL)
+		m->tail = NULL;
+	last->fast.next = NULL;
+	l->head = head;
+	l->n = n;
+}
+
+/* Hands every request of the lane's message to the workers. */
+static void lane_fail(rt_lane *l, rt_outcome o)
+{
+	rt_rctx *x = l->head;
+	l->head = NULL;
+	l->n = 0;
+	if (l->ctx_open) {
+		nng_ctx_close(l->ctx);
+		l->ctx_open = false;
+	}
+	while (x != NULL) {
+		rt_rctx *next = x->fast.next;
+		give_up(x, o, 0);
+		x = next;
+	}
+}
+
+static void lane_next(rt_lane *l);
+
+/* Sends the lane's requests (LANE_IDLE -> LANE_SEND). */
+static void lane_send(rt_lane *l)
+{
+	rt_mux *m = l->mux;
+	rt_router *rt = m->rt;
+	if (!l->ctx_open) {
+		if (nng_ctx_open(&l->ctx, m->node->sock) != 0) {
+			lane_fail(l, RT_OUT_UNREACHABLE);
+			lane_next(l);
+			return;
+		}
+		l->ctx_open = true;
+	}
+	nng_msg *msg = lane_message(l->head, l->n);
+	if (msg == NULL) {
+		lane_fail(l, RT_OUT_DONE); /* out of memory: the workers try */
+		lane_next(l);
+		return;
+	}
+	if (l->n > 1) {
+		atomic_fetch_add_explicit(&rt->metrics.fast_batches, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&rt->metrics.fast_batched, l->n, memory_order_relaxed);
+	}
+	int64_t deadline = l->head->deadline;
+	for (rt_rctx *x = l->head->fast.next; x != NULL; x = x->fast.next)
+		if (x->deadline < deadline)
+			deadline = x->deadline;
+	l->state = LANE_SEND;
+	nng_aio_set_msg(l->aio, msg);
+	nng_aio_set_timeout(l->aio, left_ms(deadline, rt->opt.send_ms));
+	nng_ctx_send(l->ctx, l->aio);
+}
+
+/* The lane's message is done: send the next one, or go idle. */
+static void lane_next(rt_lane *l)
+{
+	rt_mux *m = l->mux;
+	pthread_mutex_lock(&m->mu);
+	if (m->head != NULL && !m->closing) {
+		take(m, l);
+		pthread_mutex_unlock(&m->mu);
+		lane_send(l);
+		return;
+	}
+	l->state = LANE_IDLE;
+	m->idle[m->n_idle++] = l;
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* The node's answer to the lane's message (taken over): each request's
+ * answer goes to its client, in order. */
+static void deliver(rt_lane *l, nng_msg *msg)
+{
+	rt_rctx *x = l->head;
+	uint32_t n = l->n;
+	l->head = NULL;
+	l->n = 0;
+	if (n == 1) {
+		answered(x, msg, nng_msg_body(msg), nng_msg_len(msg));
+		return;
+	}
+	/* A batch's answer: field 8, once per request, in order. */
+	const uint8_t *p = nng_msg_body(msg), *end = p + nng_msg_len(msg);
+	wire_field f;
+	uint32_t i = 0;
+	while (x != NULL && p < end) {
+		if (!wire_next_field(&p, end, &f))
+			break;
+		if (f.number != 8 || f.type != 2)
+			continue;
+		rt_rctx *next = x->fast.next;
+		answered(x, NULL, f.data, f.len);
+		x = next;
+		i++;
+	}
+	if (x != NULL) {
+		rt_log("node %u: a batch of %u requests answered %u", l->mux->node->id, n, i);
+		while (x != NULL) {
+			rt_rctx *next = x->fast.next;
+			give_up(x, RT_OUT_BAD_ANSWER, 0);
+			x = next;
+		}
+	}
+	nng_msg_free(msg);
+}
+
+/* The lane aio's callback.  nng callback thread. */
+static void lane_cb(void *arg)
+{
+	rt_lane *l = arg;
+	rt_router *rt = l->mux->rt;
+	int rv = nng_aio_result(l->aio);
+	switch (l->state) {
+	case LANE_SEND:
+		if (rv != 0) {
+			nng_msg *m = nng_aio_get_msg(l->aio);
+			if (m != NULL)
+				nng_msg_free(m);
+			nng_aio_set_msg(l->aio, NULL);
+			lane_fail(l, RT_OUT_UNREACHABLE);
+			lane_next(l);
+			return;
+		}
+		l->state = LANE_RECV;
+		int64_t deadline = l->head->deadline;
+		for (rt_rctx *x = l->head->fast.next; x != NULL; x = x->fast.next)
+			if (x->deadline < deadline)
+				deadline = x->deadline;
+		nng_aio_set_timeout(l->aio, left_ms(deadline, rt->opt.attempt_ms));
+		nng_ctx_recv(l->ctx, l->aio);
+		return;
+	case LANE_RECV:
+		if (rv != 0) {
+			lane_fail(l, rv == NNG_ETIMEDOUT ? RT_OUT_TIMEOUT : RT_OUT_UNREACHABLE);
+			lane_next(l);
+			return;
+		}
+		nng_msg *m = nng_aio_get_msg(l->aio);
+		nng_aio_set_msg(l->aio, NULL);
+		deliver(l, m);
+		lane_next(l);
+		return;
+	default:
+		return; /* not reached: no operation pending */
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* The front of the fast path                                                */
+/* ------------------------------------------------------------------------ */
+
 bool rt_fast_start(rt_rctx *x)
 {
 	rt_router *rt = x->s->rt;
+	rt_lanes *lanes = x->s->lanes;
 	rt_fast *f = &x->fast;
 	sh_arena *a = &x->arena;
 	char errmsg[SH_ERRMSG_SIZE];
 	ProtobufCAllocator alloc;
 	wire_arena_allocator(&alloc, a);
 	Shoal__Request *in;
-	if (wire_unpack_request(&alloc, nng_msg_body(x->msg), nng_msg_len(x->msg), &in, errmsg) !=
-	    SHOAL_OK)
+	if (lanes == NULL || wire_unpack_request(&alloc, nng_msg_body(x->msg), nng_msg_len(x->msg),
+	                                         &in, errmsg) != SHOAL_OK)
 		return false;
 	uint32_t group = 0, table_id = 0;
 	bool any = false;
@@ -353,108 +573,96 @@ bool rt_fast_start(rt_rctx *x)
 		return false;
 	uint32_t reps[SH_MAX_REPLICATION];
 	sh_cluster_replicas(rt->conf, group, reps);
-	rt_node *n =
-	    rt_node_by_id(rt, rt_first_target(rt, group, any, reps, rt->conf->replication));
+	uint32_t target = rt_first_target(rt, group, any, reps, rt->conf->replication);
+	rt_node *n = rt_node_by_id(rt, target);
 	if (n == NULL || !n->open)
 		return false;
-	nng_msg *m = node_request(x->msg, group, table_id, any);
-	if (m == NULL)
-		return false;
-	if (rt_node_ctx_get(n, &f->ctx) != 0) {
-		nng_msg_free(m);
-		return false;
-	}
-	f->ctx_open = true;
 	f->node = n;
 	f->group = group;
 	f->any_replica = any;
-	f->state = FS_SEND;
-	nng_aio_set_msg(f->aio, m);
-	nng_aio_set_timeout(f->aio, left_ms(x, rt->opt.send_ms));
-	nng_ctx_send(f->ctx, f->aio);
+	f->next = NULL;
+	node_header(f, nng_msg_len(x->msg), table_id);
+
+	rt_mux *m = &lanes->mux[n - rt->nodes][any ? CLASS_READ : CLASS_WAIT];
+	pthread_mutex_lock(&m->mu);
+	if (m->tail != NULL)
+		m->tail->fast.next = x;
+	else
+		m->head = x;
+	m->tail = x;
+	rt_lane *l = NULL;
+	if (m->n_idle > 0 && !m->closing) {
+		l = m->idle[--m->n_idle];
+		take(m, l);
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (l != NULL)
+		lane_send(l);
 	return true;
 }
 
-/* The node answered (FS_RECV, aio result 0). */
-static void answered(rt_rctx *x)
+int rt_fast_open(rt_server *s, char *errmsg)
 {
-	rt_fast *f = &x->fast;
-	rt_router *rt = x->s->rt;
-	nng_msg *m = nng_aio_get_msg(f->aio);
-	nng_aio_set_msg(f->aio, NULL);
-	/* A reply came: nothing is outstanding on the context; keep it. */
-	rt_node_ctx_put(f->node, f->ctx);
-	f->ctx_open = false;
-
-	char errmsg[SH_ERRMSG_SIZE];
-	const uint8_t *body = nng_msg_body(m);
-	size_t len = nng_msg_len(m), off = 0, rlen = 0;
-	uint64_t status;
-	uint32_t leader;
-	if (wire_check_framing(&shoal__node_response__descriptor, body, len, errmsg) != SHOAL_OK) {
-		rt_log("node %u, group %u: bad answer: %s", f->node->id, f->group, errmsg);
-		nng_msg_free(m);
-		give_up(x, RT_OUT_BAD_ANSWER, 0);
-		return;
+	rt_router *rt = s->rt;
+	rt_lanes *lanes = sh_calloc(1, sizeof(*lanes));
+	if (lanes == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "fast path: out of memory");
+	s->lanes = lanes;
+	lanes->n_nodes = rt->conf->n_nodes;
+	for (uint32_t i = 0; i < lanes->n_nodes; i++) {
+		for (int c = 0; c < CLASS__COUNT; c++) {
+			rt_mux *m = &lanes->mux[i][c];
+			m->rt = rt;
+			m->node = &rt->nodes[i];
+			if (pthread_mutex_init(&m->mu, NULL) != 0)
+				return sh_errf(errmsg, SHOAL_E_INTERNAL, "fast path: mutex");
+			m->mu_init = true;
+			for (uint32_t k = 0; k < class_lanes[c]; k++) {
+				rt_lane *l = &m->lanes[k];
+				l->mux = m;
+				int rv = nng_aio_alloc(&l->aio, lane_cb, l);
+				if (rv != 0)
+					return sh_errf(errmsg, SHOAL_E_NOMEM, "fast path aio: %s",
+					               nng_strerror(rv));
+				m->n_lanes++;
+				m->idle[m->n_idle++] = l;
+			}
+		}
 	}
-	if (!read_answer(body, len, &off, &rlen, &status, &leader)) {
-		nng_msg_free(m); /* e.g. no Response: the worker says so */
-		give_up(x, RT_OUT_DONE, 0);
-		return;
-	}
-	int code = wire_code_from_status((int)status);
-	if (code == SHOAL_E_NOT_LEADER || code == SHOAL_E_UNAVAILABLE) {
-		nng_msg_free(m);
-		give_up(x, code == SHOAL_E_NOT_LEADER ? RT_OUT_NOT_LEADER : RT_OUT_UNAVAILABLE,
-		        leader);
-		return;
-	}
-	rt_note_answer(rt, f->group, f->node->id, f->any_replica);
-	if (code == SHOAL_E_NOT_FOUND || code == SHOAL_E_WRONG_EPOCH) {
-		/* The worker repairs the group, or refreshes a stale table id. */
-		nng_msg_free(m);
-		give_up(x, RT_OUT_DONE, 0);
-		return;
-	}
-	/* The answer: the Response's bytes, framing trimmed off in place. */
-	nng_msg_header_clear(m);
-	nng_msg_chop(m, len - off - rlen);
-	nng_msg_trim(m, off);
-	f->state = FS_IDLE;
-	rt_metrics_request(&rt->metrics, f->slot, code, rt_now_us() - x->t0_us);
-	atomic_fetch_add_explicit(&rt->metrics.fast_answered, 1, memory_order_relaxed);
-	rt_server_reply(x, m);
+	return SHOAL_OK;
 }
 
-/* The node aio's callback.  nng callback thread. */
-static void fast_cb(void *arg)
+void rt_fast_close(rt_server *s)
 {
-	rt_rctx *x = arg;
-	rt_fast *f = &x->fast;
-	rt_router *rt = x->s->rt;
-	int rv = nng_aio_result(f->aio);
-	switch (f->state) {
-	case FS_SEND:
-		if (rv != 0) {
-			nng_msg *m = nng_aio_get_msg(f->aio);
-			if (m != NULL)
-				nng_msg_free(m);
-			nng_aio_set_msg(f->aio, NULL);
-			give_up(x, RT_OUT_UNREACHABLE, 0);
-			return;
-		}
-		f->state = FS_RECV;
-		nng_aio_set_timeout(f->aio, left_ms(x, rt->opt.attempt_ms));
-		nng_ctx_recv(f->ctx, f->aio);
+	rt_lanes *lanes = s->lanes;
+	if (lanes == NULL)
 		return;
-	case FS_RECV:
-		if (rv != 0) {
-			give_up(x, rv == NNG_ETIMEDOUT ? RT_OUT_TIMEOUT : RT_OUT_UNREACHABLE, 0);
-			return;
+	for (uint32_t i = 0; i < lanes->n_nodes; i++)
+		for (int c = 0; c < CLASS__COUNT; c++) {
+			rt_mux *m = &lanes->mux[i][c];
+			if (!m->mu_init)
+				continue;
+			pthread_mutex_lock(&m->mu);
+			m->closing = true;
+			pthread_mutex_unlock(&m->mu);
+			for (uint32_t k = 0; k < m->n_lanes; k++)
+				nng_aio_stop(m->lanes[k].aio);
 		}
-		answered(x);
-		return;
-	default:
-		return; /* not reached: no operation pending */
-	}
+	for (uint32_t i = 0; i < lanes->n_nodes; i++)
+		for (int c = 0; c < CLASS__COUNT; c++) {
+			rt_mux *m = &lanes->mux[i][c];
+			for (uint32_t k = 0; k < m->n_lanes; k++) {
+				rt_lane *l = &m->lanes[k];
+				nng_msg *msg = nng_aio_get_msg(l->aio);
+				if (msg != NULL)
+					nng_msg_free(msg);
+				nng_aio_free(l->aio);
+				if (l->ctx_open)
+					nng_ctx_close(l->ctx);
+			}
+			if (m->mu_init)
+				pthread_mutex_destroy(&m->mu);
+		}
+	sh_free(lanes);
+	s->lanes = NULL;
 }

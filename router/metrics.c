@@ -157,6 +157,14 @@ size_t rt_metrics_render(const rt_metrics *m, char *buf, size_t cap)
 	    "shoal_router_fast_path_total{outcome=\"answered\"} %llu\n"
 	    "shoal_router_fast_path_total{outcome=\"deferred\"} %llu\n",
 	    (unsigned long long)get(&m->fast_answered), (unsigned long long)get(&m->fast_deferred));
+	put(&o,
+	    "# HELP shoal_router_node_batches_total Messages to a node that carried several "
+	    "fast-path requests (a NodeRequest batch), and the requests they carried.\n"
+	    "# TYPE shoal_router_node_batches_total counter\n"
+	    "shoal_router_node_batches_total %llu\n"
+	    "# TYPE shoal_router_node_batched_requests_total counter\n"
+	    "shoal_router_node_batched_requests_total %llu\n",
+	    (unsigned long long)get(&m->fast_batches), (unsigned long long)get(&m->fast_batched));
 	return o.len;
 }
 

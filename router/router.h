@@ -170,6 +170,8 @@ typedef struct rt_metrics {
 	_Atomic uint64_t leader_changes;
 	_Atomic uint64_t fast_answered; /* requests the fast path answered */
 	_Atomic uint64_t fast_deferred; /* ... sent to a node, then handed to a worker */
+	_Atomic uint64_t fast_batches;  /* node messages carrying several requests */
+	_Atomic uint64_t fast_batched;  /* ... and the requests they carried */
 } rt_metrics;
 
 /* Records one finished request of operation slot `slot` (any thread). */
@@ -341,17 +343,17 @@ void rt_note_answer(rt_router *rt, uint32_t group, uint32_t from, bool any_repli
 /* ------------------------------------------------------------------------ */
 
 typedef struct rt_server rt_server;
+typedef struct rt_lanes rt_lanes;
 
-/* The fast path's state for one request (fast.c): the attempt at a node. */
+/* The fast path's state for one request (fast.c). */
 typedef struct rt_fast {
-	nng_aio *aio; /* callback rt_fast_cb */
-	nng_ctx ctx;  /* REQ context on node->sock while an attempt runs */
-	bool ctx_open;
-	rt_node *node; /* the node tried */
-	int state;     /* fast.c's enum */
+	rt_node *node; /* the node it is sent to */
 	uint32_t group;
 	uint32_t slot; /* the operation's metrics slot */
 	bool any_replica;
+	uint8_t hdr[40]; /* its NodeRequest's fields before the client's Request */
+	uint8_t hdr_len;
+	struct rt_rctx *next; /* the node's queue, then the lane's message */
 } rt_fast;
 
 /* One REP context and the request it is handling (server.c's state
@@ -384,6 +386,7 @@ struct rt_server {
 	rt_rctx *head, *tail;
 	bool quit;
 	atomic_uint busy; /* requests received and not yet answered */
+	rt_lanes *lanes;  /* the fast path's node queues and lanes (fast.c) */
 };
 
 /* Listens on url, starts rt->opt.workers worker threads and posts a receive
@@ -403,15 +406,26 @@ void rt_server_defer(rt_rctx *x);
 /* The fast path (fast.c)                                                    */
 /* ------------------------------------------------------------------------ */
 
-int rt_fast_init(rt_rctx *x, char *errmsg);
+/* Lanes per node for eventually consistent reads and for the rest (writes,
+ * consistent reads); requests in one message and its bytes, at most. */
+#define RT_LANES_READ  2
+#define RT_LANES_WAIT  4
+#define RT_LANES_MAX   4
+#define RT_BATCH_MAX   64
+#define RT_BATCH_BYTES (1u << 20)
+
+/* Sets up s's node queues and lanes (before the listener starts); s->lanes
+ * stays NULL when the fast path is off. */
+int rt_fast_open(rt_server *s, char *errmsg);
 /* Tries to run x's request on the fast path: true if it was taken (it ends
  * with rt_server_reply or rt_server_defer, maybe on another thread before
  * this returns), false if it is not for the fast path (the caller defers
  * it).  nng callback thread. */
 bool rt_fast_start(rt_rctx *x);
-/* Stops the aio (waits for its callback) and closes the node context. */
-void rt_fast_stop(rt_rctx *x);
-void rt_fast_fini(rt_rctx *x);
+/* Stops every lane (waits for their callbacks) and frees them; requests
+ * still queued are dropped.  After the listener closed and requests
+ * drained, before the REP contexts stop. */
+void rt_fast_close(rt_server *s);
 
 /* ------------------------------------------------------------------------ */
 /* Requests and the front door (front.c)                                     */

@@ -189,8 +189,7 @@ static void rctx_cb(void *arg)
  * joined. */
 static void free_ctxs(rt_server *s)
 {
-	for (uint32_t i = 0; i < s->n_ctxs; i++)
-		rt_fast_stop(&s->ctxs[i]);
+	rt_fast_close(s);
 	for (uint32_t i = 0; i < s->n_ctxs; i++)
 		if (s->ctxs[i].aio != NULL)
 			nng_aio_stop(s->ctxs[i].aio);
@@ -204,7 +203,6 @@ static void free_ctxs(rt_server *s)
 		}
 		if (x->msg != NULL)
 			nng_msg_free(x->msg);
-		rt_fast_fini(x);
 		sh_arena_fini(&x->arena);
 	}
 	sh_free(s->ctxs);
@@ -265,9 +263,9 @@ int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
 			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "REP context: %s", nng_strerror(rv));
 			goto err_after_socket;
 		}
-		if ((rc = rt_fast_init(x, errmsg)) != SHOAL_OK)
-			goto err_after_socket;
 	}
+	if (rt->opt.fast_path && (rc = rt_fast_open(s, errmsg)) != SHOAL_OK)
+		goto err_after_socket;
 	for (uint32_t i = 0; i < rt->opt.workers; i++) {
 		if (pthread_create(&s->threads[i], NULL, worker, s) != 0) {
 			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot start worker thread %u", i);

@@ -86,6 +86,9 @@ static int defines_seen;    /* define_table received (repair) */
 static int calls[4];        /* item requests per node id */
 static int bad_requests;    /* NodeRequests that did not look right */
 static uint64_t last_request_id;
+static int delay_ms;     /* every message waits this long for its answer */
+static int batches_seen; /* NodeRequest batches received */
+static int garbled;      /* batch members answered with junk ("garble" keys) */
 
 typedef struct fake {
 	uint32_t id;
@@ -172,6 +175,49 @@ static Shoal__NodeResponse *serve(fake *f, const Shoal__NodeRequest *req, sh_are
 	return nr;
 }
 
+/* Whether a put's key is "garble" (its batch answer is junk). */
+static bool garble(const Shoal__NodeRequest *req)
+{
+	if (req->request == NULL || req->request->op_case != SHOAL__REQUEST__OP_PUT_ITEM)
+		return false;
+	const Shoal__Item *it = req->request->put_item->item;
+	for (size_t i = 0; it != NULL && i < it->n_attrs; i++)
+		if (it->attrs[i]->name.len == 2 && memcmp(it->attrs[i]->name.data, "PK", 2) == 0)
+			return it->attrs[i]->value->s.len == 6 &&
+			       memcmp(it->attrs[i]->value->s.data, "garble", 6) == 0;
+	return false;
+}
+
+/* A batch as a node answers it: every member served, answers in order. */
+static Shoal__NodeResponse *serve_batch(fake *f, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	batches_seen++;
+	Shoal__NodeResponse *nr = sh_arena_alloc(a, sizeof(*nr));
+	shoal__node_response__init(nr);
+	nr->n_batch = req->n_batch;
+	nr->batch = sh_arena_calloc(a, req->n_batch, sizeof(*nr->batch));
+	for (size_t i = 0; i < req->n_batch; i++) {
+		Shoal__NodeRequest *m =
+		    shoal__node_request__unpack(NULL, req->batch[i].len, req->batch[i].data);
+		if (m == NULL || m->n_batch > 0) {
+			bad_requests++;
+		} else if (garble(m)) {
+			garbled++;
+			nr->batch[i].data = (uint8_t *)"\xff\xff";
+			nr->batch[i].len = 2;
+		} else {
+			Shoal__NodeResponse *r = serve(f, m, a);
+			ck_assert_ptr_nonnull(r); /* silent nodes stay silent as a whole */
+			ck_assert_int_eq(
+			    wire_pack(a, &r->base, &nr->batch[i].data, &nr->batch[i].len, NULL),
+			    SHOAL_OK);
+		}
+		if (m != NULL)
+			shoal__node_request__free_unpacked(m, NULL);
+	}
+	return nr;
+}
+
 static void *fake_loop(void *arg)
 {
 	fake *f = arg;
@@ -191,8 +237,14 @@ static void *fake_loop(void *arg)
 		sh_arena a;
 		sh_arena_init(&a);
 		pthread_mutex_lock(&mu);
-		Shoal__NodeResponse *resp = serve(f, req, &a);
+		int delay = delay_ms;
+		bool quiet = f->id == 2 && silent_node2;
+		Shoal__NodeResponse *resp = quiet              ? NULL
+		                            : req->n_batch > 0 ? serve_batch(f, req, &a)
+		                                               : serve(f, req, &a);
 		pthread_mutex_unlock(&mu);
+		if (delay > 0)
+			nng_msleep((nng_duration)delay); /* a slow node (a scripted fake) */
 		uint8_t *out;
 		size_t out_len;
 		if (resp != NULL && wire_pack(&a, &resp->base, &out, &out_len, NULL) == SHOAL_OK)
@@ -206,7 +258,7 @@ static void fakes_start(const sh_cluster_conf *c)
 {
 	leader = 3;
 	lost_table = silent_node2 = false;
-	defines_seen = bad_requests = 0;
+	defines_seen = bad_requests = delay_ms = batches_seen = garbled = 0;
 	memset(calls, 0, sizeof(calls));
 	for (uint32_t i = 0; i < 3; i++) {
 		fake *f = &fakes[i];
@@ -233,16 +285,16 @@ static rt_router rt;
 static rt_server srv;
 static nng_socket client;
 
-static void up(void)
+static void up_with(uint32_t attempt_ms, uint32_t contexts)
 {
 	sh_cluster_conf *c = make_conf();
 	fakes_start(c);
 	rt_options o;
 	rt_options_default(&o);
-	o.attempt_ms = 300;
+	o.attempt_ms = attempt_ms;
 	o.send_ms = 200;
 	o.deadline_ms = 3000;
-	o.contexts = 16;
+	o.contexts = contexts;
 	o.workers = 4;
 	char msg[SH_ERRMSG_SIZE], url[64];
 	ck_assert_int_eq(rt_router_init(&rt, c, &o, msg), SHOAL_OK);
@@ -253,6 +305,11 @@ static void up(void)
 	                 0);
 	ck_assert_int_eq(nng_socket_set_ms(client, NNG_OPT_RECVTIMEO, 10000), 0);
 	ck_assert_int_eq(nng_dial(client, url, NULL, 0), 0);
+}
+
+static void up(void)
+{
+	up_with(300, 16);
 }
 
 static void down(void)
@@ -494,6 +551,126 @@ START_TEST(test_fast_timeout_and_stop)
 }
 END_TEST
 
+/* Requests sent at once on their own contexts of the client socket. */
+typedef struct burst {
+	uint32_t n;
+	nng_ctx ctx[64];
+	nng_aio *aio[64];
+	Shoal__Request *req[64];
+} burst;
+
+static void burst_send(sh_arena *a, burst *b)
+{
+	for (uint32_t i = 0; i < b->n; i++) {
+		ck_assert_int_eq(nng_ctx_open(&b->ctx[i], client), 0);
+		ck_assert_int_eq(nng_aio_alloc(&b->aio[i], NULL, NULL), 0);
+		nng_aio_set_timeout(b->aio[i], 10000);
+		uint8_t *buf;
+		size_t len;
+		ck_assert_int_eq(wire_pack(a, &b->req[i]->base, &buf, &len, NULL), SHOAL_OK);
+		nng_msg *m;
+		ck_assert_int_eq(nng_msg_alloc(&m, len), 0);
+		memcpy(nng_msg_body(m), buf, len);
+		nng_aio_set_msg(b->aio[i], m);
+		nng_ctx_send(b->ctx[i], b->aio[i]);
+	}
+}
+
+/* Waits for every answer of b; each must answer its own request. */
+static void burst_check(sh_arena *a, burst *b)
+{
+	for (uint32_t i = 0; i < b->n; i++) {
+		nng_aio_wait(b->aio[i]);
+		ck_assert_int_eq(nng_aio_result(b->aio[i]), 0);
+		nng_ctx_recv(b->ctx[i], b->aio[i]);
+	}
+	for (uint32_t i = 0; i < b->n; i++) {
+		nng_aio_wait(b->aio[i]);
+		ck_assert_int_eq(nng_aio_result(b->aio[i]), 0);
+		nng_msg *m = nng_aio_get_msg(b->aio[i]);
+		ProtobufCAllocator alloc;
+		wire_arena_allocator(&alloc, a);
+		uint8_t *copy = sh_arena_memdup(a, nng_msg_body(m), nng_msg_len(m));
+		Shoal__Response *r;
+		ck_assert_int_eq(wire_unpack_response(&alloc, copy, nng_msg_len(m), &r, NULL),
+		                 SHOAL_OK);
+		nng_msg_free(m);
+		ck_assert_uint_eq(r->request_id, b->req[i]->request_id);
+		ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+		ck_assert_int_eq(r->result_case, b->req[i]->op_case == SHOAL__REQUEST__OP_PUT_ITEM
+		                                     ? SHOAL__RESPONSE__RESULT_PUT_ITEM
+		                                     : SHOAL__RESPONSE__RESULT_GET_ITEM);
+		if (r->result_case == SHOAL__RESPONSE__RESULT_GET_ITEM) {
+			/* The fake echoes the key: this request's key. */
+			ProtobufCBinaryData want = b->req[i]->get_item->key->attrs[0]->value->s,
+			                    got = r->get_item->item->attrs[0]->value->s;
+			ck_assert_uint_eq(got.len, want.len);
+			ck_assert(memcmp(got.data, want.data, got.len) == 0);
+		}
+		nng_ctx_close(b->ctx[i]);
+		nng_aio_free(b->aio[i]);
+	}
+}
+
+/* A slow node: requests queue for its lanes and leave in batches; every
+ * answer reaches its own client; a member answered with junk alone goes to
+ * a worker. */
+START_TEST(test_fast_batches)
+{
+	up_with(2500, 64); /* every request of the burst is received at once */
+	sh_arena a;
+	sh_arena_init(&a);
+	/* The worker loads the catalog, and consistent reads teach the router
+	 * every data group's leader (node 3). */
+	bool learnt = false;
+	for (int i = 0; i < 200 && !learnt; i++) {
+		char pk[16];
+		snprintf(pk, sizeof(pk), "k%d", i);
+		Shoal__Response *r = call(&a, get_req(&a, 1 + (uint64_t)i, "tbl", pk, true));
+		ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+		learnt = true;
+		for (uint32_t g = 1; g < rt.conf->groups; g++)
+			learnt = learnt && atomic_load(&rt.leader[g]) == 3;
+	}
+	ck_assert(learnt);
+	uint64_t deferred = fast_deferred(),
+	         bad_answers = atomic_load(&rt.metrics.retries[RT_OUT_BAD_ANSWER]);
+	pthread_mutex_lock(&mu);
+	/* The fake answers one message at a time: 6 lanes' worth stays
+	 * below attempt_ms, and the whole burst is sent long before the
+	 * first answer, so all but the first few requests queue. */
+	delay_ms = 100;
+	pthread_mutex_unlock(&mu);
+	uint64_t answered = fast_answered();
+	burst b = {.n = 48};
+	for (uint32_t i = 0; i < b.n; i++) {
+		char pk[16];
+		snprintf(pk, sizeof(pk), "b%u", i);
+		/* Writes and eventually consistent reads, which use other lanes. */
+		b.req[i] = i % 3 == 2 ? get_req(&a, 1000 + i, "tbl", pk, false)
+		                      : put_req(&a, 1000 + i, i == b.n - 2 ? "garble" : pk);
+	}
+	burst_send(&a, &b);
+	burst_check(&a, &b);
+	/* Only 2 + 4 lanes per node: most requests shared a message. */
+	uint64_t batches = atomic_load(&rt.metrics.fast_batches);
+	uint64_t batched = atomic_load(&rt.metrics.fast_batched);
+	ck_assert_uint_ge(batches, 1);
+	ck_assert_uint_ge(batched, b.n / 2);
+	pthread_mutex_lock(&mu);
+	ck_assert_int_eq(batches_seen, (int)batches);
+	ck_assert_int_eq(bad_requests, 0);
+	ck_assert_int_eq(garbled, 1);
+	pthread_mutex_unlock(&mu);
+	/* The junk answer's request alone went to a worker, which asked again. */
+	ck_assert_uint_eq(fast_deferred(), deferred + 1);
+	ck_assert_uint_eq(atomic_load(&rt.metrics.retries[RT_OUT_BAD_ANSWER]), bad_answers + 1);
+	ck_assert_uint_eq(fast_answered(), answered + b.n - 1);
+	sh_arena_fini(&a);
+	down();
+}
+END_TEST
+
 static Suite *fast_suite(void)
 {
 	Suite *s = suite_create("fast");
@@ -501,6 +678,7 @@ static Suite *fast_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_fast_answers_and_falls_back);
 	tcase_add_test(tc, test_fast_timeout_and_stop);
+	tcase_add_test(tc, test_fast_batches);
 	suite_add_tcase(s, tc);
 	return s;
 }
