@@ -99,6 +99,9 @@ struct node_group {
 	void (*close_cb)(node_group *g);
 	struct raft_transfer transfer;
 	bool transferring;
+	uint32_t preferred;         /* the replica that should lead (sh_cluster_replicas[0]) */
+	uint64_t leading_since_ns;  /* when this replica became leader (0: it is not) */
+	uint64_t next_rebalance_ns; /* no handing back to the preferred replica before */
 	int seen_role;
 	uint64_t seen_term;
 	uint32_t seen_leader;
@@ -406,10 +409,10 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	 * first of sh_cluster_replicas, which spreads over the nodes) times out
 	 * first (raft randomises in [T, 2T]), so it usually wins elections
 	 * and leaders spread over the nodes instead of piling up on whichever
-	 * node started first.  Unlike a leadership transfer after the fact,
-	 * this never moves a working leader. */
+	 * node started first; rebalance() hands back what it did not win. */
 	uint32_t replicas[SH_MAX_REPLICATION];
 	sh_cluster_replicas(n->conf, gid, replicas);
+	g->preferred = replicas[0];
 	raft_set_election_timeout(&g->raft, replicas[0] == n->id
 	                                        ? NODE_ELECTION_TIMEOUT_PREFERRED_MS
 	                                        : NODE_ELECTION_TIMEOUT_MS);
@@ -764,6 +767,56 @@ static void transfer_cb(struct raft_transfer *req)
 	g->transferring = false;
 }
 
+/* Whether replica `id` has every entry of the leader's log and was heard
+ * from recently (leader only). */
+static bool caught_up(node_group *g, uint32_t id)
+{
+	struct raft *r = &g->raft;
+	for (unsigned i = 0; i < r->configuration.n; i++)
+		if (r->configuration.servers[i].id == id) {
+			const struct raft_progress *p = &r->leader_state.progress[i];
+			return p->recent_recv && p->match_index >= raft_last_index(r);
+		}
+	return false;
+}
+
+/*
+ * Preferred leaders.  Each group's first replica in placement order
+ * (sh_cluster_replicas) is its preferred leader, and placement spreads those
+ * over the nodes, so that every node leads its share of the groups and the
+ * write load (and the leader's nng and apply work) is spread too.  Its
+ * shorter election timeout makes it win most elections, but not all: a node
+ * that starts or restarts after its peers finds them already led.  So a
+ * leader that is not the preferred replica hands leadership back to it
+ * (raft_transfer, which raft 0.15 does by sending TimeoutNow once the target
+ * has the whole log) after it has led for NODE_REBALANCE_AFTER_MS and only
+ * while the preferred replica is caught up and heard from; a transfer that
+ * did not make it leader waits NODE_REBALANCE_BACKOFF_MS before the next
+ * try.  Writes proposed during the transfer are refused with NOT_LEADER and
+ * the router retries them at the new leader.  Loop thread.
+ */
+static void rebalance(node_group *g, int role)
+{
+	uint64_t now = node_now_ns();
+	if (role != RAFT_LEADER) {
+		g->leading_since_ns = 0;
+		return;
+	}
+	if (g->leading_since_ns == 0)
+		g->leading_since_ns = now;
+	if (g->transferring || g->seen_failed || g->preferred == g->node->id ||
+	    now - g->leading_since_ns < (uint64_t)NODE_REBALANCE_AFTER_MS * 1000000 ||
+	    now < g->next_rebalance_ns || !caught_up(g, g->preferred))
+		return;
+	g->transfer.data = g;
+	if (raft_transfer(&g->raft, &g->transfer, g->preferred, transfer_cb) == 0) {
+		g->transferring = true;
+		g->next_rebalance_ns = now + (uint64_t)NODE_REBALANCE_BACKOFF_MS * 1000000;
+		node_logf(NODE_LOG_INFO, "group %u: handing leadership back to node %u", g->id,
+		          g->preferred);
+	}
+}
+
 static void log_role(node_group *g, int role, uint64_t term, uint32_t leader, bool prevote)
 {
 	bool changed = role != g->seen_role;
@@ -847,6 +900,7 @@ void node_group_publish(node_group *g)
 			node_logf(NODE_LOG_WARN, "group %u: transferring leadership away", g->id);
 		}
 	}
+	rebalance(g, role);
 }
 
 bool node_group_leading(node_group *g, uint64_t *term)

@@ -69,6 +69,11 @@ typedef struct node_ship node_ship;
 #define NODE_SNAPSHOT_THRESHOLD            65536
 #define NODE_SNAPSHOT_TRAILING             8192
 #define NODE_CONNECT_RETRY_MS              250
+/* A leader that is not its group's preferred replica hands leadership back
+ * to it once it has led this long, and waits this long after a try before
+ * the next (group.c, "Preferred leaders"). */
+#define NODE_REBALANCE_AFTER_MS   3000
+#define NODE_REBALANCE_BACKOFF_MS 30000
 
 /* Group commit: at most this many operations, and about this many bytes of
  * request, in one Raft entry (a single larger operation goes alone). */

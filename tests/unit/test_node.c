@@ -135,6 +135,18 @@ static int wait_leader(uint32_t g, int not )
 	return -1;
 }
 
+/* Polls (20 s) until node `want` leads group g; returns the leader then. */
+static int wait_preferred(uint32_t g, int want)
+{
+	uint64_t deadline = node_now_ns() + 20 * SEC;
+	int l = wait_leader(g, 0);
+	while (l != want && node_now_ns() < deadline) {
+		usleep(20000);
+		l = wait_leader(g, 0);
+	}
+	return l;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Client side                                                               */
 /* ------------------------------------------------------------------------ */
@@ -626,7 +638,11 @@ START_TEST(test_failover_and_restart)
 	r = define(l0, 0, "Music", 0);
 	ck_assert_int_eq(status_of(r), SHOAL_OK);
 	FREE(r);
-	int l1 = wait_leader(1, 0);
+	/* Group 1 is led by its preferred replica (it wins most elections and
+	 * is handed leadership back otherwise: group.c, rebalance). */
+	uint32_t reps[SH_MAX_REPLICATION];
+	sh_cluster_replicas(&conf, 1, reps);
+	int l1 = wait_preferred(1, (int)reps[0]);
 	r = define(l1, 1, "Music", 1);
 	ck_assert_int_eq(status_of(r), SHOAL_OK);
 	FREE(r);
@@ -658,6 +674,12 @@ START_TEST(test_failover_and_restart)
 			usleep(10000);
 	}
 	ck_assert(seen);
+	/* The replica that took over hands leadership back to the preferred
+	 * one, which leads with every write. */
+	ck_assert_int_eq(wait_preferred(1, l1), l1);
+	r = get(l1, 1, "Music", "{\"pk\":{\"S\":\"b\"}}", false);
+	ck_assert_str_eq(got_v(r), "during");
+	FREE(r);
 
 	cluster_stop();
 	sh_arena_fini(&A);
