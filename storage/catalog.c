@@ -6,8 +6,9 @@
  * top of catalog_codec.c; definitions are validated by catalog_check.c).  The
  * table's items and index entries live in the data DBI under keys that start
  * with the table id (keyenc.h), so deleting a table is one prefix-range
- * delete.  The counters sit at a fixed offset of the record, so st_table_count
- * patches them in place.
+ * delete.  The counters sit at a fixed offset of the record, so a
+ * transaction's counter changes (st_table_count) are patched in place, once
+ * per table, when it commits (st_txn_catalog_flush).
  *
  * Table ids come from the meta key "next_table_id" (u32) when the definition
  * leaves the id at 0; a definition that carries an id (assigned by the
@@ -130,9 +131,12 @@ int st_table_create(st_txn *txn, const st_table_def *def, char *errmsg)
 {
 	if (txn->sticky != SHOAL_OK)
 		return sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
+	int rc = st_txn_catalog_flush(txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
 	sh_arena a;
 	sh_arena_init(&a);
-	int rc = st_catalog_check_def(def, &a, errmsg);
+	rc = st_catalog_check_def(def, &a, errmsg);
 	if (rc != SHOAL_OK)
 		goto err_after_arena;
 
@@ -222,6 +226,8 @@ int st_table_delete(st_txn *txn, const char *name, char *errmsg)
 	if (txn->sticky != SHOAL_OK)
 		return sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
 	int rc = st_catalog_check_name(name, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_txn_catalog_flush(txn, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	MDB_val k = name_val(name), v;
@@ -261,14 +267,77 @@ static uint64_t add_saturating(uint64_t v, int64_t delta)
 	return v > d ? v - d : 0;
 }
 
+/*
+ * Per transaction, the tables its writes used: the decoded definition (so
+ * that a Raft entry of 50 puts to one table reads and decodes its catalog
+ * record once, not 50 times) and the counter changes not yet written (so
+ * that the record is patched once per transaction, not once per write).
+ * Anything that writes the catalog, or reads counters, in the transaction
+ * first calls st_txn_catalog_flush.
+ */
+struct st_txn_table {
+	struct st_txn_table *next;
+	const char *name;
+	bool loaded; /* info holds the definition */
+	st_table_info info;
+	int64_t items, bytes; /* counter changes not written yet */
+};
+
+static struct st_txn_table *txn_table(st_txn *txn, const char *name)
+{
+	for (struct st_txn_table *t = txn->tables; t != NULL; t = t->next)
+		if (strcmp(t->name, name) == 0)
+			return t;
+	struct st_txn_table *t = sh_arena_calloc(&txn->arena, 1, sizeof(*t));
+	if (t == NULL)
+		return NULL;
+	t->name = sh_arena_strndup(&txn->arena, name, strlen(name));
+	if (t->name == NULL)
+		return NULL;
+	t->next = txn->tables;
+	txn->tables = t;
+	return t;
+}
+
+int st_txn_table(st_txn *txn, const char *name, st_table_info *out, char *errmsg)
+{
+	int rc = st_catalog_check_name(name, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	struct st_txn_table *t = txn_table(txn, name);
+	if (t == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "st_txn_table(%s): out of memory", name);
+	if (!t->loaded) {
+		rc = st_table_load(txn->txn, txn->env, name, &txn->arena, &t->info, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		t->loaded = true;
+	}
+	*out = t->info;
+	return SHOAL_OK;
+}
+
 int st_table_count(st_txn *txn, const char *name, int64_t items, int64_t bytes, char *errmsg)
+{
+	if (items == 0 && bytes == 0)
+		return SHOAL_OK;
+	struct st_txn_table *t = txn_table(txn, name);
+	if (t == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "st_table_count(%s): out of memory", name);
+	t->items += items;
+	t->bytes += bytes;
+	return SHOAL_OK;
+}
+
+/* Writes one table's counter changes into its record. */
+static int count_flush(st_txn *txn, const char *name, int64_t items, int64_t bytes, char *errmsg)
 {
 	if (items == 0 && bytes == 0)
 		return SHOAL_OK;
 	MDB_val k = name_val(name), v;
 	int mrc = mdb_get(txn->txn, txn->env->catalog, &k, &v);
 	if (mrc == MDB_NOTFOUND)
-		return not_found(name, errmsg);
+		return SHOAL_OK; /* dropped after its writes: nothing to count */
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_get(catalog)", errmsg);
 	if (v.mv_size < ST_REC_HEADER || !st_catalog_version_ok(((const uint8_t *)v.mv_data)[0]))
@@ -288,6 +357,17 @@ int st_table_count(st_txn *txn, const char *name, int64_t items, int64_t bytes, 
 	sh_free(rec);
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_put(catalog)", errmsg);
+	return SHOAL_OK;
+}
+
+int st_txn_catalog_flush(st_txn *txn, char *errmsg)
+{
+	for (struct st_txn_table *t = txn->tables; t != NULL; t = t->next) {
+		int rc = count_flush(txn, t->name, t->items, t->bytes, errmsg);
+		if (rc != SHOAL_OK)
+			return st_txn_poison(txn, rc, errmsg);
+	}
+	txn->tables = NULL; /* the arena keeps the memory until the txn ends */
 	return SHOAL_OK;
 }
 

@@ -54,6 +54,10 @@ struct st_txn {
 	uint64_t applied; /* set by st_txn_set_applied, 0 if none */
 	int64_t ts_ms;    /* set by st_txn_set_time: stamped into outbox deltas */
 	sh_arena arena;   /* scratch memory that lives as long as the txn */
+	/* catalog.c: table definitions loaded by this transaction's writes, and
+	 * the counter changes not yet written to their records (both in arena;
+	 * see st_txn_table and st_txn_catalog_flush). */
+	struct st_txn_table *tables;
 };
 
 /* Converts an LMDB return code into a Shoal code (MDB_MAP_FULL -> SHOAL_E_FULL,
@@ -71,8 +75,23 @@ int st_txn_poison(st_txn *txn, int code, const char *errmsg);
 int st_table_load(MDB_txn *txn, st_env *env, const char *name, sh_arena *a, st_table_info *out,
                   char *errmsg);
 
-/* Adds delta items and delta bytes to a table's counters, in the write txn. */
+/*
+ * st_table_load for the writes of a transaction: a table's definition is
+ * read and decoded once per transaction (a Raft entry's writes usually all
+ * go to one table), into txn's arena, valid until the transaction ends or
+ * the catalog changes in it.  *out's counters are those of the last flush.
+ */
+int st_txn_table(st_txn *txn, const char *name, st_table_info *out, char *errmsg);
+
+/* Adds delta items and delta bytes to a table's counters, in the write txn.
+ * The change is kept in the transaction and written to the table's record
+ * once, by st_txn_catalog_flush. */
 int st_table_count(st_txn *txn, const char *name, int64_t items, int64_t bytes, char *errmsg);
+
+/* Writes the counter changes kept by st_table_count and forgets the tables
+ * st_txn_table loaded.  Called before anything that reads counters or
+ * writes the catalog in a write transaction, and by st_txn_commit. */
+int st_txn_catalog_flush(st_txn *txn, char *errmsg);
 
 /* Finds an index by name; NULL if the table has none of that name. */
 const st_index_def *st_table_index(const st_table_def *t, const char *index_name);

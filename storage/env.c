@@ -334,6 +334,7 @@ int st_txn_begin(st_env *env, st_txn **out, char *errmsg)
 	txn->env = env;
 	txn->sticky = SHOAL_OK;
 	txn->applied = 0;
+	txn->tables = NULL;
 	sh_arena_init(&txn->arena);
 	*out = txn;
 	return SHOAL_OK;
@@ -380,6 +381,8 @@ int st_txn_commit(st_txn *txn, char *errmsg)
 		code = sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
 		goto err_after_txn;
 	}
+	if ((code = st_txn_catalog_flush(txn, errmsg)) != SHOAL_OK)
+		goto err_after_txn;
 	if (txn->applied != 0) {
 		/* Same LMDB transaction as the data: see the top of this file. */
 		uint8_t buf[8];

@@ -33,6 +33,17 @@ static int nomem(char *errmsg, const char *what)
 	return sh_errf(errmsg, SHOAL_E_NOMEM, "%s: out of memory", what);
 }
 
+/* The table's record as it stands, to be rewritten: the transaction's
+ * pending counter changes are written first, so the rewrite keeps them. */
+static int load_for_rewrite(st_txn *txn, const char *name, sh_arena *a, st_table_info *t,
+                            char *errmsg)
+{
+	int rc = st_txn_catalog_flush(txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	return st_table_load(txn->txn, txn->env, name, a, t, errmsg);
+}
+
 /* Writes the record of def (validated, normalised) with counters. */
 static int put_record(st_txn *txn, const st_table_def *def, uint64_t items, uint64_t bytes,
                       sh_arena *a, char *errmsg)
@@ -191,7 +202,7 @@ int st_table_update(st_txn *txn, const st_table_update_req *req, char *errmsg)
 	sh_arena_init(&a);
 	st_table_info t;
 	st_table_def d;
-	int rc = st_table_load(txn->txn, txn->env, req->name, &a, &t, errmsg);
+	int rc = load_for_rewrite(txn, req->name, &a, &t, errmsg);
 	if (rc == SHOAL_OK)
 		rc = updated_def(&t.def, req, &a, &d, errmsg);
 	if (rc == SHOAL_OK && req->n_create + req->n_drop + req->n_attrs > 0)
@@ -209,7 +220,7 @@ int st_index_activate(st_txn *txn, const char *table, const char *index, char *e
 	sh_arena a;
 	sh_arena_init(&a);
 	st_table_info t;
-	int rc = st_table_load(txn->txn, txn->env, table, &a, &t, errmsg);
+	int rc = load_for_rewrite(txn, table, &a, &t, errmsg);
 	const st_index_def *x = rc == SHOAL_OK ? st_table_index(&t.def, index) : NULL;
 	if (rc == SHOAL_OK && x == NULL)
 		rc = sh_errf(errmsg, SHOAL_E_NOT_FOUND,
@@ -277,7 +288,7 @@ int st_table_redefine(st_txn *txn, const st_table_def *def, char *errmsg)
 	sh_arena_init(&a);
 	st_table_info t;
 	st_table_def d;
-	int rc = st_table_load(txn->txn, txn->env, def->name, &a, &t, errmsg);
+	int rc = load_for_rewrite(txn, def->name, &a, &t, errmsg);
 	if (rc == SHOAL_OK && (t.def.id != def->id || t.def.created_ms != def->created_ms))
 		rc = sh_errf(errmsg, SHOAL_E_IN_USE,
 		             "Table %s exists with another id or creation time (id %u, not %u)",

@@ -262,5 +262,8 @@ int st_txn_table_describe(st_txn *txn, const char *name, sh_arena *a, st_table_i
 {
 	if (txn->sticky != SHOAL_OK)
 		return sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
+	int rc = st_txn_catalog_flush(txn, errmsg); /* its counters, up to date */
+	if (rc != SHOAL_OK)
+		return rc;
 	return st_table_load(txn->txn, txn->env, name, a, out, errmsg);
 }

@@ -309,7 +309,7 @@ int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res
 		rc = st_expr_ctx_check_unused(&ctx, errmsg);
 	st_table_info t;
 	if (rc == SHOAL_OK)
-		rc = st_table_load(txn->txn, txn->env, req->table, a, &t, errmsg);
+		rc = st_txn_table(txn, req->table, &t, errmsg);
 	const st_value *pk, *sk;
 	if (rc == SHOAL_OK)
 		rc = st_key_check(&t.def.key, item, ST_KEYCHECK_ITEM, &pk, &sk, errmsg);
@@ -387,7 +387,7 @@ int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_resul
 		rc = st_expr_ctx_check_unused(&ctx, errmsg);
 	st_table_info t;
 	if (rc == SHOAL_OK)
-		rc = st_table_load(txn->txn, txn->env, req->table, a, &t, errmsg);
+		rc = st_txn_table(txn, req->table, &t, errmsg);
 	const st_value *pk, *sk;
 	if (rc == SHOAL_OK)
 		rc = st_key_check(&t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
@@ -476,7 +476,7 @@ int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_resul
 		rc = st_expr_ctx_check_unused(&ctx, errmsg);
 	st_table_info t;
 	if (rc == SHOAL_OK)
-		rc = st_table_load(txn->txn, txn->env, req->table, a, &t, errmsg);
+		rc = st_txn_table(txn, req->table, &t, errmsg);
 	const st_value *pk, *sk;
 	if (rc == SHOAL_OK)
 		rc = st_key_check(&t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
