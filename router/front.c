@@ -102,6 +102,12 @@ static Shoal__Response *dispatch(rt_router *rt, sh_arena *a, const Shoal__Reques
                                  int64_t deadline)
 {
 	uint32_t slot = rt_op_slot(in->op_case);
+	if (in->n_batch > 0) /* a batch reaches here only as a member (server.c) */
+		return rt_error_response(
+		    a, SHOAL_E_VALIDATION,
+		    in->op_case == SHOAL__REQUEST__OP__NOT_SET
+		        ? "A request of a Request batch cannot be a batch itself"
+		        : "A Request batch carries nothing but its requests");
 	if (slot >= rt_n_ops || rt_ops[slot].handler == NULL) {
 		char msg[SH_ERRMSG_SIZE];
 		const char *name = wire_op_name(in->op_case);

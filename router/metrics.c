@@ -165,6 +165,15 @@ size_t rt_metrics_render(const rt_metrics *m, char *buf, size_t cap)
 	    "# TYPE shoal_router_node_batched_requests_total counter\n"
 	    "shoal_router_node_batched_requests_total %llu\n",
 	    (unsigned long long)get(&m->fast_batches), (unsigned long long)get(&m->fast_batched));
+	put(&o,
+	    "# HELP shoal_router_client_batches_total Client messages that carried several "
+	    "requests (a Request batch), and the requests they carried.\n"
+	    "# TYPE shoal_router_client_batches_total counter\n"
+	    "shoal_router_client_batches_total %llu\n"
+	    "# TYPE shoal_router_client_batched_requests_total counter\n"
+	    "shoal_router_client_batched_requests_total %llu\n",
+	    (unsigned long long)get(&m->client_batches),
+	    (unsigned long long)get(&m->client_batched));
 	return o.len;
 }
 

@@ -168,10 +168,12 @@ typedef struct rt_metrics {
 	_Atomic uint64_t retries[RT_OUT__COUNT]; /* by the outcome that caused them */
 	_Atomic uint64_t repairs;                /* define_table re-sent to a data group */
 	_Atomic uint64_t leader_changes;
-	_Atomic uint64_t fast_answered; /* requests the fast path answered */
-	_Atomic uint64_t fast_deferred; /* ... sent to a node, then handed to a worker */
-	_Atomic uint64_t fast_batches;  /* node messages carrying several requests */
-	_Atomic uint64_t fast_batched;  /* ... and the requests they carried */
+	_Atomic uint64_t fast_answered;  /* requests the fast path answered */
+	_Atomic uint64_t fast_deferred;  /* ... sent to a node, then handed to a worker */
+	_Atomic uint64_t fast_batches;   /* node messages carrying several requests */
+	_Atomic uint64_t fast_batched;   /* ... and the requests they carried */
+	_Atomic uint64_t client_batches; /* client messages carrying several requests */
+	_Atomic uint64_t client_batched; /* ... and the requests they carried */
 } rt_metrics;
 
 /* Records one finished request of operation slot `slot` (any thread). */
@@ -369,6 +371,16 @@ typedef struct rt_rctx {
 	int64_t deadline;     /* monotonic ms: the request's deadline on both paths */
 	struct rt_rctx *next; /* worker queue */
 	rt_fast fast;
+	/* A member of a client's Request batch (no REP context of its own):
+	 * the context whose batch it belongs to, and its answer. */
+	struct rt_rctx *parent;
+	nng_msg *answer;
+	struct rt_rctx *pool_next, *all_next; /* the server's member pool */
+	/* A REP context answering a batch: its members, and how many have
+	 * not answered yet. */
+	struct rt_rctx **members;
+	uint32_t n_members;
+	atomic_uint pending;
 } rt_rctx;
 
 struct rt_server {
@@ -387,7 +399,15 @@ struct rt_server {
 	bool quit;
 	atomic_uint busy; /* requests received and not yet answered */
 	rt_lanes *lanes;  /* the fast path's node queues and lanes (fast.c) */
+	/* Members of client batches: idle ones, and every one allocated. */
+	pthread_mutex_t pool_mu;
+	rt_rctx *pool, *all;
 };
+
+/* A client's Request batch holds at most this many requests; a member whose
+ * arena grew past RT_MEMBER_ARENA_KEEP frees it when done. */
+#define RT_CLIENT_BATCH_MAX  1024
+#define RT_MEMBER_ARENA_KEEP (256u * 1024)
 
 /* Listens on url, starts rt->opt.workers worker threads and posts a receive
  * on rt->opt.contexts REP contexts (main thread). */

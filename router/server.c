@@ -25,6 +25,16 @@
  * whose request waits in the queue or on a worker stays busy; C contexts
  * bound the requests in progress, W workers the blocking ones among them.
  *
+ * Client batches.  A Request whose only field is `batch` carries many
+ * packed Requests (libshoal sends them when it has many asynchronous
+ * requests in flight).  Each member gets a record of its own from a pool --
+ * an rt_rctx without a REP context, whose `parent` is the context that
+ * received the batch -- and runs exactly as a lone request would: the fast
+ * path, or a worker.  Where a lone request would send its answer, a member
+ * keeps it (send_reply); the last member to answer (an atomic count, +1
+ * while they are started) sends one Response holding every answer in
+ * order on the parent's context.
+ *
  * The arena of a context holds the decoded request (fast path) or
  * everything rt_handle_at allocates (worker); it is reset when the context
  * goes back to RC_RECV (freed instead if it grew past RT_ARENA_KEEP).
@@ -66,13 +76,227 @@ static void rearm(rt_rctx *x)
 	nng_ctx_recv(x->ctx, x->aio);
 }
 
-/* Sends `reply` (taken over) on x's context (-> RC_SEND).  x must not be
- * touched after this: its callback may already run. */
+static void member_answer(rt_rctx *x, nng_msg *answer);
+
+/* Sends `reply` (taken over) on x's context (-> RC_SEND), or for a member of
+ * a batch keeps it as the member's answer.  x must not be touched after
+ * this: its callback may already run. */
 static void send_reply(rt_rctx *x, nng_msg *reply)
 {
+	if (x->parent != NULL) {
+		member_answer(x, reply);
+		return;
+	}
 	x->state = RC_SEND;
 	nng_aio_set_msg(x->aio, reply);
 	nng_ctx_send(x->ctx, x->aio);
+}
+
+/* Answers x (a REP context) with a Response carrying only an error. */
+static void reply_error(rt_rctx *x, int code, const char *text)
+{
+	Shoal__Response r = SHOAL__RESPONSE__INIT;
+	nng_msg *m;
+	sh_arena_reset(&x->arena);
+	if (wire_response_set_error(&x->arena, &r, code, text, NULL, NULL) != SHOAL_OK)
+		r.status = wire_status_from_code(code);
+	size_t n = shoal__response__get_packed_size(&r);
+	if (nng_msg_alloc(&m, n) != 0) {
+		rt_log("server: no memory to answer a request; dropped");
+		rearm(x);
+		return;
+	}
+	shoal__response__pack(&r, nng_msg_body(m));
+	send_reply(x, m);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Client batches                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* A member record from the pool (or a new one); NULL when out of memory. */
+static rt_rctx *member_get(rt_server *s)
+{
+	pthread_mutex_lock(&s->pool_mu);
+	rt_rctx *m = s->pool;
+	if (m != NULL)
+		s->pool = m->pool_next;
+	pthread_mutex_unlock(&s->pool_mu);
+	if (m != NULL)
+		return m;
+	m = sh_calloc(1, sizeof(*m));
+	if (m == NULL)
+		return NULL;
+	m->s = s;
+	sh_arena_init(&m->arena);
+	pthread_mutex_lock(&s->pool_mu);
+	m->all_next = s->all;
+	s->all = m;
+	pthread_mutex_unlock(&s->pool_mu);
+	return m;
+}
+
+static void member_put(rt_server *s, rt_rctx *m)
+{
+	if (m->answer != NULL)
+		nng_msg_free(m->answer);
+	if (m->msg != NULL)
+		nng_msg_free(m->msg);
+	m->answer = m->msg = NULL;
+	m->parent = NULL;
+	if (m->arena.used > RT_MEMBER_ARENA_KEEP) {
+		sh_arena_fini(&m->arena);
+		sh_arena_init(&m->arena);
+	} else {
+		sh_arena_reset(&m->arena);
+	}
+	pthread_mutex_lock(&s->pool_mu);
+	m->pool_next = s->pool;
+	s->pool = m;
+	pthread_mutex_unlock(&s->pool_mu);
+}
+
+/* Every member of x's batch answered: one Response whose batch (field 50)
+ * holds their answers in order, sent on x.  A member without an answer (no
+ * memory to build one) answers InternalServerError. */
+static void send_batch(rt_rctx *x)
+{
+	static const char lost[] = "the router could not build this request's answer";
+	uint8_t fallback[128];
+	Shoal__Response r = SHOAL__RESPONSE__INIT;
+	r.status = SHOAL__STATUS__STATUS_INTERNAL;
+	r.message = (char *)lost;
+	size_t fallback_len = shoal__response__pack(&r, fallback);
+
+	size_t size = 0;
+	for (uint32_t i = 0; i < x->n_members; i++) {
+		const rt_rctx *m = x->members[i];
+		size_t n = m->answer != NULL ? nng_msg_len(m->answer) : fallback_len;
+		size += 2 + wire_varint_len(n) + n;
+	}
+	nng_msg *out = NULL;
+	if (nng_msg_alloc(&out, size) == 0) {
+		uint8_t *p = nng_msg_body(out);
+		for (uint32_t i = 0; i < x->n_members; i++) {
+			const rt_rctx *m = x->members[i];
+			const uint8_t *b = m->answer != NULL ? nng_msg_body(m->answer) : fallback;
+			size_t n = m->answer != NULL ? nng_msg_len(m->answer) : fallback_len;
+			p += wire_put_varint(p, 50 << 3 | 2);
+			p += wire_put_varint(p, n);
+			memcpy(p, b, n);
+			p += n;
+		}
+	} else {
+		out = NULL;
+	}
+	for (uint32_t i = 0; i < x->n_members; i++)
+		member_put(x->s, x->members[i]);
+	sh_free(x->members);
+	x->members = NULL;
+	x->n_members = 0;
+	if (out == NULL) {
+		rt_log("server: no memory to answer a batch; dropped");
+		rearm(x);
+		return;
+	}
+	send_reply(x, out);
+}
+
+/* One member of x's batch is done (or, once, the starting of them all). */
+static void member_answer_done(rt_rctx *x)
+{
+	if (atomic_fetch_sub(&x->pending, 1) == 1)
+		send_batch(x);
+}
+
+/* Member x has its answer (NULL: none could be built). */
+static void member_answer(rt_rctx *x, nng_msg *answer)
+{
+	x->answer = answer;
+	member_answer_done(x->parent);
+}
+
+/* Whether x's message is a Request batch (field 50 only), with the number
+ * of its members in *n (0: a plain Request); false when it mixes a batch
+ * with anything else or is too large (x has been answered then). */
+static bool batch_size(rt_rctx *x, uint32_t *n)
+{
+	const uint8_t *p = nng_msg_body(x->msg), *end = p + nng_msg_len(x->msg);
+	wire_field f;
+	uint32_t members = 0, others = 0;
+	*n = 0;
+	while (p < end) {
+		if (!wire_next_field(&p, end, &f))
+			return true; /* the front door says what is wrong with it */
+		if (f.number == 50 && f.type == 2)
+			members++;
+		else
+			others++;
+	}
+	char msg[SH_ERRMSG_SIZE];
+	if (members > 0 && others > 0)
+		snprintf(msg, sizeof(msg), "a Request batch carries nothing but its requests");
+	else if (members > RT_CLIENT_BATCH_MAX)
+		snprintf(msg, sizeof(msg), "a Request batch of %u requests (at most %u)", members,
+		         RT_CLIENT_BATCH_MAX);
+	else {
+		*n = members;
+		return true;
+	}
+	nng_msg_free(x->msg);
+	x->msg = NULL;
+	reply_error(x, SHOAL_E_VALIDATION, msg);
+	return false;
+}
+
+/* Starts every member of the batch in x->msg, each as if it had come alone
+ * (fast path or worker); the last to answer sends x's answer. */
+static void start_batch(rt_rctx *x, uint32_t n)
+{
+	rt_server *s = x->s;
+	rt_router *rt = s->rt;
+	x->members = sh_calloc(n, sizeof(*x->members));
+	uint32_t got = 0;
+	if (x->members != NULL)
+		for (; got < n; got++)
+			if ((x->members[got] = member_get(s)) == NULL)
+				break;
+	if (got < n) {
+		for (uint32_t i = 0; i < got; i++)
+			member_put(s, x->members[i]);
+		sh_free(x->members);
+		x->members = NULL;
+		nng_msg_free(x->msg);
+		x->msg = NULL;
+		reply_error(x, SHOAL_E_NOMEM, "the router is out of memory");
+		return;
+	}
+	x->n_members = n;
+	atomic_store(&x->pending, n + 1);
+	atomic_fetch_add_explicit(&rt->metrics.client_batches, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rt->metrics.client_batched, n, memory_order_relaxed);
+	const uint8_t *p = nng_msg_body(x->msg), *end = p + nng_msg_len(x->msg);
+	wire_field f;
+	for (uint32_t i = 0; i < n && wire_next_field(&p, end, &f); i++) {
+		rt_rctx *m = x->members[i];
+		m->parent = x;
+		m->t0_us = x->t0_us;
+		m->deadline = x->deadline;
+		m->answer = NULL;
+		m->state = RC_NODE;
+		if (nng_msg_alloc(&m->msg, f.len) != 0) {
+			m->msg = NULL;
+			member_answer(m, NULL);
+			continue;
+		}
+		memcpy(nng_msg_body(m->msg), f.data, f.len);
+		if (rt->opt.fast_path && rt_fast_start(m))
+			continue;
+		rt_server_defer(m);
+	}
+	nng_msg_free(x->msg);
+	x->msg = NULL;
+	member_answer_done(x);
 }
 
 void rt_server_reply(rt_rctx *x, nng_msg *reply)
@@ -118,7 +342,10 @@ static void handle_blocking(rt_rctx *x)
 	if (rc != SHOAL_OK) {
 		rt_log("worker: no memory to answer a request; dropped");
 		nng_msg_free(m);
-		rearm(x);
+		if (x->parent != NULL)
+			member_answer(x, NULL);
+		else
+			rearm(x);
 		return;
 	}
 	send_reply(x, m);
@@ -168,6 +395,13 @@ static void rctx_cb(void *arg)
 		x->t0_us = rt_now_us();
 		x->deadline = x->t0_us / 1000 + s->rt->opt.deadline_ms;
 		x->state = RC_NODE;
+		uint32_t n;
+		if (!batch_size(x, &n))
+			return; /* answered */
+		if (n > 0) {
+			start_batch(x, n);
+			return;
+		}
 		if (s->rt->opt.fast_path && rt_fast_start(x))
 			return;
 		rt_server_defer(x);
@@ -203,8 +437,19 @@ static void free_ctxs(rt_server *s)
 		}
 		if (x->msg != NULL)
 			nng_msg_free(x->msg);
+		sh_free(x->members);
 		sh_arena_fini(&x->arena);
 	}
+	for (rt_rctx *m = s->all, *next; m != NULL; m = next) {
+		next = m->all_next;
+		if (m->msg != NULL)
+			nng_msg_free(m->msg);
+		if (m->answer != NULL)
+			nng_msg_free(m->answer);
+		sh_arena_fini(&m->arena);
+		sh_free(m);
+	}
+	s->all = s->pool = NULL;
 	sh_free(s->ctxs);
 	s->ctxs = NULL;
 	s->n_ctxs = 0;
@@ -235,6 +480,11 @@ int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
 	if (pthread_cond_init(&s->cv, NULL) != 0) {
 		pthread_mutex_destroy(&s->mu);
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot initialise the worker queue");
+	}
+	if (pthread_mutex_init(&s->pool_mu, NULL) != 0) {
+		pthread_cond_destroy(&s->cv);
+		pthread_mutex_destroy(&s->mu);
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot initialise the member pool");
 	}
 	int rv = nng_rep0_open(&s->sock);
 	if (rv != 0) {
@@ -289,6 +539,7 @@ err_after_socket:
 	join_workers(s);
 	free_ctxs(s);
 err_after_queue:
+	pthread_mutex_destroy(&s->pool_mu);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	return rc;
@@ -314,6 +565,7 @@ void rt_server_stop(rt_server *s, uint32_t drain_ms)
 	s->open = false;
 	join_workers(s);
 	free_ctxs(s);
+	pthread_mutex_destroy(&s->pool_mu);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 }

@@ -671,6 +671,87 @@ START_TEST(test_fast_batches)
 }
 END_TEST
 
+/* A client's Request batch: every member answered as if it came alone (fast
+ * path or worker), in order, in one Response; bad members fail alone. */
+START_TEST(test_client_batch)
+{
+	up();
+	sh_arena a;
+	sh_arena_init(&a);
+	Shoal__Response *r = call(&a, get_req(&a, 1, "tbl", "k0", true)); /* catalog */
+	ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+
+	ProtobufCBinaryData mem[6];
+	size_t n = 0;
+	Shoal__Request *parts[] = {get_req(&a, 11, "tbl", "k1", false), put_req(&a, 12, "k2"),
+	                           get_req(&a, 13, "nope", "k", false)};
+	for (size_t i = 0; i < 3; i++, n++)
+		ck_assert_int_eq(wire_pack(&a, &parts[i]->base, &mem[n].data, &mem[n].len, NULL),
+		                 SHOAL_OK);
+	static uint8_t junk[] = {0xff, 0xff};
+	mem[n++] = (ProtobufCBinaryData){sizeof(junk), junk};
+	Shoal__Request nested = SHOAL__REQUEST__INIT;
+	nested.n_batch = 1;
+	nested.batch = &mem[0];
+	ck_assert_int_eq(wire_pack(&a, &nested.base, &mem[n].data, &mem[n].len, NULL), SHOAL_OK);
+	n++;
+	Shoal__Request b = SHOAL__REQUEST__INIT;
+	b.n_batch = n;
+	b.batch = mem;
+	uint8_t *buf;
+	size_t len;
+	ck_assert_int_eq(wire_pack(&a, &b.base, &buf, &len, NULL), SHOAL_OK);
+	ck_assert_int_eq(nng_send(client, buf, len, 0), 0);
+	void *ans;
+	size_t ans_len;
+	ck_assert_int_eq(nng_recv(client, &ans, &ans_len, NNG_FLAG_ALLOC), 0);
+	Shoal__Response *whole = shoal__response__unpack(NULL, ans_len, ans);
+	nng_free(ans, ans_len);
+	ck_assert_ptr_nonnull(whole);
+	ck_assert_uint_eq(whole->n_batch, n);
+	int want[] = {SHOAL__STATUS__STATUS_OK, SHOAL__STATUS__STATUS_OK,
+	              SHOAL__STATUS__STATUS_NOT_FOUND, SHOAL__STATUS__STATUS_SERIALIZATION,
+	              SHOAL__STATUS__STATUS_VALIDATION};
+	uint64_t ids[] = {11, 12, 13, 0, 0};
+	for (size_t i = 0; i < n; i++) {
+		Shoal__Response *m =
+		    shoal__response__unpack(NULL, whole->batch[i].len, whole->batch[i].data);
+		ck_assert_ptr_nonnull(m);
+		ck_assert_msg((int)m->status == want[i], "member %zu: status %d (%s)", i,
+		              (int)m->status, m->message);
+		ck_assert_uint_eq(m->request_id, ids[i]);
+		if (i == 0) /* the fake echoes the key */
+			ck_assert(m->get_item->item->attrs[0]->value->s.len == 2 &&
+			          memcmp(m->get_item->item->attrs[0]->value->s.data, "k1", 2) == 0);
+		if (i == 4)
+			ck_assert_ptr_nonnull(strstr(m->message, "cannot be a batch"));
+		shoal__response__free_unpacked(m, NULL);
+	}
+	shoal__response__free_unpacked(whole, NULL);
+	ck_assert_uint_eq(atomic_load(&rt.metrics.client_batches), 1);
+	ck_assert_uint_eq(atomic_load(&rt.metrics.client_batched), n);
+
+	/* A batch with an operation beside it is refused as a whole. */
+	Shoal__Request *mixed = get_req(&a, 20, "tbl", "k1", false);
+	mixed->n_batch = 1;
+	mixed->batch = mem;
+	ck_assert_int_eq(wire_pack(&a, &mixed->base, &buf, &len, NULL), SHOAL_OK);
+	ck_assert_int_eq(nng_send(client, buf, len, 0), 0);
+	ck_assert_int_eq(nng_recv(client, &ans, &ans_len, NNG_FLAG_ALLOC), 0);
+	whole = shoal__response__unpack(NULL, ans_len, ans);
+	nng_free(ans, ans_len);
+	ck_assert_int_eq(whole->status, SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_uint_eq(whole->n_batch, 0);
+	ck_assert_ptr_nonnull(strstr(whole->message, "nothing but its requests"));
+	shoal__response__free_unpacked(whole, NULL);
+	/* The router goes on answering lone requests. */
+	r = call(&a, get_req(&a, 30, "tbl", "k3", false));
+	ck_assert_int_eq(r->status, SHOAL__STATUS__STATUS_OK);
+	sh_arena_fini(&a);
+	down();
+}
+END_TEST
+
 static Suite *fast_suite(void)
 {
 	Suite *s = suite_create("fast");
@@ -679,6 +760,7 @@ static Suite *fast_suite(void)
 	tcase_add_test(tc, test_fast_answers_and_falls_back);
 	tcase_add_test(tc, test_fast_timeout_and_stop);
 	tcase_add_test(tc, test_fast_batches);
+	tcase_add_test(tc, test_client_batch);
 	suite_add_tcase(s, tc);
 	return s;
 }
