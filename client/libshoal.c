@@ -35,6 +35,12 @@
  *   BACKOFF    backoff slept                                 SENDING
  *   DONE       delivered to the caller (lib_op_release)      IDLE
  *
+ * Pipelining.  Asynchronous requests (shoal_submit_*) go through a few
+ * lanes (shoal_options.pipeline, default 4): while every lane has a message
+ * in flight, new requests queue, and the next free lane sends all of them
+ * as one Request batch (see "Pipelining: lanes" below).  Blocking calls
+ * always go alone.
+ *
  * Completion.  A blocking caller waits on its op's condition variable; an
  * asynchronous op is appended to the client's completion queue and the
  * client's condition variable wakes shoal_poll.  Both under c->mu.  Before an
@@ -105,6 +111,7 @@ void shoal_options_init(shoal_options *o)
 	o->deadline_ms = 30000;
 	o->connect_timeout_ms = 2000;
 	o->retries = 2;
+	o->pipeline = 4;
 }
 
 void shoal_free(void *p)
@@ -163,6 +170,9 @@ const char *shoal_endpoints(const shoal_client *c)
 /* Client                                                                    */
 /* ------------------------------------------------------------------------ */
 
+static int lanes_open(shoal_client *c, char *errmsg);
+static void lanes_close(shoal_client *c);
+
 static int check_options(const shoal_options *o, char *errmsg)
 {
 	if (o->attempt_timeout_ms <= 0 || o->deadline_ms <= 0 || o->connect_timeout_ms <= 0)
@@ -173,6 +183,9 @@ static int check_options(const shoal_options *o, char *errmsg)
 	if (o->retries < 0)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "client retries must be >= 0 (got %d)",
 		               o->retries);
+	if (o->pipeline < 0 || o->pipeline > 1024)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "client pipeline must be 0 .. 1024 (got %d)", o->pipeline);
 	return SHOAL_OK;
 }
 
@@ -309,6 +322,9 @@ int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_cli
 		             nng_strerror(rv));
 		goto err_after_socket;
 	}
+	rc = lanes_open(c, errmsg);
+	if (rc != SHOAL_OK)
+		goto err_after_socket;
 	rc = dial_all(c, endpoints, errmsg);
 	if (rc != SHOAL_OK)
 		goto err_after_socket;
@@ -317,6 +333,7 @@ int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_cli
 
 err_after_socket:
 	nng_close(c->sock);
+	lanes_close(c);
 err_after_sync:
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->pmu);
@@ -353,6 +370,7 @@ void shoal_client_free(shoal_client *c)
 	/* Closing the socket fails every pending operation with NNG_ECLOSED;
 	 * op_free's nng_aio_stop then waits for each callback to return. */
 	nng_close(c->sock);
+	lanes_close(c);
 	op *o = c->all;
 	while (o != NULL) {
 		op *next = o->all_next;
@@ -565,6 +583,24 @@ static void on_sent(op *o, int rv)
 	op_finish(o, nng_code(rv), SHOAL_SRC_LOCAL, "sending a request: %s", nng_strerror(rv));
 }
 
+/* An answer (taken over) arrived for o: done, or ServiceUnavailable retried
+ * after a backoff (on o's own context from then on). */
+static void op_answered(op *o, nng_msg *m)
+{
+	if (o->retries_left > 0 && reply_status(m) == SHOAL_E_UNAVAILABLE &&
+	    remaining(o) > o->backoff_ms) {
+		nng_msg_free(m);
+		o->retries_left--;
+		o->state = OP_BACKOFF;
+		nng_sleep_aio(o->backoff_ms, o->aio);
+		o->backoff_ms =
+		    o->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : o->backoff_ms * 2;
+		return;
+	}
+	o->reply = m;
+	op_finish(o, SHOAL_OK, SHOAL_SRC_NONE, NULL);
+}
+
 static void on_received(op *o, int rv)
 {
 	if (rv != 0) {
@@ -579,18 +615,7 @@ static void on_received(op *o, int rv)
 	}
 	nng_msg *m = nng_aio_get_msg(o->aio);
 	nng_aio_set_msg(o->aio, NULL);
-	if (o->retries_left > 0 && reply_status(m) == SHOAL_E_UNAVAILABLE &&
-	    remaining(o) > o->backoff_ms) {
-		nng_msg_free(m);
-		o->retries_left--;
-		o->state = OP_BACKOFF;
-		nng_sleep_aio(o->backoff_ms, o->aio);
-		o->backoff_ms =
-		    o->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : o->backoff_ms * 2;
-		return;
-	}
-	o->reply = m;
-	op_finish(o, SHOAL_OK, SHOAL_SRC_NONE, NULL);
+	op_answered(o, m);
 }
 
 /* nng thread: one step of the state machine (table at the top). */
@@ -614,9 +639,307 @@ static void op_cb(void *arg)
 			op_send(o);
 		break;
 	case OP_IDLE:
+	case OP_PIPELINED:
 	case OP_DONE:
-		break; /* no operation of ours is pending in these states */
+		break; /* no operation of this aio is pending in these states */
 	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pipelining: lanes (nng threads and submitters)                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Asynchronous ops go through the client's lanes.  A lane is one REQ
+ * context and aio with one message in flight; an op waits in the client's
+ * queue until a lane is idle, and an idle lane takes everything queued (up
+ * to LANE_MAX_OPS and about LANE_MAX_BYTES): one op goes as its plain
+ * Request, several as one Request batch (shoal.proto), which the router
+ * answers in one Response holding each answer in order.  Each answer then
+ * goes through op_answered as if it had come alone.  When anything goes
+ * wrong with a lane's message -- no router ready, a timeout, a router lost
+ * -- its ops continue on their own contexts (op_send), each with its own
+ * deadline, so every failure is handled by the per-op state machine above.
+ *
+ *   state           event                              next        (lane_cb)
+ *   --------------  ---------------------------------  ----------  ---------
+ *   LANE_IDLE       ops taken off the queue            LANE_SEND   lane_send
+ *   LANE_SEND       handed to a router                 LANE_RECV
+ *   LANE_SEND       failed / timed out                 LANE_IDLE*  each op_send
+ *   LANE_RECV       answer                             LANE_IDLE*  each op_answered
+ *   LANE_RECV       failed / timed out                 LANE_IDLE*  each op_send
+ *   (* or LANE_SEND again at once when ops are queued: lane_next)
+ *
+ * A lane whose message failed opens a fresh context for its next one.
+ */
+enum lane_state { LANE_IDLE, LANE_SEND, LANE_RECV };
+
+struct lib_lane {
+	shoal_client *c;
+	nng_ctx ctx;
+	bool ctx_open;
+	nng_aio *aio;
+	enum lane_state state;
+	op *head; /* the ops of the message in flight (next), in order */
+	unsigned n;
+};
+
+static void lane_cb(void *arg);
+
+/* Takes the next message's ops off the queue (c->mu held, queue not empty). */
+static void lane_take(shoal_client *c, lib_lane *l)
+{
+	op *head = c->q_head, *last = head;
+	unsigned n = 1;
+	size_t bytes = nng_msg_len(head->req);
+	for (op *o = head->next;
+	     o != NULL && n < LANE_MAX_OPS && bytes + nng_msg_len(o->req) <= LANE_MAX_BYTES;
+	     o = o->next) {
+		bytes += nng_msg_len(o->req);
+		n++;
+		last = o;
+	}
+	c->q_head = last->next;
+	if (c->q_head == NULL)
+		c->q_tail = NULL;
+	last->next = NULL;
+	l->head = head;
+	l->n = n;
+}
+
+/* The lane's message failed: its ops go on alone.  rv: why. */
+static void lane_fail(lib_lane *l, int rv)
+{
+	op *o = l->head;
+	l->head = NULL;
+	l->n = 0;
+	if (l->ctx_open) {
+		nng_ctx_close(l->ctx);
+		l->ctx_open = false;
+	}
+	while (o != NULL) {
+		op *next = o->next;
+		o->next = NULL;
+		if (rv == NNG_ECLOSED)
+			op_finish(o, SHOAL_E_UNAVAILABLE, SHOAL_SRC_LOCAL, "the client is closing");
+		else
+			op_send(o); /* its own deadline, connect and timeout handling */
+		o = next;
+	}
+}
+
+static void lane_next(lib_lane *l);
+
+/* The earliest deadline of the lane's ops. */
+static int64_t lane_deadline(const lib_lane *l)
+{
+	int64_t d = l->head->deadline;
+	for (const op *o = l->head->next; o != NULL; o = o->next)
+		if (o->deadline < d)
+			d = o->deadline;
+	return d;
+}
+
+/* Sends the lane's ops: one as its Request, several as a Request batch. */
+static void lane_send(lib_lane *l)
+{
+	shoal_client *c = l->c;
+	nng_msg *m = NULL;
+	int rv = 0;
+	if (!l->ctx_open) {
+		rv = nng_ctx_open(&l->ctx, c->sock);
+		l->ctx_open = rv == 0;
+	}
+	if (rv == 0 && l->n == 1) {
+		rv = nng_msg_dup(&m, l->head->req);
+	} else if (rv == 0) {
+		size_t size = 0;
+		for (const op *o = l->head; o != NULL; o = o->next) {
+			size_t n = nng_msg_len(o->req);
+			size += 2 + wire_varint_len(n) + n;
+		}
+		rv = nng_msg_alloc(&m, size);
+		if (rv == 0) {
+			uint8_t *p = nng_msg_body(m);
+			for (const op *o = l->head; o != NULL; o = o->next) {
+				size_t n = nng_msg_len(o->req);
+				p += wire_put_varint(p, 50 << 3 | 2);
+				p += wire_put_varint(p, n);
+				memcpy(p, nng_msg_body(o->req), n);
+				p += n;
+			}
+		}
+	}
+	if (rv != 0) {
+		lane_fail(l, rv);
+		lane_next(l);
+		return;
+	}
+	int64_t left = lane_deadline(l) - now_ms(), wait = c->opts.connect_timeout_ms;
+	if (wait > left)
+		wait = left > 0 ? left : 1;
+	l->state = LANE_SEND;
+	nng_aio_set_msg(l->aio, m);
+	nng_aio_set_timeout(l->aio, (nng_duration)wait);
+	nng_ctx_send(l->ctx, l->aio);
+}
+
+/* The lane's message is over: send the next one, or go idle. */
+static void lane_next(lib_lane *l)
+{
+	shoal_client *c = l->c;
+	pthread_mutex_lock(&c->mu);
+	if (c->q_head != NULL && !c->closing) {
+		lane_take(c, l);
+		pthread_mutex_unlock(&c->mu);
+		lane_send(l);
+		return;
+	}
+	l->state = LANE_IDLE;
+	c->idle[c->n_idle++] = l;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The router's answer (taken over) to the lane's message. */
+static void lane_deliver(lib_lane *l, nng_msg *m)
+{
+	op *o = l->head;
+	unsigned n = l->n;
+	l->head = NULL;
+	l->n = 0;
+	if (n == 1) {
+		o->next = NULL;
+		op_answered(o, m);
+		return;
+	}
+	const uint8_t *p = nng_msg_body(m), *end = p + nng_msg_len(m);
+	wire_field f;
+	unsigned got = 0;
+	while (o != NULL && p < end && wire_next_field(&p, end, &f)) {
+		if (f.number != 50 || f.type != 2)
+			continue;
+		op *next = o->next;
+		o->next = NULL;
+		nng_msg *one;
+		if (nng_msg_alloc(&one, f.len) != 0) {
+			op_finish(o, SHOAL_E_NOMEM, SHOAL_SRC_LOCAL, "out of memory");
+		} else {
+			memcpy(nng_msg_body(one), f.data, f.len);
+			op_answered(o, one);
+		}
+		o = next;
+		got++;
+	}
+	while (o != NULL) {
+		op *next = o->next;
+		o->next = NULL;
+		op_finish(o, SHOAL_E_INTERNAL, SHOAL_SRC_PROTOCOL,
+		          "malformed response from \"%s\": a batch of %u requests answered %u",
+		          o->c->endpoints, n, got);
+		o = next;
+	}
+	nng_msg_free(m);
+}
+
+/* nng thread: one step of a lane (table above). */
+static void lane_cb(void *arg)
+{
+	lib_lane *l = arg;
+	int rv = nng_aio_result(l->aio);
+	switch (l->state) {
+	case LANE_SEND:
+		if (rv != 0) {
+			nng_msg *m = nng_aio_get_msg(l->aio);
+			nng_aio_set_msg(l->aio, NULL);
+			if (m != NULL)
+				nng_msg_free(m);
+			lane_fail(l, rv);
+			lane_next(l);
+			return;
+		}
+		int64_t left = lane_deadline(l) - now_ms();
+		l->state = LANE_RECV;
+		nng_aio_set_timeout(l->aio, (nng_duration)(left > 0 ? left : 1));
+		nng_ctx_recv(l->ctx, l->aio);
+		return;
+	case LANE_RECV:
+		if (rv != 0) {
+			lane_fail(l, rv);
+		} else {
+			nng_msg *m = nng_aio_get_msg(l->aio);
+			nng_aio_set_msg(l->aio, NULL);
+			lane_deliver(l, m);
+		}
+		lane_next(l);
+		return;
+	case LANE_IDLE:
+		return; /* not reached: nothing pending */
+	}
+}
+
+/* Creates c's lanes (c->opts.pipeline of them). */
+static int lanes_open(shoal_client *c, char *errmsg)
+{
+	unsigned n = (unsigned)c->opts.pipeline;
+	if (n == 0)
+		return SHOAL_OK;
+	c->lanes = sh_calloc(n, sizeof(*c->lanes));
+	c->idle = sh_calloc(n, sizeof(*c->idle));
+	if (c->lanes == NULL || c->idle == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+	for (unsigned i = 0; i < n; i++) {
+		lib_lane *l = &c->lanes[i];
+		l->c = c;
+		int rv = nng_aio_alloc(&l->aio, lane_cb, l);
+		if (rv != 0)
+			return sh_errf(errmsg, nng_code(rv), "nng_aio_alloc: %s", nng_strerror(rv));
+		c->n_lanes++;
+		c->idle[c->n_idle++] = l;
+	}
+	return SHOAL_OK;
+}
+
+/* Stops every lane (waits for its callback) and frees them; the socket is
+ * closed. */
+static void lanes_close(shoal_client *c)
+{
+	for (unsigned i = 0; i < c->n_lanes; i++)
+		nng_aio_stop(c->lanes[i].aio);
+	for (unsigned i = 0; i < c->n_lanes; i++) {
+		lib_lane *l = &c->lanes[i];
+		nng_msg *m = nng_aio_get_msg(l->aio);
+		if (m != NULL)
+			nng_msg_free(m);
+		nng_aio_free(l->aio);
+	}
+	sh_free(c->lanes);
+	sh_free(c->idle);
+	c->lanes = NULL;
+	c->idle = NULL;
+	c->n_lanes = c->n_idle = 0;
+}
+
+/* Submitter: queues an asynchronous op for a lane; an idle lane sends it
+ * (with anything else queued) at once. */
+static void lane_submit(op *o)
+{
+	shoal_client *c = o->c;
+	lib_lane *l = NULL;
+	o->state = OP_PIPELINED;
+	o->next = NULL;
+	pthread_mutex_lock(&c->mu);
+	if (c->q_tail != NULL)
+		c->q_tail->next = o;
+	else
+		c->q_head = o;
+	c->q_tail = o;
+	if (c->n_idle > 0 && !c->closing) {
+		l = c->idle[--c->n_idle];
+		lane_take(c, l);
+	}
+	pthread_mutex_unlock(&c->mu);
+	if (l != NULL)
+		lane_send(l);
 }
 
 /* Submitter: arms the op (o->req set by op_prepare) and starts it. */
@@ -631,5 +954,8 @@ void lib_op_start(op *o)
 	o->deadline = now_ms() + c->opts.deadline_ms;
 	o->retries_left = c->opts.retries;
 	o->backoff_ms = BACKOFF_FIRST_MS;
-	op_send(o);
+	if (o->async && c->n_lanes > 0)
+		lane_submit(o);
+	else
+		op_send(o);
 }

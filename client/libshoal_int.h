@@ -35,8 +35,16 @@ enum op_state {
 	OP_SENDING,
 	OP_RECEIVING,
 	OP_BACKOFF,
+	OP_PIPELINED, /* queued for, or carried by, a lane (libshoal.c) */
 	OP_DONE,
 };
+
+/* Pipelining: at most this many requests, and about this many bytes, in one
+ * lane's message. */
+#define LANE_MAX_OPS   64
+#define LANE_MAX_BYTES (4u << 20)
+
+typedef struct lib_lane lib_lane;
 
 typedef struct op op;
 struct op {
@@ -89,6 +97,14 @@ struct shoal_client {
 	unsigned n_pipes, cap_pipes;
 
 	atomic_uint_fast64_t next_id;
+
+	/* Pipelining (libshoal.c), under mu: the lanes, the idle ones, and the
+	 * asynchronous ops waiting for one. */
+	lib_lane *lanes;
+	unsigned n_lanes;
+	lib_lane **idle;
+	unsigned n_idle;
+	op *q_head, *q_tail;
 };
 
 /* Any thread: fills err (may be NULL) with code, source, the exception name
@@ -99,7 +115,8 @@ void lib_set_err(shoal_error *err, int code, int source, const char *msg);
  * is closing, SHOAL_E_NOMEM, ... with the text in msg). */
 int lib_op_get(shoal_client *c, op **out, char *msg);
 
-/* Submitter: starts the op (o->req, o->async and the rest set by the caller). */
+/* Submitter: starts the op (o->req, o->async and the rest set by the caller);
+ * an asynchronous op goes through the pipelining lanes when there are any. */
 void lib_op_start(op *o);
 
 /* User thread: back to the pool once the caller has its result. */

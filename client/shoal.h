@@ -105,6 +105,15 @@ typedef struct shoal_options {
 	 * 1 s, within the deadline.  Throttling errors are not retried.
 	 * Default 2.  >= 0. */
 	int retries;
+	/* Pipelining of asynchronous requests (shoal_submit_*): at most this
+	 * many messages to the routers at once, each carrying every request
+	 * submitted while the others were in flight (up to 64), answered in
+	 * one message.  A lone request still goes at once, alone; many in
+	 * flight cost far fewer messages (less CPU in the client and the
+	 * router), while a message's answers all wait for its slowest request.
+	 * 0: every request its own message.  Default 4.  >= 0.  Blocking calls
+	 * always go alone. */
+	int pipeline;
 } shoal_options;
 
 /* Fills *o with the defaults above. */

@@ -237,6 +237,7 @@ typedef struct opts {
 	int load; /* -1 auto, 0 no, 1 yes */
 	bool load_only;
 	int retries;
+	int pipeline; /* libshoal's lanes (-1: its default) */
 	uint64_t seed;
 } opts;
 
@@ -932,6 +933,8 @@ static void usage(FILE *f)
 	    "  --load auto|yes|no    fill the key space first (auto: get, query, mixed)\n"
 	    "  --load-only           create the table, load the keys, probe, exit\n"
 	    "  --retries N           client retries of ServiceUnavailable (default 0)\n"
+	    "  --pipeline N          libshoal's pipelining lanes (shoal_options.pipeline;\n"
+	    "                        default the library's, 0: one message per request)\n"
 	    "  --seed N              PRNG seed (default $SHOAL_SEED, else time)\n",
 	    SHOAL_DEFAULT_ENDPOINT);
 }
@@ -978,6 +981,7 @@ static void parse_args(opts *o, int argc, char **argv)
 		O_CONSISTENT,
 		O_LOAD,
 		O_RETRIES,
+		O_PIPELINE,
 		O_SEED,
 		O_LOAD_ONLY,
 		O_HELP
@@ -997,6 +1001,7 @@ static void parse_args(opts *o, int argc, char **argv)
 	    {"consistent", no_argument, NULL, O_CONSISTENT},
 	    {"load", required_argument, NULL, O_LOAD},
 	    {"retries", required_argument, NULL, O_RETRIES},
+	    {"pipeline", required_argument, NULL, O_PIPELINE},
 	    {"seed", required_argument, NULL, O_SEED},
 	    {"load-only", no_argument, NULL, O_LOAD_ONLY},
 	    {"help", no_argument, NULL, O_HELP},
@@ -1013,6 +1018,7 @@ static void parse_args(opts *o, int argc, char **argv)
 	o->value_size = 100;
 	o->read_ratio = 0.5;
 	o->load = -1;
+	o->pipeline = -1;
 	const char *seed = getenv("SHOAL_SEED");
 	o->seed = seed != NULL && *seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL) ^ now_us();
 	int per_coll = -1;
@@ -1084,6 +1090,9 @@ static void parse_args(opts *o, int argc, char **argv)
 		case O_RETRIES:
 			o->retries = (int)num_arg("--retries", optarg, 0, 100);
 			break;
+		case O_PIPELINE:
+			o->pipeline = (int)num_arg("--pipeline", optarg, 0, 1024);
+			break;
 		case O_SEED:
 			o->seed = strtoull(optarg, NULL, 0);
 			break;
@@ -1134,6 +1143,8 @@ int main(int argc, char **argv)
 	shoal_options so;
 	shoal_options_init(&so);
 	so.retries = b.o.retries;
+	if (b.o.pipeline >= 0)
+		so.pipeline = b.o.pipeline;
 	char m[SH_ERRMSG_SIZE];
 	if (shoal_client_new(b.o.endpoint, &so, &b.c, m) != SHOAL_OK)
 		die("%s", m);

@@ -53,7 +53,8 @@ typedef struct fake {
 	nng_socket sock;
 	pthread_t thread;
 	enum fake_mode mode;
-	atomic_int received;
+	atomic_int received; /* requests (each member of a batch counts) */
+	atomic_int batches;  /* Request batches (libshoal's pipelining) */
 	atomic_int unavailable;
 	atomic_bool stop;
 	bool running;
@@ -175,6 +176,36 @@ static nng_msg *answer(fake *f, const Shoal__Request *req)
 	return pack_response(&resp);
 }
 
+/* A Request batch: each member answered as `answer` would, in order, in one
+ * Response (silent modes stay silent as a whole). */
+static nng_msg *answer_batch(fake *f, const Shoal__Request *req)
+{
+	atomic_fetch_add(&f->batches, 1);
+	atomic_fetch_add(&f->received, (int)req->n_batch);
+	if (f->mode == FAKE_SILENT)
+		return NULL;
+	Shoal__Response whole = SHOAL__RESPONSE__INIT;
+	whole.n_batch = req->n_batch;
+	whole.batch = calloc(req->n_batch, sizeof(*whole.batch));
+	nng_msg **parts = calloc(req->n_batch, sizeof(*parts));
+	for (size_t i = 0; i < req->n_batch; i++) {
+		Shoal__Request *one =
+		    shoal__request__unpack(NULL, req->batch[i].len, req->batch[i].data);
+		ck_assert_ptr_nonnull(one);
+		parts[i] = answer(f, one);
+		ck_assert_ptr_nonnull(parts[i]);
+		whole.batch[i].data = nng_msg_body(parts[i]);
+		whole.batch[i].len = nng_msg_len(parts[i]);
+		shoal__request__free_unpacked(one, NULL);
+	}
+	nng_msg *m = pack_response(&whole);
+	for (size_t i = 0; i < req->n_batch; i++)
+		nng_msg_free(parts[i]);
+	free(parts);
+	free(whole.batch);
+	return m;
+}
+
 static void *fake_main(void *arg)
 {
 	fake *f = arg;
@@ -185,17 +216,21 @@ static void *fake_main(void *arg)
 			continue;
 		if (rv != 0)
 			break;
-		atomic_fetch_add(&f->received, 1);
 		if (f->mode == FAKE_DIE) {
+			atomic_fetch_add(&f->received, 1);
 			nng_msg_free(m);
 			nng_close(f->sock);
 			break;
 		}
 		Shoal__Request *req = shoal__request__unpack(NULL, nng_msg_len(m), nng_msg_body(m));
 		nng_msg_free(m);
-		if (req == NULL)
+		if (req == NULL) {
+			atomic_fetch_add(&f->received, 1);
 			continue;
-		nng_msg *reply = answer(f, req);
+		}
+		nng_msg *reply = req->n_batch > 0 ? answer_batch(f, req) : answer(f, req);
+		if (req->n_batch == 0)
+			atomic_fetch_add(&f->received, 1);
 		shoal__request__free_unpacked(req, NULL);
 		if (reply != NULL && nng_sendmsg(f->sock, reply, 0) != 0)
 			nng_msg_free(reply);
@@ -211,6 +246,7 @@ static void fake_start(fake *f, enum fake_mode mode)
 		snprintf(f->url, sizeof(f->url), "tcp://127.0.0.1:%d", next_port());
 	f->mode = mode;
 	atomic_store(&f->received, 0);
+	atomic_store(&f->batches, 0);
 	atomic_store(&f->stop, false);
 	ck_assert_int_eq(nng_rep0_open(&f->sock), 0);
 	ck_assert_int_eq(nng_socket_set_ms(f->sock, NNG_OPT_RECVTIMEO, 20), 0);
@@ -668,6 +704,7 @@ START_TEST(test_async_many)
 	fake_start(&f, FAKE_OK);
 	for (int json = 0; json <= 1; json++) {
 		shoal_client *c = client(f.url, 0, 0, 0, -1);
+		int batches = atomic_load(&f.batches);
 		async_state s = {.c = c, .total = 256, .window = 64, .json = json};
 		for (int i = 0; i < s.window; i++)
 			submit_next(&s);
@@ -683,9 +720,99 @@ START_TEST(test_async_many)
 		ck_assert_int_eq(s.failures, 0);
 		ck_assert_uint_eq(shoal_in_flight(c), 0);
 		ck_assert_int_eq(shoal_poll(c, 1000), 0); /* nothing in flight: returns at once */
+		/* 64 submitted at once, 4 lanes: most shared a message. */
+		ck_assert_int_gt(atomic_load(&f.batches), batches);
 		shoal_client_free(c);
 	}
 	ck_assert_int_eq(atomic_load(&f.received), 512);
+	fake_stop(&f);
+}
+END_TEST
+
+static void count_done(void *arg, int code, const void *body, size_t len, const shoal_error *err)
+{
+	int *counts = arg; /* [0] completions, [1] successes, [2] timeouts */
+	(void)body;
+	(void)len;
+	counts[0]++;
+	counts[1] += code == SHOAL_OK && err->code == SHOAL_OK;
+	counts[2] += code == SHOAL_E_TIMEOUT && err->source == SHOAL_SRC_TIMEOUT;
+}
+
+/* Pipelined requests and failure: a batch held by a hung router is resent
+ * whole to the other one after the attempt timeout; with no router
+ * answering, every request ends at its deadline. */
+START_TEST(test_async_pipeline_failures)
+{
+	fake a = {0}, b = {0};
+	fake_start(&a, FAKE_SILENT);
+	fake_start(&b, FAKE_OK);
+	char eps[160];
+	snprintf(eps, sizeof(eps), "%s,%s", a.url, b.url);
+	shoal_client *c = client(eps, 100, 5000, 0, -1);
+	wait_connected(c, 2);
+	int counts[3] = {0};
+	shoal_error err;
+	for (int i = 0; i < 64; i++) {
+		size_t len;
+		uint8_t *req = get_request((uint64_t)i, &len);
+		ck_assert_int_eq(shoal_submit_pb(c, req, len, count_done, counts, &err), SHOAL_OK);
+		free(req);
+	}
+	int64_t until = now_ms() + 10000;
+	while (counts[0] < 64 && now_ms() < until)
+		shoal_poll(c, 1000);
+	ck_assert_int_eq(counts[1], 64);
+	ck_assert_int_ge(atomic_load(&b.batches), 1);
+	shoal_client_free(c);
+	fake_stop(&b);
+
+	c = client(a.url, 100, 500, 0, -1);
+	wait_connected(c, 1);
+	memset(counts, 0, sizeof(counts));
+	int64_t t0 = now_ms();
+	for (int i = 0; i < 20; i++) {
+		size_t len;
+		uint8_t *req = get_request((uint64_t)i, &len);
+		ck_assert_int_eq(shoal_submit_pb(c, req, len, count_done, counts, &err), SHOAL_OK);
+		free(req);
+	}
+	until = now_ms() + 10000;
+	while (counts[0] < 20 && now_ms() < until)
+		shoal_poll(c, 1000);
+	ck_assert_int_eq(counts[2], 20);
+	ck_assert_int_lt(now_ms() - t0, 5000);
+	shoal_client_free(c);
+	fake_stop(&a);
+}
+END_TEST
+
+/* Pipelining off: every asynchronous request is its own message. */
+START_TEST(test_async_no_pipeline)
+{
+	fake f = {0};
+	fake_start(&f, FAKE_OK);
+	shoal_options o;
+	shoal_options_init(&o);
+	o.pipeline = 0;
+	shoal_client *c;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(shoal_client_new(f.url, &o, &c, msg), SHOAL_OK);
+	async_state s = {.c = c, .total = 128, .window = 32};
+	for (int i = 0; i < s.window; i++)
+		submit_next(&s);
+	int64_t until = now_ms() + 20000;
+	while (s.completed < s.total && now_ms() < until)
+		shoal_poll(c, 1000);
+	ck_assert_int_eq(s.completed, 128);
+	ck_assert_int_eq(s.failures, 0);
+	ck_assert_int_eq(atomic_load(&f.batches), 0);
+	ck_assert_int_eq(atomic_load(&f.received), 128);
+	shoal_client_free(c);
+	/* Out of range. */
+	o.pipeline = -1;
+	ck_assert_int_eq(shoal_client_new(f.url, &o, &c, msg), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "pipeline"));
 	fake_stop(&f);
 }
 END_TEST
@@ -808,6 +935,8 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_retry_unavailable);
 	tcase_add_test(tc, test_async_many);
+	tcase_add_test(tc, test_async_no_pipeline);
+	tcase_add_test(tc, test_async_pipeline_failures);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_free_in_flight);
 	tcase_add_test(tc, test_alloc_faults);
