@@ -636,7 +636,7 @@ START_TEST(test_fast_batches)
 	uint64_t deferred = fast_deferred(),
 	         bad_answers = atomic_load(&rt.metrics.retries[RT_OUT_BAD_ANSWER]);
 	pthread_mutex_lock(&mu);
-	/* The fake answers one message at a time: 6 lanes' worth stays
+	/* The fake answers one message at a time: 4 lanes' worth stays
 	 * below attempt_ms, and the whole burst is sent long before the
 	 * first answer, so all but the first few requests queue. */
 	delay_ms = 100;
@@ -652,7 +652,7 @@ START_TEST(test_fast_batches)
 	}
 	burst_send(&a, &b);
 	burst_check(&a, &b);
-	/* Only 2 + 4 lanes per node: most requests shared a message. */
+	/* Only 2 + 2 lanes per node: most requests shared a message. */
 	uint64_t batches = atomic_load(&rt.metrics.fast_batches);
 	uint64_t batched = atomic_load(&rt.metrics.fast_batched);
 	ck_assert_uint_ge(batches, 1);

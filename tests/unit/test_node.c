@@ -1150,7 +1150,7 @@ START_TEST(test_batch)
 	FREE(m);
 	FREE(r);
 	/* The puts went through Raft together: group commit saw them at once
-	 * (at most two Commands in flight, the rest queued behind them). */
+	 * (NODE_MAX_INFLIGHT Commands in flight, the rest queued behind them). */
 	uint64_t entries = group_commit_index(l, 1) - commit0;
 	ck_assert_msg(entries < PUTS / 2, "%llu Raft entries for %d puts",
 	              (unsigned long long)entries, PUTS);
