@@ -210,6 +210,11 @@ void node_fsm_attach(node_fsm *f, struct raft *r)
 	f->raft = r;
 }
 
+size_t node_fsm_entry_bytes(const node_fsm *f)
+{
+	return f->entry_avg;
+}
+
 st_env *node_fsm_env(node_fsm *f)
 {
 	return f->env;

@@ -88,6 +88,10 @@ st_env *node_fsm_env(node_fsm *f);
 /* SHOAL_OK while healthy; after an apply failed, its code and message. */
 int node_fsm_failed(node_fsm *f, char *errmsg);
 
+/* A moving average of the sizes of the entries applied (bytes; 0 before
+ * the first).  Loop thread. */
+size_t node_fsm_entry_bytes(const node_fsm *f);
+
 /* Packs a Command into a buffer for raft_apply (memory from raft_malloc:
  * raft takes ownership on a successful raft_apply). */
 int node_fsm_encode(const Shoal__Command *cmd, struct raft_buffer *buf, char *errmsg);

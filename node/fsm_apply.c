@@ -639,6 +639,9 @@ int node_fsm_apply_cb(struct raft_fsm *rf, const struct raft_buffer *buf, void *
 		return node_fsm_raft_code(f->failed);
 	assert(f->raft != NULL); /* node_fsm_attach before raft_start */
 	uint64_t index = raft_last_applied(f->raft) + 1;
+	/* Every entry raft holds counts, replayed ones too (group.c sizes the
+	 * in-memory log by it). */
+	f->entry_avg = f->entry_avg == 0 ? buf->len : (f->entry_avg * 31 + buf->len) / 32;
 	if (index <= f->applied)
 		return 0; /* already in LMDB: replay */
 

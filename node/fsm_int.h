@@ -23,6 +23,7 @@ struct node_fsm {
 	uint32_t group;
 	uint32_t node_id;
 	uint64_t applied; /* == st_env_applied(env), cached; loop thread only */
+	size_t entry_avg; /* moving average of entry sizes (node_fsm_entry_bytes) */
 	int failed;       /* SHOAL_OK, or the code of the apply that failed */
 	char failed_msg[SH_ERRMSG_SIZE];
 	node_batch *batches; /* registered batches (proposer side), newest first */

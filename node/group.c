@@ -102,6 +102,7 @@ struct node_group {
 	uint32_t preferred;         /* the replica that should lead (sh_cluster_replicas[0]) */
 	uint64_t leading_since_ns;  /* when this replica became leader (0: it is not) */
 	uint64_t next_rebalance_ns; /* no handing back to the preferred replica before */
+	size_t tuned_for;           /* entry size the snapshot counts were set for */
 	int seen_role;
 	uint64_t seen_term;
 	uint32_t seen_leader;
@@ -123,6 +124,8 @@ struct node_group {
 	_Atomic uint64_t term, commit, applied;
 	atomic_uint leader;
 	atomic_uint_fast64_t pending;
+	_Atomic uint64_t snapshot_index, entry_bytes;
+	atomic_uint snapshot_threshold;
 	atomic_bool failed;
 	pthread_mutex_t err_mu;
 	char error[SH_ERRMSG_SIZE];
@@ -817,6 +820,34 @@ static void rebalance(node_group *g, int role)
 	}
 }
 
+static unsigned clamp_count(size_t budget, size_t entry, unsigned min, unsigned max)
+{
+	size_t n = budget / (entry > 0 ? entry : 1);
+	return n < min ? min : n > max ? max : (unsigned)n;
+}
+
+/*
+ * The snapshot counts follow the entries' size (node.h, NODE_LOG_BUDGET):
+ * raft holds up to threshold + trailing entries of the group in memory, so
+ * with batches of writes (kilobytes an entry) the fixed counts of 65536 and
+ * 8192 let a node's resident memory grow by hundreds of megabytes between
+ * snapshots.  Reset when the average moved by a quarter.  Loop thread.
+ */
+static void tune_snapshots(node_group *g)
+{
+	size_t avg = node_fsm_entry_bytes(g->fsm);
+	if (avg == 0 ||
+	    (g->tuned_for != 0 && avg * 4 > g->tuned_for * 3 && avg * 4 < g->tuned_for * 5))
+		return;
+	g->tuned_for = avg;
+	raft_set_snapshot_threshold(&g->raft,
+	                            clamp_count(NODE_LOG_BUDGET, avg, NODE_SNAPSHOT_THRESHOLD_MIN,
+	                                        NODE_SNAPSHOT_THRESHOLD));
+	raft_set_snapshot_trailing(&g->raft,
+	                           clamp_count(NODE_TRAILING_BUDGET, avg,
+	                                       NODE_SNAPSHOT_TRAILING_MIN, NODE_SNAPSHOT_TRAILING));
+}
+
 static void log_role(node_group *g, int role, uint64_t term, uint32_t leader, bool prevote)
 {
 	bool changed = role != g->seen_role;
@@ -872,6 +903,9 @@ void node_group_publish(node_group *g)
 	atomic_store_explicit(&g->term, term, memory_order_relaxed);
 	atomic_store_explicit(&g->commit, r->commit_index, memory_order_relaxed);
 	atomic_store_explicit(&g->applied, raft_last_applied(r), memory_order_relaxed);
+	atomic_store_explicit(&g->snapshot_index, r->log.snapshot.last_index, memory_order_relaxed);
+	atomic_store_explicit(&g->snapshot_threshold, r->snapshot.threshold, memory_order_relaxed);
+	atomic_store_explicit(&g->entry_bytes, node_fsm_entry_bytes(g->fsm), memory_order_relaxed);
 	atomic_store_explicit(&g->leader, leader, memory_order_release);
 	bool prevote = role == RAFT_CANDIDATE && r->candidate_state.in_pre_vote;
 	if (role != g->seen_role || term != g->seen_term || leader != g->seen_leader ||
@@ -901,6 +935,7 @@ void node_group_publish(node_group *g)
 		}
 	}
 	rebalance(g, role);
+	tune_snapshots(g);
 }
 
 bool node_group_leading(node_group *g, uint64_t *term)
@@ -925,6 +960,10 @@ void node_group_status_get(node_group *g, node_group_status *out)
 	out->applied = atomic_load_explicit(&g->applied, memory_order_relaxed);
 	out->leader = atomic_load_explicit(&g->leader, memory_order_acquire);
 	out->pending = atomic_load_explicit(&g->pending, memory_order_relaxed);
+	out->snapshot_index = atomic_load_explicit(&g->snapshot_index, memory_order_relaxed);
+	out->snapshot_threshold =
+	    atomic_load_explicit(&g->snapshot_threshold, memory_order_relaxed);
+	out->entry_bytes = atomic_load_explicit(&g->entry_bytes, memory_order_relaxed);
 	out->failed = atomic_load(&g->failed);
 	if (out->failed) {
 		pthread_mutex_lock(&g->err_mu);

@@ -11,6 +11,8 @@
  *   shoal_raft_term{group}, shoal_raft_commit_index{group},
  *   shoal_raft_applied_index{group}, shoal_group_pending_writes{group},
  *   shoal_group_failed{group}       1 once the replica's state machine failed
+ *   shoal_raft_snapshot_index{group}, shoal_raft_snapshot_threshold{group},
+ *   shoal_raft_entry_bytes{group}   snapshots and what sizes their spacing
  * the outbox (change stream) of each hosted replica:
  *   shoal_outbox_depth{group}, shoal_outbox_last_seq{group},
  *   shoal_outbox_shipped_seq{group}, shoal_outbox_oldest_age_seconds{group}
@@ -203,6 +205,10 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	    {"shoal_raft_applied_index", "Highest Raft log index applied to storage."},
 	    {"shoal_group_pending_writes", "Writes queued or in flight through Raft."},
 	    {"shoal_group_failed", "1 when the replica's state machine failed."},
+	    {"shoal_raft_snapshot_index", "Raft log index of the replica's last snapshot."},
+	    {"shoal_raft_snapshot_threshold",
+	     "Entries between snapshots, set from the average entry size."},
+	    {"shoal_raft_entry_bytes", "Moving average of the size of the entries applied."},
 	};
 	for (size_t k = 0; k < sizeof(gauges) / sizeof(gauges[0]); k++) {
 		appendf(&b, "# HELP %s %s\n# TYPE %s gauge\n", gauges[k].name, gauges[k].help,
@@ -230,8 +236,17 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 			case 4:
 				v = st.pending;
 				break;
-			default:
+			case 5:
 				v = st.failed ? 1 : 0;
+				break;
+			case 6:
+				v = st.snapshot_index;
+				break;
+			case 7:
+				v = st.snapshot_threshold;
+				break;
+			default:
+				v = st.entry_bytes;
 				break;
 			}
 			appendf(&b, "%s{group=\"%u\"} %" PRIu64 "\n", gauges[k].name, g, v);

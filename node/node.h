@@ -68,7 +68,17 @@ typedef struct node_ship node_ship;
 #define NODE_HEARTBEAT_TIMEOUT_MS          100
 #define NODE_SNAPSHOT_THRESHOLD            65536
 #define NODE_SNAPSHOT_TRAILING             8192
-#define NODE_CONNECT_RETRY_MS              250
+/* raft 0.15 keeps every entry since the last snapshot, and the trailing ones
+ * after it, in memory, and counts both in entries; a group's entries range
+ * from ~100 bytes (a lone write) to megabytes (a batch).  So the counts
+ * follow the entries' average size to keep each group's in-memory log near
+ * these budgets (group.c, tune_snapshots), between the minimums and the
+ * counts above. */
+#define NODE_LOG_BUDGET             (32u << 20)
+#define NODE_TRAILING_BUDGET        (8u << 20)
+#define NODE_SNAPSHOT_THRESHOLD_MIN 256
+#define NODE_SNAPSHOT_TRAILING_MIN  64
+#define NODE_CONNECT_RETRY_MS       250
 /* A leader that is not its group's preferred replica hands leadership back
  * to it once it has led this long, and waits this long after a try before
  * the next (group.c, "Preferred leaders"). */
@@ -194,10 +204,13 @@ typedef struct node_group_status {
 	uint64_t term;
 	uint64_t commit;
 	uint64_t applied;
-	uint32_t leader;            /* believed leader node id, 0 unknown */
-	uint64_t pending;           /* writes queued or in flight */
-	bool failed;                /* the FSM failed: the replica no longer serves */
-	char error[SH_ERRMSG_SIZE]; /* with failed: why */
+	uint32_t leader;             /* believed leader node id, 0 unknown */
+	uint64_t pending;            /* writes queued or in flight */
+	uint64_t snapshot_index;     /* raft's last snapshot (0: none yet) */
+	uint32_t snapshot_threshold; /* entries between snapshots (tune_snapshots) */
+	uint64_t entry_bytes;        /* moving average of entry sizes */
+	bool failed;                 /* the FSM failed: the replica no longer serves */
+	char error[SH_ERRMSG_SIZE];  /* with failed: why */
 } node_group_status;
 
 /* "leader", "follower", "candidate" or "unavailable". */

@@ -1185,6 +1185,48 @@ START_TEST(test_batch)
 }
 END_TEST
 
+/* raft holds every entry since the last snapshot in memory: a group of
+ * large entries snapshots after its log budget (node.h NODE_LOG_BUDGET),
+ * not after 65536 entries. */
+START_TEST(test_snapshot_budget)
+{
+	sh_arena_init(&A);
+	cluster_start();
+	Shoal__NodeResponse *r;
+	int l0 = wait_leader(0, 0);
+	r = define(l0, 0, "Big", 0);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	FREE(r);
+	int l1 = wait_leader(1, 0);
+	r = define(l1, 1, "Big", 1);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	FREE(r);
+	static char item[120000];
+	char v[100001];
+	memset(v, 'x', sizeof(v) - 1);
+	v[sizeof(v) - 1] = '\0';
+	node_group_status st;
+	uint64_t deadline = node_now_ns() + 60 * SEC;
+	int i = 0;
+	do {
+		snprintf(item, sizeof(item), "{\"pk\":{\"S\":\"k%d\"},\"v\":{\"S\":\"%s\"}}", i++,
+		         v);
+		r = put(l1, 1, "Big", item, (uint64_t)i);
+		ck_assert_int_eq(status_of(r), SHOAL_OK);
+		FREE(r);
+		sh_arena_reset(&A);
+		node_group_status_get(node_group_get(T[l1].n, 1), &st);
+	} while (st.snapshot_index == 0 && i < 1000 && node_now_ns() < deadline);
+	/* ~100 KB entries: a 32 MiB log is a few hundred of them. */
+	ck_assert_uint_ge(st.entry_bytes, 90000);
+	ck_assert_uint_lt(st.snapshot_threshold, 1000);
+	ck_assert_uint_gt(st.snapshot_index, 0);
+	ck_assert_int_lt(i, 1000);
+	cluster_stop();
+	sh_arena_fini(&A);
+}
+END_TEST
+
 static Suite *node_suite(void)
 {
 	Suite *s = suite_create("node");
@@ -1196,6 +1238,7 @@ static Suite *node_suite(void)
 	tcase_add_test(tc, test_stop_under_load);
 	tcase_add_test(tc, test_index_shipping);
 	tcase_add_test(tc, test_batch);
+	tcase_add_test(tc, test_snapshot_budget);
 	suite_add_tcase(s, tc);
 	return s;
 }
