@@ -8,10 +8,21 @@
  *   on_request: method, Content-Length,
  *     limits; start reading the body  -->  (queue)  --> serve: SigV4, target,
  *   on_body: queue the job                             JSON -> Request (wire_api),
- *                                                      rt_handle_request (front.c),
- *                                                      Response -> JSON, headers,
+ *                                                      rt_server_run (server.c)
+ *                                    the router's pipeline, as for a native
+ *                                    request: fast path (node batches) or
+ *                                    one of its workers (front.c)
+ *                                      |  http_done: queue the job again
+ *                                      v
+ *                                                      finish: Response -> JSON,
+ *                                                      headers,
  *   writes the response, reads the next  <-- nng_aio_finish(handler aio)
  *   request on the connection (keep-alive)
+ *
+ * So an HTTP request and a native one share one pipeline (one set of
+ * semantics, metrics, batching) and no endpoint worker waits for a node:
+ * workers only check and convert.  Without a native server (srv NULL) a
+ * worker runs the request itself through rt_handle_request.
  *
  * nng's server hands the handler an aio whose inputs are the request (0),
  * the handler (1) and the connection (2); it does not touch the request or
@@ -93,10 +104,19 @@ typedef struct job {
 	size_t len;
 	bool failed; /* reading the body failed: close the connection */
 	struct job *next;
+	/* The request in the router's pipeline (serve -> http_done -> finish):
+	 * everything decoded lives in arena until the answer is sent. */
+	sh_arena arena;
+	Shoal__Request *in; /* the decoded request (the answer's JSON needs it) */
+	nng_msg *answer;    /* its packed Response (NULL: none could be built) */
+	bool answered;      /* back from the pipeline: convert and send */
+	char rid[53];
+	const char *out_ctype;
 } job;
 
 struct rt_http {
 	rt_router *rt;
+	rt_server *srv; /* runs the requests (NULL: blocking, on the workers) */
 	nng_http_server *server;
 	rt_creds creds;
 	bool verify;
@@ -180,7 +200,7 @@ static nng_http_res *error_res(rt_http *h, uint16_t status, const char *type, co
 	return res;
 }
 
-static void answer(nng_aio *aio, nng_http_res *res)
+static void answer_res(nng_aio *aio, nng_http_res *res)
 {
 	if (res == NULL) {
 		nng_aio_finish(aio, NNG_ENOMEM);
@@ -209,21 +229,48 @@ static nng_http_res *json_res(uint16_t status, const char *ctype, const char *ri
 	return res;
 }
 
-/* The request pipeline for one POST (worker thread). */
-static nng_http_res *serve(rt_http *h, sh_arena *a, job *jb)
+/* A Response to its DynamoDB JSON answer (worker thread). */
+static nng_http_res *respond(job *jb, const Shoal__Response *resp)
 {
 	char m[SH_ERRMSG_SIZE] = "";
-	char rid[53];
-	request_id(h, rid);
+	json_t *out = NULL;
+	int status = wire_code_from_status((int)resp->status);
+	int code = wire_api_response_to_json_for(resp, jb->in, &out, m);
+	if (code != SHOAL_OK) {
+		rt_log("http: %s answer does not convert to JSON: %s",
+		       wire_op_name(jb->in->op_case), m);
+		if (code != SHOAL_E_NOMEM)
+			code = SHOAL_E_INTERNAL;
+		if (wire_api_error_to_json(code, m, &out, NULL) != SHOAL_OK)
+			return NULL;
+		status = code;
+	}
+	nng_http_res *res =
+	    json_res((uint16_t)wire_api_http_status(status), jb->out_ctype, jb->rid, out);
+	json_decref(out);
+	return res;
+}
+
+static void http_done(rt_rctx *x, nng_msg *answer);
+
+/* The request pipeline for one POST (worker thread): checks and decodes
+ * the request, then hands it to the router's pipeline (rt_server_run: the
+ * fast path, or one of its workers), whose answer comes back through
+ * http_done and finish; *pending then, and nothing to send yet.  Without a
+ * server the request runs here, blocking (rt_handle_request). */
+static nng_http_res *serve(rt_http *h, job *jb, bool *pending)
+{
+	char m[SH_ERRMSG_SIZE] = "";
+	sh_arena *a = &jb->arena;
 	nng_http_req *req = jb->req;
-	nng_http_res *res;
 	json_t *body = NULL;
 	Shoal__Request *in = NULL;
-	Shoal__Response *resp;
+	*pending = false;
+	request_id(h, jb->rid);
 	const char *ctype = nng_http_req_get_header(req, "Content-Type");
-	const char *out_ctype = ctype != NULL && strstr(ctype, "x-amz-json-1.1") != NULL
-	                            ? "application/x-amz-json-1.1"
-	                            : "application/x-amz-json-1.0";
+	jb->out_ctype = ctype != NULL && strstr(ctype, "x-amz-json-1.1") != NULL
+	                    ? "application/x-amz-json-1.1"
+	                    : "application/x-amz-json-1.0";
 	if (h->verify) {
 		rt_sigv4_req sr = {
 		    .method = nng_http_req_get_method(req),
@@ -238,7 +285,6 @@ static nng_http_res *serve(rt_http *h, sh_arena *a, job *jb)
 			return error_res(h, 400, rt_auth_error_type(ar), "message", m, false);
 	}
 	int code;
-	json_t *out = NULL;
 	if (!rt_http_content_type_ok(ctype)) {
 		snprintf(m, sizeof(m),
 		         "Unsupported Content-Type %s: use application/x-amz-json-1.0", ctype);
@@ -258,28 +304,93 @@ static nng_http_res *serve(rt_http *h, sh_arena *a, job *jb)
 	json_decref(body);
 	if (code != SHOAL_OK)
 		goto err;
-	resp = rt_handle_request(h->rt, a, in);
-	if (resp == NULL) {
+	jb->in = in;
+	if (h->srv == NULL) {
+		Shoal__Response *resp = rt_handle_request(h->rt, a, in);
+		if (resp == NULL) {
+			snprintf(m, sizeof(m), "out of memory");
+			code = SHOAL_E_NOMEM;
+			goto err;
+		}
+		return respond(jb, resp);
+	}
+	uint8_t *buf;
+	size_t len;
+	rt_rctx *x = NULL;
+	nng_msg *msg = NULL;
+	if ((code = wire_pack(a, &in->base, &buf, &len, m)) != SHOAL_OK)
+		goto err;
+	if ((x = rt_server_record(h->srv)) == NULL || nng_msg_alloc(&msg, len) != 0) {
+		if (x != NULL)
+			rt_server_record_free(h->srv, x);
 		snprintf(m, sizeof(m), "out of memory");
 		code = SHOAL_E_NOMEM;
 		goto err;
 	}
-	int status = wire_code_from_status((int)resp->status);
-	code = wire_api_response_to_json_for(resp, in, &out, m);
-	if (code != SHOAL_OK) {
-		rt_log("http: %s answer does not convert to JSON: %s", op, m);
-		if (code != SHOAL_E_NOMEM)
-			code = SHOAL_E_INTERNAL;
-		goto err;
-	}
-	res = json_res((uint16_t)wire_api_http_status(status), out_ctype, rid, out);
-	json_decref(out);
-	return res;
+	memcpy(nng_msg_body(msg), buf, len);
+	x->msg = msg;
+	x->t0_us = rt_now_us();
+	x->deadline = rt_now_ms() + h->rt->opt.deadline_ms;
+	x->done = http_done;
+	x->done_arg = jb;
+	*pending = true;
+	rt_server_run(x);
+	return NULL;
 
-err:
+err:;
+	json_t *out = NULL;
 	if (wire_api_error_to_json(code, m, &out, NULL) != SHOAL_OK)
 		return NULL;
-	res = json_res((uint16_t)wire_api_http_status(code), out_ctype, rid, out);
+	nng_http_res *res =
+	    json_res((uint16_t)wire_api_http_status(code), jb->out_ctype, jb->rid, out);
+	json_decref(out);
+	return res;
+}
+
+static bool enqueue(rt_http *h, job *jb, bool force);
+
+static nng_http_res *finish(rt_http *h, job *jb);
+static void job_free(job *jb);
+
+/* The router's pipeline answered (an nng callback or one of its workers).
+ * A small answer is converted and sent right here, which saves waking an
+ * endpoint worker; a large one (a Query page, a batch) goes back to a
+ * worker, so that an nng thread is not held converting a megabyte. */
+static void http_done(rt_rctx *x, nng_msg *answer)
+{
+	job *jb = x->done_arg;
+	rt_server_record_free(jb->h->srv, x);
+	jb->answer = answer;
+	jb->answered = true;
+	if (answer != NULL && nng_msg_len(answer) <= RT_HTTP_INLINE_ANSWER) {
+		answer_res(jb->aio, finish(jb->h, jb));
+		job_free(jb);
+		return;
+	}
+	enqueue(jb->h, jb, true);
+}
+
+/* The answer to a request that went through the pipeline (worker thread). */
+static nng_http_res *finish(rt_http *h, job *jb)
+{
+	char m[SH_ERRMSG_SIZE] = "";
+	Shoal__Response *resp = NULL;
+	int code = SHOAL_E_INTERNAL;
+	snprintf(m, sizeof(m), "the router could not build this request's answer");
+	if (jb->answer != NULL) {
+		ProtobufCAllocator alloc;
+		wire_arena_allocator(&alloc, &jb->arena);
+		code = wire_unpack_response(&alloc, nng_msg_body(jb->answer),
+		                            nng_msg_len(jb->answer), &resp, m);
+	}
+	if (code == SHOAL_OK)
+		return respond(jb, resp);
+	(void)h;
+	json_t *out = NULL;
+	if (wire_api_error_to_json(code, m, &out, NULL) != SHOAL_OK)
+		return NULL;
+	nng_http_res *res =
+	    json_res((uint16_t)wire_api_http_status(code), jb->out_ctype, jb->rid, out);
 	json_decref(out);
 	return res;
 }
@@ -288,6 +399,9 @@ static void job_free(job *jb)
 {
 	if (jb->rd != NULL)
 		nng_aio_free(jb->rd);
+	if (jb->answer != NULL)
+		nng_msg_free(jb->answer);
+	sh_arena_fini(&jb->arena);
 	if (jb->body != NULL) {
 		sh_free(jb->body);
 		atomic_fetch_sub(&jb->h->inflight, jb->len);
@@ -298,8 +412,6 @@ static void job_free(job *jb)
 static void *worker(void *arg)
 {
 	rt_http *h = arg;
-	sh_arena a;
-	sh_arena_init(&a);
 	for (;;) {
 		pthread_mutex_lock(&h->mu);
 		while (h->head == NULL && !h->stop)
@@ -315,19 +427,19 @@ static void *worker(void *arg)
 		h->queued--;
 		pthread_mutex_unlock(&h->mu);
 
-		if (jb->failed)
+		if (jb->failed) {
 			nng_aio_finish(jb->aio, NNG_ECLOSED);
-		else
-			answer(jb->aio, serve(h, &a, jb));
-		job_free(jb);
-		if (a.used > 4u * 1024 * 1024) {
-			sh_arena_fini(&a);
-			sh_arena_init(&a);
+		} else if (jb->answered) {
+			answer_res(jb->aio, finish(h, jb));
 		} else {
-			sh_arena_reset(&a);
+			bool pending;
+			nng_http_res *res = serve(h, jb, &pending);
+			if (pending)
+				continue; /* http_done queues it again */
+			answer_res(jb->aio, res);
 		}
+		job_free(jb);
 	}
-	sh_arena_fini(&a);
 	return NULL;
 }
 
@@ -389,18 +501,20 @@ static void on_request(nng_aio *aio)
 		    snprintf(text, sizeof(text), "healthy: %s", host != NULL ? host : "localhost");
 		if (n < 0 || (size_t)n >= sizeof(text))
 			n = (int)sizeof(text) - 1;
-		answer(aio, make_res(200, "text/plain", NULL, text, (size_t)n, unread_body));
+		answer_res(aio, make_res(200, "text/plain", NULL, text, (size_t)n, unread_body));
 		return;
 	}
 	if (strcmp(method, "POST") != 0) {
-		answer(aio, error_res(h, 405, "com.amazon.coral.service#UnknownOperationException",
-		                      "Message", "Only POST / (and GET / for health) are served",
-		                      unread_body));
+		answer_res(aio,
+		           error_res(h, 405, "com.amazon.coral.service#UnknownOperationException",
+		                     "Message", "Only POST / (and GET / for health) are served",
+		                     unread_body));
 		return;
 	}
 	if (nng_http_req_get_header(req, "Transfer-Encoding") != NULL) {
-		answer(aio, error_res(h, 411, "com.amazon.coral.service#SerializationException",
-		                      "Message", "Chunked request bodies are not supported", true));
+		answer_res(aio,
+		           error_res(h, 411, "com.amazon.coral.service#SerializationException",
+		                     "Message", "Chunked request bodies are not supported", true));
 		return;
 	}
 	const char *cl = nng_http_req_get_header(req, "Content-Length");
@@ -409,9 +523,9 @@ static void on_request(nng_aio *aio)
 		char *end;
 		len = strtoull(cl, &end, 10);
 		if (cl[0] < '0' || cl[0] > '9' || *end != '\0') {
-			answer(aio,
-			       error_res(h, 400, "com.amazon.coral.service#SerializationException",
-			                 "Message", "Invalid Content-Length", true));
+			answer_res(aio, error_res(h, 400,
+			                          "com.amazon.coral.service#SerializationException",
+			                          "Message", "Invalid Content-Length", true));
 			return;
 		}
 	}
@@ -419,13 +533,13 @@ static void on_request(nng_aio *aio)
 		char m[128];
 		snprintf(m, sizeof(m), "Request body of %llu bytes exceeds the limit of %u bytes",
 		         (unsigned long long)len, RT_HTTP_MAX_BODY);
-		answer(aio, error_res(h, 413, "com.amazon.coral.validate#ValidationException",
-		                      "message", m, true));
+		answer_res(aio, error_res(h, 413, "com.amazon.coral.validate#ValidationException",
+		                          "message", m, true));
 		return;
 	}
 	if (atomic_fetch_add(&h->inflight, len) + len > RT_HTTP_MAX_INFLIGHT) {
 		atomic_fetch_sub(&h->inflight, len);
-		answer(aio, busy_res(h, true));
+		answer_res(aio, busy_res(h, true));
 		return;
 	}
 	job *jb = sh_calloc(1, sizeof(*jb));
@@ -437,10 +551,11 @@ static void on_request(nng_aio *aio)
 	jb->h = h;
 	jb->aio = aio;
 	jb->req = req;
+	sh_arena_init(&jb->arena);
 	if (len == 0) {
 		if (!enqueue(h, jb, false)) {
 			sh_free(jb);
-			answer(aio, busy_res(h, false));
+			answer_res(aio, busy_res(h, false));
 		}
 		return;
 	}
@@ -458,7 +573,8 @@ static void on_request(nng_aio *aio)
 	nng_http_conn_read_all(conn, jb->rd);
 }
 
-int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *creds, char *errmsg)
+int rt_http_start(rt_http **out, rt_router *rt, rt_server *srv, const char *hostport,
+                  rt_creds *creds, char *errmsg)
 {
 	*out = NULL;
 	rt_http *h = sh_calloc(1, sizeof(*h));
@@ -467,6 +583,7 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 	}
 	h->rt = rt;
+	h->srv = srv;
 	if (creds != NULL) {
 		h->creds = *creds;
 		memset(creds, 0, sizeof(*creds));

@@ -42,9 +42,12 @@
 
 #include "router/router.h"
 
-#define RT_HTTP_MAX_BODY      (16u * 1024 * 1024)
-#define RT_HTTP_MAX_QUEUED    4096u
-#define RT_HTTP_MAX_INFLIGHT  (256u * 1024 * 1024)
+#define RT_HTTP_MAX_BODY     (16u * 1024 * 1024)
+#define RT_HTTP_MAX_QUEUED   4096u
+#define RT_HTTP_MAX_INFLIGHT (256u * 1024 * 1024)
+/* Answers up to this size are converted to JSON on the thread that got them
+ * from the pipeline (http.c, http_done); larger ones on an endpoint worker. */
+#define RT_HTTP_INLINE_ANSWER (16u * 1024)
 #define RT_HTTP_TARGET_PREFIX "DynamoDB_20120810."
 
 /* ------------------------------------------------------------------------ */
@@ -157,14 +160,16 @@ rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t
 
 typedef struct rt_http rt_http;
 
-/* Listens on "host:port" and starts rt->opt.workers worker threads.  With
- * creds (taken over, may be NULL) requests must carry a valid SigV4
- * signature by one of them; without, any request is accepted (signed with
- * any key, or not at all), as DynamoDB Local does.  Main thread. */
-int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *creds,
-                  char *errmsg);
+/* Listens on "host:port" and starts rt->opt.workers worker threads, which
+ * hand requests to srv's pipeline (srv must outlive rt_http_stop; NULL:
+ * the workers run them, blocking).  With creds (taken over, may be NULL)
+ * requests must carry a valid SigV4 signature by one of them; without, any
+ * request is accepted (signed with any key, or not at all), as DynamoDB
+ * Local does.  Main thread. */
+int rt_http_start(rt_http **out, rt_router *rt, rt_server *srv, const char *hostport,
+                  rt_creds *creds, char *errmsg);
 /* Stops listening, lets requests in progress finish, joins the workers and
- * frees everything (NULL is fine).  Main thread. */
+ * frees everything (NULL is fine); before srv stops.  Main thread. */
 void rt_http_stop(rt_http *h);
 
 #endif

@@ -172,14 +172,16 @@ int main(int argc, char **argv)
 		rt_log("%s", errmsg);
 		goto err_after_metrics;
 	}
-	if (http != NULL && rt_http_start(&web, &rt, http, http_creds != NULL ? &creds : NULL,
-	                                  errmsg) != SHOAL_OK) {
+	if (rt_server_start(&srv, &rt, listen_copy, errmsg) != SHOAL_OK) {
 		rt_log("%s", errmsg);
 		goto err_after_metrics;
 	}
-	if (rt_server_start(&srv, &rt, listen_copy, errmsg) != SHOAL_OK) {
+	/* HTTP requests run in the native server's pipeline: it starts first
+	 * and stops last. */
+	if (http != NULL && rt_http_start(&web, &rt, &srv, http, http_creds != NULL ? &creds : NULL,
+	                                  errmsg) != SHOAL_OK) {
 		rt_log("%s", errmsg);
-		goto err_after_http;
+		goto err_after_server;
 	}
 	if (http != NULL)
 		rt_log("DynamoDB HTTP API on http://%s (%s)", http,
@@ -195,10 +197,10 @@ int main(int argc, char **argv)
 	sigwait(&sigs, &sig);
 	rt_log("signal %d: stopping", sig);
 	atomic_store(&rt.stopping, true);
-	rt_server_stop(&srv, 5000);
-	status = 0;
-err_after_http:
 	rt_http_stop(web);
+	status = 0;
+err_after_server:
+	rt_server_stop(&srv, 5000);
 err_after_metrics:
 	rt_metrics_stop(&rt);
 err_after_router:

@@ -371,11 +371,14 @@ typedef struct rt_rctx {
 	int64_t deadline;     /* monotonic ms: the request's deadline on both paths */
 	struct rt_rctx *next; /* worker queue */
 	rt_fast fast;
-	/* A member of a client's Request batch (no REP context of its own):
-	 * the context whose batch it belongs to, and its answer. */
-	struct rt_rctx *parent;
+	/* A record without a REP context of its own (rt_server_record: a member
+	 * of a client's Request batch, an HTTP request): where its answer goes
+	 * instead (done(x, answer), answer NULL when none could be built), and
+	 * a member's answer until the batch's is sent. */
+	void (*done)(struct rt_rctx *x, nng_msg *answer);
+	void *done_arg;
 	nng_msg *answer;
-	struct rt_rctx *pool_next, *all_next; /* the server's member pool */
+	struct rt_rctx *pool_next, *all_next; /* the server's record pool */
 	/* A REP context answering a batch: its members, and how many have
 	 * not answered yet. */
 	struct rt_rctx **members;
@@ -399,7 +402,7 @@ struct rt_server {
 	bool quit;
 	atomic_uint busy; /* requests received and not yet answered */
 	rt_lanes *lanes;  /* the fast path's node queues and lanes (fast.c) */
-	/* Members of client batches: idle ones, and every one allocated. */
+	/* Records (rt_server_record): idle ones, and every one allocated. */
 	pthread_mutex_t pool_mu;
 	rt_rctx *pool, *all;
 };
@@ -421,6 +424,21 @@ void rt_server_reply(rt_rctx *x, nng_msg *reply);
 /* ... or hand it to a worker thread, which runs it through rt_handle_at from
  * the start, with the request's own start time and deadline. */
 void rt_server_defer(rt_rctx *x);
+
+/*
+ * Requests that did not arrive on one of s's REP contexts -- the members of
+ * a client's Request batch, and requests of the HTTP endpoint -- run in
+ * records from s's pool, exactly as a REP context's request runs (fast
+ * path, or a worker), with their answer handed to x->done instead of sent.
+ * rt_server_record: a record with x->s set (NULL: out of memory); the
+ * caller sets msg (a packed Request, taken over), t0_us, deadline, done and
+ * done_arg, then rt_server_run(x).  done runs once, on whichever thread
+ * answered (an nng callback or a worker), and may give x back with
+ * rt_server_record_free (x is not touched after done returns).  Any thread.
+ */
+rt_rctx *rt_server_record(rt_server *s);
+void rt_server_run(rt_rctx *x);
+void rt_server_record_free(rt_server *s, rt_rctx *x);
 
 /* ------------------------------------------------------------------------ */
 /* The fast path (fast.c)                                                    */

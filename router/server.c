@@ -25,15 +25,17 @@
  * whose request waits in the queue or on a worker stays busy; C contexts
  * bound the requests in progress, W workers the blocking ones among them.
  *
- * Client batches.  A Request whose only field is `batch` carries many
- * packed Requests (libshoal sends them when it has many asynchronous
- * requests in flight).  Each member gets a record of its own from a pool --
- * an rt_rctx without a REP context, whose `parent` is the context that
- * received the batch -- and runs exactly as a lone request would: the fast
- * path, or a worker.  Where a lone request would send its answer, a member
- * keeps it (send_reply); the last member to answer (an atomic count, +1
- * while they are started) sends one Response holding every answer in
- * order on the parent's context.
+ * Records and client batches.  A request that did not arrive on a REP
+ * context runs in a record from a pool (rt_server_record): an rt_rctx
+ * without a REP context whose answer goes to its `done` callback where a
+ * REP context's would be sent (send_reply).  The HTTP endpoint runs its
+ * requests so (http.c), and so do the members of a client's batch: a
+ * Request whose only field is `batch` carries many packed Requests
+ * (libshoal sends them when it has many asynchronous requests in flight);
+ * each member runs exactly as a lone request would -- the fast path, or a
+ * worker -- and keeps its answer, and the last member to answer (an atomic
+ * count, +1 while they are started) sends one Response holding every answer
+ * in order on the context that received the batch.
  *
  * The arena of a context holds the decoded request (fast path) or
  * everything rt_handle_at allocates (worker); it is reset when the context
@@ -83,8 +85,8 @@ static void member_answer(rt_rctx *x, nng_msg *answer);
  * this: its callback may already run. */
 static void send_reply(rt_rctx *x, nng_msg *reply)
 {
-	if (x->parent != NULL) {
-		member_answer(x, reply);
+	if (x->done != NULL) {
+		x->done(x, reply);
 		return;
 	}
 	x->state = RC_SEND;
@@ -114,8 +116,7 @@ static void reply_error(rt_rctx *x, int code, const char *text)
 /* Client batches                                                            */
 /* ------------------------------------------------------------------------ */
 
-/* A member record from the pool (or a new one); NULL when out of memory. */
-static rt_rctx *member_get(rt_server *s)
+rt_rctx *rt_server_record(rt_server *s)
 {
 	pthread_mutex_lock(&s->pool_mu);
 	rt_rctx *m = s->pool;
@@ -136,14 +137,15 @@ static rt_rctx *member_get(rt_server *s)
 	return m;
 }
 
-static void member_put(rt_server *s, rt_rctx *m)
+void rt_server_record_free(rt_server *s, rt_rctx *m)
 {
 	if (m->answer != NULL)
 		nng_msg_free(m->answer);
 	if (m->msg != NULL)
 		nng_msg_free(m->msg);
 	m->answer = m->msg = NULL;
-	m->parent = NULL;
+	m->done = NULL;
+	m->done_arg = NULL;
 	if (m->arena.used > RT_MEMBER_ARENA_KEEP) {
 		sh_arena_fini(&m->arena);
 		sh_arena_init(&m->arena);
@@ -190,7 +192,7 @@ static void send_batch(rt_rctx *x)
 		out = NULL;
 	}
 	for (uint32_t i = 0; i < x->n_members; i++)
-		member_put(x->s, x->members[i]);
+		rt_server_record_free(x->s, x->members[i]);
 	sh_free(x->members);
 	x->members = NULL;
 	x->n_members = 0;
@@ -213,7 +215,15 @@ static void member_answer_done(rt_rctx *x)
 static void member_answer(rt_rctx *x, nng_msg *answer)
 {
 	x->answer = answer;
-	member_answer_done(x->parent);
+	member_answer_done(x->done_arg);
+}
+
+void rt_server_run(rt_rctx *x)
+{
+	x->state = RC_NODE;
+	if (x->s->rt->opt.fast_path && rt_fast_start(x))
+		return;
+	rt_server_defer(x);
 }
 
 /* Whether x's message is a Request batch (field 50 only), with the number
@@ -259,11 +269,11 @@ static void start_batch(rt_rctx *x, uint32_t n)
 	uint32_t got = 0;
 	if (x->members != NULL)
 		for (; got < n; got++)
-			if ((x->members[got] = member_get(s)) == NULL)
+			if ((x->members[got] = rt_server_record(s)) == NULL)
 				break;
 	if (got < n) {
 		for (uint32_t i = 0; i < got; i++)
-			member_put(s, x->members[i]);
+			rt_server_record_free(s, x->members[i]);
 		sh_free(x->members);
 		x->members = NULL;
 		nng_msg_free(x->msg);
@@ -279,20 +289,18 @@ static void start_batch(rt_rctx *x, uint32_t n)
 	wire_field f;
 	for (uint32_t i = 0; i < n && wire_next_field(&p, end, &f); i++) {
 		rt_rctx *m = x->members[i];
-		m->parent = x;
+		m->done = member_answer;
+		m->done_arg = x;
 		m->t0_us = x->t0_us;
 		m->deadline = x->deadline;
 		m->answer = NULL;
-		m->state = RC_NODE;
 		if (nng_msg_alloc(&m->msg, f.len) != 0) {
 			m->msg = NULL;
 			member_answer(m, NULL);
 			continue;
 		}
 		memcpy(nng_msg_body(m->msg), f.data, f.len);
-		if (rt->opt.fast_path && rt_fast_start(m))
-			continue;
-		rt_server_defer(m);
+		rt_server_run(m);
 	}
 	nng_msg_free(x->msg);
 	x->msg = NULL;
@@ -342,8 +350,8 @@ static void handle_blocking(rt_rctx *x)
 	if (rc != SHOAL_OK) {
 		rt_log("worker: no memory to answer a request; dropped");
 		nng_msg_free(m);
-		if (x->parent != NULL)
-			member_answer(x, NULL);
+		if (x->done != NULL)
+			x->done(x, NULL);
 		else
 			rearm(x);
 		return;
