@@ -12,7 +12,10 @@
 #       ("ACCESS_KEY_ID SECRET" lines).
 #   cluster.sh status [--dir D]           processes, then `shoal status`
 #   cluster.sh stop-node ID [--hard] [--dir D]   SIGTERM (or SIGKILL) one node
-#   cluster.sh start-node ID [--dir D]    start one node again
+#   cluster.sh start-node ID [--dir D]    start one node again; returns once it
+#                                         listens (its groups may still be electing)
+#   cluster.sh wait [--dir D]             until every group has a leader and every
+#                                         replica answers
 #   cluster.sh stop-router ID [--hard] [--dir D] / start-router ID [--dir D]
 #   cluster.sh down [--dir D]             stop exactly the processes started here
 #
@@ -34,7 +37,7 @@ nodes=3 routers=1 groups=4 replication=3 base=8100 hard=0 http_port=0 http_creds
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
-cmd=${1:-}; [[ -n $cmd ]] || die "usage: cluster.sh up|status|stop-node|start-node|stop-router|start-router|down [options]"
+cmd=${1:-}; [[ -n $cmd ]] || die "usage: cluster.sh up|status|wait|stop-node|start-node|stop-router|start-router|down [options]"
 shift
 target=
 args=()
@@ -95,6 +98,18 @@ start_node() { # id
 	"$bin/shoal-node" --config "$conf" --id "$id" --dir "$dir/node-$id" \
 		>>"$dir/node-$id.log" 2>&1 </dev/null &
 	echo $! >"$pidfile"
+}
+
+# Waits until node `id` (just started, its log `from` bytes long before)
+# has opened its groups and listens: it prints "ready".
+wait_node_ready() { # id from
+	local id=$1 from=$2 log=$dir/node-$1.log deadline=$((SECONDS + wait_secs))
+	while ((SECONDS < deadline)); do
+		tail -c +$((from + 1)) "$log" 2>/dev/null | grep -q '^ready$' && return 0
+		alive "$dir/node-$id.pid" || die "node $id exited while starting; see $log"
+		sleep 0.05
+	done
+	die "node $id did not start within ${wait_secs}s; see $log"
 }
 
 start_router() { # id
@@ -190,7 +205,12 @@ stop-node)
 	;;
 start-node)
 	[[ -n $target ]] || die "start-node needs a node id"
+	from=$(stat -c %s "$dir/node-$target.log" 2>/dev/null || echo 0)
 	start_node "$target"
+	wait_node_ready "$target" "$from"
+	;;
+wait)
+	wait_serving || die "the cluster did not serve within ${wait_secs}s; logs in $dir"
 	;;
 stop-router)
 	[[ -n $target ]] || die "stop-router needs a router id"

@@ -93,6 +93,7 @@ show update-item --table-name edtech-platform --key '{"PK":{"S":"STUDENT#s2"},"S
 	--update-expression 'ADD progress :d' --expression-attribute-values '{":d":{"N":"15"}}' --return-values UPDATED_NEW
 show get-item --consistent-read --table-name edtech-platform --key '{"PK":{"S":"STUDENT#s2"},"SK":{"S":"ENROLLMENT#c20"}}'
 deploy/cluster.sh start-node 1 --dir "$dir"
+deploy/cluster.sh wait --dir "$dir" # every group led, every replica answering
 say "Cluster status after node 1 restarted"
 shoal status
 
