@@ -614,8 +614,6 @@ static void complete(nreq *q, int rc, uint32_t leader, uint8_t *raw, size_t raw_
 		member_done(x);
 }
 
-/* Decodes and dispatches one request (body, len): answers it at once or
- * leaves it waiting for the loop.  nng callback thread. */
 /* Readies q for a new request. */
 static void nreq_reset(nreq *q)
 {
@@ -632,6 +630,8 @@ static void nreq_reset(nreq *q)
 	wire_arena_allocator(&q->alloc, a);
 }
 
+/* Decodes and dispatches one request (body, len): answers it at once or
+ * leaves it waiting for the loop.  nng callback thread. */
 static void start_request(nreq *q, const uint8_t *body, size_t len)
 {
 	uint32_t leader = 0;
