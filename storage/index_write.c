@@ -115,9 +115,15 @@ int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_it
 		if (put)
 			p->ops[p->n_ops++] =
 			    (ix_op){x->local ? OP_LSI_PUT : OP_DELTA_PUT, x->id, en};
-		if (del || put)
+		if (del || put) {
+			/* The caller's arena: the definition may live in the
+			 * transaction's (st_txn_table), which ends first. */
+			const char *name = sh_arena_strndup(a, x->name, strlen(x->name));
+			if (name == NULL)
+				return sh_errf(errmsg, SHOAL_E_NOMEM, "index plan: out of memory");
 			p->writes[p->n_writes++] = (st_index_write){
-			    x->name, x->local, del, put, del ? eo->size : 0, put ? en->size : 0};
+			    name, x->local, del, put, del ? eo->size : 0, put ? en->size : 0};
+		}
 		if (x->local && (del || put)) {
 			lsi_count *c = &p->counts[p->n_counts++];
 			c->index = x->id;
