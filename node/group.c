@@ -102,6 +102,7 @@ struct node_group {
 	uint32_t preferred;         /* the replica that should lead (sh_cluster_replicas[0]) */
 	uint64_t leading_since_ns;  /* when this replica became leader (0: it is not) */
 	uint64_t next_rebalance_ns; /* no handing back to the preferred replica before */
+	uint32_t rebalance_wait_ms; /* wait after the next try (doubles) */
 	size_t tuned_for;           /* entry size the snapshot counts were set for */
 	int seen_role;
 	uint64_t seen_term;
@@ -794,9 +795,9 @@ static bool caught_up(node_group *g, uint32_t id)
  * (raft_transfer, which raft 0.15 does by sending TimeoutNow once the target
  * has the whole log) after it has led for NODE_REBALANCE_AFTER_MS and only
  * while the preferred replica is caught up and heard from; a transfer that
- * did not make it leader waits NODE_REBALANCE_BACKOFF_MS before the next
- * try.  Writes proposed during the transfer are refused with NOT_LEADER and
- * the router retries them at the new leader.  Loop thread.
+ * did not make it leader waits 5 s before the next try, doubling up to a
+ * minute while it keeps failing.  Writes proposed during the transfer are refused with NOT_LEADER
+ * and the router retries them at the new leader.  Loop thread.
  */
 static void rebalance(node_group *g, int role)
 {
@@ -805,8 +806,10 @@ static void rebalance(node_group *g, int role)
 		g->leading_since_ns = 0;
 		return;
 	}
-	if (g->leading_since_ns == 0)
+	if (g->leading_since_ns == 0) {
 		g->leading_since_ns = now;
+		g->rebalance_wait_ms = NODE_REBALANCE_BACKOFF_MIN_MS;
+	}
 	if (g->transferring || g->seen_failed || g->preferred == g->node->id ||
 	    now - g->leading_since_ns < (uint64_t)NODE_REBALANCE_AFTER_MS * 1000000 ||
 	    now < g->next_rebalance_ns || !caught_up(g, g->preferred))
@@ -814,7 +817,10 @@ static void rebalance(node_group *g, int role)
 	g->transfer.data = g;
 	if (raft_transfer(&g->raft, &g->transfer, g->preferred, transfer_cb) == 0) {
 		g->transferring = true;
-		g->next_rebalance_ns = now + (uint64_t)NODE_REBALANCE_BACKOFF_MS * 1000000;
+		g->next_rebalance_ns = now + (uint64_t)g->rebalance_wait_ms * 1000000;
+		g->rebalance_wait_ms = g->rebalance_wait_ms * 2 > NODE_REBALANCE_BACKOFF_MAX_MS
+		                           ? NODE_REBALANCE_BACKOFF_MAX_MS
+		                           : g->rebalance_wait_ms * 2;
 		node_logf(NODE_LOG_INFO, "group %u: handing leadership back to node %u", g->id,
 		          g->preferred);
 	}

@@ -80,10 +80,12 @@ typedef struct node_ship node_ship;
 #define NODE_SNAPSHOT_TRAILING_MIN  64
 #define NODE_CONNECT_RETRY_MS       250
 /* A leader that is not its group's preferred replica hands leadership back
- * to it once it has led this long, and waits this long after a try before
- * the next (group.c, "Preferred leaders"). */
-#define NODE_REBALANCE_AFTER_MS   3000
-#define NODE_REBALANCE_BACKOFF_MS 30000
+ * to it once it has led this long; after a try that left it leader it waits
+ * before the next, from the first wait doubling up to the last (group.c,
+ * "Preferred leaders"). */
+#define NODE_REBALANCE_AFTER_MS       3000
+#define NODE_REBALANCE_BACKOFF_MIN_MS 5000
+#define NODE_REBALANCE_BACKOFF_MAX_MS 60000
 
 /* Group commit: at most this many operations, and about this many bytes of
  * request, in one Raft entry (a single larger operation goes alone). */
