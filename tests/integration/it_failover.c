@@ -4,6 +4,9 @@
  *    writes: a new leader takes over, writes continue, every acknowledged
  *    write is readable afterwards with ConsistentRead, and the killed node,
  *    restarted after missing those writes, catches up;
+ *  - the same with 64 asynchronous writes in flight, which travel in batches
+ *    (libshoal's pipelining, the router's node batches): only writes in
+ *    flight at the kill may fail, with an unknown outcome;
  *  - every node is killed with SIGKILL and restarted: every acknowledged
  *    write survives;
  *  - a client that lists two routers does not notice one of them dying.
@@ -240,6 +243,87 @@ START_TEST(test_leader_killed_during_writes)
 }
 END_TEST
 
+/* Pipelined writers: many asynchronous PutItems in flight, so that libshoal
+ * sends Request batches and the router NodeRequest batches, while the leader
+ * of a group is killed. */
+#define PIPE_WRITES   6000
+#define PIPE_INFLIGHT 64
+
+typedef struct pipe_state {
+	int done, failed, unknown;
+	bool acked[PIPE_WRITES];
+	int idx[PIPE_WRITES];
+} pipe_state;
+
+static pipe_state *pipe_st;
+
+static void pipe_done(void *arg, int code, const void *body, size_t len, const shoal_error *err)
+{
+	int i = *(int *)arg;
+	(void)body;
+	(void)len;
+	pipe_st->done++;
+	pipe_st->acked[i] = code == SHOAL_OK;
+	if (code != SHOAL_OK) {
+		pipe_st->failed++;
+		/* A write whose leader died after proposing it: its outcome is
+		 * unknown (InternalServerError), as DynamoDB's can be. */
+		if (code == SHOAL_E_OUTCOME_UNKNOWN)
+			pipe_st->unknown++;
+		else
+			fprintf(stderr, "PutItem k%d: %s: %s\n", i, err->exception, err->message);
+	}
+}
+
+START_TEST(test_pipelined_writes_leader_killed)
+{
+	start(1);
+	static pipe_state st;
+	memset(&st, 0, sizeof(st));
+	pipe_st = &st;
+	int submitted = 0;
+	uint32_t victim = 0;
+	int64_t killed_at = 0, deadline = now_ms() + 180000;
+	while (st.done < PIPE_WRITES) {
+		ck_assert_msg(now_ms() < deadline, "writes stalled at %d", st.done);
+		while (submitted < PIPE_WRITES && submitted - st.done < PIPE_INFLIGHT) {
+			char body[256];
+			snprintf(body, sizeof(body),
+			         "{\"TableName\":\"failover\",\"Item\":{\"id\":{\"S\":\"k%d\"},"
+			         "\"v\":{\"N\":\"%d\"}}}",
+			         submitted, submitted);
+			st.idx[submitted] = submitted;
+			shoal_error err;
+			ck_assert_int_eq(shoal_submit_json(client, "PutItem", body, pipe_done,
+			                                   &st.idx[submitted], &err),
+			                 SHOAL_OK);
+			submitted++;
+		}
+		shoal_poll(client, 1000);
+		if (victim == 0 && st.done >= 1000) {
+			json_t *js = status();
+			victim = group_info(js, 1, 0, NULL);
+			json_decref(js);
+			ck_assert_uint_ne(victim, 0);
+			killed_at = now_ms();
+			ck_assert(tl_cluster_stop_node(&C, (int)victim, true));
+		}
+	}
+	printf("pipelined: killed node %u (leader of group 1) after 1000 of %d writes, %d in "
+	       "flight; the rest took %lld ms; %d failed (%d outcome unknown)\n",
+	       victim, PIPE_WRITES, PIPE_INFLIGHT, (long long)(now_ms() - killed_at), st.failed,
+	       st.unknown);
+	/* Only writes in flight when the leader died may fail, and only with
+	 * an unknown outcome; every acknowledged one is there. */
+	ck_assert_int_le(st.failed, PIPE_INFLIGHT);
+	ck_assert_int_eq(st.failed, st.unknown);
+	for (int i = 0; i < PIPE_WRITES; i++)
+		if (st.acked[i])
+			ck_assert_msg(readable(i), "acknowledged write k%d is lost", i);
+	stop();
+}
+END_TEST
+
 START_TEST(test_whole_cluster_restart)
 {
 	start(1);
@@ -287,6 +371,7 @@ static Suite *failover_suite(void)
 	TCase *tc = tcase_create("processes");
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_leader_killed_during_writes);
+	tcase_add_test(tc, test_pipelined_writes_leader_killed);
 	tcase_add_test(tc, test_whole_cluster_restart);
 	tcase_add_test(tc, test_router_restart_is_invisible);
 	suite_add_tcase(s, tc);
