@@ -574,19 +574,11 @@ static void batch_clear(node_batch *b)
 	b->applied = false;
 }
 
-/* What one entry of len bytes may add to LMDB, at most: every byte of an
- * item can be written again in up to 20 GSI deltas and 5 LSI entries, and
- * B-tree pages may be half empty.  st_env_reserve makes the disk space
- * certain before anything is written (storage/env.c, "Writable map"). */
-#define ENTRY_GROWTH_FACTOR 64u
-
-static int apply_command(node_fsm *f, const Shoal__Command *cmd, size_t len, uint64_t index,
-                         node_batch *b, char *errmsg)
+static int apply_command(node_fsm *f, const Shoal__Command *cmd, uint64_t index, node_batch *b,
+                         char *errmsg)
 {
 	st_txn *txn;
-	int rc = st_env_reserve(f->env, (uint64_t)len * ENTRY_GROWTH_FACTOR, errmsg);
-	if (rc == SHOAL_OK)
-		rc = st_txn_begin(f->env, &txn, errmsg);
+	int rc = st_txn_begin(f->env, &txn, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	st_txn_set_time(txn, cmd->ts_ms);
@@ -652,7 +644,7 @@ int node_fsm_apply_cb(struct raft_fsm *rf, const struct raft_buffer *buf, void *
 		return node_fsm_fail(f, rc, "group %u: entry %llu: %s", f->group,
 		                     (unsigned long long)index, msg);
 	node_batch *b = cmd->proposer == f->node_id ? find_batch(f, cmd->batch_id) : NULL;
-	rc = apply_command(f, cmd, buf->len, index, b, msg);
+	rc = apply_command(f, cmd, index, b, msg);
 	sh_arena_reset(&f->entry);
 	if (rc != SHOAL_OK)
 		return node_fsm_fail(f, rc, "group %u: applying entry %llu: %s", f->group,

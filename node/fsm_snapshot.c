@@ -379,8 +379,8 @@ int node_fsm_restore_cb(struct raft_fsm *rf, struct raft_buffer *buf)
 	}
 	st_load *l;
 	/* The pairs fill B-tree pages at least half full: twice the
-	 * snapshot's bytes, on top of st_env_reserve's fixed headroom. */
-	rc = st_env_reserve(f->env, 2 * (uint64_t)buf->len + (16u << 20), msg);
+	 * snapshot's bytes, and a little for the branch pages. */
+	rc = st_env_reserve(f->env, 2 * (uint64_t)buf->len + (4u << 20), msg);
 	if (rc == SHOAL_OK)
 		rc = st_load_begin(f->env, &l, msg);
 	if (rc == SHOAL_OK) {

@@ -58,7 +58,19 @@ struct st_txn {
 	 * the counter changes not yet written to their records (both in arena;
 	 * see st_txn_table and st_txn_catalog_flush). */
 	struct st_txn_table *tables;
+	uint64_t growth; /* bytes its writes reserved (st_txn_reserve) */
 };
+
+/* What writing one key may add besides its bytes (the pages it touches and
+ * splits), for st_txn_reserve estimates. */
+#define ST_RESERVE_PER_KEY (16u << 10)
+
+/* Writable map (env.c): makes sure `bytes` more, on top of what this
+ * transaction reserved already, can be written without touching
+ * unallocated disk.  Call before writing.  SHOAL_E_FULL when the disk
+ * cannot hold it (the caller has written nothing of its operation yet); a
+ * no-op without the writable map. */
+int st_txn_reserve(st_txn *txn, uint64_t bytes, char *errmsg);
 
 /* Converts an LMDB return code into a Shoal code (MDB_MAP_FULL -> SHOAL_E_FULL,
  * ENOMEM -> SHOAL_E_NOMEM, anything else -> SHOAL_E_IO) with a message naming

@@ -29,11 +29,14 @@
  * a hole of a full disk raises SIGBUS instead of failing the write.  So the
  * blocks are preallocated (fallocate) ahead of LMDB's last used page: every
  * write transaction begins with at least ENV_HEADROOM (plus 1/64 of the data
- * for the free-page lists of large deletes) allocated past it, and callers
- * that know a transaction will grow more (a big Raft entry, a snapshot load)
- * ask for that first with st_env_reserve.  A disk that cannot give the
- * headroom makes the transaction fail with SHOAL_E_FULL before anything is
- * written.  Where fallocate is not supported (probed when opening) the
+ * for the free-page lists of large deletes) allocated past it, and each write
+ * reserves, before it writes, what it may add (st_txn_reserve: an item and a
+ * copy per index on half-full pages, a batch of deltas, a backfill step),
+ * counted from the start of its transaction; a snapshot load reserves twice
+ * the snapshot (st_env_reserve).  So the file holds at most the data, the
+ * largest single transaction's estimate and a few MiB.  A disk that cannot
+ * give the room makes the write fail with SHOAL_E_FULL before anything of it
+ * is written.  Where fallocate is not supported (probed when opening) the
  * environment runs without MDB_WRITEMAP.
  *
  * Applied index: st_txn_commit writes the index given to st_txn_set_applied
@@ -63,9 +66,10 @@
 #define ENV_MAXDBS           8 /* meta, catalog, data, and room for the outbox and later DBIs */
 #define ENV_DEFAULT_MAP_SIZE (64ull << 30)
 /* Writable map: allocated space kept past LMDB's last page before every
- * write transaction, and the step in which the allocation grows. */
-#define ENV_HEADROOM     (16ull << 20)
-#define ENV_RESERVE_STEP (16ull << 20)
+ * write transaction (on top of what its writes reserve), and the step in
+ * which the allocation grows. */
+#define ENV_HEADROOM     (4ull << 20)
+#define ENV_RESERVE_STEP (4ull << 20)
 
 static const char KEY_FORMAT[] = "format";
 static const char KEY_APPLIED[] = "applied";
@@ -219,6 +223,14 @@ static int txn_reserve(st_env *env, char *errmsg)
 	return env_reserve(env, ENV_HEADROOM, errmsg);
 }
 
+int st_txn_reserve(st_txn *txn, uint64_t bytes, char *errmsg)
+{
+	if (!txn->env->writemap)
+		return SHOAL_OK;
+	txn->growth += bytes;
+	return env_reserve(txn->env, ENV_HEADROOM + txn->growth, errmsg);
+}
+
 int st_env_open(const char *path, const st_env_options *opts, st_env **out, char *errmsg)
 {
 	st_env_options defaults = {0};
@@ -334,6 +346,7 @@ int st_txn_begin(st_env *env, st_txn **out, char *errmsg)
 	txn->env = env;
 	txn->sticky = SHOAL_OK;
 	txn->applied = 0;
+	txn->growth = 0;
 	txn->tables = NULL;
 	sh_arena_init(&txn->arena);
 	*out = txn;

@@ -294,6 +294,10 @@ static int backfill(st_txn *txn, const st_table_info *t, const st_index_def *x, 
 			s->cursor_len = (uint16_t)k.mv_size;
 		}
 		if (rc == SHOAL_OK && e.present)
+			rc = st_txn_reserve(
+			    txn, 2 * ((uint64_t)e.key.len + e.val_len) + ST_RESERVE_PER_KEY,
+			    errmsg);
+		if (rc == SHOAL_OK && e.present)
 			rc = st_outbox_append(txn, e.hash, t->def.id, x->id, false, &e.key, e.val,
 			                      e.val_len, errmsg);
 		if (rc != SHOAL_OK)

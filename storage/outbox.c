@@ -415,6 +415,16 @@ int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32
 		return rc; /* nothing written: the transaction stays usable */
 	}
 
+	/* Every delta may land as an entry on a half-full page. */
+	uint64_t bytes = 0;
+	for (uint32_t i = 0; i < n; i++)
+		bytes += 2 * ((uint64_t)d[i].key_len + d[i].val_len) + ST_RESERVE_PER_KEY;
+	if ((rc = st_txn_reserve(txn, bytes, errmsg)) != SHOAL_OK) {
+		sh_arena_fini(&tmp);
+		sh_arena_fini(&a);
+		return rc; /* nothing written */
+	}
+
 	uint8_t ak[6];
 	applied_key(ak, source_group);
 	uint64_t last, first_last;

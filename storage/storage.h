@@ -266,11 +266,11 @@ void st_env_close(st_env *env);
 int st_env_sync(st_env *env, char *errmsg);
 /* With nosync the environment writes through a writable map whose file
  * blocks are preallocated ahead of use (env.c): every write transaction
- * begins with 16 MiB (and 1/64 of the data) allocated past the last used
- * page.  Before a transaction that may grow the data by more (a large Raft
- * entry, a snapshot load), reserve `bytes` past the last used page.
- * SHOAL_E_FULL when the disk cannot hold them (nothing written); a no-op
- * without nosync. */
+ * begins with 4 MiB (and 1/64 of the data) allocated past the last used
+ * page, and each write of the engine reserves what it may add before it
+ * writes.  Before loading a snapshot (st_load_*, which reserves nothing),
+ * reserve `bytes` past the last used page.  SHOAL_E_FULL when the disk
+ * cannot hold them (nothing written); a no-op without nosync. */
 int st_env_reserve(st_env *env, uint64_t bytes, char *errmsg);
 /* The Raft index recorded by the last committed st_txn_set_applied (0 if none). */
 uint64_t st_env_applied(st_env *env);

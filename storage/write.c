@@ -219,6 +219,16 @@ static int check_index_keys(const st_table_def *t, const st_value *item, char *e
 	return SHOAL_OK;
 }
 
+/* Reserves disk for writing (or deleting) an item of item_bytes in table t:
+ * the item and, per index, an LSI entry or up to two GSI deltas (an entry
+ * that moves), each on pages that may be half empty. */
+static int reserve_item(st_txn *txn, const st_table_info *t, size_t item_bytes, char *errmsg)
+{
+	uint64_t copies = 1 + 2 * (uint64_t)t->def.n_indexes;
+	return st_txn_reserve(txn, copies * (2 * (uint64_t)item_bytes + ST_RESERVE_PER_KEY),
+	                      errmsg);
+}
+
 /*
  * Encodes and stores item under k with its index changes and counters.  The
  * index plan (index_write.c) is computed before anything is written: its
@@ -229,7 +239,9 @@ static int store_item(st_txn *txn, const st_table_info *t, const st_key *k,
                       st_write_result *res, char *errmsg)
 {
 	st_ix_plan *plan;
-	int rc = st_ix_plan_write(txn, t, old_item, item, a, &plan, errmsg);
+	int rc = reserve_item(txn, t, st_item_size(item), errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_ix_plan_write(txn, t, old_item, item, a, &plan, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	st_ix_plan_writes(plan, &res->index_writes, &res->n_index_writes);
@@ -491,8 +503,10 @@ int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_resul
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
 	if (old_item != NULL) {
-		st_ix_plan *plan;
-		rc = st_ix_plan_write(txn, &t, old_item, NULL, a, &plan, errmsg);
+		st_ix_plan *plan = NULL;
+		rc = reserve_item(txn, &t, st_item_size(old_item), errmsg);
+		if (rc == SHOAL_OK)
+			rc = st_ix_plan_write(txn, &t, old_item, NULL, a, &plan, errmsg);
 		st_ix_plan_writes(plan, &res->index_writes, &res->n_index_writes);
 		res->old_size = st_item_size(old_item);
 		MDB_val kv = {k.len, k.b};

@@ -14,6 +14,27 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Directories made by tl_tmpdir, removed when the process that made them
+ * exits (Check runs each test in a child, whose exit ends the test), so a
+ * run leaves nothing behind: a test cluster's storage groups preallocate
+ * megabytes each (storage/env.c), and hundreds of runs filled a disk. */
+#define TMPDIRS_MAX 64
+static struct {
+	char path[PATH_MAX];
+	pid_t owner;
+} tmpdirs[TMPDIRS_MAX];
+static int n_tmpdirs;
+
+static void remove_tmpdirs(void)
+{
+	const char *keep = getenv("SHOAL_KEEP_TMP");
+	if (keep != NULL && keep[0] == '1')
+		return;
+	for (int i = 0; i < n_tmpdirs; i++)
+		if (tmpdirs[i].owner == getpid())
+			tl_rmtree(tmpdirs[i].path);
+}
+
 const char *tl_tmpdir(const char *tag)
 {
 	static char path[PATH_MAX];
@@ -24,6 +45,14 @@ const char *tl_tmpdir(const char *tag)
 	if (mkdtemp(path) == NULL) {
 		perror("mkdtemp");
 		abort();
+	}
+	static bool registered;
+	if (!registered && atexit(remove_tmpdirs) == 0)
+		registered = true;
+	if (n_tmpdirs < TMPDIRS_MAX) {
+		snprintf(tmpdirs[n_tmpdirs].path, sizeof(tmpdirs[n_tmpdirs].path), "%s", path);
+		tmpdirs[n_tmpdirs].owner = getpid();
+		n_tmpdirs++;
 	}
 	return path;
 }

@@ -11,8 +11,10 @@
 #include <check.h>
 #include <stdint.h>
 
-/* Creates a fresh directory under $TMPDIR (or /tmp) and returns its path
- * (static storage, valid until the next call from this process). */
+/* Creates a fresh directory $TMPDIR/shoal-<tag>-XXXXXX (or under /tmp) and
+ * returns its path (static storage, valid until the next call from this
+ * process).  It is removed when the process that made it exits
+ * (SHOAL_KEEP_TMP=1 keeps it for a post-mortem). */
 const char *tl_tmpdir(const char *tag);
 /* The first of n consecutive TCP ports (n <= 200) on 127.0.0.1 that can be
  * listened on now, in 20000..31999: below the ephemeral range (32768+), where
