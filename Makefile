@@ -98,7 +98,8 @@ deps-checked:
 
 # ---------------------------------------------------------------------------
 # Generated protobuf-c code lives in the build directory only.
-$(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h &: proto/%.proto
+# (After the dependency check: `make -j` on a fresh machine needs protoc-c.)
+$(GEN)/proto/%.pb-c.c $(GEN)/proto/%.pb-c.h &: proto/%.proto | deps-checked
 	@mkdir -p $(GEN)/proto
 	$(Q)$(call say,PROTOC,$<)protoc-c -I. --c_out=$(GEN) $<
 

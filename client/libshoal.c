@@ -919,8 +919,37 @@ static void lanes_close(shoal_client *c)
 	c->n_lanes = c->n_idle = 0;
 }
 
+/* The client whose shoal_poll is running callbacks on this thread: what
+ * they submit waits for the end of the poll (lib_lanes_flush), so that a
+ * burst of follow-up requests leaves as one message instead of its first
+ * alone on the lane that just came back. */
+static __thread shoal_client *corked;
+
+void lib_lanes_cork(shoal_client *c)
+{
+	corked = c;
+}
+
+void lib_lanes_flush(shoal_client *c)
+{
+	corked = NULL;
+	for (;;) {
+		lib_lane *l = NULL;
+		pthread_mutex_lock(&c->mu);
+		if (c->n_idle > 0 && c->q_head != NULL && !c->closing) {
+			l = c->idle[--c->n_idle];
+			lane_take(c, l);
+		}
+		pthread_mutex_unlock(&c->mu);
+		if (l == NULL)
+			return;
+		lane_send(l);
+	}
+}
+
 /* Submitter: queues an asynchronous op for a lane; an idle lane sends it
- * (with anything else queued) at once. */
+ * (with anything else queued) at once, unless the submitter is a callback
+ * of shoal_poll (then lib_lanes_flush does). */
 static void lane_submit(op *o)
 {
 	shoal_client *c = o->c;
@@ -933,7 +962,7 @@ static void lane_submit(op *o)
 	else
 		c->q_head = o;
 	c->q_tail = o;
-	if (c->n_idle > 0 && !c->closing) {
+	if (corked != c && c->n_idle > 0 && !c->closing) {
 		l = c->idle[--c->n_idle];
 		lane_take(c, l);
 	}

@@ -362,6 +362,8 @@ int shoal_poll(shoal_client *c, int timeout_ms)
 	pthread_mutex_unlock(&c->mu);
 
 	int ran = 0;
+	if (list != NULL)
+		lib_lanes_cork(c);
 	while (list != NULL) {
 		op *o = list;
 		list = o->next;
@@ -379,5 +381,7 @@ int shoal_poll(shoal_client *c, int timeout_ms)
 		sh_free(body);
 		ran++;
 	}
+	if (ran > 0)
+		lib_lanes_flush(c);
 	return ran;
 }

@@ -122,4 +122,9 @@ void lib_op_start(op *o);
 /* User thread: back to the pool once the caller has its result. */
 void lib_op_release(op *o);
 
+/* shoal_poll's thread: asynchronous requests submitted between these (by
+ * the callbacks it runs) are queued, then sent together by the flush. */
+void lib_lanes_cork(shoal_client *c);
+void lib_lanes_flush(shoal_client *c);
+
 #endif

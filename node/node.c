@@ -69,8 +69,30 @@ uint64_t node_next_batch_id(node *n)
 	return n->next_batch_id++;
 }
 
+/* node_wake_hold / _release: wakes asked for on this thread while held. */
+static __thread int wake_held;
+static __thread node *wake_owed;
+
+void node_wake_hold(void)
+{
+	wake_held++;
+}
+
+void node_wake_release(void)
+{
+	if (--wake_held > 0 || wake_owed == NULL)
+		return;
+	node *n = wake_owed;
+	wake_owed = NULL;
+	node_wake(n);
+}
+
 void node_wake(node *n)
 {
+	if (wake_held > 0 && (wake_owed == NULL || wake_owed == n)) {
+		wake_owed = n;
+		return;
+	}
 	pthread_mutex_lock(&n->wake_mu);
 	if (n->wake_open)
 		uv_async_send(&n->wake);

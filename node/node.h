@@ -454,6 +454,12 @@ node_group *node_group_get(node *n, uint32_t gid);
 
 /* Wakes the loop to flush queues (any thread). */
 void node_wake(node *n);
+/* Between these, node_wake on this thread is put off until the release, so
+ * that the writes of a NodeRequest batch are all queued before the loop
+ * proposes them: one Command, not a first one with one write and the rest
+ * waiting for its commit.  Nestable. */
+void node_wake_hold(void);
+void node_wake_release(void);
 
 /* Monotonic clock in nanoseconds. */
 uint64_t node_now_ns(void);

@@ -847,11 +847,13 @@ static void start_batch(rctx *x, uint32_t n)
 	const uint8_t *p = nng_msg_body(x->msg), *end = p + nng_msg_len(x->msg);
 	uint64_t t0 = node_now_ns();
 	wire_field f;
+	node_wake_hold(); /* the loop sees the batch's writes together */
 	for (uint32_t i = 0; i < n && wire_next_field(&p, end, &f); i++) {
 		nreq *q = x->members[i];
 		q->t0 = t0;
 		start_request(q, f.data, f.len);
 	}
+	node_wake_release();
 	member_done(x); /* the starting itself */
 }
 

@@ -551,6 +551,46 @@ static void lane_cb(void *arg)
 /* The front of the fast path                                                */
 /* ------------------------------------------------------------------------ */
 
+/* rt_fast_cork / _uncork: on this thread, requests are queued without
+ * starting a lane until the uncork, so that the members of a client's batch
+ * leave for each node together instead of the first alone. */
+#define CORK_MAX 16
+static __thread int cork_depth;
+static __thread rt_mux *corked[CORK_MAX];
+static __thread int n_corked;
+
+void rt_fast_cork(void)
+{
+	cork_depth++;
+}
+
+/* Starts idle lanes of m on what is queued. */
+static void kick(rt_mux *m)
+{
+	for (;;) {
+		rt_lane *l = NULL;
+		pthread_mutex_lock(&m->mu);
+		if (m->n_idle > 0 && m->head != NULL && !m->closing) {
+			l = m->idle[--m->n_idle];
+			take(m, l);
+		}
+		pthread_mutex_unlock(&m->mu);
+		if (l == NULL)
+			return;
+		lane_send(l);
+	}
+}
+
+void rt_fast_uncork(void)
+{
+	if (--cork_depth > 0)
+		return;
+	int n = n_corked;
+	n_corked = 0;
+	for (int i = 0; i < n; i++)
+		kick(corked[i]);
+}
+
 bool rt_fast_start(rt_rctx *x)
 {
 	rt_router *rt = x->s->rt;
@@ -584,6 +624,15 @@ bool rt_fast_start(rt_rctx *x)
 	node_header(f, nng_msg_len(x->msg), table_id);
 
 	rt_mux *m = &lanes->mux[n - rt->nodes][any ? CLASS_READ : CLASS_WAIT];
+	bool hold = false;
+	if (cork_depth > 0) {
+		for (int i = 0; i < n_corked && !hold; i++)
+			hold = corked[i] == m;
+		if (!hold && n_corked < CORK_MAX) {
+			corked[n_corked++] = m;
+			hold = true;
+		}
+	}
 	pthread_mutex_lock(&m->mu);
 	if (m->tail != NULL)
 		m->tail->fast.next = x;
@@ -591,7 +640,7 @@ bool rt_fast_start(rt_rctx *x)
 		m->head = x;
 	m->tail = x;
 	rt_lane *l = NULL;
-	if (m->n_idle > 0 && !m->closing) {
+	if (!hold && m->n_idle > 0 && !m->closing) {
 		l = m->idle[--m->n_idle];
 		take(m, l);
 	}

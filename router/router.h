@@ -462,6 +462,12 @@ int rt_fast_open(rt_server *s, char *errmsg);
  * this returns), false if it is not for the fast path (the caller defers
  * it).  nng callback thread. */
 bool rt_fast_start(rt_rctx *x);
+/* Between these, rt_fast_start on this thread queues requests without
+ * starting a lane; the uncork starts idle lanes on what was queued, so the
+ * members of a client's batch for one node leave in one message.
+ * Nestable. */
+void rt_fast_cork(void);
+void rt_fast_uncork(void);
 /* Stops every lane (waits for their callbacks) and frees them; requests
  * still queued are dropped.  After the listener closed and requests
  * drained, before the REP contexts stop. */

@@ -287,6 +287,7 @@ static void start_batch(rt_rctx *x, uint32_t n)
 	atomic_fetch_add_explicit(&rt->metrics.client_batched, n, memory_order_relaxed);
 	const uint8_t *p = nng_msg_body(x->msg), *end = p + nng_msg_len(x->msg);
 	wire_field f;
+	rt_fast_cork(); /* the members for one node leave together */
 	for (uint32_t i = 0; i < n && wire_next_field(&p, end, &f); i++) {
 		rt_rctx *m = x->members[i];
 		m->done = member_answer;
@@ -302,6 +303,7 @@ static void start_batch(rt_rctx *x, uint32_t n)
 		memcpy(nng_msg_body(m->msg), f.data, f.len);
 		rt_server_run(m);
 	}
+	rt_fast_uncork();
 	nng_msg_free(x->msg);
 	x->msg = NULL;
 	member_answer_done(x);

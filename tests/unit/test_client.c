@@ -53,8 +53,9 @@ typedef struct fake {
 	nng_socket sock;
 	pthread_t thread;
 	enum fake_mode mode;
-	atomic_int received; /* requests (each member of a batch counts) */
-	atomic_int batches;  /* Request batches (libshoal's pipelining) */
+	atomic_int received;  /* requests (each member of a batch counts) */
+	atomic_int batches;   /* Request batches (libshoal's pipelining) */
+	atomic_int max_batch; /* the largest of them */
 	atomic_int unavailable;
 	atomic_bool stop;
 	bool running;
@@ -182,6 +183,8 @@ static nng_msg *answer_batch(fake *f, const Shoal__Request *req)
 {
 	atomic_fetch_add(&f->batches, 1);
 	atomic_fetch_add(&f->received, (int)req->n_batch);
+	if ((int)req->n_batch > atomic_load(&f->max_batch))
+		atomic_store(&f->max_batch, (int)req->n_batch);
 	if (f->mode == FAKE_SILENT)
 		return NULL;
 	Shoal__Response whole = SHOAL__RESPONSE__INIT;
@@ -247,6 +250,7 @@ static void fake_start(fake *f, enum fake_mode mode)
 	f->mode = mode;
 	atomic_store(&f->received, 0);
 	atomic_store(&f->batches, 0);
+	atomic_store(&f->max_batch, 0);
 	atomic_store(&f->stop, false);
 	ck_assert_int_eq(nng_rep0_open(&f->sock), 0);
 	ck_assert_int_eq(nng_socket_set_ms(f->sock, NNG_OPT_RECVTIMEO, 20), 0);
@@ -787,6 +791,50 @@ START_TEST(test_async_pipeline_failures)
 }
 END_TEST
 
+/* A callback that submits a burst: shoal_poll sends it when its callbacks
+ * are done, as one message, not the first alone on the lane that just came
+ * back and the rest behind it. */
+static void burst_done(void *arg, int code, const void *body, size_t len, const shoal_error *err)
+{
+	async_state *s = arg;
+	(void)body;
+	(void)len;
+	(void)err;
+	s->completed++;
+	s->failures += code != SHOAL_OK;
+	if (s->completed == 1)
+		for (int i = 0; i < 20; i++) {
+			size_t n;
+			uint8_t *req = get_request(100 + (uint64_t)i, &n);
+			shoal_error e;
+			ck_assert_int_eq(shoal_submit_pb(s->c, req, n, burst_done, s, &e),
+			                 SHOAL_OK);
+			free(req);
+		}
+}
+
+START_TEST(test_async_burst_from_callback)
+{
+	fake f = {0};
+	fake_start(&f, FAKE_OK);
+	shoal_client *c = client(f.url, 0, 0, 0, -1);
+	async_state s = {.c = c};
+	size_t n;
+	uint8_t *req = get_request(1, &n);
+	shoal_error err;
+	ck_assert_int_eq(shoal_submit_pb(c, req, n, burst_done, &s, &err), SHOAL_OK);
+	free(req);
+	int64_t until = now_ms() + 10000;
+	while (s.completed < 21 && now_ms() < until)
+		shoal_poll(c, 1000);
+	ck_assert_int_eq(s.completed, 21);
+	ck_assert_int_eq(s.failures, 0);
+	ck_assert_int_eq(atomic_load(&f.max_batch), 20);
+	shoal_client_free(c);
+	fake_stop(&f);
+}
+END_TEST
+
 /* Pipelining off: every asynchronous request is its own message. */
 START_TEST(test_async_no_pipeline)
 {
@@ -937,6 +985,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_async_many);
 	tcase_add_test(tc, test_async_no_pipeline);
 	tcase_add_test(tc, test_async_pipeline_failures);
+	tcase_add_test(tc, test_async_burst_from_callback);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_free_in_flight);
 	tcase_add_test(tc, test_alloc_faults);

@@ -731,6 +731,35 @@ START_TEST(test_client_batch)
 	ck_assert_uint_eq(atomic_load(&rt.metrics.client_batches), 1);
 	ck_assert_uint_eq(atomic_load(&rt.metrics.client_batched), n);
 
+	/* A client batch's writes for one node leave in one node message
+	 * (rt_fast_cork), not the first alone and the rest behind it. */
+	for (int i = 0; i < 30; i++) { /* teach the router every group's leader */
+		char pk[16];
+		snprintf(pk, sizeof(pk), "w%d", i);
+		ck_assert_int_eq(call(&a, put_req(&a, 700 + (uint64_t)i, pk))->status,
+		                 SHOAL__STATUS__STATUS_OK);
+	}
+	ProtobufCBinaryData puts[10];
+	for (int i = 0; i < 10; i++) {
+		char pk[16];
+		snprintf(pk, sizeof(pk), "w%d", i);
+		ck_assert_int_eq(wire_pack(&a, &put_req(&a, 800 + (uint64_t)i, pk)->base,
+		                           &puts[i].data, &puts[i].len, NULL),
+		                 SHOAL_OK);
+	}
+	Shoal__Request pb = SHOAL__REQUEST__INIT;
+	pb.n_batch = 10;
+	pb.batch = puts;
+	uint64_t batched = atomic_load(&rt.metrics.fast_batched);
+	ck_assert_int_eq(wire_pack(&a, &pb.base, &buf, &len, NULL), SHOAL_OK);
+	ck_assert_int_eq(nng_send(client, buf, len, 0), 0);
+	ck_assert_int_eq(nng_recv(client, &ans, &ans_len, NNG_FLAG_ALLOC), 0);
+	whole = shoal__response__unpack(NULL, ans_len, ans);
+	nng_free(ans, ans_len);
+	ck_assert_uint_eq(whole->n_batch, 10);
+	shoal__response__free_unpacked(whole, NULL);
+	ck_assert_uint_eq(atomic_load(&rt.metrics.fast_batched), batched + 10);
+
 	/* A batch with an operation beside it is refused as a whole. */
 	Shoal__Request *mixed = get_req(&a, 20, "tbl", "k1", false);
 	mixed->n_batch = 1;
