@@ -6,6 +6,7 @@
  *   shoal_node_requests_total{op}                 requests answered
  *   shoal_node_errors_total{op,code}              of which failed, by status
  *   shoal_node_request_seconds{op} (histogram)    time from receive to reply
+ *   shoal_node_loop_wakes_total                   request threads waking the loop
  * and per hosted group, from the status the loop publishes:
  *   shoal_raft_role{group}          0 unavailable, 1 follower, 2 candidate, 3 leader
  *   shoal_raft_term{group}, shoal_raft_commit_index{group},
@@ -195,6 +196,12 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 		appendf(&b, "shoal_node_request_seconds_count{op=\"%s\"} %" PRIu64 "\n",
 		        node_op_name(op), cum);
 	}
+
+	appendf(&b,
+	        "# HELP shoal_node_loop_wakes_total Wake-ups of the Raft loop asked for by "
+	        "request threads.\n# TYPE shoal_node_loop_wakes_total counter\n"
+	        "shoal_node_loop_wakes_total %" PRIu64 "\n",
+	        load(&s->loop_wakes));
 
 	static const struct {
 		const char *name, *help;

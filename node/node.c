@@ -93,6 +93,7 @@ void node_wake(node *n)
 		wake_owed = n;
 		return;
 	}
+	atomic_fetch_add_explicit(&n->stats.loop_wakes, 1, memory_order_relaxed);
 	pthread_mutex_lock(&n->wake_mu);
 	if (n->wake_open)
 		uv_async_send(&n->wake);

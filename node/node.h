@@ -306,6 +306,7 @@ typedef struct node_stats {
 	atomic_uint_fast64_t errors[NODE_OP__COUNT][SHOAL_E__COUNT];
 	atomic_uint_fast64_t buckets[NODE_OP__COUNT][NODE_LATENCY_BUCKETS + 1];
 	atomic_uint_fast64_t sum_ns[NODE_OP__COUNT];
+	atomic_uint_fast64_t loop_wakes; /* node_wake's uv_async_sends */
 } node_stats;
 
 /* Counts one request of `op` answered with `code` after `ns` nanoseconds. */
