@@ -58,6 +58,9 @@ typedef struct sh_cluster_conf {
 	 * its base writes are throttled (0: the node's default; shoal-node
 	 * --outbox-limit overrides it). */
 	uint64_t outbox_limit;
+	/* [cluster] raft_segment_mb: size of each group's Raft log segments in
+	 * MiB (0: the node's default, NODE_RAFT_SEGMENT_MB). */
+	uint32_t raft_segment_mb;
 	uint32_t n_nodes;
 	sh_node_conf nodes[SH_MAX_NODES]; /* in file order */
 	char router_listen[SH_ADDR_MAX];

@@ -389,6 +389,9 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	}
 	g->io_init = true;
 	raft_uv_set_connect_retry_delay(&g->io, NODE_CONNECT_RETRY_MS);
+	uint32_t segment_mb = n->conf->raft_segment_mb != 0 ? n->conf->raft_segment_mb
+	                                                    : NODE_RAFT_SEGMENT_MB;
+	raft_uv_set_segment_size(&g->io, (size_t)segment_mb << 20);
 	/* raft 0.15's raft_uv_init implements async_work (version 2 of
 	 * raft_io) but still says version 1, and raft_init then refuses our
 	 * version-3 FSM ("async snapshot requires io->version > 1"); later

@@ -75,6 +75,19 @@ START_TEST(test_errors)
 	                    &c, msg),
 	    SHOAL_OK);
 	ck_assert_uint_eq(c.outbox_limit, 5000);
+	ck_assert_uint_eq(c.raft_segment_mb, 0); /* not set: the node's default */
+	ck_assert_int_eq(
+	    sh_cluster_load(write_file("[cluster]\nreplication = 1\nraft_segment_mb = "
+	                               "64\n[node.1]\nraft = h:1\nrpc = tcp://h:2\n"),
+	                    &c, msg),
+	    SHOAL_OK);
+	ck_assert_uint_eq(c.raft_segment_mb, 64);
+	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nraft_segment_mb = 0\n"), &c, msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "raft_segment_mb"));
+	ck_assert_int_eq(
+	    sh_cluster_load(write_file("[cluster]\nraft_segment_mb = 4096\n"), &c, msg),
+	    SHOAL_E_VALIDATION);
 	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nreplication = 1\n[node.1]\n"
 	                                            "raft = h:99999\nrpc = tcp://h:2\n"),
 	                                 &c, msg),
