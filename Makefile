@@ -84,7 +84,7 @@ PROG_BIN := $(if $(wildcard node/main.c),$(BUILD)/bin/shoal-node) \
 TOOL_BIN := $(patsubst tests/tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC))
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 
-.PHONY: all test unit demo bench bench-cluster bench-http format clean deps
+.PHONY: all test unit demo bench bench-cluster bench-http chaos format clean deps
 .DELETE_ON_ERROR:
 
 all: deps-checked $(CORE_LIB) $(PART_LIBS) $(PROG_BIN) $(UNIT_BIN) $(IT_BIN) $(TOOL_BIN) $(BENCH_BIN)
@@ -188,6 +188,12 @@ bench-cluster: deps-checked
 bench-http: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	tests/tools/bench-http.sh $(BUILD)
+
+# The long chaos run (tests/integration/it_chaos.c; `make test` runs 20 s of it).
+CHAOS_SECS ?= 600
+chaos: deps-checked
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	CHAOS_SECS=$(CHAOS_SECS) tests/run-tests.sh $(BUILD) it_chaos
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
