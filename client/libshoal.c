@@ -930,6 +930,11 @@ void lib_lanes_cork(shoal_client *c)
 	corked = c;
 }
 
+bool lib_lanes_corked(const shoal_client *c)
+{
+	return corked == c;
+}
+
 void lib_lanes_flush(shoal_client *c)
 {
 	corked = NULL;

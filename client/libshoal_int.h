@@ -126,5 +126,7 @@ void lib_op_release(op *o);
  * the callbacks it runs) are queued, then sent together by the flush. */
 void lib_lanes_cork(shoal_client *c);
 void lib_lanes_flush(shoal_client *c);
+/* Whether this thread is inside shoal_poll's callbacks of c. */
+bool lib_lanes_corked(const shoal_client *c);
 
 #endif

@@ -813,6 +813,59 @@ static void burst_done(void *arg, int code, const void *body, size_t len, const 
 		}
 }
 
+/* A callback that submits a request and then polls for it (a nested
+ * shoal_poll): the request is sent although the outer poll is corking. */
+static void nested_inner_done(void *arg, int code, const void *body, size_t len,
+                              const shoal_error *err)
+{
+	async_state *s = arg;
+	(void)body;
+	(void)len;
+	(void)err;
+	s->completed++;
+	s->failures += code != SHOAL_OK;
+}
+
+static void nested_outer_done(void *arg, int code, const void *body, size_t len,
+                              const shoal_error *err)
+{
+	async_state *s = arg;
+	(void)body;
+	(void)len;
+	(void)err;
+	s->completed++;
+	s->failures += code != SHOAL_OK;
+	size_t n;
+	uint8_t *req = get_request(200, &n);
+	shoal_error e;
+	ck_assert_int_eq(shoal_submit_pb(s->c, req, n, nested_inner_done, s, &e), SHOAL_OK);
+	free(req);
+	int64_t until = now_ms() + 10000;
+	while (s->completed < 2 && now_ms() < until)
+		shoal_poll(s->c, 1000);
+}
+
+START_TEST(test_async_nested_poll)
+{
+	fake f = {0};
+	fake_start(&f, FAKE_OK);
+	shoal_client *c = client(f.url, 0, 0, 0, -1);
+	async_state s = {.c = c};
+	size_t n;
+	uint8_t *req = get_request(1, &n);
+	shoal_error err;
+	ck_assert_int_eq(shoal_submit_pb(c, req, n, nested_outer_done, &s, &err), SHOAL_OK);
+	free(req);
+	int64_t until = now_ms() + 10000;
+	while (s.completed < 2 && now_ms() < until)
+		shoal_poll(c, 1000);
+	ck_assert_int_eq(s.completed, 2);
+	ck_assert_int_eq(s.failures, 0);
+	shoal_client_free(c);
+	fake_stop(&f);
+}
+END_TEST
+
 START_TEST(test_async_burst_from_callback)
 {
 	fake f = {0};
@@ -986,6 +1039,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_async_no_pipeline);
 	tcase_add_test(tc, test_async_pipeline_failures);
 	tcase_add_test(tc, test_async_burst_from_callback);
+	tcase_add_test(tc, test_async_nested_poll);
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_free_in_flight);
 	tcase_add_test(tc, test_alloc_faults);
