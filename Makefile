@@ -193,7 +193,7 @@ bench-http: deps-checked
 CHAOS_SECS ?= 600
 chaos: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
-	CHAOS_SECS=$(CHAOS_SECS) tests/run-tests.sh $(BUILD) it_chaos
+	CHAOS_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_chaos
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
