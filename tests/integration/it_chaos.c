@@ -10,10 +10,14 @@
  * (a retry, an outcome-unknown write committed by the next leader) never
  * takes a key backwards.  Each writer remembers, per key, the last version
  * acknowledged and the versions tried since (failed, timed out or refused:
- * their outcome is unknown).  Meanwhile a chaos thread, every 0.5-2.5 s,
- * does one of: SIGKILL a node and restart it later; SIGTERM a node and
- * restart it; SIGKILL a router and restart it -- never more than one node
- * down at once (a minority of every group: replication 3).
+ * their outcome is unknown); one time in four, right after an
+ * acknowledgement, they read the key back with ConsistentRead, which must
+ * return exactly that version (linearizable reads across leader changes).
+ * Meanwhile a chaos thread, every 0.5-2.5 s, does one of: SIGKILL a node and
+ * restart it later; SIGTERM a node and restart it; SIGSTOP a node for
+ * 0.5-3 s (a hung or partitioned node, a leader that wakes up deposed);
+ * SIGKILL a router and restart it -- never more than one node down at once
+ * (a minority of every group: replication 3).
  *
  * Checks, after the writers stop:
  *   1. every key's ConsistentRead value is its last acknowledged version or
@@ -32,6 +36,7 @@
 #include <check.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -105,10 +110,16 @@ typedef struct writer {
 	uint64_t version;
 	key_state keys[KEYS];
 	int ok, failed;
+	int reads, read_failed; /* ConsistentReads right after an acknowledgement */
+	int stale;              /* of which returned something else (the first kept) */
+	char stale_msg[256];
+	char last_error[SHOAL_EXCEPTION_MAX + SHOAL_MESSAGE_MAX + 8]; /* of a failed write */
 	int64_t worst_ms;
 } writer;
 
 static writer W[WRITERS];
+
+static long long read_version(shoal_client *c, int wid, int k, char *why, size_t why_len);
 
 static void one_write(writer *w)
 {
@@ -151,11 +162,30 @@ static void one_write(writer *w)
 		ks->acked = v;
 		ks->n_tried = 0;
 		ks->overflow = false;
+		/* Read your write, one time in four: a ConsistentRead that starts
+		 * after the acknowledgement must see exactly it (this writer is the
+		 * key's only writer, and an earlier write applied late is refused
+		 * by its condition), whatever leader answers it. */
+		if (rand_r(&w->rng) % 4 == 0) {
+			char why[SHOAL_EXCEPTION_MAX + SHOAL_MESSAGE_MAX + 8];
+			long long got = read_version(w->c, w->id, k, why, sizeof(why));
+			if (got < 0) {
+				w->read_failed++;
+			} else {
+				w->reads++;
+				if ((uint64_t)got != v && w->stale++ == 0)
+					snprintf(w->stale_msg, sizeof(w->stale_msg),
+					         "w%dk%d: acknowledged version %llu, then a "
+					         "ConsistentRead returned %lld",
+					         w->id, k, (unsigned long long)v, got);
+			}
+		}
 		return;
 	}
 	/* Failed, timed out, or (a retried write that had been applied)
 	 * refused by its own condition: the outcome is unknown. */
 	w->failed++;
+	snprintf(w->last_error, sizeof(w->last_error), "%s: %s", err.exception, err.message);
 	if (ks->n_tried < UNKNOWN)
 		ks->tried[ks->n_tried++] = v;
 	else
@@ -264,6 +294,19 @@ static void check_index(void)
 	free(report);
 }
 
+/* SIGSTOP / SIGCONT node id, by the pid in its pid file. */
+static void signal_node(int id, int sig)
+{
+	char path[1100];
+	snprintf(path, sizeof(path), "%s/node-%d.pid", C.dir, id);
+	char *text = tl_read_file(path);
+	ck_assert_msg(text != NULL, "no pid file for node %d", id);
+	pid_t pid = (pid_t)atol(text);
+	free(text);
+	ck_assert_int_gt(pid, 1);
+	ck_assert_int_eq(kill(pid, sig), 0);
+}
+
 /* The fault schedule; returns how many faults it injected. */
 static int run_chaos(int secs, unsigned *rng)
 {
@@ -271,9 +314,16 @@ static int run_chaos(int secs, unsigned *rng)
 	int faults = 0;
 	while (now_ms() < end) {
 		pause_ms(500 + (int)(rand_r(rng) % 2000));
-		int kind = (int)(rand_r(rng) % 5);
+		int kind = (int)(rand_r(rng) % 7);
 		int64_t t = now_ms();
-		if (kind < 3) { /* a node: SIGKILL (2 in 5) or SIGTERM */
+		if (kind >= 5) { /* a node stops answering (a pause, a partition) */
+			int id = 1 + (int)(rand_r(rng) % NODES);
+			signal_node(id, SIGSTOP);
+			pause_ms(500 + (int)(rand_r(rng) % 2500));
+			signal_node(id, SIGCONT);
+			printf("it_chaos: +%llds node %d SIGSTOP, SIGCONT after %lld ms\n",
+			       (long long)(secs - (end - t) / 1000), id, (long long)(now_ms() - t));
+		} else if (kind < 3) { /* a node: SIGKILL (2 in 7) or SIGTERM */
 			int id = 1 + (int)(rand_r(rng) % NODES);
 			bool hard = kind < 2;
 			ck_assert_msg(tl_cluster_stop_node(&C, id, hard), "stopping node %d", id);
@@ -328,21 +378,35 @@ START_TEST(test_acknowledged_writes_survive_chaos)
 	unsigned rng = seed;
 	int faults = run_chaos(secs, &rng);
 	atomic_store(&stop_writers, true);
-	int ok = 0, failed = 0;
+	int ok = 0, failed = 0, reads = 0, read_failed = 0, stale = 0;
+	const char *stale_msg = "";
 	int64_t worst = 0;
 	for (int i = 0; i < WRITERS; i++) {
 		pthread_join(W[i].thread, NULL);
 		shoal_client_free(W[i].c);
 		ok += W[i].ok;
 		failed += W[i].failed;
+		reads += W[i].reads;
+		read_failed += W[i].read_failed;
+		if (W[i].stale > 0 && stale == 0)
+			stale_msg = W[i].stale_msg;
+		stale += W[i].stale;
 		if (W[i].worst_ms > worst)
 			worst = W[i].worst_ms;
 	}
 	printf("it_chaos: %d faults; %d writes acknowledged, %d with an unknown outcome; worst "
-	       "write latency %lld ms\n",
-	       faults, ok, failed, (long long)worst);
+	       "latency %lld ms; %d ConsistentReads of an acknowledged write (%d failed, %d "
+	       "stale)\n",
+	       faults, ok, failed, (long long)worst, reads, read_failed, stale);
+	fflush(stdout);
+	for (int i = 0; i < WRITERS; i++)
+		if (W[i].failed > 0)
+			printf("it_chaos: writer %d: %d failed, the last: %s\n", i, W[i].failed,
+			       W[i].last_error);
 	fflush(stdout);
 	ck_assert_msg(ok > 0, "no write was acknowledged");
+	ck_assert_msg(stale == 0, "%d stale ConsistentReads (seed %u), the first: %s", stale, seed,
+	              stale_msg);
 
 	check_writes("after the chaos");
 
