@@ -294,17 +294,36 @@ static void check_index(void)
 	free(report);
 }
 
-/* SIGSTOP / SIGCONT node id, by the pid in its pid file. */
-static void signal_node(int id, int sig)
+/* Sends sig to a process of the cluster ("node" or "router" id), by the pid
+ * in its pid file. */
+static int signal_proc(const char *what, int id, int sig)
 {
 	char path[1100];
-	snprintf(path, sizeof(path), "%s/node-%d.pid", C.dir, id);
+	snprintf(path, sizeof(path), "%s/%s-%d.pid", C.dir, what, id);
 	char *text = tl_read_file(path);
-	ck_assert_msg(text != NULL, "no pid file for node %d", id);
+	ck_assert_msg(text != NULL, "no pid file for %s %d", what, id);
 	pid_t pid = (pid_t)atol(text);
 	free(text);
 	ck_assert_int_gt(pid, 1);
-	ck_assert_int_eq(kill(pid, sig), 0);
+	return kill(pid, sig);
+}
+
+/* Every node and router is running: none died of anything but our faults
+ * (a crash would otherwise pass for one of them). */
+static void check_alive(void)
+{
+	for (int id = 1; id <= NODES; id++)
+		ck_assert_msg(signal_proc("node", id, 0) == 0,
+		              "node %d died on its own (seed %u); see node-%d.log", id, seed, id);
+	for (int id = 1; id <= ROUTERS; id++)
+		ck_assert_msg(signal_proc("router", id, 0) == 0,
+		              "router %d died on its own (seed %u); see router-%d.log", id, seed, id);
+}
+
+/* SIGSTOP / SIGCONT node id. */
+static void signal_node(int id, int sig)
+{
+	ck_assert_int_eq(signal_proc("node", id, sig), 0);
 }
 
 /* The fault schedule; returns how many faults it injected. */
@@ -314,6 +333,7 @@ static int run_chaos(int secs, unsigned *rng)
 	int faults = 0;
 	while (now_ms() < end) {
 		pause_ms(500 + (int)(rand_r(rng) % 2000));
+		check_alive();
 		int kind = (int)(rand_r(rng) % 7);
 		int64_t t = now_ms();
 		if (kind >= 5) { /* a node stops answering (a pause, a partition) */
@@ -343,6 +363,7 @@ static int run_chaos(int secs, unsigned *rng)
 		fflush(stdout);
 		faults++;
 	}
+	check_alive();
 	return faults;
 }
 

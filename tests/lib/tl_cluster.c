@@ -91,8 +91,11 @@ static bool script(tl_cluster *c, const char *fmt, ...)
 static tl_cluster *live[MAX_LIVE];
 static pid_t live_owner[MAX_LIVE]; /* forked test children inherit the list */
 
+static bool exiting; /* stop_live: a test already failed, report nothing more */
+
 static void stop_live(void)
 {
+	exiting = true;
 	for (int i = 0; i < MAX_LIVE; i++)
 		if (live[i] != NULL && live_owner[i] == getpid())
 			tl_cluster_down(live[i]);
@@ -149,13 +152,28 @@ void tl_cluster_down(tl_cluster *c)
 	if (c->dir[0] == '\0')
 		return;
 	script(c, "down");
+	/* Every process has exited (LeakSanitizer reports at exit): a
+	 * sanitizer report in any log fails the test, whatever it asserted,
+	 * since a node that died of one during a test that kills nodes anyway
+	 * could otherwise go unnoticed.  The directory is kept then. */
+	bool reported = tl_sh("grep -qsE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "
+	                      "'%s'/*.log",
+	                      c->dir) == 0;
+	if (reported)
+		tl_sh("grep -sE -A30 'ERROR: (Address|Leak)Sanitizer|runtime error:' '%s'/*.log "
+		      "| head -120 >&2",
+		      c->dir);
 	/* SHOAL_KEEP_CLUSTER=1 keeps logs and data for a post-mortem. */
 	const char *keep = getenv("SHOAL_KEEP_CLUSTER");
-	if (keep != NULL && keep[0] == '1')
+	if ((keep != NULL && keep[0] == '1') || reported)
 		fprintf(stderr, "tl_cluster: kept %s\n", c->dir);
 	else
 		tl_rmtree(c->dir);
+	char dir[sizeof(c->dir)];
+	snprintf(dir, sizeof(dir), "%s", c->dir);
 	c->dir[0] = '\0';
+	if (reported && !exiting)
+		tl_fail(__FILE__, __LINE__, "a sanitizer report in the logs of the cluster in %s", dir);
 }
 
 bool tl_cluster_stop_node(tl_cluster *c, int id, bool hard)

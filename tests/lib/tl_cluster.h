@@ -26,7 +26,8 @@ typedef struct tl_cluster {
 /* Starts a cluster and waits until it serves; false (with the script's output
  * on stderr) if it did not. */
 bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups);
-/* Stops every process and removes the directory. */
+/* Stops every process and removes the directory.  A sanitizer report in any
+ * process's log fails the test (tl_fail) and keeps the directory. */
 void tl_cluster_down(tl_cluster *c);
 
 bool tl_cluster_stop_node(tl_cluster *c, int id, bool hard);
