@@ -163,12 +163,18 @@ void tl_cluster_down(tl_cluster *c)
 		tl_sh("grep -sE -A30 'ERROR: (Address|Leak)Sanitizer|runtime error:' '%s'/*.log "
 		      "| head -120 >&2",
 		      c->dir);
-	/* SHOAL_KEEP_CLUSTER=1 keeps logs and data for a post-mortem. */
+	/* SHOAL_KEEP_CLUSTER=1 keeps logs and data for a post-mortem; a test
+	 * that failed (stop_live) keeps its processes' logs. */
 	const char *keep = getenv("SHOAL_KEEP_CLUSTER");
-	if ((keep != NULL && keep[0] == '1') || reported)
+	if ((keep != NULL && keep[0] == '1') || reported) {
 		fprintf(stderr, "tl_cluster: kept %s\n", c->dir);
-	else
+	} else {
+		if (exiting &&
+		    tl_sh("mkdir -p '%s.logs' && cp '%s'/*.log '%s.logs/'", c->dir, c->dir, c->dir) == 0)
+			fprintf(stderr, "tl_cluster: the logs of the failed test are in %s.logs\n",
+			        c->dir);
 		tl_rmtree(c->dir);
+	}
 	char dir[sizeof(c->dir)];
 	snprintf(dir, sizeof(dir), "%s", c->dir);
 	c->dir[0] = '\0';
