@@ -43,6 +43,11 @@ int node_log_open(const char *path, uint32_t node_id, char *errmsg)
 	return SHOAL_OK;
 }
 
+int node_log_fd(void)
+{
+	return log_fd;
+}
+
 void node_log_close(void)
 {
 	if (log_fd > 2)

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crash.h"
 #include "common/cluster.h"
 #include "node/node.h"
 
@@ -114,6 +115,9 @@ int main(int argc, char **argv)
 	/* A peer closing a connection must not kill us (libuv and nng write
 	 * to sockets that may have been closed). */
 	signal(SIGPIPE, SIG_IGN);
+	char who[32];
+	snprintf(who, sizeof(who), "shoal-node %lu", id);
+	sh_crash_install(node_log_fd(), who);
 
 	if (sh_cluster_load(config, &conf, errmsg) != SHOAL_OK) {
 		node_logf(NODE_LOG_ERROR, "cluster file %s: %s", config, errmsg);

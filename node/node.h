@@ -129,6 +129,8 @@ enum node_log_level { NODE_LOG_DEBUG, NODE_LOG_INFO, NODE_LOG_WARN, NODE_LOG_ERR
  * prefix.  Call once, before other threads log. */
 int node_log_open(const char *path, uint32_t node_id, char *errmsg);
 void node_log_close(void);
+/* The log's file descriptor (2 without --log), for the crash report. */
+int node_log_fd(void);
 /* Messages below `level` are dropped (default INFO; $SHOAL_LOG_DEBUG=1 in
  * the environment enables DEBUG). */
 void node_log_set_level(enum node_log_level level);

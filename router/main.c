@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crash.h"
 #include "common/alloc.h"
 #include "router/http.h"
 #include "router/router.h"
@@ -148,6 +149,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	sh_crash_install(2, "shoal-router");
 
 	static rt_router rt;
 	static rt_server srv;
