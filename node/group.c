@@ -92,7 +92,8 @@ struct node_group {
 	/* Loop thread. */
 	group_state state;
 	struct raft raft;
-	struct raft_io io;
+	struct raft_io io;  /* raft_uv's */
+	node_raftio raftio; /* in front of it, given to raft */
 	struct raft_uv_transport transport;
 	bool io_init, transport_init;
 	node_fsm *fsm;
@@ -400,7 +401,8 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 		g->io.version = 2;
 
 	sh_cluster_raft_address(n->self, gid, g->address);
-	rv = raft_init(&g->raft, &g->io, node_fsm_raft(g->fsm), n->id, g->address);
+	node_raftio_init(&g->raftio, &g->io, gid);
+	rv = raft_init(&g->raft, &g->raftio.outer, node_fsm_raft(g->fsm), n->id, g->address);
 	if (rv != 0) {
 		rc = sh_errf(errmsg, SHOAL_E_IO, "group %u: raft_init(%s): %s", gid, g->address,
 		             raft_error(g, rv));

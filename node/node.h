@@ -463,6 +463,26 @@ uint64_t node_next_batch_id(node *n);
 /* The node's group gid, or NULL if not hosted here (any thread). */
 node_group *node_group_get(node *n, uint32_t gid);
 
+/* raftio.c: the raft_io given to raft, in front of raft_uv's, that keeps a
+ * follower writing an installed snapshot from changing state (raft 0.15
+ * crashes otherwise; see the file).  Loop thread. */
+typedef struct node_raftio {
+	struct raft_io outer; /* given to raft_init */
+	struct raft_io *inner;
+	raft_io_tick_cb tick;
+	raft_io_recv_cb recv;
+	raft_io_close_cb close_cb;
+	raft_io_snapshot_put_cb put_cb; /* the install being written */
+	void *put_data;
+	bool installing;
+	uint32_t gid;
+	uint64_t ticks_withheld, messages_dropped; /* during the current install */
+} node_raftio;
+
+/* Sets x up in front of inner (after raft_uv_init and its settings; uses
+ * inner->data). */
+void node_raftio_init(node_raftio *x, struct raft_io *inner, uint32_t gid);
+
 /* Wakes the loop to flush queues (any thread). */
 void node_wake(node *n);
 /* Between these, node_wake on this thread is put off until the release, so

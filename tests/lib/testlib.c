@@ -31,7 +31,7 @@ static void remove_tmpdirs(void)
 	if (keep != NULL && keep[0] == '1')
 		return;
 	for (int i = 0; i < n_tmpdirs; i++)
-		if (tmpdirs[i].owner == getpid())
+		if (tmpdirs[i].owner == getpid() && tmpdirs[i].path[0] != '\0')
 			tl_rmtree(tmpdirs[i].path);
 }
 
@@ -55,6 +55,13 @@ const char *tl_tmpdir(const char *tag)
 		n_tmpdirs++;
 	}
 	return path;
+}
+
+void tl_tmpdir_keep(const char *path)
+{
+	for (int i = 0; i < n_tmpdirs; i++)
+		if (strcmp(tmpdirs[i].path, path) == 0)
+			tmpdirs[i].path[0] = '\0';
 }
 
 void tl_rmtree(const char *path)

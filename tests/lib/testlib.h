@@ -22,6 +22,8 @@ const char *tl_tmpdir(const char *tag);
  * that test processes running side by side (Check forks one per test) start
  * in different places; ports other processes hold are skipped. */
 int tl_free_ports(int n);
+/* Keeps a directory made by tl_tmpdir past the process's exit. */
+void tl_tmpdir_keep(const char *path);
 /* Removes a directory tree made by tl_tmpdir. */
 void tl_rmtree(const char *path);
 

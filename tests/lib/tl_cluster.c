@@ -167,6 +167,7 @@ void tl_cluster_down(tl_cluster *c)
 	 * that failed (stop_live) keeps its processes' logs. */
 	const char *keep = getenv("SHOAL_KEEP_CLUSTER");
 	if ((keep != NULL && keep[0] == '1') || reported) {
+		tl_tmpdir_keep(c->dir);
 		fprintf(stderr, "tl_cluster: kept %s\n", c->dir);
 	} else {
 		if (exiting &&

@@ -1,0 +1,257 @@
+/*
+ * raftio.c -- a raft_io in front of raft_uv's that works around a crash in
+ * raft 0.15 (canonical/raft issue #339, fixed upstream in 0.17 by PRs #342
+ * and #367; Debian 12 ships 0.15).
+ *
+ * The bug.  When a follower finishes writing a snapshot sent by its leader
+ * (InstallSnapshot), installSnapshotCb answers that leader with
+ * sendAppendEntriesResult, which reads r->follower_state.current_leader --
+ * without checking that the server is still a follower.  If meanwhile its
+ * election timer fired (it is a candidate: the union holds candidate_state,
+ * and the "address" is 0x100) or a RequestVote of a higher term made it a
+ * follower with no known leader (address NULL), raft_uv's send calls
+ * strlen on that address: SIGSEGV on the Raft loop.  It happens when a node
+ * that restarted is catching up by snapshot and the leader dies; it_chaos
+ * hit it twice in twenty minutes of faults (kernel log: "segfault at 100 ...
+ * __strlen_evex").  appendFollowerCb, the other caller, checks the state in
+ * 0.15 already.
+ *
+ * The workaround.  While a snapshot install is being written (raft calls
+ * snapshot_put with trailing 0 for an install; its own snapshots have
+ * trailing > 0 here, node/group.c), nothing may move this server out of
+ * "follower of the leader that sent it":
+ *   - ticks are withheld (no election timeout; raft's clock keeps running,
+ *     so the first tick after the write sees the elapsed time and starts an
+ *     election if the leader is still silent);
+ *   - RequestVote (not pre-vote) and TimeoutNow messages are dropped: Raft
+ *     tolerates lost messages, and candidates ask again after their
+ *     timeout.
+ * AppendEntries and InstallSnapshot of a newer leader still pass: they make
+ * this server a follower *with* a leader, and the answer goes to it.  A
+ * write of a snapshot takes milliseconds to a second, the only delay this
+ * adds to an election.
+ *
+ * Everything else is forwarded to raft_uv's io unchanged; callbacks that
+ * carry the io (tick, recv, close) are handed raft's io (the outer one,
+ * whose data raft set), the others carry raft's own request objects.
+ *
+ * Threads: the loop thread, like raft.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "node/node.h"
+
+static node_raftio *of_inner(struct raft_io *inner)
+{
+	return inner->data;
+}
+
+static node_raftio *of_outer(struct raft_io *outer)
+{
+	return outer->impl;
+}
+
+/* raft reads io->errmsg after a failed call: give it raft_uv's. */
+static int ret(node_raftio *x, int rv)
+{
+	if (rv != 0)
+		memcpy(x->outer.errmsg, x->inner->errmsg, sizeof(x->outer.errmsg));
+	return rv;
+}
+
+static void on_tick(struct raft_io *inner)
+{
+	node_raftio *x = of_inner(inner);
+	if (x->installing) {
+		x->ticks_withheld++;
+		return;
+	}
+	x->tick(&x->outer);
+}
+
+static void on_recv(struct raft_io *inner, struct raft_message *m)
+{
+	node_raftio *x = of_inner(inner);
+	if (x->installing &&
+	    ((m->type == RAFT_IO_REQUEST_VOTE && !m->request_vote.pre_vote) ||
+	     m->type == RAFT_IO_TIMEOUT_NOW)) {
+		x->messages_dropped++;
+		return;
+	}
+	x->recv(&x->outer, m);
+}
+
+static void on_close(struct raft_io *inner)
+{
+	node_raftio *x = of_inner(inner);
+	if (x->close_cb != NULL)
+		x->close_cb(&x->outer);
+}
+
+/* An install's write finished: raft's callback runs with its own data back,
+ * and only then are ticks and votes let through again (raft answers the
+ * leader inside the callback). */
+static void on_install_put(struct raft_io_snapshot_put *req, int status)
+{
+	node_raftio *x = req->data;
+	req->data = x->put_data;
+	raft_io_snapshot_put_cb cb = x->put_cb;
+	x->put_cb = NULL;
+	x->put_data = NULL;
+	cb(req, status);
+	x->installing = false;
+	node_logf(NODE_LOG_INFO,
+	          "group %u: snapshot from the leader %s; meanwhile %" PRIu64
+	          " ticks withheld, %" PRIu64 " votes dropped (raft 0.15 workaround)",
+	          x->gid, status == 0 ? "installed" : "not installed", x->ticks_withheld,
+	          x->messages_dropped);
+	x->ticks_withheld = x->messages_dropped = 0;
+}
+
+static int f_init(struct raft_io *io, raft_id id, const char *address)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->init(x->inner, id, address));
+}
+
+static void f_close(struct raft_io *io, raft_io_close_cb cb)
+{
+	node_raftio *x = of_outer(io);
+	x->close_cb = cb;
+	x->inner->close(x->inner, on_close);
+}
+
+static int f_load(struct raft_io *io, raft_term *term, raft_id *voted_for,
+                  struct raft_snapshot **snapshot, raft_index *start_index,
+                  struct raft_entry *entries[], size_t *n_entries)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->load(x->inner, term, voted_for, snapshot, start_index, entries,
+	                        n_entries));
+}
+
+static int f_start(struct raft_io *io, unsigned msecs, raft_io_tick_cb tick, raft_io_recv_cb recv)
+{
+	node_raftio *x = of_outer(io);
+	x->tick = tick;
+	x->recv = recv;
+	return ret(x, x->inner->start(x->inner, msecs, on_tick, on_recv));
+}
+
+static int f_bootstrap(struct raft_io *io, const struct raft_configuration *conf)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->bootstrap(x->inner, conf));
+}
+
+static int f_recover(struct raft_io *io, const struct raft_configuration *conf)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->recover(x->inner, conf));
+}
+
+static int f_set_term(struct raft_io *io, raft_term term)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->set_term(x->inner, term));
+}
+
+static int f_set_vote(struct raft_io *io, raft_id server_id)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->set_vote(x->inner, server_id));
+}
+
+static int f_send(struct raft_io *io, struct raft_io_send *req, const struct raft_message *message,
+                  raft_io_send_cb cb)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->send(x->inner, req, message, cb));
+}
+
+static int f_append(struct raft_io *io, struct raft_io_append *req,
+                    const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->append(x->inner, req, entries, n, cb));
+}
+
+static int f_truncate(struct raft_io *io, raft_index index)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->truncate(x->inner, index));
+}
+
+static int f_snapshot_put(struct raft_io *io, unsigned trailing, struct raft_io_snapshot_put *req,
+                          const struct raft_snapshot *snapshot, raft_io_snapshot_put_cb cb)
+{
+	node_raftio *x = of_outer(io);
+	if (trailing != 0 || x->installing) /* our own snapshot (see the top) */
+		return ret(x, x->inner->snapshot_put(x->inner, trailing, req, snapshot, cb));
+	x->put_cb = cb;
+	x->put_data = req->data;
+	req->data = x;
+	x->installing = true;
+	int rv = ret(x, x->inner->snapshot_put(x->inner, trailing, req, snapshot, on_install_put));
+	if (rv != 0) {
+		req->data = x->put_data;
+		x->put_cb = NULL;
+		x->put_data = NULL;
+		x->installing = false;
+	}
+	return rv;
+}
+
+static int f_snapshot_get(struct raft_io *io, struct raft_io_snapshot_get *req,
+                          raft_io_snapshot_get_cb cb)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->snapshot_get(x->inner, req, cb));
+}
+
+static raft_time f_time(struct raft_io *io)
+{
+	node_raftio *x = of_outer(io);
+	return x->inner->time(x->inner);
+}
+
+static int f_random(struct raft_io *io, int min, int max)
+{
+	node_raftio *x = of_outer(io);
+	return x->inner->random(x->inner, min, max);
+}
+
+static int f_async_work(struct raft_io *io, struct raft_io_async_work *req,
+                        raft_io_async_work_cb cb)
+{
+	node_raftio *x = of_outer(io);
+	return ret(x, x->inner->async_work(x->inner, req, cb));
+}
+
+void node_raftio_init(node_raftio *x, struct raft_io *inner, uint32_t gid)
+{
+	memset(x, 0, sizeof(*x));
+	x->gid = gid;
+	x->inner = inner;
+	inner->data = x;
+	struct raft_io *o = &x->outer;
+	o->version = inner->version;
+	o->impl = x;
+	o->init = f_init;
+	o->close = f_close;
+	o->load = f_load;
+	o->start = f_start;
+	o->bootstrap = f_bootstrap;
+	o->recover = f_recover;
+	o->set_term = f_set_term;
+	o->set_vote = f_set_vote;
+	o->send = f_send;
+	o->append = f_append;
+	o->truncate = f_truncate;
+	o->snapshot_put = f_snapshot_put;
+	o->snapshot_get = f_snapshot_get;
+	o->time = f_time;
+	o->random = f_random;
+	o->async_work = inner->async_work != NULL ? f_async_work : NULL;
+}
