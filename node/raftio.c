@@ -23,9 +23,9 @@
  *   - ticks are withheld (no election timeout; raft's clock keeps running,
  *     so the first tick after the write sees the elapsed time and starts an
  *     election if the leader is still silent);
- *   - RequestVote (not pre-vote) and TimeoutNow messages are dropped: Raft
- *     tolerates lost messages, and candidates ask again after their
- *     timeout.
+ *   - RequestVote (pre-votes too: whatever raft does with them, nothing
+ *     needs them now) and TimeoutNow messages are dropped: Raft tolerates
+ *     lost messages, and candidates ask again after their timeout.
  * AppendEntries and InstallSnapshot of a newer leader still pass: they make
  * this server a follower *with* a leader, and the answer goes to it.  A
  * write of a snapshot takes milliseconds to a second, the only delay this
@@ -73,9 +73,7 @@ static void on_tick(struct raft_io *inner)
 static void on_recv(struct raft_io *inner, struct raft_message *m)
 {
 	node_raftio *x = of_inner(inner);
-	if (x->installing &&
-	    ((m->type == RAFT_IO_REQUEST_VOTE && !m->request_vote.pre_vote) ||
-	     m->type == RAFT_IO_TIMEOUT_NOW)) {
+	if (x->installing && (m->type == RAFT_IO_REQUEST_VOTE || m->type == RAFT_IO_TIMEOUT_NOW)) {
 		x->messages_dropped++;
 		return;
 	}
