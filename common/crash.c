@@ -23,6 +23,7 @@
 #endif
 #endif
 
+#ifndef SH_CRASH_SANITIZED
 static int crash_fd = 2;
 static char crash_who[64];
 
@@ -88,6 +89,7 @@ static void on_crash(int sig, siginfo_t *si, void *uctx)
 	signal(sig, SIG_DFL);
 	raise(sig);
 }
+#endif
 
 void sh_crash_install(int fd, const char *who)
 {
