@@ -791,77 +791,74 @@ START_TEST(test_async_pipeline_failures)
 }
 END_TEST
 
+/* Counts a completion into the async_state. */
+static void tally_done(void *arg, int code, const void *body, size_t len, const shoal_error *err)
+{
+	async_state *s = arg;
+	(void)body;
+	(void)len;
+	(void)err;
+	s->completed++;
+	s->failures += code != SHOAL_OK;
+}
+
 /* A callback that submits a burst: shoal_poll sends it when its callbacks
  * are done, as one message, not the first alone on the lane that just came
  * back and the rest behind it. */
 static void burst_done(void *arg, int code, const void *body, size_t len, const shoal_error *err)
 {
 	async_state *s = arg;
-	(void)body;
-	(void)len;
-	(void)err;
-	s->completed++;
-	s->failures += code != SHOAL_OK;
+	tally_done(arg, code, body, len, err);
 	if (s->completed == 1)
 		for (int i = 0; i < 20; i++) {
 			size_t n;
 			uint8_t *req = get_request(100 + (uint64_t)i, &n);
 			shoal_error e;
-			ck_assert_int_eq(shoal_submit_pb(s->c, req, n, burst_done, s, &e),
-			                 SHOAL_OK);
+			ck_assert_int_eq(shoal_submit_pb(s->c, req, n, tally_done, s, &e), SHOAL_OK);
 			free(req);
 		}
 }
 
 /* A callback that submits a request and then polls for it (a nested
  * shoal_poll): the request is sent although the outer poll is corking. */
-static void nested_inner_done(void *arg, int code, const void *body, size_t len,
-                              const shoal_error *err)
+static void nested_done(void *arg, int code, const void *body, size_t len, const shoal_error *err)
 {
 	async_state *s = arg;
-	(void)body;
-	(void)len;
-	(void)err;
-	s->completed++;
-	s->failures += code != SHOAL_OK;
-}
-
-static void nested_outer_done(void *arg, int code, const void *body, size_t len,
-                              const shoal_error *err)
-{
-	async_state *s = arg;
-	(void)body;
-	(void)len;
-	(void)err;
-	s->completed++;
-	s->failures += code != SHOAL_OK;
+	tally_done(arg, code, body, len, err);
 	size_t n;
 	uint8_t *req = get_request(200, &n);
 	shoal_error e;
-	ck_assert_int_eq(shoal_submit_pb(s->c, req, n, nested_inner_done, s, &e), SHOAL_OK);
+	ck_assert_int_eq(shoal_submit_pb(s->c, req, n, tally_done, s, &e), SHOAL_OK);
 	free(req);
 	int64_t until = now_ms() + 10000;
 	while (s->completed < 2 && now_ms() < until)
 		shoal_poll(s->c, 1000);
 }
 
-START_TEST(test_async_nested_poll)
+/* Submits one request whose callback is `first`, polls until `want`
+ * completions (10 s at most) and checks that they all succeeded. */
+static void run_from_callback(fake *f, shoal_done_cb first, int want)
 {
-	fake f = {0};
-	fake_start(&f, FAKE_OK);
-	shoal_client *c = client(f.url, 0, 0, 0, -1);
+	shoal_client *c = client(f->url, 0, 0, 0, -1);
 	async_state s = {.c = c};
 	size_t n;
 	uint8_t *req = get_request(1, &n);
 	shoal_error err;
-	ck_assert_int_eq(shoal_submit_pb(c, req, n, nested_outer_done, &s, &err), SHOAL_OK);
+	ck_assert_int_eq(shoal_submit_pb(c, req, n, first, &s, &err), SHOAL_OK);
 	free(req);
 	int64_t until = now_ms() + 10000;
-	while (s.completed < 2 && now_ms() < until)
+	while (s.completed < want && now_ms() < until)
 		shoal_poll(c, 1000);
-	ck_assert_int_eq(s.completed, 2);
+	ck_assert_int_eq(s.completed, want);
 	ck_assert_int_eq(s.failures, 0);
 	shoal_client_free(c);
+}
+
+START_TEST(test_async_nested_poll)
+{
+	fake f = {0};
+	fake_start(&f, FAKE_OK);
+	run_from_callback(&f, nested_done, 2);
 	fake_stop(&f);
 }
 END_TEST
@@ -870,20 +867,8 @@ START_TEST(test_async_burst_from_callback)
 {
 	fake f = {0};
 	fake_start(&f, FAKE_OK);
-	shoal_client *c = client(f.url, 0, 0, 0, -1);
-	async_state s = {.c = c};
-	size_t n;
-	uint8_t *req = get_request(1, &n);
-	shoal_error err;
-	ck_assert_int_eq(shoal_submit_pb(c, req, n, burst_done, &s, &err), SHOAL_OK);
-	free(req);
-	int64_t until = now_ms() + 10000;
-	while (s.completed < 21 && now_ms() < until)
-		shoal_poll(c, 1000);
-	ck_assert_int_eq(s.completed, 21);
-	ck_assert_int_eq(s.failures, 0);
+	run_from_callback(&f, burst_done, 21);
 	ck_assert_int_eq(atomic_load(&f.max_batch), 20);
-	shoal_client_free(c);
 	fake_stop(&f);
 }
 END_TEST
