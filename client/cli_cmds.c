@@ -376,31 +376,25 @@ static const cli_opt o_transact_get[] = {
 
 static const cli_opt o_none[] = {OPT_END};
 
+/* Options of the commands whose names the registry derives (o_<field>). */
+#define o_batch_get_item       o_batch_get
+#define o_batch_write_item     o_batch_write
+#define o_transact_write_items o_transact_write
+#define o_transact_get_items   o_transact_get
+#define o_describe_table       o_table_only
+#define o_delete_table         o_table_only
+#define o_cluster_status       o_none
+
+/* One command per operation of the registry (proto/ops.h), in its order. */
 const cli_cmd cli_cmds[] = {
-    {"batch-get-item", "BatchGetItem", CLI_PAGING_NONE, o_batch_get,
-     "read up to 100 items from one or more tables"},
-    {"batch-write-item", "BatchWriteItem", CLI_PAGING_NONE, o_batch_write,
-     "put or delete up to 25 items in one or more tables"},
-    {"create-table", "CreateTable", CLI_PAGING_NONE, o_create_table, "create a table"},
-    {"delete-item", "DeleteItem", CLI_PAGING_NONE, o_delete_item, "delete one item"},
-    {"delete-table", "DeleteTable", CLI_PAGING_NONE, o_table_only, "delete a table and its items"},
-    {"describe-table", "DescribeTable", CLI_PAGING_NONE, o_table_only,
-     "describe a table (status, keys, indexes, item count)"},
-    {"get-item", "GetItem", CLI_PAGING_NONE, o_get_item, "read one item"},
-    {"list-tables", "ListTables", CLI_PAGING_TABLES, o_list_tables, "list table names"},
-    {"put-item", "PutItem", CLI_PAGING_NONE, o_put_item, "create or replace one item"},
-    {"query", "Query", CLI_PAGING_ITEMS, o_query,
-     "read the items of one partition key (an item collection)"},
-    {"scan", "Scan", CLI_PAGING_ITEMS, o_scan, "read every item of a table or index"},
-    {"status", "ClusterStatus", CLI_PAGING_NONE, o_none,
-     "Shoal: nodes, storage groups, leaders, terms, applied indexes, item counts"},
-    {"transact-get-items", "TransactGetItems", CLI_PAGING_NONE, o_transact_get,
-     "read up to 100 items atomically"},
-    {"transact-write-items", "TransactWriteItems", CLI_PAGING_NONE, o_transact_write,
-     "write up to 100 items atomically"},
-    {"update-item", "UpdateItem", CLI_PAGING_NONE, o_update_item, "update attributes of one item"},
-    {"update-table", "UpdateTable", CLI_PAGING_NONE, o_update_table,
-     "change a table's indexes or capacity settings"},
+#define CLI_CMD(Name, field, CONST, cli, flags, node, summary)                                     \
+	{cli, #Name,                                                                               \
+	 ((flags)&SHOAL_OPF_PAGE)       ? CLI_PAGING_ITEMS                                          \
+	 : ((flags)&SHOAL_OPF_PAGE_TBL) ? CLI_PAGING_TABLES                                         \
+	                                : CLI_PAGING_NONE,                                          \
+	 o_##field, summary},
+    SHOAL_OPS(CLI_CMD)
+#undef CLI_CMD
     {NULL, NULL, CLI_PAGING_NONE, NULL, NULL},
 };
 

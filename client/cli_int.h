@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "client/shoal.h"
+#include "proto/ops.h"
 
 /* Exit codes of the AWS CLI (v2). */
 #define CLI_EXIT_OK      0

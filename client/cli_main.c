@@ -62,6 +62,23 @@ static void add_unknown(run *r, const char *word)
 /* Help                                                                      */
 /* ------------------------------------------------------------------------ */
 
+/* The commands in alphabetical order, as the AWS CLI lists them (cli_cmds
+ * is in the registry's order); ends with NULL. */
+static int cmd_cmp(const void *a, const void *b)
+{
+	return strcmp((*(const cli_cmd *const *)a)->name, (*(const cli_cmd *const *)b)->name);
+}
+
+static const cli_cmd **sorted_cmds(const cli_cmd **out, size_t cap)
+{
+	size_t n = 0;
+	for (const cli_cmd *c = cli_cmds; c->name != NULL && n + 1 < cap; c++)
+		out[n++] = c;
+	qsort(out, n, sizeof(*out), cmd_cmp);
+	out[n] = NULL;
+	return out;
+}
+
 static void print_help(FILE *out)
 {
 	fputs("shoal -- the command line of Shoal, a DynamoDB-style database.\n"
@@ -69,8 +86,9 @@ static void print_help(FILE *out)
 	      "usage: shoal [options] <command> [parameters]\n\n"
 	      "Commands:\n",
 	      out);
-	for (const cli_cmd *c = cli_cmds; c->name != NULL; c++)
-		fprintf(out, "  %-22s %s\n", c->name, c->summary);
+	const cli_cmd *cmds[SHOAL_OP__COUNT + 1];
+	for (const cli_cmd **c = sorted_cmds(cmds, SHOAL_OP__COUNT + 1); *c != NULL; c++)
+		fprintf(out, "  %-22s %s\n", (*c)->name, (*c)->summary);
 	fputs("\nGlobal options:\n"
 	      "  --endpoint URL[,URL...]  routers (also --endpoint-url, $SHOAL_ENDPOINT,\n"
 	      "                           file://<cluster dir>/router.endpoint);\n"
@@ -369,9 +387,11 @@ static int parse_argv(run *r, int argc, char **argv)
 	if (r->cmd == NULL) {
 		char list[2048];
 		size_t n = 0;
-		for (const cli_cmd *c = cli_cmds; c->name != NULL; c++)
+		const cli_cmd *cmds[SHOAL_OP__COUNT + 1];
+		sorted_cmds(cmds, SHOAL_OP__COUNT + 1);
+		for (const cli_cmd **c = cmds; *c != NULL; c++)
 			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
-			                      c == cli_cmds ? "" : " | ", c->name);
+			                      c == cmds ? "" : " | ", (*c)->name);
 		return cli_failf(&r->fail, CLI_EXIT_USAGE, true,
 		                 "argument command: Invalid choice, valid choices are:\n\n%s",
 		                 list);

@@ -159,7 +159,8 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	appendf(&b, "# HELP shoal_node_requests_total Requests answered by this node, by "
 	            "operation.\n# TYPE shoal_node_requests_total counter\n");
 	for (int op = 0; op < NODE_OP__COUNT; op++)
-		appendf(&b, "shoal_node_requests_total{op=\"%s\"} %" PRIu64 "\n", node_op_name(op),
+		if (node_op_served(op))
+			appendf(&b, "shoal_node_requests_total{op=\"%s\"} %" PRIu64 "\n", node_op_name(op),
 		        load(&s->requests[op]));
 
 	appendf(&b, "# HELP shoal_node_errors_total Requests answered with an error, by "
@@ -179,6 +180,8 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	appendf(&b, "# HELP shoal_node_request_seconds Time from receiving a request to "
 	            "sending its answer.\n# TYPE shoal_node_request_seconds histogram\n");
 	for (int op = 0; op < NODE_OP__COUNT; op++) {
+		if (!node_op_served(op))
+			continue;
 		uint64_t cum = 0;
 		for (int i = 0; i < NODE_LATENCY_BUCKETS; i++) {
 			cum += load(&s->buckets[op][i]);

@@ -48,6 +48,7 @@
 #include "common/cluster.h"
 #include "common/errors.h"
 #include "node/fsm.h"
+#include "proto/ops.h"
 #include "proto/cluster.pb-c.h"
 #include "proto/shoal.pb-c.h"
 
@@ -281,29 +282,27 @@ st_env *node_group_env(node_group *g);
 /* Operations, statistics and metrics (server.c, metrics.c)                  */
 /* ------------------------------------------------------------------------ */
 
-/* Every operation a node serves, for the dispatch table and metrics. */
+/* Every operation a node knows, for the dispatch table and metrics: the
+ * client operations of the registry (proto/ops.h, in its order; those the
+ * router composes from others are not served: node_op_served), then the
+ * internal ones. */
 enum node_op {
-	NODE_OP_GET_ITEM,
-	NODE_OP_PUT_ITEM,
-	NODE_OP_UPDATE_ITEM,
-	NODE_OP_DELETE_ITEM,
-	NODE_OP_QUERY,
-	NODE_OP_SCAN,
-	NODE_OP_BATCH_GET_ITEM,
-	NODE_OP_BATCH_WRITE_ITEM,
-	NODE_OP_DESCRIBE_TABLE,
-	NODE_OP_LIST_TABLES,
+#define NODE_OP_ENUM(Name, field, CONST, cli, flags, node, summary) NODE_OP_##CONST,
+	SHOAL_OPS(NODE_OP_ENUM)
+#undef NODE_OP_ENUM
 	NODE_OP_DEFINE_TABLE,
 	NODE_OP_DROP_TABLE,
 	NODE_OP_GROUP_STATUS,
 	NODE_OP_LIST_CATALOG,
-	NODE_OP_UPDATE_TABLE,
+	NODE_OP_UPDATE_TABLE_DEF, /* group 0: UpdateTable's new definition */
 	NODE_OP_ACTIVATE_INDEX,
 	NODE_OP_INDEX_SHIP,
 	NODE_OP_INVALID, /* undecodable or unknown requests */
 	NODE_OP__COUNT
 };
 
+/* Whether this node serves op (metrics list only those). */
+bool node_op_served(int op);
 /* "get_item", ... (the metrics label); "invalid" for NODE_OP_INVALID. */
 const char *node_op_name(int op);
 

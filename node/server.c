@@ -96,39 +96,46 @@ typedef struct op_def {
 	prepare_fn prepare;          /* WRITE */
 } op_def;
 
-static int prepare_put(node_call *c, Shoal__CommandOp *op);
-static int prepare_update(node_call *c, Shoal__CommandOp *op);
-static int prepare_delete(node_call *c, Shoal__CommandOp *op);
-static int prepare_batch_write(node_call *c, Shoal__CommandOp *op);
+static int node_prepare_put_item(node_call *c, Shoal__CommandOp *op);
+static int node_prepare_update_item(node_call *c, Shoal__CommandOp *op);
+static int node_prepare_delete_item(node_call *c, Shoal__CommandOp *op);
+static int node_prepare_batch_write_item(node_call *c, Shoal__CommandOp *op);
 static int prepare_define_table(node_call *c, Shoal__CommandOp *op);
 static int prepare_drop_table(node_call *c, Shoal__CommandOp *op);
 static int prepare_update_table(node_call *c, Shoal__CommandOp *op);
 static int prepare_activate_index(node_call *c, Shoal__CommandOp *op);
 static int prepare_index_ship(node_call *c, Shoal__CommandOp *op);
 
+/* How a node serves a registry operation (the `node` column of proto/ops.h). */
+#define NODE_ENTRY_NODE_READ(field)  {#field, OP_READ, node_handle_##field, NULL}
+#define NODE_ENTRY_NODE_WRITE(field) {#field, OP_WRITE | OP_BASE_WRITE, NULL, node_prepare_##field}
+#define NODE_ENTRY_NODE_NONE(field)  {#field, 0, NULL, NULL}
+
 static const op_def ops[NODE_OP__COUNT] = {
-    [NODE_OP_GET_ITEM] = {"get_item", OP_READ, node_handle_get_item, NULL},
-    [NODE_OP_PUT_ITEM] = {"put_item", OP_WRITE | OP_BASE_WRITE, NULL, prepare_put},
-    [NODE_OP_UPDATE_ITEM] = {"update_item", OP_WRITE | OP_BASE_WRITE, NULL, prepare_update},
-    [NODE_OP_DELETE_ITEM] = {"delete_item", OP_WRITE | OP_BASE_WRITE, NULL, prepare_delete},
-    [NODE_OP_QUERY] = {"query", OP_READ, node_handle_query, NULL},
-    [NODE_OP_SCAN] = {"scan", OP_READ, node_handle_scan, NULL},
-    [NODE_OP_BATCH_GET_ITEM] = {"batch_get_item", OP_READ, node_handle_batch_get_item, NULL},
-    [NODE_OP_BATCH_WRITE_ITEM] = {"batch_write_item", OP_WRITE | OP_BASE_WRITE, NULL,
-                                  prepare_batch_write},
-    [NODE_OP_DESCRIBE_TABLE] = {"describe_table", OP_READ, node_handle_describe_table, NULL},
-    [NODE_OP_LIST_TABLES] = {"list_tables", OP_READ, node_handle_list_tables, NULL},
+#define NODE_ENTRY(Name, field, CONST, cli, flags, node, summary)                                  \
+	[NODE_OP_##CONST] = NODE_ENTRY_##node(field),
+    SHOAL_OPS(NODE_ENTRY)
+#undef NODE_ENTRY
     [NODE_OP_DEFINE_TABLE] = {"define_table", OP_WRITE, NULL, prepare_define_table},
     [NODE_OP_DROP_TABLE] = {"drop_table", OP_WRITE, NULL, prepare_drop_table},
     [NODE_OP_GROUP_STATUS] = {"group_status", OP_LOCAL | OP_ANY_HEALTH, node_handle_group_status,
                               NULL},
     [NODE_OP_LIST_CATALOG] = {"list_catalog", OP_READ | OP_GROUP0, node_handle_list_catalog, NULL},
-    [NODE_OP_UPDATE_TABLE] = {"update_table", OP_WRITE | OP_GROUP0, NULL, prepare_update_table},
+    [NODE_OP_UPDATE_TABLE_DEF] = {"update_table_def", OP_WRITE | OP_GROUP0, NULL,
+                                  prepare_update_table},
     [NODE_OP_ACTIVATE_INDEX] = {"activate_index", OP_WRITE | OP_GROUP0, NULL,
                                 prepare_activate_index},
     [NODE_OP_INDEX_SHIP] = {"index_ship", OP_WRITE, NULL, prepare_index_ship},
     [NODE_OP_INVALID] = {"invalid", 0, NULL, NULL},
 };
+
+_Static_assert((int)NODE_OP_DEFINE_TABLE == (int)SHOAL_OP__COUNT,
+               "the node's client operations are the registry's, in its order");
+
+bool node_op_served(int op)
+{
+	return op >= 0 && op < NODE_OP__COUNT && (op == NODE_OP_INVALID || ops[op].flags != 0);
+}
 
 const char *node_op_name(int op)
 {
@@ -203,7 +210,7 @@ struct node_server {
  * result of the conversion is thrown away (the FSM converts again from the
  * protobuf in the entry). */
 
-static int prepare_put(node_call *c, Shoal__CommandOp *op)
+static int node_prepare_put_item(node_call *c, Shoal__CommandOp *op)
 {
 	st_put_req r;
 	int rc = wire_put_req_from_pb(c->arena, c->req->request->put_item, &r, c->errmsg);
@@ -214,7 +221,7 @@ static int prepare_put(node_call *c, Shoal__CommandOp *op)
 	return SHOAL_OK;
 }
 
-static int prepare_update(node_call *c, Shoal__CommandOp *op)
+static int node_prepare_update_item(node_call *c, Shoal__CommandOp *op)
 {
 	st_update_req r;
 	int rc = wire_update_req_from_pb(c->arena, c->req->request->update_item, &r, c->errmsg);
@@ -225,7 +232,7 @@ static int prepare_update(node_call *c, Shoal__CommandOp *op)
 	return SHOAL_OK;
 }
 
-static int prepare_delete(node_call *c, Shoal__CommandOp *op)
+static int node_prepare_delete_item(node_call *c, Shoal__CommandOp *op)
 {
 	st_delete_req r;
 	int rc = wire_delete_req_from_pb(c->arena, c->req->request->delete_item, &r, c->errmsg);
@@ -236,7 +243,7 @@ static int prepare_delete(node_call *c, Shoal__CommandOp *op)
 	return SHOAL_OK;
 }
 
-static int prepare_batch_write(node_call *c, Shoal__CommandOp *op)
+static int node_prepare_batch_write_item(node_call *c, Shoal__CommandOp *op)
 {
 	const Shoal__BatchWriteItemRequest *b = c->req->request->batch_write_item;
 	size_t n = 0;
@@ -358,53 +365,23 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 	} else if (req->list_catalog) {
 		*op = NODE_OP_LIST_CATALOG;
 	} else if (req->update_table != NULL) {
-		*op = NODE_OP_UPDATE_TABLE;
+		*op = NODE_OP_UPDATE_TABLE_DEF;
 	} else if (req->activate_index != NULL) {
 		*op = NODE_OP_ACTIVATE_INDEX;
 	} else if (req->index_ship != NULL) {
 		*op = NODE_OP_INDEX_SHIP;
 	} else {
-		switch (req->request->op_case) {
-		case SHOAL__REQUEST__OP_GET_ITEM:
-			*op = NODE_OP_GET_ITEM;
-			break;
-		case SHOAL__REQUEST__OP_PUT_ITEM:
-			*op = NODE_OP_PUT_ITEM;
-			break;
-		case SHOAL__REQUEST__OP_UPDATE_ITEM:
-			*op = NODE_OP_UPDATE_ITEM;
-			break;
-		case SHOAL__REQUEST__OP_DELETE_ITEM:
-			*op = NODE_OP_DELETE_ITEM;
-			break;
-		case SHOAL__REQUEST__OP_QUERY:
-			*op = NODE_OP_QUERY;
-			break;
-		case SHOAL__REQUEST__OP_SCAN:
-			*op = NODE_OP_SCAN;
-			break;
-		case SHOAL__REQUEST__OP_BATCH_GET_ITEM:
-			*op = NODE_OP_BATCH_GET_ITEM;
-			break;
-		case SHOAL__REQUEST__OP_BATCH_WRITE_ITEM:
-			*op = NODE_OP_BATCH_WRITE_ITEM;
-			break;
-		case SHOAL__REQUEST__OP_DESCRIBE_TABLE:
-			*op = NODE_OP_DESCRIBE_TABLE;
-			break;
-		case SHOAL__REQUEST__OP_LIST_TABLES:
-			*op = NODE_OP_LIST_TABLES;
-			break;
-		case SHOAL__REQUEST__OP__NOT_SET:
+		if (req->request->op_case == SHOAL__REQUEST__OP__NOT_SET)
 			return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,
 			               "the request carries no operation");
-		default: {
+		shoal_op o = wire_op_of(req->request->op_case);
+		if (o >= SHOAL_OP__COUNT || ops[o].flags == 0) {
 			const char *name = wire_op_name(req->request->op_case);
 			return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,
 			               "%s is not an operation of a storage node",
 			               name[0] != '\0' ? name : "this operation");
 		}
-		}
+		*op = (int)o; /* NODE_OP_<CONST> == SHOAL_OP_<CONST> */
 	}
 	return SHOAL_OK;
 }

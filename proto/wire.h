@@ -50,6 +50,7 @@
 #include <jansson.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "proto/ops.h"
 #include "proto/shoal.pb-c.h"
 
 #include "../common/arena.h"
@@ -157,6 +158,27 @@ int wire_pack(sh_arena *a, const ProtobufCMessage *msg, uint8_t **buf, size_t *l
 Shoal__Status wire_status_from_code(int code);
 int wire_code_from_status(int status);
 
+/*
+ * The operation registry (proto/ops.h) as data, in shoal_op order: each
+ * operation's DynamoDB name, Request/Response field, `shoal` subcommand,
+ * one-line summary, SHOAL_OPF_* flags and Request oneof case.
+ */
+typedef struct wire_op_info {
+	const char *name;    /* "GetItem" */
+	const char *field;   /* "get_item" (the same in Request and Response) */
+	const char *cli;     /* "get-item" */
+	const char *summary; /* for `shoal help` */
+	unsigned flags;      /* SHOAL_OPF_* */
+	Shoal__Request__OpCase op_case;
+} wire_op_info;
+extern const wire_op_info wire_ops[SHOAL_OP__COUNT];
+
+/* The registry index of a Request oneof case; SHOAL_OP__COUNT if none. */
+shoal_op wire_op_of(Shoal__Request__OpCase op_case);
+/* By name (a "Service.Operation" target is accepted); NULL if unknown. */
+const wire_op_info *wire_op_by_name(const char *operation);
+/* By the field number of the Request/Response oneof; NULL if unknown. */
+const wire_op_info *wire_op_by_id(uint32_t id);
 /* DynamoDB's name of an operation ("GetItem", "CreateTable"); "" if unset. */
 const char *wire_op_name(Shoal__Request__OpCase op);
 

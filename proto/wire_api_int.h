@@ -75,16 +75,6 @@ const char *const *wire_api_ignored_of(const ProtobufCMessageDescriptor *desc);
 /* What to say when a real oneof group has two members set. */
 const char *wire_api_group_message(const ProtobufCMessageDescriptor *desc);
 
-/* Operations: DynamoDB's name <-> the field of Request / Response. */
-typedef struct wire_api_op {
-	const char *name;  /* "GetItem" */
-	const char *field; /* "get_item" (the same in Request and Response) */
-} wire_api_op;
-/* By name (a "Service.Operation" target is accepted); NULL if unknown. */
-const wire_api_op *wire_api_op_by_name(const char *operation);
-/* By the field number of the Request/Response oneof; NULL if unknown. */
-const wire_api_op *wire_api_op_by_id(uint32_t id);
-
 /* Well-formed UTF-8; wire_api_utf8_seq: the length of the well-formed sequence
  * at s (0 if there is none). */
 bool wire_api_utf8_valid(const char *s, size_t n);

@@ -13,7 +13,7 @@
 
 #include "proto/wire_api_int.h"
 
-static const ProtobufCFieldDescriptor *op_field(const wire_api_op *op)
+static const ProtobufCFieldDescriptor *op_field(const wire_op_info *op)
 {
 	return protobuf_c_message_descriptor_get_field_by_name(&shoal__request__descriptor,
 	                                                       op->field);
@@ -24,7 +24,7 @@ int wire_api_request_from_json(sh_arena *a, const char *operation, const json_t 
 {
 	*out = NULL;
 	wire_json_init();
-	const wire_api_op *op = wire_api_op_by_name(operation);
+	const wire_op_info *op = wire_op_by_name(operation);
 	const ProtobufCFieldDescriptor *f = op != NULL ? op_field(op) : NULL;
 	if (f == NULL)
 		return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,
@@ -47,7 +47,7 @@ int wire_api_request_from_json(sh_arena *a, const char *operation, const json_t 
 
 const char *wire_api_operation_name(const Shoal__Request *req)
 {
-	const wire_api_op *op = wire_api_op_by_id((uint32_t)req->op_case);
+	const wire_op_info *op = wire_op_by_id((uint32_t)req->op_case);
 	return op != NULL ? op->name : "";
 }
 
@@ -55,7 +55,7 @@ int wire_api_request_to_json(const Shoal__Request *req, const char **operation, 
                              char *errmsg)
 {
 	*out = NULL;
-	const wire_api_op *op = wire_api_op_by_id((uint32_t)req->op_case);
+	const wire_op_info *op = wire_op_by_id((uint32_t)req->op_case);
 	const ProtobufCFieldDescriptor *f = op != NULL ? op_field(op) : NULL;
 	if (f == NULL)
 		return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,

@@ -246,7 +246,7 @@ static int error_body(wire_api_out *c, const Shoal__Response *resp, json_t **out
 /* Responses -> JSON                                                         */
 /* ------------------------------------------------------------------------ */
 
-static int response_to_json(wire_api_out *c, const Shoal__Response *resp, const wire_api_op *op,
+static int response_to_json(wire_api_out *c, const Shoal__Response *resp, const wire_op_info *op,
                             json_t **out)
 {
 	if (resp->status != SHOAL__STATUS__STATUS_OK)
@@ -256,7 +256,7 @@ static int response_to_json(wire_api_out *c, const Shoal__Response *resp, const 
 		*out = json_object();
 		return *out != NULL ? SHOAL_OK : nomem(c->errmsg);
 	}
-	const wire_api_op *got = wire_api_op_by_id(rc_case);
+	const wire_op_info *got = wire_op_by_id(rc_case);
 	if (got == NULL)
 		return sh_errf(c->errmsg, SHOAL_E_INTERNAL, "unknown result %u in a response",
 		               rc_case);
@@ -279,8 +279,8 @@ int wire_api_response_to_json(const Shoal__Response *resp, const char *operation
                               char *errmsg)
 {
 	*out = NULL;
-	const wire_api_op *op = NULL;
-	if (operation != NULL && (op = wire_api_op_by_name(operation)) == NULL)
+	const wire_op_info *op = NULL;
+	if (operation != NULL && (op = wire_op_by_name(operation)) == NULL)
 		return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,
 		               "An unknown operation was requested.");
 	wire_api_out c;
@@ -307,7 +307,7 @@ int wire_api_response_to_json_for(const Shoal__Response *resp, const Shoal__Requ
                                   json_t **out, char *errmsg)
 {
 	*out = NULL;
-	const wire_api_op *op = wire_api_op_by_id((uint32_t)req->op_case);
+	const wire_op_info *op = wire_op_by_id((uint32_t)req->op_case);
 	if (op == NULL)
 		return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,
 		               "The request carries no operation Shoal knows (op %d)",
@@ -375,7 +375,7 @@ int wire_api_response_from_json(sh_arena *a, const char *operation, const json_t
 {
 	*out = NULL;
 	wire_json_init();
-	const wire_api_op *op = wire_api_op_by_name(operation);
+	const wire_op_info *op = wire_op_by_name(operation);
 	if (op == NULL)
 		return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,
 		               "An unknown operation was requested.");

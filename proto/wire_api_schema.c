@@ -286,49 +286,50 @@ const char *wire_api_group_message(const ProtobufCMessageDescriptor *desc)
 /* Operations                                                                */
 /* ------------------------------------------------------------------------ */
 
-static const wire_api_op ops[] = {
-    {"GetItem", "get_item"},
-    {"PutItem", "put_item"},
-    {"UpdateItem", "update_item"},
-    {"DeleteItem", "delete_item"},
-    {"Query", "query"},
-    {"Scan", "scan"},
-    {"BatchGetItem", "batch_get_item"},
-    {"BatchWriteItem", "batch_write_item"},
-    {"TransactWriteItems", "transact_write_items"},
-    {"TransactGetItems", "transact_get_items"},
-    {"CreateTable", "create_table"},
-    {"DescribeTable", "describe_table"},
-    {"ListTables", "list_tables"},
-    {"DeleteTable", "delete_table"},
-    {"UpdateTable", "update_table"},
-    {"ClusterStatus", "cluster_status"},
+/* The registry (proto/ops.h) as data. */
+const wire_op_info wire_ops[SHOAL_OP__COUNT] = {
+#define OP_INFO(Name, field, CONST, cli, flags, node, summary)                                     \
+	[SHOAL_OP_##CONST] = {#Name, #field, cli, summary, flags, SHOAL__REQUEST__OP_##CONST},
+    SHOAL_OPS(OP_INFO)
+#undef OP_INFO
 };
 
-const wire_api_op *wire_api_op_by_name(const char *operation)
+const wire_op_info *wire_op_by_name(const char *operation)
 {
 	if (operation == NULL)
 		return NULL;
 	const char *dot = strrchr(operation, '.');
 	const char *name = dot != NULL ? dot + 1 : operation;
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		if (strcmp(ops[i].name, name) == 0)
-			return &ops[i];
+	for (size_t i = 0; i < SHOAL_OP__COUNT; i++) {
+		if (strcmp(wire_ops[i].name, name) == 0)
+			return &wire_ops[i];
 	}
 	return NULL;
 }
 
-const wire_api_op *wire_api_op_by_id(uint32_t id)
+shoal_op wire_op_of(Shoal__Request__OpCase op_case)
 {
-	const ProtobufCFieldDescriptor *f =
-	    protobuf_c_message_descriptor_get_field(D(request), (unsigned)id);
-	if (f == NULL || !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
-		return NULL;
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		if (strcmp(ops[i].field, f->name) == 0)
-			return &ops[i];
+	switch (op_case) {
+#define OP_CASE(Name, field, CONST, cli, flags, node, summary)                                     \
+	case SHOAL__REQUEST__OP_##CONST:                                                           \
+		return SHOAL_OP_##CONST;
+		SHOAL_OPS(OP_CASE)
+#undef OP_CASE
+	default:
+		return SHOAL_OP__COUNT;
 	}
-	return NULL;
+}
+
+const wire_op_info *wire_op_by_id(uint32_t id)
+{
+	shoal_op op = wire_op_of((Shoal__Request__OpCase)id);
+	return op < SHOAL_OP__COUNT ? &wire_ops[op] : NULL;
+}
+
+const char *wire_op_name(Shoal__Request__OpCase op_case)
+{
+	const wire_op_info *o = wire_op_by_id((uint32_t)op_case);
+	return o != NULL ? o->name : "";
 }
 
 /* ------------------------------------------------------------------------ */

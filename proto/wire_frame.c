@@ -346,13 +346,6 @@ int wire_code_from_status(int status)
 	return status;
 }
 
-const char *wire_op_name(Shoal__Request__OpCase op)
-{
-	/* One table of operations for the whole of proto/: wire_api's. */
-	const wire_api_op *o = wire_api_op_by_id((uint32_t)op);
-	return o != NULL ? o->name : "";
-}
-
 /* ------------------------------------------------------------------------ */
 /* Fields by hand                                                            */
 /* ------------------------------------------------------------------------ */
