@@ -7,6 +7,10 @@
 #   bench          storage-engine benchmark (1M items; prints figures, asserts nothing)
 #   bench-cluster  shoal_bench against a local 3-node cluster (prints figures)
 #   bench-http     the HTTP endpoint vs the native protocol on one cluster (ratios)
+#   libs           libshoal.so.0, libshoal.so and an installable libshoal.a in $(BUILD)/lib
+#                  (part of all, except with SANITIZE)
+#   install        install programs, libshoal (.so, .a, header, shoal.pc) and the systemd units
+#   uninstall      remove what install installed
 #   format         clang-format every C source and header in place
 #   clean          remove build directories
 #
@@ -20,6 +24,15 @@
 #   SHOAL_SEED=n              seed for randomised tests (printed by every such test)
 #   BENCH_ARGS='-n 100000'    arguments for st_bench (see tests/bench/st_bench.c)
 #   JOBS=n                    parallel compile jobs for test/demo/bench (default: nproc)
+#   PREFIX=/usr/local         install prefix; DESTDIR=dir is prepended to every installed path
+#   BINDIR=$(PREFIX)/bin      shoal, shoal-node, shoal-router
+#   LIBDIR=$(PREFIX)/lib      libshoal.so*, libshoal.a (a Debian package would use lib/<multiarch>)
+#   INCLUDEDIR=$(PREFIX)/include  shoal/shoal.h and shoal/errors.h
+#   PKGCONFIGDIR=$(LIBDIR)/pkgconfig  shoal.pc
+#   SYSTEMDUNITDIR=dir        systemd units: /lib/systemd/system when PREFIX=/usr (Debian's
+#                             place for packaged units), else $(PREFIX)/lib/systemd/system
+#                             (on systemd's search path for /usr/local)
+#   DOCDIR=$(PREFIX)/share/doc/shoal  README.md (the units' Documentation=)
 
 CC       ?= cc
 OPT      ?= -O2
@@ -200,3 +213,132 @@ format:
 
 clean:
 	rm -rf build build-san
+
+# ---------------------------------------------------------------------------
+# libshoal for programs outside the tree (issue 11): libshoal.so.0 and an
+# installable libshoal.a in $(LIBOUT), shoal.pc, `make install` / `make uninstall`.
+#
+# The installed libraries are built from position-independent copies of the
+# client's and the core's objects in $(PIC)/obj, so the static binaries,
+# tests and benchmarks above stay non-PIC.  The client objects and the PIC
+# core archive are linked into ONE relocatable object, $(PIC)/libshoal.o
+# (ld -r pulls only the core members the client needs: no LMDB, no storage
+# engine), and objcopy makes every symbol in it local except shoal_[a-z]*.
+# libshoal.so.0 and the installed libshoal.a are both that object, so they
+# export the same functions and cannot clash with a program's own symbols
+# (alloc, wire_*, sh_*, protobuf-c's shoal__*).  Everything is compiled with
+# -fvisibility=hidden as above, except common/errors.c: shoal.h documents
+# shoal_strerror and shoal_exception_name (declared without SHOAL_API in
+# common/errors.h) as part of the API.  The .so is linked --as-needed against
+# the same libraries as the programs, so it needs only what it really uses
+# (nng, protobuf-c, jansson, libm), and that list becomes the .pc's
+# Libs.private.  Installed headers: $(INCLUDEDIR)/shoal/shoal.h (client/shoal.h,
+# its `#include "../common/X.h"` rewritten to "X.h") and the common/ headers
+# it includes.  Not built with SANITIZE: a sanitized shared library needs the
+# sanitizer runtime in every program that loads it.
+PREFIX         ?= /usr/local
+BINDIR         ?= $(PREFIX)/bin
+LIBDIR         ?= $(PREFIX)/lib
+INCLUDEDIR     ?= $(PREFIX)/include
+PKGCONFIGDIR   ?= $(LIBDIR)/pkgconfig
+DOCDIR         ?= $(PREFIX)/share/doc/shoal
+ifeq ($(PREFIX),/usr)
+SYSTEMDUNITDIR ?= /lib/systemd/system
+else
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+endif
+SHOAL_VERSION   := 0.1.0
+SHOAL_SOVERSION := 0
+
+PIC     := $(BUILD)/pic
+LIBOUT  := $(BUILD)/lib
+pic_obj = $(patsubst %.c,$(PIC)/obj/%.o,$(1))
+PIC_CORE_OBJ := $(call pic_obj,$(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC)) \
+                $(patsubst $(GEN)/%.c,$(PIC)/obj/gen/%.o,$(PROTO_GEN_C))
+PIC_CLIENT_OBJ := $(call pic_obj,$(CLIENT_SRC))
+SHLIB   := $(LIBOUT)/libshoal.so.$(SHOAL_SOVERSION)
+DIST_LIBS := $(SHLIB) $(LIBOUT)/libshoal.so $(LIBOUT)/libshoal.a
+# client/shoal.h's own headers: `#include "../common/errors.h"` -> common/errors.h.
+PUBLIC_DEPS := $(addprefix common/,$(shell sed -n 's|^.include "\.\./common/\([^"]*\)".*|\1|p' client/shoal.h))
+SYSTEMD_UNITS := $(wildcard deploy/systemd/*.service)
+
+.PHONY: install uninstall libs
+libs: $(DIST_LIBS)
+ifeq ($(SANITIZE),)
+all: $(DIST_LIBS)
+else ifneq ($(filter install,$(MAKECMDGOALS)),)
+$(error make install: not with SANITIZE (installed programs and libraries are built without it))
+endif
+
+$(call pic_obj,$(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC) $(CLIENT_SRC)): | $(PROTO_GEN_H)
+$(PIC)/obj/common/errors.o: PIC_VIS := -fvisibility=default
+
+$(PIC)/obj/gen/proto/%.pb-c.o: $(GEN)/proto/%.pb-c.c $(PROTO_GEN_H)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,CC,$<)$(CC) $(CPPFLAGS) $(filter-out -Wmissing-prototypes -Wshadow,$(CFLAGS)) -fPIC -Wno-missing-braces -MMD -MP -c $< -o $@
+
+$(PIC)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC $(PIC_VIS) -MMD -MP -c $< -o $@
+
+$(PIC)/libshoalcore.a: $(PIC_CORE_OBJ)
+	@rm -f $@
+	$(Q)$(call say,AR,$@)ar rcs $@ $^
+
+$(PIC)/libshoal.o: $(PIC_CLIENT_OBJ) $(PIC)/libshoalcore.a
+	$(Q)$(call say,LD,$@)$(CC) -nostdlib -r -o $@.r $^ && \
+	objcopy --localize-hidden --wildcard --keep-global-symbol='shoal_[a-z]*' $@.r $@ && rm -f $@.r
+
+# The link fails if the library exports anything but shoal_* or misses a
+# function shoal.h declares with SHOAL_API.
+$(SHLIB): $(PIC)/libshoal.o client/shoal.h
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,LD,$@)$(CC) $(LDFLAGS) -shared -Wl,-soname,$(notdir $@) -Wl,--no-undefined \
+		-Wl,--as-needed -o $@ $< $(NET_LIBS) $(LIBS)
+	$(Q)exp=$$(nm -D --defined-only $@ | awk '{print $$3}'); \
+	bad=$$(echo "$$exp" | grep -v '^shoal_[a-z]'); \
+	miss=$$(sed -n 's/^SHOAL_API [^(]*[ *]\(shoal_[a-z_]*\)(.*/\1/p' client/shoal.h | grep -vxF "$$exp"); \
+	if [ -n "$$bad$$miss" ]; then echo "$@: exports non-shoal_ symbols: $$bad; misses: $$miss"; rm -f $@; exit 1; fi
+
+$(LIBOUT)/libshoal.so: $(SHLIB)
+	$(Q)ln -sf $(notdir $<) $@
+
+$(LIBOUT)/libshoal.a: $(PIC)/libshoal.o
+	@mkdir -p $(dir $@)
+	@rm -f $@
+	$(Q)$(call say,AR,$@)ar rcs $@ $<
+
+# Libs.private: the shared libraries libshoal.so.0 was linked against (-lc aside).
+install: $(PROG_BIN) $(DIST_LIBS)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/shoal $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0755 $(PROG_BIN) $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(SHLIB) $(LIBOUT)/libshoal.a $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/libshoal.so
+	sed 's|^#include "\.\./common/|#include "|' client/shoal.h >$(DESTDIR)$(INCLUDEDIR)/shoal/shoal.h
+	chmod 0644 $(DESTDIR)$(INCLUDEDIR)/shoal/shoal.h
+	install -m 0644 $(PUBLIC_DEPS) $(DESTDIR)$(INCLUDEDIR)/shoal/
+	@! grep -n '^#include "\.\.' $(DESTDIR)$(INCLUDEDIR)/shoal/*.h || \
+		{ echo "installed headers still include tree paths"; exit 1; }
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
+		-e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' \
+		-e 's|@VERSION@|$(SHOAL_VERSION)|' \
+		-e "s|@LIBS_PRIVATE@|$$(readelf -d $(SHLIB) | sed -n 's/.*Shared library: \[lib\([^]]*\)\.so[.0-9]*\]/-l\1/p' | grep -vx -- -lc | paste -sd ' ')|" \
+		client/shoal.pc.in >$(DESTDIR)$(PKGCONFIGDIR)/shoal.pc
+	for u in $(SYSTEMD_UNITS); do \
+		sed -e 's|/usr/local/bin/|$(BINDIR)/|g' -e 's|file:///usr/\(local/\)\{0,1\}share/doc/shoal/|file://$(DOCDIR)/|' \
+			$$u >$(DESTDIR)$(SYSTEMDUNITDIR)/$$(basename $$u) || exit 1; \
+	done
+	install -m 0644 README.md $(DESTDIR)$(DOCDIR)/
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(PROG_BIN))) \
+		$(DESTDIR)$(LIBDIR)/libshoal.so $(DESTDIR)$(LIBDIR)/$(notdir $(SHLIB)) $(DESTDIR)$(LIBDIR)/libshoal.a \
+		$(DESTDIR)$(PKGCONFIGDIR)/shoal.pc $(DESTDIR)$(INCLUDEDIR)/shoal/shoal.h \
+		$(addprefix $(DESTDIR)$(INCLUDEDIR)/shoal/,$(notdir $(PUBLIC_DEPS))) \
+		$(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(notdir $(SYSTEMD_UNITS))) $(DESTDIR)$(DOCDIR)/README.md
+	rmdir $(DESTDIR)$(INCLUDEDIR)/shoal $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
+
+-include $(shell find $(PIC)/obj -name '*.d' 2>/dev/null)
