@@ -7,6 +7,8 @@
 #   bench          storage-engine benchmark (1M items; prints figures, asserts nothing)
 #   bench-cluster  shoal_bench against a local 3-node cluster (prints figures)
 #   bench-http     the HTTP endpoint vs the native protocol on one cluster (ratios)
+#   bench-peers    Shoal beside etcd and dynalite under the same wrk load (installs Debian's
+#                  etcd-server and wrk, dynalite from npm into $(BUILD)/peers; prints figures)
 #   libs           libshoal.so.0, libshoal.so and an installable libshoal.a in $(BUILD)/lib
 #                  (part of all, except with SANITIZE)
 #   install        install programs, libshoal (.so, .a, header, shoal.pc) and the systemd units
@@ -97,7 +99,7 @@ PROG_BIN := $(if $(wildcard node/main.c),$(BUILD)/bin/shoal-node) \
 TOOL_BIN := $(patsubst tests/tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC))
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 
-.PHONY: all test unit demo bench bench-cluster bench-http chaos format clean deps
+.PHONY: all test unit demo bench bench-cluster bench-http bench-peers chaos format clean deps
 .DELETE_ON_ERROR:
 
 all: deps-checked $(CORE_LIB) $(PART_LIBS) $(PROG_BIN) $(UNIT_BIN) $(IT_BIN) $(TOOL_BIN) $(BENCH_BIN)
@@ -342,3 +344,14 @@ uninstall:
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then ldconfig; fi
 
 -include $(shell find $(PIC)/obj -name '*.d' 2>/dev/null)
+
+# ---------------------------------------------------------------------------
+# bench-peers (issue 11): Shoal beside a 3-member etcd and dynalite, the same
+# wrk load against each (tests/tools/bench-peers.sh, tests/tools/peers/).
+# Only this target installs etcd-server, etcd-client and wrk (and Node.js if
+# none is there): deploy/install-deps.sh --peers.  About 3 minutes.
+bench-peers: deps-checked
+	@deploy/install-deps.sh --check --peers >/dev/null 2>&1 || deploy/install-deps.sh --peers
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	tests/tools/bench-peers.sh $(BUILD)
+# --- end bench-peers ---

@@ -1,8 +1,23 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package Shoal needs to build, test and run.
 # Idempotent and non-interactive; works as root or through sudo.
-# Usage: deploy/install-deps.sh [--check]   (--check: exit 1 if anything is missing, install nothing)
+# Usage: deploy/install-deps.sh [--check] [--peers]
+#   --check: exit 1 if anything is missing, install nothing
+#   --peers: also what `make bench-peers` needs (only that target passes it; make test and
+#            make demo never do): etcd-server etcd-client wrk, and nodejs npm when no `node`
+#            or `npm` is on PATH (a Node.js already installed, e.g. NodeSource's, is kept).
+#            Under systemd, Debian's etcd-server starts its own etcd on 2379/2380; the
+#            benchmark uses other ports and its own data directories.
 set -euo pipefail
+
+check=0 peers=0
+for a in "$@"; do
+  case $a in
+  --check) check=1 ;;
+  --peers) peers=1 ;;
+  *) echo "install-deps: unknown option $a" >&2; exit 2 ;;
+  esac
+done
 
 PACKAGES=(
   build-essential pkg-config
@@ -20,6 +35,10 @@ PACKAGES=(
   zlib1g-dev                      # CRC-32 (x-amz-crc32) on the HTTP endpoint
   python3-boto3 awscli            # tests/integration/http: DynamoDB's own clients
 )
+if ((peers)); then
+  PACKAGES+=(etcd-server etcd-client wrk)   # make bench-peers: etcd 3.4 and the HTTP load tool
+  command -v node >/dev/null && command -v npm >/dev/null || PACKAGES+=(nodejs npm)  # dynalite
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -29,7 +48,7 @@ done
 if ((${#missing[@]} == 0)); then
   exit 0
 fi
-if [[ ${1:-} == --check ]]; then
+if ((check)); then
   echo "missing packages: ${missing[*]}" >&2
   exit 1
 fi
