@@ -389,13 +389,13 @@ static const cli_opt o_none[] = {OPT_END};
 const cli_cmd cli_cmds[] = {
 #define CLI_CMD(Name, field, CONST, cli, flags, node, summary)                                     \
 	{cli, #Name,                                                                               \
-	 ((flags)&SHOAL_OPF_PAGE)       ? CLI_PAGING_ITEMS                                          \
-	 : ((flags)&SHOAL_OPF_PAGE_TBL) ? CLI_PAGING_TABLES                                         \
-	                                : CLI_PAGING_NONE,                                          \
+	 ((flags)&SHOAL_OPF_PAGE)       ? CLI_PAGING_ITEMS                                         \
+	 : ((flags)&SHOAL_OPF_PAGE_TBL) ? CLI_PAGING_TABLES                                        \
+	                                : CLI_PAGING_NONE,                                         \
 	 o_##field, summary},
     SHOAL_OPS(CLI_CMD)
 #undef CLI_CMD
-    {NULL, NULL, CLI_PAGING_NONE, NULL, NULL},
+        {NULL, NULL, CLI_PAGING_NONE, NULL, NULL},
 };
 
 const cli_cmd *cli_find_cmd(const char *name)

@@ -332,8 +332,8 @@ int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_cli
 	return SHOAL_OK;
 
 err_after_socket:
-	nng_close(c->sock);
 	lanes_close(c);
+	nng_close(c->sock);
 err_after_sync:
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->pmu);
@@ -367,10 +367,12 @@ void shoal_client_free(shoal_client *c)
 	pthread_mutex_lock(&c->mu);
 	c->closing = true;
 	pthread_mutex_unlock(&c->mu);
-	/* Closing the socket fails every pending operation with NNG_ECLOSED;
-	 * op_free's nng_aio_stop then waits for each callback to return. */
-	nng_close(c->sock);
+	/* The lanes first: their messages are cancelled and no new one starts
+	 * (their ops end "closing").  Then closing the socket fails every
+	 * op's own pending operation with NNG_ECLOSED; op_free's nng_aio_stop
+	 * waits for each callback to return. */
 	lanes_close(c);
+	nng_close(c->sock);
 	op *o = c->all;
 	while (o != NULL) {
 		op *next = o->all_next;
@@ -587,14 +589,14 @@ static void on_sent(op *o, int rv)
  * after a backoff (on o's own context from then on). */
 static void op_answered(op *o, nng_msg *m)
 {
-	if (o->retries_left > 0 && reply_status(m) == SHOAL_E_UNAVAILABLE &&
-	    remaining(o) > o->backoff_ms) {
+	uint32_t delay;
+	/* Decoding the answer (on nng's thread) only when a retry may follow. */
+	bool may_retry = o->retry.attempts + 1 < o->retry.max_attempts;
+	if (may_retry && reply_status(m) == SHOAL_E_UNAVAILABLE &&
+	    sh_retry_next(&o->retry, SH_OUT_UNAVAILABLE, 0, now_ms(), o->deadline, &delay)) {
 		nng_msg_free(m);
-		o->retries_left--;
 		o->state = OP_BACKOFF;
-		nng_sleep_aio(o->backoff_ms, o->aio);
-		o->backoff_ms =
-		    o->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : o->backoff_ms * 2;
+		nng_sleep_aio((nng_duration)delay, o->aio);
 		return;
 	}
 	o->reply = m;
@@ -650,273 +652,72 @@ static void op_cb(void *arg)
 /* ------------------------------------------------------------------------ */
 
 /*
- * Asynchronous ops go through the client's lanes.  A lane is one REQ
- * context and aio with one message in flight; an op waits in the client's
- * queue until a lane is idle, and an idle lane takes everything queued (up
- * to LANE_MAX_OPS and about LANE_MAX_BYTES): one op goes as its plain
- * Request, several as one Request batch (shoal.proto), which the router
- * answers in one Response holding each answer in order.  Each answer then
- * goes through op_answered as if it had come alone.  When anything goes
- * wrong with a lane's message -- no router ready, a timeout, a router lost
- * -- its ops continue on their own contexts (op_send), each with its own
- * deadline, so every failure is handled by the per-op state machine above.
- *
- *   state           event                              next        (lane_cb)
- *   --------------  ---------------------------------  ----------  ---------
- *   LANE_IDLE       ops taken off the queue            LANE_SEND   lane_send
- *   LANE_SEND       handed to a router                 LANE_RECV
- *   LANE_SEND       failed / timed out                 LANE_IDLE*  each op_send
- *   LANE_RECV       answer                             LANE_IDLE*  each op_answered
- *   LANE_RECV       failed / timed out                 LANE_IDLE*  each op_send
- *   (* or LANE_SEND again at once when ops are queued: lane_next)
- *
- * A lane whose message failed opens a fresh context for its next one.
+ * Asynchronous ops go through the client's lanes to the routers (the one
+ * batching transport, proto/lanes.h): while every lane has a message in
+ * flight, new ops queue, and the next free lane sends all of them as one
+ * Request batch, which the router answers in one Response holding each
+ * answer in order.  Each answer then goes through op_answered as if it had
+ * come alone.  When anything goes wrong with a lane's message -- no router
+ * ready, a timeout, a router lost -- its ops continue on their own contexts
+ * (op_send), each with its own deadline, so every failure is handled by the
+ * per-op state machine above.
  */
-enum lane_state { LANE_IDLE, LANE_SEND, LANE_RECV };
 
-struct lib_lane {
-	shoal_client *c;
-	nng_ctx ctx;
-	bool ctx_open;
-	nng_aio *aio;
-	enum lane_state state;
-	op *head; /* the ops of the message in flight (next), in order */
-	unsigned n;
-};
-
-static void lane_cb(void *arg);
-
-/* Takes the next message's ops off the queue (c->mu held, queue not empty). */
-static void lane_take(shoal_client *c, lib_lane *l)
+/* The end of an op's trip in a lane.  nng thread. */
+static void lane_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
 {
-	op *head = c->q_head, *last = head;
-	unsigned n = 1;
-	size_t bytes = nng_msg_len(head->req);
-	for (op *o = head->next;
-	     o != NULL && n < LANE_MAX_OPS && bytes + nng_msg_len(o->req) <= LANE_MAX_BYTES;
-	     o = o->next) {
-		bytes += nng_msg_len(o->req);
-		n++;
-		last = o;
-	}
-	c->q_head = last->next;
-	if (c->q_head == NULL)
-		c->q_tail = NULL;
-	last->next = NULL;
-	l->head = head;
-	l->n = n;
-}
-
-/* The lane's message failed: its ops go on alone.  rv: why. */
-static void lane_fail(lib_lane *l, int rv)
-{
-	op *o = l->head;
-	l->head = NULL;
-	l->n = 0;
-	if (l->ctx_open) {
-		nng_ctx_close(l->ctx);
-		l->ctx_open = false;
-	}
-	while (o != NULL) {
-		op *next = o->next;
-		o->next = NULL;
-		if (rv == NNG_ECLOSED)
+	op *o = (op *)it;
+	if (rv != WIRE_LANE_OK) {
+		if (rv == WIRE_LANE_CLOSED)
 			op_finish(o, SHOAL_E_UNAVAILABLE, SHOAL_SRC_LOCAL, "the client is closing");
+		else if (rv == WIRE_LANE_BAD)
+			op_finish(o, SHOAL_E_INTERNAL, SHOAL_SRC_PROTOCOL,
+			          "malformed response from \"%s\": a batch answered without this "
+			          "request's answer",
+			          o->c->endpoints);
 		else
 			op_send(o); /* its own deadline, connect and timeout handling */
-		o = next;
-	}
-}
-
-static void lane_next(lib_lane *l);
-
-/* The earliest deadline of the lane's ops. */
-static int64_t lane_deadline(const lib_lane *l)
-{
-	int64_t d = l->head->deadline;
-	for (const op *o = l->head->next; o != NULL; o = o->next)
-		if (o->deadline < d)
-			d = o->deadline;
-	return d;
-}
-
-/* Sends the lane's ops: one as its Request, several as a Request batch. */
-static void lane_send(lib_lane *l)
-{
-	shoal_client *c = l->c;
-	nng_msg *m = NULL;
-	int rv = 0;
-	if (!l->ctx_open) {
-		rv = nng_ctx_open(&l->ctx, c->sock);
-		l->ctx_open = rv == 0;
-	}
-	if (rv == 0 && l->n == 1) {
-		rv = nng_msg_dup(&m, l->head->req);
-	} else if (rv == 0) {
-		size_t size = 0;
-		for (const op *o = l->head; o != NULL; o = o->next) {
-			size_t n = nng_msg_len(o->req);
-			size += 2 + wire_varint_len(n) + n;
-		}
-		rv = nng_msg_alloc(&m, size);
-		if (rv == 0) {
-			uint8_t *p = nng_msg_body(m);
-			for (const op *o = l->head; o != NULL; o = o->next) {
-				size_t n = nng_msg_len(o->req);
-				p += wire_put_varint(p, 50 << 3 | 2);
-				p += wire_put_varint(p, n);
-				memcpy(p, nng_msg_body(o->req), n);
-				p += n;
-			}
-		}
-	}
-	if (rv != 0) {
-		lane_fail(l, rv);
-		lane_next(l);
 		return;
 	}
-	int64_t left = lane_deadline(l) - now_ms(), wait = c->opts.connect_timeout_ms;
-	if (wait > left)
-		wait = left > 0 ? left : 1;
-	l->state = LANE_SEND;
-	nng_aio_set_msg(l->aio, m);
-	nng_aio_set_timeout(l->aio, (nng_duration)wait);
-	nng_ctx_send(l->ctx, l->aio);
-}
-
-/* The lane's message is over: send the next one, or go idle. */
-static void lane_next(lib_lane *l)
-{
-	shoal_client *c = l->c;
-	pthread_mutex_lock(&c->mu);
-	if (c->q_head != NULL && !c->closing) {
-		lane_take(c, l);
-		pthread_mutex_unlock(&c->mu);
-		lane_send(l);
-		return;
-	}
-	l->state = LANE_IDLE;
-	c->idle[c->n_idle++] = l;
-	pthread_mutex_unlock(&c->mu);
-}
-
-/* The router's answer (taken over) to the lane's message. */
-static void lane_deliver(lib_lane *l, nng_msg *m)
-{
-	op *o = l->head;
-	unsigned n = l->n;
-	l->head = NULL;
-	l->n = 0;
-	if (n == 1) {
-		o->next = NULL;
-		op_answered(o, m);
-		return;
-	}
-	const uint8_t *p = nng_msg_body(m), *end = p + nng_msg_len(m);
-	wire_field f;
-	unsigned got = 0;
-	while (o != NULL && p < end && wire_next_field(&p, end, &f)) {
-		if (f.number != 50 || f.type != 2)
-			continue;
-		op *next = o->next;
-		o->next = NULL;
-		nng_msg *one;
-		if (nng_msg_alloc(&one, f.len) != 0) {
+	if (whole == NULL) {
+		if (nng_msg_alloc(&whole, len) != 0) {
 			op_finish(o, SHOAL_E_NOMEM, SHOAL_SRC_LOCAL, "out of memory");
-		} else {
-			memcpy(nng_msg_body(one), f.data, f.len);
-			op_answered(o, one);
-		}
-		o = next;
-		got++;
-	}
-	while (o != NULL) {
-		op *next = o->next;
-		o->next = NULL;
-		op_finish(o, SHOAL_E_INTERNAL, SHOAL_SRC_PROTOCOL,
-		          "malformed response from \"%s\": a batch of %u requests answered %u",
-		          o->c->endpoints, n, got);
-		o = next;
-	}
-	nng_msg_free(m);
-}
-
-/* nng thread: one step of a lane (table above). */
-static void lane_cb(void *arg)
-{
-	lib_lane *l = arg;
-	int rv = nng_aio_result(l->aio);
-	switch (l->state) {
-	case LANE_SEND:
-		if (rv != 0) {
-			nng_msg *m = nng_aio_get_msg(l->aio);
-			nng_aio_set_msg(l->aio, NULL);
-			if (m != NULL)
-				nng_msg_free(m);
-			lane_fail(l, rv);
-			lane_next(l);
 			return;
 		}
-		int64_t left = lane_deadline(l) - now_ms();
-		l->state = LANE_RECV;
-		nng_aio_set_timeout(l->aio, (nng_duration)(left > 0 ? left : 1));
-		nng_ctx_recv(l->ctx, l->aio);
-		return;
-	case LANE_RECV:
-		if (rv != 0) {
-			lane_fail(l, rv);
-		} else {
-			nng_msg *m = nng_aio_get_msg(l->aio);
-			nng_aio_set_msg(l->aio, NULL);
-			lane_deliver(l, m);
-		}
-		lane_next(l);
-		return;
-	case LANE_IDLE:
-		return; /* not reached: nothing pending */
+		memcpy(nng_msg_body(whole), ans, len);
 	}
+	op_answered(o, whole);
 }
 
 /* Creates c's lanes (c->opts.pipeline of them). */
 static int lanes_open(shoal_client *c, char *errmsg)
 {
-	unsigned n = (unsigned)c->opts.pipeline;
-	if (n == 0)
+	if (c->opts.pipeline == 0)
 		return SHOAL_OK;
-	c->lanes = sh_calloc(n, sizeof(*c->lanes));
-	c->idle = sh_calloc(n, sizeof(*c->idle));
-	if (c->lanes == NULL || c->idle == NULL)
-		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
-	for (unsigned i = 0; i < n; i++) {
-		lib_lane *l = &c->lanes[i];
-		l->c = c;
-		int rv = nng_aio_alloc(&l->aio, lane_cb, l);
-		if (rv != 0)
-			return sh_errf(errmsg, nng_code(rv), "nng_aio_alloc: %s", nng_strerror(rv));
-		c->n_lanes++;
-		c->idle[c->n_idle++] = l;
-	}
-	return SHOAL_OK;
+	wire_lane_nng_io(&c->io, &c->sock);
+	wire_lanes_conf lc = {
+	    .io = &c->io,
+	    .n_lanes = (uint32_t)c->opts.pipeline,
+	    .max_items = LANE_MAX_OPS,
+	    .max_bytes = LANE_MAX_BYTES,
+	    .req_field = wire_field_number(&shoal__request__descriptor, "batch"),
+	    .resp_field = wire_field_number(&shoal__response__descriptor, "batch"),
+	    .send_ms = (uint32_t)c->opts.connect_timeout_ms,
+	};
+	int rc = wire_lanes_init(&c->lanes, &lc, errmsg);
+	c->lanes_on = true;
+	return rc;
 }
 
-/* Stops every lane (waits for its callback) and frees them; the socket is
+/* Stops every lane (their ops end: closing) and frees them; the socket is
  * closed. */
 static void lanes_close(shoal_client *c)
 {
-	for (unsigned i = 0; i < c->n_lanes; i++)
-		nng_aio_stop(c->lanes[i].aio);
-	for (unsigned i = 0; i < c->n_lanes; i++) {
-		lib_lane *l = &c->lanes[i];
-		nng_msg *m = nng_aio_get_msg(l->aio);
-		if (m != NULL)
-			nng_msg_free(m);
-		nng_aio_free(l->aio);
-	}
-	sh_free(c->lanes);
-	sh_free(c->idle);
-	c->lanes = NULL;
-	c->idle = NULL;
-	c->n_lanes = c->n_idle = 0;
+	if (!c->lanes_on)
+		return;
+	wire_lanes_close(&c->lanes);
+	wire_lanes_fini(&c->lanes);
+	c->lanes_on = false;
 }
 
 /* The client whose shoal_poll is running callbacks on this thread: what
@@ -928,6 +729,7 @@ static __thread shoal_client *corked;
 void lib_lanes_cork(shoal_client *c)
 {
 	corked = c;
+	wire_lanes_cork();
 }
 
 bool lib_lanes_corked(const shoal_client *c)
@@ -937,43 +739,34 @@ bool lib_lanes_corked(const shoal_client *c)
 
 void lib_lanes_flush(shoal_client *c)
 {
+	if (corked != c)
+		return;
 	corked = NULL;
-	for (;;) {
-		lib_lane *l = NULL;
-		pthread_mutex_lock(&c->mu);
-		if (c->n_idle > 0 && c->q_head != NULL && !c->closing) {
-			l = c->idle[--c->n_idle];
-			lane_take(c, l);
-		}
-		pthread_mutex_unlock(&c->mu);
-		if (l == NULL)
-			return;
-		lane_send(l);
-	}
+	wire_lanes_uncork();
 }
 
-/* Submitter: queues an asynchronous op for a lane; an idle lane sends it
- * (with anything else queued) at once, unless the submitter is a callback
- * of shoal_poll (then lib_lanes_flush does). */
+/* A nested poll's: what the callbacks submitted so far leaves now; the
+ * thread stays corked until the outer poll's flush. */
+void lib_lanes_send_held(shoal_client *c)
+{
+	if (corked == c)
+		wire_lanes_flush();
+}
+
+/* Submitter: an asynchronous op into the lanes; an idle lane sends it (with
+ * anything else queued) at once, unless the submitter is a callback of
+ * shoal_poll (then lib_lanes_flush does). */
 static void lane_submit(op *o)
 {
-	shoal_client *c = o->c;
-	lib_lane *l = NULL;
 	o->state = OP_PIPELINED;
-	o->next = NULL;
-	pthread_mutex_lock(&c->mu);
-	if (c->q_tail != NULL)
-		c->q_tail->next = o;
-	else
-		c->q_head = o;
-	c->q_tail = o;
-	if (corked != c && c->n_idle > 0 && !c->closing) {
-		l = c->idle[--c->n_idle];
-		lane_take(c, l);
-	}
-	pthread_mutex_unlock(&c->mu);
-	if (l != NULL)
-		lane_send(l);
+	o->item.part[0] = nng_msg_body(o->req);
+	o->item.len[0] = nng_msg_len(o->req);
+	o->item.part[1] = NULL;
+	o->item.len[1] = 0;
+	o->item.deadline = o->deadline;
+	o->item.done = lane_done;
+	if (wire_lanes_submit(&o->c->lanes, &o->item) != SHOAL_OK)
+		op_finish(o, SHOAL_E_UNAVAILABLE, SHOAL_SRC_LOCAL, "the client is closing");
 }
 
 /* Submitter: arms the op (o->req set by op_prepare) and starts it. */
@@ -986,9 +779,10 @@ void lib_op_start(op *o)
 	o->msg[0] = '\0';
 	o->done = false;
 	o->deadline = now_ms() + c->opts.deadline_ms;
-	o->retries_left = c->opts.retries;
-	o->backoff_ms = BACKOFF_FIRST_MS;
-	if (o->async && c->n_lanes > 0)
+	uint32_t only = 0;
+	sh_retry_init(&o->retry, &only, 1, 0, BACKOFF_FIRST_MS, BACKOFF_MAX_MS);
+	o->retry.max_attempts = (uint32_t)c->opts.retries + 1;
+	if (o->async && c->lanes_on)
 		lane_submit(o);
 	else
 		op_send(o);

@@ -340,8 +340,7 @@ int shoal_poll(shoal_client *c, int timeout_ms)
 	/* A poll from inside one of c's callbacks (nested): what the callbacks
 	 * submitted so far is still corked, and waiting for it unsent would
 	 * never end.  Send it first. */
-	if (lib_lanes_corked(c))
-		lib_lanes_flush(c);
+	lib_lanes_send_held(c);
 	pthread_mutex_lock(&c->mu);
 	if (c->done_head == NULL && c->in_flight > 0 && timeout_ms != 0) {
 		struct timespec until;

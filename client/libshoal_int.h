@@ -23,6 +23,8 @@
 #include <nng/nng.h>
 
 #include "client/shoal.h"
+#include "common/retry.h"
+#include "proto/lanes.h"
 
 /* Largest message either side accepts (NNG_OPT_RECVMAXSZ everywhere). */
 #define MAX_MSG (16u << 20)
@@ -44,10 +46,9 @@ enum op_state {
 #define LANE_MAX_OPS   64
 #define LANE_MAX_BYTES (4u << 20)
 
-typedef struct lib_lane lib_lane;
-
 typedef struct op op;
 struct op {
+	wire_lane_item item; /* while it travels in a lane */
 	shoal_client *c;
 	nng_ctx ctx;
 	nng_aio *aio;
@@ -59,9 +60,8 @@ struct op {
 	bool json;    /* JSON in and out (else packed protobuf) */
 	char operation[40];
 	uint64_t request_id; /* JSON requests: the id we chose; checked on the answer */
-	int64_t deadline;    /* now_ms() clock */
-	int retries_left;
-	int backoff_ms;
+	int64_t deadline;    /* sh_now_ms() clock */
+	sh_retry retry;      /* ServiceUnavailable answers: again after a backoff */
 
 	/* The outcome (valid in DONE). */
 	nng_msg *reply; /* the answer, or NULL with `code` set */
@@ -98,13 +98,11 @@ struct shoal_client {
 
 	atomic_uint_fast64_t next_id;
 
-	/* Pipelining (libshoal.c), under mu: the lanes, the idle ones, and the
-	 * asynchronous ops waiting for one. */
-	lib_lane *lanes;
-	unsigned n_lanes;
-	lib_lane **idle;
-	unsigned n_idle;
-	op *q_head, *q_tail;
+	/* Pipelining (libshoal.c): the lanes to the routers (proto/lanes.h),
+	 * when shoal_options.pipeline > 0. */
+	wire_lane_io io;
+	wire_lanes lanes;
+	bool lanes_on;
 };
 
 /* Any thread: fills err (may be NULL) with code, source, the exception name
@@ -128,5 +126,7 @@ void lib_lanes_cork(shoal_client *c);
 void lib_lanes_flush(shoal_client *c);
 /* Whether this thread is inside shoal_poll's callbacks of c. */
 bool lib_lanes_corked(const shoal_client *c);
+/* Inside them (a nested poll): what they submitted so far leaves now. */
+void lib_lanes_send_held(shoal_client *c);
 
 #endif

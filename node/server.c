@@ -107,16 +107,25 @@ static int prepare_activate_index(node_call *c, Shoal__CommandOp *op);
 static int prepare_index_ship(node_call *c, Shoal__CommandOp *op);
 
 /* How a node serves a registry operation (the `node` column of proto/ops.h). */
-#define NODE_ENTRY_NODE_READ(field)  {#field, OP_READ, node_handle_##field, NULL}
-#define NODE_ENTRY_NODE_WRITE(field) {#field, OP_WRITE | OP_BASE_WRITE, NULL, node_prepare_##field}
-#define NODE_ENTRY_NODE_NONE(field)  {#field, 0, NULL, NULL}
+#define NODE_ENTRY_NODE_READ(field)                                                                \
+	{                                                                                          \
+#field, OP_READ, node_handle_##field, NULL                                         \
+	}
+#define NODE_ENTRY_NODE_WRITE(field)                                                               \
+	{                                                                                          \
+#field, OP_WRITE | OP_BASE_WRITE, NULL, node_prepare_##field                       \
+	}
+#define NODE_ENTRY_NODE_NONE(field)                                                                \
+	{                                                                                          \
+#field, 0, NULL, NULL                                                              \
+	}
 
 static const op_def ops[NODE_OP__COUNT] = {
 #define NODE_ENTRY(Name, field, CONST, cli, flags, node, summary)                                  \
 	[NODE_OP_##CONST] = NODE_ENTRY_##node(field),
     SHOAL_OPS(NODE_ENTRY)
 #undef NODE_ENTRY
-    [NODE_OP_DEFINE_TABLE] = {"define_table", OP_WRITE, NULL, prepare_define_table},
+        [NODE_OP_DEFINE_TABLE] = {"define_table", OP_WRITE, NULL, prepare_define_table},
     [NODE_OP_DROP_TABLE] = {"drop_table", OP_WRITE, NULL, prepare_drop_table},
     [NODE_OP_GROUP_STATUS] = {"group_status", OP_LOCAL | OP_ANY_HEALTH, node_handle_group_status,
                               NULL},

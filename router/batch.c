@@ -11,9 +11,9 @@
  *     item ("Provided list of item keys contains duplicates");
  *  2. every key is hashed to its group and the batch split into one part per
  *     group (rt_batch_split, pure);
- *  3. the parts go out in parallel (rt_call_all), each a BatchGetItem /
+ *  3. the parts go out in parallel (one wave of calls), each a BatchGetItem /
  *     BatchWriteItem of just that group's keys; a part whose group answers
- *     ResourceNotFound has its tables repaired and is sent once more;
+ *     ResourceNotFound has its tables repaired and is sent once more (job.c);
  *  4. the answers merge: items per table, and the keys or writes of parts
  *     that were throttled or whose group could not be reached come back as
  *     UnprocessedKeys / UnprocessedItems -- not an error, as DynamoDB does,
@@ -23,7 +23,11 @@
  *     the request's ReturnConsumedCapacity; the parts' ConsumedCapacity lists
  *     add up per table (wire_capacity_list_add).
  *
- * Worker thread.
+ *   phase  what                                                   next
+ *   -----  -----------------------------------------------------  ----------
+ *   0      stage 1; stage 2's tables (RT_WAIT: refresh, again),
+ *          keys, duplicates; the parts' calls                     1
+ *   1      the merge                                              done
  */
 #include <string.h>
 
@@ -70,7 +74,7 @@ uint32_t rt_batch_split(const rt_batch_key *keys, uint32_t n, uint32_t *part_of,
 /* ------------------------------------------------------------------------ */
 
 typedef struct part {
-	rt_call call;
+	rt_call *call;
 	Shoal__NodeRequest nr;
 	Shoal__Request req;
 	const rt_table **tables; /* tables in this part (for the repair) */
@@ -85,35 +89,23 @@ static void add_table(part *p, const rt_table *t)
 	p->tables[p->n_tables++] = t;
 }
 
-/* Runs every part; parts answered ResourceNotFound are repaired and sent
- * once more.  SHOAL_E_NOT_FOUND when a table disappeared meanwhile. */
-static int run_parts(rt_req *r, part *parts, uint32_t n)
+/* The parts' calls (any: eventually consistent reads). */
+static int issue_parts(rt_job *j, part *parts, uint32_t n, const uint32_t *groups, const bool *any)
 {
-	rt_call *calls = sh_arena_calloc(r->a, n, sizeof(*calls));
-	if (calls == NULL)
-		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
-	for (uint32_t i = 0; i < n; i++)
-		calls[i] = parts[i].call;
-	rt_call_all(r->rt, r->a, calls, n, r->deadline);
-	uint32_t again = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		parts[i].call = calls[i];
-		if (calls[i].rc == SHOAL_OK && rt_resp_code(calls[i].resp) == SHOAL_E_NOT_FOUND) {
-			int rc =
-			    rt_repair(r, parts[i].call.group, parts[i].tables, parts[i].n_tables);
-			if (rc == SHOAL_E_NOT_FOUND)
-				return rc;
-			if (rc == SHOAL_OK)
-				calls[again++] = parts[i].call;
-		}
+	for (uint32_t p = 0; p < n; p++) {
+		rt_call *c = rt_job_call(j, groups[p]);
+		if (c == NULL)
+			return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+		c->any_replica = any != NULL && any[p];
+		shoal__node_request__init(&parts[p].nr);
+		parts[p].nr.request = &parts[p].req;
+		int rc = rt_call_request(j, c, &parts[p].nr);
+		if (rc != SHOAL_OK)
+			return rc;
+		rt_call_repairs(c, parts[p].tables, parts[p].n_tables);
+		parts[p].call = c;
 	}
-	if (again == 0)
-		return SHOAL_OK;
-	rt_call_all(r->rt, r->a, calls, again, r->deadline);
-	for (uint32_t i = 0, k = 0; i < n && k < again; i++)
-		if (parts[i].call.group == calls[k].group && parts[i].call.req == calls[k].req)
-			parts[i].call = calls[k++];
-	return SHOAL_OK;
+	return RT_WAIT;
 }
 
 /* How a finished part ended, for the merge. */
@@ -121,11 +113,11 @@ typedef enum part_end { PART_OK, PART_UNPROCESSED, PART_FAILED } part_end;
 
 static part_end part_outcome(const part *p, int *code)
 {
-	if (p->call.rc != SHOAL_OK) {
-		*code = p->call.rc;
-		return p->call.rc == SHOAL_E_UNAVAILABLE ? PART_UNPROCESSED : PART_FAILED;
+	if (p->call->rc != SHOAL_OK) {
+		*code = p->call->rc;
+		return p->call->rc == SHOAL_E_UNAVAILABLE ? PART_UNPROCESSED : PART_FAILED;
 	}
-	*code = rt_resp_code(p->call.resp);
+	*code = p->call->code;
 	if (*code == SHOAL_OK)
 		return PART_OK;
 	if (*code == SHOAL_E_THROUGHPUT || *code == SHOAL_E_UNAVAILABLE ||
@@ -134,36 +126,37 @@ static part_end part_outcome(const part *p, int *code)
 	return PART_FAILED;
 }
 
-static int fail_with_part(rt_req *r, const part *p)
+static int fail_with_part(rt_job *j, part *p)
 {
-	if (p->call.rc != SHOAL_OK)
-		return sh_errf(r->errmsg, p->call.rc, "%s", p->call.errmsg);
-	r->out = p->call.resp->response;
-	return SHOAL_OK;
+	return rt_job_pass(j, p->call);
 }
 
 /* Every part unprocessed: the whole request fails, as DynamoDB does. */
-static int all_unprocessed(rt_req *r, const part *parts, uint32_t n)
+static int all_unprocessed(rt_job *j, const part *parts, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		int code;
 		part_outcome(&parts[i], &code);
 		if (code == SHOAL_E_THROUGHPUT)
-			return sh_errf(
-			    r->errmsg, SHOAL_E_THROUGHPUT,
+			return rt_job_fail(
+			    j, SHOAL_E_THROUGHPUT,
 			    "The level of configured provisioned throughput for the table "
 			    "was exceeded. Consider increasing your provisioning level "
 			    "with the UpdateTable API.");
 	}
 	const part *p = &parts[0];
-	if (p->call.rc != SHOAL_OK)
-		return sh_errf(r->errmsg, SHOAL_E_UNAVAILABLE, "%s", p->call.errmsg);
-	return sh_errf(r->errmsg, SHOAL_E_UNAVAILABLE, "%s", p->call.resp->response->message);
+	if (p->call->rc != SHOAL_OK)
+		return rt_job_fail(j, SHOAL_E_UNAVAILABLE, "%s", p->call->errmsg);
+	Shoal__NodeResponse *resp = rt_call_resp(p->call, &j->arena);
+	return rt_job_fail(j, SHOAL_E_UNAVAILABLE, "%s",
+	                   resp != NULL && resp->response != NULL && resp->response->message != NULL
+	                       ? resp->response->message
+	                       : "Service unavailable");
 }
 
-static int nomem(rt_req *r)
+static int nomem(rt_job *j)
 {
-	return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
+	return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -209,7 +202,7 @@ static const char MAP_VALUE_LEN[] =
 
 /* Stage 1 for one write: the API checks of its single-item operation, and
  * its normalised key or item (*item tells which). */
-static int check_write(rt_req *r, const Shoal__BatchWriteItemRequest *in, const char *table,
+static int check_write(rt_job *j, const Shoal__BatchWriteItemRequest *in, const char *table,
                        const Shoal__WriteRequest *w, const st_value **key, bool *item)
 {
 	int rc;
@@ -223,13 +216,13 @@ static int check_write(rt_req *r, const Shoal__BatchWriteItemRequest *in, const 
 			WIRE_SET(&f, return_item_collection_metrics,
 			         in->return_item_collection_metrics);
 		st_put_req q;
-		if ((rc = wire_put_req_from_pb(r->a, &f, &q, r->errmsg)) != SHOAL_OK)
+		if ((rc = wire_put_req_from_pb(&j->arena, &f, &q, j->errmsg)) != SHOAL_OK)
 			return rc;
 		*key = q.item;
 		*item = true;
 		if (st_item_size(q.item) > ST_MAX_ITEM_SIZE)
-			return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
-			               "Item size has exceeded the maximum allowed size");
+			return rt_job_fail(j, SHOAL_E_VALIDATION,
+			                   "Item size has exceeded the maximum allowed size");
 		return SHOAL_OK;
 	}
 	if (w->request_case == SHOAL__WRITE_REQUEST__REQUEST_DELETE_REQUEST) {
@@ -237,30 +230,30 @@ static int check_write(rt_req *r, const Shoal__BatchWriteItemRequest *in, const 
 		WIRE_SET(&f, table_name, (char *)table);
 		f.key = w->delete_request->key;
 		st_delete_req q;
-		if ((rc = wire_delete_req_from_pb(r->a, &f, &q, r->errmsg)) != SHOAL_OK)
+		if ((rc = wire_delete_req_from_pb(&j->arena, &f, &q, j->errmsg)) != SHOAL_OK)
 			return rc;
 		*key = q.key;
 		*item = false;
 		return SHOAL_OK;
 	}
-	return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
-	               "Supplied AttributeValue has more than one datatypes set, must contain "
-	               "exactly one of the supported datatypes");
+	return rt_job_fail(j, SHOAL_E_VALIDATION,
+	                   "Supplied AttributeValue has more than one datatypes set, must contain "
+	                   "exactly one of the supported datatypes");
 }
 
 /* Stage 2 for one key or item: against the table's key schema. */
-static int place_key(rt_req *r, const rt_table *t, const st_value *key, bool item, rt_batch_key *k)
+static int place_key(rt_job *j, const rt_table *t, const st_value *key, bool item, rt_batch_key *k)
 {
 	char msg[SH_ERRMSG_SIZE];
 	int rc = st_route_key(&t->def.key, key, item, &k->pk, &k->sk, msg);
 	/* DynamoDB words a bad key in a batch the same for puts and deletes. */
 	if (rc == SHOAL_E_VALIDATION && (strstr(msg, "Missing the key") != NULL ||
 	                                 strstr(msg, "Type mismatch for key") != NULL))
-		return sh_errf(r->errmsg, rc, "The provided key element does not match the schema");
+		return rt_job_fail(j, rc, "The provided key element does not match the schema");
 	if (rc != SHOAL_OK)
-		return sh_errf(r->errmsg, rc, "%s", msg);
+		return rt_job_fail(j, rc, "%s", msg);
 	k->table = t->id;
-	k->group = rt_group_of(r->rt, t->id, k->pk);
+	k->group = rt_group_of(j->rt, t->id, k->pk);
 	return SHOAL_OK;
 }
 
@@ -269,12 +262,20 @@ static const char *table_name_or_null(const char *s)
 	return s != NULL && s[0] != '\0' ? s : NULL;
 }
 
-int rt_batch_write_item(rt_req *r)
+/* The state between the phases of a batch. */
+typedef struct batch_st {
+	part *parts;
+	uint32_t np;
+} batch_st;
+
+/* BatchWriteItem's checks and parts (phase 0). */
+static int write_plan(rt_job *j)
 {
-	const Shoal__BatchWriteItemRequest *in = r->in->batch_write_item;
+	const Shoal__BatchWriteItemRequest *in = j->in->batch_write_item;
+	batch_st *st;
 	if (in->n_request_items == 0)
-		return sh_errf(
-		    r->errmsg, SHOAL_E_VALIDATION,
+		return rt_job_fail(
+		    j, SHOAL_E_VALIDATION,
 		    "1 validation error detected: Value '{}' at 'requestItems' failed to "
 		    "satisfy constraint: Member must have length greater than or equal "
 		    "to 1");
@@ -282,12 +283,12 @@ int rt_batch_write_item(rt_req *r)
 	for (size_t i = 0; i < in->n_request_items; i++) {
 		size_t n = in->request_items[i]->n_requests;
 		if (n == 0 || n > BATCH_WRITE_MAX)
-			return sh_errf(r->errmsg, SHOAL_E_VALIDATION, "%s", MAP_VALUE_LEN);
+			return rt_job_fail(j, SHOAL_E_VALIDATION, "%s", MAP_VALUE_LEN);
 		total += n;
 	}
 	if (total > BATCH_WRITE_MAX)
-		return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
-		               "Too many items requested for the BatchWriteItem call");
+		return rt_job_fail(j, SHOAL_E_VALIDATION,
+		                   "Too many items requested for the BatchWriteItem call");
 
 	/* Stage 1: every write's API checks. */
 	rt_batch_key keys[BATCH_WRITE_MAX];
@@ -297,9 +298,9 @@ int rt_batch_write_item(rt_req *r)
 	int rc;
 	for (size_t i = 0; i < in->n_request_items; i++) {
 		const Shoal__TableWriteRequests *tw = in->request_items[i];
-		for (size_t j = 0; j < tw->n_requests; j++, nk++)
-			if ((rc = check_write(r, in, table_name_or_null(tw->table_name),
-			                      tw->requests[j], &kv[nk], &is_item[nk])) != SHOAL_OK)
+		for (size_t w = 0; w < tw->n_requests; w++, nk++)
+			if ((rc = check_write(j, in, table_name_or_null(tw->table_name),
+			                      tw->requests[w], &kv[nk], &is_item[nk])) != SHOAL_OK)
 				return rc;
 	}
 	/* Stage 2: tables, keys, duplicates. */
@@ -307,39 +308,41 @@ int rt_batch_write_item(rt_req *r)
 	nk = 0;
 	for (size_t i = 0; i < in->n_request_items; i++) {
 		const Shoal__TableWriteRequests *tw = in->request_items[i];
-		if ((rc = rt_table_lookup(r, tw->table_name, false, &tables[i])) != SHOAL_OK)
+		if ((rc = rt_job_table(j, tw->table_name, false, &tables[i])) != SHOAL_OK)
 			return rc;
-		for (size_t j = 0; j < tw->n_requests; j++, nk++)
-			if ((rc = place_key(r, tables[i], kv[nk], is_item[nk], &keys[nk])) !=
+		for (size_t w = 0; w < tw->n_requests; w++, nk++)
+			if ((rc = place_key(j, tables[i], kv[nk], is_item[nk], &keys[nk])) !=
 			    SHOAL_OK)
 				return rc;
 	}
 	if (rt_batch_find_duplicate(keys, nk) >= 0)
-		return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
-		               "Provided list of item keys contains duplicates");
+		return rt_job_fail(j, SHOAL_E_VALIDATION,
+		                   "Provided list of item keys contains duplicates");
 
 	/* Split and send. */
 	uint32_t part_of[BATCH_WRITE_MAX], groups[BATCH_WRITE_MAX];
 	uint32_t np = rt_batch_split(keys, nk, part_of, groups);
-	part *parts = sh_arena_calloc(r->a, np, sizeof(*parts));
+	part *parts = sh_arena_calloc(&j->arena, np, sizeof(*parts));
 	if (parts == NULL)
-		return nomem(r);
+		return nomem(j);
 	for (uint32_t p = 0; p < np; p++) {
-		Shoal__BatchWriteItemRequest *bw = sh_arena_alloc(r->a, sizeof(*bw));
-		parts[p].tables = sh_arena_calloc(r->a, in->n_request_items, sizeof(rt_table *));
+		Shoal__BatchWriteItemRequest *bw = sh_arena_alloc(&j->arena, sizeof(*bw));
+		parts[p].tables =
+		    sh_arena_calloc(&j->arena, in->n_request_items, sizeof(rt_table *));
 		if (bw == NULL || parts[p].tables == NULL)
-			return nomem(r);
+			return nomem(j);
 		shoal__batch_write_item_request__init(bw);
 		size_t n_list = 0;
 		nk = 0;
 		for (size_t i = 0; i < in->n_request_items; i++) {
 			const Shoal__TableWriteRequests *tw = in->request_items[i];
-			for (size_t j = 0; j < tw->n_requests; j++, nk++) {
+			for (size_t w = 0; w < tw->n_requests; w++, nk++) {
 				if (part_of[nk] != p)
 					continue;
-				if (add_writes(r->a, &bw->request_items, &n_list, BATCH_WRITE_MAX,
-				               tw->table_name, &tw->requests[j], 1) != SHOAL_OK)
-					return nomem(r);
+				if (add_writes(&j->arena, &bw->request_items, &n_list,
+				               BATCH_WRITE_MAX, tw->table_name, &tw->requests[w],
+				               1) != SHOAL_OK)
+					return nomem(j);
 				add_table(&parts[p], tables[i]);
 			}
 		}
@@ -347,21 +350,31 @@ int rt_batch_write_item(rt_req *r)
 		if (WIRE_HAS(in, return_consumed_capacity))
 			WIRE_SET(bw, return_consumed_capacity, in->return_consumed_capacity);
 		shoal__request__init(&parts[p].req);
-		parts[p].req.request_id = r->in->request_id;
+		parts[p].req.request_id = j->in->request_id;
 		parts[p].req.op_case = SHOAL__REQUEST__OP_BATCH_WRITE_ITEM;
 		parts[p].req.batch_write_item = bw;
-		shoal__node_request__init(&parts[p].nr);
-		parts[p].nr.request = &parts[p].req;
-		parts[p].call.group = groups[p];
-		parts[p].call.req = &parts[p].nr;
 	}
-	if ((rc = run_parts(r, parts, np)) != SHOAL_OK)
-		return rc;
+	if ((st = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*st))) == NULL)
+		return nomem(j);
+	st->parts = parts;
+	st->np = np;
+	j->phase = 1;
+	return issue_parts(j, parts, np, groups, NULL);
+}
+
+/* BatchWriteItem's merge (phase 1). */
+static int write_merge(rt_job *j)
+{
+	const Shoal__BatchWriteItemRequest *in = j->in->batch_write_item;
+	batch_st *st = j->st;
+	part *parts = st->parts;
+	uint32_t np = st->np;
+	(void)in;
 
 	/* Merge. */
-	Shoal__BatchWriteItemResponse *out = sh_arena_alloc(r->a, sizeof(*out));
+	Shoal__BatchWriteItemResponse *out = sh_arena_alloc(&j->arena, sizeof(*out));
 	if (out == NULL)
-		return nomem(r);
+		return nomem(j);
 	shoal__batch_write_item_response__init(out);
 	size_t n_un = 0;
 	uint32_t unprocessed = 0;
@@ -369,35 +382,40 @@ int rt_batch_write_item(rt_req *r)
 		int code;
 		part_end end = part_outcome(&parts[p], &code);
 		if (end == PART_FAILED)
-			return fail_with_part(r, &parts[p]);
+			return fail_with_part(j, &parts[p]);
 		const Shoal__BatchWriteItemRequest *sent = parts[p].req.batch_write_item;
+		Shoal__NodeResponse *resp =
+		    end == PART_OK ? rt_call_resp(parts[p].call, &j->arena) : NULL;
+		if (end == PART_OK && (resp == NULL || resp->response == NULL))
+			return rt_job_fail(j, SHOAL_E_INTERNAL, "%s",
+			                   "a node's answer does not decode");
 		const Shoal__BatchWriteItemResponse *got =
-		    end == PART_OK ? parts[p].call.resp->response->batch_write_item : NULL;
+		    end == PART_OK ? resp->response->batch_write_item : NULL;
 		if (end == PART_UNPROCESSED)
 			unprocessed++;
-		else if (got == NULL || parts[p].call.resp->response->result_case !=
-		                            SHOAL__RESPONSE__RESULT_BATCH_WRITE_ITEM)
+		else if (got == NULL ||
+		         resp->response->result_case != SHOAL__RESPONSE__RESULT_BATCH_WRITE_ITEM)
 			continue; /* success without a body: nothing left over */
 		for (size_t i = 0; got != NULL && i < got->n_consumed_capacity; i++)
-			if (wire_capacity_list_add(r->a, &out->consumed_capacity,
+			if (wire_capacity_list_add(&j->arena, &out->consumed_capacity,
 			                           &out->n_consumed_capacity,
 			                           got->consumed_capacity[i]) != SHOAL_OK)
-				return nomem(r);
+				return nomem(j);
 		const Shoal__BatchWriteItemRequest *left = end == PART_UNPROCESSED ? sent : NULL;
 		size_t nl = left != NULL ? left->n_request_items : got->n_unprocessed_items;
 		for (size_t i = 0; i < nl; i++) {
 			const Shoal__TableWriteRequests *tw =
 			    left != NULL ? left->request_items[i] : got->unprocessed_items[i];
-			if (add_writes(r->a, &out->unprocessed_items, &n_un, BATCH_WRITE_MAX,
+			if (add_writes(&j->arena, &out->unprocessed_items, &n_un, BATCH_WRITE_MAX,
 			               tw->table_name, tw->requests, tw->n_requests) != SHOAL_OK)
-				return nomem(r);
+				return nomem(j);
 		}
 	}
 	if (unprocessed == np)
-		return all_unprocessed(r, parts, np);
+		return all_unprocessed(j, parts, np);
 	out->n_unprocessed_items = n_un;
-	r->out->result_case = SHOAL__RESPONSE__RESULT_BATCH_WRITE_ITEM;
-	r->out->batch_write_item = out;
+	j->out->result_case = SHOAL__RESPONSE__RESULT_BATCH_WRITE_ITEM;
+	j->out->batch_write_item = out;
 	return SHOAL_OK;
 }
 
@@ -452,12 +470,14 @@ static int add_keys(sh_arena *a, Shoal__TableKeysAndAttributes **list, size_t *n
 	return SHOAL_OK;
 }
 
-int rt_batch_get_item(rt_req *r)
+/* BatchGetItem's checks and parts (phase 0). */
+static int get_plan(rt_job *j)
 {
-	const Shoal__BatchGetItemRequest *in = r->in->batch_get_item;
+	const Shoal__BatchGetItemRequest *in = j->in->batch_get_item;
+	batch_st *st;
 	if (in->n_request_items == 0)
-		return sh_errf(
-		    r->errmsg, SHOAL_E_VALIDATION,
+		return rt_job_fail(
+		    j, SHOAL_E_VALIDATION,
 		    "1 validation error detected: Value '{}' at 'requestItems' failed to "
 		    "satisfy constraint: Member must have length greater than or equal "
 		    "to 1");
@@ -469,20 +489,20 @@ int rt_batch_get_item(rt_req *r)
 	for (size_t i = 0; i < in->n_request_items; i++) {
 		const Shoal__TableKeysAndAttributes *ka = in->request_items[i];
 		if (ka->n_keys == 0)
-			return sh_errf(
-			    r->errmsg, SHOAL_E_VALIDATION,
+			return rt_job_fail(
+			    j, SHOAL_E_VALIDATION,
 			    "1 validation error detected: Value '[]' at "
 			    "'requestItems.%s.member.keys' failed to satisfy constraint: "
 			    "Member must have length greater than or equal to 1",
 			    ka->table_name);
-		for (size_t j = 0; j < ka->n_keys; j++) {
+		for (size_t w = 0; w < ka->n_keys; w++) {
 			if (nk == BATCH_GET_MAX)
-				return sh_errf(
-				    r->errmsg, SHOAL_E_VALIDATION,
+				return rt_job_fail(
+				    j, SHOAL_E_VALIDATION,
 				    "Too many items requested for the BatchGetItem call");
 			Shoal__GetItemRequest f = SHOAL__GET_ITEM_REQUEST__INIT;
 			WIRE_SET(&f, table_name, (char *)table_name_or_null(ka->table_name));
-			f.key = ka->keys[j];
+			f.key = ka->keys[w];
 			if (WIRE_HAS(ka, projection_expression))
 				WIRE_SET(&f, projection_expression, ka->projection_expression);
 			f.expression_attribute_names = ka->expression_attribute_names;
@@ -491,116 +511,133 @@ int rt_batch_get_item(rt_req *r)
 				WIRE_SET(&f, return_consumed_capacity,
 				         in->return_consumed_capacity);
 			st_get_req q;
-			if ((rc = wire_get_req_from_pb(r->a, &f, &q, r->errmsg)) != SHOAL_OK)
+			if ((rc = wire_get_req_from_pb(&j->arena, &f, &q, j->errmsg)) != SHOAL_OK)
 				return rc;
 			kv[nk++] = q.key;
 		}
 	}
 	/* Stage 2: tables, keys, duplicates. */
-	const rt_table **tables = sh_arena_calloc(r->a, in->n_request_items, sizeof(*tables));
+	const rt_table **tables = sh_arena_calloc(&j->arena, in->n_request_items, sizeof(*tables));
 	if (tables == NULL)
-		return nomem(r);
+		return nomem(j);
 	nk = 0;
 	for (size_t i = 0; i < in->n_request_items; i++) {
 		const Shoal__TableKeysAndAttributes *ka = in->request_items[i];
-		if ((rc = rt_table_lookup(r, ka->table_name, false, &tables[i])) != SHOAL_OK)
+		if ((rc = rt_job_table(j, ka->table_name, false, &tables[i])) != SHOAL_OK)
 			return rc;
-		for (size_t j = 0; j < ka->n_keys; j++, nk++)
-			if ((rc = place_key(r, tables[i], kv[nk], false, &keys[nk])) != SHOAL_OK)
+		for (size_t w = 0; w < ka->n_keys; w++, nk++)
+			if ((rc = place_key(j, tables[i], kv[nk], false, &keys[nk])) != SHOAL_OK)
 				return rc;
 	}
 	if (rt_batch_find_duplicate(keys, nk) >= 0)
-		return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
-		               "Provided list of item keys contains duplicates");
+		return rt_job_fail(j, SHOAL_E_VALIDATION,
+		                   "Provided list of item keys contains duplicates");
 
 	/* Split and send: each part keeps each table's projection, names and
 	 * consistency, with that group's keys only. */
 	uint32_t part_of[BATCH_GET_MAX], groups[BATCH_GET_MAX];
 	uint32_t np = rt_batch_split(keys, nk, part_of, groups);
-	part *parts = sh_arena_calloc(r->a, np, sizeof(*parts));
-	if (parts == NULL)
-		return nomem(r);
+	part *parts = sh_arena_calloc(&j->arena, np, sizeof(*parts));
+	bool *any_of = sh_arena_calloc(&j->arena, np, sizeof(*any_of));
+	if (parts == NULL || any_of == NULL)
+		return nomem(j);
 	for (uint32_t p = 0; p < np; p++) {
-		Shoal__BatchGetItemRequest *bg = sh_arena_alloc(r->a, sizeof(*bg));
-		parts[p].tables = sh_arena_calloc(r->a, in->n_request_items, sizeof(rt_table *));
+		Shoal__BatchGetItemRequest *bg = sh_arena_alloc(&j->arena, sizeof(*bg));
+		parts[p].tables =
+		    sh_arena_calloc(&j->arena, in->n_request_items, sizeof(rt_table *));
 		if (bg == NULL || parts[p].tables == NULL)
-			return nomem(r);
+			return nomem(j);
 		shoal__batch_get_item_request__init(bg);
 		bg->request_items =
-		    sh_arena_calloc(r->a, in->n_request_items, sizeof(*bg->request_items));
+		    sh_arena_calloc(&j->arena, in->n_request_items, sizeof(*bg->request_items));
 		if (bg->request_items == NULL)
-			return nomem(r);
+			return nomem(j);
 		bool any = true;
 		nk = 0;
 		for (size_t i = 0; i < in->n_request_items; i++) {
 			const Shoal__TableKeysAndAttributes *ka = in->request_items[i];
 			Shoal__TableKeysAndAttributes *mine = NULL;
-			for (size_t j = 0; j < ka->n_keys; j++, nk++) {
+			for (size_t w = 0; w < ka->n_keys; w++, nk++) {
 				if (part_of[nk] != p)
 					continue;
 				if (mine == NULL) {
-					mine = sh_arena_alloc(r->a, sizeof(*mine));
+					mine = sh_arena_alloc(&j->arena, sizeof(*mine));
 					if (mine == NULL)
-						return nomem(r);
+						return nomem(j);
 					*mine = *ka;
-					mine->keys =
-					    sh_arena_calloc(r->a, ka->n_keys, sizeof(*mine->keys));
+					mine->keys = sh_arena_calloc(&j->arena, ka->n_keys,
+					                             sizeof(*mine->keys));
 					if (mine->keys == NULL)
-						return nomem(r);
+						return nomem(j);
 					mine->n_keys = 0;
 					bg->request_items[bg->n_request_items++] = mine;
 					add_table(&parts[p], tables[i]);
 					if (ka->consistent_read)
 						any = false;
 				}
-				mine->keys[mine->n_keys++] = ka->keys[j];
+				mine->keys[mine->n_keys++] = ka->keys[w];
 			}
 		}
 		if (WIRE_HAS(in, return_consumed_capacity))
 			WIRE_SET(bg, return_consumed_capacity, in->return_consumed_capacity);
 		shoal__request__init(&parts[p].req);
-		parts[p].req.request_id = r->in->request_id;
+		parts[p].req.request_id = j->in->request_id;
 		parts[p].req.op_case = SHOAL__REQUEST__OP_BATCH_GET_ITEM;
 		parts[p].req.batch_get_item = bg;
-		shoal__node_request__init(&parts[p].nr);
-		parts[p].nr.request = &parts[p].req;
-		parts[p].call.group = groups[p];
-		parts[p].call.req = &parts[p].nr;
-		parts[p].call.any_replica = any;
+		any_of[p] = any;
 	}
-	if ((rc = run_parts(r, parts, np)) != SHOAL_OK)
-		return rc;
+	if ((st = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*st))) == NULL)
+		return nomem(j);
+	st->parts = parts;
+	st->np = np;
+	j->phase = 1;
+	return issue_parts(j, parts, np, groups, any_of);
+}
+
+/* BatchGetItem's merge (phase 1). */
+static int get_merge(rt_job *j)
+{
+	const Shoal__BatchGetItemRequest *in = j->in->batch_get_item;
+	batch_st *st = j->st;
+	part *parts = st->parts;
+	uint32_t np = st->np;
 
 	/* Merge: one TableItems per requested table, even if empty. */
-	Shoal__BatchGetItemResponse *out = sh_arena_alloc(r->a, sizeof(*out));
+	Shoal__BatchGetItemResponse *out = sh_arena_alloc(&j->arena, sizeof(*out));
 	size_t cap_tables = in->n_request_items;
 	if (out == NULL)
-		return nomem(r);
+		return nomem(j);
 	shoal__batch_get_item_response__init(out);
-	out->responses = sh_arena_calloc(r->a, cap_tables, sizeof(*out->responses));
-	out->unprocessed_keys = sh_arena_calloc(r->a, cap_tables, sizeof(*out->unprocessed_keys));
+	out->responses = sh_arena_calloc(&j->arena, cap_tables, sizeof(*out->responses));
+	out->unprocessed_keys =
+	    sh_arena_calloc(&j->arena, cap_tables, sizeof(*out->unprocessed_keys));
 	if (out->responses == NULL || out->unprocessed_keys == NULL)
-		return nomem(r);
+		return nomem(j);
 	for (size_t i = 0; i < in->n_request_items; i++)
-		if (items_entry(r->a, out->responses, &out->n_responses,
+		if (items_entry(&j->arena, out->responses, &out->n_responses,
 		                in->request_items[i]->table_name, BATCH_GET_MAX) == NULL)
-			return nomem(r);
+			return nomem(j);
 	uint32_t unprocessed = 0;
 	for (uint32_t p = 0; p < np; p++) {
 		int code;
 		part_end end = part_outcome(&parts[p], &code);
 		if (end == PART_FAILED)
-			return fail_with_part(r, &parts[p]);
+			return fail_with_part(j, &parts[p]);
 		if (end == PART_UNPROCESSED) {
 			unprocessed++;
 			const Shoal__BatchGetItemRequest *sent = parts[p].req.batch_get_item;
 			for (size_t i = 0; i < sent->n_request_items; i++)
-				if (add_keys(r->a, out->unprocessed_keys, &out->n_unprocessed_keys,
-				             cap_tables, sent->request_items[i]) != SHOAL_OK)
-					return nomem(r);
+				if (add_keys(&j->arena, out->unprocessed_keys,
+				             &out->n_unprocessed_keys, cap_tables,
+				             sent->request_items[i]) != SHOAL_OK)
+					return nomem(j);
 			continue;
 		}
-		const Shoal__Response *resp = parts[p].call.resp->response;
+		Shoal__NodeResponse *nresp = rt_call_resp(parts[p].call, &j->arena);
+		if (nresp == NULL || nresp->response == NULL)
+			return rt_job_fail(j, SHOAL_E_INTERNAL, "%s",
+			                   "a node's answer does not decode");
+		const Shoal__Response *resp = nresp->response;
 		if (resp->result_case != SHOAL__RESPONSE__RESULT_BATCH_GET_ITEM ||
 		    resp->batch_get_item == NULL)
 			continue;
@@ -617,18 +654,28 @@ int rt_batch_get_item(rt_req *r)
 				e->items[e->n_items++] = ti->items[k];
 		}
 		for (size_t i = 0; i < got->n_unprocessed_keys; i++)
-			if (add_keys(r->a, out->unprocessed_keys, &out->n_unprocessed_keys,
+			if (add_keys(&j->arena, out->unprocessed_keys, &out->n_unprocessed_keys,
 			             cap_tables, got->unprocessed_keys[i]) != SHOAL_OK)
-				return nomem(r);
+				return nomem(j);
 		for (size_t i = 0; i < got->n_consumed_capacity; i++)
-			if (wire_capacity_list_add(r->a, &out->consumed_capacity,
+			if (wire_capacity_list_add(&j->arena, &out->consumed_capacity,
 			                           &out->n_consumed_capacity,
 			                           got->consumed_capacity[i]) != SHOAL_OK)
-				return nomem(r);
+				return nomem(j);
 	}
 	if (unprocessed == np)
-		return all_unprocessed(r, parts, np);
-	r->out->result_case = SHOAL__RESPONSE__RESULT_BATCH_GET_ITEM;
-	r->out->batch_get_item = out;
+		return all_unprocessed(j, parts, np);
+	j->out->result_case = SHOAL__RESPONSE__RESULT_BATCH_GET_ITEM;
+	j->out->batch_get_item = out;
 	return SHOAL_OK;
+}
+
+int rt_step_batch_write_item(rt_job *j)
+{
+	return j->phase == 0 ? write_plan(j) : write_merge(j);
+}
+
+int rt_step_batch_get_item(rt_job *j)
+{
+	return j->phase == 0 ? get_plan(j) : get_merge(j);
 }

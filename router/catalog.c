@@ -9,18 +9,14 @@
  * (rt_catalog_acquire) and keep it until they answer, so a refresh can
  * install a new snapshot at any time; the last reference frees the old one.
  *
- * Refreshes are serialised by refresh_mu and coalesced: a caller that needs
- * "a catalog at least as new as now" notes how many refreshes had started,
- * and skips its own if one that started later has finished meanwhile (its
- * answer was produced after the caller's need arose).  The cache is loaded
- * lazily, refreshed when an item operation names an unknown table, and after
- * CreateTable / DeleteTable.
- *
- * Repair: a data group that lost a table definition (it was unreachable
- * during CreateTable, or was rebuilt) answers ResourceNotFound for a table
- * group 0 knows.  rt_repair refreshes the catalog first -- the table may
- * really be gone, dropped through another router -- and only if it still
- * exists with the same id re-sends its stored TableDefine to that group.
+ * Refreshes are asynchronous, one at a time, and coalesced: a job that
+ * needs "a catalog loaded after now" joins the waiters with the number of
+ * refreshes started so far, and is woken by the first refresh that started
+ * after that (its answer was produced after the job's need arose); jobs
+ * that came while a refresh was in flight get the next one, which starts
+ * as soon as that one ends.  The cache is loaded lazily, refreshed when a
+ * request names an unknown table, and after CreateTable / DeleteTable /
+ * UpdateTable.  (Repair of a data group that lost a table: job.c.)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -31,13 +27,13 @@
 int rt_catalog_init(rt_catalog *c)
 {
 	memset(c, 0, sizeof(*c));
-	if (pthread_mutex_init(&c->mu, NULL) != 0)
-		return SHOAL_E_INTERNAL;
-	if (pthread_mutex_init(&c->refresh_mu, NULL) != 0) {
-		pthread_mutex_destroy(&c->mu);
+	c->call = sh_calloc(1, sizeof(*c->call));
+	if (c->call == NULL)
+		return SHOAL_E_NOMEM;
+	if (pthread_mutex_init(&c->mu, NULL) != 0) {
+		sh_free(c->call);
 		return SHOAL_E_INTERNAL;
 	}
-	atomic_init(&c->started, 0);
 	return SHOAL_OK;
 }
 
@@ -46,7 +42,8 @@ void rt_catalog_fini(rt_catalog *c)
 	if (c->cur != NULL)
 		rt_catalog_release(c->cur);
 	c->cur = NULL;
-	pthread_mutex_destroy(&c->refresh_mu);
+	sh_free(c->call);
+	c->call = NULL;
 	pthread_mutex_destroy(&c->mu);
 }
 
@@ -188,140 +185,109 @@ void rt_catalog_install(rt_catalog *c, rt_catalog_snap *s)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Refresh, lookup, repair (worker threads)                                  */
+/* Refresh (any thread)                                                      */
 /* ------------------------------------------------------------------------ */
 
-int rt_catalog_refresh(rt_router *rt, int64_t deadline, char *errmsg)
+static void refresh_done(rt_call *call);
+
+/* Sends list_catalog to group 0 (c->in_flight set by the caller). */
+static void refresh_start(rt_router *rt)
 {
 	rt_catalog *c = &rt->catalog;
-	uint64_t want = atomic_load(&c->started);
-	pthread_mutex_lock(&c->refresh_mu);
-	if (c->done > want) {
-		pthread_mutex_unlock(&c->refresh_mu);
-		return SHOAL_OK;
-	}
-	uint64_t seq = atomic_fetch_add(&c->started, 1) + 1;
-	sh_arena arena;
-	sh_arena_init(&arena);
+	atomic_fetch_add(&rt->busy, 1);
+	sh_arena_init(&c->call_arena);
+	rt_call *call = c->call;
+	memset(call, 0, sizeof(*call));
+	call->rt = rt;
+	call->done = refresh_done;
+	call->group = 0;
+	call->deadline = rt_now_ms() + rt->opt.deadline_ms;
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.list_catalog = true;
-	rt_call call = {.group = 0, .req = &nr};
-	rt_call_all(rt, &arena, &call, 1, deadline);
-	int rc = call.rc;
-	if (rc != SHOAL_OK) {
-		sh_errf(errmsg, rc, "%s", call.errmsg);
-		sh_arena_fini(&arena);
-		goto out;
+	uint8_t *buf;
+	size_t len;
+	char msg[SH_ERRMSG_SIZE];
+	if (wire_pack(&c->call_arena, &nr.base, &buf, &len, msg) != SHOAL_OK) {
+		/* Out of memory: fail it through the call's own path. */
+		buf = NULL;
+		len = 0;
 	}
-	rc = rt_resp_code(call.resp);
-	if (rc != SHOAL_OK) {
-		sh_errf(errmsg, rc, "catalog (group 0): %s", call.resp->response->message);
-		sh_arena_fini(&arena);
-		goto out;
-	}
-	rt_catalog_snap *s;
-	rc = rt_catalog_snap_build(&arena, call.resp->catalog, call.resp->n_catalog, &s, errmsg);
-	if (rc != SHOAL_OK)
-		goto out;
-	rt_catalog_install(c, s);
-	c->done = seq;
-out:
-	pthread_mutex_unlock(&c->refresh_mu);
-	return rc;
+	call->body = buf;
+	call->body_len = len;
+	rt_call_start(call);
 }
 
-/* Keeps the newest snapshot referenced by the request (all of them stay
- * referenced until the request ends: handlers may still point into older
- * ones). */
-static int hold_current(rt_req *r)
+void rt_catalog_refresh_for(rt_router *rt, rt_job *j)
 {
-	rt_catalog_snap *s = rt_catalog_acquire(&r->rt->catalog);
-	if (s == NULL)
-		return SHOAL_OK;
-	if (s == r->snap) {
-		rt_catalog_release(s);
-		return SHOAL_OK;
+	rt_catalog *c = &rt->catalog;
+	pthread_mutex_lock(&c->mu);
+	j->refresh_need = c->started; /* a refresh numbered above this one */
+	j->refresh_next = c->waiters;
+	c->waiters = j;
+	bool start = !c->in_flight;
+	if (start) {
+		c->in_flight = true;
+		c->started++;
 	}
-	if (r->snap != NULL) {
-		if (r->n_old >= RT_MAX_OLD_SNAPS) {
-			rt_catalog_release(s);
-			return sh_errf(r->errmsg, SHOAL_E_UNAVAILABLE,
-			               "Service unavailable: the catalog is changing too fast");
+	pthread_mutex_unlock(&c->mu);
+	if (start)
+		refresh_start(rt);
+}
+
+/* The refresh's answer: install the new snapshot, wake the jobs that
+ * waited for this refresh, start another for those that came meanwhile. */
+static void refresh_done(rt_call *call)
+{
+	rt_router *rt = call->rt;
+	rt_catalog *c = &rt->catalog;
+	char msg[SH_ERRMSG_SIZE] = "";
+	int rc = call->rc;
+	if (rc != SHOAL_OK) {
+		snprintf(msg, sizeof(msg), "%s", call->errmsg);
+		sh_arena_fini(&c->call_arena);
+	} else {
+		Shoal__NodeResponse *resp = rt_call_resp(call, &c->call_arena);
+		rc = resp == NULL ? SHOAL_E_INTERNAL : call->code;
+		if (resp == NULL)
+			snprintf(msg, sizeof(msg), "catalog (group 0): %.480s", call->errmsg);
+		else if (rc != SHOAL_OK)
+			snprintf(msg, sizeof(msg), "catalog (group 0): %s",
+			         resp->response != NULL && resp->response->message != NULL
+			             ? resp->response->message
+			             : "refused");
+		rt_catalog_snap *snap;
+		if (rc == SHOAL_OK)
+			rc = rt_catalog_snap_build(&c->call_arena, resp->catalog, resp->n_catalog,
+			                           &snap, msg);
+		else
+			sh_arena_fini(&c->call_arena);
+		if (rc == SHOAL_OK)
+			rt_catalog_install(c, snap);
+	}
+	rt_call_release(call);
+	pthread_mutex_lock(&c->mu);
+	uint64_t seq = c->started;
+	rt_job *woken = NULL, *keep = NULL;
+	for (rt_job *j = c->waiters, *next; j != NULL; j = next) {
+		next = j->refresh_next;
+		if (j->refresh_need < seq) {
+			j->refresh_next = woken;
+			woken = j;
+		} else {
+			j->refresh_next = keep;
+			keep = j;
 		}
-		r->old_snaps[r->n_old++] = r->snap;
 	}
-	r->snap = s;
-	return SHOAL_OK;
-}
-
-void rt_req_release(rt_req *r)
-{
-	for (uint32_t i = 0; i < r->n_old; i++)
-		rt_catalog_release(r->old_snaps[i]);
-	r->n_old = 0;
-	rt_catalog_release(r->snap);
-	r->snap = NULL;
-}
-
-static int not_found(rt_req *r, const char *name)
-{
-	return sh_errf(r->errmsg, SHOAL_E_NOT_FOUND,
-	               "Requested resource not found: Table: %s not found", name);
-}
-
-int rt_table_lookup(rt_req *r, const char *name, bool force, const rt_table **out)
-{
-	*out = NULL;
-	int rc;
-	if (!force) {
-		if (r->snap == NULL && (rc = hold_current(r)) != SHOAL_OK)
-			return rc;
-		if ((*out = rt_catalog_find(r->snap, name)) != NULL)
-			return SHOAL_OK;
+	c->waiters = keep;
+	c->in_flight = keep != NULL;
+	if (c->in_flight)
+		c->started++;
+	pthread_mutex_unlock(&c->mu);
+	if (keep != NULL)
+		refresh_start(rt);
+	for (rt_job *j = woken, *next; j != NULL; j = next) {
+		next = j->refresh_next;
+		rt_job_refreshed(j, rc, msg);
 	}
-	rc = rt_catalog_refresh(r->rt, r->deadline, r->errmsg);
-	if (rc == SHOAL_OK)
-		rc = hold_current(r);
-	if (rc != SHOAL_OK)
-		return rc;
-	if ((*out = rt_catalog_find(r->snap, name)) != NULL)
-		return SHOAL_OK;
-	return not_found(r, name);
-}
-
-int rt_repair(rt_req *r, uint32_t group, const rt_table *const *tables, uint32_t n)
-{
-	if (n == 0)
-		return SHOAL_OK;
-	int rc = rt_catalog_refresh(r->rt, r->deadline, r->errmsg);
-	if (rc == SHOAL_OK)
-		rc = hold_current(r);
-	if (rc != SHOAL_OK)
-		return rc;
-	rt_call *calls = sh_arena_calloc(r->a, n, sizeof(*calls));
-	Shoal__NodeRequest *reqs = sh_arena_calloc(r->a, n, sizeof(*reqs));
-	if (calls == NULL || reqs == NULL)
-		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
-	for (uint32_t i = 0; i < n; i++) {
-		const rt_table *now = rt_catalog_find(r->snap, tables[i]->name);
-		if (now == NULL || now->id != tables[i]->id)
-			return not_found(r, tables[i]->name);
-		shoal__node_request__init(&reqs[i]);
-		reqs[i].define_table = (Shoal__TableDefine *)now->pb;
-		calls[i].group = group;
-		calls[i].req = &reqs[i];
-	}
-	rt_call_all(r->rt, r->a, calls, n, r->deadline);
-	for (uint32_t i = 0; i < n; i++) {
-		if (calls[i].rc != SHOAL_OK)
-			return sh_errf(r->errmsg, calls[i].rc, "%s", calls[i].errmsg);
-		int code = rt_resp_code(calls[i].resp);
-		if (code != SHOAL_OK && code != SHOAL_E_IN_USE)
-			return sh_errf(r->errmsg, code, "repairing table %s in group %u: %s",
-			               tables[i]->name, group, calls[i].resp->response->message);
-		atomic_fetch_add(&r->rt->metrics.repairs, 1);
-		rt_log("repaired table %s (id %u) in group %u", tables[i]->name, tables[i]->id,
-		       group);
-	}
-	return SHOAL_OK;
+	atomic_fetch_sub(&rt->busy, 1);
 }

@@ -7,13 +7,13 @@
  *   ---------------------------------      ----------------------------------
  *   on_request: method, Content-Length,
  *     limits; start reading the body  -->  (queue)  --> serve: SigV4, target,
- *   on_body: queue the job                             JSON -> Request (wire_api),
- *                                                      rt_server_run (server.c)
- *                                    the router's pipeline, as for a native
- *                                    request: fast path (node batches) or
- *                                    one of its workers (front.c)
- *                                      |  http_done: queue the job again
- *                                      v
+ *   on_body: queue the job                             JSON -> Request (wire_api)
+ *                                                      into a router job,
+ *                                                      rt_job_start (job.c)
+ *                                    the router's pipeline, exactly as for a
+ *                                    native request (steps, calls, lanes)
+ *                                      |  http_done: small answers converted
+ *                                      v  right there; large ones queued
  *                                                      finish: Response -> JSON,
  *                                                      headers,
  *   writes the response, reads the next  <-- nng_aio_finish(handler aio)
@@ -21,8 +21,8 @@
  *
  * So an HTTP request and a native one share one pipeline (one set of
  * semantics, metrics, batching) and no endpoint worker waits for a node:
- * workers only check and convert.  Without a native server (srv NULL) a
- * worker runs the request itself through rt_handle_request.
+ * workers only check and convert.  The Request is decoded once (from JSON,
+ * into the job's arena) and never packed unless a step forwards it.
  *
  * nng's server hands the handler an aio whose inputs are the request (0),
  * the handler (1) and the connection (2); it does not touch the request or
@@ -105,18 +105,17 @@ typedef struct job {
 	bool failed; /* reading the body failed: close the connection */
 	struct job *next;
 	/* The request in the router's pipeline (serve -> http_done -> finish):
-	 * everything decoded lives in arena until the answer is sent. */
-	sh_arena arena;
-	Shoal__Request *in; /* the decoded request (the answer's JSON needs it) */
-	nng_msg *answer;    /* its packed Response (NULL: none could be built) */
-	bool answered;      /* back from the pipeline: convert and send */
+	 * everything decoded lives in the router job's arena until the answer
+	 * is sent. */
+	rt_job *rj;
+	const Shoal__Request *in; /* the decoded request (the answer's JSON needs it) */
+	bool answered;            /* back from the pipeline: convert and send */
 	char rid[53];
 	const char *out_ctype;
 } job;
 
 struct rt_http {
 	rt_router *rt;
-	rt_server *srv; /* runs the requests (NULL: blocking, on the workers) */
 	nng_http_server *server;
 	rt_creds creds;
 	bool verify;
@@ -251,17 +250,15 @@ static nng_http_res *respond(job *jb, const Shoal__Response *resp)
 	return res;
 }
 
-static void http_done(rt_rctx *x, nng_msg *answer);
+static void http_done(rt_job *rj);
 
 /* The request pipeline for one POST (worker thread): checks and decodes
- * the request, then hands it to the router's pipeline (rt_server_run: the
- * fast path, or one of its workers), whose answer comes back through
- * http_done and finish; *pending then, and nothing to send yet.  Without a
- * server the request runs here, blocking (rt_handle_request). */
+ * the request into a router job and starts it (rt_job_start), whose answer
+ * comes back through http_done and finish; *pending then, and nothing to
+ * send yet. */
 static nng_http_res *serve(rt_http *h, job *jb, bool *pending)
 {
 	char m[SH_ERRMSG_SIZE] = "";
-	sh_arena *a = &jb->arena;
 	nng_http_req *req = jb->req;
 	json_t *body = NULL;
 	Shoal__Request *in = NULL;
@@ -297,47 +294,29 @@ static nng_http_res *serve(rt_http *h, job *jb, bool *pending)
 		code = SHOAL_E_UNKNOWN_OPERATION;
 		goto err;
 	}
-	if (jb->len > 0 &&
-	    (code = wire_json_parse((const char *)jb->body, jb->len, &body, m)) != SHOAL_OK)
-		goto err;
-	code = wire_api_request_from_json(a, op, body, &in, m);
-	json_decref(body);
-	if (code != SHOAL_OK)
-		goto err;
-	jb->in = in;
-	if (h->srv == NULL) {
-		Shoal__Response *resp = rt_handle_request(h->rt, a, in);
-		if (resp == NULL) {
-			snprintf(m, sizeof(m), "out of memory");
-			code = SHOAL_E_NOMEM;
-			goto err;
-		}
-		return respond(jb, resp);
-	}
-	uint8_t *buf;
-	size_t len;
-	rt_rctx *x = NULL;
-	nng_msg *msg = NULL;
-	if ((code = wire_pack(a, &in->base, &buf, &len, m)) != SHOAL_OK)
-		goto err;
-	if ((x = rt_server_record(h->srv)) == NULL || nng_msg_alloc(&msg, len) != 0) {
-		if (x != NULL)
-			rt_server_record_free(h->srv, x);
+	if ((jb->rj = rt_job_get(h->rt)) == NULL) {
 		snprintf(m, sizeof(m), "out of memory");
 		code = SHOAL_E_NOMEM;
 		goto err;
 	}
-	memcpy(nng_msg_body(msg), buf, len);
-	x->msg = msg;
-	x->t0_us = rt_now_us();
-	x->deadline = rt_now_ms() + h->rt->opt.deadline_ms;
-	x->done = http_done;
-	x->done_arg = jb;
+	if (jb->len > 0 &&
+	    (code = wire_json_parse((const char *)jb->body, jb->len, &body, m)) != SHOAL_OK)
+		goto err;
+	code = wire_api_request_from_json(&jb->rj->arena, op, body, &in, m);
+	json_decref(body);
+	if (code != SHOAL_OK)
+		goto err;
+	jb->in = in;
 	*pending = true;
-	rt_server_run(x);
+	int64_t t0 = rt_now_us();
+	rt_job_start(jb->rj, NULL, in, t0, t0 / 1000 + h->rt->opt.deadline_ms, http_done, jb);
 	return NULL;
 
 err:;
+	if (jb->rj != NULL) {
+		rt_job_put(jb->rj);
+		jb->rj = NULL;
+	}
 	json_t *out = NULL;
 	if (wire_api_error_to_json(code, m, &out, NULL) != SHOAL_OK)
 		return NULL;
@@ -352,17 +331,18 @@ static bool enqueue(rt_http *h, job *jb, bool force);
 static nng_http_res *finish(rt_http *h, job *jb);
 static void job_free(job *jb);
 
-/* The router's pipeline answered (an nng callback or one of its workers).
- * A small answer is converted and sent right here, which saves waking an
- * endpoint worker; a large one (a Query page, a batch) goes back to a
- * worker, so that an nng thread is not held converting a megabyte. */
-static void http_done(rt_rctx *x, nng_msg *answer)
+/* The router's pipeline answered (an nng callback thread).  A small
+ * answer is converted and sent right here, which saves waking an endpoint
+ * worker; a large one (a Query page, a batch) goes to a worker, so that an
+ * nng thread is not held converting a megabyte. */
+static void http_done(rt_job *rj)
 {
-	job *jb = x->done_arg;
-	rt_server_record_free(jb->h->srv, x);
-	jb->answer = answer;
+	job *jb = rj->done_arg;
 	jb->answered = true;
-	if (answer != NULL && nng_msg_len(answer) <= RT_HTTP_INLINE_ANSWER) {
+	size_t size = rj->out_msg != NULL ? nng_msg_len(rj->out_msg)
+	              : rj->out != NULL   ? protobuf_c_message_get_packed_size(&rj->out->base)
+	                                  : 0;
+	if (size <= RT_HTTP_INLINE_ANSWER) {
 		answer_res(jb->aio, finish(jb->h, jb));
 		job_free(jb);
 		return;
@@ -370,27 +350,20 @@ static void http_done(rt_rctx *x, nng_msg *answer)
 	enqueue(jb->h, jb, true);
 }
 
-/* The answer to a request that went through the pipeline (worker thread). */
+/* The answer to a request that went through the pipeline. */
 static nng_http_res *finish(rt_http *h, job *jb)
 {
-	char m[SH_ERRMSG_SIZE] = "";
-	Shoal__Response *resp = NULL;
-	int code = SHOAL_E_INTERNAL;
-	snprintf(m, sizeof(m), "the router could not build this request's answer");
-	if (jb->answer != NULL) {
-		ProtobufCAllocator alloc;
-		wire_arena_allocator(&alloc, &jb->arena);
-		code = wire_unpack_response(&alloc, nng_msg_body(jb->answer),
-		                            nng_msg_len(jb->answer), &resp, m);
-	}
-	if (code == SHOAL_OK)
-		return respond(jb, resp);
 	(void)h;
+	Shoal__Response *resp = rt_job_answer_pb(jb->rj);
+	if (resp != NULL)
+		return respond(jb, resp);
 	json_t *out = NULL;
-	if (wire_api_error_to_json(code, m, &out, NULL) != SHOAL_OK)
+	if (wire_api_error_to_json(SHOAL_E_NOMEM,
+	                           "the router could not build this request's answer", &out,
+	                           NULL) != SHOAL_OK)
 		return NULL;
 	nng_http_res *res =
-	    json_res((uint16_t)wire_api_http_status(code), jb->out_ctype, jb->rid, out);
+	    json_res((uint16_t)wire_api_http_status(SHOAL_E_NOMEM), jb->out_ctype, jb->rid, out);
 	json_decref(out);
 	return res;
 }
@@ -399,9 +372,8 @@ static void job_free(job *jb)
 {
 	if (jb->rd != NULL)
 		nng_aio_free(jb->rd);
-	if (jb->answer != NULL)
-		nng_msg_free(jb->answer);
-	sh_arena_fini(&jb->arena);
+	if (jb->rj != NULL)
+		rt_job_put(jb->rj);
 	if (jb->body != NULL) {
 		sh_free(jb->body);
 		atomic_fetch_sub(&jb->h->inflight, jb->len);
@@ -551,7 +523,6 @@ static void on_request(nng_aio *aio)
 	jb->h = h;
 	jb->aio = aio;
 	jb->req = req;
-	sh_arena_init(&jb->arena);
 	if (len == 0) {
 		if (!enqueue(h, jb, false)) {
 			sh_free(jb);
@@ -573,8 +544,7 @@ static void on_request(nng_aio *aio)
 	nng_http_conn_read_all(conn, jb->rd);
 }
 
-int rt_http_start(rt_http **out, rt_router *rt, rt_server *srv, const char *hostport,
-                  rt_creds *creds, char *errmsg)
+int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *creds, char *errmsg)
 {
 	*out = NULL;
 	rt_http *h = sh_calloc(1, sizeof(*h));
@@ -583,7 +553,6 @@ int rt_http_start(rt_http **out, rt_router *rt, rt_server *srv, const char *host
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 	}
 	h->rt = rt;
-	h->srv = srv;
 	if (creds != NULL) {
 		h->creds = *creds;
 		memset(creds, 0, sizeof(*creds));
@@ -620,12 +589,12 @@ int rt_http_start(rt_http **out, rt_router *rt, rt_server *srv, const char *host
 		nng_http_handler_free(hd);
 		goto err_after_server;
 	}
-	h->threads = sh_calloc(rt->opt.workers, sizeof(*h->threads));
+	h->threads = sh_calloc(rt->opt.http_workers, sizeof(*h->threads));
 	if (h->threads == NULL) {
 		rv = NNG_ENOMEM;
 		goto err_after_server;
 	}
-	for (uint32_t i = 0; i < rt->opt.workers; i++) {
+	for (uint32_t i = 0; i < rt->opt.http_workers; i++) {
 		if (pthread_create(&h->threads[i], NULL, worker, h) != 0) {
 			sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot start http worker thread %u", i);
 			goto err_after_threads;

@@ -160,16 +160,16 @@ rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t
 
 typedef struct rt_http rt_http;
 
-/* Listens on "host:port" and starts rt->opt.workers worker threads, which
- * hand requests to srv's pipeline (srv must outlive rt_http_stop; NULL:
- * the workers run them, blocking).  With creds (taken over, may be NULL)
+/* Listens on "host:port" and starts rt->opt.http_workers worker threads,
+ * which check and convert requests and start them in the router's
+ * pipeline (job.c).  With creds (taken over, may be NULL)
  * requests must carry a valid SigV4 signature by one of them; without, any
  * request is accepted (signed with any key, or not at all), as DynamoDB
  * Local does.  Main thread. */
-int rt_http_start(rt_http **out, rt_router *rt, rt_server *srv, const char *hostport,
-                  rt_creds *creds, char *errmsg);
+int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *creds,
+                  char *errmsg);
 /* Stops listening, lets requests in progress finish, joins the workers and
- * frees everything (NULL is fine); before srv stops.  Main thread. */
+ * frees everything (NULL is fine); before the router stops.  Main thread. */
 void rt_http_stop(rt_http *h);
 
 #endif

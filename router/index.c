@@ -40,9 +40,17 @@
  *
  * An index that is CREATING (being backfilled) cannot be read, as in
  * DynamoDB; before refusing, the router checks whether the backfill has
- * finished everywhere and activates the index (rt_index_try_activate).
+ * finished everywhere and activates the index (rt_index_activate).
  *
- * Worker thread, except rt_shard_merge and rt_index_start_hash (pure).
+ * Query on an index, the steps (continuing items.c's Query at phase 10):
+ *
+ *   phase  what                                          next
+ *   -----  --------------------------------------------  -------------------
+ *   10     resolve the index (sub-step: refresh,         LSI / unsharded GSI:
+ *          activation)                                   one call, 11;
+ *                                                        sharded: N calls, 12
+ *   11     the node's answer, passed on                  done
+ *   12     merge the shards' pages                       done
  */
 #include <string.h>
 
@@ -142,49 +150,74 @@ uint32_t rt_index_group(const rt_router *rt, uint32_t table_id, const st_index_d
 }
 
 /* ------------------------------------------------------------------------ */
-/* Checks shared by Query and Scan                                           */
+/* Checks shared by Query and Scan (a sub-step)                              */
 /* ------------------------------------------------------------------------ */
 
-int rt_index_resolve(rt_req *r, const rt_table **t, const char *index, bool consistent,
-                     const st_index_def **out)
+struct rt_resolve_sub {
+	rt_activate act;
+};
+
+static int no_index(rt_job *j, const char *index)
 {
-	*out = NULL;
-	const st_index_def *x = rt_index_find(*t, index);
-	if (x == NULL) {
-		/* Created through another router since the catalog was loaded? */
-		int rc = rt_table_lookup(r, (*t)->name, true, t);
-		if (rc != SHOAL_OK)
+	return rt_job_fail(j, SHOAL_E_VALIDATION, "The table does not have the specified index: %s",
+	                   index);
+}
+
+int rt_index_resolve(rt_job *j, rt_resolve *r)
+{
+	const rt_table *t;
+	int rc;
+	switch (r->phase) {
+	case 0:
+		r->x = rt_index_find(r->t, r->index);
+		if (r->x != NULL)
+			break;
+		r->phase = 1; /* created through another router since the last load? */
+		              /* fall through */
+	case 1:
+		if ((rc = rt_job_table(j, r->t->name, true, &t)) != SHOAL_OK)
 			return rc;
-		x = rt_index_find(*t, index);
-	}
-	if (x == NULL)
-		return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
-		               "The table does not have the specified index: %s", index);
-	if (!x->local && consistent)
-		return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
-		               "Consistent reads are not supported on global secondary indexes");
-	if (!x->local && x->status == ST_INDEX_CREATING) {
-		bool active = false;
-		int rc = rt_index_try_activate(r, *t, x->name, &active);
-		if (rc != SHOAL_OK)
+		r->t = t;
+		if ((r->x = rt_index_find(r->t, r->index)) == NULL)
+			return no_index(j, r->index);
+		break;
+	case 2:
+		if ((rc = rt_index_activate(j, &r->sub->act)) != SHOAL_OK)
 			return rc;
-		if (active) {
-			rc = rt_table_lookup(r, (*t)->name, true, t);
-			if (rc != SHOAL_OK)
-				return rc;
-			x = rt_index_find(*t, index);
-			if (x == NULL)
-				return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
-				               "The table does not have the specified index: %s",
-				               index);
-		}
-		if (x->status == ST_INDEX_CREATING)
-			return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
-			               "Cannot read from backfilling global secondary index: %s",
-			               index);
+		if (!r->sub->act.active)
+			return rt_job_fail(
+			    j, SHOAL_E_VALIDATION,
+			    "Cannot read from backfilling global secondary index: %s", r->index);
+		r->phase = 3;
+		/* fall through */
+	case 3:
+		if ((rc = rt_job_table(j, r->t->name, true, &t)) != SHOAL_OK)
+			return rc;
+		r->t = t;
+		if ((r->x = rt_index_find(r->t, r->index)) == NULL)
+			return no_index(j, r->index);
+		if (!r->x->local && r->x->status == ST_INDEX_CREATING)
+			return rt_job_fail(
+			    j, SHOAL_E_VALIDATION,
+			    "Cannot read from backfilling global secondary index: %s", r->index);
+		return SHOAL_OK;
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "index resolution: phase %d", r->phase);
 	}
-	*out = x;
-	return SHOAL_OK;
+	/* The index is known: the checks of a read. */
+	if (!r->x->local && r->consistent)
+		return rt_job_fail(
+		    j, SHOAL_E_VALIDATION,
+		    "Consistent reads are not supported on global secondary indexes");
+	if (r->x->local || r->x->status != ST_INDEX_CREATING)
+		return SHOAL_OK;
+	if ((r->sub = sh_arena_calloc(&j->arena, 1, sizeof(*r->sub))) == NULL)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	r->sub->act.t = r->t;
+	r->sub->act.table = r->t->name;
+	r->sub->act.index = r->x->name;
+	r->phase = 2;
+	return rt_index_resolve(j, r);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -210,9 +243,9 @@ bool rt_expr_mentions(const char *expr, const uint8_t *tok, size_t len)
 
 /* The shard request: the client's Query without what st_page_finish
  * applies afterwards. */
-static int shard_query(rt_req *r, const Shoal__QueryRequest *in, Shoal__QueryRequest **out)
+static int shard_query(rt_job *j, const Shoal__QueryRequest *in, Shoal__QueryRequest **out)
 {
-	Shoal__QueryRequest *q = sh_arena_alloc(r->a, sizeof(*q));
+	Shoal__QueryRequest *q = sh_arena_alloc(&j->arena, sizeof(*q));
 	if (q == NULL)
 		return SHOAL_E_NOMEM;
 	*q = *in;
@@ -225,9 +258,9 @@ static int shard_query(rt_req *r, const Shoal__QueryRequest *in, Shoal__QueryReq
 	q->expression_attribute_values = NULL;
 	const Shoal__ExpressionAttributeNames *names = in->expression_attribute_names;
 	if (names != NULL && names->n_entries > 0) {
-		Shoal__ExpressionAttributeNames *n = sh_arena_alloc(r->a, sizeof(*n));
+		Shoal__ExpressionAttributeNames *n = sh_arena_alloc(&j->arena, sizeof(*n));
 		Shoal__ExpressionAttributeName **e =
-		    sh_arena_calloc(r->a, names->n_entries, sizeof(*e));
+		    sh_arena_calloc(&j->arena, names->n_entries, sizeof(*e));
 		if (n == NULL || e == NULL)
 			return SHOAL_E_NOMEM;
 		shoal__expression_attribute_names__init(n);
@@ -242,8 +275,8 @@ static int shard_query(rt_req *r, const Shoal__QueryRequest *in, Shoal__QueryReq
 	}
 	const Shoal__Item *values = in->expression_attribute_values;
 	if (values != NULL && values->n_attrs > 0) {
-		Shoal__Item *v = sh_arena_alloc(r->a, sizeof(*v));
-		Shoal__Attribute **at = sh_arena_calloc(r->a, values->n_attrs, sizeof(*at));
+		Shoal__Item *v = sh_arena_alloc(&j->arena, sizeof(*v));
+		Shoal__Attribute **at = sh_arena_calloc(&j->arena, values->n_attrs, sizeof(*at));
 		if (v == NULL || at == NULL)
 			return SHOAL_E_NOMEM;
 		shoal__item__init(v);
@@ -272,17 +305,17 @@ static int entry_cmp(const void *ctx, const st_value *a, const st_value *b)
 }
 
 /* A shard's page as normalised values (sorted maps, as st_map_get needs). */
-static int shard_page(rt_req *r, const Shoal__QueryResponse *qr, rt_shard_page *out)
+static int shard_page(rt_job *j, const Shoal__QueryResponse *qr, rt_shard_page *out)
 {
 	st_page p;
-	int rc = wire_query_resp_from_pb(r->a, qr, &p, r->errmsg);
+	int rc = wire_query_resp_from_pb(&j->arena, qr, &p, j->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	for (uint32_t i = 0; i < p.count && p.items != NULL; i++)
-		if ((rc = st_value_normalize(r->a, &p.items[i], r->errmsg)) != SHOAL_OK)
+		if ((rc = st_value_normalize(&j->arena, &p.items[i], j->errmsg)) != SHOAL_OK)
 			return rc;
 	if (p.last_evaluated_key != NULL &&
-	    (rc = st_value_normalize(r->a, p.last_evaluated_key, r->errmsg)) != SHOAL_OK)
+	    (rc = st_value_normalize(&j->arena, p.last_evaluated_key, j->errmsg)) != SHOAL_OK)
 		return rc;
 	out->items = p.items;
 	out->n = p.items != NULL ? p.count : 0;
@@ -290,100 +323,154 @@ static int shard_page(rt_req *r, const Shoal__QueryResponse *qr, rt_shard_page *
 	return SHOAL_OK;
 }
 
-static int sharded_query(rt_req *r, const rt_table *t, const st_index_def *x, const st_query_req *q,
-                         const st_value *gpk)
+/* The state of a Query on an index (j->sub). */
+typedef struct iq_st {
+	const st_query_req *q;
+	rt_resolve res;
+	rt_call *one;     /* LSI, unsharded GSI */
+	rt_call **shards; /* sharded GSI */
+	uint32_t n;
+} iq_st;
+
+/* Issues the N shard reads of a sharded GSI Query (phase 12 next). */
+static int sharded_issue(rt_job *j, iq_st *s, const st_value *gpk)
 {
+	const rt_table *t = s->res.t;
+	const st_index_def *x = s->res.x;
 	uint32_t n = x->write_shards;
 	Shoal__QueryRequest *sq;
-	if (shard_query(r, r->in->query, &sq) != SHOAL_OK)
-		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
-	rt_call *calls = sh_arena_calloc(r->a, n, sizeof(*calls));
-	Shoal__NodeRequest *nrs = sh_arena_calloc(r->a, n, sizeof(*nrs));
-	Shoal__Request *req = sh_arena_alloc(r->a, sizeof(*req));
-	rt_shard_page *pages = sh_arena_calloc(r->a, n, sizeof(*pages));
-	if (calls == NULL || nrs == NULL || req == NULL || pages == NULL)
-		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
-	*req = *r->in;
+	if (shard_query(j, j->in->query, &sq) != SHOAL_OK)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	Shoal__Request *req = sh_arena_alloc(&j->arena, sizeof(*req));
+	s->shards = sh_arena_calloc(&j->arena, n, sizeof(*s->shards));
+	if (req == NULL || s->shards == NULL)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	*req = *j->in;
 	req->query = sq;
-	for (uint32_t s = 0; s < n; s++) {
-		shoal__node_request__init(&nrs[s]);
-		nrs[s].request = req;
-		nrs[s].index_shard = s;
-		calls[s].group = rt_index_group(r->rt, t->id, x, s, gpk);
-		calls[s].req = &nrs[s];
-		calls[s].any_replica = true;
-	}
-	rt_call_all(r->rt, r->a, calls, n, r->deadline);
-	uint64_t read_bytes = 0; /* what the shards read: ReturnConsumedCapacity */
-	for (uint32_t s = 0; s < n; s++) {
-		const rt_call *c = &calls[s];
-		if (c->rc != SHOAL_OK)
-			return sh_errf(r->errmsg, c->rc, "%s", c->errmsg);
-		if (c->resp->response == NULL)
-			return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
-			               "node %u answered group %u without a response",
-			               c->answered_by, c->group);
-		if (rt_resp_code(c->resp) != SHOAL_OK) {
-			r->out = c->resp->response; /* the node's refusal, as it is */
-			return SHOAL_OK;
-		}
-		const Shoal__QueryResponse *qr = c->resp->response->query;
-		if (c->resp->response->result_case != SHOAL__RESPONSE__RESULT_QUERY || qr == NULL)
-			return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
-			               "a node answered a Query without a QueryResponse");
-		int rc = shard_page(r, qr, &pages[s]);
+	s->n = n;
+	for (uint32_t k = 0; k < n; k++) {
+		Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+		rt_call *c = rt_job_call(j, rt_index_group(j->rt, t->id, x, k, gpk));
+		if (nr == NULL || c == NULL)
+			return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+		shoal__node_request__init(nr);
+		nr->request = req;
+		nr->index_shard = k;
+		c->any_replica = true;
+		int rc = rt_call_request(j, c, nr);
 		if (rc != SHOAL_OK)
 			return rc;
-		read_bytes += c->resp->read_bytes;
+		s->shards[k] = c;
+	}
+	j->phase = 12;
+	return RT_WAIT;
+}
+
+/* Phase 12: the shards' pages merged into one. */
+static int sharded_merge(rt_job *j, iq_st *s)
+{
+	const rt_table *t = s->res.t;
+	const st_index_def *x = s->res.x;
+	const st_query_req *q = s->q;
+	uint32_t n = s->n;
+	rt_shard_page *pages = sh_arena_calloc(&j->arena, n, sizeof(*pages));
+	if (pages == NULL)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	uint64_t read_bytes = 0; /* what the shards read: ReturnConsumedCapacity */
+	for (uint32_t k = 0; k < n; k++) {
+		rt_call *c = s->shards[k];
+		if (c->rc != SHOAL_OK)
+			return rt_job_fail(j, c->rc, "%s", c->errmsg);
+		if (c->code != SHOAL_OK)
+			return rt_job_pass(j, c); /* the node's refusal, as it is */
+		Shoal__NodeResponse *resp = rt_call_resp(c, &j->arena);
+		if (resp == NULL)
+			return rt_job_fail(j, c->rc, "%s", c->errmsg);
+		const Shoal__QueryResponse *qr =
+		    resp->response != NULL ? resp->response->query : NULL;
+		if (resp->response == NULL ||
+		    resp->response->result_case != SHOAL__RESPONSE__RESULT_QUERY || qr == NULL)
+			return rt_job_fail(j, SHOAL_E_INTERNAL,
+			                   "a node answered a Query without a QueryResponse");
+		int rc = shard_page(j, qr, &pages[k]);
+		if (rc != SHOAL_OK)
+			return rc;
+		read_bytes += resp->read_bytes;
 	}
 	cmp_ctx ctx = {&t->def, x};
 	rt_merge m;
-	if (rt_shard_merge(pages, n, entry_cmp, &ctx, q->forward, q->limit, ST_MAX_PAGE_BYTES, r->a,
-	                   &m) != SHOAL_OK)
-		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
-	st_value *kept = sh_arena_calloc(r->a, m.n + 1, sizeof(*kept));
+	if (rt_shard_merge(pages, n, entry_cmp, &ctx, q->forward, q->limit, ST_MAX_PAGE_BYTES,
+	                   &j->arena, &m) != SHOAL_OK)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	st_value *kept = sh_arena_calloc(&j->arena, m.n + 1, sizeof(*kept));
 	if (kept == NULL)
-		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 	for (uint32_t i = 0; i < m.n; i++)
 		kept[i] = *m.items[i];
 	st_page page;
-	int rc = st_page_finish(&t->def, q, kept, m.n, r->a, &page, r->errmsg);
+	int rc = st_page_finish(&t->def, q, kept, m.n, &j->arena, &page, j->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	page.last_evaluated_key = NULL;
 	if (m.more && m.n > 0) {
-		rc = st_index_last_key(&t->def, x, &kept[m.n - 1], r->a, &page.last_evaluated_key,
-		                       r->errmsg);
+		rc = st_index_last_key(&t->def, x, &kept[m.n - 1], &j->arena,
+		                       &page.last_evaluated_key, j->errmsg);
 		if (rc != SHOAL_OK)
 			return rc;
 	} else if (m.more) {
 		page.last_evaluated_key = (st_value *)m.resume;
 	}
 	Shoal__QueryResponse *out;
-	if ((rc = wire_query_resp_to_pb(r->a, &page, &out, r->errmsg)) != SHOAL_OK)
+	if ((rc = wire_query_resp_to_pb(&j->arena, &page, &out, j->errmsg)) != SHOAL_OK)
 		return rc;
-	const Shoal__QueryRequest *in = r->in->query;
-	if (rt_read_capacity(r, WIRE_RCC(in), t, x, read_bytes, false, &out->consumed_capacity) !=
-	    SHOAL_OK)
-		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
-	r->out->result_case = SHOAL__RESPONSE__RESULT_QUERY;
-	r->out->query = out;
+	const Shoal__QueryRequest *in = j->in->query;
+	if (rt_read_capacity(&j->arena, WIRE_RCC(in), t, x, read_bytes, false,
+	                     &out->consumed_capacity) != SHOAL_OK)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	j->out->result_case = SHOAL__RESPONSE__RESULT_QUERY;
+	j->out->query = out;
 	return SHOAL_OK;
 }
 
-int rt_index_query(rt_req *r, const rt_table *t, const st_query_req *q)
+int rt_index_query(rt_job *j, const rt_table *t, const st_query_req *q)
 {
-	const st_index_def *x;
-	int rc = rt_index_resolve(r, &t, q->index, q->consistent, &x);
-	if (rc != SHOAL_OK)
-		return rc;
-	const st_value *pk;
-	rc = st_query_partition_key(q, &x->key, r->a, &pk, r->errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	if (x->local)
-		return rt_forward(r, t, rt_group_of(r->rt, t->id, pk), !q->consistent, 0);
-	if (x->write_shards <= 1)
-		return rt_forward(r, t, rt_index_group(r->rt, t->id, x, 0, pk), true, 0);
-	return sharded_query(r, t, x, q, pk);
+	iq_st *s = j->sub;
+	int rc;
+	if (s == NULL) {
+		if ((s = j->sub = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
+			return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+		s->q = q;
+		s->res.t = t;
+		s->res.index = q->index;
+		s->res.consistent = q->consistent;
+	}
+	switch (j->phase) {
+	case 10: {
+		if ((rc = rt_index_resolve(j, &s->res)) != SHOAL_OK)
+			return rc;
+		const rt_table *tt = s->res.t;
+		const st_index_def *x = s->res.x;
+		const st_value *pk;
+		rc = st_query_partition_key(s->q, &x->key, &j->arena, &pk, j->errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		if (!x->local && x->write_shards > 1)
+			return sharded_issue(j, s, pk);
+		uint32_t group = x->local ? rt_group_of(j->rt, tt->id, pk)
+		                          : rt_index_group(j->rt, tt->id, x, 0, pk);
+		if ((s->one = rt_job_call(j, group)) == NULL)
+			return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+		s->one->any_replica = x->local ? !s->q->consistent : true;
+		if ((rc = rt_call_forward(j, s->one, tt, 0)) != SHOAL_OK)
+			return rc;
+		j->phase = 11;
+		return RT_WAIT;
+	}
+	case 11:
+		return rt_job_pass(j, s->one);
+	case 12:
+		return sharded_merge(j, s);
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "index query: phase %d", j->phase);
+	}
 }

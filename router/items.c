@@ -2,70 +2,38 @@
  * items.c -- the single-partition operations: GetItem, PutItem, UpdateItem,
  * DeleteItem and Query (on an index: index.c).
  *
- * Each handler validates the request at the API level (wire_*_req_from_pb),
+ * Each step validates the request at the API level (wire_*_req_from_pb),
  * finds the table in the catalog, takes the partition-key value (from the
  * Key or Item; for Query, the hash-key equality of KeyConditionExpression via
  * st_query_partition_key), hashes it to the owning group and forwards the
- * client's request unchanged in a NodeRequest.  The node checks everything
- * again against the table and answers exactly as DynamoDB would; its
- * Response is passed through as the answer.  Eventually consistent reads go
- * to any replica, everything else to the leader.
+ * client's request unchanged (rt_call_forward: its packed bytes inside a
+ * NodeRequest written by hand).  The node checks everything again against
+ * the table and answers exactly as DynamoDB would; its Response is passed on
+ * as the answer without being decoded (rt_job_pass).  Eventually consistent
+ * reads go to any replica, everything else to the leader.
  *
  * When the key does not match the table's key schema, the router cannot
  * place it, and the node's answer is wanted anyway (its checks come in
  * DynamoDB's order): such a request goes to the first data group, which
  * refuses it with the exact message.
  *
- * A data group answering ResourceNotFound for a table the catalog has gets
- * its definition re-sent (rt_repair) and the request is retried once.
- *
- * Worker thread.  Most of these requests never get here: fast.c routes them
- * the same way in nng callbacks and hands over only what it cannot finish
- * (unknown table, unplaceable key, Query on an index, retries, repair) --
- * a change to the routing here needs the same change there.
+ *   phase  what                                           next
+ *   -----  ---------------------------------------------  ------------------
+ *   0      validate; the table (RT_WAIT: refresh, again)  the call: 1
+ *   1      the node's answer, passed on                   done
  */
 #include "router/router.h"
 
-int rt_forward(rt_req *r, const rt_table *t, uint32_t group, bool any_replica, uint32_t shard)
-{
-	for (int round = 0;; round++) {
-		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
-		nr.request = (Shoal__Request *)r->in;
-		nr.index_shard = shard;
-		nr.table_id = t != NULL ? t->id : 0;
-		rt_call c = {.group = group, .req = &nr, .any_replica = any_replica};
-		rt_call_all(r->rt, r->a, &c, 1, r->deadline);
-		if (c.rc != SHOAL_OK)
-			return sh_errf(r->errmsg, c.rc, "%s", c.errmsg);
-		if (c.resp->response == NULL)
-			return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
-			               "node %u answered group %u without a response",
-			               c.answered_by, group);
-		if (rt_resp_code(c.resp) == SHOAL_E_WRONG_EPOCH && t != NULL) {
-			/* The table was dropped and recreated through another router:
-			 * this cache placed the key by the old table's hash, and the
-			 * node did nothing.  Refresh; the front door runs the handler
-			 * again with the new definition (once). */
-			const rt_table *fresh;
-			int rc = rt_table_lookup(r, t->name, true, &fresh);
-			if (rc != SHOAL_OK)
-				return rc;
-			return sh_errf(r->errmsg, SHOAL_E_WRONG_EPOCH,
-			               "Table %s was recreated while this request was routed (%s)",
-			               t->name, c.resp->response->message);
-		}
-		if (rt_resp_code(c.resp) == SHOAL_E_NOT_FOUND && round == 0 && t != NULL) {
-			int rc = rt_repair(r, group, &t, 1);
-			if (rc == SHOAL_OK)
-				continue;
-			if (rc == SHOAL_E_NOT_FOUND)
-				return rc;
-			rt_log("repair of %s in group %u failed: %s", t->name, group, r->errmsg);
-		}
-		r->out = c.resp->response;
-		return SHOAL_OK;
-	}
-}
+/* The plan of a single-partition request. */
+typedef struct item_plan {
+	const char *table;
+	const st_value *key; /* Key or Item */
+	bool item;           /* key is an Item (PutItem) */
+	bool any_replica;
+	st_query_req q; /* Query */
+	bool query;
+	rt_call *call;
+} item_plan;
 
 static uint32_t first_data_group(const rt_router *rt)
 {
@@ -74,77 +42,127 @@ static uint32_t first_data_group(const rt_router *rt)
 
 /* The group of a Key (item == false) or Item; the first data group when the
  * key does not match the schema (the node will say how). */
-static uint32_t key_group(const rt_req *r, const rt_table *t, const st_value *key, bool item)
+static uint32_t key_group(const rt_router *rt, const rt_table *t, const st_value *key, bool item)
 {
 	const st_value *pk;
 	if (st_route_key(&t->def.key, key, item, &pk, NULL, NULL) != SHOAL_OK)
-		return first_data_group(r->rt);
-	return rt_group_of(r->rt, t->id, pk);
+		return first_data_group(rt);
+	return rt_group_of(rt, t->id, pk);
 }
 
-int rt_get_item(rt_req *r)
+/* Phase 0's validation: DynamoDB's API-level checks of the request. */
+static int validate(rt_job *j, item_plan *p)
 {
-	st_get_req q;
-	const rt_table *t;
-	int rc = wire_get_req_from_pb(r->a, r->in->get_item, &q, r->errmsg);
-	if (rc == SHOAL_OK)
-		rc = rt_table_lookup(r, q.table, false, &t);
-	if (rc != SHOAL_OK)
+	const Shoal__Request *in = j->in;
+	int rc;
+	switch (in->op_case) {
+	case SHOAL__REQUEST__OP_GET_ITEM: {
+		st_get_req q;
+		rc = wire_get_req_from_pb(&j->arena, in->get_item, &q, j->errmsg);
+		p->table = q.table;
+		p->key = q.key;
+		p->any_replica = !in->get_item->consistent_read;
 		return rc;
-	return rt_forward(r, t, key_group(r, t, q.key, false), !r->in->get_item->consistent_read,
-	                  0);
+	}
+	case SHOAL__REQUEST__OP_PUT_ITEM: {
+		st_put_req q;
+		rc = wire_put_req_from_pb(&j->arena, in->put_item, &q, j->errmsg);
+		p->table = q.table;
+		p->key = q.item;
+		p->item = true;
+		return rc;
+	}
+	case SHOAL__REQUEST__OP_UPDATE_ITEM: {
+		st_update_req q;
+		rc = wire_update_req_from_pb(&j->arena, in->update_item, &q, j->errmsg);
+		p->table = q.table;
+		p->key = q.key;
+		return rc;
+	}
+	case SHOAL__REQUEST__OP_DELETE_ITEM: {
+		st_delete_req q;
+		rc = wire_delete_req_from_pb(&j->arena, in->delete_item, &q, j->errmsg);
+		p->table = q.table;
+		p->key = q.key;
+		return rc;
+	}
+	case SHOAL__REQUEST__OP_QUERY:
+		rc = wire_query_req_from_pb(&j->arena, in->query, &p->q, j->errmsg);
+		p->table = p->q.table;
+		p->query = true;
+		p->any_replica = !p->q.consistent;
+		return rc;
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "not a single-item operation");
+	}
 }
 
-int rt_put_item(rt_req *r)
+/* The step of all five (Query on an index continues in index.c). */
+static int item_step(rt_job *j)
 {
-	st_put_req q;
-	const rt_table *t;
-	int rc = wire_put_req_from_pb(r->a, r->in->put_item, &q, r->errmsg);
-	if (rc == SHOAL_OK)
-		rc = rt_table_lookup(r, q.table, false, &t);
-	if (rc != SHOAL_OK)
-		return rc;
-	return rt_forward(r, t, key_group(r, t, q.item, true), false, 0);
+	item_plan *p = j->st;
+	int rc;
+	switch (j->phase) {
+	case 0: {
+		if (p == NULL) {
+			if ((p = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*p))) == NULL)
+				return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+			if ((rc = validate(j, p)) != SHOAL_OK)
+				return rc;
+		}
+		const rt_table *t;
+		if ((rc = rt_job_table(j, p->table, false, &t)) != SHOAL_OK)
+			return rc; /* or RT_WAIT: a refresh, then this phase again */
+		uint32_t group;
+		if (p->query) {
+			if (p->q.index != NULL) {
+				j->phase = 10; /* index.c's phases */
+				return rt_index_query(j, t, &p->q);
+			}
+			const st_value *pk;
+			if ((rc = st_query_partition_key(&p->q, &t->def.key, &j->arena, &pk,
+			                                 j->errmsg)) != SHOAL_OK)
+				return rc;
+			group = rt_group_of(j->rt, t->id, pk);
+		} else {
+			group = key_group(j->rt, t, p->key, p->item);
+		}
+		if ((p->call = rt_job_call(j, group)) == NULL)
+			return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+		p->call->any_replica = p->any_replica;
+		if ((rc = rt_call_forward(j, p->call, t, 0)) != SHOAL_OK)
+			return rc;
+		j->phase = 1;
+		return RT_WAIT;
+	}
+	case 1:
+		return rt_job_pass(j, p->call);
+	default:
+		return rt_index_query(j, NULL, &p->q);
+	}
 }
 
-int rt_update_item(rt_req *r)
+int rt_step_get_item(rt_job *j)
 {
-	st_update_req q;
-	const rt_table *t;
-	int rc = wire_update_req_from_pb(r->a, r->in->update_item, &q, r->errmsg);
-	if (rc == SHOAL_OK)
-		rc = rt_table_lookup(r, q.table, false, &t);
-	if (rc != SHOAL_OK)
-		return rc;
-	return rt_forward(r, t, key_group(r, t, q.key, false), false, 0);
+	return item_step(j);
 }
 
-int rt_delete_item(rt_req *r)
+int rt_step_put_item(rt_job *j)
 {
-	st_delete_req q;
-	const rt_table *t;
-	int rc = wire_delete_req_from_pb(r->a, r->in->delete_item, &q, r->errmsg);
-	if (rc == SHOAL_OK)
-		rc = rt_table_lookup(r, q.table, false, &t);
-	if (rc != SHOAL_OK)
-		return rc;
-	return rt_forward(r, t, key_group(r, t, q.key, false), false, 0);
+	return item_step(j);
 }
 
-int rt_query(rt_req *r)
+int rt_step_update_item(rt_job *j)
 {
-	st_query_req q;
-	const rt_table *t;
-	int rc = wire_query_req_from_pb(r->a, r->in->query, &q, r->errmsg);
-	if (rc == SHOAL_OK)
-		rc = rt_table_lookup(r, q.table, false, &t);
-	if (rc != SHOAL_OK)
-		return rc;
-	if (q.index != NULL)
-		return rt_index_query(r, t, &q); /* index.c */
-	const st_value *pk;
-	rc = st_query_partition_key(&q, &t->def.key, r->a, &pk, r->errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	return rt_forward(r, t, rt_group_of(r->rt, t->id, pk), !q.consistent, 0);
+	return item_step(j);
+}
+
+int rt_step_delete_item(rt_job *j)
+{
+	return item_step(j);
+}
+
+int rt_step_query(rt_job *j)
+{
+	return item_step(j);
 }

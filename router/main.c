@@ -2,8 +2,8 @@
  * main.c -- shoal-router: command line, signals, start and stop.
  *
  *   shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]
- *                [--workers N] [--contexts N] [--no-fast-path] [--deadline-ms N]
- *                [--http HOST:PORT [--http-credentials FILE]]
+ *                [--contexts N] [--deadline-ms N]
+ *                [--http HOST:PORT [--http-credentials FILE] [--workers N]]
  *
  * --http serves DynamoDB's HTTP API (router/http.h) next to the native
  * protocol; --http-credentials makes it verify SigV4 signatures against the
@@ -13,6 +13,9 @@
  * section.  "ready" goes to stdout once the listener is up; logs go to
  * stderr.  SIGTERM and SIGINT stop it gracefully: no new connections,
  * requests in progress finish (up to 5 s), then exit 0.
+ *
+ * --workers sets the HTTP endpoint's threads (signatures, JSON); every
+ * request then runs in nng's callback threads (router.h: nothing blocks).
  *
  * Threads: signals are blocked before any thread starts, and the main thread
  * takes them with sigwait, so no handler ever runs inside a worker.
@@ -30,10 +33,10 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
-	           "                    [--workers N] [--contexts N] [--no-fast-path]\n"
-	           "                    [--deadline-ms N]\n"
-	           "                    [--http HOST:PORT [--http-credentials FILE]]\n");
+	fprintf(f,
+	        "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
+	        "                    [--contexts N] [--deadline-ms N]\n"
+	        "                    [--http HOST:PORT [--http-credentials FILE] [--workers N]]\n");
 }
 
 static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -58,7 +61,6 @@ int main(int argc, char **argv)
 	    {"metrics", required_argument, NULL, 'm'},
 	    {"workers", required_argument, NULL, 'w'},
 	    {"contexts", required_argument, NULL, 'C'},
-	    {"no-fast-path", no_argument, NULL, 'F'},
 	    {"deadline-ms", required_argument, NULL, 'd'},
 	    {"http", required_argument, NULL, 'H'},
 	    {"http-credentials", required_argument, NULL, 'K'},
@@ -66,7 +68,7 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	int ch;
-	while ((ch = getopt_long(argc, argv, "c:l:m:w:C:Fd:h", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:l:m:w:C:d:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			config = optarg;
@@ -78,7 +80,7 @@ int main(int argc, char **argv)
 			metrics = optarg;
 			break;
 		case 'w':
-			if (!parse_u32(optarg, 1, 4096, &opt.workers)) {
+			if (!parse_u32(optarg, 1, 4096, &opt.http_workers)) {
 				fprintf(stderr, "shoal-router: --workers must be 1..4096\n");
 				return 2;
 			}
@@ -88,9 +90,6 @@ int main(int argc, char **argv)
 				fprintf(stderr, "shoal-router: --contexts must be 1..65536\n");
 				return 2;
 			}
-			break;
-		case 'F':
-			opt.fast_path = false;
 			break;
 		case 'd':
 			if (!parse_u32(optarg, 100, 3600000, &opt.deadline_ms)) {
@@ -178,9 +177,7 @@ int main(int argc, char **argv)
 		rt_log("%s", errmsg);
 		goto err_after_metrics;
 	}
-	/* HTTP requests run in the native server's pipeline: it starts first
-	 * and stops last. */
-	if (http != NULL && rt_http_start(&web, &rt, &srv, http, http_creds != NULL ? &creds : NULL,
+	if (http != NULL && rt_http_start(&web, &rt, http, http_creds != NULL ? &creds : NULL,
 	                                  errmsg) != SHOAL_OK) {
 		rt_log("%s", errmsg);
 		goto err_after_server;
@@ -188,8 +185,7 @@ int main(int argc, char **argv)
 	if (http != NULL)
 		rt_log("DynamoDB HTTP API on http://%s (%s)", http,
 		       http_creds != NULL ? "SigV4 verified" : "any credentials accepted");
-	rt_log("listening on %s (%u contexts, %u workers, fast path %s, %u nodes, %u groups)%s%s",
-	       listen_copy, opt.contexts, opt.workers, opt.fast_path ? "on" : "off",
+	rt_log("listening on %s (%u contexts, %u nodes, %u groups)%s%s", listen_copy, opt.contexts,
 	       rt.conf->n_nodes, rt.conf->groups, metrics_copy[0] ? ", metrics on " : "",
 	       metrics_copy);
 	printf("ready\n");
@@ -198,7 +194,6 @@ int main(int argc, char **argv)
 	int sig = 0;
 	sigwait(&sigs, &sig);
 	rt_log("signal %d: stopping", sig);
-	atomic_store(&rt.stopping, true);
 	rt_http_stop(web);
 	status = 0;
 err_after_server:

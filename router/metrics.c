@@ -13,7 +13,10 @@
  *   shoal_router_retries_total{reason}                  counter (not_leader, timeout, ...)
  *   shoal_router_repairs_total                          counter
  *   shoal_router_leader_changes_total                   counter
- *   shoal_router_fast_path_total{outcome}               counter (answered, deferred)
+ *   shoal_router_restarts_total                         counter (table recreated)
+ *   shoal_router_node_messages_total{class}             counter (messages to nodes)
+ *   shoal_router_node_batches_total / _batched_requests_total (NodeRequest batches)
+ *   shoal_router_client_batches_total / _batched_requests_total (Request batches)
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -63,14 +66,19 @@ static uint64_t get(const _Atomic uint64_t *x)
 	return atomic_load_explicit(x, memory_order_relaxed);
 }
 
-/* Slots that appear in the output: the table's operations, and "Unknown"
- * if anything was counted there. */
-static bool slot_shown(const rt_metrics *m, uint32_t s)
+const char *rt_slot_name(uint32_t slot)
 {
-	return s < rt_n_ops || (s == RT_OPS_MAX - 1 && get(&m->requests[s]) > 0);
+	return slot < SHOAL_OP__COUNT ? wire_ops[slot].name : "Unknown";
 }
 
-size_t rt_metrics_render(const rt_metrics *m, char *buf, size_t cap)
+/* Slots that appear in the output: the registry's operations, and
+ * "Unknown" if anything was counted there. */
+static bool slot_shown(const rt_metrics *m, uint32_t s)
+{
+	return s < SHOAL_OP__COUNT || (s == RT_OPS_MAX - 1 && get(&m->requests[s]) > 0);
+}
+
+size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, size_t cap)
 {
 	out o = {buf, cap, 0};
 	if (cap > 0)
@@ -137,9 +145,9 @@ size_t rt_metrics_render(const rt_metrics *m, char *buf, size_t cap)
 
 	put(&o, "# HELP shoal_router_retries_total Node requests retried, by the reason.\n"
 	        "# TYPE shoal_router_retries_total counter\n");
-	for (int k = 1; k < RT_OUT__COUNT; k++)
+	for (int k = 1; k < SH_OUT__COUNT; k++)
 		put(&o, "shoal_router_retries_total{reason=\"%s\"} %llu\n",
-		    rt_outcome_name((rt_outcome)k), (unsigned long long)get(&m->retries[k]));
+		    sh_outcome_name((sh_outcome)k), (unsigned long long)get(&m->retries[k]));
 	put(&o,
 	    "# HELP shoal_router_repairs_total Table definitions re-sent to a data group.\n"
 	    "# TYPE shoal_router_repairs_total counter\n"
@@ -151,20 +159,34 @@ size_t rt_metrics_render(const rt_metrics *m, char *buf, size_t cap)
 	    "shoal_router_leader_changes_total %llu\n",
 	    (unsigned long long)get(&m->leader_changes));
 	put(&o,
-	    "# HELP shoal_router_fast_path_total Single-item requests the fast path answered, "
-	    "or handed to a worker after trying.\n"
-	    "# TYPE shoal_router_fast_path_total counter\n"
-	    "shoal_router_fast_path_total{outcome=\"answered\"} %llu\n"
-	    "shoal_router_fast_path_total{outcome=\"deferred\"} %llu\n",
-	    (unsigned long long)get(&m->fast_answered), (unsigned long long)get(&m->fast_deferred));
+	    "# HELP shoal_router_restarts_total Requests run again because their table was "
+	    "recreated through another router while they were routed.\n"
+	    "# TYPE shoal_router_restarts_total counter\n"
+	    "shoal_router_restarts_total %llu\n",
+	    (unsigned long long)get(&m->restarts));
+	uint64_t msgs[RT_CLASS__COUNT] = {0}, batches = 0, batched = 0;
+	for (uint32_t i = 0; rt != NULL && rt->conf != NULL && i < rt->conf->n_nodes; i++)
+		for (int k = 0; k < RT_CLASS__COUNT; k++) {
+			const wire_lanes *l = &rt->nodes[i].lanes[k];
+			msgs[k] += atomic_load_explicit(&l->messages, memory_order_relaxed);
+			batches += atomic_load_explicit(&l->batches, memory_order_relaxed);
+			batched += atomic_load_explicit(&l->batched, memory_order_relaxed);
+		}
+	put(&o,
+	    "# HELP shoal_router_node_messages_total Messages sent to nodes, by lane class "
+	    "(eventually consistent reads; writes and consistent reads).\n"
+	    "# TYPE shoal_router_node_messages_total counter\n"
+	    "shoal_router_node_messages_total{class=\"read\"} %llu\n"
+	    "shoal_router_node_messages_total{class=\"wait\"} %llu\n",
+	    (unsigned long long)msgs[RT_CLASS_READ], (unsigned long long)msgs[RT_CLASS_WAIT]);
 	put(&o,
 	    "# HELP shoal_router_node_batches_total Messages to a node that carried several "
-	    "fast-path requests (a NodeRequest batch), and the requests they carried.\n"
+	    "requests (a NodeRequest batch), and the requests they carried.\n"
 	    "# TYPE shoal_router_node_batches_total counter\n"
 	    "shoal_router_node_batches_total %llu\n"
 	    "# TYPE shoal_router_node_batched_requests_total counter\n"
 	    "shoal_router_node_batched_requests_total %llu\n",
-	    (unsigned long long)get(&m->fast_batches), (unsigned long long)get(&m->fast_batched));
+	    (unsigned long long)batches, (unsigned long long)batched);
 	put(&o,
 	    "# HELP shoal_router_client_batches_total Client messages that carried several "
 	    "requests (a Request batch), and the requests they carried.\n"
@@ -184,13 +206,13 @@ static void metrics_cb(nng_aio *aio)
 	rt_router *rt = nng_http_handler_get_data(h);
 	size_t cap = 64 * 1024;
 	char *buf = sh_malloc(cap);
-	size_t need = buf != NULL ? rt_metrics_render(&rt->metrics, buf, cap) : 0;
+	size_t need = buf != NULL ? rt_metrics_render(&rt->metrics, rt, buf, cap) : 0;
 	if (buf != NULL && need >= cap) {
 		sh_free(buf);
 		cap = need + 1;
 		buf = sh_malloc(cap);
 		if (buf != NULL)
-			need = rt_metrics_render(&rt->metrics, buf, cap);
+			need = rt_metrics_render(&rt->metrics, rt, buf, cap);
 	}
 	nng_http_res *res;
 	int rv = buf != NULL ? nng_http_res_alloc(&res) : NNG_ENOMEM;

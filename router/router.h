@@ -1,56 +1,64 @@
 /*
  * router.h -- internals of shoal-router (router/, prefix rt_).  Private to
- * router/ and its unit test (tests/unit/test_router.c).
+ * router/ and its unit tests.
  *
- * The router is stateless: clients send it shoal.Request over nng REQ/REP,
- * it finds the storage group that owns each key (st_key_hash -> partition ->
- * group, common/cluster.h), sends shoal.NodeRequest to that group's leader
- * (or any replica for eventually consistent reads), follows NOT_LEADER hints,
- * retries with backoff until a deadline, and merges what several groups
- * answer (Scan across partitions, batches, table operations, cluster status).
- * The only state it keeps is a cache: the catalog (table name -> id and key
- * schema, from group 0) and the believed leader of each group.
+ * The router is stateless: clients send it shoal.Request over nng REQ/REP
+ * (or DynamoDB JSON over HTTP), it finds the storage group that owns each
+ * key (st_key_hash -> partition -> group, common/cluster.h), sends
+ * shoal.NodeRequest to that group's leader (or any replica for eventually
+ * consistent reads), follows NOT_LEADER hints, retries with backoff until a
+ * deadline, and merges what several groups answer (Scan across partitions,
+ * write shards, batches, table operations, cluster status).  The only state
+ * it keeps is a cache: the catalog (table name -> id and key schema, from
+ * group 0) and the believed leader of each group.
+ *
+ * One pipeline for every request (README "Layout" has the picture):
+ *
+ *   server.c / http.c   a request arrives (native bytes or DynamoDB JSON)
+ *        |                 -> an rt_job
+ *   job.c               decode -> step (the operation's plan) -> answer,
+ *        |                 the job's state machine; one table of steps,
+ *        |                 derived from the registry (proto/ops.h)
+ *   items.c scan.c ...  the steps: validate, plan (which groups), issue
+ *        |                 calls, collect their answers, merge
+ *   call.c              one call to one group: target (leader cache),
+ *        |                 attempts, retries (common/retry.h), backoff
+ *   proto/lanes.c       the batching transport: per node and class, lanes
+ *                          carrying NodeRequest batches
+ *
+ * Nothing blocks: a step that needs node answers (or a catalog refresh)
+ * issues them and returns RT_WAIT; the last answer runs the step again, on
+ * whichever nng callback thread delivered it.  A step is re-entered at its
+ * own phase (j->phase), so the steps are small switch statements.
  *
  * Files, by responsibility:
- *   front.c      the operation table and the front door (decode, validate,
- *                dispatch, answer, metrics): rt_handle
- *   server.c     nng REP listener: REP context state machines, worker threads
- *   fast.c       the asynchronous fast path of single-item operations
- *   transport.c  node connections and rt_call_all: one attempt after another
- *                per call, calls in parallel, leader cache
- *   retry.c      the retry policy (pure): which replica next, how long to wait
- *   catalog.c    catalog snapshots (pure) and their refresh from group 0
- *   items.c      GetItem, PutItem, UpdateItem, DeleteItem, Query
- *   index.c      Query and Scan on secondary indexes: LSI and GSI routing,
- *                the write-shard fan-out and its merge (pure)
- *   scan.c       Scan across partitions: planning (pure) and execution
- *   batch.c      BatchGetItem / BatchWriteItem: checks, split by group (pure),
- *                parallel parts, merge
+ *   job.c        the job state machine, its table of steps, the answer,
+ *                repair of a group that lost a table, table-recreated restarts
+ *   call.c       node connections and lanes, calls and their retries,
+ *                the leader cache
+ *   catalog.c    catalog snapshots (pure), their asynchronous refresh from
+ *                group 0, table lookup for a job
+ *   items.c      GetItem, PutItem, UpdateItem, DeleteItem, Query (+ index.c)
+ *   index.c      reads of secondary indexes: resolution, write-shard fan-out
+ *                and its merge (pure)
+ *   scan.c       Scan across partitions: planning (pure) and its step
+ *   batch.c      BatchGetItem / BatchWriteItem: checks, split by group
+ *                (pure), parts in parallel, merge
  *   tables.c     CreateTable, UpdateTable, DescribeTable, ListTables,
  *                DeleteTable, ClusterStatus, activation of backfilled GSIs
- *   metrics.c    counters, Prometheus text, the HTTP endpoint
- *   http.c       the DynamoDB-compatible HTTP API (http.h): JSON bodies via
- *                proto/wire_api.h into rt_handle_request
+ *   server.c     the native listener: REP contexts, client batches
+ *   http.c       the DynamoDB-compatible HTTP API (http.h)
  *   sigv4.c      AWS SigV4 verification and the credentials file (http.h)
+ *   metrics.c    counters, Prometheus text, its HTTP endpoint
  *   log.c        timestamped lines on stderr
  *   main.c       command line, signals, start and stop
  *
- * Threads: GetItem, PutItem, UpdateItem, DeleteItem and single-partition
- * Query normally run entirely in nng's aio callbacks (fast.c: decode, route,
- * one attempt at a node, pass its answer on).  Everything else -- other
- * operations, a table missing from the cached catalog, and any attempt that
- * did not simply answer (NOT_LEADER, unavailable, timeout, ResourceNotFound)
- * -- is handed to a worker thread (server.c), where rt_handle and everything
- * it calls run with blocking node calls, retries and backoff.  Both share
- * only the rt_router, whose mutable parts are atomics (leader cache,
- * metrics, round-robin counter) or guarded by mutexes (catalog, pools).
- * nng's own threads also run the metrics HTTP callback.
- *
- * Memory: each request has an arena (sh_arena) that holds the decoded client
- * request, every NodeResponse (unpacked with an arena allocator) and the
- * response being built; the front door resets it after the answer is sent.
- * Protobuf messages built by handlers point into other decoded messages
- * freely, since all of them die together with the arena.
+ * Memory: each job has an arena that holds the decoded request, the calls,
+ * every unpacked node answer and the answer being built; it is reset when
+ * the job is recycled.  Messages built by steps point into other decoded
+ * messages freely, since all of them die together with the arena.  The
+ * arena is used only by the step (one thread at a time); call completions,
+ * which may run concurrently on several threads, touch only their own call.
  */
 #ifndef SHOAL_ROUTER_H
 #define SHOAL_ROUTER_H
@@ -67,25 +75,29 @@
 #include "common/arena.h"
 #include "common/cluster.h"
 #include "common/errors.h"
+#include "common/retry.h"
 #include "proto/cluster.pb-c.h"
+#include "proto/lanes.h"
+#include "proto/ops.h"
 #include "proto/wire.h"
 #include "storage/route.h"
 #include "storage/storage.h"
 
 typedef struct rt_router rt_router;
+typedef struct rt_job rt_job;
+typedef struct rt_call rt_call;
 
 /* ------------------------------------------------------------------------ */
 /* Options (main.c fills them; defaults from rt_options_default)             */
 /* ------------------------------------------------------------------------ */
 
 typedef struct rt_options {
-	uint32_t workers;     /* worker threads: requests off the fast path at once (64) */
-	uint32_t contexts;    /* REP contexts: client requests in progress at once (256) */
-	bool fast_path;       /* single-item operations in nng callbacks (fast.c; true) */
-	uint32_t attempt_ms;  /* answer timeout of one attempt at a node (2000) */
-	uint32_t send_ms;     /* how long to wait for a connection to a node (500) */
-	uint32_t deadline_ms; /* per client request (10000) */
-	uint32_t status_ms;   /* ClusterStatus / DescribeTable per-node timeout (1000) */
+	uint32_t contexts;     /* REP contexts: client messages in progress at once (256) */
+	uint32_t attempt_ms;   /* answer timeout of one attempt at a node (2000) */
+	uint32_t send_ms;      /* how long to wait for a connection to a node (500) */
+	uint32_t deadline_ms;  /* per client request (10000) */
+	uint32_t status_ms;    /* ClusterStatus / DescribeTable per-node timeout (1000) */
+	uint32_t http_workers; /* HTTP endpoint: threads for signatures and large JSON (4) */
 } rt_options;
 
 void rt_options_default(rt_options *o);
@@ -94,70 +106,25 @@ void rt_options_default(rt_options *o);
 /* Time and logging (log.c)                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* Monotonic milliseconds (deadlines). */
+/* Monotonic milliseconds (deadlines) and microseconds (latencies). */
 int64_t rt_now_ms(void);
-/* Monotonic microseconds (latency metrics; the same clock). */
 int64_t rt_now_us(void);
 /* Wall-clock milliseconds since the epoch (CreationDateTime). */
 int64_t rt_wall_ms(void);
 /* "2024-05-01T12:00:00.123Z shoal-router: <message>" on stderr. Any thread. */
 void rt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* ------------------------------------------------------------------------ */
-/* Retry policy (retry.c, pure)                                              */
-/* ------------------------------------------------------------------------ */
-
+/* Backoff between rounds of attempts at a group's replicas. */
 #define RT_BACKOFF_MIN_MS 10
 #define RT_BACKOFF_MAX_MS 200
-
-/* How one attempt at a node ended. */
-typedef enum rt_outcome {
-	RT_OUT_DONE = 0,    /* an answer to pass on (success or a client error) */
-	RT_OUT_NOT_LEADER,  /* the node is not the leader; hint = leader_node (0: unknown) */
-	RT_OUT_UNAVAILABLE, /* the node does not serve the group now (not hosted, stopping) */
-	RT_OUT_TIMEOUT,     /* sent, but no answer within the attempt timeout */
-	RT_OUT_UNREACHABLE, /* could not send: no connection to the node */
-	RT_OUT_BAD_ANSWER,  /* an answer that does not decode */
-	RT_OUT__COUNT
-} rt_outcome;
-
-/* Name of an outcome for metrics and messages ("not_leader", "timeout", ...). */
-const char *rt_outcome_name(rt_outcome o);
-
-/*
- * The retries of one call to one group.  Rules:
- *  - NOT_LEADER with a hint naming another replica: try the hint next;
- *  - any other failure, or a hint of 0 / outside the group: the next replica
- *    in ring order after the one just tried;
- *  - no wait while the replicas tried since the last wait are fewer than the
- *    group's size (so a dead leader costs one attempt, not a backoff); after a
- *    full round without an answer, wait backoff_ms, which starts at
- *    RT_BACKOFF_MIN_MS and doubles up to RT_BACKOFF_MAX_MS;
- *  - give up when the wait would reach the deadline.
- */
-typedef struct rt_retry {
-	uint32_t replicas[SH_MAX_REPLICATION];
-	uint32_t n;          /* replicas in the group, >= 1 */
-	uint32_t target;     /* node id to try now */
-	uint32_t attempts;   /* attempts made so far */
-	uint32_t round;      /* attempts since the last wait */
-	uint32_t backoff_ms; /* the next wait */
-	rt_outcome last;     /* outcome of the last failed attempt */
-} rt_retry;
-
-/* first: the node to try first (must be one of replicas; else replicas[0]). */
-void rt_retry_init(rt_retry *r, const uint32_t *replicas, uint32_t n, uint32_t first);
-/* After a failed attempt (outcome != RT_OUT_DONE): sets r->target and *delay_ms
- * and returns true, or returns false when now + delay would pass the
- * deadline. */
-bool rt_retry_next(rt_retry *r, rt_outcome o, uint32_t hint, int64_t now_ms, int64_t deadline_ms,
-                   uint32_t *delay_ms);
 
 /* ------------------------------------------------------------------------ */
 /* Metrics (metrics.c)                                                       */
 /* ------------------------------------------------------------------------ */
 
-#define RT_OPS_MAX     24 /* slots for per-operation series (rt_op_slot) */
+/* Per-operation series: one slot per registry operation, and "Unknown"
+ * (requests that name none) in slot SHOAL_OP__COUNT. */
+#define RT_OPS_MAX     (SHOAL_OP__COUNT + 1)
 #define RT_LAT_BUCKETS 14 /* latency histogram bucket bounds (seconds), +Inf extra */
 
 typedef struct rt_metrics {
@@ -165,22 +132,22 @@ typedef struct rt_metrics {
 	_Atomic uint64_t errors[RT_OPS_MAX][SHOAL_E__COUNT];
 	_Atomic uint64_t lat_bucket[RT_OPS_MAX][RT_LAT_BUCKETS + 1];
 	_Atomic uint64_t lat_sum_us[RT_OPS_MAX];
-	_Atomic uint64_t retries[RT_OUT__COUNT]; /* by the outcome that caused them */
+	_Atomic uint64_t retries[SH_OUT__COUNT]; /* by the outcome that caused them */
 	_Atomic uint64_t repairs;                /* define_table re-sent to a data group */
+	_Atomic uint64_t restarts;               /* jobs run again after "table recreated" */
 	_Atomic uint64_t leader_changes;
-	_Atomic uint64_t fast_answered;  /* requests the fast path answered */
-	_Atomic uint64_t fast_deferred;  /* ... sent to a node, then handed to a worker */
-	_Atomic uint64_t fast_batches;   /* node messages carrying several requests */
-	_Atomic uint64_t fast_batched;   /* ... and the requests they carried */
 	_Atomic uint64_t client_batches; /* client messages carrying several requests */
 	_Atomic uint64_t client_batched; /* ... and the requests they carried */
 } rt_metrics;
 
 /* Records one finished request of operation slot `slot` (any thread). */
 void rt_metrics_request(rt_metrics *m, uint32_t slot, int code, int64_t micros);
-/* Writes the Prometheus text exposition into buf (at most cap bytes, NUL
- * terminated); returns the length it needed (like snprintf). */
-size_t rt_metrics_render(const rt_metrics *m, char *buf, size_t cap);
+/* The name of a slot ("GetItem", ..., "Unknown"). */
+const char *rt_slot_name(uint32_t slot);
+/* Writes the Prometheus text exposition of rt (its metrics and its lanes'
+ * counters) into buf (at most cap bytes, NUL terminated); returns the
+ * length it needed (like snprintf).  rt may be NULL (metrics only). */
+size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, size_t cap);
 /* Serves GET /metrics on "host:port" with nng's HTTP server. */
 int rt_metrics_start(rt_router *rt, const char *hostport, char *errmsg);
 void rt_metrics_stop(rt_router *rt);
@@ -206,12 +173,17 @@ typedef struct rt_catalog_snap {
 	uint32_t n;
 } rt_catalog_snap;
 
+/* The cache and its refresh.  Refreshes are asynchronous and coalesced:
+ * a job that needs "a catalog loaded after now" waits for the next refresh
+ * that starts after it asked (rt_job_refresh). */
 typedef struct rt_catalog {
-	pthread_mutex_t mu;           /* guards cur */
-	rt_catalog_snap *cur;         /* NULL until the first load */
-	pthread_mutex_t refresh_mu;   /* one refresh at a time */
-	atomic_uint_fast64_t started; /* refreshes started */
-	uint64_t done; /* sequence number of the last finished refresh (refresh_mu) */
+	pthread_mutex_t mu;   /* guards everything below */
+	rt_catalog_snap *cur; /* NULL until the first load */
+	bool in_flight;       /* a refresh call is out */
+	uint64_t started;     /* refreshes started */
+	rt_job *waiters;      /* jobs waiting for a refresh (refresh_next) */
+	rt_call *call;        /* the refresh in flight */
+	sh_arena call_arena;  /* its memory */
 } rt_catalog;
 
 int rt_catalog_init(rt_catalog *c);
@@ -237,36 +209,52 @@ rt_catalog_snap *rt_catalog_acquire(rt_catalog *c);
 void rt_catalog_release(rt_catalog_snap *s);
 /* Replaces the current snapshot (takes ownership of s). */
 void rt_catalog_install(rt_catalog *c, rt_catalog_snap *s);
+/* Job j waits for a refresh that starts after this call; rt_job_refreshed
+ * runs when it has finished (on another thread, never inside this call). */
+void rt_catalog_refresh_for(rt_router *rt, rt_job *j);
 
 /* ------------------------------------------------------------------------ */
-/* Node transport (transport.c)                                              */
+/* Nodes, lanes and calls (call.c)                                           */
 /* ------------------------------------------------------------------------ */
 
-/* Idle node contexts kept per node, and idle aios kept per router. */
-#define RT_POOL_MAX 256
+/* The classes of node requests, each with its own lanes per node:
+ * eventually consistent reads (answered at once) and everything else
+ * (writes and consistent reads, which wait for Raft), so that reads never
+ * wait behind a commit.  Few lanes make large batches: 8 write lanes cost
+ * more CPU and gave fewer puts per second than 4, and 2 no fewer than 4, on
+ * the cluster benchmark. */
+enum { RT_CLASS_READ = 0, RT_CLASS_WAIT, RT_CLASS__COUNT };
+#define RT_LANES_READ  2
+#define RT_LANES_WAIT  2
+#define RT_BATCH_MAX   64
+#define RT_BATCH_BYTES (1u << 20)
 
 typedef struct rt_node {
 	uint32_t id;
 	char url[SH_ADDR_MAX];
 	nng_socket sock; /* REQ, dialled without blocking; nng redials by itself */
 	bool open;
+	wire_lane_io io;
+	wire_lanes lanes[RT_CLASS__COUNT];
+	bool lanes_init[RT_CLASS__COUNT];
 	/* Monotonic ms until which any-replica reads avoid this node: set when
 	 * it could not be reached, so that reads do not pay a send timeout each
 	 * (leader-bound calls still go where the leader is believed to be). */
 	_Atomic int64_t down_until;
-	/* Idle REQ contexts on sock, reused by later calls (transport.c): a
-	 * context whose last attempt ended with an answer has no request
-	 * outstanding, so opening a new one per attempt is wasted work.
-	 * Contexts whose attempt failed are closed, never pooled. */
-	pthread_mutex_t pool_mu;
-	bool pool_init;
-	nng_ctx pool[RT_POOL_MAX];
-	uint32_t n_pool;
 } rt_node;
+
+/* Field numbers the router writes by hand around a client's packed Request
+ * (no re-encoding), from the generated descriptors. */
+typedef struct rt_fields {
+	uint32_t nreq_group, nreq_request, nreq_any_replica, nreq_index_shard, nreq_table_id;
+	uint32_t nreq_batch, nresp_batch, nresp_response, nresp_leader;
+	uint32_t resp_status, req_batch, resp_batch;
+} rt_fields;
 
 struct rt_router {
 	sh_cluster_conf *conf; /* owned */
 	rt_options opt;
+	rt_fields f;
 	rt_node nodes[SH_MAX_NODES]; /* conf order */
 	_Atomic uint32_t *leader;    /* per group: node believed to lead it */
 	_Atomic uint32_t rr;         /* round robin for any-replica reads */
@@ -274,332 +262,313 @@ struct rt_router {
 	rt_metrics metrics;
 	nng_http_server *http; /* metrics endpoint, or NULL */
 	_Atomic bool stopping;
-	/* Idle aios (no callback) reused by rt_call_all instead of allocating
-	 * and freeing one per call. */
-	pthread_mutex_t aio_mu;
-	bool aio_mu_init;
-	nng_aio *aio_pool[RT_POOL_MAX];
-	uint32_t n_aio_pool;
+	/* Jobs and catalog refreshes in progress (rt_router_fini waits). */
+	atomic_uint busy;
+	/* Idle jobs (rt_job_get / rt_job_put), at most RT_JOB_POOL_MAX. */
+	pthread_mutex_t pool_mu;
+	bool pool_init;
+	rt_job *pool;
+	uint32_t n_pool;
 };
 
-/* One request to one storage group. */
-typedef struct rt_call {
-	/* In. */
-	uint32_t group;
-	Shoal__NodeRequest *req; /* group and any_replica are filled in from here */
-	bool any_replica;        /* eventually consistent read: any replica serves */
-	uint32_t only_node;      /* nonzero: ask this node once, no retries */
-	/* Out. */
-	int rc;                    /* SHOAL_OK: resp is set; else errmsg */
-	Shoal__NodeResponse *resp; /* in the arena given to rt_call_all */
-	uint32_t answered_by;      /* node id */
-	char errmsg[SH_ERRMSG_SIZE];
-	/* Private to transport.c. */
-	rt_retry retry;
-	nng_aio *aio;
-	nng_ctx ctx;
-	bool ctx_open;
-	rt_node *ctx_node; /* the node whose socket ctx is on */
-	int state;
-	int64_t not_before;
-	uint8_t *buf;
-	size_t len;
-} rt_call;
-
-/* Initialises the router's connections and leader cache for conf (taken
- * over), with options o. */
+/* Initialises the router's connections, lanes and leader cache for conf
+ * (taken over), with options o. */
 int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, char *errmsg);
+/* Stops sending: calls in flight and new ones fail at once (so every job
+ * ends soon).  Idempotent; any thread. */
+void rt_router_close(rt_router *rt);
+/* rt_router_close, waits for jobs to end, frees. */
 void rt_router_fini(rt_router *rt);
 
-/* Runs every call to completion (an answer or the deadline), in parallel:
- * each round sends one attempt of every call that is due, then waits for
- * them.  Responses are unpacked into a.  rc SHOAL_E_UNAVAILABLE when no
- * replica answered before the deadline; the leader cache is updated from
- * answers and hints.  Worker thread. */
-void rt_call_all(rt_router *rt, sh_arena *a, rt_call *calls, uint32_t n, int64_t deadline_ms);
-
-/* The status code carried by a node's answer (SHOAL_OK if it has none). */
-int rt_resp_code(const Shoal__NodeResponse *resp);
-
-/* The pieces of rt_call_all that the fast path (fast.c) shares, so that both
- * paths pick targets, pool contexts and learn from answers alike. */
 rt_node *rt_node_by_id(rt_router *rt, uint32_t id);
+/* The group owning partition-key value pk of a table. */
+uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk);
+/* Every data group (those holding partitions), in order; returns the count. */
+uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups);
+
+/*
+ * One request to one storage group.  A step creates it with rt_job_call (in
+ * the job's arena), sets its request with rt_call_forward or
+ * rt_call_request, and the job starts it when the step returns RT_WAIT.
+ *
+ *   state    event                                   next     (function)
+ *   -------  --------------------------------------  -------  ------------
+ *   ATTEMPT  plain answer (any status but below)     DONE     call_answer
+ *   ATTEMPT  NOT_LEADER / UNAVAILABLE / timeout /
+ *            unreachable / bad answer, time left     ATTEMPT  call_failed: next
+ *                                                             replica at once, or
+ *                                                    BACKOFF  after a full round
+ *   ATTEMPT  ... no time left                        DONE     rc UNAVAILABLE
+ *   BACKOFF  the wait ended                          ATTEMPT  call_attempt
+ *   (only_node calls make one attempt: any failure is DONE, rc UNAVAILABLE)
+ */
+struct rt_call {
+	wire_lane_item item; /* the attempt in a lane */
+	rt_router *rt;
+	rt_job *job;                    /* NULL: the catalog's own refresh */
+	void (*done)(struct rt_call *); /* when DONE (set by rt_job_call) */
+	struct rt_call *next;           /* the job's current wave, in order */
+	struct rt_call *all_next;       /* every call of the job */
+	struct rt_call *resend_next;    /* job.c: calls sent again after a repair */
+	/* In: the target. */
+	uint32_t group;
+	bool any_replica;    /* eventually consistent read: any replica serves */
+	uint32_t only_node;  /* nonzero: ask this node once, no retries */
+	uint32_t attempt_ms; /* one attempt's timeout (0: the router's) */
+	int64_t deadline;    /* monotonic ms (0: the job's) */
+	bool table_checked;  /* carries table_id: WRONG_EPOCH restarts the job */
+	/* Tables whose ResourceNotFound the job repairs (once) and sends again. */
+	const rt_table **tables;
+	uint32_t n_tables;
+	bool repaired;
+	/* In: the NodeRequest's bytes (hdr, then body). */
+	uint8_t hdr[64];
+	size_t hdr_len;
+	const uint8_t *body;
+	size_t body_len;
+	/* Progress. */
+	int state;
+	atomic_bool starting; /* inside rt_call_start */
+	sh_retry retry;
+	rt_node *node; /* the attempt's target */
+	nng_aio *timer;
+	/* Out (valid when DONE). */
+	int rc; /* SHOAL_OK: answered (ans set); else errmsg */
+	char errmsg[SH_ERRMSG_SIZE];
+	nng_msg *ans;              /* the NodeResponse's bytes (owned) */
+	int code;                  /* the Response's status code (SHOAL_OK if none) */
+	bool has_response;         /* the NodeResponse carries a Response */
+	uint32_t answered_by;      /* node id */
+	Shoal__NodeResponse *resp; /* rt_call_resp: unpacked into the job's arena */
+};
+
 /* The node a call to `group` tries first: its believed leader, or for an
  * eventually consistent read (any_replica) the leader when it is up, else
  * a live replica in round-robin order.  reps/n: the group's replicas. */
 uint32_t rt_first_target(rt_router *rt, uint32_t group, bool any_replica, const uint32_t *reps,
                          uint32_t n);
-/* Node contexts: an idle pooled one or a new one; back into the pool only
- * after an answer (nothing outstanding), else close it instead. */
-int rt_node_ctx_get(rt_node *n, nng_ctx *out);
-void rt_node_ctx_put(rt_node *n, nng_ctx ctx);
 /* What an attempt's failure teaches: an unreachable node is skipped by
  * any-replica reads for a while; a NOT_LEADER hint inside the group becomes
  * the believed leader. */
-void rt_note_failure(rt_router *rt, uint32_t group, rt_outcome o, uint32_t tried, uint32_t hint);
+void rt_note_failure(rt_router *rt, uint32_t group, sh_outcome o, uint32_t tried, uint32_t hint);
 /* What an answer teaches: the node is up; unless any_replica, it leads. */
 void rt_note_answer(rt_router *rt, uint32_t group, uint32_t from, bool any_replica);
 
+/* Starts a call whose request and `done` are set (the job does this for
+ * its calls; catalog.c for its refresh).  done runs once, on any thread. */
+void rt_call_start(rt_call *c);
+/* The answer, unpacked into the job's arena on first use (step only);
+ * NULL when the call failed or its bytes do not decode (c->rc, c->errmsg
+ * say why then). */
+Shoal__NodeResponse *rt_call_resp(rt_call *c, sh_arena *a);
+/* Frees what a finished call holds (its answer message, its timer). */
+void rt_call_release(rt_call *c);
+
 /* ------------------------------------------------------------------------ */
-/* The client listener (server.c)                                            */
+/* Jobs (job.c)                                                              */
 /* ------------------------------------------------------------------------ */
 
-typedef struct rt_server rt_server;
-typedef struct rt_lanes rt_lanes;
+/* A step's "not yet": it issued calls (or a catalog refresh) and runs again
+ * when they have finished.  Never a SHOAL_E_* code. */
+#define RT_WAIT (-1)
 
-/* The fast path's state for one request (fast.c). */
-typedef struct rt_fast {
-	rt_node *node; /* the node it is sent to */
-	uint32_t group;
-	uint32_t slot; /* the operation's metrics slot */
-	bool any_replica;
-	uint8_t hdr[40]; /* its NodeRequest's fields before the client's Request */
-	uint8_t hdr_len;
-	struct rt_rctx *next; /* the node's queue, then the lane's message */
-} rt_fast;
+typedef int (*rt_step)(rt_job *j);
 
-/* One REP context and the request it is handling (server.c's state
- * machine; fast.c drives the RC_NODE part). */
-typedef struct rt_rctx {
-	rt_server *s;
-	nng_ctx ctx;
-	nng_aio *aio; /* callback: server.c's rctx_cb */
-	int state;    /* server.c's enum */
-	sh_arena arena;
-	nng_msg *msg;         /* the client's request, while in hand */
-	int64_t t0_us;        /* received (latency metrics) */
-	int64_t deadline;     /* monotonic ms: the request's deadline on both paths */
-	struct rt_rctx *next; /* worker queue */
-	rt_fast fast;
-	/* A record without a REP context of its own (rt_server_record: a member
-	 * of a client's Request batch, an HTTP request): where its answer goes
-	 * instead (done(x, answer), answer NULL when none could be built), and
-	 * a member's answer until the batch's is sent. */
-	void (*done)(struct rt_rctx *x, nng_msg *answer);
-	void *done_arg;
-	nng_msg *answer;
-	struct rt_rctx *pool_next, *all_next; /* the server's record pool */
-	/* A REP context answering a batch: its members, and how many have
-	 * not answered yet. */
-	struct rt_rctx **members;
-	uint32_t n_members;
-	atomic_uint pending;
-} rt_rctx;
-
-struct rt_server {
-	rt_router *rt;
-	nng_socket sock; /* REP */
-	nng_listener listener;
-	bool open;
-	rt_rctx *ctxs;
-	uint32_t n_ctxs;
-	pthread_t *threads;
-	uint32_t n_threads;
-	/* Requests handed to the workers (FIFO), under mu. */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	rt_rctx *head, *tail;
-	bool quit;
-	atomic_uint busy; /* requests received and not yet answered */
-	rt_lanes *lanes;  /* the fast path's node queues and lanes (fast.c) */
-	/* Records (rt_server_record): idle ones, and every one allocated. */
-	pthread_mutex_t pool_mu;
-	rt_rctx *pool, *all;
-};
-
-/* A client's Request batch holds at most this many requests; a member whose
- * arena grew past RT_MEMBER_ARENA_KEEP frees it when done. */
-#define RT_CLIENT_BATCH_MAX  1024
-#define RT_MEMBER_ARENA_KEEP (256u * 1024)
-
-/* Listens on url, starts rt->opt.workers worker threads and posts a receive
- * on rt->opt.contexts REP contexts (main thread). */
-int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg);
-/* Stops accepting connections, waits up to drain_ms for requests in
- * progress, then closes the socket, joins the workers and stops every aio
- * (main thread). */
-void rt_server_stop(rt_server *s, uint32_t drain_ms);
-/* For fast.c: answer the request in hand with `reply` (taken over) ... */
-void rt_server_reply(rt_rctx *x, nng_msg *reply);
-/* ... or hand it to a worker thread, which runs it through rt_handle_at from
- * the start, with the request's own start time and deadline. */
-void rt_server_defer(rt_rctx *x);
+/* Where a finished job's answer goes: the owner's callback (any thread).
+ * It takes the answer with rt_job_answer_msg or rt_job_answer_pb and then
+ * gives the job back (rt_job_put), or keeps it until it has sent. */
+typedef void (*rt_job_done_fn)(rt_job *j);
 
 /*
- * Requests that did not arrive on one of s's REP contexts -- the members of
- * a client's Request batch, and requests of the HTTP endpoint -- run in
- * records from s's pool, exactly as a REP context's request runs (fast
- * path, or a worker), with their answer handed to x->done instead of sent.
- * rt_server_record: a record with x->s set (NULL: out of memory); the
- * caller sets msg (a packed Request, taken over), t0_us, deadline, done and
- * done_arg, then rt_server_run(x).  done runs once, on whichever thread
- * answered (an nng callback or a worker), and may give x back with
- * rt_server_record_free (x is not touched after done returns).  Any thread.
+ * One client request, from decoding to its answer.
+ *
+ *   state    event                                       next     (function)
+ *   -------  ------------------------------------------  -------  -------------
+ *   NEW      rt_job_start: decodes, finds the step       STEP     job_step
+ *   NEW      undecodable / unknown operation             ANSWER   job_finish
+ *   STEP     step returns SHOAL_OK or an error           ANSWER   job_finish
+ *   STEP     step returns RT_WAIT: calls issued          WAIT     job_launch
+ *   STEP     step returns RT_WAIT: catalog refresh       REFRESH  rt_job_refresh
+ *   WAIT     last call done, nothing to repair           STEP     job_resume
+ *   WAIT     a call answered ResourceNotFound for a
+ *            table the catalog has (first time)          REPAIR   repair_start
+ *   WAIT     a call answered WRONG_EPOCH (the table
+ *            was recreated; first time)                  REFRESH  restart
+ *   REPAIR   catalog refreshed, definitions re-sent      WAIT     repair_resend
+ *   REFRESH  the catalog refresh finished                STEP     job_refreshed
+ *   ANSWER   the owner's done callback                   (owner)
+ *
+ * Invariants: a step runs on one thread at a time and only while nothing
+ * of its job is in flight (pending == 0); the job's arena is touched only
+ * by the step, job.c and the owner; every call of a wave runs its done
+ * exactly once.
  */
-rt_rctx *rt_server_record(rt_server *s);
-void rt_server_run(rt_rctx *x);
-void rt_server_record_free(rt_server *s, rt_rctx *x);
-
-/* ------------------------------------------------------------------------ */
-/* The fast path (fast.c)                                                    */
-/* ------------------------------------------------------------------------ */
-
-/* Lanes per node for eventually consistent reads and for the rest (writes,
- * consistent reads); requests in one message and its bytes, at most.  Few
- * lanes make large batches: 8 write lanes cost more CPU and gave fewer puts
- * per second than 4, and 2 no fewer than 4, on the cluster benchmark. */
-#define RT_LANES_READ  2
-#define RT_LANES_WAIT  2
-#define RT_LANES_MAX   4
-#define RT_BATCH_MAX   64
-#define RT_BATCH_BYTES (1u << 20)
-
-/* Sets up s's node queues and lanes (before the listener starts); s->lanes
- * stays NULL when the fast path is off. */
-int rt_fast_open(rt_server *s, char *errmsg);
-/* Tries to run x's request on the fast path: true if it was taken (it ends
- * with rt_server_reply or rt_server_defer, maybe on another thread before
- * this returns), false if it is not for the fast path (the caller defers
- * it).  nng callback thread. */
-bool rt_fast_start(rt_rctx *x);
-/* Between these, rt_fast_start on this thread queues requests without
- * starting a lane; the uncork starts idle lanes on what was queued, so the
- * members of a client's batch for one node leave in one message.
- * Nestable. */
-void rt_fast_cork(void);
-void rt_fast_uncork(void);
-/* Stops every lane (waits for their callbacks) and frees them; requests
- * still queued are dropped.  After the listener closed and requests
- * drained, before the REP contexts stop. */
-void rt_fast_close(rt_server *s);
-
-/* ------------------------------------------------------------------------ */
-/* Requests and the front door (front.c)                                     */
-/* ------------------------------------------------------------------------ */
-
-#define RT_MAX_OLD_SNAPS 8
-
-typedef struct rt_req {
+struct rt_job {
 	rt_router *rt;
-	sh_arena *a;
-	const Shoal__Request *in;
-	Shoal__Response *out;  /* the answer; handlers fill it or point it at a node's */
-	int64_t deadline;      /* monotonic ms */
-	rt_catalog_snap *snap; /* newest catalog seen by this request (referenced) */
-	rt_catalog_snap *old_snaps[RT_MAX_OLD_SNAPS]; /* older ones still pointed into */
+	sh_arena arena;
+	/* The request. */
+	nng_msg *msg;             /* native: the packed Request (owned), else NULL */
+	const uint8_t *req_bytes; /* the packed Request (rt_job_request_bytes) */
+	size_t req_len;
+	const Shoal__Request *in; /* decoded, in the arena */
+	uint32_t slot;            /* the operation's registry index (metrics slot) */
+	rt_step step;
+	int64_t t0_us;    /* received */
+	int64_t deadline; /* monotonic ms */
+	/* Progress. */
+	int state;
+	int phase; /* the step's own */
+	void *st;  /* the step's state, in the arena */
+	void *sub; /* a continuation's state (index.c's query), in the arena */
+	uint32_t restarts;
+	atomic_uint pending;
+	rt_call *calls; /* the current wave, in order */
+	rt_call *calls_tail;
+	rt_call *all_calls; /* every call of the job (released at the end) */
+	rt_call *resend;    /* REPAIR: the calls to send again */
+	bool fresh;         /* the catalog was refreshed for this step */
+	bool want_refresh;  /* the step asked for a refresh (rt_job_refresh) */
+	int refresh_rc;
+	char refresh_msg[SH_ERRMSG_SIZE];
+	uint64_t refresh_need; /* catalog.c: the refresh this job waits for */
+	rt_job *refresh_next;
+	rt_catalog_snap *snap; /* newest catalog seen (referenced) */
+	rt_catalog_snap *old_snaps[8];
 	uint32_t n_old;
+	/* The answer. */
+	int code;
 	char errmsg[SH_ERRMSG_SIZE];
-} rt_req;
+	Shoal__Response *out; /* built by the step, or NULL ... */
+	nng_msg *out_msg;     /* ... a node's Response passed on as it is */
+	/* The owner. */
+	rt_job_done_fn done;
+	void *done_arg;
+	nng_msg *answer; /* owners' use (a batch member's answer) */
+	rt_job *pool_next;
+};
 
-/* Drops the request's catalog references (the front door, at the end). */
-void rt_req_release(rt_req *r);
+/* Idle jobs kept for reuse; an arena that grew past RT_JOB_ARENA_KEEP is
+ * freed instead of kept. */
+#define RT_JOB_POOL_MAX   1024
+#define RT_JOB_ARENA_KEEP (256u * 1024)
 
-/* A handler returns SHOAL_OK with r->out filled, or an error code with
- * r->errmsg (the front door turns it into the answer). */
-typedef int (*rt_handler)(rt_req *r);
+/* A job from the router's pool (NULL: out of memory), and back. */
+rt_job *rt_job_get(rt_router *rt);
+void rt_job_put(rt_job *j);
+/* Runs the request: the native bytes in msg (taken over), or a decoded
+ * Request in (which must live in j's arena or outlive the job).  t0_us and
+ * deadline: when it arrived and when it must be answered.  done runs once
+ * with the answer, on any thread, possibly before this returns. */
+void rt_job_start(rt_job *j, nng_msg *msg, const Shoal__Request *in, int64_t t0_us,
+                  int64_t deadline, rt_job_done_fn done, void *done_arg);
+/* The answer as a packed Response (taken over by the caller; NULL when
+ * out of memory), or as a decoded one (in j's arena; NULL when out of
+ * memory).  Once, after done. */
+nng_msg *rt_job_answer_msg(rt_job *j);
+Shoal__Response *rt_job_answer_pb(rt_job *j);
+/* The answer's status code (after done). */
+int rt_job_code(const rt_job *j);
 
-typedef struct rt_op {
-	Shoal__Request__OpCase op;
-	const char *name;
-	rt_handler handler; /* NULL: UnknownOperationException "X is not supported yet" */
-} rt_op;
+/* For steps. */
 
-/* The operation table and the slot of an op in it (RT_OPS_MAX - 1 for ops
- * not in it). */
-extern const rt_op rt_ops[];
-extern const uint32_t rt_n_ops;
-uint32_t rt_op_slot(Shoal__Request__OpCase op);
-const char *rt_slot_name(uint32_t slot);
-
-/* The front door: decodes buf (a packed shoal.Request), dispatches, and
- * packs the shoal.Response into *out (allocated in a).  Never fails to
- * produce an answer unless out of memory (then SHOAL_E_NOMEM and no
- * answer).  Worker thread. */
-int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_t **out,
-              size_t *out_len);
-/* rt_handle for a request received at t0_us (rt_now_us) with its deadline
- * (rt_now_ms clock) already set: the fast path's fallback. */
-int rt_handle_at(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, int64_t t0_us,
-                 int64_t deadline_ms, uint8_t **out, size_t *out_len);
-/* The same front door for a decoded Request (borrowed; it must live in a or
- * outlive the call): dispatch, metrics, and the answer (in a, request_id
- * copied), or NULL when out of memory.  rt_handle is unpack + this + pack.
- * Worker thread. */
-Shoal__Response *rt_handle_request(rt_router *rt, sh_arena *a, const Shoal__Request *in);
+/* A new call to `group` in this step's wave (NULL: out of memory).  It
+ * starts when the step returns RT_WAIT. */
+rt_call *rt_job_call(rt_job *j, uint32_t group);
+/* The call carries the client's request unchanged (as packed), with the
+ * table's id for the node's check (t may be NULL) and the write shard of an
+ * index query; a ResourceNotFound for t is repaired once. */
+int rt_call_forward(rt_job *j, rt_call *c, const rt_table *t, uint32_t index_shard);
+/* The call carries nr (packed now into the job's arena; nr's group and
+ * any_replica are taken from the call).  Tables to repair: rt_call_repairs. */
+int rt_call_request(rt_job *j, rt_call *c, Shoal__NodeRequest *nr);
+void rt_call_repairs(rt_call *c, const rt_table **tables, uint32_t n);
+/* The packed Request of the job (packed from j->in once when it came
+ * decoded).  SHOAL_E_NOMEM. */
+int rt_job_request_bytes(rt_job *j);
+/* The step's answer is call c's Response as it is (success or the node's
+ * refusal): returns SHOAL_OK, or c's failure (rc and errmsg). */
+int rt_job_pass(rt_job *j, rt_call *c);
+/* Fails the step with code and a message (returns code). */
+int rt_job_fail(rt_job *j, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Sets the built answer's result (the step fills j->out, allocated by the
+ * job) -- j->out is always there for the step to fill. */
 
 /* Finds a table: the cached catalog first, a refresh from group 0 when the
- * name is unknown (or force).  SHOAL_E_NOT_FOUND "Requested resource not
- * found: Table: X not found". */
-int rt_table_lookup(rt_req *r, const char *name, bool force, const rt_table **out);
-/* Reloads the catalog from group 0 unless a reload that started after this
- * call's start has already finished. */
-int rt_catalog_refresh(rt_router *rt, int64_t deadline, char *errmsg);
+ * name is unknown (or force) -- RT_WAIT while it refreshes (the step runs
+ * again at the same phase and asks again).  SHOAL_E_NOT_FOUND "Requested
+ * resource not found: Table: X not found". */
+int rt_job_table(rt_job *j, const char *name, bool force, const rt_table **out);
+/* Asks for a catalog refresh and returns RT_WAIT; the step runs again with
+ * the new catalog (rt_job_table then looks there without asking again). */
+int rt_job_refresh(rt_job *j);
+/* catalog.c, when the refresh a job waited for has finished. */
+void rt_job_refreshed(rt_job *j, int rc, const char *msg);
 
-/* Repair: a data group answered ResourceNotFound for `tables` (as the
- * request routed them).  Refreshes the catalog; if every table still exists
- * with the same id, re-sends its definition to `group` and returns SHOAL_OK
- * (the caller retries once); else SHOAL_E_NOT_FOUND. */
-int rt_repair(rt_req *r, uint32_t group, const rt_table *const *tables, uint32_t n);
-
-/* The group owning partition-key value pk of a table. */
-uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk);
-/* Every data group (those holding partitions), in order; returns the count. */
-uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups);
 /* Builds an error response for code/msg in the arena. */
 Shoal__Response *rt_error_response(sh_arena *a, int code, const char *msg);
 
-/* Forwards the client's request unchanged to `group` (NodeRequest with
- * index_shard = shard); the node's Response becomes the answer.  A
- * ResourceNotFound for table t (may be NULL) repairs the group and retries
- * once.  items.c. */
-int rt_forward(rt_req *r, const rt_table *t, uint32_t group, bool any_replica, uint32_t shard);
+/* A blocking front door for tests and tools: runs the packed Request buf and
+ * packs the answer into *out (in a).  SHOAL_E_NOMEM only. */
+int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_t **out,
+              size_t *out_len);
 
-/* Handlers. */
-int rt_get_item(rt_req *r);
-int rt_put_item(rt_req *r);
-int rt_update_item(rt_req *r);
-int rt_delete_item(rt_req *r);
-int rt_query(rt_req *r);
-int rt_scan(rt_req *r);
-int rt_batch_get_item(rt_req *r);
-int rt_batch_write_item(rt_req *r);
-int rt_create_table(rt_req *r);
-int rt_describe_table(rt_req *r);
-int rt_list_tables(rt_req *r);
-int rt_delete_table(rt_req *r);
-int rt_cluster_status(rt_req *r);
-int rt_update_table(rt_req *r);
+/* ------------------------------------------------------------------------ */
+/* The steps (one per registry operation: rt_step_<field>)                   */
+/* ------------------------------------------------------------------------ */
+
+#define RT_STEP_DECL(Name, field, CONST, cli, flags, node, summary) int rt_step_##field(rt_job *j);
+SHOAL_OPS(RT_STEP_DECL)
+#undef RT_STEP_DECL
 
 /* ------------------------------------------------------------------------ */
 /* Secondary indexes (index.c; activation in tables.c)                       */
 /* ------------------------------------------------------------------------ */
 
-/* Query with IndexName (q validated by wire_query_req_from_pb, t found). */
-int rt_index_query(rt_req *r, const rt_table *t, const st_query_req *q);
+/* The checks every read of index `index` of a table makes, in order: the
+ * index exists (after a catalog refresh: "The table does not have the
+ * specified index: X"), no ConsistentRead on a GSI ("Consistent reads are
+ * not supported on global secondary indexes"), and a CREATING GSI is
+ * activated if its backfill is complete, else "Cannot read from
+ * backfilling global secondary index: X".  A sub-step: call it at the same
+ * phase until it returns something other than RT_WAIT; then r->t (maybe a
+ * newer catalog entry) and r->x are set. */
+typedef struct rt_resolve_sub rt_resolve_sub;
+typedef struct rt_resolve {
+	const rt_table *t;
+	const st_index_def *x;
+	const char *index;
+	bool consistent;
+	int phase;
+	rt_resolve_sub *sub;
+} rt_resolve;
+int rt_index_resolve(rt_job *j, rt_resolve *r);
 
-/* The checks every read of index `index` of *t makes, in order: the index
- * exists (after a catalog refresh: "The table does not have the specified
- * index: X"), no ConsistentRead on a GSI ("Consistent reads are not
- * supported on global secondary indexes"), and a CREATING GSI is activated
- * if its backfill is complete, else "Cannot read from backfilling global
- * secondary index: X".  *t may be replaced by a newer catalog entry. */
-int rt_index_resolve(rt_req *r, const rt_table **t, const char *index, bool consistent,
-                     const st_index_def **out);
+/* Query with IndexName: the step of a Query once its table is known. */
+int rt_index_query(rt_job *j, const rt_table *t, const st_query_req *q);
 
 /* ReturnConsumedCapacity of a read the router assembled from several node
  * answers (scan partitions, write shards): `bytes` is the sum of their
  * NodeResponse.read_bytes, charged once to the table or to index x (NULL:
- * the table).  *out is NULL when rcc is NONE.  SHOAL_E_NOMEM only (scan.c). */
-int rt_read_capacity(rt_req *r, wire_rcc rcc, const rt_table *t, const st_index_def *x,
+ * the table).  *out is NULL when rcc is NONE.  SHOAL_E_NOMEM only. */
+int rt_read_capacity(sh_arena *a, wire_rcc rcc, const rt_table *t, const st_index_def *x,
                      uint64_t bytes, bool consistent, Shoal__ConsumedCapacity **out);
 
-/* Activation of a CREATING GSI: asks every data group's leader for its
- * GroupStatus; when each reports the index backfill_done with
- * outbox_shipped >= backfill_seq, sends activate_index to group 0, the new
- * definition to every data group, and refreshes the catalog; *active tells
- * whether the index is ACTIVE now.  A data group whose copy of the table
- * does not know the index yet gets the definition again. */
-int rt_index_try_activate(rt_req *r, const rt_table *t, const char *index, bool *active);
+/* Activation of a CREATING GSI (a sub-step, as rt_index_resolve): asks
+ * every data group's leader for its GroupStatus; when each reports the
+ * index backfill_done with outbox_shipped >= backfill_seq, sends
+ * activate_index to group 0, the new definition to every data group, and
+ * refreshes the catalog; a->active tells whether the index is ACTIVE now.
+ * A data group whose copy of the table does not know the index yet gets
+ * the definition again. */
+typedef struct rt_activate_sub rt_activate_sub;
+typedef struct rt_activate {
+	const rt_table *t; /* may be NULL (no repair of a data group then) */
+	const char *table, *index;
+	bool active;
+	int phase;
+	rt_activate_sub *sub;
+} rt_activate;
+int rt_index_activate(rt_job *j, rt_activate *a);
 
 /* The group of write shard `shard` of GSI x's partition-key value gsi_pk. */
 uint32_t rt_index_group(const rt_router *rt, uint32_t table_id, const st_index_def *x,
@@ -696,5 +665,31 @@ int rt_batch_find_duplicate(const rt_batch_key *keys, uint32_t n);
  * of part p, parts in order of first appearance; returns the number of
  * parts. */
 uint32_t rt_batch_split(const rt_batch_key *keys, uint32_t n, uint32_t *part_of, uint32_t *groups);
+
+/* ------------------------------------------------------------------------ */
+/* The native listener (server.c)                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rt_server rt_server;
+typedef struct rt_rctx rt_rctx;
+
+struct rt_server {
+	rt_router *rt;
+	nng_socket sock; /* REP */
+	nng_listener listener;
+	bool open;
+	rt_rctx *ctxs;
+	uint32_t n_ctxs;
+	atomic_uint busy; /* messages received and not yet answered */
+};
+
+/* A client's Request batch holds at most this many requests. */
+#define RT_CLIENT_BATCH_MAX 1024
+
+/* Listens on url and posts a receive on rt->opt.contexts REP contexts. */
+int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg);
+/* Stops accepting connections, waits up to drain_ms for requests in
+ * progress, then closes the socket and stops every aio (main thread). */
+void rt_server_stop(rt_server *s, uint32_t drain_ms);
 
 #endif

@@ -28,7 +28,14 @@
  * request (rt_read_capacity).  A Scan with
  * IndexName runs the same way (index entries sit at their placement hashes,
  * index.c); only an ExclusiveStartKey's hash comes from the index's keys.
- * Worker thread.
+ *
+ *   phase  what                                           next
+ *   -----  ---------------------------------------------  -------------------
+ *   0      validate; the table (RT_WAIT: refresh, again)  1
+ *   1      the index, if any (sub-step rt_index_resolve); the plan; the
+ *          first partition's call                         2
+ *   2      a partition's page: NEXT -> the next call      2
+ *                              otherwise -> the answer    done
  */
 #include <string.h>
 
@@ -88,10 +95,10 @@ rt_scan_step rt_scan_after(uint32_t limit, uint32_t scanned, size_t bytes, bool 
 /* Execution                                                                 */
 /* ------------------------------------------------------------------------ */
 
-int rt_read_capacity(rt_req *r, wire_rcc rcc, const rt_table *t, const st_index_def *x,
+int rt_read_capacity(sh_arena *a, wire_rcc rcc, const rt_table *t, const st_index_def *x,
                      uint64_t bytes, bool consistent, Shoal__ConsumedCapacity **out)
 {
-	int rc = wire_capacity_new(r->a, rcc, t->name, out);
+	int rc = wire_capacity_new(a, rcc, t->name, out);
 	if (rc != SHOAL_OK || *out == NULL)
 		return rc;
 	double units = wire_read_units(bytes, consistent);
@@ -99,32 +106,7 @@ int rt_read_capacity(rt_req *r, wire_rcc rcc, const rt_table *t, const st_index_
 		wire_capacity_charge_table(*out, units);
 		return SHOAL_OK;
 	}
-	return wire_capacity_charge_index(r->a, *out, x->name, x->local, units);
-}
-
-/* Sends nr to group (repairing the table once); *resp is the node's answer. */
-static int scan_call(rt_req *r, const rt_table *t, uint32_t group, Shoal__NodeRequest *nr, bool any,
-                     Shoal__NodeResponse **resp)
-{
-	for (int round = 0;; round++) {
-		rt_call c = {.group = group, .req = nr, .any_replica = any};
-		rt_call_all(r->rt, r->a, &c, 1, r->deadline);
-		if (c.rc != SHOAL_OK)
-			return sh_errf(r->errmsg, c.rc, "%s", c.errmsg);
-		if (c.resp->response == NULL)
-			return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
-			               "node %u answered a scan of group %u without a response",
-			               c.answered_by, group);
-		if (rt_resp_code(c.resp) == SHOAL_E_NOT_FOUND && round == 0) {
-			int rc = rt_repair(r, group, &t, 1);
-			if (rc == SHOAL_OK)
-				continue;
-			if (rc == SHOAL_E_NOT_FOUND)
-				return rc;
-		}
-		*resp = c.resp;
-		return SHOAL_OK;
-	}
+	return wire_capacity_charge_index(a, *out, x->name, x->local, units);
 }
 
 /* The key of the last item of a page, when the node did not send last_key
@@ -181,109 +163,171 @@ static int acc_add(sh_arena *a, scan_acc *acc, const Shoal__ScanResponse *sr)
 	return SHOAL_OK;
 }
 
-int rt_scan(rt_req *r)
-{
-	const Shoal__ScanRequest *in = r->in->scan;
-	const sh_cluster_conf *conf = r->rt->conf;
+typedef struct scan_st {
 	st_scan_req q;
-	const rt_table *t;
-	int rc = wire_scan_req_from_pb(r->a, in, &q, r->errmsg);
-	if (rc == SHOAL_OK)
-		rc = rt_table_lookup(r, q.table, false, &t);
+	rt_resolve res; /* the table and index */
+	rt_scan_plan plan;
+	uint32_t p; /* the partition being read */
+	rt_call *call;
+	scan_acc acc;
+} scan_st;
+
+/* The call for partition s->p (phase 2 next). */
+static int scan_issue(rt_job *j, scan_st *s)
+{
+	const sh_cluster_conf *conf = j->rt->conf;
+	const Shoal__ScanRequest *in = j->in->scan;
+	Shoal__ScanRequest *part = sh_arena_alloc(&j->arena, sizeof(*part));
+	Shoal__Request *req = sh_arena_alloc(&j->arena, sizeof(*req));
+	Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+	rt_call *c = rt_job_call(j, sh_cluster_partition_group(conf, s->p));
+	if (part == NULL || req == NULL || nr == NULL || c == NULL)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	*part = *in;
+	if (s->q.limit != 0)
+		WIRE_SET(part, limit, (int32_t)(s->q.limit - s->acc.scanned));
+	if (s->p != s->plan.start)
+		part->exclusive_start_key = NULL;
+	rt_scan_part_range(conf, &s->plan, s->p, &part->hash_lo, &part->hash_hi);
+	*req = *j->in;
+	req->scan = part;
+	shoal__node_request__init(nr);
+	nr->request = req;
+	nr->hash_lo = part->hash_lo;
+	nr->hash_hi = part->hash_hi;
+	nr->want_last_key = true;
+	c->any_replica = !s->q.consistent;
+	int rc = rt_call_request(j, c, nr);
 	if (rc != SHOAL_OK)
 		return rc;
+	const rt_table **tables = sh_arena_alloc(&j->arena, sizeof(*tables));
+	if (tables == NULL)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	tables[0] = s->res.t;
+	rt_call_repairs(c, tables, 1);
+	s->call = c;
+	j->phase = 2;
+	return RT_WAIT;
+}
 
-	/* On an index (index.c): it exists, no ConsistentRead on a GSI, not
-	 * CREATING; its entries sit at their placement hashes like items. */
-	const st_index_def *x = NULL;
-	if (q.index != NULL &&
-	    (rc = rt_index_resolve(r, &t, q.index, q.consistent, &x)) != SHOAL_OK)
-		return rc;
+/* The plan, once the table and index are known. */
+static int scan_plan(rt_job *j, scan_st *s)
+{
+	const rt_table *t = s->res.t;
+	const st_index_def *x = s->res.x;
 	bool has_start = false;
 	uint64_t start_hash = 0;
 	const st_value *pk;
-	if (q.exclusive_start_key != NULL && x != NULL) {
-		has_start = rt_index_start_hash(t, x, q.exclusive_start_key, &start_hash);
-	} else if (q.exclusive_start_key != NULL &&
-	           st_route_key(&t->def.key, q.exclusive_start_key, false, &pk, NULL, NULL) ==
+	if (s->q.exclusive_start_key != NULL && x != NULL) {
+		has_start = rt_index_start_hash(t, x, s->q.exclusive_start_key, &start_hash);
+	} else if (s->q.exclusive_start_key != NULL &&
+	           st_route_key(&t->def.key, s->q.exclusive_start_key, false, &pk, NULL, NULL) ==
 	               SHOAL_OK) {
 		has_start = true;
 		start_hash = st_key_hash(t->id, pk);
 	}
 	/* (A start key that does not match the schema goes to the first
 	 * partition, whose node refuses it in DynamoDB's words.) */
-	rt_scan_plan plan;
-	if (!rt_scan_plan_init(conf, q.segment, q.total_segments, has_start, start_hash, &plan))
-		return sh_errf(r->errmsg, SHOAL_E_VALIDATION,
-		               "The provided starting key is invalid: Invalid ExclusiveStartKey. "
-		               "Please use ExclusiveStartKey with correct Segment. TotalSegments: "
-		               "%u Segment: %u",
-		               q.total_segments, q.segment);
+	if (!rt_scan_plan_init(j->rt->conf, s->q.segment, s->q.total_segments, has_start,
+	                       start_hash, &s->plan))
+		return rt_job_fail(
+		    j, SHOAL_E_VALIDATION,
+		    "The provided starting key is invalid: Invalid ExclusiveStartKey. "
+		    "Please use ExclusiveStartKey with correct Segment. TotalSegments: "
+		    "%u Segment: %u",
+		    s->q.total_segments, s->q.segment);
+	s->p = s->plan.start;
+	return scan_issue(j, s);
+}
 
-	scan_acc acc = {0};
-	Shoal__Item *lek = NULL;
-	for (uint32_t p = plan.start; p <= plan.last; p++) {
-		Shoal__ScanRequest part = *in;
-		if (q.limit != 0)
-			WIRE_SET(&part, limit, (int32_t)(q.limit - acc.scanned));
-		if (p != plan.start)
-			part.exclusive_start_key = NULL;
-		rt_scan_part_range(conf, &plan, p, &part.hash_lo, &part.hash_hi);
-		Shoal__Request req = *r->in;
-		req.scan = &part;
-		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
-		nr.request = &req;
-		nr.hash_lo = part.hash_lo;
-		nr.hash_hi = part.hash_hi;
-		nr.want_last_key = true;
-		Shoal__NodeResponse *resp = NULL;
-		rc =
-		    scan_call(r, t, sh_cluster_partition_group(conf, p), &nr, !q.consistent, &resp);
-		if (rc != SHOAL_OK)
-			return rc;
-		if (rt_resp_code(resp) != SHOAL_OK) {
-			r->out = resp->response; /* the node's refusal, as it is */
-			return SHOAL_OK;
-		}
-		const Shoal__ScanResponse *sr = resp->response->scan;
-		if (resp->response->result_case != SHOAL__RESPONSE__RESULT_SCAN || sr == NULL)
-			return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
-			               "a node answered a Scan without a ScanResponse");
-		if (acc_add(r->a, &acc, sr) != SHOAL_OK)
-			return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory merging a scan");
-		acc.read_bytes += resp->read_bytes;
-		rt_scan_step step = rt_scan_after(q.limit, acc.scanned, acc.bytes,
-		                                  sr->last_evaluated_key != NULL, p < plan.last);
-		if (step == RT_SCAN_NEXT)
-			continue;
-		if (step == RT_SCAN_PAGE) {
-			lek = sr->last_evaluated_key;
-		} else if (step == RT_SCAN_RESUME) {
-			lek = resp->last_key;
-			if (lek == NULL && sr->n_items > 0 && x == NULL)
-				lek = key_of_item(r->a, t, sr->items[sr->n_items - 1]);
-			if (lek == NULL)
-				return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
-				               "partition %u ended the page but its node sent no "
-				               "last key",
-				               p);
-		}
-		break;
+/* Phase 2: a partition's page. */
+static int scan_page(rt_job *j, scan_st *s)
+{
+	const rt_table *t = s->res.t;
+	const st_index_def *x = s->res.x;
+	rt_call *c = s->call;
+	if (c->rc != SHOAL_OK)
+		return rt_job_fail(j, c->rc, "%s", c->errmsg);
+	if (c->code != SHOAL_OK)
+		return rt_job_pass(j, c); /* the node's refusal, as it is */
+	Shoal__NodeResponse *resp = rt_call_resp(c, &j->arena);
+	if (resp == NULL)
+		return rt_job_fail(j, c->rc, "%s", c->errmsg);
+	const Shoal__ScanResponse *sr = resp->response != NULL ? resp->response->scan : NULL;
+	if (resp->response == NULL || resp->response->result_case != SHOAL__RESPONSE__RESULT_SCAN ||
+	    sr == NULL)
+		return rt_job_fail(j, SHOAL_E_INTERNAL,
+		                   "a node answered a Scan without a ScanResponse");
+	if (acc_add(&j->arena, &s->acc, sr) != SHOAL_OK)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory merging a scan");
+	s->acc.read_bytes += resp->read_bytes;
+	rt_scan_step step = rt_scan_after(s->q.limit, s->acc.scanned, s->acc.bytes,
+	                                  sr->last_evaluated_key != NULL, s->p < s->plan.last);
+	if (step == RT_SCAN_NEXT) {
+		s->p++;
+		return scan_issue(j, s);
 	}
-
-	Shoal__ScanResponse *out = sh_arena_alloc(r->a, sizeof(*out));
+	Shoal__Item *lek = NULL;
+	if (step == RT_SCAN_PAGE) {
+		lek = sr->last_evaluated_key;
+	} else if (step == RT_SCAN_RESUME) {
+		lek = resp->last_key;
+		if (lek == NULL && sr->n_items > 0 && x == NULL)
+			lek = key_of_item(&j->arena, t, sr->items[sr->n_items - 1]);
+		if (lek == NULL)
+			return rt_job_fail(
+			    j, SHOAL_E_INTERNAL,
+			    "partition %u ended the page but its node sent no last key", s->p);
+	}
+	Shoal__ScanResponse *out = sh_arena_alloc(&j->arena, sizeof(*out));
 	if (out == NULL)
-		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 	shoal__scan_response__init(out);
-	out->items = acc.items;
-	out->n_items = acc.n;
-	out->count = acc.count;
-	out->scanned_count = acc.scanned;
+	out->items = s->acc.items;
+	out->n_items = s->acc.n;
+	out->count = s->acc.count;
+	out->scanned_count = s->acc.scanned;
 	out->last_evaluated_key = lek;
-	if (rt_read_capacity(r, WIRE_RCC(in), t, x, acc.read_bytes, q.consistent,
-	                     &out->consumed_capacity) != SHOAL_OK)
-		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
-	r->out->result_case = SHOAL__RESPONSE__RESULT_SCAN;
-	r->out->scan = out;
+	if (rt_read_capacity(&j->arena, WIRE_RCC(j->in->scan), t, x, s->acc.read_bytes,
+	                     s->q.consistent, &out->consumed_capacity) != SHOAL_OK)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	j->out->result_case = SHOAL__RESPONSE__RESULT_SCAN;
+	j->out->scan = out;
 	return SHOAL_OK;
+}
+
+int rt_step_scan(rt_job *j)
+{
+	scan_st *s = j->st;
+	int rc;
+	switch (j->phase) {
+	case 0: {
+		if (s == NULL) {
+			if ((s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
+				return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+			if ((rc = wire_scan_req_from_pb(&j->arena, j->in->scan, &s->q,
+			                                j->errmsg)) != SHOAL_OK)
+				return rc;
+		}
+		const rt_table *t;
+		if ((rc = rt_job_table(j, s->q.table, false, &t)) != SHOAL_OK)
+			return rc;
+		s->res.t = t;
+		s->res.index = s->q.index;
+		s->res.consistent = s->q.consistent;
+		j->phase = 1;
+	}
+		/* fall through */
+	case 1:
+		/* On an index (index.c): it exists, no ConsistentRead on a GSI,
+		 * not CREATING; its entries sit at their placement hashes like
+		 * items. */
+		if (s->q.index != NULL && (rc = rt_index_resolve(j, &s->res)) != SHOAL_OK)
+			return rc;
+		return scan_plan(j, s);
+	case 2:
+		return scan_page(j, s);
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "scan: phase %d", j->phase);
+	}
 }

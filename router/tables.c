@@ -26,7 +26,7 @@
  *                starts its backfill there, a deleted one loses its entries).
  *   Activation     a CREATING GSI becomes ACTIVE when every data group's
  *                leader reports its backfill done and shipped
- *                (rt_index_try_activate, from DescribeTable and from reads
+ *                (rt_index_activate, from DescribeTable and from reads
  *                of the index): activate_index to group 0, then the new
  *                definition everywhere.
  *
@@ -35,7 +35,13 @@
  * GroupStatus (TableStats and its IndexStats).
  *
  * The catalog cache is refreshed after CreateTable, UpdateTable, activation
- * and DeleteTable.  Worker thread.
+ * and DeleteTable.
+ *
+ * Every operation here is a step with phases (each a wave of calls); the
+ * pieces several share -- the data groups' leaders' statuses, the
+ * definition sent everywhere, activation -- are sub-steps: structures with
+ * their own phase, called again at the caller's phase until they return
+ * something other than RT_WAIT.
  */
 #include <stdio.h>
 #include <string.h>
@@ -46,201 +52,117 @@
  * refreshing the catalog. */
 #define DEFINE_RESERVE_MS 2000
 
-static int nomem(rt_req *r)
+static int nomem(rt_job *j)
 {
-	return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
+	return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 }
 
-/* One call to the leader of group 0; *resp is the node's answer. */
-static int call_group0(rt_req *r, Shoal__NodeRequest *nr, Shoal__NodeResponse **resp)
+/* A call of nr to the leader of group 0 in this step's wave. */
+static int call_group0(rt_job *j, Shoal__NodeRequest *nr, rt_call **out)
 {
-	rt_call c = {.group = 0, .req = nr};
-	rt_call_all(r->rt, r->a, &c, 1, r->deadline);
-	if (c.rc != SHOAL_OK)
-		return sh_errf(r->errmsg, c.rc, "%s", c.errmsg);
-	if (c.resp->response == NULL && rt_resp_code(c.resp) != SHOAL_OK)
-		return sh_errf(r->errmsg, SHOAL_E_INTERNAL, "group 0 answered without a status");
-	*resp = c.resp;
+	rt_call *c = rt_job_call(j, 0);
+	if (c == NULL)
+		return nomem(j);
+	*out = c;
+	return rt_call_request(j, c, nr);
+}
+
+/* Group 0's answer: SHOAL_OK with *resp, or the call's failure. */
+static int answer0(rt_job *j, rt_call *c, Shoal__NodeResponse **resp)
+{
+	if (c->rc != SHOAL_OK)
+		return rt_job_fail(j, c->rc, "%s", c->errmsg);
+	if ((*resp = rt_call_resp(c, &j->arena)) == NULL)
+		return rt_job_fail(j, c->rc, "%s", c->errmsg);
+	if ((*resp)->response == NULL && c->code != SHOAL_OK)
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "group 0 answered without a status");
 	return SHOAL_OK;
 }
 
-/* Sends one NodeRequest per data group other than 0 (reqs[i] for group i),
- * in parallel; calls[] receive the answers.  Returns the number of calls. */
-static uint32_t to_data_groups(rt_req *r, Shoal__NodeRequest *proto, rt_call *calls,
-                               Shoal__NodeRequest *reqs, bool any, int64_t deadline)
+/* A short deadline for status questions. */
+static int64_t status_deadline(const rt_job *j)
 {
-	uint32_t groups[SH_MAX_GROUPS];
-	uint32_t ng = rt_data_groups(r->rt->conf, groups), n = 0;
-	for (uint32_t i = 0; i < ng; i++) {
-		if (groups[i] == 0)
-			continue;
-		reqs[n] = *proto;
-		memset(&calls[n], 0, sizeof(calls[n]));
-		calls[n].group = groups[i];
-		calls[n].req = &reqs[n];
-		calls[n].any_replica = any;
-		n++;
-	}
-	rt_call_all(r->rt, r->a, calls, n, deadline);
-	return n;
-}
-
-static int alloc_calls(rt_req *r, rt_call **calls, Shoal__NodeRequest **reqs, uint32_t n)
-{
-	*calls = sh_arena_calloc(r->a, n + 1, sizeof(**calls));
-	*reqs = sh_arena_calloc(r->a, n + 1, sizeof(**reqs));
-	return *calls != NULL && *reqs != NULL ? SHOAL_OK : nomem(r);
-}
-
-/* Sends group 0's stored definition of a table to every data group in
- * parallel (define_table: creates the table there, or redefines it with the
- * same id), then refreshes the catalog.  A data group that cannot be reached
- * now is repaired later, on its first ResourceNotFound (and for indexes, by
- * rt_index_try_activate). */
-static int define_everywhere(rt_req *r, const Shoal__TableDefine *stored, const char *op,
-                             const char *name)
-{
-	rt_call *calls;
-	Shoal__NodeRequest *reqs;
-	int rc;
-	if ((rc = alloc_calls(r, &calls, &reqs, r->rt->conf->groups)) != SHOAL_OK)
-		return rc;
-	Shoal__NodeRequest dnr = SHOAL__NODE_REQUEST__INIT;
-	dnr.define_table = (Shoal__TableDefine *)stored;
-	/* Keep time for the catalog refresh: a data group that is down now is
-	 * repaired on first use anyway. */
-	int64_t deadline = r->deadline - DEFINE_RESERVE_MS;
-	if (deadline < rt_now_ms() + DEFINE_RESERVE_MS)
-		deadline = rt_now_ms() + DEFINE_RESERVE_MS;
-	uint32_t n = to_data_groups(r, &dnr, calls, reqs, false, deadline);
-	for (uint32_t i = 0; i < n; i++) {
-		int code = calls[i].rc != SHOAL_OK ? calls[i].rc : rt_resp_code(calls[i].resp);
-		if (code != SHOAL_OK && code != SHOAL_E_IN_USE)
-			rt_log("%s %s: group %u not defined yet (%s); it will be repaired "
-			       "on first use",
-			       op, name, calls[i].group,
-			       calls[i].rc != SHOAL_OK           ? calls[i].errmsg
-			       : calls[i].resp->response != NULL ? calls[i].resp->response->message
-			                                         : "no response");
-	}
-	char msg[SH_ERRMSG_SIZE];
-	if (rt_catalog_refresh(r->rt, r->deadline, msg) != SHOAL_OK)
-		rt_log("%s %s: catalog refresh failed: %s", op, name, msg);
-	return SHOAL_OK;
-}
-
-int rt_create_table(rt_req *r)
-{
-	const Shoal__CreateTableRequest *in = r->in->create_table;
-	st_table_def def;
-	int rc = wire_create_table_from_pb(r->a, in, &def, r->errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-
-	Shoal__TableDefine td = SHOAL__TABLE_DEFINE__INIT;
-	td.def = (Shoal__CreateTableRequest *)in;
-	td.created_ms = rt_wall_ms();
-	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
-	nr.define_table = &td;
-	Shoal__NodeResponse *resp;
-	if ((rc = call_group0(r, &nr, &resp)) != SHOAL_OK)
-		return rc;
-	if (rt_resp_code(resp) != SHOAL_OK) {
-		r->out = resp->response; /* e.g. ResourceInUseException */
-		return SHOAL_OK;
-	}
-	const Shoal__TableDefine *stored = resp->n_catalog > 0 ? resp->catalog[0] : NULL;
-	if (stored == NULL || stored->def == NULL || stored->table_id == 0)
-		return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
-		               "group 0 created table %s but did not answer its definition",
-		               def.name);
-
-	if ((rc = define_everywhere(r, stored, "CreateTable", def.name)) != SHOAL_OK)
-		return rc;
-
-	st_table_info info = {0};
-	if ((rc = rt_table_def_from_pb(r->a, stored, &info.def, r->errmsg)) != SHOAL_OK)
-		return rc;
-	Shoal__CreateTableResponse *cr = sh_arena_alloc(r->a, sizeof(*cr));
-	if (cr == NULL)
-		return nomem(r);
-	shoal__create_table_response__init(cr);
-	if ((rc = wire_table_desc_to_pb(r->a, &info, "ACTIVE", &cr->table_description,
-	                                r->errmsg)) != SHOAL_OK)
-		return rc;
-	r->out->result_case = SHOAL__RESPONSE__RESULT_CREATE_TABLE;
-	r->out->create_table = cr;
-	return SHOAL_OK;
+	int64_t d = rt_now_ms() + j->rt->opt.status_ms;
+	return d < j->deadline ? d : j->deadline;
 }
 
 /* ------------------------------------------------------------------------ */
-/* Index progress and activation                                             */
+/* Sub-step: the data groups' leaders' GroupStatus                           */
 /* ------------------------------------------------------------------------ */
-
-/* GroupStatus answers of the data groups' leaders. */
-typedef struct statuses {
-	rt_call *calls;
-	uint32_t n;
-} statuses;
 
 /* Asks every data group's believed leader for its GroupStatus, in parallel
  * with the short status timeout; a follower's answer (stale leader cache)
  * is followed by a question to the leader it names. */
-static int leader_statuses(rt_req *r, statuses *st)
-{
+typedef struct statuses {
+	int phase;
+	uint32_t n;
 	uint32_t groups[SH_MAX_GROUPS];
-	uint32_t ng = rt_data_groups(r->rt->conf, groups);
-	rt_call *calls;
-	Shoal__NodeRequest *reqs;
-	int rc = alloc_calls(r, &calls, &reqs, ng);
-	if (rc != SHOAL_OK)
-		return rc;
-	int64_t deadline = rt_now_ms() + r->rt->opt.status_ms;
-	if (deadline > r->deadline)
-		deadline = r->deadline;
-	for (uint32_t i = 0; i < ng; i++) {
-		shoal__node_request__init(&reqs[i]);
-		reqs[i].group_status = true;
-		calls[i].group = groups[i];
-		calls[i].req = &reqs[i];
-	}
-	rt_call_all(r->rt, r->a, calls, ng, deadline);
-	rt_call *again;
-	Shoal__NodeRequest *again_reqs;
-	uint32_t n_again = 0;
-	uint32_t *slot = sh_arena_calloc(r->a, ng + 1, sizeof(*slot));
-	if (slot == NULL || alloc_calls(r, &again, &again_reqs, ng) != SHOAL_OK)
-		return sh_errf(r->errmsg, SHOAL_E_NOMEM, "out of memory");
-	for (uint32_t i = 0; i < ng; i++) {
-		const Shoal__GroupStatus *gs =
-		    calls[i].rc == SHOAL_OK ? calls[i].resp->status : NULL;
-		if (gs == NULL || gs->role == NULL || strcmp(gs->role, "leader") == 0 ||
-		    gs->leader_node == 0 || gs->leader_node == calls[i].answered_by)
-			continue;
-		shoal__node_request__init(&again_reqs[n_again]);
-		again_reqs[n_again].group_status = true;
-		again[n_again].group = groups[i];
-		again[n_again].req = &again_reqs[n_again];
-		again[n_again].only_node = gs->leader_node;
-		slot[n_again++] = i;
-	}
-	if (n_again > 0) {
-		deadline = rt_now_ms() + r->rt->opt.status_ms;
-		if (deadline > r->deadline)
-			deadline = r->deadline;
-		rt_call_all(r->rt, r->a, again, n_again, deadline);
-		for (uint32_t k = 0; k < n_again; k++)
-			if (again[k].rc == SHOAL_OK && again[k].resp->status != NULL)
-				calls[slot[k]] = again[k];
-	}
-	st->calls = calls;
-	st->n = ng;
-	return SHOAL_OK;
+	rt_call *calls[SH_MAX_GROUPS];
+	rt_call *again[SH_MAX_GROUPS];
+	uint32_t slot[SH_MAX_GROUPS];
+	uint32_t n_again;
+} statuses;
+
+static const Shoal__GroupStatus *status_of(rt_job *j, rt_call *c)
+{
+	if (c == NULL || c->rc != SHOAL_OK)
+		return NULL;
+	Shoal__NodeResponse *resp = rt_call_resp(c, &j->arena);
+	return resp != NULL ? resp->status : NULL;
 }
 
-static const Shoal__GroupStatus *status_of(const rt_call *c)
+static int status_call(rt_job *j, uint32_t group, uint32_t only_node, rt_call **out)
 {
-	return c->rc == SHOAL_OK && c->resp != NULL ? c->resp->status : NULL;
+	Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+	rt_call *c = rt_job_call(j, group);
+	if (nr == NULL || c == NULL)
+		return nomem(j);
+	shoal__node_request__init(nr);
+	nr->group_status = true;
+	c->only_node = only_node;
+	c->deadline = status_deadline(j);
+	*out = c;
+	return rt_call_request(j, c, nr);
+}
+
+static int statuses_step(rt_job *j, statuses *st)
+{
+	int rc;
+	switch (st->phase) {
+	case 0:
+		st->n = rt_data_groups(j->rt->conf, st->groups);
+		for (uint32_t i = 0; i < st->n; i++)
+			if ((rc = status_call(j, st->groups[i], 0, &st->calls[i])) != SHOAL_OK)
+				return rc;
+		st->phase = 1;
+		return RT_WAIT;
+	case 1:
+		st->n_again = 0;
+		for (uint32_t i = 0; i < st->n; i++) {
+			rt_call *c = st->calls[i];
+			const Shoal__GroupStatus *gs = status_of(j, c);
+			if (gs == NULL || gs->role == NULL || strcmp(gs->role, "leader") == 0 ||
+			    gs->leader_node == 0 || gs->leader_node == c->answered_by)
+				continue;
+			rc =
+			    status_call(j, st->groups[i], gs->leader_node, &st->again[st->n_again]);
+			if (rc != SHOAL_OK)
+				return rc;
+			st->slot[st->n_again++] = i;
+		}
+		st->phase = 2;
+		if (st->n_again > 0)
+			return RT_WAIT;
+		/* fall through */
+	case 2:
+		for (uint32_t k = 0; k < st->n_again; k++)
+			if (status_of(j, st->again[k]) != NULL)
+				st->calls[st->slot[k]] = st->again[k];
+		st->phase = 3;
+		/* fall through */
+	default:
+		return SHOAL_OK;
+	}
 }
 
 static const Shoal__TableStats *table_stats(const Shoal__GroupStatus *gs, const char *table)
@@ -263,100 +185,305 @@ static const Shoal__IndexStats *index_stats(const Shoal__GroupStatus *gs, const 
 	return NULL;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Sub-step: a definition sent to every data group                           */
+/* ------------------------------------------------------------------------ */
+
+/* Sends group 0's stored definition of a table to every data group in
+ * parallel (define_table: creates the table there, or redefines it with the
+ * same id), then refreshes the catalog.  A data group that cannot be reached
+ * now is repaired later, on its first ResourceNotFound (and for indexes, by
+ * rt_index_activate). */
+typedef struct define_all {
+	int phase;
+	const Shoal__TableDefine *stored;
+	const char *op, *name;
+	rt_call *calls[SH_MAX_GROUPS];
+	uint32_t n;
+} define_all;
+
+static int define_all_step(rt_job *j, define_all *d)
+{
+	switch (d->phase) {
+	case 0: {
+		uint32_t groups[SH_MAX_GROUPS];
+		uint32_t ng = rt_data_groups(j->rt->conf, groups);
+		/* Keep time for the catalog refresh: a data group that is down
+		 * now is repaired on first use anyway. */
+		int64_t deadline = j->deadline - DEFINE_RESERVE_MS;
+		if (deadline < rt_now_ms() + DEFINE_RESERVE_MS)
+			deadline = rt_now_ms() + DEFINE_RESERVE_MS;
+		d->n = 0;
+		for (uint32_t i = 0; i < ng; i++) {
+			if (groups[i] == 0)
+				continue;
+			Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+			rt_call *c = rt_job_call(j, groups[i]);
+			if (nr == NULL || c == NULL)
+				return nomem(j);
+			shoal__node_request__init(nr);
+			nr->define_table = (Shoal__TableDefine *)d->stored;
+			c->deadline = deadline;
+			int rc = rt_call_request(j, c, nr);
+			if (rc != SHOAL_OK)
+				return rc;
+			d->calls[d->n++] = c;
+		}
+		d->phase = 1;
+		if (d->n > 0)
+			return RT_WAIT;
+	}
+		/* fall through */
+	case 1:
+		for (uint32_t i = 0; i < d->n; i++) {
+			rt_call *c = d->calls[i];
+			int code = c->rc != SHOAL_OK ? c->rc : c->code;
+			if (code != SHOAL_OK && code != SHOAL_E_IN_USE)
+				rt_log("%s %s: group %u not defined yet (%s); it will be repaired "
+				       "on first use",
+				       d->op, d->name, c->group,
+				       c->rc != SHOAL_OK ? c->errmsg : shoal_exception_name(code));
+		}
+		d->phase = 2;
+		return rt_job_refresh(j);
+	case 2:
+		if (j->refresh_rc != SHOAL_OK)
+			rt_log("%s %s: catalog refresh failed: %s", d->op, d->name, j->refresh_msg);
+		d->phase = 3;
+		/* fall through */
+	default:
+		return SHOAL_OK;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Sub-step: activation of a backfilled GSI                                  */
+/* ------------------------------------------------------------------------ */
+
+struct rt_activate_sub {
+	statuses st;
+	rt_call *defs[SH_MAX_GROUPS];
+	uint32_t n_defs;
+	rt_call *act;
+	define_all all;
+};
+
 /* Has every data group's leader finished the backfill of GSI `index` and
  * shipped it (outbox_shipped >= backfill_seq: every target applied it)?  A
  * leader whose copy of the table lacks the index gets the catalog's
- * definition again (t, when known). */
-static bool backfill_complete(rt_req *r, const statuses *st, const rt_table *t, const char *table,
-                              const char *index)
+ * definition again (a call of this wave: s->defs). */
+static int backfill_complete(rt_job *j, rt_activate *a, bool *done)
 {
-	bool done = true;
-	for (uint32_t i = 0; i < st->n; i++) {
-		const Shoal__GroupStatus *gs = status_of(&st->calls[i]);
+	rt_activate_sub *s = a->sub;
+	*done = true;
+	for (uint32_t i = 0; i < s->st.n; i++) {
+		rt_call *c = s->st.calls[i];
+		const Shoal__GroupStatus *gs = status_of(j, c);
 		if (gs == NULL || gs->role == NULL || strcmp(gs->role, "leader") != 0) {
-			done = false;
+			*done = false;
 			continue;
 		}
-		const Shoal__IndexStats *is = index_stats(gs, table, index);
+		const Shoal__IndexStats *is = index_stats(gs, a->table, a->index);
 		if (is == NULL) {
-			done = false;
-			if (t != NULL && t->pb != NULL && st->calls[i].group != 0 &&
-			    table_stats(gs, table) != NULL) {
-				Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
-				nr.define_table = (Shoal__TableDefine *)t->pb;
-				rt_call c = {.group = st->calls[i].group, .req = &nr};
-				rt_call_all(r->rt, r->a, &c, 1, r->deadline);
-				atomic_fetch_add(&r->rt->metrics.repairs, 1);
+			*done = false;
+			if (a->t != NULL && a->t->pb != NULL && c->group != 0 &&
+			    table_stats(gs, a->table) != NULL) {
+				Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+				rt_call *d = rt_job_call(j, c->group);
+				if (nr == NULL || d == NULL)
+					return nomem(j);
+				shoal__node_request__init(nr);
+				nr->define_table = (Shoal__TableDefine *)a->t->pb;
+				int rc = rt_call_request(j, d, nr);
+				if (rc != SHOAL_OK)
+					return rc;
+				s->defs[s->n_defs++] = d;
 				rt_log(
 				    "index %s of %s: group %u does not know it; definition re-sent",
-				    index, table, st->calls[i].group);
+				    a->index, a->table, c->group);
 			}
 			continue;
 		}
 		if (!is->backfill_done || gs->outbox_shipped < is->backfill_seq)
-			done = false;
+			*done = false;
 	}
-	return done;
-}
-
-/* activate_index in group 0, then the new definition everywhere. */
-static int activate(rt_req *r, const char *table, const char *index, bool *active)
-{
-	*active = false;
-	Shoal__IndexActivate ia = SHOAL__INDEX_ACTIVATE__INIT;
-	ia.table_name = (char *)table;
-	ia.index_name = (char *)index;
-	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
-	nr.activate_index = &ia;
-	Shoal__NodeResponse *resp;
-	int rc = call_group0(r, &nr, &resp);
-	if (rc != SHOAL_OK)
-		return rc;
-	if (rt_resp_code(resp) != SHOAL_OK) {
-		rt_log("activating index %s of %s: %s", index, table,
-		       resp->response != NULL ? resp->response->message : "refused");
-		return SHOAL_OK;
-	}
-	const Shoal__TableDefine *stored = resp->n_catalog > 0 ? resp->catalog[0] : NULL;
-	if (stored != NULL && stored->def != NULL) {
-		rc = define_everywhere(r, stored, "activation of", index);
-		if (rc != SHOAL_OK)
-			return rc;
-	}
-	rt_log("index %s of %s is ACTIVE", index, table);
-	*active = true;
 	return SHOAL_OK;
 }
 
-int rt_index_try_activate(rt_req *r, const rt_table *t, const char *index, bool *active)
+int rt_index_activate(rt_job *j, rt_activate *a)
 {
-	*active = false;
-	statuses st;
-	int rc = leader_statuses(r, &st);
-	if (rc != SHOAL_OK)
-		return rc;
-	if (!backfill_complete(r, &st, t, t->name, index))
+	rt_activate_sub *s = a->sub;
+	int rc;
+	if (s == NULL && (s = a->sub = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
+		return nomem(j);
+	switch (a->phase) {
+	case 0:
+		if ((rc = statuses_step(j, &s->st)) != SHOAL_OK)
+			return rc;
+		a->phase = 1;
+		/* fall through */
+	case 1: {
+		bool done;
+		if ((rc = backfill_complete(j, a, &done)) != SHOAL_OK)
+			return rc;
+		if (s->n_defs > 0) {
+			a->phase = 2;
+			return RT_WAIT;
+		}
+		if (!done)
+			return SHOAL_OK;
+		Shoal__IndexActivate *ia = sh_arena_alloc(&j->arena, sizeof(*ia));
+		Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+		if (ia == NULL || nr == NULL)
+			return nomem(j);
+		shoal__index_activate__init(ia);
+		ia->table_name = (char *)a->table;
+		ia->index_name = (char *)a->index;
+		shoal__node_request__init(nr);
+		nr->activate_index = ia;
+		if ((rc = call_group0(j, nr, &s->act)) != SHOAL_OK)
+			return rc;
+		a->phase = 3;
+		return RT_WAIT;
+	}
+	case 2:
+		for (uint32_t i = 0; i < s->n_defs; i++)
+			atomic_fetch_add(&j->rt->metrics.repairs, 1);
+		return SHOAL_OK; /* not active yet */
+	case 3: {
+		Shoal__NodeResponse *resp;
+		if ((rc = answer0(j, s->act, &resp)) != SHOAL_OK)
+			return rc;
+		if (s->act->code != SHOAL_OK) {
+			rt_log("activating index %s of %s: %s", a->index, a->table,
+			       resp->response != NULL && resp->response->message != NULL
+			           ? resp->response->message
+			           : "refused");
+			return SHOAL_OK;
+		}
+		const Shoal__TableDefine *stored = resp->n_catalog > 0 ? resp->catalog[0] : NULL;
+		a->phase = 5;
+		if (stored != NULL && stored->def != NULL) {
+			s->all.stored = stored;
+			s->all.op = "activation of";
+			s->all.name = a->index;
+			a->phase = 4;
+		}
+	}
+		/* fall through */
+	case 4:
+		if (a->phase == 4 && (rc = define_all_step(j, &s->all)) != SHOAL_OK)
+			return rc;
+		/* fall through */
+	case 5:
+		if (!a->active)
+			rt_log("index %s of %s is ACTIVE", a->index, a->table);
+		a->active = true;
+		a->phase = 5;
 		return SHOAL_OK;
-	return activate(r, t->name, index, active);
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "activation: phase %d", a->phase);
+	}
 }
 
-/* Group 0's DescribeTable answer for `name` (the client's request when it
- * is one). */
-static int describe0(rt_req *r, const char *name, Shoal__NodeResponse **resp)
+/* ------------------------------------------------------------------------ */
+/* CreateTable                                                               */
+/* ------------------------------------------------------------------------ */
+
+typedef struct create_st {
+	st_table_def def;
+	rt_call *c;
+	const Shoal__TableDefine *stored;
+	define_all all;
+} create_st;
+
+int rt_step_create_table(rt_job *j)
 {
-	Shoal__DescribeTableRequest *dt = sh_arena_alloc(r->a, sizeof(*dt));
-	Shoal__Request *req = sh_arena_alloc(r->a, sizeof(*req));
-	if (dt == NULL || req == NULL)
-		return nomem(r);
+	create_st *s = j->st;
+	int rc;
+	switch (j->phase) {
+	case 0: {
+		const Shoal__CreateTableRequest *in = j->in->create_table;
+		if ((s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
+			return nomem(j);
+		if ((rc = wire_create_table_from_pb(&j->arena, in, &s->def, j->errmsg)) != SHOAL_OK)
+			return rc;
+		Shoal__TableDefine *td = sh_arena_alloc(&j->arena, sizeof(*td));
+		Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+		if (td == NULL || nr == NULL)
+			return nomem(j);
+		shoal__table_define__init(td);
+		td->def = (Shoal__CreateTableRequest *)in;
+		td->created_ms = rt_wall_ms();
+		shoal__node_request__init(nr);
+		nr->define_table = td;
+		if ((rc = call_group0(j, nr, &s->c)) != SHOAL_OK)
+			return rc;
+		j->phase = 1;
+		return RT_WAIT;
+	}
+	case 1: {
+		Shoal__NodeResponse *resp;
+		if ((rc = answer0(j, s->c, &resp)) != SHOAL_OK)
+			return rc;
+		if (s->c->code != SHOAL_OK)
+			return rt_job_pass(j, s->c); /* e.g. ResourceInUseException */
+		s->stored = resp->n_catalog > 0 ? resp->catalog[0] : NULL;
+		if (s->stored == NULL || s->stored->def == NULL || s->stored->table_id == 0)
+			return rt_job_fail(
+			    j, SHOAL_E_INTERNAL,
+			    "group 0 created table %s but did not answer its definition",
+			    s->def.name);
+		s->all.stored = s->stored;
+		s->all.op = "CreateTable";
+		s->all.name = s->def.name;
+		j->phase = 2;
+	}
+		/* fall through */
+	case 2: {
+		if ((rc = define_all_step(j, &s->all)) != SHOAL_OK)
+			return rc;
+		st_table_info info = {0};
+		if ((rc = rt_table_def_from_pb(&j->arena, s->stored, &info.def, j->errmsg)) !=
+		    SHOAL_OK)
+			return rc;
+		Shoal__CreateTableResponse *cr = sh_arena_alloc(&j->arena, sizeof(*cr));
+		if (cr == NULL)
+			return nomem(j);
+		shoal__create_table_response__init(cr);
+		if ((rc = wire_table_desc_to_pb(&j->arena, &info, "ACTIVE", &cr->table_description,
+		                                j->errmsg)) != SHOAL_OK)
+			return rc;
+		j->out->result_case = SHOAL__RESPONSE__RESULT_CREATE_TABLE;
+		j->out->create_table = cr;
+		return SHOAL_OK;
+	}
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "CreateTable: phase %d", j->phase);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* DescribeTable                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A call of group 0's DescribeTable for `name` (the client's request id). */
+static int describe0(rt_job *j, const char *name, rt_call **out)
+{
+	Shoal__DescribeTableRequest *dt = sh_arena_alloc(&j->arena, sizeof(*dt));
+	Shoal__Request *req = sh_arena_alloc(&j->arena, sizeof(*req));
+	Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+	if (dt == NULL || req == NULL || nr == NULL)
+		return nomem(j);
 	shoal__describe_table_request__init(dt);
 	WIRE_SET(dt, table_name, (char *)name);
 	shoal__request__init(req);
-	req->request_id = r->in->request_id;
+	req->request_id = j->in->request_id;
 	req->op_case = SHOAL__REQUEST__OP_DESCRIBE_TABLE;
 	req->describe_table = dt;
-	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
-	nr.request = req;
-	return call_group0(r, &nr, resp);
+	shoal__node_request__init(nr);
+	nr->request = req;
+	return call_group0(j, nr, out);
 }
 
 static Shoal__TableDescription *description_of(const Shoal__NodeResponse *resp)
@@ -368,20 +495,28 @@ static Shoal__TableDescription *description_of(const Shoal__NodeResponse *resp)
 	return x->describe_table->table;
 }
 
-/* DescribeTable of a table with indexes: counts from the data groups'
- * leaders' GroupStatus (the table's and each index's entries), and a
- * CREATING GSI whose backfill is complete everywhere is activated. */
-static int describe_with_indexes(rt_req *r, Shoal__NodeResponse *resp,
-                                 Shoal__TableDescription *desc)
-{
+typedef struct describe_st {
+	const char *name;
+	rt_call *c;
+	Shoal__NodeResponse *resp;
+	Shoal__TableDescription *desc;
+	rt_call *calls[SH_MAX_GROUPS];
+	uint32_t n;
 	statuses st;
-	int rc = leader_statuses(r, &st);
-	if (rc != SHOAL_OK)
-		return rc;
+	size_t k; /* the GSI being looked at (activation) */
+	rt_activate act;
+	bool act_started;
+} describe_st;
+
+/* Counts from the data groups' leaders' GroupStatus (the table's and each
+ * index's entries). */
+static void describe_counts(rt_job *j, describe_st *s)
+{
+	Shoal__TableDescription *desc = s->desc;
 	const char *table = desc->table_name;
 	int64_t items = 0, bytes = 0;
-	for (uint32_t i = 0; i < st.n; i++) {
-		const Shoal__TableStats *ts = table_stats(status_of(&st.calls[i]), table);
+	for (uint32_t i = 0; i < s->st.n; i++) {
+		const Shoal__TableStats *ts = table_stats(status_of(j, s->st.calls[i]), table);
 		if (ts != NULL) {
 			items += (int64_t)ts->item_count;
 			bytes += (int64_t)ts->size_bytes;
@@ -392,156 +527,258 @@ static int describe_with_indexes(rt_req *r, Shoal__NodeResponse *resp,
 	for (size_t k = 0; k < desc->n_local_secondary_indexes; k++) {
 		Shoal__LocalSecondaryIndexDescription *l = desc->local_secondary_indexes[k];
 		l->item_count = l->index_size_bytes = 0;
-		for (uint32_t i = 0; i < st.n; i++) {
+		for (uint32_t i = 0; i < s->st.n; i++) {
 			const Shoal__IndexStats *is =
-			    index_stats(status_of(&st.calls[i]), table, l->index_name);
+			    index_stats(status_of(j, s->st.calls[i]), table, l->index_name);
 			if (is != NULL) {
 				l->item_count += (int64_t)is->item_count;
 				l->index_size_bytes += (int64_t)is->size_bytes;
 			}
 		}
 	}
-	const rt_table *t = NULL;
 	for (size_t k = 0; k < desc->n_global_secondary_indexes; k++) {
 		Shoal__GlobalSecondaryIndexDescription *g = desc->global_secondary_indexes[k];
 		g->item_count = g->index_size_bytes = 0;
-		for (uint32_t i = 0; i < st.n; i++) {
+		for (uint32_t i = 0; i < s->st.n; i++) {
 			const Shoal__IndexStats *is =
-			    index_stats(status_of(&st.calls[i]), table, g->index_name);
+			    index_stats(status_of(j, s->st.calls[i]), table, g->index_name);
 			if (is != NULL) {
 				g->item_count += (int64_t)is->item_count;
 				g->index_size_bytes += (int64_t)is->size_bytes;
 			}
 		}
+	}
+}
+
+/* Phase 11: each CREATING GSI whose backfill is complete everywhere is
+ * activated, one after the other. */
+static int describe_activate(rt_job *j, describe_st *s)
+{
+	Shoal__TableDescription *desc = s->desc;
+	int rc;
+	for (; s->k < desc->n_global_secondary_indexes; s->k++) {
+		Shoal__GlobalSecondaryIndexDescription *g = desc->global_secondary_indexes[s->k];
 		if (g->index_status == NULL || strcmp(g->index_status, "CREATING") != 0)
 			continue;
-		if (t == NULL && rt_table_lookup(r, table, false, &t) != SHOAL_OK)
-			t = NULL;
-		if (!backfill_complete(r, &st, t, table, g->index_name))
-			continue;
-		bool active;
-		if ((rc = activate(r, table, g->index_name, &active)) != SHOAL_OK)
+		if (!s->act_started) {
+			const rt_table *t;
+			rc = rt_job_table(j, desc->table_name, false, &t);
+			if (rc == RT_WAIT)
+				return rc;
+			memset(&s->act, 0, sizeof(s->act));
+			s->act.t = rc == SHOAL_OK ? t : NULL;
+			s->act.table = desc->table_name;
+			s->act.index = g->index_name;
+			s->act_started = true;
+		}
+		if ((rc = rt_index_activate(j, &s->act)) != SHOAL_OK)
 			return rc;
-		if (active) {
+		if (s->act.active) {
 			g->index_status = "ACTIVE";
 			g->backfilling = false;
 		}
+		s->act_started = false;
 	}
-	r->out = resp->response;
+	j->out = s->resp->response;
 	return SHOAL_OK;
 }
 
-int rt_describe_table(rt_req *r)
+int rt_step_describe_table(rt_job *j)
 {
+	describe_st *s = j->st;
+	int rc;
+	switch (j->phase) {
+	case 0:
+		if ((s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
+			return nomem(j);
+		if ((rc = wire_describe_table_from_pb(&j->arena, j->in->describe_table, &s->name,
+		                                      j->errmsg)) != SHOAL_OK)
+			return rc;
+		if ((rc = describe0(j, s->name, &s->c)) != SHOAL_OK)
+			return rc;
+		j->phase = 1;
+		return RT_WAIT;
+	case 1: {
+		if ((rc = answer0(j, s->c, &s->resp)) != SHOAL_OK)
+			return rc;
+		s->desc = description_of(s->resp);
+		if (s->c->code != SHOAL_OK || s->desc == NULL || j->rt->conf->groups == 1)
+			return rt_job_pass(j, s->c);
+		if (s->desc->n_global_secondary_indexes + s->desc->n_local_secondary_indexes > 0) {
+			j->phase = 10;
+			return rt_step_describe_table(j);
+		}
+		uint32_t groups[SH_MAX_GROUPS];
+		uint32_t ng = rt_data_groups(j->rt->conf, groups);
+		s->n = 0;
+		for (uint32_t i = 0; i < ng; i++) {
+			if (groups[i] == 0)
+				continue;
+			Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+			rt_call *c = rt_job_call(j, groups[i]);
+			if (nr == NULL || c == NULL)
+				return nomem(j);
+			shoal__node_request__init(nr);
+			nr->request = (Shoal__Request *)j->in;
+			c->any_replica = true;
+			c->deadline = status_deadline(j);
+			if ((rc = rt_call_request(j, c, nr)) != SHOAL_OK)
+				return rc;
+			s->calls[s->n++] = c;
+		}
+		j->phase = 2;
+		if (s->n > 0)
+			return RT_WAIT;
+	}
+		/* fall through */
+	case 2: {
+		int64_t items = 0, bytes = 0;
+		for (uint32_t i = 0; i < s->n; i++) {
+			rt_call *c = s->calls[i];
+			Shoal__NodeResponse *r =
+			    c->rc == SHOAL_OK ? rt_call_resp(c, &j->arena) : NULL;
+			const Shoal__TableDescription *d = r != NULL ? description_of(r) : NULL;
+			if (d == NULL || c->code != SHOAL_OK)
+				continue;
+			items += d->item_count;
+			bytes += d->table_size_bytes;
+		}
+		s->desc->item_count = items;
+		s->desc->table_size_bytes = bytes;
+		j->out = s->resp->response;
+		return SHOAL_OK;
+	}
+	case 10:
+		if ((rc = statuses_step(j, &s->st)) != SHOAL_OK)
+			return rc;
+		describe_counts(j, s);
+		j->phase = 11;
+		/* fall through */
+	case 11:
+		return describe_activate(j, s);
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "DescribeTable: phase %d", j->phase);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* ListTables, DeleteTable                                                   */
+/* ------------------------------------------------------------------------ */
+
+int rt_step_list_tables(rt_job *j)
+{
+	rt_call **c = (rt_call **)&j->st;
+	int rc;
+	if (j->phase == 0) {
+		const char *start;
+		uint32_t limit;
+		if ((rc = wire_list_tables_from_pb(&j->arena, j->in->list_tables, &start, &limit,
+		                                   j->errmsg)) != SHOAL_OK)
+			return rc;
+		if ((*c = rt_job_call(j, 0)) == NULL)
+			return nomem(j);
+		if ((rc = rt_call_forward(j, *c, NULL, 0)) != SHOAL_OK)
+			return rc;
+		j->phase = 1;
+		return RT_WAIT;
+	}
+	return rt_job_pass(j, *c);
+}
+
+typedef struct delete_st {
 	const char *name;
-	int rc = wire_describe_table_from_pb(r->a, r->in->describe_table, &name, r->errmsg);
-	Shoal__NodeResponse *resp;
-	if (rc == SHOAL_OK)
-		rc = describe0(r, name, &resp);
-	if (rc != SHOAL_OK)
-		return rc;
-	Shoal__TableDescription *desc = description_of(resp);
-	if (rt_resp_code(resp) != SHOAL_OK || desc == NULL || r->rt->conf->groups == 1) {
-		r->out = resp->response;
-		return SHOAL_OK;
-	}
-	if (desc->n_global_secondary_indexes + desc->n_local_secondary_indexes > 0)
-		return describe_with_indexes(r, resp, desc);
-	rt_call *calls;
-	Shoal__NodeRequest *reqs;
-	if ((rc = alloc_calls(r, &calls, &reqs, r->rt->conf->groups)) != SHOAL_OK)
-		return rc;
-	Shoal__NodeRequest dnr = SHOAL__NODE_REQUEST__INIT;
-	Shoal__Request req = *r->in;
-	dnr.request = &req;
-	int64_t deadline = rt_now_ms() + r->rt->opt.status_ms;
-	if (deadline > r->deadline)
-		deadline = r->deadline;
-	uint32_t n = to_data_groups(r, &dnr, calls, reqs, true, deadline);
-	int64_t items = 0, bytes = 0;
-	for (uint32_t i = 0; i < n; i++) {
-		const Shoal__TableDescription *d =
-		    calls[i].rc == SHOAL_OK ? description_of(calls[i].resp) : NULL;
-		if (d == NULL || rt_resp_code(calls[i].resp) != SHOAL_OK)
-			continue;
-		items += d->item_count;
-		bytes += d->table_size_bytes;
-	}
-	desc->item_count = items;
-	desc->table_size_bytes = bytes;
-	r->out = resp->response;
-	return SHOAL_OK;
-}
+	rt_call *describe, *drop;
+	Shoal__TableDescription *desc;
+	Shoal__NodeRequest nr;
+	Shoal__TableDrop td;
+	rt_call *calls[SH_MAX_GROUPS];
+	uint32_t n;
+} delete_st;
 
-int rt_list_tables(rt_req *r)
+int rt_step_delete_table(rt_job *j)
 {
-	const char *start;
-	uint32_t limit;
-	int rc = wire_list_tables_from_pb(r->a, r->in->list_tables, &start, &limit, r->errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
-	nr.request = (Shoal__Request *)r->in;
-	Shoal__NodeResponse *resp;
-	if ((rc = call_group0(r, &nr, &resp)) != SHOAL_OK)
-		return rc;
-	if (resp->response == NULL)
-		return sh_errf(r->errmsg, SHOAL_E_INTERNAL, "group 0 answered without a response");
-	r->out = resp->response;
-	return SHOAL_OK;
-}
-
-int rt_delete_table(rt_req *r)
-{
-	const char *name;
-	int rc = wire_delete_table_from_pb(r->a, r->in->delete_table, &name, r->errmsg);
-	Shoal__NodeResponse *resp;
-	if (rc == SHOAL_OK)
-		rc = describe0(r, name, &resp);
-	if (rc != SHOAL_OK)
-		return rc;
-	Shoal__TableDescription *desc = description_of(resp);
-	if (rt_resp_code(resp) != SHOAL_OK || desc == NULL) {
-		r->out = resp->response; /* ResourceNotFoundException */
+	delete_st *s = j->st;
+	int rc;
+	switch (j->phase) {
+	case 0:
+		if ((s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
+			return nomem(j);
+		if ((rc = wire_delete_table_from_pb(&j->arena, j->in->delete_table, &s->name,
+		                                    j->errmsg)) != SHOAL_OK)
+			return rc;
+		if ((rc = describe0(j, s->name, &s->describe)) != SHOAL_OK)
+			return rc;
+		j->phase = 1;
+		return RT_WAIT;
+	case 1: {
+		Shoal__NodeResponse *resp;
+		if ((rc = answer0(j, s->describe, &resp)) != SHOAL_OK)
+			return rc;
+		s->desc = description_of(resp);
+		if (s->describe->code != SHOAL_OK || s->desc == NULL)
+			return rt_job_pass(j, s->describe); /* ResourceNotFoundException */
+		shoal__table_drop__init(&s->td);
+		s->td.table_name = (char *)s->name;
+		shoal__node_request__init(&s->nr);
+		s->nr.drop_table = &s->td;
+		if ((rc = call_group0(j, &s->nr, &s->drop)) != SHOAL_OK)
+			return rc;
+		j->phase = 2;
+		return RT_WAIT;
+	}
+	case 2: {
+		Shoal__NodeResponse *resp;
+		if ((rc = answer0(j, s->drop, &resp)) != SHOAL_OK)
+			return rc;
+		if (s->drop->code != SHOAL_OK)
+			return rt_job_pass(j, s->drop);
+		uint32_t groups[SH_MAX_GROUPS];
+		uint32_t ng = rt_data_groups(j->rt->conf, groups);
+		for (uint32_t i = 0; i < ng; i++) {
+			if (groups[i] == 0)
+				continue;
+			Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+			rt_call *c = rt_job_call(j, groups[i]);
+			if (nr == NULL || c == NULL)
+				return nomem(j);
+			*nr = s->nr;
+			if ((rc = rt_call_request(j, c, nr)) != SHOAL_OK)
+				return rc;
+			s->calls[s->n++] = c;
+		}
+		j->phase = 3;
+		if (s->n > 0)
+			return RT_WAIT;
+	}
+		/* fall through */
+	case 3:
+		for (uint32_t i = 0; i < s->n; i++) {
+			rt_call *c = s->calls[i];
+			int code = c->rc != SHOAL_OK ? c->rc : c->code;
+			if (code != SHOAL_OK && code != SHOAL_E_NOT_FOUND)
+				rt_log("DeleteTable %s: group %u did not drop it (%s)", s->name,
+				       c->group,
+				       c->rc != SHOAL_OK ? c->errmsg : shoal_exception_name(code));
+		}
+		j->phase = 4;
+		return rt_job_refresh(j);
+	case 4: {
+		if (j->refresh_rc != SHOAL_OK)
+			rt_log("DeleteTable %s: catalog refresh failed: %s", s->name,
+			       j->refresh_msg);
+		s->desc->table_status = "DELETING";
+		Shoal__DeleteTableResponse *dr = sh_arena_alloc(&j->arena, sizeof(*dr));
+		if (dr == NULL)
+			return nomem(j);
+		shoal__delete_table_response__init(dr);
+		dr->table_description = s->desc;
+		j->out->result_case = SHOAL__RESPONSE__RESULT_DELETE_TABLE;
+		j->out->delete_table = dr;
 		return SHOAL_OK;
 	}
-	Shoal__TableDrop drop = SHOAL__TABLE_DROP__INIT;
-	drop.table_name = (char *)name;
-	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
-	nr.drop_table = &drop;
-	Shoal__NodeResponse *dresp;
-	if ((rc = call_group0(r, &nr, &dresp)) != SHOAL_OK)
-		return rc;
-	if (rt_resp_code(dresp) != SHOAL_OK) {
-		r->out = dresp->response;
-		return SHOAL_OK;
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "DeleteTable: phase %d", j->phase);
 	}
-	rt_call *calls;
-	Shoal__NodeRequest *reqs;
-	if ((rc = alloc_calls(r, &calls, &reqs, r->rt->conf->groups)) != SHOAL_OK)
-		return rc;
-	uint32_t n = to_data_groups(r, &nr, calls, reqs, false, r->deadline);
-	for (uint32_t i = 0; i < n; i++) {
-		int code = calls[i].rc != SHOAL_OK ? calls[i].rc : rt_resp_code(calls[i].resp);
-		if (code != SHOAL_OK && code != SHOAL_E_NOT_FOUND)
-			rt_log("DeleteTable %s: group %u did not drop it (%s)", name,
-			       calls[i].group,
-			       calls[i].rc != SHOAL_OK ? calls[i].errmsg
-			                               : calls[i].resp->response->message);
-	}
-	char msg[SH_ERRMSG_SIZE];
-	if (rt_catalog_refresh(r->rt, r->deadline, msg) != SHOAL_OK)
-		rt_log("DeleteTable %s: catalog refresh failed: %s", name, msg);
-
-	desc->table_status = "DELETING";
-	Shoal__DeleteTableResponse *dr = sh_arena_alloc(r->a, sizeof(*dr));
-	if (dr == NULL)
-		return nomem(r);
-	shoal__delete_table_response__init(dr);
-	dr->table_description = desc;
-	r->out->result_case = SHOAL__RESPONSE__RESULT_DELETE_TABLE;
-	r->out->delete_table = dr;
-	return SHOAL_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -550,16 +787,17 @@ int rt_delete_table(rt_req *r)
 
 /* UpdateTable's TableDescription: the new definition; an index being
  * deleted still shown, DELETING; UPDATING while an index is not ACTIVE. */
-static int update_desc(rt_req *r, const Shoal__TableDefine *stored, const rt_table *before,
+static int update_desc(rt_job *j, const Shoal__TableDefine *stored, const rt_table *before,
                        const st_table_update_req *u, Shoal__TableDescription **out)
 {
 	st_table_info info = {0};
-	int rc = rt_table_def_from_pb(r->a, stored, &info.def, r->errmsg);
+	int rc = rt_table_def_from_pb(&j->arena, stored, &info.def, j->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
-	st_index_def *all = sh_arena_calloc(r->a, info.def.n_indexes + u->n_drop + 1, sizeof(*all));
+	st_index_def *all =
+	    sh_arena_calloc(&j->arena, info.def.n_indexes + u->n_drop + 1, sizeof(*all));
 	if (all == NULL)
-		return nomem(r);
+		return nomem(j);
 	memcpy(all, info.def.indexes, info.def.n_indexes * sizeof(*all));
 	for (uint32_t i = 0; i < u->n_drop && before != NULL; i++) {
 		const st_index_def *x = rt_index_find(before, u->drop[i]);
@@ -576,145 +814,194 @@ static int update_desc(rt_req *r, const Shoal__TableDefine *stored, const rt_tab
 	for (uint32_t i = 0; i < info.def.n_indexes; i++)
 		updating |=
 		    !info.def.indexes[i].local && info.def.indexes[i].status != ST_INDEX_ACTIVE;
-	return wire_table_desc_to_pb(r->a, &info, updating ? "UPDATING" : "ACTIVE", out, r->errmsg);
+	return wire_table_desc_to_pb(&j->arena, &info, updating ? "UPDATING" : "ACTIVE", out,
+	                             j->errmsg);
 }
 
-int rt_update_table(rt_req *r)
-{
+typedef struct update_st {
 	st_table_update_req u;
-	int rc = wire_update_table_from_pb(r->a, r->in->update_table, &u, r->errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	/* The definition before (for the DELETING index in the answer). */
-	const rt_table *before = NULL;
-	if (u.n_drop > 0 && rt_table_lookup(r, u.name, false, &before) != SHOAL_OK)
-		before = NULL;
+	const rt_table *before;
+	rt_call *c;
+	const Shoal__TableDefine *stored;
+	define_all all;
+} update_st;
 
-	Shoal__TableUpdate tu = SHOAL__TABLE_UPDATE__INIT;
-	tu.update = r->in->update_table;
-	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
-	nr.update_table = &tu;
-	Shoal__NodeResponse *resp;
-	if ((rc = call_group0(r, &nr, &resp)) != SHOAL_OK)
-		return rc;
-	if (rt_resp_code(resp) != SHOAL_OK) {
-		r->out = resp->response; /* ResourceNotFound, index exists, ... */
+int rt_step_update_table(rt_job *j)
+{
+	update_st *s = j->st;
+	int rc;
+	switch (j->phase) {
+	case 0: {
+		if (s == NULL) {
+			if ((s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
+				return nomem(j);
+			if ((rc = wire_update_table_from_pb(&j->arena, j->in->update_table, &s->u,
+			                                    j->errmsg)) != SHOAL_OK)
+				return rc;
+		}
+		/* The definition before (for the DELETING index in the answer). */
+		if (s->u.n_drop > 0) {
+			rc = rt_job_table(j, s->u.name, false, &s->before);
+			if (rc == RT_WAIT)
+				return rc;
+			if (rc != SHOAL_OK)
+				s->before = NULL;
+		}
+		Shoal__TableUpdate *tu = sh_arena_alloc(&j->arena, sizeof(*tu));
+		Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
+		if (tu == NULL || nr == NULL)
+			return nomem(j);
+		shoal__table_update__init(tu);
+		tu->update = j->in->update_table;
+		shoal__node_request__init(nr);
+		nr->update_table = tu;
+		if ((rc = call_group0(j, nr, &s->c)) != SHOAL_OK)
+			return rc;
+		j->phase = 1;
+		return RT_WAIT;
+	}
+	case 1: {
+		Shoal__NodeResponse *resp;
+		if ((rc = answer0(j, s->c, &resp)) != SHOAL_OK)
+			return rc;
+		if (s->c->code != SHOAL_OK)
+			return rt_job_pass(j, s->c); /* ResourceNotFound, index exists, ... */
+		s->stored = resp->n_catalog > 0 ? resp->catalog[0] : NULL;
+		if (s->stored == NULL || s->stored->def == NULL || s->stored->table_id == 0)
+			return rt_job_fail(
+			    j, SHOAL_E_INTERNAL,
+			    "group 0 updated table %s but did not answer its definition",
+			    s->u.name);
+		s->all.stored = s->stored;
+		s->all.op = "UpdateTable";
+		s->all.name = s->u.name;
+		j->phase = s->u.n_create + s->u.n_drop > 0 ? 2 : 3;
+		if (j->phase == 3)
+			return rt_job_refresh(j);
+	}
+		/* fall through */
+	case 2:
+		if (j->phase == 2 && (rc = define_all_step(j, &s->all)) != SHOAL_OK)
+			return rc;
+		/* fall through */
+	case 3: {
+		if (j->phase == 3 && j->refresh_rc != SHOAL_OK)
+			rt_log("UpdateTable %s: catalog refresh failed: %s", s->u.name,
+			       j->refresh_msg);
+		Shoal__UpdateTableResponse *ur = sh_arena_alloc(&j->arena, sizeof(*ur));
+		if (ur == NULL)
+			return nomem(j);
+		shoal__update_table_response__init(ur);
+		if ((rc = update_desc(j, s->stored, s->before, &s->u, &ur->table_description)) !=
+		    SHOAL_OK)
+			return rc;
+		j->out->result_case = SHOAL__RESPONSE__RESULT_UPDATE_TABLE;
+		j->out->update_table = ur;
 		return SHOAL_OK;
 	}
-	const Shoal__TableDefine *stored = resp->n_catalog > 0 ? resp->catalog[0] : NULL;
-	if (stored == NULL || stored->def == NULL || stored->table_id == 0)
-		return sh_errf(r->errmsg, SHOAL_E_INTERNAL,
-		               "group 0 updated table %s but did not answer its definition",
-		               u.name);
-	if (u.n_create + u.n_drop > 0) {
-		if ((rc = define_everywhere(r, stored, "UpdateTable", u.name)) != SHOAL_OK)
-			return rc;
-	} else {
-		char msg[SH_ERRMSG_SIZE];
-		if (rt_catalog_refresh(r->rt, r->deadline, msg) != SHOAL_OK)
-			rt_log("UpdateTable %s: catalog refresh failed: %s", u.name, msg);
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "UpdateTable: phase %d", j->phase);
 	}
-	Shoal__UpdateTableResponse *ur = sh_arena_alloc(r->a, sizeof(*ur));
-	if (ur == NULL)
-		return nomem(r);
-	shoal__update_table_response__init(ur);
-	if ((rc = update_desc(r, stored, before, &u, &ur->table_description)) != SHOAL_OK)
-		return rc;
-	r->out->result_case = SHOAL__RESPONSE__RESULT_UPDATE_TABLE;
-	r->out->update_table = ur;
-	return SHOAL_OK;
 }
 
 /* ------------------------------------------------------------------------ */
 /* ClusterStatus                                                             */
 /* ------------------------------------------------------------------------ */
 
-static Shoal__GroupStatus *status_row(rt_req *r, uint32_t group, uint32_t node, const char *role,
+static Shoal__GroupStatus *status_row(rt_job *j, uint32_t group, uint32_t node, const char *role,
                                       const char *error)
 {
-	Shoal__GroupStatus *gs = sh_arena_alloc(r->a, sizeof(*gs));
+	Shoal__GroupStatus *gs = sh_arena_alloc(&j->arena, sizeof(*gs));
 	if (gs == NULL)
 		return NULL;
 	shoal__group_status__init(gs);
 	gs->group = group;
 	gs->node = node;
 	gs->role = (char *)role;
-	gs->error = sh_arena_strndup(r->a, error, strlen(error));
+	gs->error = sh_arena_strndup(&j->arena, error, strlen(error));
 	return gs->error != NULL ? gs : NULL;
 }
 
-int rt_cluster_status(rt_req *r)
-{
-	const sh_cluster_conf *conf = r->rt->conf;
-	uint32_t n = 0;
-	for (uint32_t i = 0; i < conf->n_nodes; i++)
-		for (uint32_t g = 0; g < conf->groups; g++)
-			n += sh_cluster_hosts(conf, conf->nodes[i].id, g);
-	rt_call *calls;
-	Shoal__NodeRequest *reqs;
-	int rc = alloc_calls(r, &calls, &reqs, n);
-	if (rc != SHOAL_OK)
-		return rc;
-	n = 0;
-	for (uint32_t i = 0; i < conf->n_nodes; i++)
-		for (uint32_t g = 0; g < conf->groups; g++) {
-			if (!sh_cluster_hosts(conf, conf->nodes[i].id, g))
-				continue;
-			shoal__node_request__init(&reqs[n]);
-			reqs[n].group_status = true;
-			calls[n].group = g;
-			calls[n].req = &reqs[n];
-			calls[n].only_node = conf->nodes[i].id;
-			n++;
-		}
-	int64_t deadline = rt_now_ms() + r->rt->opt.status_ms;
-	rt_call_all(r->rt, r->a, calls, n, deadline);
+typedef struct cluster_st {
+	rt_call **calls;
+	uint32_t n;
+} cluster_st;
 
-	Shoal__ClusterStatusResponse *out = sh_arena_alloc(r->a, sizeof(*out));
+int rt_step_cluster_status(rt_job *j)
+{
+	const sh_cluster_conf *conf = j->rt->conf;
+	cluster_st *s = j->st;
+	int rc;
+	if (j->phase == 0) {
+		uint32_t n = 0;
+		for (uint32_t i = 0; i < conf->n_nodes; i++)
+			for (uint32_t g = 0; g < conf->groups; g++)
+				n += sh_cluster_hosts(conf, conf->nodes[i].id, g);
+		if ((s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL ||
+		    (s->calls = sh_arena_calloc(&j->arena, n + 1, sizeof(*s->calls))) == NULL)
+			return nomem(j);
+		for (uint32_t i = 0; i < conf->n_nodes; i++)
+			for (uint32_t g = 0; g < conf->groups; g++) {
+				if (!sh_cluster_hosts(conf, conf->nodes[i].id, g))
+					continue;
+				if ((rc = status_call(j, g, conf->nodes[i].id, &s->calls[s->n])) !=
+				    SHOAL_OK)
+					return rc;
+				s->calls[s->n]->deadline = rt_now_ms() + j->rt->opt.status_ms;
+				s->n++;
+			}
+		j->phase = 1;
+		if (s->n > 0)
+			return RT_WAIT;
+	}
+	Shoal__ClusterStatusResponse *out = sh_arena_alloc(&j->arena, sizeof(*out));
 	if (out == NULL)
-		return nomem(r);
+		return nomem(j);
 	shoal__cluster_status_response__init(out);
 	out->partitions = sh_cluster_partitions(conf);
-	out->nodes = sh_arena_calloc(r->a, conf->n_nodes + 1, sizeof(*out->nodes));
-	out->groups = sh_arena_calloc(r->a, n + 1, sizeof(*out->groups));
+	out->nodes = sh_arena_calloc(&j->arena, conf->n_nodes + 1, sizeof(*out->nodes));
+	out->groups = sh_arena_calloc(&j->arena, s->n + 1, sizeof(*out->groups));
 	if (out->nodes == NULL || out->groups == NULL)
-		return nomem(r);
-	for (uint32_t i = 0; i < n; i++) {
-		const rt_call *c = &calls[i];
+		return nomem(j);
+	for (uint32_t i = 0; i < s->n; i++) {
+		rt_call *c = s->calls[i];
+		Shoal__NodeResponse *resp = c->rc == SHOAL_OK ? rt_call_resp(c, &j->arena) : NULL;
 		Shoal__GroupStatus *gs;
 		if (c->rc != SHOAL_OK)
-			gs = status_row(r, c->group, c->only_node, "unreachable", c->errmsg);
-		else if (c->resp->status != NULL)
-			gs = c->resp->status;
+			gs = status_row(j, c->group, c->only_node, "unreachable", c->errmsg);
+		else if (resp != NULL && resp->status != NULL)
+			gs = resp->status;
 		else
-			gs = status_row(r, c->group, c->only_node, "unavailable",
-			                c->resp->response != NULL ? c->resp->response->message
-			                                          : "no status");
+			gs = status_row(j, c->group, c->only_node, "unavailable",
+			                resp != NULL && resp->response != NULL &&
+			                        resp->response->message != NULL
+			                    ? resp->response->message
+			                    : "no status");
 		if (gs == NULL)
-			return nomem(r);
+			return nomem(j);
 		gs->group = c->group;
 		gs->node = c->only_node;
 		out->groups[out->n_groups++] = gs;
 	}
 	for (uint32_t i = 0; i < conf->n_nodes; i++) {
 		const sh_node_conf *nc = &conf->nodes[i];
-		Shoal__NodeInfo *ni = sh_arena_alloc(r->a, sizeof(*ni));
+		Shoal__NodeInfo *ni = sh_arena_alloc(&j->arena, sizeof(*ni));
 		char raft[SH_ADDR_MAX + 8];
 		snprintf(raft, sizeof(raft), "%s:%u", nc->raft_host, nc->raft_port);
 		if (ni == NULL)
-			return nomem(r);
+			return nomem(j);
 		shoal__node_info__init(ni);
 		ni->id = nc->id;
 		ni->rpc = (char *)nc->rpc;
-		ni->raft = sh_arena_strndup(r->a, raft, strlen(raft));
+		ni->raft = sh_arena_strndup(&j->arena, raft, strlen(raft));
 		if (ni->raft == NULL)
-			return nomem(r);
-		for (uint32_t k = 0; k < n; k++)
-			if (calls[k].only_node == nc->id && calls[k].rc == SHOAL_OK)
+			return nomem(j);
+		for (uint32_t k = 0; k < s->n; k++)
+			if (s->calls[k]->only_node == nc->id && s->calls[k]->rc == SHOAL_OK)
 				ni->reachable = true;
 		out->nodes[out->n_nodes++] = ni;
 	}
-	r->out->result_case = SHOAL__RESPONSE__RESULT_CLUSTER_STATUS;
-	r->out->cluster_status = out;
+	j->out->result_case = SHOAL__RESPONSE__RESULT_CLUSTER_STATUS;
+	j->out->cluster_status = out;
 	return SHOAL_OK;
 }

@@ -26,65 +26,6 @@
 #include <nng/protocol/reqrep0/rep.h>
 
 /* ------------------------------------------------------------------------ */
-/* Retry policy                                                              */
-/* ------------------------------------------------------------------------ */
-
-START_TEST(test_retry_follows_hints)
-{
-	uint32_t reps[3] = {4, 5, 6};
-	rt_retry r;
-	uint32_t delay;
-	rt_retry_init(&r, reps, 3, 5);
-	ck_assert_uint_eq(r.target, 5);
-	/* A hint inside the group is followed at once. */
-	ck_assert(rt_retry_next(&r, RT_OUT_NOT_LEADER, 6, 0, 10000, &delay));
-	ck_assert_uint_eq(r.target, 6);
-	ck_assert_uint_eq(delay, 0);
-	/* No hint: the next replica in ring order, still without a wait. */
-	ck_assert(rt_retry_next(&r, RT_OUT_NOT_LEADER, 0, 0, 10000, &delay));
-	ck_assert_uint_eq(r.target, 4);
-	ck_assert_uint_eq(delay, 0);
-	/* A hint outside the group is ignored (next replica); a full round
-	 * without an answer: back off. */
-	ck_assert(rt_retry_next(&r, RT_OUT_NOT_LEADER, 9, 0, 10000, &delay));
-	ck_assert_uint_eq(r.target, 5);
-	ck_assert_uint_eq(delay, RT_BACKOFF_MIN_MS);
-	/* Unknown first target: the first replica. */
-	rt_retry_init(&r, reps, 3, 77);
-	ck_assert_uint_eq(r.target, 4);
-}
-END_TEST
-
-START_TEST(test_retry_backoff_and_deadline)
-{
-	uint32_t reps[3] = {1, 2, 3};
-	rt_retry r;
-	rt_retry_init(&r, reps, 3, 1);
-	uint32_t expect[] = {10, 20, 40, 80, 160, 200, 200};
-	int64_t now = 0;
-	for (size_t round = 0; round < sizeof(expect) / sizeof(expect[0]); round++) {
-		uint32_t delay = 99;
-		for (int k = 0; k < 2; k++) {
-			ck_assert(rt_retry_next(&r, RT_OUT_TIMEOUT, 0, now, 100000, &delay));
-			ck_assert_uint_eq(delay, 0);
-		}
-		ck_assert(rt_retry_next(&r, RT_OUT_UNREACHABLE, 0, now, 100000, &delay));
-		ck_assert_uint_eq(delay, expect[round]);
-		now += delay;
-	}
-	ck_assert_uint_eq(r.attempts, 21);
-	/* The deadline: no attempt whose wait would reach it. */
-	rt_retry_init(&r, reps, 1, 1);
-	uint32_t delay;
-	ck_assert(!rt_retry_next(&r, RT_OUT_TIMEOUT, 0, 995, 1000, &delay));
-	rt_retry_init(&r, reps, 1, 1);
-	ck_assert(rt_retry_next(&r, RT_OUT_TIMEOUT, 0, 900, 1000, &delay));
-	ck_assert_uint_eq(delay, 10);
-	ck_assert_str_eq(rt_outcome_name(RT_OUT_NOT_LEADER), "not_leader");
-}
-END_TEST
-
-/* ------------------------------------------------------------------------ */
 /* Cluster fixtures                                                          */
 /* ------------------------------------------------------------------------ */
 
@@ -401,16 +342,16 @@ END_TEST
 START_TEST(test_metrics_text)
 {
 	static rt_metrics m; /* zeroed */
-	uint32_t get = rt_op_slot(SHOAL__REQUEST__OP_GET_ITEM);
+	uint32_t get = wire_op_of(SHOAL__REQUEST__OP_GET_ITEM);
 	ck_assert_str_eq(rt_slot_name(get), "GetItem");
 	rt_metrics_request(&m, get, SHOAL_OK, 300);       /* 0.3 ms */
 	rt_metrics_request(&m, get, SHOAL_E_NOMEM, 7000); /* InternalServerError */
 	rt_metrics_request(&m, get, SHOAL_E_IO, 7000);    /* InternalServerError too */
 	rt_metrics_request(&m, get, SHOAL_E_VALIDATION, 20000000);
-	atomic_store(&m.retries[RT_OUT_NOT_LEADER], 4);
+	atomic_store(&m.retries[SH_OUT_NOT_LEADER], 4);
 	atomic_store(&m.leader_changes, 2);
 	char buf[65536];
-	size_t n = rt_metrics_render(&m, buf, sizeof(buf));
+	size_t n = rt_metrics_render(&m, NULL, buf, sizeof(buf));
 	ck_assert_uint_lt(n, sizeof(buf));
 	ck_assert_ptr_nonnull(strstr(buf, "shoal_router_requests_total{op=\"GetItem\"} 4\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "shoal_router_requests_total{op=\"PutItem\"} 0\n"));
@@ -433,7 +374,7 @@ START_TEST(test_metrics_text)
 	ck_assert_ptr_null(strstr(buf, "op=\"Unknown\""));
 	/* A short buffer: truncated, NUL-terminated, the needed length returned. */
 	char small[64];
-	ck_assert_uint_eq(rt_metrics_render(&m, small, sizeof(small)), n);
+	ck_assert_uint_eq(rt_metrics_render(&m, NULL, small, sizeof(small)), n);
 	ck_assert_uint_eq(strlen(small), sizeof(small) - 1);
 }
 END_TEST
@@ -459,6 +400,42 @@ static fake_node fakes[4];
 static uint32_t n_fakes;
 static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;
 
+/* One request's answer, as a node gives it (the request's id echoed);
+ * NULL: no answer. */
+static Shoal__NodeResponse *fake_one(fake_node *f, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	atomic_fetch_add(&f->calls, 1);
+	pthread_mutex_lock(&fake_mu);
+	Shoal__NodeResponse *resp = f->fn(f, req, a);
+	pthread_mutex_unlock(&fake_mu);
+	if (resp != NULL && resp->response != NULL && req->request != NULL)
+		resp->response->request_id = req->request->request_id;
+	return resp;
+}
+
+/* A NodeRequest batch as a node answers it: every member, in order (a
+ * member without an answer leaves the whole batch unanswered). */
+static Shoal__NodeResponse *fake_batch(fake_node *f, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	Shoal__NodeResponse *nr = sh_arena_alloc(a, sizeof(*nr));
+	shoal__node_response__init(nr);
+	nr->batch = sh_arena_calloc(a, req->n_batch, sizeof(*nr->batch));
+	for (size_t i = 0; i < req->n_batch; i++) {
+		ProtobufCAllocator alloc;
+		wire_arena_allocator(&alloc, a);
+		Shoal__NodeRequest *m =
+		    shoal__node_request__unpack(&alloc, req->batch[i].len, req->batch[i].data);
+		ck_assert_ptr_nonnull(m);
+		Shoal__NodeResponse *r = fake_one(f, m, a);
+		if (r == NULL)
+			return NULL;
+		ck_assert_int_eq(
+		    wire_pack(a, &r->base, &nr->batch[i].data, &nr->batch[i].len, NULL), SHOAL_OK);
+		nr->n_batch++;
+	}
+	return nr;
+}
+
 static void *fake_loop(void *arg)
 {
 	fake_node *f = arg;
@@ -471,12 +448,10 @@ static void *fake_loop(void *arg)
 		nng_free(buf, len);
 		if (req == NULL)
 			continue;
-		atomic_fetch_add(&f->calls, 1);
 		sh_arena a;
 		sh_arena_init(&a);
-		pthread_mutex_lock(&fake_mu);
-		Shoal__NodeResponse *resp = f->fn(f, req, &a);
-		pthread_mutex_unlock(&fake_mu);
+		Shoal__NodeResponse *resp =
+		    req->n_batch > 0 ? fake_batch(f, req, &a) : fake_one(f, req, &a);
 		uint8_t *out;
 		size_t out_len;
 		if (resp != NULL && wire_pack(&a, &resp->base, &out, &out_len, NULL) == SHOAL_OK)
@@ -632,9 +607,9 @@ START_TEST(test_front_door_alone)
 	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_UNAVAILABLE);
 	ck_assert_int_ge(took, 300);
 	ck_assert_int_lt(took, 2000);
-	ck_assert_uint_gt(atomic_load(&rt->metrics.retries[RT_OUT_UNREACHABLE]), 0);
+	ck_assert_uint_gt(atomic_load(&rt->metrics.retries[SH_OUT_UNREACHABLE]), 0);
 	ck_assert_uint_eq(
-	    atomic_load(&rt->metrics.requests[rt_op_slot(SHOAL__REQUEST__OP_GET_ITEM)]), 2);
+	    atomic_load(&rt->metrics.requests[wire_op_of(SHOAL__REQUEST__OP_GET_ITEM)]), 2);
 	sh_arena_fini(&a);
 	rt_router_fini(rt);
 }
@@ -675,7 +650,7 @@ START_TEST(test_leader_hints)
 	ck_assert_int_eq(resp->result_case, SHOAL__RESPONSE__RESULT_GET_ITEM);
 	ck_assert_ptr_nonnull(resp->get_item->item);
 	ck_assert_uint_eq(atomic_load(&rt->leader[0]), 3);
-	uint64_t retries = atomic_load(&rt->metrics.retries[RT_OUT_NOT_LEADER]);
+	uint64_t retries = atomic_load(&rt->metrics.retries[SH_OUT_NOT_LEADER]);
 	ck_assert_uint_gt(retries, 0);
 	/* Known leaders: no more redirects. */
 	for (int i = 0; i < 5; i++) {
@@ -691,13 +666,13 @@ START_TEST(test_leader_hints)
 		uint32_t l = atomic_load(&rt->leader[g]);
 		ck_assert(l == 3 || l == reps[0]);
 	}
-	ck_assert_uint_le(atomic_load(&rt->metrics.retries[RT_OUT_NOT_LEADER]), retries + 3);
-	/* Pools: one request at a time reuses one context per node that replied
-	 * (NOT_LEADER is a reply too) and one aio. */
-	for (uint32_t i = 0; i < rt->conf->n_nodes; i++)
-		ck_assert_uint_le(rt->nodes[i].n_pool, 1);
-	ck_assert_uint_eq(rt->nodes[2].n_pool, 1); /* node 3 */
-	ck_assert_uint_eq(rt->n_aio_pool, 1);
+	ck_assert_uint_le(atomic_load(&rt->metrics.retries[SH_OUT_NOT_LEADER]), retries + 3);
+	/* With the leaders known, a request is one message to node 3. */
+	uint64_t sent = atomic_load(&rt->nodes[2].lanes[RT_CLASS_WAIT].messages);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(roundtrip(rt, &a, get_request(&a, "tbl", "k1", true))->status,
+		                 SHOAL__STATUS__STATUS_OK);
+	ck_assert_uint_eq(atomic_load(&rt->nodes[2].lanes[RT_CLASS_WAIT].messages), sent + 5);
 	/* An unknown table after a refresh. */
 	resp = roundtrip(rt, &a, get_request(&a, "nope", "k", true));
 	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_NOT_FOUND);
@@ -1793,8 +1768,6 @@ static Suite *router_suite(void)
 	Suite *s = suite_create("router");
 	TCase *tc = tcase_create("core");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_retry_follows_hints);
-	tcase_add_test(tc, test_retry_backoff_and_deadline);
 	tcase_add_test(tc, test_segment_ranges_tile);
 	tcase_add_test(tc, test_scan_plan);
 	tcase_add_test(tc, test_scan_after);

@@ -1,0 +1,582 @@
+/*
+ * call.c -- the router's connections to the nodes, and calls: one request
+ * to one storage group, with its attempts and retries (the state machine is
+ * in router.h, above struct rt_call).
+ *
+ * One nng REQ socket per node, dialled with NNG_FLAG_NONBLOCK so that a node
+ * that is down does not hold up startup (nng keeps redialling by itself).
+ * The socket's resend time is 0: nng must never resend a request by itself
+ * (a write could then be proposed twice); a lost connection fails the
+ * attempt at once and the retry policy (common/retry.h) moves on.  On each
+ * socket, lanes per class (proto/lanes.h): RT_LANES_READ for eventually
+ * consistent reads, RT_LANES_WAIT for writes and consistent reads; the
+ * requests queued for a node leave together as one NodeRequest batch.
+ *
+ * An attempt: the call's NodeRequest bytes go into the target node's lane
+ * queue with the attempt's deadline (the call's, or now + attempt_ms if
+ * sooner).  Its answer is checked (wire_check_framing) and read without
+ * unpacking: the Response's status and the NOT_LEADER hint decide, with the
+ * retry policy, whether the call is done or goes again.  Failed attempts
+ * teach the leader cache (rt_note_failure) and count in the retry metrics.
+ *
+ * A call's done never runs inside rt_call_start: a failure found before
+ * anything is sent comes back through the call's timer (a 0 ms sleep).
+ */
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "router/router.h"
+
+#include <nng/protocol/reqrep0/req.h>
+
+#define RT_RECVMAXSZ (16u * 1024 * 1024)
+/* How long a node that could not be reached is skipped by any-replica reads. */
+#define RT_DOWN_MS 1000
+
+enum call_state { CALL_IDLE = 0, CALL_ATTEMPT, CALL_BACKOFF, CALL_FAIL, CALL_DONE };
+
+void rt_options_default(rt_options *o)
+{
+	o->contexts = 256;
+	o->attempt_ms = 2000;
+	o->send_ms = 500;
+	o->deadline_ms = 10000;
+	o->status_ms = 1000;
+	o->http_workers = 4;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The router's nodes                                                        */
+/* ------------------------------------------------------------------------ */
+
+static void fields_init(rt_fields *f)
+{
+	const ProtobufCMessageDescriptor *nreq = &shoal__node_request__descriptor;
+	const ProtobufCMessageDescriptor *nresp = &shoal__node_response__descriptor;
+	f->nreq_group = wire_field_number(nreq, "group");
+	f->nreq_request = wire_field_number(nreq, "request");
+	f->nreq_any_replica = wire_field_number(nreq, "any_replica");
+	f->nreq_index_shard = wire_field_number(nreq, "index_shard");
+	f->nreq_table_id = wire_field_number(nreq, "table_id");
+	f->nreq_batch = wire_field_number(nreq, "batch");
+	f->nresp_batch = wire_field_number(nresp, "batch");
+	f->nresp_response = wire_field_number(nresp, "response");
+	f->nresp_leader = wire_field_number(nresp, "leader_node");
+	f->resp_status = wire_field_number(&shoal__response__descriptor, "status");
+	f->req_batch = wire_field_number(&shoal__request__descriptor, "batch");
+	f->resp_batch = wire_field_number(&shoal__response__descriptor, "batch");
+}
+
+static int node_open(rt_router *rt, rt_node *n, char *errmsg)
+{
+	int nrv = nng_req0_open(&n->sock);
+	if (nrv != 0)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "nng_req0_open(node %u): %s", n->id,
+		               nng_strerror(nrv));
+	n->open = true;
+	nrv = nng_socket_set_size(n->sock, NNG_OPT_RECVMAXSZ, RT_RECVMAXSZ);
+	if (nrv == 0)
+		nrv = nng_socket_set_ms(n->sock, NNG_OPT_REQ_RESENDTIME, 0);
+	if (nrv == 0)
+		nrv = nng_socket_set_ms(n->sock, NNG_OPT_RECONNMINT, 50);
+	if (nrv == 0)
+		nrv = nng_socket_set_ms(n->sock, NNG_OPT_RECONNMAXT, 1000);
+	if (nrv == 0)
+		nrv = nng_dial(n->sock, n->url, NULL, NNG_FLAG_NONBLOCK);
+	if (nrv != 0)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "node %u (%s): %s", n->id, n->url,
+		               nng_strerror(nrv));
+	wire_lane_nng_io(&n->io, &n->sock);
+	static const uint32_t lanes[RT_CLASS__COUNT] = {RT_LANES_READ, RT_LANES_WAIT};
+	for (int k = 0; k < RT_CLASS__COUNT; k++) {
+		wire_lanes_conf lc = {.io = &n->io,
+		                      .n_lanes = lanes[k],
+		                      .max_items = RT_BATCH_MAX,
+		                      .max_bytes = RT_BATCH_BYTES,
+		                      .req_field = rt->f.nreq_batch,
+		                      .resp_field = rt->f.nresp_batch,
+		                      .send_ms = rt->opt.send_ms};
+		int rc = wire_lanes_init(&n->lanes[k], &lc, errmsg);
+		n->lanes_init[k] = true;
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	return SHOAL_OK;
+}
+
+static void node_close(rt_node *n)
+{
+	for (int k = 0; k < RT_CLASS__COUNT; k++)
+		if (n->lanes_init[k])
+			wire_lanes_close(&n->lanes[k]);
+}
+
+static void node_free(rt_node *n)
+{
+	if (n->open) {
+		nng_close(n->sock);
+		n->open = false;
+	}
+	for (int k = 0; k < RT_CLASS__COUNT; k++)
+		if (n->lanes_init[k]) {
+			wire_lanes_fini(&n->lanes[k]);
+			n->lanes_init[k] = false;
+		}
+}
+
+int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, char *errmsg)
+{
+	memset(rt, 0, sizeof(*rt));
+	rt->conf = conf;
+	rt->opt = *o;
+	fields_init(&rt->f);
+	atomic_init(&rt->busy, 0);
+	int rc = rt_catalog_init(&rt->catalog);
+	if (rc != SHOAL_OK) {
+		rt->conf = NULL;
+		return sh_errf(errmsg, rc, "catalog: cannot initialise it");
+	}
+	if (pthread_mutex_init(&rt->pool_mu, NULL) != 0) {
+		rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot initialise the job pool lock");
+		goto err_after_catalog;
+	}
+	rt->pool_init = true;
+	rt->leader = sh_calloc(conf->groups, sizeof(*rt->leader));
+	if (rt->leader == NULL) {
+		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+		goto err_after_pool;
+	}
+	for (uint32_t g = 0; g < conf->groups; g++) {
+		uint32_t reps[SH_MAX_REPLICATION];
+		sh_cluster_replicas(conf, g, reps);
+		atomic_store(&rt->leader[g], reps[0]);
+	}
+	for (uint32_t i = 0; i < conf->n_nodes; i++) {
+		rt_node *n = &rt->nodes[i];
+		n->id = conf->nodes[i].id;
+		snprintf(n->url, sizeof(n->url), "%s", conf->nodes[i].rpc);
+		if ((rc = node_open(rt, n, errmsg)) != SHOAL_OK)
+			goto err_after_nodes;
+	}
+	return SHOAL_OK;
+
+err_after_nodes:
+	for (uint32_t i = 0; i < conf->n_nodes; i++)
+		node_close(&rt->nodes[i]);
+	for (uint32_t i = 0; i < conf->n_nodes; i++)
+		node_free(&rt->nodes[i]);
+	sh_free((void *)rt->leader);
+err_after_pool:
+	pthread_mutex_destroy(&rt->pool_mu);
+	rt->pool_init = false;
+err_after_catalog:
+	rt_catalog_fini(&rt->catalog);
+	rt->conf = NULL;
+	return rc;
+}
+
+void rt_router_close(rt_router *rt)
+{
+	if (rt->conf == NULL || atomic_exchange(&rt->stopping, true))
+		return;
+	/* Calls in flight fail; calls in backoff find the lanes closed. */
+	for (uint32_t i = 0; i < rt->conf->n_nodes; i++)
+		node_close(&rt->nodes[i]);
+}
+
+void rt_router_fini(rt_router *rt)
+{
+	if (rt->conf == NULL)
+		return;
+	rt_router_close(rt);
+	int64_t until = rt_now_ms() + 5000;
+	while (atomic_load(&rt->busy) > 0 && rt_now_ms() < until)
+		nng_msleep(5);
+	if (atomic_load(&rt->busy) > 0)
+		rt_log("router: %u requests still in progress at stop", atomic_load(&rt->busy));
+	for (uint32_t i = 0; i < rt->conf->n_nodes; i++)
+		node_free(&rt->nodes[i]);
+	for (rt_job *j = rt->pool, *next; j != NULL; j = next) {
+		next = j->pool_next;
+		sh_arena_fini(&j->arena);
+		sh_free(j);
+	}
+	rt->pool = NULL;
+	rt->n_pool = 0;
+	if (rt->pool_init)
+		pthread_mutex_destroy(&rt->pool_mu);
+	rt->pool_init = false;
+	sh_free((void *)rt->leader);
+	rt->leader = NULL;
+	rt_catalog_fini(&rt->catalog);
+	sh_free(rt->conf);
+	rt->conf = NULL;
+}
+
+rt_node *rt_node_by_id(rt_router *rt, uint32_t id)
+{
+	for (uint32_t i = 0; i < rt->conf->n_nodes; i++)
+		if (rt->nodes[i].id == id)
+			return &rt->nodes[i];
+	return NULL;
+}
+
+uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk)
+{
+	uint64_t h = st_key_hash(table_id, pk);
+	return sh_cluster_partition_group(rt->conf, sh_cluster_partition_of(rt->conf, h));
+}
+
+uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups)
+{
+	uint32_t n = 0;
+	uint32_t parts = sh_cluster_partitions(c);
+	for (uint32_t p = 0; p < parts; p++) {
+		uint32_t g = sh_cluster_partition_group(c, p);
+		if (n == 0 || groups[n - 1] != g)
+			groups[n++] = g;
+	}
+	return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The leader cache                                                          */
+/* ------------------------------------------------------------------------ */
+
+static void set_leader(rt_router *rt, uint32_t group, uint32_t node)
+{
+	if (group >= rt->conf->groups || node == 0)
+		return;
+	uint32_t old = atomic_exchange(&rt->leader[group], node);
+	if (old != node)
+		atomic_fetch_add(&rt->metrics.leader_changes, 1);
+}
+
+static void mark_down(rt_router *rt, uint32_t node)
+{
+	rt_node *n = rt_node_by_id(rt, node);
+	if (n != NULL)
+		atomic_store(&n->down_until, rt_now_ms() + RT_DOWN_MS);
+}
+
+void rt_note_failure(rt_router *rt, uint32_t group, sh_outcome o, uint32_t tried, uint32_t hint)
+{
+	if (o == SH_OUT_UNREACHABLE)
+		mark_down(rt, tried);
+	if (o == SH_OUT_NOT_LEADER && hint != 0 && hint != tried &&
+	    sh_cluster_hosts(rt->conf, hint, group))
+		set_leader(rt, group, hint);
+}
+
+void rt_note_answer(rt_router *rt, uint32_t group, uint32_t from, bool any_replica)
+{
+	rt_node *node = rt_node_by_id(rt, from);
+	if (node != NULL && atomic_load_explicit(&node->down_until, memory_order_relaxed) != 0)
+		atomic_store(&node->down_until, 0);
+	if (!any_replica)
+		set_leader(rt, group, from);
+}
+
+uint32_t rt_first_target(rt_router *rt, uint32_t group, bool any_replica, const uint32_t *reps,
+                         uint32_t n)
+{
+	if (any_replica) {
+		/* Eventually consistent reads go to the leader when it is known
+		 * and up: it has applied every acknowledged write, while a
+		 * follower learns the commit index only with the next heartbeat,
+		 * so reading there would usually miss a write made a moment
+		 * earlier.  Followers serve when the leader is unknown or down.
+		 * (Leaders of different groups sit on different nodes, so reads
+		 * still spread over the cluster.) */
+		int64_t now = rt_now_ms();
+		uint32_t leader = atomic_load(&rt->leader[group]);
+		rt_node *ln = leader != 0 ? rt_node_by_id(rt, leader) : NULL;
+		if (ln != NULL && atomic_load(&ln->down_until) <= now)
+			return leader;
+		uint32_t start = atomic_fetch_add(&rt->rr, 1) % n;
+		for (uint32_t k = 0; k < n; k++) {
+			uint32_t id = reps[(start + k) % n];
+			rt_node *node = rt_node_by_id(rt, id);
+			if (node != NULL && atomic_load(&node->down_until) <= now)
+				return id;
+		}
+		return reps[start];
+	}
+	return atomic_load(&rt->leader[group]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Calls                                                                     */
+/* ------------------------------------------------------------------------ */
+
+static void call_attempt(rt_call *c);
+
+static void call_fail_later(rt_call *c, int rc);
+
+static void call_finish(rt_call *c, int rc)
+{
+	if (atomic_load(&c->starting)) {
+		call_fail_later(c, rc); /* not on rt_call_start's stack */
+		return;
+	}
+	c->rc = rc;
+	c->state = CALL_DONE;
+	c->done(c); /* c is not touched after this */
+}
+
+static void timer_cb(void *arg)
+{
+	rt_call *c = arg;
+	if (c->state == CALL_FAIL) {
+		c->state = CALL_DONE;
+		c->done(c);
+		return;
+	}
+	call_attempt(c); /* BACKOFF -> ATTEMPT */
+}
+
+/* Ends the call with rc/errmsg through its timer, off the caller's stack. */
+static void call_fail_later(rt_call *c, int rc)
+{
+	c->rc = rc;
+	c->state = CALL_FAIL;
+	if (c->timer == NULL && nng_aio_alloc(&c->timer, timer_cb, c) != 0) {
+		c->timer = NULL;
+		call_finish(c, rc); /* out of memory: on this stack after all */
+		return;
+	}
+	nng_sleep_aio(0, c->timer);
+}
+
+/* The attempt failed with outcome o (hint: a NOT_LEADER's leader): next
+ * replica, at once or after a backoff, or the end of the call. */
+static void call_failed(rt_call *c, sh_outcome o, uint32_t hint, const char *what)
+{
+	rt_router *rt = c->rt;
+	uint32_t tried = c->retry.target;
+	if (c->only_node != 0) {
+		if (o == SH_OUT_UNREACHABLE)
+			mark_down(rt, tried);
+		sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE, "node %u: %s", tried, what);
+		call_finish(c, SHOAL_E_UNAVAILABLE);
+		return;
+	}
+	rt_note_failure(rt, c->group, o, tried, hint);
+	int64_t now = rt_now_ms();
+	uint32_t delay;
+	if (!sh_retry_next(&c->retry, o, hint, now, c->deadline, &delay)) {
+		sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE,
+		        "Service unavailable: storage group %u did not answer within the deadline "
+		        "(%u attempts; last: node %u, %s)",
+		        c->group, c->retry.attempts, tried, what);
+		call_finish(c, SHOAL_E_UNAVAILABLE);
+		return;
+	}
+	atomic_fetch_add(&rt->metrics.retries[o], 1);
+	if (delay == 0) {
+		call_attempt(c);
+		return;
+	}
+	if (c->timer == NULL && nng_aio_alloc(&c->timer, timer_cb, c) != 0) {
+		c->timer = NULL;
+		sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory for a retry timer");
+		call_finish(c, SHOAL_E_NOMEM);
+		return;
+	}
+	c->state = CALL_BACKOFF;
+	nng_sleep_aio((nng_duration)delay, c->timer);
+}
+
+/* What a NodeResponse says without unpacking it: the Response's status, its
+ * presence, and the leader hint.  False if the bytes do not parse. */
+static bool read_answer(const rt_fields *f, const uint8_t *buf, size_t len, int *code,
+                        bool *has_response, uint32_t *leader)
+{
+	const uint8_t *p = buf, *end = buf + len, *resp = NULL;
+	size_t rlen = 0;
+	wire_field fl;
+	*leader = 0;
+	*code = SHOAL_OK;
+	*has_response = false;
+	while (p < end) {
+		if (!wire_next_field(&p, end, &fl))
+			return false;
+		if (fl.type == 0 && fl.number == f->nresp_leader)
+			*leader = (uint32_t)fl.value;
+		if (fl.type == 2 && fl.number == f->nresp_response) {
+			resp = fl.data; /* several pieces merge: the last status counts */
+			rlen = fl.len;
+			*has_response = true;
+			const uint8_t *q = resp, *qend = resp + rlen;
+			wire_field g;
+			while (q < qend) {
+				if (!wire_next_field(&q, qend, &g))
+					return false;
+				if (g.type == 0 && g.number == f->resp_status)
+					*code = wire_code_from_status((int)g.value);
+			}
+		}
+	}
+	return true;
+}
+
+/* The lane's end of an attempt.  Any thread. */
+static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
+{
+	rt_call *c = (rt_call *)it;
+	rt_router *rt = c->rt;
+	uint32_t from = c->retry.target;
+	if (rv != WIRE_LANE_OK) {
+		switch (rv) {
+		case WIRE_LANE_TIMEOUT:
+			call_failed(c, SH_OUT_TIMEOUT, 0, "timed out");
+			return;
+		case WIRE_LANE_BAD:
+			call_failed(c, SH_OUT_BAD_ANSWER, 0,
+			            "a batch answer without this request's");
+			return;
+		case WIRE_LANE_CLOSED:
+			sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE,
+			        "Service unavailable: the router is stopping");
+			call_finish(c, SHOAL_E_UNAVAILABLE);
+			return;
+		case WIRE_LANE_NOMEM:
+			sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory for a node request");
+			call_finish(c, SHOAL_E_NOMEM);
+			return;
+		default:
+			call_failed(c, SH_OUT_UNREACHABLE, 0,
+			            rv == WIRE_LANE_RESET ? "connection lost" : "unreachable");
+			return;
+		}
+	}
+	char msg[SH_ERRMSG_SIZE];
+	int code;
+	bool has_response;
+	uint32_t leader;
+	if (wire_check_framing(&shoal__node_response__descriptor, ans, len, msg) != SHOAL_OK ||
+	    !read_answer(&rt->f, ans, len, &code, &has_response, &leader)) {
+		if (whole != NULL)
+			nng_msg_free(whole);
+		rt_log("node %u, group %u: bad answer: %s", from, c->group, msg);
+		call_failed(c, SH_OUT_BAD_ANSWER, 0, "an answer that does not decode");
+		return;
+	}
+	if (c->only_node == 0 && (code == SHOAL_E_NOT_LEADER || code == SHOAL_E_UNAVAILABLE)) {
+		if (whole != NULL)
+			nng_msg_free(whole);
+		call_failed(c, code == SHOAL_E_NOT_LEADER ? SH_OUT_NOT_LEADER : SH_OUT_UNAVAILABLE,
+		            leader, code == SHOAL_E_NOT_LEADER ? "not the leader" : "unavailable");
+		return;
+	}
+	rt_note_answer(rt, c->group, from, c->only_node != 0 || c->any_replica);
+	if (whole == NULL) {
+		if (nng_msg_alloc(&whole, len) != 0) {
+			sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory for a node's answer");
+			call_finish(c, SHOAL_E_NOMEM);
+			return;
+		}
+		memcpy(nng_msg_body(whole), ans, len);
+	}
+	c->ans = whole;
+	c->code = code;
+	c->has_response = has_response;
+	c->answered_by = from;
+	call_finish(c, SHOAL_OK);
+}
+
+/* One attempt at c->retry.target. */
+static void call_attempt(rt_call *c)
+{
+	rt_router *rt = c->rt;
+	rt_node *n = rt_node_by_id(rt, c->retry.target);
+	c->state = CALL_ATTEMPT;
+	if (c->body == NULL && c->hdr_len == 0) {
+		sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory for a node request");
+		call_fail_later(c, SHOAL_E_NOMEM);
+		return;
+	}
+	if (n == NULL || !n->open) {
+		call_failed(c, SH_OUT_UNREACHABLE, 0, "no such node");
+		return;
+	}
+	c->node = n;
+	int64_t now = rt_now_ms();
+	uint32_t attempt = c->attempt_ms != 0 ? c->attempt_ms : rt->opt.attempt_ms;
+	c->item.part[0] = c->hdr;
+	c->item.len[0] = c->hdr_len;
+	c->item.part[1] = c->body;
+	c->item.len[1] = c->body_len;
+	c->item.deadline = now + attempt < c->deadline ? now + attempt : c->deadline;
+	c->item.done = item_done;
+	wire_lanes *l = &n->lanes[c->any_replica ? RT_CLASS_READ : RT_CLASS_WAIT];
+	if (wire_lanes_submit(l, &c->item) != SHOAL_OK) {
+		sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE,
+		        "Service unavailable: the router is stopping");
+		call_fail_later(c, SHOAL_E_UNAVAILABLE);
+	}
+}
+
+void rt_call_start(rt_call *c)
+{
+	rt_router *rt = c->rt;
+	c->rc = SHOAL_OK;
+	c->errmsg[0] = '\0';
+	c->ans = NULL;
+	c->resp = NULL;
+	c->code = SHOAL_OK;
+	c->has_response = false;
+	c->answered_by = 0;
+	if (c->group >= rt->conf->groups) {
+		sh_errf(c->errmsg, SHOAL_E_INTERNAL, "no storage group %u", c->group);
+		call_fail_later(c, SHOAL_E_INTERNAL);
+		return;
+	}
+	uint32_t reps[SH_MAX_REPLICATION];
+	uint32_t nrep = rt->conf->replication;
+	sh_cluster_replicas(rt->conf, c->group, reps);
+	uint32_t first;
+	if (c->only_node != 0) {
+		reps[0] = c->only_node;
+		nrep = 1;
+		first = c->only_node;
+	} else {
+		first = rt_first_target(rt, c->group, c->any_replica, reps, nrep);
+	}
+	sh_retry_init(&c->retry, reps, nrep, first, RT_BACKOFF_MIN_MS, RT_BACKOFF_MAX_MS);
+	/* A call that ends while this runs (no node, no time left) ends
+	 * through its timer instead: call_finish sees `starting`. */
+	atomic_store(&c->starting, true);
+	call_attempt(c);
+	atomic_store(&c->starting, false);
+}
+
+Shoal__NodeResponse *rt_call_resp(rt_call *c, sh_arena *a)
+{
+	if (c->resp != NULL || c->rc != SHOAL_OK || c->ans == NULL)
+		return c->resp;
+	ProtobufCAllocator alloc;
+	wire_arena_allocator(&alloc, a);
+	c->resp = shoal__node_response__unpack(&alloc, nng_msg_len(c->ans), nng_msg_body(c->ans));
+	if (c->resp == NULL) {
+		sh_errf(c->errmsg, SHOAL_E_INTERNAL, "node %u: undecodable NodeResponse",
+		        c->answered_by);
+		c->rc = SHOAL_E_INTERNAL;
+	}
+	return c->resp;
+}
+
+void rt_call_release(rt_call *c)
+{
+	if (c->ans != NULL) {
+		nng_msg_free(c->ans);
+		c->ans = NULL;
+	}
+	if (c->timer != NULL) {
+		nng_aio_reap(c->timer);
+		c->timer = NULL;
+	}
+	c->resp = NULL;
+	c->state = CALL_IDLE;
+}
