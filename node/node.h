@@ -515,6 +515,9 @@ int64_t node_wall_ms(void);
 #define NODE_SHIP_TICK_MS 10
 /* Time allowed for a connection to the target's node, for its answer, and
  * the retry backoff bounds. */
+/* Lanes per target node, and links' batches per message (proto/lanes.h). */
+#define NODE_SHIP_LANES           2
+#define NODE_SHIP_LANE_BATCH      16
 #define NODE_SHIP_SEND_TIMEOUT_MS 500
 #define NODE_SHIP_TIMEOUT_MS      2000
 #define NODE_SHIP_BACKOFF_MIN_MS  10

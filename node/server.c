@@ -75,6 +75,7 @@
 
 #include "common/alloc.h"
 #include "node/node.h"
+#include "proto/lanes.h"
 #include "proto/wire.h"
 
 /* Dispatch flags. */
@@ -205,9 +206,10 @@ struct node_server {
 	unsigned n_ctxs;
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
-	unsigned busy;      /* messages received and not yet answered */
-	nreq *free_members; /* pool of batch members (mu) */
-	nreq *all_members;  /* every member allocated (mu) */
+	unsigned busy;                      /* messages received and not yet answered */
+	nreq *free_members;                 /* pool of batch members (mu) */
+	uint32_t f_req_batch, f_resp_batch; /* NodeRequest.batch, NodeResponse.batch */
+	nreq *all_members;                  /* every member allocated (mu) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -747,30 +749,25 @@ static void members_put(rctx *x)
 }
 
 /* Every member of x's batch answered: one NodeResponse with their packed
- * answers in order (field 8, `batch`), sent on x.  A member whose answer
- * could not be built (out of memory) answers with an empty NodeResponse,
- * which the router treats as a bad answer for that request alone. */
+ * answers in order (its `batch` field: wire_batch_answer), sent on x.  A
+ * member whose answer could not be built (out of memory) answers with an
+ * empty NodeResponse, which the router treats as a bad answer for that
+ * request alone. */
 static void send_batch(rctx *x)
 {
-	size_t size = 0;
-	for (uint32_t i = 0; i < x->n_members; i++) {
-		size_t n = x->members[i]->out_len;
-		size += 1 + wire_varint_len(n) + n;
-	}
+	uint32_t n = x->n_members;
+	const uint8_t **data = sh_calloc(n + 1, sizeof(*data));
+	size_t *len = sh_calloc(n + 1, sizeof(*len));
 	nng_msg *m = NULL;
-	if (nng_msg_alloc(&m, size) == 0) {
-		uint8_t *p = nng_msg_body(m);
-		for (uint32_t i = 0; i < x->n_members; i++) {
-			const nreq *q = x->members[i];
-			*p++ = 8 << 3 | 2;
-			p += wire_put_varint(p, q->out_len);
-			if (q->out_len > 0)
-				memcpy(p, q->out, q->out_len);
-			p += q->out_len;
+	if (data != NULL && len != NULL) {
+		for (uint32_t i = 0; i < n; i++) {
+			data[i] = x->members[i]->out;
+			len[i] = x->members[i]->out_len;
 		}
-	} else {
-		m = NULL;
+		m = wire_batch_answer(x->s->f_resp_batch, data, len, n);
 	}
+	sh_free(data);
+	sh_free(len);
 	members_put(x);
 	send_reply(x, m);
 }
@@ -779,35 +776,6 @@ static void member_done(rctx *x)
 {
 	if (atomic_fetch_sub(&x->pending, 1) == 1)
 		send_batch(x);
-}
-
-/* Whether the message is a batch (field 19 only), with its members' count
- * in *n; SHOAL_OK, or why it is neither a request nor a batch. */
-static int batch_members(const uint8_t *body, size_t len, uint32_t *n, char *errmsg)
-{
-	const uint8_t *p = body, *end = body + len;
-	wire_field f;
-	uint32_t members = 0, others = 0;
-	*n = 0;
-	while (p < end) {
-		if (!wire_next_field(&p, end, &f))
-			return SHOAL_OK; /* start_request's framing check says what */
-		if (f.number == 19 && f.type == 2)
-			members++;
-		else
-			others++;
-	}
-	if (members == 0)
-		return SHOAL_OK;
-	if (others > 0)
-		return sh_errf(errmsg, SHOAL_E_VALIDATION,
-		               "a NodeRequest batch carries nothing but its requests");
-	if (members > NODE_BATCH_MAX_MEMBERS)
-		return sh_errf(errmsg, SHOAL_E_VALIDATION,
-		               "a NodeRequest batch of %u requests (at most %u)", members,
-		               NODE_BATCH_MAX_MEMBERS);
-	*n = members;
-	return SHOAL_OK;
 }
 
 /* Starts every member of the batch in x->msg; the last to finish sends the
@@ -830,14 +798,14 @@ static void start_batch(rctx *x, uint32_t n)
 	}
 	x->n_members = n;
 	atomic_store(&x->pending, n + 1);
-	const uint8_t *p = nng_msg_body(x->msg), *end = p + nng_msg_len(x->msg);
+	const uint8_t *p = nng_msg_body(x->msg), *end = p + nng_msg_len(x->msg), *data;
+	size_t len;
 	uint64_t t0 = node_now_ns();
-	wire_field f;
 	node_wake_hold(); /* the loop sees the batch's writes together */
-	for (uint32_t i = 0; i < n && wire_next_field(&p, end, &f); i++) {
+	for (uint32_t i = 0; i < n && wire_batch_next(&p, end, s->f_req_batch, &data, &len); i++) {
 		nreq *q = x->members[i];
 		q->t0 = t0;
-		start_request(q, f.data, f.len);
+		start_request(q, data, len);
 	}
 	node_wake_release();
 	member_done(x); /* the starting itself */
@@ -872,7 +840,8 @@ static void rctx_cb(void *arg)
 		uint32_t n = 0;
 		char msg[SH_ERRMSG_SIZE];
 		x->one.t0 = node_now_ns();
-		int rc = batch_members(body, len, &n, msg);
+		int rc = wire_batch_members(body, len, s->f_req_batch, NODE_BATCH_MAX_MEMBERS,
+		                            "a NodeRequest batch", &n, msg);
 		if (rc != SHOAL_OK) {
 			nreq_reset(&x->one);
 			snprintf(x->one.c.errmsg, sizeof(x->one.c.errmsg), "%s", msg);
@@ -941,6 +910,8 @@ int node_server_start(node *n, const char *url, unsigned contexts, node_server *
 	if (s == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "server: out of memory");
 	s->node = n;
+	s->f_req_batch = wire_field_number(&shoal__node_request__descriptor, "batch");
+	s->f_resp_batch = wire_field_number(&shoal__node_response__descriptor, "batch");
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->idle, NULL);
 	s->ctxs = sh_calloc(contexts, sizeof(*s->ctxs));

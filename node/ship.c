@@ -403,31 +403,18 @@ void node_ship_close(node_ship *s)
 	}
 	if (s->async_init)
 		uv_close((uv_handle_t *)&s->async, NULL);
-	/* Exchanges on the wire end now (their callbacks still run). */
-	for (uint32_t g = 0; g < s->conf->groups; g++) {
-		ship_src *src = s->srcs[g];
-		if (src == NULL)
-			continue;
-		for (uint32_t t = 0; t < s->conf->groups; t++)
-			if (src->links[t] != NULL)
-				nng_aio_cancel(src->links[t]->aio);
-	}
+	/* Exchanges on the wire end now (their results reach the done list,
+	 * which nobody works off any more). */
+	node_ship_lanes_close(s);
 }
 
 void node_ship_free(node_ship *s)
 {
 	if (s == NULL)
 		return;
-	/* The loop has ended (or never ran): stop every aio, which waits for
-	 * its callback, then nothing touches the links any more. */
-	for (uint32_t g = 0; s->srcs != NULL && g < s->conf->groups; g++) {
-		ship_src *src = s->srcs[g];
-		if (src == NULL || src->links == NULL)
-			continue;
-		for (uint32_t t = 0; t < s->conf->groups; t++)
-			if (src->links[t] != NULL)
-				nng_aio_stop(src->links[t]->aio);
-	}
+	/* The loop has ended (or never ran): the lanes stop (waiting for
+	 * their callbacks), then nothing touches the links any more. */
+	node_ship_lanes_free(s);
 	for (uint32_t g = 0; s->srcs != NULL && g < s->conf->groups; g++) {
 		ship_src *src = s->srcs[g];
 		if (src == NULL)

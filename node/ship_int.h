@@ -9,7 +9,9 @@
 
 #include <nng/nng.h>
 
+#include "common/retry.h"
 #include "node/node.h"
+#include "proto/lanes.h"
 #include "storage/index.h"
 
 /* Propagation lag histogram bounds, milliseconds (+Inf implied). */
@@ -19,8 +21,7 @@
 
 typedef enum link_state {
 	LINK_IDLE,    /* nothing on the wire */
-	LINK_SENDING, /* nng_ctx_send pending */
-	LINK_RECV,    /* nng_ctx_recv pending */
+	LINK_SENDING, /* in the target node's lanes */
 	LINK_DONE,    /* result on the done list, for the loop */
 } link_state;
 
@@ -28,23 +29,21 @@ typedef struct ship_src ship_src;
 
 /* One (source, target) pair. */
 typedef struct ship_link {
+	wire_lane_item item; /* the batch in the target node's lanes */
 	node_ship *s;
 	ship_src *src;
 	uint32_t target;
-	nng_aio *aio;
-	nng_ctx ctx;
-	bool ctx_open;
-	uint32_t ctx_node; /* node id the context's socket dials */
 	link_state state;  /* the exchange's progress (nng thread, then s->mu) */
 	bool busy;         /* loop: an exchange is under way or unprocessed */
 	uint32_t gen;      /* src->gen of the exchange */
 	uint32_t n_sent;   /* deltas in the batch */
-	uint32_t dest;     /* node believed to lead the target, 0: choose */
-	uint32_t rr;       /* replica rotation after failures */
+	uint32_t dest;     /* the node the batch went to */
+	sh_retry retry;    /* where the next batch goes, and when (common/retry.h) */
+	bool retry_on;     /* retry is set up (else: choose afresh) */
 	uint64_t retry_ns; /* not before (monotonic) */
-	uint32_t backoff_ms;
-	uint64_t fails; /* consecutive, for logging */
-	int rv;         /* nng result */
+	uint64_t fails;    /* consecutive, for logging */
+	int rv;            /* WIRE_LANE_* */
+	nng_msg *req;      /* the packed NodeRequest in flight */
 	nng_msg *reply;
 	struct ship_link *done_next;
 } ship_link;
@@ -113,6 +112,11 @@ struct node_ship {
 
 	nng_socket socks[SH_MAX_NODES]; /* by position in conf->nodes */
 	bool sock_open[SH_MAX_NODES];
+	/* Per node: lanes on its socket (proto/lanes.h): batches of several
+	 * links to one node share messages. */
+	wire_lane_io io[SH_MAX_NODES];
+	wire_lanes lanes[SH_MAX_NODES];
+	bool lanes_init[SH_MAX_NODES];
 
 	ship_src **srcs; /* [groups]; NULL where not hosted */
 
@@ -130,7 +134,11 @@ void node_ship_link_send(ship_src *src, uint32_t target, uint64_t now);
 void node_ship_drain(node_ship *s);
 /* Forgets where the link sent and its backoff (a new leadership). */
 void node_ship_link_reset(ship_link *l);
-/* Frees a link whose aio has been stopped (nng_aio_stop). */
+/* Frees a link (its node's lanes are closed: nothing of it is in flight). */
 void node_ship_link_free(ship_link *l);
+/* Closes every node's lanes (exchanges in flight end now; their results
+ * reach the done list), and frees them (after close, loop ended). */
+void node_ship_lanes_close(node_ship *s);
+void node_ship_lanes_free(node_ship *s);
 
 #endif

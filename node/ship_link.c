@@ -1,17 +1,17 @@
 /*
  * ship_link.c -- the shipper's nng side (node/ship.c has the overview):
  * each (source, target) link sends one IndexApply batch at a time as a
- * NodeRequest on a REQ context of the socket dialled to the node it believes
- * leads the target group, and hands the answer back to the loop.
+ * NodeRequest through the lanes (proto/lanes.h, the batching transport the
+ * router and libshoal use too) of the node it believes leads the target
+ * group -- batches of several links for one node share a message -- and
+ * hands the answer back to the loop.
  *
  * An exchange:
  *
  *   state    event                                next     where
  *   -------  -----------------------------------  -------  ---------------
  *   IDLE     a batch taken (node_shipq_take)      SENDING  link_send (loop)
- *   SENDING  sent                                 RECV     link_cb (nng)
- *   SENDING  failed / timed out (no connection)   DONE     link_cb (nng)
- *   RECV     answered, failed or timed out        DONE     link_cb (nng)
+ *   SENDING  answered, failed or timed out        DONE     link_done (nng)
  *   DONE     taken off the done list              IDLE     link_result (loop)
  *
  * The nng callback only stores the result, puts the link on the shipper's
@@ -20,11 +20,13 @@
  * is what keeps a second exchange from starting: it is set before the send
  * and cleared when the loop has processed the result.
  *
- * Where to send: this node if it leads the target itself, else the leader
- * this node knows (when it hosts a replica), else the group's replicas in
- * turn; then NOT_LEADER hints (at once), else the next replica after a
- * backoff (10 ms doubling to 500 ms).  An answer that is not OK leaves the
- * batch unsent; it goes again, possibly longer.
+ * Where to send: first this node if it leads the target itself, else the
+ * leader this node knows (when it hosts a replica), else a replica in turn;
+ * then the retry policy (common/retry.h, as the router's calls): NOT_LEADER
+ * hints at once, other failures the next replica, a backoff (10 ms doubling
+ * to 500 ms) after a round of the group's replicas without an answer.  An
+ * answer that is not OK leaves the batch unsent; it goes again, possibly
+ * longer.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -34,6 +36,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "node/ship_int.h"
 #include "proto/wire.h"
 
@@ -118,60 +121,88 @@ static void post_done(ship_link *l)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* The aio callback: SENDING -> RECV -> DONE, or DONE on failure. */
-static void link_cb(void *arg)
+/* The lanes' end of an exchange: keep the answer for the loop.  nng
+ * callback thread. */
+static void link_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
 {
-	ship_link *l = arg;
-	int rv = nng_aio_result(l->aio);
-	if (l->state == LINK_SENDING) {
-		if (rv != 0) {
-			nng_msg *m = nng_aio_get_msg(l->aio);
-			if (m != NULL)
-				nng_msg_free(m);
-			nng_aio_set_msg(l->aio, NULL);
-			l->rv = rv;
-			post_done(l);
-			return;
-		}
-		l->state = LINK_RECV;
-		nng_aio_set_timeout(l->aio, NODE_SHIP_TIMEOUT_MS);
-		nng_ctx_recv(l->ctx, l->aio);
-		return;
+	ship_link *l = (ship_link *)it;
+	if (rv == WIRE_LANE_OK && whole == NULL) {
+		if (nng_msg_alloc(&whole, len) == 0)
+			memcpy(nng_msg_body(whole), ans, len);
+		else
+			rv = WIRE_LANE_NOMEM;
 	}
 	l->rv = rv;
-	l->reply = rv == 0 ? nng_aio_get_msg(l->aio) : NULL;
-	nng_aio_set_msg(l->aio, NULL);
+	l->reply = rv == WIRE_LANE_OK ? whole : NULL;
 	post_done(l);
 }
 
-/* The REQ socket to node id (opened and dialled, without waiting, on first
- * use), or NULL. */
-static nng_socket *sock_for(node_ship *s, uint32_t id)
+/* The lanes to node id (its socket opened and dialled, without waiting, on
+ * first use), or NULL. */
+static wire_lanes *lanes_for(node_ship *s, uint32_t id)
 {
 	int i = node_pos(s->conf, id);
 	if (i < 0)
 		return NULL;
-	if (s->sock_open[i])
-		return &s->socks[i];
-	int rv = nng_req0_open(&s->socks[i]);
-	if (rv != 0) {
-		node_logf(NODE_LOG_WARN, "ship: nng_req0_open: %s", nng_strerror(rv));
+	if (s->lanes_init[i])
+		return &s->lanes[i];
+	if (!s->sock_open[i]) {
+		int rv = nng_req0_open(&s->socks[i]);
+		if (rv != 0) {
+			node_logf(NODE_LOG_WARN, "ship: nng_req0_open: %s", nng_strerror(rv));
+			return NULL;
+		}
+		nng_socket_set_size(s->socks[i], NNG_OPT_RECVMAXSZ, NODE_RECV_MAX);
+		nng_socket_set_ms(s->socks[i], NNG_OPT_RECONNMINT, 20);
+		nng_socket_set_ms(s->socks[i], NNG_OPT_RECONNMAXT, 500);
+		/* Our own retries decide when a batch goes again. */
+		nng_socket_set_ms(s->socks[i], NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+		rv = nng_dial(s->socks[i], s->conf->nodes[i].rpc, NULL, NNG_FLAG_NONBLOCK);
+		if (rv != 0) {
+			node_logf(NODE_LOG_WARN, "ship: dial %s: %s", s->conf->nodes[i].rpc,
+			          nng_strerror(rv));
+			nng_close(s->socks[i]);
+			return NULL;
+		}
+		s->sock_open[i] = true;
+	}
+	wire_lane_nng_io(&s->io[i], &s->socks[i]);
+	wire_lanes_conf lc = {
+	    .io = &s->io[i],
+	    .n_lanes = NODE_SHIP_LANES,
+	    .max_items = NODE_SHIP_LANE_BATCH,
+	    .max_bytes = 4 * NODE_SHIP_BATCH_BYTES,
+	    .req_field = wire_field_number(&shoal__node_request__descriptor, "batch"),
+	    .resp_field = wire_field_number(&shoal__node_response__descriptor, "batch"),
+	    /* A send waits only for a connection to the node: when there is
+	     * none (the node is down) another replica is tried soon. */
+	    .send_ms = NODE_SHIP_SEND_TIMEOUT_MS,
+	};
+	char msg[SH_ERRMSG_SIZE];
+	if (wire_lanes_init(&s->lanes[i], &lc, msg) != SHOAL_OK) {
+		node_logf(NODE_LOG_WARN, "ship: lanes to node %u: %s", id, msg);
+		wire_lanes_fini(&s->lanes[i]);
 		return NULL;
 	}
-	nng_socket_set_size(s->socks[i], NNG_OPT_RECVMAXSZ, NODE_RECV_MAX);
-	nng_socket_set_ms(s->socks[i], NNG_OPT_RECONNMINT, 20);
-	nng_socket_set_ms(s->socks[i], NNG_OPT_RECONNMAXT, 500);
-	/* Our own retries decide when a batch goes again. */
-	nng_socket_set_ms(s->socks[i], NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-	rv = nng_dial(s->socks[i], s->conf->nodes[i].rpc, NULL, NNG_FLAG_NONBLOCK);
-	if (rv != 0) {
-		node_logf(NODE_LOG_WARN, "ship: dial %s: %s", s->conf->nodes[i].rpc,
-		          nng_strerror(rv));
-		nng_close(s->socks[i]);
-		return NULL;
-	}
-	s->sock_open[i] = true;
-	return &s->socks[i];
+	s->lanes_init[i] = true;
+	return &s->lanes[i];
+}
+
+void node_ship_lanes_close(node_ship *s)
+{
+	for (uint32_t i = 0; i < SH_MAX_NODES; i++)
+		if (s->lanes_init[i])
+			wire_lanes_close(&s->lanes[i]);
+}
+
+void node_ship_lanes_free(node_ship *s)
+{
+	for (uint32_t i = 0; i < SH_MAX_NODES; i++)
+		if (s->lanes_init[i]) {
+			wire_lanes_close(&s->lanes[i]);
+			wire_lanes_fini(&s->lanes[i]);
+			s->lanes_init[i] = false;
+		}
 }
 
 /* ------------------------------------------------------------------------ */
@@ -189,51 +220,43 @@ static ship_link *link_get(ship_src *src, uint32_t target)
 	l->s = src->s;
 	l->src = src;
 	l->target = target;
-	if (nng_aio_alloc(&l->aio, link_cb, l) != 0) {
-		sh_free(l);
-		return NULL;
-	}
 	src->links[target] = l;
 	return l;
 }
 
-/* The node to send the target's batch to. */
+/* The node to send the target's batch to: the retry policy's target, set
+ * up first with what this node knows of the target's leadership. */
 static uint32_t link_dest(ship_link *l)
 {
 	node_ship *s = l->s;
-	if (l->dest != 0)
-		return l->dest;
+	if (l->retry_on)
+		return l->retry.target;
+	uint32_t replicas[SH_MAX_REPLICATION];
+	sh_cluster_replicas(s->conf, l->target, replicas);
+	uint32_t first = replicas[l->fails % s->conf->replication];
 	node_group *tg = node_group_get(s->n, l->target);
 	if (tg != NULL) {
 		node_group_status st;
 		node_group_status_get(tg, &st);
 		if (st.role == RAFT_LEADER)
-			return s->n->id;
-		if (st.leader != 0)
-			return st.leader;
+			first = s->n->id;
+		else if (st.leader != 0)
+			first = st.leader;
 	}
-	uint32_t replicas[SH_MAX_REPLICATION];
-	sh_cluster_replicas(s->conf, l->target, replicas);
-	return replicas[l->rr % s->conf->replication];
+	sh_retry_init(&l->retry, replicas, s->conf->replication, first, NODE_SHIP_BACKOFF_MIN_MS,
+	              NODE_SHIP_BACKOFF_MAX_MS);
+	l->retry_on = true;
+	return l->retry.target;
 }
 
-/* After a failure: another replica next time, and a pause. */
-static void link_failed(ship_link *l, uint32_t hint, bool pause)
+/* After a failure: the next target and maybe a pause (the retry policy). */
+static void link_failed(ship_link *l, sh_outcome o, uint32_t hint)
 {
-	l->dest = hint;
-	if (hint == 0)
-		l->rr++;
+	link_dest(l);
 	l->fails++;
-	if (pause) {
-		l->backoff_ms = l->backoff_ms == 0 ? NODE_SHIP_BACKOFF_MIN_MS : l->backoff_ms * 2;
-		if (l->backoff_ms > NODE_SHIP_BACKOFF_MAX_MS)
-			l->backoff_ms = NODE_SHIP_BACKOFF_MAX_MS;
-		l->retry_ns = node_now_ns() + (uint64_t)l->backoff_ms * 1000000u;
-	}
-	if (l->ctx_open) { /* a fresh context for the next request */
-		nng_ctx_close(l->ctx);
-		l->ctx_open = false;
-	}
+	uint32_t delay = 0;
+	sh_retry_next(&l->retry, o, hint, 0, INT64_MAX, &delay);
+	l->retry_ns = delay > 0 ? node_now_ns() + (uint64_t)delay * 1000000u : 0;
 }
 
 /* Packs the first n deltas of the target's queue as a NodeRequest. */
@@ -292,36 +315,31 @@ void node_ship_link_send(ship_src *src, uint32_t target, uint64_t now)
 		return;
 	nng_msg *m = NULL;
 	uint32_t dest = link_dest(l);
-	nng_socket *sock = sock_for(s, dest);
-	if (sock == NULL || pack_batch(l, k, &m) != SHOAL_OK) {
+	wire_lanes *lanes = lanes_for(s, dest);
+	if (lanes == NULL || pack_batch(l, k, &m) != SHOAL_OK) {
 		node_shipq_retry(&src->q, target);
-		link_failed(l, 0, true);
+		link_failed(l, SH_OUT_UNREACHABLE, 0);
 		return;
-	}
-	if (l->ctx_open && l->ctx_node != dest) {
-		nng_ctx_close(l->ctx);
-		l->ctx_open = false;
-	}
-	if (!l->ctx_open) {
-		if (nng_ctx_open(&l->ctx, *sock) != 0) {
-			nng_msg_free(m);
-			node_shipq_retry(&src->q, target);
-			link_failed(l, 0, true);
-			return;
-		}
-		l->ctx_open = true;
-		l->ctx_node = dest;
 	}
 	l->dest = dest;
 	l->gen = src->gen;
 	l->n_sent = k;
 	l->busy = true;
 	l->state = LINK_SENDING;
-	/* A send waits only for a connection to the node: when there is none
-	 * (the node is down) another replica is tried soon. */
-	nng_aio_set_timeout(l->aio, NODE_SHIP_SEND_TIMEOUT_MS);
-	nng_aio_set_msg(l->aio, m);
-	nng_ctx_send(l->ctx, l->aio);
+	l->req = m;
+	l->item.part[0] = nng_msg_body(m);
+	l->item.len[0] = nng_msg_len(m);
+	l->item.part[1] = NULL;
+	l->item.len[1] = 0;
+	l->item.deadline = sh_now_ms() + NODE_SHIP_TIMEOUT_MS;
+	l->item.done = link_done;
+	if (wire_lanes_submit(lanes, &l->item) != SHOAL_OK) { /* closing */
+		nng_msg_free(m);
+		l->req = NULL;
+		l->busy = false;
+		l->state = LINK_IDLE;
+		node_shipq_retry(&src->q, target);
+	}
 }
 
 static void ack_each(void *arg, const st_delta *d)
@@ -337,6 +355,10 @@ static void link_result(ship_link *l)
 	nng_msg *reply = l->reply;
 	int rv = l->rv;
 	l->reply = NULL;
+	if (l->req != NULL) {
+		nng_msg_free(l->req);
+		l->req = NULL;
+	}
 	l->state = LINK_IDLE;
 	l->busy = false;
 	src->kick = true;
@@ -347,12 +369,16 @@ static void link_result(ship_link *l)
 			nng_msg_free(reply);
 		return;
 	}
-	if (rv != 0) {
+	if (rv != WIRE_LANE_OK) {
 		if (l->fails % 50 == 0)
 			node_logf(NODE_LOG_INFO, "ship: group %u -> group %u via node %u: %s",
-			          src->gid, l->target, l->dest, nng_strerror(rv));
+			          src->gid, l->target, l->dest, wire_lane_rv_name(rv));
 		node_shipq_retry(&src->q, l->target);
-		link_failed(l, 0, rv != NNG_ETIMEDOUT);
+		link_failed(l,
+		            rv == WIRE_LANE_TIMEOUT ? SH_OUT_TIMEOUT
+		            : rv == WIRE_LANE_BAD   ? SH_OUT_BAD_ANSWER
+		                                    : SH_OUT_UNREACHABLE,
+		            0);
 		return;
 	}
 	Shoal__NodeResponse *r = shoal__node_response__unpack(NULL, nng_msg_len(reply),
@@ -364,7 +390,9 @@ static void link_result(ship_link *l)
 	if (code == SHOAL_OK) {
 		node_shipq_ack(&src->q, l->target, ack_each, src);
 		atomic_fetch_add_explicit(&src->shipped_total, l->n_sent, memory_order_relaxed);
-		l->backoff_ms = 0;
+		/* The next batch goes where this one went, with a fresh policy. */
+		l->retry.round = 0;
+		l->retry.backoff_ms = NODE_SHIP_BACKOFF_MIN_MS;
 		l->retry_ns = 0;
 		l->fails = 0;
 		src->want_read = true; /* room in the buffer */
@@ -379,11 +407,8 @@ static void link_result(ship_link *l)
 			              ? r->response->message
 			              : "");
 		node_shipq_retry(&src->q, l->target);
-		/* A fresh hint is worth trying at once; anything else waits (and
-		 * so does a hint that keeps failing, as during an election). */
-		if (hint == l->dest)
-			hint = 0;
-		link_failed(l, hint, hint == 0 || l->fails >= 2);
+		link_failed(l, code == SHOAL_E_NOT_LEADER ? SH_OUT_NOT_LEADER : SH_OUT_UNAVAILABLE,
+		            hint);
 	}
 	if (r != NULL)
 		shoal__node_response__free_unpacked(r, NULL);
@@ -405,8 +430,7 @@ void node_ship_drain(node_ship *s)
 }
 void node_ship_link_reset(ship_link *l)
 {
-	l->dest = 0;
-	l->backoff_ms = 0;
+	l->retry_on = false;
 	l->retry_ns = 0;
 	l->fails = 0;
 }
@@ -415,12 +439,8 @@ void node_ship_link_free(ship_link *l)
 {
 	if (l->reply != NULL)
 		nng_msg_free(l->reply);
-	nng_msg *m = nng_aio_get_msg(l->aio);
-	if (m != NULL)
-		nng_msg_free(m);
-	if (l->ctx_open)
-		nng_ctx_close(l->ctx);
-	nng_aio_free(l->aio);
+	if (l->req != NULL)
+		nng_msg_free(l->req);
 	sh_free(l);
 }
 

@@ -23,6 +23,20 @@ struct wire_lane {
 	uint32_t n;
 };
 
+const char *wire_lane_rv_name(int rv)
+{
+	static const char *const names[] = {
+	    [WIRE_LANE_OK] = "ok",
+	    [WIRE_LANE_UNREACHABLE] = "unreachable",
+	    [WIRE_LANE_TIMEOUT] = "timeout",
+	    [WIRE_LANE_RESET] = "connection lost",
+	    [WIRE_LANE_BAD] = "bad answer",
+	    [WIRE_LANE_CLOSED] = "closed",
+	    [WIRE_LANE_NOMEM] = "out of memory",
+	};
+	return rv >= 0 && (size_t)rv < sizeof(names) / sizeof(names[0]) ? names[rv] : "unknown";
+}
+
 /* ------------------------------------------------------------------------ */
 /* Corks (per thread)                                                        */
 /* ------------------------------------------------------------------------ */

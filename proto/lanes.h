@@ -70,6 +70,9 @@ enum wire_lane_rv {
 	WIRE_LANE_NOMEM,       /* out of memory building the message */
 };
 
+/* "ok", "unreachable", "timeout", ... (logs). */
+const char *wire_lane_rv_name(int rv);
+
 typedef struct wire_lane_item wire_lane_item;
 
 /*
