@@ -108,18 +108,6 @@ void node_fsm_unregister(node_fsm *f, node_batch *b);
 /* Items per IndexBackfill step when the operation does not say. */
 #define NODE_BACKFILL_STEP 256
 
-/* The TableDefine of a stored table definition: the CreateTable request
- * (wire_create_table_to_pb), id, created_ms, every index's IndexState (id,
- * status) and next_index_id.  Built in a (and borrowing def's strings). */
-int node_table_define_pb(sh_arena *a, const st_table_def *def, Shoal__TableDefine **out,
-                         char *errmsg);
-/* The next index id of a table: the catalog's counter (st_table_def's
- * next_index_id), and at least one past the highest id in use. */
-uint32_t node_table_next_index_id(const st_table_def *def);
-/* Copies TableDefine.indexes (ids and statuses fixed by group 0) onto the
- * indexes of def with the same names.  SHOAL_E_VALIDATION for an unknown
- * status or an id above 65535. */
-int node_table_define_apply_states(const Shoal__TableDefine *td, st_table_def *def, char *errmsg);
 /* IndexApply -> st_delta[ia->n_deltas] (d: room for them), borrowing the
  * message's bytes.  SHOAL_E_VALIDATION unless every delta has a key, an index
  * id in 1..65535 and a seq above the previous one's (and above 0). */

@@ -55,7 +55,7 @@
  *                           define is older than what is stored (a lower
  *                           next_index_id, or an index status going back).
  *                           Result: catalog[0] is the stored TableDefine with
- *                           indexes and next_index_id (node_table_define_pb).
+ *                           indexes and next_index_id (wire_table_define_to_pb).
  *   drop_table              st_table_delete; ResourceNotFound if absent.
  *   update_table            group 0: st_table_update; result catalog[0] as
  *                           define_table's.
@@ -223,7 +223,7 @@ static int answer_table(op_ctx *c, const char *name)
 	Shoal__TableDefine **list = sh_arena_alloc(c->a, sizeof(*list));
 	if (list == NULL)
 		return sh_errf(c->msg, SHOAL_E_NOMEM, "table result: out of memory");
-	rc = node_table_define_pb(c->a, &info.def, &list[0], c->msg);
+	rc = wire_table_define_to_pb(c->a, &info.def, &list[0], c->msg);
 	if (rc != SHOAL_OK)
 		return result_built(c, rc);
 	c->nr->n_catalog = 1;
@@ -251,7 +251,7 @@ static void compare_indexes(const st_table_def *in, uint32_t in_next, const st_t
                             bool *differ, bool *stale)
 {
 	*differ = in->n_indexes != stored->n_indexes;
-	*stale = in_next != 0 && in_next < node_table_next_index_id(stored);
+	*stale = in_next != 0 && in_next < st_table_def_next_index_id(stored);
 	for (uint32_t i = 0; i < in->n_indexes; i++) {
 		const st_index_def *x = &in->indexes[i];
 		const st_index_def *y = find_index_id(stored, x->id);
@@ -279,14 +279,9 @@ static int op_define(op_ctx *c, const Shoal__TableDefine *td)
 		    "not in group %u",
 		    c->f->group);
 	st_table_def def;
-	int rc = wire_create_table_from_pb(c->a, td->def, &def, c->msg);
+	int rc = wire_table_define_from_pb(c->a, td, &def, c->msg);
 	if (rc != SHOAL_OK)
 		return rc;
-	if ((rc = node_table_define_apply_states(td, &def, c->msg)) != SHOAL_OK)
-		return rc;
-	def.id = td->table_id;
-	def.created_ms = td->created_ms;
-	def.next_index_id = td->next_index_id; /* group 0's counter; 0: derived */
 	rc = st_table_create(c->txn, &def, c->msg);
 
 	if (rc == SHOAL_E_IN_USE) {

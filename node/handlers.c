@@ -429,9 +429,7 @@ static int index_stats(node_call *c, const char *name, const st_index_progress *
 			s->lag_ms = lag;
 			s->lag_seen = true;
 		}
-		s->status = (char *)(p[i].status == ST_INDEX_CREATING   ? "CREATING"
-		                     : p[i].status == ST_INDEX_DELETING ? "DELETING"
-		                                                        : "ACTIVE");
+		s->status = (char *)wire_index_status_name(p[i].status);
 		t->indexes[t->n_indexes++] = s;
 	}
 	return SHOAL_OK;
@@ -522,7 +520,7 @@ int node_handle_list_catalog(node_call *c)
 		if (rc != SHOAL_OK)
 			return rc;
 		Shoal__TableDefine *d;
-		if ((rc = node_table_define_pb(c->arena, &info.def, &d, c->errmsg)) != SHOAL_OK)
+		if ((rc = wire_table_define_to_pb(c->arena, &info.def, &d, c->errmsg)) != SHOAL_OK)
 			return rc;
 		nr->catalog[nr->n_catalog++] = d;
 	}

@@ -50,6 +50,7 @@
 #include <jansson.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "proto/cluster.pb-c.h"
 #include "proto/ops.h"
 #include "proto/shoal.pb-c.h"
 
@@ -338,6 +339,23 @@ int wire_scan_req_to_pb(sh_arena *a, const st_scan_req *req, Shoal__ScanRequest 
                         char *errmsg);
 int wire_create_table_to_pb(sh_arena *a, const st_table_def *def, Shoal__CreateTableRequest **out,
                             char *errmsg);
+
+/*
+ * TableDefine (cluster.proto: what group 0 stores and sends to every data
+ * group) <-> st_table_def, the one converter (wire_define.c).  from_pb:
+ * the CreateTable request converted as CreateTable converts it, group 0's
+ * index ids and statuses laid over it, in the form the catalog stores
+ * (st_table_def_stored); an unknown index status or an id above 65535 is
+ * SHOAL_E_VALIDATION.  to_pb borrows def's strings.  Memory from a.
+ */
+int wire_table_define_to_pb(sh_arena *a, const st_table_def *def, Shoal__TableDefine **out,
+                            char *errmsg);
+int wire_table_define_from_pb(sh_arena *a, const Shoal__TableDefine *td, st_table_def *out,
+                              char *errmsg);
+/* "ACTIVE" / "CREATING" / "DELETING"; parse: NULL or "" is ACTIVE,
+ * anything else unknown SHOAL_E_VALIDATION. */
+const char *wire_index_status_name(st_index_status s);
+int wire_index_status_parse(const char *s, st_index_status *out);
 
 /* Storage results -> protobuf responses (built in a). */
 int wire_get_item_resp_to_pb(sh_arena *a, const st_value *item, Shoal__GetItemResponse **out,

@@ -47,42 +47,6 @@ void rt_catalog_fini(rt_catalog *c)
 	pthread_mutex_destroy(&c->mu);
 }
 
-static st_index_status index_status_parse(const char *s)
-{
-	if (s != NULL && strcmp(s, "CREATING") == 0)
-		return ST_INDEX_CREATING;
-	if (s != NULL && strcmp(s, "DELETING") == 0)
-		return ST_INDEX_DELETING;
-	return ST_INDEX_ACTIVE;
-}
-
-int rt_table_def_from_pb(sh_arena *a, const Shoal__TableDefine *d, st_table_def *out, char *errmsg)
-{
-	if (d == NULL || d->def == NULL)
-		return sh_errf(errmsg, SHOAL_E_INTERNAL, "a table definition without its request");
-	int rc = wire_create_table_from_pb(a, d->def, out, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	out->id = d->table_id;
-	out->created_ms = d->created_ms;
-	for (uint32_t i = 0; i < out->n_indexes; i++) {
-		st_index_def *x = &out->indexes[i];
-		/* Without group 0's ids (a definition from before indexes had
-		 * them): the engine's assignment at CreateTable, 1.. in order. */
-		if (d->n_indexes == 0)
-			x->id = (uint16_t)(i + 1);
-		for (size_t k = 0; k < d->n_indexes; k++) {
-			const Shoal__IndexState *st = d->indexes[k];
-			if (st != NULL && st->index_name != NULL &&
-			    strcmp(st->index_name, x->name) == 0) {
-				x->id = (uint16_t)st->index_id;
-				x->status = index_status_parse(st->status);
-			}
-		}
-	}
-	return SHOAL_OK;
-}
-
 const st_index_def *rt_index_find(const rt_table *t, const char *name)
 {
 	if (t == NULL || name == NULL)
@@ -123,7 +87,7 @@ int rt_catalog_snap_build(sh_arena *arena, Shoal__TableDefine *const *defs, size
 			rt_log("catalog: entry %zu has no definition; skipped", i);
 			continue;
 		}
-		int rc = rt_table_def_from_pb(&s->arena, d, &t->def, msg);
+		int rc = wire_table_define_from_pb(&s->arena, d, &t->def, msg);
 		if (rc == SHOAL_E_NOMEM) {
 			rt_catalog_snap_free(s);
 			return sh_errf(errmsg, rc, "catalog: out of memory");

@@ -189,10 +189,6 @@ typedef struct rt_catalog {
 int rt_catalog_init(rt_catalog *c);
 void rt_catalog_fini(rt_catalog *c);
 
-/* A TableDefine as the router uses it (pure): the CreateTableRequest it
- * carries, converted as CreateTable converts it, with group 0's table id,
- * created_ms, and each index's id and status (TableDefine.indexes). */
-int rt_table_def_from_pb(sh_arena *a, const Shoal__TableDefine *d, st_table_def *out, char *errmsg);
 /* Index `name` of a table, or NULL. */
 const st_index_def *rt_index_find(const rt_table *t, const char *name);
 

@@ -444,7 +444,7 @@ int rt_step_create_table(rt_job *j)
 		if ((rc = define_all_step(j, &s->all)) != SHOAL_OK)
 			return rc;
 		st_table_info info = {0};
-		if ((rc = rt_table_def_from_pb(&j->arena, s->stored, &info.def, j->errmsg)) !=
+		if ((rc = wire_table_define_from_pb(&j->arena, s->stored, &info.def, j->errmsg)) !=
 		    SHOAL_OK)
 			return rc;
 		Shoal__CreateTableResponse *cr = sh_arena_alloc(&j->arena, sizeof(*cr));
@@ -791,7 +791,7 @@ static int update_desc(rt_job *j, const Shoal__TableDefine *stored, const rt_tab
                        const st_table_update_req *u, Shoal__TableDescription **out)
 {
 	st_table_info info = {0};
-	int rc = rt_table_def_from_pb(&j->arena, stored, &info.def, j->errmsg);
+	int rc = wire_table_define_from_pb(&j->arena, stored, &info.def, j->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	st_index_def *all =

@@ -127,6 +127,21 @@ static bool env_error(int rc)
 	       rc == SHOAL_E_INTERNAL;
 }
 
+int st_table_def_stored(const st_table_def *src, sh_arena *a, st_table_def *out, char *errmsg)
+{
+	int rc = st_catalog_check_def(src, a, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (st_catalog_normalise_def(src, a, out) != SHOAL_OK)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "table definition: out of memory");
+	return SHOAL_OK;
+}
+
+uint32_t st_table_def_next_index_id(const st_table_def *d)
+{
+	return st_catalog_next_index_id(d);
+}
+
 int st_table_create(st_txn *txn, const st_table_def *def, char *errmsg)
 {
 	if (txn->sticky != SHOAL_OK)

@@ -301,6 +301,16 @@ int st_txn_commit(st_txn *txn, char *errmsg);
 void st_txn_abort(st_txn *txn);
 
 /* Catalog writes. */
+/* A definition as st_table_create would store it, without an environment
+ * (for components that must agree with the catalog: the router's cache,
+ * the TableDefine converter): checked as CreateTable checks it, key types
+ * from AttributeDefinitions, index ids that are 0 assigned exactly as the
+ * catalog assigns them, next_index_id past every id.  Strings are shared
+ * with src; arrays are in a.  SHOAL_E_VALIDATION, SHOAL_E_NOMEM. */
+int st_table_def_stored(const st_table_def *src, sh_arena *a, st_table_def *out, char *errmsg);
+/* The next index id of a definition: its next_index_id, raised past every
+ * index id (1 when none). */
+uint32_t st_table_def_next_index_id(const st_table_def *d);
 int st_table_create(st_txn *txn, const st_table_def *def, char *errmsg);
 /* Removes the table and all its items and index entries. */
 int st_table_delete(st_txn *txn, const char *name, char *errmsg);

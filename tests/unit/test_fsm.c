@@ -1641,11 +1641,11 @@ START_TEST(test_update_table_flow)
 	node_batch_fini(&b);
 	ck_assert_str_eq(active->indexes[0]->status, "ACTIVE");
 	ck_assert_uint_eq(active->indexes[0]->index_id, xid);
-	/* The catalog listing carries the same (node_table_define_pb). */
+	/* The catalog listing carries the same (wire_table_define_to_pb). */
 	st_table_info info;
 	ck_assert_int_eq(st_table_describe(node_fsm_env(g0), "utab", &A, &info, msg), SHOAL_OK);
 	Shoal__TableDefine *listed;
-	ck_assert_int_eq(node_table_define_pb(&A, &info.def, &listed, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_table_define_to_pb(&A, &info.def, &listed, msg), SHOAL_OK);
 	ck_assert_uint_eq(listed->n_indexes, 1);
 	ck_assert_uint_eq(listed->indexes[0]->index_id, xid);
 	ck_assert_str_eq(listed->indexes[0]->status, "ACTIVE");

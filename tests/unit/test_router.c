@@ -1501,7 +1501,7 @@ START_TEST(test_index_catalog_overlay)
 	d.created_ms = 123;
 	/* Without IndexState: the engine's ids at creation, 1.. in order. */
 	st_table_def out;
-	int rc = rt_table_def_from_pb(&a, &d, &out, msg);
+	int rc = wire_table_define_from_pb(&a, &d, &out, msg);
 	ck_assert_msg(rc == SHOAL_OK, "%s", msg);
 	ck_assert_uint_eq(out.id, 7);
 	ck_assert_int_eq(out.created_ms, 123);
@@ -1519,7 +1519,7 @@ START_TEST(test_index_catalog_overlay)
 	d.indexes = stp;
 	d.n_indexes = 3;
 	d.next_index_id = 10;
-	ck_assert_int_eq(rt_table_def_from_pb(&a, &d, &out, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_table_define_from_pb(&a, &d, &out, msg), SHOAL_OK);
 	rt_table t = {.name = "tbl1", .id = 7, .def = out};
 	const st_index_def *x = rt_index_find(&t, "gsi2");
 	ck_assert_ptr_nonnull(x);
@@ -1529,6 +1529,12 @@ START_TEST(test_index_catalog_overlay)
 	ck_assert_int_eq(rt_index_find(&t, "gsi1")->status, ST_INDEX_ACTIVE);
 	ck_assert(rt_index_find(&t, "lsi")->local);
 	ck_assert_ptr_null(rt_index_find(&t, "nope"));
+	/* A status this build does not know: refused, as the node refuses it
+	 * (one converter, one rule). */
+	st[0].status = "FROZEN";
+	ck_assert_int_eq(wire_table_define_from_pb(&a, &d, &out, msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(msg, "index gsi2: unknown status \"FROZEN\"");
+	st[0].status = "CREATING";
 	/* The catalog snapshot keeps them. */
 	Shoal__TableDefine *defs[1] = {&d};
 	rt_catalog_snap *snap;

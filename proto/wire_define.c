@@ -1,0 +1,109 @@
+/*
+ * wire_define.c -- TableDefine (cluster.proto) <-> st_table_def: the one
+ * converter of the definitions group 0 stores and sends to every data
+ * group, used by the router's catalog cache, the node's state machine
+ * (define_table) and the node's catalog listing.
+ *
+ * A TableDefine is the CreateTable request as the client sent it
+ * (regenerated from the stored definition after UpdateTable), plus what
+ * group 0 fixed: the table id, CreationDateTime, each index's id and status,
+ * and the next index id.  Reading one: the request is converted as
+ * CreateTable converts it (wire_create_table_from_pb), the ids and statuses
+ * are laid over its indexes by name, and the result is put in the form the
+ * catalog stores (st_table_def_stored: key types, ids of indexes without a
+ * state assigned exactly as the engine assigns them at CreateTable -- so a
+ * definition from before group 0 sent index states reads the same on every
+ * component).  An index status other than ACTIVE, CREATING or DELETING is
+ * refused (SHOAL_E_VALIDATION), everywhere: a definition this build does not
+ * understand must not be half-applied.  (A DynamoDB TableDescription is
+ * another matter: wire_desc.c reads its IndexStatus leniently.)
+ */
+#include <string.h>
+
+#include "proto/wire.h"
+
+const char *wire_index_status_name(st_index_status s)
+{
+	return s == ST_INDEX_CREATING ? "CREATING" : s == ST_INDEX_DELETING ? "DELETING" : "ACTIVE";
+}
+
+int wire_index_status_parse(const char *s, st_index_status *out)
+{
+	if (s == NULL || s[0] == '\0' || strcmp(s, "ACTIVE") == 0)
+		*out = ST_INDEX_ACTIVE;
+	else if (strcmp(s, "CREATING") == 0)
+		*out = ST_INDEX_CREATING;
+	else if (strcmp(s, "DELETING") == 0)
+		*out = ST_INDEX_DELETING;
+	else
+		return SHOAL_E_VALIDATION;
+	return SHOAL_OK;
+}
+
+int wire_table_define_to_pb(sh_arena *a, const st_table_def *def, Shoal__TableDefine **out,
+                            char *errmsg)
+{
+	Shoal__TableDefine *td = sh_arena_alloc(a, sizeof(*td));
+	if (td == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "TableDefine: out of memory");
+	shoal__table_define__init(td);
+	int rc = wire_create_table_to_pb(a, def, &td->def, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	td->table_id = def->id;
+	td->created_ms = def->created_ms;
+	td->next_index_id = st_table_def_next_index_id(def);
+	if (def->n_indexes > 0) {
+		td->indexes = sh_arena_calloc(a, def->n_indexes, sizeof(*td->indexes));
+		Shoal__IndexState *st = sh_arena_calloc(a, def->n_indexes, sizeof(*st));
+		if (td->indexes == NULL || st == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "TableDefine: out of memory");
+		for (uint32_t i = 0; i < def->n_indexes; i++) {
+			shoal__index_state__init(&st[i]);
+			st[i].index_name = (char *)def->indexes[i].name;
+			st[i].index_id = def->indexes[i].id;
+			st[i].status = (char *)wire_index_status_name(def->indexes[i].status);
+			td->indexes[i] = &st[i];
+		}
+		td->n_indexes = def->n_indexes;
+	}
+	*out = td;
+	return SHOAL_OK;
+}
+
+int wire_table_define_from_pb(sh_arena *a, const Shoal__TableDefine *td, st_table_def *out,
+                              char *errmsg)
+{
+	if (td == NULL || td->def == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "TableDefine without a table definition");
+	st_table_def def;
+	int rc = wire_create_table_from_pb(a, td->def, &def, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	for (size_t i = 0; i < td->n_indexes; i++) {
+		const Shoal__IndexState *x = td->indexes[i];
+		const char *name = x != NULL && x->index_name != NULL ? x->index_name : "?";
+		st_index_status status;
+		if (x == NULL || wire_index_status_parse(x->status, &status) != SHOAL_OK)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "index %s: unknown status \"%s\"", name,
+			               x != NULL && x->status != NULL ? x->status : "");
+		if (x->index_id > UINT16_MAX)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION, "index %s: id %u out of range",
+			               name, x->index_id);
+		/* An index the request does not list (gone meanwhile) is skipped:
+		 * the definition is the list of indexes that exist. */
+		for (uint32_t j = 0; j < def.n_indexes; j++)
+			if (x->index_name != NULL &&
+			    strcmp(def.indexes[j].name, x->index_name) == 0) {
+				def.indexes[j].id = (uint16_t)x->index_id;
+				def.indexes[j].status = status;
+				break;
+			}
+	}
+	def.id = td->table_id;
+	def.created_ms = td->created_ms;
+	def.next_index_id = td->next_index_id; /* group 0's counter; 0: derived */
+	return st_table_def_stored(&def, a, out, errmsg);
+}
