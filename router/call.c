@@ -222,10 +222,14 @@ rt_node *rt_node_by_id(rt_router *rt, uint32_t id)
 	return NULL;
 }
 
+uint32_t rt_group_of_hash(const rt_router *rt, uint64_t h)
+{
+	return sh_cluster_partition_group(rt->conf, sh_cluster_partition_of(rt->conf, h));
+}
+
 uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk)
 {
-	uint64_t h = st_key_hash(table_id, pk);
-	return sh_cluster_partition_group(rt->conf, sh_cluster_partition_of(rt->conf, h));
+	return rt_group_of_hash(rt, st_key_hash(table_id, pk));
 }
 
 uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups)

@@ -142,13 +142,6 @@ bool rt_index_start_hash(const rt_table *t, const st_index_def *x, const st_valu
 	return true;
 }
 
-uint32_t rt_index_group(const rt_router *rt, uint32_t table_id, const st_index_def *x,
-                        uint32_t shard, const st_value *gsi_pk)
-{
-	uint64_t h = st_index_hash(table_id, x->id, shard, gsi_pk);
-	return sh_cluster_partition_group(rt->conf, sh_cluster_partition_of(rt->conf, h));
-}
-
 /* ------------------------------------------------------------------------ */
 /* Checks shared by Query and Scan (a sub-step)                              */
 /* ------------------------------------------------------------------------ */
@@ -333,11 +326,9 @@ typedef struct iq_st {
 } iq_st;
 
 /* Issues the N shard reads of a sharded GSI Query (phase 12 next). */
-static int sharded_issue(rt_job *j, iq_st *s, const st_value *gpk)
+static int sharded_issue(rt_job *j, iq_st *s, const st_query_route_plan *plan)
 {
-	const rt_table *t = s->res.t;
-	const st_index_def *x = s->res.x;
-	uint32_t n = x->write_shards;
+	uint32_t n = plan->n;
 	Shoal__QueryRequest *sq;
 	if (shard_query(j, j->in->query, &sq) != SHOAL_OK)
 		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
@@ -350,7 +341,7 @@ static int sharded_issue(rt_job *j, iq_st *s, const st_value *gpk)
 	s->n = n;
 	for (uint32_t k = 0; k < n; k++) {
 		Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
-		rt_call *c = rt_job_call(j, rt_index_group(j->rt, t->id, x, k, gpk));
+		rt_call *c = rt_job_call(j, rt_group_of_hash(j->rt, plan->hash[k]));
 		if (nr == NULL || c == NULL)
 			return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 		shoal__node_request__init(nr);
@@ -450,15 +441,13 @@ int rt_index_query(rt_job *j, const rt_table *t, const st_query_req *q)
 			return rc;
 		const rt_table *tt = s->res.t;
 		const st_index_def *x = s->res.x;
-		const st_value *pk;
-		rc = st_query_partition_key(s->q, &x->key, &j->arena, &pk, j->errmsg);
+		st_query_route_plan plan;
+		rc = st_query_route(s->q, &tt->def, x, &j->arena, &plan, j->errmsg);
 		if (rc != SHOAL_OK)
 			return rc;
-		if (!x->local && x->write_shards > 1)
-			return sharded_issue(j, s, pk);
-		uint32_t group = x->local ? rt_group_of(j->rt, tt->id, pk)
-		                          : rt_index_group(j->rt, tt->id, x, 0, pk);
-		if ((s->one = rt_job_call(j, group)) == NULL)
+		if (plan.n > 1)
+			return sharded_issue(j, s, &plan);
+		if ((s->one = rt_job_call(j, rt_group_of_hash(j->rt, plan.hash[0]))) == NULL)
 			return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 		s->one->any_replica = x->local ? !s->q->consistent : true;
 		if ((rc = rt_call_forward(j, s->one, tt, 0)) != SHOAL_OK)

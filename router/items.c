@@ -4,8 +4,8 @@
  *
  * Each step validates the request at the API level (wire_*_req_from_pb),
  * finds the table in the catalog, takes the partition-key value (from the
- * Key or Item; for Query, the hash-key equality of KeyConditionExpression via
- * st_query_partition_key), hashes it to the owning group and forwards the
+ * Key or Item; for Query, the placement of the hash-key equality of its
+ * KeyConditionExpression, st_query_route), finds the owning group and forwards the
  * client's request unchanged (rt_call_forward: its packed bytes inside a
  * NodeRequest written by hand).  The node checks everything again against
  * the table and answers exactly as DynamoDB would; its Response is passed on
@@ -119,11 +119,11 @@ static int item_step(rt_job *j)
 				j->phase = 10; /* index.c's phases */
 				return rt_index_query(j, t, &p->q);
 			}
-			const st_value *pk;
-			if ((rc = st_query_partition_key(&p->q, &t->def.key, &j->arena, &pk,
-			                                 j->errmsg)) != SHOAL_OK)
+			st_query_route_plan plan;
+			if ((rc = st_query_route(&p->q, &t->def, NULL, &j->arena, &plan,
+			                         j->errmsg)) != SHOAL_OK)
 				return rc;
-			group = rt_group_of(j->rt, t->id, pk);
+			group = rt_group_of_hash(j->rt, plan.hash[0]);
 		} else {
 			group = key_group(j->rt, t, p->key, p->item);
 		}

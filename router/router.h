@@ -277,8 +277,9 @@ void rt_router_close(rt_router *rt);
 void rt_router_fini(rt_router *rt);
 
 rt_node *rt_node_by_id(rt_router *rt, uint32_t id);
-/* The group owning partition-key value pk of a table. */
+/* The group owning partition-key value pk of a table, and placement hash h. */
 uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk);
+uint32_t rt_group_of_hash(const rt_router *rt, uint64_t h);
 /* Every data group (those holding partitions), in order; returns the count. */
 uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups);
 
@@ -566,9 +567,6 @@ typedef struct rt_activate {
 } rt_activate;
 int rt_index_activate(rt_job *j, rt_activate *a);
 
-/* The group of write shard `shard` of GSI x's partition-key value gsi_pk. */
-uint32_t rt_index_group(const rt_router *rt, uint32_t table_id, const st_index_def *x,
-                        uint32_t shard, const st_value *gsi_pk);
 /* The placement hash at which a Scan of index x resumes after `key` (an
  * ExclusiveStartKey with the table's and the index's keys); false if key
  * does not hold them (the node then refuses it in DynamoDB's words). */

@@ -20,6 +20,7 @@
 
 #include "index_int.h"
 #include "read.h"
+#include "route.h"
 
 typedef struct read_plan {
 	st_expr *kc;     /* Query only */
@@ -298,6 +299,28 @@ static int query_exec(MDB_txn *txn, st_env *env, const st_query_req *req, const 
 	r.forward = req->forward;
 	return range_page(txn, env, &r, rt, p, p->esk != NULL ? &start : NULL, start_sk, &kc,
 	                  req->select, req->limit, a, out, errmsg);
+}
+
+int st_query_route(const st_query_req *req, const st_table_def *t, const st_index_def *x,
+                   sh_arena *a, st_query_route_plan *out, char *errmsg)
+{
+	memset(out, 0, sizeof(*out));
+	read_plan p = {0};
+	int rc = query_prepare(req, a, &p, errmsg);
+	st_key_cond kc;
+	if (rc == SHOAL_OK)
+		rc = st_expr_key_condition(p.kc, x != NULL ? &x->key : &t->key, &kc, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	out->pk = kc.hash;
+	out->n = x != NULL && !x->local && x->write_shards > 1 ? x->write_shards : 1;
+	out->hash = sh_arena_calloc(a, out->n, sizeof(*out->hash));
+	if (out->hash == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "query: out of memory");
+	for (uint32_t s = 0; s < out->n; s++)
+		out->hash[s] = x == NULL || x->local ? st_key_hash(t->id, kc.hash)
+		                                     : st_index_hash(t->id, x->id, s, kc.hash);
+	return SHOAL_OK;
 }
 
 int st_query(st_env *env, const st_query_req *req, sh_arena *a, st_page *out, char *errmsg)

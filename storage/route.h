@@ -7,15 +7,16 @@
  * and the batches the value is an attribute of the Key or Item; for Query it
  * is the equality on the hash key in the KeyConditionExpression, which only
  * the engine's expression parser can extract.  These functions run the same
- * checks, in the same order, as the engine does before it would touch LMDB,
- * so an error found here is the one the owning node would have answered.
+ * checks as the engine does before it would touch LMDB (st_route_key is
+ * keycheck.c's, st_query_route read_query.c's own prepare step), so an
+ * error found here is the one the owning node would have answered.
  *
  * No LMDB, no I/O: pure functions of the request and a key schema, safe on
  * any thread.
  *
  * Memory: inputs are borrowed for the call; *pk and *sk point into `key` (for
- * st_route_key) or into arena `a` (for st_query_partition_key) and live as
- * long as those.
+ * st_route_key) or into arena `a` (for st_query_route) and live as long as
+ * those.
  */
 #ifndef SHOAL_STORAGE_ROUTE_H
 #define SHOAL_STORAGE_ROUTE_H
@@ -38,17 +39,25 @@ int st_route_key(const st_key_schema *ks, const st_value *key, bool item, const 
                  const st_value **sk, char *errmsg);
 
 /*
- * The partition-key value a Query reads: the checks st_query makes before
- * it opens the table (TableName, Select, ExpressionAttributeNames/Values
- * rules, parsing KeyConditionExpression, FilterExpression and
- * ProjectionExpression, unused placeholders, ExclusiveStartKey values), then
- * the key condition against ks, the key schema of the table or of the local
- * secondary index queried (same hash key).  *pk is the value compared with
- * "=" to the hash key, normalised, allocated in a.  Errors are the
- * ValidationExceptions st_query would return for the same request, or
- * SHOAL_E_NOMEM.
+ * Where a Query reads, for a router that has no table data: the checks
+ * st_query makes before it opens the table (TableName, Select,
+ * ExpressionAttributeNames/Values rules, parsing KeyConditionExpression,
+ * FilterExpression and ProjectionExpression, unused placeholders,
+ * ExclusiveStartKey values) -- the same code, so the first error found here
+ * is the one the node would answer -- then the key condition against the
+ * key schema of table t, or of its index x (resolved by the caller; NULL:
+ * the table), and the placement hashes it reads: one (the table, an LSI, a
+ * GSI without write shards) or one per write shard of a GSI with
+ * WriteShards > 1 (hash[s] for shard s).  pk is the value compared with "="
+ * to the hash key, normalised.  Memory from a.  ValidationExceptions as
+ * st_query returns them, or SHOAL_E_NOMEM.
  */
-int st_query_partition_key(const st_query_req *req, const st_key_schema *ks, sh_arena *a,
-                           const st_value **pk, char *errmsg);
+typedef struct st_query_route_plan {
+	const st_value *pk;
+	uint32_t n;     /* placement hashes: 1, or the GSI's write shards */
+	uint64_t *hash; /* [n] */
+} st_query_route_plan;
+int st_query_route(const st_query_req *req, const st_table_def *t, const st_index_def *x,
+                   sh_arena *a, st_query_route_plan *out, char *errmsg);
 
 #endif

@@ -284,6 +284,8 @@ START_TEST(test_query_partition_key)
 	sh_arena a;
 	sh_arena_init(&a);
 	st_key_schema ks = {.hash = {"PK", ST_S}, .range = {"SK", ST_N}};
+	st_table_def t = {.name = "tbl", .id = 7, .key = ks};
+	st_query_route_plan plan;
 	st_value *vals = st_new_map(&a, 2);
 	st_map_set(&a, vals, ":p", 2, st_new_s(&a, "user#1"));
 	st_map_set(&a, vals, ":s", 2, st_new_n(&a, "5"));
@@ -291,7 +293,10 @@ START_TEST(test_query_partition_key)
 	q.attrs.values = vals;
 	const st_value *pk;
 	char msg[SH_ERRMSG_SIZE];
-	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_OK);
+	ck_assert_int_eq(st_query_route(&q, &t, NULL, &a, &plan, msg), SHOAL_OK);
+	pk = plan.pk;
+	ck_assert_uint_eq(plan.n, 1);
+	ck_assert(plan.hash[0] == st_key_hash(7, pk));
 	ck_assert_int_eq(pk->type, ST_S);
 	ck_assert_int_eq(pk->u.str.len, 6);
 	ck_assert(memcmp(pk->u.str.ptr, "user#1", 6) == 0);
@@ -299,24 +304,36 @@ START_TEST(test_query_partition_key)
 	/* The errors the node would give, in its order: unused values before
 	 * the key schema. */
 	q.key_condition = "SK > :s";
-	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(st_query_route(&q, &t, NULL, &a, &plan, msg), SHOAL_E_VALIDATION);
 	ck_assert_ptr_nonnull(strstr(msg, "unused in expressions: keys: {:p}"));
 	st_value *only_s = st_new_map(&a, 1);
 	st_map_set(&a, only_s, ":s", 2, st_new_n(&a, "5"));
 	q.attrs.values = only_s;
-	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(st_query_route(&q, &t, NULL, &a, &plan, msg), SHOAL_E_VALIDATION);
 	ck_assert_str_eq(msg, "Query condition missed key schema element: PK");
 	q.attrs.values = vals;
 	q.key_condition = "PK = :p";
-	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(st_query_route(&q, &t, NULL, &a, &plan, msg), SHOAL_E_VALIDATION);
 	ck_assert_ptr_nonnull(strstr(msg, "unused in expressions"));
 	q.key_condition = "PK = :p AND SK > :s";
 	q.select = ST_SELECT_SPECIFIC_ATTRIBUTES;
-	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(st_query_route(&q, &t, NULL, &a, &plan, msg), SHOAL_E_VALIDATION);
 	ck_assert_ptr_nonnull(strstr(msg, "SPECIFIC_ATTRIBUTES"));
 	q.select = ST_SELECT_DEFAULT;
 	q.key_condition = NULL;
-	ck_assert_int_eq(st_query_partition_key(&q, &ks, &a, &pk, msg), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(st_query_route(&q, &t, NULL, &a, &plan, msg), SHOAL_E_VALIDATION);
+
+	/* On a GSI with write shards: one placement hash per shard. */
+	st_index_def gsi = {
+	    .name = "g", .id = 3, .key = {{"SK", ST_N}, {NULL, ST_NONE}}, .write_shards = 4};
+	q.key_condition = "SK = :s";
+	q.index = "g";
+	q.attrs.values = only_s;
+	ck_assert_int_eq(st_query_route(&q, &t, &gsi, &a, &plan, msg), SHOAL_OK);
+	ck_assert_uint_eq(plan.n, 4);
+	for (uint32_t s = 0; s < 4; s++)
+		ck_assert(plan.hash[s] == st_index_hash(7, 3, s, plan.pk));
+	q.index = NULL;
 
 	/* Keys and items against a schema. */
 	st_value *key = st_new_map(&a, 2);
