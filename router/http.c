@@ -327,6 +327,7 @@ err:;
 }
 
 static bool enqueue(rt_http *h, job *jb, bool force);
+static void run(rt_http *h, job *jb);
 
 static nng_http_res *finish(rt_http *h, job *jb);
 static void job_free(job *jb);
@@ -371,7 +372,7 @@ static nng_http_res *finish(rt_http *h, job *jb)
 static void job_free(job *jb)
 {
 	if (jb->rd != NULL)
-		nng_aio_free(jb->rd);
+		nng_aio_reap(jb->rd); /* maybe from within its own callback (on_body) */
 	if (jb->rj != NULL)
 		rt_job_put(jb->rj);
 	if (jb->body != NULL) {
@@ -379,6 +380,26 @@ static void job_free(job *jb)
 		atomic_fetch_sub(&jb->h->inflight, jb->len);
 	}
 	sh_free(jb);
+}
+
+/* One step of a job: a failed read closes the connection; an answered job
+ * is converted and sent; a new one is served (and, unless it went to the
+ * pipeline, answered).  An endpoint worker, or the nng thread that read a
+ * small body. */
+static void run(rt_http *h, job *jb)
+{
+	if (jb->failed) {
+		nng_aio_finish(jb->aio, NNG_ECLOSED);
+	} else if (jb->answered) {
+		answer_res(jb->aio, finish(h, jb));
+	} else {
+		bool pending;
+		nng_http_res *res = serve(h, jb, &pending);
+		if (pending)
+			return; /* http_done answers it */
+		answer_res(jb->aio, res);
+	}
+	job_free(jb);
 }
 
 static void *worker(void *arg)
@@ -399,18 +420,7 @@ static void *worker(void *arg)
 		h->queued--;
 		pthread_mutex_unlock(&h->mu);
 
-		if (jb->failed) {
-			nng_aio_finish(jb->aio, NNG_ECLOSED);
-		} else if (jb->answered) {
-			answer_res(jb->aio, finish(h, jb));
-		} else {
-			bool pending;
-			nng_http_res *res = serve(h, jb, &pending);
-			if (pending)
-				continue; /* http_done queues it again */
-			answer_res(jb->aio, res);
-		}
-		job_free(jb);
+		run(h, jb);
 	}
 	return NULL;
 }
@@ -448,7 +458,12 @@ static void on_body(void *arg)
 	job *jb = arg;
 	if (nng_aio_result(jb->rd) != 0)
 		jb->failed = true;
-	enqueue(jb->h, jb, true);
+	/* A small request is served right here: a hand-off to a worker and
+	 * back costs more than its signature check and JSON. */
+	if (jb->failed || jb->len <= RT_HTTP_INLINE_BODY)
+		run(jb->h, jb);
+	else
+		enqueue(jb->h, jb, true);
 }
 
 /* nng thread: a request's headers are in. */
@@ -524,10 +539,7 @@ static void on_request(nng_aio *aio)
 	jb->aio = aio;
 	jb->req = req;
 	if (len == 0) {
-		if (!enqueue(h, jb, false)) {
-			sh_free(jb);
-			answer_res(aio, busy_res(h, false));
-		}
+		run(h, jb);
 		return;
 	}
 	jb->len = (size_t)len;

@@ -23,9 +23,12 @@
  * Threads.  nng's HTTP server reads every connection asynchronously, so a
  * slow or stalled client (slowloris) holds only its own connection.  The
  * handler callback runs on nng's threads and never blocks: it checks the
- * headers, starts reading the body (nng_http_conn_read_all) and queues the
- * request for the endpoint's own worker threads, which run the request
- * pipeline (blocking node calls) and complete nng's aio with the response.
+ * headers and starts reading the body (nng_http_conn_read_all); a body of
+ * at most RT_HTTP_INLINE_BODY is checked (SigV4), converted and started in
+ * the router's pipeline on the nng thread that read it; a larger one is
+ * queued for the endpoint's own worker threads, so that an nng thread is
+ * never held parsing megabytes.  Nothing waits for a node: the pipeline's
+ * answer completes nng's aio with the response.
  *
  * Limits: bodies over RT_HTTP_MAX_BODY (16 MiB, DynamoDB's largest request is
  * a 16 MB BatchWriteItem) are refused with 413 before being read; at most
@@ -45,8 +48,9 @@
 #define RT_HTTP_MAX_BODY     (16u * 1024 * 1024)
 #define RT_HTTP_MAX_QUEUED   4096u
 #define RT_HTTP_MAX_INFLIGHT (256u * 1024 * 1024)
-/* Answers up to this size are converted to JSON on the thread that got them
- * from the pipeline (http.c, http_done); larger ones on an endpoint worker. */
+/* Bodies and answers up to these sizes are converted on the nng thread that
+ * has them (http.c: on_body, http_done); larger ones on an endpoint worker. */
+#define RT_HTTP_INLINE_BODY   (16u * 1024)
 #define RT_HTTP_INLINE_ANSWER (16u * 1024)
 #define RT_HTTP_TARGET_PREFIX "DynamoDB_20120810."
 
