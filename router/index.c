@@ -369,22 +369,17 @@ static int sharded_merge(rt_job *j, iq_st *s)
 		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 	uint64_t read_bytes = 0; /* what the shards read: ReturnConsumedCapacity */
 	for (uint32_t k = 0; k < n; k++) {
-		rt_call *c = s->shards[k];
-		if (c->rc != SHOAL_OK)
-			return rt_job_fail(j, c->rc, "%s", c->errmsg);
-		if (c->code != SHOAL_OK)
-			return rt_job_pass(j, c); /* the node's refusal, as it is */
-		Shoal__NodeResponse *resp = rt_call_resp(c, &j->arena);
-		if (resp == NULL)
-			return rt_job_fail(j, c->rc, "%s", c->errmsg);
+		Shoal__NodeResponse *resp;
+		int rc;
+		if (!rt_call_ok(j, s->shards[k], &resp, &rc))
+			return rc;
 		const Shoal__QueryResponse *qr =
 		    resp->response != NULL ? resp->response->query : NULL;
 		if (resp->response == NULL ||
 		    resp->response->result_case != SHOAL__RESPONSE__RESULT_QUERY || qr == NULL)
 			return rt_job_fail(j, SHOAL_E_INTERNAL,
 			                   "a node answered a Query without a QueryResponse");
-		int rc = shard_page(j, qr, &pages[k]);
-		if (rc != SHOAL_OK)
+		if ((rc = shard_page(j, qr, &pages[k])) != SHOAL_OK)
 			return rc;
 		read_bytes += resp->read_bytes;
 	}

@@ -269,6 +269,24 @@ int rt_job_pass(rt_job *j, rt_call *c)
 	return SHOAL_OK;
 }
 
+bool rt_call_ok(rt_job *j, rt_call *c, Shoal__NodeResponse **resp, int *rc)
+{
+	*resp = NULL;
+	if (c->rc != SHOAL_OK) {
+		*rc = rt_job_fail(j, c->rc, "%s", c->errmsg);
+		return false;
+	}
+	if (c->code != SHOAL_OK) {
+		*rc = rt_job_pass(j, c); /* the node's refusal, as it is */
+		return false;
+	}
+	if ((*resp = rt_call_resp(c, &j->arena)) == NULL) {
+		*rc = rt_job_fail(j, c->rc, "%s", c->errmsg);
+		return false;
+	}
+	return true;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Calls of a step                                                           */
 /* ------------------------------------------------------------------------ */

@@ -485,6 +485,11 @@ int rt_job_request_bytes(rt_job *j);
 /* The step's answer is call c's Response as it is (success or the node's
  * refusal): returns SHOAL_OK, or c's failure (rc and errmsg). */
 int rt_job_pass(rt_job *j, rt_call *c);
+/* The answer of call c for a step that reads its result: true with *resp
+ * (an OK answer, unpacked into the job's arena); false when the step ends
+ * here with *rc: c's failure, or the node's refusal passed on as the
+ * answer (rt_job_pass). */
+bool rt_call_ok(rt_job *j, rt_call *c, Shoal__NodeResponse **resp, int *rc);
 /* Fails the step with code and a message (returns code). */
 int rt_job_fail(rt_job *j, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Sets the built answer's result (the step fills j->out, allocated by the

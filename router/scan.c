@@ -245,14 +245,10 @@ static int scan_page(rt_job *j, scan_st *s)
 {
 	const rt_table *t = s->res.t;
 	const st_index_def *x = s->res.x;
-	rt_call *c = s->call;
-	if (c->rc != SHOAL_OK)
-		return rt_job_fail(j, c->rc, "%s", c->errmsg);
-	if (c->code != SHOAL_OK)
-		return rt_job_pass(j, c); /* the node's refusal, as it is */
-	Shoal__NodeResponse *resp = rt_call_resp(c, &j->arena);
-	if (resp == NULL)
-		return rt_job_fail(j, c->rc, "%s", c->errmsg);
+	Shoal__NodeResponse *resp;
+	int rc;
+	if (!rt_call_ok(j, s->call, &resp, &rc))
+		return rc;
 	const Shoal__ScanResponse *sr = resp->response != NULL ? resp->response->scan : NULL;
 	if (resp->response == NULL || resp->response->result_case != SHOAL__RESPONSE__RESULT_SCAN ||
 	    sr == NULL)
