@@ -340,8 +340,8 @@ run() { # round workload system
 	local -a c
 	read -ra c <<<"$cpu"
 	local fail miss
-	fail=$(awk -v r="${v[requests]}" -v e="${v[non2xx]}" -v x="${v[socket_errors]}" 'BEGIN { printf "%.2f", r + x > 0 ? 100 * (e + x) / (r + x) : 100 }')
-	miss=$(awk -v ok="${v[ok]}" -v m="${v[misses]}" 'BEGIN { printf "%.2f", ok > 0 ? 100 * m / ok : 0 }')
+	fail=$(awk -v r="${v[requests]}" -v e="${v[non2xx]}" -v x="${v[socket_errors]}" 'BEGIN { printf "%.2f", (r + x > 0 ? 100 * (e + x) / (r + x) : 100) }')
+	miss=$(awk -v ok="${v[ok]}" -v m="${v[misses]}" 'BEGIN { printf "%.2f", (ok > 0 ? 100 * m / ok : 0) }')
 	local mark=""
 	if awk -v f="$fail" 'BEGIN { exit !(f > 1) }'; then
 		mark=" FAILED"
