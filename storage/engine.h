@@ -144,6 +144,29 @@ int st_expr_attrs_prepare(st_expr_ctx *ctx, sh_arena *a, const st_expr_attrs *at
 
 /* Reads and decodes the item stored under key k in the data DBI; *item is
  * NULL when there is none.  Memory comes from a. */
+/* write.c: a write planned (checked, its new image and index changes
+ * computed), not yet applied; st_plan_apply applies it in the same
+ * transaction as long as nothing else changed its item meanwhile.
+ * st_put / st_update / st_delete are plan + apply; a transaction plans all
+ * its actions first (txn.c).  Results as st_put's; memory from a. */
+typedef struct st_write_plan st_write_plan;
+int st_plan_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_plan **out,
+                st_write_result *res, char *errmsg);
+int st_plan_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_plan **out,
+                   st_write_result *res, char *errmsg);
+int st_plan_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_plan **out,
+                   st_write_result *res, char *errmsg);
+int st_plan_check(st_txn *txn, const st_check_req *req, sh_arena *a, st_write_plan **out,
+                  st_write_result *res, char *errmsg);
+int st_plan_apply(st_txn *txn, const st_write_plan *p, sh_arena *a, st_write_result *res,
+                  char *errmsg);
+const struct st_key *st_plan_key(const st_write_plan *p);
+const char *st_plan_table(const st_write_plan *p);
+
+/* txn.c: SHOAL_E_TXN_CONFLICT when a prepared transaction holds a lock on
+ * the item of key k. */
+int st_lock_check(st_txn *txn, const struct st_key *k, char *errmsg);
+
 int st_item_read(MDB_txn *txn, st_env *env, const st_key *k, sh_arena *a, st_value **item,
                  char *errmsg);
 

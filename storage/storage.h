@@ -395,6 +395,132 @@ int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_resul
 int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_result *res,
               char *errmsg);
 
+/* ------------------------------------------------------------------------ */
+/* Transactions (txn.c)                                                      */
+/* ------------------------------------------------------------------------ */
+
+/* TransactWriteItems' ConditionCheck: the key and a condition, no write. */
+typedef struct st_check_req {
+	const char *table;
+	const st_value *key;
+	const char *condition; /* required */
+	st_expr_attrs attrs;
+	bool return_old_on_condition_fail;
+} st_check_req;
+
+typedef enum st_txn_action_kind {
+	ST_TXA_CHECK,
+	ST_TXA_PUT,
+	ST_TXA_UPDATE,
+	ST_TXA_DELETE
+} st_txn_action_kind;
+
+/* One action of a transaction. */
+typedef struct st_txn_action {
+	st_txn_action_kind kind;
+	union {
+		st_check_req check;
+		st_put_req put;
+		st_update_req update;
+		st_delete_req del;
+	} u;
+} st_txn_action;
+
+/* What became of one action: code SHOAL_OK, or why it cancelled the
+ * transaction (SHOAL_E_CONDITION_FAILED with old_item when asked for,
+ * SHOAL_E_TXN_CONFLICT, SHOAL_E_VALIDATION, SHOAL_E_COLLECTION_LIMIT, ...;
+ * message in the arena); res: the write's figures when applied. */
+typedef struct st_txn_result {
+	int code;
+	const char *message;
+	st_value *old_item;
+	st_write_result res;
+} st_txn_result;
+
+/* Runs the actions all or nothing: every one is planned (validation, a
+ * transaction in progress on its item, its condition, its new image, its
+ * index changes) before any is applied.  SHOAL_OK: all applied;
+ * SHOAL_E_TXN_CANCELED: nothing written, results[i] says why each failed
+ * (code SHOAL_OK for those that could have gone); SHOAL_E_VALIDATION for
+ * two actions on one item; environmental errors poison txn.  Every write
+ * (st_put, st_update, st_delete, st_transact) on an item locked by a
+ * prepared transaction is SHOAL_E_TXN_CONFLICT "Transaction is ongoing for
+ * the item".  Memory from a. */
+int st_transact(st_txn *txn, const st_txn_action *acts, uint32_t n, sh_arena *a,
+                st_txn_result *results, char *errmsg);
+
+#define ST_TXN_ID_LEN    16
+#define ST_TXN_MAX_PARTS 100
+
+/* A participant's prepared transaction. */
+typedef struct st_prepared {
+	uint8_t id[ST_TXN_ID_LEN];
+	uint32_t coord_group; /* the group holding its record (the decision) */
+	int64_t created_ms;   /* st_txn_set_time of the prepare */
+	uint32_t n_locks;
+	const uint8_t *blob; /* the actions as the caller gave them (arena) */
+	size_t len;
+} st_prepared;
+
+/* Two-phase commit, a participant's side.  prepare: the actions planned as
+ * st_transact plans them; when all could go, each item is locked for id and
+ * the transaction kept (coord_group, the time, blob: the caller's encoding
+ * of the actions); nothing else is written.  A prepare of an id already
+ * prepared holds (SHOAL_OK).  release: the decision came (commit or
+ * abort): the locks and the record go, *out is what was prepared (found
+ * false: nothing was, e.g. the decision came twice); a commit then applies
+ * the actions with st_transact in the same LMDB transaction.  get: the
+ * prepared transaction id, if any.  list: every prepared transaction (ids,
+ * groups, times; no blobs), read-only (recovery). */
+int st_txn_prepare(st_txn *txn, const uint8_t id[ST_TXN_ID_LEN], uint32_t coord_group,
+                   const st_txn_action *acts, uint32_t n, const void *blob, size_t len, sh_arena *a,
+                   st_txn_result *results, char *errmsg);
+int st_txn_release(st_txn *txn, const uint8_t id[ST_TXN_ID_LEN], sh_arena *a, st_prepared *out,
+                   bool *found, char *errmsg);
+int st_txn_prepared_get(st_txn *txn, const uint8_t id[ST_TXN_ID_LEN], sh_arena *a, st_prepared *out,
+                        bool *found, char *errmsg);
+int st_txn_prepared_list(st_env *env, sh_arena *a, st_prepared **out, uint32_t *n, char *errmsg);
+
+typedef enum st_txn_state {
+	ST_TXN_PREPARING = 1, /* prepares under way: no decision yet */
+	ST_TXN_COMMITTED = 2,
+	ST_TXN_ABORTED = 3,
+} st_txn_state;
+
+/* The coordinator's record of a transaction (in the group of its first
+ * item): the decision, who takes part and who has applied the decision,
+ * a digest of the request (a retry with the same ClientRequestToken must
+ * be the same request), and the answer a retry gets (caller's bytes). */
+typedef struct st_txn_record {
+	uint8_t id[ST_TXN_ID_LEN];
+	st_txn_state state;
+	int64_t created_ms;
+	int64_t expires_ms; /* 0: kept; else dropped by st_txn_expire after it */
+	uint8_t digest[16];
+	uint32_t n_parts;
+	uint32_t parts[ST_TXN_MAX_PARTS];
+	bool acked[ST_TXN_MAX_PARTS];
+	const uint8_t *outcome; /* arena (get, list) or the caller's (put) */
+	size_t outcome_len;
+} st_txn_record;
+
+/* get: found false when there is none; put: creates or replaces; list:
+ * every record, read-only (recovery). */
+int st_txn_record_get(st_txn *txn, const uint8_t id[ST_TXN_ID_LEN], sh_arena *a, st_txn_record *out,
+                      bool *found, char *errmsg);
+int st_txn_record_put(st_txn *txn, const st_txn_record *r, char *errmsg);
+int st_txn_record_list(st_env *env, sh_arena *a, st_txn_record **out, uint32_t *n, char *errmsg);
+
+/* Single-item writes made idempotent by a token: the first answer (the
+ * caller's bytes), kept until expires_ms. */
+int st_write_token_get(st_txn *txn, const uint8_t token[16], sh_arena *a, const uint8_t **outcome,
+                       size_t *len, bool *found, char *errmsg);
+int st_write_token_put(st_txn *txn, const uint8_t token[16], int64_t expires_ms,
+                       const void *outcome, size_t len, char *errmsg);
+/* Drops records (transaction records with an expiry, write tokens) whose
+ * time has passed by now_ms, at most max of them. */
+int st_txn_expire(st_txn *txn, int64_t now_ms, uint32_t max, uint32_t *removed, char *errmsg);
+
 /* One-shot forms: begin, write, commit. */
 int st_put_item(st_env *env, const st_put_req *req, sh_arena *a, st_write_result *res,
                 char *errmsg);

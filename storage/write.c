@@ -1,9 +1,11 @@
 /*
- * write.c -- PutItem, UpdateItem and DeleteItem inside an st_txn.
+ * write.c -- PutItem, UpdateItem, DeleteItem (and a transaction's
+ * ConditionCheck) inside an st_txn.
  *
- * Every operation runs in two phases.
+ * Every operation is planned, then applied (st_plan_* then st_plan_apply;
+ * st_put / st_update / st_delete do both).  Planning writes nothing:
  *
- * 1. Validation, which writes nothing, in DynamoDB's order: expression
+ * 1. Validation, in DynamoDB's order: expression
  *    parameters without expressions; the request's item/key and placeholder
  *    values, copied into the caller's arena and normalised (the request is
  *    const); ReturnValues; PutItem's item size; the expressions (parsed with
@@ -12,13 +14,18 @@
  *    UpdateExpression that targets a key attribute.  Any failure here is a
  *    client error and leaves the transaction exactly as it was.
  *
- * 2. Apply: read the old image, evaluate the condition on it (an absent item
- *    is NULL, so attribute_not_exists(PK) holds), compute the new image
- *    (UpdateItem: st_expr_update; the size limit and index key types are
- *    checked on the result, still before any write), plan the index changes
- *    (index_write.c: LSI entries, the item collection limit, GSI outbox
- *    deltas), then write the item, the index changes and the table's
- *    counters (item count, size bytes) in the same LMDB transaction.
+ * 2. The item: a transaction in progress on it (a lock, txn.c) is a
+ *    TransactionConflictException; read the old image, evaluate the
+ *    condition on it (an absent item is NULL, so attribute_not_exists(PK)
+ *    holds), compute the new image (UpdateItem: st_expr_update; the size
+ *    limit and index key types are checked on the result), plan the index
+ *    changes (index_write.c: LSI entries, the item collection limit, GSI
+ *    outbox deltas).
+ *
+ * Applying writes the item, the index changes and the table's counters
+ * (item count, size bytes) in the same LMDB transaction.  A transaction
+ * (txn.c) plans all of its actions before it applies any, so that one
+ * failing action leaves nothing written.
  *
  * The result is a function of (old state, request) only: no clocks, no
  * randomness, so every replica that applies the same Raft entry computes the
@@ -229,126 +236,10 @@ static int reserve_item(st_txn *txn, const st_table_info *t, size_t item_bytes, 
 	                      errmsg);
 }
 
-/*
- * Encodes and stores item under k with its index changes and counters.  The
- * index plan (index_write.c) is computed before anything is written: its
- * client error (the item collection limit) leaves the transaction as it was.
- */
-static int store_item(st_txn *txn, const st_table_info *t, const st_key *k,
-                      const st_value *old_item, const st_value *item, sh_arena *a,
-                      st_write_result *res, char *errmsg)
-{
-	st_ix_plan *plan;
-	int rc = reserve_item(txn, t, st_item_size(item), errmsg);
-	if (rc == SHOAL_OK)
-		rc = st_ix_plan_write(txn, t, old_item, item, a, &plan, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	st_ix_plan_writes(plan, &res->index_writes, &res->n_index_writes);
-	uint8_t *buf;
-	size_t len;
-	if (st_codec_encode(a, item, &buf, &len) != SHOAL_OK)
-		return nomem(errmsg, "st_codec_encode");
-	MDB_val kv = {k->len, (void *)k->b}, vv = {len, buf};
-	int mrc = mdb_put(txn->txn, txn->env->data, &kv, &vv, 0);
-	if (mrc != 0)
-		return st_lmdb_err(mrc, "mdb_put(data)", errmsg);
-	rc = st_ix_plan_apply(txn, plan, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	int64_t bytes = (int64_t)st_item_size(item);
-	if (old_item != NULL)
-		bytes -= (int64_t)st_item_size(old_item);
-	return st_table_count(txn, t->def.name, old_item == NULL ? 1 : 0, bytes, errmsg);
-}
-
-/* Reads the old image and evaluates the condition on it. */
-static int read_and_check(st_txn *txn, const st_key *k, const st_expr *cond, bool return_old,
-                          sh_arena *a, st_value **old_item, st_write_result *res, char *errmsg)
-{
-	int rc = st_item_read(txn->txn, txn->env, k, a, old_item, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	if (cond == NULL)
-		return SHOAL_OK;
-	bool ok = false;
-	rc = st_expr_eval(cond, *old_item, &ok, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	if (!ok) {
-		if (return_old && *old_item != NULL)
-			res->old_item = *old_item;
-		return sh_errf(errmsg, SHOAL_E_CONDITION_FAILED, "The conditional request failed");
-	}
-	return SHOAL_OK;
-}
-
 static int sticky(const st_txn *txn, char *errmsg)
 {
 	return sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
 }
-
-/* ------------------------------------------------------------------------ */
-/* PutItem                                                                   */
-/* ------------------------------------------------------------------------ */
-
-int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res, char *errmsg)
-{
-	st_write_result ignored;
-	if (res == NULL)
-		res = &ignored;
-	*res = (st_write_result){0};
-	if (txn->sticky != SHOAL_OK)
-		return sticky(txn, errmsg);
-
-	int rc = check_expr_params(&req->attrs, req->condition != NULL,
-	                           "ConditionExpression is null", errmsg);
-	st_value *item;
-	if (rc == SHOAL_OK)
-		rc = copy_map(a, req->item, "item", &item, errmsg);
-	if (rc == SHOAL_OK)
-		rc = check_rv_old_or_none(req->return_values, errmsg);
-	if (rc == SHOAL_OK && st_item_size(item) > ST_MAX_ITEM_SIZE)
-		rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
-		             "Item size has exceeded the maximum allowed size");
-	st_expr_ctx ctx;
-	st_expr *cond = NULL;
-	if (rc == SHOAL_OK)
-		rc = st_expr_attrs_prepare(&ctx, a, &req->attrs, errmsg);
-	if (rc == SHOAL_OK)
-		rc = parse_opt(&ctx, ST_EXPR_CONDITION, req->condition, &cond, errmsg);
-	if (rc == SHOAL_OK)
-		rc = st_expr_ctx_check_unused(&ctx, errmsg);
-	st_table_info t;
-	if (rc == SHOAL_OK)
-		rc = st_txn_table(txn, req->table, &t, errmsg);
-	const st_value *pk, *sk;
-	if (rc == SHOAL_OK)
-		rc = st_key_check(&t.def.key, item, ST_KEYCHECK_ITEM, &pk, &sk, errmsg);
-	if (rc == SHOAL_OK)
-		rc = check_index_keys(&t.def, item, errmsg);
-	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
-
-	st_key k;
-	st_key_item(&k, t.def.id, 0, pk, sk);
-	st_value *old_item = NULL;
-	rc = read_and_check(txn, &k, cond, req->return_old_on_condition_fail, a, &old_item, res,
-	                    errmsg);
-	if (rc == SHOAL_OK)
-		rc = store_item(txn, &t, &k, old_item, item, a, res, errmsg);
-	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
-	res->old_size = old_item != NULL ? st_item_size(old_item) : 0;
-	res->new_size = st_item_size(item);
-	if (req->return_values == ST_RV_ALL_OLD)
-		res->attributes = old_item;
-	return SHOAL_OK;
-}
-
-/* ------------------------------------------------------------------------ */
-/* UpdateItem                                                                */
-/* ------------------------------------------------------------------------ */
 
 /* UPDATED_OLD / UPDATED_NEW: the updated paths of item, NULL if none. */
 static int updated_part(const st_expr *upd, sh_arena *a, const st_value *item, st_value **out,
@@ -366,18 +257,133 @@ static int updated_part(const st_expr *upd, sh_arena *a, const st_value *item, s
 	return SHOAL_OK;
 }
 
-int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_result *res,
-              char *errmsg)
+/* ------------------------------------------------------------------------ */
+/* Plans                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum plan_kind { PLAN_PUT, PLAN_UPDATE, PLAN_DELETE, PLAN_CHECK } plan_kind;
+
+struct st_write_plan {
+	plan_kind kind;
+	st_table_info t;
+	st_key k;
+	st_value *old_item; /* the current image (NULL: none) */
+	st_value *new_item; /* PUT / UPDATE: the new image */
+	bool writes;        /* something to write (not a no-op update, an absent delete) */
+	st_ix_plan *ix;     /* the index changes */
+	const st_expr *upd; /* UPDATE: for UPDATED_OLD / UPDATED_NEW */
+	st_return_values rv;
+};
+
+const st_key *st_plan_key(const st_write_plan *p)
 {
-	st_write_result ignored;
-	if (res == NULL)
-		res = &ignored;
+	return &p->k;
+}
+
+const char *st_plan_table(const st_write_plan *p)
+{
+	return p->t.def.name;
+}
+
+/* The item's turn: no transaction in progress on it, its old image, the
+ * condition on it. */
+static int read_and_check(st_txn *txn, st_write_plan *p, const st_expr *cond, bool return_old,
+                          sh_arena *a, st_write_result *res, char *errmsg)
+{
+	int rc = st_lock_check(txn, &p->k, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = st_item_read(txn->txn, txn->env, &p->k, a, &p->old_item, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (cond == NULL)
+		return SHOAL_OK;
+	bool ok = false;
+	rc = st_expr_eval(cond, p->old_item, &ok, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (!ok) {
+		if (return_old && p->old_item != NULL)
+			res->old_item = p->old_item;
+		return sh_errf(errmsg, SHOAL_E_CONDITION_FAILED, "The conditional request failed");
+	}
+	return SHOAL_OK;
+}
+
+/* A new plan in a (*out), its result cleared. */
+static int plan_new(st_txn *txn, plan_kind kind, sh_arena *a, st_write_plan **out,
+                    st_write_result *res, char *errmsg)
+{
 	*res = (st_write_result){0};
+	*out = NULL;
 	if (txn->sticky != SHOAL_OK)
 		return sticky(txn, errmsg);
+	st_write_plan *p = sh_arena_calloc(a, 1, sizeof(*p));
+	if (p == NULL)
+		return fail(txn, nomem(errmsg, "write plan"), errmsg);
+	p->kind = kind;
+	*out = p;
+	return SHOAL_OK;
+}
 
-	int rc = check_expr_params(&req->attrs, req->update != NULL || req->condition != NULL,
-	                           "UpdateExpression and ConditionExpression are null", errmsg);
+int st_plan_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_plan **out,
+                st_write_result *res, char *errmsg)
+{
+	st_write_plan *p;
+	int rc = plan_new(txn, PLAN_PUT, a, out, res, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	p = *out;
+	rc = check_expr_params(&req->attrs, req->condition != NULL, "ConditionExpression is null",
+	                       errmsg);
+	st_value *item;
+	if (rc == SHOAL_OK)
+		rc = copy_map(a, req->item, "item", &item, errmsg);
+	if (rc == SHOAL_OK)
+		rc = check_rv_old_or_none(req->return_values, errmsg);
+	if (rc == SHOAL_OK && st_item_size(item) > ST_MAX_ITEM_SIZE)
+		rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+		             "Item size has exceeded the maximum allowed size");
+	st_expr_ctx ctx;
+	st_expr *cond = NULL;
+	if (rc == SHOAL_OK)
+		rc = st_expr_attrs_prepare(&ctx, a, &req->attrs, errmsg);
+	if (rc == SHOAL_OK)
+		rc = parse_opt(&ctx, ST_EXPR_CONDITION, req->condition, &cond, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_expr_ctx_check_unused(&ctx, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_txn_table(txn, req->table, &p->t, errmsg);
+	const st_value *pk, *sk;
+	if (rc == SHOAL_OK)
+		rc = st_key_check(&p->t.def.key, item, ST_KEYCHECK_ITEM, &pk, &sk, errmsg);
+	if (rc == SHOAL_OK)
+		rc = check_index_keys(&p->t.def, item, errmsg);
+	if (rc == SHOAL_OK) {
+		st_key_item(&p->k, p->t.def.id, 0, pk, sk);
+		rc =
+		    read_and_check(txn, p, cond, req->return_old_on_condition_fail, a, res, errmsg);
+	}
+	if (rc == SHOAL_OK)
+		rc = st_ix_plan_write(txn, &p->t, p->old_item, item, a, &p->ix, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	p->new_item = item;
+	p->writes = true;
+	p->rv = req->return_values;
+	return SHOAL_OK;
+}
+
+int st_plan_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_plan **out,
+                   st_write_result *res, char *errmsg)
+{
+	st_write_plan *p;
+	int rc = plan_new(txn, PLAN_UPDATE, a, out, res, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	p = *out;
+	rc = check_expr_params(&req->attrs, req->update != NULL || req->condition != NULL,
+	                       "UpdateExpression and ConditionExpression are null", errmsg);
 	st_value *key;
 	if (rc == SHOAL_OK)
 		rc = copy_map(a, req->key, "key", &key, errmsg);
@@ -397,22 +403,18 @@ int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_resul
 		rc = parse_opt(&ctx, ST_EXPR_CONDITION, req->condition, &cond, errmsg);
 	if (rc == SHOAL_OK)
 		rc = st_expr_ctx_check_unused(&ctx, errmsg);
-	st_table_info t;
 	if (rc == SHOAL_OK)
-		rc = st_txn_table(txn, req->table, &t, errmsg);
+		rc = st_txn_table(txn, req->table, &p->t, errmsg);
 	const st_value *pk, *sk;
 	if (rc == SHOAL_OK)
-		rc = st_key_check(&t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
+		rc = st_key_check(&p->t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
 	if (rc == SHOAL_OK)
-		rc = check_update_keys(&t.def.key, upd, key, a, errmsg);
-	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
-
-	st_key k;
-	st_key_item(&k, t.def.id, 0, pk, sk);
-	st_value *old_item = NULL;
-	rc = read_and_check(txn, &k, cond, req->return_old_on_condition_fail, a, &old_item, res,
-	                    errmsg);
+		rc = check_update_keys(&p->t.def.key, upd, key, a, errmsg);
+	if (rc == SHOAL_OK) {
+		st_key_item(&p->k, p->t.def.id, 0, pk, sk);
+		rc =
+		    read_and_check(txn, p, cond, req->return_old_on_condition_fail, a, res, errmsg);
+	}
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
 
@@ -421,33 +423,167 @@ int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_resul
 	 * as it is or the key-only item. */
 	st_value *new_item;
 	if (upd != NULL)
-		rc = st_expr_update(upd, a, old_item, key, &new_item, errmsg);
+		rc = st_expr_update(upd, a, p->old_item, key, &new_item, errmsg);
 	else
-		new_item = old_item != NULL ? old_item : key;
+		new_item = p->old_item != NULL ? p->old_item : key;
 	if (rc == SHOAL_OK && st_item_size(new_item) > ST_MAX_ITEM_SIZE)
 		rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
 		             "Item size to update has exceeded the maximum allowed size");
 	if (rc == SHOAL_OK)
-		rc = check_index_keys(&t.def, new_item, errmsg);
-	if (rc == SHOAL_OK && new_item != old_item)
-		rc = store_item(txn, &t, &k, old_item, new_item, a, res, errmsg);
+		rc = check_index_keys(&p->t.def, new_item, errmsg);
+	p->writes = new_item != p->old_item;
+	if (rc == SHOAL_OK && p->writes)
+		rc = st_ix_plan_write(txn, &p->t, p->old_item, new_item, a, &p->ix, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
-	res->old_size = old_item != NULL ? st_item_size(old_item) : 0;
-	res->new_size = st_item_size(new_item);
+	p->new_item = new_item;
+	p->upd = upd;
+	p->rv = req->return_values;
+	return SHOAL_OK;
+}
 
-	switch (req->return_values) {
+/* DeleteItem and ConditionCheck: the key, the condition, the old image. */
+static int plan_keyed(st_txn *txn, st_write_plan *p, const char *table, const st_value *req_key,
+                      const char *condition, const st_expr_attrs *attrs, bool return_old,
+                      sh_arena *a, st_write_result *res, char *errmsg)
+{
+	st_value *key;
+	int rc = copy_map(a, req_key, "key", &key, errmsg);
+	st_expr_ctx ctx;
+	st_expr *cond = NULL;
+	if (rc == SHOAL_OK)
+		rc = st_expr_attrs_prepare(&ctx, a, attrs, errmsg);
+	if (rc == SHOAL_OK)
+		rc = parse_opt(&ctx, ST_EXPR_CONDITION, condition, &cond, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_expr_ctx_check_unused(&ctx, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_txn_table(txn, table, &p->t, errmsg);
+	const st_value *pk, *sk;
+	if (rc == SHOAL_OK)
+		rc = st_key_check(&p->t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
+	if (rc == SHOAL_OK) {
+		st_key_item(&p->k, p->t.def.id, 0, pk, sk);
+		rc = read_and_check(txn, p, cond, return_old, a, res, errmsg);
+	}
+	return rc;
+}
+
+int st_plan_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_plan **out,
+                   st_write_result *res, char *errmsg)
+{
+	st_write_plan *p;
+	int rc = plan_new(txn, PLAN_DELETE, a, out, res, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	p = *out;
+	rc = check_expr_params(&req->attrs, req->condition != NULL, "ConditionExpression is null",
+	                       errmsg);
+	if (rc == SHOAL_OK)
+		rc = check_rv_old_or_none(req->return_values, errmsg);
+	if (rc == SHOAL_OK)
+		rc = plan_keyed(txn, p, req->table, req->key, req->condition, &req->attrs,
+		                req->return_old_on_condition_fail, a, res, errmsg);
+	p->writes = rc == SHOAL_OK && p->old_item != NULL;
+	if (rc == SHOAL_OK && p->writes)
+		rc = st_ix_plan_write(txn, &p->t, p->old_item, NULL, a, &p->ix, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	p->rv = req->return_values;
+	return SHOAL_OK;
+}
+
+int st_plan_check(st_txn *txn, const st_check_req *req, sh_arena *a, st_write_plan **out,
+                  st_write_result *res, char *errmsg)
+{
+	st_write_plan *p;
+	int rc = plan_new(txn, PLAN_CHECK, a, out, res, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	p = *out;
+	if (req->condition == NULL)
+		rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+		             "1 validation error detected: Value null at "
+		             "'conditionExpression' failed to satisfy constraint: Member must "
+		             "not be null");
+	if (rc == SHOAL_OK)
+		rc = plan_keyed(txn, p, req->table, req->key, req->condition, &req->attrs,
+		                req->return_old_on_condition_fail, a, res, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Applying a plan                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* Stores the plan's new image with its index changes and counters. */
+static int store_item(st_txn *txn, const st_write_plan *p, sh_arena *a, char *errmsg)
+{
+	int rc = reserve_item(txn, &p->t, st_item_size(p->new_item), errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	uint8_t *buf;
+	size_t len;
+	if (st_codec_encode(a, p->new_item, &buf, &len) != SHOAL_OK)
+		return nomem(errmsg, "st_codec_encode");
+	MDB_val kv = {p->k.len, (void *)p->k.b}, vv = {len, buf};
+	int mrc = mdb_put(txn->txn, txn->env->data, &kv, &vv, 0);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_put(data)", errmsg);
+	rc = st_ix_plan_apply(txn, p->ix, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	int64_t bytes = (int64_t)st_item_size(p->new_item);
+	if (p->old_item != NULL)
+		bytes -= (int64_t)st_item_size(p->old_item);
+	return st_table_count(txn, p->t.def.name, p->old_item == NULL ? 1 : 0, bytes, errmsg);
+}
+
+/* Deletes the plan's item with its index changes and counters. */
+static int delete_item(st_txn *txn, const st_write_plan *p, char *errmsg)
+{
+	int rc = reserve_item(txn, &p->t, st_item_size(p->old_item), errmsg);
+	MDB_val kv = {p->k.len, (void *)p->k.b};
+	int mrc = rc == SHOAL_OK ? mdb_del(txn->txn, txn->env->data, &kv, NULL) : 0;
+	if (mrc != 0)
+		rc = st_lmdb_err(mrc, "mdb_del(data)", errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_ix_plan_apply(txn, p->ix, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_table_count(txn, p->t.def.name, -1, -(int64_t)st_item_size(p->old_item),
+		                    errmsg);
+	return rc;
+}
+
+int st_plan_apply(st_txn *txn, const st_write_plan *p, sh_arena *a, st_write_result *res,
+                  char *errmsg)
+{
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+	int rc = SHOAL_OK;
+	if (p->writes)
+		rc = p->kind == PLAN_DELETE ? delete_item(txn, p, errmsg)
+		                            : store_item(txn, p, a, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	st_ix_plan_writes(p->ix, &res->index_writes, &res->n_index_writes);
+	res->old_size = p->old_item != NULL ? st_item_size(p->old_item) : 0;
+	res->new_size =
+	    p->kind == PLAN_PUT || p->kind == PLAN_UPDATE ? st_item_size(p->new_item) : 0;
+	switch (p->rv) {
 	case ST_RV_ALL_OLD:
-		res->attributes = old_item;
+		res->attributes = p->old_item;
 		break;
 	case ST_RV_ALL_NEW:
-		res->attributes = new_item;
+		res->attributes = p->new_item;
 		break;
 	case ST_RV_UPDATED_OLD:
-		rc = updated_part(upd, a, old_item, &res->attributes, errmsg);
+		rc = updated_part(p->upd, a, p->old_item, &res->attributes, errmsg);
 		break;
 	case ST_RV_UPDATED_NEW:
-		rc = updated_part(upd, a, new_item, &res->attributes, errmsg);
+		rc = updated_part(p->upd, a, p->new_item, &res->attributes, errmsg);
 		break;
 	case ST_RV_NONE:
 		break;
@@ -458,72 +594,39 @@ int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_resul
 }
 
 /* ------------------------------------------------------------------------ */
-/* DeleteItem                                                                */
+/* PutItem, UpdateItem, DeleteItem: a plan, applied                          */
 /* ------------------------------------------------------------------------ */
+
+int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res, char *errmsg)
+{
+	st_write_result ignored;
+	st_write_plan *p = NULL;
+	if (res == NULL)
+		res = &ignored;
+	int rc = st_plan_put(txn, req, a, &p, res, errmsg);
+	return rc == SHOAL_OK ? st_plan_apply(txn, p, a, res, errmsg) : rc;
+}
+
+int st_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_result *res,
+              char *errmsg)
+{
+	st_write_result ignored;
+	st_write_plan *p = NULL;
+	if (res == NULL)
+		res = &ignored;
+	int rc = st_plan_update(txn, req, a, &p, res, errmsg);
+	return rc == SHOAL_OK ? st_plan_apply(txn, p, a, res, errmsg) : rc;
+}
 
 int st_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_result *res,
               char *errmsg)
 {
 	st_write_result ignored;
+	st_write_plan *p = NULL;
 	if (res == NULL)
 		res = &ignored;
-	*res = (st_write_result){0};
-	if (txn->sticky != SHOAL_OK)
-		return sticky(txn, errmsg);
-
-	int rc = check_expr_params(&req->attrs, req->condition != NULL,
-	                           "ConditionExpression is null", errmsg);
-	st_value *key;
-	if (rc == SHOAL_OK)
-		rc = copy_map(a, req->key, "key", &key, errmsg);
-	if (rc == SHOAL_OK)
-		rc = check_rv_old_or_none(req->return_values, errmsg);
-	st_expr_ctx ctx;
-	st_expr *cond = NULL;
-	if (rc == SHOAL_OK)
-		rc = st_expr_attrs_prepare(&ctx, a, &req->attrs, errmsg);
-	if (rc == SHOAL_OK)
-		rc = parse_opt(&ctx, ST_EXPR_CONDITION, req->condition, &cond, errmsg);
-	if (rc == SHOAL_OK)
-		rc = st_expr_ctx_check_unused(&ctx, errmsg);
-	st_table_info t;
-	if (rc == SHOAL_OK)
-		rc = st_txn_table(txn, req->table, &t, errmsg);
-	const st_value *pk, *sk;
-	if (rc == SHOAL_OK)
-		rc = st_key_check(&t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
-	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
-
-	st_key k;
-	st_key_item(&k, t.def.id, 0, pk, sk);
-	st_value *old_item = NULL;
-	rc = read_and_check(txn, &k, cond, req->return_old_on_condition_fail, a, &old_item, res,
-	                    errmsg);
-	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
-	if (old_item != NULL) {
-		st_ix_plan *plan = NULL;
-		rc = reserve_item(txn, &t, st_item_size(old_item), errmsg);
-		if (rc == SHOAL_OK)
-			rc = st_ix_plan_write(txn, &t, old_item, NULL, a, &plan, errmsg);
-		st_ix_plan_writes(plan, &res->index_writes, &res->n_index_writes);
-		res->old_size = st_item_size(old_item);
-		MDB_val kv = {k.len, k.b};
-		int mrc = rc == SHOAL_OK ? mdb_del(txn->txn, txn->env->data, &kv, NULL) : 0;
-		if (mrc != 0)
-			rc = st_lmdb_err(mrc, "mdb_del(data)", errmsg);
-		if (rc == SHOAL_OK)
-			rc = st_ix_plan_apply(txn, plan, errmsg);
-		if (rc == SHOAL_OK)
-			rc = st_table_count(txn, t.def.name, -1, -(int64_t)st_item_size(old_item),
-			                    errmsg);
-		if (rc != SHOAL_OK)
-			return fail(txn, rc, errmsg);
-	}
-	if (req->return_values == ST_RV_ALL_OLD)
-		res->attributes = old_item;
-	return SHOAL_OK;
+	int rc = st_plan_delete(txn, req, a, &p, res, errmsg);
+	return rc == SHOAL_OK ? st_plan_apply(txn, p, a, res, errmsg) : rc;
 }
 
 /* ------------------------------------------------------------------------ */
