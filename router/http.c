@@ -1,42 +1,38 @@
 /*
- * http.c -- the DynamoDB-compatible HTTP endpoint (contract: http.h).
+ * http.c -- the DynamoDB-compatible HTTP endpoint (contract: http.h), on
+ * the router's own HTTP server (httpd.h).
  *
  * A request's way through:
  *
- *   nng HTTP server (its threads)          endpoint workers (ours)
+ *   I/O thread (httpd.c)                   endpoint workers (ours)
  *   ---------------------------------      ----------------------------------
- *   on_request: method, Content-Length,
- *     limits; start reading the body  -->  (queue)  --> serve: SigV4, target,
- *   on_body: queue the job                             JSON -> Request (wire_api)
- *                                                      into a router job,
- *                                                      rt_job_start (job.c)
+ *   on_head: method, path, framing,
+ *     limits (answers refusals)
+ *   on_request: the body is in;
+ *     <= RT_HTTP_INLINE_BODY: serve  ...or...  (queue) --> serve
+ *   serve: SigV4, target, JSON -> Request (wire_api) into a router job,
+ *     rt_job_start (job.c)
  *                                    the router's pipeline, exactly as for a
  *                                    native request (steps, calls, lanes)
- *                                      |  http_done: small answers converted
- *                                      v  right there; large ones queued
- *                                                      finish: Response -> JSON,
- *                                                      headers,
- *   writes the response, reads the next  <-- nng_aio_finish(handler aio)
- *   request on the connection (keep-alive)
+ *                                      |  http_done (an nng callback thread):
+ *                                      v  small answers converted right there
+ *                                         and written on the socket by that
+ *                                         thread (rt_httpd_respond); large
+ *                                         ones queued --> finish
  *
  * So an HTTP request and a native one share one pipeline (one set of
  * semantics, metrics, batching) and no endpoint worker waits for a node:
  * workers only check and convert.  The Request is decoded once (from JSON,
- * into the job's arena) and never packed unless a step forwards it.
+ * into the job's arena) and never packed unless a step forwards it.  The
+ * request's head and body (httpd's, in the connection's buffers) are read
+ * until the job starts; the answer needs only the job.
  *
- * nng's server hands the handler an aio whose inputs are the request (0),
- * the handler (1) and the connection (2); it does not touch the request or
- * read from the connection until that aio finishes, so the worker reads the
- * request's headers in place and the handler reads the body itself with
- * nng_http_conn_read_all (the handler does not use nng's body collection,
- * so that an oversized body is refused with a DynamoDB error before a byte
- * of it is buffered).  Finishing the aio with an error makes nng close the
- * connection without an answer: used only when reading the body failed.
- *
- * When the server stops, nng closes every connection and waits for handler
- * aios still in progress; the workers are still running then and finish
- * them, so rt_http_stop stops the server first and the workers after.
+ * Stopping: rt_httpd_stop closes the connections and waits until every
+ * request handed to on_request has been answered (to nobody); the workers
+ * still run then and finish what is queued to them, so rt_http_stop stops
+ * the server first and the workers after.
  */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,8 +43,10 @@
 #include <zlib.h>
 
 #include "common/alloc.h"
+#include "proto/lanes.h"
 #include "proto/wire_api.h"
 #include "router/http.h"
+#include "router/httpd.h"
 
 /* ------------------------------------------------------------------------ */
 /* Pure helpers                                                              */
@@ -73,7 +71,16 @@ void rt_http_crc32(const void *body, size_t len, char *out)
 		p += n;
 		len -= n;
 	}
-	snprintf(out, 11, "%lu", (unsigned long)(c & 0xffffffffu));
+	/* In decimal, by hand: this runs once per answer. */
+	uint32_t v = (uint32_t)(c & 0xffffffffu);
+	char d[10];
+	size_t n = 0;
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	for (size_t i = 0; i < n; i++)
+		out[i] = d[n - 1 - i];
+	out[n] = '\0';
 }
 
 bool rt_http_content_type_ok(const char *ctype)
@@ -97,12 +104,7 @@ bool rt_http_content_type_ok(const char *ctype)
 
 typedef struct job {
 	rt_http *h;
-	nng_aio *aio; /* the handler's: finish it to answer */
-	nng_http_req *req;
-	nng_aio *rd; /* reads the body; NULL without one */
-	uint8_t *body;
-	size_t len;
-	bool failed; /* reading the body failed: close the connection */
+	rt_httpd_req *req; /* the HTTP request: answer it once (send_answer) */
 	struct job *next;
 	/* The request in the router's pipeline (serve -> http_done -> finish):
 	 * everything decoded lives in the router job's arena until the answer
@@ -116,7 +118,7 @@ typedef struct job {
 
 struct rt_http {
 	rt_router *rt;
-	nng_http_server *server;
+	rt_httpd *server;
 	rt_creds creds;
 	bool verify;
 	pthread_mutex_t mu;
@@ -126,8 +128,7 @@ struct rt_http {
 	bool stop;
 	pthread_t *threads;
 	uint32_t n_threads;
-	_Atomic uint64_t inflight; /* body bytes held */
-	_Atomic uint64_t seq;      /* request ids */
+	_Atomic uint64_t seq; /* request ids */
 	uint64_t seed;
 };
 
@@ -152,30 +153,44 @@ static void request_id(rt_http *h, char out[53])
 	out[52] = '\0';
 }
 
-/* A finished response with body text (copied) and the DynamoDB headers. */
-static nng_http_res *make_res(uint16_t status, const char *ctype, const char *rid, const char *body,
-                              size_t len, bool close)
+static char *append(char *p, const char *s)
 {
-	nng_http_res *res;
-	if (nng_http_res_alloc(&res) != 0)
-		return NULL;
-	char crc[11];
-	rt_http_crc32(body, len, crc);
-	if (nng_http_res_set_status(res, status) != 0 ||
-	    nng_http_res_set_header(res, "Content-Type", ctype) != 0 ||
-	    (rid != NULL && nng_http_res_set_header(res, "x-amzn-RequestId", rid) != 0) ||
-	    nng_http_res_set_header(res, "x-amz-crc32", crc) != 0 ||
-	    (close && nng_http_res_set_header(res, "Connection", "close") != 0) ||
-	    nng_http_res_copy_data(res, body, len) != 0) {
-		nng_http_res_free(res);
-		return NULL;
-	}
-	return res;
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
 }
 
-/* An error body {"__type": type, "<key>": message}. */
-static nng_http_res *error_res(rt_http *h, uint16_t status, const char *type, const char *key,
-                               const char *message, bool close)
+/* Answers r with body text and the DynamoDB headers (Content-Type,
+ * x-amzn-RequestId when rid, x-amz-crc32); r is gone after. */
+static void send_answer(rt_httpd_req *r, int status, const char *ctype, const char *rid,
+                        const char *body, size_t len, bool close)
+{
+	char crc[11], hdrs[256], *p = hdrs;
+	rt_http_crc32(body, len, crc);
+	assert(strlen(ctype) < 64);
+	p = append(p, "Content-Type: ");
+	p = append(p, ctype);
+	if (rid != NULL) {
+		p = append(p, "\r\nx-amzn-RequestId: ");
+		p = append(p, rid);
+	}
+	p = append(p, "\r\nx-amz-crc32: ");
+	p = append(p, crc);
+	p = append(p, "\r\n");
+	*p = '\0';
+	rt_httpd_respond(r, status, hdrs, body, len, close);
+}
+
+/* When not even an error can be built (out of memory): a bare 500, and
+ * the connection closes. */
+static void send_nothing(rt_httpd_req *r)
+{
+	rt_httpd_respond(r, 500, NULL, NULL, 0, true);
+}
+
+/* A DynamoDB error: {"__type": type, key: message}. */
+static void send_error(rt_http *h, rt_httpd_req *r, int status, const char *type, const char *key,
+                       const char *message, bool close)
 {
 	char rid[53], text_msg[SH_ERRMSG_SIZE];
 	request_id(h, rid);
@@ -190,46 +205,55 @@ static nng_http_res *error_res(rt_http *h, uint16_t status, const char *type, co
 	json_t *o = json_pack("{s:s, s:s}", "__type", type, key, text_msg);
 	char *text = o != NULL ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(o);
-	nng_http_res *res = NULL;
-	if (text != NULL) {
-		res =
-		    make_res(status, "application/x-amz-json-1.0", rid, text, strlen(text), close);
-		free(text);
-	}
-	return res;
-}
-
-static void answer_res(nng_aio *aio, nng_http_res *res)
-{
-	if (res == NULL) {
-		nng_aio_finish(aio, NNG_ENOMEM);
+	if (text == NULL) {
+		send_nothing(r);
 		return;
 	}
-	nng_aio_set_output(aio, 0, res);
-	nng_aio_finish(aio, 0);
+	send_answer(r, status, "application/x-amz-json-1.0", rid, text, strlen(text), close);
+	free(text);
 }
 
 static const char *req_header(void *ctx, const char *name)
 {
-	return nng_http_req_get_header(ctx, name);
+	return rt_httpd_header_get(ctx, name);
 }
 
-/* A JSON value to the response, with the status DynamoDB uses. */
-static nng_http_res *json_res(uint16_t status, const char *ctype, const char *rid, json_t *j)
+/* A JSON value as the answer, with the status DynamoDB uses.  Most answers
+ * fit the stack buffer: one pass of json_dumpb, no allocation. */
+static void send_json(rt_httpd_req *r, int status, const char *ctype, const char *rid, json_t *j)
 {
 	size_t flags = JSON_COMPACT | JSON_PRESERVE_ORDER;
-	size_t n = json_dumpb(j, NULL, 0, flags);
-	char *buf = n > 0 ? sh_malloc(n) : NULL;
-	if (buf == NULL)
-		return NULL;
-	json_dumpb(j, buf, n, flags);
-	nng_http_res *res = make_res(status, ctype, rid, buf, n, false);
-	sh_free(buf);
-	return res;
+	char small[8192], *buf = small;
+	size_t n = json_dumpb(j, small, sizeof(small), flags);
+	if (n > sizeof(small)) {
+		if ((buf = sh_malloc(n)) == NULL) {
+			send_nothing(r);
+			return;
+		}
+		json_dumpb(j, buf, n, flags);
+	}
+	if (n == 0)
+		send_nothing(r);
+	else
+		send_answer(r, status, ctype, rid, buf, n, false);
+	if (buf != small)
+		sh_free(buf);
 }
 
-/* A Response to its DynamoDB JSON answer (worker thread). */
-static nng_http_res *respond(job *jb, const Shoal__Response *resp)
+/* An error code and message as DynamoDB's JSON answer. */
+static void send_code(job *jb, int code, const char *m)
+{
+	json_t *out = NULL;
+	if (wire_api_error_to_json(code, m, &out, NULL) != SHOAL_OK) {
+		send_nothing(jb->req);
+		return;
+	}
+	send_json(jb->req, wire_api_http_status(code), jb->out_ctype, jb->rid, out);
+	json_decref(out);
+}
+
+/* A Response as its DynamoDB JSON answer. */
+static void send_response(job *jb, const Shoal__Response *resp)
 {
 	char m[SH_ERRMSG_SIZE] = "";
 	json_t *out = NULL;
@@ -238,48 +262,51 @@ static nng_http_res *respond(job *jb, const Shoal__Response *resp)
 	if (code != SHOAL_OK) {
 		rt_log("http: %s answer does not convert to JSON: %s",
 		       wire_op_name(jb->in->op_case), m);
-		if (code != SHOAL_E_NOMEM)
-			code = SHOAL_E_INTERNAL;
-		if (wire_api_error_to_json(code, m, &out, NULL) != SHOAL_OK)
-			return NULL;
-		status = code;
+		send_code(jb, code == SHOAL_E_NOMEM ? code : SHOAL_E_INTERNAL, m);
+		return;
 	}
-	nng_http_res *res =
-	    json_res((uint16_t)wire_api_http_status(status), jb->out_ctype, jb->rid, out);
+	send_json(jb->req, wire_api_http_status(status), jb->out_ctype, jb->rid, out);
 	json_decref(out);
-	return res;
+}
+
+static void job_free(job *jb)
+{
+	if (jb->rj != NULL)
+		rt_job_put(jb->rj);
+	sh_free(jb);
 }
 
 static void http_done(rt_job *rj);
 
-/* The request pipeline for one POST (worker thread): checks and decodes
- * the request into a router job and starts it (rt_job_start), whose answer
- * comes back through http_done and finish; *pending then, and nothing to
- * send yet. */
-static nng_http_res *serve(rt_http *h, job *jb, bool *pending)
+/* The request pipeline for one POST: checks and decodes the request into a
+ * router job and starts it (rt_job_start), whose answer comes back through
+ * http_done; or answers an error at once (and frees jb). */
+static void serve(rt_http *h, job *jb)
 {
 	char m[SH_ERRMSG_SIZE] = "";
-	nng_http_req *req = jb->req;
+	const rt_httpd_head *hd = jb->req->head;
 	json_t *body = NULL;
 	Shoal__Request *in = NULL;
-	*pending = false;
 	request_id(h, jb->rid);
-	const char *ctype = nng_http_req_get_header(req, "Content-Type");
+	const char *ctype = rt_httpd_header_get(hd, "Content-Type");
 	jb->out_ctype = ctype != NULL && strstr(ctype, "x-amz-json-1.1") != NULL
 	                    ? "application/x-amz-json-1.1"
 	                    : "application/x-amz-json-1.0";
 	if (h->verify) {
 		rt_sigv4_req sr = {
-		    .method = nng_http_req_get_method(req),
-		    .uri = nng_http_req_get_uri(req),
+		    .method = hd->method,
+		    .uri = hd->target,
 		    .header = req_header,
-		    .ctx = req,
-		    .body = jb->body,
-		    .body_len = jb->len,
+		    .ctx = (void *)hd,
+		    .body = jb->req->body,
+		    .body_len = jb->req->len,
 		};
 		rt_auth_result ar = rt_sigv4_verify(&h->creds, &sr, rt_wall_ms() / 1000, m);
-		if (ar != RT_AUTH_OK)
-			return error_res(h, 400, rt_auth_error_type(ar), "message", m, false);
+		if (ar != RT_AUTH_OK) {
+			send_error(h, jb->req, 400, rt_auth_error_type(ar), "message", m, false);
+			job_free(jb);
+			return;
+		}
 	}
 	int code;
 	if (!rt_http_content_type_ok(ctype)) {
@@ -288,7 +315,7 @@ static nng_http_res *serve(rt_http *h, job *jb, bool *pending)
 		code = SHOAL_E_SERIALIZATION;
 		goto err;
 	}
-	const char *op = rt_http_target_op(nng_http_req_get_header(req, "X-Amz-Target"));
+	const char *op = rt_http_target_op(rt_httpd_header_get(hd, "X-Amz-Target"));
 	if (op == NULL) {
 		snprintf(m, sizeof(m), "An unknown operation was requested.");
 		code = SHOAL_E_UNKNOWN_OPERATION;
@@ -299,43 +326,41 @@ static nng_http_res *serve(rt_http *h, job *jb, bool *pending)
 		code = SHOAL_E_NOMEM;
 		goto err;
 	}
-	if (jb->len > 0 &&
-	    (code = wire_json_parse((const char *)jb->body, jb->len, &body, m)) != SHOAL_OK)
+	if (jb->req->len > 0 && (code = wire_json_parse((const char *)jb->req->body, jb->req->len,
+	                                                &body, m)) != SHOAL_OK)
 		goto err;
 	code = wire_api_request_from_json(&jb->rj->arena, op, body, &in, m);
 	json_decref(body);
 	if (code != SHOAL_OK)
 		goto err;
 	jb->in = in;
-	*pending = true;
 	int64_t t0 = rt_now_us();
 	rt_job_start(jb->rj, NULL, in, t0, t0 / 1000 + h->rt->opt.deadline_ms, http_done, jb);
-	return NULL;
+	return;
 
-err:;
-	if (jb->rj != NULL) {
-		rt_job_put(jb->rj);
-		jb->rj = NULL;
-	}
-	json_t *out = NULL;
-	if (wire_api_error_to_json(code, m, &out, NULL) != SHOAL_OK)
-		return NULL;
-	nng_http_res *res =
-	    json_res((uint16_t)wire_api_http_status(code), jb->out_ctype, jb->rid, out);
-	json_decref(out);
-	return res;
+err:
+	send_code(jb, code, m);
+	job_free(jb);
+}
+
+/* The answer to a request that went through the pipeline. */
+static void finish(job *jb)
+{
+	Shoal__Response *resp = rt_job_answer_pb(jb->rj);
+	if (resp != NULL)
+		send_response(jb, resp);
+	else
+		send_code(jb, SHOAL_E_NOMEM, "the router could not build this request's answer");
+	job_free(jb);
 }
 
 static bool enqueue(rt_http *h, job *jb, bool force);
-static void run(rt_http *h, job *jb);
 
-static nng_http_res *finish(rt_http *h, job *jb);
-static void job_free(job *jb);
-
-/* The router's pipeline answered (an nng callback thread).  A small
- * answer is converted and sent right here, which saves waking an endpoint
- * worker; a large one (a Query page, a batch) goes to a worker, so that an
- * nng thread is not held converting a megabyte. */
+/* The router's pipeline answered (an nng callback thread, or the thread
+ * that started the job).  A small answer is converted and written right
+ * here (rt_httpd_respond writes on the socket from this thread); a large
+ * one (a Query page, a batch) goes to a worker, so that an nng thread is
+ * not held converting a megabyte. */
 static void http_done(rt_job *rj)
 {
 	job *jb = rj->done_arg;
@@ -343,63 +368,20 @@ static void http_done(rt_job *rj)
 	size_t size = rj->out_msg != NULL ? nng_msg_len(rj->out_msg)
 	              : rj->out != NULL   ? protobuf_c_message_get_packed_size(&rj->out->base)
 	                                  : 0;
-	if (size <= RT_HTTP_INLINE_ANSWER) {
-		answer_res(jb->aio, finish(jb->h, jb));
-		job_free(jb);
-		return;
-	}
-	enqueue(jb->h, jb, true);
+	if (size <= RT_HTTP_INLINE_ANSWER)
+		finish(jb);
+	else
+		enqueue(jb->h, jb, true);
 }
 
-/* The answer to a request that went through the pipeline. */
-static nng_http_res *finish(rt_http *h, job *jb)
-{
-	(void)h;
-	Shoal__Response *resp = rt_job_answer_pb(jb->rj);
-	if (resp != NULL)
-		return respond(jb, resp);
-	json_t *out = NULL;
-	if (wire_api_error_to_json(SHOAL_E_NOMEM,
-	                           "the router could not build this request's answer", &out,
-	                           NULL) != SHOAL_OK)
-		return NULL;
-	nng_http_res *res =
-	    json_res((uint16_t)wire_api_http_status(SHOAL_E_NOMEM), jb->out_ctype, jb->rid, out);
-	json_decref(out);
-	return res;
-}
-
-static void job_free(job *jb)
-{
-	if (jb->rd != NULL)
-		nng_aio_reap(jb->rd); /* maybe from within its own callback (on_body) */
-	if (jb->rj != NULL)
-		rt_job_put(jb->rj);
-	if (jb->body != NULL) {
-		sh_free(jb->body);
-		atomic_fetch_sub(&jb->h->inflight, jb->len);
-	}
-	sh_free(jb);
-}
-
-/* One step of a job: a failed read closes the connection; an answered job
- * is converted and sent; a new one is served (and, unless it went to the
- * pipeline, answered).  An endpoint worker, or the nng thread that read a
- * small body. */
+/* One step of a job: an answered one is converted and sent, a new one
+ * served.  An endpoint worker, or the I/O thread that read a small body. */
 static void run(rt_http *h, job *jb)
 {
-	if (jb->failed) {
-		nng_aio_finish(jb->aio, NNG_ECLOSED);
-	} else if (jb->answered) {
-		answer_res(jb->aio, finish(h, jb));
-	} else {
-		bool pending;
-		nng_http_res *res = serve(h, jb, &pending);
-		if (pending)
-			return; /* http_done answers it */
-		answer_res(jb->aio, res);
-	}
-	job_free(jb);
+	if (jb->answered)
+		finish(jb);
+	else
+		serve(h, jb);
 }
 
 static void *worker(void *arg)
@@ -426,7 +408,7 @@ static void *worker(void *arg)
 }
 
 /* Queues a job; false when the queue is full (the caller answers 503).
- * force: queue even then (a failed read must reach a worker to be freed). */
+ * force: queue even then (an answer must reach a worker to be sent). */
 static bool enqueue(rt_http *h, job *jb, bool force)
 {
 	pthread_mutex_lock(&h->mu);
@@ -446,114 +428,108 @@ static bool enqueue(rt_http *h, job *jb, bool force)
 	return true;
 }
 
-static nng_http_res *busy_res(rt_http *h, bool close)
+static void send_busy(rt_http *h, rt_httpd_req *r)
 {
-	return error_res(h, 503, "com.amazonaws.dynamodb.v20120810#ServiceUnavailable", "message",
-	                 "The router has too many HTTP requests in progress", close);
+	send_error(h, r, 503, "com.amazonaws.dynamodb.v20120810#ServiceUnavailable", "message",
+	           "The router has too many HTTP requests in progress", true);
 }
 
-/* nng thread: the body has been read (or reading it failed). */
-static void on_body(void *arg)
+/* I/O thread: a request's head is in.  Everything that can be refused
+ * before reading the body is, here; the server closes the connection after
+ * an answer that leaves a body unread. */
+static bool on_head(void *arg, rt_httpd_req *r)
 {
-	job *jb = arg;
-	if (nng_aio_result(jb->rd) != 0)
-		jb->failed = true;
-	/* A small request is served right here: a hand-off to a worker and
-	 * back costs more than its signature check and JSON. */
-	if (jb->failed || jb->len <= RT_HTTP_INLINE_BODY)
-		run(jb->h, jb);
-	else
-		enqueue(jb->h, jb, true);
-}
-
-/* nng thread: a request's headers are in. */
-static void on_request(nng_aio *aio)
-{
-	nng_http_req *req = nng_aio_get_input(aio, 0);
-	nng_http_handler *hd = nng_aio_get_input(aio, 1);
-	nng_http_conn *conn = nng_aio_get_input(aio, 2);
-	rt_http *h = nng_http_handler_get_data(hd);
-	const char *method = nng_http_req_get_method(req);
-
-	/* A body the endpoint does not read (GET, other methods) would be
-	 * taken for the next request: such connections are closed after the
-	 * answer. */
-	const char *cl0 = nng_http_req_get_header(req, "Content-Length");
-	bool unread_body = (cl0 != NULL && strspn(cl0, "0") != strlen(cl0)) ||
-	                   nng_http_req_get_header(req, "Transfer-Encoding") != NULL;
+	rt_http *h = arg;
+	const rt_httpd_head *hd = r->head;
+	const char *method = hd->method;
+	if (strcspn(hd->target, "?") != 1 || hd->target[0] != '/') {
+		send_error(h, r, 404, "com.amazon.coral.service#UnknownOperationException",
+		           "Message", "Only POST / (and GET / for health) are served", false);
+		return false;
+	}
 	if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) {
-		const char *host = nng_http_req_get_header(req, "Host");
+		const char *host = rt_httpd_header_get(hd, "Host");
 		char text[300];
 		int n =
 		    snprintf(text, sizeof(text), "healthy: %s", host != NULL ? host : "localhost");
 		if (n < 0 || (size_t)n >= sizeof(text))
 			n = (int)sizeof(text) - 1;
-		answer_res(aio, make_res(200, "text/plain", NULL, text, (size_t)n, unread_body));
-		return;
+		send_answer(r, 200, "text/plain", NULL, text, (size_t)n, false);
+		return false;
 	}
 	if (strcmp(method, "POST") != 0) {
-		answer_res(aio,
-		           error_res(h, 405, "com.amazon.coral.service#UnknownOperationException",
-		                     "Message", "Only POST / (and GET / for health) are served",
-		                     unread_body));
-		return;
+		send_error(h, r, 405, "com.amazon.coral.service#UnknownOperationException",
+		           "Message", "Only POST / (and GET / for health) are served", false);
+		return false;
 	}
-	if (nng_http_req_get_header(req, "Transfer-Encoding") != NULL) {
-		answer_res(aio,
-		           error_res(h, 411, "com.amazon.coral.service#SerializationException",
-		                     "Message", "Chunked request bodies are not supported", true));
-		return;
+	if (hd->chunked) {
+		send_error(h, r, 411, "com.amazon.coral.service#SerializationException", "Message",
+		           "Chunked request bodies are not supported", true);
+		return false;
 	}
-	const char *cl = nng_http_req_get_header(req, "Content-Length");
-	uint64_t len = 0;
-	if (cl != NULL) {
-		char *end;
-		len = strtoull(cl, &end, 10);
-		if (cl[0] < '0' || cl[0] > '9' || *end != '\0') {
-			answer_res(aio, error_res(h, 400,
-			                          "com.amazon.coral.service#SerializationException",
-			                          "Message", "Invalid Content-Length", true));
-			return;
-		}
+	if (hd->bad_length) {
+		send_error(h, r, 400, "com.amazon.coral.service#SerializationException", "Message",
+		           "Invalid Content-Length", true);
+		return false;
 	}
-	if (len > RT_HTTP_MAX_BODY) {
+	if (hd->content_length > RT_HTTP_MAX_BODY) {
 		char m[128];
 		snprintf(m, sizeof(m), "Request body of %llu bytes exceeds the limit of %u bytes",
-		         (unsigned long long)len, RT_HTTP_MAX_BODY);
-		answer_res(aio, error_res(h, 413, "com.amazon.coral.validate#ValidationException",
-		                          "message", m, true));
-		return;
+		         (unsigned long long)hd->content_length, RT_HTTP_MAX_BODY);
+		send_error(h, r, 413, "com.amazon.coral.validate#ValidationException", "message", m,
+		           true);
+		return false;
 	}
-	if (atomic_fetch_add(&h->inflight, len) + len > RT_HTTP_MAX_INFLIGHT) {
-		atomic_fetch_sub(&h->inflight, len);
-		answer_res(aio, busy_res(h, true));
-		return;
-	}
+	return true;
+}
+
+/* I/O thread: a POST's body is in.  A small request is served right here:
+ * a hand-off to a worker and back costs more than its signature check and
+ * JSON. */
+static void on_request(void *arg, rt_httpd_req *r)
+{
+	rt_http *h = arg;
 	job *jb = sh_calloc(1, sizeof(*jb));
 	if (jb == NULL) {
-		atomic_fetch_sub(&h->inflight, len);
-		nng_aio_finish(aio, NNG_ENOMEM);
+		send_nothing(r);
 		return;
 	}
 	jb->h = h;
-	jb->aio = aio;
-	jb->req = req;
-	if (len == 0) {
+	jb->req = r;
+	if (r->len <= RT_HTTP_INLINE_BODY) {
 		run(h, jb);
-		return;
-	}
-	jb->len = (size_t)len;
-	jb->body = sh_malloc(jb->len);
-	if (jb->body == NULL || nng_aio_alloc(&jb->rd, on_body, jb) != 0) {
-		if (jb->body == NULL)
-			atomic_fetch_sub(&h->inflight, len);
+	} else if (!enqueue(h, jb, false)) {
+		send_busy(h, r);
 		job_free(jb);
-		nng_aio_finish(aio, NNG_ENOMEM);
-		return;
 	}
-	nng_iov iov = {.iov_buf = jb->body, .iov_len = jb->len};
-	nng_aio_set_iov(jb->rd, 1, &iov);
-	nng_http_conn_read_all(conn, jb->rd);
+}
+
+/* I/O thread: the server cannot hold this request's body. */
+static void on_busy(void *arg, rt_httpd_req *r)
+{
+	send_busy(arg, r);
+}
+
+/* I/O thread: the requests one wake-up brought are started under one cork
+ * (proto/lanes.h), so that those for one node leave in one message. */
+static void on_burst(void *arg, bool begin)
+{
+	(void)arg;
+	if (begin)
+		wire_lanes_cork();
+	else
+		wire_lanes_uncork();
+}
+
+static void workers_stop(rt_http *h)
+{
+	pthread_mutex_lock(&h->mu);
+	h->stop = true;
+	pthread_cond_broadcast(&h->cv);
+	pthread_mutex_unlock(&h->mu);
+	for (uint32_t i = 0; i < h->n_threads; i++)
+		pthread_join(h->threads[i], NULL);
+	sh_free(h->threads);
 }
 
 int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *creds, char *errmsg)
@@ -575,64 +551,35 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *
 	pthread_mutex_init(&h->mu, NULL);
 	pthread_cond_init(&h->cv, NULL);
 
-	char urlbuf[SH_ADDR_MAX + 16];
-	snprintf(urlbuf, sizeof(urlbuf), "http://%s", hostport);
-	nng_url *url;
-	nng_http_handler *hd;
-	int rc = SHOAL_E_INTERNAL;
-	int rv = nng_url_parse(&url, urlbuf);
-	if (rv != 0) {
-		rc = sh_errf(errmsg, SHOAL_E_VALIDATION, "http address %s: %s", hostport,
-		             nng_strerror(rv));
-		goto err_after_h;
-	}
-	rv = nng_http_server_hold(&h->server, url);
-	nng_url_free(url);
-	if (rv != 0) {
-		sh_errf(errmsg, SHOAL_E_INTERNAL, "http server %s: %s", hostport, nng_strerror(rv));
-		goto err_after_h;
-	}
-	if ((rv = nng_http_handler_alloc(&hd, "/", on_request)) != 0)
-		goto err_after_server;
-	if ((rv = nng_http_handler_set_method(hd, NULL)) != 0 ||
-	    (rv = nng_http_handler_collect_body(hd, false, 0)) != 0 ||
-	    (rv = nng_http_handler_set_data(hd, h, NULL)) != 0 ||
-	    (rv = nng_http_server_add_handler(h->server, hd)) != 0) {
-		nng_http_handler_free(hd);
-		goto err_after_server;
-	}
+	int rc;
 	h->threads = sh_calloc(rt->opt.http_workers, sizeof(*h->threads));
 	if (h->threads == NULL) {
-		rv = NNG_ENOMEM;
-		goto err_after_server;
+		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+		goto err_after_h;
 	}
 	for (uint32_t i = 0; i < rt->opt.http_workers; i++) {
 		if (pthread_create(&h->threads[i], NULL, worker, h) != 0) {
-			sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot start http worker thread %u", i);
+			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot start http worker thread %u",
+			             i);
 			goto err_after_threads;
 		}
 		h->n_threads++;
 	}
-	if ((rv = nng_http_server_start(h->server)) != 0) {
-		sh_errf(errmsg, SHOAL_E_INTERNAL, "http server %s: %s", hostport, nng_strerror(rv));
+	rt_httpd_conf conf = {
+	    .hostport = hostport,
+	    .threads = RT_HTTP_IO_THREADS,
+	    .max_conns = RT_HTTPD_MAX_CONNS,
+	    .max_held = RT_HTTP_MAX_INFLIGHT,
+	    .ops = {.head = on_head, .request = on_request, .busy = on_busy, .burst = on_burst},
+	    .arg = h,
+	};
+	if ((rc = rt_httpd_start(&h->server, &conf, errmsg)) != SHOAL_OK)
 		goto err_after_threads;
-	}
 	*out = h;
 	return SHOAL_OK;
 
 err_after_threads:
-	pthread_mutex_lock(&h->mu);
-	h->stop = true;
-	pthread_cond_broadcast(&h->cv);
-	pthread_mutex_unlock(&h->mu);
-	for (uint32_t i = 0; i < h->n_threads; i++)
-		pthread_join(h->threads[i], NULL);
-	sh_free(h->threads);
-	nng_http_server_release(h->server);
-	goto err_after_h;
-err_after_server:
-	sh_errf(errmsg, SHOAL_E_INTERNAL, "http server %s: %s", hostport, nng_strerror(rv));
-	nng_http_server_release(h->server);
+	workers_stop(h);
 err_after_h:
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);
@@ -645,17 +592,11 @@ void rt_http_stop(rt_http *h)
 {
 	if (h == NULL)
 		return;
-	/* Closes the connections and waits for handlers in progress, which
-	 * the still-running workers finish. */
-	nng_http_server_stop(h->server);
-	pthread_mutex_lock(&h->mu);
-	h->stop = true;
-	pthread_cond_broadcast(&h->cv);
-	pthread_mutex_unlock(&h->mu);
-	for (uint32_t i = 0; i < h->n_threads; i++)
-		pthread_join(h->threads[i], NULL);
-	sh_free(h->threads);
-	nng_http_server_release(h->server);
+	/* Closes the connections and waits until every request has been
+	 * answered: the workers still run, for the requests and answers
+	 * queued to them. */
+	rt_httpd_stop(h->server);
+	workers_stop(h);
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);
 	rt_creds_free(&h->creds);

@@ -15,26 +15,32 @@
  *   GET /  -> 200 "healthy: <host>" (DynamoDB's health check)
  *
  * One request pipeline, two encodings: the body is converted to a
- * shoal.Request by proto/wire_api.h, served by rt_handle_request (the native
- * protocol's front door, front.c), and the Response converted back.  No
+ * shoal.Request by proto/wire_api.h, served by the router's pipeline exactly
+ * as a native request is (rt_job_start, job.c), and the Response converted
+ * back.  No
  * operation has HTTP-specific semantics; operations the router does not
  * implement answer UnknownOperationException as they do natively.
  *
- * Threads.  nng's HTTP server reads every connection asynchronously, so a
- * slow or stalled client (slowloris) holds only its own connection.  The
- * handler callback runs on nng's threads and never blocks: it checks the
- * headers and starts reading the body (nng_http_conn_read_all); a body of
- * at most RT_HTTP_INLINE_BODY is checked (SigV4), converted and started in
- * the router's pipeline on the nng thread that read it; a larger one is
- * queued for the endpoint's own worker threads, so that an nng thread is
- * never held parsing megabytes.  Nothing waits for a node: the pipeline's
- * answer completes nng's aio with the response.
+ * Threads.  The router's own HTTP server (httpd.h) reads every connection
+ * on RT_HTTP_IO_THREADS epoll threads, so a slow or stalled client
+ * (slowloris) holds only its own connection and, for at most
+ * RT_HTTPD_TIMEOUT_MS without progress, its bounded buffers.  A body of at
+ * most RT_HTTP_INLINE_BODY is checked (SigV4), converted and started in the
+ * router's pipeline on the I/O thread that read it; a larger one is queued
+ * for the endpoint's own worker threads, so that the I/O thread is never
+ * held parsing megabytes.  The requests one wake-up of the I/O thread
+ * brings are started under one cork of the router's lanes, so that those
+ * for one node leave in one message.  Nothing waits for a node: the thread
+ * that finishes the router's job converts a small answer and writes it on
+ * the socket itself.
  *
  * Limits: bodies over RT_HTTP_MAX_BODY (16 MiB, DynamoDB's largest request is
  * a 16 MB BatchWriteItem) are refused with 413 before being read; at most
  * RT_HTTP_MAX_QUEUED requests wait for a worker and RT_HTTP_MAX_INFLIGHT
- * bytes of bodies are held at once, past which requests get 503
- * ServiceUnavailable (botocore retries those).
+ * bytes of bodies are held at once (counted as they arrive, not as
+ * announced), past which requests get 503 ServiceUnavailable (botocore
+ * retries those).  The server's own limits (head size, timeouts,
+ * connections, descriptors) are in httpd.h.
  */
 #ifndef SHOAL_ROUTER_HTTP_H
 #define SHOAL_ROUTER_HTTP_H
@@ -48,11 +54,15 @@
 #define RT_HTTP_MAX_BODY     (16u * 1024 * 1024)
 #define RT_HTTP_MAX_QUEUED   4096u
 #define RT_HTTP_MAX_INFLIGHT (256u * 1024 * 1024)
-/* Bodies and answers up to these sizes are converted on the nng thread that
- * has them (http.c: on_body, http_done); larger ones on an endpoint worker. */
+/* Bodies and answers up to these sizes are converted on the thread that has
+ * them (http.c: on_request on the I/O thread, http_done on the thread that
+ * finished the job); larger ones on an endpoint worker. */
 #define RT_HTTP_INLINE_BODY   (16u * 1024)
 #define RT_HTTP_INLINE_ANSWER (16u * 1024)
 #define RT_HTTP_TARGET_PREFIX "DynamoDB_20120810."
+/* I/O threads of the HTTP server.  One keeps up with the router's pipeline
+ * on the 2-vCPU machine of the benchmarks (README "Benchmarks"). */
+#define RT_HTTP_IO_THREADS 1
 
 /* ------------------------------------------------------------------------ */
 /* Pure helpers (http.c)                                                     */

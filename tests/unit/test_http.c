@@ -5,15 +5,32 @@
  * get-vanilla-query-order-key-case, post-x-www-form-urlencoded; credentials
  * AKIDEXAMPLE / wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY, 20150830T123600Z,
  * us-east-1, service "service").
+ *
+ * And the router's HTTP server (router/httpd.h): its request head parser
+ * (test_parse_*), then the server itself on 127.0.0.1 with a test endpoint
+ * that answers from its own thread, as the router's pipeline does
+ * (test_srv_*): keep-alive, pipelining, Expect: 100-continue, HTTP/1.0,
+ * answers larger than the socket buffers, the limits and timeouts, and
+ * stopping with a request in the endpoint's hands.
  */
 #include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/alloc.h"
 #include "router/http.h"
+#include "router/httpd.h"
 #include "tests/lib/testlib.h"
 
 #define SECRET "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
@@ -300,6 +317,874 @@ START_TEST(test_creds_bad)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* The request head parser (router/httpd_parse.c)                            */
+/* ------------------------------------------------------------------------ */
+
+/* Parses text (copied: the parser writes into its buffer) in one call. */
+static rt_httpd_parse_rc parse_text(const char *text, char *buf, size_t cap, rt_httpd_head *h)
+{
+	size_t n = strlen(text), scanned = 0;
+	ck_assert_uint_lt(n, cap);
+	memcpy(buf, text, n + 1);
+	return rt_httpd_parse(buf, n, &scanned, h);
+}
+
+START_TEST(test_parse_basic)
+{
+	char buf[1024];
+	rt_httpd_head h;
+	const char *req = "POST /?a=b HTTP/1.1\r\nHost: x:8000\r\n"
+	                  "x-amz-target: DynamoDB_20120810.GetItem\r\n"
+	                  "CONTENT-TYPE:application/x-amz-json-1.0  \r\n"
+	                  "Content-Length: 2\r\n\r\n{}";
+	ck_assert_int_eq(parse_text(req, buf, sizeof(buf), &h), RT_HTTPD_DONE);
+	ck_assert_str_eq(h.method, "POST");
+	ck_assert_str_eq(h.target, "/?a=b");
+	ck_assert_int_eq(h.minor, 1);
+	ck_assert_uint_eq(h.n, 4);
+	ck_assert_uint_eq(h.len, strlen(req) - 2);
+	ck_assert_uint_eq(h.content_length, 2);
+	ck_assert(h.keep_alive && !h.bad_length && !h.chunked && !h.expect_continue);
+	/* Header names in any case; values trimmed. */
+	ck_assert_str_eq(rt_httpd_header_get(&h, "X-Amz-Target"), "DynamoDB_20120810.GetItem");
+	ck_assert_str_eq(rt_httpd_header_get(&h, "content-type"), "application/x-amz-json-1.0");
+	ck_assert_str_eq(rt_httpd_header_get(&h, "HOST"), "x:8000");
+	ck_assert_ptr_null(rt_httpd_header_get(&h, "Authorization"));
+	/* A POST without Content-Length has an empty body. */
+	ck_assert_int_eq(parse_text("POST / HTTP/1.1\r\nHost: x\r\n\r\n", buf, sizeof(buf), &h),
+	                 RT_HTTPD_DONE);
+	ck_assert_uint_eq(h.content_length, 0);
+	ck_assert(!h.bad_length);
+	/* Lines ending in LF alone; blank lines before the request line. */
+	ck_assert_int_eq(parse_text("\r\n\nGET / HTTP/1.1\nHost: y\n\n", buf, sizeof(buf), &h),
+	                 RT_HTTPD_DONE);
+	ck_assert_str_eq(h.method, "GET");
+	ck_assert_str_eq(rt_httpd_header_get(&h, "host"), "y");
+	ck_assert_uint_eq(h.len, strlen("\r\n\nGET / HTTP/1.1\nHost: y\n\n"));
+	/* An empty value. */
+	ck_assert_int_eq(parse_text("GET / HTTP/1.1\r\nX-Empty:\r\n\r\n", buf, sizeof(buf), &h),
+	                 RT_HTTPD_DONE);
+	ck_assert_str_eq(rt_httpd_header_get(&h, "x-empty"), "");
+}
+END_TEST
+
+START_TEST(test_parse_bytewise)
+{
+	/* A head arriving one byte at a time is found at its last byte, and
+	 * each call only looks at what is new (scanned moves on). */
+	const char *req = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n"
+	                  "Expect: 100-continue\r\n\r\nhello";
+	size_t head = strstr(req, "\r\n\r\n") + 4 - req;
+	char buf[256];
+	rt_httpd_head h;
+	size_t scanned = 0;
+	for (size_t n = 1; n <= head; n++) {
+		memcpy(buf, req, n);
+		rt_httpd_parse_rc rc = rt_httpd_parse(buf, n, &scanned, &h);
+		if (n < head) {
+			ck_assert_int_eq(rc, RT_HTTPD_INCOMPLETE);
+			ck_assert_uint_le(scanned, n);
+		} else {
+			ck_assert_int_eq(rc, RT_HTTPD_DONE);
+		}
+	}
+	ck_assert_uint_eq(h.len, head);
+	ck_assert_uint_eq(h.content_length, 5);
+	ck_assert(h.expect_continue);
+}
+END_TEST
+
+START_TEST(test_parse_pipelined)
+{
+	/* Two requests in one read: the first head's length says where its
+	 * body starts, and the second is parsed after that body. */
+	char buf[512];
+	const char *two = "POST / HTTP/1.1\r\ncontent-length: 3\r\n\r\nabc"
+	                  "POST /next HTTP/1.1\r\nCONTENT-LENGTH: 2\r\n\r\nde";
+	size_t n = strlen(two), scanned = 0;
+	memcpy(buf, two, n);
+	rt_httpd_head h;
+	ck_assert_int_eq(rt_httpd_parse(buf, n, &scanned, &h), RT_HTTPD_DONE);
+	ck_assert_uint_eq(h.content_length, 3);
+	ck_assert(memcmp(buf + h.len, "abc", 3) == 0);
+	size_t off = h.len + 3;
+	scanned = 0;
+	ck_assert_int_eq(rt_httpd_parse(buf + off, n - off, &scanned, &h), RT_HTTPD_DONE);
+	ck_assert_str_eq(h.target, "/next");
+	ck_assert_uint_eq(h.content_length, 2);
+	ck_assert_uint_eq(off + h.len + 2, n);
+}
+END_TEST
+
+START_TEST(test_parse_limits)
+{
+	/* A head without its end at RT_HTTPD_MAX_HEAD bytes is too large; so
+	 * is one that ends past it, and one with too many headers. */
+	size_t cap = RT_HTTPD_MAX_HEAD + 1024;
+	char *buf = sh_malloc(cap);
+	ck_assert_ptr_nonnull(buf);
+	size_t n = (size_t)snprintf(buf, cap, "GET / HTTP/1.1\r\n");
+	while (n + 32 < RT_HTTPD_MAX_HEAD)
+		n += (size_t)snprintf(buf + n, cap - n, "X-Pad: %024d\r\n", 7);
+	rt_httpd_head h;
+	size_t scanned = 0;
+	ck_assert_int_eq(rt_httpd_parse(buf, n, &scanned, &h), RT_HTTPD_INCOMPLETE);
+	while (n < RT_HTTPD_MAX_HEAD)
+		buf[n++] = 'x';
+	ck_assert_int_eq(rt_httpd_parse(buf, n, &scanned, &h), RT_HTTPD_TOO_LARGE);
+	memcpy(buf + n, "\r\n\r\n", 4);
+	scanned = 0;
+	ck_assert_int_eq(rt_httpd_parse(buf, n + 4, &scanned, &h), RT_HTTPD_TOO_LARGE);
+	n = (size_t)snprintf(buf, cap, "GET / HTTP/1.1\r\n");
+	for (int i = 0; i < RT_HTTPD_MAX_HEADERS; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "X-%d: v\r\n", i);
+	memcpy(buf + n, "\r\n", 3);
+	scanned = 0;
+	ck_assert_int_eq(rt_httpd_parse(buf, n + 2, &scanned, &h), RT_HTTPD_DONE);
+	ck_assert_uint_eq(h.n, RT_HTTPD_MAX_HEADERS);
+	/* (Rewritten: a parse that is DONE has cut the head into strings.) */
+	n = (size_t)snprintf(buf, cap, "GET / HTTP/1.1\r\n");
+	for (int i = 0; i <= RT_HTTPD_MAX_HEADERS; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "X-%d: v\r\n", i);
+	n += (size_t)snprintf(buf + n, cap - n, "\r\n");
+	scanned = 0;
+	ck_assert_int_eq(rt_httpd_parse(buf, n, &scanned, &h), RT_HTTPD_TOO_LARGE);
+	sh_free(buf);
+}
+END_TEST
+
+START_TEST(test_parse_bad)
+{
+	char buf[512];
+	rt_httpd_head h;
+	/* Content-Length: one decimal number, repeated only with the same value. */
+	static const char *bad_len[] = {"abc",  "-1", "+5",  "1 2",
+	                                "0x10", "",   "1,1", "99999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad_len) / sizeof(bad_len[0]); i++) {
+		char req[128];
+		snprintf(req, sizeof(req), "POST / HTTP/1.1\r\nContent-Length: %s\r\n\r\n",
+		         bad_len[i]);
+		ck_assert_int_eq(parse_text(req, buf, sizeof(buf), &h), RT_HTTPD_DONE);
+		ck_assert_msg(h.bad_length, "Content-Length: %s", bad_len[i]);
+		ck_assert_uint_eq(h.content_length, 0);
+	}
+	ck_assert_int_eq(
+	    parse_text("POST / HTTP/1.1\r\nContent-Length: 4\r\ncontent-length: 5\r\n\r\n", buf,
+	               sizeof(buf), &h),
+	    RT_HTTPD_DONE);
+	ck_assert(h.bad_length);
+	ck_assert_int_eq(
+	    parse_text("POST / HTTP/1.1\r\nContent-Length: 4\r\ncontent-length: 4\r\n\r\n", buf,
+	               sizeof(buf), &h),
+	    RT_HTTPD_DONE);
+	ck_assert(!h.bad_length);
+	ck_assert_uint_eq(h.content_length, 4);
+	ck_assert_int_eq(
+	    parse_text("POST / HTTP/1.1\r\nContent-Length: 007\r\n\r\n", buf, sizeof(buf), &h),
+	    RT_HTTPD_DONE);
+	ck_assert_uint_eq(h.content_length, 7);
+	/* Any Transfer-Encoding is reported. */
+	ck_assert_int_eq(parse_text("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", buf,
+	                            sizeof(buf), &h),
+	                 RT_HTTPD_DONE);
+	ck_assert(h.chunked);
+	/* Malformed heads. */
+	static const char *bad[] = {
+	    "\x01\x02 garbage\r\n\r\n",
+	    "GET\r\n\r\n",
+	    "GET /\r\n\r\n",
+	    "GET  / HTTP/1.1\r\n\r\n",
+	    "GET / HTTP/1.1 \r\n\r\n",
+	    "G(T / HTTP/1.1\r\n\r\n",
+	    "GET / HTTP/1.x\r\n\r\n",
+	    "GET / http/1.1\r\n\r\n",
+	    "GET /a\rb HTTP/1.1\r\n\r\n",
+	    "GET / HTTP/1.1\r\nHost : x\r\n\r\n",
+	    "GET / HTTP/1.1\r\n: x\r\n\r\n",
+	    "GET / HTTP/1.1\r\nNoColon\r\n\r\n",
+	    "GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n",
+	    "GET / HTTP/1.1\r\nX: a\rb\r\n\r\n",
+	    "GET / HTTP/1.1\r\nX: a\x7f\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t n = strlen(bad[i]), scanned = 0;
+		memcpy(buf, bad[i], n);
+		ck_assert_msg(rt_httpd_parse(buf, n, &scanned, &h) == RT_HTTPD_BAD, "case %zu", i);
+	}
+	/* A NUL inside a header value. */
+	char nul[] = "GET / HTTP/1.1\r\nX: a_b\r\n\r\n";
+	size_t scanned = 0;
+	nul[20] = '\0';
+	ck_assert_int_eq(rt_httpd_parse(nul, sizeof(nul) - 1, &scanned, &h), RT_HTTPD_BAD);
+	/* Versions other than 1.0 and 1.1. */
+	ck_assert_int_eq(parse_text("GET / HTTP/2.0\r\n\r\n", buf, sizeof(buf), &h),
+	                 RT_HTTPD_VERSION);
+	ck_assert_int_eq(parse_text("GET / HTTP/1.2\r\n\r\n", buf, sizeof(buf), &h),
+	                 RT_HTTPD_VERSION);
+}
+END_TEST
+
+START_TEST(test_parse_connection)
+{
+	char buf[512];
+	rt_httpd_head h;
+	/* HTTP/1.0 closes unless it asks for keep-alive; 1.1 keeps unless it
+	 * asks to close.  Expect: 100-continue counts in 1.1 only. */
+	ck_assert_int_eq(parse_text("GET / HTTP/1.0\r\n\r\n", buf, sizeof(buf), &h), RT_HTTPD_DONE);
+	ck_assert(h.minor == 0 && !h.keep_alive);
+	ck_assert_int_eq(
+	    parse_text("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", buf, sizeof(buf), &h),
+	    RT_HTTPD_DONE);
+	ck_assert(h.keep_alive);
+	ck_assert_int_eq(parse_text("GET / HTTP/1.1\r\nconnection: Upgrade, close\r\n\r\n", buf,
+	                            sizeof(buf), &h),
+	                 RT_HTTPD_DONE);
+	ck_assert(!h.keep_alive);
+	ck_assert_int_eq(
+	    parse_text("GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n", buf, sizeof(buf), &h),
+	    RT_HTTPD_DONE);
+	ck_assert(h.keep_alive);
+	ck_assert_int_eq(
+	    parse_text("POST / HTTP/1.1\r\nexpect: 100-Continue\r\n\r\n", buf, sizeof(buf), &h),
+	    RT_HTTPD_DONE);
+	ck_assert(h.expect_continue);
+	ck_assert_int_eq(
+	    parse_text("POST / HTTP/1.0\r\nExpect: 100-continue\r\n\r\n", buf, sizeof(buf), &h),
+	    RT_HTTPD_DONE);
+	ck_assert(!h.expect_continue);
+}
+END_TEST
+
+START_TEST(test_parse_fuzz)
+{
+	/* Mutated and truncated heads, and random bytes: the parser answers
+	 * something and never reads or writes outside its buffer (ASan). */
+	static const char *seeds[] = {
+	    "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\nExpect: 100-continue\r\n\r\n",
+	    "GET /?a=b HTTP/1.0\nConnection: keep-alive\n\n",
+	    "\r\nPUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nX:  y \r\n\r\n",
+	};
+	uint64_t rng = tl_seed();
+	for (int round = 0; round < 20000; round++) {
+		const char *sd = seeds[round % 3];
+		size_t n = strlen(sd);
+		char *buf = sh_malloc(n + 8);
+		ck_assert_ptr_nonnull(buf);
+		if (round % 7 == 6) {
+			for (size_t i = 0; i < n; i++)
+				buf[i] = (char)tl_rand(&rng);
+		} else {
+			memcpy(buf, sd, n);
+			int edits = 1 + (int)(tl_rand(&rng) % 4);
+			for (int e = 0; e < edits; e++) {
+				static const char pick[] = "\r\n :\t\0\x7f"
+				                           "aZ0-";
+				buf[tl_rand(&rng) % n] = pick[tl_rand(&rng) % (sizeof(pick) - 1)];
+			}
+			n = 1 + tl_rand(&rng) % n;
+		}
+		rt_httpd_head h;
+		size_t scanned = 0;
+		rt_httpd_parse_rc rc = rt_httpd_parse(buf, n, &scanned, &h);
+		ck_assert_int_le(rc, RT_HTTPD_VERSION);
+		ck_assert_uint_le(scanned, n);
+		if (rc == RT_HTTPD_DONE) {
+			ck_assert_uint_le(h.len, n);
+			for (uint32_t i = 0; i < h.n; i++)
+				ck_assert_ptr_nonnull(rt_httpd_header_get(&h, h.h[i].name));
+		}
+		sh_free(buf);
+	}
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* The server (router/httpd.c)                                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The test endpoint.  GET is answered in ops.head; a POST to /inline is
+ * answered in ops.request (the I/O thread, as http.c answers a bad request);
+ * any other POST goes to the answer thread (as a router job's answer comes
+ * from an nng thread), which echoes the body after "echo:", sends BIG bytes
+ * for /big, and keeps a /hold request until the test lets it go.
+ */
+#define BIG (24u * 1024 * 1024)
+
+static struct tsrv {
+	rt_httpd *s;
+	int port;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	rt_httpd_req *q[64];
+	int nq;
+	bool stop;
+	pthread_t th;
+	rt_httpd_req *held; /* a /hold request */
+	bool release;       /* answer it */
+	char *big;
+	atomic_int busy_calls;
+} T;
+
+static void echo(rt_httpd_req *r)
+{
+	char *out = sh_malloc(r->len + 5);
+	ck_assert_ptr_nonnull(out);
+	memcpy(out, "echo:", 5);
+	if (r->len > 0)
+		memcpy(out + 5, r->body, r->len);
+	rt_httpd_respond(r, 200, "Content-Type: text/plain\r\n", out, r->len + 5, false);
+	sh_free(out);
+}
+
+static void *t_answerer(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&T.mu);
+	for (;;) {
+		while (T.nq == 0 && !T.stop && !(T.held != NULL && T.release))
+			pthread_cond_wait(&T.cv, &T.mu);
+		if (T.held != NULL && T.release) {
+			rt_httpd_req *r = T.held;
+			T.held = NULL;
+			pthread_cond_broadcast(&T.cv);
+			pthread_mutex_unlock(&T.mu);
+			echo(r);
+			pthread_mutex_lock(&T.mu);
+			continue;
+		}
+		if (T.nq == 0)
+			break;
+		rt_httpd_req *r = T.q[0];
+		memmove(T.q, T.q + 1, (size_t)--T.nq * sizeof(T.q[0]));
+		if (strcmp(r->head->target, "/hold") == 0) {
+			T.held = r;
+			pthread_cond_broadcast(&T.cv);
+			continue;
+		}
+		pthread_mutex_unlock(&T.mu);
+		if (strcmp(r->head->target, "/big") == 0)
+			rt_httpd_respond(r, 200, NULL, T.big, BIG, false);
+		else
+			echo(r);
+		pthread_mutex_lock(&T.mu);
+	}
+	pthread_mutex_unlock(&T.mu);
+	return NULL;
+}
+
+static bool t_head(void *arg, rt_httpd_req *r)
+{
+	(void)arg;
+	if (strcmp(r->head->method, "GET") == 0 || strcmp(r->head->method, "HEAD") == 0) {
+		char text[128];
+		int n = snprintf(text, sizeof(text), "get %s", r->head->target);
+		rt_httpd_respond(r, 200, "Content-Type: text/plain\r\n", text, (size_t)n, false);
+		return false;
+	}
+	return true;
+}
+
+static void t_request(void *arg, rt_httpd_req *r)
+{
+	(void)arg;
+	if (strcmp(r->head->target, "/inline") == 0) {
+		echo(r);
+		return;
+	}
+	pthread_mutex_lock(&T.mu);
+	ck_assert_int_lt(T.nq, 64);
+	T.q[T.nq++] = r;
+	pthread_cond_signal(&T.cv);
+	pthread_mutex_unlock(&T.mu);
+}
+
+static void t_busy(void *arg, rt_httpd_req *r)
+{
+	(void)arg;
+	atomic_fetch_add(&T.busy_calls, 1);
+	rt_httpd_respond(r, 503, NULL, "busy", 4, true);
+}
+
+static void srv_start(uint32_t max_conns, size_t max_held, uint32_t timeout_ms)
+{
+	memset(&T, 0, sizeof(T));
+	pthread_mutex_init(&T.mu, NULL);
+	pthread_cond_init(&T.cv, NULL);
+	rt_httpd_conf c = {
+	    .hostport = "127.0.0.1:0",
+	    .threads = 1,
+	    .max_conns = max_conns,
+	    .max_held = max_held,
+	    .timeout_ms = timeout_ms,
+	    .idle_ms = timeout_ms,
+	    .ops = {.head = t_head, .request = t_request, .busy = t_busy},
+	};
+	char m[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(rt_httpd_start(&T.s, &c, m), SHOAL_OK);
+	T.port = rt_httpd_port(T.s);
+	ck_assert_int_gt(T.port, 0);
+	ck_assert_int_eq(pthread_create(&T.th, NULL, t_answerer, NULL), 0);
+}
+
+static void srv_stop(void)
+{
+	rt_httpd_stop(T.s);
+	pthread_mutex_lock(&T.mu);
+	T.stop = true;
+	pthread_cond_broadcast(&T.cv);
+	pthread_mutex_unlock(&T.mu);
+	pthread_join(T.th, NULL);
+	sh_free(T.big);
+}
+
+/* A client connection with what it has read and not yet used. */
+typedef struct cli {
+	int fd;
+	char *buf;
+	size_t len, cap;
+	size_t used; /* by the last response cli_resp returned */
+} cli;
+
+typedef struct resp {
+	int status;
+	char head[4096];
+	char *body; /* (the client's buffer: valid until the next read) */
+	size_t len;
+} resp;
+
+static cli cli_open(void)
+{
+	cli c = {.fd = socket(AF_INET, SOCK_STREAM, 0), .cap = 1 << 16};
+	ck_assert_int_ge(c.fd, 0);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)T.port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	ck_assert_int_eq(connect(c.fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	struct timeval tv = {.tv_sec = 10};
+	setsockopt(c.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	int one = 1;
+	setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c.buf = sh_malloc(c.cap);
+	ck_assert_ptr_nonnull(c.buf);
+	return c;
+}
+
+static void cli_close(cli *c)
+{
+	close(c->fd);
+	sh_free(c->buf);
+}
+
+static void cli_send(cli *c, const void *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL);
+		ck_assert_int_gt(w, 0);
+		p = (const char *)p + w;
+		n -= (size_t)w;
+	}
+}
+
+static void cli_sends(cli *c, const char *s)
+{
+	cli_send(c, s, strlen(s));
+}
+
+/* Reads more; false at EOF (or a reset: the server closed). */
+static bool cli_fill(cli *c)
+{
+	if (c->len == c->cap) {
+		c->cap *= 2;
+		c->buf = sh_realloc(c->buf, c->cap);
+		ck_assert_ptr_nonnull(c->buf);
+	}
+	ssize_t n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+	ck_assert_msg(n >= 0 || errno == ECONNRESET, "recv: %s", strerror(errno));
+	if (n <= 0)
+		return false;
+	c->len += (size_t)n;
+	return true;
+}
+
+/* The server closes the connection (without sending anything more). */
+static void cli_expect_eof(cli *c)
+{
+	ck_assert_msg(!cli_fill(c), "more bytes: %.*s", (int)c->len, c->buf);
+}
+
+/* The next response (body per Content-Length; none for HEAD or 1xx). */
+static bool cli_resp(cli *c, resp *r, bool head_only)
+{
+	if (c->used > 0) { /* drop the previous response */
+		memmove(c->buf, c->buf + c->used, c->len - c->used);
+		c->len -= c->used;
+		c->used = 0;
+	}
+	char *end;
+	while ((end = memmem(c->buf, c->len, "\r\n\r\n", 4)) == NULL)
+		if (!cli_fill(c))
+			return false;
+	size_t hl = (size_t)(end - c->buf) + 4;
+	ck_assert_uint_lt(hl, sizeof(r->head));
+	memcpy(r->head, c->buf, hl);
+	r->head[hl] = '\0';
+	ck_assert_int_eq(sscanf(r->head, "HTTP/1.1 %d ", &r->status), 1);
+	const char *cl = strcasestr(r->head, "\r\nContent-Length: ");
+	size_t n = 0;
+	if (r->status >= 200 && !head_only) {
+		ck_assert_ptr_nonnull(cl);
+		n = strtoull(cl + 18, NULL, 10);
+	}
+	while (c->len < hl + n)
+		ck_assert(cli_fill(c));
+	r->body = c->buf + hl;
+	r->len = n;
+	c->used = hl + n;
+	return true;
+}
+
+static bool has_header(const resp *r, const char *line)
+{
+	return strcasestr(r->head, line) != NULL;
+}
+
+static void expect_echo(cli *c, const char *body)
+{
+	resp r;
+	ck_assert(cli_resp(c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.len, strlen(body) + 5);
+	ck_assert(memcmp(r.body, "echo:", 5) == 0 && memcmp(r.body + 5, body, strlen(body)) == 0);
+	ck_assert(!has_header(&r, "Connection:"));
+}
+
+static void post(cli *c, const char *target, const char *body, const char *extra)
+{
+	char head[512];
+	snprintf(head, sizeof(head), "POST %s HTTP/1.1\r\nHost: t\r\n%sContent-Length: %zu\r\n\r\n",
+	         target, extra, strlen(body));
+	cli_sends(c, head);
+	cli_sends(c, body);
+}
+
+START_TEST(test_srv_keepalive)
+{
+	srv_start(100, 1 << 20, 0);
+	cli c = cli_open();
+	resp r;
+	/* One connection, answers from ops.head, the I/O thread and the
+	 * answer thread, in turn. */
+	for (int i = 0; i < 3; i++) {
+		cli_sends(&c, "GET /health HTTP/1.1\r\nHost: t\r\n\r\n");
+		ck_assert(cli_resp(&c, &r, false));
+		ck_assert_int_eq(r.status, 200);
+		ck_assert(r.len == 11 && memcmp(r.body, "get /health", 11) == 0);
+		post(&c, "/", "{\"a\":1}", "");
+		expect_echo(&c, "{\"a\":1}");
+		post(&c, "/inline", "x", "");
+		expect_echo(&c, "x");
+		post(&c, "/", "", "");
+		expect_echo(&c, "");
+	}
+	/* HEAD: the headers of GET, no body. */
+	cli_sends(&c, "HEAD / HTTP/1.1\r\nHost: t\r\n\r\n");
+	ck_assert(cli_resp(&c, &r, true));
+	ck_assert(r.status == 200 && has_header(&r, "\r\nContent-Length: 5\r\n"));
+	/* A request sent byte by byte. */
+	const char *slow = "POST / HTTP/1.1\r\nhost: t\r\nCONTENT-LENGTH: 4\r\n\r\nabcd";
+	for (const char *p = slow; *p != '\0'; p++)
+		cli_send(&c, p, 1);
+	expect_echo(&c, "abcd");
+	/* Connection: close is honoured. */
+	post(&c, "/", "z", "Connection: close\r\n");
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert(r.status == 200 && has_header(&r, "\r\nConnection: close\r\n"));
+	cli_expect_eof(&c);
+	cli_close(&c);
+	srv_stop();
+}
+END_TEST
+
+START_TEST(test_srv_pipelined)
+{
+	srv_start(100, 1 << 20, 0);
+	cli c = cli_open();
+	/* Four requests in one write, answered by different threads: in order. */
+	char all[1024];
+	snprintf(all, sizeof(all),
+	         "POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\none"
+	         "POST /inline HTTP/1.1\r\nContent-Length: 3\r\n\r\ntwo"
+	         "GET /three HTTP/1.1\r\n\r\n"
+	         "POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nfour");
+	cli_sends(&c, all);
+	expect_echo(&c, "one");
+	expect_echo(&c, "two");
+	resp r;
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert(r.status == 200 && r.len == 10 && memcmp(r.body, "get /three", 10) == 0);
+	expect_echo(&c, "four");
+	cli_close(&c);
+	srv_stop();
+}
+END_TEST
+
+START_TEST(test_srv_continue)
+{
+	/* Expect: 100-continue: "100 Continue" comes before the client sends
+	 * its body (curl waits a second for it otherwise). */
+	srv_start(100, 1 << 20, 0);
+	cli c = cli_open();
+	cli_sends(&c, "POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\n"
+	              "Content-Length: 5\r\n\r\n");
+	resp r;
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert_int_eq(r.status, 100);
+	cli_sends(&c, "hello");
+	expect_echo(&c, "hello");
+	/* A body larger than the in-buffer limit, in two parts. */
+	size_t n = 100000;
+	char *body = sh_malloc(n + 1);
+	ck_assert_ptr_nonnull(body);
+	for (size_t i = 0; i < n; i++)
+		body[i] = (char)('a' + i % 26);
+	body[n] = '\0';
+	char head[256];
+	snprintf(head, sizeof(head),
+	         "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: %zu\r\n\r\n", n);
+	cli_sends(&c, head);
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert_int_eq(r.status, 100);
+	cli_send(&c, body, n / 3);
+	cli_send(&c, body + n / 3, n - n / 3);
+	expect_echo(&c, body);
+	sh_free(body);
+	cli_close(&c);
+	srv_stop();
+}
+END_TEST
+
+START_TEST(test_srv_http10)
+{
+	srv_start(100, 1 << 20, 0);
+	resp r;
+	/* HTTP/1.0 closes after the answer... */
+	cli c = cli_open();
+	cli_sends(&c, "POST / HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi");
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert(r.status == 200 && has_header(&r, "\r\nConnection: close\r\n"));
+	cli_expect_eof(&c);
+	cli_close(&c);
+	/* ... unless it asks for keep-alive, which the answer confirms. */
+	c = cli_open();
+	for (int i = 0; i < 2; i++) {
+		cli_sends(&c, "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+		ck_assert(cli_resp(&c, &r, false));
+		ck_assert(r.status == 200 && has_header(&r, "\r\nConnection: keep-alive\r\n"));
+	}
+	cli_close(&c);
+	srv_stop();
+}
+END_TEST
+
+START_TEST(test_srv_errors)
+{
+	srv_start(100, 1 << 20, 0);
+	resp r;
+	/* Malformed: 400 and close; another version: 505. */
+	cli c = cli_open();
+	cli_sends(&c, "\x01\x02 garbage\r\n\r\n");
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert(r.status == 400 && has_header(&r, "\r\nConnection: close\r\n"));
+	cli_expect_eof(&c);
+	cli_close(&c);
+	c = cli_open();
+	cli_sends(&c, "GET / HTTP/2.0\r\n\r\n");
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert_int_eq(r.status, 505);
+	cli_expect_eof(&c);
+	cli_close(&c);
+	/* A head over 64 KiB: 431, then close. */
+	c = cli_open();
+	cli_sends(&c, "GET / HTTP/1.1\r\nX-Big: ");
+	char pad[4096];
+	memset(pad, 'p', sizeof(pad));
+	for (size_t sent = 0; sent < RT_HTTPD_MAX_HEAD; sent += sizeof(pad))
+		cli_send(&c, pad, sizeof(pad));
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert(r.status == 431 && has_header(&r, "\r\nConnection: close\r\n"));
+	cli_expect_eof(&c);
+	cli_close(&c);
+	/* An answer given from ops.head with a body unread closes the
+	 * connection (the body would be taken for the next request). */
+	c = cli_open();
+	cli_sends(&c, "GET / HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello");
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert(r.status == 200 && has_header(&r, "\r\nConnection: close\r\n"));
+	cli_expect_eof(&c);
+	cli_close(&c);
+	srv_stop();
+}
+END_TEST
+
+START_TEST(test_srv_big_answer)
+{
+	/* An answer larger than the socket buffers: what the socket does not
+	 * take is queued and written on EPOLLOUT while the client reads; the
+	 * connection then serves the next request. */
+	srv_start(100, 1 << 20, 0);
+	T.big = sh_malloc(BIG);
+	ck_assert_ptr_nonnull(T.big);
+	for (size_t i = 0; i < BIG; i++)
+		T.big[i] = (char)(i * 7 + i / 4096);
+	cli c = cli_open();
+	post(&c, "/big", "", "");
+	post(&c, "/", "after", "");
+	resp r;
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_uint_eq(r.len, BIG);
+	ck_assert(memcmp(r.body, T.big, BIG) == 0);
+	expect_echo(&c, "after");
+	cli_close(&c);
+	srv_stop();
+}
+END_TEST
+
+START_TEST(test_srv_limits)
+{
+	/* At most 2 connections: a third is closed at once, the others work. */
+	srv_start(2, 100000, 0);
+	cli a = cli_open(), b = cli_open(), x = cli_open();
+	cli_expect_eof(&x);
+	cli_close(&x);
+	post(&a, "/", "a", "");
+	expect_echo(&a, "a");
+	post(&b, "/", "b", "");
+	expect_echo(&b, "b");
+	/* Bodies held at once: a 1 MB body grows past 100 KB as it arrives,
+	 * and is refused then (503, close), not when announced. */
+	cli_sends(&a, "POST / HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n");
+	char chunk[16384];
+	memset(chunk, 'c', sizeof(chunk));
+	for (int i = 0; i < 3; i++)
+		cli_send(&a, chunk, sizeof(chunk));
+	post(&b, "/", "still served", "");
+	expect_echo(&b, "still served");
+	ck_assert_int_eq(atomic_load(&T.busy_calls), 0);
+	for (int i = 0; i < 6; i++)
+		send(a.fd, chunk, sizeof(chunk), MSG_NOSIGNAL);
+	resp r;
+	ck_assert(cli_resp(&a, &r, false));
+	ck_assert(r.status == 503 && has_header(&r, "\r\nConnection: close\r\n"));
+	ck_assert_int_eq(atomic_load(&T.busy_calls), 1);
+	cli_close(&a);
+	cli_close(&b);
+	srv_stop();
+}
+END_TEST
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+START_TEST(test_srv_timeouts)
+{
+	/* A head, a body and an idle connection that make no progress for
+	 * timeout_ms are dropped (the scan runs every second). */
+	srv_start(100, 1 << 20, 300);
+	cli h = cli_open(), b = cli_open(), i = cli_open();
+	cli_sends(&h, "POST / HTTP/1.1\r\nX-Amz-Tar");
+	cli_sends(&b, "POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\n{\"");
+	int64_t t0 = now_ms();
+	cli_expect_eof(&h);
+	cli_expect_eof(&b);
+	cli_expect_eof(&i);
+	ck_assert_int_lt(now_ms() - t0, 5000);
+	cli_close(&h);
+	cli_close(&b);
+	cli_close(&i);
+	srv_stop();
+}
+END_TEST
+
+static void *stop_thread(void *arg)
+{
+	rt_httpd_stop(T.s);
+	atomic_store((atomic_bool *)arg, true);
+	return NULL;
+}
+
+START_TEST(test_srv_stop)
+{
+	/* Stopping closes every connection and waits for the requests in the
+	 * endpoint's hands; their answers go nowhere. */
+	srv_start(100, 1 << 20, 0);
+	cli c = cli_open(), idle = cli_open(), part = cli_open();
+	cli_sends(&part, "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n{");
+	post(&c, "/hold", "held", "");
+	pthread_mutex_lock(&T.mu);
+	while (T.held == NULL)
+		pthread_cond_wait(&T.cv, &T.mu);
+	pthread_mutex_unlock(&T.mu);
+	atomic_bool stopped = false;
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, stop_thread, &stopped), 0);
+	cli_expect_eof(&idle);
+	cli_expect_eof(&part);
+	cli_expect_eof(&c); /* its request is still held */
+	ck_assert(!atomic_load(&stopped));
+	pthread_mutex_lock(&T.mu);
+	T.release = true;
+	pthread_cond_broadcast(&T.cv);
+	pthread_mutex_unlock(&T.mu);
+	pthread_join(th, NULL);
+	ck_assert(atomic_load(&stopped));
+	pthread_mutex_lock(&T.mu);
+	T.stop = true;
+	pthread_cond_broadcast(&T.cv);
+	pthread_mutex_unlock(&T.mu);
+	pthread_join(T.th, NULL);
+	cli_close(&c);
+	cli_close(&idle);
+	cli_close(&part);
+}
+END_TEST
+
+START_TEST(test_srv_peer_gone)
+{
+	/* The client goes away while its request is in the endpoint's hands:
+	 * the answer is dropped, the connection freed, the server unharmed. */
+	srv_start(100, 1 << 20, 0);
+	cli c = cli_open();
+	post(&c, "/hold", "gone", "");
+	pthread_mutex_lock(&T.mu);
+	while (T.held == NULL)
+		pthread_cond_wait(&T.cv, &T.mu);
+	pthread_mutex_unlock(&T.mu);
+	struct linger lg = {.l_onoff = 1, .l_linger = 0}; /* a reset */
+	setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	cli_close(&c);
+	cli d = cli_open(); /* served meanwhile */
+	post(&d, "/", "other", "");
+	expect_echo(&d, "other");
+	pthread_mutex_lock(&T.mu);
+	T.release = true;
+	pthread_cond_broadcast(&T.cv);
+	while (T.held != NULL)
+		pthread_cond_wait(&T.cv, &T.mu);
+	pthread_mutex_unlock(&T.mu);
+	post(&d, "/", "again", "");
+	expect_echo(&d, "again");
+	cli_close(&d);
+	srv_stop();
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -314,7 +1199,29 @@ static Suite *http_suite(void)
 	tcase_add_test(tc, test_sigv4_parse_auth);
 	tcase_add_test(tc, test_sigv4_verify);
 	tcase_add_test(tc, test_creds_bad);
+	tcase_add_test(tc, test_parse_basic);
+	tcase_add_test(tc, test_parse_bytewise);
+	tcase_add_test(tc, test_parse_pipelined);
+	tcase_add_test(tc, test_parse_limits);
+	tcase_add_test(tc, test_parse_bad);
+	tcase_add_test(tc, test_parse_connection);
+	tcase_add_test(tc, test_parse_fuzz);
 	suite_add_tcase(s, tc);
+	/* The server over sockets on 127.0.0.1 (a few seconds each at most;
+	 * the timeout test waits for the once-a-second scan). */
+	TCase *srv = tcase_create("server");
+	tcase_set_timeout(srv, 120);
+	tcase_add_test(srv, test_srv_keepalive);
+	tcase_add_test(srv, test_srv_pipelined);
+	tcase_add_test(srv, test_srv_continue);
+	tcase_add_test(srv, test_srv_http10);
+	tcase_add_test(srv, test_srv_errors);
+	tcase_add_test(srv, test_srv_big_answer);
+	tcase_add_test(srv, test_srv_limits);
+	tcase_add_test(srv, test_srv_timeouts);
+	tcase_add_test(srv, test_srv_stop);
+	tcase_add_test(srv, test_srv_peer_gone);
+	suite_add_tcase(s, srv);
 	return s;
 }
 

@@ -1,0 +1,1177 @@
+/*
+ * httpd.c -- a small HTTP/1.1 server on epoll (contract: httpd.h).
+ *
+ * A connection's states (c->state), under c->mu:
+ *
+ *   state   event                                       next     (function)
+ *   ------  ------------------------------------------  -------  -------------
+ *   HEAD    bytes, head incomplete                      HEAD     conn_input
+ *   HEAD    head complete: ops.head                     BUSY     conn_serve
+ *   HEAD    malformed / too large                       LINGER   conn_fail
+ *   BUSY    ops.head wants the body                     BODY     body_start
+ *   BUSY    ops.head answered                           LINGER   rt_httpd_respond
+ *   BODY    bytes, body incomplete                      BODY     conn_input
+ *   BODY    body complete: ops.request                  BUSY     conn_serve
+ *   BUSY    answer written, keep-alive                  HEAD     conn_done
+ *   BUSY    answer written, close                       LINGER   conn_done
+ *   BUSY    answer partly written                       WRITE    rt_httpd_respond
+ *   WRITE   the rest written (EPOLLOUT)                 HEAD or  conn_flush
+ *                                                       LINGER
+ *   LINGER  peer's EOF, RT_HTTPD_LINGER_MS, 1 MiB read  closed   linger_read
+ *   any     error, EOF, timeout, stop                   closed   conn_close
+ *
+ * In LINGER our side is shut (the answer and a FIN are on their way) and
+ * whatever the peer still sends is read and dropped, so that closing with
+ * unread bytes does not reset the connection under an answer the peer has
+ * not read yet (a 413 sent while the client is still sending its body).
+ *
+ * Threads.  The I/O thread that accepted a connection does everything to it
+ * but answer: the endpoint's thread calls rt_httpd_respond, which writes on
+ * the socket itself.  Only the I/O thread closes a descriptor (so that its
+ * number is never reused under an epoll event in flight); another thread
+ * that finds a connection broken shuts it down, which wakes the I/O thread
+ * (EPOLLHUP).  While BUSY the I/O thread does not touch the request (in,
+ * head, body): the endpoint reads it.
+ *
+ * Epoll is edge-triggered: each connection is registered once, for
+ * EPOLLIN | EPOLLOUT | EPOLLRDHUP, and never modified.  c->readable records
+ * that the socket may hold bytes: set by EPOLLIN, cleared by a short read
+ * (a read that returns less than asked drained the socket; the next byte
+ * that arrives is a new edge).  So a request costs one read(2), and a
+ * connection that became readable while BUSY (a pipelining client, or the
+ * peer's EOF) is looked at again when its answer has been written: the
+ * answering thread posts it to its I/O thread (post_resume), the only case
+ * where an answer wakes the I/O thread.
+ *
+ * References (c->refs): one for the I/O thread (from accept until the
+ * event batch in which it closed the socket ends: the batch may still hold
+ * events naming it), one per request in the endpoint's hands (until
+ * rt_httpd_respond returns), one per pending resume.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "common/alloc.h"
+#include "router/httpd.h"
+#include "router/router.h"
+
+/* ------------------------------------------------------------------------ */
+/* Connections                                                               */
+/* ------------------------------------------------------------------------ */
+
+enum { C_HEAD, C_BODY, C_BUSY, C_WRITE, C_LINGER, C_CLOSED };
+
+/* Bodies up to this size are read into the connection's input buffer,
+ * right after their head (no allocation of their own). */
+#define IN_BODY_MAX (16u * 1024)
+#define IN_INIT     4096u
+/* A separate body buffer starts at this size and doubles as bytes arrive. */
+#define BODY_CHUNK    (64u * 1024)
+#define LINGER_MAX    (1u << 20)
+#define SCAN_EVERY_MS 1000
+#define EVENTS        128
+
+typedef struct loop loop;
+typedef struct conn conn;
+
+struct conn {
+	rt_httpd_req req;
+	rt_httpd *s;
+	loop *lp;
+	pthread_mutex_t mu;
+	atomic_uint refs;
+	int fd;           /* -1 once closed */
+	int state;        /* C_* */
+	bool readable;    /* the socket may hold bytes we have not read */
+	bool peer_eof;    /* the peer shut its side: close after this answer */
+	bool body_read;   /* the request's body was read (else: close after the answer) */
+	bool close_after; /* WRITE: close once the rest is written */
+	bool posted;      /* on a resume list */
+	int64_t deadline; /* monotonic ms: the current state's timeout */
+	/* Input: the I/O thread's, or the request's owner's while BUSY. */
+	char *in;
+	size_t in_len, in_cap;
+	size_t scanned; /* rt_httpd_parse's */
+	size_t used;    /* bytes of `in` the current request took */
+	rt_httpd_head head;
+	uint8_t *body; /* a separate body buffer, or NULL (the body is in `in`) */
+	size_t body_cap, got;
+	size_t held; /* bytes counted in s->held */
+	size_t lingered;
+	/* Output not yet written. */
+	char *wq;
+	size_t wq_off, wq_len, wq_cap;
+	conn *prev, *next; /* the loop's connections */
+	conn *link;        /* a resume list, or the loop's closed list */
+};
+
+struct loop {
+	rt_httpd *s;
+	int ep, evfd;
+	pthread_t th;
+	bool started;
+	conn *conns;
+	conn *closed; /* closed in this batch: the loop's reference goes after it */
+	conn *local;  /* resumes posted by this thread */
+	pthread_mutex_t mu;
+	conn *remote; /* resumes posted by other threads (mu) */
+	bool listening;
+	int64_t paused_until;
+	int64_t next_scan;
+	char scratch[16384]; /* lingering reads */
+};
+
+struct rt_httpd {
+	rt_httpd_conf c;
+	int lfd;
+	int port;
+	loop *loops;
+	uint32_t n_loops;
+	atomic_bool stopping;
+	atomic_uint n_conns;
+	atomic_size_t held;
+	atomic_uint busy; /* requests in the endpoint's hands */
+	atomic_bool refusing, out_of_fds;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* busy reached 0 while stopping */
+};
+
+static __thread loop *tl_loop; /* the I/O thread's own loop */
+
+static conn *conn_of(rt_httpd_req *r)
+{
+	return (conn *)((char *)r - offsetof(conn, req));
+}
+
+static void conn_unref(conn *c)
+{
+	if (atomic_fetch_sub(&c->refs, 1) != 1)
+		return;
+	assert(c->fd < 0 && c->held == 0 && c->body == NULL);
+	sh_free(c->in);
+	sh_free(c->wq);
+	pthread_mutex_destroy(&c->mu);
+	sh_free(c);
+}
+
+/* Bytes of bodies: reserve n more (false when over max_held). */
+static bool held_add(conn *c, size_t n)
+{
+	rt_httpd *s = c->s;
+	if (atomic_fetch_add(&s->held, n) + n > s->c.max_held) {
+		atomic_fetch_sub(&s->held, n);
+		return false;
+	}
+	c->held += n;
+	return true;
+}
+
+/* The request is over: its body goes. */
+static void body_release(conn *c)
+{
+	sh_free(c->body);
+	c->body = NULL;
+	c->body_cap = c->got = 0;
+	if (c->held > 0) {
+		atomic_fetch_sub(&c->s->held, c->held);
+		c->held = 0;
+	}
+	c->req.body = NULL;
+	c->req.len = 0;
+}
+
+static void request_end(rt_httpd *s)
+{
+	if (atomic_fetch_sub(&s->busy, 1) == 1 && atomic_load(&s->stopping)) {
+		pthread_mutex_lock(&s->mu);
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+	}
+}
+
+/* Closes the socket (I/O thread, c->mu held).  A BUSY request stays with
+ * its owner, whose answer then goes nowhere. */
+static void conn_close(loop *lp, conn *c)
+{
+	if (c->fd < 0)
+		return;
+	close(c->fd);
+	c->fd = -1;
+	if (c->state != C_BUSY) {
+		body_release(c);
+		c->state = C_CLOSED;
+	}
+	c->wq_off = c->wq_len = 0;
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		lp->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+	c->link = lp->closed;
+	lp->closed = c;
+	atomic_fetch_sub(&lp->s->n_conns, 1);
+}
+
+/* Another thread found the connection broken: its I/O thread closes it
+ * (the shutdown wakes it with EPOLLHUP; the timer scan is the backstop). */
+static void conn_kill(conn *c)
+{
+	shutdown(c->fd, SHUT_RDWR);
+	c->state = C_LINGER;
+	c->deadline = 0;
+}
+
+/* Queues the bytes of iov from offset skip on (c->mu held). */
+static int wq_add(conn *c, const struct iovec *iov, int n, size_t skip)
+{
+	size_t more = 0;
+	for (int i = 0; i < n; i++)
+		more += iov[i].iov_len;
+	more -= skip;
+	if (c->wq_off > 0) {
+		memmove(c->wq, c->wq + c->wq_off, c->wq_len - c->wq_off);
+		c->wq_len -= c->wq_off;
+		c->wq_off = 0;
+	}
+	if (c->wq_len + more > c->wq_cap) {
+		char *q = sh_realloc(c->wq, c->wq_len + more);
+		if (q == NULL)
+			return -1;
+		c->wq = q;
+		c->wq_cap = c->wq_len + more;
+	}
+	for (int i = 0; i < n; i++) {
+		size_t l = iov[i].iov_len;
+		if (skip >= l) {
+			skip -= l;
+			continue;
+		}
+		memcpy(c->wq + c->wq_len, (const char *)iov[i].iov_base + skip, l - skip);
+		c->wq_len += l - skip;
+		skip = 0;
+	}
+	return 0;
+}
+
+/* Writes iov now, as much as the socket takes, and queues the rest for
+ * EPOLLOUT; behind bytes already queued, queues it all.  0, or -1 when the
+ * connection is broken (c->mu held, c->fd open). */
+static int conn_write(conn *c, const struct iovec *iov, int n)
+{
+	size_t sent = 0, total = 0;
+	for (int i = 0; i < n; i++)
+		total += iov[i].iov_len;
+	if (c->wq_off == c->wq_len) {
+		struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)n};
+		ssize_t w;
+		do
+			w = sendmsg(c->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (w < 0 && errno == EINTR);
+		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		sent = w > 0 ? (size_t)w : 0;
+		if (sent == total)
+			return 0;
+	}
+	c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+	return wq_add(c, iov, n, sent);
+}
+
+static void post_resume(conn *c);
+
+/* The answer is written: the request is over.  close: shut our side and
+ * linger; else wait for the next request (c->mu held, c->fd open). */
+static void conn_done(conn *c, bool close)
+{
+	body_release(c);
+	int64_t now = rt_now_ms();
+	if (close) {
+		shutdown(c->fd, SHUT_WR);
+		c->state = C_LINGER;
+		c->deadline = now + RT_HTTPD_LINGER_MS;
+		c->readable = true;
+		return;
+	}
+	c->state = C_HEAD;
+	if (c->used < c->in_len)
+		memmove(c->in, c->in + c->used, c->in_len - c->used);
+	c->in_len -= c->used;
+	c->used = c->scanned = 0;
+	if (c->in_cap > 4 * IN_INIT && c->in_len <= IN_INIT) {
+		char *small = sh_malloc(IN_INIT);
+		if (small != NULL) {
+			memcpy(small, c->in, c->in_len);
+			sh_free(c->in);
+			c->in = small;
+			c->in_cap = IN_INIT;
+		}
+	}
+	c->deadline = now + (c->in_len > 0 ? c->s->c.timeout_ms : c->s->c.idle_ms);
+	if (c->in_len > 0 || c->readable)
+		post_resume(c);
+}
+
+/* Writes queued bytes (c->mu held); a WRITE whose answer is then complete
+ * is done.  -1 when the connection is broken. */
+static int conn_flush(conn *c)
+{
+	while (c->wq_off < c->wq_len) {
+		ssize_t w = send(c->fd, c->wq + c->wq_off, c->wq_len - c->wq_off,
+		                 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		}
+		c->wq_off += (size_t)w;
+		c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+	}
+	c->wq_off = c->wq_len = 0;
+	if (c->wq_cap > BODY_CHUNK) {
+		sh_free(c->wq);
+		c->wq = NULL;
+		c->wq_cap = 0;
+	}
+	if (c->state == C_WRITE)
+		conn_done(c, c->close_after);
+	return 0;
+}
+
+static char *put(char *p, const char *s, size_t n)
+{
+	if (n > 0) /* s may be NULL then */
+		memcpy(p, s, n);
+	return p + n;
+}
+
+static char *put_u64(char *p, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+	do
+		d[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	while (n > 0)
+		*p++ = d[--n];
+	return p;
+}
+
+/* The status line, headers, Content-Length and Connection into buf (cap
+ * bytes); the length, or 0 if it does not fit.  (By hand: this runs once
+ * per answer, and vfprintf was visible in the profile.) */
+static size_t build_head(char *buf, size_t cap, int status, const char *headers, size_t len,
+                         const char *connection)
+{
+	const char *reason = rt_httpd_reason(status);
+	size_t rl = strlen(reason), hl = headers != NULL ? strlen(headers) : 0;
+	size_t cl = connection != NULL ? strlen(connection) : 0;
+	if (9 + 20 + 1 + rl + 2 + hl + 16 + 20 + 2 + 12 + cl + 2 + 2 > cap)
+		return 0;
+	char *p = put(buf, "HTTP/1.1 ", 9);
+	p = put_u64(p, (uint64_t)status);
+	*p++ = ' ';
+	p = put(p, reason, rl);
+	p = put(p, "\r\n", 2);
+	p = put(p, headers, hl);
+	p = put(p, "Content-Length: ", 16);
+	p = put_u64(p, len);
+	p = put(p, "\r\n", 2);
+	if (connection != NULL) {
+		p = put(p, "Connection: ", 12);
+		p = put(p, connection, cl);
+		p = put(p, "\r\n", 2);
+	}
+	p = put(p, "\r\n", 2);
+	return (size_t)(p - buf);
+}
+
+void rt_httpd_respond(rt_httpd_req *r, int status, const char *headers, const void *body,
+                      size_t len, bool close)
+{
+	conn *c = conn_of(r);
+	rt_httpd *s = c->s;
+	pthread_mutex_lock(&c->mu);
+	assert(c->state == C_BUSY);
+	const rt_httpd_head *h = &c->head;
+	bool unread = !c->body_read && (h->chunked || h->bad_length || h->content_length > 0);
+	close = close || unread || !h->keep_alive || c->peer_eof;
+	if (c->fd < 0) {
+		body_release(c);
+		c->state = C_CLOSED;
+	} else {
+		const char *connection = close ? "close" : h->minor == 0 ? "keep-alive" : NULL;
+		char small[1024], *buf = small;
+		size_t cap = sizeof(small), hl;
+		while ((hl = build_head(buf, cap, status, headers, len, connection)) == 0) {
+			if (buf != small)
+				sh_free(buf);
+			cap = cap * 4 + (headers != NULL ? strlen(headers) : 0);
+			if ((buf = sh_malloc(cap)) == NULL)
+				break;
+		}
+		struct iovec iov[2] = {{buf, hl}, {(void *)body, len}};
+		int n = len > 0 && strcmp(h->method, "HEAD") != 0 ? 2 : 1;
+		if (buf == NULL || conn_write(c, iov, n) < 0) {
+			body_release(c);
+			conn_kill(c);
+		} else if (c->wq_off < c->wq_len) {
+			body_release(c);
+			c->state = C_WRITE;
+			c->close_after = close;
+		} else {
+			conn_done(c, close);
+		}
+		if (buf != small)
+			sh_free(buf);
+	}
+	request_end(s);
+	pthread_mutex_unlock(&c->mu);
+	conn_unref(c);
+}
+
+/* The I/O thread answers a request it cannot parse, and closes (c->mu
+ * held). */
+static void conn_fail(conn *c, int status)
+{
+	const char *text = rt_httpd_reason(status);
+	char head[256];
+	size_t hl = build_head(head, sizeof(head), status, "Content-Type: text/plain\r\n",
+	                       strlen(text), "close");
+	struct iovec iov[2] = {{head, hl}, {(void *)text, strlen(text)}};
+	body_release(c);
+	if (conn_write(c, iov, 2) < 0) {
+		conn_kill(c);
+	} else if (c->wq_off < c->wq_len) {
+		c->state = C_WRITE;
+		c->close_after = true;
+	} else {
+		conn_done(c, true);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reading requests (the I/O thread)                                         */
+/* ------------------------------------------------------------------------ */
+
+/* Replaces `in` by a buffer of cap bytes, moving the parsed head's
+ * pointers along. */
+static bool in_resize(conn *c, size_t cap, bool parsed)
+{
+	char *n = sh_malloc(cap);
+	if (n == NULL)
+		return false;
+	if (c->in_len > 0)
+		memcpy(n, c->in, c->in_len);
+	if (parsed) {
+		rt_httpd_head *h = &c->head;
+		h->method = n + (h->method - c->in);
+		h->target = n + (h->target - c->in);
+		for (uint32_t i = 0; i < h->n; i++) {
+			h->h[i].name = n + (h->h[i].name - c->in);
+			h->h[i].value = n + (h->h[i].value - c->in);
+		}
+	}
+	sh_free(c->in);
+	c->in = n;
+	c->in_cap = cap;
+	return true;
+}
+
+/* A read into buf: bytes read, 0 for none now (the socket is drained),
+ * -1 for EOF or an error. */
+static ssize_t conn_read(conn *c, void *buf, size_t cap)
+{
+	ssize_t n;
+	do
+		n = read(c->fd, buf, cap);
+	while (n < 0 && errno == EINTR);
+	if (n > 0) {
+		if ((size_t)n < cap)
+			c->readable = false;
+		c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+		return n;
+	}
+	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+		c->readable = false;
+		return 0;
+	}
+	return -1;
+}
+
+enum { ACT_WAIT, ACT_HEAD, ACT_REQUEST, ACT_BUSY };
+
+/* The head was accepted: where its body goes (c->mu held).  ACT_REQUEST
+ * when it is all there already, ACT_BUSY when it cannot be held. */
+static int body_start(conn *c)
+{
+	uint64_t cl = c->head.content_length;
+	size_t have = c->in_len - c->head.len;
+	c->body_read = true;
+	if (cl == 0) {
+		c->used = c->head.len;
+		return ACT_REQUEST;
+	}
+	if (cl <= IN_BODY_MAX) {
+		if (!held_add(c, (size_t)cl))
+			return ACT_BUSY;
+		size_t need = c->head.len + (size_t)cl;
+		if (need > c->in_cap && !in_resize(c, need, true))
+			return ACT_BUSY;
+		c->got = have < cl ? have : (size_t)cl;
+	} else {
+		size_t cap = cl < BODY_CHUNK ? (size_t)cl : BODY_CHUNK;
+		if (have > cap)
+			cap = have < cl ? have : (size_t)cl;
+		if (!held_add(c, cap))
+			return ACT_BUSY;
+		if ((c->body = sh_malloc(cap)) == NULL)
+			return ACT_BUSY;
+		c->body_cap = cap;
+		c->got = have < cap ? have : cap;
+		memcpy(c->body, c->in + c->head.len, c->got);
+	}
+	c->used = c->head.len + c->got;
+	if (c->got == cl)
+		return ACT_REQUEST;
+	c->state = C_BODY;
+	if (c->head.expect_continue) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		struct iovec iov = {(void *)cont, sizeof(cont) - 1};
+		if (conn_write(c, &iov, 1) < 0)
+			return -1;
+	}
+	return ACT_WAIT;
+}
+
+/* Reads and parses as far as the bytes go (c->mu held; HEAD or BODY).
+ * Returns what the caller hands to the endpoint, or ACT_WAIT (maybe after
+ * closing). */
+static int conn_input(loop *lp, conn *c)
+{
+	for (;;) {
+		if (c->state == C_HEAD) {
+			if (c->in_len > 0) {
+				switch (rt_httpd_parse(c->in, c->in_len, &c->scanned, &c->head)) {
+				case RT_HTTPD_DONE:
+					c->req.head = &c->head;
+					c->req.body = NULL;
+					c->req.len = 0;
+					c->body_read = false;
+					c->used = c->head.len;
+					return ACT_HEAD;
+				case RT_HTTPD_BAD:
+					conn_fail(c, 400);
+					return ACT_WAIT;
+				case RT_HTTPD_TOO_LARGE:
+					conn_fail(c, 431);
+					return ACT_WAIT;
+				case RT_HTTPD_VERSION:
+					conn_fail(c, 505);
+					return ACT_WAIT;
+				case RT_HTTPD_INCOMPLETE:
+					break;
+				}
+			}
+			if (!c->readable)
+				return ACT_WAIT;
+			if (c->in_len == c->in_cap) {
+				/* The parser refuses a head of RT_HTTPD_MAX_HEAD bytes
+				 * before the buffer outgrows it. */
+				size_t cap = c->in_cap == 0 ? IN_INIT : c->in_cap * 2;
+				if (cap > RT_HTTPD_MAX_HEAD)
+					cap = RT_HTTPD_MAX_HEAD;
+				if (cap <= c->in_len || !in_resize(c, cap, false)) {
+					conn_close(lp, c);
+					return ACT_WAIT;
+				}
+			}
+			ssize_t n = conn_read(c, c->in + c->in_len, c->in_cap - c->in_len);
+			if (n < 0) {
+				conn_close(lp, c);
+				return ACT_WAIT;
+			}
+			if (n == 0)
+				return ACT_WAIT;
+			c->in_len += (size_t)n;
+			continue;
+		}
+		assert(c->state == C_BODY);
+		uint64_t cl = c->head.content_length;
+		if (c->got == cl)
+			return ACT_REQUEST;
+		if (!c->readable)
+			return ACT_WAIT;
+		ssize_t n;
+		if (c->body == NULL) {
+			n = conn_read(c, c->in + c->in_len, c->in_cap - c->in_len);
+			if (n > 0) {
+				c->in_len += (size_t)n;
+				size_t have = c->in_len - c->head.len;
+				c->got = have < cl ? have : (size_t)cl;
+				c->used = c->head.len + c->got;
+			}
+		} else {
+			if (c->got == c->body_cap) {
+				size_t cap = c->body_cap * 2 < cl ? c->body_cap * 2 : (size_t)cl;
+				uint8_t *b;
+				if (!held_add(c, cap - c->body_cap))
+					return ACT_BUSY;
+				if ((b = sh_realloc(c->body, cap)) == NULL)
+					return ACT_BUSY;
+				c->body = b;
+				c->body_cap = cap;
+			}
+			n = conn_read(c, c->body + c->got, c->body_cap - c->got);
+			if (n > 0)
+				c->got += (size_t)n;
+		}
+		if (n < 0) {
+			conn_close(lp, c);
+			return ACT_WAIT;
+		}
+		if (n == 0)
+			return ACT_WAIT;
+	}
+}
+
+/* The request goes to the endpoint: BUSY, with a reference of its own
+ * (c->mu held; released). */
+static void hand_over(conn *c)
+{
+	c->state = C_BUSY;
+	if (c->body_read && c->head.content_length > 0) {
+		c->req.body = c->body != NULL ? c->body : (uint8_t *)c->in + c->head.len;
+		c->req.len = (size_t)c->head.content_length;
+	}
+	atomic_fetch_add(&c->refs, 1);
+	atomic_fetch_add(&c->s->busy, 1);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* Serves the connection as far as it goes: reads, and hands heads and
+ * requests to the endpoint (I/O thread; called with c->mu held, returns
+ * with it released). */
+static void conn_serve(loop *lp, conn *c)
+{
+	rt_httpd *s = lp->s;
+	while (c->fd >= 0 && (c->state == C_HEAD || c->state == C_BODY)) {
+		int act = conn_input(lp, c);
+		if (act == ACT_WAIT)
+			break;
+		if (act < 0) {
+			conn_close(lp, c);
+			break;
+		}
+		if (act == ACT_BUSY)
+			c->body_read = false;
+		hand_over(c);
+		if (act == ACT_REQUEST) {
+			s->c.ops.request(s->c.arg, &c->req);
+			return; /* the request is the endpoint's now */
+		}
+		if (act == ACT_BUSY) {
+			s->c.ops.busy(s->c.arg, &c->req);
+			pthread_mutex_lock(&c->mu);
+			assert(c->state != C_BUSY); /* ops.busy answers */
+			continue;
+		}
+		bool read_body = s->c.ops.head(s->c.arg, &c->req);
+		pthread_mutex_lock(&c->mu);
+		if (!read_body) {
+			assert(c->state != C_BUSY); /* ops.head answered */
+			continue;
+		}
+		assert(c->state == C_BUSY);
+		request_end(s);
+		atomic_fetch_sub(&c->refs, 1); /* the I/O thread's own remains */
+		c->state = C_HEAD;             /* body_start moves on */
+		int next = body_start(c);
+		if (next == ACT_WAIT || next < 0) {
+			if (next < 0)
+				conn_close(lp, c);
+			continue;
+		}
+		/* The whole body was there, or it cannot be held: hand it over. */
+		if (next == ACT_BUSY)
+			c->body_read = false;
+		hand_over(c);
+		if (next == ACT_REQUEST) {
+			s->c.ops.request(s->c.arg, &c->req);
+			return;
+		}
+		s->c.ops.busy(s->c.arg, &c->req);
+		pthread_mutex_lock(&c->mu);
+		assert(c->state != C_BUSY);
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* LINGER: read and drop until the peer's EOF (c->mu held). */
+static void linger_read(loop *lp, conn *c)
+{
+	for (;;) {
+		ssize_t n = read(c->fd, lp->scratch, sizeof(lp->scratch));
+		if (n > 0) {
+			c->lingered += (size_t)n;
+			if (c->lingered > LINGER_MAX)
+				break;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		break;
+	}
+	conn_close(lp, c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The I/O threads                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* The connection has something to do that no epoll event will announce:
+ * bytes already read (a pipelined request) or noticed while it was busy
+ * (c->mu held). */
+static void post_resume(conn *c)
+{
+	if (c->posted)
+		return;
+	c->posted = true;
+	atomic_fetch_add(&c->refs, 1);
+	loop *lp = c->lp;
+	if (tl_loop == lp) {
+		c->link = lp->local;
+		lp->local = c;
+		return;
+	}
+	pthread_mutex_lock(&lp->mu);
+	c->link = lp->remote;
+	lp->remote = c;
+	pthread_mutex_unlock(&lp->mu);
+	uint64_t one = 1;
+	ssize_t w = write(lp->evfd, &one, sizeof(one));
+	(void)w; /* a full eventfd is awake anyway */
+}
+
+static void on_conn(loop *lp, conn *c, uint32_t ev)
+{
+	pthread_mutex_lock(&c->mu);
+	if (c->fd < 0)
+		goto out;
+	if (ev & (EPOLLERR | EPOLLHUP)) {
+		conn_close(lp, c);
+		goto out;
+	}
+	if (ev & EPOLLRDHUP)
+		c->peer_eof = true;
+	if (ev & (EPOLLIN | EPOLLRDHUP))
+		c->readable = true;
+	if ((ev & EPOLLOUT) && c->wq_off < c->wq_len && conn_flush(c) < 0) {
+		conn_close(lp, c);
+		goto out;
+	}
+	switch (c->state) {
+	case C_HEAD:
+	case C_BODY:
+		conn_serve(lp, c);
+		return;
+	case C_LINGER:
+		if (c->readable)
+			linger_read(lp, c);
+		break;
+	default:
+		break; /* BUSY, WRITE: c->readable is looked at after the answer */
+	}
+out:
+	pthread_mutex_unlock(&c->mu);
+}
+
+static void resume(loop *lp, conn *list)
+{
+	while (list != NULL) {
+		conn *c = list;
+		list = c->link;
+		pthread_mutex_lock(&c->mu);
+		c->posted = false;
+		if (c->fd >= 0 && (c->state == C_HEAD || c->state == C_BODY))
+			conn_serve(lp, c);
+		else
+			pthread_mutex_unlock(&c->mu);
+		conn_unref(c);
+	}
+}
+
+static void listen_pause(loop *lp, int err)
+{
+	rt_httpd *s = lp->s;
+	if (!atomic_exchange(&s->out_of_fds, true))
+		rt_log("http: accept: %s; pausing accepts for %d ms at a time", strerror(err),
+		       RT_HTTPD_ACCEPT_PAUSE_MS);
+	epoll_ctl(lp->ep, EPOLL_CTL_DEL, s->lfd, NULL);
+	lp->listening = false;
+	lp->paused_until = rt_now_ms() + RT_HTTPD_ACCEPT_PAUSE_MS;
+}
+
+static void listen_resume(loop *lp)
+{
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = NULL};
+	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, lp->s->lfd, &ev) == 0)
+		lp->listening = true;
+	else
+		lp->paused_until = rt_now_ms() + RT_HTTPD_ACCEPT_PAUSE_MS;
+}
+
+static void on_accept(loop *lp)
+{
+	rt_httpd *s = lp->s;
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			int e = errno;
+			if (e == EAGAIN || e == EWOULDBLOCK)
+				return;
+			if (e == EINTR || e == ECONNABORTED || e == EPROTO || e == EPERM)
+				continue;
+			listen_pause(lp, e); /* EMFILE, ENFILE, ENOBUFS, ENOMEM, ... */
+			return;
+		}
+		atomic_store(&s->out_of_fds, false);
+		if (atomic_fetch_add(&s->n_conns, 1) >= s->c.max_conns) {
+			atomic_fetch_sub(&s->n_conns, 1);
+			close(fd);
+			if (!atomic_exchange(&s->refusing, true))
+				rt_log(
+				    "http: %u connections open: refusing new ones until some close",
+				    s->c.max_conns);
+			continue;
+		}
+		atomic_store(&s->refusing, false);
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		conn *c = sh_calloc(1, sizeof(*c));
+		if (c == NULL) {
+			atomic_fetch_sub(&s->n_conns, 1);
+			close(fd);
+			continue;
+		}
+		c->s = s;
+		c->lp = lp;
+		c->fd = fd;
+		c->state = C_HEAD;
+		c->readable = true;
+		c->deadline = rt_now_ms() + s->c.timeout_ms;
+		atomic_init(&c->refs, 1);
+		pthread_mutex_init(&c->mu, NULL);
+		struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+		                         .data.ptr = c};
+		if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+			atomic_fetch_sub(&s->n_conns, 1);
+			close(fd);
+			c->fd = -1;
+			conn_unref(c);
+			continue;
+		}
+		c->next = lp->conns;
+		if (lp->conns != NULL)
+			lp->conns->prev = c;
+		lp->conns = c;
+	}
+}
+
+/* Closes connections whose state has timed out. */
+static void scan(loop *lp, int64_t now)
+{
+	conn *next;
+	for (conn *c = lp->conns; c != NULL; c = next) {
+		next = c->next;
+		pthread_mutex_lock(&c->mu);
+		if (c->state != C_BUSY && now >= c->deadline)
+			conn_close(lp, c);
+		pthread_mutex_unlock(&c->mu);
+	}
+}
+
+static void release_closed(loop *lp)
+{
+	while (lp->closed != NULL) {
+		conn *c = lp->closed;
+		lp->closed = c->link;
+		conn_unref(c);
+	}
+}
+
+static void *loop_main(void *arg)
+{
+	loop *lp = arg;
+	rt_httpd *s = lp->s;
+	tl_loop = lp;
+	struct epoll_event ev[EVENTS];
+	lp->next_scan = rt_now_ms() + SCAN_EVERY_MS;
+	while (!atomic_load(&s->stopping)) {
+		int64_t now = rt_now_ms();
+		int64_t until = lp->next_scan;
+		if (!lp->listening && lp->paused_until < until)
+			until = lp->paused_until;
+		int timeout = lp->local != NULL ? 0 : until > now ? (int)(until - now) : 0;
+		int n = epoll_wait(lp->ep, ev, EVENTS, timeout);
+		if (n < 0 && errno != EINTR) {
+			rt_log("http: epoll_wait: %s", strerror(errno));
+			break;
+		}
+		if (s->c.ops.burst != NULL)
+			s->c.ops.burst(s->c.arg, true);
+		for (int i = 0; i < n; i++) {
+			void *p = ev[i].data.ptr;
+			if (p == NULL) {
+				on_accept(lp);
+			} else if (p == lp) {
+				uint64_t x;
+				ssize_t r = read(lp->evfd, &x, sizeof(x));
+				(void)r;
+			} else {
+				on_conn(lp, p, ev[i].events);
+			}
+		}
+		pthread_mutex_lock(&lp->mu);
+		conn *remote = lp->remote;
+		lp->remote = NULL;
+		pthread_mutex_unlock(&lp->mu);
+		resume(lp, remote);
+		conn *local = lp->local;
+		lp->local = NULL;
+		resume(lp, local);
+		if (s->c.ops.burst != NULL)
+			s->c.ops.burst(s->c.arg, false);
+		release_closed(lp);
+		now = rt_now_ms();
+		if (!lp->listening && now >= lp->paused_until)
+			listen_resume(lp);
+		if (now >= lp->next_scan) {
+			scan(lp, now);
+			release_closed(lp);
+			lp->next_scan = now + SCAN_EVERY_MS;
+		}
+	}
+	/* Stopping: every connection closes; requests in the endpoint's hands
+	 * keep theirs until answered. */
+	while (lp->conns != NULL) {
+		conn *c = lp->conns;
+		pthread_mutex_lock(&c->mu);
+		conn_close(lp, c);
+		pthread_mutex_unlock(&c->mu);
+	}
+	pthread_mutex_lock(&lp->mu);
+	conn *remote = lp->remote;
+	lp->remote = NULL;
+	pthread_mutex_unlock(&lp->mu);
+	resume(lp, remote);
+	resume(lp, lp->local);
+	lp->local = NULL;
+	release_closed(lp);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Start and stop                                                            */
+/* ------------------------------------------------------------------------ */
+
+static int listen_on(rt_httpd *s, const char *hostport, char *errmsg)
+{
+	char host[256], port[16];
+	const char *colon = strrchr(hostport, ':');
+	if (colon == NULL || colon[1] == '\0' || strlen(colon + 1) >= sizeof(port))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "http address %s: expected HOST:PORT",
+		               hostport);
+	size_t hl = (size_t)(colon - hostport);
+	const char *h = hostport;
+	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+		h++;
+		hl -= 2;
+	}
+	if (hl >= sizeof(host))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "http address %s: host too long",
+		               hostport);
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	snprintf(port, sizeof(port), "%s", colon + 1);
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+	                         .ai_socktype = SOCK_STREAM,
+	                         .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+	struct addrinfo *res;
+	bool any = host[0] == '\0' || strcmp(host, "*") == 0;
+	int gai = getaddrinfo(any ? NULL : host, port, &hints, &res);
+	if (gai != 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "http address %s: %s", hostport,
+		               gai_strerror(gai));
+	int err = 0;
+	for (struct addrinfo *a = res; a != NULL; a = a->ai_next) {
+		int fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		                a->ai_protocol);
+		if (fd < 0) {
+			err = errno;
+			continue;
+		}
+		int one = 1;
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, SOMAXCONN) == 0) {
+			struct sockaddr_storage ss;
+			socklen_t sl = sizeof(ss);
+			getsockname(fd, (struct sockaddr *)&ss, &sl);
+			s->port = ss.ss_family == AF_INET6
+			              ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+			              : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+			s->lfd = fd;
+			freeaddrinfo(res);
+			return SHOAL_OK;
+		}
+		err = errno;
+		close(fd);
+	}
+	freeaddrinfo(res);
+	return sh_errf(errmsg, SHOAL_E_INTERNAL, "http server %s: %s", hostport, strerror(err));
+}
+
+static void loops_stop(rt_httpd *s)
+{
+	atomic_store(&s->stopping, true);
+	for (uint32_t i = 0; i < s->n_loops; i++) {
+		uint64_t one = 1;
+		ssize_t w = write(s->loops[i].evfd, &one, sizeof(one));
+		(void)w;
+	}
+	for (uint32_t i = 0; i < s->n_loops; i++)
+		if (s->loops[i].started)
+			pthread_join(s->loops[i].th, NULL);
+}
+
+static void free_server(rt_httpd *s)
+{
+	for (uint32_t i = 0; i < s->n_loops; i++) {
+		loop *lp = &s->loops[i];
+		if (lp->ep >= 0)
+			close(lp->ep);
+		if (lp->evfd >= 0)
+			close(lp->evfd);
+		pthread_mutex_destroy(&lp->mu);
+	}
+	sh_free(s->loops);
+	if (s->lfd >= 0)
+		close(s->lfd);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+	sh_free(s);
+}
+
+int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
+{
+	*out = NULL;
+	assert(conf->threads >= 1 && conf->ops.head && conf->ops.request && conf->ops.busy);
+	rt_httpd *s = sh_calloc(1, sizeof(*s));
+	if (s == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+	s->c = *conf;
+	if (s->c.timeout_ms == 0)
+		s->c.timeout_ms = RT_HTTPD_TIMEOUT_MS;
+	if (s->c.idle_ms == 0)
+		s->c.idle_ms = RT_HTTPD_IDLE_MS;
+	s->lfd = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	/* Leave descriptors for the rest of the router (nng, logs). */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+		rlim_t room = rl.rlim_cur > 512 ? rl.rlim_cur - 256 : rl.rlim_cur / 2;
+		if (s->c.max_conns > room)
+			s->c.max_conns = (uint32_t)room;
+	}
+	int rc = listen_on(s, conf->hostport, errmsg);
+	if (rc != SHOAL_OK)
+		goto err;
+	s->loops = sh_calloc(conf->threads, sizeof(*s->loops));
+	if (s->loops == NULL) {
+		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+		goto err;
+	}
+	for (uint32_t i = 0; i < conf->threads; i++) {
+		loop *lp = &s->loops[i];
+		lp->s = s;
+		lp->ep = epoll_create1(EPOLL_CLOEXEC);
+		lp->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		pthread_mutex_init(&lp->mu, NULL);
+		s->n_loops++;
+		struct epoll_event ev = {.events = EPOLLIN, .data.ptr = lp};
+		if (lp->ep < 0 || lp->evfd < 0 ||
+		    epoll_ctl(lp->ep, EPOLL_CTL_ADD, lp->evfd, &ev) != 0) {
+			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "http server: epoll: %s",
+			             strerror(errno));
+			goto err_after_loops;
+		}
+		listen_resume(lp);
+		if (!lp->listening) {
+			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "http server: epoll: %s",
+			             strerror(errno));
+			goto err_after_loops;
+		}
+	}
+	for (uint32_t i = 0; i < s->n_loops; i++) {
+		if (pthread_create(&s->loops[i].th, NULL, loop_main, &s->loops[i]) != 0) {
+			rc =
+			    sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot start http I/O thread %u", i);
+			goto err_after_loops;
+		}
+		s->loops[i].started = true;
+	}
+	*out = s;
+	return SHOAL_OK;
+
+err_after_loops:
+	loops_stop(s);
+err:
+	free_server(s);
+	return rc;
+}
+
+int rt_httpd_port(const rt_httpd *s)
+{
+	return s->port;
+}
+
+void rt_httpd_stop(rt_httpd *s)
+{
+	if (s == NULL)
+		return;
+	loops_stop(s);
+	close(s->lfd);
+	s->lfd = -1;
+	pthread_mutex_lock(&s->mu);
+	while (atomic_load(&s->busy) > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	pthread_mutex_unlock(&s->mu);
+	assert(atomic_load(&s->held) == 0);
+	free_server(s);
+}

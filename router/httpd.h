@@ -1,0 +1,181 @@
+/*
+ * httpd.h -- a small HTTP/1.1 server (router/httpd.c), the transport under
+ * the DynamoDB endpoint (http.c).  Private to router/ and the unit test
+ * tests/unit/test_http.c.
+ *
+ * Why our own and not nng's HTTP server: nng 1.5.2 runs every step of every
+ * request (read the head, the handler, read the body, write the answer, read
+ * the next) as a task on its task threads, a futex wake-up and a context
+ * switch each; the router spent ~51 us of CPU per HTTP GetItem against ~13
+ * us per native one, half of it in the kernel switching threads.  Here a
+ * request costs one epoll wake-up of the I/O thread and one read(2) on the
+ * way in, and one sendmsg(2) on the way out, written by the thread that has
+ * the answer.  Why not libuv (the node's loop): a libuv stream may only be
+ * written from its loop's thread, so every answer would need a uv_async
+ * hand-off back to it -- the wake-up per request this server exists to
+ * avoid.
+ *
+ * The model:
+ *
+ *   - I/O threads (RT_HTTPD_THREADS, epoll, edge-triggered, non-blocking
+ *     sockets) own the listening socket and the connections: they accept,
+ *     read, parse, enforce the limits and timeouts, and close.  A connection
+ *     belongs to the thread that accepted it.
+ *   - One request per connection at a time.  When a request's head and body
+ *     are in, the connection stops reading and the request is handed to
+ *     ops.request on the I/O thread itself.  Keep-alive is the default;
+ *     pipelined requests are served in order, each after the previous answer
+ *     was written.
+ *   - rt_httpd_respond may be called from any thread (the nng callback that
+ *     finishes the router's job).  It writes the answer on the socket right
+ *     there (non-blocking, under the connection's lock); only a partial write
+ *     leaves the rest queued for the I/O thread (EPOLLOUT).  Nothing wakes the
+ *     I/O thread per answer: the client's next request does.
+ *   - Connections are reference counted: a request in the endpoint's hands
+ *     keeps its connection's memory, even after the peer went away or the
+ *     server stopped; its answer then goes nowhere, harmlessly.
+ *
+ * Limits (issue 15): the head (request line + headers) is at most
+ * RT_HTTPD_MAX_HEAD bytes (431, then close) and RT_HTTPD_MAX_HEADERS
+ * headers; a head or body that makes no progress for RT_HTTPD_TIMEOUT_MS is
+ * dropped (so is an idle keep-alive connection after RT_HTTPD_IDLE_MS, and an
+ * answer the peer does not read for RT_HTTPD_TIMEOUT_MS); at most
+ * conf.max_conns connections at once (more are accepted and closed at once,
+ * logged once); accept(2) failing for lack of descriptors pauses accepting
+ * for RT_HTTPD_ACCEPT_PAUSE_MS instead of spinning.  A body's memory is
+ * allocated only after ops.head accepted its head, and grows as its bytes
+ * arrive (a client that announces 16 MiB and sends 10 bytes holds ~64 KiB);
+ * the bytes of bodies held at once are bounded by conf.max_held (past it,
+ * ops.busy answers).
+ */
+#ifndef SHOAL_ROUTER_HTTPD_H
+#define SHOAL_ROUTER_HTTPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define RT_HTTPD_MAX_HEAD        (64u * 1024)
+#define RT_HTTPD_MAX_HEADERS     100
+#define RT_HTTPD_TIMEOUT_MS      30000
+#define RT_HTTPD_IDLE_MS         60000
+#define RT_HTTPD_LINGER_MS       5000
+#define RT_HTTPD_ACCEPT_PAUSE_MS 100
+#define RT_HTTPD_MAX_CONNS       4096
+
+/* ------------------------------------------------------------------------ */
+/* The request head parser (pure)                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rt_httpd_header {
+	const char *name; /* as sent (compare case-insensitively) */
+	const char *value;
+} rt_httpd_header;
+
+typedef struct rt_httpd_head {
+	const char *method;
+	const char *target; /* the request target as sent: path and ?query */
+	int minor;          /* HTTP/1.<minor>: 0 or 1 */
+	rt_httpd_header h[RT_HTTPD_MAX_HEADERS];
+	uint32_t n;
+	size_t len; /* bytes of the head, leading blank lines and final blank line included */
+	/* From the headers. */
+	uint64_t content_length; /* 0 without the header */
+	bool bad_length;         /* Content-Length not one decimal number (or two that differ) */
+	bool chunked;            /* a Transfer-Encoding header (any value: the body's framing is
+	                            unknown to this server) */
+	bool keep_alive;         /* HTTP/1.1 without "Connection: close", or HTTP/1.0 with
+	                            "Connection: keep-alive" */
+	bool expect_continue;    /* HTTP/1.1 with "Expect: 100-continue" */
+} rt_httpd_head;
+
+/* What rt_httpd_parse found. */
+typedef enum rt_httpd_parse_rc {
+	RT_HTTPD_INCOMPLETE = 0, /* no end of head yet: call again with more bytes */
+	RT_HTTPD_DONE,           /* *out is the head; its first out->len bytes are used */
+	RT_HTTPD_BAD,            /* malformed: 400 */
+	RT_HTTPD_TOO_LARGE,      /* head over RT_HTTPD_MAX_HEAD or headers over MAX_HEADERS: 431 */
+	RT_HTTPD_VERSION,        /* not HTTP/1.0 or 1.1: 505 */
+} rt_httpd_parse_rc;
+
+/* Parses the request head at the start of buf[0, len).  *scanned carries
+ * how far an earlier call looked for the end of the head (start at 0; the
+ * search resumes there, so feeding a head byte by byte costs linear time).
+ * On DONE the head's bytes are modified in place (names, values, method and
+ * target are NUL-terminated where they end) and *out points into buf: valid
+ * while buf is.  Never reads past len; never allocates. */
+rt_httpd_parse_rc rt_httpd_parse(char *buf, size_t len, size_t *scanned, rt_httpd_head *out);
+
+/* The value of the first header named `name` (case-insensitive), or NULL. */
+const char *rt_httpd_header_get(const rt_httpd_head *h, const char *name);
+
+/* "Not Found" for 404, ..., "Unknown" for codes it does not know. */
+const char *rt_httpd_reason(int status);
+
+/* ------------------------------------------------------------------------ */
+/* The server                                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rt_httpd rt_httpd;
+
+/* A request in progress on a connection.  head, body and len are valid from
+ * ops.head (body: from ops.request) until rt_httpd_respond; `data` is the
+ * endpoint's. */
+typedef struct rt_httpd_req {
+	const rt_httpd_head *head;
+	const uint8_t *body; /* head->content_length bytes (NULL when 0) */
+	size_t len;
+	void *data;
+} rt_httpd_req;
+
+typedef struct rt_httpd_ops {
+	/* The head is in (an I/O thread).  Either answer now with
+	 * rt_httpd_respond (then the body, if any, is not read and the
+	 * connection closes after the answer) and return false, or return true
+	 * to have the body read: head->content_length bytes, which the
+	 * callback must have bounded (chunked and bad_length bodies cannot be
+	 * read: it must answer those). */
+	bool (*head)(void *arg, rt_httpd_req *r);
+	/* The body is in (an I/O thread).  Answer it exactly once with
+	 * rt_httpd_respond, from any thread, now or later. */
+	void (*request)(void *arg, rt_httpd_req *r);
+	/* The body does not fit in conf.max_held: answer now (503). */
+	void (*busy)(void *arg, rt_httpd_req *r);
+	/* Optional: an I/O thread starts (true) and ends (false) handling
+	 * what one epoll wake-up brought, so that the requests it hands over
+	 * in between can be sent on together (http.c corks the router's lanes). */
+	void (*burst)(void *arg, bool begin);
+} rt_httpd_ops;
+
+typedef struct rt_httpd_conf {
+	const char *hostport; /* "host:port", "[v6]:port", ":port" (every address) */
+	uint32_t threads;     /* I/O threads (>= 1) */
+	uint32_t max_conns;   /* at once (lowered to fit the descriptor limit) */
+	size_t max_held;      /* bytes of bodies held at once */
+	uint32_t
+	    timeout_ms;   /* no progress on a head, a body or an answer (0: RT_HTTPD_TIMEOUT_MS) */
+	uint32_t idle_ms; /* keep-alive connection without a request (0: RT_HTTPD_IDLE_MS) */
+	rt_httpd_ops ops;
+	void *arg;
+} rt_httpd_conf;
+
+/* Listens and starts the I/O threads.  Main thread. */
+int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *c, char *errmsg);
+/* The port it listens on (useful with port 0). */
+int rt_httpd_port(const rt_httpd *s);
+/* Stops accepting, closes every connection, joins the I/O threads, waits
+ * until every request handed to ops.request has been answered (their
+ * answers go nowhere), frees.  The endpoint's own threads must keep serving
+ * until this returns.  NULL is fine.  Main thread. */
+void rt_httpd_stop(rt_httpd *s);
+
+/* The answer to r: status, extra header lines `headers` ("Name: value\r\n"
+ * each, or NULL) and a body (copied if it must wait).  The server adds the
+ * status line, Content-Length and Connection, drops the body for HEAD, and
+ * closes the connection after the answer when `close`, when the client did
+ * not ask for keep-alive, or when the request's body was not read.  Any
+ * thread, once per request; r is gone when it returns. */
+void rt_httpd_respond(rt_httpd_req *r, int status, const char *headers, const void *body,
+                      size_t len, bool close);
+
+#endif
