@@ -47,7 +47,9 @@
 	X(SHOAL_E_WRONG_EPOCH, 20, "InternalServerError", "wrong partition map epoch (internal)")  \
 	X(SHOAL_E_TIMEOUT, 21, "InternalServerError", "request timed out")                         \
 	X(SHOAL_E_OUTCOME_UNKNOWN, 22, "InternalServerError",                                      \
-	  "the write may or may not have been applied")
+	  "the write may or may not have been applied")                                            \
+	X(SHOAL_E_TXN_IN_PROGRESS, 23, "TransactionInProgressException",                           \
+	  "a transaction with this token is in progress")
 
 enum shoal_err {
 #define SH_ERR_ENUM_(name, value, exc, desc) name = value,

@@ -107,17 +107,6 @@ static int unpack_command(node_fsm *f, const struct raft_buffer *buf, Shoal__Com
 /* Operations                                                                */
 /* ------------------------------------------------------------------------ */
 
-typedef struct op_ctx {
-	node_fsm *f;
-	st_txn *txn;
-	sh_arena *a;              /* f->scratch, reset per operation */
-	Shoal__Response *r;       /* NULL: no result wanted (not the proposer) */
-	Shoal__NodeResponse *nr;  /* holds r */
-	const st_value *old_item; /* with SHOAL_E_CONDITION_FAILED */
-	int result_code;          /* a failure building the result of a done write */
-	char msg[SH_ERRMSG_SIZE]; /* the operation's error text */
-} op_ctx;
-
 /* After a write succeeded: a failure to build its result must not turn into
  * the write's status.  Out of memory is environmental as everywhere; any
  * other failure (none is expected: stored items convert) is reported as an
@@ -464,88 +453,63 @@ static int op_batch_write(op_ctx *c, const Shoal__BatchWriteItemRequest *pb)
 	return SHOAL_OK;
 }
 
-/*
- * Applies one operation.  Returns SHOAL_OK when the operation ran (its
- * client error, if any, is in its result) and an environmental code (message
- * in errmsg) when the transaction must be aborted.  With want, *out is the
- * response, in f->scratch.
- */
-static int apply_op(node_fsm *f, st_txn *txn, const Shoal__CommandOp *op, bool want,
-                    Shoal__NodeResponse **out, char *errmsg)
+/* Builds (when c->r) the error response of a failed operation. */
+static int error_result(op_ctx *c, int code, char *errmsg)
 {
-	op_ctx c = {.f = f, .txn = txn, .a = &f->scratch};
-	c.msg[0] = '\0';
-	*out = NULL;
-	if (want) {
-		c.nr = sh_arena_alloc(c.a, sizeof(*c.nr));
-		c.r = sh_arena_alloc(c.a, sizeof(*c.r));
-		if (c.nr == NULL || c.r == NULL)
-			return sh_errf(errmsg, SHOAL_E_NOMEM, "apply: out of memory");
-		shoal__node_response__init(c.nr);
-		shoal__response__init(c.r);
-		c.nr->response = c.r;
-	}
+	int rc = wire_response_set_error(c->a, c->r, code, c->msg, c->old_item, errmsg);
+	if (rc != SHOAL_OK && rc != SHOAL_E_NOMEM) /* the old item did not convert */
+		rc = wire_response_set_error(c->a, c->r, code, c->msg, NULL, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	/* wire_response_set_error leaves the catalog alone: clear it. */
+	c->nr->n_catalog = 0;
+	c->nr->catalog = NULL;
+	return SHOAL_OK;
+}
 
-	int code;
+static int run_op(op_ctx *c, const Shoal__CommandOp *op)
+{
 	switch (op->op_case) {
 	case SHOAL__COMMAND_OP__OP_PUT:
-		code = op_put(&c, op->put);
-		break;
+		return op_put(c, op->put);
 	case SHOAL__COMMAND_OP__OP_UPDATE:
-		code = op_update(&c, op->update);
-		break;
+		return op_update(c, op->update);
 	case SHOAL__COMMAND_OP__OP_DELETE:
-		code = op_delete(&c, op->delete_);
-		break;
+		return op_delete(c, op->delete_);
 	case SHOAL__COMMAND_OP__OP_DEFINE_TABLE:
-		code = op_define(&c, op->define_table);
-		break;
+		return op_define(c, op->define_table);
 	case SHOAL__COMMAND_OP__OP_DROP_TABLE:
-		code = op_drop(&c, op->drop_table);
-		break;
+		return op_drop(c, op->drop_table);
 	case SHOAL__COMMAND_OP__OP_BATCH_WRITE:
-		code = op_batch_write(&c, op->batch_write);
-		break;
+		return op_batch_write(c, op->batch_write);
 	case SHOAL__COMMAND_OP__OP_UPDATE_TABLE:
-		code = op_update_table(&c, op->update_table);
-		break;
+		return op_update_table(c, op->update_table);
 	case SHOAL__COMMAND_OP__OP_ACTIVATE_INDEX:
-		code = op_activate_index(&c, op->activate_index);
-		break;
+		return op_activate_index(c, op->activate_index);
 	case SHOAL__COMMAND_OP__OP_INDEX_APPLY:
-		code = op_index_apply(&c, op->index_apply);
-		break;
+		return op_index_apply(c, op->index_apply);
 	case SHOAL__COMMAND_OP__OP_OUTBOX_TRIM:
-		code = op_outbox_trim(&c, op->outbox_trim);
-		break;
+		return op_outbox_trim(c, op->outbox_trim);
 	case SHOAL__COMMAND_OP__OP_BACKFILL:
-		code = op_backfill(&c, op->backfill);
-		break;
+		return op_backfill(c, op->backfill);
+	case SHOAL__COMMAND_OP__OP_TXN_WRITE:
+		return node_op_txn_write(c, op->txn_write);
+	case SHOAL__COMMAND_OP__OP_TXN_DECIDE:
+		return node_op_txn_decide(c, op->txn_decide);
+	case SHOAL__COMMAND_OP__OP_TXN_FINISH:
+		return node_op_txn_finish(c, op->txn_finish);
+	case SHOAL__COMMAND_OP__OP_TXN_ACK:
+		return node_op_txn_ack(c, op->txn_ack);
+	case SHOAL__COMMAND_OP__OP_TXN_STATUS:
+		return node_op_txn_status(c, op->txn_status);
+	case SHOAL__COMMAND_OP__OP_TXN_EXPIRE:
+		return node_op_txn_expire(c);
 	default:
 		/* Unset, or an operation of a newer build: the same on every
 		 * replica, so a per-operation error, not a failure. */
-		code = sh_errf(c.msg, SHOAL_E_VALIDATION, "unknown Command operation %d",
+		return sh_errf(c->msg, SHOAL_E_VALIDATION, "unknown Command operation %d",
 		               (int)op->op_case);
-		break;
 	}
-	if (node_fsm_env_error(code))
-		return sh_errf(errmsg, code, "%s", c.msg);
-	if (!want)
-		return SHOAL_OK;
-	if (code == SHOAL_OK && c.result_code != SHOAL_OK)
-		code = c.result_code;
-	if (code != SHOAL_OK) {
-		int rc = wire_response_set_error(c.a, c.r, code, c.msg, c.old_item, errmsg);
-		if (rc != SHOAL_OK && rc != SHOAL_E_NOMEM) /* the old item did not convert */
-			rc = wire_response_set_error(c.a, c.r, code, c.msg, NULL, errmsg);
-		if (rc != SHOAL_OK)
-			return rc;
-		/* wire_response_set_error leaves the catalog alone: clear it. */
-		c.nr->n_catalog = 0;
-		c.nr->catalog = NULL;
-	}
-	*out = c.nr;
-	return SHOAL_OK;
 }
 
 static int pack_response(const Shoal__NodeResponse *nr, uint8_t **buf, size_t *len, char *errmsg)
@@ -557,6 +521,100 @@ static int pack_response(const Shoal__NodeResponse *nr, uint8_t **buf, size_t *l
 	*len = shoal__node_response__pack(nr, p);
 	*buf = p;
 	return SHOAL_OK;
+}
+
+/* A copy of outcome bytes as an operation's result (sh_malloc'd). */
+static int copy_result(const uint8_t *bytes, size_t len, uint8_t **buf, size_t *out_len,
+                       char *errmsg)
+{
+	uint8_t *p = sh_malloc(len > 0 ? len : 1);
+	if (p == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "apply: out of memory copying a result");
+	if (len > 0)
+		memcpy(p, bytes, len);
+	*buf = p;
+	*out_len = len;
+	return SHOAL_OK;
+}
+
+/* Whether op is a single-item write carrying an idempotency token. */
+static bool tokened(const Shoal__CommandOp *op)
+{
+	return op->write_token.len == ST_TXN_ID_LEN &&
+	       (op->op_case == SHOAL__COMMAND_OP__OP_PUT ||
+	        op->op_case == SHOAL__COMMAND_OP__OP_UPDATE ||
+	        op->op_case == SHOAL__COMMAND_OP__OP_DELETE);
+}
+
+/*
+ * Applies one operation.  Returns SHOAL_OK when the operation ran (its
+ * client error, if any, is in its result) and an environmental code (message
+ * in errmsg) when the transaction must be aborted.  With want, *buf (*len
+ * bytes, sh_malloc'd) is the packed NodeResponse.
+ *
+ * A write with a token: if the token's record is there, the write is a
+ * retry -- nothing is applied and the result is the first answer, as
+ * recorded.  Otherwise the write runs, and its answer is built on every
+ * replica (not only the proposer: the record must be the same everywhere);
+ * when the write was applied, the answer is recorded with the token until
+ * NODE_WRITE_TOKEN_MS from the entry's time.  A write that failed (its
+ * condition, a table not there yet) changed nothing: a retry runs it
+ * afresh, as if the first had never been sent.
+ */
+static int apply_op(node_fsm *f, st_txn *txn, const Shoal__CommandOp *op, bool want, uint8_t **buf,
+                    size_t *len, char *errmsg)
+{
+	op_ctx c = {.f = f, .txn = txn, .a = &f->scratch};
+	c.msg[0] = '\0';
+	*buf = NULL;
+	bool tok = tokened(op);
+	if (tok) {
+		const uint8_t *first;
+		size_t first_len;
+		bool found;
+		int rc = st_write_token_get(txn, op->write_token.data, c.a, &first, &first_len,
+		                            &found, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		if (found)
+			return want ? copy_result(first, first_len, buf, len, errmsg) : SHOAL_OK;
+	}
+	if (want || tok || node_op_txn_answers(op)) {
+		c.nr = sh_arena_alloc(c.a, sizeof(*c.nr));
+		c.r = sh_arena_alloc(c.a, sizeof(*c.r));
+		if (c.nr == NULL || c.r == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "apply: out of memory");
+		shoal__node_response__init(c.nr);
+		shoal__response__init(c.r);
+		c.nr->response = c.r;
+	}
+	int code = run_op(&c, op);
+	if (node_fsm_env_error(code))
+		return sh_errf(errmsg, code, "%s", c.msg);
+	if (c.r == NULL)
+		return SHOAL_OK;
+	if (code == SHOAL_OK && c.result_code != SHOAL_OK)
+		code = c.result_code;
+	int rc = SHOAL_OK;
+	if (c.raw != NULL) /* the op answered with recorded bytes */
+		return want ? copy_result(c.raw, c.raw_len, buf, len, errmsg) : SHOAL_OK;
+	if (code != SHOAL_OK && (rc = error_result(&c, code, errmsg)) != SHOAL_OK)
+		return rc;
+	uint8_t *out = NULL;
+	size_t out_len = 0;
+	if ((rc = pack_response(c.nr, &out, &out_len, errmsg)) != SHOAL_OK)
+		return rc;
+	if (tok && code == SHOAL_OK)
+		rc = st_write_token_put(txn, op->write_token.data,
+		                        st_txn_time(txn) + NODE_WRITE_TOKEN_MS, out, out_len,
+		                        errmsg);
+	if (rc == SHOAL_OK && want) {
+		*buf = out;
+		*len = out_len;
+		return SHOAL_OK;
+	}
+	sh_free(out);
+	return rc;
 }
 
 static void batch_clear(node_batch *b)
@@ -585,10 +643,13 @@ static int apply_command(node_fsm *f, const Shoal__Command *cmd, uint64_t index,
 
 	for (size_t i = 0; i < cmd->n_ops; i++) {
 		sh_arena_reset(&f->scratch);
-		Shoal__NodeResponse *nr;
-		rc = apply_op(f, txn, cmd->ops[i], i < n_res, &nr, errmsg);
-		if (rc == SHOAL_OK && nr != NULL)
-			rc = pack_response(nr, &b->results[i], &b->result_lens[i], errmsg);
+		uint8_t *buf = NULL;
+		size_t len = 0;
+		rc = apply_op(f, txn, cmd->ops[i], i < n_res, &buf, &len, errmsg);
+		if (rc == SHOAL_OK && buf != NULL) {
+			b->results[i] = buf;
+			b->result_lens[i] = len;
+		}
 		if (rc != SHOAL_OK)
 			goto err_after_txn;
 	}

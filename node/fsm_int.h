@@ -15,6 +15,7 @@
 #include "common/errors.h"
 #include "node/fsm.h"
 #include "storage/snapshot.h"
+#include "storage/storage.h"
 
 struct node_fsm {
 	struct raft_fsm rf; /* rf.data == this */
@@ -34,6 +35,39 @@ struct node_fsm {
 	 * thread touches it between those two calls. */
 	st_view *snap;
 };
+
+/* One operation being applied (fsm_apply.c, fsm_txn.c). */
+typedef struct op_ctx {
+	node_fsm *f;
+	st_txn *txn;
+	sh_arena *a;              /* f->scratch, reset per operation */
+	Shoal__Response *r;       /* NULL: no result wanted (not the proposer) */
+	Shoal__NodeResponse *nr;  /* holds r */
+	const st_value *old_item; /* with SHOAL_E_CONDITION_FAILED */
+	int result_code;          /* a failure building the result of a done write */
+	const uint8_t *raw;       /* the result is these recorded bytes (a retry) */
+	size_t raw_len;
+	char msg[SH_ERRMSG_SIZE]; /* the operation's error text */
+} op_ctx;
+
+/* How long a single-item write's token and first answer are kept, and a
+ * transaction's record after every participant applied the decision: with
+ * a ClientRequestToken DynamoDB's 10 minutes (a retry gets the recorded
+ * answer); without one, and a participant's marker that it finished, long
+ * enough to outlive any delayed message of the transaction. */
+#define NODE_WRITE_TOKEN_MS (10 * 60 * 1000)
+#define NODE_TXN_TOKEN_MS   (10 * 60 * 1000)
+#define NODE_TXN_KEEP_MS    (30 * 1000)
+
+/* fsm_txn.c: the transaction operations (router/txn.c has the protocol). */
+int node_op_txn_write(op_ctx *c, const Shoal__TxnWrite *w);
+int node_op_txn_decide(op_ctx *c, const Shoal__TxnDecide *d);
+int node_op_txn_finish(op_ctx *c, const Shoal__TxnFinish *x);
+int node_op_txn_ack(op_ctx *c, const Shoal__TxnAck *x);
+int node_op_txn_status(op_ctx *c, const Shoal__TxnStatus *x);
+int node_op_txn_expire(op_ctx *c);
+/* Whether op's answer is built on every replica (it is recorded). */
+bool node_op_txn_answers(const Shoal__CommandOp *op);
 
 /* Makes the FSM fail for good (sticky) with code and a message; returns the
  * raft error code that apply/restore should return.  Loop thread. */

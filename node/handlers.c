@@ -95,6 +95,77 @@ int node_handle_get_item(node_call *c)
 	return SHOAL_OK;
 }
 
+/* One group's share of a TransactGetItems (the router's two rounds: router/
+ * txn.c).  Served as a consistent read, on the loop thread after a barrier,
+ * so that no write applies while the items and their versions are read. */
+int node_handle_transact_get_items(node_call *c)
+{
+	const Shoal__TransactGetItemsRequest *in = c->req->request->transact_get_items;
+	size_t n = in->n_transact_items;
+	if (n == 0 || n > ST_MAX_TXN_ITEMS)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION, "a TransactGetItems part of %zu gets",
+		               n);
+	st_txn_get *g = sh_arena_calloc(c->arena, n, sizeof(*g));
+	Shoal__TransactGetItemsResponse *out = sh_arena_alloc(c->arena, sizeof(*out));
+	Shoal__ItemResponse **items = sh_arena_calloc(c->arena, n, sizeof(*items));
+	Shoal__TxnItemState **states = sh_arena_calloc(c->arena, n, sizeof(*states));
+	if (g == NULL || out == NULL || items == NULL || states == NULL)
+		return nomem(c);
+	shoal__transact_get_items_response__init(out);
+	for (size_t i = 0; i < n; i++) {
+		const Shoal__TransactGetItem *ti = in->transact_items[i];
+		if (ti == NULL || ti->get == NULL)
+			return sh_errf(
+			    c->errmsg, SHOAL_E_VALIDATION,
+			    "1 validation error detected: Value null at "
+			    "'transactItems.%zu.member.get' failed to satisfy constraint: "
+			    "Member must not be null",
+			    i + 1);
+		int rc = wire_txn_get_from_pb(c->arena, ti->get, &g[i].req, c->errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	uint64_t instance;
+	int rc = st_txn_get_items(node_group_env(c->group), g, (uint32_t)n, c->arena, &instance,
+	                          c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	wire_rcc rcc = WIRE_RCC(in);
+	for (size_t i = 0; i < n; i++) {
+		Shoal__ItemResponse *ir = sh_arena_alloc(c->arena, sizeof(*ir));
+		Shoal__TxnItemState *st = sh_arena_alloc(c->arena, sizeof(*st));
+		if (ir == NULL || st == NULL)
+			return nomem(c);
+		shoal__item_response__init(ir);
+		shoal__txn_item_state__init(st);
+		if (g[i].item != NULL &&
+		    (rc = wire_item_to_pb(c->arena, g[i].item, &ir->item, c->errmsg)) != SHOAL_OK)
+			return rc;
+		st->locked = g[i].locked;
+		st->version = g[i].version;
+		items[i] = ir;
+		states[i] = st;
+		if (rcc == WIRE_RCC_NONE)
+			continue;
+		/* A transactional read costs twice a consistent read's units. */
+		Shoal__ConsumedCapacity *cc;
+		if (wire_capacity_new(c->arena, rcc, g[i].req.table, &cc) != SHOAL_OK)
+			return nomem(c);
+		wire_capacity_charge_table(cc, 2 * wire_read_units(g[i].size, true));
+		if (wire_capacity_list_add(c->arena, &out->consumed_capacity,
+		                           &out->n_consumed_capacity, cc) != SHOAL_OK)
+			return nomem(c);
+	}
+	out->responses = items;
+	out->n_responses = n;
+	c->nresp->txn_items = states;
+	c->nresp->n_txn_items = n;
+	c->nresp->txn_instance = instance;
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_TRANSACT_GET_ITEMS;
+	c->resp->transact_get_items = out;
+	return SHOAL_OK;
+}
+
 int node_handle_query(node_call *c)
 {
 	st_query_req r;

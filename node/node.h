@@ -203,6 +203,13 @@ void node_waiter_fini(node_waiter *w);
  * thread. */
 int node_waiter_wait(node_waiter *w);
 
+/* Transactions (router/txn.c has the protocol): a part prepared or a record
+ * PREPARING this long after the entry that created it is recovered -- the
+ * record decided ABORTED, the part asked about (txn_recover.c) -- on the
+ * assumption that the router that ran it is gone.  The router gives up on
+ * its prepares before this (router/txn.c, TXN_PREPARE_MS). */
+#define NODE_TXN_RECOVER_MS 5000
+
 /* ------------------------------------------------------------------------ */
 /* Raft groups (group.c)                                                     */
 /* ------------------------------------------------------------------------ */
@@ -297,6 +304,11 @@ enum node_op {
 	NODE_OP_UPDATE_TABLE_DEF, /* group 0: UpdateTable's new definition */
 	NODE_OP_ACTIVATE_INDEX,
 	NODE_OP_INDEX_SHIP,
+	NODE_OP_TXN_WRITE, /* a transaction's part (router/txn.c has the protocol) */
+	NODE_OP_TXN_DECIDE,
+	NODE_OP_TXN_FINISH,
+	NODE_OP_TXN_ACK,
+	NODE_OP_TXN_STATUS,
 	NODE_OP_INVALID, /* undecodable or unknown requests */
 	NODE_OP__COUNT
 };
@@ -365,6 +377,7 @@ typedef struct node_call {
 } node_call;
 
 int node_handle_get_item(node_call *c);
+int node_handle_transact_get_items(node_call *c);
 int node_handle_query(node_call *c);
 int node_handle_scan(node_call *c);
 int node_handle_batch_get_item(node_call *c);

@@ -106,6 +106,11 @@ static int prepare_drop_table(node_call *c, Shoal__CommandOp *op);
 static int prepare_update_table(node_call *c, Shoal__CommandOp *op);
 static int prepare_activate_index(node_call *c, Shoal__CommandOp *op);
 static int prepare_index_ship(node_call *c, Shoal__CommandOp *op);
+static int prepare_txn_write(node_call *c, Shoal__CommandOp *op);
+static int prepare_txn_decide(node_call *c, Shoal__CommandOp *op);
+static int prepare_txn_finish(node_call *c, Shoal__CommandOp *op);
+static int prepare_txn_ack(node_call *c, Shoal__CommandOp *op);
+static int prepare_txn_status(node_call *c, Shoal__CommandOp *op);
 
 /* How a node serves a registry operation (the `node` column of proto/ops.h). */
 #define NODE_ENTRY_NODE_READ(field)                                                                \
@@ -136,6 +141,14 @@ static const op_def ops[NODE_OP__COUNT] = {
     [NODE_OP_ACTIVATE_INDEX] = {"activate_index", OP_WRITE | OP_GROUP0, NULL,
                                 prepare_activate_index},
     [NODE_OP_INDEX_SHIP] = {"index_ship", OP_WRITE, NULL, prepare_index_ship},
+    /* A prepare writes base items (when it commits): refused while the
+     * outbox is full, as any base write.  The decision and what follows
+     * it never are: they end a transaction and free its items. */
+    [NODE_OP_TXN_WRITE] = {"txn_write", OP_WRITE | OP_BASE_WRITE, NULL, prepare_txn_write},
+    [NODE_OP_TXN_DECIDE] = {"txn_decide", OP_WRITE, NULL, prepare_txn_decide},
+    [NODE_OP_TXN_FINISH] = {"txn_finish", OP_WRITE, NULL, prepare_txn_finish},
+    [NODE_OP_TXN_ACK] = {"txn_ack", OP_WRITE, NULL, prepare_txn_ack},
+    [NODE_OP_TXN_STATUS] = {"txn_status", OP_WRITE, NULL, prepare_txn_status},
     [NODE_OP_INVALID] = {"invalid", 0, NULL, NULL},
 };
 
@@ -221,6 +234,18 @@ struct node_server {
  * result of the conversion is thrown away (the FSM converts again from the
  * protobuf in the entry). */
 
+/* A single-item write's idempotency token goes into the log with it
+ * (fsm_apply.c answers a retry with the first answer). */
+static int write_token(node_call *c, Shoal__CommandOp *op)
+{
+	ProtobufCBinaryData t = c->req->write_token;
+	if (t.len != 0 && t.len != ST_TXN_ID_LEN)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "a write token has %d bytes (got %zu)", ST_TXN_ID_LEN, t.len);
+	op->write_token = t;
+	return SHOAL_OK;
+}
+
 static int node_prepare_put_item(node_call *c, Shoal__CommandOp *op)
 {
 	st_put_req r;
@@ -229,7 +254,7 @@ static int node_prepare_put_item(node_call *c, Shoal__CommandOp *op)
 		return rc;
 	op->op_case = SHOAL__COMMAND_OP__OP_PUT;
 	op->put = c->req->request->put_item;
-	return SHOAL_OK;
+	return write_token(c, op);
 }
 
 static int node_prepare_update_item(node_call *c, Shoal__CommandOp *op)
@@ -240,7 +265,7 @@ static int node_prepare_update_item(node_call *c, Shoal__CommandOp *op)
 		return rc;
 	op->op_case = SHOAL__COMMAND_OP__OP_UPDATE;
 	op->update = c->req->request->update_item;
-	return SHOAL_OK;
+	return write_token(c, op);
 }
 
 static int node_prepare_delete_item(node_call *c, Shoal__CommandOp *op)
@@ -251,7 +276,7 @@ static int node_prepare_delete_item(node_call *c, Shoal__CommandOp *op)
 		return rc;
 	op->op_case = SHOAL__COMMAND_OP__OP_DELETE;
 	op->delete_ = c->req->request->delete_item;
-	return SHOAL_OK;
+	return write_token(c, op);
 }
 
 static int node_prepare_batch_write_item(node_call *c, Shoal__CommandOp *op)
@@ -350,6 +375,62 @@ static int prepare_index_ship(node_call *c, Shoal__CommandOp *op)
 	return SHOAL_OK;
 }
 
+/* Transactions: the FSM checks everything again (fsm_txn.c); here, what
+ * keeps junk out of the log. */
+static int txn_id_check(node_call *c, ProtobufCBinaryData id)
+{
+	if (id.len != ST_TXN_ID_LEN)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "a transaction id has %d bytes (got %zu)", ST_TXN_ID_LEN, id.len);
+	return SHOAL_OK;
+}
+
+static int prepare_txn_write(node_call *c, Shoal__CommandOp *op)
+{
+	const Shoal__TxnWrite *w = c->req->txn_write;
+	int rc = txn_id_check(c, w->id);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (w->n_actions == 0 || w->n_actions > ST_MAX_TXN_ITEMS || w->n_positions != w->n_actions)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "txn_write with %zu actions and %zu positions", w->n_actions,
+		               w->n_positions);
+	if (!w->single && w->coord_group >= c->node->conf->groups)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION, "txn_write: no group %u",
+		               w->coord_group);
+	op->op_case = SHOAL__COMMAND_OP__OP_TXN_WRITE;
+	op->txn_write = c->req->txn_write;
+	return SHOAL_OK;
+}
+
+static int prepare_txn_decide(node_call *c, Shoal__CommandOp *op)
+{
+	op->op_case = SHOAL__COMMAND_OP__OP_TXN_DECIDE;
+	op->txn_decide = c->req->txn_decide;
+	return txn_id_check(c, c->req->txn_decide->id);
+}
+
+static int prepare_txn_finish(node_call *c, Shoal__CommandOp *op)
+{
+	op->op_case = SHOAL__COMMAND_OP__OP_TXN_FINISH;
+	op->txn_finish = c->req->txn_finish;
+	return txn_id_check(c, c->req->txn_finish->id);
+}
+
+static int prepare_txn_ack(node_call *c, Shoal__CommandOp *op)
+{
+	op->op_case = SHOAL__COMMAND_OP__OP_TXN_ACK;
+	op->txn_ack = c->req->txn_ack;
+	return txn_id_check(c, c->req->txn_ack->id);
+}
+
+static int prepare_txn_status(node_call *c, Shoal__CommandOp *op)
+{
+	op->op_case = SHOAL__COMMAND_OP__OP_TXN_STATUS;
+	op->txn_status = c->req->txn_status;
+	return txn_id_check(c, c->req->txn_status->id);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The front door                                                            */
 /* ------------------------------------------------------------------------ */
@@ -363,7 +444,8 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 	int set = (req->request != NULL) + (req->define_table != NULL) + (req->drop_table != NULL) +
 	          (req->group_status != 0) + (req->list_catalog != 0) +
 	          (req->update_table != NULL) + (req->activate_index != NULL) +
-	          (req->index_ship != NULL);
+	          (req->index_ship != NULL) + (req->txn_write != NULL) + (req->txn_decide != NULL) +
+	          (req->txn_finish != NULL) + (req->txn_ack != NULL) + (req->txn_status != NULL);
 	if (set != 1)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "a NodeRequest carries exactly one operation (found %d)", set);
@@ -381,6 +463,16 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 		*op = NODE_OP_ACTIVATE_INDEX;
 	} else if (req->index_ship != NULL) {
 		*op = NODE_OP_INDEX_SHIP;
+	} else if (req->txn_write != NULL) {
+		*op = NODE_OP_TXN_WRITE;
+	} else if (req->txn_decide != NULL) {
+		*op = NODE_OP_TXN_DECIDE;
+	} else if (req->txn_finish != NULL) {
+		*op = NODE_OP_TXN_FINISH;
+	} else if (req->txn_ack != NULL) {
+		*op = NODE_OP_TXN_ACK;
+	} else if (req->txn_status != NULL) {
+		*op = NODE_OP_TXN_STATUS;
 	} else {
 		if (req->request->op_case == SHOAL__REQUEST__OP__NOT_SET)
 			return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,

@@ -333,6 +333,7 @@ void node_ship_tick(node_ship *s)
 	for (uint32_t g = 0; g < s->conf->groups; g++)
 		if (s->srcs[g] != NULL)
 			src_tick(s->srcs[g], now, timer);
+	node_txnrec_tick(s->rec, now);
 }
 
 int node_ship_open(node *n, node_ship **out, char *errmsg)
@@ -373,6 +374,8 @@ int node_ship_open(node *n, node_ship **out, char *errmsg)
 			goto nomem;
 		src->bf_w_init = true;
 	}
+	if (node_txnrec_open(s, &s->rec, errmsg) != SHOAL_OK)
+		goto nomem;
 	uv_timer_init(&n->loop, &s->timer);
 	s->timer.data = s;
 	s->timer_init = true;
@@ -415,6 +418,7 @@ void node_ship_free(node_ship *s)
 	/* The loop has ended (or never ran): the lanes stop (waiting for
 	 * their callbacks), then nothing touches the links any more. */
 	node_ship_lanes_free(s);
+	node_txnrec_free(s->rec);
 	for (uint32_t g = 0; s->srcs != NULL && g < s->conf->groups; g++) {
 		ship_src *src = s->srcs[g];
 		if (src == NULL)

@@ -26,6 +26,7 @@ typedef enum link_state {
 } link_state;
 
 typedef struct ship_src ship_src;
+typedef struct node_txnrec node_txnrec;
 
 /* One (source, target) pair. */
 typedef struct ship_link {
@@ -118,11 +119,22 @@ struct node_ship {
 	wire_lanes lanes[SH_MAX_NODES];
 	bool lanes_init[SH_MAX_NODES];
 
-	ship_src **srcs; /* [groups]; NULL where not hosted */
+	ship_src **srcs;  /* [groups]; NULL where not hosted */
+	node_txnrec *rec; /* transaction recovery (txn_recover.c), on these lanes */
 
 	pthread_mutex_t lag_mu;
 	lag_slot lag[LAG_SLOTS];
 };
+
+/* txn_recover.c: transaction recovery, run from node_ship_tick (loop). */
+int node_txnrec_open(node_ship *s, node_txnrec **out, char *errmsg);
+void node_txnrec_tick(node_txnrec *r, uint64_t now_ns);
+void node_txnrec_metrics(node_txnrec *r, node_appendf_fn appendf, void *buf);
+/* After the lanes are closed and the groups have answered every waiter. */
+void node_txnrec_free(node_txnrec *r);
+
+/* The lanes to node id (opened on first use), or NULL (closing).  Loop. */
+wire_lanes *node_ship_lanes_to(node_ship *s, uint32_t id);
 
 /* ship_link.c, all on the loop thread. */
 

@@ -108,6 +108,8 @@ static void lag_observe(node_ship *s, uint32_t table_id, uint16_t index_id, int6
 /* The nng side                                                              */
 /* ------------------------------------------------------------------------ */
 
+static wire_lanes *lanes_for(node_ship *s, uint32_t id);
+
 /* Hands a finished exchange to the loop.  nng callback thread. */
 static void post_done(ship_link *l)
 {
@@ -137,8 +139,13 @@ static void link_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 	post_done(l);
 }
 
+wire_lanes *node_ship_lanes_to(node_ship *s, uint32_t id)
+{
+	return s->closing ? NULL : lanes_for(s, id);
+}
+
 /* The lanes to node id (its socket opened and dialled, without waiting, on
- * first use), or NULL. */
+ * first use), or NULL.  Loop. */
 static wire_lanes *lanes_for(node_ship *s, uint32_t id)
 {
 	int i = node_pos(s->conf, id);
@@ -448,6 +455,7 @@ void node_ship_metrics(node_ship *s, node_appendf_fn appendf, void *buf)
 {
 	if (s == NULL)
 		return;
+	node_txnrec_metrics(s->rec, appendf, buf);
 	appendf(buf, "# HELP shoal_index_deltas_shipped_total Index deltas of this group's "
 	             "outbox acknowledged by their target groups (while leader).\n"
 	             "# TYPE shoal_index_deltas_shipped_total counter\n");

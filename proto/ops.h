@@ -63,7 +63,7 @@
 	  SHOAL_OPF_WRITE | SHOAL_OPF_SCATTER | SHOAL_OPF_TXN, NODE_NONE,                          \
 	  "write up to 100 items atomically")                                                      \
 	X(TransactGetItems, transact_get_items, TRANSACT_GET_ITEMS, "transact-get-items",          \
-	  SHOAL_OPF_READ | SHOAL_OPF_SCATTER | SHOAL_OPF_TXN, NODE_NONE,                           \
+	  SHOAL_OPF_READ | SHOAL_OPF_SCATTER | SHOAL_OPF_TXN, NODE_READ,                           \
 	  "read up to 100 items atomically")                                                       \
 	X(CreateTable, create_table, CREATE_TABLE, "create-table", SHOAL_OPF_DDL, NODE_NONE,       \
 	  "create a table")                                                                        \

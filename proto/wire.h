@@ -385,6 +385,42 @@ int wire_scan_resp_from_pb(sh_arena *a, const Shoal__ScanResponse *pb, st_page *
 int wire_table_desc_from_pb(sh_arena *a, const Shoal__TableDescription *pb, st_table_info *out,
                             const char **status, char *errmsg);
 
+/* ------------------------------------------------------------------------ */
+/* Transactions (wire_txn.c)                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* One TransactWriteItem as an engine action, checked as its single-item
+ * operation checks it (a Put as PutItem, ...).  Memory from a. */
+int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, st_txn_action *out,
+                            char *errmsg);
+/* The table and key (or, for a Put, item: *item true) an action writes. */
+void wire_txn_action_target(const st_txn_action *act, const char **table, const st_value **key,
+                            bool *item);
+/* The request-wide checks of TransactWriteItems / TransactGetItems (1..100
+ * actions, the token's length, 4 MB, enums), in DynamoDB's words. */
+int wire_txn_write_check(const Shoal__TransactWriteItemsRequest *pb, char *errmsg);
+int wire_txn_get_check(const Shoal__TransactGetItemsRequest *pb, char *errmsg);
+/* One Get of TransactGetItems, checked as its GetItem. */
+int wire_txn_get_from_pb(sh_arena *a, const Shoal__Get *pb, st_get_req *out, char *errmsg);
+/* A digest of the request without its ClientRequestToken: a retry with the
+ * same token must carry the same digest. */
+void wire_txn_digest(const Shoal__TransactWriteItemsRequest *pb, uint8_t out[16]);
+
+/* One action's part of a cancellation. */
+typedef struct wire_txn_reason {
+	int code;            /* SHOAL_OK: "None" */
+	const char *message; /* NULL for none */
+	Shoal__Item *item;   /* the old item (ReturnValuesOnConditionCheckFailure), or NULL */
+} wire_txn_reason;
+/* "None", "ConditionalCheckFailed", "TransactionConflict", ... of a code. */
+const char *wire_cancel_code(int code);
+/* resp as TransactionCanceledException: a reason per action in request
+ * order and DynamoDB's message "Transaction cancelled, please refer
+ * cancellation reasons for specific reasons [None, ConditionalCheckFailed]".
+ * Memory from a; strings and items borrowed. */
+int wire_txn_cancel(sh_arena *a, Shoal__Response *resp, const wire_txn_reason *reasons, uint32_t n,
+                    char *errmsg);
+
 /* Fills resp (initialised by the caller, request_id set) as a failure: status
  * from code, message copied into a, and for SHOAL_E_CONDITION_FAILED the old
  * item (may be NULL) in resp->item.  Clears any result. */

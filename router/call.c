@@ -23,6 +23,9 @@
  * anything is sent comes back through the call's timer (a 0 ms sleep).
  */
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+#include <xxhash.h>
 
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -59,6 +62,7 @@ static void fields_init(rt_fields *f)
 	f->nreq_any_replica = wire_field_number(nreq, "any_replica");
 	f->nreq_index_shard = wire_field_number(nreq, "index_shard");
 	f->nreq_table_id = wire_field_number(nreq, "table_id");
+	f->nreq_write_token = wire_field_number(nreq, "write_token");
 	f->nreq_batch = wire_field_number(nreq, "batch");
 	f->nresp_batch = wire_field_number(nresp, "batch");
 	f->nresp_response = wire_field_number(nresp, "response");
@@ -66,6 +70,17 @@ static void fields_init(rt_fields *f)
 	f->resp_status = wire_field_number(&shoal__response__descriptor, "status");
 	f->req_batch = wire_field_number(&shoal__request__descriptor, "batch");
 	f->resp_batch = wire_field_number(&shoal__response__descriptor, "batch");
+}
+
+void rt_new_id(rt_router *rt, uint8_t out[16])
+{
+	uint8_t in[24];
+	uint64_t n = atomic_fetch_add_explicit(&rt->ids, 1, memory_order_relaxed);
+	memcpy(in, rt->nonce, 16);
+	memcpy(in + 16, &n, 8);
+	XXH128_hash_t h = XXH3_128bits(in, sizeof(in));
+	memcpy(out, &h.high64, 8);
+	memcpy(out + 8, &h.low64, 8);
 }
 
 static int node_open(rt_router *rt, rt_node *n, char *errmsg)
@@ -146,6 +161,12 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 	if (rt->leader == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_pool;
+	}
+	if (getrandom(rt->nonce, sizeof(rt->nonce), 0) != (ssize_t)sizeof(rt->nonce)) {
+		/* No entropy (very early boot?): the clock and the pid. */
+		uint64_t x[2] = {(uint64_t)sh_now_ns(),
+		                 (uint64_t)getpid() ^ (uint64_t)rt_wall_ms()};
+		memcpy(rt->nonce, x, sizeof(x));
 	}
 	for (uint32_t g = 0; g < conf->groups; g++) {
 		uint32_t reps[SH_MAX_REPLICATION];
@@ -467,6 +488,14 @@ static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 		call_failed(c, SH_OUT_BAD_ANSWER, 0, "an answer that does not decode");
 		return;
 	}
+	if (c->only_node == 0 && c->idempotent && code == SHOAL_E_OUTCOME_UNKNOWN) {
+		/* Proposed, then leadership was lost: sent again, the write is
+		 * applied once (its token) -- or answered as it was. */
+		if (whole != NULL)
+			nng_msg_free(whole);
+		call_failed(c, SH_OUT_NOT_LEADER, leader, "outcome unknown (leadership lost)");
+		return;
+	}
 	if (c->only_node == 0 && (code == SHOAL_E_NOT_LEADER || code == SHOAL_E_UNAVAILABLE)) {
 		if (whole != NULL)
 			nng_msg_free(whole);
@@ -537,6 +566,20 @@ void rt_call_start(rt_call *c)
 		call_fail_later(c, SHOAL_E_INTERNAL);
 		return;
 	}
+	if (c->sleep_ms != 0) {
+		/* A pause in the job's wave: done, successfully, after it. */
+		c->state = CALL_FAIL;
+		if (c->timer == NULL && nng_aio_alloc(&c->timer, timer_cb, c) != 0) {
+			c->timer = NULL;
+			sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory for a timer");
+			c->rc = SHOAL_E_NOMEM;
+			c->state = CALL_DONE;
+			c->done(c);
+			return;
+		}
+		nng_sleep_aio((nng_duration)c->sleep_ms, c->timer);
+		return;
+	}
 	uint32_t reps[SH_MAX_REPLICATION];
 	uint32_t nrep = rt->conf->replication;
 	sh_cluster_replicas(rt->conf, c->group, reps);
@@ -554,6 +597,56 @@ void rt_call_start(rt_call *c)
 	atomic_store(&c->starting, true);
 	call_attempt(c);
 	atomic_store(&c->starting, false);
+}
+
+/* A call that no job waits for (rt_call_detached): it owns its memory. */
+typedef struct detached {
+	rt_call c;
+	sh_arena a;
+} detached;
+
+static void detached_done(rt_call *c)
+{
+	detached *d = (detached *)c;
+	rt_router *rt = c->rt;
+	int code = c->rc != SHOAL_OK ? c->rc : c->code;
+	if (code != SHOAL_OK && code != SHOAL_E_UNAVAILABLE)
+		rt_log("group %u: a detached call failed: %s: %s", c->group, shoal_err_name(code),
+		       c->rc != SHOAL_OK ? c->errmsg : "refused");
+	rt_call_release(c);
+	sh_arena_fini(&d->a);
+	sh_free(d);
+	atomic_fetch_sub(&rt->busy, 1);
+}
+
+int rt_call_detached(rt_router *rt, uint32_t group, Shoal__NodeRequest *nr, uint32_t ms)
+{
+	if (atomic_load(&rt->stopping))
+		return SHOAL_E_UNAVAILABLE;
+	detached *d = sh_calloc(1, sizeof(*d));
+	if (d == NULL)
+		return SHOAL_E_NOMEM;
+	sh_arena_init(&d->a);
+	nr->group = group;
+	uint8_t *buf;
+	size_t len;
+	char msg[SH_ERRMSG_SIZE];
+	if (wire_pack(&d->a, &nr->base, &buf, &len, msg) != SHOAL_OK) {
+		sh_arena_fini(&d->a);
+		sh_free(d);
+		return SHOAL_E_NOMEM;
+	}
+	rt_call *c = &d->c;
+	c->rt = rt;
+	c->done = detached_done;
+	c->group = group;
+	c->idempotent = true;
+	c->deadline = rt_now_ms() + ms;
+	c->body = buf;
+	c->body_len = len;
+	atomic_fetch_add(&rt->busy, 1);
+	rt_call_start(c);
+	return SHOAL_OK;
 }
 
 Shoal__NodeResponse *rt_call_resp(rt_call *c, sh_arena *a)

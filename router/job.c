@@ -56,9 +56,6 @@ enum job_state {
 	J_ANSWER
 };
 
-/* Steps of operations that are not implemented yet. */
-static int not_yet(rt_job *j);
-
 /* The table of steps: one per registry operation. */
 static const rt_step steps[SHOAL_OP__COUNT] = {
 #define STEP_ENTRY(Name, field, CONST, cli, flags, node, summary)                                  \
@@ -66,22 +63,6 @@ static const rt_step steps[SHOAL_OP__COUNT] = {
     SHOAL_OPS(STEP_ENTRY)
 #undef STEP_ENTRY
 };
-
-int rt_step_transact_write_items(rt_job *j)
-{
-	return not_yet(j);
-}
-
-int rt_step_transact_get_items(rt_job *j)
-{
-	return not_yet(j);
-}
-
-static int not_yet(rt_job *j)
-{
-	return rt_job_fail(j, SHOAL_E_UNKNOWN_OPERATION, "%s is not supported yet",
-	                   wire_op_name(j->in->op_case));
-}
 
 Shoal__Response *rt_error_response(sh_arena *a, int code, const char *msg)
 {
@@ -349,6 +330,15 @@ int rt_call_forward(rt_job *j, rt_call *c, const rt_table *t, uint32_t index_sha
 		hdr_varint(c, f->nreq_any_replica, 1);
 	if (index_shard != 0)
 		hdr_varint(c, f->nreq_index_shard, index_shard);
+	unsigned flags = j->slot < SHOAL_OP__COUNT ? wire_ops[j->slot].flags : 0;
+	if ((flags & SHOAL_OPF_WRITE) && (flags & SHOAL_OPF_ITEM)) {
+		c->hdr_len +=
+		    wire_put_varint(c->hdr + c->hdr_len, (uint64_t)f->nreq_write_token << 3 | 2);
+		c->hdr_len += wire_put_varint(c->hdr + c->hdr_len, 16);
+		rt_new_id(j->rt, c->hdr + c->hdr_len);
+		c->hdr_len += 16;
+		c->idempotent = true;
+	}
 	if (t != NULL) {
 		hdr_varint(c, f->nreq_table_id, t->id);
 		c->table_checked = true;
@@ -378,6 +368,15 @@ int rt_call_request(rt_job *j, rt_call *c, Shoal__NodeRequest *nr)
 	c->body = buf;
 	c->body_len = len;
 	return SHOAL_OK;
+}
+
+int rt_job_sleep(rt_job *j, uint32_t ms)
+{
+	rt_call *c = rt_job_call(j, 0);
+	if (c == NULL)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	c->sleep_ms = ms > 0 ? ms : 1;
+	return RT_WAIT;
 }
 
 void rt_call_repairs(rt_call *c, const rt_table **tables, uint32_t n)

@@ -243,6 +243,7 @@ typedef struct rt_node {
  * (no re-encoding), from the generated descriptors. */
 typedef struct rt_fields {
 	uint32_t nreq_group, nreq_request, nreq_any_replica, nreq_index_shard, nreq_table_id;
+	uint32_t nreq_write_token;
 	uint32_t nreq_batch, nresp_batch, nresp_response, nresp_leader;
 	uint32_t resp_status, req_batch, resp_batch;
 } rt_fields;
@@ -254,6 +255,8 @@ struct rt_router {
 	rt_node nodes[SH_MAX_NODES]; /* conf order */
 	_Atomic uint32_t *leader;    /* per group: node believed to lead it */
 	_Atomic uint32_t rr;         /* round robin for any-replica reads */
+	uint8_t nonce[16];           /* random, at start: ids are unique to this router */
+	_Atomic uint64_t ids;        /* ids handed out (rt_new_id) */
 	rt_catalog catalog;
 	rt_metrics metrics;
 	nng_http_server *http; /* metrics endpoint, or NULL */
@@ -277,6 +280,9 @@ void rt_router_close(rt_router *rt);
 void rt_router_fini(rt_router *rt);
 
 rt_node *rt_node_by_id(rt_router *rt, uint32_t id);
+/* A fresh 16-byte id, unique across routers and restarts (a write's
+ * idempotency token, a transaction's id).  Any thread. */
+void rt_new_id(rt_router *rt, uint8_t out[16]);
 /* The group owning partition-key value pk of a table, and placement hash h. */
 uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk);
 uint32_t rt_group_of_hash(const rt_router *rt, uint64_t h);
@@ -314,6 +320,11 @@ struct rt_call {
 	uint32_t attempt_ms; /* one attempt's timeout (0: the router's) */
 	int64_t deadline;    /* monotonic ms (0: the job's) */
 	bool table_checked;  /* carries table_id: WRONG_EPOCH restarts the job */
+	/* Sending it twice does no harm (a write with a token, a transaction
+	 * message): a write whose outcome is unknown (leadership lost after
+	 * it was proposed) is sent again instead of failing. */
+	bool idempotent;
+	uint32_t sleep_ms; /* nonzero: no request, a pause (rt_job_sleep) */
 	/* Tables whose ResourceNotFound the job repairs (once) and sends again. */
 	const rt_table **tables;
 	uint32_t n_tables;
@@ -358,6 +369,10 @@ void rt_call_start(rt_call *c);
  * NULL when the call failed or its bytes do not decode (c->rc, c->errmsg
  * say why then). */
 Shoal__NodeResponse *rt_call_resp(rt_call *c, sh_arena *a);
+/* Sends nr to group with retries for up to ms, answered to nobody (a
+ * message whose loss only delays something: the transaction's acks).  nr
+ * is packed at once.  SHOAL_E_NOMEM, SHOAL_E_UNAVAILABLE (stopping). */
+int rt_call_detached(rt_router *rt, uint32_t group, Shoal__NodeRequest *nr, uint32_t ms);
 /* Frees what a finished call holds (its answer message, its timer). */
 void rt_call_release(rt_call *c);
 
@@ -473,7 +488,8 @@ int rt_job_code(const rt_job *j);
 rt_call *rt_job_call(rt_job *j, uint32_t group);
 /* The call carries the client's request unchanged (as packed), with the
  * table's id for the node's check (t may be NULL) and the write shard of an
- * index query; a ResourceNotFound for t is repaired once. */
+ * index query; a ResourceNotFound for t is repaired once.  A single-item
+ * write gets an idempotency token (rt_new_id): the call is idempotent. */
 int rt_call_forward(rt_job *j, rt_call *c, const rt_table *t, uint32_t index_shard);
 /* The call carries nr (packed now into the job's arena; nr's group and
  * any_replica are taken from the call).  Tables to repair: rt_call_repairs. */
@@ -490,6 +506,9 @@ int rt_job_pass(rt_job *j, rt_call *c);
  * here with *rc: c's failure, or the node's refusal passed on as the
  * answer (rt_job_pass). */
 bool rt_call_ok(rt_job *j, rt_call *c, Shoal__NodeResponse **resp, int *rc);
+/* The step pauses ms milliseconds (a call that sends nothing) and returns
+ * RT_WAIT, or fails with NOMEM. */
+int rt_job_sleep(rt_job *j, uint32_t ms);
 /* Fails the step with code and a message (returns code). */
 int rt_job_fail(rt_job *j, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Sets the built answer's result (the step fills j->out, allocated by the

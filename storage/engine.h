@@ -44,7 +44,21 @@ struct st_env {
 	int fd;
 	uint64_t reserved;
 	uint64_t map_size;
+	/* Write versions (txn.c, st_txn_get_items): per slot of item-key
+	 * digests, the value of `wseq` at the last write applied to a key of
+	 * that slot.  In memory only, valid for this env's lifetime (`instance`
+	 * tells two lifetimes apart); a slot shared by several keys only makes
+	 * a change look likelier than it is. */
+	_Atomic uint64_t *wver;
+	_Atomic uint64_t wseq;
+	uint64_t instance;
 };
+
+#define ST_WVER_SLOTS (1u << 14)
+
+/* txn.c: a write of the item of key k was applied (its slot's version
+ * moves on). */
+void st_wver_bump(st_env *env, const struct st_key *k);
 
 struct st_txn {
 	st_env *env;
@@ -161,6 +175,9 @@ int st_plan_check(st_txn *txn, const st_check_req *req, sh_arena *a, st_write_pl
 int st_plan_apply(st_txn *txn, const st_write_plan *p, sh_arena *a, st_write_result *res,
                   char *errmsg);
 const struct st_key *st_plan_key(const st_write_plan *p);
+/* What applying p would report in res: sizes and index writes (a prepared
+ * transaction's capacity, before it applies). */
+void st_plan_sizes(const st_write_plan *p, st_write_result *res);
 const char *st_plan_table(const st_write_plan *p);
 
 /* txn.c: SHOAL_E_TXN_CONFLICT when a prepared transaction holds a lock on

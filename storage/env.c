@@ -56,6 +56,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../common/alloc.h"
@@ -218,6 +219,20 @@ int st_env_reserve(st_env *env, uint64_t bytes, char *errmsg)
 }
 
 /* The headroom every write transaction begins with. */
+/* A number telling this env's lifetime from any other's (write versions:
+ * st_txn_get_items): the clock, the process and the address, mixed. */
+static uint64_t st_env_instance_new(const st_env *env)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	uint64_t x = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	x ^= (uint64_t)getpid() << 40 ^ (uint64_t)(uintptr_t)env;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return x | 1;
+}
+
 static int txn_reserve(st_env *env, char *errmsg)
 {
 	return env_reserve(env, ENV_HEADROOM, errmsg);
@@ -245,6 +260,12 @@ int st_env_open(const char *path, const st_env_options *opts, st_env **out, char
 	env->nosync = opts->nosync;
 	env->collection_limit =
 	    opts->collection_limit != 0 ? opts->collection_limit : 10ull * 1024 * 1024 * 1024;
+	env->wver = sh_calloc(ST_WVER_SLOTS, sizeof(*env->wver));
+	if (env->wver == NULL) {
+		sh_free(env);
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "st_env_open(%s): out of memory", path);
+	}
+	env->instance = st_env_instance_new(env);
 
 	int code;
 	int rc = mdb_env_create(&env->env);
@@ -295,6 +316,7 @@ int st_env_open(const char *path, const st_env_options *opts, st_env **out, char
 err_after_env:
 	mdb_env_close(env->env);
 err_after_alloc:
+	sh_free(env->wver);
 	sh_free(env);
 	return code;
 }
@@ -304,6 +326,7 @@ void st_env_close(st_env *env)
 	if (env == NULL)
 		return;
 	mdb_env_close(env->env);
+	sh_free(env->wver);
 	sh_free(env);
 }
 

@@ -99,6 +99,11 @@ int st_read_start_key_check(const st_key_schema *ks, const st_value *esk, const 
 int st_read_select_check(st_select select, bool has_projection, bool has_index, bool query,
                          char *errmsg);
 
+/* GetItem inside read transaction txn: *item (projected, copied into a)
+ * or NULL, *size as st_get_item_sized, *k the item's key; scratch in ra. */
+int st_get_in(MDB_txn *txn, st_env *env, const st_get_req *req, sh_arena *ra, sh_arena *a,
+              st_value **item, size_t *size, st_key *k, char *errmsg);
+
 /* Begins a read-only transaction. */
 int st_read_txn_begin(st_env *env, MDB_txn **txn, char *errmsg);
 

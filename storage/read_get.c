@@ -224,53 +224,57 @@ int st_get_item(st_env *env, const st_get_req *req, sh_arena *a, st_value **item
 	return st_get_item_sized(env, req, a, item, &size, errmsg);
 }
 
+int st_get_in(MDB_txn *txn, st_env *env, const st_get_req *req, sh_arena *ra, sh_arena *a,
+              st_value **item, size_t *size, st_key *k, char *errmsg)
+{
+	*item = NULL;
+	*size = 0;
+	st_expr *proj = NULL;
+	st_value *key = NULL;
+	int rc = get_prepare(req, ra, &proj, &key, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	st_table_info t;
+	const st_value *pk, *sk;
+	st_value *found = NULL;
+	rc = st_table_load(txn, env, req->table, ra, &t, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_key_check(&t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
+	if (rc == SHOAL_OK) {
+		st_key_item(k, t.def.id, 0, pk, sk);
+		rc = st_item_read(txn, env, k, ra, &found, errmsg);
+	}
+	if (rc != SHOAL_OK || found == NULL)
+		return rc;
+	*size = st_item_size(found);
+	if (proj != NULL) {
+		st_value *p;
+		rc = st_expr_project(proj, ra, found, &p, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		found = p;
+	}
+	st_value *copy = sh_arena_alloc(a, sizeof(*copy));
+	if (copy == NULL || st_value_copy(a, found, copy) != SHOAL_OK)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "read: out of memory");
+	*item = copy;
+	return SHOAL_OK;
+}
+
 int st_get_item_sized(st_env *env, const st_get_req *req, sh_arena *a, st_value **item,
                       size_t *size, char *errmsg)
 {
 	*item = NULL;
 	*size = 0;
+	MDB_txn *txn;
+	int rc = st_read_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
 	sh_arena ra;
 	sh_arena_init(&ra);
-	st_expr *proj = NULL;
-	st_value *key = NULL;
-	int rc = get_prepare(req, &ra, &proj, &key, errmsg);
-	if (rc != SHOAL_OK)
-		goto out;
-
-	MDB_txn *txn;
-	rc = st_read_txn_begin(env, &txn, errmsg);
-	if (rc != SHOAL_OK)
-		goto out;
-	st_table_info t;
-	const st_value *pk, *sk;
-	st_value *found = NULL;
-	rc = st_table_load(txn, env, req->table, &ra, &t, errmsg);
-	if (rc == SHOAL_OK)
-		rc = st_key_check(&t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
-	if (rc == SHOAL_OK) {
-		st_key k;
-		st_key_item(&k, t.def.id, 0, pk, sk);
-		rc = st_item_read(txn, env, &k, &ra, &found, errmsg);
-	}
+	st_key k;
+	rc = st_get_in(txn, env, req, &ra, a, item, size, &k, errmsg);
 	mdb_txn_abort(txn);
-	if (rc != SHOAL_OK || found == NULL)
-		goto out;
-	*size = st_item_size(found);
-
-	if (proj != NULL) {
-		st_value *p;
-		rc = st_expr_project(proj, &ra, found, &p, errmsg);
-		if (rc != SHOAL_OK)
-			goto out;
-		found = p;
-	}
-	st_value *copy = sh_arena_alloc(a, sizeof(*copy));
-	if (copy == NULL || st_value_copy(a, found, copy) != SHOAL_OK) {
-		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "read: out of memory");
-		goto out;
-	}
-	*item = copy;
-out:
 	sh_arena_fini(&ra);
 	return rc;
 }

@@ -36,16 +36,18 @@
 /* Limits (DynamoDB's)                                                       */
 /* ------------------------------------------------------------------------ */
 
-#define ST_MAX_ITEM_SIZE   (400 * 1024)  /* bytes, by st_item_size's rules */
-#define ST_MAX_PK_SIZE     2048          /* partition key value, bytes */
-#define ST_MAX_SK_SIZE     1024          /* sort key value, bytes */
-#define ST_MAX_DEPTH       32            /* nesting of M and L */
-#define ST_MAX_EXPR_SIZE   4096          /* bytes, each expression */
-#define ST_MAX_IN_OPERANDS 100           /* right-hand operands of IN */
-#define ST_MAX_PAGE_BYTES  (1024 * 1024) /* Query/Scan data read per page */
-#define ST_MAX_NAME_SIZE   65535         /* attribute name, bytes */
-#define ST_NUM_MAX_DIGITS  38            /* significant decimal digits */
-#define ST_NUM_MAX_TEXT    200           /* buffer for any formatted number */
+#define ST_MAX_ITEM_SIZE   (400 * 1024)      /* bytes, by st_item_size's rules */
+#define ST_MAX_PK_SIZE     2048              /* partition key value, bytes */
+#define ST_MAX_SK_SIZE     1024              /* sort key value, bytes */
+#define ST_MAX_DEPTH       32                /* nesting of M and L */
+#define ST_MAX_EXPR_SIZE   4096              /* bytes, each expression */
+#define ST_MAX_IN_OPERANDS 100               /* right-hand operands of IN */
+#define ST_MAX_PAGE_BYTES  (1024 * 1024)     /* Query/Scan data read per page */
+#define ST_MAX_NAME_SIZE   65535             /* attribute name, bytes */
+#define ST_MAX_TXN_ITEMS   100               /* actions of a transaction */
+#define ST_MAX_TXN_BYTES   (4 * 1024 * 1024) /* a TransactWriteItems request */
+#define ST_NUM_MAX_DIGITS  38                /* significant decimal digits */
+#define ST_NUM_MAX_TEXT    200               /* buffer for any formatted number */
 #define ST_TABLE_NAME_MIN  3
 #define ST_TABLE_NAME_MAX  255
 
@@ -449,6 +451,10 @@ typedef struct st_txn_result {
 int st_transact(st_txn *txn, const st_txn_action *acts, uint32_t n, sh_arena *a,
                 st_txn_result *results, char *errmsg);
 
+/* st_transact's planning alone: the same answer, nothing written. */
+int st_txn_plan(st_txn *txn, const st_txn_action *acts, uint32_t n, sh_arena *a,
+                st_txn_result *results, char *errmsg);
+
 #define ST_TXN_ID_LEN    16
 #define ST_TXN_MAX_PARTS 100
 
@@ -505,7 +511,8 @@ typedef struct st_txn_record {
 } st_txn_record;
 
 /* get: found false when there is none; put: creates or replaces; list:
- * every record, read-only (recovery). */
+ * the open records -- those without an expiry (PREPARING, or decided and
+ * not yet acknowledged by every participant) -- read-only (recovery). */
 int st_txn_record_get(st_txn *txn, const uint8_t id[ST_TXN_ID_LEN], sh_arena *a, st_txn_record *out,
                       bool *found, char *errmsg);
 int st_txn_record_put(st_txn *txn, const st_txn_record *r, char *errmsg);
@@ -517,9 +524,13 @@ int st_write_token_get(st_txn *txn, const uint8_t token[16], sh_arena *a, const 
                        size_t *len, bool *found, char *errmsg);
 int st_write_token_put(st_txn *txn, const uint8_t token[16], int64_t expires_ms,
                        const void *outcome, size_t len, char *errmsg);
+/* The transaction's replicated time (st_txn_set_time; 0 if none). */
+int64_t st_txn_time(const st_txn *txn);
 /* Drops records (transaction records with an expiry, write tokens) whose
  * time has passed by now_ms, at most max of them. */
 int st_txn_expire(st_txn *txn, int64_t now_ms, uint32_t max, uint32_t *removed, char *errmsg);
+/* The earliest expiry of a record or token (*any false: none). */
+int st_txn_next_expiry(st_env *env, int64_t *ms, bool *any, char *errmsg);
 
 /* One-shot forms: begin, write, commit. */
 int st_put_item(st_env *env, const st_put_req *req, sh_arena *a, st_write_result *res,
@@ -556,6 +567,25 @@ int st_get_item(st_env *env, const st_get_req *req, sh_arena *a, st_value **item
  * projection (0 when there is none), what ReturnConsumedCapacity charges. */
 int st_get_item_sized(st_env *env, const st_get_req *req, sh_arena *a, st_value **item,
                       size_t *size, char *errmsg);
+
+/* TransactGetItems at one group: every get in one read transaction (a
+ * snapshot), each with its item (projected; NULL: none), the stored size,
+ * whether a prepared transaction holds it (locked) and its write version:
+ * a number that changes whenever a write of the item is applied (in
+ * memory; meaningful only against another read of the same *instance).
+ * A reader that sees the same version twice, with reads serialised with
+ * the applies of writes, knows the item did not change in between.  A
+ * client error (validation, unknown table) is the whole request's. */
+typedef struct st_txn_get {
+	st_get_req req; /* in */
+	st_value *item; /* out */
+	size_t size;
+	bool locked;
+	uint64_t version;
+} st_txn_get;
+
+int st_txn_get_items(st_env *env, st_txn_get *gets, uint32_t n, sh_arena *a, uint64_t *instance,
+                     char *errmsg);
 
 typedef enum st_select {
 	ST_SELECT_DEFAULT = 0, /* ALL_ATTRIBUTES, or SPECIFIC_ATTRIBUTES with a projection */

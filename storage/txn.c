@@ -31,10 +31,16 @@
  *   0x02 'W' | token (16)    -> expires_ms (8) | outcome
  *   0x02 'E' | expires_ms (8) | kind ('R' or 'W') | id (16) -> (empty)
  *                                                      the expiry index
+ *   0x02 'O' | txn id (16)   -> (empty)                the records without an
+ *                                                      expiry (PREPARING, or
+ *                                                      decided and not yet
+ *                                                      acknowledged by all):
+ *                                                      what recovery lists
  *
  * The actions blob and the outcomes are the caller's bytes (packed
  * protobuf): storage keeps them, it does not read them.
  */
+#include <stdatomic.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -49,6 +55,7 @@
 #define TX_REC  'R'
 #define TX_TOK  'W'
 #define TX_EXP  'E'
+#define TX_OPEN 'O'
 
 static const char CONFLICT_MSG[] = "Transaction is ongoing for the item";
 
@@ -132,6 +139,57 @@ int st_lock_check(st_txn *txn, const st_key *k, char *errmsg)
 	return sh_errf(errmsg, SHOAL_E_TXN_CONFLICT, "%s", CONFLICT_MSG);
 }
 
+static uint32_t wver_slot(const uint8_t d[16])
+{
+	return (uint32_t)st_get_be64(d + 8) & (ST_WVER_SLOTS - 1);
+}
+
+void st_wver_bump(st_env *env, const st_key *k)
+{
+	uint8_t d[16];
+	lock_digest(k, d);
+	uint64_t v = atomic_fetch_add_explicit(&env->wseq, 1, memory_order_relaxed) + 1;
+	atomic_store_explicit(&env->wver[wver_slot(d)], v, memory_order_release);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reads of a TransactGetItems                                               */
+/* ------------------------------------------------------------------------ */
+
+int st_txn_get_items(st_env *env, st_txn_get *gets, uint32_t n, sh_arena *a, uint64_t *instance,
+                     char *errmsg)
+{
+	*instance = env->instance;
+	/* The caller serialises this with the applies of writes (a node runs
+	 * it on its loop thread, between applies), so the data and the
+	 * versions read here are of one instant. */
+	MDB_txn *txn;
+	int rc = st_read_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	sh_arena ra;
+	sh_arena_init(&ra);
+	for (uint32_t i = 0; i < n && rc == SHOAL_OK; i++) {
+		st_txn_get *g = &gets[i];
+		st_key k;
+		sh_arena_reset(&ra);
+		rc = st_get_in(txn, env, &g->req, &ra, a, &g->item, &g->size, &k, errmsg);
+		if (rc != SHOAL_OK)
+			break;
+		uint8_t d[16], kb[18];
+		lock_digest(&k, d);
+		g->version = atomic_load_explicit(&env->wver[wver_slot(d)], memory_order_acquire);
+		MDB_val key = id_key(kb, TX_LOCK, d), v;
+		int mrc = mdb_get(txn, env->meta, &key, &v);
+		if (mrc != 0 && mrc != MDB_NOTFOUND)
+			rc = st_lmdb_err(mrc, "mdb_get(lock)", errmsg);
+		g->locked = mrc == 0;
+	}
+	sh_arena_fini(&ra);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* All or nothing                                                            */
 /* ------------------------------------------------------------------------ */
@@ -212,6 +270,18 @@ int st_transact(st_txn *txn, const st_txn_action *acts, uint32_t n, sh_arena *a,
 	return SHOAL_OK;
 }
 
+int st_txn_plan(st_txn *txn, const st_txn_action *acts, uint32_t n, sh_arena *a,
+                st_txn_result *results, char *errmsg)
+{
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+	st_write_plan **plans = sh_arena_calloc(a, n + 1, sizeof(*plans));
+	if (plans == NULL)
+		return fail(txn, sh_errf(errmsg, SHOAL_E_NOMEM, "transaction: out of memory"),
+		            errmsg);
+	return plan_all(txn, acts, n, a, plans, results, errmsg);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Two-phase commit: the participant                                         */
 /* ------------------------------------------------------------------------ */
@@ -267,6 +337,8 @@ int st_txn_prepare(st_txn *txn, const uint8_t id[16], uint32_t coord_group,
 		return fail(txn, sh_errf(errmsg, SHOAL_E_NOMEM, "prepare: out of memory"), errmsg);
 	if ((rc = plan_all(txn, acts, n, a, plans, results, errmsg)) != SHOAL_OK)
 		return rc;
+	for (uint32_t i = 0; i < n; i++)
+		st_plan_sizes(plans[i], &results[i].res);
 	/* Every item locked, the actions kept for the decision. */
 	size_t vlen = 14 + 16 * (size_t)n + len;
 	uint8_t *v = sh_arena_alloc(a, vlen);
@@ -329,14 +401,18 @@ int st_txn_release(st_txn *txn, const uint8_t id[16], sh_arena *a, st_prepared *
 /* Calls fn for every record whose key starts with TX_META | kind, in key
  * order, with a read-only transaction of env (LMDB's memory: valid during
  * the call). */
-static int scan_kind(st_env *env, char kind,
-                     int (*fn)(void *arg, const MDB_val *k, const MDB_val *v, char *errmsg),
-                     void *arg, char *errmsg)
+/* Calls fn for every entry of one kind, in one read transaction (*rtx_out,
+ * when not NULL, is set to it first, for fn's own lookups). */
+static int scan_kind_with(st_env *env, char kind,
+                          int (*fn)(void *arg, const MDB_val *k, const MDB_val *v, char *errmsg),
+                          void *arg, MDB_txn **rtx_out, char *errmsg)
 {
 	MDB_txn *rtx;
 	int rc = st_read_txn_begin(env, &rtx, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
+	if (rtx_out != NULL)
+		*rtx_out = rtx;
 	MDB_cursor *c;
 	int mrc = mdb_cursor_open(rtx, env->meta, &c);
 	if (mrc != 0) {
@@ -355,6 +431,13 @@ static int scan_kind(st_env *env, char kind,
 	mdb_cursor_close(c);
 	mdb_txn_abort(rtx);
 	return rc;
+}
+
+static int scan_kind(st_env *env, char kind,
+                     int (*fn)(void *arg, const MDB_val *k, const MDB_val *v, char *errmsg),
+                     void *arg, char *errmsg)
+{
+	return scan_kind_with(env, kind, fn, arg, NULL, errmsg);
 }
 
 typedef struct list_acc {
@@ -484,6 +567,13 @@ int st_txn_record_put(st_txn *txn, const st_txn_record *r, char *errmsg)
 		MDB_val ek = exp_key(eb, r->expires_ms, TX_REC, r->id), ev = {0, ""};
 		rc = meta_put(txn, &ek, &ev, "mdb_put(expiry)", errmsg);
 	}
+	/* The open index: records recovery has work for. */
+	uint8_t ob[18];
+	MDB_val ok = id_key(ob, TX_OPEN, r->id), ov = {0, ""};
+	if (rc == SHOAL_OK && r->expires_ms == 0 && (!found || old.expires_ms != 0))
+		rc = meta_put(txn, &ok, &ov, "mdb_put(open)", errmsg);
+	if (rc == SHOAL_OK && r->expires_ms != 0 && found && old.expires_ms == 0)
+		rc = meta_del(txn, &ok, "mdb_del(open)", errmsg);
 	size_t vlen = 35 + 5 * (size_t)r->n_parts + r->outcome_len;
 	uint8_t *v = rc == SHOAL_OK ? sh_arena_alloc(&a, vlen) : NULL;
 	if (rc == SHOAL_OK && v == NULL)
@@ -509,23 +599,38 @@ int st_txn_record_put(st_txn *txn, const st_txn_record *r, char *errmsg)
 	return fail(txn, rc, errmsg);
 }
 
-static int record_one(void *arg, const MDB_val *k, const MDB_val *v, char *errmsg)
+typedef struct open_acc {
+	list_acc l;
+	MDB_txn *rtx;
+	st_env *env;
+} open_acc;
+
+static int record_open(void *arg, const MDB_val *k, const MDB_val *v, char *errmsg)
 {
-	list_acc *l = arg;
+	(void)v;
+	open_acc *o = arg;
 	if (k->mv_size != 18)
-		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt transaction record key");
-	st_txn_record *x = list_slot(l);
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt open transaction key");
+	const uint8_t *id = (const uint8_t *)k->mv_data + 2;
+	uint8_t kb[18];
+	MDB_val rk = id_key(kb, TX_REC, id), rv;
+	int mrc = mdb_get(o->rtx, o->env->meta, &rk, &rv);
+	if (mrc == MDB_NOTFOUND)
+		return SHOAL_OK; /* cannot be (they change together); skip */
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_get(record)", errmsg);
+	st_txn_record *x = list_slot(&o->l);
 	if (x == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "record list: out of memory");
-	return record_decode(l->a, (const uint8_t *)k->mv_data + 2, v, true, x, errmsg);
+	return record_decode(o->l.a, id, &rv, true, x, errmsg);
 }
 
 int st_txn_record_list(st_env *env, sh_arena *a, st_txn_record **out, uint32_t *n, char *errmsg)
 {
-	list_acc l = {.a = a, .size = sizeof(st_txn_record)};
-	int rc = scan_kind(env, TX_REC, record_one, &l, errmsg);
-	*out = l.items;
-	*n = rc == SHOAL_OK ? l.n : 0;
+	open_acc o = {.l = {.a = a, .size = sizeof(st_txn_record)}, .env = env};
+	int rc = scan_kind_with(env, TX_OPEN, record_open, &o, &o.rtx, errmsg);
+	*out = o.l.items;
+	*n = rc == SHOAL_OK ? o.l.n : 0;
 	return rc;
 }
 
@@ -578,9 +683,39 @@ int st_write_token_put(st_txn *txn, const uint8_t token[16], int64_t expires_ms,
 	return fail(txn, rc, errmsg);
 }
 
+int64_t st_txn_time(const st_txn *txn)
+{
+	return txn->ts_ms;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Expiry                                                                    */
 /* ------------------------------------------------------------------------ */
+
+int st_txn_next_expiry(st_env *env, int64_t *ms, bool *any, char *errmsg)
+{
+	*any = false;
+	MDB_txn *rtx;
+	int rc = st_read_txn_begin(env, &rtx, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(rtx, env->meta, &c);
+	if (mrc == 0) {
+		uint8_t prefix[2] = {TX_META, TX_EXP};
+		MDB_val k = {2, prefix}, v;
+		mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (mrc == 0 && k.mv_size == 27 && memcmp(k.mv_data, prefix, 2) == 0) {
+			*ms = (int64_t)st_get_be64((const uint8_t *)k.mv_data + 2);
+			*any = true;
+		}
+		if (mrc == MDB_NOTFOUND)
+			mrc = 0;
+		mdb_cursor_close(c);
+	}
+	mdb_txn_abort(rtx);
+	return mrc == 0 ? SHOAL_OK : st_lmdb_err(mrc, "mdb_cursor_get(expiry)", errmsg);
+}
 
 int st_txn_expire(st_txn *txn, int64_t now_ms, uint32_t max, uint32_t *removed, char *errmsg)
 {

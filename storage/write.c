@@ -275,6 +275,16 @@ struct st_write_plan {
 	st_return_values rv;
 };
 
+void st_plan_sizes(const st_write_plan *p, st_write_result *res)
+{
+	if (!p->writes)
+		return;
+	st_ix_plan_writes(p->ix, &res->index_writes, &res->n_index_writes);
+	res->old_size = p->old_item != NULL ? st_item_size(p->old_item) : 0;
+	res->new_size =
+	    p->kind == PLAN_PUT || p->kind == PLAN_UPDATE ? st_item_size(p->new_item) : 0;
+}
+
 const st_key *st_plan_key(const st_write_plan *p)
 {
 	return &p->k;
@@ -568,6 +578,8 @@ int st_plan_apply(st_txn *txn, const st_write_plan *p, sh_arena *a, st_write_res
 		                            : store_item(txn, p, a, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
+	if (p->writes)
+		st_wver_bump(txn->env, &p->k);
 	st_ix_plan_writes(p->ix, &res->index_writes, &res->n_index_writes);
 	res->old_size = p->old_item != NULL ? st_item_size(p->old_item) : 0;
 	res->new_size =

@@ -600,8 +600,11 @@ START_TEST(test_front_door_alone)
 	treq.op_case = SHOAL__REQUEST__OP_TRANSACT_WRITE_ITEMS;
 	treq.transact_write_items = &tw;
 	resp = roundtrip(rt, &a, &treq);
-	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_UNKNOWN_OPERATION);
-	ck_assert_str_eq(resp->message, "TransactWriteItems is not supported yet");
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_str_eq(resp->message,
+	                 "1 validation error detected: Value '[]' at 'transactItems' failed to "
+	                 "satisfy constraint: Member must have length greater than or equal to 1");
+	ck_assert_uint_eq(resp->request_id, 7);
 
 	Shoal__Request empty = SHOAL__REQUEST__INIT;
 	empty.request_id = 8;

@@ -1,0 +1,841 @@
+/*
+ * txn.c -- TransactWriteItems and TransactGetItems: the router drives them;
+ * the groups keep every state that matters (node/fsm_txn.c applies it,
+ * storage/txn.c stores it).  This header is the protocol.
+ *
+ * TransactWriteItems
+ * ==================
+ *
+ * The router checks the request as DynamoDB does (1..100 actions, 4 MB, each
+ * action as its single-item operation, known tables, keys against their
+ * schemas, no two actions on one item: ValidationException /
+ * ResourceNotFoundException for the whole request), places every item, and
+ * splits the actions by storage group.  A transaction has a 16-byte id: the
+ * hash of its ClientRequestToken when it has one (a retry finds the same
+ * id), else a fresh one (rt_new_id).  Each run of it by a router also has an
+ * `attempt` id.
+ *
+ * One group.  Every item in one group: one TxnWrite{single} to it, one Raft
+ * entry; the state machine plans every action, then applies all or none
+ * (st_transact).  With a token the answer is recorded (the record: below)
+ * and a retry with the same token gets it back.  No two-phase commit.
+ *
+ * Several groups: two-phase commit.  The coordinator group is the first
+ * action's.  Messages (cluster.proto), each proposed through the receiving
+ * group's Raft log, each idempotent (sent again, it does nothing new):
+ *
+ *   TxnWrite   (prepare)   to every group, its part.  The part is planned
+ *                          like st_transact; if every action could go, its
+ *                          items are locked and the part kept (durable
+ *                          state, replicated: it survives leader changes
+ *                          and restarts) -- else TransactionCanceled with a
+ *                          reason per action.  In the coordinator group the
+ *                          same entry creates the transaction's record,
+ *                          PREPARING, with the participants.
+ *   TxnDecide              to the coordinator: PREPARING -> COMMITTED or
+ *                          ABORTED, the answer recorded (for a retry with
+ *                          the token), and the coordinator's own part
+ *                          applied or dropped -- one entry.  THE COMMIT
+ *                          POINT: the transaction is committed exactly when
+ *                          this entry is.  A record already decided answers
+ *                          its decision instead.
+ *   TxnFinish              to every other participant: apply (commit) or
+ *                          drop (abort) its part, unlock; and keep a marker
+ *                          that it finished, so that a prepare arriving late
+ *                          does not lock again.
+ *   TxnAck                 to the coordinator (not waited for): these
+ *                          participants finished; once all have, the
+ *                          record expires 10 minutes later.
+ *   TxnStatus              participant recovery -> coordinator: what was
+ *                          decided?  A record still PREPARING 5 s after it
+ *                          was created, or none at all, is decided ABORTED
+ *                          there and then (no record: a tombstone, so that a
+ *                          prepare arriving later is refused).
+ *
+ * The router's run:
+ *
+ *   phase        what                                          next
+ *   -----------  --------------------------------------------  -------------
+ *   PLAN         checks, placement, split; the single write,   SINGLE /
+ *                or (with a token) the coordinator's prepare   COORD /
+ *                alone, or every prepare at once               PREPARED
+ *   SINGLE       the group's answer, passed on                 done
+ *   COORD        decided already (a retry): the recorded       done /
+ *                answer; in progress under another run:        PREPARED
+ *                TransactionInProgressException; cancelled:
+ *                the other parts only checked (check_only:
+ *                their reasons, nothing locked); else the
+ *                other prepares
+ *   PREPARED     all prepared: commit, else abort; the answer  DECIDED
+ *                built (capacity, or reasons placed by
+ *                TxnWrite.positions); TxnDecide with it
+ *   DECIDED      the decision as recorded (recovery may have   FINISHED
+ *                aborted first); TxnFinish to the others
+ *   FINISHED     TxnAck (detached); the answer                 done
+ *
+ * With a token the coordinator prepares first, alone: a retry, a run of the
+ * same token under way elsewhere and a token reused for another request
+ * (IdempotentParameterMismatchException) are told apart there, before any
+ * other group is touched -- so a run never prepares a part of another run's
+ * transaction.  Without a token the id is this run's alone and every
+ * prepare goes at once.  The client is answered after the finishes, so a
+ * read that follows the answer sees the writes everywhere.
+ *
+ * Crashes (the router may die at any step; recovery is node/txn_recover.c,
+ * run by each group's leader every second):
+ *
+ *   router dies          state left                 what happens
+ *   -------------------  -------------------------  -----------------------
+ *   before any prepare   nothing                    nothing (client retries)
+ *   prepares sent, some  parts prepared, record     each participant asks the
+ *   applied              PREPARING (or none yet)    coordinator after 5 s:
+ *                                                   decided ABORTED (or a
+ *                                                   tombstone); parts dropped
+ *   decision applied     record decided, parts      coordinator recovery
+ *                        prepared elsewhere         sends TxnFinish to every
+ *                                                   participant not acked
+ *                                                   (after 5 s), then acks;
+ *                                                   participants asking get
+ *                                                   the decision too
+ *   some finished        the same, some acked       the same
+ *
+ *   A group's leader dies: the prepared parts and records are replicated
+ *   state; the new leader's recovery carries on.  A message lost or sent
+ *   twice: every message is idempotent and the router retries it until its
+ *   deadline.
+ *
+ * Bound: an item stays locked at most ~5 s (NODE_TXN_RECOVER_MS) plus one
+ * recovery period (1 s) plus a Raft round after the router that ran its
+ * transaction died, once the groups involved have leaders.
+ *
+ * Invariants:
+ *   - a transaction is decided once, by the entry that moves its record
+ *     out of PREPARING; nothing commits a part before that entry is
+ *     committed, and every part then follows the record;
+ *   - a part is prepared at most once per id in a group (the marker and the
+ *     tombstone refuse late prepares), and applied at most once;
+ *   - an item locked by a prepared part takes no other write (single-item
+ *     writes get TransactionConflictException, other transactions a
+ *     TransactionConflict reason) until the part is finished: this is what
+ *     makes transactions serializable with each other and with single-item
+ *     writes;
+ *   - the decision ABORTED needs no participant: recovery may take it alone
+ *     once a record is old, so a router's slow prepares end in an abort, not
+ *     a blocked item.
+ *
+ * TransactGetItems
+ * ================
+ *
+ * Up to 100 Gets, checked as GetItems.  One group: one consistent read of
+ * every item in one LMDB snapshot.  Several groups: rounds of reads, each a
+ * consistent read of each group's items with, per item, whether a prepared
+ * transaction holds it and its write version (st_txn_get_items, read on the
+ * group leader's loop thread between applies).  Two consecutive rounds in
+ * which no item was locked and every version (and the instance that
+ * numbers them) is the same prove that no write touched any of the items
+ * between the end of the first round and the start of the second: the
+ * items as read held together at that instant -- a serializable snapshot.
+ * A locked item, or a version that moved, means another round after a short
+ * pause (TGET_PAUSE_MS); after TGET_ROUNDS rounds the read is cancelled:
+ * TransactionCanceledException with TransactionConflict for the items
+ * involved.  (DynamoDB cancels at once; Shoal waits briefly first, because
+ * a lock lasts about as long as a few Raft rounds.)
+ */
+#include <string.h>
+#include <xxhash.h>
+
+#include "common/alloc.h"
+#include "router/router.h"
+
+/* How long the prepares may take before the router gives up and aborts
+ * (below NODE_TXN_RECOVER_MS: the router decides before recovery would). */
+#define TXN_PREPARE_MS 4000
+/* How long a TxnAck is retried. */
+#define TXN_ACK_MS 5000
+/* TransactGetItems: rounds before a conflict is declared, pause between. */
+#define TGET_ROUNDS   12
+#define TGET_PAUSE_MS 2
+
+/* st_txn_state, as NodeResponse.txn_state carries it. */
+enum { TS_NONE = 0, TS_PREPARING = 1, TS_COMMITTED = 2, TS_ABORTED = 3 };
+
+static int nomem(rt_job *j)
+{
+	return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+}
+
+/* Keys of the actions or gets: tables, placement, the duplicate check. */
+static int place(rt_job *j, const char *table, const st_value *key, bool item, const rt_table **t,
+                 rt_batch_key *k)
+{
+	int rc = rt_job_table(j, table, false, t);
+	if (rc != SHOAL_OK)
+		return rc; /* or RT_WAIT */
+	char msg[SH_ERRMSG_SIZE];
+	if ((rc = st_route_key(&(*t)->def.key, key, item, &k->pk, &k->sk, msg)) != SHOAL_OK)
+		return rt_job_fail(j, rc, "%s", msg);
+	k->table = (*t)->id;
+	k->group = rt_group_of(j->rt, (*t)->id, k->pk);
+	return SHOAL_OK;
+}
+
+static void add_table(const rt_table **list, uint32_t *n, const rt_table *t)
+{
+	for (uint32_t i = 0; i < *n; i++)
+		if (list[i] == t)
+			return;
+	list[(*n)++] = t;
+}
+
+/* ======================================================================== */
+/* TransactWriteItems                                                        */
+/* ======================================================================== */
+
+enum { TXW_PLAN = 0, TXW_SINGLE, TXW_COORD, TXW_PREPARED, TXW_DECIDED, TXW_FINISHED };
+
+typedef struct txw_part {
+	uint32_t group;
+	Shoal__TxnWrite w;
+	Shoal__NodeRequest nr;
+	rt_call *call; /* the prepare (or the single write) */
+	rt_call *finish;
+	const rt_table **tables;
+	uint32_t n_tables;
+} txw_part;
+
+typedef struct txw {
+	st_txn_action *acts;
+	uint32_t n;
+	uint8_t id[16], attempt[16], digest[16];
+	bool token;
+	txw_part *parts;
+	uint32_t np;
+	bool commit;
+	Shoal__Response *answer; /* the outcome, built before the decision */
+	rt_call *decide;
+	Shoal__TxnDecide d;
+	Shoal__NodeRequest dnr;
+} txw;
+
+static int prepare_call(rt_job *j, txw_part *p)
+{
+	rt_call *c = rt_job_call(j, p->group);
+	if (c == NULL)
+		return nomem(j);
+	shoal__node_request__init(&p->nr);
+	p->nr.txn_write = &p->w;
+	c->idempotent = true;
+	if (!p->w.single) {
+		int64_t by = rt_now_ms() + TXN_PREPARE_MS;
+		c->deadline = by < j->deadline ? by : j->deadline;
+	}
+	int rc = rt_call_request(j, c, &p->nr);
+	if (rc != SHOAL_OK)
+		return rc;
+	rt_call_repairs(c, p->tables, p->n_tables);
+	p->call = c;
+	return SHOAL_OK;
+}
+
+/* PLAN: checks, placement, the parts, the first calls. */
+static int txw_plan(rt_job *j)
+{
+	const Shoal__TransactWriteItemsRequest *in = j->in->transact_write_items;
+	txw *t = j->st;
+	int rc;
+	if (t == NULL) {
+		if ((rc = wire_txn_write_check(in, j->errmsg)) != SHOAL_OK)
+			return rc;
+		if ((t = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*t))) == NULL)
+			return nomem(j);
+		t->n = (uint32_t)in->n_transact_items;
+		if ((t->acts = sh_arena_calloc(&j->arena, t->n, sizeof(*t->acts))) == NULL)
+			return nomem(j);
+		for (uint32_t i = 0; i < t->n; i++)
+			if ((rc = wire_txn_action_from_pb(&j->arena, in->transact_items[i],
+			                                  &t->acts[i], j->errmsg)) != SHOAL_OK)
+				return rc;
+	}
+	rt_batch_key keys[ST_MAX_TXN_ITEMS];
+	const rt_table *tabs[ST_MAX_TXN_ITEMS];
+	for (uint32_t i = 0; i < t->n; i++) {
+		const char *table;
+		const st_value *key;
+		bool item;
+		wire_txn_action_target(&t->acts[i], &table, &key, &item);
+		if ((rc = place(j, table, key, item, &tabs[i], &keys[i])) != SHOAL_OK)
+			return rc; /* or RT_WAIT: a refresh, then this phase again */
+	}
+	if (rt_batch_find_duplicate(keys, t->n) >= 0)
+		return rt_job_fail(j, SHOAL_E_VALIDATION,
+		                   "Transaction request cannot include multiple operations on one "
+		                   "item");
+
+	uint32_t part_of[ST_MAX_TXN_ITEMS], groups[ST_MAX_TXN_ITEMS];
+	t->np = rt_batch_split(keys, t->n, part_of, groups);
+	if ((t->parts = sh_arena_calloc(&j->arena, t->np, sizeof(*t->parts))) == NULL)
+		return nomem(j);
+	const char *token = WIRE_HAS(in, client_request_token) ? in->client_request_token : NULL;
+	t->token = token != NULL;
+	if (t->token) {
+		/* The id of a token's transaction is the token's: a retry finds
+		 * the record of the first run. */
+		XXH128_hash_t h = XXH3_128bits_withSeed(token, strlen(token), 0x5348 /* "SH" */);
+		memcpy(t->id, &h.high64, 8);
+		memcpy(t->id + 8, &h.low64, 8);
+		wire_txn_digest(in, t->digest);
+	} else {
+		rt_new_id(j->rt, t->id);
+	}
+	rt_new_id(j->rt, t->attempt);
+
+	for (uint32_t p = 0; p < t->np; p++) {
+		txw_part *pt = &t->parts[p];
+		Shoal__TxnWrite *w = &pt->w;
+		shoal__txn_write__init(w);
+		pt->group = groups[p];
+		w->id = (ProtobufCBinaryData){16, t->id};
+		w->attempt = (ProtobufCBinaryData){16, t->attempt};
+		w->coord_group = groups[0];
+		w->single = t->np == 1;
+		w->token = t->token;
+		w->request_actions = t->n;
+		if (WIRE_HAS(in, return_consumed_capacity))
+			WIRE_SET(w, return_consumed_capacity, in->return_consumed_capacity);
+		w->actions = sh_arena_calloc(&j->arena, t->n, sizeof(*w->actions));
+		w->positions = sh_arena_calloc(&j->arena, t->n, sizeof(*w->positions));
+		pt->tables = sh_arena_calloc(&j->arena, t->n, sizeof(*pt->tables));
+		if (w->actions == NULL || w->positions == NULL || pt->tables == NULL)
+			return nomem(j);
+		if (p == 0) { /* the coordinator's part carries the record's data */
+			w->n_participants = t->np;
+			w->participants = sh_arena_alloc(&j->arena, t->np * sizeof(uint32_t));
+			if (w->participants == NULL)
+				return nomem(j);
+			memcpy(w->participants, groups, t->np * sizeof(uint32_t));
+			if (t->token)
+				w->digest = (ProtobufCBinaryData){16, t->digest};
+		}
+	}
+	for (uint32_t i = 0; i < t->n; i++) {
+		txw_part *pt = &t->parts[part_of[i]];
+		pt->w.actions[pt->w.n_actions] = in->transact_items[i];
+		pt->w.positions[pt->w.n_positions++] = i;
+		pt->w.n_actions++;
+		add_table(pt->tables, &pt->n_tables, tabs[i]);
+	}
+
+	/* One group: one entry.  A token: the coordinator first.  Else all. */
+	uint32_t first = t->np == 1 || t->token ? 1 : t->np;
+	for (uint32_t p = 0; p < first; p++)
+		if ((rc = prepare_call(j, &t->parts[p])) != SHOAL_OK)
+			return rc;
+	j->phase = t->np == 1 ? TXW_SINGLE : t->token ? TXW_COORD : TXW_PREPARED;
+	return RT_WAIT;
+}
+
+/* Every action cancelled with reason code (the record was decided without
+ * this run: recovery aborted it, or a marker showed a part finished). */
+static int cancel_all(rt_job *j, uint32_t n, int code, Shoal__Response **out)
+{
+	wire_txn_reason *r = sh_arena_calloc(&j->arena, n, sizeof(*r));
+	Shoal__Response *resp = sh_arena_alloc(&j->arena, sizeof(*resp));
+	if (r == NULL || resp == NULL)
+		return nomem(j);
+	shoal__response__init(resp);
+	for (uint32_t i = 0; i < n; i++)
+		r[i].code = code;
+	int rc = wire_txn_cancel(&j->arena, resp, r, n, j->errmsg);
+	*out = resp;
+	return rc;
+}
+
+static int txw_prepared(rt_job *j, txw *t);
+
+/* COORD: the coordinator's answer to the prepare it got alone. */
+static int txw_coord(rt_job *j, txw *t)
+{
+	rt_call *c = t->parts[0].call;
+	if (c->rc != SHOAL_OK)
+		return rt_job_pass(j, c); /* unknown: recovery aborts the record */
+	Shoal__NodeResponse *nr = rt_call_resp(c, &j->arena);
+	if (nr == NULL)
+		return rt_job_fail(j, c->rc, "%s", c->errmsg);
+	if (c->code == SHOAL_OK && (nr->txn_state == TS_COMMITTED || nr->txn_state == TS_ABORTED)) {
+		/* Decided by an earlier run: its answer, as recorded. */
+		if (nr->response != NULL &&
+		    nr->response->result_case != SHOAL__RESPONSE__RESULT__NOT_SET)
+			return rt_job_pass(j, c);
+		if (nr->response != NULL && nr->response->status != SHOAL__STATUS__STATUS_OK)
+			return rt_job_pass(j, c);
+		int rc = cancel_all(j, t->n, SHOAL_E_TXN_CONFLICT, &j->out);
+		return rc;
+	}
+	if (c->code != SHOAL_OK && c->code != SHOAL_E_TXN_CANCELED)
+		return rt_job_pass(j, c); /* in progress elsewhere, mismatch, ... */
+	if (c->code == SHOAL_E_TXN_CANCELED) {
+		/* Its record is PREPARING and the transaction aborts; the other
+		 * parts are only checked, for their reasons (nothing locked). */
+		for (uint32_t p = 1; p < t->np; p++) {
+			t->parts[p].w.check_only = true;
+			int rc = prepare_call(j, &t->parts[p]);
+			if (rc != SHOAL_OK)
+				return rc;
+		}
+		j->phase = TXW_PREPARED;
+		return RT_WAIT;
+	}
+	for (uint32_t p = 1; p < t->np; p++) {
+		int rc = prepare_call(j, &t->parts[p]);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	j->phase = TXW_PREPARED;
+	return RT_WAIT;
+}
+
+/* The packed NodeResponse a retry with the token gets: the answer and the
+ * decision. */
+static int outcome_bytes(rt_job *j, txw *t, ProtobufCBinaryData *out)
+{
+	Shoal__NodeResponse nr = SHOAL__NODE_RESPONSE__INIT;
+	nr.response = t->answer;
+	nr.txn_state = t->commit ? TS_COMMITTED : TS_ABORTED;
+	uint8_t *buf;
+	size_t len;
+	int rc = wire_pack(&j->arena, &nr.base, &buf, &len, j->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	*out = (ProtobufCBinaryData){len, buf};
+	return SHOAL_OK;
+}
+
+/* PREPARED: every prepare has answered (or was never sent: a cancelled
+ * coordinator); the decision and the answer. */
+static int txw_prepared(rt_job *j, txw *t)
+{
+	const Shoal__TransactWriteItemsRequest *in = j->in->transact_write_items;
+	wire_txn_reason *reasons = sh_arena_calloc(&j->arena, t->n, sizeof(*reasons));
+	Shoal__TransactWriteItemsResponse *ok = sh_arena_alloc(&j->arena, sizeof(*ok));
+	if (reasons == NULL || ok == NULL)
+		return nomem(j);
+	shoal__transact_write_items_response__init(ok);
+	bool commit = true, cancelled = false;
+	int err = SHOAL_OK;
+	const char *err_msg = NULL;
+	for (uint32_t p = 0; p < t->np; p++) {
+		txw_part *pt = &t->parts[p];
+		rt_call *c = pt->call;
+		if (c == NULL) { /* not sent: the coordinator cancelled first */
+			commit = false;
+			continue;
+		}
+		Shoal__NodeResponse *nr = c->rc == SHOAL_OK ? rt_call_resp(c, &j->arena) : NULL;
+		if (nr == NULL || nr->response == NULL) {
+			/* Unknown (no answer in time): abort; say why unless a
+			 * cancellation explains it better. */
+			commit = false;
+			if (err == SHOAL_OK) {
+				err = c->rc != SHOAL_OK ? c->rc : SHOAL_E_INTERNAL;
+				err_msg = c->rc != SHOAL_OK ? c->errmsg
+				                            : "a node's answer without a response";
+			}
+			continue;
+		}
+		const Shoal__Response *r = nr->response;
+		int code = c->code;
+		if (code == SHOAL_OK) {
+			bool decided = nr->txn_state == TS_COMMITTED || nr->txn_state == TS_ABORTED;
+			if (decided) {
+				/* A tombstone at the coordinator or a participant's
+				 * marker: this transaction was ended without us. */
+				commit = false;
+				cancelled = true;
+				for (size_t i = 0; i < pt->w.n_positions; i++)
+					reasons[pt->w.positions[i]].code = SHOAL_E_TXN_CONFLICT;
+				continue;
+			}
+			if (r->result_case == SHOAL__RESPONSE__RESULT_TRANSACT_WRITE_ITEMS)
+				for (size_t k = 0; k < r->transact_write_items->n_consumed_capacity;
+				     k++)
+					if (wire_capacity_list_add(
+					        &j->arena, &ok->consumed_capacity,
+					        &ok->n_consumed_capacity,
+					        r->transact_write_items->consumed_capacity[k]) !=
+					    SHOAL_OK)
+						return nomem(j);
+			continue;
+		}
+		commit = false;
+		if (code == SHOAL_E_TXN_CANCELED &&
+		    r->n_cancellation_reasons == pt->w.n_positions) {
+			cancelled = true;
+			for (size_t i = 0; i < pt->w.n_positions; i++) {
+				const Shoal__CancellationReason *cr = r->cancellation_reasons[i];
+				wire_txn_reason *x = &reasons[pt->w.positions[i]];
+				x->code = wire_code_from_status((int)cr->status);
+				x->message = cr->message;
+				x->item = cr->item;
+			}
+			continue;
+		}
+		if (code == SHOAL_E_THROUGHPUT || code == SHOAL_E_TXN_CONFLICT) {
+			cancelled = true;
+			for (size_t i = 0; i < pt->w.n_positions; i++) {
+				reasons[pt->w.positions[i]].code = code;
+				reasons[pt->w.positions[i]].message = r->message;
+			}
+			continue;
+		}
+		if (err == SHOAL_OK) {
+			err = code;
+			err_msg = r->message != NULL ? r->message : "";
+		}
+	}
+	t->commit = commit;
+	if ((t->answer = sh_arena_alloc(&j->arena, sizeof(*t->answer))) == NULL)
+		return nomem(j);
+	shoal__response__init(t->answer);
+	int rc;
+	if (commit) {
+		if (WIRE_RCC(in) == WIRE_RCC_NONE)
+			ok->n_consumed_capacity = 0;
+		t->answer->result_case = SHOAL__RESPONSE__RESULT_TRANSACT_WRITE_ITEMS;
+		t->answer->transact_write_items = ok;
+	} else if (cancelled) {
+		if ((rc = wire_txn_cancel(&j->arena, t->answer, reasons, t->n, j->errmsg)) !=
+		    SHOAL_OK)
+			return rc;
+	} else {
+		if (err == SHOAL_OK) {
+			err = SHOAL_E_INTERNAL;
+			err_msg = "the transaction could not be prepared";
+		}
+		t->answer = rt_error_response(&j->arena, err, err_msg);
+		if (t->answer == NULL)
+			return nomem(j);
+	}
+
+	/* The decision, at the coordinator. */
+	shoal__txn_decide__init(&t->d);
+	t->d.id = (ProtobufCBinaryData){16, t->id};
+	t->d.commit = commit;
+	if (t->token && (rc = outcome_bytes(j, t, &t->d.outcome)) != SHOAL_OK)
+		return rc;
+	shoal__node_request__init(&t->dnr);
+	t->dnr.txn_decide = &t->d;
+	if ((t->decide = rt_job_call(j, t->parts[0].group)) == NULL)
+		return nomem(j);
+	t->decide->idempotent = true;
+	if ((rc = rt_call_request(j, t->decide, &t->dnr)) != SHOAL_OK)
+		return rc;
+	j->phase = TXW_DECIDED;
+	return RT_WAIT;
+}
+
+static int txw_finished(rt_job *j, txw *t);
+
+/* DECIDED: the decision as the coordinator recorded it; the finishes. */
+static int txw_decided(rt_job *j, txw *t)
+{
+	rt_call *c = t->decide;
+	Shoal__NodeResponse *nr = c->rc == SHOAL_OK ? rt_call_resp(c, &j->arena) : NULL;
+	int code = nr != NULL ? c->code : c->rc != SHOAL_OK ? c->rc : SHOAL_E_INTERNAL;
+	if (code != SHOAL_OK) {
+		if (t->commit)
+			/* The commit may or may not have been recorded: only the
+			 * record knows, and recovery finishes the parts by it. */
+			return rt_job_fail(
+			    j, SHOAL_E_OUTCOME_UNKNOWN,
+			    "The transaction's outcome is unknown: its decision could "
+			    "not be confirmed by storage group %u (%s); it is "
+			    "completed or rolled back within seconds",
+			    t->parts[0].group,
+			    nr != NULL && nr->response != NULL && nr->response->message != NULL
+			        ? nr->response->message
+			        : c->errmsg);
+		/* Aborting: nothing can commit it (recovery aborts a PREPARING
+		 * record); the parts are released below or by recovery. */
+	} else if (t->commit && nr->txn_state != TS_COMMITTED) {
+		/* Recovery aborted it first (our prepares were too slow). */
+		t->commit = false;
+		int rc = cancel_all(j, t->n, SHOAL_E_TXN_CONFLICT, &t->answer);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	for (uint32_t p = 1; p < t->np; p++) {
+		txw_part *pt = &t->parts[p];
+		if (pt->call == NULL || pt->w.check_only)
+			continue; /* never prepared (the coordinator cancelled first) */
+		Shoal__TxnFinish *f = sh_arena_alloc(&j->arena, sizeof(*f));
+		Shoal__NodeRequest *fr = sh_arena_alloc(&j->arena, sizeof(*fr));
+		if (f == NULL || fr == NULL || (pt->finish = rt_job_call(j, pt->group)) == NULL)
+			return nomem(j);
+		shoal__txn_finish__init(f);
+		f->id = (ProtobufCBinaryData){16, t->id};
+		f->commit = t->commit;
+		shoal__node_request__init(fr);
+		fr->txn_finish = f;
+		pt->finish->idempotent = true;
+		int rc = rt_call_request(j, pt->finish, fr);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	j->phase = TXW_FINISHED;
+	return j->calls != NULL ? RT_WAIT : txw_finished(j, t);
+}
+
+/* FINISHED: the acknowledgement (not waited for) and the answer. */
+static int txw_finished(rt_job *j, txw *t)
+{
+	uint32_t *done = sh_arena_calloc(&j->arena, t->np, sizeof(*done));
+	if (done == NULL)
+		return nomem(j);
+	size_t nd = 0;
+	bool decided = t->decide->rc == SHOAL_OK && t->decide->code == SHOAL_OK;
+	if (decided)
+		done[nd++] = t->parts[0].group; /* the decision finished its part */
+	for (uint32_t p = 1; p < t->np; p++) {
+		rt_call *f = t->parts[p].finish;
+		if (f == NULL || (f->rc == SHOAL_OK && f->code == SHOAL_OK))
+			done[nd++] = t->parts[p].group;
+	}
+	if (decided && nd > 0) {
+		Shoal__TxnAck ack = SHOAL__TXN_ACK__INIT;
+		ack.id = (ProtobufCBinaryData){16, t->id};
+		ack.groups = done;
+		ack.n_groups = nd;
+		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+		nr.txn_ack = &ack;
+		/* Lost, it only delays the record's expiry: recovery finishes
+		 * (again, harmlessly) and acknowledges. */
+		(void)rt_call_detached(j->rt, t->parts[0].group, &nr, TXN_ACK_MS);
+	}
+	j->out = t->answer;
+	return SHOAL_OK;
+}
+
+int rt_step_transact_write_items(rt_job *j)
+{
+	txw *t = j->st;
+	switch (j->phase) {
+	case TXW_PLAN:
+		return txw_plan(j);
+	case TXW_SINGLE:
+		return rt_job_pass(j, t->parts[0].call);
+	case TXW_COORD:
+		return txw_coord(j, t);
+	case TXW_PREPARED:
+		return txw_prepared(j, t);
+	case TXW_DECIDED:
+		return txw_decided(j, t);
+	case TXW_FINISHED:
+		return txw_finished(j, t);
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "TransactWriteItems: phase %d", j->phase);
+	}
+}
+
+/* ======================================================================== */
+/* TransactGetItems                                                          */
+/* ======================================================================== */
+
+typedef struct tget_part {
+	uint32_t group;
+	Shoal__TransactGetItemsRequest req;
+	Shoal__Request r;
+	Shoal__NodeRequest nr;
+	uint32_t *positions;
+	const rt_table **tables;
+	uint32_t n_tables;
+	rt_call *call;
+	/* The previous round's answer. */
+	Shoal__NodeResponse *prev;
+} tget_part;
+
+typedef struct tget {
+	uint32_t n;
+	tget_part *parts;
+	uint32_t np;
+	uint32_t rounds;
+	bool have_prev; /* a round without locks to compare with */
+} tget;
+
+static int tget_round(rt_job *j, tget *t)
+{
+	for (uint32_t p = 0; p < t->np; p++) {
+		tget_part *pt = &t->parts[p];
+		rt_call *c = rt_job_call(j, pt->group);
+		if (c == NULL)
+			return nomem(j);
+		shoal__node_request__init(&pt->nr);
+		pt->nr.request = &pt->r;
+		int rc = rt_call_request(j, c, &pt->nr);
+		if (rc != SHOAL_OK)
+			return rc;
+		rt_call_repairs(c, pt->tables, pt->n_tables);
+		pt->call = c;
+	}
+	t->rounds++;
+	j->phase = 1;
+	return RT_WAIT;
+}
+
+static int tget_plan(rt_job *j)
+{
+	const Shoal__TransactGetItemsRequest *in = j->in->transact_get_items;
+	tget *t = j->st;
+	int rc;
+	if (t == NULL) {
+		if ((rc = wire_txn_get_check(in, j->errmsg)) != SHOAL_OK)
+			return rc;
+		if ((t = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*t))) == NULL)
+			return nomem(j);
+		t->n = (uint32_t)in->n_transact_items;
+	}
+	rt_batch_key keys[ST_MAX_TXN_ITEMS];
+	const rt_table *tabs[ST_MAX_TXN_ITEMS];
+	for (uint32_t i = 0; i < t->n; i++) {
+		st_get_req g;
+		if ((rc = wire_txn_get_from_pb(&j->arena, in->transact_items[i]->get, &g,
+		                               j->errmsg)) != SHOAL_OK)
+			return rc;
+		if ((rc = place(j, g.table, g.key, false, &tabs[i], &keys[i])) != SHOAL_OK)
+			return rc;
+	}
+	if (rt_batch_find_duplicate(keys, t->n) >= 0)
+		return rt_job_fail(j, SHOAL_E_VALIDATION,
+		                   "Transaction request cannot include multiple operations on one "
+		                   "item");
+	uint32_t part_of[ST_MAX_TXN_ITEMS], groups[ST_MAX_TXN_ITEMS];
+	t->np = rt_batch_split(keys, t->n, part_of, groups);
+	if ((t->parts = sh_arena_calloc(&j->arena, t->np, sizeof(*t->parts))) == NULL)
+		return nomem(j);
+	for (uint32_t p = 0; p < t->np; p++) {
+		tget_part *pt = &t->parts[p];
+		pt->group = groups[p];
+		shoal__transact_get_items_request__init(&pt->req);
+		if (WIRE_HAS(in, return_consumed_capacity))
+			WIRE_SET(&pt->req, return_consumed_capacity, in->return_consumed_capacity);
+		shoal__request__init(&pt->r);
+		pt->r.op_case = SHOAL__REQUEST__OP_TRANSACT_GET_ITEMS;
+		pt->r.transact_get_items = &pt->req;
+		pt->req.transact_items = sh_arena_calloc(&j->arena, t->n, sizeof(void *));
+		pt->positions = sh_arena_calloc(&j->arena, t->n, sizeof(*pt->positions));
+		pt->tables = sh_arena_calloc(&j->arena, t->n, sizeof(*pt->tables));
+		if (pt->req.transact_items == NULL || pt->positions == NULL || pt->tables == NULL)
+			return nomem(j);
+	}
+	for (uint32_t i = 0; i < t->n; i++) {
+		tget_part *pt = &t->parts[part_of[i]];
+		pt->positions[pt->req.n_transact_items] = i;
+		pt->req.transact_items[pt->req.n_transact_items++] = in->transact_items[i];
+		add_table(pt->tables, &pt->n_tables, tabs[i]);
+	}
+	return tget_round(j, t);
+}
+
+/* The answer from the last round's items. */
+static int tget_answer(rt_job *j, tget *t)
+{
+	Shoal__TransactGetItemsResponse *out = sh_arena_alloc(&j->arena, sizeof(*out));
+	Shoal__ItemResponse **items = sh_arena_calloc(&j->arena, t->n, sizeof(*items));
+	Shoal__Response *resp = sh_arena_alloc(&j->arena, sizeof(*resp));
+	if (out == NULL || items == NULL || resp == NULL)
+		return nomem(j);
+	shoal__transact_get_items_response__init(out);
+	for (uint32_t p = 0; p < t->np; p++) {
+		const Shoal__TransactGetItemsResponse *r =
+		    t->parts[p].prev->response->transact_get_items;
+		for (size_t k = 0; k < r->n_responses; k++)
+			items[t->parts[p].positions[k]] = r->responses[k];
+		for (size_t k = 0; k < r->n_consumed_capacity; k++)
+			if (wire_capacity_list_add(&j->arena, &out->consumed_capacity,
+			                           &out->n_consumed_capacity,
+			                           r->consumed_capacity[k]) != SHOAL_OK)
+				return nomem(j);
+	}
+	out->responses = items;
+	out->n_responses = t->n;
+	shoal__response__init(resp);
+	resp->result_case = SHOAL__RESPONSE__RESULT_TRANSACT_GET_ITEMS;
+	resp->transact_get_items = out;
+	j->out = resp;
+	return SHOAL_OK;
+}
+
+/* After a round: conflicts (locks, moved versions) or the answer. */
+static int tget_collect(rt_job *j, tget *t)
+{
+	bool locked = false, moved = !t->have_prev;
+	wire_txn_reason *reasons = sh_arena_calloc(&j->arena, t->n, sizeof(*reasons));
+	if (reasons == NULL)
+		return nomem(j);
+	Shoal__NodeResponse **cur = sh_arena_calloc(&j->arena, t->np, sizeof(*cur));
+	if (cur == NULL)
+		return nomem(j);
+	for (uint32_t p = 0; p < t->np; p++) {
+		tget_part *pt = &t->parts[p];
+		Shoal__NodeResponse *nr;
+		int rc;
+		if (!rt_call_ok(j, pt->call, &nr, &rc))
+			return rc; /* a failure or a refusal: the answer */
+		if (nr->response == NULL ||
+		    nr->response->result_case != SHOAL__RESPONSE__RESULT_TRANSACT_GET_ITEMS ||
+		    nr->response->transact_get_items->n_responses != pt->req.n_transact_items ||
+		    nr->n_txn_items != pt->req.n_transact_items)
+			return rt_job_fail(j, SHOAL_E_INTERNAL,
+			                   "group %u answered TransactGetItems without its items",
+			                   pt->group);
+		for (size_t k = 0; k < nr->n_txn_items; k++) {
+			if (nr->txn_items[k]->locked) {
+				locked = true;
+				reasons[pt->positions[k]].code = SHOAL_E_TXN_CONFLICT;
+			}
+			if (t->have_prev &&
+			    (pt->prev->txn_instance != nr->txn_instance ||
+			     pt->prev->txn_items[k]->version != nr->txn_items[k]->version)) {
+				moved = true;
+				reasons[pt->positions[k]].code = SHOAL_E_TXN_CONFLICT;
+			}
+		}
+		cur[p] = nr;
+	}
+	for (uint32_t p = 0; p < t->np; p++)
+		t->parts[p].prev = cur[p];
+	/* One group: its round was one snapshot already. */
+	if (!locked && (t->np == 1 || !moved))
+		return tget_answer(j, t);
+	t->have_prev = !locked;
+	if (t->rounds >= TGET_ROUNDS) {
+		Shoal__Response *resp = sh_arena_alloc(&j->arena, sizeof(*resp));
+		if (resp == NULL)
+			return nomem(j);
+		shoal__response__init(resp);
+		int rc = wire_txn_cancel(&j->arena, resp, reasons, t->n, j->errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		j->out = resp;
+		return SHOAL_OK;
+	}
+	if (locked) { /* a transaction holds an item: give it a moment */
+		j->phase = 2;
+		return rt_job_sleep(j, TGET_PAUSE_MS);
+	}
+	return tget_round(j, t);
+}
+
+int rt_step_transact_get_items(rt_job *j)
+{
+	tget *t = j->st;
+	switch (j->phase) {
+	case 0:
+		return tget_plan(j);
+	case 1:
+		return tget_collect(j, t);
+	case 2:
+		return tget_round(j, t);
+	default:
+		return rt_job_fail(j, SHOAL_E_INTERNAL, "TransactGetItems: phase %d", j->phase);
+	}
+}
