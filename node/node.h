@@ -210,6 +210,29 @@ int node_waiter_wait(node_waiter *w);
  * its prepares before this (router/txn.c, TXN_PREPARE_MS). */
 #define NODE_TXN_RECOVER_MS 5000
 
+/* What transaction recovery does in group gid (the replica leads it) at
+ * now_ms, given its prepared parts and open records (pure; txn_recover.c
+ * carries the actions out): */
+typedef enum node_txnrec_kind {
+	NODE_TXR_LOCAL_STATUS, /* propose TxnStatus here: decides ABORTED if still open */
+	NODE_TXR_ASK_STATUS,   /* TxnStatus to the coordinator `target`; by its answer,
+	                        * propose TxnFinish here */
+	NODE_TXR_SEND_FINISH,  /* TxnFinish{commit} to participant `target`; when it
+	                        * answers, propose TxnAck{target} here */
+} node_txnrec_kind;
+
+typedef struct node_txnrec_action {
+	node_txnrec_kind kind;
+	uint8_t id[16];
+	uint32_t target;
+	bool commit;
+} node_txnrec_action;
+
+/* Fills out (at most cap) and returns the count. */
+uint32_t node_txnrec_plan(uint32_t gid, uint32_t groups, int64_t now_ms, const st_prepared *parts,
+                          uint32_t np, const st_txn_record *recs, uint32_t nr,
+                          node_txnrec_action *out, uint32_t cap);
+
 /* ------------------------------------------------------------------------ */
 /* Raft groups (group.c)                                                     */
 /* ------------------------------------------------------------------------ */

@@ -281,9 +281,9 @@ static void send_remote(rec_task *t, Shoal__NodeRequest *nr)
 		task_free(t);
 }
 
-static void ask_status(node_txnrec *r, uint32_t gid, const st_prepared *p)
+static void ask_status(node_txnrec *r, uint32_t gid, const uint8_t id[16], uint32_t coord)
 {
-	rec_task *t = task_new(r, gid, p->id, T_STATUS_REMOTE, p->coord_group);
+	rec_task *t = task_new(r, gid, id, T_STATUS_REMOTE, coord);
 	if (t == NULL)
 		return;
 	Shoal__TxnStatus st = SHOAL__TXN_STATUS__INIT;
@@ -293,12 +293,13 @@ static void ask_status(node_txnrec *r, uint32_t gid, const st_prepared *p)
 	send_remote(t, &nr);
 }
 
-static void send_finish(node_txnrec *r, uint32_t gid, const st_txn_record *rec, uint32_t target)
+static void send_finish(node_txnrec *r, uint32_t gid, const uint8_t id[16], uint32_t target,
+                        bool commit)
 {
-	rec_task *t = task_new(r, gid, rec->id, T_FINISH_REMOTE, target);
+	rec_task *t = task_new(r, gid, id, T_FINISH_REMOTE, target);
 	if (t == NULL)
 		return;
-	t->commit = rec->state == ST_TXN_COMMITTED;
+	t->commit = commit;
 	Shoal__TxnFinish f = SHOAL__TXN_FINISH__INIT;
 	f.id = (ProtobufCBinaryData){16, t->id};
 	f.commit = t->commit;
@@ -318,43 +319,81 @@ static void local_status(node_txnrec *r, uint32_t gid, const uint8_t id[16])
 /* The scan                                                                  */
 /* ------------------------------------------------------------------------ */
 
+uint32_t node_txnrec_plan(uint32_t gid, uint32_t groups, int64_t now_ms, const st_prepared *parts,
+                          uint32_t np, const st_txn_record *recs, uint32_t nr,
+                          node_txnrec_action *out, uint32_t cap)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < np && n < cap; i++) {
+		const st_prepared *p = &parts[i];
+		if (now_ms - p->created_ms < NODE_TXN_RECOVER_MS || p->coord_group >= groups)
+			continue;
+		node_txnrec_action *x = &out[n++];
+		memset(x, 0, sizeof(*x));
+		memcpy(x->id, p->id, 16);
+		x->kind = p->coord_group == gid ? NODE_TXR_LOCAL_STATUS : NODE_TXR_ASK_STATUS;
+		x->target = p->coord_group;
+	}
+	for (uint32_t i = 0; i < nr && n < cap; i++) {
+		const st_txn_record *rec = &recs[i];
+		if (now_ms - rec->created_ms < NODE_TXN_RECOVER_MS)
+			continue;
+		if (rec->state == ST_TXN_PREPARING) {
+			node_txnrec_action *x = &out[n++];
+			memset(x, 0, sizeof(*x));
+			memcpy(x->id, rec->id, 16);
+			x->kind = NODE_TXR_LOCAL_STATUS;
+			x->target = gid;
+			continue;
+		}
+		for (uint32_t k = 0; k < rec->n_parts && n < cap; k++) {
+			if (rec->acked[k] || rec->parts[k] == gid || rec->parts[k] >= groups)
+				continue;
+			node_txnrec_action *x = &out[n++];
+			memset(x, 0, sizeof(*x));
+			memcpy(x->id, rec->id, 16);
+			x->kind = NODE_TXR_SEND_FINISH;
+			x->target = rec->parts[k];
+			x->commit = rec->state == ST_TXN_COMMITTED;
+		}
+	}
+	return n;
+}
+
 static void scan_group(node_txnrec *r, node_group *g, uint32_t gid, int64_t now_ms)
 {
 	char msg[SH_ERRMSG_SIZE];
 	st_env *env = node_group_env(g);
 	sh_arena_reset(&r->scratch);
 	st_prepared *parts;
-	uint32_t np;
-	if (st_txn_prepared_list(env, &r->scratch, &parts, &np, msg) != SHOAL_OK) {
-		node_logf(NODE_LOG_WARN, "txn recovery: group %u: %s", gid, msg);
-		return;
-	}
-	for (uint32_t i = 0; i < np; i++) {
-		if (now_ms - parts[i].created_ms < NODE_TXN_RECOVER_MS)
-			continue;
-		if (parts[i].coord_group == gid)
-			local_status(r, gid, parts[i].id);
-		else if (parts[i].coord_group < r->s->conf->groups)
-			ask_status(r, gid, &parts[i]);
-	}
 	st_txn_record *recs;
-	uint32_t nr;
-	if (st_txn_record_list(env, &r->scratch, &recs, &nr, msg) != SHOAL_OK) {
+	uint32_t np, nr;
+	if (st_txn_prepared_list(env, &r->scratch, &parts, &np, msg) != SHOAL_OK ||
+	    st_txn_record_list(env, &r->scratch, &recs, &nr, msg) != SHOAL_OK) {
 		node_logf(NODE_LOG_WARN, "txn recovery: group %u: %s", gid, msg);
 		return;
 	}
-	for (uint32_t i = 0; i < nr; i++) {
-		const st_txn_record *rec = &recs[i];
-		if (now_ms - rec->created_ms < NODE_TXN_RECOVER_MS)
-			continue;
-		if (rec->state == ST_TXN_PREPARING) {
-			local_status(r, gid, rec->id);
-			continue;
+	uint32_t cap = np + nr * (r->s->conf->groups < ST_TXN_MAX_PARTS ? r->s->conf->groups
+	                                                                : ST_TXN_MAX_PARTS);
+	if (cap > REC_MAX_TASKS)
+		cap = REC_MAX_TASKS;
+	node_txnrec_action *acts = sh_arena_calloc(&r->scratch, cap + 1, sizeof(*acts));
+	uint32_t n = acts == NULL ? 0
+	                          : node_txnrec_plan(gid, r->s->conf->groups, now_ms, parts, np,
+	                                             recs, nr, acts, cap);
+	for (uint32_t i = 0; i < n; i++) {
+		const node_txnrec_action *x = &acts[i];
+		switch (x->kind) {
+		case NODE_TXR_LOCAL_STATUS:
+			local_status(r, gid, x->id);
+			break;
+		case NODE_TXR_ASK_STATUS:
+			ask_status(r, gid, x->id, x->target);
+			break;
+		case NODE_TXR_SEND_FINISH:
+			send_finish(r, gid, x->id, x->target, x->commit);
+			break;
 		}
-		for (uint32_t k = 0; k < rec->n_parts; k++)
-			if (!rec->acked[k] && rec->parts[k] != gid &&
-			    rec->parts[k] < r->s->conf->groups)
-				send_finish(r, gid, rec, rec->parts[k]);
 	}
 	int64_t next;
 	bool any;
