@@ -104,7 +104,12 @@ static rec_task *task_new(node_txnrec *r, uint32_t gid, const uint8_t id[16], in
 		busy = t->gid == gid && t->kind == kind && t->target == target &&
 		       memcmp(t->id, id, 16) == 0;
 	rec_task *t = busy ? NULL : sh_calloc(1, sizeof(*t));
+	if (t != NULL && node_waiter_init(&t->w) != SHOAL_OK) {
+		sh_free(t);
+		t = NULL;
+	}
 	if (t != NULL) {
+		t->w_init = true;
 		t->r = r;
 		t->gid = gid;
 		t->kind = kind;
@@ -152,11 +157,10 @@ static void propose(rec_task *t)
 {
 	node_group *g = node_group_get(t->r->s->n, t->gid);
 	char msg[SH_ERRMSG_SIZE];
-	if (g == NULL || (!t->w_init && node_waiter_init(&t->w) != SHOAL_OK)) {
+	if (g == NULL) {
 		task_free(t);
 		return;
 	}
-	t->w_init = true;
 	t->w.kind = NODE_WAIT_WRITE;
 	t->w.size = 64;
 	t->w.cb = proposed;
