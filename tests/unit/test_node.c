@@ -687,6 +687,114 @@ START_TEST(test_failover_and_restart)
 }
 END_TEST
 
+/* An UpdateItem "ADD n :one" of key pk, carrying write token tok (NULL:
+ * none), packed. */
+static ProtobufCBinaryData add_req(uint32_t group, const char *pk, const uint8_t *tok)
+{
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	Shoal__Request req = SHOAL__REQUEST__INIT;
+	Shoal__UpdateItemRequest u = SHOAL__UPDATE_ITEM_REQUEST__INIT;
+	char key[128];
+	snprintf(key, sizeof(key), "{\"pk\":{\"S\":\"%s\"}}", pk);
+	WIRE_SET(&u, table_name, (char *)"Music");
+	u.key = item_pb(key);
+	WIRE_SET(&u, update_expression, (char *)"ADD n :one");
+	u.expression_attribute_values = item_pb("{\":one\":{\"N\":\"1\"}}");
+	WIRE_SET(&u, return_values, (char *)"UPDATED_NEW");
+	req.request_id = 5;
+	req.op_case = SHOAL__REQUEST__OP_UPDATE_ITEM;
+	req.update_item = &u;
+	nr.group = group;
+	nr.request = &req;
+	if (tok != NULL)
+		nr.write_token = (ProtobufCBinaryData){16, (uint8_t *)tok};
+	return packed(&nr);
+}
+
+/* Attribute n of item pk (a consistent read at node id), or -1. */
+static long counter_of(int id, uint32_t group, const char *pk)
+{
+	char key[128];
+	snprintf(key, sizeof(key), "{\"pk\":{\"S\":\"%s\"}}", pk);
+	Shoal__NodeResponse *r = get(id, group, "Music", key, false);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	long n = -1;
+	Shoal__Item *it = r->response->get_item->item;
+	for (size_t i = 0; it != NULL && i < it->n_attrs; i++)
+		if (it->attrs[i]->name.len == 1 && it->attrs[i]->name.data[0] == 'n')
+			n = strtol((char *)it->attrs[i]->value->n.data, NULL, 10);
+	FREE(r);
+	return n;
+}
+
+/* A write sent again with its token (what the router does when the first
+ * answer was lost: a timeout, a leader that failed after proposing) is
+ * applied once and answered as the first time -- also by the next leader,
+ * since the token's record is replicated state. */
+START_TEST(test_write_token)
+{
+	sh_arena_init(&A);
+	cluster_start();
+	int l0 = wait_leader(0, 0);
+	Shoal__NodeResponse *r = define(l0, 0, "Music", 0);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	FREE(r);
+	int l1 = wait_leader(1, 0);
+	r = define(l1, 1, "Music", 1);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	FREE(r);
+
+	static const uint8_t t1[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	static const uint8_t t2[16] = {2, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	ProtobufCBinaryData b1 = add_req(1, "c", t1);
+	Shoal__NodeResponse *first = rpc_raw(l1, b1.data, b1.len);
+	ck_assert_int_eq(status_of(first), SHOAL_OK);
+	/* The first answer is "lost": the same request again. */
+	Shoal__NodeResponse *again = rpc_raw(l1, b1.data, b1.len);
+	ck_assert_int_eq(status_of(again), SHOAL_OK);
+	ck_assert_int_eq(again->response->result_case, SHOAL__RESPONSE__RESULT_UPDATE_ITEM);
+	ck_assert_int_eq(counter_of(l1, 1, "c"), 1);
+	/* ... answered as the first time (UPDATED_NEW n = 1). */
+	size_t la = shoal__response__get_packed_size(first->response);
+	size_t lb = shoal__response__get_packed_size(again->response);
+	ck_assert_uint_eq(la, lb);
+	FREE(first);
+	FREE(again);
+
+	/* A new token is a new write; no token, too. */
+	ProtobufCBinaryData b2 = add_req(1, "c", t2);
+	r = rpc_raw(l1, b2.data, b2.len);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	FREE(r);
+	ProtobufCBinaryData b3 = add_req(1, "c", NULL);
+	r = rpc_raw(l1, b3.data, b3.len);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	FREE(r);
+	ck_assert_int_eq(counter_of(l1, 1, "c"), 3);
+
+	/* The leader goes; the retry of t2 reaches the new leader. */
+	stop_node(l1);
+	int l1b = wait_leader(1, l1);
+	r = rpc_raw(l1b, b2.data, b2.len);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	FREE(r);
+	ck_assert_int_eq(counter_of(l1b, 1, "c"), 3);
+
+	/* A token of the wrong length is refused before the log. */
+	ProtobufCBinaryData b4 = add_req(1, "c", t1);
+	Shoal__NodeRequest *bad = shoal__node_request__unpack(NULL, b4.len, b4.data);
+	bad->write_token.len = 5;
+	r = rpc(l1b, bad);
+	ck_assert_int_eq(status_of(r), SHOAL_E_VALIDATION);
+	FREE(r);
+	shoal__node_request__free_unpacked(bad, NULL);
+	ck_assert_int_eq(counter_of(l1b, 1, "c"), 3);
+
+	cluster_stop();
+	sh_arena_fini(&A);
+}
+END_TEST
+
 /* Writers that record which keys were acknowledged, until told to stop or
  * until a request fails. */
 typedef struct acker {
@@ -1277,6 +1385,7 @@ static Suite *node_suite(void)
 	tcase_add_test(tc, test_cluster);
 	tcase_add_test(tc, test_hostile_input);
 	tcase_add_test(tc, test_failover_and_restart);
+	tcase_add_test(tc, test_write_token);
 	tcase_add_test(tc, test_stop_under_load);
 	tcase_add_test(tc, test_index_shipping);
 	tcase_add_test(tc, test_batch);
