@@ -91,6 +91,13 @@ static int convert(op_ctx *c, const Shoal__TxnWrite *w, st_txn_action **acts, st
 /* The answer of a cancelled part: one reason per action of the part. */
 static int cancel_answer(op_ctx *c, const st_txn_result *res, size_t n)
 {
+	/* A table this group does not know (the router's catalog does: a
+	 * definition this group lost) fails the part, not an action: the
+	 * router repairs the group and sends the part again. */
+	for (size_t i = 0; i < n; i++)
+		if (res[i].code == SHOAL_E_NOT_FOUND)
+			return sh_errf(c->msg, SHOAL_E_NOT_FOUND, "%s",
+			               res[i].message != NULL ? res[i].message : "table not found");
 	if (c->r == NULL)
 		return SHOAL_OK;
 	wire_txn_reason *r = sh_arena_calloc(c->a, n + 1, sizeof(*r));
