@@ -117,6 +117,9 @@ struct conn {
 	size_t wq_off, wq_len, wq_cap;
 	conn *prev, *next; /* the loop's connections */
 	conn *link;        /* a resume list, or the loop's closed list */
+	/* Events met while another thread held mu (the I/O thread's). */
+	uint32_t deferred_ev;
+	conn *dlink;
 };
 
 struct loop {
@@ -125,8 +128,9 @@ struct loop {
 	pthread_t th;
 	bool started;
 	conn *conns;
-	conn *closed; /* closed in this batch: the loop's reference goes after it */
-	conn *local;  /* resumes posted by this thread */
+	conn *closed;   /* closed in this batch: the loop's reference goes after it */
+	conn *local;    /* resumes posted by this thread */
+	conn *deferred; /* events to handle after this batch (on_conn) */
 	pthread_mutex_t mu;
 	conn *remote; /* resumes posted by other threads (mu) */
 	bool listening;
@@ -770,9 +774,22 @@ static void post_resume(conn *c)
 	(void)w; /* a full eventfd is awake anyway */
 }
 
-static void on_conn(loop *lp, conn *c, uint32_t ev)
+/* Epoll events of a connection.  If another thread holds its lock, it is
+ * writing the answer right now and the client's next request came before
+ * sendmsg returned: the events wait for the end of this batch rather than
+ * the whole loop for the lock. */
+static void on_conn(loop *lp, conn *c, uint32_t ev, bool wait)
 {
-	pthread_mutex_lock(&c->mu);
+	if (wait) {
+		pthread_mutex_lock(&c->mu);
+	} else if (pthread_mutex_trylock(&c->mu) != 0) {
+		if (c->deferred_ev == 0) {
+			c->dlink = lp->deferred;
+			lp->deferred = c;
+		}
+		c->deferred_ev |= ev;
+		return;
+	}
 	if (c->fd < 0)
 		goto out;
 	if (ev & (EPOLLERR | EPOLLHUP)) {
@@ -946,7 +963,7 @@ static void *loop_main(void *arg)
 				ssize_t r = read(lp->evfd, &x, sizeof(x));
 				(void)r;
 			} else {
-				on_conn(lp, p, ev[i].events);
+				on_conn(lp, p, ev[i].events, false);
 			}
 		}
 		pthread_mutex_lock(&lp->mu);
@@ -957,6 +974,13 @@ static void *loop_main(void *arg)
 		conn *local = lp->local;
 		lp->local = NULL;
 		resume(lp, local);
+		while (lp->deferred != NULL) {
+			conn *c = lp->deferred;
+			lp->deferred = c->dlink;
+			uint32_t e = c->deferred_ev;
+			c->deferred_ev = 0;
+			on_conn(lp, c, e, true); /* (closed ones are freed after) */
+		}
 		if (s->c.ops.burst != NULL)
 			s->c.ops.burst(s->c.arg, false);
 		release_closed(lp);
@@ -971,6 +995,7 @@ static void *loop_main(void *arg)
 	}
 	/* Stopping: every connection closes; requests in the endpoint's hands
 	 * keep theirs until answered. */
+	lp->deferred = NULL;
 	while (lp->conns != NULL) {
 		conn *c = lp->conns;
 		pthread_mutex_lock(&c->mu);

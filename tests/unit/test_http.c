@@ -15,6 +15,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -696,7 +698,7 @@ static void t_request(void *arg, rt_httpd_req *r)
 	pthread_mutex_lock(&T.mu);
 	ck_assert_int_lt(T.nq, 64);
 	T.q[T.nq++] = r;
-	pthread_cond_signal(&T.cv);
+	pthread_cond_broadcast(&T.cv); /* (the test waits on T.cv too) */
 	pthread_mutex_unlock(&T.mu);
 }
 
@@ -1112,6 +1114,51 @@ START_TEST(test_srv_timeouts)
 }
 END_TEST
 
+START_TEST(test_srv_emfile)
+{
+	/* Out of descriptors, accept(2) fails: the server pauses accepting
+	 * instead of spinning, and accepts again once descriptors are free. */
+	srv_start(100, 1 << 20, 0);
+	cli a = cli_open();
+	cli x = {.fd = socket(AF_INET, SOCK_STREAM, 0), .cap = 1 << 16};
+	ck_assert_int_ge(x.fd, 0);
+	x.buf = sh_malloc(x.cap);
+	ck_assert_ptr_nonnull(x.buf);
+	struct rlimit old, low;
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = 0;
+	for (int fd = 0; fd < 65536; fd++)
+		if (fcntl(fd, F_GETFD) != -1)
+			low.rlim_cur = (rlim_t)fd + 1; /* the highest descriptor open */
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &low), 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+	                         .sin_port = htons((uint16_t)T.port),
+	                         .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	ck_assert_int_eq(connect(x.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	struct timeval tv = {.tv_sec = 10};
+	setsockopt(x.fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	/* Half a second of EMFILE costs the process little CPU. */
+	struct rusage r0, r1;
+	getrusage(RUSAGE_SELF, &r0);
+	usleep(500 * 1000);
+	getrusage(RUSAGE_SELF, &r1);
+	int64_t cpu_us = (r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) * 1000000 +
+	                 (r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) +
+	                 (r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) * 1000000 +
+	                 (r1.ru_stime.tv_usec - r0.ru_stime.tv_usec);
+	ck_assert_int_lt(cpu_us, 150 * 1000);
+	post(&a, "/", "meanwhile", "");
+	expect_echo(&a, "meanwhile");
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	post(&x, "/", "accepted", "");
+	expect_echo(&x, "accepted");
+	cli_close(&a);
+	cli_close(&x);
+	srv_stop();
+}
+END_TEST
+
 static void *stop_thread(void *arg)
 {
 	rt_httpd_stop(T.s);
@@ -1219,6 +1266,7 @@ static Suite *http_suite(void)
 	tcase_add_test(srv, test_srv_big_answer);
 	tcase_add_test(srv, test_srv_limits);
 	tcase_add_test(srv, test_srv_timeouts);
+	tcase_add_test(srv, test_srv_emfile);
 	tcase_add_test(srv, test_srv_stop);
 	tcase_add_test(srv, test_srv_peer_gone);
 	suite_add_tcase(s, srv);
