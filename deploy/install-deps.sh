@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package Shoal needs to build, test and run.
 # Idempotent and non-interactive; works as root or through sudo.
-# Usage: deploy/install-deps.sh [--check] [--peers]
+# Usage: deploy/install-deps.sh [--check] [--bench] [--peers]
 #   --check: exit 1 if anything is missing, install nothing
+#   --bench: also wrk, the HTTP load tool of `make bench-http` (tests/tools/bench-http.sh
+#            passes it; make test and make demo never do)
 #   --peers: also what `make bench-peers` needs (only that target passes it; make test and
 #            make demo never do): etcd-server etcd-client wrk, and nodejs npm when no `node`
 #            or `npm` is on PATH (a Node.js already installed, e.g. NodeSource's, is kept).
@@ -10,10 +12,11 @@
 #            benchmark uses other ports and its own data directories.
 set -euo pipefail
 
-check=0 peers=0
+check=0 bench=0 peers=0
 for a in "$@"; do
   case $a in
   --check) check=1 ;;
+  --bench) bench=1 ;;
   --peers) peers=1 ;;
   *) echo "install-deps: unknown option $a" >&2; exit 2 ;;
   esac
@@ -35,6 +38,9 @@ PACKAGES=(
   zlib1g-dev                      # CRC-32 (x-amz-crc32) on the HTTP endpoint
   python3-boto3 awscli            # tests/integration/http: DynamoDB's own clients
 )
+if ((bench)) && ! ((peers)); then
+  PACKAGES+=(wrk)   # make bench-http: the HTTP load tool
+fi
 if ((peers)); then
   PACKAGES+=(etcd-server etcd-client wrk)   # make bench-peers: etcd 3.4 and the HTTP load tool
   command -v node >/dev/null && command -v npm >/dev/null || PACKAGES+=(nodejs npm)  # dynalite

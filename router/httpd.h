@@ -17,7 +17,7 @@
  *
  * The model:
  *
- *   - I/O threads (RT_HTTPD_THREADS, epoll, edge-triggered, non-blocking
+ *   - I/O threads (conf.threads, epoll, edge-triggered, non-blocking
  *     sockets) own the listening socket and the connections: they accept,
  *     read, parse, enforce the limits and timeouts, and close.  A connection
  *     belongs to the thread that accepted it.

@@ -4,22 +4,39 @@
 #
 # Starts a fresh local cluster (deploy/cluster.sh: 3 nodes, 1 router, 4
 # groups, replication 3, HTTP API on) in BUILD/bench-http on a free base port,
-# then, alternating transports so that drift hits both alike:
-#   PutItem, 64 in flight:   shoal_bench (native)  vs  http_bench (HTTP)
-#   GetItem, 64 in flight:   same, over the keys shoal_bench loaded
+# loads the keys with shoal_bench (BatchWriteItem), then, alternating
+# transports so that drift hits both alike:
+#   PutItem, 64 in flight:   shoal_bench (native)  vs  wrk (HTTP)
+#   GetItem, 64 in flight:   same, over the keys loaded
 #   PutItem, GetItem with one request in flight (latency)
-# and prints ops/s, p50, p99 and the ratio HTTP / native.  Both clients are
-# single processes keeping C requests in flight; both share the 2 cores with
-# the cluster, as in make bench-cluster.
+# Native: shoal_bench (libshoal: protobuf over nng, pipelined).  HTTP: Debian's
+# wrk with tests/tools/bench-http.lua (keep-alive HTTP/1.1, one request in
+# flight per connection, -t2 -c64; -t1 -c1 for one in flight).  Both are
+# efficient C clients, so the ratio is the servers'; nng's HTTP client
+# (http_bench) spent ~22 us of CPU per request on these 2 cores, more than
+# the router it measured.  Each run is a warm-up, then the measured run, for
+# which it prints ops/s, p50/p99 and the CPU the router, the nodes and the
+# client spent per request (from /proc over the window), and how busy the
+# machine was (in brackets: processes other than these).  Every client and
+# cluster process shares the same cores, as in make bench-cluster.
+#
+# Before/after in one run: BENCH_ROUTER_BEFORE=/path/to/an/older/shoal-router
+# runs everything with that router as well (router 1 restarted with it; same
+# nodes, same keys), the two routers alternating per workload.
 #
 # Environment: BENCH_SECS (default 10), BENCH_WARMUP (2), BENCH_KEYS (100000),
-# BENCH_CONC (64), BENCH_BASE_PORT (first free of 4500, 5500, 6500, 9500), BENCH_KEEP=1 (leave the cluster).
+# BENCH_CONC (64), BENCH_BASE_PORT (first free of 4500, 5500, 6500, 9500),
+# BENCH_ROUTER_BEFORE, BENCH_HTTP_BENCH=1 (also http_bench, nng's HTTP
+# client, at BENCH_CONC), BENCH_KEEP=1 (leave the cluster running).  Needs
+# wrk: installed here with deploy/install-deps.sh --bench when missing.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/../.."
 root=$PWD
-export SHOAL_BIN=$root/$build/bin
-dir=${BENCH_DIR:-$root/$build/bench-http}
+[[ $build == /* ]] || build=$root/$build
+export SHOAL_BIN=$build/bin
+dir=${BENCH_DIR:-$build/bench-http}
+lua=$root/tests/tools/bench-http.lua
 # The first window of 400 ports with nothing listening (other clusters may
 # run on the machine), unless BENCH_BASE_PORT names one.
 window_free() { ! ss -ltnH 2>/dev/null | awk -v lo="$1" '{ n = split($4, a, ":"); p = a[n] + 0; if (p >= lo && p < lo + 400) f = 1 } END { exit !f }'; }
@@ -32,9 +49,14 @@ secs=${BENCH_SECS:-10}
 warm=${BENCH_WARMUP:-2}
 keys=${BENCH_KEYS:-100000}
 conc=${BENCH_CONC:-64}
-for b in shoal_bench http_bench; do
+before=${BENCH_ROUTER_BEFORE:-}
+hz=$(getconf CLK_TCK)
+for b in shoal_bench http_bench shoal-router; do
 	[[ -x $SHOAL_BIN/$b ]] || { echo "bench-http: $SHOAL_BIN/$b not found" >&2; exit 1; }
 done
+[[ -z $before || -x $before ]] || { echo "bench-http: BENCH_ROUTER_BEFORE=$before is not executable" >&2; exit 1; }
+command -v wrk >/dev/null || deploy/install-deps.sh --bench
+command -v wrk >/dev/null || { echo "bench-http: wrk not found (deploy/install-deps.sh --bench)" >&2; exit 1; }
 
 cleanup() { [[ ${BENCH_KEEP:-0} == 1 ]] || deploy/cluster.sh down --dir "$dir" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
@@ -45,51 +67,136 @@ deploy/cluster.sh up --dir "$dir" --base-port "$base" --http-port $((base + 60))
 ep=file://$dir/router.endpoint
 url=$(cat "$dir/http.endpoint")
 
-declare -A R
-run() { # name transport workload conc
-	local name=$1 tr=$2 wl=$3 c=$4 out=$dir/$1.out
-	if [[ $tr == native ]]; then
-		"$SHOAL_BIN/shoal_bench" --endpoint "$ep" --workload "$wl" --concurrency "$c" \
-			--duration "$secs" --warmup "$warm" --keys "$keys" --load no >"$out" 2>&1
-	else
-		"$SHOAL_BIN/http_bench" --url "$url" --workload "$wl" --concurrency "$c" \
-			--duration "$secs" --warmup "$warm" --keys "$keys" >"$out" 2>&1
-	fi
-	local line
-	line=$(grep '^RESULT' "$out" | tail -n 1)
-	[[ -n $line ]] || { echo "bench-http: $name produced no RESULT:"; cat "$out"; exit 1; }
-	for k in ops_s p50_us p99_us errors; do
-		R[$name.$k]=$(sed -n "s/.* $k=\([0-9.]*\).*/\1/p" <<<"$line")
+# Router binaries: "after" is BUILD's; "before" runs from a directory of
+# links to BUILD's programs with its own shoal-router.
+declare -A bindir=([after]=$SHOAL_BIN)
+variants=(after)
+if [[ -n $before ]]; then
+	bindir[before]=$dir/bin-before
+	mkdir -p "$dir/bin-before"
+	for f in "$SHOAL_BIN"/*; do ln -sf "$f" "$dir/bin-before/"; done
+	rm -f "$dir/bin-before/shoal-router"
+	cp "$before" "$dir/bin-before/shoal-router"
+	variants=(before after)
+fi
+current=after
+use_router() { # variant: restart router 1 with its binary, wait until both ports serve
+	[[ $current == "$1" ]] && return 0
+	SHOAL_BIN=${bindir[$1]} deploy/cluster.sh stop-router 1 --dir "$dir" >/dev/null
+	SHOAL_BIN=${bindir[$1]} deploy/cluster.sh start-router 1 --dir "$dir" >/dev/null
+	local deadline=$((SECONDS + 30))
+	until curl -s -o /dev/null "$url/" && "$SHOAL_BIN/shoal" --endpoint "$ep" list-tables >/dev/null 2>&1; do
+		((SECONDS < deadline)) || { echo "bench-http: router ($1) did not serve within 30 s" >&2; exit 1; }
+		sleep 0.1
 	done
-	echo "$name: ${R[$name.ops_s]} ops/s, p50 ${R[$name.p50_us]} us, p99 ${R[$name.p99_us]} us, errors ${R[$name.errors]}"
+	current=$1
+}
+
+# CPU ticks (user + system) of processes; of this shell's waited-for
+# children (the clients); busy and total ticks of the machine.
+ticks() { local p s=0; for p in "$@"; do s=$((s + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo "$s"; }
+child_ticks() { local -a f; read -ra f <"/proc/$$/stat"; echo $((f[15] + f[16])); }
+machine() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+node_pids() { cat "$dir"/node-*.pid; }
+
+declare -A R
+client() { # transport workload conc duration out
+	local tr=$1 wl=$2 c=$3 d=$4 out=$5
+	case $tr in
+	native)
+		"$SHOAL_BIN/shoal_bench" --endpoint "$ep" --workload "$wl" --concurrency "$c" \
+			--duration "$d" --warmup 0 --keys "$keys" --load no >"$out" 2>&1 ;;
+	http)
+		local t=2
+		((c < t)) && t=$c
+		wrk -t"$t" -c"$c" -d"${d}s" --latency -s "$lua" "$url" -- "$wl" "$keys" >"$out" 2>&1 ;;
+	http_bench)
+		"$SHOAL_BIN/http_bench" --url "$url" --workload "$wl" --concurrency "$c" \
+			--duration "$d" --warmup 0 --keys "$keys" >"$out" 2>&1 ;;
+	esac
+}
+run() { # variant transport workload conc
+	local v=$1 tr=$2 wl=$3 c=$4 name=$1-$2-$3-$4
+	local out=$dir/$name.out
+	use_router "$v"
+	client "$tr" "$wl" "$c" "$warm" "$dir/$name.warm.out" || true
+	local rp np r0 n0 c0 m0 t0 r1 n1 c1 m1 t1
+	rp=$(cat "$dir/router-1.pid")
+	read -ra np <<<"$(node_pids | tr '\n' ' ')"
+	r0=$(ticks "$rp") n0=$(ticks "${np[@]}") c0=$(child_ticks) m0=$(machine) t0=$(date +%s.%N)
+	client "$tr" "$wl" "$c" "$secs" "$out" || true
+	t1=$(date +%s.%N) c1=$(child_ticks) r1=$(ticks "$rp") n1=$(ticks "${np[@]}") m1=$(machine)
+	local line
+	line=$(grep '^RESULT' "$out" | tail -n 1 || true)
+	[[ -n $line ]] || { echo "bench-http: $name produced no RESULT:"; cat "$out"; exit 1; }
+	local -A kv
+	local x
+	for x in $line; do [[ $x == *=* ]] && kv[${x%%=*}]=${x#*=}; done
+	R[$name.ops]=${kv[ops_s]} R[$name.p50]=${kv[p50_us]} R[$name.p99]=${kv[p99_us]}
+	R[$name.err]=${kv[errors]:-0}
+	# CPU per request (us) of the router, the nodes, the client; machine busy % (others %).
+	local cpu
+	cpu=$(awk \
+		-v r0="$r0" -v r1="$r1" -v n0="$n0" -v n1="$n1" -v c0="$c0" -v c1="$c1" -v m0="$m0" -v m1="$m1" \
+		-v t0="$t0" -v t1="$t1" -v hz="$hz" -v ops="${kv[ops_s]}" 'BEGIN {
+			el = t1 - t0; n = ops * el; if (n < 1) n = 1
+			split(m0, a, " "); split(m1, b, " "); tot = b[2] - a[2]; if (tot < 1) tot = 1
+			bz = b[1] - a[1]; o = bz - (r1 - r0) - (n1 - n0) - (c1 - c0); if (o < 0) o = 0
+			printf "%.1f %.1f %.1f %d %d\n", (r1 - r0) / hz * 1e6 / n, (n1 - n0) / hz * 1e6 / n,
+				(c1 - c0) / hz * 1e6 / n, 100 * bz / tot, 100 * o / tot }')
+	read -r "R[$name.rcpu]" "R[$name.ncpu]" "R[$name.ccpu]" "R[$name.busy]" "R[$name.others]" <<<"$cpu"
+	printf '%-6s %-10s %-3s %2s in flight: %7s ops/s, p50 %6.2f ms, p99 %6.2f ms, errors %s; CPU us/op router %s, nodes %s, client %s; machine %s%% busy (others %s%%)\n' \
+		"$v" "$tr" "$wl" "$c" "${kv[ops_s]}" "$(awk -v x="${kv[p50_us]}" 'BEGIN { print x / 1000 }')" \
+		"$(awk -v x="${kv[p99_us]}" 'BEGIN { print x / 1000 }')" "${R[$name.err]}" \
+		"${R[$name.rcpu]}" "${R[$name.ncpu]}" "${R[$name.ccpu]}" "${R[$name.busy]}" "${R[$name.others]}"
+	[[ ${R[$name.err]} == 0 ]] || echo "!! $name: ${R[$name.err]} errors"
 }
 
 echo "loading $keys keys with shoal_bench (BatchWriteItem)..."
 "$SHOAL_BIN/shoal_bench" --endpoint "$ep" --workload get --keys "$keys" --load-only >"$dir/load.out" 2>&1 ||
 	{ cat "$dir/load.out"; exit 1; }
-run put-native native put "$conc"
-run put-http http put "$conc"
-run get-native native get "$conc"
-run get-http http get "$conc"
-run put1-native native put 1
-run put1-http http put 1
-run get1-native native get 1
-run get1-http http get 1
+# Every GetItem finds its item (a short checked run).
+wrk -t1 -c4 -d1s -s "$lua" "$url" -- get "$keys" check >"$dir/check.out" 2>&1 || true
+grep -q '^RESULT.* errors=0 misses=0 ' "$dir/check.out" ||
+	{ echo "bench-http: the checked GetItem run failed:"; cat "$dir/check.out"; exit 1; }
+
+workloads=("put $conc" "get $conc" "put 1" "get 1")
+order=("${variants[@]}")
+for w in "${workloads[@]}"; do
+	read -r wl c <<<"$w"
+	for v in "${order[@]}"; do
+		run "$v" native "$wl" "$c"
+		run "$v" http "$wl" "$c"
+		[[ ${BENCH_HTTP_BENCH:-0} == 1 && $c == "$conc" ]] && run "$v" http_bench "$wl" "$c"
+	done
+	# The next workload starts with the router the last one ended with.
+	if ((${#order[@]} == 2)); then order=("${order[1]}" "${order[0]}"); fi
+done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
+ms() { awk -v x="$1" 'BEGIN { printf "%.2f", x / 1000 }'; }
 echo
-printf '| %-24s | %10s | %10s | %12s | %12s | %8s | %8s |\n' operation native_ops/s http_ops/s "native p50/p99" "http p50/p99" "ops ratio" "p50 ratio"
-printf '|%s|\n' "--------------------------|------------|------------|--------------|--------------|----------|----------"
-row() { # label key
-	local n=$2-native h=$2-http
-	printf '| %-24s | %10s | %10s | %5.2f/%5.2f ms | %5.2f/%5.2f ms | %8s | %8s |\n' "$1" \
-		"${R[$n.ops_s]}" "${R[$h.ops_s]}" \
-		"$(awk -v x="${R[$n.p50_us]}" 'BEGIN{print x/1000}')" "$(awk -v x="${R[$n.p99_us]}" 'BEGIN{print x/1000}')" \
-		"$(awk -v x="${R[$h.p50_us]}" 'BEGIN{print x/1000}')" "$(awk -v x="${R[$h.p99_us]}" 'BEGIN{print x/1000}')" \
-		"$(ratio "${R[$h.ops_s]}" "${R[$n.ops_s]}")" "$(ratio "${R[$h.p50_us]}" "${R[$n.p50_us]}")"
-}
-row "PutItem, $conc in flight" put
-row "GetItem, $conc in flight" get
-row "PutItem, 1 in flight" put1
-row "GetItem, 1 in flight" get1
-echo "(ops ratio = HTTP / native throughput; p50 ratio = HTTP / native median latency)"
+echo "HTTP: wrk (tests/tools/bench-http.lua); native: shoal_bench.  CPU: us per request."
+printf '| %-6s | %-24s | %10s | %10s | %6s | %15s | %15s | %21s | %13s |\n' router workload \
+	"native/s" "HTTP/s" ratio "native p50/p99" "HTTP p50/p99" "router CPU nat./HTTP" "busy (others)"
+printf '|%s|\n' "--------|--------------------------|------------|------------|--------|-----------------|-----------------|-----------------------|---------------"
+for w in "${workloads[@]}"; do
+	read -r wl c <<<"$w"
+	label=$([[ $wl == put ]] && echo PutItem || echo GetItem)", $c in flight"
+	for v in "${variants[@]}"; do
+		n=$v-native-$wl-$c h=$v-http-$wl-$c
+		printf '| %-6s | %-24s | %10s | %10s | %6s | %15s | %15s | %21s | %13s |\n' "$v" "$label" \
+			"${R[$n.ops]}" "${R[$h.ops]}" "$(ratio "${R[$h.ops]}" "${R[$n.ops]}")" \
+			"$(ms "${R[$n.p50]}") / $(ms "${R[$n.p99]}")" "$(ms "${R[$h.p50]}") / $(ms "${R[$h.p99]}")" \
+			"${R[$n.rcpu]} / ${R[$h.rcpu]}" "${R[$h.busy]}% (${R[$h.others]}%)"
+	done
+done
+if [[ ${BENCH_HTTP_BENCH:-0} == 1 ]]; then
+	for wl in put get; do
+		for v in "${variants[@]}"; do
+			b=$v-http_bench-$wl-$conc
+			echo "http_bench (nng's HTTP client), $v, $wl $conc in flight: ${R[$b.ops]} ops/s, client CPU ${R[$b.ccpu]} us/op, router ${R[$b.rcpu]} us/op"
+		done
+	done
+fi
+echo "(ratio = HTTP / native ops/s; busy = the machine during the HTTP run; others = processes other than the cluster and the client)"
