@@ -301,7 +301,23 @@ int node_op_txn_write(op_ctx *c, const Shoal__TxnWrite *w)
 		return st_txn_record_put(c->txn, &rec, c->msg);
 	}
 
-	/* A part to prepare; the coordinator's record first. */
+	/* A part to prepare -- unless it comes too late to lock anything
+	 * (TxnWrite.deadline_ms): the router gave up on it long ago. */
+	if (w->deadline_ms != 0 && now > w->deadline_ms)
+		return cancel_all(c, n, SHOAL_E_TXN_CONFLICT,
+		                  "the transaction's prepare arrived after its deadline");
+	if (bad)
+		return cancel_answer(c, res, n);
+	size_t blob_len = shoal__txn_write__get_packed_size(w);
+	uint8_t *blob = sh_arena_alloc(c->a, blob_len + 1);
+	if (blob == NULL)
+		return sh_errf(c->msg, SHOAL_E_NOMEM, "prepare: out of memory");
+	shoal__txn_write__pack(w, blob);
+	rc = st_txn_prepare(c->txn, id, w->coord_group, acts, n, blob, blob_len, c->a, res, c->msg);
+	if (rc != SHOAL_OK && rc != SHOAL_E_TXN_CANCELED)
+		return rc; /* the request's error (no record), or the environment's */
+	/* The coordinator's record: PREPARING, with the participants (a
+	 * cancelled part too: the decision, ABORTED, is recorded on it). */
 	if (coord && !found) {
 		memset(&rec, 0, sizeof(rec));
 		memcpy(rec.id, id, ST_TXN_ID_LEN);
@@ -318,22 +334,13 @@ int node_op_txn_write(op_ctx *c, const Shoal__TxnWrite *w)
 			rec.parts[i] = w->participants[i];
 		rec.outcome = w->attempt.data;
 		rec.outcome_len = w->attempt.len;
-		if ((rc = st_txn_record_put(c->txn, &rec, c->msg)) != SHOAL_OK)
-			return rc;
+		int prc = st_txn_record_put(c->txn, &rec, c->msg);
+		if (prc != SHOAL_OK)
+			return prc;
 		set_state(c, ST_TXN_PREPARING);
 	}
-	if (bad)
-		return cancel_answer(c, res, n);
-	size_t blob_len = shoal__txn_write__get_packed_size(w);
-	uint8_t *blob = sh_arena_alloc(c->a, blob_len + 1);
-	if (blob == NULL)
-		return sh_errf(c->msg, SHOAL_E_NOMEM, "prepare: out of memory");
-	shoal__txn_write__pack(w, blob);
-	rc = st_txn_prepare(c->txn, id, w->coord_group, acts, n, blob, blob_len, c->a, res, c->msg);
 	if (rc == SHOAL_E_TXN_CANCELED)
 		return cancel_answer(c, res, n);
-	if (rc != SHOAL_OK)
-		return rc;
 	/* Prepared: the part's capacity, as if applied (it will be, or
 	 * nothing will). */
 	return applied_answer(c, w, acts, res, n);

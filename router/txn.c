@@ -150,6 +150,11 @@
 /* How long the prepares may take before the router gives up and aborts
  * (below NODE_TXN_RECOVER_MS: the router decides before recovery would). */
 #define TXN_PREPARE_MS 4000
+/* A prepare's deadline (TxnWrite.deadline_ms): the router's prepare time
+ * and a margin for the clocks of the router's and the nodes' machines;
+ * it must stay well below NODE_TXN_KEEP_MS (30 s, node/fsm_int.h), how
+ * long a group remembers that it finished a part. */
+#define TXN_CLOCK_SLACK_MS 10000
 /* How long a TxnAck is retried. */
 #define TXN_ACK_MS 5000
 /* TransactGetItems: rounds before a conflict is declared, pause between. */
@@ -251,10 +256,18 @@ static int txw_plan(rt_job *j)
 		t->n = (uint32_t)in->n_transact_items;
 		if ((t->acts = sh_arena_calloc(&j->arena, t->n, sizeof(*t->acts))) == NULL)
 			return nomem(j);
-		for (uint32_t i = 0; i < t->n; i++)
+		for (uint32_t i = 0; i < t->n; i++) {
 			if ((rc = wire_txn_action_from_pb(&j->arena, in->transact_items[i],
 			                                  &t->acts[i], j->errmsg)) != SHOAL_OK)
 				return rc;
+			/* A Put's size is the request's (an Update's result is
+			 * checked where it is computed: its action's reason). */
+			if (t->acts[i].kind == ST_TXA_PUT &&
+			    st_item_size(t->acts[i].u.put.item) > ST_MAX_ITEM_SIZE)
+				return rt_job_fail(
+				    j, SHOAL_E_VALIDATION,
+				    "Item size has exceeded the maximum allowed size");
+		}
 	}
 	rt_batch_key keys[ST_MAX_TXN_ITEMS];
 	const rt_table *tabs[ST_MAX_TXN_ITEMS];
@@ -300,6 +313,8 @@ static int txw_plan(rt_job *j)
 		w->single = t->np == 1;
 		w->token = t->token;
 		w->request_actions = t->n;
+		if (t->np > 1)
+			w->deadline_ms = rt_wall_ms() + TXN_PREPARE_MS + TXN_CLOCK_SLACK_MS;
 		if (WIRE_HAS(in, return_consumed_capacity))
 			WIRE_SET(w, return_consumed_capacity, in->return_consumed_capacity);
 		w->actions = sh_arena_calloc(&j->arena, t->n, sizeof(*w->actions));
@@ -361,7 +376,7 @@ static int txw_coord(rt_job *j, txw *t)
 	Shoal__NodeResponse *nr = rt_call_resp(c, &j->arena);
 	if (nr == NULL)
 		return rt_job_fail(j, c->rc, "%s", c->errmsg);
-	if (c->code == SHOAL_OK && (nr->txn_state == TS_COMMITTED || nr->txn_state == TS_ABORTED)) {
+	if (nr->txn_state == TS_COMMITTED || nr->txn_state == TS_ABORTED) {
 		/* Decided by an earlier run: its answer, as recorded. */
 		if (nr->response != NULL &&
 		    nr->response->result_case != SHOAL__RESPONSE__RESULT__NOT_SET)

@@ -389,6 +389,10 @@ typedef struct st_write_result {
 	size_t old_size, new_size;
 	st_index_write *index_writes;
 	uint32_t n_index_writes;
+	/* Planning reached the item (its lock, its image, the condition): a
+	 * failure from then on is the item's (a transaction's cancellation
+	 * reason); before, the request's (the whole transaction refused). */
+	bool item_stage;
 } st_write_result;
 
 int st_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_result *res, char *errmsg);

@@ -233,6 +233,13 @@ static int plan_all(st_txn *txn, const st_txn_action *acts, uint32_t n, sh_arena
 			            sh_errf(errmsg, SHOAL_E_NOMEM, "transaction: out of memory"),
 			            errmsg);
 	}
+	/* A failure before the item (a malformed expression, an unknown
+	 * table, a key that does not fit the schema) is the request's: the
+	 * whole transaction is refused with it, as DynamoDB validates a
+	 * request before it runs any of it. */
+	for (uint32_t i = 0; i < n && cancelled; i++)
+		if (results[i].code != SHOAL_OK && !results[i].res.item_stage)
+			return sh_errf(errmsg, results[i].code, "%s", results[i].message);
 	if (!cancelled) {
 		/* Two actions on one item: refused before planning by the router
 		 * (and here, for a request that did not pass there). */

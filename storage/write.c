@@ -300,6 +300,7 @@ const char *st_plan_table(const st_write_plan *p)
 static int read_and_check(st_txn *txn, st_write_plan *p, const st_expr *cond, bool return_old,
                           sh_arena *a, st_write_result *res, char *errmsg)
 {
+	res->item_stage = true;
 	int rc = st_lock_check(txn, &p->k, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;

@@ -118,13 +118,25 @@ START_TEST(test_all_or_nothing)
 	st_outbox_info info;
 	ck_assert_int_eq(st_outbox_get_info(tl_env, &info, tl_msg), SHOAL_OK);
 	ck_assert_uint_ge(info.last_seq, 1);
-	/* A validation error of one action cancels with its message. */
+	/* A request error of one action (found before its item is read:
+	 * here an UpdateExpression on a key attribute) refuses the whole
+	 * transaction with its message, as DynamoDB validates first. */
 	st_txn_action bad[2] = {
 	    delete_act(key("s1", "E#c1")),
 	    update_act(key("s1", "PROFILE"), "SET PK = :v", map(":v", S("y"), NULL))};
-	ck_assert_int_eq(transact(bad, 2, res), SHOAL_E_TXN_CANCELED);
+	ck_assert_int_eq(transact(bad, 2, res), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(tl_msg, "This attribute is part of the key"));
+	ck_assert_ptr_nonnull(tl_get("Txn", key("s1", "E#c1")));
+	/* An error that depends on the item (ADD to a string attribute) is
+	 * that action's reason: the transaction is cancelled. */
+	st_txn_action bad2[2] = {
+	    delete_act(key("s1", "E#c1")),
+	    update_act(key("c1", "E#s1"), "ADD v :one", map(":one", N("1"), NULL))};
+	ck_assert_int_eq(transact(bad2, 2, res), SHOAL_E_TXN_CANCELED);
+	ck_assert_int_eq(res[0].code, SHOAL_OK);
 	ck_assert_int_eq(res[1].code, SHOAL_E_VALIDATION);
-	ck_assert_ptr_nonnull(strstr(res[1].message, "This attribute is part of the key"));
+	ck_assert_ptr_nonnull(strstr(
+	    res[1].message, "An operand in the update expression has an incorrect data type"));
 	ck_assert_ptr_nonnull(tl_get("Txn", key("s1", "E#c1")));
 	/* Two actions on one item: refused as a whole. */
 	st_txn_action twice[2] = {delete_act(key("s1", "E#c1")),
@@ -268,6 +280,46 @@ START_TEST(test_records_tokens_expiry)
 }
 END_TEST
 
+/* A transaction whose write grows an item collection (a table with an LSI)
+ * past the limit is cancelled with ItemCollectionSizeLimitExceeded for that
+ * action; the limit is 400 bytes here instead of 10 GB. */
+START_TEST(test_collection_limit)
+{
+	tl_store_close();
+	tl_store_open("txn-lsi",
+	              &(st_env_options){.map_size = 1ull << 30, .collection_limit = 400});
+	st_key_attr attrs[3] = {{"PK", ST_S}, {"SK", ST_S}, {"L", ST_N}};
+	st_index_def lsi = {.name = "byL",
+	                    .local = true,
+	                    .key = {{"PK", ST_S}, {"L", ST_N}},
+	                    .projection = ST_PROJ_KEYS_ONLY,
+	                    .write_shards = 1,
+	                    .status = ST_INDEX_ACTIVE};
+	st_table_def d = {.name = "Lsi",
+	                  .key = {{"PK", ST_S}, {"SK", ST_S}},
+	                  .attrs = attrs,
+	                  .n_attrs = 3,
+	                  .indexes = &lsi,
+	                  .n_indexes = 1};
+	tl_create_table_def(&d);
+	tl_put("Lsi", map("PK", S("p"), "SK", S("a"), "L", N("1"), NULL));
+	char big[500];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	st_txn_action acts[2] = {{.kind = ST_TXA_PUT}, {.kind = ST_TXA_PUT}};
+	acts[0].u.put = (st_put_req){.table = "Lsi",
+	                             .item = map("PK", S("q"), "SK", S("b"), "L", N("2"), NULL)};
+	acts[1].u.put =
+	    (st_put_req){.table = "Lsi",
+	                 .item = map("PK", S("p"), "SK", S("c"), "L", N("3"), "x", S(big), NULL)};
+	st_txn_result res[2];
+	ck_assert_int_eq(transact(acts, 2, res), SHOAL_E_TXN_CANCELED);
+	ck_assert_int_eq(res[0].code, SHOAL_OK);
+	ck_assert_int_eq(res[1].code, SHOAL_E_COLLECTION_SIZE);
+	ck_assert_ptr_null(tl_get("Lsi", map("PK", S("q"), "SK", S("b"), NULL)));
+}
+END_TEST
+
 static Suite *txn_suite(void)
 {
 	Suite *s = suite_create("txn");
@@ -276,6 +328,7 @@ static Suite *txn_suite(void)
 	tcase_add_test(tc, test_all_or_nothing);
 	tcase_add_test(tc, test_prepare_locks_release);
 	tcase_add_test(tc, test_records_tokens_expiry);
+	tcase_add_test(tc, test_collection_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -852,10 +852,63 @@ class Seed002(unittest.TestCase):
         self.assertEqual([i["SK"] for i in get_module_lessons("c10", "m1")],
                          ["MODULE#m1#LESSON#l1", "MODULE#m1#LESSON#l2"])
         self.assertEqual(get_module_lessons("c10", "m9"), [])
+        # The seed's trap: a boto3 *resource*'s client serializes values
+        # itself, so {"S": "STUDENT#s3"} is sent as a map -- DynamoDB refuses
+        # the key's type, and so must Shoal.
         with self.assertRaises(ClientError) as cm:
             enroll_student("s3", "c10")
-        self.assertEqual(cm.exception.response["Error"]["Code"], "UnknownOperationException")
-        want = ["STUDENT#s1", "STUDENT#s1", "STUDENT#s2", "STUDENT#s2"]
+        err = cm.exception.response["Error"]
+        self.assertEqual(err["Code"], "ValidationException")
+        self.assertEqual(err["Message"], "One or more parameter values were invalid: Type "
+                                         "mismatch for key PK expected: S actual: M")
+        self.assertEqual(get_student_courses("s3"), [])
+
+        # The same two Puts through a low-level client (or plain values on
+        # the resource's client) enrol: both edges, in one transaction.
+        low = client()
+
+        def enroll_low(student_id, course_id, values):
+            now = datetime.now(timezone.utc).isoformat()
+            v = (lambda x: x) if values == "plain" else (lambda x: {"S": x})
+            c = dynamodb.meta.client if values == "plain" else low
+            items = [
+                {"Put": {"TableName": "edtech-platform",
+                         "Item": {"PK": v(f"STUDENT#{student_id}"),
+                                  "SK": v(f"ENROLLMENT#{course_id}"),
+                                  "GSI1PK": v(f"COURSE#{course_id}"),
+                                  "GSI1SK": v(f"STUDENT#{student_id}"),
+                                  "entity_type": v("ENROLLMENT"), "enrolled_at": v(now)},
+                         "ConditionExpression": "attribute_not_exists(PK)"}},
+                {"Put": {"TableName": "edtech-platform",
+                         "Item": {"PK": v(f"COURSE#{course_id}"),
+                                  "SK": v(f"ENROLLMENT#STUDENT#{student_id}"),
+                                  "GSI1PK": v(f"COURSE#{course_id}"),
+                                  "GSI1SK": v(f"STUDENT#{student_id}"),
+                                  "entity_type": v("ENROLLMENT"), "last_seen": v(now)},
+                         "ConditionExpression": "attribute_not_exists(PK)"}}]
+            return c.transact_write_items(TransactItems=items)
+
+        enroll_low("s3", "c10", "typed")
+        self.assertEqual([i["SK"] for i in get_student_courses("s3")], ["ENROLLMENT#c10"])
+        first = table.get_item(Key={"PK": "COURSE#c10", "SK": "ENROLLMENT#STUDENT#s3"})["Item"]
+        # The second enrolment is cancelled, both conditions failing, and
+        # changes nothing.
+        with self.assertRaises(ClientError) as cm:
+            enroll_low("s3", "c10", "typed")
+        err = cm.exception.response
+        self.assertEqual(err["Error"]["Code"], "TransactionCanceledException")
+        self.assertEqual([r["Code"] for r in err["CancellationReasons"]],
+                         ["ConditionalCheckFailed", "ConditionalCheckFailed"])
+        self.assertEqual(err["Error"]["Message"],
+                         "Transaction cancelled, please refer cancellation reasons for specific "
+                         "reasons [ConditionalCheckFailed, ConditionalCheckFailed]")
+        self.assertEqual(table.get_item(
+            Key={"PK": "COURSE#c10", "SK": "ENROLLMENT#STUDENT#s3"})["Item"], first)
+        # Plain Python values on the resource's client enrol too.
+        enroll_low("s4", "c20", "plain")
+        self.assertEqual([i["SK"] for i in get_student_courses("s4")], ["ENROLLMENT#c20"])
+        want = ["STUDENT#s1", "STUDENT#s1", "STUDENT#s2", "STUDENT#s2", "STUDENT#s3",
+                "STUDENT#s3"]
         deadline = time.monotonic() + 15  # indexes are asynchronous: poll
         while True:
             students = get_course_students("c10")
@@ -1073,6 +1126,9 @@ class SigV4(unittest.TestCase):
         st, j = send(b"{}", when=dt.datetime.utcnow() - dt.timedelta(minutes=10))
         self.assertEqual(st, 200, j)
 
+
+# Transactions: their own module, run as part of this suite.
+from test_txn import Transactions  # noqa: E402,F401
 
 if __name__ == "__main__":
     # boto3 clients keep their pooled connections open until collected.
