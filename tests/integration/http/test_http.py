@@ -584,12 +584,15 @@ class Endpoint(unittest.TestCase):
         self.assertIn("key", cm.exception.response["Error"]["Message"].lower())
         with self.assertRaises(c.exceptions.ResourceNotFoundException):
             c.put_item(TableName="no-such-table", Item={"pk": {"S": "a"}})
-        for call in (lambda: c.transact_get_items(TransactItems=[{"Get": {"TableName": t, "Key": {"pk": {"S": "a"}}}}]),
-                     lambda: c.transact_write_items(TransactItems=[{"Put": {"TableName": t, "Item": {"pk": {"S": "a"}}}}])):
-            with self.assertRaises(ClientError) as cm:
-                call()
-            self.assertEqual(cm.exception.response["Error"]["Code"], "UnknownOperationException")
-            self.assertEqual(cm.exception.response["ResponseMetadata"]["HTTPStatusCode"], 400)
+        # A cancelled transaction: HTTP 400 and the reasons (test_txn.py has more).
+        with self.assertRaises(c.exceptions.TransactionCanceledException) as cm:
+            c.transact_write_items(TransactItems=[{"ConditionCheck": {
+                "TableName": t, "Key": {"pk": {"S": "a"}},
+                "ConditionExpression": "attribute_exists(pk)"}}])
+        self.assertEqual(cm.exception.response["ResponseMetadata"]["HTTPStatusCode"], 400)
+        self.assertEqual(cm.exception.response["CancellationReasons"],
+                         [{"Code": "ConditionalCheckFailed",
+                           "Message": "The conditional request failed"}])
         with self.assertRaises(ClientError) as cm:
             c.describe_time_to_live(TableName=t)
         self.assertEqual(cm.exception.response["Error"]["Code"], "UnknownOperationException")
