@@ -17,6 +17,8 @@
  *   shoal_router_node_messages_total{class}             counter (messages to nodes)
  *   shoal_router_node_batches_total / _batched_requests_total (NodeRequest batches)
  *   shoal_router_client_batches_total / _batched_requests_total (Request batches)
+ *   shoal_router_txn_total{path}                        counter (single group, two-phase)
+ *   shoal_router_txn_get_rounds_total, _waits_total     counter (TransactGetItems)
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -196,6 +198,23 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "shoal_router_client_batched_requests_total %llu\n",
 	    (unsigned long long)get(&m->client_batches),
 	    (unsigned long long)get(&m->client_batched));
+	put(&o,
+	    "# HELP shoal_router_txn_total TransactWriteItems run in one group (one Raft "
+	    "entry) and across groups (two-phase commit).\n"
+	    "# TYPE shoal_router_txn_total counter\n"
+	    "shoal_router_txn_total{path=\"single\"} %llu\n"
+	    "shoal_router_txn_total{path=\"two_phase\"} %llu\n",
+	    (unsigned long long)get(&m->txn_single), (unsigned long long)get(&m->txn_2pc));
+	put(&o,
+	    "# HELP shoal_router_txn_get_rounds_total Rounds of reads of TransactGetItems "
+	    "across groups (2 when nothing interfered), and the pauses for items held by a "
+	    "transaction in progress.\n"
+	    "# TYPE shoal_router_txn_get_rounds_total counter\n"
+	    "shoal_router_txn_get_rounds_total %llu\n"
+	    "# TYPE shoal_router_txn_get_waits_total counter\n"
+	    "shoal_router_txn_get_waits_total %llu\n",
+	    (unsigned long long)get(&m->txn_get_rounds),
+	    (unsigned long long)get(&m->txn_get_waits));
 	return o.len;
 }
 

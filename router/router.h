@@ -138,6 +138,10 @@ typedef struct rt_metrics {
 	_Atomic uint64_t leader_changes;
 	_Atomic uint64_t client_batches; /* client messages carrying several requests */
 	_Atomic uint64_t client_batched; /* ... and the requests they carried */
+	_Atomic uint64_t txn_single;     /* TransactWriteItems in one group */
+	_Atomic uint64_t txn_2pc;        /* ... across groups */
+	_Atomic uint64_t txn_get_rounds; /* TransactGetItems rounds across groups */
+	_Atomic uint64_t txn_get_waits;  /* ... pauses for held items */
 } rt_metrics;
 
 /* Records one finished request of operation slot `slot` (any thread). */

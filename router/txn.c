@@ -346,6 +346,8 @@ static int txw_plan(rt_job *j)
 		if ((rc = prepare_call(j, &t->parts[p])) != SHOAL_OK)
 			return rc;
 	j->phase = t->np == 1 ? TXW_SINGLE : t->token ? TXW_COORD : TXW_PREPARED;
+	atomic_fetch_add_explicit(t->np == 1 ? &j->rt->metrics.txn_single : &j->rt->metrics.txn_2pc,
+	                          1, memory_order_relaxed);
 	return RT_WAIT;
 }
 
@@ -692,6 +694,8 @@ static int tget_round(rt_job *j, tget *t)
 		pt->call = c;
 	}
 	t->rounds++;
+	if (t->np > 1)
+		atomic_fetch_add_explicit(&j->rt->metrics.txn_get_rounds, 1, memory_order_relaxed);
 	j->phase = 1;
 	return RT_WAIT;
 }
@@ -834,6 +838,7 @@ static int tget_collect(rt_job *j, tget *t)
 		return SHOAL_OK;
 	}
 	if (locked) { /* a transaction holds an item: give it a moment */
+		atomic_fetch_add_explicit(&j->rt->metrics.txn_get_waits, 1, memory_order_relaxed);
 		j->phase = 2;
 		return rt_job_sleep(j, TGET_PAUSE_MS);
 	}
