@@ -20,6 +20,30 @@
  *   query  Query of one random item collection (PK = :pk), returning all of
  *          its --items-per-collection items
  *   mixed  GetItem with probability --read-ratio, else PutItem
+ *   txwrite  TransactWriteItems of --txn-items Puts (no ClientRequestToken)
+ *   txget    TransactGetItems of --txn-items loaded items
+ *   transfer TransactWriteItems of two Updates moving 1..--max-amount from
+ *          one account to another in another storage group: ADD balance
+ *          :neg with ConditionExpression balance >= :amt on the debit side,
+ *          ADD balance :amt on the credit side; accounts (--keys, default
+ *          1000 for this workload, each loaded with balance --balance) are
+ *          chosen by --dist (zipfian: contention on the hot accounts)
+ * Where a transaction's items live (--txn-span):
+ *   collection  one partition key, sort keys 000000, 000001, ...: one item
+ *               collection, so one storage group (one Raft entry)
+ *   group       distinct partition keys that all hash to one storage group
+ *   cross       distinct partition keys in different groups, item j in data
+ *               group (g0 + j) mod D for a random g0: 2 items span 2 groups,
+ *               D items or more span them all (two-phase commit)
+ * Groups are computed as the router computes them (st_key_hash of the table
+ * id, which DescribeTable returns as TableId, and the partition key ->
+ * sh_cluster_partition_of -> sh_cluster_partition_group), with the number
+ * of groups from ClusterStatus (or --groups); keys are drawn uniformly
+ * within a group.  A TransactionCanceledException is a cancellation, not an
+ * error: cancellations are counted (with their reasons: the distinct
+ * non-None CancellationReason codes of the transaction, "+"-joined) and
+ * timed apart; ops/s and the latency percentiles are those of the committed
+ * transactions (or of the answered reads).
  * Keys: item i (0 <= i < --keys) has PK "c<i / K>" and SK "<i % K, 6 digits>"
  * with K = --items-per-collection (default 1, or 100 for query), so a query
  * of collection c returns exactly K items.  Key choice is uniform or
@@ -44,7 +68,9 @@
  *
  * Output: one human summary line and one machine-readable line
  *   RESULT workload=put conc=64 dist=uniform ... ops_s=N p50_us=N ... errors=N
- * plus "errors:" by DynamoDB exception name when there are any.  A benchmark
+ * plus "errors:" by DynamoDB exception name when there are any, and the
+ * first distinct error messages exactly as answered ("error message:", with
+ * counts); for transactions also "cancellations:" by reason.  A benchmark
  * prints figures; it asserts nothing (exit 1 only when it cannot run).
  *
  * Threads: everything here runs on the main thread; shoal_poll runs the
@@ -64,6 +90,7 @@
 #include <unistd.h>
 
 #include "client/shoal.h"
+#include "common/cluster.h"
 #include "proto/shoal.pb-c.h"
 #include "proto/wire.h"
 
@@ -72,10 +99,21 @@
 #define MAX_CONC      4096
 #define DRAIN_US      5000000 /* after the window, wait this long for answers */
 #define KEY_MAX       64
+#define TXN_MAX       100 /* actions of one transaction (DynamoDB's limit) */
+#define TALLY_MAX     8   /* distinct error messages / cancellation reasons kept */
+#define TALLY_TEXT    (SHOAL_EXCEPTION_MAX + SHOAL_MESSAGE_MAX + 2) /* "Exception: message" */
 
-enum workload { W_PUT, W_GET, W_QUERY, W_MIXED };
-enum kind { K_PUT, K_GET, K_QUERY, K_BATCH };
-static const char *const workload_names[] = {"put", "get", "query", "mixed"};
+enum workload { W_PUT, W_GET, W_QUERY, W_MIXED, W_TXWRITE, W_TXGET, W_TRANSFER, W__COUNT };
+enum kind { K_PUT, K_GET, K_QUERY, K_BATCH, K_TXW, K_TXG, K_XFER };
+static const char *const workload_names[W__COUNT] = {"put",     "get",   "query",   "mixed",
+                                                     "txwrite", "txget", "transfer"};
+enum span { SPAN_COLLECTION, SPAN_GROUP, SPAN_CROSS };
+static const char *const span_names[] = {"collection", "group", "cross"};
+
+static bool is_txn(enum kind k)
+{
+	return k == K_TXW || k == K_TXG || k == K_XFER;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Time and randomness                                                       */
@@ -239,7 +277,20 @@ typedef struct opts {
 	int retries;
 	int pipeline; /* libshoal's lanes (-1: its default) */
 	uint64_t seed;
+	unsigned txn_items; /* actions (txwrite) or gets (txget) per transaction */
+	enum span span;
+	unsigned groups;     /* storage groups; 0: ask ClusterStatus */
+	unsigned balance;    /* transfer: initial balance of every account */
+	unsigned max_amount; /* transfer: amounts are 1 .. max_amount */
 } opts;
+
+/* Counts by text: the first TALLY_MAX distinct texts, then "other". */
+typedef struct tally {
+	char text[TALLY_MAX][TALLY_TEXT];
+	uint64_t n[TALLY_MAX];
+	unsigned used;
+	uint64_t other;
+} tally;
 
 typedef struct slot {
 	struct bench *b;
@@ -267,6 +318,10 @@ typedef struct bench {
 	bool stop;
 	hist h;
 	uint64_t errors, err_by_code[SHOAL_E__COUNT + 1];
+	tally errmsgs;        /* "Exception: message" of the errors */
+	uint64_t cancels;     /* TransactionCanceledException answers */
+	hist hc;              /* their latencies */
+	tally reasons;        /* cancellations by reason */
 	uint64_t misses;      /* gets that found no item */
 	uint64_t query_items; /* items returned by recorded queries */
 	uint64_t queries;
@@ -295,6 +350,34 @@ typedef struct bench {
 	Shoal__Attribute ba[BATCH][3];
 	Shoal__AttributeValue bv[BATCH][3];
 	char bpk[BATCH][KEY_MAX], bsk[BATCH][KEY_MAX];
+	/* placement of the keys (transactions): each key's data group (its
+	 * partition, 0 .. dgroups-1) and the keys of each data group */
+	uint32_t table_id, groups, dgroups;
+	uint32_t *group_of;   /* [keys] */
+	uint64_t *keys_by_g;  /* the keys sorted by group: group g's are */
+	uint64_t *g_first;    /* keys_by_g[g_first[g] .. g_first[g + 1]) */
+	unsigned left_at_end; /* requests unanswered when the run ended */
+	/* transaction templates: item j of a transaction uses titem[j] */
+	Shoal__TransactWriteItemsRequest txw;
+	Shoal__TransactWriteItem twi[TXN_MAX];
+	Shoal__TransactWriteItem *twis[TXN_MAX];
+	Shoal__Put tput[TXN_MAX];
+	Shoal__TransactGetItemsRequest txg;
+	Shoal__TransactGetItem tgi[TXN_MAX];
+	Shoal__TransactGetItem *tgis[TXN_MAX];
+	Shoal__Get tget[TXN_MAX];
+	Shoal__Item titem[TXN_MAX];
+	Shoal__Attribute ta[TXN_MAX][3];
+	Shoal__Attribute *tattrs[TXN_MAX][3];
+	Shoal__AttributeValue tv[TXN_MAX][3];
+	char tpk[TXN_MAX][KEY_MAX], tsk[TXN_MAX][KEY_MAX];
+	/* transfer: the debit and the credit */
+	Shoal__Update xupd[2];
+	Shoal__Item xeav[2];
+	Shoal__Attribute xa_amt, xa_neg;
+	Shoal__Attribute *xeav_debit[2], *xeav_credit[1];
+	Shoal__AttributeValue xv_amt, xv_neg;
+	char amt[24], neg[24];
 } bench;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
@@ -319,6 +402,13 @@ static void set_s(Shoal__AttributeValue *v, const char *s, size_t n)
 	v->value_case = SHOAL__ATTRIBUTE_VALUE__VALUE_S;
 	v->s.data = (uint8_t *)s;
 	v->s.len = n;
+}
+
+static void set_n(Shoal__AttributeValue *v, const char *text)
+{
+	v->value_case = SHOAL__ATTRIBUTE_VALUE__VALUE_N;
+	v->n.data = (uint8_t *)text;
+	v->n.len = strlen(text);
 }
 
 static void set_attr(Shoal__Attribute *a, const char *name, Shoal__AttributeValue *v)
@@ -392,7 +482,9 @@ static void templates_init(bench *b)
 		b->wr[i].request_case = SHOAL__WRITE_REQUEST__REQUEST_PUT_REQUEST;
 		b->wr[i].put_request = &b->pr[i];
 		b->pr[i].item = &b->bitem[i];
-		static const char *const names[3] = {"PK", "SK", "v"};
+		/* accounts (transfer) carry a balance instead of a value */
+		const char *const names[3] = {"PK", "SK",
+		                              b->o.workload == W_TRANSFER ? "balance" : "v"};
 		for (unsigned j = 0; j < 3; j++) {
 			shoal__attribute_value__init(&b->bv[i][j]);
 			set_attr(&b->ba[i][j], names[j], &b->bv[i][j]);
@@ -403,6 +495,54 @@ static void templates_init(bench *b)
 		b->wrs[i] = &b->wr[i];
 	}
 	b->tw.requests = b->wrs;
+
+	/* Transactions.  Item j: PK, SK (and v for a Put) in titem[j]. */
+	shoal__transact_write_items_request__init(&b->txw);
+	shoal__transact_get_items_request__init(&b->txg);
+	b->txw.transact_items = b->twis;
+	b->txg.transact_items = b->tgis;
+	for (unsigned j = 0; j < TXN_MAX; j++) {
+		static const char *const names[3] = {"PK", "SK", "v"};
+		shoal__item__init(&b->titem[j]);
+		for (unsigned a = 0; a < 3; a++) {
+			shoal__attribute_value__init(&b->tv[j][a]);
+			set_attr(&b->ta[j][a], names[a], &b->tv[j][a]);
+			b->tattrs[j][a] = &b->ta[j][a];
+		}
+		b->titem[j].attrs = b->tattrs[j];
+		shoal__transact_write_item__init(&b->twi[j]);
+		shoal__put__init(&b->tput[j]);
+		b->tput[j].table_name = (char *)b->o.table;
+		b->tput[j].item = &b->titem[j];
+		b->twis[j] = &b->twi[j];
+		shoal__transact_get_item__init(&b->tgi[j]);
+		shoal__get__init(&b->tget[j]);
+		b->tget[j].table_name = (char *)b->o.table;
+		b->tget[j].key = &b->titem[j];
+		b->tgi[j].get = &b->tget[j];
+		b->tgis[j] = &b->tgi[j];
+	}
+	shoal__attribute_value__init(&b->xv_amt);
+	shoal__attribute_value__init(&b->xv_neg);
+	set_attr(&b->xa_amt, ":amt", &b->xv_amt);
+	set_attr(&b->xa_neg, ":neg", &b->xv_neg);
+	b->xeav_debit[0] = &b->xa_amt;
+	b->xeav_debit[1] = &b->xa_neg;
+	b->xeav_credit[0] = &b->xa_amt;
+	for (unsigned j = 0; j < 2; j++) {
+		shoal__update__init(&b->xupd[j]);
+		shoal__item__init(&b->xeav[j]);
+		b->xupd[j].table_name = (char *)b->o.table;
+		b->xupd[j].key = &b->titem[j];
+		b->xupd[j].expression_attribute_values = &b->xeav[j];
+	}
+	b->xeav[0].attrs = b->xeav_debit;
+	b->xeav[0].n_attrs = 2;
+	b->xeav[1].attrs = b->xeav_credit;
+	b->xeav[1].n_attrs = 1;
+	b->xupd[0].update_expression = (char *)"ADD balance :neg";
+	WIRE_SET(&b->xupd[0], condition_expression, (char *)"balance >= :amt");
+	b->xupd[1].update_expression = (char *)"ADD balance :amt";
 }
 
 /* A value of value_size bytes taken from the random pool. */
@@ -426,7 +566,84 @@ static size_t pack_req(bench *b)
 	return protobuf_c_message_pack(&b->req.base, b->buf);
 }
 
-/* Builds the request for one operation of `kind` on item `i`. */
+/* A key of data group g other than the n in taken[], drawn uniformly
+ * (placement() checked that every group has enough keys for this). */
+static uint64_t key_in_group(bench *b, uint32_t g, const uint64_t *taken, unsigned n)
+{
+	uint64_t lo = b->g_first[g], cnt = b->g_first[g + 1] - lo;
+	for (;;) {
+		uint64_t k = b->keys_by_g[lo + rng_next() % cnt];
+		unsigned j = 0;
+		while (j < n && taken[j] != k)
+			j++;
+		if (j == n)
+			return k;
+	}
+}
+
+/* The key numbers of a transaction whose first item is key `first`: all
+ * of them `first` for the collection span (the sort keys differ), else n
+ * distinct keys in first's group (group span) or item j in data group
+ * (group(first) + j) mod D (cross span). */
+static void txn_keys(bench *b, uint64_t first, uint64_t *keys, unsigned n)
+{
+	keys[0] = first;
+	for (unsigned j = 1; j < n; j++) {
+		if (b->o.span == SPAN_COLLECTION) {
+			keys[j] = first;
+			continue;
+		}
+		uint32_t g = b->group_of[first];
+		if (b->o.span == SPAN_CROSS)
+			g = (g + j) % b->dgroups;
+		keys[j] = key_in_group(b, g, keys, j);
+	}
+}
+
+/* Transaction item j: key number i; its sort key is j in the collection
+ * span, else key i's own; with_value: a Put's item (PK, SK, v), else a key. */
+static void txn_item(bench *b, unsigned j, uint64_t i, bool with_value)
+{
+	unsigned k = b->o.per_coll;
+	set_s(&b->tv[j][0], b->tpk[j], fmt_pk(b->tpk[j], i, k));
+	if (b->o.span == SPAN_COLLECTION)
+		set_s(&b->tv[j][1], b->tsk[j], (size_t)snprintf(b->tsk[j], KEY_MAX, "%06u", j));
+	else
+		set_s(&b->tv[j][1], b->tsk[j], fmt_sk(b->tsk[j], i, k));
+	if (with_value)
+		set_s(&b->tv[j][2], value_bytes(b), b->o.value_size);
+	b->titem[j].n_attrs = with_value ? 3 : 2;
+}
+
+/* A transfer from account `from` to an account of another data group
+ * (drawn like `from`, by --dist; after 100 draws in from's group, uniformly
+ * from the next group). */
+static void build_transfer(bench *b, uint64_t from)
+{
+	uint32_t gf = b->group_of[from];
+	uint64_t to = from;
+	for (int t = 0; t < 100 && (to == from || b->group_of[to] == gf); t++)
+		to = b->o.zipfian ? zipf_next(&b->z) : rng_next() % b->o.keys;
+	if (to == from || b->group_of[to] == gf)
+		to = key_in_group(b, (gf + 1) % b->dgroups, &from, 1);
+	unsigned amount = 1 + (unsigned)(rng_next() % b->o.max_amount);
+	snprintf(b->amt, sizeof(b->amt), "%u", amount);
+	snprintf(b->neg, sizeof(b->neg), "-%u", amount);
+	set_n(&b->xv_amt, b->amt);
+	set_n(&b->xv_neg, b->neg);
+	txn_item(b, 0, from, false);
+	txn_item(b, 1, to, false);
+	for (unsigned j = 0; j < 2; j++) {
+		b->twi[j].action_case = SHOAL__TRANSACT_WRITE_ITEM__ACTION_UPDATE;
+		b->twi[j].update = &b->xupd[j];
+	}
+	b->txw.n_transact_items = 2;
+	b->req.op_case = SHOAL__REQUEST__OP_TRANSACT_WRITE_ITEMS;
+	b->req.transact_write_items = &b->txw;
+}
+
+/* Builds the request for one operation of `kind` on item `i` (for a
+ * transaction: its first item). */
 static size_t build_one(bench *b, enum kind kind, uint64_t i)
 {
 	unsigned k = b->o.per_coll;
@@ -451,6 +668,30 @@ static size_t build_one(bench *b, enum kind kind, uint64_t i)
 		b->req.op_case = SHOAL__REQUEST__OP_QUERY;
 		b->req.query = &b->query;
 		break;
+	case K_TXW:
+	case K_TXG: {
+		uint64_t keys[TXN_MAX];
+		unsigned n = b->o.txn_items;
+		txn_keys(b, i, keys, n);
+		for (unsigned j = 0; j < n; j++) {
+			txn_item(b, j, keys[j], kind == K_TXW);
+			b->twi[j].action_case = SHOAL__TRANSACT_WRITE_ITEM__ACTION_PUT;
+			b->twi[j].put = &b->tput[j];
+		}
+		if (kind == K_TXW) {
+			b->txw.n_transact_items = n;
+			b->req.op_case = SHOAL__REQUEST__OP_TRANSACT_WRITE_ITEMS;
+			b->req.transact_write_items = &b->txw;
+		} else {
+			b->txg.n_transact_items = n;
+			b->req.op_case = SHOAL__REQUEST__OP_TRANSACT_GET_ITEMS;
+			b->req.transact_get_items = &b->txg;
+		}
+		break;
+	}
+	case K_XFER:
+		build_transfer(b, i);
+		break;
 	case K_BATCH:
 		break;
 	}
@@ -465,7 +706,13 @@ static size_t build_batch(bench *b, uint64_t first, unsigned n)
 		uint64_t i = first + j;
 		set_s(&b->bv[j][0], b->bpk[j], fmt_pk(b->bpk[j], i, k));
 		set_s(&b->bv[j][1], b->bsk[j], fmt_sk(b->bsk[j], i, k));
-		set_s(&b->bv[j][2], value_bytes(b), b->o.value_size);
+		if (b->o.workload == W_TRANSFER) {
+			static char balance[24];
+			snprintf(balance, sizeof(balance), "%u", b->o.balance);
+			set_n(&b->bv[j][2], balance);
+		} else {
+			set_s(&b->bv[j][2], value_bytes(b), b->o.value_size);
+		}
 	}
 	b->tw.n_requests = n;
 	shoal__request__init(&b->req);
@@ -490,48 +737,63 @@ static bool varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 	return false;
 }
 
-/* Counts the occurrences of length-delimited field `f` in msg, and returns
- * the last one's bytes in *sub (NULL when none).  -1: malformed. */
-static long pb_field(const uint8_t *p, size_t len, unsigned f, const uint8_t **sub, size_t *sublen)
+/* The next occurrence of length-delimited field `f` in [*p, end): its bytes
+ * in *sub, *p moved past it.  1: found, 0: none left, -1: malformed. */
+static int pb_next(const uint8_t **p, const uint8_t *end, unsigned f, const uint8_t **sub,
+                   size_t *sublen)
 {
-	const uint8_t *end = p + len;
-	long count = 0;
-	*sub = NULL;
-	*sublen = 0;
-	while (p < end) {
+	while (*p < end) {
 		uint64_t tag, v;
-		if (!varint(&p, end, &tag))
+		if (!varint(p, end, &tag))
 			return -1;
 		switch (tag & 7) {
 		case 0:
-			if (!varint(&p, end, &v))
+			if (!varint(p, end, &v))
 				return -1;
 			break;
 		case 1:
-			if (end - p < 8)
+			if (end - *p < 8)
 				return -1;
-			p += 8;
+			*p += 8;
 			break;
 		case 5:
-			if (end - p < 4)
+			if (end - *p < 4)
 				return -1;
-			p += 4;
+			*p += 4;
 			break;
 		case 2:
-			if (!varint(&p, end, &v) || v > (uint64_t)(end - p))
+			if (!varint(p, end, &v) || v > (uint64_t)(end - *p))
 				return -1;
+			*p += v;
 			if ((tag >> 3) == f) {
-				count++;
-				*sub = p;
+				*sub = *p - v;
 				*sublen = (size_t)v;
+				return 1;
 			}
-			p += v;
 			break;
 		default:
 			return -1;
 		}
 	}
-	return count;
+	return 0;
+}
+
+/* Counts the occurrences of length-delimited field `f` in msg, and returns
+ * the last one's bytes in *sub (NULL when none).  -1: malformed. */
+static long pb_field(const uint8_t *p, size_t len, unsigned f, const uint8_t **sub, size_t *sublen)
+{
+	const uint8_t *end = p + len, *s;
+	size_t slen;
+	long count = 0;
+	int rc;
+	*sub = NULL;
+	*sublen = 0;
+	while ((rc = pb_next(&p, end, f, &s, &slen)) > 0) {
+		count++;
+		*sub = s;
+		*sublen = slen;
+	}
+	return rc < 0 ? -1 : count;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -555,10 +817,64 @@ static void slot_put(bench *b, slot *s)
 	b->free_slots = s;
 }
 
-static void count_error(bench *b, int code)
+static void tally_add(tally *t, const char *text)
 {
+	for (unsigned i = 0; i < t->used; i++)
+		if (strcmp(t->text[i], text) == 0) {
+			t->n[i]++;
+			return;
+		}
+	if (t->used == TALLY_MAX) {
+		t->other++;
+		return;
+	}
+	snprintf(t->text[t->used], TALLY_TEXT, "%s", text);
+	t->n[t->used++] = 1;
+}
+
+static void tally_print(const tally *t, const char *what, uint64_t total)
+{
+	for (unsigned i = 0; i < t->used; i++)
+		printf("%s: %llu (%.2f%%) %s\n", what, (unsigned long long)t->n[i],
+		       total ? 100.0 * (double)t->n[i] / (double)total : 0.0, t->text[i]);
+	if (t->other > 0)
+		printf("%s: %llu others (more than %d distinct)\n", what,
+		       (unsigned long long)t->other, TALLY_MAX);
+}
+
+static void count_error(bench *b, int code, const shoal_error *err)
+{
+	char text[TALLY_TEXT];
 	b->errors++;
 	b->err_by_code[code >= 0 && code < SHOAL_E__COUNT ? code : SHOAL_E__COUNT]++;
+	snprintf(text, sizeof(text), "%s: %s", err->exception, err->message);
+	tally_add(&b->errmsgs, text);
+}
+
+/* A TransactionCanceledException: its reason is the distinct non-None
+ * codes of Response.cancellation_reasons, "+"-joined. */
+static void count_cancel(bench *b, const uint8_t *body, size_t len)
+{
+	char text[TALLY_TEXT] = "";
+	size_t at = 0;
+	Shoal__Response *r = body != NULL ? shoal__response__unpack(NULL, len, body) : NULL;
+	if (r == NULL) {
+		tally_add(&b->reasons, "(no Response)");
+		return;
+	}
+	for (size_t i = 0; i < r->n_cancellation_reasons; i++) {
+		const char *code = r->cancellation_reasons[i]->code;
+		if (code == NULL || code[0] == '\0' || strcmp(code, "None") == 0)
+			continue;
+		bool seen = false;
+		for (size_t k = 0; k < i && !seen; k++)
+			seen = strcmp(r->cancellation_reasons[k]->code, code) == 0;
+		if (!seen && at < sizeof(text))
+			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", at ? "+" : "",
+			                       code);
+	}
+	tally_add(&b->reasons, at ? text : "(no reason given)");
+	shoal__response__free_unpacked(r, NULL);
 }
 
 /* What an answer of an op says beyond its status (misses, query items). */
@@ -586,6 +902,21 @@ static void inspect(bench *b, enum kind kind, const uint8_t *body, size_t len)
 			if (n > 0)
 				b->query_items += (uint64_t)n;
 		}
+	} else if (kind == K_TXG) {
+		/* Response.transact_get_items (19) -> responses (1, repeated
+		 * ItemResponse) -> item (1), absent for a missing item */
+		unsigned got = 0;
+		if (pb_field(body, len, 19, &res, &rlen) > 0) {
+			const uint8_t *p = res, *ir, *it;
+			size_t irlen, ilen;
+			while (pb_next(&p, res + rlen, 1, &ir, &irlen) > 0) {
+				got++;
+				if (pb_field(ir, irlen, 1, &it, &ilen) <= 0)
+					b->misses++;
+			}
+		}
+		if (got < b->o.txn_items)
+			b->misses += b->o.txn_items - got;
 	}
 }
 
@@ -606,20 +937,34 @@ static enum kind pick_kind(bench *b)
 		return K_GET;
 	case W_QUERY:
 		return K_QUERY;
+	case W_TXWRITE:
+		return K_TXW;
+	case W_TXGET:
+		return K_TXG;
+	case W_TRANSFER:
+		return K_XFER;
 	case W_MIXED:
+	case W__COUNT:
 		break;
 	}
 	return rng_unit() < b->o.read_ratio ? K_GET : K_PUT;
 }
 
 /* Records a finished op if it completed inside the window. */
-static void finish(bench *b, enum kind kind, uint64_t t0, int code, const void *body, size_t len)
+static void finish(bench *b, enum kind kind, uint64_t t0, int code, const void *body, size_t len,
+                   const shoal_error *err)
 {
 	uint64_t t = now_us();
 	if (t < b->win0 || t >= b->win1)
 		return;
+	if (code == SHOAL_E_TXN_CANCELED && is_txn(kind)) {
+		b->cancels++;
+		h_record(&b->hc, t - t0);
+		count_cancel(b, body, len);
+		return;
+	}
 	if (code != SHOAL_OK) {
-		count_error(b, code);
+		count_error(b, code, err);
 		return;
 	}
 	h_record(&b->h, t - t0);
@@ -632,7 +977,7 @@ static void done_cb(void *arg, int code, const void *body, size_t len, const sho
 	slot *s = arg;
 	bench *b = s->b;
 	b->in_flight--;
-	finish(b, s->kind, s->t0, code, body, len);
+	finish(b, s->kind, s->t0, code, body, len, err);
 	slot_put(b, s);
 }
 
@@ -649,7 +994,7 @@ static bool submit_one(bench *b)
 	int rc = shoal_submit_pb(b->c, b->buf, n, done_cb, s, &err);
 	if (rc != SHOAL_OK) {
 		if (s->t0 >= b->win0 && s->t0 < b->win1)
-			count_error(b, rc);
+			count_error(b, rc, &err);
 		slot_put(b, s);
 		return false;
 	}
@@ -688,7 +1033,7 @@ static void run(bench *b)
 			shoal_error err;
 			uint64_t t0 = now_us();
 			int rc = shoal_call_pb(b->c, b->buf, n, &resp, &rlen, &err);
-			finish(b, kind, t0, rc, resp, rlen);
+			finish(b, kind, t0, rc, resp, rlen, &err);
 			shoal_free(resp);
 			uint64_t t1 = now_us();
 			if (t1 >= b->win1 && t0 < b->win1) {
@@ -722,6 +1067,7 @@ static void run(bench *b)
 			shoal_poll(b->c, 100);
 		}
 	}
+	b->left_at_end = b->in_flight; /* still unanswered after the drain */
 	double cpu = cpu_started ? cpu1 - cpu0 : 0;
 	uint64_t csw = cpu_started ? csw1 - csw0 : 0;
 
@@ -749,10 +1095,25 @@ static void run(bench *b)
 				       code < SHOAL_E__COUNT ? shoal_err_name(code) : "?",
 				       (unsigned long long)b->err_by_code[code]);
 		printf("\n");
+		tally_print(&b->errmsgs, "error message", b->errors);
+	}
+	bool txn = b->o.workload >= W_TXWRITE;
+	uint64_t answered = ops + b->cancels;
+	double cancel_pct = answered ? 100.0 * (double)b->cancels / (double)answered : 0.0;
+	if (txn) {
+		printf(
+		    "transactions: %u items, span %s; %llu %s (%.0f/s), %llu cancelled = %.2f%% of "
+		    "the %llu answered; cancelled ones took us p50 %llu p99 %llu\n",
+		    b->o.txn_items, span_names[b->o.span], (unsigned long long)ops,
+		    b->o.workload == W_TXGET ? "read" : "committed", ops_s,
+		    (unsigned long long)b->cancels, cancel_pct, (unsigned long long)answered,
+		    (unsigned long long)h_pct(&b->hc, 50), (unsigned long long)h_pct(&b->hc, 99));
+		tally_print(&b->reasons, "cancellations", b->cancels);
 	}
 	if (b->misses > 0)
-		printf("note: %llu gets found no item (key not loaded?)\n",
-		       (unsigned long long)b->misses);
+		printf("note: %llu %s found no item (key not loaded?)\n",
+		       (unsigned long long)b->misses,
+		       b->o.workload == W_TXGET ? "items of TransactGetItems" : "gets");
 	if (oldest > 1000000)
 		printf("note: %u requests were unanswered when the window closed, the oldest for "
 		       "%.1f s: they are in neither the latencies nor the errors\n",
@@ -761,12 +1122,19 @@ static void run(bench *b)
 	       "secs=%.1f ops=%llu errors=%llu ops_s=%.0f p50_us=%llu p95_us=%llu p99_us=%llu "
 	       "p999_us=%llu max_us=%llu mean_us=%.0f misses=%llu items_per_query=%.1f "
 	       "client_cpu=%.2f client_cpu_us_per_op=%.0f client_csw_per_op=%.1f "
-	       "inflight_at_end=%u oldest_inflight_us=%llu seed=%llu\n",
+	       "inflight_at_end=%u oldest_inflight_us=%llu seed=%llu",
 	       wl, b->o.conc, dist, (unsigned long long)b->o.keys, b->o.value_size, b->o.per_coll,
 	       secs, (unsigned long long)ops, (unsigned long long)b->errors, ops_s, p50, p95, p99,
 	       p999, max, ops ? (double)b->h.sum / (double)ops : 0.0, (unsigned long long)b->misses,
 	       b->queries ? (double)b->query_items / (double)b->queries : 0.0, cpu / secs, cpu_op,
 	       csw_op, left, (unsigned long long)oldest, (unsigned long long)b->o.seed);
+	if (txn)
+		printf(" txn_items=%u span=%s cancels=%llu cancel_pct=%.2f cancel_p50_us=%llu "
+		       "cancel_p99_us=%llu answered_s=%.0f",
+		       b->o.txn_items, span_names[b->o.span], (unsigned long long)b->cancels,
+		       cancel_pct, (unsigned long long)h_pct(&b->hc, 50),
+		       (unsigned long long)h_pct(&b->hc, 99), (double)answered / secs);
+	printf("\n");
 	fflush(stdout);
 }
 
@@ -799,6 +1167,137 @@ static void ensure_table(bench *b)
 	if (rc != SHOAL_OK && rc != SHOAL_E_IN_USE)
 		die("CreateTable %s: %s: %s", b->o.table, err.exception, err.message);
 	printf("created table %s (PK S, SK S)\n", b->o.table);
+}
+
+/* A blocking JSON call whose answer is parsed; dies on any error. */
+static json_t *call_json(bench *b, const char *op, const char *body)
+{
+	char *resp = NULL;
+	shoal_error err;
+	if (shoal_call_json(b->c, op, body, &resp, &err) != SHOAL_OK)
+		die("%s: %s: %s", op, err.exception, err.message);
+	json_error_t je;
+	json_t *j = json_loads(resp, 0, &je);
+	shoal_free(resp);
+	if (j == NULL)
+		die("%s: unparseable answer: %s", op, je.text);
+	return j;
+}
+
+/* Where every key lives, as the router places it: the number of groups
+ * (ClusterStatus: the highest group number + 1, or --groups), the table id
+ * (DescribeTable's TableId), then st_key_hash -> partition, partition p
+ * living in group p + 1 (common/cluster.h). */
+static void placement(bench *b)
+{
+	static sh_cluster_conf conf; /* only .groups matters to partitioning */
+	b->groups = b->o.groups;
+	if (b->groups == 0) {
+		json_t *st = call_json(b, "ClusterStatus", NULL), *g;
+		size_t at;
+		json_int_t max = -1;
+		json_array_foreach(json_object_get(st, "Groups"), at, g)
+		{
+			json_int_t n = json_integer_value(json_object_get(g, "Group"));
+			if (n > max)
+				max = n;
+		}
+		json_decref(st);
+		if (max < 0 || max >= SH_MAX_GROUPS)
+			die("ClusterStatus: no groups listed (pass --groups)");
+		b->groups = (uint32_t)max + 1;
+	}
+	char body[512];
+	snprintf(body, sizeof(body), "{\"TableName\":\"%s\"}", b->o.table);
+	json_t *d = call_json(b, "DescribeTable", body);
+	const char *id = json_string_value(json_object_get(json_object_get(d, "Table"), "TableId"));
+	if (id == NULL || (b->table_id = (uint32_t)strtoul(id, NULL, 10)) == 0)
+		die("DescribeTable %s: no numeric TableId", b->o.table);
+	json_decref(d);
+
+	conf.groups = b->groups;
+	b->dgroups = sh_cluster_partitions(&conf);
+	uint64_t n = b->o.keys;
+	b->group_of = malloc(n * sizeof(*b->group_of));
+	b->keys_by_g = malloc(n * sizeof(*b->keys_by_g));
+	b->g_first = calloc(b->dgroups + 1, sizeof(*b->g_first));
+	if (b->group_of == NULL || b->keys_by_g == NULL || b->g_first == NULL)
+		die("out of memory");
+	char pk[KEY_MAX];
+	for (uint64_t i = 0; i < n; i++) {
+		st_value v = {.type = ST_S};
+		v.u.str.ptr = pk;
+		v.u.str.len = (uint32_t)fmt_pk(pk, i, b->o.per_coll);
+		b->group_of[i] = sh_cluster_partition_of(&conf, st_key_hash(b->table_id, &v));
+		b->g_first[b->group_of[i] + 1]++;
+	}
+	for (uint32_t g = 0; g < b->dgroups; g++)
+		b->g_first[g + 1] += b->g_first[g];
+	uint64_t *fill = calloc(b->dgroups, sizeof(*fill));
+	if (fill == NULL)
+		die("out of memory");
+	for (uint64_t i = 0; i < n; i++)
+		b->keys_by_g[b->g_first[b->group_of[i]] + fill[b->group_of[i]]++] = i;
+	free(fill);
+	printf("placement: table %s (id %u), %u groups (%u with data); keys per data group:",
+	       b->o.table, b->table_id, b->groups, b->dgroups);
+	for (uint32_t g = 0; g < b->dgroups; g++)
+		printf(" g%u=%llu", sh_cluster_partition_group(&conf, g),
+		       (unsigned long long)(b->g_first[g + 1] - b->g_first[g]));
+	printf("\n");
+	bool cross = b->o.span == SPAN_CROSS;
+	if (cross && b->dgroups < 2)
+		die("--txn-span cross needs at least 2 data groups (there are %u)", b->dgroups);
+	for (uint32_t g = 0; g < b->dgroups; g++) {
+		uint64_t have = b->g_first[g + 1] - b->g_first[g];
+		unsigned need =
+		    cross ? (b->o.txn_items + b->dgroups - 1) / b->dgroups : b->o.txn_items;
+		if (have < need || have == 0)
+			die("data group %u has %llu keys, a transaction needs %u: raise --keys", g,
+			    (unsigned long long)have, need);
+	}
+}
+
+/* Transfer: after the run, every account read back (a consistent Scan) --
+ * transfers move money, so the sum must still be keys x balance, and the
+ * condition keeps every balance >= 0.  Printed, not asserted: a Scan is
+ * not a transaction, so a transfer still finishing (unanswered when the
+ * run ended) may show. */
+static void audit_accounts(bench *b)
+{
+	char body[1024];
+	char *start = NULL;
+	long long sum = 0, min = 0;
+	uint64_t items = 0;
+	bool first = true;
+	do {
+		snprintf(body, sizeof(body), "{\"TableName\":\"%s\",\"ConsistentRead\":true%s%s}",
+		         b->o.table, start ? ",\"ExclusiveStartKey\":" : "", start ? start : "");
+		free(start);
+		start = NULL;
+		json_t *r = call_json(b, "Scan", body), *it;
+		size_t at;
+		json_array_foreach(json_object_get(r, "Items"), at, it)
+		{
+			const char *n =
+			    json_string_value(json_object_get(json_object_get(it, "balance"), "N"));
+			long long v = n ? strtoll(n, NULL, 10) : 0;
+			sum += v;
+			if (first || v < min)
+				min = v;
+			first = false;
+			items++;
+		}
+		json_t *lek = json_object_get(r, "LastEvaluatedKey");
+		if (lek != NULL && (start = json_dumps(lek, JSON_COMPACT)) == NULL)
+			die("out of memory");
+		json_decref(r);
+	} while (start != NULL);
+	long long want = (long long)b->o.keys * b->o.balance;
+	printf("accounts: %llu read back, balances sum to %lld (%s %lld), the lowest is %lld%s\n",
+	       (unsigned long long)items, sum, sum == want ? "as loaded:" : "MISMATCH: loaded",
+	       want, min,
+	       b->left_at_end ? " (some transfers were still unanswered when the run ended)" : "");
 }
 
 static bool submit_batch(bench *b, slot *s);
@@ -876,10 +1375,15 @@ static void load(bench *b)
 	if (b->load_failed)
 		die("load failed");
 	double secs = (double)(now_us() - t0) / 1e6;
-	printf("load: %llu items (%u B values) in %.1f s = %.0f items/s (BatchWriteItem x%u, %u in "
+	char what[64];
+	if (b->o.workload == W_TRANSFER)
+		snprintf(what, sizeof(what), "balance %u", b->o.balance);
+	else
+		snprintf(what, sizeof(what), "%u B values", b->o.value_size);
+	printf("load: %llu items (%s) in %.1f s = %.0f items/s (BatchWriteItem x%u, %u in "
 	       "flight, %llu batches resent)\n",
-	       (unsigned long long)b->load_done, b->o.value_size, secs, (double)b->load_done / secs,
-	       BATCH, LOAD_INFLIGHT, (unsigned long long)b->load_retries);
+	       (unsigned long long)b->load_done, what, secs, (double)b->load_done / secs, BATCH,
+	       LOAD_INFLIGHT, (unsigned long long)b->load_retries);
 }
 
 /* One synchronous request of the workload's kind on key 0: checks that the
@@ -919,9 +1423,11 @@ static void usage(FILE *f)
 	    "usage: shoal_bench [options]\n"
 	    "  --endpoint URLS       router(s), or file://<dir>/router.endpoint "
 	    "(default $SHOAL_ENDPOINT, else %s)\n"
-	    "  --workload W          put | get | query | mixed (default put)\n"
-	    "  --table NAME          table, created if missing (default bench)\n"
-	    "  --keys N              key space: items (default 100000)\n"
+	    "  --workload W          put | get | query | mixed | txwrite | txget | transfer\n"
+	    "                        (default put)\n"
+	    "  --table NAME          table, created if missing (default bench; transfer:\n"
+	    "                        bench_accounts)\n"
+	    "  --keys N              key space: items (default 100000; transfer: 1000 accounts)\n"
 	    "  --dist D              uniform | zipfian (theta 0.99) (default uniform)\n"
 	    "  --concurrency C       requests in flight; 1 = one synchronous client (default 64)\n"
 	    "  --duration S          measured seconds (default 20)\n"
@@ -935,7 +1441,14 @@ static void usage(FILE *f)
 	    "  --retries N           client retries of ServiceUnavailable (default 0)\n"
 	    "  --pipeline N          libshoal's pipelining lanes (shoal_options.pipeline;\n"
 	    "                        default the library's, 0: one message per request)\n"
-	    "  --seed N              PRNG seed (default $SHOAL_SEED, else time)\n",
+	    "  --seed N              PRNG seed (default $SHOAL_SEED, else time)\n"
+	    "  --txn-items N         txwrite/txget: items per transaction, 1..100 (default 2)\n"
+	    "  --txn-span S          txwrite/txget: collection (one partition key) | group\n"
+	    "                        (keys of one storage group) | cross (keys in different\n"
+	    "                        groups, round robin) (default cross)\n"
+	    "  --groups N            storage groups of the cluster (default: ClusterStatus)\n"
+	    "  --balance B           transfer: every account's balance at load (default 1000)\n"
+	    "  --max-amount A        transfer: amounts are 1..A (default 10)\n",
 	    SHOAL_DEFAULT_ENDPOINT);
 }
 
@@ -984,6 +1497,11 @@ static void parse_args(opts *o, int argc, char **argv)
 		O_PIPELINE,
 		O_SEED,
 		O_LOAD_ONLY,
+		O_TXN_ITEMS,
+		O_TXN_SPAN,
+		O_GROUPS,
+		O_BALANCE,
+		O_MAX_AMOUNT,
 		O_HELP
 	};
 	static const struct option longs[] = {
@@ -1004,6 +1522,11 @@ static void parse_args(opts *o, int argc, char **argv)
 	    {"pipeline", required_argument, NULL, O_PIPELINE},
 	    {"seed", required_argument, NULL, O_SEED},
 	    {"load-only", no_argument, NULL, O_LOAD_ONLY},
+	    {"txn-items", required_argument, NULL, O_TXN_ITEMS},
+	    {"txn-span", required_argument, NULL, O_TXN_SPAN},
+	    {"groups", required_argument, NULL, O_GROUPS},
+	    {"balance", required_argument, NULL, O_BALANCE},
+	    {"max-amount", required_argument, NULL, O_MAX_AMOUNT},
 	    {"help", no_argument, NULL, O_HELP},
 	    {NULL, 0, NULL, 0},
 	};
@@ -1019,6 +1542,11 @@ static void parse_args(opts *o, int argc, char **argv)
 	o->read_ratio = 0.5;
 	o->load = -1;
 	o->pipeline = -1;
+	o->txn_items = 2;
+	o->span = SPAN_CROSS;
+	o->balance = 1000;
+	o->max_amount = 10;
+	bool keys_given = false, table_given = false;
 	const char *seed = getenv("SHOAL_SEED");
 	o->seed = seed != NULL && *seed ? strtoull(seed, NULL, 0) : (uint64_t)time(NULL) ^ now_us();
 	int per_coll = -1;
@@ -1030,11 +1558,13 @@ static void parse_args(opts *o, int argc, char **argv)
 			break;
 		case O_WORKLOAD: {
 			unsigned i;
-			for (i = 0; i < 4; i++)
+			for (i = 0; i < W__COUNT; i++)
 				if (strcmp(optarg, workload_names[i]) == 0)
 					break;
-			if (i == 4)
-				die("--workload: put, get, query or mixed, not \"%s\"", optarg);
+			if (i == W__COUNT)
+				die("--workload: put, get, query, mixed, txwrite, txget or "
+				    "transfer, not \"%s\"",
+				    optarg);
 			o->workload = (enum workload)i;
 			break;
 		}
@@ -1044,9 +1574,11 @@ static void parse_args(opts *o, int argc, char **argv)
 			                   "0123456789_.-") != strlen(optarg))
 				die("--table: 1..255 of [a-zA-Z0-9_.-], not \"%s\"", optarg);
 			o->table = optarg;
+			table_given = true;
 			break;
 		case O_KEYS:
 			o->keys = (uint64_t)num_arg("--keys", optarg, 1, 1e9);
+			keys_given = true;
 			break;
 		case O_DIST:
 			if (strcmp(optarg, "uniform") == 0)
@@ -1100,6 +1632,28 @@ static void parse_args(opts *o, int argc, char **argv)
 			o->load_only = true;
 			o->load = 1;
 			break;
+		case O_TXN_ITEMS:
+			o->txn_items = (unsigned)num_arg("--txn-items", optarg, 1, TXN_MAX);
+			break;
+		case O_TXN_SPAN: {
+			unsigned i;
+			for (i = 0; i < 3; i++)
+				if (strcmp(optarg, span_names[i]) == 0)
+					break;
+			if (i == 3)
+				die("--txn-span: collection, group or cross, not \"%s\"", optarg);
+			o->span = (enum span)i;
+			break;
+		}
+		case O_GROUPS:
+			o->groups = (unsigned)num_arg("--groups", optarg, 1, SH_MAX_GROUPS);
+			break;
+		case O_BALANCE:
+			o->balance = (unsigned)num_arg("--balance", optarg, 0, 1e9);
+			break;
+		case O_MAX_AMOUNT:
+			o->max_amount = (unsigned)num_arg("--max-amount", optarg, 1, 1e9);
+			break;
 		case O_HELP:
 		case 'h':
 			usage(stdout);
@@ -1114,8 +1668,18 @@ static void parse_args(opts *o, int argc, char **argv)
 	o->per_coll = per_coll > 0 ? (unsigned)per_coll : o->workload == W_QUERY ? 100 : 1;
 	if (o->keys < o->per_coll)
 		o->keys = o->per_coll;
+	if (o->workload == W_TRANSFER) {
+		/* two Updates in two groups, over accounts of their own table */
+		o->txn_items = 2;
+		o->span = SPAN_CROSS;
+		if (!keys_given)
+			o->keys = 1000;
+		if (!table_given)
+			o->table = "bench_accounts";
+		o->per_coll = 1;
+	}
 	if (o->load < 0)
-		o->load = o->workload != W_PUT;
+		o->load = o->workload != W_PUT && o->workload != W_TXWRITE;
 	if (o->load_only)
 		o->load = 1;
 	if (o->endpoint != NULL && strncmp(o->endpoint, "file://", 7) == 0)
@@ -1164,16 +1728,24 @@ int main(int argc, char **argv)
 	templates_init(&b);
 
 	ensure_table(&b);
+	if (b.o.workload >= W_TXWRITE && b.o.span != SPAN_COLLECTION)
+		placement(&b);
 	if (b.o.load)
 		load(&b);
-	if (b.o.workload != W_PUT)
+	if (b.o.workload != W_PUT && b.o.workload != W_TXWRITE)
 		probe(&b);
-	if (!b.o.load_only)
+	if (!b.o.load_only) {
 		run(&b);
+		if (b.o.workload == W_TRANSFER)
+			audit_accounts(&b);
+	}
 
 	shoal_client_free(b.c);
 	free(b.values);
 	free(b.slots);
 	free(b.buf);
+	free(b.group_of);
+	free(b.keys_by_g);
+	free(b.g_first);
 	return 0;
 }

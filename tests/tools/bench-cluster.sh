@@ -24,12 +24,32 @@
 #   resident memory of every node            target < 200 MB (anonymous: LMDB's page cache aside)
 #   GSI propagation lag at half of run 1's rate   target p99 <= 100 ms
 #   one hot GSI key, WriteShards 1 vs 10     (figures: gsi_bench --mode hot)
+# Then transactions (runs 7-19, BENCH_TXN_SECS each; no ClientRequestToken),
+# in a table of their own, the writes beside a PutItem run of the same length
+# with as many in flight just before them:
+#   7 PutItem, 64 in flight (the baseline of runs 8-13)
+#   8 TransactWriteItems, 2 Puts in one storage group (one item collection),
+#     64 in flight                           target >= 0.8 x run 7's ops/s
+#   9 TransactWriteItems, 2 Puts in two groups, 64 in flight
+#                                            target >= 5,000/s with p99 <= 20 ms
+#  10 TransactWriteItems, 10 Puts over all groups, 64 in flight
+#  11 TransactGetItems, 2 items in two groups, 64 in flight
+#  12 TransactGetItems, 10 items over all groups, 64 in flight
+#  13 transfers: 2 Updates (ADD, the debit conditional on balance >= :amt) in
+#     two groups, accounts zipfian (theta 0.99) over 1000, 64 in flight;
+#     the cancellation rate by reason, and the balances audited afterwards
+#  14 PutItem, one synchronous client (the baseline of runs 15-19)
+#  15-19 runs 8-12 with one synchronous client   target (run 16) p50 <= 3 ms
+# (transfers are not run synchronously: one transaction at a time contends
+# with nothing, and the 2-group write is run 16).
 #
 # Environment: BENCH_SECS (measured seconds of runs 1, 2 and 6; default 20),
 # BENCH_SHORT_SECS (runs 3-5; default BENCH_SECS/2), BENCH_WARMUP (default 2),
 # BENCH_KEYS (default 100000), BENCH_BASE_PORT (default 9100), BENCH_DIR,
 # SHOAL_SEED (passed to shoal_bench), BENCH_KEEP=1 (leave the cluster running),
-# BENCH_GSI=0 (skip the secondary-index runs).
+# BENCH_GSI=0 (skip the secondary-index runs), BENCH_TXN=0 (skip the
+# transaction runs), BENCH_TXN_SECS (measured seconds of runs 7-19; default
+# 2, after 0.5 s of warmup).
 # Defaults take about 3 minutes.  Figures only: the exit status is 0 whether
 # or not targets are met (non-zero only when the benchmark cannot run).
 set -euo pipefail
@@ -43,6 +63,7 @@ secs=${BENCH_SECS:-20}
 short=${BENCH_SHORT_SECS:-$(awk -v s="$secs" 'BEGIN { print s / 2 }')}
 warm=${BENCH_WARMUP:-2}
 keys=${BENCH_KEYS:-100000}
+txn_secs=${BENCH_TXN_SECS:-2}
 bench=$SHOAL_BIN/shoal_bench
 hz=$(getconf CLK_TCK)
 
@@ -102,6 +123,7 @@ leaders() {
 
 rows=()   # the main table
 costs=()  # CPU and context switches per operation
+declare -A last # the RESULT fields of the last run
 nrun=0
 ms() { awk -v u="$1" 'BEGIN { printf "%.2f", u / 1000 }'; }
 # Aligns |-separated lines into columns (what column -t does, without needing it).
@@ -134,6 +156,7 @@ run() {
 	if ! "$bench" --endpoint "$ep" "$@" | tee "$out" || ! grep -q '^RESULT ' "$out"; then
 		echo "bench-cluster: shoal_bench failed ($label)" >&2
 		rows+=("$label|-|-|-|-|-|-|-|-|failed")
+		last=()
 		return 0
 	fi
 	local elapsed m1
@@ -144,6 +167,8 @@ run() {
 	local -a kvs
 	read -ra kvs < <(grep '^RESULT ' "$out" | tail -n 1)
 	for kv in "${kvs[@]}"; do [[ $kv == *=* ]] && r[${kv%%=*}]=${kv#*=}; done
+	last=()
+	for kv in "${!r[@]}"; do last[$kv]=${r[$kv]}; done
 	local cpu="" us="" cs=""
 	for p in "${procs[@]}"; do
 		read -r c u w < <(awk -v a="${t0[$p]}" -v b="$(ticks "$p")" -v x="${s0[$p]}" \
@@ -227,10 +252,66 @@ if [[ -x $gsi && ${BENCH_GSI:-1} != 0 ]]; then
 	done
 fi
 
+# Transactions (shoal_bench --workload txwrite / txget / transfer): their
+# own table, each write row beside the PutItem run of the same length and
+# as many in flight just before it (run 7 or 14).  The TxGet runs read the
+# keys run 2 loaded.
+put64="" put1=""
+txn_rows=()  # the transaction table
+txn_notes=() # cancellation reasons, error messages, the transfer audit
+# txn LABEL TARGET-CHECK shoal_bench-args...: one run (as run), then its row
+# in the transaction table: committed (or read) ops/s, the ratio to run 7 or 14,
+# p50, p99, the cancellation rate, errors.
+txn() {
+	local label=$1
+	run "$@"
+	local out=$dir/run-$nrun.out
+	if [[ -z ${last[ops_s]:-} ]]; then
+		txn_rows+=("$label|-|-|-|-|-|-|failed")
+		return 0
+	fi
+	# writes beside the PutItem baseline with as many in flight
+	local ratio=- base=$put64
+	[[ ${last[conc]} == 1 ]] && base=$put1
+	[[ -n $base && ${last[workload]} != put && ${last[workload]} != txget ]] &&
+		ratio=$(awk -v a="${last[ops_s]}" -v b="$base" 'BEGIN { if (b > 0) printf "%.2fx", a / b }')
+	local verdict
+	verdict=$(awk -F'|' 'END { print $NF }' <<<"${rows[-1]}")
+	txn_rows+=("$label|${last[ops_s]}|$ratio|$(ms "${last[p50_us]}")|$(ms "${last[p99_us]}")|${last[cancel_pct]:--}|${last[errors]}|$verdict")
+	local line
+	while IFS= read -r line; do txn_notes+=("run $nrun: $line"); done < <(grep -E '^(errors|error message|cancellations|accounts|note):' "$out" || true)
+}
+if [[ ${BENCH_TXN:-1} != 0 ]]; then
+	tc=(--warmup 0.5 --duration "$txn_secs" --keys "$keys")
+	tw=(--workload txwrite "${tc[@]}")
+	tg=(--workload txget --load no "${tc[@]}")
+	txn "7 PutItem 64 in flight (baseline)" - --workload put --concurrency 64 "${tc[@]}"
+	put64=${last[ops_s]:-}
+	put_check=-
+	[[ -n $put64 ]] && put_check="ops>=$(awk -v p="$put64" 'BEGIN { printf "%d", 0.8 * p + 0.5 }')"
+	txn "8 TxWrite 2 items 1 group 64 (>=0.8x run 7)" "$put_check" \
+		"${tw[@]}" --txn-items 2 --txn-span collection --concurrency 64
+	txn "9 TxWrite 2 items 2 groups 64 (>=5k/s, p99<=20ms)" "ops>=5000,p99<=20000" \
+		"${tw[@]}" --txn-items 2 --txn-span cross --concurrency 64
+	txn "10 TxWrite 10 items all groups 64" - "${tw[@]}" --txn-items 10 --txn-span cross --concurrency 64
+	txn "11 TxGet 2 items 2 groups 64" - "${tg[@]}" --txn-items 2 --txn-span cross --concurrency 64
+	txn "12 TxGet 10 items all groups 64" - "${tg[@]}" --txn-items 10 --txn-span cross --concurrency 64
+	txn "13 transfers zipfian 1000 accounts 64" - \
+		--workload transfer --dist zipfian --keys 1000 --concurrency 64 --warmup 0.5 --duration "$txn_secs"
+	txn "14 PutItem 1 sync client (baseline)" - --workload put --concurrency 1 "${tc[@]}"
+	put1=${last[ops_s]:-}
+	txn "15 TxWrite 2 items 1 group 1 sync" - "${tw[@]}" --txn-items 2 --txn-span collection --concurrency 1
+	txn "16 TxWrite 2 items 2 groups 1 sync (p50<=3ms)" "p50<=3000" \
+		"${tw[@]}" --txn-items 2 --txn-span cross --concurrency 1
+	txn "17 TxWrite 10 items all groups 1 sync" - "${tw[@]}" --txn-items 10 --txn-span cross --concurrency 1
+	txn "18 TxGet 2 items 2 groups 1 sync" - "${tg[@]}" --txn-items 2 --txn-span cross --concurrency 1
+	txn "19 TxGet 10 items all groups 1 sync" - "${tg[@]}" --txn-items 10 --txn-span cross --concurrency 1
+fi
+
 sleep 1.1 # one more RSS sample
 echo
-echo "Shoal cluster benchmark ($(nproc) CPUs; 3 nodes, 1 router, 4 groups, replication 3;" \
-	"$(date -u +%Y-%m-%d))"
+echo "Shoal cluster benchmark ($(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg);" \
+	"3 nodes, 1 router, 4 groups, replication 3; $(date -u +%Y-%m-%d))"
 {
 	echo "run|ops/s|p50 ms|p95 ms|p99 ms|p99.9 ms|max ms|errors|cpu% router/n1/n2/n3/client|target"
 	for row in "${rows[@]}"; do echo "$row"; done
@@ -241,6 +322,17 @@ echo "where the CPU goes, per operation (router/n1/n2/n3/client):"
 	echo "run|cpu us/op|context switches/op|machine busy (others)"
 	for row in "${costs[@]}"; do echo "$row"; done
 } | table
+if ((${#txn_rows[@]} > 0)); then
+	echo
+	echo "transactions ($txn_secs s each; ops/s: committed transactions, or reads; vs PutItem:" \
+		"ops/s / run 7's (64 in flight) or run 14's (1);" \
+		"cancelled: TransactionCanceledException share of the answers):"
+	{
+		echo "run|ops/s|vs PutItem|p50 ms|p99 ms|cancelled %|errors|target"
+		for row in "${txn_rows[@]}"; do echo "$row"; done
+	} | table
+	for row in "${txn_notes[@]}"; do echo "  $row"; done
+fi
 echo
 echo "secondary indexes (target: GSI propagation lag p99 <= 100 ms at half the write capacity):"
 for row in "${gsi_rows[@]}"; do echo "  $row"; done
