@@ -209,6 +209,7 @@ CHAOS_SECS ?= 600
 chaos: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	CHAOS_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_chaos
+	BANK_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_bank
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
