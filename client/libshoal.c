@@ -51,7 +51,9 @@
 #include <stdio.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -293,6 +295,12 @@ int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_cli
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 	c->opts = o;
 	atomic_init(&c->next_id, 1);
+	if (getrandom(c->nonce, sizeof(c->nonce), 0) != (ssize_t)sizeof(c->nonce)) {
+		uint64_t x[2] = {(uint64_t)time(NULL) ^ (uint64_t)getpid() << 32,
+		                 (uint64_t)(uintptr_t)c};
+		memcpy(c->nonce, x, sizeof(x));
+	}
+	c->f_client_token = wire_field_number(&shoal__request__descriptor, "client_token");
 	c->cap_pipes = 8;
 	c->pipes = sh_calloc(c->cap_pipes, sizeof(*c->pipes));
 	if (c->pipes == NULL) {

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <xxhash.h>
 
 #include "client/libshoal_int.h"
 #include "common/alloc.h"
@@ -216,6 +217,26 @@ out:
 	return rc;
 }
 
+/* Appends Request.client_token to the packed request (a field appended to
+ * a protobuf message is read as part of it): 16 bytes unique to this
+ * request, the same on every resend of it. */
+static int add_client_token(shoal_client *c, uint64_t id, nng_msg *req, shoal_error *err)
+{
+	uint8_t in[24], field[2 + 5 + 16];
+	memcpy(in, c->nonce, 16);
+	memcpy(in + 16, &id, 8);
+	XXH128_hash_t h = XXH3_128bits(in, sizeof(in));
+	size_t n = wire_put_varint(field, (uint64_t)c->f_client_token << 3 | 2);
+	n += wire_put_varint(field + n, 16);
+	memcpy(field + n, &h.high64, 8);
+	memcpy(field + n + 8, &h.low64, 8);
+	if (nng_msg_append(req, field, n + 16) != 0) {
+		lib_set_err(err, SHOAL_E_NOMEM, SHOAL_SRC_LOCAL, "out of memory");
+		return SHOAL_E_NOMEM;
+	}
+	return SHOAL_OK;
+}
+
 /* Prepares an op for a request (JSON when operation != NULL). */
 static int op_prepare(shoal_client *c, bool json, const char *operation, const char *text,
                       const uint8_t *buf, size_t len, op **out, shoal_error *err)
@@ -231,6 +252,10 @@ static int op_prepare(shoal_client *c, bool json, const char *operation, const c
 	              : msg_from_bytes(buf, len, &req, err);
 	if (rc != SHOAL_OK)
 		return rc;
+	if ((rc = add_client_token(c, id, req, err)) != SHOAL_OK) {
+		nng_msg_free(req);
+		return rc;
+	}
 	char m[SH_ERRMSG_SIZE];
 	op *o;
 	rc = lib_op_get(c, &o, m);

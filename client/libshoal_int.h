@@ -97,6 +97,10 @@ struct shoal_client {
 	unsigned n_pipes, cap_pipes;
 
 	atomic_uint_fast64_t next_id;
+	/* Random at creation: with the request id, each request's client_token
+	 * (shoal.proto Request.client_token: a resend is applied once). */
+	uint8_t nonce[16];
+	uint32_t f_client_token;
 
 	/* Pipelining (libshoal.c): the lanes to the routers (proto/lanes.h),
 	 * when shoal_options.pipeline > 0. */

@@ -498,8 +498,8 @@ static int run_op(op_ctx *c, const Shoal__CommandOp *op)
 		return node_op_txn_decide(c, op->txn_decide);
 	case SHOAL__COMMAND_OP__OP_TXN_FINISH:
 		return node_op_txn_finish(c, op->txn_finish);
-	case SHOAL__COMMAND_OP__OP_TXN_ACK:
-		return node_op_txn_ack(c, op->txn_ack);
+	case SHOAL__COMMAND_OP__OP_TXN_ACKS:
+		return node_op_txn_acks(c, op->txn_acks);
 	case SHOAL__COMMAND_OP__OP_TXN_STATUS:
 		return node_op_txn_status(c, op->txn_status);
 	case SHOAL__COMMAND_OP__OP_TXN_EXPIRE:

@@ -57,13 +57,13 @@ typedef struct op_ctx {
  * enough to outlive any delayed message of the transaction. */
 #define NODE_WRITE_TOKEN_MS (10 * 60 * 1000)
 #define NODE_TXN_TOKEN_MS   (10 * 60 * 1000)
-#define NODE_TXN_KEEP_MS    (30 * 1000)
+#define NODE_TXN_KEEP_MS    (60 * 1000)
 
 /* fsm_txn.c: the transaction operations (router/txn.c has the protocol). */
 int node_op_txn_write(op_ctx *c, const Shoal__TxnWrite *w);
 int node_op_txn_decide(op_ctx *c, const Shoal__TxnDecide *d);
 int node_op_txn_finish(op_ctx *c, const Shoal__TxnFinish *x);
-int node_op_txn_ack(op_ctx *c, const Shoal__TxnAck *x);
+int node_op_txn_acks(op_ctx *c, const Shoal__TxnAcks *x);
 int node_op_txn_status(op_ctx *c, const Shoal__TxnStatus *x);
 int node_op_txn_expire(op_ctx *c);
 /* Whether op's answer is built on every replica (it is recorded). */

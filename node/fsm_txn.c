@@ -214,6 +214,63 @@ static void set_state(op_ctx *c, st_txn_state s)
 		c->nr->txn_state = (uint32_t)s;
 }
 
+static void mark_acked(st_txn_record *rec, const uint32_t *groups, size_t n, int64_t now);
+
+/* The coordinator's part sent last (TxnWrite.decide): every other part is
+ * prepared, so this entry decides -- COMMITTED with this part applied at
+ * once if it can go, else ABORTED with its reasons -- and records the
+ * decision for the participants (no record existed: the caller checked; a
+ * record there answered with its decision).  With abort (a participant
+ * could not prepare) the decision is ABORTED and the part only planned, for
+ * its reasons. */
+static int prepare_and_decide(op_ctx *c, const Shoal__TxnWrite *w, const uint8_t *id,
+                              st_txn_action *acts, st_txn_result *res, bool bad)
+{
+	uint32_t n = (uint32_t)w->n_actions;
+	int64_t now = st_txn_time(c->txn);
+	int rc;
+	bool late = w->deadline_ms != 0 && now > w->deadline_ms; /* the router gave up */
+	if (late)
+		rc = SHOAL_E_TXN_CANCELED;
+	else if (bad)
+		rc = SHOAL_E_TXN_CANCELED;
+	else if (w->abort) /* this part's reasons only */
+		rc = st_txn_plan(c->txn, acts, n, c->a, res, c->msg);
+	else
+		rc = st_transact(c->txn, acts, n, c->a, res, c->msg);
+	if (rc != SHOAL_OK && rc != SHOAL_E_TXN_CANCELED)
+		return rc; /* the request's error (no record), or the environment's */
+	if (w->n_participants == 0 || w->n_participants > ST_TXN_MAX_PARTS)
+		return sh_errf(c->msg, SHOAL_E_VALIDATION,
+		               "a transaction's record needs its participants (1..%d)",
+		               ST_TXN_MAX_PARTS);
+	st_txn_record rec;
+	memset(&rec, 0, sizeof(rec));
+	memcpy(rec.id, id, ST_TXN_ID_LEN);
+	rec.state = rc == SHOAL_OK && !w->abort ? ST_TXN_COMMITTED : ST_TXN_ABORTED;
+	rec.created_ms = now;
+	rec.n_parts = (uint32_t)w->n_participants;
+	for (uint32_t i = 0; i < rec.n_parts; i++)
+		rec.parts[i] = w->participants[i];
+	uint32_t self = c->f->group;
+	mark_acked(&rec, &self, 1, now);
+	if (rec.state == ST_TXN_ABORTED)
+		/* Nothing to finish but prepared parts to drop, which an abort
+		 * needs no acknowledgement for: the record only answers the
+		 * participants that ask, for a while. */
+		rec.expires_ms = now + NODE_TXN_KEEP_MS;
+	set_state(c, rec.state);
+	int prc = st_txn_record_put(c->txn, &rec, c->msg);
+	if (prc != SHOAL_OK)
+		return prc;
+	if (late)
+		return cancel_all(c, n, SHOAL_E_TXN_CONFLICT,
+		                  "the transaction's decision arrived after its deadline");
+	if (rc == SHOAL_E_TXN_CANCELED)
+		return cancel_answer(c, res, n);
+	return w->abort ? SHOAL_OK : applied_answer(c, w, acts, res, n);
+}
+
 int node_op_txn_write(op_ctx *c, const Shoal__TxnWrite *w)
 {
 	const uint8_t *id = NULL;
@@ -300,6 +357,9 @@ int node_op_txn_write(op_ctx *c, const Shoal__TxnWrite *w)
 		rec.outcome = out;
 		return st_txn_record_put(c->txn, &rec, c->msg);
 	}
+
+	if (w->decide && coord)
+		return prepare_and_decide(c, w, id, acts, res, bad);
 
 	/* A part to prepare -- unless it comes too late to lock anything
 	 * (TxnWrite.deadline_ms): the router gave up on it long ago. */
@@ -449,19 +509,24 @@ int node_op_txn_finish(op_ctx *c, const Shoal__TxnFinish *x)
 	return st_txn_record_put(c->txn, &rec, c->msg);
 }
 
-int node_op_txn_ack(op_ctx *c, const Shoal__TxnAck *x)
+int node_op_txn_acks(op_ctx *c, const Shoal__TxnAcks *x)
 {
-	const uint8_t *id = NULL;
-	int rc = get_id(c, x->id, &id);
-	if (rc != SHOAL_OK)
-		return rc;
-	st_txn_record rec;
-	bool found;
-	if ((rc = st_txn_record_get(c->txn, id, c->a, &rec, &found, c->msg)) != SHOAL_OK || !found)
-		return rc;
-	mark_acked(&rec, x->groups, x->n_groups, st_txn_time(c->txn));
-	set_state(c, rec.state);
-	return st_txn_record_put(c->txn, &rec, c->msg);
+	for (size_t i = 0; i < x->n_acks; i++) {
+		const uint8_t *id = NULL;
+		int rc = get_id(c, x->acks[i]->id, &id);
+		if (rc != SHOAL_OK)
+			return rc;
+		st_txn_record rec;
+		bool found;
+		if ((rc = st_txn_record_get(c->txn, id, c->a, &rec, &found, c->msg)) != SHOAL_OK)
+			return rc;
+		if (!found)
+			continue; /* expired, or acknowledged twice */
+		mark_acked(&rec, x->acks[i]->groups, x->acks[i]->n_groups, st_txn_time(c->txn));
+		if ((rc = st_txn_record_put(c->txn, &rec, c->msg)) != SHOAL_OK)
+			return rc;
+	}
+	return SHOAL_OK;
 }
 
 int node_op_txn_status(op_ctx *c, const Shoal__TxnStatus *x)

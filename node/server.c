@@ -109,7 +109,7 @@ static int prepare_index_ship(node_call *c, Shoal__CommandOp *op);
 static int prepare_txn_write(node_call *c, Shoal__CommandOp *op);
 static int prepare_txn_decide(node_call *c, Shoal__CommandOp *op);
 static int prepare_txn_finish(node_call *c, Shoal__CommandOp *op);
-static int prepare_txn_ack(node_call *c, Shoal__CommandOp *op);
+static int prepare_txn_acks(node_call *c, Shoal__CommandOp *op);
 static int prepare_txn_status(node_call *c, Shoal__CommandOp *op);
 
 /* How a node serves a registry operation (the `node` column of proto/ops.h). */
@@ -147,7 +147,7 @@ static const op_def ops[NODE_OP__COUNT] = {
     [NODE_OP_TXN_WRITE] = {"txn_write", OP_WRITE | OP_BASE_WRITE, NULL, prepare_txn_write},
     [NODE_OP_TXN_DECIDE] = {"txn_decide", OP_WRITE, NULL, prepare_txn_decide},
     [NODE_OP_TXN_FINISH] = {"txn_finish", OP_WRITE, NULL, prepare_txn_finish},
-    [NODE_OP_TXN_ACK] = {"txn_ack", OP_WRITE, NULL, prepare_txn_ack},
+    [NODE_OP_TXN_ACK] = {"txn_acks", OP_WRITE, NULL, prepare_txn_acks},
     [NODE_OP_TXN_STATUS] = {"txn_status", OP_WRITE, NULL, prepare_txn_status},
     [NODE_OP_INVALID] = {"invalid", 0, NULL, NULL},
 };
@@ -417,11 +417,20 @@ static int prepare_txn_finish(node_call *c, Shoal__CommandOp *op)
 	return txn_id_check(c, c->req->txn_finish->id);
 }
 
-static int prepare_txn_ack(node_call *c, Shoal__CommandOp *op)
+static int prepare_txn_acks(node_call *c, Shoal__CommandOp *op)
 {
-	op->op_case = SHOAL__COMMAND_OP__OP_TXN_ACK;
-	op->txn_ack = c->req->txn_ack;
-	return txn_id_check(c, c->req->txn_ack->id);
+	const Shoal__TxnAcks *a = c->req->txn_acks;
+	if (a->n_acks == 0 || a->n_acks > 65536)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION, "txn_acks with %zu acknowledgements",
+		               a->n_acks);
+	for (size_t i = 0; i < a->n_acks; i++) {
+		int rc = txn_id_check(c, a->acks[i]->id);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	op->op_case = SHOAL__COMMAND_OP__OP_TXN_ACKS;
+	op->txn_acks = c->req->txn_acks;
+	return SHOAL_OK;
 }
 
 static int prepare_txn_status(node_call *c, Shoal__CommandOp *op)
@@ -445,7 +454,7 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 	          (req->group_status != 0) + (req->list_catalog != 0) +
 	          (req->update_table != NULL) + (req->activate_index != NULL) +
 	          (req->index_ship != NULL) + (req->txn_write != NULL) + (req->txn_decide != NULL) +
-	          (req->txn_finish != NULL) + (req->txn_ack != NULL) + (req->txn_status != NULL);
+	          (req->txn_finish != NULL) + (req->txn_acks != NULL) + (req->txn_status != NULL);
 	if (set != 1)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "a NodeRequest carries exactly one operation (found %d)", set);
@@ -469,7 +478,7 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 		*op = NODE_OP_TXN_DECIDE;
 	} else if (req->txn_finish != NULL) {
 		*op = NODE_OP_TXN_FINISH;
-	} else if (req->txn_ack != NULL) {
+	} else if (req->txn_acks != NULL) {
 		*op = NODE_OP_TXN_ACK;
 	} else if (req->txn_status != NULL) {
 		*op = NODE_OP_TXN_STATUS;

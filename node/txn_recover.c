@@ -72,6 +72,8 @@ typedef struct rec_task {
 	Shoal__TxnStatus status;
 	Shoal__TxnFinish finish;
 	Shoal__TxnAck ack;
+	Shoal__TxnAcks acks;
+	Shoal__TxnAck *ackp;
 	uint32_t ack_group;
 	struct rec_task *next; /* in flight (r->mu) */
 } rec_task;
@@ -198,9 +200,13 @@ static void propose_ack(rec_task *t)
 	t->ack_group = t->target;
 	t->ack.groups = &t->ack_group;
 	t->ack.n_groups = 1;
+	shoal__txn_acks__init(&t->acks);
+	t->ackp = &t->ack;
+	t->acks.acks = &t->ackp;
+	t->acks.n_acks = 1;
 	t->w.op = (Shoal__CommandOp)SHOAL__COMMAND_OP__INIT;
-	t->w.op.op_case = SHOAL__COMMAND_OP__OP_TXN_ACK;
-	t->w.op.txn_ack = &t->ack;
+	t->w.op.op_case = SHOAL__COMMAND_OP__OP_TXN_ACKS;
+	t->w.op.txn_acks = &t->acks;
 	atomic_fetch_add(&t->r->acked, 1);
 	propose(t);
 }

@@ -173,6 +173,10 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 		sh_cluster_replicas(conf, g, reps);
 		atomic_store(&rt->leader[g], reps[0]);
 	}
+	if ((rc = rt_txn_init(rt)) != SHOAL_OK) {
+		sh_errf(errmsg, rc, "out of memory");
+		goto err_after_nodes;
+	}
 	for (uint32_t i = 0; i < conf->n_nodes; i++) {
 		rt_node *n = &rt->nodes[i];
 		n->id = conf->nodes[i].id;
@@ -187,6 +191,7 @@ err_after_nodes:
 		node_close(&rt->nodes[i]);
 	for (uint32_t i = 0; i < conf->n_nodes; i++)
 		node_free(&rt->nodes[i]);
+	rt_txn_fini(rt);
 	sh_free((void *)rt->leader);
 err_after_pool:
 	pthread_mutex_destroy(&rt->pool_mu);
@@ -230,6 +235,7 @@ void rt_router_fini(rt_router *rt)
 	rt->pool_init = false;
 	sh_free((void *)rt->leader);
 	rt->leader = NULL;
+	rt_txn_fini(rt);
 	rt_catalog_fini(&rt->catalog);
 	sh_free(rt->conf);
 	rt->conf = NULL;

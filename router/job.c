@@ -335,7 +335,11 @@ int rt_call_forward(rt_job *j, rt_call *c, const rt_table *t, uint32_t index_sha
 		c->hdr_len +=
 		    wire_put_varint(c->hdr + c->hdr_len, (uint64_t)f->nreq_write_token << 3 | 2);
 		c->hdr_len += wire_put_varint(c->hdr + c->hdr_len, 16);
-		rt_new_id(j->rt, c->hdr + c->hdr_len);
+		/* The client's token (the same on its resends), else ours. */
+		if (j->in != NULL && j->in->client_token.len == 16)
+			memcpy(c->hdr + c->hdr_len, j->in->client_token.data, 16);
+		else
+			rt_new_id(j->rt, c->hdr + c->hdr_len);
 		c->hdr_len += 16;
 		c->idempotent = true;
 	}

@@ -256,11 +256,12 @@ struct rt_router {
 	sh_cluster_conf *conf; /* owned */
 	rt_options opt;
 	rt_fields f;
-	rt_node nodes[SH_MAX_NODES]; /* conf order */
-	_Atomic uint32_t *leader;    /* per group: node believed to lead it */
-	_Atomic uint32_t rr;         /* round robin for any-replica reads */
-	uint8_t nonce[16];           /* random, at start: ids are unique to this router */
-	_Atomic uint64_t ids;        /* ids handed out (rt_new_id) */
+	rt_node nodes[SH_MAX_NODES];     /* conf order */
+	_Atomic uint32_t *leader;        /* per group: node believed to lead it */
+	_Atomic uint32_t rr;             /* round robin for any-replica reads */
+	uint8_t nonce[16];               /* random, at start: ids are unique to this router */
+	_Atomic(struct rt_ackq *) *ackq; /* per coordinator group: acks to send (txn.c) */
+	_Atomic uint64_t ids;            /* ids handed out (rt_new_id) */
 	rt_catalog catalog;
 	rt_metrics metrics;
 	nng_http_server *http; /* metrics endpoint, or NULL */
@@ -544,6 +545,22 @@ int rt_handle(rt_router *rt, sh_arena *a, const uint8_t *buf, size_t len, uint8_
 #define RT_STEP_DECL(Name, field, CONST, cli, flags, node, summary) int rt_step_##field(rt_job *j);
 SHOAL_OPS(RT_STEP_DECL)
 #undef RT_STEP_DECL
+
+/* ------------------------------------------------------------------------ */
+/* Transactions (txn.c)                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct rt_ackq rt_ackq;
+
+/* The acknowledgement that these participants of transaction id finished,
+ * for its coordinator group: gathered with others of the same group and
+ * sent as one TxnAcks when 64 are waiting or the oldest waited 5 ms (an
+ * acknowledgement left waiting when traffic stops only delays the record's
+ * expiry: recovery acknowledges for it).  Any thread. */
+void rt_txn_ack(rt_router *rt, uint32_t coord, const uint8_t id[16], const uint32_t *groups,
+                uint32_t n);
+int rt_txn_init(rt_router *rt); /* rt_router_init; SHOAL_E_NOMEM */
+void rt_txn_fini(rt_router *rt);
 
 /* ------------------------------------------------------------------------ */
 /* Secondary indexes (index.c; activation in tables.c)                       */

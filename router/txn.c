@@ -21,65 +21,84 @@
  * and a retry with the same token gets it back.  No two-phase commit.
  *
  * Several groups: two-phase commit.  The coordinator group is the first
- * action's.  Messages (cluster.proto), each proposed through the receiving
- * group's Raft log, each idempotent (sent again, it does nothing new):
+ * action's; it holds the transaction's record, whose decision is the
+ * commit point.  Messages (cluster.proto), each proposed through the
+ * receiving group's Raft log, each idempotent (sent again, it does nothing
+ * new):
  *
- *   TxnWrite   (prepare)   to every group, its part.  The part is planned
- *                          like st_transact; if every action could go, its
- *                          items are locked and the part kept (durable
- *                          state, replicated: it survives leader changes
- *                          and restarts) -- else TransactionCanceled with a
- *                          reason per action.  In the coordinator group the
- *                          same entry creates the transaction's record,
- *                          PREPARING, with the participants.
- *   TxnDecide              to the coordinator: PREPARING -> COMMITTED or
- *                          ABORTED, the answer recorded (for a retry with
- *                          the token), and the coordinator's own part
- *                          applied or dropped -- one entry.  THE COMMIT
- *                          POINT: the transaction is committed exactly when
- *                          this entry is.  A record already decided answers
- *                          its decision instead.
+ *   TxnWrite (prepare)     a participant's part.  Planned like st_transact;
+ *                          if every action could go, its items are locked
+ *                          and the part kept (replicated state: it survives
+ *                          leader changes and restarts) -- else
+ *                          TransactionCanceled with a reason per action.
+ *                          A request error (a malformed expression, a key
+ *                          that does not fit) refuses the whole part.
+ *   TxnWrite{decide}       the coordinator's part, sent LAST, once every
+ *                          other part is prepared (no token): prepared and
+ *                          decided in one entry -- the record created
+ *                          COMMITTED with the part applied at once, or
+ *                          ABORTED with its reasons.  THE COMMIT POINT.
+ *   TxnWrite (token)       with a ClientRequestToken the coordinator's part
+ *                          is prepared FIRST, alone, and the same entry
+ *                          creates the record PREPARING (below: why) ...
+ *   TxnDecide              ... and decided at the end: PREPARING ->
+ *                          COMMITTED or ABORTED, the answer recorded for a
+ *                          retry with the token, the coordinator's own part
+ *                          applied or dropped, one entry.  THE COMMIT POINT
+ *                          of a token's transaction.
  *   TxnFinish              to every other participant: apply (commit) or
  *                          drop (abort) its part, unlock; and keep a marker
- *                          that it finished, so that a prepare arriving late
- *                          does not lock again.
- *   TxnAck                 to the coordinator (not waited for): these
- *                          participants finished; once all have, the
- *                          record expires 10 minutes later.
+ *                          (30 s) that it finished, so that a prepare
+ *                          arriving late does not lock again.
+ *   TxnAcks                to the coordinator, not waited for, gathered
+ *                          per group (rt_txn_ack: one message for up to 64
+ *                          transactions): these participants finished; once
+ *                          all have, the record expires (10 min with a
+ *                          token -- a retry gets the answer --, else 30 s).
  *   TxnStatus              participant recovery -> coordinator: what was
  *                          decided?  A record still PREPARING 5 s after it
  *                          was created, or none at all, is decided ABORTED
- *                          there and then (no record: a tombstone, so that a
- *                          prepare arriving later is refused).
+ *                          there and then (no record: a tombstone, so that
+ *                          a prepare-and-decide or a prepare arriving later
+ *                          is refused).
+ *
+ * Every prepare carries a deadline (the router's clock + 14 s): applied
+ * later it locks nothing and decides nothing, so that no message delayed
+ * past the markers' and tombstones' 30 s can act (clocks within 16 s).
  *
  * The router's run:
  *
- *   phase        what                                          next
- *   -----------  --------------------------------------------  -------------
- *   PLAN         checks, placement, split; the single write,   SINGLE /
- *                or (with a token) the coordinator's prepare   COORD /
- *                alone, or every prepare at once               PREPARED
- *   SINGLE       the group's answer, passed on                 done
- *   COORD        decided already (a retry): the recorded       done /
- *                answer; in progress under another run:        PREPARED
- *                TransactionInProgressException; cancelled:
- *                the other parts only checked (check_only:
- *                their reasons, nothing locked); else the
- *                other prepares
- *   PREPARED     all prepared: commit, else abort; the answer  DECIDED
- *                built (capacity, or reasons placed by
- *                TxnWrite.positions); TxnDecide with it
- *   DECIDED      the decision as recorded (recovery may have   FINISHED
- *                aborted first); TxnFinish to the others
- *   FINISHED     TxnAck (detached); the answer                 done
+ *   phase     what                                              next
+ *   --------  ------------------------------------------------  ----------
+ *   PLAN      checks, placement, split; the single write; or    SINGLE /
+ *             the participants' prepares (no token); or the     PARTS /
+ *             coordinator's prepare alone (token)               COORD
+ *   SINGLE    the group's answer, passed on                     done
+ *   PARTS     all prepared: the coordinator's part with         PD
+ *             decide; else only checked (check_only: its
+ *             reasons, nothing locked, no record)
+ *   PD        the decision (COMMITTED / ABORTED) and the        FINISHED
+ *             answer (capacity, or reasons placed by
+ *             TxnWrite.positions); TxnFinish to the others
+ *   COORD     decided already (a retry): the recorded answer;   done /
+ *             in progress under another run:                    PREPARED
+ *             TransactionInProgressException; cancelled: the
+ *             other parts only checked; else their prepares
+ *   PREPARED  all prepared: commit, else abort; the answer      DECIDED
+ *             built; TxnDecide with it
+ *   DECIDED   the decision as recorded (recovery may have       FINISHED
+ *             aborted first); TxnFinish to the others
+ *   FINISHED  the acknowledgement queued; the answer            done
  *
- * With a token the coordinator prepares first, alone: a retry, a run of the
- * same token under way elsewhere and a token reused for another request
- * (IdempotentParameterMismatchException) are told apart there, before any
- * other group is touched -- so a run never prepares a part of another run's
- * transaction.  Without a token the id is this run's alone and every
- * prepare goes at once.  The client is answered after the finishes, so a
- * read that follows the answer sees the writes everywhere.
+ * Why a token's coordinator goes first: a retry, a run of the same token
+ * under way elsewhere and a token reused for another request
+ * (IdempotentParameterMismatchException) are told apart at the record
+ * before any other group is touched -- so a run never prepares a part of
+ * another run's transaction.  Without a token the id is this run's alone,
+ * the participants prepare at once and the coordinator decides last: three
+ * Raft rounds in sequence (prepares, decision, finishes) and one operation
+ * fewer than prepare-then-decide.  The client is answered after the
+ * finishes, so a read that follows the answer sees the writes everywhere.
  *
  * Crashes (the router may die at any step; recovery is node/txn_recover.c,
  * run by each group's leader every second):
@@ -87,41 +106,45 @@
  *   router dies          state left                 what happens
  *   -------------------  -------------------------  -----------------------
  *   before any prepare   nothing                    nothing (client retries)
- *   prepares sent, some  parts prepared, record     each participant asks the
- *   applied              PREPARING (or none yet)    coordinator after 5 s:
- *                                                   decided ABORTED (or a
- *                                                   tombstone); parts dropped
- *   decision applied     record decided, parts      coordinator recovery
- *                        prepared elsewhere         sends TxnFinish to every
- *                                                   participant not acked
- *                                                   (after 5 s), then acks;
- *                                                   participants asking get
- *                                                   the decision too
+ *   prepares sent, some  parts prepared; no record  each participant asks the
+ *   applied              (token: PREPARING)         coordinator after 5 s:
+ *                                                   a tombstone (or the old
+ *                                                   PREPARING record) decides
+ *                                                   ABORTED; parts dropped
+ *   decision applied     record decided, parts      participants asking get
+ *                        prepared elsewhere         the decision; coordinator
+ *                                                   recovery sends TxnFinish
+ *                                                   to every participant not
+ *                                                   acknowledged (after 5 s)
+ *                                                   and acknowledges
  *   some finished        the same, some acked       the same
  *
  *   A group's leader dies: the prepared parts and records are replicated
  *   state; the new leader's recovery carries on.  A message lost or sent
  *   twice: every message is idempotent and the router retries it until its
- *   deadline.
+ *   deadline.  tests/unit/test_txn_crash.c runs every crash point of both
+ *   paths, with replicas restarting and leaders changing in between.
  *
  * Bound: an item stays locked at most ~5 s (NODE_TXN_RECOVER_MS) plus one
  * recovery period (1 s) plus a Raft round after the router that ran its
  * transaction died, once the groups involved have leaders.
  *
  * Invariants:
- *   - a transaction is decided once, by the entry that moves its record
- *     out of PREPARING; nothing commits a part before that entry is
- *     committed, and every part then follows the record;
- *   - a part is prepared at most once per id in a group (the marker and the
- *     tombstone refuse late prepares), and applied at most once;
+ *   - a transaction is decided once, by the entry that creates its record
+ *     decided or moves it out of PREPARING (or by the tombstone); nothing
+ *     commits a part before that entry is committed, and every part then
+ *     follows the record;
+ *   - a part is prepared at most once per id in a group (the marker, the
+ *     tombstone and the deadline refuse late prepares), and applied at most
+ *     once;
  *   - an item locked by a prepared part takes no other write (single-item
  *     writes get TransactionConflictException, other transactions a
  *     TransactionConflict reason) until the part is finished: this is what
  *     makes transactions serializable with each other and with single-item
  *     writes;
  *   - the decision ABORTED needs no participant: recovery may take it alone
- *     once a record is old, so a router's slow prepares end in an abort, not
- *     a blocked item.
+ *     once a record is old or missing, so a router's slow prepares end in
+ *     an abort, not a blocked item.
  *
  * TransactGetItems
  * ================
@@ -196,7 +219,16 @@ static void add_table(const rt_table **list, uint32_t *n, const rt_table *t)
 /* TransactWriteItems                                                        */
 /* ======================================================================== */
 
-enum { TXW_PLAN = 0, TXW_SINGLE, TXW_COORD, TXW_PREPARED, TXW_DECIDED, TXW_FINISHED };
+enum {
+	TXW_PLAN = 0,
+	TXW_SINGLE,
+	TXW_COORD,    /* token: the coordinator's prepare, alone */
+	TXW_PREPARED, /* token: every prepare answered; the decision */
+	TXW_PARTS,    /* no token: the participants' prepares answered */
+	TXW_PD,       /* no token: the coordinator's prepare-and-decide (or check) */
+	TXW_DECIDED,  /* token: the decision answered; the finishes */
+	TXW_FINISHED
+};
 
 typedef struct txw_part {
 	uint32_t group;
@@ -217,9 +249,15 @@ typedef struct txw {
 	uint32_t np;
 	bool commit;
 	Shoal__Response *answer; /* the outcome, built before the decision */
-	rt_call *decide;
+	rt_call *decide;         /* TxnDecide, or the prepare-and-decide */
 	Shoal__TxnDecide d;
 	Shoal__NodeRequest dnr;
+	/* What the parts' answers said so far (collect). */
+	wire_txn_reason *reasons; /* by request position */
+	Shoal__TransactWriteItemsResponse *ok;
+	bool cancelled;
+	int err;
+	const char *err_msg;
 } txw;
 
 static int prepare_call(rt_job *j, txw_part *p)
@@ -297,6 +335,10 @@ static int txw_plan(rt_job *j)
 		memcpy(t->id, &h.high64, 8);
 		memcpy(t->id + 8, &h.low64, 8);
 		wire_txn_digest(in, t->digest);
+	} else if (j->in->client_token.len == 16) {
+		/* libshoal's token, the same on a resend to another router: the
+		 * runs share the id, and follow the coordinator's one record. */
+		memcpy(t->id, j->in->client_token.data, 16);
 	} else {
 		rt_new_id(j->rt, t->id);
 	}
@@ -340,12 +382,13 @@ static int txw_plan(rt_job *j)
 		add_table(pt->tables, &pt->n_tables, tabs[i]);
 	}
 
-	/* One group: one entry.  A token: the coordinator first.  Else all. */
-	uint32_t first = t->np == 1 || t->token ? 1 : t->np;
-	for (uint32_t p = 0; p < first; p++)
+	/* One group: one entry.  A token: the coordinator first.  Else every
+	 * participant but the coordinator, which decides last. */
+	uint32_t from = t->np == 1 || t->token ? 0 : 1, to = t->np == 1 || t->token ? 1 : t->np;
+	for (uint32_t p = from; p < to; p++)
 		if ((rc = prepare_call(j, &t->parts[p])) != SHOAL_OK)
 			return rc;
-	j->phase = t->np == 1 ? TXW_SINGLE : t->token ? TXW_COORD : TXW_PREPARED;
+	j->phase = t->np == 1 ? TXW_SINGLE : t->token ? TXW_COORD : TXW_PARTS;
 	atomic_fetch_add_explicit(t->np == 1 ? &j->rt->metrics.txn_single : &j->rt->metrics.txn_2pc,
 	                          1, memory_order_relaxed);
 	return RT_WAIT;
@@ -427,117 +470,165 @@ static int outcome_bytes(rt_job *j, txw *t, ProtobufCBinaryData *out)
 	return SHOAL_OK;
 }
 
-/* PREPARED: every prepare has answered (or was never sent: a cancelled
- * coordinator); the decision and the answer. */
-static int txw_prepared(rt_job *j, txw *t)
+static int txw_finished(rt_job *j, txw *t);
+
+/* Reads part p's answer to its prepare (or check, or prepare-and-decide)
+ * into the transaction's reasons, capacity and failure; false when the part
+ * is not prepared (the transaction cannot commit). */
+static bool collect(rt_job *j, txw *t, txw_part *pt)
+{
+	rt_call *c = pt->call;
+	if (c == NULL) /* not sent: the coordinator cancelled first */
+		return false;
+	Shoal__NodeResponse *nr = c->rc == SHOAL_OK ? rt_call_resp(c, &j->arena) : NULL;
+	if (nr == NULL || nr->response == NULL) {
+		/* Unknown (no answer in time): say why unless a cancellation
+		 * explains it better. */
+		if (t->err == SHOAL_OK) {
+			t->err = c->rc != SHOAL_OK ? c->rc : SHOAL_E_INTERNAL;
+			t->err_msg =
+			    c->rc != SHOAL_OK ? c->errmsg : "a node's answer without a response";
+		}
+		return false;
+	}
+	const Shoal__Response *r = nr->response;
+	if (c->code == SHOAL_OK && pt->w.decide && nr->txn_state == TS_ABORTED) {
+		/* Decided ABORTED: by this run for its participants (abort: no
+		 * reason of its own), or already (another run, a tombstone). */
+		if (!pt->w.abort) {
+			t->cancelled = true;
+			for (size_t i = 0; i < pt->w.n_positions; i++)
+				t->reasons[pt->w.positions[i]].code = SHOAL_E_TXN_CONFLICT;
+		}
+		return false;
+	}
+	if (c->code == SHOAL_OK) {
+		if (nr->txn_state == TS_ABORTED ||
+		    (nr->txn_state == TS_COMMITTED && !pt->w.decide)) {
+			/* A tombstone at the coordinator or a participant's
+			 * marker: this transaction was ended without us. */
+			t->cancelled = true;
+			for (size_t i = 0; i < pt->w.n_positions; i++)
+				t->reasons[pt->w.positions[i]].code = SHOAL_E_TXN_CONFLICT;
+			return false;
+		}
+		if (r->result_case == SHOAL__RESPONSE__RESULT_TRANSACT_WRITE_ITEMS)
+			for (size_t k = 0; k < r->transact_write_items->n_consumed_capacity; k++)
+				if (wire_capacity_list_add(
+				        &j->arena, &t->ok->consumed_capacity,
+				        &t->ok->n_consumed_capacity,
+				        r->transact_write_items->consumed_capacity[k]) != SHOAL_OK)
+					t->err = SHOAL_E_NOMEM;
+		return true;
+	}
+	if (c->code == SHOAL_E_TXN_CANCELED && r->n_cancellation_reasons == pt->w.n_positions) {
+		t->cancelled = true;
+		for (size_t i = 0; i < pt->w.n_positions; i++) {
+			const Shoal__CancellationReason *cr = r->cancellation_reasons[i];
+			wire_txn_reason *x = &t->reasons[pt->w.positions[i]];
+			x->code = wire_code_from_status((int)cr->status);
+			x->message = cr->message;
+			x->item = cr->item;
+		}
+		return false;
+	}
+	if (c->code == SHOAL_E_THROUGHPUT || c->code == SHOAL_E_TXN_CONFLICT) {
+		t->cancelled = true;
+		for (size_t i = 0; i < pt->w.n_positions; i++) {
+			t->reasons[pt->w.positions[i]].code = c->code;
+			t->reasons[pt->w.positions[i]].message = r->message;
+		}
+		return false;
+	}
+	if (t->err == SHOAL_OK) {
+		t->err = c->code;
+		t->err_msg = r->message != NULL ? r->message : "";
+	}
+	return false;
+}
+
+static int collect_init(rt_job *j, txw *t)
+{
+	if (t->reasons != NULL)
+		return SHOAL_OK;
+	t->reasons = sh_arena_calloc(&j->arena, t->n, sizeof(*t->reasons));
+	t->ok = sh_arena_alloc(&j->arena, sizeof(*t->ok));
+	if (t->reasons == NULL || t->ok == NULL)
+		return nomem(j);
+	shoal__transact_write_items_response__init(t->ok);
+	return SHOAL_OK;
+}
+
+/* The client's answer from what was collected and t->commit. */
+static int build_answer(rt_job *j, txw *t)
 {
 	const Shoal__TransactWriteItemsRequest *in = j->in->transact_write_items;
-	wire_txn_reason *reasons = sh_arena_calloc(&j->arena, t->n, sizeof(*reasons));
-	Shoal__TransactWriteItemsResponse *ok = sh_arena_alloc(&j->arena, sizeof(*ok));
-	if (reasons == NULL || ok == NULL)
+	if (t->err == SHOAL_E_NOMEM)
 		return nomem(j);
-	shoal__transact_write_items_response__init(ok);
-	bool commit = true, cancelled = false;
-	int err = SHOAL_OK;
-	const char *err_msg = NULL;
-	for (uint32_t p = 0; p < t->np; p++) {
-		txw_part *pt = &t->parts[p];
-		rt_call *c = pt->call;
-		if (c == NULL) { /* not sent: the coordinator cancelled first */
-			commit = false;
-			continue;
-		}
-		Shoal__NodeResponse *nr = c->rc == SHOAL_OK ? rt_call_resp(c, &j->arena) : NULL;
-		if (nr == NULL || nr->response == NULL) {
-			/* Unknown (no answer in time): abort; say why unless a
-			 * cancellation explains it better. */
-			commit = false;
-			if (err == SHOAL_OK) {
-				err = c->rc != SHOAL_OK ? c->rc : SHOAL_E_INTERNAL;
-				err_msg = c->rc != SHOAL_OK ? c->errmsg
-				                            : "a node's answer without a response";
-			}
-			continue;
-		}
-		const Shoal__Response *r = nr->response;
-		int code = c->code;
-		if (code == SHOAL_OK) {
-			bool decided = nr->txn_state == TS_COMMITTED || nr->txn_state == TS_ABORTED;
-			if (decided) {
-				/* A tombstone at the coordinator or a participant's
-				 * marker: this transaction was ended without us. */
-				commit = false;
-				cancelled = true;
-				for (size_t i = 0; i < pt->w.n_positions; i++)
-					reasons[pt->w.positions[i]].code = SHOAL_E_TXN_CONFLICT;
-				continue;
-			}
-			if (r->result_case == SHOAL__RESPONSE__RESULT_TRANSACT_WRITE_ITEMS)
-				for (size_t k = 0; k < r->transact_write_items->n_consumed_capacity;
-				     k++)
-					if (wire_capacity_list_add(
-					        &j->arena, &ok->consumed_capacity,
-					        &ok->n_consumed_capacity,
-					        r->transact_write_items->consumed_capacity[k]) !=
-					    SHOAL_OK)
-						return nomem(j);
-			continue;
-		}
-		commit = false;
-		if (code == SHOAL_E_TXN_CANCELED &&
-		    r->n_cancellation_reasons == pt->w.n_positions) {
-			cancelled = true;
-			for (size_t i = 0; i < pt->w.n_positions; i++) {
-				const Shoal__CancellationReason *cr = r->cancellation_reasons[i];
-				wire_txn_reason *x = &reasons[pt->w.positions[i]];
-				x->code = wire_code_from_status((int)cr->status);
-				x->message = cr->message;
-				x->item = cr->item;
-			}
-			continue;
-		}
-		if (code == SHOAL_E_THROUGHPUT || code == SHOAL_E_TXN_CONFLICT) {
-			cancelled = true;
-			for (size_t i = 0; i < pt->w.n_positions; i++) {
-				reasons[pt->w.positions[i]].code = code;
-				reasons[pt->w.positions[i]].message = r->message;
-			}
-			continue;
-		}
-		if (err == SHOAL_OK) {
-			err = code;
-			err_msg = r->message != NULL ? r->message : "";
-		}
-	}
-	t->commit = commit;
 	if ((t->answer = sh_arena_alloc(&j->arena, sizeof(*t->answer))) == NULL)
 		return nomem(j);
 	shoal__response__init(t->answer);
-	int rc;
-	if (commit) {
+	if (t->commit) {
 		if (WIRE_RCC(in) == WIRE_RCC_NONE)
-			ok->n_consumed_capacity = 0;
+			t->ok->n_consumed_capacity = 0;
 		t->answer->result_case = SHOAL__RESPONSE__RESULT_TRANSACT_WRITE_ITEMS;
-		t->answer->transact_write_items = ok;
-	} else if (cancelled) {
-		if ((rc = wire_txn_cancel(&j->arena, t->answer, reasons, t->n, j->errmsg)) !=
-		    SHOAL_OK)
-			return rc;
-	} else {
-		if (err == SHOAL_OK) {
-			err = SHOAL_E_INTERNAL;
-			err_msg = "the transaction could not be prepared";
-		}
-		t->answer = rt_error_response(&j->arena, err, err_msg);
-		if (t->answer == NULL)
-			return nomem(j);
+		t->answer->transact_write_items = t->ok;
+		return SHOAL_OK;
 	}
+	if (t->cancelled)
+		return wire_txn_cancel(&j->arena, t->answer, t->reasons, t->n, j->errmsg);
+	if (t->err == SHOAL_OK) {
+		t->err = SHOAL_E_INTERNAL;
+		t->err_msg = "the transaction could not be prepared";
+	}
+	t->answer = rt_error_response(&j->arena, t->err, t->err_msg);
+	return t->answer == NULL ? nomem(j) : SHOAL_OK;
+}
 
-	/* The decision, at the coordinator. */
+/* TxnFinish to every participant that may hold a part (not the
+ * coordinator, whose part the decision finished); then FINISHED. */
+static int finish_parts(rt_job *j, txw *t)
+{
+	for (uint32_t p = 1; p < t->np; p++) {
+		txw_part *pt = &t->parts[p];
+		if (pt->call == NULL || pt->w.check_only)
+			continue; /* never prepared */
+		Shoal__TxnFinish *f = sh_arena_alloc(&j->arena, sizeof(*f));
+		Shoal__NodeRequest *fr = sh_arena_alloc(&j->arena, sizeof(*fr));
+		if (f == NULL || fr == NULL || (pt->finish = rt_job_call(j, pt->group)) == NULL)
+			return nomem(j);
+		shoal__txn_finish__init(f);
+		f->id = (ProtobufCBinaryData){16, t->id};
+		f->commit = t->commit;
+		shoal__node_request__init(fr);
+		fr->txn_finish = f;
+		pt->finish->idempotent = true;
+		int rc = rt_call_request(j, pt->finish, fr);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	j->phase = TXW_FINISHED;
+	return j->calls != NULL ? RT_WAIT : txw_finished(j, t);
+}
+
+/* PREPARED (token): every prepare has answered (or was never sent: a
+ * cancelled coordinator); the decision and the answer. */
+static int txw_prepared(rt_job *j, txw *t)
+{
+	int rc = collect_init(j, t);
+	if (rc != SHOAL_OK)
+		return rc;
+	bool commit = true;
+	for (uint32_t p = 0; p < t->np; p++)
+		commit = collect(j, t, &t->parts[p]) && commit;
+	t->commit = commit;
+	if ((rc = build_answer(j, t)) != SHOAL_OK)
+		return rc;
+	/* The decision, at the coordinator, with the answer a retry gets. */
 	shoal__txn_decide__init(&t->d);
 	t->d.id = (ProtobufCBinaryData){16, t->id};
 	t->d.commit = commit;
-	if (t->token && (rc = outcome_bytes(j, t, &t->d.outcome)) != SHOAL_OK)
+	if ((rc = outcome_bytes(j, t, &t->d.outcome)) != SHOAL_OK)
 		return rc;
 	shoal__node_request__init(&t->dnr);
 	t->dnr.txn_decide = &t->d;
@@ -550,9 +641,69 @@ static int txw_prepared(rt_job *j, txw *t)
 	return RT_WAIT;
 }
 
-static int txw_finished(rt_job *j, txw *t);
+/* PARTS (no token): the participants answered.  The coordinator's part
+ * goes last, to prepare and decide in one entry: COMMITTED if it can go
+ * and every participant prepared, else ABORTED (abort: its reasons only).
+ * Either way the decision is recorded before any participant is finished:
+ * another run of the same id (a resent request) follows the same record. */
+static int txw_parts(rt_job *j, txw *t)
+{
+	int rc = collect_init(j, t);
+	if (rc != SHOAL_OK)
+		return rc;
+	bool commit = true;
+	for (uint32_t p = 1; p < t->np; p++)
+		commit = collect(j, t, &t->parts[p]) && commit;
+	txw_part *coord = &t->parts[0];
+	coord->w.decide = true;
+	coord->w.abort = !commit;
+	if ((rc = prepare_call(j, coord)) != SHOAL_OK)
+		return rc;
+	t->decide = coord->call;
+	t->commit = commit;
+	j->phase = TXW_PD;
+	return RT_WAIT;
+}
 
-/* DECIDED: the decision as the coordinator recorded it; the finishes. */
+/* PD (no token): the coordinator's recorded decision (its own, or that of
+ * another run of the same id); the answer and the finishes by it. */
+static int txw_pd(rt_job *j, txw *t)
+{
+	txw_part *coord = &t->parts[0];
+	rt_call *c = coord->call;
+	Shoal__NodeResponse *nr = c->rc == SHOAL_OK ? rt_call_resp(c, &j->arena) : NULL;
+	if (nr == NULL || (c->code != SHOAL_OK && c->code != SHOAL_E_TXN_CANCELED &&
+	                   nr->txn_state != TS_COMMITTED && nr->txn_state != TS_ABORTED)) {
+		if (nr != NULL && nr->txn_state == TS_NONE && c->code != SHOAL_OK) {
+			/* Refused before deciding (a request error found there,
+			 * no record): nothing can commit; the parts are dropped. */
+			t->commit = false;
+			collect(j, t, coord);
+			int rc = build_answer(j, t);
+			return rc != SHOAL_OK ? rc : finish_parts(j, t);
+		}
+		/* No decision known: only the coordinator's record can say, and
+		 * recovery finishes the parts by it. */
+		return rt_job_fail(
+		    j, SHOAL_E_OUTCOME_UNKNOWN,
+		    "The transaction's outcome is unknown: its decision could not be "
+		    "confirmed by storage group %u (%s); it is completed or rolled "
+		    "back within seconds",
+		    coord->group,
+		    nr != NULL && nr->response != NULL && nr->response->message != NULL
+		        ? nr->response->message
+		        : c->errmsg);
+	}
+	collect(j, t, coord); /* its capacity, or its reasons */
+	t->commit = nr->txn_state == TS_COMMITTED;
+	int rc = build_answer(j, t);
+	if (rc != SHOAL_OK)
+		return rc;
+	return finish_parts(j, t);
+}
+
+/* DECIDED (token): the decision as the coordinator recorded it; the
+ * finishes. */
 static int txw_decided(rt_job *j, txw *t)
 {
 	rt_call *c = t->decide;
@@ -580,56 +731,142 @@ static int txw_decided(rt_job *j, txw *t)
 		if (rc != SHOAL_OK)
 			return rc;
 	}
-	for (uint32_t p = 1; p < t->np; p++) {
-		txw_part *pt = &t->parts[p];
-		if (pt->call == NULL || pt->w.check_only)
-			continue; /* never prepared (the coordinator cancelled first) */
-		Shoal__TxnFinish *f = sh_arena_alloc(&j->arena, sizeof(*f));
-		Shoal__NodeRequest *fr = sh_arena_alloc(&j->arena, sizeof(*fr));
-		if (f == NULL || fr == NULL || (pt->finish = rt_job_call(j, pt->group)) == NULL)
-			return nomem(j);
-		shoal__txn_finish__init(f);
-		f->id = (ProtobufCBinaryData){16, t->id};
-		f->commit = t->commit;
-		shoal__node_request__init(fr);
-		fr->txn_finish = f;
-		pt->finish->idempotent = true;
-		int rc = rt_call_request(j, pt->finish, fr);
-		if (rc != SHOAL_OK)
-			return rc;
-	}
-	j->phase = TXW_FINISHED;
-	return j->calls != NULL ? RT_WAIT : txw_finished(j, t);
+	return finish_parts(j, t);
 }
 
-/* FINISHED: the acknowledgement (not waited for) and the answer. */
+/* FINISHED: the acknowledgement (gathered with others: rt_txn_ack) and
+ * the answer. */
 static int txw_finished(rt_job *j, txw *t)
 {
-	uint32_t *done = sh_arena_calloc(&j->arena, t->np, sizeof(*done));
-	if (done == NULL)
-		return nomem(j);
-	size_t nd = 0;
-	bool decided = t->decide->rc == SHOAL_OK && t->decide->code == SHOAL_OK;
-	if (decided)
-		done[nd++] = t->parts[0].group; /* the decision finished its part */
-	for (uint32_t p = 1; p < t->np; p++) {
+	uint32_t done[ST_TXN_MAX_PARTS];
+	uint32_t nd = 0;
+	rt_call *d = t->decide;
+	bool decided = d != NULL && d->rc == SHOAL_OK && d->code == SHOAL_OK;
+	for (uint32_t p = 1; p < t->np && decided; p++) {
 		rt_call *f = t->parts[p].finish;
 		if (f == NULL || (f->rc == SHOAL_OK && f->code == SHOAL_OK))
 			done[nd++] = t->parts[p].group;
 	}
-	if (decided && nd > 0) {
-		Shoal__TxnAck ack = SHOAL__TXN_ACK__INIT;
-		ack.id = (ProtobufCBinaryData){16, t->id};
-		ack.groups = done;
-		ack.n_groups = nd;
-		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
-		nr.txn_ack = &ack;
-		/* Lost, it only delays the record's expiry: recovery finishes
-		 * (again, harmlessly) and acknowledges. */
-		(void)rt_call_detached(j->rt, t->parts[0].group, &nr, TXN_ACK_MS);
-	}
+	/* Lost, an acknowledgement only delays the record's expiry: recovery
+	 * finishes (again, harmlessly) and acknowledges.  The record of an
+	 * abort decided by a prepare-and-decide expires by itself. */
+	if (decided && (t->commit || t->token) && nd > 0)
+		rt_txn_ack(j->rt, t->parts[0].group, t->id, done, nd);
 	j->out = t->answer;
 	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Acknowledgements, gathered per coordinator group                         */
+/* ------------------------------------------------------------------------ */
+
+#define ACKQ_MAX    64 /* acknowledgements per message */
+#define ACKQ_GROUPS 16 /* participants an acknowledgement carries inline */
+#define ACKQ_AGE_MS 5  /* the oldest waits at most this long (under load) */
+
+typedef struct ack_entry {
+	uint8_t id[16];
+	uint32_t n;
+	uint32_t g[ACKQ_GROUPS];
+} ack_entry;
+
+struct rt_ackq {
+	pthread_mutex_t mu;
+	ack_entry e[ACKQ_MAX];
+	uint32_t n;
+	int64_t first_ms;
+};
+
+/* Sends n acknowledgements to group g in one TxnAcks (detached). */
+static void ack_send(rt_router *rt, uint32_t g, const ack_entry *e, uint32_t n)
+{
+	Shoal__TxnAck acks[ACKQ_MAX], *ptrs[ACKQ_MAX];
+	for (uint32_t i = 0; i < n; i++) {
+		shoal__txn_ack__init(&acks[i]);
+		acks[i].id = (ProtobufCBinaryData){16, (uint8_t *)e[i].id};
+		acks[i].groups = (uint32_t *)e[i].g;
+		acks[i].n_groups = e[i].n;
+		ptrs[i] = &acks[i];
+	}
+	Shoal__TxnAcks all = SHOAL__TXN_ACKS__INIT;
+	all.acks = ptrs;
+	all.n_acks = n;
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	nr.txn_acks = &all;
+	(void)rt_call_detached(rt, g, &nr, TXN_ACK_MS);
+}
+
+void rt_txn_ack(rt_router *rt, uint32_t coord, const uint8_t id[16], const uint32_t *groups,
+                uint32_t n)
+{
+	ack_entry one;
+	memcpy(one.id, id, 16);
+	one.n = n < ACKQ_GROUPS ? n : ACKQ_GROUPS;
+	memcpy(one.g, groups, one.n * sizeof(uint32_t));
+	rt_ackq *q = rt->ackq != NULL && coord < rt->conf->groups ? rt->ackq[coord] : NULL;
+	if (q == NULL && rt->ackq != NULL && coord < rt->conf->groups && n <= ACKQ_GROUPS) {
+		rt_ackq *fresh = sh_calloc(1, sizeof(*fresh));
+		if (fresh != NULL) {
+			pthread_mutex_init(&fresh->mu, NULL);
+			rt_ackq *expect = NULL;
+			if (!atomic_compare_exchange_strong(&rt->ackq[coord], &expect, fresh)) {
+				pthread_mutex_destroy(&fresh->mu);
+				sh_free(fresh);
+			}
+			q = atomic_load(&rt->ackq[coord]);
+		}
+	}
+	if (q == NULL || n > ACKQ_GROUPS) { /* alone (or out of memory) */
+		if (n <= ACKQ_GROUPS)
+			ack_send(rt, coord, &one, 1);
+		else {
+			Shoal__TxnAck a = SHOAL__TXN_ACK__INIT, *ap = &a;
+			a.id = (ProtobufCBinaryData){16, (uint8_t *)id};
+			a.groups = (uint32_t *)groups;
+			a.n_groups = n;
+			Shoal__TxnAcks all = SHOAL__TXN_ACKS__INIT;
+			all.acks = &ap;
+			all.n_acks = 1;
+			Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+			nr.txn_acks = &all;
+			(void)rt_call_detached(rt, coord, &nr, TXN_ACK_MS);
+		}
+		return;
+	}
+	ack_entry out[ACKQ_MAX];
+	uint32_t n_out = 0;
+	int64_t now = rt_now_ms();
+	pthread_mutex_lock(&q->mu);
+	if (q->n == 0)
+		q->first_ms = now;
+	q->e[q->n++] = one;
+	if (q->n == ACKQ_MAX || now - q->first_ms >= ACKQ_AGE_MS) {
+		n_out = q->n;
+		memcpy(out, q->e, n_out * sizeof(out[0]));
+		q->n = 0;
+	}
+	pthread_mutex_unlock(&q->mu);
+	if (n_out > 0)
+		ack_send(rt, coord, out, n_out);
+}
+
+int rt_txn_init(rt_router *rt)
+{
+	rt->ackq = sh_calloc(rt->conf->groups, sizeof(*rt->ackq));
+	return rt->ackq != NULL ? SHOAL_OK : SHOAL_E_NOMEM;
+}
+
+void rt_txn_fini(rt_router *rt)
+{
+	for (uint32_t g = 0; rt->ackq != NULL && g < rt->conf->groups; g++) {
+		rt_ackq *q = atomic_load(&rt->ackq[g]);
+		if (q != NULL) {
+			pthread_mutex_destroy(&q->mu);
+			sh_free(q);
+		}
+	}
+	sh_free((void *)rt->ackq);
+	rt->ackq = NULL;
 }
 
 int rt_step_transact_write_items(rt_job *j)
@@ -644,6 +881,10 @@ int rt_step_transact_write_items(rt_job *j)
 		return txw_coord(j, t);
 	case TXW_PREPARED:
 		return txw_prepared(j, t);
+	case TXW_PARTS:
+		return txw_parts(j, t);
+	case TXW_PD:
+		return txw_pd(j, t);
 	case TXW_DECIDED:
 		return txw_decided(j, t);
 	case TXW_FINISHED:

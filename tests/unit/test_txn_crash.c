@@ -282,9 +282,14 @@ static Shoal__CommandOp *op_ack(const uint8_t *id, const uint32_t *groups, size_
 	x->groups = sh_arena_calloc(&A, n + 1, sizeof(uint32_t));
 	memcpy(x->groups, groups, n * sizeof(uint32_t));
 	x->n_groups = n;
+	Shoal__TxnAcks *all = sh_arena_alloc(&A, sizeof(*all));
+	shoal__txn_acks__init(all);
+	all->acks = sh_arena_alloc(&A, sizeof(*all->acks));
+	all->acks[0] = x;
+	all->n_acks = 1;
 	Shoal__CommandOp *op = new_op();
-	op->op_case = SHOAL__COMMAND_OP__OP_TXN_ACK;
-	op->txn_ack = x;
+	op->op_case = SHOAL__COMMAND_OP__OP_TXN_ACKS;
+	op->txn_acks = all;
 	return op;
 }
 
@@ -912,6 +917,166 @@ START_TEST(test_crash_points)
 }
 END_TEST
 
+/*
+ * The same without a token: the router prepares the participants (parts 1
+ * and 2) first and sends the coordinator's part last with decide set: it
+ * prepares and decides in one entry (router/txn.c, PARTS and PD).  When a
+ * participant cancels, the coordinator records ABORTED (abort) and answers
+ * its own part's reasons.
+ * Crash points:
+ *   0..3   the participants' prepares in mask (bit 0: part 1, bit 1: part 2)
+ *   4      every participant prepared, and the coordinator's entry (the
+ *          prepare-and-decide: commit, or abort)
+ *   5, 6   ... and the finish of part 1, of part 2
+ *   7      ... and the acknowledgement (no crash)
+ */
+#define PD_POINTS 8
+
+START_TEST(test_crash_points_decide_last)
+{
+	int point = _i % PD_POINTS;
+	int variant = (_i / PD_POINTS) % V_COUNT;
+	bool reopen = _i >= PD_POINTS * V_COUNT;
+	start();
+	sim_txn t;
+	plan(&t, request(variant == V_CANCEL_COORD, variant == V_CANCEL_PART, NULL), 0x31, 0x41);
+	t.lost_answer = variant == V_LOST;
+	ck_assert_uint_eq(t.np, 3);
+	unsigned mask = point < 4 ? (unsigned)point : 3;
+	bool parts_ok = true;
+	for (uint32_t p = 1; p < t.np; p++) {
+		if (!(mask & (1u << (p - 1))))
+			continue;
+		Shoal__NodeResponse *r = prepare(&t, p);
+		bool fails = variant == V_CANCEL_PART && p == 2;
+		ck_assert_int_eq(code(r), fails ? SHOAL_E_TXN_CANCELED : SHOAL_OK);
+		parts_ok = parts_ok && !fails && !(t.lost_answer && p == 2);
+		if (reopen)
+			reopen_all();
+	}
+	ck_assert_uint_eq(n_open_records(1), 0); /* no record before the decision */
+	bool committed = false;
+	if (point >= 4) {
+		Shoal__TxnWrite *w0 = &t.w[0];
+		w0->decide = true;
+		w0->abort = !parts_ok; /* a participant did not prepare */
+		Shoal__NodeResponse *r = deliver(t.group[0], op_txn_write(w0));
+		t.sent[0] = true;
+		committed = code(r) == SHOAL_OK && r->txn_state == TS_COMMITTED;
+		ck_assert(committed == (variant == V_COMMIT));
+		ck_assert_uint_eq(r->txn_state, committed ? TS_COMMITTED : TS_ABORTED);
+		/* The coordinator's reasons are its own part's. */
+		ck_assert_int_eq(code(r),
+		                 variant == V_CANCEL_COORD ? SHOAL_E_TXN_CANCELED : SHOAL_OK);
+		/* A commit's record waits for the participants; an abort's
+		 * expires by itself. */
+		ck_assert_uint_eq(n_open_records(1), committed ? 1 : 0);
+		ck_assert(!locked(IT_A)); /* the coordinator's part never locks */
+		t.decided = true;
+		t.commit = committed;
+		if (reopen)
+			reopen_all();
+	}
+	for (uint32_t p = 1; p < t.np && point >= 4 + (int)p; p++) {
+		if (!t.sent[p])
+			continue;
+		finish(&t, p);
+		if (reopen)
+			reopen_all();
+	}
+	if (point >= 7 && committed)
+		ack(&t);
+	assert_locks(&t);
+	if (point == 7)
+		assert_clean();
+	if (reopen)
+		for (uint32_t g = 0; g < NG; g++)
+			failover(g);
+
+	now_ms += NODE_TXN_RECOVER_MS - 1000;
+	for (uint32_t g = 0; g < NG; g++)
+		ck_assert_uint_eq(recover_group(g), 0);
+	assert_locks(&t);
+	now_ms += 2000;
+	recover(reopen);
+	assert_outcome(committed);
+	assert_clean();
+	/* The router's prepare-and-decide sent again after recovery (a retry
+	 * whose first answer was lost, or one that comes late): it answers
+	 * the decision taken -- by it or by the tombstone recovery left --
+	 * and nothing is applied twice. */
+	if (point >= 3 && parts_ok && mask == 3) {
+		Shoal__TxnWrite *w0 = &t.w[0];
+		w0->decide = true;
+		w0->abort = false;
+		Shoal__NodeResponse *r = deliver(t.group[0], op_txn_write(w0));
+		if (code(r) == SHOAL_OK)
+			ck_assert_uint_eq(r->txn_state, committed ? TS_COMMITTED : TS_ABORTED);
+		else
+			ck_assert(!committed);
+		if (!committed && point < 4)
+			/* Recovery found the participants' parts and asked: the
+			 * tombstone decided the transaction ABORTED for good. */
+			ck_assert_uint_eq(r->txn_state, TS_ABORTED);
+		assert_outcome(committed);
+		assert_clean();
+	}
+	assert_writable();
+
+	stop();
+}
+END_TEST
+
+/* Two runs of one id without a token (libshoal resends a request to another
+ * router when the first died: both runs use its client_token as the id).
+ * Run 1's participant d cannot prepare; before run 1 decides, d changes and
+ * run 2 prepares every part and commits.  Run 1 then asks to abort: the
+ * coordinator answers the decision recorded (COMMITTED), run 1 follows it,
+ * and the transaction is applied exactly once, whole. */
+START_TEST(test_shared_id)
+{
+	start();
+	sim_txn r1, r2;
+	Shoal__TransactWriteItemsRequest *req = request(false, true, NULL);
+	plan(&r1, req, 0x51, 0x61);
+	plan(&r2, req, 0x51, 0x62);
+	ck_assert_int_eq(code(prepare(&r1, 1)), SHOAL_OK);
+	ck_assert_int_eq(code(prepare(&r1, 2)), SHOAL_E_TXN_CANCELED);
+	/* d changes: its condition (v <> old) now holds. */
+	char d[256];
+	snprintf(d, sizeof(d),
+	         "{\"pk\":{\"S\":\"%s\"},\"sk\":{\"N\":\"1\"},\"v\":{\"S\":\"x\"},"
+	         "\"n\":{\"N\":\"0\"}}",
+	         ITEM_PK[IT_D]);
+	ck_assert_int_eq(code(deliver(ITEM_GROUP[IT_D], op_put(d))), SHOAL_OK);
+	/* Run 2: every participant prepared (part 1 holds run 1's), then the
+	 * coordinator decides. */
+	ck_assert_int_eq(code(prepare(&r2, 1)), SHOAL_OK);
+	ck_assert_int_eq(code(prepare(&r2, 2)), SHOAL_OK);
+	r2.w[0].decide = true;
+	Shoal__NodeResponse *r = deliver(r2.group[0], op_txn_write(&r2.w[0]));
+	ck_assert_int_eq(code(r), SHOAL_OK);
+	ck_assert_uint_eq(r->txn_state, TS_COMMITTED);
+	/* Run 1 asks to abort: the record says COMMITTED. */
+	r1.w[0].decide = true;
+	r1.w[0].abort = true;
+	r = deliver(r1.group[0], op_txn_write(&r1.w[0]));
+	ck_assert_int_eq(code(r), SHOAL_OK);
+	ck_assert_uint_eq(r->txn_state, TS_COMMITTED);
+	/* Both runs finish by the record (commit); twice is harmless. */
+	r1.commit = r2.commit = true;
+	for (uint32_t p = 1; p < r1.np; p++) {
+		finish(&r1, p);
+		finish(&r2, p);
+	}
+	ack(&r2);
+	/* Applied once, whole: every item "after", d's counter 1. */
+	assert_outcome(true);
+	assert_clean();
+	stop();
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* 2. Messages repeated or late                                              */
 /* ------------------------------------------------------------------------ */
@@ -1248,7 +1413,9 @@ static Suite *txn_crash_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, test_crash_points, 0, 2 * CRASH_POINTS * V_COUNT);
+	tcase_add_loop_test(tc, test_crash_points_decide_last, 0, 2 * PD_POINTS * V_COUNT);
 	tcase_add_test(tc, test_repeated_messages);
+	tcase_add_test(tc, test_shared_id);
 	tcase_add_test(tc, test_tombstone);
 	tcase_add_test(tc, test_slow_router);
 	tcase_add_test(tc, test_token_retry);
