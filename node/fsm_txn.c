@@ -18,6 +18,13 @@
  *                       PREPARING under another run, TxnWrite.attempt:
  *                       TransactionInProgressException).  check_only: the
  *                       part planned for its reasons, nothing written.
+ *   txn_write (decide)  the coordinator's part sent last (no token): planned
+ *                       and decided in one entry -- the record created
+ *                       COMMITTED with the part applied at once, or ABORTED
+ *                       (abort: the router asks for it; or the part cannot
+ *                       go) with the part's reasons.  A record already
+ *                       there answers its decision (another run of the same
+ *                       id, a tombstone).
  *   txn_decide          coordinator: PREPARING -> COMMITTED or ABORTED, the
  *                       answer recorded, and the coordinator's own part
  *                       finished in the same entry.  A record already
@@ -28,10 +35,11 @@
  *                       marker (a record, decided, NODE_TXN_KEEP_MS) says
  *                       it finished: a prepare of the same id that comes
  *                       later answers the marker's state and locks nothing.
- *   txn_ack             coordinator: participants that finished; when all
- *                       have, the record expires NODE_TXN_TOKEN_MS later
- *                       (a ClientRequestToken's: a retry gets the answer)
- *                       or NODE_TXN_KEEP_MS (none).
+ *   txn_acks            coordinator: participants that finished, for many
+ *                       transactions at once; when all of one have, its
+ *                       record expires NODE_TXN_TOKEN_MS later (a
+ *                       ClientRequestToken's: a retry gets the answer) or
+ *                       NODE_TXN_KEEP_MS (none).
  *   txn_status          coordinator, asked by a participant's recovery: the
  *                       decision; a record still PREPARING after
  *                       NODE_TXN_RECOVER_MS, or none at all, is decided
