@@ -26,7 +26,8 @@
 #
 # Environment: BENCH_SECS (default 10), BENCH_WARMUP (2), BENCH_KEYS (100000),
 # BENCH_CONC (64), BENCH_BASE_PORT (first free of 4500, 5500, 6500, 9500),
-# BENCH_ROUTER_BEFORE, BENCH_HTTP_BENCH=1 (also http_bench, nng's HTTP
+# BENCH_ROUNDS (1: how many times the whole sequence runs; a table row per
+# round), BENCH_ROUTER_BEFORE, BENCH_HTTP_BENCH=1 (also http_bench, nng's HTTP
 # client, at BENCH_CONC), BENCH_KEEP=1 (leave the cluster running).  Needs
 # wrk: installed here with deploy/install-deps.sh --bench when missing.
 set -euo pipefail
@@ -50,6 +51,7 @@ warm=${BENCH_WARMUP:-2}
 keys=${BENCH_KEYS:-100000}
 conc=${BENCH_CONC:-64}
 before=${BENCH_ROUTER_BEFORE:-}
+rounds=${BENCH_ROUNDS:-1}
 hz=$(getconf CLK_TCK)
 for b in shoal_bench http_bench shoal-router; do
 	[[ -x $SHOAL_BIN/$b ]] || { echo "bench-http: $SHOAL_BIN/$b not found" >&2; exit 1; }
@@ -115,8 +117,10 @@ client() { # transport workload conc duration out
 			--duration "$d" --warmup 0 --keys "$keys" >"$out" 2>&1 ;;
 	esac
 }
-run() { # variant transport workload conc
-	local v=$1 tr=$2 wl=$3 c=$4 name=$1-$2-$3-$4
+run() { # round variant transport workload conc
+	local r=$1
+	shift
+	local v=$1 tr=$2 wl=$3 c=$4 name=$r-$1-$2-$3-$4
 	local out=$dir/$name.out
 	use_router "$v"
 	client "$tr" "$wl" "$c" "$warm" "$dir/$name.warm.out" || true
@@ -145,8 +149,8 @@ run() { # variant transport workload conc
 			printf "%.1f %.1f %.1f %d %d\n", (r1 - r0) / hz * 1e6 / n, (n1 - n0) / hz * 1e6 / n,
 				(c1 - c0) / hz * 1e6 / n, 100 * bz / tot, 100 * o / tot }')
 	read -r "R[$name.rcpu]" "R[$name.ncpu]" "R[$name.ccpu]" "R[$name.busy]" "R[$name.others]" <<<"$cpu"
-	printf '%-6s %-10s %-3s %2s in flight: %7s ops/s, p50 %6.2f ms, p99 %6.2f ms, errors %s; CPU us/op router %s, nodes %s, client %s; machine %s%% busy (others %s%%)\n' \
-		"$v" "$tr" "$wl" "$c" "${kv[ops_s]}" "$(awk -v x="${kv[p50_us]}" 'BEGIN { print x / 1000 }')" \
+	printf 'round %s %-6s %-10s %-3s %2s in flight: %7s ops/s, p50 %6.2f ms, p99 %6.2f ms, errors %s; CPU us/op router %s, nodes %s, client %s; machine %s%% busy (others %s%%)\n' \
+		"$r" "$v" "$tr" "$wl" "$c" "${kv[ops_s]}" "$(awk -v x="${kv[p50_us]}" 'BEGIN { print x / 1000 }')" \
 		"$(awk -v x="${kv[p99_us]}" 'BEGIN { print x / 1000 }')" "${R[$name.err]}" \
 		"${R[$name.rcpu]}" "${R[$name.ncpu]}" "${R[$name.ccpu]}" "${R[$name.busy]}" "${R[$name.others]}"
 	[[ ${R[$name.err]} == 0 ]] || echo "!! $name: ${R[$name.err]} errors"
@@ -162,40 +166,47 @@ grep -q '^RESULT.* errors=0 misses=0 ' "$dir/check.out" ||
 
 workloads=("put $conc" "get $conc" "put 1" "get 1")
 order=("${variants[@]}")
-for w in "${workloads[@]}"; do
-	read -r wl c <<<"$w"
-	for v in "${order[@]}"; do
-		run "$v" native "$wl" "$c"
-		run "$v" http "$wl" "$c"
-		[[ ${BENCH_HTTP_BENCH:-0} == 1 && $c == "$conc" ]] && run "$v" http_bench "$wl" "$c"
+for ((r = 1; r <= rounds; r++)); do
+	for w in "${workloads[@]}"; do
+		read -r wl c <<<"$w"
+		for v in "${order[@]}"; do
+			run "$r" "$v" native "$wl" "$c"
+			run "$r" "$v" http "$wl" "$c"
+			[[ ${BENCH_HTTP_BENCH:-0} == 1 && $c == "$conc" ]] && run "$r" "$v" http_bench "$wl" "$c"
+		done
+		# The next workload starts with the router the last one ended with.
+		if ((${#order[@]} == 2)); then order=("${order[1]}" "${order[0]}"); fi
 	done
-	# The next workload starts with the router the last one ended with.
-	if ((${#order[@]} == 2)); then order=("${order[1]}" "${order[0]}"); fi
 done
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 ms() { awk -v x="$1" 'BEGIN { printf "%.2f", x / 1000 }'; }
 echo
 echo "HTTP: wrk (tests/tools/bench-http.lua); native: shoal_bench.  CPU: us per request."
-printf '| %-6s | %-24s | %10s | %10s | %6s | %15s | %15s | %21s | %13s |\n' router workload \
+printf '| %-8s | %-24s | %10s | %10s | %6s | %15s | %15s | %21s | %13s |\n' router workload \
 	"native/s" "HTTP/s" ratio "native p50/p99" "HTTP p50/p99" "router CPU nat./HTTP" "busy (others)"
-printf '|%s|\n' "--------|--------------------------|------------|------------|--------|-----------------|-----------------|-----------------------|---------------"
+printf '|%s|\n' "----------|--------------------------|------------|------------|--------|-----------------|-----------------|-----------------------|---------------"
 for w in "${workloads[@]}"; do
 	read -r wl c <<<"$w"
 	label=$([[ $wl == put ]] && echo PutItem || echo GetItem)", $c in flight"
-	for v in "${variants[@]}"; do
-		n=$v-native-$wl-$c h=$v-http-$wl-$c
-		printf '| %-6s | %-24s | %10s | %10s | %6s | %15s | %15s | %21s | %13s |\n' "$v" "$label" \
-			"${R[$n.ops]}" "${R[$h.ops]}" "$(ratio "${R[$h.ops]}" "${R[$n.ops]}")" \
-			"$(ms "${R[$n.p50]}") / $(ms "${R[$n.p99]}")" "$(ms "${R[$h.p50]}") / $(ms "${R[$h.p99]}")" \
-			"${R[$n.rcpu]} / ${R[$h.rcpu]}" "${R[$h.busy]}% (${R[$h.others]}%)"
+	for ((r = 1; r <= rounds; r++)); do
+		for v in "${variants[@]}"; do
+			n=$r-$v-native-$wl-$c h=$r-$v-http-$wl-$c
+			printf '| %-8s | %-24s | %10s | %10s | %6s | %15s | %15s | %21s | %13s |\n' \
+				"$v$( ((rounds > 1)) && echo " $r")" "$label" \
+				"${R[$n.ops]}" "${R[$h.ops]}" "$(ratio "${R[$h.ops]}" "${R[$n.ops]}")" \
+				"$(ms "${R[$n.p50]}") / $(ms "${R[$n.p99]}")" "$(ms "${R[$h.p50]}") / $(ms "${R[$h.p99]}")" \
+				"${R[$n.rcpu]} / ${R[$h.rcpu]}" "${R[$h.busy]}% (${R[$h.others]}%)"
+		done
 	done
 done
 if [[ ${BENCH_HTTP_BENCH:-0} == 1 ]]; then
 	for wl in put get; do
-		for v in "${variants[@]}"; do
-			b=$v-http_bench-$wl-$conc
-			echo "http_bench (nng's HTTP client), $v, $wl $conc in flight: ${R[$b.ops]} ops/s, client CPU ${R[$b.ccpu]} us/op, router ${R[$b.rcpu]} us/op"
+		for ((r = 1; r <= rounds; r++)); do
+			for v in "${variants[@]}"; do
+				b=$r-$v-http_bench-$wl-$conc
+				echo "http_bench (nng's HTTP client), round $r, $v, $wl $conc in flight: ${R[$b.ops]} ops/s, client CPU ${R[$b.ccpu]} us/op, router ${R[$b.rcpu]} us/op"
+			done
 		done
 	done
 fi
