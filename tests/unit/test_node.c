@@ -721,8 +721,12 @@ static long counter_of(int id, uint32_t group, const char *pk)
 	long n = -1;
 	Shoal__Item *it = r->response->get_item->item;
 	for (size_t i = 0; it != NULL && i < it->n_attrs; i++)
-		if (it->attrs[i]->name.len == 1 && it->attrs[i]->name.data[0] == 'n')
-			n = strtol((char *)it->attrs[i]->value->n.data, NULL, 10);
+		if (it->attrs[i]->name.len == 1 && it->attrs[i]->name.data[0] == 'n') {
+			char buf[32]; /* the number's bytes are not NUL-terminated */
+			snprintf(buf, sizeof(buf), "%.*s", (int)it->attrs[i]->value->n.len,
+			         (char *)it->attrs[i]->value->n.data);
+			n = strtol(buf, NULL, 10);
+		}
 	FREE(r);
 	return n;
 }
