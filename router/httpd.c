@@ -116,7 +116,10 @@ struct conn {
 	char *wq;
 	size_t wq_off, wq_len, wq_cap;
 	conn *prev, *next; /* the loop's connections */
-	conn *link;        /* a resume list, or the loop's closed list */
+	/* Lists (one link each: a posted connection may be closed before its
+	 * resume runs, so it is on both). */
+	conn *rlink; /* a resume list */
+	conn *clink; /* the loop's closed list */
 	/* Events met while another thread held mu (the I/O thread's). */
 	uint32_t deferred_ev;
 	conn *dlink;
@@ -227,7 +230,7 @@ static void conn_close(loop *lp, conn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	c->prev = c->next = NULL;
-	c->link = lp->closed;
+	c->clink = lp->closed;
 	lp->closed = c;
 	atomic_fetch_sub(&lp->s->n_conns, 1);
 }
@@ -761,12 +764,12 @@ static void post_resume(conn *c)
 	atomic_fetch_add(&c->refs, 1);
 	loop *lp = c->lp;
 	if (tl_loop == lp) {
-		c->link = lp->local;
+		c->rlink = lp->local;
 		lp->local = c;
 		return;
 	}
 	pthread_mutex_lock(&lp->mu);
-	c->link = lp->remote;
+	c->rlink = lp->remote;
 	lp->remote = c;
 	pthread_mutex_unlock(&lp->mu);
 	uint64_t one = 1;
@@ -824,7 +827,7 @@ static void resume(loop *lp, conn *list)
 {
 	while (list != NULL) {
 		conn *c = list;
-		list = c->link;
+		list = c->rlink;
 		pthread_mutex_lock(&c->mu);
 		c->posted = false;
 		if (c->fd >= 0 && (c->state == C_HEAD || c->state == C_BODY))
@@ -929,7 +932,7 @@ static void release_closed(loop *lp)
 {
 	while (lp->closed != NULL) {
 		conn *c = lp->closed;
-		lp->closed = c->link;
+		lp->closed = c->clink;
 		conn_unref(c);
 	}
 }

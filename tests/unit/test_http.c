@@ -627,6 +627,7 @@ static struct tsrv {
 	bool release;       /* answer it */
 	char *big;
 	atomic_int busy_calls;
+	bool in_slow, slow_go; /* /slow holds the I/O thread until slow_go */
 } T;
 
 static void echo(rt_httpd_req *r)
@@ -692,6 +693,16 @@ static void t_request(void *arg, rt_httpd_req *r)
 {
 	(void)arg;
 	if (strcmp(r->head->target, "/inline") == 0) {
+		echo(r);
+		return;
+	}
+	if (strcmp(r->head->target, "/slow") == 0) { /* the I/O thread waits for the test */
+		pthread_mutex_lock(&T.mu);
+		T.in_slow = true;
+		pthread_cond_broadcast(&T.cv);
+		while (!T.slow_go)
+			pthread_cond_wait(&T.cv, &T.mu);
+		pthread_mutex_unlock(&T.mu);
 		echo(r);
 		return;
 	}
@@ -1159,6 +1170,84 @@ START_TEST(test_srv_emfile)
 }
 END_TEST
 
+START_TEST(test_srv_reset_storm)
+{
+	/* Clients that pipeline and reset at once: a connection whose next
+	 * request was posted back to its I/O thread by the answering thread
+	 * is closed before that resume runs (it is then on two lists). */
+	srv_start(1000, 1 << 20, 0);
+	const char *three = "POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\na"
+	                    "POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\nb"
+	                    "POST /inline HTTP/1.1\r\nContent-Length: 1\r\n\r\nc";
+	for (int i = 0; i < 300; i++) {
+		cli c = cli_open();
+		cli_sends(&c, three);
+		if (i % 2 == 1) { /* after the first answer, sometimes */
+			resp r;
+			ck_assert(cli_resp(&c, &r, false));
+		}
+		struct linger lg = {.l_onoff = 1, .l_linger = 0};
+		setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		cli_close(&c);
+	}
+	cli d = cli_open();
+	post(&d, "/", "alive", "");
+	expect_echo(&d, "alive");
+	cli_close(&d);
+	srv_stop();
+}
+END_TEST
+
+static void reset_close(cli *c)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	cli_close(c);
+}
+
+START_TEST(test_srv_closed_while_posted)
+{
+	/* A connection posted back to its I/O thread (an answer written by
+	 * another thread, a pipelined request behind it) and reset before
+	 * that thread gets to it, in the same batch as another closed one:
+	 * it is on the resume list and the closed list at once. */
+	srv_start(100, 1 << 20, 0);
+	cli a = cli_open(), x = cli_open(), b = cli_open();
+	cli_sends(&a, "POST /hold HTTP/1.1\r\nContent-Length: 1\r\n\r\na"
+	              "POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\nb");
+	pthread_mutex_lock(&T.mu);
+	while (T.held == NULL)
+		pthread_cond_wait(&T.cv, &T.mu);
+	pthread_mutex_unlock(&T.mu);
+	/* b's /slow comes after an answer written by the answering thread, so
+	 * the I/O thread runs it while resuming b, after it took its list of
+	 * posted connections: a's post waits for the next round. */
+	cli_sends(&b, "POST / HTTP/1.1\r\nContent-Length: 1\r\n\r\n1"
+	              "POST /slow HTTP/1.1\r\nContent-Length: 1\r\n\r\ns");
+	pthread_mutex_lock(&T.mu);
+	while (!T.in_slow)
+		pthread_cond_wait(&T.cv, &T.mu);
+	T.release = true; /* a's first answer, written by the answering thread */
+	pthread_cond_broadcast(&T.cv);
+	pthread_mutex_unlock(&T.mu);
+	resp r;
+	ck_assert(cli_resp(&a, &r, false));
+	ck_assert_int_eq(r.status, 200);
+	reset_close(&x);
+	reset_close(&a);
+	pthread_mutex_lock(&T.mu);
+	T.slow_go = true;
+	pthread_cond_broadcast(&T.cv);
+	pthread_mutex_unlock(&T.mu);
+	expect_echo(&b, "1");
+	expect_echo(&b, "s");
+	post(&b, "/", "alive", "");
+	expect_echo(&b, "alive");
+	cli_close(&b);
+	srv_stop();
+}
+END_TEST
+
 static void *stop_thread(void *arg)
 {
 	rt_httpd_stop(T.s);
@@ -1269,6 +1358,8 @@ static Suite *http_suite(void)
 	tcase_add_test(srv, test_srv_emfile);
 	tcase_add_test(srv, test_srv_stop);
 	tcase_add_test(srv, test_srv_peer_gone);
+	tcase_add_test(srv, test_srv_reset_storm);
+	tcase_add_test(srv, test_srv_closed_while_posted);
 	suite_add_tcase(s, srv);
 	return s;
 }
