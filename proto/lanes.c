@@ -119,11 +119,9 @@ static void take(wire_lanes *l, wire_lane *lane)
 }
 
 /* Each item of the lane's message is done with rv. */
-static void lane_fail(wire_lane *lane, int rv)
+/* Items it..: their exchange failed with rv. */
+static void items_fail(wire_lane_item *it, int rv)
 {
-	wire_lane_item *it = lane->head;
-	lane->head = NULL;
-	lane->n = 0;
 	while (it != NULL) {
 		wire_lane_item *next = it->next;
 		it->done(it, rv, NULL, NULL, 0);
@@ -181,8 +179,11 @@ static void lane_send(wire_lane *lane)
 	wire_lanes *l = lane->owner;
 	nng_msg *m = lane_message(lane, l->conf.req_field);
 	if (m == NULL) {
-		lane_fail(lane, WIRE_LANE_NOMEM);
+		wire_lane_item *it = lane->head;
+		lane->head = NULL;
+		lane->n = 0;
 		lane_next(lane);
+		items_fail(it, WIRE_LANE_NOMEM);
 		return;
 	}
 	int64_t answer_by = lane->head->deadline;
@@ -201,41 +202,42 @@ static void lane_send(wire_lane *lane)
 }
 
 /* The answer (taken over) to the lane's message: each item gets its own. */
-static void lane_deliver(wire_lane *lane, nng_msg *reply)
+/* Items it.. (n of them, in message order) get their answers out of
+ * reply. */
+static void items_deliver(wire_lane_item *it, uint32_t n, nng_msg *reply, uint32_t field)
 {
-	wire_lane_item *it = lane->head;
-	uint32_t n = lane->n;
-	lane->head = NULL;
-	lane->n = 0;
 	if (n == 1) {
 		it->done(it, WIRE_LANE_OK, reply, nng_msg_body(reply), nng_msg_len(reply));
 		return;
 	}
 	const uint8_t *p = nng_msg_body(reply), *end = p + nng_msg_len(reply), *data;
 	size_t len;
-	uint32_t field = lane->owner->conf.resp_field;
 	while (it != NULL && wire_batch_next(&p, end, field, &data, &len)) {
 		wire_lane_item *next = it->next;
 		it->done(it, WIRE_LANE_OK, NULL, data, len);
 		it = next;
 	}
-	while (it != NULL) { /* the answer held fewer answers than items */
-		wire_lane_item *next = it->next;
-		it->done(it, WIRE_LANE_BAD, NULL, NULL, 0);
-		it = next;
-	}
+	items_fail(it, WIRE_LANE_BAD); /* the answer held fewer answers than items */
 	nng_msg_free(reply);
 }
 
-/* The channel's callback: the lane's exchange ended. */
+/* The channel's callback: the lane's exchange ended.  The lane takes its
+ * next message first, then the finished items get their answers: the
+ * destination is not left without this lane's message while the answers
+ * are handled (converted, written to clients). */
 static void lane_cb(void *arg, int rv, nng_msg *reply)
 {
 	wire_lane *lane = arg;
-	if (rv == WIRE_LANE_OK)
-		lane_deliver(lane, reply);
-	else
-		lane_fail(lane, rv);
+	wire_lane_item *it = lane->head;
+	uint32_t n = lane->n;
+	uint32_t field = lane->owner->conf.resp_field;
+	lane->head = NULL;
+	lane->n = 0;
 	lane_next(lane);
+	if (rv == WIRE_LANE_OK)
+		items_deliver(it, n, reply, field);
+	else
+		items_fail(it, rv);
 }
 
 /* Starts idle lanes of l on what is queued. */

@@ -27,9 +27,11 @@
  *   state  event                                  next   function
  *   -----  -------------------------------------  -----  ----------------------
  *   IDLE   items taken off the queue              BUSY   lane_send (io->send)
- *   BUSY   answer                                 IDLE*  lane_deliver: done(OK) each
- *   BUSY   not sent / timed out / reset / closed  IDLE*  lane_fail: done(rv) each
- *   (* or BUSY again at once when items are queued: lane_next)
+ *   BUSY   answer                                 IDLE*  lane_cb: done(OK) each
+ *   BUSY   not sent / timed out / reset / closed  IDLE*  lane_cb: done(rv) each
+ *   (* or BUSY again at once when items are queued: lane_next, before the
+ *   finished items' done callbacks run, so that the destination is not
+ *   left waiting while they are handled)
  *
  * Failures are the caller's to handle: an item whose message failed is
  * done with the reason, and the caller decides (retry policy: common/
