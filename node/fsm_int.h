@@ -50,14 +50,17 @@ typedef struct op_ctx {
 	char msg[SH_ERRMSG_SIZE]; /* the operation's error text */
 } op_ctx;
 
-/* How long a single-item write's token and first answer are kept, and a
- * transaction's record after every participant applied the decision: with
- * a ClientRequestToken DynamoDB's 10 minutes (a retry gets the recorded
- * answer); without one, and a participant's marker that it finished, long
- * enough to outlive any delayed message of the transaction. */
-#define NODE_WRITE_TOKEN_MS (10 * 60 * 1000)
+/* How long a transaction's record is kept after every participant applied
+ * the decision: with a ClientRequestToken DynamoDB's 10 minutes (a retry
+ * gets the recorded answer); without one -- and a participant's marker that
+ * it finished, a tombstone, a single-item write's token with its first
+ * answer -- long enough to outlive every resend: the router's retries end
+ * within its 10 s deadline, libshoal's within its 30 s, and a prepare is
+ * refused 14 s after it was sent.  (A write token for every write kept 10
+ * minutes would be millions of records at full write rate.) */
 #define NODE_TXN_TOKEN_MS   (10 * 60 * 1000)
 #define NODE_TXN_KEEP_MS    (60 * 1000)
+#define NODE_WRITE_TOKEN_MS NODE_TXN_KEEP_MS
 
 /* fsm_txn.c: the transaction operations (router/txn.c has the protocol). */
 int node_op_txn_write(op_ctx *c, const Shoal__TxnWrite *w);

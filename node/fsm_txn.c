@@ -559,7 +559,7 @@ int node_op_txn_status(op_ctx *c, const Shoal__TxnStatus *x)
 int node_op_txn_expire(op_ctx *c)
 {
 	uint32_t removed;
-	return st_txn_expire(c->txn, st_txn_time(c->txn), 4096, &removed, c->msg);
+	return st_txn_expire(c->txn, st_txn_time(c->txn), 16384, &removed, c->msg);
 }
 
 bool node_op_txn_answers(const Shoal__CommandOp *op)
