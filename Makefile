@@ -204,7 +204,8 @@ bench-http: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	tests/tools/bench-http.sh $(BUILD)
 
-# The long chaos run (tests/integration/it_chaos.c; `make test` runs 20 s of it).
+# The long chaos runs (tests/integration/it_chaos.c and it_bank.c; `make test` runs 20 s of
+# each).
 CHAOS_SECS ?= 600
 chaos: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
