@@ -178,6 +178,22 @@ static int record_answer(op_ctx *c, uint8_t **out, size_t *len)
 	return SHOAL_OK;
 }
 
+/* A decided record of this group alone (a single-group transaction's with
+ * a token, a tombstone, a participant's marker), expiring keep_ms from the
+ * entry's time. */
+static void local_record(op_ctx *c, st_txn_record *rec, const uint8_t *id, st_txn_state state,
+                         int64_t keep_ms)
+{
+	memset(rec, 0, sizeof(*rec));
+	memcpy(rec->id, id, ST_TXN_ID_LEN);
+	rec->state = state;
+	rec->created_ms = st_txn_time(c->txn);
+	rec->expires_ms = rec->created_ms + keep_ms;
+	rec->n_parts = 1;
+	rec->parts[0] = c->f->group;
+	rec->acked[0] = true;
+}
+
 static int mismatch(op_ctx *c)
 {
 	return sh_errf(c->msg, SHOAL_E_IDEMPOTENT_MISMATCH,
@@ -349,16 +365,10 @@ int node_op_txn_write(op_ctx *c, const Shoal__TxnWrite *w)
 		/* The answer recorded for a retry with the same token. */
 		bool applied = c->r->status == SHOAL__STATUS__STATUS_OK;
 		set_state(c, applied ? ST_TXN_COMMITTED : ST_TXN_ABORTED);
-		memset(&rec, 0, sizeof(rec));
-		memcpy(rec.id, id, ST_TXN_ID_LEN);
-		rec.state = applied ? ST_TXN_COMMITTED : ST_TXN_ABORTED;
-		rec.created_ms = now;
-		rec.expires_ms = now + NODE_TXN_TOKEN_MS;
+		local_record(c, &rec, id, applied ? ST_TXN_COMMITTED : ST_TXN_ABORTED,
+		             NODE_TXN_TOKEN_MS);
 		if (w->digest.len == 16)
 			memcpy(rec.digest, w->digest.data, 16);
-		rec.n_parts = 1;
-		rec.parts[0] = c->f->group;
-		rec.acked[0] = true;
 		uint8_t *out = NULL;
 		if ((rc = record_answer(c, &out, &rec.outcome_len)) != SHOAL_OK)
 			return rc;
@@ -452,14 +462,7 @@ static int decide(op_ctx *c, st_txn_record *rec, bool commit, ProtobufCBinaryDat
 static int tombstone(op_ctx *c, const uint8_t *id)
 {
 	st_txn_record rec;
-	memset(&rec, 0, sizeof(rec));
-	memcpy(rec.id, id, ST_TXN_ID_LEN);
-	rec.state = ST_TXN_ABORTED;
-	rec.created_ms = st_txn_time(c->txn);
-	rec.expires_ms = rec.created_ms + NODE_TXN_KEEP_MS;
-	rec.n_parts = 1;
-	rec.parts[0] = c->f->group;
-	rec.acked[0] = true;
+	local_record(c, &rec, id, ST_TXN_ABORTED, NODE_TXN_KEEP_MS);
 	int rc = finish_local(c, id, false);
 	if (rc == SHOAL_OK)
 		rc = st_txn_record_put(c->txn, &rec, c->msg);
@@ -505,14 +508,7 @@ int node_op_txn_finish(op_ctx *c, const Shoal__TxnFinish *x)
 	bool found;
 	if ((rc = st_txn_record_get(c->txn, id, c->a, &rec, &found, c->msg)) != SHOAL_OK || found)
 		return rc;
-	memset(&rec, 0, sizeof(rec));
-	memcpy(rec.id, id, ST_TXN_ID_LEN);
-	rec.state = x->commit ? ST_TXN_COMMITTED : ST_TXN_ABORTED;
-	rec.created_ms = st_txn_time(c->txn);
-	rec.expires_ms = rec.created_ms + NODE_TXN_KEEP_MS;
-	rec.n_parts = 1;
-	rec.parts[0] = c->f->group;
-	rec.acked[0] = true;
+	local_record(c, &rec, id, x->commit ? ST_TXN_COMMITTED : ST_TXN_ABORTED, NODE_TXN_KEEP_MS);
 	set_state(c, rec.state);
 	return st_txn_record_put(c->txn, &rec, c->msg);
 }
