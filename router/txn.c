@@ -917,6 +917,9 @@ typedef struct tget {
 	uint32_t np;
 	uint32_t rounds;
 	bool have_prev; /* a round without locks to compare with */
+	/* Items found held or changed in any round: the reasons if the read
+	 * is cancelled in the end. */
+	wire_txn_reason *reasons;
 } tget;
 
 static int tget_round(rt_job *j, tget *t)
@@ -1028,9 +1031,10 @@ static int tget_answer(rt_job *j, tget *t)
 static int tget_collect(rt_job *j, tget *t)
 {
 	bool locked = false, moved = !t->have_prev;
-	wire_txn_reason *reasons = sh_arena_calloc(&j->arena, t->n, sizeof(*reasons));
-	if (reasons == NULL)
+	if (t->reasons == NULL &&
+	    (t->reasons = sh_arena_calloc(&j->arena, t->n, sizeof(*t->reasons))) == NULL)
 		return nomem(j);
+	wire_txn_reason *reasons = t->reasons;
 	Shoal__NodeResponse **cur = sh_arena_calloc(&j->arena, t->np, sizeof(*cur));
 	if (cur == NULL)
 		return nomem(j);
