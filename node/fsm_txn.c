@@ -262,8 +262,12 @@ static int prepare_and_decide(op_ctx *c, const Shoal__TxnWrite *w, const uint8_t
 		rc = st_txn_plan(c->txn, acts, n, c->a, res, c->msg);
 	else
 		rc = st_transact(c->txn, acts, n, c->a, res, c->msg);
-	if (rc != SHOAL_OK && rc != SHOAL_E_TXN_CANCELED)
-		return rc; /* the request's error (no record), or the environment's */
+	if (node_fsm_env_error(rc))
+		return rc;
+	/* A request error (this part can never go: a malformed expression) is
+	 * decided ABORTED like a cancellation, so that the participants can
+	 * be released by the record; the answer is the error. */
+	int request_error = rc != SHOAL_OK && rc != SHOAL_E_TXN_CANCELED ? rc : SHOAL_OK;
 	if (w->n_participants == 0 || w->n_participants > ST_TXN_MAX_PARTS)
 		return sh_errf(c->msg, SHOAL_E_VALIDATION,
 		               "a transaction's record needs its participants (1..%d)",
@@ -287,6 +291,8 @@ static int prepare_and_decide(op_ctx *c, const Shoal__TxnWrite *w, const uint8_t
 	int prc = st_txn_record_put(c->txn, &rec, c->msg);
 	if (prc != SHOAL_OK)
 		return prc;
+	if (request_error != SHOAL_OK)
+		return request_error; /* c->msg holds its text */
 	if (late)
 		return cancel_all(c, n, SHOAL_E_TXN_CONFLICT,
 		                  "the transaction's decision arrived after its deadline");

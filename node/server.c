@@ -579,7 +579,11 @@ static int dispatch(nreq *q, int op, size_t request_size, uint32_t *leader, bool
 	/* Backpressure: index propagation must not fall unboundedly behind
 	 * the base table, so base writes wait (the client retries, as with
 	 * DynamoDB's GSI throttling) while the outbox is over its bound. */
-	if ((d->flags & OP_BASE_WRITE) && node_ship_backlog(n->ship, req->group) > n->outbox_limit)
+	/* (A transaction's decision is not refused: its participants hold
+	 * locks, and passed this check when they prepared.) */
+	bool decision = req->txn_write != NULL && req->txn_write->decide;
+	if ((d->flags & OP_BASE_WRITE) && !decision &&
+	    node_ship_backlog(n->ship, req->group) > n->outbox_limit)
 		return sh_errf(c->errmsg, SHOAL_E_THROUGHPUT,
 		               "Throughput exceeds the current capacity of your table or index: "
 		               "global secondary index propagation of group %u is behind (%" PRIu64

@@ -32,7 +32,9 @@
  *                          leader changes and restarts) -- else
  *                          TransactionCanceled with a reason per action.
  *                          A request error (a malformed expression, a key
- *                          that does not fit) refuses the whole part.
+ *                          that does not fit) refuses the whole part (at
+ *                          the coordinator's decide-last part, with the
+ *                          decision ABORTED recorded).
  *   TxnWrite{decide}       the coordinator's part, sent LAST, once every
  *                          other part is prepared (no token): prepared and
  *                          decided in one entry -- the record created
@@ -672,18 +674,11 @@ static int txw_pd(rt_job *j, txw *t)
 	txw_part *coord = &t->parts[0];
 	rt_call *c = coord->call;
 	Shoal__NodeResponse *nr = c->rc == SHOAL_OK ? rt_call_resp(c, &j->arena) : NULL;
-	if (nr == NULL || (c->code != SHOAL_OK && c->code != SHOAL_E_TXN_CANCELED &&
-	                   nr->txn_state != TS_COMMITTED && nr->txn_state != TS_ABORTED)) {
-		if (nr != NULL && nr->txn_state == TS_NONE && c->code != SHOAL_OK) {
-			/* Refused before deciding (a request error found there,
-			 * no record): nothing can commit; the parts are dropped. */
-			t->commit = false;
-			collect(j, t, coord);
-			int rc = build_answer(j, t);
-			return rc != SHOAL_OK ? rc : finish_parts(j, t);
-		}
-		/* No decision known: only the coordinator's record can say, and
-		 * recovery finishes the parts by it. */
+	if (nr == NULL || (nr->txn_state != TS_COMMITTED && nr->txn_state != TS_ABORTED)) {
+		/* No decision known (no answer, or a refusal before the entry):
+		 * only the coordinator's record can say, and recovery finishes
+		 * the parts by it -- this run finishes nothing it has not seen
+		 * recorded, since another run of the id may decide. */
 		return rt_job_fail(
 		    j, SHOAL_E_OUTCOME_UNKNOWN,
 		    "The transaction's outcome is unknown: its decision could not be "

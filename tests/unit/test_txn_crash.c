@@ -1077,6 +1077,33 @@ START_TEST(test_shared_id)
 }
 END_TEST
 
+/* The coordinator's part has an error only storage finds (a malformed
+ * UpdateExpression): its prepare-and-decide answers the error AND records
+ * ABORTED, so the router can release the participants by the record. */
+START_TEST(test_decide_request_error)
+{
+	start();
+	sim_txn t;
+	Shoal__TransactWriteItemsRequest *req = request(false, false, NULL);
+	plan(&t, req, 0x71, 0x81);
+	ck_assert_ptr_nonnull(req->transact_items[0]->update);
+	req->transact_items[0]->update->update_expression = (char *)"SET v = = :new";
+	ck_assert_int_eq(code(prepare(&t, 1)), SHOAL_OK);
+	ck_assert_int_eq(code(prepare(&t, 2)), SHOAL_OK);
+	t.w[0].decide = true;
+	Shoal__NodeResponse *r = deliver(t.group[0], op_txn_write(&t.w[0]));
+	ck_assert_int_eq(code(r), SHOAL_E_VALIDATION);
+	ck_assert_uint_eq(r->txn_state, TS_ABORTED);
+	ck_assert_ptr_nonnull(strstr(r->response->message, "Invalid UpdateExpression"));
+	t.commit = false;
+	for (uint32_t p = 1; p < t.np; p++)
+		finish(&t, p);
+	assert_outcome(false);
+	assert_clean();
+	stop();
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* 2. Messages repeated or late                                              */
 /* ------------------------------------------------------------------------ */
@@ -1416,6 +1443,7 @@ static Suite *txn_crash_suite(void)
 	tcase_add_loop_test(tc, test_crash_points_decide_last, 0, 2 * PD_POINTS * V_COUNT);
 	tcase_add_test(tc, test_repeated_messages);
 	tcase_add_test(tc, test_shared_id);
+	tcase_add_test(tc, test_decide_request_error);
 	tcase_add_test(tc, test_tombstone);
 	tcase_add_test(tc, test_slow_router);
 	tcase_add_test(tc, test_token_retry);
