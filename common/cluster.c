@@ -66,7 +66,14 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		else if (strcmp(name, "outbox_limit") == 0 && parse_uint(value, 1000000000UL, &v) &&
 		         v >= 1)
 			c->outbox_limit = (uint64_t)v;
-		else if (strcmp(name, "raft_segment_mb") == 0 && parse_uint(value, 1024, &v) && v >= 1)
+		else if (strcmp(name, "partition_rcu") == 0 &&
+		         parse_uint(value, 1000000000UL, &v) && v >= 1)
+			c->partition_rcu = (uint64_t)v;
+		else if (strcmp(name, "partition_wcu") == 0 &&
+		         parse_uint(value, 1000000000UL, &v) && v >= 1)
+			c->partition_wcu = (uint64_t)v;
+		else if (strcmp(name, "raft_segment_mb") == 0 && parse_uint(value, 1024, &v) &&
+		         v >= 1)
 			c->raft_segment_mb = (uint32_t)v;
 		else
 			goto bad;

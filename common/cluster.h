@@ -7,6 +7,8 @@
  *   [cluster]
  *   groups = 4              ; storage groups; group 0 is the metadata group
  *   replication = 3         ; replicas per group (<= number of nodes)
+ *   partition_rcu = 3000    ; read / write units per second of one partition
+ *   partition_wcu = 1000    ;   at most (a table's or GSI's; DynamoDB's limits)
  *
  *   [node.1]
  *   raft = 127.0.0.1:7100   ; Raft base address: group g listens on port + g
@@ -41,6 +43,8 @@
 #define SH_MAX_REPLICATION 7
 #define SH_ADDR_MAX        128
 #define SH_PATH_MAX        1024
+#define SH_PARTITION_RCU   3000
+#define SH_PARTITION_WCU   1000
 
 typedef struct sh_node_conf {
 	uint32_t id;                 /* from the section name [node.<id>], >= 1 */
@@ -61,6 +65,11 @@ typedef struct sh_cluster_conf {
 	/* [cluster] raft_segment_mb: size of each group's Raft log segments in
 	 * MiB (0: the node's default, NODE_RAFT_SEGMENT_MB). */
 	uint32_t raft_segment_mb;
+	/* [cluster] partition_rcu / partition_wcu: the most read / write units
+	 * per second one partition (of a table or a GSI) serves, whatever the
+	 * table's capacity (DynamoDB: 3000 / 1000).  0 in the struct: the
+	 * defaults SH_PARTITION_RCU / SH_PARTITION_WCU. */
+	uint64_t partition_rcu, partition_wcu;
 	uint32_t n_nodes;
 	sh_node_conf nodes[SH_MAX_NODES]; /* in file order */
 	char router_listen[SH_ADDR_MAX];

@@ -211,6 +211,19 @@ typedef enum st_index_status {
 	ST_INDEX_DELETING,
 } st_index_status;
 
+/* Capacity of a table or a GSI, as DynamoDB's ProvisionedThroughput and
+ * OnDemandThroughput (units per second; 0: not set).  The node's capacity
+ * module (node/capacity.c) turns them into per-partition token buckets. */
+typedef struct st_throughput {
+	uint64_t rcu, wcu;         /* provisioned: PROVISIONED tables and their GSIs */
+	uint64_t max_rcu, max_wcu; /* OnDemandThroughput maximums (PAY_PER_REQUEST); 0: none */
+} st_throughput;
+
+typedef enum st_billing {
+	ST_BILLING_PAY_PER_REQUEST = 0,
+	ST_BILLING_PROVISIONED,
+} st_billing;
+
 typedef struct st_index_def {
 	const char *name;
 	uint16_t id; /* 1..; 0 is the base table. Assigned by the engine if 0. */
@@ -221,6 +234,7 @@ typedef struct st_index_def {
 	uint32_t n_include;
 	uint32_t write_shards; /* GSI write sharding, >= 1 */
 	st_index_status status;
+	st_throughput tp; /* GSIs; LSIs share the table's */
 } st_index_def;
 
 typedef struct st_table_def {
@@ -236,6 +250,16 @@ typedef struct st_table_def {
 	 * is in use or retired (ids are never reused).  0 on input: max index
 	 * id + 1; a larger value given (by group 0) is kept. */
 	uint32_t next_index_id;
+	/* Capacity (BillingMode, ProvisionedThroughput, OnDemandThroughput) and
+	 * what DescribeTable reports of its changes (ms since the epoch, 0:
+	 * never; decreases counted per UTC day `decreases_day`, days since the
+	 * epoch). */
+	st_billing billing;
+	st_throughput tp;
+	int64_t last_increase_ms, last_decrease_ms;
+	uint32_t decreases_today;
+	int64_t decreases_day;
+	int64_t billing_changed_ms; /* LastUpdateToPayPerRequestDateTime */
 } st_table_def;
 
 typedef struct st_table_info {
