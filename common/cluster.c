@@ -72,6 +72,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		else if (strcmp(name, "partition_wcu") == 0 &&
 		         parse_uint(value, 1000000000UL, &v) && v >= 1)
 			c->partition_wcu = (uint64_t)v;
+		else if (strcmp(name, "burst_secs") == 0 && parse_uint(value, 86400, &v))
+			c->burst_secs = (uint32_t)v, c->burst_set = true;
 		else if (strcmp(name, "raft_segment_mb") == 0 && parse_uint(value, 1024, &v) &&
 		         v >= 1)
 			c->raft_segment_mb = (uint32_t)v;

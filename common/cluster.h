@@ -9,6 +9,7 @@
  *   replication = 3         ; replicas per group (<= number of nodes)
  *   partition_rcu = 3000    ; read / write units per second of one partition
  *   partition_wcu = 1000    ;   at most (a table's or GSI's; DynamoDB's limits)
+ *   burst_secs = 300        ; unused capacity a partition keeps for bursts
  *
  *   [node.1]
  *   raft = 127.0.0.1:7100   ; Raft base address: group g listens on port + g
@@ -45,6 +46,7 @@
 #define SH_PATH_MAX        1024
 #define SH_PARTITION_RCU   3000
 #define SH_PARTITION_WCU   1000
+#define SH_BURST_SECS      300
 
 typedef struct sh_node_conf {
 	uint32_t id;                 /* from the section name [node.<id>], >= 1 */
@@ -70,6 +72,11 @@ typedef struct sh_cluster_conf {
 	 * table's capacity (DynamoDB: 3000 / 1000).  0 in the struct: the
 	 * defaults SH_PARTITION_RCU / SH_PARTITION_WCU. */
 	uint64_t partition_rcu, partition_wcu;
+	/* [cluster] burst_secs: how many seconds of unused capacity a
+	 * partition keeps for bursts (DynamoDB: 300; 0: none).  Without
+	 * burst_set, the default SH_BURST_SECS. */
+	uint32_t burst_secs;
+	bool burst_set;
 	uint32_t n_nodes;
 	sh_node_conf nodes[SH_MAX_NODES]; /* in file order */
 	char router_listen[SH_ADDR_MAX];
