@@ -30,6 +30,8 @@
  *   SENDING    send timed out, connected, time left          SENDING
  *   SENDING    deadline passed / socket closed               DONE  timeout / closed
  *   RECEIVING  answer ServiceUnavailable, retries left       BACKOFF
+ *   RECEIVING  answer throttling, throttle retries left,      BACKOFF
+ *              the jittered wait ends before the deadline
  *   RECEIVING  answer                                        DONE  ok
  *   RECEIVING  deadline passed                               DONE  timeout or connect error
  *   BACKOFF    backoff slept                                 SENDING
@@ -114,6 +116,9 @@ void shoal_options_init(shoal_options *o)
 	o->connect_timeout_ms = 2000;
 	o->retries = 2;
 	o->pipeline = 4;
+	o->throttle_retries = 9;
+	o->throttle_base_ms = 50;
+	o->throttle_max_ms = 20000;
 }
 
 void shoal_free(void *p)
@@ -185,6 +190,13 @@ static int check_options(const shoal_options *o, char *errmsg)
 	if (o->retries < 0)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "client retries must be >= 0 (got %d)",
 		               o->retries);
+	if (o->throttle_retries < 0 || o->throttle_base_ms < 1 ||
+	    o->throttle_max_ms < o->throttle_base_ms)
+		return sh_errf(
+		    errmsg, SHOAL_E_VALIDATION,
+		    "client throttle retries must be >= 0 (got %d), throttle_base_ms >= 1 "
+		    "(got %d) and throttle_max_ms >= throttle_base_ms (got %d)",
+		    o->throttle_retries, o->throttle_base_ms, o->throttle_max_ms);
 	if (o->pipeline < 0 || o->pipeline > 1024)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "client pipeline must be 0 .. 1024 (got %d)", o->pipeline);
@@ -301,6 +313,7 @@ int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_cli
 		memcpy(c->nonce, x, sizeof(x));
 	}
 	c->f_client_token = wire_field_number(&shoal__request__descriptor, "client_token");
+	c->f_status = wire_field_number(&shoal__response__descriptor, "status");
 	c->cap_pipes = 8;
 	c->pipes = sh_calloc(c->cap_pipes, sizeof(*c->pipes));
 	if (c->pipes == NULL) {
@@ -550,14 +563,21 @@ static void op_send(op *o)
 	nng_ctx_send(o->ctx, o->aio);
 }
 
-/* The Response's status, or -1 if the bytes do not decode. */
-static int reply_status(nng_msg *m)
+/* The Response's status (an error code), read from its top-level fields
+ * without unpacking the rest (an answer may be a 1 MB page, and this runs on
+ * nng's thread for every answer while retries are possible); -1 if the
+ * fields do not frame.  The answer is decoded in full later (op_result). */
+static int reply_status(const shoal_client *c, nng_msg *m)
 {
-	Shoal__Response *resp;
-	if (wire_unpack_response(NULL, nng_msg_body(m), nng_msg_len(m), &resp, NULL) != SHOAL_OK)
-		return -1;
-	int st = wire_code_from_status(resp->status);
-	wire_free_response(NULL, resp);
+	const uint8_t *p = nng_msg_body(m), *end = p + nng_msg_len(m);
+	int st = SHOAL_OK; /* proto3: an absent status is STATUS_OK */
+	wire_field f;
+	while (p < end) {
+		if (!wire_next_field(&p, end, &f))
+			return -1;
+		if (f.number == c->f_status && f.type == 0)
+			st = wire_code_from_status((int)f.value);
+	}
 	return st;
 }
 
@@ -593,19 +613,31 @@ static void on_sent(op *o, int rv)
 	op_finish(o, nng_code(rv), SHOAL_SRC_LOCAL, "sending a request: %s", nng_strerror(rv));
 }
 
-/* An answer (taken over) arrived for o: done, or ServiceUnavailable retried
- * after a backoff (on o's own context from then on). */
+/* An answer (taken over) arrived for o: done, or ServiceUnavailable or a
+ * throttling error retried after a backoff (the policy: common/retry.h), on
+ * o's own context from then on.  The wait is an nng timer on the op's aio:
+ * no thread sleeps, whether the caller blocks or polls. */
 static void op_answered(op *o, nng_msg *m)
 {
-	uint32_t delay;
-	/* Decoding the answer (on nng's thread) only when a retry may follow. */
-	bool may_retry = o->retry.attempts + 1 < o->retry.max_attempts;
-	if (may_retry && reply_status(m) == SHOAL_E_UNAVAILABLE &&
-	    sh_retry_next(&o->retry, SH_OUT_UNAVAILABLE, 0, now_ms(), o->deadline, &delay)) {
-		nng_msg_free(m);
-		o->state = OP_BACKOFF;
-		nng_sleep_aio((nng_duration)delay, o->aio);
-		return;
+	sh_retry *r = &o->retry;
+	bool unavailable_left = r->attempts + 1 < r->max_attempts;
+	bool throttle_left = r->throttled < r->throttle_max;
+	/* Reading the status (on nng's thread) only when a retry may follow. */
+	if (unavailable_left || throttle_left) {
+		int st = reply_status(o->c, m);
+		uint32_t delay = 0;
+		bool again = false;
+		if (st == SHOAL_E_UNAVAILABLE && unavailable_left)
+			again =
+			    sh_retry_next(r, SH_OUT_UNAVAILABLE, 0, now_ms(), o->deadline, &delay);
+		else if (st > 0 && sh_retry_is_throttling(st) && throttle_left)
+			again = sh_retry_throttled(r, now_ms(), o->deadline, &delay);
+		if (again) {
+			nng_msg_free(m);
+			o->state = OP_BACKOFF;
+			nng_sleep_aio((nng_duration)delay, o->aio);
+			return;
+		}
 	}
 	o->reply = m;
 	op_finish(o, SHOAL_OK, SHOAL_SRC_NONE, NULL);
@@ -790,6 +822,13 @@ void lib_op_start(op *o)
 	uint32_t only = 0;
 	sh_retry_init(&o->retry, &only, 1, 0, BACKOFF_FIRST_MS, BACKOFF_MAX_MS);
 	o->retry.max_attempts = (uint32_t)c->opts.retries + 1;
+	/* Each request its own jitter: the client's random nonce and the
+	 * request id. */
+	uint64_t seed;
+	memcpy(&seed, c->nonce, sizeof(seed));
+	sh_retry_throttle_init(
+	    &o->retry, (uint32_t)c->opts.throttle_retries, (uint32_t)c->opts.throttle_base_ms,
+	    (uint32_t)c->opts.throttle_max_ms, seed ^ o->request_id * 0x9e3779b97f4a7c15ull);
 	if (o->async && c->lanes_on)
 		lane_submit(o);
 	else

@@ -61,7 +61,7 @@ struct op {
 	char operation[40];
 	uint64_t request_id; /* JSON requests: the id we chose; checked on the answer */
 	int64_t deadline;    /* sh_now_ms() clock */
-	sh_retry retry;      /* ServiceUnavailable answers: again after a backoff */
+	sh_retry retry;      /* ServiceUnavailable and throttled answers: again after a backoff */
 
 	/* The outcome (valid in DONE). */
 	nng_msg *reply; /* the answer, or NULL with `code` set */
@@ -101,6 +101,7 @@ struct shoal_client {
 	 * (shoal.proto Request.client_token: a resend is applied once). */
 	uint8_t nonce[16];
 	uint32_t f_client_token;
+	uint32_t f_status; /* Response.status, read by libshoal.c's reply_status */
 
 	/* Pipelining (libshoal.c): the lanes to the routers (proto/lanes.h),
 	 * when shoal_options.pipeline > 0. */

@@ -102,7 +102,7 @@ typedef struct shoal_options {
 	int connect_timeout_ms;
 	/* How many times an answer of ServiceUnavailable (the router gave up
 	 * on a storage group) is retried, with a backoff of 50 ms doubling to
-	 * 1 s, within the deadline.  Throttling errors are not retried.
+	 * 1 s, within the deadline.  Throttling errors: throttle_retries.
 	 * Default 2.  >= 0. */
 	int retries;
 	/* Pipelining of asynchronous requests (shoal_submit_*): at most this
@@ -114,6 +114,26 @@ typedef struct shoal_options {
 	 * 0: every request its own message.  Default 4.  >= 0.  Blocking calls
 	 * always go alone. */
 	int pipeline;
+	/* Throttling, as the AWS SDKs retry it.  An answer of
+	 * ProvisionedThroughputExceededException, RequestLimitExceeded or
+	 * TransactionInProgressException (the list: common/retry.h,
+	 * sh_retry_is_throttling) is sent again up to throttle_retries times,
+	 * the k-th time after a wait drawn uniformly from
+	 * [0, min(throttle_max_ms, throttle_base_ms * 2^(k-1))] ms
+	 * ("exponential backoff with full jitter", botocore's standard mode),
+	 * and never past deadline_ms: when the next wait would reach the
+	 * deadline, or the retries are spent, the throttled answer is the
+	 * result.  Asynchronous requests wait on a timer, not on a thread.
+	 * Defaults as botocore's for DynamoDB: throttle_retries 9 (10
+	 * attempts, its legacy mode's max_attempts), throttle_base_ms 50 (its
+	 * legacy base, 0.05 s), throttle_max_ms 20000 (standard mode's cap,
+	 * 20 s).  throttle_retries 0 turns it off (benchmarks that measure
+	 * raw behaviour).  throttle_retries >= 0; throttle_base_ms >= 1;
+	 * throttle_max_ms >= throttle_base_ms.  A throttled request was not
+	 * applied, so resending it is safe; it carries the same client_token. */
+	int throttle_retries;
+	int throttle_base_ms;
+	int throttle_max_ms;
 } shoal_options;
 
 /* Fills *o with the defaults above. */

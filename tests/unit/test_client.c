@@ -46,6 +46,7 @@ enum fake_mode {
 	FAKE_ERROR,       /* STATUS_VALIDATION with a message */
 	FAKE_UNAVAILABLE, /* STATUS_UNAVAILABLE for the first `unavailable` requests, then OK */
 	FAKE_DIE,         /* close the socket on the first request (a router exit) */
+	FAKE_THROTTLED,   /* STATUS_THROUGHPUT for the first `throttled` requests, then OK */
 };
 
 typedef struct fake {
@@ -57,6 +58,7 @@ typedef struct fake {
 	atomic_int batches;   /* Request batches (libshoal's pipelining) */
 	atomic_int max_batch; /* the largest of them */
 	atomic_int unavailable;
+	atomic_int throttled;
 	atomic_bool stop;
 	bool running;
 } fake;
@@ -127,6 +129,17 @@ static nng_msg *answer(fake *f, const Shoal__Request *req)
 		if (atomic_fetch_sub(&f->unavailable, 1) > 0) {
 			resp.status = SHOAL__STATUS__STATUS_UNAVAILABLE;
 			resp.message = "Service unavailable: group 3 has no leader";
+			return pack_response(&resp);
+		}
+		mode = FAKE_OK;
+	}
+	if (mode == FAKE_THROTTLED) {
+		if (atomic_fetch_sub(&f->throttled, 1) > 0) {
+			resp.status = SHOAL__STATUS__STATUS_THROUGHPUT;
+			resp.message =
+			    "The level of configured provisioned throughput for the table "
+			    "was exceeded. Consider increasing your provisioning level with "
+			    "the UpdateTable API.";
 			return pack_response(&resp);
 		}
 		mode = FAKE_OK;
@@ -653,6 +666,141 @@ START_TEST(test_retry_unavailable)
 }
 END_TEST
 
+/* A client for the throttling tests: retries of throttled answers with
+ * these settings, none of ServiceUnavailable. */
+static shoal_client *throttle_client(const char *url, int retries, int base_ms, int max_ms,
+                                     int deadline_ms)
+{
+	shoal_options o;
+	shoal_options_init(&o);
+	o.retries = 0;
+	o.throttle_retries = retries;
+	o.throttle_base_ms = base_ms;
+	o.throttle_max_ms = max_ms;
+	if (deadline_ms > 0)
+		o.deadline_ms = deadline_ms;
+	shoal_client *c;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(url, &o, &c, msg) == SHOAL_OK, "%s", msg);
+	return c;
+}
+
+START_TEST(test_retry_throttled)
+{
+	fake f = {0};
+	fake_start(&f, FAKE_THROTTLED);
+	char *out;
+	shoal_error err;
+
+	/* The defaults are botocore's for DynamoDB. */
+	shoal_options d;
+	shoal_options_init(&d);
+	ck_assert_int_eq(d.throttle_retries, 9);
+	ck_assert_int_eq(d.throttle_base_ms, 50);
+	ck_assert_int_eq(d.throttle_max_ms, 20000);
+
+	/* Throttled three times, then served: four attempts, success. */
+	atomic_store(&f.throttled, 3);
+	shoal_client *c = throttle_client(f.url, 5, 1, 8, 0);
+	ck_assert_int_eq(shoal_call_json(c, "GetItem", get_json, &out, &err), SHOAL_OK);
+	ck_assert_str_eq(out, "{\"Item\":{\"pk\":{\"S\":\"a\"}}}");
+	shoal_free(out);
+	ck_assert_int_eq(atomic_load(&f.received), 4);
+
+	/* Always throttled: 1 + throttle_retries attempts, then the throttled
+	 * answer is the result, as the service gave it. */
+	atomic_store(&f.received, 0);
+	atomic_store(&f.throttled, 1000);
+	ck_assert_int_eq(shoal_call_json(c, "GetItem", get_json, &out, &err), SHOAL_E_THROUGHPUT);
+	ck_assert_ptr_null(out);
+	ck_assert_int_eq(atomic_load(&f.received), 6);
+	ck_assert_int_eq(err.source, SHOAL_SRC_SERVICE);
+	ck_assert_str_eq(err.exception, "ProvisionedThroughputExceededException");
+	ck_assert_ptr_nonnull(strstr(err.message, "provisioned throughput"));
+	/* The protobuf call retries the same way. */
+	atomic_store(&f.received, 0);
+	size_t len, rlen;
+	uint8_t *req = get_request(7, &len), *resp;
+	ck_assert_int_eq(shoal_call_pb(c, req, len, &resp, &rlen, &err), SHOAL_E_THROUGHPUT);
+	ck_assert_ptr_nonnull(resp);
+	shoal_free(resp);
+	free(req);
+	ck_assert_int_eq(atomic_load(&f.received), 6);
+	shoal_client_free(c);
+
+	/* throttle_retries 0: the raw behaviour, one attempt. */
+	atomic_store(&f.received, 0);
+	c = throttle_client(f.url, 0, 1, 1, 0);
+	ck_assert_int_eq(shoal_call_json(c, "GetItem", get_json, &out, &err), SHOAL_E_THROUGHPUT);
+	ck_assert_int_eq(atomic_load(&f.received), 1);
+	shoal_client_free(c);
+
+	/* Within the deadline: waits capped at 2 s against a 300 ms deadline
+	 * end in the throttled answer (not a timeout), before the deadline,
+	 * whatever the jitter drew. */
+	atomic_store(&f.received, 0);
+	c = throttle_client(f.url, 50, 2000, 2000, 300);
+	int64_t t0 = now_ms();
+	ck_assert_int_eq(shoal_call_json(c, "GetItem", get_json, &out, &err), SHOAL_E_THROUGHPUT);
+	ck_assert_int_lt(now_ms() - t0, 300);
+	ck_assert_int_ge(atomic_load(&f.received), 1);
+	ck_assert_int_lt(atomic_load(&f.received), 50);
+	shoal_client_free(c);
+
+	/* Bad options. */
+	shoal_options o;
+	shoal_options_init(&o);
+	char msg[SH_ERRMSG_SIZE];
+	o.throttle_retries = -1;
+	ck_assert_int_eq(shoal_client_new(f.url, &o, &c, msg), SHOAL_E_VALIDATION);
+	shoal_options_init(&o);
+	o.throttle_max_ms = o.throttle_base_ms - 1;
+	ck_assert_int_eq(shoal_client_new(f.url, &o, &c, msg), SHOAL_E_VALIDATION);
+	fake_stop(&f);
+}
+END_TEST
+
+/* Asynchronous requests back off on timers: 40 requests each throttled once
+ * with waits of up to 400 ms (200 on average) all finish in about one wait,
+ * not in the 8 s that waiting for them one after another would take. */
+typedef struct throttle_async {
+	int done, ok;
+} throttle_async;
+
+static void on_throttle_done(void *arg, int code, const void *body, size_t len,
+                             const shoal_error *err)
+{
+	throttle_async *t = arg;
+	t->done++;
+	t->ok += code == SHOAL_OK;
+}
+
+START_TEST(test_retry_throttled_async)
+{
+	fake f = {0};
+	fake_start(&f, FAKE_THROTTLED);
+	atomic_store(&f.throttled, 40);
+	shoal_client *c = throttle_client(f.url, 3, 400, 400, 0);
+	throttle_async t = {0};
+	shoal_error err;
+	int64_t t0 = now_ms();
+	for (int i = 0; i < 40; i++)
+		ck_assert_int_eq(
+		    shoal_submit_json(c, "GetItem", get_json, on_throttle_done, &t, &err),
+		    SHOAL_OK);
+	int64_t until = t0 + 10000;
+	while (t.done < 40 && now_ms() < until)
+		shoal_poll(c, 100);
+	int64_t took = now_ms() - t0;
+	ck_assert_int_eq(t.done, 40);
+	ck_assert_int_eq(t.ok, 40);
+	ck_assert_int_eq(atomic_load(&f.received), 80);
+	ck_assert_msg(took < 2500, "40 throttled requests took %lld ms", (long long)took);
+	shoal_client_free(c);
+	fake_stop(&f);
+}
+END_TEST
+
 typedef struct async_state {
 	shoal_client *c;
 	int submitted, completed, failures;
@@ -814,7 +962,8 @@ static void burst_done(void *arg, int code, const void *body, size_t len, const 
 			size_t n;
 			uint8_t *req = get_request(100 + (uint64_t)i, &n);
 			shoal_error e;
-			ck_assert_int_eq(shoal_submit_pb(s->c, req, n, tally_done, s, &e), SHOAL_OK);
+			ck_assert_int_eq(shoal_submit_pb(s->c, req, n, tally_done, s, &e),
+			                 SHOAL_OK);
 			free(req);
 		}
 }
@@ -1020,6 +1169,8 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_failover_restart);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_retry_unavailable);
+	tcase_add_test(tc, test_retry_throttled);
+	tcase_add_test(tc, test_retry_throttled_async);
 	tcase_add_test(tc, test_async_many);
 	tcase_add_test(tc, test_async_no_pipeline);
 	tcase_add_test(tc, test_async_pipeline_failures);
