@@ -371,7 +371,10 @@ int main(int argc, char **argv)
 	if (rate <= 0 || duration <= 0 || shards < 1 || conc < 1 || conc > MAX_INFLIGHT)
 		die("bad --rate, --duration, --shards or --concurrency");
 	char errmsg[SH_ERRMSG_SIZE];
-	if (shoal_client_new(endpoint, NULL, &cl, errmsg) != SHOAL_OK)
+	shoal_options so;
+	shoal_options_init(&so);
+	so.throttle_retries = 0; /* raw behaviour: measure the throttling, do not hide it */
+	if (shoal_client_new(endpoint, &so, &cl, errmsg) != SHOAL_OK)
 		die("%s", errmsg);
 	if (strcmp(mode, "lag") == 0)
 		run_lag();

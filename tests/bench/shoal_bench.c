@@ -1707,6 +1707,7 @@ int main(int argc, char **argv)
 	shoal_options so;
 	shoal_options_init(&so);
 	so.retries = b.o.retries;
+	so.throttle_retries = 0; /* raw behaviour: a throttled request counts as an error */
 	if (b.o.pipeline >= 0)
 		so.pipeline = b.o.pipeline;
 	char m[SH_ERRMSG_SIZE];
