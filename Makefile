@@ -7,6 +7,9 @@
 #   bench          storage-engine benchmark (1M items; prints figures, asserts nothing)
 #   bench-cluster  shoal_bench against a local 3-node cluster (prints figures)
 #   bench-http     the HTTP endpoint vs the native protocol on one cluster (ratios)
+#   hot            the hot-partition load tests at length (tests/integration/it_hot.c, HOT_SECS
+#                  per phase, default 60; `make test` runs 6): a table of figures, and
+#                  $(BUILD)/hot/*.csv and hot.png (per-partition throughput and throttles)
 #   bench-peers    Shoal beside etcd and dynalite under the same wrk load (installs Debian's
 #                  etcd-server and wrk, dynalite from npm into $(BUILD)/peers; prints figures)
 #   libs           libshoal.so.0, libshoal.so and an installable libshoal.a in $(BUILD)/lib
@@ -211,6 +214,14 @@ chaos: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	CHAOS_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_chaos
 	BANK_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_bank
+
+# The long hot-partition load tests (tests/integration/it_hot.c; `make test` runs 6 s of each
+# phase): figures on stdout, $(BUILD)/hot/{partitions,client,rss}.csv and hot.png.
+HOT_SECS ?= 60
+.PHONY: hot
+hot: deps-checked
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	HOT_SECS=$(HOT_SECS) HOT_OUT=$(abspath $(BUILD))/hot $(BUILD)/tests/it_hot
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

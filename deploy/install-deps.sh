@@ -37,6 +37,7 @@ PACKAGES=(
   nettle-dev                      # SHA-256 / HMAC for SigV4 on the HTTP endpoint
   zlib1g-dev                      # CRC-32 (x-amz-crc32) on the HTTP endpoint
   python3-boto3 awscli            # tests/integration/http: DynamoDB's own clients
+  gnuplot-nox                     # tests/integration/it_hot (make hot): the PNG plots
 )
 if ((bench)) && ! ((peers)); then
   PACKAGES+=(wrk)   # make bench-http: the HTTP load tool

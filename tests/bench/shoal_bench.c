@@ -58,9 +58,10 @@
  * that a loaded key is there (and that a query returns K items); then
  * --warmup seconds unrecorded, then --duration seconds measured.  A request
  * counts in the window it completes in; latency is submit -> completion
- * callback, microseconds, in a log-bucketed histogram (128 linear buckets,
- * then 64 sub-buckets per power of two: < 1.6 % error), percentiles report
- * the bucket's upper bound (as HdrHistogram's "highest equivalent value").
+ * callback, microseconds, in a log-bucketed histogram (tests/lib/tl_hist.h:
+ * 128 linear buckets, then 64 sub-buckets per power of two: < 1.6 % error),
+ * percentiles report the bucket's upper bound (as HdrHistogram's "highest
+ * equivalent value").
  * When the window closes no new request is sent; answers are awaited for
  * DRAIN_US at most, and those still missing are reported (inflight_at_end,
  * oldest_inflight_us) rather than silently dropped: a cluster that stalls
@@ -93,6 +94,7 @@
 #include "common/cluster.h"
 #include "proto/shoal.pb-c.h"
 #include "proto/wire.h"
+#include "tests/lib/tl_hist.h"
 
 #define BATCH         25 /* BatchWriteItem limit */
 #define LOAD_INFLIGHT 32 /* batches in flight while loading */
@@ -196,67 +198,6 @@ static uint64_t zipf_next(const zipf *z)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Latency histogram (microseconds)                                          */
-/* ------------------------------------------------------------------------ */
-
-/* Values < 128 have a bucket each; above, each power of two [2^m, 2^(m+1))
- * is split into 64 buckets: bucket = 64 * (m - 6) + (v >> (m - 6)). */
-#define H_SUB     64
-#define H_BUCKETS (H_SUB * 40)
-
-typedef struct hist {
-	uint64_t n[H_BUCKETS];
-	uint64_t count, max, sum;
-} hist;
-
-static unsigned h_bucket(uint64_t v)
-{
-	if (v < 2 * H_SUB)
-		return (unsigned)v;
-	unsigned m = 63u - (unsigned)__builtin_clzll(v);
-	unsigned shift = m - 6;
-	unsigned b = H_SUB * shift + (unsigned)(v >> shift);
-	return b < H_BUCKETS ? b : H_BUCKETS - 1;
-}
-
-/* The largest value that falls in bucket b. */
-static uint64_t h_upper(unsigned b)
-{
-	if (b < 2 * H_SUB)
-		return b;
-	unsigned shift = b / H_SUB - 1;
-	uint64_t top = b - (uint64_t)H_SUB * shift;
-	return ((top + 1) << shift) - 1;
-}
-
-static void h_record(hist *h, uint64_t v)
-{
-	h->n[h_bucket(v)]++;
-	h->count++;
-	h->sum += v;
-	if (v > h->max)
-		h->max = v;
-}
-
-static uint64_t h_pct(const hist *h, double p)
-{
-	if (h->count == 0)
-		return 0;
-	uint64_t want = (uint64_t)ceil(p / 100.0 * (double)h->count);
-	if (want < 1)
-		want = 1;
-	uint64_t seen = 0;
-	for (unsigned b = 0; b < H_BUCKETS; b++) {
-		seen += h->n[b];
-		if (seen >= want) {
-			uint64_t u = h_upper(b);
-			return u < h->max ? u : h->max;
-		}
-	}
-	return h->max;
-}
-
-/* ------------------------------------------------------------------------ */
 /* Options and state                                                         */
 /* ------------------------------------------------------------------------ */
 
@@ -316,11 +257,11 @@ typedef struct bench {
 	/* measurement window: completions in [win0, win1) are recorded */
 	uint64_t win0, win1;
 	bool stop;
-	hist h;
+	tl_hist h;
 	uint64_t errors, err_by_code[SHOAL_E__COUNT + 1];
 	tally errmsgs;        /* "Exception: message" of the errors */
 	uint64_t cancels;     /* TransactionCanceledException answers */
-	hist hc;              /* their latencies */
+	tl_hist hc;           /* their latencies */
 	tally reasons;        /* cancellations by reason */
 	uint64_t misses;      /* gets that found no item */
 	uint64_t query_items; /* items returned by recorded queries */
@@ -959,7 +900,7 @@ static void finish(bench *b, enum kind kind, uint64_t t0, int code, const void *
 		return;
 	if (code == SHOAL_E_TXN_CANCELED && is_txn(kind)) {
 		b->cancels++;
-		h_record(&b->hc, t - t0);
+		tl_hist_record(&b->hc, t - t0);
 		count_cancel(b, body, len);
 		return;
 	}
@@ -967,7 +908,7 @@ static void finish(bench *b, enum kind kind, uint64_t t0, int code, const void *
 		count_error(b, code, err);
 		return;
 	}
-	h_record(&b->h, t - t0);
+	tl_hist_record(&b->h, t - t0);
 	if (body != NULL)
 		inspect(b, kind, body, len);
 }
@@ -1078,8 +1019,9 @@ static void run(bench *b)
 	double csw_op = ops ? (double)csw / (double)ops : 0;
 	const char *dist = b->o.zipfian ? "zipfian" : "uniform";
 	const char *wl = workload_names[b->o.workload];
-	unsigned long long p50 = h_pct(&b->h, 50), p95 = h_pct(&b->h, 95), p99 = h_pct(&b->h, 99),
-	                   p999 = h_pct(&b->h, 99.9), max = b->h.max;
+	unsigned long long p50 = tl_hist_pct(&b->h, 50), p95 = tl_hist_pct(&b->h, 95),
+	                   p99 = tl_hist_pct(&b->h, 99), p999 = tl_hist_pct(&b->h, 99.9),
+	                   max = b->h.max;
 	printf("%s conc=%u %s keys=%llu value=%uB: %llu ops in %.1f s = %.0f ops/s, errors %llu; "
 	       "latency us p50 %llu p95 %llu p99 %llu p99.9 %llu max %llu; client %.2f cores, "
 	       "%.0f us cpu and %.1f context switches per op\n",
@@ -1107,7 +1049,8 @@ static void run(bench *b)
 		    b->o.txn_items, span_names[b->o.span], (unsigned long long)ops,
 		    b->o.workload == W_TXGET ? "read" : "committed", ops_s,
 		    (unsigned long long)b->cancels, cancel_pct, (unsigned long long)answered,
-		    (unsigned long long)h_pct(&b->hc, 50), (unsigned long long)h_pct(&b->hc, 99));
+		    (unsigned long long)tl_hist_pct(&b->hc, 50),
+		    (unsigned long long)tl_hist_pct(&b->hc, 99));
 		tally_print(&b->reasons, "cancellations", b->cancels);
 	}
 	if (b->misses > 0)
@@ -1132,8 +1075,8 @@ static void run(bench *b)
 		printf(" txn_items=%u span=%s cancels=%llu cancel_pct=%.2f cancel_p50_us=%llu "
 		       "cancel_p99_us=%llu answered_s=%.0f",
 		       b->o.txn_items, span_names[b->o.span], (unsigned long long)b->cancels,
-		       cancel_pct, (unsigned long long)h_pct(&b->hc, 50),
-		       (unsigned long long)h_pct(&b->hc, 99), (double)answered / secs);
+		       cancel_pct, (unsigned long long)tl_hist_pct(&b->hc, 50),
+		       (unsigned long long)tl_hist_pct(&b->hc, 99), (double)answered / secs);
 	printf("\n");
 	fflush(stdout);
 }

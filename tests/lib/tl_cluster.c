@@ -121,6 +121,11 @@ static void track(tl_cluster *c, bool on)
 
 bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups)
 {
+	return tl_cluster_up_opts(c, nodes, routers, groups, NULL);
+}
+
+bool tl_cluster_up_opts(tl_cluster *c, int nodes, int routers, int groups, const char *opts)
+{
 	memset(c, 0, sizeof(*c));
 	locate(c);
 	snprintf(c->dir, sizeof(c->dir), "%s", tl_tmpdir("cluster"));
@@ -133,7 +138,8 @@ bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups)
 	c->routers = routers;
 	c->groups = groups;
 	track(c, true);
-	if (!script(c, "up --nodes %d --routers %d --groups %d", nodes, routers, groups))
+	if (!script(c, "up --nodes %d --routers %d --groups %d %s", nodes, routers, groups,
+	            opts != NULL ? opts : ""))
 		return false;
 	char path[1100];
 	snprintf(path, sizeof(path), "%s/router.endpoint", c->dir);

@@ -26,6 +26,9 @@ typedef struct tl_cluster {
 /* Starts a cluster and waits until it serves; false (with the script's output
  * on stderr) if it did not. */
 bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups);
+/* The same with more options of `cluster.sh up` (a shell fragment, e.g.
+ * "--partition-wcu 200 --burst-secs 2"; NULL: none). */
+bool tl_cluster_up_opts(tl_cluster *c, int nodes, int routers, int groups, const char *opts);
 /* Stops every process and removes the directory.  A sanitizer report in any
  * process's log fails the test (tl_fail) and keeps the directory. */
 void tl_cluster_down(tl_cluster *c);
