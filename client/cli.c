@@ -13,6 +13,9 @@ int main(int argc, char **argv)
 	    .out = stdout,
 	    .err = stderr,
 	    .endpoint_env = getenv("SHOAL_ENDPOINT"),
+	    .max_attempts_env = getenv("SHOAL_MAX_ATTEMPTS"),
+	    .aws_max_attempts_env = getenv("AWS_MAX_ATTEMPTS"),
+	    .in_fd = 0,
 	    .call = NULL,
 	    .call_ctx = NULL,
 	};

@@ -14,6 +14,9 @@
  *   cli_shorthand.c  the AWS CLI shorthand syntax (Key=Value,Key2=[a,b],...)
  *   cli_page.c       AWS CLI pagination (query, scan, list-tables) and its tokens
  *   cli_out.c        output: JSON as the AWS CLI prints it, text, `shoal status`
+ *   cli_load.c       capacity in a ClusterStatus: partition load, hot keys
+ *                    (status, status --hot, top)
+ *   cli_top.c        `shoal top`: the live terminal view
  *
  * Everything here runs on the one thread of the CLI process.  JSON values
  * are jansson references: functions that return one in *out hand the caller
@@ -225,12 +228,70 @@ void cli_print_status(FILE *out, const json_t *resp);
 void cli_iso_time(double secs, char *buf, size_t size);
 
 /* ------------------------------------------------------------------------ */
+/* Capacity (cli_load.c)                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* From a ClusterStatus response (its JSON): every partition's load (the
+ * PartitionLoad members of the group leaders' Load, each with the report's
+ * Group and Node added), busiest first (the larger share of its read or
+ * write limit, then throttles, then units); and every hot key (HotKeys),
+ * heaviest first (read + write units per second, then throttles).  New
+ * arrays (json_decref them). */
+json_t *cli_partition_load(const json_t *status);
+
+/* Whether GroupStatus g (an element of the answer's Groups) is the one
+ * leader report of its group: Role "leader", and of two such reports (one
+ * straddling an election) the higher term's.  Only those carry Load and
+ * HotKeys, and top's index lag reads them. */
+bool cli_counted_leader(const json_t *groups, const json_t *g);
+json_t *cli_hot_keys(const json_t *status);
+
+/* Human tables of those arrays, at most max_rows rows (0: all). */
+void cli_print_load(FILE *out, const json_t *loads, size_t max_rows);
+void cli_print_hot(FILE *out, const json_t *hot, size_t max_rows);
+
+/* ------------------------------------------------------------------------ */
+/* shoal top (cli_top.c)                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* `top` is the CLI's own command (no DynamoDB operation of its own: it
+ * calls ClusterStatus every interval). */
+extern const cli_cmd cli_top_cmd;
+
+typedef struct cli_top_opts {
+	double interval_s; /* --interval (default 1) */
+	long iterations;   /* --iterations N: stop after N screens (0: until q) */
+	const char *endpoint;
+} cli_top_opts;
+
+/* What one screen shows and how large it may be. */
+typedef struct cli_top_view {
+	int width, height; /* the terminal's (0: unbounded, as when not a terminal) */
+	const char *endpoint;
+	double interval_s;
+	const char *clock; /* "17:20:01" */
+	const char *error; /* the last refresh's failure, or NULL */
+} cli_top_view;
+
+/* One screen of `shoal top` for a ClusterStatus response (may be NULL
+ * before the first answer), as plain lines (no escapes). */
+void cli_top_render(FILE *out, const json_t *status, const cli_top_view *v);
+
+/* Runs the view: refreshes every interval on `out` until q (read from
+ * in_fd when it is a terminal), Ctrl-C, SIGTERM or the iterations are done;
+ * the terminal is restored on every way out.  Returns the exit code. */
+int cli_top_run(const cli_caller *c, FILE *out, FILE *err, int in_fd, const cli_top_opts *o);
+
+/* ------------------------------------------------------------------------ */
 /* The program (cli_main.c)                                                  */
 /* ------------------------------------------------------------------------ */
 
 typedef struct cli_env {
 	FILE *out, *err;
 	const char *endpoint_env; /* $SHOAL_ENDPOINT, or NULL */
+	/* $SHOAL_MAX_ATTEMPTS and $AWS_MAX_ATTEMPTS, or NULL. */
+	const char *max_attempts_env, *aws_max_attempts_env;
+	int in_fd; /* the keyboard of `shoal top` (stdin; -1: none) */
 	/* Tests: a fake service instead of a shoal_client (NULL: the real one). */
 	cli_call_fn call;
 	void *call_ctx;

@@ -13,7 +13,14 @@
  *     docs work after replacing "aws" by "shoal";
  *   - --opt value or --opt=value; list options take every word up to the
  *     next --option; --x / --no-x for boolean flags; the last one wins;
- *   - `shoal help`, `shoal <command> help` print help.
+ *   - `shoal help`, `shoal <command> help` print help;
+ *   - the CLI's own options, which shape the output and never reach the
+ *     request: `status --hot`, `top --interval S --iterations N`.
+ *
+ * Retries: libshoal's (client/shoal.h): throttling errors with exponential
+ * backoff and full jitter, ServiceUnavailable with a backoff.  As the AWS
+ * CLI reads AWS_MAX_ATTEMPTS, $SHOAL_MAX_ATTEMPTS (else $AWS_MAX_ATTEMPTS)
+ * sets the attempts of a call, the first included, for both.
  *
  * Exit codes and messages (AWS CLI v2): 0; 252 for the command line
  * ("shoal: error: the following arguments are required: --table-name",
@@ -47,7 +54,9 @@ typedef struct run {
 	const char *starting_token;
 	long long page_size, max_items;
 	bool has_page_size, has_max_items, paging_member;
-	json_t *body; /* members set by options */
+	bool hot;         /* status --hot */
+	cli_top_opts top; /* top --interval, --iterations */
+	json_t *body;     /* members set by options */
 	char unknown[1024];
 	cli_fail fail;
 } run;
@@ -69,11 +78,15 @@ static int cmd_cmp(const void *a, const void *b)
 	return strcmp((*(const cli_cmd *const *)a)->name, (*(const cli_cmd *const *)b)->name);
 }
 
+/* Room for every command: the registry's and the CLI's own (top). */
+#define N_CMDS (SHOAL_OP__COUNT + 2)
+
 static const cli_cmd **sorted_cmds(const cli_cmd **out, size_t cap)
 {
 	size_t n = 0;
-	for (const cli_cmd *c = cli_cmds; c->name != NULL && n + 1 < cap; c++)
+	for (const cli_cmd *c = cli_cmds; c->name != NULL && n + 2 < cap; c++)
 		out[n++] = c;
+	out[n++] = &cli_top_cmd;
 	qsort(out, n, sizeof(*out), cmd_cmp);
 	out[n] = NULL;
 	return out;
@@ -86,8 +99,8 @@ static void print_help(FILE *out)
 	      "usage: shoal [options] <command> [parameters]\n\n"
 	      "Commands:\n",
 	      out);
-	const cli_cmd *cmds[SHOAL_OP__COUNT + 1];
-	for (const cli_cmd **c = sorted_cmds(cmds, SHOAL_OP__COUNT + 1); *c != NULL; c++)
+	const cli_cmd *cmds[N_CMDS];
+	for (const cli_cmd **c = sorted_cmds(cmds, N_CMDS); *c != NULL; c++)
 		fprintf(out, "  %-22s %s\n", (*c)->name, (*c)->summary);
 	fputs("\nGlobal options:\n"
 	      "  --endpoint URL[,URL...]  routers (also --endpoint-url, $SHOAL_ENDPOINT,\n"
@@ -99,7 +112,16 @@ static void print_help(FILE *out)
 	      "  --cli-connect-timeout S  give up after S seconds without a router (default 2)\n"
 	      "  --debug                  log request and response bodies to stderr\n"
 	      "\nValues: JSON inline or file://path; structures also in the AWS CLI shorthand\n"
-	      "syntax (AttributeName=PK,AttributeType=S).  See `shoal <command> help`.\n",
+	      "syntax (AttributeName=PK,AttributeType=S).  See `shoal <command> help`.\n"
+	      "\nEnvironment:\n"
+	      "  SHOAL_ENDPOINT           routers, as --endpoint\n"
+	      "  SHOAL_MAX_ATTEMPTS       attempts of a call, the first included (else\n"
+	      "                           AWS_MAX_ATTEMPTS, as the AWS CLI): throttling errors\n"
+	      "                           (ProvisionedThroughputExceededException, ...) are\n"
+	      "                           retried with exponential backoff and full jitter,\n"
+	      "                           ServiceUnavailable with a backoff; default 10 for\n"
+	      "                           throttling (botocore's for DynamoDB), 3 otherwise;\n"
+	      "                           1 turns retries off\n",
 	      out);
 }
 
@@ -142,6 +164,18 @@ static void print_cmd_help(FILE *out, const cli_cmd *c)
 	if (c->opts != NULL && c->opts[0].name != NULL)
 		fprintf(out, "  %-52s %s\n", "--cli-input-json <JSON or file://>",
 		        "the request body; options override its members");
+	if (c == &cli_top_cmd)
+		fputs("  --interval <seconds>                                 refresh every S "
+		      "seconds "
+		      "(default 1)\n"
+		      "  --iterations <integer>                               stop after N screens "
+		      "(default: until q or Ctrl-C)\n",
+		      out);
+	if (strcmp(c->name, "status") == 0)
+		fputs(
+		    "  --hot                                                the heaviest partition "
+		    "keys of the cluster, heaviest first\n",
+		    out);
 	if (c->paging != CLI_PAGING_NONE)
 		fputs(
 		    "  --starting-token <string>                            resume from a "
@@ -254,6 +288,52 @@ static int parse_paging_int(run *r, const char *name, const char *v, long long *
 	return 0;
 }
 
+/* The CLI's own options of a command (they shape the output and never
+ * reach the request): true when `name` is one (r->fail set on a bad value). */
+static bool local_option(run *r, const char *name, const char *inline_value, int argc, char **argv,
+                         int *i)
+{
+	if (r->cmd == NULL)
+		return false;
+	bool top = r->cmd == &cli_top_cmd;
+	if (strcmp(r->cmd->name, "status") == 0 && strcmp(name, "hot") == 0) {
+		if (inline_value != NULL)
+			cli_failf(&r->fail, CLI_EXIT_USAGE, true,
+			          "argument --hot: ignored explicit argument '%s'", inline_value);
+		r->hot = true;
+		return true;
+	}
+	if (!top || (strcmp(name, "interval") != 0 && strcmp(name, "iterations") != 0))
+		return false;
+	const char *v = inline_value;
+	if (v == NULL) {
+		if (take_values(argc, argv, *i, 1) == 0) {
+			cli_failf(&r->fail, CLI_EXIT_USAGE, true,
+			          "argument --%s: expected one argument", name);
+			return true;
+		}
+		v = argv[++*i];
+	}
+	char *end;
+	if (strcmp(name, "interval") == 0) {
+		double s = strtod(v, &end);
+		if (*v == '\0' || *end != '\0' || !(s >= 0.05 && s <= 3600))
+			cli_failf(
+			    &r->fail, CLI_EXIT_USAGE, true,
+			    "argument --interval: invalid value: '%s' (seconds, 0.05 .. 3600)", v);
+		else
+			r->top.interval_s = s;
+	} else {
+		long n = strtol(v, &end, 10);
+		if (*v == '\0' || *end != '\0' || n < 0)
+			cli_failf(&r->fail, CLI_EXIT_USAGE, true,
+			          "argument --iterations: invalid int value: '%s'", v);
+		else
+			r->top.iterations = n;
+	}
+	return true;
+}
+
 /* One command option (argv[*i] is "--name[=value]"). */
 static int command_option(run *r, int argc, char **argv, int *i)
 {
@@ -286,6 +366,8 @@ static int command_option(run *r, int argc, char **argv, int *i)
 	              (strcmp(name, "starting-token") == 0 || strcmp(name, "page-size") == 0 ||
 	               strcmp(name, "max-items") == 0);
 	bool input_json = r->cmd != NULL && strcmp(name, "cli-input-json") == 0;
+	if (g == G_NONE && o == NULL && local_option(r, name, inline_value, argc, argv, i))
+		return r->fail.exit_code != 0 ? -1 : 0;
 
 	if (g == G_NONE && o == NULL && !paging && !input_json) {
 		add_unknown(r, argv[*i]);
@@ -384,11 +466,13 @@ static int parse_argv(run *r, int argc, char **argv)
 		return 0;
 	}
 	r->cmd = cli_find_cmd(argv[i]);
+	if (r->cmd == NULL && strcmp(argv[i], cli_top_cmd.name) == 0)
+		r->cmd = &cli_top_cmd;
 	if (r->cmd == NULL) {
 		char list[2048];
 		size_t n = 0;
-		const cli_cmd *cmds[SHOAL_OP__COUNT + 1];
-		sorted_cmds(cmds, SHOAL_OP__COUNT + 1);
+		const cli_cmd *cmds[N_CMDS];
+		sorted_cmds(cmds, N_CMDS);
 		for (const cli_cmd **c = cmds; *c != NULL; c++)
 			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
 			                      c == cmds ? "" : " | ", (*c)->name);
@@ -516,6 +600,32 @@ static int resolve_endpoint(run *r, char **out)
 	return 0;
 }
 
+/* libshoal's options for the command line: the defaults, with the
+ * attempts of $SHOAL_MAX_ATTEMPTS (else $AWS_MAX_ATTEMPTS) for both kinds of
+ * retries (throttling, ServiceUnavailable). */
+static int client_options(run *r, shoal_options *o)
+{
+	shoal_options_init(o);
+	const char *name = "SHOAL_MAX_ATTEMPTS", *v = r->env->max_attempts_env;
+	if (v == NULL) {
+		name = "AWS_MAX_ATTEMPTS";
+		v = r->env->aws_max_attempts_env;
+	}
+	if (v == NULL || v[0] == '\0')
+		return 0;
+	char *end;
+	long n = strtol(v, &end, 10);
+	if (*end != '\0' || n < 1 || n > 100)
+		return cli_failf(
+		    &r->fail, CLI_EXIT_USAGE, false,
+		    "Invalid value for %s: '%s' (an integer 1 .. 100: the attempts of a "
+		    "call, the first included)",
+		    name, v);
+	o->retries = (int)n - 1;
+	o->throttle_retries = (int)n - 1;
+	return 0;
+}
+
 static int client_call(void *ctx, const char *operation, const char *body, char **response,
                        shoal_error *err)
 {
@@ -589,7 +699,11 @@ static int execute(run *r)
 			return report_fail(r);
 		}
 		shoal_options o;
-		shoal_options_init(&o);
+		if (client_options(r, &o) < 0) {
+			free(endpoints);
+			json_decref(body);
+			return report_fail(r);
+		}
 		if (r->read_timeout > 0)
 			o.deadline_ms =
 			    (int)(r->read_timeout > 86400 ? 86400000 : r->read_timeout * 1000);
@@ -601,6 +715,10 @@ static int execute(run *r)
 			                                     : r->connect_timeout * 1000);
 		else if (r->connect_timeout == 0)
 			o.connect_timeout_ms = o.deadline_ms;
+		/* top: a screen waits for its answer at most 5 s (then shows the
+		 * failure and asks again at the next one). */
+		if (r->cmd == &cli_top_cmd && r->read_timeout < 0)
+			o.deadline_ms = 5000;
 		char msg[SH_ERRMSG_SIZE];
 		int rc = shoal_client_new(endpoints, &o, &client, msg);
 		free(endpoints);
@@ -617,6 +735,15 @@ static int execute(run *r)
 	shoal_error err;
 	memset(&err, 0, sizeof(err));
 	int rc;
+	if (r->cmd == &cli_top_cmd) {
+		char *shown = NULL;
+		if (r->env->call == NULL && resolve_endpoint(r, &shown) < 0)
+			shown = NULL;
+		r->top.endpoint = shown != NULL ? shown : "";
+		code = cli_top_run(&caller, r->env->out, r->env->err, r->env->in_fd, &r->top);
+		free(shown);
+		goto out;
+	}
 	if (paginate) {
 		cli_paging_opts po = {.max_items = r->max_items,
 		                      .page_size = r->page_size,
@@ -635,6 +762,17 @@ static int execute(run *r)
 		goto out;
 	}
 	bool status = strcmp(r->cmd->name, "status") == 0;
+	if (status && r->hot) {
+		/* status --hot: the hot keys alone, gathered across the cluster. */
+		json_t *hot = json_pack("{s:o}", "HotKeys", cli_hot_keys(resp));
+		json_decref(resp);
+		resp = hot;
+		if (r->output == NULL) {
+			cli_print_hot(r->env->out, json_object_get(resp, "HotKeys"), 0);
+			fflush(r->env->out);
+			goto out;
+		}
+	}
 	if (r->output != NULL && strcmp(r->output, "text") == 0 && paginate) {
 		/* As the AWS CLI: the result members, then NEXTTOKEN on its own. */
 		json_t *tok = json_incref(json_object_get(resp, "NextToken"));
@@ -665,6 +803,7 @@ int cli_main(const cli_env *env, int argc, char **argv)
 	memset(&r, 0, sizeof(r));
 	r.env = env;
 	r.read_timeout = r.connect_timeout = -1;
+	r.top.interval_s = 1.0;
 	r.body = json_object();
 	int code;
 	if (parse_argv(&r, argc, argv) < 0) {

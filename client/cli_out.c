@@ -453,4 +453,19 @@ void cli_print_status(FILE *out, const json_t *resp)
 			}
 		}
 	}
+
+	/* Capacity: each partition's consumption, throttles and limits over
+	 * the last second, busiest first, as the group leaders report it
+	 * (cli_load.c); the hot keys are `shoal status --hot`. */
+	json_t *loads = cli_partition_load(resp);
+	if (json_array_size(loads) > 0) {
+		json_t *hot = cli_hot_keys(resp);
+		fprintf(out,
+		        "\nPartition load (units/s over the last second; %zu hot keys: shoal "
+		        "status --hot)\n",
+		        json_array_size(hot));
+		cli_print_load(out, loads, 0);
+		json_decref(hot);
+	}
+	json_decref(loads);
 }

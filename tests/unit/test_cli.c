@@ -12,10 +12,12 @@
  */
 #include "client/cli_args.c"
 #include "client/cli_cmds.c"
+#include "client/cli_load.c"
 #include "client/cli_main.c"
 #include "client/cli_out.c"
 #include "client/cli_page.c"
 #include "client/cli_shorthand.c"
+#include "client/cli_top.c"
 
 #include <check.h>
 #include <fcntl.h>
@@ -31,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "proto/wire_api.h"
 #include "tests/lib/testlib.h"
 
 /* ------------------------------------------------------------------------ */
@@ -147,7 +150,8 @@ static result run_argv(fake_svc *s, const char *endpoint_env, int argc, char **a
 	               .err = err,
 	               .endpoint_env = endpoint_env,
 	               .call = s != NULL ? fake_call : NULL,
-	               .call_ctx = s};
+	               .call_ctx = s,
+	               .in_fd = -1};
 	r.code = cli_main(&env, argc, argv);
 	fclose(out);
 	fclose(err);
@@ -1088,6 +1092,321 @@ START_TEST(test_binary)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* Capacity: status, status --hot, top                                       */
+/* ------------------------------------------------------------------------ */
+
+static Shoal__PartitionLoad *load_of(const char *table, const char *index, double ru, double rl,
+                                     uint64_t rt, double wu, double wl, uint64_t wt)
+{
+	Shoal__PartitionLoad *l = calloc(1, sizeof(*l));
+	shoal__partition_load__init(l);
+	l->table = (char *)table;
+	l->index = (char *)index;
+	l->read_units = ru;
+	l->read_limit = rl;
+	l->read_throttled = rt;
+	l->write_units = wu;
+	l->write_limit = wl;
+	l->write_throttled = wt;
+	return l;
+}
+
+static Shoal__HotKey *hot_of(const char *table, const char *index, const char *key, double ru,
+                             double wu, uint64_t thr)
+{
+	Shoal__HotKey *k = calloc(1, sizeof(*k));
+	shoal__hot_key__init(k);
+	k->table = (char *)table;
+	k->index = (char *)index;
+	k->key = (char *)key;
+	k->read_units = ru;
+	k->write_units = wu;
+	k->throttled = thr;
+	return k;
+}
+
+/*
+ * A ClusterStatus answer built as the nodes build it (GroupStatus with
+ * PartitionLoad and HotKey messages), turned into JSON by the same converter
+ * libshoal uses (wire_api_response_to_json): the JSON names the CLI reads
+ * are the ones the wire gives.  Group 1: leader on node 1 with a hot base
+ * partition (cust#7 read at 2500/s, throttled) and a hot GSI partition
+ * (STUDENT), a follower on node 2 whose load must be ignored.  Group 2: the
+ * leader on node 3 (term 5), and a stale leader report from node 2 (term 4)
+ * that must be ignored too.
+ */
+static char *capacity_status_json(void)
+{
+	Shoal__GroupStatus g1 = SHOAL__GROUP_STATUS__INIT, g1f = SHOAL__GROUP_STATUS__INIT,
+	                   g2 = SHOAL__GROUP_STATUS__INIT, g2s = SHOAL__GROUP_STATUS__INIT;
+	Shoal__PartitionLoad *l1[] = {
+	    load_of("orders", "", 2900, 3000, 40, 10, 1000, 0),
+	    load_of("orders", "byCustomer", 0, 3000, 0, 950, 1000, 5),
+	};
+	Shoal__HotKey *h1[] = {
+	    hot_of("orders", "byCustomer", "{\"S\":\"STUDENT\"}", 0, 900, 5),
+	    hot_of("orders", "", "{\"S\":\"cust#7\"}", 2500, 0, 40),
+	};
+	Shoal__PartitionLoad *l1f[] = {load_of("orders", "", 99999, 3000, 999, 0, 1000, 0)};
+	Shoal__HotKey *h1f[] = {hot_of("orders", "", "{\"S\":\"follower\"}", 99999, 0, 0)};
+	Shoal__PartitionLoad *l2[] = {load_of("orders", "", 100, 3000, 0, 50, 1000, 0)};
+	Shoal__HotKey *h2[] = {hot_of("orders", "", "{\"N\":\"9\"}", 60, 40, 0)};
+	Shoal__HotKey *h2s[] = {hot_of("orders", "", "{\"S\":\"stale\"}", 5000, 0, 0)};
+	g1.group = 1, g1.node = 1, g1.role = "leader", g1.term = 3, g1.leader_node = 1;
+	g1.outbox_depth = 120, g1.outbox_oldest_age_ms = 3400;
+	g1.n_load = 2, g1.load = l1, g1.n_hot_keys = 2, g1.hot_keys = h1;
+	g1f.group = 1, g1f.node = 2, g1f.role = "follower", g1f.term = 3, g1f.leader_node = 1;
+	g1f.n_load = 1, g1f.load = l1f, g1f.n_hot_keys = 1, g1f.hot_keys = h1f;
+	g2.group = 2, g2.node = 3, g2.role = "leader", g2.term = 5, g2.leader_node = 3;
+	g2.n_load = 1, g2.load = l2, g2.n_hot_keys = 1, g2.hot_keys = h2;
+	g2s.group = 2, g2s.node = 2, g2s.role = "leader", g2s.term = 4, g2s.leader_node = 2;
+	g2s.n_hot_keys = 1, g2s.hot_keys = h2s;
+	Shoal__GroupStatus *gs[] = {&g2s, &g1f, &g1, &g2};
+	Shoal__NodeInfo n1 = SHOAL__NODE_INFO__INIT, *ns[] = {&n1};
+	n1.id = 1, n1.rpc = "tcp://127.0.0.1:7180", n1.raft = "127.0.0.1:7100", n1.reachable = 1;
+	Shoal__ClusterStatusResponse cs = SHOAL__CLUSTER_STATUS_RESPONSE__INIT;
+	cs.n_nodes = 1, cs.nodes = ns, cs.n_groups = 4, cs.groups = gs, cs.partitions = 3;
+	Shoal__Response resp = SHOAL__RESPONSE__INIT;
+	resp.result_case = SHOAL__RESPONSE__RESULT_CLUSTER_STATUS;
+	resp.cluster_status = &cs;
+	json_t *j;
+	char m[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(wire_api_response_to_json(&resp, "ClusterStatus", &j, m), SHOAL_OK);
+	char *text = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(j);
+	for (size_t i = 0; i < 2; i++) {
+		free(l1[i]);
+		free(h1[i]);
+	}
+	free(l1f[0]), free(h1f[0]), free(l2[0]), free(h2[0]), free(h2s[0]);
+	return text;
+}
+
+/* The offset of needle in hay (fails when absent). */
+static size_t at(const char *hay, const char *needle)
+{
+	const char *p = strstr(hay, needle);
+	ck_assert_msg(p != NULL, "\"%s\" not in:\n%s", needle, hay);
+	return (size_t)(p - hay);
+}
+
+START_TEST(test_status_capacity)
+{
+	fake_svc s;
+	svc_init(&s);
+	char *canned = capacity_status_json();
+	s.canned = canned;
+
+	/* status: the partitions' load, busiest first, leaders only. */
+	result r = run_cmd(&s, "status", NULL);
+	ck_assert_int_eq(r.code, 0);
+	size_t title = at(r.out, "Partition load (units/s over the last second; 3 hot keys");
+	size_t base1 =
+	    at(r.out, "orders                   -                    1    1    2900.0     "
+	              "3000     40      10.0     1000      0    97\n");
+	size_t gsi1 =
+	    at(r.out, "orders                   byCustomer           1    1       0.0     "
+	              "3000      0     950.0     1000      5    95\n");
+	size_t base2 = at(r.out, "orders                   -                    2    3     100.0");
+	ck_assert(title < base1 && base1 < gsi1 && gsi1 < base2);
+	ck_assert_ptr_null(strstr(r.out, "99999"));
+	result_free(&r);
+
+	/* status --hot: the heaviest keys of the cluster, heaviest first. */
+	r = run_cmd(&s, "status", "--hot", NULL);
+	ck_assert_int_eq(r.code, 0);
+	at(r.out, "TABLE                    INDEX            KEY                                 "
+	          "READ/S   WRITE/S THROTTLED GROUP NODE\n");
+	size_t k7 = at(r.out, "orders                   -                {\"S\":\"cust#7\"}       "
+	                      "               2500.0       0.0        40     1    1\n");
+	size_t ks = at(r.out, "orders                   byCustomer       {\"S\":\"STUDENT\"}");
+	size_t k9 = at(r.out, "{\"N\":\"9\"}");
+	ck_assert(k7 < ks && ks < k9);
+	ck_assert_ptr_null(strstr(r.out, "follower"));
+	ck_assert_ptr_null(strstr(r.out, "stale"));
+	result_free(&r);
+
+	/* --output json: {"HotKeys": [...]} in the same order, with each key's
+	 * group and reporting node. */
+	r = run_cmd(&s, "status", "--hot", "--output", "json", NULL);
+	ck_assert_int_eq(r.code, 0);
+	json_t *j = json_loads(r.out, 0, NULL);
+	ck_assert_msg(j != NULL, "%s", r.out);
+	assert_json_eq(
+	    j, "{\"HotKeys\":[{\"Table\":\"orders\",\"Key\":\"{\\\"S\\\":\\\"cust#7\\\"}\","
+	       "\"ReadUnits\":2500.0,\"Throttled\":40,\"Group\":1,\"Node\":1},"
+	       "{\"Table\":\"orders\",\"Index\":\"byCustomer\","
+	       "\"Key\":\"{\\\"S\\\":\\\"STUDENT\\\"}\",\"WriteUnits\":900.0,\"Throttled\":5,"
+	       "\"Group\":1,\"Node\":1},"
+	       "{\"Table\":\"orders\",\"Key\":\"{\\\"N\\\":\\\"9\\\"}\",\"ReadUnits\":60.0,"
+	       "\"WriteUnits\":40.0,\"Group\":2,\"Node\":3}]}");
+	json_decref(j);
+	result_free(&r);
+	/* A flag takes no value. */
+	r = run_cmd(&s, "status", "--hot=yes", NULL);
+	ck_assert_int_eq(r.code, 252);
+	result_free(&r);
+
+	/* No load reported (before the node side fills it): no section. */
+	s.canned = "{\"Nodes\":[],\"Groups\":[{\"Group\":0,\"Node\":1,\"Role\":\"leader\"}]}";
+	r = run_cmd(&s, "status", NULL);
+	ck_assert_ptr_null(strstr(r.out, "Partition load"));
+	result_free(&r);
+	r = run_cmd(&s, "status", "--hot", "--output", "json", NULL);
+	ck_assert_str_eq(r.out, "{\n    \"HotKeys\": []\n}\n");
+	result_free(&r);
+	free(canned);
+	svc_fini(&s);
+}
+END_TEST
+
+START_TEST(test_top_render)
+{
+	char *canned = capacity_status_json();
+	json_t *st = json_loads(canned, 0, NULL);
+	ck_assert_ptr_nonnull(st);
+	char *text;
+	size_t len;
+	cli_top_view v = {.endpoint = "tcp://127.0.0.1:8100", .interval_s = 1, .clock = "10:00:00"};
+	FILE *f = open_memstream(&text, &len);
+	cli_top_render(f, st, &v);
+	fclose(f);
+	at(text, "shoal top -- tcp://127.0.0.1:8100 -- 10:00:00, every 1.0 s -- q to quit\n");
+	at(text, "1 nodes (1 reachable), 3 partitions reporting load, throttled 40 reads/s 5 "
+	         "writes/s\n");
+	size_t parts = at(text, "BUSIEST PARTITIONS\n");
+	size_t p1 = at(text, "orders                   -                    1    1    2900.0");
+	size_t hot = at(text, "HOTTEST KEYS\n");
+	size_t k7 = at(text, "{\"S\":\"cust#7\"}");
+	size_t lag = at(text, "INDEX LAG\n");
+	/* The group most behind first: group 1's outbox, 120 deltas, 3.4 s. */
+	size_t g1 = at(text, "    1    1        120       3400  -\n");
+	size_t g2 = at(text, "    2    3          0          0  -\n");
+	ck_assert(parts < p1 && p1 < hot && hot < k7 && k7 < lag && lag < g1 && g1 < g2);
+	/* The stale leader report of group 2 (node 2, term 4) is not a row. */
+	ck_assert_ptr_null(strstr(text, "    2    2 "));
+	free(text);
+
+	/* A small terminal: (20 - 12) / 3 = 2 rows a section. */
+	v.height = 20;
+	v.width = 80;
+	v.error = "Could not connect to the endpoint URL: \"tcp://127.0.0.1:8100\"";
+	f = open_memstream(&text, &len);
+	cli_top_render(f, st, &v);
+	fclose(f);
+	at(text, "refresh failed: Could not connect");
+	at(text, "{\"S\":\"STUDENT\"}");
+	ck_assert_ptr_null(strstr(text, "{\"N\":\"9\"}"));
+	ck_assert_ptr_null(strstr(text, "    2    3     100.0"));
+	free(text);
+	json_decref(st);
+
+	/* Before any answer. */
+	f = open_memstream(&text, &len);
+	cli_top_render(f, NULL, &v);
+	fclose(f);
+	at(text, "0 nodes (0 reachable), 0 partitions reporting load");
+	at(text, "(no group reports a leader)");
+	free(text);
+
+	/* paint: home, each line cut to the width and cleared, then the rest. */
+	f = open_memstream(&text, &len);
+	paint(f, "abcdef\nxy\nthird\n", 4, 2);
+	fclose(f);
+	ck_assert_str_eq(text, "\033[Habcd\033[K\r\nxy\033[K\033[J");
+	free(text);
+	free(canned);
+}
+END_TEST
+
+START_TEST(test_top_command)
+{
+	fake_svc s;
+	svc_init(&s);
+	char *canned = capacity_status_json();
+	s.canned = canned;
+	/* Not a terminal: screens one after another, no escapes; --iterations
+	 * ends it. */
+	result r = run_cmd(&s, "top", "--interval", "0.05", "--iterations", "3", NULL);
+	ck_assert_msg(r.code == 0, "%s", r.err);
+	ck_assert_int_eq(s.calls, 3);
+	ck_assert_str_eq(s.op, "ClusterStatus");
+	const char *p = r.out;
+	int screens = 0;
+	while ((p = strstr(p, "BUSIEST PARTITIONS")) != NULL) {
+		screens++;
+		p++;
+	}
+	ck_assert_int_eq(screens, 3);
+	ck_assert_ptr_null(strchr(r.out, '\033'));
+	at(r.out, "{\"S\":\"cust#7\"}");
+	result_free(&r);
+
+	/* A failing service: the screen says so, the exit code as for any
+	 * call. */
+	s.fail_code = SHOAL_E_UNAVAILABLE;
+	s.fail_source = SHOAL_SRC_CONNECT;
+	s.fail_msg = "Could not connect to the endpoint URL: \"tcp://127.0.0.1:1\"";
+	r = run_cmd(&s, "top", "--iterations=1", NULL);
+	ck_assert_int_eq(r.code, 255);
+	at(r.out, "refresh failed: Could not connect");
+	at(r.err, "Could not connect");
+	result_free(&r);
+
+	/* Bad options; help lists top. */
+	const char *bad[][2] = {{"--interval", "0"}, {"--interval", "x"}, {"--iterations", "-1"}};
+	for (size_t i = 0; i < 3; i++) {
+		r = run_cmd(&s, "top", bad[i][0], bad[i][1], NULL);
+		ck_assert_int_eq(r.code, 252);
+		at(r.err, "argument --");
+		result_free(&r);
+	}
+	r = run_cmd(&s, "top", "--hot", NULL);
+	ck_assert_int_eq(r.code, 252);
+	at(r.err, "Unknown options: --hot");
+	result_free(&r);
+	r = run_cmd(&s, "help", NULL);
+	at(r.out, "  top                    live view");
+	at(r.out, "SHOAL_MAX_ATTEMPTS");
+	result_free(&r);
+	free(canned);
+	svc_fini(&s);
+}
+END_TEST
+
+START_TEST(test_max_attempts_env)
+{
+	cli_env env = {.in_fd = -1};
+	run r;
+	shoal_options o;
+	memset(&r, 0, sizeof(r));
+	r.env = &env;
+	/* Unset: libshoal's defaults. */
+	ck_assert_int_eq(client_options(&r, &o), 0);
+	ck_assert_int_eq(o.throttle_retries, 9);
+	ck_assert_int_eq(o.retries, 2);
+	/* AWS_MAX_ATTEMPTS counts the first attempt, as the AWS CLI's. */
+	env.aws_max_attempts_env = "4";
+	ck_assert_int_eq(client_options(&r, &o), 0);
+	ck_assert_int_eq(o.throttle_retries, 3);
+	ck_assert_int_eq(o.retries, 3);
+	/* SHOAL_MAX_ATTEMPTS first. */
+	env.max_attempts_env = "1";
+	ck_assert_int_eq(client_options(&r, &o), 0);
+	ck_assert_int_eq(o.throttle_retries, 0);
+	ck_assert_int_eq(o.retries, 0);
+	env.max_attempts_env = "0";
+	ck_assert_int_lt(client_options(&r, &o), 0);
+	ck_assert_int_eq(r.fail.exit_code, 252);
+	ck_assert_ptr_nonnull(strstr(r.fail.text, "Invalid value for SHOAL_MAX_ATTEMPTS: '0'"));
+	env.max_attempts_env = NULL;
+	env.aws_max_attempts_env = "3x";
+	ck_assert_int_lt(client_options(&r, &o), 0);
+	ck_assert_ptr_nonnull(strstr(r.fail.text, "AWS_MAX_ATTEMPTS: '3x'"));
+}
+END_TEST
+
 static Suite *cli_suite(void)
 {
 	Suite *s = suite_create("cli");
@@ -1106,6 +1425,10 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_token_roundtrip);
 	tcase_add_test(tc, test_paginate_tables);
 	tcase_add_test(tc, test_binary);
+	tcase_add_test(tc, test_status_capacity);
+	tcase_add_test(tc, test_top_render);
+	tcase_add_test(tc, test_top_command);
+	tcase_add_test(tc, test_max_attempts_env);
 	suite_add_tcase(s, tc);
 	return s;
 }
