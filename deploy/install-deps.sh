@@ -38,6 +38,7 @@ PACKAGES=(
   zlib1g-dev                      # CRC-32 (x-amz-crc32) on the HTTP endpoint
   python3-boto3 awscli            # tests/integration/http: DynamoDB's own clients
   gnuplot-nox                     # tests/integration/it_hot (make hot): the PNG plots
+  tmux                            # tests/integration/it_top: `shoal top` in a real terminal
 )
 if ((bench)) && ! ((peers)); then
   PACKAGES+=(wrk)   # make bench-http: the HTTP load tool
