@@ -153,6 +153,11 @@ int node_fsm_failed(node_fsm *f, char *errmsg)
 /* Lifecycle                                                                 */
 /* ------------------------------------------------------------------------ */
 
+void node_fsm_set_cap(node_fsm *f, struct node_cap *cap)
+{
+	f->cap = cap;
+}
+
 int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **out, char *errmsg)
 {
 	*out = NULL;

@@ -73,6 +73,10 @@ void node_batch_fini(node_batch *b);
 /* Opens (creating) the LMDB environment in dir (which must exist) for group
  * `group` on node `node_id`. */
 int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **out, char *errmsg);
+struct node_cap;
+/* Where the proposer's applies charge the units of its writes (capacity.c;
+ * NULL: nowhere, as in unit tests without a node). */
+void node_fsm_set_cap(node_fsm *f, struct node_cap *cap);
 /* Closes the environment. Raft must be closed first. */
 void node_fsm_close(node_fsm *f);
 

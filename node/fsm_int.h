@@ -34,6 +34,7 @@ struct node_fsm {
 	 * snapshot_async(); ended by snapshot_finalize().  Only the worker
 	 * thread touches it between those two calls. */
 	st_view *snap;
+	struct node_cap *cap; /* node_fsm_set_cap */
 };
 
 /* One operation being applied (fsm_apply.c, fsm_txn.c). */
@@ -61,6 +62,12 @@ typedef struct op_ctx {
 #define NODE_TXN_TOKEN_MS   (10 * 60 * 1000)
 #define NODE_TXN_KEEP_MS    (60 * 1000)
 #define NODE_WRITE_TOKEN_MS NODE_TXN_KEEP_MS
+
+/* The proposer charges a write's units (wire_write_partition_units, `times`
+ * over: 2 for a transaction's) to its table's partition (capacity.c); key
+ * is the request's item or key, for the hot-key sketch.  No-op elsewhere. */
+void node_fsm_charge_write(op_ctx *c, const char *table, const st_write_result *res,
+                           const st_value *key, double times);
 
 /* fsm_txn.c: the transaction operations (router/txn.c has the protocol). */
 int node_op_txn_write(op_ctx *c, const Shoal__TxnWrite *w);

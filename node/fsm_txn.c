@@ -146,11 +146,14 @@ static int applied_answer(op_ctx *c, const Shoal__TxnWrite *w, const st_txn_acti
 		return sh_errf(c->msg, SHOAL_E_NOMEM, "transaction: out of memory");
 	shoal__transact_write_items_response__init(out);
 	wire_rcc rcc = WIRE_RCC(w);
-	for (size_t i = 0; i < n && rcc != WIRE_RCC_NONE; i++) {
+	for (size_t i = 0; i < n; i++) {
 		const char *table;
 		const st_value *key;
 		bool item;
 		wire_txn_action_target(&acts[i], &table, &key, &item);
+		node_fsm_charge_write(c, table, &res[i].res, key, 2);
+		if (rcc == WIRE_RCC_NONE)
+			continue;
 		Shoal__ConsumedCapacity *cc;
 		int rc = wire_capacity_new(c->a, rcc, table, &cc);
 		for (int twice = 0; twice < 2 && rc == SHOAL_OK; twice++)

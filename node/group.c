@@ -376,6 +376,7 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 		rc = sh_errf(errmsg, rc, "group %u: opening storage in %s: %s", gid, lmdb, fsm_msg);
 		goto err_after_alloc;
 	}
+	node_fsm_set_cap(g->fsm, n->cap);
 
 	rc = node_transport_init(&g->transport, &n->loop, errmsg);
 	if (rc != SHOAL_OK)

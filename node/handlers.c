@@ -30,7 +30,9 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "node/capacity.h"
 #include "node/node.h"
+#include "storage/route.h"
 #include "proto/wire.h"
 
 /* BatchGetItem: stop adding items past this many bytes of item data and
@@ -43,15 +45,26 @@ static int nomem(node_call *c)
 	return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
 }
 
-/* The ConsumedCapacity of a Query or Scan page (*out NULL for NONE): the
- * bytes read, charged to the table, or to the index read. */
-static int page_capacity(node_call *c, wire_rcc rcc, const char *table, const char *index,
-                         bool consistent, const st_page *page, Shoal__ConsumedCapacity **out)
+/* Read units a request cost: charged to its partition's bucket (capacity.c)
+ * and, the same figure, reported in its ConsumedCapacity. */
+static void charge_read(node_call *c, const char *table, const char *index, double units,
+                        const st_value *key)
 {
+	node_cap_charge(c->node->cap, node_group_id(c->group), table, index, CAP_READ, units, key);
+}
+
+/* The units of a Query or Scan page (the bytes read), charged to the table
+ * or to the index read; its ConsumedCapacity (*out NULL for NONE).  key: the
+ * partition key value a Query read (NULL for a Scan). */
+static int page_capacity(node_call *c, wire_rcc rcc, const char *table, const char *index,
+                         bool consistent, const st_page *page, const st_value *key,
+                         Shoal__ConsumedCapacity **out)
+{
+	double units = wire_read_units(page->bytes_read, consistent);
+	charge_read(c, table, index, units, key);
 	int rc = wire_capacity_new(c->arena, rcc, table, out);
 	if (rc != SHOAL_OK || *out == NULL)
 		return rc != SHOAL_OK ? nomem(c) : SHOAL_OK;
-	double units = wire_read_units(page->bytes_read, consistent);
 	if (index == NULL) {
 		wire_capacity_charge_table(*out, units);
 		return SHOAL_OK;
@@ -86,10 +99,11 @@ int node_handle_get_item(node_call *c)
 		rc = wire_get_item_resp_to_pb(c->arena, item, &out, c->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
+	double units = wire_read_units(size, in->consistent_read);
+	charge_read(c, r.table, NULL, units, r.key);
 	if (wire_capacity_new(c->arena, WIRE_RCC(in), r.table, &out->consumed_capacity) != SHOAL_OK)
 		return nomem(c);
-	wire_capacity_charge_table(out->consumed_capacity,
-	                           wire_read_units(size, in->consistent_read));
+	wire_capacity_charge_table(out->consumed_capacity, units);
 	c->resp->result_case = SHOAL__RESPONSE__RESULT_GET_ITEM;
 	c->resp->get_item = out;
 	return SHOAL_OK;
@@ -145,13 +159,15 @@ int node_handle_transact_get_items(node_call *c)
 		st->version = g[i].version;
 		items[i] = ir;
 		states[i] = st;
+		/* A transactional read costs twice a consistent read's units. */
+		double units = 2 * wire_read_units(g[i].size, true);
+		charge_read(c, g[i].req.table, NULL, units, g[i].req.key);
 		if (rcc == WIRE_RCC_NONE)
 			continue;
-		/* A transactional read costs twice a consistent read's units. */
 		Shoal__ConsumedCapacity *cc;
 		if (wire_capacity_new(c->arena, rcc, g[i].req.table, &cc) != SHOAL_OK)
 			return nomem(c);
-		wire_capacity_charge_table(cc, 2 * wire_read_units(g[i].size, true));
+		wire_capacity_charge_table(cc, units);
 		if (wire_capacity_list_add(c->arena, &out->consumed_capacity,
 		                           &out->n_consumed_capacity, cc) != SHOAL_OK)
 			return nomem(c);
@@ -164,6 +180,27 @@ int node_handle_transact_get_items(node_call *c)
 	c->resp->result_case = SHOAL__RESPONSE__RESULT_TRANSACT_GET_ITEMS;
 	c->resp->transact_get_items = out;
 	return SHOAL_OK;
+}
+
+/* The partition key value a Query reads (for the hot-key sketch), or NULL
+ * when it cannot be told (st_query_route checks as st_query did). */
+static const st_value *query_key(node_call *c, const st_query_req *r)
+{
+	char errmsg[SH_ERRMSG_SIZE];
+	st_table_info info;
+	if (st_table_describe(node_group_env(c->group), r->table, c->arena, &info, errmsg) !=
+	    SHOAL_OK)
+		return NULL;
+	const st_index_def *x = NULL;
+	for (uint32_t i = 0; r->index != NULL && i < info.def.n_indexes; i++)
+		if (strcmp(info.def.indexes[i].name, r->index) == 0)
+			x = &info.def.indexes[i];
+	if (r->index != NULL && x == NULL)
+		return NULL;
+	st_query_route_plan plan;
+	if (st_query_route(r, &info.def, x, c->arena, &plan, errmsg) != SHOAL_OK)
+		return NULL;
+	return plan.pk;
 }
 
 int node_handle_query(node_call *c)
@@ -179,7 +216,7 @@ int node_handle_query(node_call *c)
 		rc = wire_query_resp_to_pb(c->arena, &page, &out, c->errmsg);
 	if (rc == SHOAL_OK)
 		rc = page_capacity(c, WIRE_RCC(c->req->request->query), r.table, r.index,
-		                   r.consistent, &page, &out->consumed_capacity);
+		                   r.consistent, &page, query_key(c, &r), &out->consumed_capacity);
 	if (rc != SHOAL_OK)
 		return rc;
 	c->nresp->read_bytes = page.bytes_read;
@@ -264,7 +301,7 @@ int node_handle_scan(node_call *c)
 	if ((rc = wire_scan_resp_to_pb(c->arena, &page, &out, c->errmsg)) != SHOAL_OK)
 		return rc;
 	if ((rc = page_capacity(c, WIRE_RCC(c->req->request->scan), r.table, r.index, r.consistent,
-	                        &page, &out->consumed_capacity)) != SHOAL_OK)
+	                        &page, NULL, &out->consumed_capacity)) != SHOAL_OK)
 		return rc;
 	c->nresp->read_bytes = page.bytes_read;
 	c->resp->result_case = SHOAL__RESPONSE__RESULT_SCAN;
@@ -368,10 +405,12 @@ int node_handle_batch_get_item(node_call *c)
 				rc = st_get_item_sized(env, &r, c->arena, &item, &size, c->errmsg);
 			if (rc != SHOAL_OK)
 				return rc;
+			double units = wire_read_units(size, tka->consistent_read);
+			charge_read(c, tka->table_name, NULL, units, r.key);
 			if (cc == NULL && rcc != WIRE_RCC_NONE &&
 			    wire_capacity_new(c->arena, rcc, tka->table_name, &cc) != SHOAL_OK)
 				return nomem(c);
-			wire_capacity_charge_table(cc, wire_read_units(size, tka->consistent_read));
+			wire_capacity_charge_table(cc, units);
 			if (item == NULL)
 				continue;
 			Shoal__TableItems *t = batch_table(c, out, tka->table_name, tka->n_keys);
@@ -534,6 +573,8 @@ int node_handle_group_status(node_call *c)
 	int rc = st_outbox_get_info(env, &ob, c->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
+	if ((rc = node_cap_status(c->node->cap, gs->group, c->arena, gs)) != SHOAL_OK)
+		return nomem(c);
 	gs->outbox_depth = ob.depth;
 	gs->outbox_last_seq = ob.last_seq;
 	gs->outbox_shipped = ob.shipped;

@@ -302,6 +302,7 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	sh_free(ob);
 	sh_free(have);
 	node_ship_metrics(n->ship, appendf_any, &b);
+	node_cap_metrics(n->cap, appendf_any, &b);
 
 	if (b.oom) {
 		sh_free(b.p);

@@ -230,6 +230,8 @@ static void check_cb(uv_check_t *handle)
 	 * deltas they appended ship now, not a timer tick later. */
 	if (n->ship != NULL && n->state == NODE_RUNNING)
 		node_ship_tick(n->ship);
+	if (n->state == NODE_RUNNING)
+		node_cap_tick(n->cap);
 }
 
 static void signal_cb(uv_signal_t *handle, int signum)
@@ -307,6 +309,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 
 	node_logf(NODE_LOG_INFO, "node %u: starting, dir %s, %u groups in the cluster", n->id,
 	          n->dir, n->conf->groups);
+	if ((rc = node_cap_open(n, &n->cap, errmsg)) != SHOAL_OK)
+		goto err;
 	for (uint32_t g = 0; g < n->conf->groups; g++) {
 		if (!sh_cluster_hosts(n->conf, n->id, g))
 			continue;
@@ -378,6 +382,8 @@ void node_close(node *n)
 	 * closed; its nng exchanges end here. */
 	node_ship_free(n->ship);
 	n->ship = NULL;
+	node_cap_free(n->cap);
+	n->cap = NULL;
 	for (uint32_t g = 0; g < n->conf->groups; g++) {
 		node_group_free(n->groups[g]);
 		n->groups[g] = NULL;

@@ -57,6 +57,7 @@ typedef struct node_group node_group;
 typedef struct node_server node_server;
 typedef struct node_metrics node_metrics;
 typedef struct node_ship node_ship;
+typedef struct node_cap node_cap;
 
 /* ------------------------------------------------------------------------ */
 /* Raft settings (NOTES.md: rare snapshots with a long trailing log; NODELAY) */
@@ -475,6 +476,7 @@ struct node {
 	node_metrics *metrics;
 	node_ship *ship;       /* NULL with no_ship */
 	uint64_t outbox_limit; /* see node_options */
+	node_cap *cap;         /* capacity per partition */
 };
 
 /* Creates and locks the data directory (<dir>/shoal-node.lock: one process
@@ -638,5 +640,39 @@ void node_ship_metrics(node_ship *s, node_appendf_fn appendf, void *buf);
  * (table_id, index_id), in ms; false if none yet (or s is NULL).  Any
  * thread. */
 bool node_ship_last_lag(node_ship *s, uint32_t table_id, uint16_t index_id, int64_t *ms);
+
+/* ------------------------------------------------------------------------ */
+/* Capacity per partition (capacity.c; the rules in capacity.h)              */
+/* ------------------------------------------------------------------------ */
+
+/* Before the groups open (their state machines charge writes). */
+int node_cap_open(node *n, node_cap **out, char *errmsg);
+void node_cap_free(node_cap *c);
+/* Loop thread, after every iteration; does its work once a second. */
+void node_cap_tick(node_cap *c);
+/* Whether request req for group gid may run now: SHOAL_OK, or
+ * SHOAL_E_THROUGHPUT with DynamoDB's message when a bucket it draws on is
+ * empty (or, for a base write, a GSI of its table is behind).  Any thread. */
+int node_cap_admit(node_cap *c, uint32_t gid, const Shoal__NodeRequest *req, char *errmsg);
+/* The units (CAP_READ / CAP_WRITE of capacity.h) a request of table
+ * (index: a GSI's or LSI's name, or NULL) cost in group gid; item (an item
+ * or key, ST_M, or the partition key value itself; may be NULL) names its
+ * partition key for the hot-key sketch.
+ * The same units its ConsumedCapacity reports.  Any thread. */
+void node_cap_charge(node_cap *c, uint32_t gid, const char *table, const char *index, int kind,
+                     double units, const st_value *item);
+/* Index entries written in an index partition (group gid): units of GSI
+ * (table_id, index_id), key its partition key value (may be NULL); *over
+ * set when the partition's write bucket is empty afterwards. */
+void node_cap_charge_index(node_cap *c, uint32_t gid, uint32_t table_id, uint16_t index_id,
+                           double units, const st_value *key, bool *over);
+/* A GSI partition of table_id is over its limit: base writes of the table
+ * in group gid are throttled for for_ms (NODE_GSI_BEHIND_MS after each
+ * answer of an index partition that says so). */
+#define NODE_GSI_BEHIND_MS 200
+void node_cap_gsi_behind(node_cap *c, uint32_t gid, uint32_t table_id, int64_t for_ms);
+/* Fills gs->load and gs->hot_keys (arena a) when this node leads gid. */
+int node_cap_status(node_cap *c, uint32_t gid, sh_arena *a, Shoal__GroupStatus *gs);
+void node_cap_metrics(node_cap *c, node_appendf_fn appendf, void *buf);
 
 #endif

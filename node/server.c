@@ -31,7 +31,9 @@
  *      believed leader in NodeResponse.leader_node); then backpressure:
  *      base writes (OP_BASE_WRITE) are refused with THROUGHPUT while the
  *      group's unshipped index deltas exceed --outbox-limit (ship.c
- *      publishes the backlog), so GSI lag stays bounded;
+ *      publishes the backlog), so GSI lag stays bounded; then capacity:
+ *      node_cap_admit refuses (THROUGHPUT, at once) a request whose
+ *      partition's token bucket is empty (capacity.c);
  *   5. dispatch by flags:
  *        WRITE  prepare a CommandOp pointing into the decoded request (after
  *               the same validation the FSM will do, so that junk never
@@ -589,6 +591,11 @@ static int dispatch(nreq *q, int op, size_t request_size, uint32_t *leader, bool
 		               "global secondary index propagation of group %u is behind (%" PRIu64
 		               " index updates waiting, limit %" PRIu64 ")",
 		               req->group, node_ship_backlog(n->ship, req->group), n->outbox_limit);
+	/* Capacity: every partition bucket the request draws on must hold
+	 * tokens, else it is refused at once (never queued). */
+	int crc = node_cap_admit(n->cap, req->group, req, c->errmsg);
+	if (crc != SHOAL_OK)
+		return crc;
 	if ((d->flags & OP_WRITE) || consistent_read) {
 		int rc = (d->flags & OP_WRITE) ? do_write(q, d, request_size) : do_barrier(q);
 		if (rc == SHOAL_OK)

@@ -395,6 +395,12 @@ static void link_result(ship_link *l)
 	                                              : (int)r->response->status;
 	int code = wire_code_from_status(status);
 	if (code == SHOAL_OK) {
+		/* A GSI partition there is over its capacity: its table's base
+		 * writes here wait (that table only) until answers stop saying
+		 * so. */
+		for (size_t i = 0; i < r->n_gsi_behind; i++)
+			node_cap_gsi_behind(src->s->n->cap, src->gid, r->gsi_behind[i],
+			                    NODE_GSI_BEHIND_MS);
 		node_shipq_ack(&src->q, l->target, ack_each, src);
 		atomic_fetch_add_explicit(&src->shipped_total, l->n_sent, memory_order_relaxed);
 		/* The next batch goes where this one went, with a fresh policy. */

@@ -101,6 +101,8 @@
  * The pointer or bytes stored by WIRE_SET stay owned by the caller.
  */
 #define WIRE_HAS(m, f) ((m)->_##f##_case != 0)
+/* An optional string field of a decoded message, NULL when absent. */
+#define WIRE_OPT(m, f) (WIRE_HAS(m, f) ? (const char *)(m)->f : NULL)
 #define WIRE_SET(m, f, v)                                                                          \
 	do {                                                                                       \
 		(m)->f = (v);                                                                      \
@@ -479,6 +481,10 @@ void wire_capacity_charge_table(Shoal__ConsumedCapacity *cc, double units);
 int wire_capacity_charge_index(sh_arena *a, Shoal__ConsumedCapacity *cc, const char *index,
                                bool local, double units);
 /* Charges a successful write (its sizes and index entry writes). */
+/* The units a write costs its own partition: the item's (the larger of its
+ * old and new sizes) and its LSI entries'.  Its GSI entries are paid by their
+ * index partitions when shipped there (ConsumedCapacity reports all). */
+double wire_write_partition_units(const st_write_result *res);
 int wire_capacity_charge_write(sh_arena *a, Shoal__ConsumedCapacity *cc,
                                const st_write_result *res);
 /* Adds `from` into `into` (same table): totals, table share, index shares. */

@@ -117,16 +117,35 @@ int wire_capacity_charge_index(sh_arena *a, Shoal__ConsumedCapacity *cc, const c
 	return SHOAL_OK;
 }
 
+static double item_write_units(const st_write_result *res)
+{
+	size_t size = res->old_size > res->new_size ? res->old_size : res->new_size;
+	return wire_write_units(size);
+}
+
+static double index_write_units(const st_index_write *w)
+{
+	return (w->del ? wire_write_units(w->del_size) : 0) +
+	       (w->put ? wire_write_units(w->put_size) : 0);
+}
+
+double wire_write_partition_units(const st_write_result *res)
+{
+	double units = item_write_units(res);
+	for (uint32_t i = 0; i < res->n_index_writes; i++)
+		if (res->index_writes[i].local)
+			units += index_write_units(&res->index_writes[i]);
+	return units;
+}
+
 int wire_capacity_charge_write(sh_arena *a, Shoal__ConsumedCapacity *cc, const st_write_result *res)
 {
 	if (cc == NULL)
 		return SHOAL_OK;
-	size_t size = res->old_size > res->new_size ? res->old_size : res->new_size;
-	wire_capacity_charge_table(cc, wire_write_units(size));
+	wire_capacity_charge_table(cc, item_write_units(res));
 	for (uint32_t i = 0; i < res->n_index_writes; i++) {
 		const st_index_write *w = &res->index_writes[i];
-		double units = (w->del ? wire_write_units(w->del_size) : 0) +
-		               (w->put ? wire_write_units(w->put_size) : 0);
+		double units = index_write_units(w);
 		int rc = wire_capacity_charge_index(a, cc, w->name, w->local, units);
 		if (rc != SHOAL_OK)
 			return rc;

@@ -17,9 +17,6 @@
 
 #include "proto/wire.h"
 
-/* An optional string field of a decoded message, NULL when absent. */
-#define WIRE_OPT(m, f) (WIRE_HAS(m, f) ? (const char *)(m)->f : NULL)
-
 /* DynamoDB's pattern for table and index names. */
 #define WIRE_NAME_PATTERN "[a-zA-Z0-9_.-]+"
 
