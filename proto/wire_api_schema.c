@@ -87,6 +87,10 @@ static const wire_api_special specials[] = {
      NULL, NULL, NULL},
     {D(provisioned_throughput_description), "number_of_decreases_today", WIRE_API_PLAIN, true, NULL,
      NULL, NULL, NULL},
+    {D(provisioned_throughput_description), "last_increase_date_time", WIRE_API_TIME, false, NULL,
+     NULL, NULL, NULL},
+    {D(provisioned_throughput_description), "last_decrease_date_time", WIRE_API_TIME, false, NULL,
+     NULL, NULL, NULL},
     {D(global_secondary_index_description), "item_count", WIRE_API_PLAIN, true, NULL, NULL, NULL,
      NULL},
     {D(global_secondary_index_description), "index_size_bytes", WIRE_API_PLAIN, true, NULL, NULL,
@@ -163,7 +167,8 @@ static const struct {
      {"index_name", "key_schema", "projection", "index_size_bytes", "item_count", "index_arn",
       NULL}},
     {D(provisioned_throughput_description),
-     {"number_of_decreases_today", "read_capacity_units", "write_capacity_units", NULL}},
+     {"last_increase_date_time", "last_decrease_date_time", "number_of_decreases_today",
+      "read_capacity_units", "write_capacity_units", NULL}},
     /* ConsumedCapacity last. */
     {D(put_item_response), {"attributes", "item_collection_metrics", "consumed_capacity", NULL}},
     {D(update_item_response), {"attributes", "item_collection_metrics", "consumed_capacity", NULL}},
@@ -244,19 +249,17 @@ const char *const *wire_api_legacy_of(const ProtobufCMessageDescriptor *desc)
 	return NULL;
 }
 
-static const char *const ignored_create[] = {"oStreamSpecification",
+static const char *const ignored_create[] = {
+    "oStreamSpecification",       "oSSESpecification", "aTags",           "sTableClass",
+    "bDeletionProtectionEnabled", "oWarmThroughput",   "sResourcePolicy", NULL};
+static const char *const ignored_update[] = {"oStreamSpecification",
                                              "oSSESpecification",
-                                             "aTags",
+                                             "aReplicaUpdates",
                                              "sTableClass",
                                              "bDeletionProtectionEnabled",
-                                             "oOnDemandThroughput",
                                              "oWarmThroughput",
-                                             "sResourcePolicy",
                                              NULL};
-static const char *const ignored_update[] = {
-    "oStreamSpecification",       "oSSESpecification",   "aReplicaUpdates", "sTableClass",
-    "bDeletionProtectionEnabled", "oOnDemandThroughput", "oWarmThroughput", NULL};
-static const char *const ignored_gsi[] = {"oOnDemandThroughput", "oWarmThroughput", NULL};
+static const char *const ignored_gsi[] = {"oWarmThroughput", NULL};
 
 const char *const *wire_api_ignored_of(const ProtobufCMessageDescriptor *desc)
 {

@@ -5,9 +5,11 @@
  * (define_table) and the node's catalog listing.
  *
  * A TableDefine is the CreateTable request as the client sent it
- * (regenerated from the stored definition after UpdateTable), plus what
- * group 0 fixed: the table id, CreationDateTime, each index's id and status,
- * and the next index id.  Reading one: the request is converted as
+ * (regenerated from the stored definition after UpdateTable: BillingMode,
+ * ProvisionedThroughput and OnDemandThroughput of the table and its GSIs
+ * included), plus what group 0 fixed: the table id, CreationDateTime, each
+ * index's id and status, the next index id, and the history of capacity
+ * changes (times, decreases of the day, capacity_ms).  Reading one: the request is converted as
  * CreateTable converts it (wire_create_table_from_pb), the ids and statuses
  * are laid over its indexes by name, and the result is put in the form the
  * catalog stores (st_table_def_stored: key types, ids of indexes without a
@@ -53,6 +55,12 @@ int wire_table_define_to_pb(sh_arena *a, const st_table_def *def, Shoal__TableDe
 	td->table_id = def->id;
 	td->created_ms = def->created_ms;
 	td->next_index_id = st_table_def_next_index_id(def);
+	td->last_increase_ms = def->last_increase_ms;
+	td->last_decrease_ms = def->last_decrease_ms;
+	td->decreases_today = def->decreases_today;
+	td->decreases_day = def->decreases_day;
+	td->billing_changed_ms = def->billing_changed_ms;
+	td->capacity_ms = def->capacity_ms;
 	if (def->n_indexes > 0) {
 		td->indexes = sh_arena_calloc(a, def->n_indexes, sizeof(*td->indexes));
 		Shoal__IndexState *st = sh_arena_calloc(a, def->n_indexes, sizeof(*st));
@@ -63,6 +71,10 @@ int wire_table_define_to_pb(sh_arena *a, const st_table_def *def, Shoal__TableDe
 			st[i].index_name = (char *)def->indexes[i].name;
 			st[i].index_id = def->indexes[i].id;
 			st[i].status = (char *)wire_index_status_name(def->indexes[i].status);
+			st[i].last_increase_ms = def->indexes[i].last_increase_ms;
+			st[i].last_decrease_ms = def->indexes[i].last_decrease_ms;
+			st[i].decreases_today = def->indexes[i].decreases_today;
+			st[i].decreases_day = def->indexes[i].decreases_day;
 			td->indexes[i] = &st[i];
 		}
 		td->n_indexes = def->n_indexes;
@@ -99,11 +111,21 @@ int wire_table_define_from_pb(sh_arena *a, const Shoal__TableDefine *td, st_tabl
 			    strcmp(def.indexes[j].name, x->index_name) == 0) {
 				def.indexes[j].id = (uint16_t)x->index_id;
 				def.indexes[j].status = status;
+				def.indexes[j].last_increase_ms = x->last_increase_ms;
+				def.indexes[j].last_decrease_ms = x->last_decrease_ms;
+				def.indexes[j].decreases_today = x->decreases_today;
+				def.indexes[j].decreases_day = x->decreases_day;
 				break;
 			}
 	}
 	def.id = td->table_id;
 	def.created_ms = td->created_ms;
 	def.next_index_id = td->next_index_id; /* group 0's counter; 0: derived */
+	def.last_increase_ms = td->last_increase_ms;
+	def.last_decrease_ms = td->last_decrease_ms;
+	def.decreases_today = td->decreases_today;
+	def.decreases_day = td->decreases_day;
+	def.billing_changed_ms = td->billing_changed_ms;
+	def.capacity_ms = td->capacity_ms;
 	return st_table_def_stored(&def, a, out, errmsg);
 }

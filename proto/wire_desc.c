@@ -5,9 +5,16 @@
  * UpdateTable return), TableDescription -> st_table_info (router and client,
  * which cache table schemas), and the ListTables response.
  *
- * DynamoDB fields Shoal has no source for are filled as DynamoDB fills them
- * for an on-demand table: BillingModeSummary PAY_PER_REQUEST,
- * ProvisionedThroughput zeros, index ItemCount/IndexSizeBytes 0.  ARNs are
+ * Capacity is described as DynamoDB describes it: ProvisionedThroughput
+ * always (zeros and NumberOfDecreasesToday 0 on a PAY_PER_REQUEST table and
+ * its GSIs; LastIncreaseDateTime/LastDecreaseDateTime when there was one);
+ * BillingModeSummary on a table that is or was PAY_PER_REQUEST (a table
+ * created PROVISIONED and never switched has none, as in DynamoDB), with
+ * LastUpdateToPayPerRequestDateTime (the creation time of a table created
+ * PAY_PER_REQUEST); OnDemandThroughput on a PAY_PER_REQUEST table and its
+ * GSIs, -1 for a maximum not set.  NumberOfDecreasesToday counts the
+ * current UTC day's (the describing process's clock).  Fields Shoal has no
+ * source for: index ItemCount/IndexSizeBytes 0.  ARNs are
  * "arn:aws:dynamodb:shoal:000000000000:table/<name>[/index/<index>]" so that
  * tools which split ARNs keep working; TableId is the decimal table id.
  * GSIs being backfilled are CREATING with Backfilling true.
@@ -16,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "proto/wire_int.h"
 
@@ -101,6 +109,37 @@ static int projection_to_pb(sh_arena *a, const st_index_def *x, Shoal__Projectio
 	return SHOAL_OK;
 }
 
+/* A table's or GSI's capacity as a request carries it: units when
+ * PROVISIONED, maximums when set. */
+static int capacity_to_pb(sh_arena *a, bool prov, const st_throughput *tp,
+                          Shoal__ProvisionedThroughput **pt, Shoal__OnDemandThroughput **odt,
+                          char *errmsg)
+{
+	*pt = NULL;
+	*odt = NULL;
+	if (prov) {
+		Shoal__ProvisionedThroughput *p = sh_arena_alloc(a, sizeof(*p));
+		if (p == NULL)
+			return nomem(errmsg);
+		shoal__provisioned_throughput__init(p);
+		p->read_capacity_units = (int64_t)tp->rcu;
+		p->write_capacity_units = (int64_t)tp->wcu;
+		*pt = p;
+	}
+	if (tp->max_rcu != 0 || tp->max_wcu != 0) {
+		Shoal__OnDemandThroughput *o = sh_arena_alloc(a, sizeof(*o));
+		if (o == NULL)
+			return nomem(errmsg);
+		shoal__on_demand_throughput__init(o);
+		if (tp->max_rcu != 0)
+			WIRE_SET(o, max_read_request_units, (int64_t)tp->max_rcu);
+		if (tp->max_wcu != 0)
+			WIRE_SET(o, max_write_request_units, (int64_t)tp->max_wcu);
+		*odt = o;
+	}
+	return SHOAL_OK;
+}
+
 int wire_create_table_to_pb(sh_arena *a, const st_table_def *def, Shoal__CreateTableRequest **out,
                             char *errmsg)
 {
@@ -112,8 +151,13 @@ int wire_create_table_to_pb(sh_arena *a, const st_table_def *def, Shoal__CreateT
 	if (name == NULL)
 		return nomem(errmsg);
 	WIRE_SET(pb, table_name, name);
-	int rc = attr_defs_to_pb(a, def, &pb->attribute_definitions, &pb->n_attribute_definitions,
-	                         errmsg);
+	bool prov = def->billing == ST_BILLING_PROVISIONED;
+	WIRE_SET(pb, billing_mode, prov ? "PROVISIONED" : "PAY_PER_REQUEST");
+	int rc = capacity_to_pb(a, prov, &def->tp, &pb->provisioned_throughput,
+	                        &pb->on_demand_throughput, errmsg);
+	if (rc == SHOAL_OK)
+		rc = attr_defs_to_pb(a, def, &pb->attribute_definitions,
+		                     &pb->n_attribute_definitions, errmsg);
 	if (rc == SHOAL_OK)
 		rc = key_schema_to_pb(a, &def->key, &pb->key_schema, &pb->n_key_schema, errmsg);
 	uint32_t n_lsi = 0, n_gsi = 0;
@@ -144,7 +188,11 @@ int wire_create_table_to_pb(sh_arena *a, const st_table_def *def, Shoal__CreateT
 			shoal__global_secondary_index__init(g);
 			g->index_name = pbstr(a, x->name);
 			g->write_shards = x->write_shards;
-			rc = key_schema_to_pb(a, &x->key, &g->key_schema, &g->n_key_schema, errmsg);
+			rc = capacity_to_pb(a, prov, &x->tp, &g->provisioned_throughput,
+			                    &g->on_demand_throughput, errmsg);
+			if (rc == SHOAL_OK)
+				rc = key_schema_to_pb(a, &x->key, &g->key_schema, &g->n_key_schema,
+				                      errmsg);
 			if (rc == SHOAL_OK)
 				rc = projection_to_pb(a, x, &g->projection, errmsg);
 			if (rc == SHOAL_OK && g->index_name == NULL)
@@ -169,12 +217,51 @@ static char *arn(sh_arena *a, const char *table, const char *index)
 	return pbstr(a, buf);
 }
 
-static Shoal__ProvisionedThroughputDescription *zero_throughput(sh_arena *a)
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ProvisionedThroughput of a table or GSI: its units when PROVISIONED (else
+ * 0), the day's decreases, the times of the last changes. */
+static Shoal__ProvisionedThroughputDescription *throughput_desc(sh_arena *a, bool prov,
+                                                                const st_throughput *tp,
+                                                                int64_t inc, int64_t dec,
+                                                                uint32_t count, int64_t day)
 {
 	Shoal__ProvisionedThroughputDescription *t = sh_arena_alloc(a, sizeof(*t));
-	if (t != NULL)
-		shoal__provisioned_throughput_description__init(t);
+	if (t == NULL)
+		return NULL;
+	shoal__provisioned_throughput_description__init(t);
+	if (prov) {
+		t->read_capacity_units = (int64_t)tp->rcu;
+		t->write_capacity_units = (int64_t)tp->wcu;
+		t->number_of_decreases_today = st_decreases_today(count, day, wall_ms());
+	}
+	t->last_increase_date_time = inc;
+	t->last_decrease_date_time = dec;
 	return t;
+}
+
+/* OnDemandThroughput of a PAY_PER_REQUEST table or GSI (-1: no maximum);
+ * NULL with *err false when PROVISIONED. */
+static Shoal__OnDemandThroughput *on_demand_desc(sh_arena *a, bool prov, const st_throughput *tp,
+                                                 bool *err)
+{
+	*err = false;
+	if (prov)
+		return NULL;
+	Shoal__OnDemandThroughput *o = sh_arena_alloc(a, sizeof(*o));
+	if (o == NULL) {
+		*err = true;
+		return NULL;
+	}
+	shoal__on_demand_throughput__init(o);
+	WIRE_SET(o, max_read_request_units, tp->max_rcu != 0 ? (int64_t)tp->max_rcu : -1);
+	WIRE_SET(o, max_write_request_units, tp->max_wcu != 0 ? (int64_t)tp->max_wcu : -1);
+	return o;
 }
 
 static int index_desc_to_pb(sh_arena *a, const st_table_def *def, const st_index_def *x,
@@ -205,7 +292,13 @@ static int index_desc_to_pb(sh_arena *a, const st_table_def *def, const st_index
 	g->index_status = (char *)wire_index_status_name(x->status);
 	g->backfilling = x->status == ST_INDEX_CREATING;
 	g->write_shards = x->write_shards > 0 ? x->write_shards : 1;
-	g->provisioned_throughput = zero_throughput(a);
+	bool prov = def->billing == ST_BILLING_PROVISIONED, odt_err;
+	g->provisioned_throughput =
+	    throughput_desc(a, prov, &x->tp, x->last_increase_ms, x->last_decrease_ms,
+	                    x->decreases_today, x->decreases_day);
+	g->on_demand_throughput = on_demand_desc(a, prov, &x->tp, &odt_err);
+	if (odt_err)
+		return nomem(errmsg);
 	rc = key_schema_to_pb(a, &x->key, &g->key_schema, &g->n_key_schema, errmsg);
 	if (rc == SHOAL_OK)
 		rc = projection_to_pb(a, x, &g->projection, errmsg);
@@ -228,13 +321,24 @@ int wire_table_desc_to_pb(sh_arena *a, const st_table_info *info, const char *st
 		return nomem(errmsg);
 	shoal__table_description__init(td);
 	shoal__billing_mode_summary__init(bm);
-	bm->billing_mode = "PAY_PER_REQUEST";
-	td->billing_mode_summary = bm;
+	bool prov = def->billing == ST_BILLING_PROVISIONED, odt_err;
+	bm->billing_mode = prov ? "PROVISIONED" : "PAY_PER_REQUEST";
+	bm->last_update_to_pay_per_request_date_time = def->billing_changed_ms != 0
+	                                                   ? def->billing_changed_ms
+	                                               : prov ? 0
+	                                                      : def->created_ms;
+	if (!prov || def->billing_changed_ms != 0)
+		td->billing_mode_summary = bm;
+	td->on_demand_throughput = on_demand_desc(a, prov, &def->tp, &odt_err);
+	if (odt_err)
+		return nomem(errmsg);
 	td->table_name = pbstr(a, def->name);
 	td->table_status = pbstr(a, status != NULL ? status : "ACTIVE");
 	td->table_arn = arn(a, def->name, NULL);
 	td->table_id = pbstr(a, id);
-	td->provisioned_throughput = zero_throughput(a);
+	td->provisioned_throughput =
+	    throughput_desc(a, prov, &def->tp, def->last_increase_ms, def->last_decrease_ms,
+	                    def->decreases_today, def->decreases_day);
 	td->item_count = info->item_count > INT64_MAX ? INT64_MAX : (int64_t)info->item_count;
 	td->table_size_bytes = info->size_bytes > INT64_MAX ? INT64_MAX : (int64_t)info->size_bytes;
 	td->creation_date_time = def->created_ms;
@@ -349,6 +453,37 @@ static st_index_status index_status_parse(const char *s)
 	return wire_index_status_parse(s, &st) == SHOAL_OK ? st : ST_INDEX_ACTIVE;
 }
 
+static uint64_t units(int64_t v)
+{
+	return v > 0 ? (uint64_t)v : 0;
+}
+
+/* Billing mode and capacity from a description: the BillingModeSummary's
+ * mode, or (none, as DynamoDB describes a table created PROVISIONED)
+ * PROVISIONED when the table has units. */
+static void capacity_from_desc(const Shoal__BillingModeSummary *bm,
+                               const Shoal__ProvisionedThroughputDescription *pt,
+                               const Shoal__OnDemandThroughput *odt, st_billing *billing,
+                               st_throughput *tp)
+{
+	memset(tp, 0, sizeof(*tp));
+	if (bm != NULL && bm->billing_mode != NULL && bm->billing_mode[0] != '\0')
+		*billing = strcmp(bm->billing_mode, "PROVISIONED") == 0
+		               ? ST_BILLING_PROVISIONED
+		               : ST_BILLING_PAY_PER_REQUEST;
+	else
+		*billing = pt != NULL && pt->read_capacity_units > 0 ? ST_BILLING_PROVISIONED
+		                                                     : ST_BILLING_PAY_PER_REQUEST;
+	if (pt != NULL) {
+		tp->rcu = units(pt->read_capacity_units);
+		tp->wcu = units(pt->write_capacity_units);
+	}
+	if (odt != NULL && WIRE_HAS(odt, max_read_request_units))
+		tp->max_rcu = units(odt->max_read_request_units);
+	if (odt != NULL && WIRE_HAS(odt, max_write_request_units))
+		tp->max_wcu = units(odt->max_write_request_units);
+}
+
 int wire_table_desc_from_pb(sh_arena *a, const Shoal__TableDescription *pb, st_table_info *out,
                             const char **status, char *errmsg)
 {
@@ -363,6 +498,17 @@ int wire_table_desc_from_pb(sh_arena *a, const Shoal__TableDescription *pb, st_t
 		return rc;
 	def->id = (uint32_t)strtoul(pb->table_id != NULL ? pb->table_id : "0", NULL, 10);
 	def->created_ms = pb->creation_date_time;
+	capacity_from_desc(pb->billing_mode_summary, pb->provisioned_throughput,
+	                   pb->on_demand_throughput, &def->billing, &def->tp);
+	if (pb->provisioned_throughput != NULL) {
+		const Shoal__ProvisionedThroughputDescription *ptd = pb->provisioned_throughput;
+		def->last_increase_ms = ptd->last_increase_date_time;
+		def->last_decrease_ms = ptd->last_decrease_date_time;
+		def->decreases_today = (uint32_t)ptd->number_of_decreases_today;
+	}
+	if (pb->billing_mode_summary != NULL)
+		def->billing_changed_ms =
+		    pb->billing_mode_summary->last_update_to_pay_per_request_date_time;
 	out->item_count = pb->item_count > 0 ? (uint64_t)pb->item_count : 0;
 	out->size_bytes = pb->table_size_bytes > 0 ? (uint64_t)pb->table_size_bytes : 0;
 	def->attrs = sh_arena_calloc(a, t.n, sizeof(st_key_attr));
@@ -399,6 +545,13 @@ int wire_table_desc_from_pb(sh_arena *a, const Shoal__TableDescription *pb, st_t
 		x->local = false;
 		x->write_shards = g->write_shards > 0 ? g->write_shards : 1;
 		x->status = index_status_parse(g->index_status);
+		st_billing b;
+		capacity_from_desc(pb->billing_mode_summary, g->provisioned_throughput,
+		                   g->on_demand_throughput, &b, &x->tp);
+		if (g->provisioned_throughput != NULL) {
+			x->last_increase_ms = g->provisioned_throughput->last_increase_date_time;
+			x->last_decrease_ms = g->provisioned_throughput->last_decrease_date_time;
+		}
 		rc = wire_dup(a, g->index_name, &x->name, errmsg);
 		if (rc == SHOAL_OK)
 			rc = key_schema_from_desc(a, &t, g->key_schema, g->n_key_schema, &x->key,

@@ -19,10 +19,12 @@
  * or KeySchema is reported as DynamoDB reports a missing one.  Plain string
  * members ("" when absent) likewise count "" as null.
  *
- * Billing: Shoal's capacity is per partition (token buckets), so the mode is
- * only checked for consistency; a table created without BillingMode and
- * without ProvisionedThroughput is PAY_PER_REQUEST instead of an error
- * (st_table_def does not store the mode; descriptions say PAY_PER_REQUEST).
+ * Billing: BillingMode, ProvisionedThroughput and OnDemandThroughput become
+ * st_table_def's billing and tp (each GSI's tp); DynamoDB's rules between
+ * them are checked here where the request alone decides, and in
+ * storage/catalog_capacity.c where the table's current mode does
+ * (UpdateTable).  One divergence: a table created without BillingMode and
+ * without ProvisionedThroughput is PAY_PER_REQUEST instead of an error.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -162,6 +164,81 @@ static void check_index(wire_verrs *e, const char *base, size_t i, const char *n
 	}
 	snprintf(p, sizeof(p), "%s.%zu.member.provisionedThroughput", base, i + 1);
 	check_throughput(e, p, tp);
+}
+
+/* OnDemandThroughput's values: >= 1, or -1 (remove) in an UpdateTable. */
+static int check_on_demand(const Shoal__OnDemandThroughput *o, bool update, const char *index,
+                           char *errmsg)
+{
+	if (o == NULL)
+		return SHOAL_OK;
+	for (int read = 1; read >= 0; read--) {
+		bool has = read ? WIRE_HAS(o, max_read_request_units)
+		                : WIRE_HAS(o, max_write_request_units);
+		int64_t v = read ? o->max_read_request_units : o->max_write_request_units;
+		if (!has || v >= 1 || (update && v == -1))
+			continue;
+		if (index == NULL)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID
+			               "Requested %s for OnDemandThroughput for table is "
+			               "outside of valid range",
+			               read ? "MaxReadRequestUnits" : "MaxWriteRequestUnits");
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID "Requested %s for OnDemandThroughput for index : %s is "
+		                           "outside of valid range",
+		               read ? "MaxReadRequestUnits" : "MaxWriteRequestUnits", index);
+	}
+	return SHOAL_OK;
+}
+
+/* A CreateTable's (or a new GSI's) capacity into tp: units when given,
+ * OnDemandThroughput maximums (checked >= 1). */
+static void capacity_to_st(const Shoal__ProvisionedThroughput *p,
+                           const Shoal__OnDemandThroughput *o, st_throughput *tp)
+{
+	memset(tp, 0, sizeof(*tp));
+	if (p != NULL) {
+		tp->rcu = (uint64_t)p->read_capacity_units;
+		tp->wcu = (uint64_t)p->write_capacity_units;
+	}
+	if (o != NULL && WIRE_HAS(o, max_read_request_units))
+		tp->max_rcu = (uint64_t)o->max_read_request_units;
+	if (o != NULL && WIRE_HAS(o, max_write_request_units))
+		tp->max_wcu = (uint64_t)o->max_write_request_units;
+}
+
+/* An UpdateTable's capacity change (table or GSI Update). */
+static void capacity_req(const Shoal__ProvisionedThroughput *p, const Shoal__OnDemandThroughput *o,
+                         st_capacity_req *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (p != NULL) {
+		c->set_tp = true;
+		c->rcu = (uint64_t)p->read_capacity_units;
+		c->wcu = (uint64_t)p->write_capacity_units;
+	}
+	if (o != NULL && WIRE_HAS(o, max_read_request_units)) {
+		c->set_max_rcu = true;
+		c->max_rcu = o->max_read_request_units;
+	}
+	if (o != NULL && WIRE_HAS(o, max_write_request_units)) {
+		c->set_max_wcu = true;
+		c->max_wcu = o->max_write_request_units;
+	}
+}
+
+static bool on_demand_given(const Shoal__OnDemandThroughput *o)
+{
+	return o != NULL &&
+	       (WIRE_HAS(o, max_read_request_units) || WIRE_HAS(o, max_write_request_units));
+}
+
+/* The maximum a PROVISIONED request must not carry ("MaxReadRequestUnits"
+ * first). */
+static const char *on_demand_member(const Shoal__OnDemandThroughput *o)
+{
+	return WIRE_HAS(o, max_read_request_units) ? "MaxReadRequestUnits" : "MaxWriteRequestUnits";
 }
 
 static int create_constraints(const Shoal__CreateTableRequest *pb, char *errmsg)
@@ -351,6 +428,17 @@ static int create_rules(sh_arena *a, const Shoal__CreateTableRequest *pb, st_tab
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "Given value %" PRId64 " for WriteCapacityUnits is out of bounds",
 		               tp->write_capacity_units);
+	if (!on_demand && on_demand_given(pb->on_demand_throughput))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID
+		               "%s for OnDemandThroughput cannot be specified when table "
+		               "BillingMode is PROVISIONED.",
+		               on_demand_member(pb->on_demand_throughput));
+	int rc = check_on_demand(pb->on_demand_throughput, false, NULL, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	out->billing = on_demand ? ST_BILLING_PAY_PER_REQUEST : ST_BILLING_PROVISIONED;
+	capacity_to_st(tp, pb->on_demand_throughput, &out->tp);
 
 	defs ds = {pb->attribute_definitions, pb->n_attribute_definitions};
 	for (size_t i = 0; i < ds.n; i++) {
@@ -365,7 +453,7 @@ static int create_rules(sh_arena *a, const Shoal__CreateTableRequest *pb, st_tab
 	if (pb->n_key_schema > ds.n)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "Invalid KeySchema: Some index key attribute have no definition");
-	int rc = check_keys(&ds, pb->key_schema, pb->n_key_schema, errmsg);
+	rc = check_keys(&ds, pb->key_schema, pb->n_key_schema, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	size_t n_lsi = pb->n_local_secondary_indexes, n_gsi = pb->n_global_secondary_indexes;
@@ -444,6 +532,26 @@ static int create_rules(sh_arena *a, const Shoal__CreateTableRequest *pb, st_tab
 			               "ProvisionedThroughput should not be specified for "
 			               "index: %s when BillingMode is PAY_PER_REQUEST",
 			               x->index_name);
+		if (!on_demand && x->provisioned_throughput == NULL)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID
+			               "ProvisionedThroughput is not specified for index: "
+			               "%s",
+			               x->index_name);
+		if (!on_demand && on_demand_given(x->on_demand_throughput))
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID
+			               "%s for OnDemandThroughput for index : %s cannot be "
+			               "specified when the table BillingMode is "
+			               "PROVISIONED",
+			               on_demand_member(x->on_demand_throughput), x->index_name);
+		rc = check_on_demand(x->on_demand_throughput, false, x->index_name, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		/* a PAY_PER_REQUEST table's GSI has no units, even when the
+		 * request (without BillingMode) carried some */
+		capacity_to_st(on_demand ? NULL : x->provisioned_throughput,
+		               x->on_demand_throughput, &d->tp);
 		rc = duplicate_index(out, k, x->index_name, errmsg);
 		if (rc == SHOAL_OK)
 			rc = wire_dup(a, x->index_name, &d->name, errmsg);
@@ -621,7 +729,9 @@ static int update_constraints(const Shoal__UpdateTableRequest *pb, char *errmsg)
 			    p, sizeof(p),
 			    "globalSecondaryIndexUpdates.%zu.member.update.provisionedThroughput",
 			    i + 1);
-			wire_check_present(&e, p, u->update->provisioned_throughput != NULL);
+			wire_check_present(&e, p,
+			                   u->update->provisioned_throughput != NULL ||
+			                       u->update->on_demand_throughput != NULL);
 			check_throughput(&e, p, u->update->provisioned_throughput);
 		} else if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_DELETE &&
 		           u->delete_ != NULL) {
@@ -639,7 +749,7 @@ static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_tab
 	const char *billing = WIRE_OPT(pb, billing_mode);
 	const Shoal__ProvisionedThroughput *tp = pb->provisioned_throughput;
 	size_t n_upd = pb->n_global_secondary_index_updates;
-	if (tp == NULL && billing == NULL && n_upd == 0)
+	if (tp == NULL && billing == NULL && n_upd == 0 && pb->on_demand_throughput == NULL)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "At least one of ProvisionedThroughput, BillingMode, "
 		               "UpdateStreamEnabled, GlobalSecondaryIndexUpdates or "
@@ -662,7 +772,21 @@ static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_tab
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "Given value %" PRId64 " for WriteCapacityUnits is out of bounds",
 		               tp->write_capacity_units);
-	size_t n_create = 0, n_drop = 0;
+	if (billing != NULL && strcmp(billing, "PROVISIONED") == 0 &&
+	    on_demand_given(pb->on_demand_throughput))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID "%s for OnDemandThroughput cannot be specified when the "
+		                           "table BillingMode is PROVISIONED",
+		               on_demand_member(pb->on_demand_throughput));
+	int rc = check_on_demand(pb->on_demand_throughput, true, NULL, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	out->set_billing = billing != NULL;
+	out->billing = billing != NULL && strcmp(billing, "PROVISIONED") == 0
+	                   ? ST_BILLING_PROVISIONED
+	                   : ST_BILLING_PAY_PER_REQUEST;
+	capacity_req(tp, pb->on_demand_throughput, &out->cap);
+	size_t n_create = 0, n_drop = 0, n_update = 0;
 	for (size_t i = 0; i < n_upd; i++) {
 		const Shoal__GlobalSecondaryIndexUpdate *u = pb->global_secondary_index_updates[i];
 		if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION__NOT_SET)
@@ -683,6 +807,7 @@ static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_tab
 		}
 		n_create += u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE;
 		n_drop += u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_DELETE;
+		n_update += u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_UPDATE;
 	}
 
 	defs ds = {pb->attribute_definitions, pb->n_attribute_definitions};
@@ -698,9 +823,9 @@ static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_tab
 	out->create = sh_arena_calloc(a, n_create + 1, sizeof(*out->create));
 	out->drop = sh_arena_calloc(a, n_drop + 1, sizeof(*out->drop));
 	out->attrs = sh_arena_calloc(a, ds.n + 1, sizeof(*out->attrs));
-	if (out->create == NULL || out->drop == NULL || out->attrs == NULL)
+	out->update = sh_arena_calloc(a, n_update + 1, sizeof(*out->update));
+	if (out->create == NULL || out->drop == NULL || out->attrs == NULL || out->update == NULL)
 		return nomem(errmsg);
-	int rc;
 	for (size_t i = 0; i < n_upd; i++) {
 		const Shoal__GlobalSecondaryIndexUpdate *u = pb->global_secondary_index_updates[i];
 		if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_DELETE) {
@@ -709,8 +834,27 @@ static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_tab
 				return rc;
 			continue;
 		}
+		if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_UPDATE) {
+			const Shoal__UpdateGlobalSecondaryIndexAction *x = u->update;
+			st_index_capacity_req *c = &out->update[out->n_update++];
+			if (billing != NULL && strcmp(billing, "PROVISIONED") == 0 &&
+			    on_demand_given(x->on_demand_throughput))
+				return sh_errf(
+				    errmsg, SHOAL_E_VALIDATION,
+				    MSG_INVALID "%s for OnDemandThroughput for index : %s "
+				                "cannot be specified when the table "
+				                "BillingMode is PROVISIONED",
+				    on_demand_member(x->on_demand_throughput), x->index_name);
+			rc = check_on_demand(x->on_demand_throughput, true, x->index_name, errmsg);
+			if (rc == SHOAL_OK)
+				rc = wire_dup(a, x->index_name, &c->name, errmsg);
+			if (rc != SHOAL_OK)
+				return rc;
+			capacity_req(x->provisioned_throughput, x->on_demand_throughput, &c->cap);
+			continue;
+		}
 		if (u->action_case != SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE)
-			continue; /* Update: provisioned throughput, nothing to do */
+			continue;
 		const Shoal__GlobalSecondaryIndex *x = u->create;
 		st_index_def *d = &out->create[out->n_create++];
 		/* DynamoDB: "If you are adding a new global secondary index to the
@@ -728,6 +872,10 @@ static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_tab
 			               "ProvisionedThroughput should not be specified for "
 			               "index: %s when BillingMode is PAY_PER_REQUEST",
 			               x->index_name);
+		rc = check_on_demand(x->on_demand_throughput, false, x->index_name, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		capacity_to_st(x->provisioned_throughput, x->on_demand_throughput, &d->tp);
 		rc = wire_dup(a, x->index_name, &d->name, errmsg);
 		if (rc == SHOAL_OK)
 			rc = key_schema_to_st(a, &ds, x->key_schema, x->n_key_schema, &d->key,

@@ -20,10 +20,13 @@
  *                  is reachable = false and its groups "unreachable".
  *
  *   UpdateTable    update_table to group 0, which validates it against the
- *                table, assigns new GSIs their ids (CREATING) and answers
- *                the new TableDefine; then that definition to every data
- *                group (define_table with the same id redefines: a new GSI
- *                starts its backfill there, a deleted one loses its entries).
+ *                table, assigns new GSIs their ids (CREATING), applies billing
+ *                mode and throughput changes (their times from group 0's
+ *                replicated clock) and answers the new TableDefine; then
+ *                that definition to every data group (define_table with the
+ *                same id redefines: a new GSI starts its backfill there, a
+ *                deleted one loses its entries, newer capacity replaces the
+ *                old).
  *   Activation     a CREATING GSI becomes ACTIVE when every data group's
  *                leader reports its backfill done and shipped
  *                (rt_index_activate, from DescribeTable and from reads
@@ -875,9 +878,9 @@ int rt_step_update_table(rt_job *j)
 		s->all.stored = s->stored;
 		s->all.op = "UpdateTable";
 		s->all.name = s->u.name;
-		j->phase = s->u.n_create + s->u.n_drop > 0 ? 2 : 3;
-		if (j->phase == 3)
-			return rt_job_refresh(j);
+		/* Every UpdateTable changes indexes or capacity: the data groups
+		 * need the new definition (their leaders enforce its capacity). */
+		j->phase = 2;
 	}
 		/* fall through */
 	case 2:

@@ -361,6 +361,61 @@ static int check_attrs_used(const st_table_def *d, sh_arena *a, char *errmsg)
 	    dlist, ulist);
 }
 
+/* Billing mode and throughput agree (DynamoDB's CreateTable messages): a
+ * PROVISIONED table and each of its GSIs have both units and no on-demand
+ * maximum; a PAY_PER_REQUEST one has no units. */
+static int check_capacity(const st_table_def *d, char *errmsg)
+{
+	bool prov = d->billing == ST_BILLING_PROVISIONED;
+	if ((unsigned)d->billing > ST_BILLING_PROVISIONED)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "1 validation error detected: Value at 'billingMode' failed to "
+		               "satisfy constraint: Member must satisfy enum value set: "
+		               "[PROVISIONED, PAY_PER_REQUEST]");
+	if (prov && (d->tp.rcu == 0 || d->tp.wcu == 0))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "One or more parameter values were invalid: ReadCapacityUnits and "
+		               "WriteCapacityUnits must both be specified when BillingMode is "
+		               "PROVISIONED");
+	if (!prov && (d->tp.rcu != 0 || d->tp.wcu != 0))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "One or more parameter values were invalid: Neither "
+		               "ReadCapacityUnits nor WriteCapacityUnits can be specified when "
+		               "BillingMode is PAY_PER_REQUEST");
+	if (prov && (d->tp.max_rcu != 0 || d->tp.max_wcu != 0))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "One or more parameter values were invalid: %s for "
+		               "OnDemandThroughput cannot be specified when table BillingMode is "
+		               "PROVISIONED.",
+		               d->tp.max_rcu != 0 ? "MaxReadRequestUnits" : "MaxWriteRequestUnits");
+	for (uint32_t i = 0; i < d->n_indexes; i++) {
+		const st_index_def *x = &d->indexes[i];
+		if (x->local)
+			continue;
+		if (prov && (x->tp.rcu == 0 || x->tp.wcu == 0))
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "One or more parameter values were invalid: "
+			               "ProvisionedThroughput is not specified for index: %s",
+			               x->name);
+		if (!prov && (x->tp.rcu != 0 || x->tp.wcu != 0))
+			return sh_errf(
+			    errmsg, SHOAL_E_VALIDATION,
+			    "One or more parameter values were invalid: "
+			    "ProvisionedThroughput should not be specified for index: %s "
+			    "when BillingMode is PAY_PER_REQUEST",
+			    x->name);
+		if (prov && (x->tp.max_rcu != 0 || x->tp.max_wcu != 0))
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "One or more parameter values were invalid: %s for "
+			               "OnDemandThroughput for index : %s cannot be specified when "
+			               "the table BillingMode is PROVISIONED",
+			               x->tp.max_rcu != 0 ? "MaxReadRequestUnits"
+			                                  : "MaxWriteRequestUnits",
+			               x->name);
+	}
+	return SHOAL_OK;
+}
+
 int st_catalog_check_def(const st_table_def *d, sh_arena *a, char *errmsg)
 {
 	int rc = st_catalog_check_name(d->name, errmsg);
@@ -427,7 +482,9 @@ int st_catalog_check_def(const st_table_def *d, sh_arena *a, char *errmsg)
 				    "One or more parameter values were invalid: Duplicate "
 				    "index id %u",
 				    d->indexes[i].id);
-	return check_attrs_used(d, a, errmsg);
+	if ((rc = check_attrs_used(d, a, errmsg)) != SHOAL_OK)
+		return rc;
+	return check_capacity(d, errmsg);
 }
 
 /* A copy of the (validated) definition in the form it is stored: key types
@@ -450,8 +507,13 @@ int st_catalog_normalise_def(const st_table_def *src, sh_arena *a, st_table_def 
 		x->key.hash.type = find_attr(src, x->key.hash.name)->type;
 		if (x->key.range.name != NULL)
 			x->key.range.type = find_attr(src, x->key.range.name)->type;
-		if (x->local)
+		if (x->local) { /* LSIs share the table's capacity */
 			x->write_shards = 1;
+			memset(&x->tp, 0, sizeof(x->tp));
+			x->last_increase_ms = x->last_decrease_ms = 0;
+			x->decreases_today = 0;
+			x->decreases_day = 0;
+		}
 		if (x->id == 0) { /* the smallest id no index uses nor used */
 			uint16_t id =
 			    src->next_index_id > 1 ? (uint16_t)(src->next_index_id - 1) : 0;

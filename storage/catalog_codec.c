@@ -1,15 +1,16 @@
 /*
  * catalog_codec.c -- the catalog's table record: encoding and decoding.
  *
- * Table record, format version 2 (version 1 records, written before
- * secondary indexes were maintained, are still read: they lack the last
- * field, and their next index id is the largest index id + 1).  Integers
- * are big-endian; STR is a u16
+ * Table record, format version 3.  Older versions are still read: version
+ * 2 lacks the capacity fields (CAP, TCAP), which means PAY_PER_REQUEST with
+ * no maximum and no history; version 1, written before secondary indexes
+ * were maintained, also lacks the next index id, which is then the largest
+ * index id + 1.  Integers are big-endian; STR is a u16
  * length followed by that many bytes (no NUL); TYPE is one byte, 1 = S,
  * 2 = N, 3 = B.
  *
  *   offset  size  field
- *   0       1     record format version, 2 (or 1)
+ *   0       1     record format version, 3 (or 2, 1)
  *   1       4     table id (u32)
  *   5       8     item count (u64)                } patched in place by
  *   13      8     size in bytes (u64, st_item_size) } st_table_count
@@ -26,12 +27,22 @@
  *                   4    write shards (u32, >= 1)
  *                   KS   the index's key schema
  *                   2    number of NonKeyAttributes (u16), then each as STR
- *   ..      2     next index id (u16; version 2 only): ids below it are used
+ *                   CAP  the index's capacity (version 3; LSIs: zeros)
+ *   ..      2     next index id (u16; version >= 2): ids below it are used
  *                 or retired, UpdateTable gives the next GSI this one
+ *   ..      TCAP  the table's capacity (version 3 only)
  *   end           the record ends exactly here
  *
  *   KS := STR hash name, TYPE hash type, 1 byte has-range (0 or 1),
  *         and if has-range: STR range name, TYPE range type
+ *   CAP := 8 rcu, 8 wcu (u64, provisioned; 0 when PAY_PER_REQUEST),
+ *          8 max rcu, 8 max wcu (u64, OnDemandThroughput; 0: none),
+ *          8 last increase, 8 last decrease (i64 ms since the epoch; 0: never),
+ *          4 decreases (u32) counted in
+ *          8 UTC day (i64, days since the epoch)                   = 60 bytes
+ *   TCAP := 1 billing mode (0 = PAY_PER_REQUEST, 1 = PROVISIONED), CAP,
+ *           8 LastUpdateToPayPerRequestDateTime (i64 ms; 0: never),
+ *           8 time of the last capacity change (i64 ms, group 0's clock)
  *
  * The counters sit at a fixed offset (ST_REC_OFF_COUNT, ST_REC_OFF_BYTES in
  * catalog.h) so that the per-write counter update (st_table_count) patches 16
@@ -109,6 +120,19 @@ static void w_ks(wbuf *w, const st_key_schema *ks)
 	}
 }
 
+static void w_cap(wbuf *w, const st_throughput *tp, int64_t inc, int64_t dec, uint32_t n,
+                  int64_t day)
+{
+	w_u64(w, tp->rcu);
+	w_u64(w, tp->wcu);
+	w_u64(w, tp->max_rcu);
+	w_u64(w, tp->max_wcu);
+	w_u64(w, (uint64_t)inc);
+	w_u64(w, (uint64_t)dec);
+	w_u32(w, n);
+	w_u64(w, (uint64_t)day);
+}
+
 static void encode_record(wbuf *w, const st_table_def *d, uint64_t items, uint64_t bytes)
 {
 	w_u8(w, ST_REC_VERSION);
@@ -135,8 +159,15 @@ static void encode_record(wbuf *w, const st_table_def *d, uint64_t items, uint64
 		w_u16(w, (uint16_t)x->n_include);
 		for (uint32_t j = 0; j < x->n_include; j++)
 			w_str(w, x->include[j]);
+		w_cap(w, &x->tp, x->last_increase_ms, x->last_decrease_ms, x->decreases_today,
+		      x->decreases_day);
 	}
 	w_u16(w, (uint16_t)st_catalog_next_index_id(d));
+	w_u8(w, d->billing == ST_BILLING_PROVISIONED ? 1 : 0);
+	w_cap(w, &d->tp, d->last_increase_ms, d->last_decrease_ms, d->decreases_today,
+	      d->decreases_day);
+	w_u64(w, (uint64_t)d->billing_changed_ms);
+	w_u64(w, (uint64_t)d->capacity_ms);
 }
 
 uint32_t st_catalog_next_index_id(const st_table_def *d)
@@ -282,6 +313,18 @@ static void *r_array(rbuf *r, size_t count, size_t size, size_t min_bytes, const
 	return p;
 }
 
+static void r_cap(rbuf *r, st_throughput *tp, int64_t *inc, int64_t *dec, uint32_t *n, int64_t *day)
+{
+	tp->rcu = r_u64(r, "capacity");
+	tp->wcu = r_u64(r, "capacity");
+	tp->max_rcu = r_u64(r, "capacity");
+	tp->max_wcu = r_u64(r, "capacity");
+	*inc = (int64_t)r_u64(r, "capacity");
+	*dec = (int64_t)r_u64(r, "capacity");
+	*n = r_u32(r, "capacity");
+	*day = (int64_t)r_u64(r, "capacity");
+}
+
 int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena *a,
                       st_table_info *out, char *errmsg)
 {
@@ -290,7 +333,7 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 	st_table_def *d = &out->def;
 
 	uint8_t version = r_u8(&r, "version");
-	if (r.bad == NULL && version != ST_REC_VERSION && version != 1)
+	if (r.bad == NULL && version != ST_REC_VERSION && version != 1 && version != 2)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL,
 		               "corrupt catalog record for table %s: unknown version %u", name,
 		               version);
@@ -335,11 +378,24 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 				for (uint32_t j = 0; x->include != NULL && j < x->n_include; j++)
 					x->include[j] = r_str(&r, "include name");
 			}
+			if (version >= 3)
+				r_cap(&r, &x->tp, &x->last_increase_ms, &x->last_decrease_ms,
+				      &x->decreases_today, &x->decreases_day);
 		}
 	}
 	d->next_index_id = 0;
 	if (version >= 2)
 		d->next_index_id = r_u16(&r, "next index id");
+	if (version >= 3) {
+		uint8_t billing = r_u8(&r, "billing mode");
+		if (billing > 1 && r.bad == NULL)
+			r.bad = "billing mode";
+		d->billing = billing == 1 ? ST_BILLING_PROVISIONED : ST_BILLING_PAY_PER_REQUEST;
+		r_cap(&r, &d->tp, &d->last_increase_ms, &d->last_decrease_ms, &d->decreases_today,
+		      &d->decreases_day);
+		d->billing_changed_ms = (int64_t)r_u64(&r, "billing change time");
+		d->capacity_ms = (int64_t)r_u64(&r, "capacity change time");
+	}
 	if (r.bad == NULL && !r.nomem)
 		d->next_index_id = st_catalog_next_index_id(d);
 	if (r.nomem)

@@ -187,21 +187,66 @@ int st_index_progress_list(st_env *env, sh_arena *a, st_index_progress **out, ui
 /* UpdateTable (catalog)                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* A change of capacity asked for by UpdateTable, of the table or of one GSI
+ * (GlobalSecondaryIndexUpdates.Update).  OnDemandThroughput maximums: set_
+ * false leaves it, -1 removes it, >= 1 sets it (the converter has checked
+ * the range). */
+typedef struct st_capacity_req {
+	bool set_tp; /* ProvisionedThroughput given */
+	uint64_t rcu, wcu;
+	bool set_max_rcu, set_max_wcu;
+	int64_t max_rcu, max_wcu;
+} st_capacity_req;
+
+typedef struct st_index_capacity_req {
+	const char *name;
+	st_capacity_req cap;
+} st_index_capacity_req;
+
 typedef struct st_table_update_req {
 	const char *name;
 	st_key_attr *attrs; /* AttributeDefinitions for new GSI keys (merged) */
 	uint32_t n_attrs;
-	st_index_def *create; /* GSIs to create (id 0: assigned; status CREATING) */
+	st_index_def *create; /* GSIs to create (id 0: assigned; status CREATING);
+	                       * tp as requested (0: not given) */
 	uint32_t n_create;
 	const char **drop; /* GSI names to delete */
 	uint32_t n_drop;
+	/* Capacity: BillingMode (set_billing false: unchanged), the table's
+	 * ProvisionedThroughput / OnDemandThroughput, and GSI Updates. */
+	bool set_billing;
+	st_billing billing;
+	st_capacity_req cap;
+	st_index_capacity_req *update;
+	uint32_t n_update;
 } st_table_update_req;
 
 /* Group 0: validates and applies an UpdateTable with DynamoDB's rules and
  * messages (ResourceNotFound, a GSI that exists / does not exist, 20 GSIs,
- * key attributes defined, one index change per call ...).  New GSIs get the
- * table's next index id (ids are never reused) and status CREATING. */
+ * key attributes defined, one index change per call, billing mode and
+ * throughput: st_catalog_update_capacity).  New GSIs get the table's next
+ * index id (ids are never reused) and status CREATING.  The time of the
+ * capacity changes is the transaction's replicated time (st_txn_set_time:
+ * the proposer's clock), so every replica stores the same. */
 int st_table_update(st_txn *txn, const st_table_update_req *req, char *errmsg);
+
+/* The capacity part of UpdateTable, without storage: d (old with the index
+ * changes of req applied, indexes and strings in a or shared with old) gets
+ * req's billing mode and throughput at now_ms (ms since the epoch), with
+ * DynamoDB's rules: a switch to PROVISIONED needs ProvisionedThroughput for
+ * the table and every GSI; a switch to PAY_PER_REQUEST clears them and sets
+ * LastUpdateToPayPerRequestDateTime; equal values are "will not change";
+ * throughput on a PAY_PER_REQUEST table and OnDemandThroughput on a
+ * PROVISIONED one are refused; decreases are limited per UTC day (4, then
+ * one an hour: SHOAL_E_LIMIT_EXCEEDED).  *changed: whether anything of the
+ * capacity changed (capacity_ms is then now_ms, kept increasing).
+ * SHOAL_E_VALIDATION, SHOAL_E_NOT_FOUND, SHOAL_E_LIMIT_EXCEEDED. */
+int st_catalog_update_capacity(const st_table_def *old, const st_table_update_req *req,
+                               int64_t now_ms, st_table_def *d, bool *changed, char *errmsg);
+
+/* NumberOfDecreasesToday as DescribeTable reports it at now_ms: the count if
+ * it is of now's UTC day, else 0. */
+uint32_t st_decreases_today(uint32_t count, int64_t day, int64_t now_ms);
 
 /* Group 0: marks GSI `index` ACTIVE (no-op if it already is; ResourceNotFound
  * if the table or index is gone). */

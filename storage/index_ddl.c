@@ -89,8 +89,8 @@ static bool def_uses(const st_table_def *d, const char *name)
 
 /* The table's definition with req applied, validated; SHOAL_E_VALIDATION,
  * SHOAL_E_NOT_FOUND or SHOAL_E_NOMEM. */
-static int updated_def(const st_table_def *old, const st_table_update_req *req, sh_arena *a,
-                       st_table_def *d, char *errmsg)
+static int updated_def(const st_table_def *old, const st_table_update_req *req, int64_t now_ms,
+                       sh_arena *a, st_table_def *d, bool *cap_changed, char *errmsg)
 {
 	*d = *old;
 	if (req->n_create + req->n_drop > 1)
@@ -184,7 +184,10 @@ static int updated_def(const st_table_def *old, const st_table_update_req *req, 
 			               "Index ids of table %s are exhausted", old->name);
 		x->id = (uint16_t)d->next_index_id++;
 	}
-	int rc = st_catalog_check_def(d, a, errmsg);
+	int rc = st_catalog_update_capacity(old, req, now_ms, d, cap_changed, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = st_catalog_check_def(d, a, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	st_table_def n;
@@ -202,10 +205,11 @@ int st_table_update(st_txn *txn, const st_table_update_req *req, char *errmsg)
 	sh_arena_init(&a);
 	st_table_info t;
 	st_table_def d;
+	bool cap_changed = false;
 	int rc = load_for_rewrite(txn, req->name, &a, &t, errmsg);
 	if (rc == SHOAL_OK)
-		rc = updated_def(&t.def, req, &a, &d, errmsg);
-	if (rc == SHOAL_OK && req->n_create + req->n_drop + req->n_attrs > 0)
+		rc = updated_def(&t.def, req, st_txn_time(txn), &a, &d, &cap_changed, errmsg);
+	if (rc == SHOAL_OK && (req->n_create + req->n_drop + req->n_attrs > 0 || cap_changed))
 		rc = put_record(txn, &d, t.item_count, t.size_bytes, &a, errmsg);
 	sh_arena_fini(&a);
 	if (rc != SHOAL_OK && env_error(rc))
@@ -280,6 +284,31 @@ static int drop_unknown(st_txn *txn, const st_table_def *d, char *errmsg)
 	return SHOAL_OK;
 }
 
+/* d's billing mode, throughput and their history replaced by those of
+ * `newer` (table and each GSI of the same id). */
+static void keep_capacity(st_table_def *d, const st_table_def *newer)
+{
+	d->billing = newer->billing;
+	d->tp = newer->tp;
+	d->last_increase_ms = newer->last_increase_ms;
+	d->last_decrease_ms = newer->last_decrease_ms;
+	d->decreases_today = newer->decreases_today;
+	d->decreases_day = newer->decreases_day;
+	d->billing_changed_ms = newer->billing_changed_ms;
+	d->capacity_ms = newer->capacity_ms;
+	for (uint32_t i = 0; i < d->n_indexes; i++) {
+		st_index_def *x = &d->indexes[i];
+		const st_index_def *y = by_id(newer, x->id);
+		if (y == NULL || x->local)
+			continue;
+		x->tp = y->tp;
+		x->last_increase_ms = y->last_increase_ms;
+		x->last_decrease_ms = y->last_decrease_ms;
+		x->decreases_today = y->decreases_today;
+		x->decreases_day = y->decreases_day;
+	}
+}
+
 int st_table_redefine(st_txn *txn, const st_table_def *def, char *errmsg)
 {
 	if (txn->sticky != SHOAL_OK)
@@ -300,6 +329,8 @@ int st_table_redefine(st_txn *txn, const st_table_def *def, char *errmsg)
 	if (rc != SHOAL_OK)
 		goto out;
 	d.id = t.def.id;
+	if (t.def.capacity_ms > d.capacity_ms) /* an older define: keep our capacity */
+		keep_capacity(&d, &t.def);
 	if (t.def.next_index_id > d.next_index_id)
 		d.next_index_id = t.def.next_index_id;
 	for (uint32_t i = 0; i < t.def.n_indexes; i++)

@@ -235,6 +235,10 @@ typedef struct st_index_def {
 	uint32_t write_shards; /* GSI write sharding, >= 1 */
 	st_index_status status;
 	st_throughput tp; /* GSIs; LSIs share the table's */
+	/* GSIs: changes of tp, as the table's (st_table_def) */
+	int64_t last_increase_ms, last_decrease_ms;
+	uint32_t decreases_today;
+	int64_t decreases_day;
 } st_index_def;
 
 typedef struct st_table_def {
@@ -260,6 +264,10 @@ typedef struct st_table_def {
 	uint32_t decreases_today;
 	int64_t decreases_day;
 	int64_t billing_changed_ms; /* LastUpdateToPayPerRequestDateTime */
+	/* Group 0's time of the last change of billing or throughput (0: none
+	 * since CreateTable): a data group keeps the newer of two definitions'
+	 * capacity (st_table_redefine). */
+	int64_t capacity_ms;
 } st_table_def;
 
 typedef struct st_table_info {

@@ -503,7 +503,7 @@ START_TEST(test_ignored)
 	json_object_set_new(ct, "TableClass", json_string("STANDARD"));
 	json_object_set_new(ct, "DeletionProtectionEnabled", json_false());
 	json_object_set_new(json_array_get(json_object_get(ct, "GlobalSecondaryIndexes"), 0),
-	                    "OnDemandThroughput", json_pack("{s:i}", "MaxReadRequestUnits", 100));
+	                    "WarmThroughput", json_pack("{s:i}", "ReadUnitsPerSecond", 100));
 	ck_assert_int_eq(wire_api_request_from_json(&A, "CreateTable", ct, &r, msg), SHOAL_OK);
 	ck_assert_int_eq(wire_api_request_to_json(r, NULL, &back, msg), SHOAL_OK);
 	assert_json_eq(plain, keep(back));
@@ -919,13 +919,16 @@ START_TEST(test_table_responses)
 	    "{\"NumberOfDecreasesToday\":0,\"ReadCapacityUnits\":0,\"WriteCapacityUnits\":0},"
 	    "\"TableSizeBytes\":2345,\"ItemCount\":15,\"TableArn\":\"arn:aws:dynamodb:shoal:"
 	    "000000000000:table/edtech-platform\",\"TableId\":\"7\",\"BillingModeSummary\":{"
-	    "\"BillingMode\":\"PAY_PER_REQUEST\"},\"GlobalSecondaryIndexes\":[{\"IndexName\":"
+	    "\"BillingMode\":\"PAY_PER_REQUEST\",\"LastUpdateToPayPerRequestDateTime\":"
+	    "1725000000.5},\"GlobalSecondaryIndexes\":[{\"IndexName\":"
 	    "\"GSI1\",\"KeySchema\":[{\"AttributeName\":\"GSI1PK\",\"KeyType\":\"HASH\"},{"
 	    "\"AttributeName\":\"GSI1SK\",\"KeyType\":\"RANGE\"}],\"Projection\":{"
 	    "\"ProjectionType\":\"ALL\"},\"IndexStatus\":\"ACTIVE\",\"ProvisionedThroughput\":{"
 	    "\"NumberOfDecreasesToday\":0,\"ReadCapacityUnits\":0,\"WriteCapacityUnits\":0},"
 	    "\"IndexSizeBytes\":0,\"ItemCount\":0,\"IndexArn\":\"arn:aws:dynamodb:shoal:"
-	    "000000000000:table/edtech-platform/index/GSI1\",\"WriteShards\":1}]}}";
+	    "000000000000:table/edtech-platform/index/GSI1\",\"WriteShards\":1,"
+	    "\"OnDemandThroughput\":{\"MaxReadRequestUnits\":-1,\"MaxWriteRequestUnits\":-1}}],"
+	    "\"OnDemandThroughput\":{\"MaxReadRequestUnits\":-1,\"MaxWriteRequestUnits\":-1}}}";
 	ck_assert_str_eq(resp_text(r, "DescribeTable"), want);
 
 	/* CreateTable and DeleteTable say TableDescription. */
@@ -945,6 +948,39 @@ START_TEST(test_table_responses)
 	r->result_case = SHOAL__RESPONSE__RESULT_UPDATE_TABLE;
 	r->update_table = &utr;
 	ck_assert_str_eq(resp_text(r, "UpdateTable"), text);
+
+	/* PROVISIONED, switched from PAY_PER_REQUEST once: the units, the times
+	 * of the last changes (epoch seconds), no OnDemandThroughput. */
+	st_table_info prov = info;
+	st_index_def gsi = info.def.indexes[0];
+	prov.def.indexes = &gsi;
+	prov.def.billing = ST_BILLING_PROVISIONED;
+	prov.def.tp = (st_throughput){10, 20, 0, 0};
+	prov.def.last_increase_ms = 1725000100250;
+	prov.def.last_decrease_ms = 1725000200500;
+	prov.def.billing_changed_ms = 1725000050000;
+	gsi.tp = (st_throughput){3, 4, 0, 0};
+	r->result_case = SHOAL__RESPONSE__RESULT_DESCRIBE_TABLE;
+	r->describe_table = dt; /* a oneof: update_table took its place */
+	ck_assert_int_eq(wire_table_desc_to_pb(&A, &prov, "ACTIVE", &dt->table, msg), SHOAL_OK);
+	json_t *pj;
+	ck_assert_int_eq(wire_api_response_to_json(r, "DescribeTable", &pj, msg), SHOAL_OK);
+	keep(pj);
+	json_t *pt = json_object_get(json_object_get(pj, "Table"), "ProvisionedThroughput");
+	assert_json_eq(J("{'LastIncreaseDateTime':1725000100.25,'LastDecreaseDateTime':"
+	                 "1725000200.5,'NumberOfDecreasesToday':0,'ReadCapacityUnits':10,"
+	                 "'WriteCapacityUnits':20}"),
+	               pt);
+	assert_json_eq(J("{'BillingMode':'PROVISIONED','LastUpdateToPayPerRequestDateTime':"
+	                 "1725000050.0}"),
+	               json_object_get(json_object_get(pj, "Table"), "BillingModeSummary"));
+	ck_assert_ptr_null(json_object_get(json_object_get(pj, "Table"), "OnDemandThroughput"));
+	json_t *g0 = json_array_get(
+	    json_object_get(json_object_get(pj, "Table"), "GlobalSecondaryIndexes"), 0);
+	assert_json_eq(J("{'NumberOfDecreasesToday':0,'ReadCapacityUnits':3,"
+	                 "'WriteCapacityUnits':4}"),
+	               json_object_get(g0, "ProvisionedThroughput"));
+	ck_assert_ptr_null(json_object_get(g0, "OnDemandThroughput"));
 
 	const char *names[2] = {"edtech-a", "edtech-platform"};
 	r->result_case = SHOAL__RESPONSE__RESULT_LIST_TABLES;
@@ -1611,6 +1647,33 @@ static const update_case update_cases[] = {
     {"{'TableName':'tbl','BillingMode':'PROVISIONED'}", SHOAL_E_VALIDATION,
      "One or more parameter values were invalid: ProvisionedThroughput must be specified "
      "when BillingMode is PROVISIONED"},
+    {"{'TableName':'tbl','OnDemandThroughput':{'MaxReadRequestUnits':0}}", SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: Requested MaxReadRequestUnits for "
+     "OnDemandThroughput for table is outside of valid range"},
+    {"{'TableName':'tbl','OnDemandThroughput':{'MaxWriteRequestUnits':-2}}", SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: Requested MaxWriteRequestUnits for "
+     "OnDemandThroughput for table is outside of valid range"},
+    {"{'TableName':'tbl','BillingMode':'PROVISIONED','ProvisionedThroughput':{"
+     "'ReadCapacityUnits':1,'WriteCapacityUnits':1},'OnDemandThroughput':{"
+     "'MaxWriteRequestUnits':5}}",
+     SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: MaxWriteRequestUnits for OnDemandThroughput "
+     "cannot be specified when the table BillingMode is PROVISIONED"},
+    {"{'TableName':'tbl','GlobalSecondaryIndexUpdates':[{'Update':{'IndexName':'gsi',"
+     "'OnDemandThroughput':{'MaxReadRequestUnits':0}}}]}",
+     SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: Requested MaxReadRequestUnits for "
+     "OnDemandThroughput for index : gsi is outside of valid range"},
+    {"{'TableName':'tbl','GlobalSecondaryIndexUpdates':[{'Update':{'IndexName':'gsi'}}]}",
+     SHOAL_E_VALIDATION,
+     "1 validation error detected: Value null at "
+     "'globalSecondaryIndexUpdates.1.member.update.provisionedThroughput' failed to satisfy "
+     "constraint: Member must not be null"},
+    {"{'TableName':'tbl','ProvisionedThroughput':{'ReadCapacityUnits':0,"
+     "'WriteCapacityUnits':1}}",
+     SHOAL_E_VALIDATION,
+     "1 validation error detected: Value '0' at 'provisionedThroughput.readCapacityUnits' "
+     "failed to satisfy constraint: Member must have value greater than or equal to 1"},
     {"{'TableName':'tbl','GlobalSecondaryIndexUpdates':[{'Delete':{}}]}", SHOAL_E_VALIDATION,
      "1 validation error detected: Value null at "
      "'globalSecondaryIndexUpdates.1.member.delete.indexName' failed to satisfy constraint: "
@@ -1722,6 +1785,37 @@ START_TEST(test_update_table_checks)
 	                 SHOAL_OK);
 	ck_assert_int_eq(wire_update_table_from_pb(&A, r->update_table, &u, msg), SHOAL_OK);
 	ck_assert_uint_eq(u.n_create + u.n_drop, 0);
+	ck_assert(u.set_billing);
+	ck_assert_int_eq(u.billing, ST_BILLING_PAY_PER_REQUEST);
+	ck_assert(!u.cap.set_tp);
+
+	/* Capacity: the table's units, a maximum removed (-1), a GSI's
+	 * maximum; the GSI Update of the first request carried units. */
+	ck_assert_int_eq(wire_api_request_from_json(
+	                     &A, "UpdateTable",
+	                     J("{'TableName':'edtech-platform','OnDemandThroughput':{"
+	                       "'MaxReadRequestUnits':-1,'MaxWriteRequestUnits':7},"
+	                       "'GlobalSecondaryIndexUpdates':[{'Update':{'IndexName':'GSI1',"
+	                       "'OnDemandThroughput':{'MaxWriteRequestUnits':9}}}]}"),
+	                     &r, msg),
+	                 SHOAL_OK);
+	ck_assert_msg(wire_update_table_from_pb(&A, r->update_table, &u, msg) == SHOAL_OK, "%s",
+	              msg);
+	ck_assert(!u.set_billing);
+	ck_assert(u.cap.set_max_rcu && u.cap.max_rcu == -1);
+	ck_assert(u.cap.set_max_wcu && u.cap.max_wcu == 7);
+	ck_assert_uint_eq(u.n_update, 1);
+	ck_assert_str_eq(u.update[0].name, "GSI1");
+	ck_assert(!u.update[0].cap.set_max_rcu && !u.update[0].cap.set_tp);
+	ck_assert_int_eq(u.update[0].cap.max_wcu, 9);
+	ck_assert_int_eq(
+	    wire_api_request_from_json(&A, "UpdateTable",
+	                               J("{'TableName':'edtech-platform','ProvisionedThroughput':{"
+	                                 "'ReadCapacityUnits':3,'WriteCapacityUnits':4}}"),
+	                               &r, msg),
+	    SHOAL_OK);
+	ck_assert_int_eq(wire_update_table_from_pb(&A, r->update_table, &u, msg), SHOAL_OK);
+	ck_assert(u.cap.set_tp && u.cap.rcu == 3 && u.cap.wcu == 4);
 }
 END_TEST
 
