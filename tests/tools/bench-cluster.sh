@@ -79,7 +79,8 @@ trap 'exit 130' INT TERM
 
 deploy/cluster.sh down --dir "$dir" >/dev/null 2>&1 || true
 rm -rf "$dir"
-deploy/cluster.sh up --dir "$dir" --base-port "$base"
+# Raw behaviour: partitions unthrottled (make hot measures throttling).
+deploy/cluster.sh up --dir "$dir" --base-port "$base" --partition-rcu 1000000000 --partition-wcu 1000000000
 ep=file://$dir/router.endpoint
 
 procs=(router-1 node-1 node-2 node-3)

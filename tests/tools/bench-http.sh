@@ -65,7 +65,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 deploy/cluster.sh down --dir "$dir" >/dev/null 2>&1 || true
 rm -rf "$dir"
-deploy/cluster.sh up --dir "$dir" --base-port "$base" --http-port $((base + 60))
+# Raw behaviour: partitions unthrottled (make hot measures throttling).
+deploy/cluster.sh up --dir "$dir" --base-port "$base" --http-port $((base + 60)) --partition-rcu 1000000000 --partition-wcu 1000000000
 ep=file://$dir/router.endpoint
 url=$(cat "$dir/http.endpoint")
 

@@ -170,7 +170,8 @@ etcd_eps="127.0.0.1:$(etcd_client 1),127.0.0.1:$(etcd_client 2),127.0.0.1:$(etcd
 # ---------------------------------------------------------------------------
 # Shoal.
 shoal_up=1 # (before up: a cluster that fails to start is stopped too)
-deploy/cluster.sh up --nodes 3 --dir "$dir/shoal" --base-port "$base" --http-port "$http_port"
+deploy/cluster.sh up --nodes 3 --dir "$dir/shoal" --base-port "$base" --http-port "$http_port" \
+	--partition-rcu 1000000000 --partition-wcu 1000000000 # raw behaviour, as dynalite
 shoal_url=$(cat "$dir/shoal/http.endpoint")
 shoal_pids=()
 for f in "$dir"/shoal/node-*.pid "$dir"/shoal/router-*.pid; do shoal_pids+=("$(cat "$f")"); done
