@@ -140,8 +140,6 @@ void cli_top_render(FILE *out, const json_t *status, const cli_top_view *v)
 	        json_array_size(loads), rthr, wthr);
 	if (v->error != NULL)
 		fprintf(out, "refresh failed: %s\n", v->error);
-	else
-		fputc('\n', out);
 
 	fputs("\nBUSIEST PARTITIONS\n", out);
 	cli_print_load(out, loads, rows);
