@@ -73,7 +73,12 @@ static void cluster_start(void)
 	int base = tl_free_ports(80);
 	const char *root = tl_tmpdir("node");
 	char path[4200], text[4096];
-	int len = snprintf(text, sizeof(text), "[cluster]\ngroups = %d\nreplication = 3\n", GROUPS);
+	/* Unthrottled partitions: test_snapshot_budget writes 100 KB items
+	 * (100 WCU each) as fast as it can. */
+	int len = snprintf(text, sizeof(text),
+	                   "[cluster]\ngroups = %d\nreplication = 3\npartition_rcu = 1000000000\n"
+	                   "partition_wcu = 1000000000\n",
+	                   GROUPS);
 	metrics_port = base + 70;
 	for (int i = 1; i <= NN; i++) {
 		snprintf(T[i].dir, sizeof(T[i].dir), "%s/node%d", root, i);
