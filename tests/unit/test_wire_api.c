@@ -926,8 +926,8 @@ START_TEST(test_table_responses)
 	    "\"ProjectionType\":\"ALL\"},\"IndexStatus\":\"ACTIVE\",\"ProvisionedThroughput\":{"
 	    "\"NumberOfDecreasesToday\":0,\"ReadCapacityUnits\":0,\"WriteCapacityUnits\":0},"
 	    "\"IndexSizeBytes\":0,\"ItemCount\":0,\"IndexArn\":\"arn:aws:dynamodb:shoal:"
-	    "000000000000:table/edtech-platform/index/GSI1\",\"WriteShards\":1,"
-	    "\"OnDemandThroughput\":{\"MaxReadRequestUnits\":-1,\"MaxWriteRequestUnits\":-1}}],"
+	    "000000000000:table/edtech-platform/index/GSI1\",\"OnDemandThroughput\":{"
+	    "\"MaxReadRequestUnits\":-1,\"MaxWriteRequestUnits\":-1},\"WriteShards\":1}],"
 	    "\"OnDemandThroughput\":{\"MaxReadRequestUnits\":-1,\"MaxWriteRequestUnits\":-1}}}";
 	ck_assert_str_eq(resp_text(r, "DescribeTable"), want);
 

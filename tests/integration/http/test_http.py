@@ -1132,6 +1132,8 @@ class SigV4(unittest.TestCase):
 
 # Transactions: their own module, run as part of this suite.
 from test_txn import Transactions  # noqa: E402,F401
+# PROVISIONED tables, billing modes, OnDemandThroughput: likewise.
+from test_provisioned import Provisioned  # noqa: E402,F401
 
 if __name__ == "__main__":
     # boto3 clients keep their pooled connections open until collected.
