@@ -126,7 +126,7 @@ void tl_fail(const char *file, int line, const char *fmt, ...)
 	abort();
 }
 
-static bool port_block_free(int base, int n)
+bool tl_ports_free(int base, int n)
 {
 	for (int p = base; p < base + n; p++) {
 		int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -149,7 +149,7 @@ int tl_free_ports(int n)
 	const int lo = 20000, span = 12000, step = 200;
 	int base = lo + (int)(getpid() % (span / step)) * step;
 	for (int tries = 0; tries < span / step; tries++) {
-		if (port_block_free(base, n))
+		if (tl_ports_free(base, n))
 			return base;
 		base = lo + (base - lo + step) % span;
 	}

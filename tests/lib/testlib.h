@@ -8,6 +8,7 @@
 #ifndef SHOAL_TESTLIB_H
 #define SHOAL_TESTLIB_H
 
+#include <stdbool.h>
 #include <check.h>
 #include <stdint.h>
 
@@ -22,6 +23,8 @@ const char *tl_tmpdir(const char *tag);
  * that test processes running side by side (Check forks one per test) start
  * in different places; ports other processes hold are skipped. */
 int tl_free_ports(int n);
+/* Whether every port of base .. base + n - 1 can be listened on now. */
+bool tl_ports_free(int base, int n);
 /* Keeps a directory made by tl_tmpdir past the process's exit. */
 void tl_tmpdir_keep(const char *path);
 /* Removes a directory tree made by tl_tmpdir. */

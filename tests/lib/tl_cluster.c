@@ -133,7 +133,10 @@ bool tl_cluster_up_opts(tl_cluster *c, int nodes, int routers, int groups, const
 	/* A cluster uses < 400 ports.  Stay below Linux's ephemeral range
 	 * (32768-60999): an outgoing connection's local port there would make
 	 * a later listen on it fail with "address in use". */
+	/* Blocks in use (another test's cluster) are skipped. */
 	c->base_port = 10000 + (int)(getpid() % 55) * 400;
+	for (int tries = 0; tries < 55 && !tl_ports_free(c->base_port, 400); tries++)
+		c->base_port = 10000 + (c->base_port - 10000 + 400) % (55 * 400);
 	c->nodes = nodes;
 	c->routers = routers;
 	c->groups = groups;
@@ -181,8 +184,8 @@ void tl_cluster_down(tl_cluster *c)
 		tl_tmpdir_keep(c->dir);
 		fprintf(stderr, "tl_cluster: kept %s\n", c->dir);
 	} else {
-		if (exiting &&
-		    tl_sh("mkdir -p '%s.logs' && cp '%s'/*.log '%s.logs/'", c->dir, c->dir, c->dir) == 0)
+		if (exiting && tl_sh("mkdir -p '%s.logs' && cp '%s'/*.log '%s.logs/'", c->dir,
+		                     c->dir, c->dir) == 0)
 			fprintf(stderr, "tl_cluster: the logs of the failed test are in %s.logs\n",
 			        c->dir);
 		tl_rmtree(c->dir);
@@ -191,7 +194,8 @@ void tl_cluster_down(tl_cluster *c)
 	snprintf(dir, sizeof(dir), "%s", c->dir);
 	c->dir[0] = '\0';
 	if (reported && !exiting)
-		tl_fail(__FILE__, __LINE__, "a sanitizer report in the logs of the cluster in %s", dir);
+		tl_fail(__FILE__, __LINE__, "a sanitizer report in the logs of the cluster in %s",
+		        dir);
 }
 
 bool tl_cluster_stop_node(tl_cluster *c, int id, bool hard)
