@@ -85,6 +85,8 @@ static void done(void *arg, int code, const void *body, size_t len, const shoal_
 			st->ok++;
 			st->sec_ok[sec]++;
 			tl_hist_record(&st->ok_lat, lat);
+			if (lat > st->sec_max_us[sec])
+				st->sec_max_us[sec] = lat > UINT32_MAX ? UINT32_MAX : (uint32_t)lat;
 		} else if (code == SHOAL_E_THROUGHPUT) {
 			st->throttled++;
 			st->sec_thr[sec]++;

@@ -46,6 +46,7 @@ typedef struct tl_load_stat {
 	 * (sent: by the second it was sent) */
 	uint32_t sec_sent[TL_LOAD_MAX_SECS], sec_ok[TL_LOAD_MAX_SECS];
 	uint32_t sec_thr[TL_LOAD_MAX_SECS], sec_other[TL_LOAD_MAX_SECS];
+	uint32_t sec_max_us[TL_LOAD_MAX_SECS]; /* slowest ok answer (stalls show here) */
 	char first_error[SHOAL_EXCEPTION_MAX + SHOAL_MESSAGE_MAX + 16]; /* "Exception: message" */
 } tl_load_stat;
 
