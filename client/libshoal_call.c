@@ -8,7 +8,7 @@
  * nng message; a protobuf request is copied as is.  The answer is decoded on
  * the thread that receives the result -- the blocking caller, or the thread
  * in shoal_poll -- not on nng's threads (which only peek at the status when
- * ServiceUnavailable retries are on): the Response is unpacked with the
+ * a retry may follow: ServiceUnavailable, throttling): the Response is unpacked with the
  * hostile-input-safe wire_unpack_response, its status becomes the result
  * code and shoal_error, and for JSON calls a successful result is converted
  * back to DynamoDB's response body.  An answer that does not decode, answers
