@@ -1724,6 +1724,89 @@ START_TEST(test_update_table_flow)
 }
 END_TEST
 
+/* Group 0: an UpdateTable of throughput is applied at the proposer's time
+ * (Command.ts_ms) and answers the new TableDefine; a data group takes the
+ * forwarded definition's capacity (same indexes, newer capacity_ms) and
+ * keeps it when an older definition arrives after it. */
+START_TEST(test_update_capacity_flow)
+{
+	char d0[4096], d1[4096];
+	node_fsm *g0 = open_single("cap0", 0, d0);
+	node_fsm *g1 = open_single("cap1", 1, d1);
+	node_batch b;
+	Shoal__CommandOp *ops[2];
+
+	Shoal__TableDefine *orig = sh_arena_alloc(&A, sizeof(*orig));
+	shoal__table_define__init(orig);
+	orig->def =
+	    api("CreateTable",
+	        "{\"TableName\":\"ptab\",\"AttributeDefinitions\":[{\"AttributeName\":\"pk\","
+	        "\"AttributeType\":\"S\"}],\"KeySchema\":[{\"AttributeName\":\"pk\",\"KeyType\":"
+	        "\"HASH\"}],\"BillingMode\":\"PROVISIONED\",\"ProvisionedThroughput\":{"
+	        "\"ReadCapacityUnits\":5,\"WriteCapacityUnits\":5}}")
+	        ->create_table;
+	orig->created_ms = 1700000000000;
+	ck_assert_int_eq(node_batch_init(&b, 1, 1), SHOAL_OK);
+	node_fsm_register(g0, &b);
+	ops[0] = op_of_define(orig);
+	ck_assert_int_eq(apply_ops_at(g0, 1, &b, 1, ops), 0);
+	Shoal__TableDefine *created = catalog0(&b, 0);
+	node_fsm_unregister(g0, &b);
+	node_batch_fini(&b);
+	ck_assert_str_eq(created->def->billing_mode, "PROVISIONED");
+	ck_assert_int_eq(created->capacity_ms, 0);
+
+	Shoal__TableUpdate *tu = sh_arena_alloc(&A, sizeof(*tu));
+	shoal__table_update__init(tu);
+	tu->update = api("UpdateTable", "{\"TableName\":\"ptab\",\"ProvisionedThroughput\":{"
+	                                "\"ReadCapacityUnits\":50,\"WriteCapacityUnits\":2}}")
+	                 ->update_table;
+	ops[0] = new_op();
+	ops[0]->op_case = SHOAL__COMMAND_OP__OP_UPDATE_TABLE;
+	ops[0]->update_table = tu;
+	ops[1] = ops[0]; /* the same again: "will not change" */
+	int64_t ts = cmd_ts;
+	cmd_ts = 1800000000123;
+	ck_assert_int_eq(node_batch_init(&b, 2, 2), SHOAL_OK);
+	node_fsm_register(g0, &b);
+	ck_assert_int_eq(apply_ops_at(g0, 2, &b, 2, ops), 0);
+	Shoal__TableDefine *updated = catalog0(&b, 0);
+	ck_assert_int_eq(result_status(&b, 1), SHOAL__STATUS__STATUS_VALIDATION);
+	node_fsm_unregister(g0, &b);
+	node_batch_fini(&b);
+	cmd_ts = ts;
+	ck_assert_int_eq(updated->def->provisioned_throughput->read_capacity_units, 50);
+	ck_assert_int_eq(updated->last_increase_ms, 1800000000123);
+	ck_assert_int_eq(updated->last_decrease_ms, 1800000000123);
+	ck_assert_uint_eq(updated->decreases_today, 1);
+	ck_assert_int_eq(updated->capacity_ms, 1800000000123);
+
+	/* The data group: created, then the update forwarded, then the older
+	 * definition again (a late re-send): the newer capacity stays. */
+	ops[0] = op_of_define(created);
+	ck_assert_int_eq(apply_ops_at(g1, 1, NULL, 1, ops), 0);
+	ops[0] = op_of_define(updated);
+	ck_assert_int_eq(apply_ops_at(g1, 2, NULL, 1, ops), 0);
+	st_table_info info;
+	ck_assert_int_eq(st_table_describe(node_fsm_env(g1), "ptab", &A, &info, msg), SHOAL_OK);
+	ck_assert_uint_eq(info.def.tp.rcu, 50);
+	ck_assert_uint_eq(info.def.tp.wcu, 2);
+	ck_assert_int_eq(info.def.last_decrease_ms, 1800000000123);
+	ops[0] = op_of_define(created);
+	ck_assert_int_eq(apply_ops_at(g1, 3, NULL, 1, ops), 0);
+	ck_assert_int_eq(st_table_describe(node_fsm_env(g1), "ptab", &A, &info, msg), SHOAL_OK);
+	ck_assert_uint_eq(info.def.tp.rcu, 50);
+	ck_assert_int_eq(info.def.capacity_ms, 1800000000123);
+	ck_assert_int_eq(node_fsm_failed(g0, NULL), SHOAL_OK);
+	ck_assert_int_eq(node_fsm_failed(g1, NULL), SHOAL_OK);
+
+	node_fsm_close(g0);
+	node_fsm_close(g1);
+	tl_rmtree(d0);
+	tl_rmtree(d1);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Encoding                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -1793,6 +1876,7 @@ static Suite *fsm_suite(void)
 	tcase_add_test(tc, test_outbox_cluster);
 	tcase_add_test(tc, test_index_apply_replay);
 	tcase_add_test(tc, test_update_table_flow);
+	tcase_add_test(tc, test_update_capacity_flow);
 	suite_add_tcase(s, tc);
 	return s;
 }
