@@ -8,7 +8,7 @@
  * group's leader: routers send consistent and eventually consistent reads
  * there, and every write).
  *
- * The arithmetic, pure and with time passed in (unit-tested in
+ * The arithmetic (capacity_math.c), pure and with time passed in (tested in
  * tests/unit/test_buckets.c):
  *
  *   rate     a partition's share of its table's capacity: provisioned units

@@ -333,6 +333,7 @@ enum node_op {
 	NODE_OP_TXN_FINISH,
 	NODE_OP_TXN_ACK,
 	NODE_OP_TXN_STATUS,
+	NODE_OP_CAP_REPORT,
 	NODE_OP_INVALID, /* undecodable or unknown requests */
 	NODE_OP__COUNT
 };
@@ -409,6 +410,7 @@ int node_handle_describe_table(node_call *c);
 int node_handle_list_tables(node_call *c);
 int node_handle_group_status(node_call *c);
 int node_handle_list_catalog(node_call *c);
+int node_handle_cap_report(node_call *c); /* capacity.c */
 
 /* ------------------------------------------------------------------------ */
 /* The process (node.c)                                                      */
