@@ -260,7 +260,8 @@ extern const cli_cmd cli_top_cmd;
 
 typedef struct cli_top_opts {
 	double interval_s; /* --interval (default 1) */
-	long iterations;   /* --iterations N: stop after N screens (0: until q) */
+	long iterations;   /* --iterations N: stop after N screens, printed one after
+	                    * another (0: a live screen until q) */
 	const char *endpoint;
 } cli_top_opts;
 

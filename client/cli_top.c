@@ -15,9 +15,9 @@
  * and SIGHUP: their handlers only set a flag, which ends the wait between
  * screens (poll(2) returns EINTR), so every way out goes through the one
  * restore -- the termios saved at start, the cursor shown, the main screen
- * back.  When stdout is not a terminal (scripts, `--iterations N`),
- * screens are printed one after another, a blank line between them, with no
- * escapes; when stdin is not a terminal no key is read.
+ * back.  When stdout is not a terminal, or with `--iterations N` (for
+ * scripts), screens are printed one after another, a blank line between
+ * them, with no escapes; when stdin is not a terminal no key is read.
  *
  *   state     event                                   next
  *   --------  --------------------------------------  --------
@@ -223,7 +223,9 @@ static bool wait_next(int in_fd, int64_t until)
 int cli_top_run(const cli_caller *c, FILE *out, FILE *err, int in_fd, const cli_top_opts *o)
 {
 	int out_fd = fileno(out);
-	bool screen = out_fd >= 0 && isatty(out_fd);
+	/* --iterations is for scripts: the screens stay in the output (the
+	 * alternate screen would take the last one away on exit). */
+	bool screen = out_fd >= 0 && isatty(out_fd) && o->iterations == 0;
 	if (in_fd >= 0 && !isatty(in_fd))
 		in_fd = -1;
 	struct termios saved;
