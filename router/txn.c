@@ -75,7 +75,8 @@
  *   PLAN      checks, placement, split; the single write; or    SINGLE /
  *             the participants' prepares (no token); or the     PARTS /
  *             coordinator's prepare alone (token)               COORD
- *   SINGLE    the group's answer, passed on                     done
+ *   SINGLE    the group's answer, passed on (a throttled group:     done
+ *             a cancellation, ProvisionedThroughputExceeded)
  *   PARTS     all prepared: the coordinator's part with         PD
  *             decide; else only checked (check_only: its
  *             reasons, nothing locked, no record)
@@ -864,6 +865,25 @@ void rt_txn_fini(rt_router *rt)
 	rt->ackq = NULL;
 }
 
+/* SINGLE: the one group's answer is the client's, except a throttled
+ * group (its partition's capacity, node/capacity.c): a cancellation with
+ * ProvisionedThroughputExceeded for its actions, as a throttled part of a
+ * transaction across groups. */
+static int txw_single(rt_job *j, txw *t)
+{
+	rt_call *c = t->parts[0].call;
+	if (c->rc != SHOAL_OK || c->code != SHOAL_E_THROUGHPUT)
+		return rt_job_pass(j, c);
+	int rc = collect_init(j, t);
+	if (rc != SHOAL_OK)
+		return rc;
+	t->commit = collect(j, t, &t->parts[0]);
+	if ((rc = build_answer(j, t)) != SHOAL_OK)
+		return rc;
+	j->out = t->answer;
+	return SHOAL_OK;
+}
+
 int rt_step_transact_write_items(rt_job *j)
 {
 	txw *t = j->st;
@@ -871,7 +891,7 @@ int rt_step_transact_write_items(rt_job *j)
 	case TXW_PLAN:
 		return txw_plan(j);
 	case TXW_SINGLE:
-		return rt_job_pass(j, t->parts[0].call);
+		return txw_single(j, t);
 	case TXW_COORD:
 		return txw_coord(j, t);
 	case TXW_PREPARED:
