@@ -271,7 +271,7 @@ void node_cap_charge_index(node_cap *c, uint32_t gid, uint32_t table_id, uint16_
 		char type;
 		const char *k;
 		uint32_t len;
-		if (key_bytes(key, &type, &k, &len))
+		if (item_key(p, key, &type, &k, &len))
 			note_key(cg, p, CAP_WRITE, type, k, len, units, false);
 		if (over != NULL && p->b[CAP_WRITE].tokens <= 0)
 			*over = true;

@@ -371,8 +371,12 @@ static int charge_index(op_ctx *c, const st_delta *d, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		bool over = false;
 		double units = d[i].del ? wire_write_units(0) : wire_write_units(d[i].val_len);
+		/* the entry's item names its index partition key (hot keys) */
+		st_value item;
+		char msg[SH_ERRMSG_SIZE];
+		bool named = st_delta_item(&d[i], c->a, &item, msg) == SHOAL_OK;
 		node_cap_charge_index(c->f->cap, c->f->group, d[i].table_id, d[i].index_id, units,
-		                      NULL, &over);
+		                      named ? &item : NULL, &over);
 		if (!over)
 			continue;
 		bool dup = false;

@@ -664,7 +664,8 @@ int node_cap_admit(node_cap *c, uint32_t gid, const Shoal__NodeRequest *req, cha
 void node_cap_charge(node_cap *c, uint32_t gid, const char *table, const char *index, int kind,
                      double units, const st_value *item);
 /* Index entries written in an index partition (group gid): units of GSI
- * (table_id, index_id), key its partition key value (may be NULL); *over
+ * (table_id, index_id), key the entry's item (its GSI partition key names the
+ * hot key) or the key value itself (may be NULL); *over
  * set when the partition's write bucket is empty afterwards. */
 void node_cap_charge_index(node_cap *c, uint32_t gid, uint32_t table_id, uint16_t index_id,
                            double units, const st_value *key, bool *over);

@@ -129,6 +129,11 @@ typedef struct st_outbox_info {
 
 int st_outbox_get_info(st_env *env, st_outbox_info *out, char *errmsg);
 
+/* The projected item an upsert delta writes (its index keys among its
+ * attributes), decoded into arena a; SHOAL_E_NOT_FOUND for a delete.  Used
+ * to name the hot keys of index partitions (node/capacity.c). */
+int st_delta_item(const st_delta *d, sh_arena *a, st_value *item, char *errmsg);
+
 /* Up to max_n deltas (and about max_bytes of keys and values; at least one)
  * with seq > after, in seq order, copied into a. */
 int st_outbox_read(st_env *env, uint64_t after, uint32_t max_n, size_t max_bytes, sh_arena *a,

@@ -169,3 +169,10 @@ int st_index_last_key(const st_table_def *t, const st_index_def *x, const st_val
 	*out = m;
 	return SHOAL_OK;
 }
+
+int st_delta_item(const st_delta *d, sh_arena *a, st_value *item, char *errmsg)
+{
+	if (d->del || d->val == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOT_FOUND, "a delete carries no item");
+	return st_codec_decode(a, d->val, d->val_len, item, errmsg);
+}
