@@ -410,6 +410,11 @@ void node_cap_tick(node_cap *c)
 				double share = cap_share(&p->lim[k]);
 				cap_bucket_set(&p->b[k], cap_adaptive_rate(&p->lim[k]),
 				               share * c->burst_secs, now);
+				/* A follower's buckets do not save up: a new leader
+				 * starts with one second of tokens, not a burst its
+				 * partition never left unused. */
+				if (!cg->leading && p->b[k].tokens > p->b[k].rate)
+					p->b[k].tokens = p->b[k].rate;
 			}
 		}
 		pthread_mutex_unlock(&cg->mu);
