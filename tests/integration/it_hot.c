@@ -31,6 +31,11 @@
  *               (made again under another name until its shards' placement
  *               puts at most half of the entries on one index partition).
  *
+ * After each phase but the last, the background runs alone for a few
+ * seconds (max(BURST_SECS + 2, HOT_SECS / 6)): a partition a hot phase
+ * drained recovers before the next phase, and the background's latency
+ * there is a reference taken under the machine's conditions of the moment.
+ *
  * The load (tests/lib/tl_load.h) is open loop: each class is offered at a
  * fixed rate whatever the answers; latencies count from when a request was
  * due.  libshoal's retries are off, throttle_retries too (raw behaviour).  A thread scrapes every
@@ -67,17 +72,21 @@
  *   - every other key keeps its throughput and latency: background keys in
  *     the other partitions have no throttles, their p50 latency is at most
  *     P50_FACTOR (3) x their baseline p50 + 2 ms, and their p99 at most
- *     P99_FACTOR (3) x their baseline p99 + a slack: 5 ms in runs of 30 s
- *     or more per phase (`make hot`), SHORT_P99_SLACK_MS (100 ms) in shorter
- *     ones.  The factors are generous on purpose: the hot key's rejected
- *     requests still cost the router and the leader CPU on a 2-core machine
- *     shared with other builds.  The short runs' slack is measured: on a
- *     busy 2-core VM every phase, the baseline included, had stalls of the
- *     whole machine (slowest background answer 40-115 ms, printed per
- *     phase); with ~1500 samples a phase one such stall IS the p99, so a
- *     6-s run can only catch gross effects (a queue behind the hot key
- *     would add hundreds of ms to seconds), while a 60-s run's p99 is past
- *     an isolated stall.  Keys that share the hot key's
+ *     P99_FACTOR (3) x a reference p99 + P99_SLACK_MS (5 ms) -- p99 taken
+ *     per window (1 s in runs shorter than 30 s a phase, else 5 s) and the
+ *     median window's compared; whole-phase p99s are printed beside.  The
+ *     reference is the largest of the baseline's and of the background-only
+ *     seconds just before and just after the phase.  The
+ *     factors are generous on purpose: the hot key's rejected requests
+ *     still cost the router and the leader CPU on a 2-core machine shared
+ *     with other builds.  The windows are measured necessity: on the busy
+ *     2-core VM every phase, the baseline included, had stalls of the whole
+ *     machine (slowest background answer 40-280 ms, printed per phase; one
+ *     60-s hot-key run had 10 s of them), and a stall of a second or more
+ *     IS a phase's p99 -- that phase, with no stall in its baseline, failed
+ *     143 ms against 5.5.  A stall spoils a few windows; a hot key that
+ *     slows the other keys spoils all of them.  The machine's busy share and
+ *     the cores the cluster and the load used are printed per phase.  Keys that share the hot key's
  *     partition share its token bucket (Shoal, like DynamoDB without
  *     split-for-heat, throttles per partition): their figures are printed,
  *     not asserted, except that in the hot-query phase the background
@@ -85,11 +94,19 @@
  *     separate buckets).
  *   - the hot key shows in shoal_hot_key_units ({"S":"hot"} for writes,
  *     {"S":"coll"} for reads) in some scrape during its phase.
- *   - no queue grows: for the router and every node, RssAnon at the end of
- *     each load phase is at most RSS_TOL_MB (24 MiB) above its value one
- *     second into the phase (a queue of the hot key's rejected requests
- *     would grow by ~HOT_FACTOR x limit x phase requests).  VmRSS is printed
- *     too; it includes LMDB's mapped file pages, which grow with the data.
+ *   - no queue grows: throttled answers come at once -- their p50 is at most
+ *     the background's ok p50 in the same phase + 1 ms (a request that
+ *     waited in a queue before its refusal would be slower than one served);
+ *     and for the router and every node, RssAnon at the end of each load
+ *     phase is at most RSS_TOL_MB (24 MiB) per minute of phase (24 at least)
+ *     above its value one second into the phase.  RssAnon grows without any
+ *     hot key too (measured: ~5 MiB a minute per node in the baseline, ~15
+ *     in the GSI phases, which write 2-3x more: raft keeps its recent log in
+ *     memory until a snapshot); a queue of the hot key's rejected requests
+ *     (1800/s, >= 0.5 KiB each) would add >= 50 MiB a minute.  A 6-s phase
+ *     is too short for the memory check to see a queue (~5 MiB); the
+ *     latency of the refusals still does.  VmRSS is printed too; it includes
+ *     LMDB's mapped pages, which grow with the data.
  *   - seed 002's pitfall: in gsi-1, at least GSI_MIN_THR (0.15) of the base
  *     writes are throttled over the seconds after the burst (expected ~0.3:
  *     the index partition gets GSI_RATE for its PART_WCU); in gsi-10, at most
@@ -149,21 +166,21 @@
 #define MAX_INFLIGHT 4096
 
 /* Tolerances (see the header). */
-#define HI_TOL             0.15
-#define SLACK_REQS         50
-#define LO_TOL             0.5
-#define MIN_THR            0.7
-#define P99_FACTOR         3.0
-#define P99_SLACK_MS       5.0
-#define SHORT_P99_SLACK_MS 100.0
-#define P50_FACTOR         3.0
-#define P50_SLACK_MS       2.0
-#define RSS_TOL_MB         24.0
-#define GSI_MIN_THR        0.15
-#define GSI_MAX_THR        0.01
-#define GSI_SHARDS         10
-#define PROV_WCU           (PARTS * PART_WCU / 2) /* table "prov": half a partition limit each */
-#define ADAPT_MIN          1.3
+#define HI_TOL       0.15
+#define SLACK_REQS   50
+#define LO_TOL       0.5
+#define MIN_THR      0.7
+#define P99_FACTOR   3.0
+#define P99_SLACK_MS 5.0
+#define MAX_WINDOWS  1200
+#define P50_FACTOR   3.0
+#define P50_SLACK_MS 2.0
+#define RSS_TOL_MB   24.0
+#define GSI_MIN_THR  0.15
+#define GSI_MAX_THR  0.01
+#define GSI_SHARDS   10
+#define PROV_WCU     (PARTS * PART_WCU / 2) /* table "prov": half a partition limit each */
+#define ADAPT_MIN    1.3
 
 enum { PH_BASE, PH_HOTKEY, PH_PROV, PH_HOTQUERY, PH_GSI1, PH_GSI10, PH__COUNT };
 static const char *const phase_names[PH__COUNT] = {"baseline",  "hot-key", "hot-key-prov",
@@ -395,7 +412,7 @@ static double probe_units(const char *op, const char *body_no_brace)
 #define MAX_SERIES 256
 #define MAX_SECS   1200
 #define MAX_PROCS  (NODES + 1)
-#define MAX_HOTK   64
+#define MAX_HOTK   256
 
 typedef struct series {
 	char name[96]; /* "hot g2 write", "students/GSI1 g3 write" */
@@ -411,6 +428,9 @@ typedef struct hotkey {
 static series *ser;
 static int n_ser;
 static double rss_anon[MAX_PROCS][MAX_SECS], rss_vm[MAX_PROCS][MAX_SECS]; /* MiB */
+/* cumulative CPU seconds at each second: the machine's busy and total time,
+ * the cluster's processes, this process (the load) */
+static double mach_busy[MAX_SECS], mach_total[MAX_SECS], clu_cpu[MAX_SECS], self_cpu[MAX_SECS];
 static const char *const proc_names[MAX_PROCS] = {"router-1", "node-1", "node-2", "node-3"};
 static hotkey hotk[PH__COUNT][MAX_HOTK];
 static int n_hotk[PH__COUNT];
@@ -436,8 +456,8 @@ static series *series_get(const char *name)
 static void note_hotkey(int ph, const char *table, const char *index, const char *key,
                         const char *kind, double units)
 {
-	if (ph < 0)
-		return;
+	if (ph < 0 || units < 1.0)
+		return; /* the background's keys (~0.1 unit/s each) would crowd the list */
 	for (int i = 0; i < n_hotk[ph]; i++) {
 		hotkey *h = &hotk[ph][i];
 		if (strcmp(h->table, table) == 0 && strcmp(h->index, index) == 0 &&
@@ -525,10 +545,69 @@ static void *scraper(void *arg)
 			char pidfile[1200];
 			snprintf(pidfile, sizeof(pidfile), "%s/%s.pid", C.dir, proc_names[p]);
 			tl_proc_rss(pidfile, &rss_anon[p][sec], &rss_vm[p][sec]);
+			double c;
+			if (tl_proc_cpu(pidfile, &c))
+				clu_cpu[sec] += c;
 		}
+		tl_machine_cpu(&mach_busy[sec], &mach_total[sec]);
+		struct timespec ts;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+		self_cpu[sec] = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 		atomic_store(&last_sec, sec);
 	}
 	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Background latency by window                                              */
+/* ------------------------------------------------------------------------ */
+
+static double ms(uint64_t us)
+{
+	return (double)us / 1000.0;
+}
+
+static int win_secs = 5;
+static tl_hist *win_hist[PARTS][MAX_WINDOWS]; /* ok answers of the background */
+
+static void on_answer(void *arg, int stat, int code, uint64_t lat_us, uint64_t now_us)
+{
+	if (stat >= ST_HOT || code != SHOAL_OK)
+		return;
+	uint64_t w = (now_us - origin) / 1000000u / (uint64_t)win_secs;
+	int p = stat / 2;
+	if (w >= MAX_WINDOWS)
+		return;
+	if (win_hist[p][w] == NULL && (win_hist[p][w] = calloc(1, sizeof(tl_hist))) == NULL)
+		return;
+	tl_hist_record(win_hist[p][w], lat_us);
+}
+
+/* The median over the whole windows in seconds [from, to) of the
+ * background's p99 (ms), partition hp left out (-1: none). */
+static double median_window_p99(int from, int to, int hp)
+{
+	double v[MAX_WINDOWS];
+	int n = 0;
+	for (int w = (from + win_secs - 1) / win_secs; (w + 1) * win_secs <= to && w < MAX_WINDOWS;
+	     w++) {
+		tl_hist *m = calloc(1, sizeof(tl_hist));
+		if (m == NULL)
+			continue;
+		for (int p = 0; p < PARTS; p++)
+			if (p != hp && win_hist[p][w] != NULL)
+				tl_hist_merge(m, win_hist[p][w]);
+		if (m->count > 0)
+			v[n++] = ms(tl_hist_pct(m, 99));
+		free(m);
+	}
+	for (int i = 1; i < n; i++) /* insertion sort: a few dozen windows */
+		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			double t = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -538,6 +617,57 @@ static void *scraper(void *arg)
 static int sec_now(void)
 {
 	return (int)((tl_load_now_us() - origin) / 1000000u);
+}
+
+/* The background alone for settle_secs after phase ph (not the last):
+ * partitions a hot phase drained (buckets in debt) recover before the next
+ * phase, and the background's latency just before and after each phase is
+ * a reference taken under the machine's conditions of the moment. */
+static tl_load_stat settle[PH__COUNT][N_STATS];
+static int se_start[PH__COUNT], se_end[PH__COUNT];
+static double settle_secs;
+
+static void run_settle(tl_load *l, int ph)
+{
+	tl_load_class cls[2] = {
+	    {.rate = BG_WRITES, .build = build_bg_write},
+	    {.rate = BG_READS, .build = build_bg_read},
+	};
+	for (int i = 0; i < N_STATS; i++)
+		snprintf(settle[ph][i].name, sizeof(settle[ph][i].name), "settle bg p%d %s", i / 2,
+		         i % 2 ? "read" : "write");
+	atomic_store(&cur_phase, -1);
+	se_start[ph] = sec_now();
+	tl_load_run(l, cls, 2, settle_secs, settle[ph], N_STATS);
+	se_end[ph] = sec_now();
+}
+
+/* The reference p99 of phase ph's background (partition hp left out): the
+ * largest of the baseline's and of the settles just before and after. */
+static double ref_p99(int ph, int hp)
+{
+	double r = median_window_p99(ph_start[PH_BASE], ph_end[PH_BASE], hp);
+	if (ph > 0)
+		r = fmax(r, median_window_p99(se_start[ph - 1], se_end[ph - 1], hp));
+	if (ph + 1 < PH__COUNT)
+		r = fmax(r, median_window_p99(se_start[ph], se_end[ph], hp));
+	return r;
+}
+
+/* Machine busy share and cores used by the cluster and by this process
+ * over seconds [from, to). */
+static void cpu_span(int from, int to, double *busy, double *cluster, double *self)
+{
+	if (to > last_sec)
+		to = last_sec;
+	if (from >= to) {
+		*busy = *cluster = *self = 0;
+		return;
+	}
+	double dt = mach_total[to] - mach_total[from], secs_ = to - from;
+	*busy = dt > 0 ? (mach_busy[to] - mach_busy[from]) / dt : 0;
+	*cluster = (clu_cpu[to] - clu_cpu[from]) / secs_;
+	*self = (self_cpu[to] - self_cpu[from]) / secs_;
 }
 
 static void run_phase(tl_load *l, int ph, const tl_load_class *hot, double limit, double share)
@@ -572,6 +702,8 @@ static void run_phase(tl_load *l, int ph, const tl_load_class *hot, double limit
 	ph_end[ph] = sec_now();
 	if (left > 0)
 		printf("phase %s: %u requests unanswered after the drain\n", phase_names[ph], left);
+	if (ph + 1 < PH__COUNT)
+		run_settle(l, ph);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -615,11 +747,6 @@ static tl_load_stat bg_merge(int ph, int hp, bool in_hot, int kinds)
 		}
 	}
 	return m;
-}
-
-static double ms(uint64_t us)
-{
-	return (double)us / 1000.0;
 }
 
 static double frac(uint64_t a, uint64_t b)
@@ -696,14 +823,18 @@ static void print_table(void)
 	    "RCU, burst %d s, %.0f s per phase; background %d writes + %d reads/s over %d keys\n",
 	    PARTS, PART_WCU, PART_RCU, BURST_SECS, secs, BG_WRITES, BG_READS, BG_KEYS);
 	printf("\n| scenario | hot offered/s | hot admitted/s | limit/s | hot throttled | "
-	       "bg ok/s | bg p50 ms | bg p99 ms | bg p99 baseline ms | bg in hot partition: "
-	       "throttled | RSS anon MiB start→end (router, nodes) |\n");
-	printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+	       "bg ok/s | bg p50 ms | bg p99 ms (baseline) | bg p99 of %d-s windows, median "
+	       "(reference) | bg in hot partition: throttled | RSS anon MiB start→end (router, "
+	       "nodes) | CPU: machine busy, cluster + load cores |\n",
+	       win_secs);
+	printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (int ph = 0; ph < PH__COUNT; ph++) {
 		int hp = hot_part_of(ph);
 		base_other[ph] = bg_merge(PH_BASE, hp, false, 3);
 		tl_load_stat o = bg_merge(ph, hp, false, 3), in = bg_merge(ph, hp, true, 3);
 		const tl_load_stat *h = &stats[ph][ST_HOT];
+		double busy, cl, self;
+		cpu_span(ph_start[ph], ph_end[ph], &busy, &cl, &self);
 		char rss[256] = "";
 		size_t at = 0;
 		for (int p = 0; p < MAX_PROCS; p++) {
@@ -725,10 +856,14 @@ static void print_table(void)
 		}
 		if (hp >= 0)
 			snprintf(inhot, sizeof(inhot), "%.1f%%", 100 * frac(in.throttled, in.sent));
-		printf("| %s | %s | %s | %s | %s | %.0f | %.2f | %.2f | %.2f | %s | %s |\n",
-		       phase_names[ph], hot, adm, lim, thr, (double)o.ok / secs,
-		       ms(tl_hist_pct(&o.ok_lat, 50)), ms(tl_hist_pct(&o.ok_lat, 99)),
-		       ms(tl_hist_pct(&base_other[ph].ok_lat, 99)), inhot, rss);
+		printf(
+		    "| %s | %s | %s | %s | %s | %.0f | %.2f | %.2f (%.2f) | %.2f (%.2f) | %s | %s "
+		    "| %.0f%%, %.2f + %.2f |\n",
+		    phase_names[ph], hot, adm, lim, thr, (double)o.ok / secs,
+		    ms(tl_hist_pct(&o.ok_lat, 50)), ms(tl_hist_pct(&o.ok_lat, 99)),
+		    ms(tl_hist_pct(&base_other[ph].ok_lat, 99)),
+		    median_window_p99(ph_start[ph], ph_end[ph], hp), ref_p99(ph, hp), inhot, rss,
+		    100 * busy, cl, self);
 	}
 	printf("\n(bg: the background keys outside the hot partition -- all of them in baseline, "
 	       "hot-key-prov and the GSI phases, whose hot load is another table.  Hot admitted/s "
@@ -772,16 +907,17 @@ static void assert_all(void)
 {
 	printf("Assertions:\n");
 	/* Nothing fails but throttling. */
-	for (int ph = 0; ph < PH__COUNT; ph++)
+	for (int ph = 0; ph < 2 * PH__COUNT; ph++)
 		for (int i = 0; i < N_STATS; i++) {
-			const tl_load_stat *s = &stats[ph][i];
+			const tl_load_stat *s =
+			    ph < PH__COUNT ? &stats[ph][i] : &settle[ph - PH__COUNT][i];
 			if (s->sent == 0)
 				continue;
 			check(
 			    s->other == 0 && s->refused == 0 && s->lost == 0,
 			    "%s / %s: nothing fails but throttling (other %llu, refused %llu, lost "
 			    "%llu)%s%s",
-			    phase_names[ph], s->name, (unsigned long long)s->other,
+			    phase_names[ph % PH__COUNT], s->name, (unsigned long long)s->other,
 			    (unsigned long long)s->refused, (unsigned long long)s->lost,
 			    s->first_error[0] ? ": " : "", s->first_error);
 		}
@@ -804,9 +940,9 @@ static void assert_all(void)
 		check(tf >= MIN_THR, "%s: hot class throttled %.1f%% >= %.0f%% (offered %.0fx)",
 		      phase_names[ph], 100 * tf, 100 * MIN_THR, (double)HOT_FACTOR);
 		tl_load_stat o = bg_merge(ph, hp, false, 3), b = bg_merge(PH_BASE, hp, false, 3);
-		double p99 = ms(tl_hist_pct(&o.ok_lat, 99)), p99b = ms(tl_hist_pct(&b.ok_lat, 99));
+		double p99 = median_window_p99(ph_start[ph], ph_end[ph], hp),
+		       p99b = ref_p99(ph, hp);
 		double p50 = ms(tl_hist_pct(&o.ok_lat, 50)), p50b = ms(tl_hist_pct(&b.ok_lat, 50));
-		double slack = secs >= 30 ? P99_SLACK_MS : SHORT_P99_SLACK_MS;
 		check(o.throttled == 0 && o.ok == o.sent,
 		      "%s: other partitions keep their throughput: %llu of %llu ok, %llu throttled",
 		      phase_names[ph], (unsigned long long)o.ok, (unsigned long long)o.sent,
@@ -816,11 +952,17 @@ static void assert_all(void)
 		    "%s: other partitions keep their latency: p50 %.2f ms <= %.1f x baseline %.2f "
 		    "ms + %.0f ms",
 		    phase_names[ph], p50, P50_FACTOR, p50b, P50_SLACK_MS);
-		check(
-		    p99 <= P99_FACTOR * p99b + slack,
-		    "%s: other partitions keep their latency: p99 %.2f ms <= %.1f x baseline %.2f "
-		    "ms + %.0f ms",
-		    phase_names[ph], p99, P99_FACTOR, p99b, slack);
+		check(p99 <= P99_FACTOR * p99b + P99_SLACK_MS,
+		      "%s: other partitions keep their latency: p99 (median of %d-s windows) %.2f "
+		      "ms <= %.1f x reference %.2f ms + %.0f ms (whole phase: %.2f ms, baseline "
+		      "phase %.2f ms)",
+		      phase_names[ph], win_secs, p99, P99_FACTOR, p99b, P99_SLACK_MS,
+		      ms(tl_hist_pct(&o.ok_lat, 99)), ms(tl_hist_pct(&b.ok_lat, 99)));
+		double tp50 = ms(tl_hist_pct(&h->thr_lat, 50));
+		check(tp50 <= p50 + 1.0,
+		      "%s: throttled at once: refusals' p50 %.2f ms <= the background's ok p50 "
+		      "%.2f ms + 1 ms",
+		      phase_names[ph], tp50, p50);
 		const char *key = ph == PH_HOTQUERY ? "{\"S\":\"coll\"}" : "{\"S\":\"hot\"}";
 		const char *kind = ph == PH_HOTQUERY ? "read" : "write";
 		double u;
@@ -847,9 +989,12 @@ static void assert_all(void)
 		for (int p = 0; p < MAX_PROCS; p++) {
 			double a0, a1, v0, v1;
 			rss_span(ph, p, &a0, &a1, &v0, &v1);
-			check(a1 - a0 <= RSS_TOL_MB,
-			      "%s: %s memory flat: RssAnon %.1f -> %.1f MiB (VmRSS %.1f -> %.1f)",
-			      phase_names[ph], proc_names[p], a0, a1, v0, v1);
+			double tol = RSS_TOL_MB * fmax(1.0, secs / 60.0);
+			check(
+			    a1 - a0 <= tol,
+			    "%s: %s memory flat: RssAnon %.1f -> %.1f MiB (<= +%.0f; VmRSS %.1f -> "
+			    "%.1f)",
+			    phase_names[ph], proc_names[p], a0, a1, tol, v0, v1);
 		}
 	double t1 = steady_thr(PH_GSI1), t10 = steady_thr(PH_GSI10);
 	check(t1 >= GSI_MIN_THR,
@@ -935,6 +1080,12 @@ static void write_files(void)
 			hthr += stats[ph][ST_HOT].sec_thr[t];
 			if (t >= ph_start[ph] && t < ph_end[ph])
 				cur = ph;
+			for (int i = 0; i < ST_HOT; i++) {
+				bok += settle[ph][i].sec_ok[t];
+				bthr += settle[ph][i].sec_thr[t];
+				if (settle[ph][i].sec_max_us[t] > slow)
+					slow = settle[ph][i].sec_max_us[t];
+			}
 		}
 		fprintf(f, "%d,%llu,%llu,%llu,%llu,%llu,%.1f,%s\n", t, (unsigned long long)bok,
 		        (unsigned long long)bthr, (unsigned long long)hs, (unsigned long long)hok,
@@ -1137,6 +1288,9 @@ START_TEST(hot_partitions)
 	origin = tl_load_now_us();
 	tl_load *l = tl_load_new(cli, origin, MAX_INFLIGHT);
 	ck_assert(l != NULL);
+	win_secs = secs >= 30 ? 5 : 1;
+	settle_secs = fmax(BURST_SECS + 2, secs / 6);
+	tl_load_on_answer(l, on_answer, NULL);
 	pthread_t th;
 	ck_assert_int_eq(pthread_create(&th, NULL, scraper, NULL), 0);
 
@@ -1174,6 +1328,9 @@ START_TEST(hot_partitions)
 	printf("%d assertion(s) failed\n", failures);
 	fflush(stdout);
 	free(ser);
+	for (int p = 0; p < PARTS; p++)
+		for (int w = 0; w < MAX_WINDOWS; w++)
+			free(win_hist[p][w]);
 	tl_cluster_down(&C);
 	ck_assert_msg(failures == 0, "%d hot-partition assertion(s) failed (see above)", failures);
 }

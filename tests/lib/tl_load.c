@@ -25,6 +25,8 @@ struct tl_load {
 	tl_load_stat *stats;
 	unsigned nstats;
 	slot *slots, *free_slots;
+	tl_load_answer_fn on_answer;
+	void *on_answer_arg;
 	char json[TL_LOAD_JSON_MAX];
 };
 
@@ -64,6 +66,12 @@ void tl_load_free(tl_load *l)
 	free(l);
 }
 
+void tl_load_on_answer(tl_load *l, tl_load_answer_fn fn, void *arg)
+{
+	l->on_answer = fn;
+	l->on_answer_arg = arg;
+}
+
 static unsigned sec_of(const tl_load *l, uint64_t t)
 {
 	uint64_t s = t > l->origin ? (t - l->origin) / 1000000u : 0;
@@ -98,6 +106,8 @@ static void done(void *arg, int code, const void *body, size_t len, const shoal_
 				snprintf(st->first_error, sizeof(st->first_error), "%s: %s",
 				         err->exception, err->message);
 		}
+		if (l->on_answer != NULL)
+			l->on_answer(l->on_answer_arg, s->stat, code, lat, t);
 	}
 	s->next_free = l->free_slots;
 	l->free_slots = s;

@@ -74,6 +74,12 @@ void tl_load_free(tl_load *l);
 unsigned tl_load_run(tl_load *l, const tl_load_class *classes, unsigned n_classes, double secs,
                      tl_load_stat *stats, unsigned nstats);
 
+/* Calls fn(arg, stat, code, latency_us, now_us) for every answer counted
+ * from now on (after the counts are updated; on the polling thread), for
+ * figures the stats do not keep (latency by time window, say).  NULL: none. */
+typedef void (*tl_load_answer_fn)(void *arg, int stat, int code, uint64_t lat_us, uint64_t now_us);
+void tl_load_on_answer(tl_load *l, tl_load_answer_fn fn, void *arg);
+
 /* CLOCK_MONOTONIC in microseconds. */
 uint64_t tl_load_now_us(void);
 

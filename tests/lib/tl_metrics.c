@@ -156,3 +156,49 @@ bool tl_proc_rss(const char *pidfile, double *anon_mib, double *vm_mib)
 	free(st);
 	return a != NULL && v != NULL;
 }
+
+bool tl_proc_cpu(const char *pidfile, double *cpu_secs)
+{
+	*cpu_secs = 0;
+	char *pid = tl_read_file(pidfile);
+	if (pid == NULL)
+		return false;
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/stat", atoi(pid));
+	free(pid);
+	char *st = tl_read_file(path);
+	if (st == NULL)
+		return false;
+	/* after "pid (comm) ": state is field 3, utime 14, stime 15 */
+	const char *p = strrchr(st, ')');
+	unsigned long long ut = 0, stt = 0;
+	bool ok =
+	    p != NULL &&
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stt) == 2;
+	free(st);
+	if (ok)
+		*cpu_secs = (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+	return ok;
+}
+
+bool tl_machine_cpu(double *busy_secs, double *total_secs)
+{
+	*busy_secs = *total_secs = 0;
+	char *st = tl_read_file("/proc/stat");
+	if (st == NULL)
+		return false;
+	unsigned long long v[10] = {0};
+	int n = sscanf(st, "cpu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+	               &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9]);
+	free(st);
+	if (n < 5)
+		return false;
+	/* user nice system idle iowait irq softirq steal (guest counted in user) */
+	unsigned long long total = 0;
+	for (int i = 0; i < 8 && i < n; i++)
+		total += v[i];
+	double hz = (double)sysconf(_SC_CLK_TCK);
+	*total_secs = (double)total / hz;
+	*busy_secs = (double)(total - v[3] - v[4]) / hz;
+	return true;
+}

@@ -31,4 +31,14 @@ bool tl_metrics_label(const char *labels, const char *name, char *out, size_t ca
  * where a queue would grow; VmRSS adds mapped files (LMDB's pages). */
 bool tl_proc_rss(const char *pidfile, double *anon_mib, double *vm_mib);
 
+/* CPU seconds (user + system) the process whose pid is in `pidfile` has
+ * used; false (0) when it cannot be read. */
+bool tl_proc_cpu(const char *pidfile, double *cpu_secs);
+
+/* The machine's CPU time since boot, in seconds summed over its CPUs: busy
+ * (everything but idle and iowait) and total (/proc/stat).  A load test
+ * prints busy / total over its phases, so that a latency figure shows
+ * whether the machine was saturated (by the test or by anything else). */
+bool tl_machine_cpu(double *busy_secs, double *total_secs);
+
 #endif
