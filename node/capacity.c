@@ -178,7 +178,7 @@ static void note_key(cap_group *cg, const cap_part *p, int kind, char type, cons
 	if (fresh) {
 		h->table_id = p->table_id;
 		h->index_id = p->index_id;
-		cap_key_json(type, k, len, h->key, sizeof(h->key));
+		cap_hot_set_key(h, type, k, len);
 	}
 	if (throttled)
 		h->throttled++;

@@ -81,7 +81,8 @@ double cap_adaptive_rate(const cap_limits *l);
 /* ------------------------------------------------------------------------ */
 
 #define CAP_HOT_SLOTS       32
-#define CAP_HOT_KEY_MAX     128 /* bytes of a key's DynamoDB JSON kept */
+#define CAP_HOT_KEY_MAX     128 /* bytes of a key's DynamoDB JSON, at most */
+#define CAP_HOT_RAW_MAX     80  /* bytes of a key's value kept */
 #define CAP_HOT_HALF_LIFE_S 5.0
 
 typedef struct cap_hot {
@@ -92,7 +93,11 @@ typedef struct cap_hot {
 	double win[2];      /* units since the last roll: read, write */
 	double rate[2];     /* units per second (decaying average) */
 	uint64_t throttled; /* requests throttled since it entered */
-	char key[CAP_HOT_KEY_MAX];
+	/* the key's value (its first CAP_HOT_RAW_MAX bytes), rendered as JSON
+	 * only when shown (cap_hot_json): a new key costs no formatting */
+	char type; /* 'S', 'N', 'B' */
+	uint8_t len;
+	char raw[CAP_HOT_RAW_MAX];
 } cap_hot;
 
 typedef struct cap_sketch {
@@ -108,6 +113,12 @@ void cap_sketch_roll(cap_sketch *s, double dt);
 /* Fills idx[0..] with up to max slot indexes, heaviest rate first; returns
  * how many. */
 uint32_t cap_sketch_top(const cap_sketch *s, uint32_t *idx, uint32_t max);
+
+/* Keeps a key's value in a fresh slot (cut to CAP_HOT_RAW_MAX bytes, never
+ * inside a UTF-8 sequence of an S). */
+void cap_hot_set_key(cap_hot *h, char type, const char *p, uint32_t len);
+/* The slot's key as DynamoDB JSON into buf (CAP_HOT_KEY_MAX). */
+void cap_hot_json(const cap_hot *h, char *buf, size_t size);
 
 /* A key value as DynamoDB JSON ({"S":"..."}, {"N":"..."}, {"B":"<base64>"})
  * into buf (cut, still valid JSON, when it does not fit). `type` is 'S',

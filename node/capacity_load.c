@@ -475,7 +475,9 @@ int node_cap_status(node_cap *c, uint32_t gid, sh_arena *a, Shoal__GroupStatus *
 		shoal__hot_key__init(k);
 		k->table = sh_arena_strndup(a, p->table, strlen(p->table));
 		k->index = sh_arena_strndup(a, p->index, strlen(p->index));
-		k->key = sh_arena_strndup(a, h->key, strlen(h->key));
+		char json[CAP_HOT_KEY_MAX];
+		cap_hot_json(h, json, sizeof(json));
+		k->key = sh_arena_strndup(a, json, strlen(json));
 		if (k->table == NULL || k->index == NULL || k->key == NULL)
 			goto nomem;
 		k->read_units = h->rate[CAP_READ];
@@ -554,8 +556,9 @@ void node_cap_metrics(node_cap *c, node_appendf_fn appendf, void *buf)
 					    cap_find_id(cg, h->table_id, h->index_id);
 					if (p == NULL)
 						continue;
-					char key[2 * CAP_HOT_KEY_MAX + 4];
-					label_escape(h->key, key, sizeof(key));
+					char json[CAP_HOT_KEY_MAX], key[2 * CAP_HOT_KEY_MAX + 4];
+					cap_hot_json(h, json, sizeof(json));
+					label_escape(json, key, sizeof(key));
 					for (int k = 0; k < 2; k++)
 						appendf(buf,
 						        "%s{group=\"%u\",table=\"%s\",index=\"%s\","

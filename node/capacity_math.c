@@ -152,6 +152,22 @@ uint32_t cap_sketch_top(const cap_sketch *s, uint32_t *idx, uint32_t max)
 	return n;
 }
 
+void cap_hot_set_key(cap_hot *h, char type, const char *p, uint32_t len)
+{
+	uint32_t n = len < CAP_HOT_RAW_MAX ? len : CAP_HOT_RAW_MAX;
+	if (type == 'S' && n < len)
+		while (n > 0 && ((unsigned char)p[n] & 0xC0) == 0x80)
+			n--; /* p[n] continues a sequence: cut before its lead byte */
+	h->type = type;
+	h->len = (uint8_t)n;
+	memcpy(h->raw, p, n);
+}
+
+void cap_hot_json(const cap_hot *h, char *buf, size_t size)
+{
+	cap_key_json(h->type, h->raw, h->len, buf, size);
+}
+
 void cap_key_json(char type, const char *p, uint32_t len, char *buf, size_t size)
 {
 	/* {"S":"...."} -- room for the frame and one escape */

@@ -119,16 +119,20 @@ START_TEST(test_sketch_heavy)
 	for (int i = 0; i < 50000; i++) {
 		uint64_t id = i % 5 == 0 ? 42 : 1000 + (uint64_t)(rand() % 5000);
 		cap_hot *h = cap_sketch_add(&s, id, CAP_WRITE, 1, &fresh);
-		if (fresh)
-			snprintf(h->key, sizeof(h->key), "{\"S\":\"k%llu\"}",
-			         (unsigned long long)id);
+		if (fresh) {
+			char k[32];
+			int kl = snprintf(k, sizeof(k), "k%llu", (unsigned long long)id);
+			cap_hot_set_key(h, 'S', k, (uint32_t)kl);
+		}
 	}
 	cap_sketch_roll(&s, 10.0); /* 50,000 units in 10 s */
 	uint32_t idx[4];
 	uint32_t n = cap_sketch_top(&s, idx, 4);
 	ck_assert_uint_ge(n, 1);
 	ck_assert_uint_eq(s.slot[idx[0]].id, 42);
-	ck_assert_str_eq(s.slot[idx[0]].key, "{\"S\":\"k42\"}");
+	char json[CAP_HOT_KEY_MAX];
+	cap_hot_json(&s.slot[idx[0]], json, sizeof(json));
+	ck_assert_str_eq(json, "{\"S\":\"k42\"}");
 	/* rate: one roll of 10 s at 1,000 units/s, weighted by 1 - 0.5^(10/5) */
 	ck_assert_double_eq_tol(s.slot[idx[0]].rate[CAP_WRITE], 1000 * 0.75, 1);
 	/* Idle for a minute: the rates decay towards zero. */
@@ -156,6 +160,15 @@ START_TEST(test_key_json)
 	ck_assert_uint_lt(l, sizeof(buf));
 	ck_assert_str_eq(buf + l - 2, "\"}");
 	ck_assert_uint_eq((l - strlen("{\"S\":\"\"}")) % 2, 0);
+	/* A key kept in a slot is cut at CAP_HOT_RAW_MAX bytes, before a UTF-8
+	 * sequence that does not fit. */
+	cap_hot h;
+	cap_hot_set_key(&h, 'S', "x", 1);
+	cap_hot_json(&h, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "{\"S\":\"x\"}");
+	cap_hot_set_key(&h, 'S', longkey + 1, 599); /* starts mid-sequence, ends cut */
+	ck_assert_uint_le(h.len, CAP_HOT_RAW_MAX);
+	ck_assert_uint_eq(h.len % 2, 1); /* the stray byte + whole sequences */
 	char longb[400];
 	memset(longb, 7, sizeof(longb));
 	cap_key_json('B', longb, sizeof(longb), buf, sizeof(buf));
