@@ -972,12 +972,15 @@ static void assert_all(void)
 		    "%s: other partitions keep their latency: p50 %.2f ms <= %.1f x baseline %.2f "
 		    "ms + %.0f ms",
 		    phase_names[ph], p50, P50_FACTOR, p50b, P50_SLACK_MS);
+		double busy, cl, self;
+		cpu_span(ph_start[ph], ph_end[ph], &busy, &cl, &self);
 		check(p99 <= P99_FACTOR * p99b + P99_SLACK_MS,
 		      "%s: other partitions keep their latency: p99 (median of %d-s windows) %.2f "
 		      "ms <= %.1f x reference %.2f ms + %.0f ms (whole phase: %.2f ms, baseline "
-		      "phase %.2f ms)",
+		      "phase %.2f ms; machine %.0f%% busy, cluster %.2f + load %.2f cores)",
 		      phase_names[ph], win_secs, p99, P99_FACTOR, p99b, P99_SLACK_MS,
-		      ms(tl_hist_pct(&o.ok_lat, 99)), ms(tl_hist_pct(&b.ok_lat, 99)));
+		      ms(tl_hist_pct(&o.ok_lat, 99)), ms(tl_hist_pct(&b.ok_lat, 99)), 100 * busy,
+		      cl, self);
 		double tp50 = ms(tl_hist_pct(&h->thr_lat, 50));
 		check(tp50 <= p50 + 1.0,
 		      "%s: throttled at once: refusals' p50 %.2f ms <= the background's ok p50 "
