@@ -12,22 +12,23 @@
  *               "hot", BG_WRITES + BG_READS per second: a quarter of each
  *               partition's limits.  Counted per partition, so that the keys
  *               sharing the hot key's partition are told from the others.
- *   1 baseline  the background alone: the reference throughput and latency.
- *   2 hot-key   + PutItem of one partition key ("hot", sort keys varying)
+ *   baseline    the background alone: the reference throughput and latency.
+ *   hot-key     + PutItem of one partition key ("hot", sort keys varying)
  *               at HOT_FACTOR x the partition's write limit.
  *   hot-key-prov  the same hot key in table "prov", PROVISIONED with
- *               PROV_WCU (a share of half the partition limit per partition)
- *               and otherwise idle: adaptive capacity may lend the hot
- *               partition the table's unused units, up to the partition limit.
- *   3 hot-query + Query of one item collection ("coll", COLL_ITEMS items,
+ *               PROV_WCU (a share of half the partition limit per
+ *               partition) and otherwise idle: adaptive capacity may lend
+ *               the hot partition the table's unused units, up to the
+ *               partition limit.
+ *   hot-query   + Query of one item collection ("coll", COLL_ITEMS items,
  *               ConsistentRead) at HOT_FACTOR x the partition's read limit
  *               (in queries: the units one query costs are probed first,
  *               with ReturnConsumedCapacity).
- *   4 gsi-1     + PutItem of new students to table "students" (seed 002's
+ *   gsi-1       + PutItem of new students to table "students" (seed 002's
  *               overloaded GSI: GSI1PK = "STUDENT" for every item) at GSI_RATE
  *               per second: each base partition gets a third of it, the one
  *               index partition all of it, more than its limit.
- *   5 gsi-10    the same load on "students10", whose GSI has WriteShards 10
+ *   gsi-10      the same load on "students10", whose GSI has WriteShards 10
  *               (made again under another name until its shards' placement
  *               puts at most half of the entries on one index partition).
  *
@@ -1355,10 +1356,10 @@ START_TEST(hot_partitions)
 	}
 	atomic_store(&scrape_stop, true);
 	pthread_join(th, NULL);
-	tl_load_free(l);
 	print_leaders("after the load");
-	shoal_client_free(cli);
+	shoal_client_free(cli); /* before the load: answers still due are abandoned */
 	cli = NULL;
+	tl_load_free(l);
 
 	print_table();
 	write_files();

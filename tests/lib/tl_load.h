@@ -67,6 +67,8 @@ typedef struct tl_load tl_load;
  * from origin_us (tl_load_now_us's clock), into stats[0 .. nstats-1]
  * (borrowed; the caller zeroes and names them).  NULL when out of memory. */
 tl_load *tl_load_new(shoal_client *c, uint64_t origin_us, unsigned max_inflight);
+/* Frees the load.  Answers still due would run into freed memory: free the
+ * client first (it abandons their callbacks), or poll no more. */
 void tl_load_free(tl_load *l);
 
 /* Runs the classes for secs seconds, then drains.  Returns the number of
