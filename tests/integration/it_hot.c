@@ -111,6 +111,9 @@
  *     short for the memory check to see such a queue (~5 MiB); the latency of
  *     the refusals still does.  VmRSS is printed too; it includes LMDB's
  *     mapped pages, which grow with the data.
+ *   In AddressSanitizer builds memory and latency are printed, not judged
+ *   (see SANITIZED below: measured +10-60 MiB of quarantine a 4-s phase, and
+ *   a background p99 of 25 ms against 3 with the processes instrumented).
  *   - seed 002's pitfall: in gsi-1, at least GSI_MIN_THR (0.15) of the base
  *     writes are throttled over the seconds after the burst (expected
  *     1 - PART_WCU / GSI_RATE, 0.42 at 347/s: the index partition gets
@@ -171,15 +174,30 @@
 #define MAX_INFLIGHT 4096
 
 /* Tolerances (see the header). */
-#define HI_TOL           0.15
-#define SLACK_REQS       50
-#define LO_TOL           0.5
-#define MIN_THR          0.7
-#define P99_FACTOR       3.0
-#define P99_SLACK_MS     5.0
-#define MAX_WINDOWS      1200
-#define P50_FACTOR       3.0
-#define P50_SLACK_MS     2.0
+#define HI_TOL       0.15
+#define SLACK_REQS   50
+#define LO_TOL       0.5
+#define MIN_THR      0.7
+#define P99_FACTOR   3.0
+#define P99_SLACK_MS 5.0
+#define MAX_WINDOWS  1200
+#define P50_FACTOR   3.0
+#define P50_SLACK_MS 2.0
+/* In an AddressSanitizer build (SANITIZE=address,...) memory and latency are
+ * printed, not judged: its quarantine keeps freed memory (up to 256 MiB, so
+ * RssAnon grows whatever the code does), and the instrumented processes are
+ * 2-3x slower, so this load saturates two cores and the other keys' latency
+ * measures the instrumentation.  Everything else is judged as usual. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifndef SANITIZED
+#define SANITIZED 0
+#endif
 #define RSS_SLACK_MB     8.0
 #define RSS_PER_WRITE_KB 1.0
 #define GSI_MIN_THR      0.15
@@ -720,16 +738,32 @@ static int failures;
 
 static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+static void vcheck(bool ok, bool judged, const char *fmt, va_list ap)
+{
+	printf("%s ", !judged ? "  (not judged)" : ok ? "  ok  " : "  FAIL");
+	vprintf(fmt, ap);
+	printf("\n");
+	if (judged && !ok)
+		failures++;
+}
+
 static void check(bool ok, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	printf("%s ", ok ? "  ok  " : "  FAIL");
-	vprintf(fmt, ap);
-	printf("\n");
+	vcheck(ok, true, fmt, ap);
 	va_end(ap);
-	if (!ok)
-		failures++;
+}
+
+/* A check of latency or memory: not judged in a sanitizer build. */
+static void check_timing(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void check_timing(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vcheck(ok, !SANITIZED, fmt, ap);
+	va_end(ap);
 }
 
 /* The background of phase ph, in the hot partition `hp` (in_hot) or the
@@ -968,20 +1002,21 @@ static void assert_all(void)
 		      "%s: other partitions keep their throughput: %llu of %llu ok, %llu throttled",
 		      phase_names[ph], (unsigned long long)o.ok, (unsigned long long)o.sent,
 		      (unsigned long long)o.throttled);
-		check(
+		check_timing(
 		    p50 <= P50_FACTOR * p50b + P50_SLACK_MS,
 		    "%s: other partitions keep their latency: p50 %.2f ms <= %.1f x baseline %.2f "
 		    "ms + %.0f ms",
 		    phase_names[ph], p50, P50_FACTOR, p50b, P50_SLACK_MS);
 		double busy, cl, self;
 		cpu_span(ph_start[ph], ph_end[ph], &busy, &cl, &self);
-		check(p99 <= P99_FACTOR * p99b + P99_SLACK_MS,
-		      "%s: other partitions keep their latency: p99 (median of %d-s windows) %.2f "
-		      "ms <= %.1f x reference %.2f ms + %.0f ms (whole phase: %.2f ms, baseline "
-		      "phase %.2f ms; machine %.0f%% busy, cluster %.2f + load %.2f cores)",
-		      phase_names[ph], win_secs, p99, P99_FACTOR, p99b, P99_SLACK_MS,
-		      ms(tl_hist_pct(&o.ok_lat, 99)), ms(tl_hist_pct(&b.ok_lat, 99)), 100 * busy,
-		      cl, self);
+		check_timing(
+		    p99 <= P99_FACTOR * p99b + P99_SLACK_MS,
+		    "%s: other partitions keep their latency: p99 (median of %d-s windows) %.2f "
+		    "ms <= %.1f x reference %.2f ms + %.0f ms (whole phase: %.2f ms, baseline "
+		    "phase %.2f ms; machine %.0f%% busy, cluster %.2f + load %.2f cores)",
+		    phase_names[ph], win_secs, p99, P99_FACTOR, p99b, P99_SLACK_MS,
+		    ms(tl_hist_pct(&o.ok_lat, 99)), ms(tl_hist_pct(&b.ok_lat, 99)), 100 * busy, cl,
+		    self);
 		double tp50 = ms(tl_hist_pct(&h->thr_lat, 50));
 		check(tp50 <= p50 + 1.0,
 		      "%s: throttled at once: refusals' p50 %.2f ms <= the background's ok p50 "
@@ -1014,7 +1049,7 @@ static void assert_all(void)
 			double a0, a1, v0, v1;
 			rss_span(ph, p, &a0, &a1, &v0, &v1);
 			double tol = RSS_SLACK_MB + RSS_PER_WRITE_KB * admitted_writes(ph) / 1024.0;
-			check(
+			check_timing(
 			    a1 - a0 <= tol,
 			    "%s: %s memory flat: RssAnon %.1f -> %.1f MiB (<= +%.0f; VmRSS %.1f -> "
 			    "%.1f)",
