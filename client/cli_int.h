@@ -222,6 +222,12 @@ int cli_token_decode(const char *token, const char *input_token, json_t **value,
 void cli_print_json(FILE *out, const json_t *resp);
 /* The AWS CLI's text output (tab-separated, UPPERCASE row identifiers). */
 void cli_print_text(FILE *out, const json_t *resp);
+/* Members of a response's JSON object, 0 / "" when absent or of another
+ * type (responses omit members at zero). */
+double cli_jnum(const json_t *obj, const char *key);
+long long cli_jint(const json_t *obj, const char *key);
+const char *cli_jstr(const json_t *obj, const char *key);
+
 /* `shoal status` as readable tables (ClusterStatus response JSON). */
 void cli_print_status(FILE *out, const json_t *resp);
 /* ISO 8601 of epoch seconds in local time, Python's isoformat(). */

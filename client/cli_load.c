@@ -18,40 +18,22 @@
 
 #include "client/cli_int.h"
 
-static double dnum(const json_t *obj, const char *key)
-{
-	json_t *v = json_object_get(obj, key);
-	return json_is_number(v) ? json_number_value(v) : 0.0;
-}
-
-static long long inum(const json_t *obj, const char *key)
-{
-	json_t *v = json_object_get(obj, key);
-	return json_is_integer(v) ? (long long)json_integer_value(v) : 0;
-}
-
-static const char *sval(const json_t *obj, const char *key)
-{
-	json_t *v = json_object_get(obj, key);
-	return json_is_string(v) ? json_string_value(v) : "";
-}
-
 bool cli_counted_leader(const json_t *groups, const json_t *g)
 {
-	if (strcmp(sval(g, "Role"), "leader") != 0)
+	if (strcmp(cli_jstr(g, "Role"), "leader") != 0)
 		return false;
 	size_t i;
 	json_t *o;
 	json_array_foreach(groups, i, o)
 	{
-		if (o == g || inum(o, "Group") != inum(g, "Group") ||
-		    strcmp(sval(o, "Role"), "leader") != 0)
+		if (o == g || cli_jint(o, "Group") != cli_jint(g, "Group") ||
+		    strcmp(cli_jstr(o, "Role"), "leader") != 0)
 			continue;
 		/* Another leader report of the same group: the newer term wins,
 		 * and of equal ones (cannot both be leaders) the first. */
-		if (inum(o, "Term") > inum(g, "Term"))
+		if (cli_jint(o, "Term") > cli_jint(g, "Term"))
 			return false;
-		if (inum(o, "Term") == inum(g, "Term") && o < g)
+		if (cli_jint(o, "Term") == cli_jint(g, "Term") && o < g)
 			return false;
 	}
 	return true;
@@ -61,18 +43,21 @@ bool cli_counted_leader(const json_t *groups, const json_t *g)
  * consumed in the last second (0 when no limit is reported). */
 static double use_of(const json_t *l)
 {
-	double r = dnum(l, "ReadLimit") > 0 ? dnum(l, "ReadUnits") / dnum(l, "ReadLimit") : 0;
-	double w = dnum(l, "WriteLimit") > 0 ? dnum(l, "WriteUnits") / dnum(l, "WriteLimit") : 0;
+	double r =
+	    cli_jnum(l, "ReadLimit") > 0 ? cli_jnum(l, "ReadUnits") / cli_jnum(l, "ReadLimit") : 0;
+	double w = cli_jnum(l, "WriteLimit") > 0
+	               ? cli_jnum(l, "WriteUnits") / cli_jnum(l, "WriteLimit")
+	               : 0;
 	return r > w ? r : w;
 }
 
 static int cmp_str_then_group(const json_t *x, const json_t *y)
 {
-	int c = strcmp(sval(x, "Table"), sval(y, "Table"));
+	int c = strcmp(cli_jstr(x, "Table"), cli_jstr(y, "Table"));
 	if (c == 0)
-		c = strcmp(sval(x, "Index"), sval(y, "Index"));
+		c = strcmp(cli_jstr(x, "Index"), cli_jstr(y, "Index"));
 	if (c == 0) {
-		long long d = inum(x, "Group") - inum(y, "Group");
+		long long d = cli_jint(x, "Group") - cli_jint(y, "Group");
 		c = d < 0 ? -1 : d > 0;
 	}
 	return c;
@@ -89,11 +74,11 @@ static int cmp_load(const void *a, const void *b)
 	const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
 	int c = dcmp_desc(use_of(x), use_of(y));
 	if (c == 0)
-		c = dcmp_desc(dnum(x, "ReadThrottled") + dnum(x, "WriteThrottled"),
-		              dnum(y, "ReadThrottled") + dnum(y, "WriteThrottled"));
+		c = dcmp_desc(cli_jnum(x, "ReadThrottled") + cli_jnum(x, "WriteThrottled"),
+		              cli_jnum(y, "ReadThrottled") + cli_jnum(y, "WriteThrottled"));
 	if (c == 0)
-		c = dcmp_desc(dnum(x, "ReadUnits") + dnum(x, "WriteUnits"),
-		              dnum(y, "ReadUnits") + dnum(y, "WriteUnits"));
+		c = dcmp_desc(cli_jnum(x, "ReadUnits") + cli_jnum(x, "WriteUnits"),
+		              cli_jnum(y, "ReadUnits") + cli_jnum(y, "WriteUnits"));
 	return c != 0 ? c : cmp_str_then_group(x, y);
 }
 
@@ -101,12 +86,12 @@ static int cmp_load(const void *a, const void *b)
 static int cmp_hot(const void *a, const void *b)
 {
 	const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
-	int c = dcmp_desc(dnum(x, "ReadUnits") + dnum(x, "WriteUnits"),
-	                  dnum(y, "ReadUnits") + dnum(y, "WriteUnits"));
+	int c = dcmp_desc(cli_jnum(x, "ReadUnits") + cli_jnum(x, "WriteUnits"),
+	                  cli_jnum(y, "ReadUnits") + cli_jnum(y, "WriteUnits"));
 	if (c == 0)
-		c = dcmp_desc(dnum(x, "Throttled"), dnum(y, "Throttled"));
+		c = dcmp_desc(cli_jnum(x, "Throttled"), cli_jnum(y, "Throttled"));
 	if (c == 0)
-		c = strcmp(sval(x, "Key"), sval(y, "Key"));
+		c = strcmp(cli_jstr(x, "Key"), cli_jstr(y, "Key"));
 	return c != 0 ? c : cmp_str_then_group(x, y);
 }
 
@@ -128,8 +113,8 @@ static json_t *gather(const json_t *status, const char *member,
 			if (!json_is_object(e))
 				continue;
 			json_t *c = json_deep_copy(e);
-			json_object_set_new(c, "Group", json_integer(inum(g, "Group")));
-			json_object_set_new(c, "Node", json_integer(inum(g, "Node")));
+			json_object_set_new(c, "Group", json_integer(cli_jint(g, "Group")));
+			json_object_set_new(c, "Node", json_integer(cli_jint(g, "Node")));
 			json_array_append_new(all, c);
 		}
 	}
@@ -174,7 +159,7 @@ static const char *fit(const char *s, size_t w, char *buf, size_t size)
 
 static const char *index_or_dash(const json_t *o)
 {
-	const char *x = sval(o, "Index");
+	const char *x = cli_jstr(o, "Index");
 	return x[0] != '\0' ? x : "-";
 }
 
@@ -190,11 +175,12 @@ void cli_print_load(FILE *out, const json_t *loads, size_t max_rows)
 			break;
 		char b1[32], b2[32];
 		fprintf(out, "%-24s %-16s %5lld %4lld %9.1f %8.0f %6lld %9.1f %8.0f %6lld %5.0f\n",
-		        fit(sval(l, "Table"), 24, b1, sizeof(b1)),
-		        fit(index_or_dash(l), 16, b2, sizeof(b2)), inum(l, "Group"),
-		        inum(l, "Node"), dnum(l, "ReadUnits"), dnum(l, "ReadLimit"),
-		        inum(l, "ReadThrottled"), dnum(l, "WriteUnits"), dnum(l, "WriteLimit"),
-		        inum(l, "WriteThrottled"), floor(100.0 * use_of(l) + 0.5));
+		        fit(cli_jstr(l, "Table"), 24, b1, sizeof(b1)),
+		        fit(index_or_dash(l), 16, b2, sizeof(b2)), cli_jint(l, "Group"),
+		        cli_jint(l, "Node"), cli_jnum(l, "ReadUnits"), cli_jnum(l, "ReadLimit"),
+		        cli_jint(l, "ReadThrottled"), cli_jnum(l, "WriteUnits"),
+		        cli_jnum(l, "WriteLimit"), cli_jint(l, "WriteThrottled"),
+		        floor(100.0 * use_of(l) + 0.5));
 	}
 }
 
@@ -210,10 +196,10 @@ void cli_print_hot(FILE *out, const json_t *hot, size_t max_rows)
 			break;
 		char b1[32], b2[32], b3[40];
 		fprintf(out, "%-24s %-16s %-32s %9.1f %9.1f %9lld %5lld %4lld\n",
-		        fit(sval(k, "Table"), 24, b1, sizeof(b1)),
+		        fit(cli_jstr(k, "Table"), 24, b1, sizeof(b1)),
 		        fit(index_or_dash(k), 16, b2, sizeof(b2)),
-		        fit(sval(k, "Key"), 32, b3, sizeof(b3)), dnum(k, "ReadUnits"),
-		        dnum(k, "WriteUnits"), inum(k, "Throttled"), inum(k, "Group"),
-		        inum(k, "Node"));
+		        fit(cli_jstr(k, "Key"), 32, b3, sizeof(b3)), cli_jnum(k, "ReadUnits"),
+		        cli_jnum(k, "WriteUnits"), cli_jint(k, "Throttled"), cli_jint(k, "Group"),
+		        cli_jint(k, "Node"));
 	}
 }

@@ -100,7 +100,7 @@ static bool is_scalar(const json_t *v)
 	return !json_is_object(v) && !json_is_array(v);
 }
 
-/* Python's str() of a scalar. */
+/* Python's cli_jstr() of a scalar. */
 static void put_scalar(FILE *out, const json_t *v)
 {
 	switch (json_typeof(v)) {
@@ -295,13 +295,19 @@ void cli_print_text(FILE *out, const json_t *resp)
 /* shoal status                                                              */
 /* ------------------------------------------------------------------------ */
 
-static long long num(const json_t *obj, const char *key)
+double cli_jnum(const json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+long long cli_jint(const json_t *obj, const char *key)
 {
 	json_t *v = json_object_get(obj, key);
 	return json_is_integer(v) ? (long long)json_integer_value(v) : 0;
 }
 
-static const char *str(const json_t *obj, const char *key)
+const char *cli_jstr(const json_t *obj, const char *key)
 {
 	json_t *v = json_object_get(obj, key);
 	return json_is_string(v) ? json_string_value(v) : "";
@@ -316,11 +322,11 @@ static const json_t *counting_replica(const json_t *groups, long long g)
 	json_t *r;
 	json_array_foreach(groups, i, r)
 	{
-		if (num(r, "Group") != g || !json_is_array(json_object_get(r, "Tables")))
+		if (cli_jint(r, "Group") != g || !json_is_array(json_object_get(r, "Tables")))
 			continue;
-		if (strcmp(str(r, "Role"), "leader") == 0)
+		if (strcmp(cli_jstr(r, "Role"), "leader") == 0)
 			return r;
-		if (best == NULL || num(r, "AppliedIndex") > num(best, "AppliedIndex"))
+		if (best == NULL || cli_jint(r, "AppliedIndex") > cli_jint(best, "AppliedIndex"))
 			best = r;
 	}
 	return best;
@@ -329,9 +335,9 @@ static const json_t *counting_replica(const json_t *groups, long long g)
 static int cmp_replica(const void *a, const void *b)
 {
 	const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
-	long long d = num(x, "Group") - num(y, "Group");
+	long long d = cli_jint(x, "Group") - cli_jint(y, "Group");
 	if (d == 0)
-		d = num(x, "Node") - num(y, "Node");
+		d = cli_jint(x, "Node") - cli_jint(y, "Node");
 	return d < 0 ? -1 : d > 0;
 }
 
@@ -342,15 +348,16 @@ void cli_print_status(FILE *out, const json_t *resp)
 	size_t i;
 	json_t *v;
 	long long max_group = -1;
-	json_array_foreach(groups, i, v) if (num(v, "Group") > max_group) max_group =
-	    num(v, "Group");
+	json_array_foreach(groups, i, v) if (cli_jint(v, "Group") > max_group) max_group =
+	    cli_jint(v, "Group");
 	fprintf(out, "Cluster: %zu nodes, %lld storage groups, %lld partitions per table\n\n",
-	        json_array_size(nodes), max_group + 1, num(resp, "Partitions"));
+	        json_array_size(nodes), max_group + 1, cli_jint(resp, "Partitions"));
 
 	fprintf(out, "%-5s %-28s %-22s %s\n", "NODE", "RPC", "RAFT", "REACHABLE");
 	json_array_foreach(nodes, i, v)
 	{
-		fprintf(out, "%-5lld %-28s %-22s %s\n", num(v, "Id"), str(v, "Rpc"), str(v, "Raft"),
+		fprintf(out, "%-5lld %-28s %-22s %s\n", cli_jint(v, "Id"), cli_jstr(v, "Rpc"),
+		        cli_jstr(v, "Raft"),
 		        json_is_true(json_object_get(v, "Reachable")) ? "yes" : "NO");
 	}
 
@@ -366,19 +373,19 @@ void cli_print_status(FILE *out, const json_t *resp)
 	for (i = 0; sorted != NULL && i < n_groups; i++) {
 		v = (json_t *)sorted[i];
 		char leader[24];
-		long long l = num(v, "LeaderNode");
+		long long l = cli_jint(v, "LeaderNode");
 		if (l > 0)
 			snprintf(leader, sizeof(leader), "%lld", l);
 		else
 			snprintf(leader, sizeof(leader), "-");
-		const char *role = str(v, "Role");
+		const char *role = cli_jstr(v, "Role");
 		char line[1024];
-		int n =
-		    snprintf(line, sizeof(line),
-		             "%-6lld %-5lld %-11s %-6lld %-10lld %-10lld %-7s %-8lld %-8lld %s",
-		             num(v, "Group"), num(v, "Node"), role[0] ? role : "?", num(v, "Term"),
-		             num(v, "CommitIndex"), num(v, "AppliedIndex"), leader,
-		             num(v, "OutboxDepth"), num(v, "OutboxOldestAgeMs"), str(v, "Error"));
+		int n = snprintf(line, sizeof(line),
+		                 "%-6lld %-5lld %-11s %-6lld %-10lld %-10lld %-7s %-8lld %-8lld %s",
+		                 cli_jint(v, "Group"), cli_jint(v, "Node"), role[0] ? role : "?",
+		                 cli_jint(v, "Term"), cli_jint(v, "CommitIndex"),
+		                 cli_jint(v, "AppliedIndex"), leader, cli_jint(v, "OutboxDepth"),
+		                 cli_jint(v, "OutboxOldestAgeMs"), cli_jstr(v, "Error"));
 		size_t len = n < 0 ? 0 : (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 		while (len > 0 && line[len - 1] == ' ')
 			len--;
@@ -402,17 +409,20 @@ void cli_print_status(FILE *out, const json_t *resp)
 				        "NODE", "ITEMS", "BYTES");
 				header = true;
 			}
-			const char *name = str(t, "TableName");
-			fprintf(out, "%-32s %-6lld %-5lld %-12lld %lld\n", name, g, num(r, "Node"),
-			        num(t, "ItemCount"), num(t, "SizeBytes"));
-			json_object_set_new(tables, name,
-			                    json_integer(num(tables, name) + num(t, "ItemCount")));
+			const char *name = cli_jstr(t, "TableName");
+			fprintf(out, "%-32s %-6lld %-5lld %-12lld %lld\n", name, g,
+			        cli_jint(r, "Node"), cli_jint(t, "ItemCount"),
+			        cli_jint(t, "SizeBytes"));
+			json_object_set_new(
+			    tables, name,
+			    json_integer(cli_jint(tables, name) + cli_jint(t, "ItemCount")));
 		}
 	}
 	if (json_object_size(tables) > 0) {
 		fprintf(out, "\n%-32s %s\n", "TABLE", "ITEMS (all groups)");
 		const char *k;
-		json_object_foreach(tables, k, v) fprintf(out, "%-32s %lld\n", k, num(tables, k));
+		json_object_foreach(tables, k, v)
+		    fprintf(out, "%-32s %lld\n", k, cli_jint(tables, k));
 	}
 	json_decref(tables);
 
@@ -441,12 +451,13 @@ void cli_print_status(FILE *out, const json_t *resp)
 				 * for this index (deltas it shipped), "-" if none. */
 				char lag[24] = "-";
 				if (json_is_true(json_object_get(x, "LagSeen")))
-					snprintf(lag, sizeof(lag), "%lld", num(x, "LagMs"));
+					snprintf(lag, sizeof(lag), "%lld", cli_jint(x, "LagMs"));
 				fprintf(
 				    out, "%-32s %-24s %-6lld %-5lld %-12lld %-12lld %-9s %-8s %s\n",
-				    str(t, "TableName"), str(x, "IndexName"), g, num(r, "Node"),
-				    num(x, "ItemCount"), num(x, "SizeBytes"),
-				    str(x, "Status")[0] ? str(x, "Status") : "?",
+				    cli_jstr(t, "TableName"), cli_jstr(x, "IndexName"), g,
+				    cli_jint(r, "Node"), cli_jint(x, "ItemCount"),
+				    cli_jint(x, "SizeBytes"),
+				    cli_jstr(x, "Status")[0] ? cli_jstr(x, "Status") : "?",
 				    json_is_true(json_object_get(x, "BackfillDone")) ? "done"
 				                                                     : "running",
 				    lag);

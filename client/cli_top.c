@@ -48,28 +48,16 @@ const cli_cmd cli_top_cmd = {
 /* One screen                                                                */
 /* ------------------------------------------------------------------------ */
 
-static long long top_int(const json_t *obj, const char *key)
-{
-	json_t *v = json_object_get(obj, key);
-	return json_is_integer(v) ? (long long)json_integer_value(v) : 0;
-}
-
-static const char *top_str(const json_t *obj, const char *key)
-{
-	json_t *v = json_object_get(obj, key);
-	return json_is_string(v) ? json_string_value(v) : "";
-}
-
 /* Groups' leader reports, most behind first (oldest unshipped delta, then
  * depth). */
 static int cmp_lag(const void *a, const void *b)
 {
 	const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
-	long long d = top_int(y, "OutboxOldestAgeMs") - top_int(x, "OutboxOldestAgeMs");
+	long long d = cli_jint(y, "OutboxOldestAgeMs") - cli_jint(x, "OutboxOldestAgeMs");
 	if (d == 0)
-		d = top_int(y, "OutboxDepth") - top_int(x, "OutboxDepth");
+		d = cli_jint(y, "OutboxDepth") - cli_jint(x, "OutboxDepth");
 	if (d == 0)
-		d = top_int(x, "Group") - top_int(y, "Group");
+		d = cli_jint(x, "Group") - cli_jint(y, "Group");
 	return d < 0 ? -1 : d > 0;
 }
 
@@ -96,14 +84,14 @@ static void render_lag(FILE *out, const json_t *groups, size_t rows)
 				    used >= sizeof(idx))
 					continue;
 				int w = snprintf(idx + used, sizeof(idx) - used, "%s%s.%s=%lld",
-				                 used ? " " : "", top_str(tab, "TableName"),
-				                 top_str(ix, "IndexName"), top_int(ix, "LagMs"));
+				                 used ? " " : "", cli_jstr(tab, "TableName"),
+				                 cli_jstr(ix, "IndexName"), cli_jint(ix, "LagMs"));
 				used += w > 0 ? (size_t)w : 0;
 			}
 		}
-		fprintf(out, "%5lld %4lld %10lld %10lld  %s\n", top_int(v[i], "Group"),
-		        top_int(v[i], "Node"), top_int(v[i], "OutboxDepth"),
-		        top_int(v[i], "OutboxOldestAgeMs"), idx[0] ? idx : "-");
+		fprintf(out, "%5lld %4lld %10lld %10lld  %s\n", cli_jint(v[i], "Group"),
+		        cli_jint(v[i], "Node"), cli_jint(v[i], "OutboxDepth"),
+		        cli_jint(v[i], "OutboxOldestAgeMs"), idx[0] ? idx : "-");
 	}
 	if (k == 0)
 		fputs("(no group reports a leader)\n", out);
@@ -128,8 +116,8 @@ void cli_top_render(FILE *out, const json_t *status, const cli_top_view *v)
 	long long rthr = 0, wthr = 0, reachable = 0;
 	json_array_foreach(loads, i, x)
 	{
-		rthr += top_int(x, "ReadThrottled");
-		wthr += top_int(x, "WriteThrottled");
+		rthr += cli_jint(x, "ReadThrottled");
+		wthr += cli_jint(x, "WriteThrottled");
 	}
 	json_array_foreach(json_object_get(status, "Nodes"), i, x) reachable +=
 	    json_is_true(json_object_get(x, "Reachable"));

@@ -265,14 +265,7 @@ void node_cap_charge_index(node_cap *c, uint32_t gid, uint32_t table_id, uint16_
 	pthread_mutex_lock(&cg->mu);
 	cap_part *p = cap_find_id(cg, table_id, index_id);
 	if (p != NULL) {
-		cap_bucket_take(&p->b[CAP_WRITE], units, now);
-		p->total[CAP_WRITE] += units;
-		p->win[CAP_WRITE] += units;
-		char type;
-		const char *k;
-		uint32_t len;
-		if (item_key(p, key, &type, &k, &len))
-			note_key(cg, p, CAP_WRITE, type, k, len, units, false);
+		charge_part(cg, p, CAP_WRITE, units, key, now);
 		if (over != NULL && p->b[CAP_WRITE].tokens <= 0)
 			*over = true;
 	}
