@@ -23,6 +23,22 @@
 #                                         replica answers
 #   cluster.sh stop-router ID [--hard] [--dir D] / start-router ID [--dir D]
 #   cluster.sh down [--dir D]             stop exactly the processes started here
+#                                         (and, with --netns, remove the network)
+#
+# A real network: `up --netns PREFIX [--netns-subnet 10.X.Y]` runs node i in
+# the network namespace PREFIX-ni at 10.X.Y.i and router r in PREFIX-rr at
+# 10.X.Y.(100+r), each with one veth on a bridge PREFIX-br in the root
+# namespace, which holds 10.X.Y.254 (deploy/netns.sh makes and removes all of
+# it; the subnet is derived from PREFIX unless given).  Clients, including
+# this script's `shoal status`, run in the root namespace and reach the
+# routers over the bridge; the endpoint files name the routers' addresses.
+# Ports are as below, on those addresses.  Needs root, iproute2 and nftables.
+# An `up` that fails removes what it made; `down` removes the processes,
+# then the namespaces, veths, bridge and nftables table.  Faults between the
+# processes (deploy/netns.sh explains each):
+#   cluster.sh cut|oneway A B / isolate A / heal A B / heal-all / loss A PCT /
+#              netem A ARGS... / probe A B PORT / probe-udp A B PORT / addr A  [--dir D]
+#       A, B: a node id (2 or n2), a router (r1), or host (the root namespace).
 #
 # Ports (P = --base-port, default 8100, where the CLI looks by default): router r listens on P + 2(r-1) and
 # serves metrics on P + 2(r-1) + 1; node i uses the block P + 100 i: Raft for
@@ -39,8 +55,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=${SHOAL_BIN:-$here/../build/bin}
 dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
 nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
+netns= netns_subnet=
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
+
+# The network faults of a --netns cluster are deploy/netns.sh's.
+case ${1:-} in
+cut | oneway | isolate | heal | heal-all | loss | netem | probe | probe-udp | addr)
+	[[ $* == *--dir* ]] || set -- "$@" --dir "$dir"
+	exec "$here/netns.sh" "$@" ;;
+esac
 
 cmd=${1:-}; [[ -n $cmd ]] || die "usage: cluster.sh up|status|wait|stop-node|start-node|stop-router|start-router|down [options]"
 shift
@@ -60,6 +84,8 @@ while (($#)); do
 	--http-port) http_port=$2; shift 2 ;;
 	--http-credentials) http_creds=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
 	--hard) hard=1; shift ;;
+	--netns) netns=$2; shift 2 ;;
+	--netns-subnet) netns_subnet=$2; shift 2 ;;
 	-*) die "unknown option $1" ;;
 	*) target=$1; shift ;;
 	esac
@@ -73,6 +99,17 @@ if [[ $cmd != up && -f $dir/shape ]]; then
 	http_port=${http_port:-0}
 	[[ -f $dir/http.credentials ]] && http_creds=$(cat "$dir/http.credentials")
 fi
+# A --netns cluster: D/netns is "PREFIX SUBNET NODES ROUTERS" (deploy/netns.sh).
+[[ $cmd != up && -f $dir/netns ]] && read -r netns netns_subnet _ <"$dir/netns"
+
+# Where a process listens, and how it is started: 127.0.0.1 and directly, or
+# its namespace's address and `ip netns exec`.
+node_addr() { if [[ -n $netns ]]; then echo "$netns_subnet.$1"; else echo 127.0.0.1; fi; }
+router_addr() { if [[ -n $netns ]]; then echo "$netns_subnet.$((100 + $1))"; else echo 127.0.0.1; fi; }
+run_in() { # namespace command...
+	local ns=$1; shift
+	if [[ -n $netns ]]; then exec ip netns exec "$netns-$ns" "$@"; else exec "$@"; fi
+}
 
 alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -103,7 +140,7 @@ start_node() { # id
 	local id=$1 pidfile=$dir/node-$1.pid
 	alive "$pidfile" && die "node $id is already running (pid $(cat "$pidfile"))"
 	mkdir -p "$dir/node-$id"
-	"$bin/shoal-node" --config "$conf" --id "$id" --dir "$dir/node-$id" \
+	(run_in "n$id" "$bin/shoal-node" --config "$conf" --id "$id" --dir "$dir/node-$id") \
 		>>"$dir/node-$id.log" 2>&1 </dev/null &
 	echo $! >"$pidfile"
 }
@@ -126,11 +163,11 @@ start_router() { # id
 	port=$(router_port "$id")
 	local http=()
 	if ((http_port > 0)); then
-		http=(--http "127.0.0.1:$((http_port + id - 1))")
+		http=(--http "$(router_addr "$id"):$((http_port + id - 1))")
 		[[ -n $http_creds ]] && http+=(--http-credentials "$http_creds")
 	fi
-	"$bin/shoal-router" --config "$conf" --listen "tcp://127.0.0.1:$port" \
-		--metrics "127.0.0.1:$((port + 1))" "${http[@]}" >>"$dir/router-$id.log" 2>&1 </dev/null &
+	(run_in "r$id" "$bin/shoal-router" --config "$conf" --listen "tcp://$(router_addr "$id"):$port" \
+		--metrics "$(router_addr "$id"):$((port + 1))" "${http[@]}") >>"$dir/router-$id.log" 2>&1 </dev/null &
 	echo $! >"$pidfile"
 }
 
@@ -148,20 +185,20 @@ write_config() {
 			local block=$((base + 100 * i))
 			echo
 			echo "[node.$i]"
-			echo "raft = 127.0.0.1:$block"
-			echo "rpc = tcp://127.0.0.1:$((block + 80))"
-			echo "metrics = 127.0.0.1:$((block + 90))"
+			echo "raft = $(node_addr "$i"):$block"
+			echo "rpc = tcp://$(node_addr "$i"):$((block + 80))"
+			echo "metrics = $(node_addr "$i"):$((block + 90))"
 		done
 		echo
 		echo "[router]"
-		echo "listen = tcp://127.0.0.1:$(router_port 1)"
-		echo "metrics = 127.0.0.1:$(($(router_port 1) + 1))"
+		echo "listen = tcp://$(router_addr 1):$(router_port 1)"
+		echo "metrics = $(router_addr 1):$(($(router_port 1) + 1))"
 	} >"$conf"
 }
 
 endpoints() {
 	local list=() r
-	for ((r = 1; r <= routers; r++)); do list+=("tcp://127.0.0.1:$(router_port "$r")"); done
+	for ((r = 1; r <= routers; r++)); do list+=("tcp://$(router_addr "$r"):$(router_port "$r")"); done
 	(IFS=,; echo "${list[*]}")
 }
 
@@ -187,6 +224,12 @@ up)
 	for f in "$dir"/node-*.pid "$dir"/router-*.pid; do
 		[[ -e $f ]] && alive "$f" && die "a cluster is already running in $dir (cluster.sh down --dir $dir)"
 	done
+	if [[ -n $netns ]]; then
+		# Whatever fails from here on, nothing stays behind.
+		trap 'echo "cluster.sh: up failed; removing what it made" >&2; "$0" down --dir "$dir" >&2' EXIT
+		"$here/netns.sh" create "$netns" "$nodes" "$routers" $netns_subnet --dir "$dir"
+		read -r _ netns_subnet _ <"$dir/netns"
+	fi
 	write_config
 	rm -f "$dir/http.endpoint" "$dir/http.credentials"
 	[[ -n $http_creds ]] && echo "$http_creds" >"$dir/http.credentials"
@@ -194,12 +237,13 @@ up)
 	for ((r = 1; r <= routers; r++)); do start_router "$r"; done
 	endpoints >"$dir/router.endpoint"
 	echo "$nodes $routers $base $http_port" >"$dir/shape"
-	((http_port > 0)) && echo "http://127.0.0.1:$http_port" >"$dir/http.endpoint"
+	((http_port > 0)) && echo "http://$(router_addr 1):$http_port" >"$dir/http.endpoint"
 	if ! wait_serving; then
 		echo "cluster.sh: the cluster did not become ready within ${wait_secs}s; logs in $dir" >&2
 		tail -n 5 "$dir"/*.log >&2 || true
 		exit 1
 	fi
+	trap - EXIT
 	echo "cluster up: $nodes nodes, $routers router(s), $groups groups; endpoint $(cat "$dir/router.endpoint")$( ((http_port > 0)) && echo ", http $(cat "$dir/http.endpoint")") (dir $dir)"
 	;;
 status)
@@ -235,6 +279,7 @@ down)
 	for f in "$dir"/router-*.pid "$dir"/node-*.pid; do
 		[[ -e $f ]] && stop_pid "$f" "$hard"
 	done
+	[[ -z $netns ]] || "$here/netns.sh" destroy --dir "$dir"
 	echo "cluster down ($dir)"
 	;;
 *) die "unknown command $cmd" ;;

@@ -39,6 +39,7 @@ PACKAGES=(
   python3-boto3 awscli            # tests/integration/http: DynamoDB's own clients
   gnuplot-nox                     # tests/integration/it_hot (make hot): the PNG plots
   tmux                            # tests/integration/it_top: `shoal top` in a real terminal
+  nftables                        # tests/integration/it_netns: faults between namespaces (deploy/netns.sh)
 )
 if ((bench)) && ! ((peers)); then
   PACKAGES+=(wrk)   # make bench-http: the HTTP load tool

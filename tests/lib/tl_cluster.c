@@ -57,7 +57,7 @@ int tl_sh(const char *fmt, ...)
 	return rc;
 }
 
-static void locate(tl_cluster *c)
+void tl_cluster_locate(tl_cluster *c)
 {
 	char exe[PATH_MAX];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -127,7 +127,7 @@ bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups)
 bool tl_cluster_up_opts(tl_cluster *c, int nodes, int routers, int groups, const char *opts)
 {
 	memset(c, 0, sizeof(*c));
-	locate(c);
+	tl_cluster_locate(c);
 	snprintf(c->dir, sizeof(c->dir), "%s", tl_tmpdir("cluster"));
 
 	/* A cluster uses < 400 ports.  Stay below Linux's ephemeral range

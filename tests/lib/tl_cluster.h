@@ -23,6 +23,9 @@ typedef struct tl_cluster {
 	int nodes, routers, groups;
 } tl_cluster;
 
+/* Fills c->root and c->bin from where the test binary lives (done by the up
+ * calls; for a caller that needs the script before a cluster exists). */
+void tl_cluster_locate(tl_cluster *c);
 /* Starts a cluster and waits until it serves; false (with the script's output
  * on stderr) if it did not. */
 bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups);
