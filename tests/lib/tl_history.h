@@ -143,25 +143,36 @@ typedef struct tl_check_result {
 /* Frees the witness; the result may be reused. */
 void tl_check_result_fini(tl_check_result *r);
 
-/* The default budget: search states (cache entries) per key and search. */
+/* The default budget: search states (configurations) per search. */
 #define TL_LINEAR_MAX_STATES 1000000
 
 /*
  * Linearizability of the register operations (read, write, cas) per key
  * (P-compositionality: a history is linearizable iff each key's sub-history
  * is), by Wing & Gong's search with Lowe's memoization of (set of linearized
- * operations, register value).  Fail operations are ignored; info and pending
- * ones may take effect at any point after their invocation or not at all;
- * info and pending reads say nothing and are dropped.
+ * operations, register value), plus exact reductions described in
+ * tl_history_linear.c.  Fail operations are ignored; info and pending ones
+ * may take effect at any point after their invocation or not at all; info
+ * and pending reads say nothing and are dropped.  Touching intervals (one
+ * completes at the time the other is invoked) count as concurrent.
  *
- * Each key's search stops after max_states cached states (0: the default)
- * and the key counts as unknown.  On a violation the witness is the shortest
- * prefix of that key's sub-history (in event order: invocations and
- * completions by time) that is already not linearizable; operations pending
- * at the cut are shown as `invoke`.  Finding it re-runs the search on
- * O(log n) prefixes; a prefix whose search runs out of budget is treated as
- * passing, so the witness is then a failing prefix, not always the shortest.
- * Returns r->verdict.
+ * Cost: a linearizable history takes about one search state per operation.
+ * Proving a violation explores every partial linearization before it, about
+ * (operations of the key before the violation) x 2^(operations of that key
+ * overlapping each other), so keep keys' histories short (as Jepsen's
+ * independent keys do: a few hundred operations per key).
+ *
+ * Each search stops after max_states configurations (0: the default,
+ * TL_LINEAR_MAX_STATES; each costs about 40 + n / 8 bytes for a key of n
+ * operations) and its key counts as unknown.  On a violation the witness
+ * is the shortest prefix of that key's sub-history (in event order:
+ * invocations and completions by time) that is already not linearizable;
+ * operations pending at the cut are shown as `invoke`, fail operations and
+ * unknown reads are left out.  Finding it re-runs the search on O(log n)
+ * prefixes; a prefix whose search runs out of budget is treated as
+ * passing, so the witness is then a failing prefix, not always the
+ * shortest.  r->states counts the states of every search.  Returns
+ * r->verdict.
  */
 tl_verdict tl_check_registers(const tl_history *h, uint64_t max_states, tl_check_result *r);
 

@@ -28,6 +28,31 @@
  * as the definite operations are all placed.  Unknown reads constrain
  * nothing and are dropped; an unknown cas swaps if its expected value is
  * there and does nothing otherwise.
+ *
+ * Plain WGL is exponential in the operations that stay in the window, and
+ * unknown ones stay forever; four reductions keep real histories cheap, each
+ * exact (it never changes the verdict; test_history checks them against a
+ * brute-force search on small histories with repeated values):
+ *
+ *   - Reads first.  A read (or failed condition) that is legal now is
+ *     linearized now and no alternative is tried: it changes nothing, and
+ *     whatever must precede it already has (its invocation is in the
+ *     window).
+ *   - Garbage.  A value no read returned and no cas expected behaves like
+ *     any other such value; writes of them all write GARBAGE
+ *     (collapse_unread), fewer distinct states.
+ *   - Unknown garbage writes are interchangeable within a class (all
+ *     writes; the cas of one expected value): they are used in invocation
+ *     order, so which subset was used is not a dimension of the search.  An
+ *     unknown operation that would change nothing is not tried.
+ *   - Domination.  A finished (failed) configuration with the same value and
+ *     the same definite operations, having used fewer unknown operations,
+ *     can do all the current one can: the current one is pruned.  Each
+ *     configuration's window is scanned for definite operations before
+ *     unknown ones, so those without an unknown operation finish first.
+ *
+ * Memory: each configuration costs 16 + n / 8 bytes for a key of n
+ * operations, plus 24 for the hash tables; the budget bounds the count.
  */
 #include "tests/lib/tl_history.h"
 
@@ -90,32 +115,97 @@ static bool step(const lop *o, int64_t v, int64_t *out)
 }
 
 /* ------------------------------------------------------------------------
- * The memo: a hash set of (bitset, value), records in one growing array. */
+ * The memo: configurations (bitset, value), records in one growing array
+ * (value, done, bitset), in two hash tables.  `same` is keyed by the whole
+ * bitset and the value: has this exact configuration been seen?  `done` is
+ * keyed by the definite operations of the bitset and the value, and holds
+ * the finished configurations (explored, failed): is there one that
+ * dominates this one?  Its chains are scanned only DOM_SCAN deep (most
+ * recent first), which bounds the cost and only loses some pruning. */
+
+#define DOM_SCAN 16
 
 typedef struct {
-	size_t words;      /* bitset words */
-	size_t rec;        /* words per record: hash, value, bitset */
-	uint64_t *recs;    /* count records */
-	uint32_t *next;    /* chain, index + 1 (0 ends) */
-	uint32_t *buckets; /* nb heads, index + 1 */
-	size_t count, cap, nb;
+	uint32_t *heads; /* nb heads, index + 1 */
+	uint32_t *next;  /* per record, index + 1 (0 ends) */
+	uint64_t *hash;  /* per record */
+	size_t nb, n;    /* records linked */
+} table;
+
+typedef struct {
+	size_t words;            /* bitset words */
+	size_t rec;              /* words per record */
+	const uint64_t *unknown; /* mask of the unknown operations */
+	uint64_t *recs;          /* count records */
+	size_t count, cap;
+	table same, done;
 } memo;
 
-static void memo_init(memo *m, size_t words)
+enum { R_VALUE, R_DONE, R_BITS };
+
+static void table_init(table *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->nb = 1024;
+	t->heads = calloc(t->nb, sizeof(*t->heads));
+	tl_assert(t->heads != NULL);
+}
+
+static void table_fini(table *t)
+{
+	free(t->heads);
+	free(t->next);
+	free(t->hash);
+}
+
+static void table_grow(table *t, size_t cap)
+{
+	uint32_t *next = realloc(t->next, cap * sizeof(*next));
+	uint64_t *hash = realloc(t->hash, cap * sizeof(*hash));
+	tl_assert_msg(next != NULL && hash != NULL, "out of memory (%zu states)", cap);
+	t->next = next;
+	t->hash = hash;
+}
+
+/* Links record i (allocated, its `next` UINT32_MAX: unlinked) under hash
+ * h; records 0 .. count - 1 exist. */
+static void table_link(table *t, size_t i, uint64_t h, size_t count)
+{
+	if (t->n >= t->nb) { /* load factor 1: double the heads */
+		free(t->heads);
+		t->nb *= 2;
+		t->heads = calloc(t->nb, sizeof(*t->heads));
+		tl_assert(t->heads != NULL);
+		for (size_t j = 0; j < count; j++) {
+			if (t->next[j] == UINT32_MAX)
+				continue; /* not linked (yet) */
+			size_t b = t->hash[j] & (t->nb - 1);
+			t->next[j] = t->heads[b];
+			t->heads[b] = (uint32_t)(j + 1);
+		}
+	}
+	t->hash[i] = h;
+	size_t b = h & (t->nb - 1);
+	t->next[i] = t->heads[b];
+	t->heads[b] = (uint32_t)(i + 1);
+	t->n++;
+}
+
+static void memo_init(memo *m, size_t words, const uint64_t *unknown)
 {
 	memset(m, 0, sizeof(*m));
 	m->words = words;
-	m->rec = 2 + words;
-	m->nb = 1024;
-	m->buckets = calloc(m->nb, sizeof(*m->buckets));
-	tl_assert(m->buckets != NULL);
+	m->rec = R_BITS + words;
+	m->unknown = unknown;
+	table_init(&m->same);
+	table_init(&m->done);
 }
 
 static void memo_fini(memo *m)
 {
 	free(m->recs);
-	free(m->next);
-	free(m->buckets);
+	table_fini(&m->same);
+	table_fini(&m->done);
 }
 
 static uint64_t mix(uint64_t z)
@@ -125,45 +215,71 @@ static uint64_t mix(uint64_t z)
 	return z ^ (z >> 31);
 }
 
-/* Adds (bits, value) unless present; whether it was added. */
-static bool memo_add(memo *m, const uint64_t *bits, uint64_t hbits, int64_t value)
+static uint64_t with_value(uint64_t h, int64_t value)
 {
-	uint64_t h = hbits ^ mix((uint64_t)value + 0x9e3779b97f4a7c15ULL);
-	for (uint32_t i = m->buckets[h & (m->nb - 1)]; i != 0; i = m->next[i - 1]) {
-		const uint64_t *r = m->recs + (size_t)(i - 1) * m->rec;
-		if (r[0] == h && (int64_t)r[1] == value &&
-		    memcmp(r + 2, bits, m->words * sizeof(*bits)) == 0)
+	return h ^ mix((uint64_t)value + 0x9e3779b97f4a7c15ULL);
+}
+
+/* Whether finished record r dominates configuration `bits`: the same
+ * definite operations (and value: the caller's), and only some of the
+ * unknown operations `bits` used.  Anything possible from `bits` is
+ * possible from there, as unknown operations may be left out; it failed. */
+static bool dominates(const memo *m, const uint64_t *r, const uint64_t *bits)
+{
+	for (size_t w = 0; w < m->words; w++) {
+		uint64_t a = r[R_BITS + w], b = bits[w], u = m->unknown[w];
+		if (((a ^ b) & ~u) != 0 || (a & u & ~b) != 0)
 			return false;
+	}
+	return true;
+}
+
+/* Adds (bits, value) unless it was seen or is dominated: its index + 1, or
+ * 0.  hall hashes every operation of bits, hdef the definite ones. */
+static size_t memo_add(memo *m, const uint64_t *bits, uint64_t hall, uint64_t hdef, int64_t value)
+{
+	uint64_t hs = with_value(hall, value), hd = with_value(hdef, value);
+	for (uint32_t i = m->same.heads[hs & (m->same.nb - 1)]; i != 0; i = m->same.next[i - 1]) {
+		const uint64_t *r = m->recs + (size_t)(i - 1) * m->rec;
+		if (m->same.hash[i - 1] == hs && (int64_t)r[R_VALUE] == value &&
+		    memcmp(r + R_BITS, bits, m->words * sizeof(*bits)) == 0)
+			return 0;
+	}
+	int depth = 0;
+	for (uint32_t i = m->done.heads[hd & (m->done.nb - 1)]; i != 0 && depth < DOM_SCAN;
+	     i = m->done.next[i - 1]) {
+		const uint64_t *r = m->recs + (size_t)(i - 1) * m->rec;
+		if (m->done.hash[i - 1] != hd || (int64_t)r[R_VALUE] != value)
+			continue;
+		depth++;
+		if (dominates(m, r, bits))
+			return 0;
 	}
 	if (m->count == m->cap) {
 		size_t cap = m->cap == 0 ? 1024 : m->cap * 2;
 		uint64_t *recs = realloc(m->recs, cap * m->rec * sizeof(*recs));
-		uint32_t *next = realloc(m->next, cap * sizeof(*next));
-		tl_assert_msg(recs != NULL && next != NULL, "out of memory (%zu states)", cap);
+		tl_assert_msg(recs != NULL, "out of memory (%zu states)", cap);
 		m->recs = recs;
-		m->next = next;
+		table_grow(&m->same, cap);
+		table_grow(&m->done, cap);
 		m->cap = cap;
 	}
-	if (m->count >= m->nb) { /* load factor 1: double the buckets */
-		free(m->buckets);
-		m->nb *= 2;
-		m->buckets = calloc(m->nb, sizeof(*m->buckets));
-		tl_assert(m->buckets != NULL);
-		for (size_t j = 0; j < m->count; j++) {
-			size_t b = m->recs[j * m->rec] & (m->nb - 1);
-			m->next[j] = m->buckets[b];
-			m->buckets[b] = (uint32_t)(j + 1);
-		}
-	}
-	uint64_t *r = m->recs + m->count * m->rec;
-	r[0] = h;
-	r[1] = (uint64_t)value;
-	memcpy(r + 2, bits, m->words * sizeof(*bits));
-	size_t b = h & (m->nb - 1);
-	m->next[m->count] = m->buckets[b];
-	m->buckets[b] = (uint32_t)(m->count + 1);
-	m->count++;
-	return true;
+	size_t i = m->count++;
+	uint64_t *r = m->recs + i * m->rec;
+	r[R_VALUE] = (uint64_t)value;
+	r[R_DONE] = hd; /* its key in `done`, once finished */
+	memcpy(r + R_BITS, bits, m->words * sizeof(*bits));
+	m->same.next[i] = UINT32_MAX;
+	m->done.next[i] = UINT32_MAX; /* not linked in `done` until finished */
+	table_link(&m->same, i, hs, m->count);
+	return i + 1;
+}
+
+/* Configuration rec (index + 1) is finished: it failed. */
+static void memo_done(memo *m, size_t rec)
+{
+	size_t i = rec - 1;
+	table_link(&m->done, i, m->recs[i * m->rec + R_DONE], m->count);
 }
 
 /* ------------------------------------------------------------------------
@@ -194,7 +310,9 @@ static void unlift(node *call)
 typedef struct {
 	node *call;
 	int64_t value;
+	size_t rec;  /* the memo record of the configuration it led to, + 1 */
 	bool forced; /* a read that went first: no alternative to try */
+	bool second; /* chosen in the second pass (unknown operations) */
 } frame;
 
 static tl_verdict search(const lop *ops0, size_t n, const event *ev, size_t nev, size_t cut,
@@ -226,7 +344,7 @@ static tl_verdict search(const lop *ops0, size_t n, const event *ev, size_t nev,
 	tl_assert(in != NULL);
 	for (size_t e = 0; e < cut; e++) {
 		uint32_t o = ev[e].op;
-		if (!ops[o].definite && (ops[o].kind == L_READ || ops[o].kind == L_CAS_FALSE))
+		if (!ops[o].definite && ops[o].kind == L_READ)
 			continue; /* pending at the cut: says nothing */
 		node *x = &nodes[2 * o + (ev[e].ret ? 1 : 0)];
 		x->op = o;
@@ -244,9 +362,10 @@ static tl_verdict search(const lop *ops0, size_t n, const event *ev, size_t nev,
 	for (size_t o = 0; o < n; o++) {
 		if (!in[o] || ops[o].definite)
 			continue;
-		tl_assert(ops[o].kind == L_WRITE || ops[o].kind == L_CAS ||
-		          ops[o].kind == L_CAS_MAYBE);
-		if (ops[o].kind == L_CAS)
+		/* Pending at the cut (the witness shows it `invoke`): a cas may have
+		 * swapped, whatever it answered later. */
+		tl_assert(ops[o].kind != L_READ);
+		if (ops[o].kind == L_CAS || ops[o].kind == L_CAS_FALSE)
 			ops[o].kind = L_CAS_MAYBE;
 		node *x = &nodes[2 * o + 1];
 		x->op = (uint32_t)o;
@@ -288,13 +407,24 @@ static tl_verdict search(const lop *ops0, size_t n, const event *ev, size_t nev,
 	free(order);
 	free(in);
 
+	/* Unknown operations: left out of the hash, dominated when unused. */
+	uint64_t *unknown = calloc(words, sizeof(*unknown));
+	tl_assert(unknown != NULL);
+	for (size_t o = 0; o < n; o++)
+		if (!ops[o].definite)
+			unknown[o / 64] |= 1ULL << (o % 64);
 	memo m;
-	memo_init(&m, words);
-	uint64_t hbits = 0;
+	memo_init(&m, words, unknown);
+	uint64_t hbits = 0, hall = 0; /* hashes: definite operations, all */
 	int64_t value = TL_NIL;
 	size_t sp = 0;
 	tl_verdict verdict = TL_LINEARIZABLE;
+	/* Each configuration's window is scanned twice: definite operations
+	 * first, then unknown ones, so that configurations without an unknown
+	 * operation tend to be finished before those with it, which they then
+	 * dominate. */
 	node *entry = head.next;
+	bool second = false;
 	bool fresh = true; /* a new configuration: look for a read first */
 	while (required > 0) {
 		node *pick = NULL;
@@ -314,31 +444,45 @@ static tl_verdict search(const lop *ops0, size_t n, const event *ev, size_t nev,
 			}
 		}
 		fresh = false;
-		for (; pick == NULL && entry->call; entry = entry->next) {
+		while (pick == NULL) {
+			if (!entry->call) { /* end of the window */
+				if (second)
+					break;
+				second = true;
+				entry = head.next;
+				continue;
+			}
 			uint32_t o = entry->op;
-			bool blocked = prev[o] != UINT32_MAX &&
-			               (bits[prev[o] / 64] & (1ULL << (prev[o] % 64))) == 0;
+			bool blocked = ops[o].definite == second ||
+			               (prev[o] != UINT32_MAX &&
+			                (bits[prev[o] / 64] & (1ULL << (prev[o] % 64))) == 0);
 			/* An unknown operation that changes nothing here is as good as
 			 * left out. */
 			if (!blocked && step(&ops[o], value, &next) &&
 			    (ops[o].definite || next != value))
 				pick = entry;
+			else
+				entry = entry->next;
 		}
 		if (pick != NULL) {
 			uint32_t o = pick->op;
+			uint64_t h = ops[o].definite ? hbits ^ zob[o] : hbits;
 			bits[o / 64] |= 1ULL << (o % 64);
-			if (memo_add(&m, bits, hbits ^ zob[o], next)) {
+			size_t rec = memo_add(&m, bits, hall ^ zob[o], h, next);
+			if (rec != 0) {
 				if (m.count > max_states) {
 					verdict = TL_UNKNOWN;
 					break;
 				}
-				hbits ^= zob[o];
-				stack[sp++] = (frame){pick, value, forced};
+				hbits = h;
+				hall ^= zob[o];
+				stack[sp++] = (frame){pick, value, rec, forced, second && !forced};
 				value = next;
 				lift(pick);
 				if (ops[o].definite)
 					required--;
 				entry = head.next;
+				second = false;
 				fresh = true;
 				continue;
 			}
@@ -350,8 +494,9 @@ static tl_verdict search(const lop *ops0, size_t n, const event *ev, size_t nev,
 			}
 		}
 		/* Nothing left to try here (a definite completion not linearized,
-		 * or a forced read that failed): undo the last choice that had
-		 * alternatives, and try the entry after it. */
+		 * or a forced read that failed): the configuration is finished;
+		 * undo the last choice that had alternatives, and try the entry
+		 * after it. */
 		frame f = {0};
 		bool exhausted = false;
 		for (;;) {
@@ -360,9 +505,12 @@ static tl_verdict search(const lop *ops0, size_t n, const event *ev, size_t nev,
 				break;
 			}
 			f = stack[--sp];
+			memo_done(&m, f.rec);
 			uint32_t o = f.call->op;
 			bits[o / 64] &= ~(1ULL << (o % 64));
-			hbits ^= zob[o];
+			hall ^= zob[o];
+			if (ops[o].definite)
+				hbits ^= zob[o];
 			value = f.value;
 			if (ops[o].definite)
 				required++;
@@ -375,9 +523,11 @@ static tl_verdict search(const lop *ops0, size_t n, const event *ev, size_t nev,
 			break;
 		}
 		entry = f.call->next;
+		second = f.second;
 	}
 	*states += m.count;
 	memo_fini(&m);
+	free(unknown);
 	free(prev);
 	free(stack);
 	free(bits);
