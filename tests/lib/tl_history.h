@@ -186,8 +186,9 @@ tl_verdict tl_check_registers(const tl_history *h, uint64_t max_states, tl_check
  *   - be a prefix of the longest read of its key (one total order),
  *   - be at least as long as every read that completed before it began,
  *   - hold every ok append that completed before the read began (lost),
- * and the longest read must order appends as real time does (an append that
- * completed before another began comes first).  The first violation found
+ * and the longest read must order appends as real time does (an ok append
+ * that completed before the append of one of its elements began is in it,
+ * before that element).  The first violation found
  * is reported with the operations involved as the witness.  Returns
  * r->verdict (never TL_UNKNOWN).
  */

@@ -13,9 +13,11 @@
  *      exactly L[0..k), so an ok append that completed before a read began
  *      must sit in L below the read's length (the same sweep, keeping the
  *      highest position in L, absent = infinity, of completed appends);
- *   6. L orders appends as real time does: no element placed after another
- *      whose append began after it completed (scan L from the end keeping
- *      the earliest completion).
+ *   6. L orders appends as real time does: an acknowledged append that
+ *      completed before the append of an element of L began is in L, before
+ *      that element (sweep L's elements by invocation against acknowledged
+ *      appends by completion, keeping the highest position, absent =
+ *      infinity).
  */
 #include "tests/lib/tl_history.h"
 
@@ -256,23 +258,48 @@ static bool check_realtime(keyctx *k, const size_t *pos)
 	return ok;
 }
 
-/* 6. */
-static bool check_order(keyctx *k)
+/* 6: for each element of L by its append's invocation, the acknowledged
+ * appends completed before that invocation, highest position first. */
+static bool check_order(keyctx *k, const size_t *pos)
 {
-	const tl_op *l = k->longest, *earliest = NULL;
-	for (size_t j = l->nlist; j-- > 0;) {
-		const tl_op *a = find_append(k, l->list[j]);
-		if (earliest != NULL && earliest->t_complete < a->t_invoke) {
-			violation(k, a, earliest, l, NULL,
-			          "element %lld precedes %lld in the list, but its append began "
-			          "after that one's completed",
-			          (long long)a->arg, (long long)earliest->arg);
-			return false;
+	const tl_op *l = k->longest;
+	size_t n = l->nlist, nok = 0;
+	const tl_op **by_inv = malloc((n + 1) * sizeof(*by_inv));
+	const tl_op **oks = malloc((k->nappends + 1) * sizeof(*oks));
+	tl_assert(by_inv != NULL && oks != NULL);
+	for (size_t j = 0; j < n; j++)
+		by_inv[j] = find_append(k, l->list[j]);
+	qsort(by_inv, n, sizeof(*by_inv), cmp_by_invoke);
+	for (size_t i = 0; i < k->nappends; i++)
+		if (k->appends[i]->kind == TL_OK)
+			oks[nok++] = k->appends[i];
+	qsort(oks, nok, sizeof(*oks), cmp_by_complete);
+	bool ok = true;
+	const tl_op *highest = NULL;
+	size_t highest_pos = 0, a = 0;
+	for (size_t j = 0; j < n && ok; j++) {
+		const tl_op *e = by_inv[j];
+		for (; a < nok && oks[a]->t_complete < e->t_invoke; a++) {
+			size_t p = pos[find_index(k, oks[a]->arg)];
+			if (highest == NULL || p > highest_pos) {
+				highest = oks[a];
+				highest_pos = p;
+			}
 		}
-		if (earliest == NULL || a->t_complete < earliest->t_complete)
-			earliest = a;
+		size_t pe = pos[find_index(k, e->arg)];
+		if (highest != NULL && highest_pos > pe) {
+			violation(k, highest, e, l, NULL,
+			          "element %lld is in the list %s %lld, whose append began after "
+			          "its own was acknowledged",
+			          (long long)highest->arg,
+			          highest_pos == SIZE_MAX ? "(lost) but not" : "after",
+			          (long long)e->arg);
+			ok = false;
+		}
 	}
-	return true;
+	free(oks);
+	free(by_inv);
+	return ok;
 }
 
 static void check_key(const tl_op *const *ops, size_t n, tl_check_result *r)
@@ -305,7 +332,7 @@ static void check_key(const tl_op *const *ops, size_t n, tl_check_result *r)
 	ok = ok && check_elements(&k) && check_prefixes(&k);
 	if (ok && k.nreads > 0) {
 		size_t *pos = positions(&k);
-		ok = check_realtime(&k, pos) && check_order(&k);
+		ok = check_realtime(&k, pos) && check_order(&k, pos);
 		free(pos);
 	}
 	free(k.reads);
