@@ -207,13 +207,14 @@ bench-http: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	tests/tools/bench-http.sh $(BUILD)
 
-# The long chaos runs (tests/integration/it_chaos.c and it_bank.c; `make test` runs 20 s of
-# each).
+# The long chaos runs (tests/integration/it_chaos.c, it_bank.c and it_jepsen.c; `make test`
+# runs 20 s of the first two and 30 s of it_jepsen).
 CHAOS_SECS ?= 600
 chaos: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	CHAOS_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_chaos
 	BANK_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_bank
+	CHAOS_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_jepsen
 
 # The long hot-partition load tests (tests/integration/it_hot.c; `make test` runs 6 s of each
 # phase): figures on stdout, $(BUILD)/hot/{partitions,client,rss}.csv and hot.png.

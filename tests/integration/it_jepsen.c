@@ -1,0 +1,653 @@
+/*
+ * it_jepsen -- a Jepsen-style run (issue 17): a cluster on a real network
+ * (every shoal-node and the router in its own network namespace,
+ * cluster.sh up --netns), concurrent clients in the root namespace whose
+ * operations are recorded as a history (tests/lib/tl_history.h), a seeded
+ * nemesis of kernel and process faults, and the checkers:
+ *
+ *  - registers: item {PK "r<slot>.<gen>", v N}; ConsistentRead GetItem
+ *    (read), PutItem of a fresh unique value (write), UpdateItem SET v with
+ *    ConditionExpression on the current value (cas; expected nil:
+ *    attribute_not_exists(PK)).  Linearizable per key.
+ *  - lists: item {PK "l<slot>.<gen>", l L}; UpdateItem
+ *    SET l = list_append(if_not_exists(l, :empty), :x) of a unique element
+ *    (append) and ConsistentRead GetItem (read-list): no lost, duplicated or
+ *    reordered append.
+ *
+ * Outcomes are raw (client retries 0, throttle_retries 0, one attempt per
+ * call: attempt_timeout_ms = deadline_ms so nng never resends): ok;
+ * ConditionalCheckFailedException is an ok cas that did not swap; a
+ * ValidationException (refused before anything could apply) is fail; any
+ * other error (timeout, ServiceUnavailable, InternalServerError) is info.
+ * A failed read is fail (a read changes nothing).
+ *
+ * Each key takes at most PER_KEY operations, then its slot moves on to a
+ * fresh key (the next generation), as Jepsen's independent keys do: the
+ * checker's search grows with the overlap in one key's history.
+ *
+ * The nemesis, every 1-3 s, one fault at a time, held 1-4 s then healed:
+ * isolate a node (two times in three the leader of a random group, found
+ * with ClusterStatus) from the other nodes (the router still reaches it),
+ * cut two nodes from each other, a one-way cut, 30% packet loss on a node,
+ * SIGKILL of a node and a restart, SIGSTOP of a node and SIGCONT.  At the
+ * end: heal everything, wait until every key can be read, read every key.
+ *
+ * CHAOS_SECS sets the duration (default 30); SHOAL_SEED replays the fault
+ * schedule (the workload's interleaving is the machine's).  On a violation
+ * the history is saved to a file (path printed) and the checker's witness is
+ * printed; `build/bin/history_check FILE` re-checks it.  JEPSEN_HISTORY=FILE
+ * saves every run's history there.  The cluster is made and removed by the
+ * parent process, as in it_netns (Check's child _exits on a failed
+ * assertion, so only the parent can be trusted to remove the namespaces).
+ * Without namespaces the test prints SKIP and passes.
+ */
+#include <check.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/shoal.h"
+#include "tests/lib/testlib.h"
+#include "tests/lib/tl_cluster.h"
+#include "tests/lib/tl_history.h"
+#include "tests/lib/tl_netns.h"
+
+#define NODES      3
+#define GROUPS     3
+#define WORKERS    8
+#define REG_SLOTS  6
+#define LIST_SLOTS 3
+#define SLOTS      (REG_SLOTS + LIST_SLOTS)
+#define PER_KEY    200  /* operations per key before its slot moves on */
+#define MAX_GENS   4096 /* generations per slot */
+#define CALL_MS    2000 /* one attempt, no resend; faults leave some ops info */
+#define FINAL_PROC 1000 /* the process of the final reads */
+
+static tl_cluster C;
+static char prefix[16];
+static bool skipped;
+static char skip_why[512];
+static unsigned seed;
+static shoal_client *client;
+static tl_history *H;
+static atomic_bool stop;
+static atomic_llong next_value = 1;
+
+/* A slot is a sequence of keys (generations); its current key takes
+ * PER_KEY operations.  `last` is a value recently seen in the register, a
+ * plausible expectation for a cas. */
+typedef struct {
+	int gen, ops;
+	int64_t last;
+} slot;
+static slot slots[SLOTS];
+static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
+
+enum { F_ISOLATE, F_CUT, F_ONEWAY, F_LOSS, F_KILL, F_PAUSE, F_KINDS };
+static const char *fault_name[F_KINDS] = {"isolate",  "cut",     "one-way cut",
+                                          "30% loss", "kill -9", "SIGSTOP"};
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The nemesis's schedule, and pauses between polls of a condition. */
+static void pause_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};
+	nanosleep(&ts, NULL);
+}
+
+static void key_name(char *buf, size_t n, int s, int gen)
+{
+	snprintf(buf, n, "%c%d.%d", s < REG_SLOTS ? 'r' : 'l', s < REG_SLOTS ? s : s - REG_SLOTS,
+	         gen);
+}
+
+static void setup(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	skipped = !tl_netns_available(skip_why, sizeof(skip_why));
+	if (skipped)
+		return;
+	snprintf(prefix, sizeof(prefix), "sj%d", (int)(getpid() % 100000));
+	if (!tl_netns_up(&C, prefix, NODES, 1, GROUPS)) {
+		fprintf(stderr, "it_jepsen: the namespaced cluster did not start\n");
+		C.endpoint[0] = '\0';
+	}
+}
+
+static void teardown(void)
+{
+	if (skipped)
+		return;
+	tl_netns_heal_all(&C);
+	tl_cluster_down(&C);
+}
+
+/* ---- operations -------------------------------------------------------- */
+
+/* The outcome of a write-like call that did not succeed. */
+static tl_kind error_kind(int rc, const shoal_error *err)
+{
+	if (err->source == SHOAL_SRC_REQUEST || rc == SHOAL_E_VALIDATION)
+		return TL_FAIL;
+	return TL_INFO;
+}
+
+/* GetItem with ConsistentRead of key; SHOAL_OK with *item (or NULL when
+ * absent; json_decref it). */
+static int get_item(const char *key, json_t **item, shoal_error *err)
+{
+	char body[256], *out = NULL;
+	snprintf(
+	    body, sizeof(body),
+	    "{\"TableName\":\"jepsen\",\"Key\":{\"PK\":{\"S\":\"%s\"}},\"ConsistentRead\":true}",
+	    key);
+	*item = NULL;
+	int rc = shoal_call_json(client, "GetItem", body, &out, err);
+	if (rc != SHOAL_OK)
+		return rc;
+	json_t *j = json_loads(out, 0, NULL);
+	shoal_free(out);
+	if (j == NULL) {
+		err->source = SHOAL_SRC_PROTOCOL;
+		snprintf(err->message, sizeof(err->message), "GetItem: unparsable answer");
+		return SHOAL_E_INTERNAL;
+	}
+	json_t *it = json_object_get(j, "Item");
+	if (it != NULL)
+		*item = json_incref(it);
+	json_decref(j);
+	return SHOAL_OK;
+}
+
+static int64_t num_attr(json_t *item, const char *name)
+{
+	const char *n = json_string_value(json_object_get(json_object_get(item, name), "N"));
+	return n != NULL ? strtoll(n, NULL, 10) : TL_NIL;
+}
+
+/* A read of register key; true if ok (its value in *v). */
+static bool do_read(int proc, const char *key, int64_t *v)
+{
+	size_t id = tl_history_invoke(H, proc, TL_READ, key, 0, 0);
+	json_t *item;
+	shoal_error err;
+	int rc = get_item(key, &item, &err);
+	if (rc != SHOAL_OK) {
+		tl_history_complete(H, id, TL_FAIL, 0);
+		return false;
+	}
+	*v = item != NULL ? num_attr(item, "v") : TL_NIL;
+	json_decref(item);
+	tl_history_complete(H, id, TL_OK, *v);
+	return true;
+}
+
+static void do_write(int proc, const char *key, int64_t v)
+{
+	char body[256];
+	snprintf(
+	    body, sizeof(body),
+	    "{\"TableName\":\"jepsen\",\"Item\":{\"PK\":{\"S\":\"%s\"},\"v\":{\"N\":\"%lld\"}}}",
+	    key, (long long)v);
+	size_t id = tl_history_invoke(H, proc, TL_WRITE, key, v, 0);
+	shoal_error err;
+	char *out = NULL;
+	int rc = shoal_call_json(client, "PutItem", body, &out, &err);
+	shoal_free(out);
+	tl_history_complete(H, id, rc == SHOAL_OK ? TL_OK : error_kind(rc, &err), 0);
+}
+
+static void do_cas(int proc, const char *key, int64_t expected, int64_t v)
+{
+	char body[512];
+	if (expected == TL_NIL)
+		snprintf(body, sizeof(body),
+		         "{\"TableName\":\"jepsen\",\"Key\":{\"PK\":{\"S\":\"%s\"}},"
+		         "\"UpdateExpression\":\"SET v = :n\","
+		         "\"ConditionExpression\":\"attribute_not_exists(PK)\","
+		         "\"ExpressionAttributeValues\":{\":n\":{\"N\":\"%lld\"}}}",
+		         key, (long long)v);
+	else
+		snprintf(body, sizeof(body),
+		         "{\"TableName\":\"jepsen\",\"Key\":{\"PK\":{\"S\":\"%s\"}},"
+		         "\"UpdateExpression\":\"SET v = :n\",\"ConditionExpression\":\"v = :e\","
+		         "\"ExpressionAttributeValues\":{\":n\":{\"N\":\"%lld\"},"
+		         "\":e\":{\"N\":\"%lld\"}}}",
+		         key, (long long)v, (long long)expected);
+	size_t id = tl_history_invoke(H, proc, TL_CAS, key, expected, v);
+	shoal_error err;
+	char *out = NULL;
+	int rc = shoal_call_json(client, "UpdateItem", body, &out, &err);
+	shoal_free(out);
+	if (rc == SHOAL_OK)
+		tl_history_complete(H, id, TL_OK, 1);
+	else if (rc == SHOAL_E_CONDITION_FAILED)
+		tl_history_complete(H, id, TL_OK, 0);
+	else
+		tl_history_complete(H, id, error_kind(rc, &err), 0);
+}
+
+static void do_append(int proc, const char *key, int64_t x)
+{
+	char body[512];
+	snprintf(body, sizeof(body),
+	         "{\"TableName\":\"jepsen\",\"Key\":{\"PK\":{\"S\":\"%s\"}},"
+	         "\"UpdateExpression\":\"SET l = list_append(if_not_exists(l, :empty), :x)\","
+	         "\"ExpressionAttributeValues\":{\":empty\":{\"L\":[]},"
+	         "\":x\":{\"L\":[{\"N\":\"%lld\"}]}}}",
+	         key, (long long)x);
+	size_t id = tl_history_invoke(H, proc, TL_APPEND, key, x, 0);
+	shoal_error err;
+	char *out = NULL;
+	int rc = shoal_call_json(client, "UpdateItem", body, &out, &err);
+	shoal_free(out);
+	tl_history_complete(H, id, rc == SHOAL_OK ? TL_OK : error_kind(rc, &err), 0);
+}
+
+static bool do_read_list(int proc, const char *key)
+{
+	size_t id = tl_history_invoke(H, proc, TL_READ_LIST, key, 0, 0);
+	json_t *item;
+	shoal_error err;
+	if (get_item(key, &item, &err) != SHOAL_OK) {
+		tl_history_complete(H, id, TL_FAIL, 0);
+		return false;
+	}
+	json_t *l = json_object_get(json_object_get(item, "l"), "L");
+	size_t n = json_array_size(l), i;
+	int64_t *xs = calloc(n + 1, sizeof(*xs));
+	ck_assert_ptr_nonnull(xs);
+	json_t *e;
+	json_array_foreach(l, i, e)
+	{
+		const char *x = json_string_value(json_object_get(e, "N"));
+		xs[i] = x != NULL ? strtoll(x, NULL, 10) : TL_NIL;
+	}
+	json_decref(item);
+	tl_history_complete_list(H, id, TL_OK, xs, n);
+	free(xs);
+	return true;
+}
+
+static void *worker(void *arg)
+{
+	int proc = (int)(intptr_t)arg;
+	unsigned rng = seed * 31u + (unsigned)proc;
+	while (!atomic_load(&stop)) {
+		int s = (int)(rand_r(&rng) % SLOTS);
+		char key[32];
+		pthread_mutex_lock(&slots_mu);
+		if (slots[s].ops >= PER_KEY && slots[s].gen + 1 < MAX_GENS) {
+			slots[s].gen++;
+			slots[s].ops = 0;
+			slots[s].last = TL_NIL;
+		}
+		slots[s].ops++;
+		int gen = slots[s].gen;
+		int64_t expected = slots[s].last;
+		pthread_mutex_unlock(&slots_mu);
+		key_name(key, sizeof(key), s, gen);
+		int64_t v = atomic_fetch_add(&next_value, 1);
+		unsigned dice = rand_r(&rng) % 10;
+		if (s >= REG_SLOTS) {
+			if (dice < 5)
+				do_append(proc, key, v);
+			else
+				do_read_list(proc, key);
+			continue;
+		}
+		int64_t seen;
+		if (dice < 4) {
+			if (do_read(proc, key, &seen)) {
+				pthread_mutex_lock(&slots_mu);
+				if (slots[s].gen == gen)
+					slots[s].last = seen;
+				pthread_mutex_unlock(&slots_mu);
+			}
+		} else if (dice < 6) {
+			do_write(proc, key, v);
+		} else {
+			do_cas(proc, key, expected, v);
+			pthread_mutex_lock(&slots_mu);
+			if (slots[s].gen == gen)
+				slots[s].last = v; /* a guess: right if it swapped */
+			pthread_mutex_unlock(&slots_mu);
+		}
+	}
+	return NULL;
+}
+
+/* ---- the nemesis ------------------------------------------------------- */
+
+static pid_t node_pid(int id)
+{
+	char path[1100];
+	snprintf(path, sizeof(path), "%s/node-%d.pid", C.dir, id);
+	char *text = tl_read_file(path);
+	ck_assert_msg(text != NULL, "no pid file for node %d", id);
+	pid_t pid = (pid_t)atol(text);
+	free(text);
+	ck_assert_int_gt(pid, 1);
+	return pid;
+}
+
+/* The node that leads group g according to ClusterStatus, or 0. */
+static int leader_of(int g)
+{
+	char *out = NULL;
+	shoal_error err;
+	if (shoal_call_json(client, "ClusterStatus", NULL, &out, &err) != SHOAL_OK)
+		return 0;
+	json_t *j = json_loads(out, 0, NULL);
+	shoal_free(out);
+	int leader = 0;
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(j, "Groups"), i, e)
+	{
+		const char *role = json_string_value(json_object_get(e, "Role"));
+		if (json_integer_value(json_object_get(e, "Group")) == g && role != NULL &&
+		    strcmp(role, "leader") == 0)
+			leader = (int)json_integer_value(json_object_get(e, "Node"));
+	}
+	json_decref(j);
+	return leader >= 1 && leader <= NODES ? leader : 0;
+}
+
+/* One fault, held `hold` ms, then healed.  Returns its kind. */
+static int fault(unsigned *rng, int64_t t0)
+{
+	int kind = (int)(rand_r(rng) % F_KINDS);
+	int hold = 1000 + (int)(rand_r(rng) % 3000);
+	int a = 1 + (int)(rand_r(rng) % NODES);
+	int b = 1 + (a + (int)(rand_r(rng) % (NODES - 1))) % NODES;
+	int g = 1 + (int)(rand_r(rng) % GROUPS);
+	bool leader = rand_r(rng) % 3 != 0;
+	char as[8], bs[8];
+	if (kind == F_ISOLATE && leader) {
+		int l = leader_of(g);
+		if (l != 0)
+			a = l;
+	}
+	snprintf(as, sizeof(as), "%d", a);
+	snprintf(bs, sizeof(bs), "%d", b);
+	printf("it_jepsen: +%.1fs %s node %d%s%s, held %d ms\n", (now_ms() - t0) / 1000.0,
+	       fault_name[kind], a, kind == F_CUT || kind == F_ONEWAY ? " / node " : "",
+	       kind == F_CUT || kind == F_ONEWAY ? bs : "", hold);
+	switch (kind) {
+	case F_ISOLATE:
+		ck_assert(tl_netns_isolate(&C, as));
+		break;
+	case F_CUT:
+		ck_assert(tl_netns_cut(&C, as, bs));
+		break;
+	case F_ONEWAY:
+		ck_assert(tl_netns_oneway(&C, as, bs));
+		break;
+	case F_LOSS:
+		ck_assert(tl_netns_loss(&C, as, 30));
+		break;
+	case F_KILL:
+		ck_assert(tl_cluster_stop_node(&C, a, true));
+		break;
+	case F_PAUSE:
+		ck_assert_int_eq(kill(node_pid(a), SIGSTOP), 0);
+		break;
+	}
+	pause_ms(hold);
+	switch (kind) {
+	case F_LOSS:
+		ck_assert(tl_netns_loss(&C, as, 0));
+		break;
+	case F_KILL:
+		ck_assert_msg(tl_cluster_start_node(&C, a), "node %d did not restart (seed %u)", a,
+		              seed);
+		break;
+	case F_PAUSE:
+		ck_assert_int_eq(kill(node_pid(a), SIGCONT), 0);
+		break;
+	default:
+		ck_assert(tl_netns_heal_all(&C));
+	}
+	return kind;
+}
+
+/* ---- figures ----------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The longest time in [from, to] with no operation completing ok. */
+static uint64_t longest_gap(uint64_t from, uint64_t to)
+{
+	size_t n = tl_history_len(H), k = 0;
+	uint64_t *t = malloc((n + 2) * sizeof(*t));
+	ck_assert_ptr_nonnull(t);
+	t[k++] = from;
+	for (size_t i = 0; i < n; i++) {
+		const tl_op *op = tl_history_op(H, i);
+		if (op->kind == TL_OK && op->t_complete > from && op->t_complete < to)
+			t[k++] = op->t_complete;
+	}
+	t[k++] = to;
+	qsort(t, k, sizeof(*t), cmp_u64);
+	uint64_t gap = 0;
+	for (size_t i = 1; i < k; i++)
+		if (t[i] - t[i - 1] > gap)
+			gap = t[i] - t[i - 1];
+	free(t);
+	return gap;
+}
+
+/* Reports a checker's result; true if it found a violation. */
+static bool report(const char *what, tl_check_result *r)
+{
+	printf("it_jepsen: %s: %s (%zu keys, %zu failed, %zu unknown, %llu states)\n", what,
+	       tl_verdict_name(r->verdict), r->keys, r->keys_failed, r->keys_unknown,
+	       (unsigned long long)r->states);
+	if (r->verdict == TL_UNKNOWN)
+		printf("it_jepsen: %s: the search ran out of budget on key %s\n", what, r->key);
+	if (r->verdict != TL_NOT_LINEARIZABLE)
+		return false;
+	char path[256];
+	snprintf(path, sizeof(path), "/tmp/it_jepsen-%u-%d.history", seed, (int)getpid());
+	int rc = tl_history_dump_file(H, path);
+	printf("it_jepsen: VIOLATION (%s) on key %s (seed %u): %s\n", what, r->key, seed, r->msg);
+	printf("it_jepsen: history %s %s (re-check: build/bin/history_check %s)\n",
+	       rc == 0 ? "saved to" : "NOT saved to", path, path);
+	if (r->witness != NULL) {
+		printf("it_jepsen: witness:\n");
+		tl_history_dump(r->witness, stdout);
+	}
+	return true;
+}
+
+START_TEST(test_jepsen)
+{
+	if (skipped) {
+		printf("SKIP it_jepsen: %s\n", skip_why);
+		return;
+	}
+	ck_assert_msg(C.endpoint[0] != '\0', "no cluster");
+	int secs = 30;
+	const char *e = getenv("CHAOS_SECS");
+	if (e != NULL && atoi(e) > 0)
+		secs = atoi(e);
+	printf("it_jepsen: seed %u (SHOAL_SEED=%u replays the fault schedule), %d s\n", seed, seed,
+	       secs);
+
+	shoal_options o;
+	shoal_options_init(&o);
+	o.attempt_timeout_ms = CALL_MS;
+	o.deadline_ms = CALL_MS;
+	o.retries = 0;
+	o.throttle_retries = 0;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, &o, &client, msg) == SHOAL_OK, "%s", msg);
+	/* A CreateTable that timed out may have applied: then the next one
+	 * finds the table (ResourceInUse). */
+	shoal_error err;
+	int rc;
+	int64_t deadline = now_ms() + 30000;
+	do {
+		char *out = NULL;
+		rc = shoal_call_json(
+		    client, "CreateTable",
+		    "{\"TableName\":\"jepsen\",\"AttributeDefinitions\":[{\"AttributeName\":"
+		    "\"PK\",\"AttributeType\":\"S\"}],\"KeySchema\":[{\"AttributeName\":\"PK\","
+		    "\"KeyType\":\"HASH\"}],\"BillingMode\":\"PAY_PER_REQUEST\"}",
+		    &out, &err);
+		shoal_free(out);
+		if (rc != SHOAL_OK && rc != SHOAL_E_IN_USE)
+			pause_ms(200);
+	} while (rc != SHOAL_OK && rc != SHOAL_E_IN_USE && now_ms() < deadline);
+	ck_assert_msg(rc == SHOAL_OK || rc == SHOAL_E_IN_USE, "CreateTable: %s: %s", err.exception,
+	              err.message);
+
+	H = tl_history_new();
+	for (int s = 0; s < SLOTS; s++)
+		slots[s].last = TL_NIL;
+	pthread_t th[WORKERS];
+	uint64_t t_start = tl_history_now();
+	int64_t t0 = now_ms(), end = t0 + (int64_t)secs * 1000;
+	for (int i = 0; i < WORKERS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, worker, (void *)(intptr_t)(i + 1)),
+		                 0);
+
+	unsigned rng = seed;
+	int faults[F_KINDS] = {0}, nfaults = 0;
+	pause_ms(1000);
+	while (now_ms() < end) {
+		faults[fault(&rng, t0)]++;
+		nfaults++;
+		pause_ms(1000 + (int)(rand_r(&rng) % 2000));
+	}
+	ck_assert(tl_netns_heal_all(&C));
+	/* Every node runs: none died on its own. */
+	for (int id = 1; id <= NODES; id++)
+		ck_assert_msg(kill(node_pid(id), 0) == 0, "node %d died on its own (seed %u)", id,
+		              seed);
+	int64_t t_heal = now_ms();
+	atomic_store(&stop, true);
+	for (int i = 0; i < WORKERS; i++)
+		pthread_join(th[i], NULL);
+	uint64_t t_stop = tl_history_now();
+
+	/* Final reads of every key, each retried until it is ok (60 s). */
+	deadline = now_ms() + 60000;
+	int keys = 0, first_ok_ms = -1;
+	for (int s = 0; s < SLOTS; s++)
+		for (int gen = 0; gen <= slots[s].gen; gen++) {
+			char key[32];
+			key_name(key, sizeof(key), s, gen);
+			int64_t v;
+			bool ok = false;
+			while (!ok && now_ms() < deadline) {
+				ok = s < REG_SLOTS ? do_read(FINAL_PROC, key, &v)
+				                   : do_read_list(FINAL_PROC, key);
+				if (!ok)
+					pause_ms(200);
+			}
+			ck_assert_msg(ok,
+			              "key %s could not be read within 60 s of healing (seed %u)",
+			              key, seed);
+			if (first_ok_ms < 0)
+				first_ok_ms = (int)(now_ms() - t_heal);
+			keys++;
+		}
+	printf("it_jepsen: healed; first final read ok %d ms later; %d keys read in %lld ms\n",
+	       first_ok_ms, keys, (long long)(now_ms() - t_heal));
+
+	/* Figures. */
+	size_t n = tl_history_len(H);
+	size_t by[5][4] = {{0}}, swapped = 0; /* by fn, by kind */
+	for (size_t i = 0; i < n; i++) {
+		const tl_op *op = tl_history_op(H, i);
+		by[op->fn][op->kind]++;
+		swapped += op->fn == TL_CAS && op->kind == TL_OK && op->value == 1;
+	}
+	static const char *fns[5] = {"read", "write", "cas", "append", "read-list"};
+	size_t tot[4] = {0};
+	for (int f = 0; f < 5; f++) {
+		printf("it_jepsen: %-9s ok %zu, fail %zu, info %zu, pending %zu\n", fns[f],
+		       by[f][TL_OK], by[f][TL_FAIL], by[f][TL_INFO], by[f][TL_INVOKE]);
+		for (int k = 0; k < 4; k++)
+			tot[k] += by[f][k];
+	}
+	printf("it_jepsen: cas ok: %zu swapped, %zu condition false\n", swapped,
+	       by[TL_CAS][TL_OK] - swapped);
+	printf("it_jepsen: %zu operations: ok %zu, fail %zu, info %zu\n", n, tot[TL_OK],
+	       tot[TL_FAIL], tot[TL_INFO] + tot[TL_INVOKE]);
+	printf("it_jepsen: %d faults:", nfaults);
+	for (int k = 0; k < F_KINDS; k++)
+		printf(" %s %d%s", fault_name[k], faults[k], k + 1 < F_KINDS ? "," : "\n");
+	printf("it_jepsen: longest window without an ok operation: %.2f s\n",
+	       longest_gap(t_start, t_stop) / 1e9);
+
+	/* Checks. */
+	tl_check_result r;
+	memset(&r, 0, sizeof(r));
+	int64_t tc = now_ms();
+	tl_check_registers(H, 0, &r);
+	bool bad_reg = report("registers", &r);
+	tl_check_result_fini(&r);
+	memset(&r, 0, sizeof(r));
+	tl_check_lists(H, &r);
+	bool bad_list = report("lists", &r);
+	tl_check_result_fini(&r);
+	const char *save = getenv("JEPSEN_HISTORY");
+	if (save != NULL)
+		printf("it_jepsen: history %s %s\n",
+		       tl_history_dump_file(H, save) == 0 ? "saved to" : "NOT saved to", save);
+	printf("it_jepsen: violations: %d (checked in %lld ms)\n", bad_reg + bad_list,
+	       (long long)(now_ms() - tc));
+	ck_assert_msg(!bad_reg && !bad_list, "linearizability violation (seed %u)", seed);
+	ck_assert_msg(tot[TL_OK] > 0, "no operation succeeded");
+	tl_history_free(H);
+	H = NULL;
+	shoal_client_free(client);
+	client = NULL;
+}
+END_TEST
+
+int main(void)
+{
+	tl_fail_hook = tl_fail_check;
+	const char *s = getenv("SHOAL_SEED");
+	seed =
+	    s != NULL ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL) ^ (unsigned)getpid();
+	int secs = getenv("CHAOS_SECS") != NULL ? atoi(getenv("CHAOS_SECS")) : 30;
+	Suite *su = suite_create("jepsen");
+	TCase *tc = tcase_create("core");
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, (secs > 0 ? secs : 30) + 300);
+	tcase_add_test(tc, test_jepsen);
+	suite_add_tcase(su, tc);
+	SRunner *sr = srunner_create(su);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (!skipped && tl_sh("ip netns list | grep -E '^%s-' ; ip -o link show | grep -E ': %s-'",
+	                      prefix, prefix) == 0) {
+		printf("it_jepsen: namespaces or links %s-* left behind (listed above)\n", prefix);
+		failed++;
+	}
+	if (failed != 0)
+		printf("it_jepsen: FAILED with seed %u (SHOAL_SEED=%u to replay)\n", seed, seed);
+	return failed == 0 ? 0 : 1;
+}
