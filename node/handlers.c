@@ -32,7 +32,6 @@
 #include "common/alloc.h"
 #include "node/capacity.h"
 #include "node/node.h"
-#include "storage/route.h"
 #include "proto/wire.h"
 
 /* BatchGetItem: stop adding items past this many bytes of item data and
@@ -54,14 +53,13 @@ static void charge_read(node_call *c, const char *table, const char *index, doub
 }
 
 /* The units of a Query or Scan page (the bytes read), charged to the table
- * or to the index read; its ConsumedCapacity (*out NULL for NONE).  key: the
- * partition key value a Query read (NULL for a Scan). */
+ * or to the index read (a Query's partition key names its hot key); its
+ * ConsumedCapacity (*out NULL for NONE). */
 static int page_capacity(node_call *c, wire_rcc rcc, const char *table, const char *index,
-                         bool consistent, const st_page *page, const st_value *key,
-                         Shoal__ConsumedCapacity **out)
+                         bool consistent, const st_page *page, Shoal__ConsumedCapacity **out)
 {
 	double units = wire_read_units(page->bytes_read, consistent);
-	charge_read(c, table, index, units, key);
+	charge_read(c, table, index, units, page->pk);
 	int rc = wire_capacity_new(c->arena, rcc, table, out);
 	if (rc != SHOAL_OK || *out == NULL)
 		return rc != SHOAL_OK ? nomem(c) : SHOAL_OK;
@@ -182,27 +180,6 @@ int node_handle_transact_get_items(node_call *c)
 	return SHOAL_OK;
 }
 
-/* The partition key value a Query reads (for the hot-key sketch), or NULL
- * when it cannot be told (st_query_route checks as st_query did). */
-static const st_value *query_key(node_call *c, const st_query_req *r)
-{
-	char errmsg[SH_ERRMSG_SIZE];
-	st_table_info info;
-	if (st_table_describe(node_group_env(c->group), r->table, c->arena, &info, errmsg) !=
-	    SHOAL_OK)
-		return NULL;
-	const st_index_def *x = NULL;
-	for (uint32_t i = 0; r->index != NULL && i < info.def.n_indexes; i++)
-		if (strcmp(info.def.indexes[i].name, r->index) == 0)
-			x = &info.def.indexes[i];
-	if (r->index != NULL && x == NULL)
-		return NULL;
-	st_query_route_plan plan;
-	if (st_query_route(r, &info.def, x, c->arena, &plan, errmsg) != SHOAL_OK)
-		return NULL;
-	return plan.pk;
-}
-
 int node_handle_query(node_call *c)
 {
 	st_query_req r;
@@ -216,7 +193,7 @@ int node_handle_query(node_call *c)
 		rc = wire_query_resp_to_pb(c->arena, &page, &out, c->errmsg);
 	if (rc == SHOAL_OK)
 		rc = page_capacity(c, WIRE_RCC(c->req->request->query), r.table, r.index,
-		                   r.consistent, &page, query_key(c, &r), &out->consumed_capacity);
+		                   r.consistent, &page, &out->consumed_capacity);
 	if (rc != SHOAL_OK)
 		return rc;
 	c->nresp->read_bytes = page.bytes_read;
@@ -301,7 +278,7 @@ int node_handle_scan(node_call *c)
 	if ((rc = wire_scan_resp_to_pb(c->arena, &page, &out, c->errmsg)) != SHOAL_OK)
 		return rc;
 	if ((rc = page_capacity(c, WIRE_RCC(c->req->request->scan), r.table, r.index, r.consistent,
-	                        &page, NULL, &out->consumed_capacity)) != SHOAL_OK)
+	                        &page, &out->consumed_capacity)) != SHOAL_OK)
 		return rc;
 	c->nresp->read_bytes = page.bytes_read;
 	c->resp->result_case = SHOAL__RESPONSE__RESULT_SCAN;

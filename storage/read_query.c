@@ -297,8 +297,16 @@ static int query_exec(MDB_txn *txn, st_env *env, const st_query_req *req, const 
 		st_read_query_range_at(&h, &kc, &r);
 	}
 	r.forward = req->forward;
-	return range_page(txn, env, &r, rt, p, p->esk != NULL ? &start : NULL, start_sk, &kc,
-	                  req->select, req->limit, a, out, errmsg);
+	rc = range_page(txn, env, &r, rt, p, p->esk != NULL ? &start : NULL, start_sk, &kc,
+	                req->select, req->limit, a, out, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	/* The partition key value read, for the caller's accounting. */
+	st_value *pk = sh_arena_alloc(a, sizeof(*pk));
+	if (pk == NULL || st_value_copy(a, kc.hash, pk) != SHOAL_OK)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "query: out of memory");
+	out->pk = pk;
+	return SHOAL_OK;
 }
 
 int st_query_route(const st_query_req *req, const st_table_def *t, const st_index_def *x,

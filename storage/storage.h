@@ -677,6 +677,9 @@ typedef struct st_page {
 	/* Sum of st_item_size of the items evaluated (read, before the filter):
 	 * what ReturnConsumedCapacity charges for the page. */
 	uint64_t bytes_read;
+	/* Query: the partition key value read (arena memory), which names the
+	 * partition's hot key; NULL for Scan. */
+	const st_value *pk;
 } st_page;
 
 int st_query(st_env *env, const st_query_req *req, sh_arena *a, st_page *out, char *errmsg);
