@@ -75,6 +75,7 @@ int node_cap_open(node *n, node_cap **out, char *errmsg)
 		if (cg == NULL)
 			goto nomem;
 		pthread_mutex_init(&cg->mu, NULL);
+		atomic_init(&cg->catalog_changed, true);
 		c->g[g] = cg;
 	}
 	*out = c;
@@ -270,6 +271,13 @@ void node_cap_charge_index(node_cap *c, uint32_t gid, uint32_t table_id, uint16_
 			*over = true;
 	}
 	pthread_mutex_unlock(&cg->mu);
+}
+
+void node_cap_catalog_changed(node_cap *c, uint32_t gid)
+{
+	cap_group *cg = cap_group_of(c, gid);
+	if (cg != NULL)
+		atomic_store(&cg->catalog_changed, true);
 }
 
 void node_cap_gsi_behind(node_cap *c, uint32_t gid, uint32_t table_id, int64_t for_ms)

@@ -7,6 +7,7 @@
 #define SHOAL_NODE_CAPACITY_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "common/clock.h"
 #include "node/capacity.h"
@@ -37,6 +38,9 @@ typedef struct cap_group {
 	uint32_t n, size;
 	cap_sketch hot;
 	bool leading;
+	/* Set by node_cap_catalog_changed (any thread), taken by the tick,
+	 * which then reads the group's catalog again; set at start. */
+	atomic_bool catalog_changed;
 } cap_group;
 
 /* Another node's report of a partition it leads (node_handle_cap_report). */

@@ -104,11 +104,9 @@ static void copy_name(char *dst, size_t size, const char *src)
 	dst[l] = '\0';
 }
 
-/* Merges the catalog's partitions into cg (new ones get full one-second
- * buckets, gone ones are dropped) and closes the second: per-second
- * figures from the windows.  Under cg->mu. */
-static int merge_defs(node_cap *c, cap_group *cg, const cap_def *defs, uint32_t n, int64_t now,
-                      double dt)
+/* Merges the catalog's partitions into cg: new ones get one-second
+ * buckets, gone ones are dropped.  Under cg->mu. */
+static int merge_defs(node_cap *c, cap_group *cg, const cap_def *defs, uint32_t n, int64_t now)
 {
 	for (uint32_t i = 0; i < cg->n; i++)
 		cg->parts[i].seen = false;
@@ -147,22 +145,30 @@ static int merge_defs(node_cap *c, cap_group *cg, const cap_def *defs, uint32_t 
 	}
 	uint32_t w = 0;
 	for (uint32_t i = 0; i < cg->n; i++) {
-		cap_part *p = &cg->parts[i];
-		if (!p->seen)
+		if (!cg->parts[i].seen)
 			continue;
+		if (w != i)
+			cg->parts[w] = cg->parts[i];
+		w++;
+	}
+	cg->n = w;
+	return SHOAL_OK;
+}
+
+/* Closes a second of dt: per-second figures from the windows, the sketch
+ * rolled.  Under cg->mu. */
+static void roll_group(cap_group *cg, double dt)
+{
+	for (uint32_t i = 0; i < cg->n; i++) {
+		cap_part *p = &cg->parts[i];
 		for (int k = 0; k < 2; k++) {
 			p->last[k] = p->win[k] / dt;
 			p->thr_last[k] = (double)p->thr_win[k] / dt;
 			p->win[k] = 0;
 			p->thr_win[k] = 0;
 		}
-		if (w != i)
-			cg->parts[w] = *p;
-		w++;
 	}
-	cg->n = w;
 	cap_sketch_roll(&cg->hot, dt);
-	return SHOAL_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -328,14 +334,22 @@ void node_cap_tick(node_cap *c)
 		node_group_status st;
 		node_group_status_get(grp, &st);
 		lead[g] = st.role == RAFT_LEADER;
-		cap_def *defs;
-		uint32_t n;
-		if (node_group_health(grp, NULL) != SHOAL_OK ||
-		    read_defs(c, grp, &c->scratch, &defs, &n) != SHOAL_OK)
+		if (node_group_health(grp, NULL) != SHOAL_OK)
 			continue;
+		/* The catalog is read again only when it changed (a DDL entry
+		 * or a snapshot applied: node_cap_catalog_changed); taken
+		 * before the read, so a change during it is read next time. */
+		cap_def *defs = NULL;
+		uint32_t n = 0;
+		bool reread = atomic_exchange(&cg->catalog_changed, false);
+		if (reread && read_defs(c, grp, &c->scratch, &defs, &n) != SHOAL_OK) {
+			atomic_store(&cg->catalog_changed, true);
+			reread = false;
+		}
 		pthread_mutex_lock(&cg->mu);
 		cg->leading = lead[g];
-		int rc = merge_defs(c, cg, defs, n, now, dt);
+		int rc = reread ? merge_defs(c, cg, defs, n, now) : SHOAL_OK;
+		roll_group(cg, dt);
 		if (rc == SHOAL_OK && n_use + cg->n > size_use) {
 			uint32_t ns = (n_use + cg->n) * 2;
 			cap_use *nu = sh_arena_alloc(&c->scratch, ns * sizeof(*nu));

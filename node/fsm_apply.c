@@ -571,6 +571,22 @@ static int run_op(op_ctx *c, const Shoal__CommandOp *op)
 	}
 }
 
+/* Whether cmd holds an operation that may change the group's catalog. */
+static bool changes_catalog(const Shoal__Command *cmd)
+{
+	for (size_t i = 0; i < cmd->n_ops; i++)
+		switch (cmd->ops[i]->op_case) {
+		case SHOAL__COMMAND_OP__OP_DEFINE_TABLE:
+		case SHOAL__COMMAND_OP__OP_DROP_TABLE:
+		case SHOAL__COMMAND_OP__OP_UPDATE_TABLE:
+		case SHOAL__COMMAND_OP__OP_ACTIVATE_INDEX:
+			return true;
+		default:
+			break;
+		}
+	return false;
+}
+
 static int pack_response(const Shoal__NodeResponse *nr, uint8_t **buf, size_t *len, char *errmsg)
 {
 	size_t n = shoal__node_response__get_packed_size(nr);
@@ -719,6 +735,8 @@ static int apply_command(node_fsm *f, const Shoal__Command *cmd, uint64_t index,
 		goto err_after_results;
 	if (b != NULL)
 		b->applied = true;
+	if (f->cap != NULL && changes_catalog(cmd))
+		node_cap_catalog_changed(f->cap, f->group);
 	return SHOAL_OK;
 
 err_after_txn:

@@ -68,6 +68,7 @@
 
 #include "common/alloc.h"
 #include "node/fsm_int.h"
+#include "node/node.h"
 
 #define SNAP_MAGIC    "SHOALSNP"
 #define SNAP_VERSION  1u
@@ -396,6 +397,8 @@ int node_fsm_restore_cb(struct raft_fsm *rf, struct raft_buffer *buf)
 		return node_fsm_fail(f, rc, "group %u: restoring snapshot at %llu: %s", f->group,
 		                     (unsigned long long)applied, msg);
 	f->applied = st_env_applied(f->env);
+	if (f->cap != NULL) /* a whole new catalog */
+		node_cap_catalog_changed(f->cap, f->group);
 	raft_free(buf->base);
 	return 0;
 }

@@ -652,6 +652,9 @@ int node_cap_open(node *n, node_cap **out, char *errmsg);
 void node_cap_free(node_cap *c);
 /* Loop thread, after every iteration; does its work once a second. */
 void node_cap_tick(node_cap *c);
+/* Group gid's catalog changed (committed): the next tick reads its tables'
+ * partitions and capacity again.  Any thread. */
+void node_cap_catalog_changed(node_cap *c, uint32_t gid);
 /* Whether request req for group gid may run now: SHOAL_OK, or
  * SHOAL_E_THROUGHPUT with DynamoDB's message when a bucket it draws on is
  * empty (or, for a base write, a GSI of its table is behind).  Any thread. */

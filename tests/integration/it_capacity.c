@@ -18,7 +18,9 @@
  *   - a GSI whose partition key is one value for every item (seed 002's
  *     pitfall) throttles its base table's writes once its one index
  *     partition is over capacity, with DynamoDB's GSI message, while another
- *     table's writes in the same groups go on.
+ *     table's writes in the same groups go on;
+ *   - an UpdateTable of a PROVISIONED table's throughput reaches the
+ *     partitions' buckets.
  *
  * Partitions of a new table become known to their leaders at the next
  * capacity tick (<= 1 s): every test first polls the metrics until the
@@ -26,6 +28,7 @@
  */
 #include <check.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -479,6 +482,40 @@ START_TEST(test_gsi_throttles_base)
 }
 END_TEST
 
+/* Polls until every partition of table exports write limit `want`. */
+static void until_write_limit(const char *table, double want)
+{
+	int64_t deadline = now_ms() + DEADLINE_MS;
+	for (;;) {
+		msum m = metric("shoal_partition_limit_units", table, "write");
+		if (m.n == 3 && fabs(m.sum - 3 * want) < 1e-6)
+			return;
+		ck_assert_msg(now_ms() < deadline,
+		              "table %s: write limits sum %.1f over %d, want 3 x %.1f", table,
+		              m.sum, m.n, want);
+		usleep(20000); /* polling interval */
+	}
+}
+
+START_TEST(test_provisioned_update)
+{
+	/* A PROVISIONED table's partitions follow its throughput: created at 6
+	 * WCU, each idle partition may use all of it (adaptive, the others
+	 * idle); UpdateTable to 30 reaches every leader's buckets. */
+	client_up();
+	ok("CreateTable",
+	   "{\"TableName\":\"cap_prov\",\"BillingMode\":\"PROVISIONED\","
+	   "\"ProvisionedThroughput\":{\"ReadCapacityUnits\":6,\"WriteCapacityUnits\":6},"
+	   "\"AttributeDefinitions\":[{\"AttributeName\":\"PK\",\"AttributeType\":\"S\"}],"
+	   "\"KeySchema\":[{\"AttributeName\":\"PK\",\"KeyType\":\"HASH\"}]}");
+	until_write_limit("cap_prov", 6);
+	ok("UpdateTable", "{\"TableName\":\"cap_prov\",\"ProvisionedThroughput\":"
+	                  "{\"ReadCapacityUnits\":6,\"WriteCapacityUnits\":30}}");
+	until_write_limit("cap_prov", 30);
+	client_down();
+}
+END_TEST
+
 static Suite *capacity_suite(void)
 {
 	Suite *s = suite_create("capacity");
@@ -489,6 +526,7 @@ static Suite *capacity_suite(void)
 	tcase_add_test(tc, test_batches);
 	tcase_add_test(tc, test_transactions);
 	tcase_add_test(tc, test_gsi_throttles_base);
+	tcase_add_test(tc, test_provisioned_update);
 	suite_add_tcase(s, tc);
 	return s;
 }
