@@ -547,28 +547,14 @@ static void *read_loop(void *arg)
 /* Faults                                                                    */
 /* ======================================================================== */
 
-static int signal_proc(const char *what, int id, int sig)
-{
-	char path[1100];
-	snprintf(path, sizeof(path), "%s/%s-%d.pid", C.dir, what, id);
-	char *text = tl_read_file(path);
-	ck_assert_msg(text != NULL, "no pid file for %s %d", what, id);
-	pid_t pid = (pid_t)atol(text);
-	free(text);
-	ck_assert_int_gt(pid, 1);
-	return kill(pid, sig);
-}
-
-/* Every node and router is running: none died of anything but our faults. */
+/* Every node and router is running: none died of anything but our faults
+ * (a crash would otherwise pass for one of them). */
 static void check_alive(void)
 {
-	for (int id = 1; id <= NODES; id++)
-		ck_assert_msg(signal_proc("node", id, 0) == 0,
-		              "node %d died on its own (seed %u); see node-%d.log", id, seed, id);
-	for (int id = 1; id <= ROUTERS; id++)
-		ck_assert_msg(signal_proc("router", id, 0) == 0,
-		              "router %d died on its own (seed %u); see router-%d.log", id, seed,
-		              id);
+	const char *what;
+	int id;
+	ck_assert_msg(tl_cluster_alive(&C, &what, &id),
+	              "%s %d died on its own (seed %u); see %s-%d.log", what, id, seed, what, id);
 }
 
 /* The node leading group g as ClusterStatus says (the replica that calls
@@ -625,7 +611,7 @@ static void leader_text(int group, char *buf, size_t n)
  * the kill's); then cluster.sh reaps it (pid file). */
 static void kill_now(const char *what, int id)
 {
-	ck_assert_int_eq(signal_proc(what, id, SIGKILL), 0);
+	ck_assert_int_eq(tl_cluster_signal(&C, what, id, SIGKILL), 0);
 	bool node = strcmp(what, "node") == 0;
 	ck_assert_msg(node ? tl_cluster_stop_node(&C, id, true)
 	                   : tl_cluster_stop_router(&C, id, true),
@@ -668,9 +654,9 @@ static int run_chaos(int secs, unsigned *rng)
 			id = pick_node(admin, rng, &g);
 			leader_text(g, who, sizeof(who));
 			t = since();
-			ck_assert_int_eq(signal_proc("node", id, SIGSTOP), 0);
+			ck_assert_int_eq(tl_cluster_signal(&C, "node", id, SIGSTOP), 0);
 			pause_ms(500 + (int)(rand_r(rng) % 2500));
-			ck_assert_int_eq(signal_proc("node", id, SIGCONT), 0);
+			ck_assert_int_eq(tl_cluster_signal(&C, "node", id, SIGCONT), 0);
 			printf("it_bank: +%lld ms node %d%s SIGSTOP, SIGCONT at +%lld ms\n",
 			       (long long)t, id, who, (long long)since());
 		} else { /* SIGKILL a router */

@@ -48,13 +48,13 @@
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
 
-#define NODES      3
-#define ROUTERS    2
-#define GROUPS     4
-#define WRITERS    4
-#define KEYS       50 /* per writer */
-#define UNKNOWN    64 /* versions remembered per key since its last ack */
-#define CHECK_MS   120000
+#define NODES        3
+#define ROUTERS      2
+#define GROUPS       4
+#define WRITERS      4
+#define KEYS         50 /* per writer */
+#define UNKNOWN      64 /* versions remembered per key since its last ack */
+#define CHECK_MS     120000
 #define DEFAULT_SECS 20
 
 static tl_cluster C;
@@ -96,10 +96,10 @@ static const char *TABLE_DEF =
     "\"BillingMode\":\"PAY_PER_REQUEST\"}";
 
 typedef struct key_state {
-	uint64_t acked;            /* last acknowledged version, 0: none */
-	uint64_t tried[UNKNOWN];   /* versions with an unknown outcome since */
+	uint64_t acked;          /* last acknowledged version, 0: none */
+	uint64_t tried[UNKNOWN]; /* versions with an unknown outcome since */
 	int n_tried;
-	bool overflow;             /* more than UNKNOWN of them: accept any above acked */
+	bool overflow; /* more than UNKNOWN of them: accept any above acked */
 } key_state;
 
 typedef struct writer {
@@ -133,21 +133,23 @@ static void one_write(writer *w)
 	int g = (int)(rand_r(&w->rng) % 5);
 	if (rand_r(&w->rng) % 2 == 0) {
 		op = "PutItem";
-		snprintf(body, sizeof(body),
-		         "{\"TableName\":\"chaos\",\"Item\":{\"pk\":{\"S\":\"w%dk%d\"},\"sk\":{\"S\":"
-		         "\"s\"},\"v\":{\"N\":\"%llu\"},\"g\":{\"S\":\"G%d\"},\"pad\":{\"S\":"
-		         "\"%0*d\"}},\"ConditionExpression\":\"attribute_not_exists(v) OR v < :v\","
-		         "\"ExpressionAttributeValues\":{\":v\":{\"N\":\"%llu\"}}}",
-		         w->id, k, (unsigned long long)v, g, 100, 0, (unsigned long long)v);
+		snprintf(
+		    body, sizeof(body),
+		    "{\"TableName\":\"chaos\",\"Item\":{\"pk\":{\"S\":\"w%dk%d\"},\"sk\":{\"S\":"
+		    "\"s\"},\"v\":{\"N\":\"%llu\"},\"g\":{\"S\":\"G%d\"},\"pad\":{\"S\":"
+		    "\"%0*d\"}},\"ConditionExpression\":\"attribute_not_exists(v) OR v < :v\","
+		    "\"ExpressionAttributeValues\":{\":v\":{\"N\":\"%llu\"}}}",
+		    w->id, k, (unsigned long long)v, g, 100, 0, (unsigned long long)v);
 	} else {
 		op = "UpdateItem";
-		snprintf(body, sizeof(body),
-		         "{\"TableName\":\"chaos\",\"Key\":{\"pk\":{\"S\":\"w%dk%d\"},\"sk\":{\"S\":"
-		         "\"s\"}},\"UpdateExpression\":\"SET v = :v, g = :g ADD n :one\","
-		         "\"ConditionExpression\":\"attribute_not_exists(v) OR v < :v\","
-		         "\"ExpressionAttributeValues\":{\":v\":{\"N\":\"%llu\"},\":g\":{\"S\":"
-		         "\"G%d\"},\":one\":{\"N\":\"1\"}}}",
-		         w->id, k, (unsigned long long)v, g);
+		snprintf(
+		    body, sizeof(body),
+		    "{\"TableName\":\"chaos\",\"Key\":{\"pk\":{\"S\":\"w%dk%d\"},\"sk\":{\"S\":"
+		    "\"s\"}},\"UpdateExpression\":\"SET v = :v, g = :g ADD n :one\","
+		    "\"ConditionExpression\":\"attribute_not_exists(v) OR v < :v\","
+		    "\"ExpressionAttributeValues\":{\":v\":{\"N\":\"%llu\"},\":g\":{\"S\":"
+		    "\"G%d\"},\":one\":{\"N\":\"1\"}}}",
+		    w->id, k, (unsigned long long)v, g);
 	}
 	char *out = NULL;
 	shoal_error err;
@@ -205,10 +207,11 @@ static void *write_loop(void *arg)
 static long long read_version(shoal_client *c, int wid, int k, char *why, size_t why_len)
 {
 	char body[256];
-	snprintf(body, sizeof(body),
-	         "{\"TableName\":\"chaos\",\"Key\":{\"pk\":{\"S\":\"w%dk%d\"},\"sk\":{\"S\":\"s\"}},"
-	         "\"ConsistentRead\":true}",
-	         wid, k);
+	snprintf(
+	    body, sizeof(body),
+	    "{\"TableName\":\"chaos\",\"Key\":{\"pk\":{\"S\":\"w%dk%d\"},\"sk\":{\"S\":\"s\"}},"
+	    "\"ConsistentRead\":true}",
+	    wid, k);
 	char *out = NULL;
 	shoal_error err;
 	int rc = shoal_call_json(c, "GetItem", body, &out, &err);
@@ -243,8 +246,8 @@ static int64_t check_writes(const char *when)
 			long long v;
 			while ((v = read_version(c, i, k, why, sizeof(why))) < 0) {
 				ck_assert_msg(now_ms() - t0 < CHECK_MS,
-				              "%s: w%dk%d unreadable for %d s (seed %u): %s", when, i, k,
-				              CHECK_MS / 1000, seed, why);
+				              "%s: w%dk%d unreadable for %d s (seed %u): %s", when,
+				              i, k, CHECK_MS / 1000, seed, why);
 				pause_ms(100);
 			}
 			bool ok = (uint64_t)v == ks->acked;
@@ -252,10 +255,11 @@ static int64_t check_writes(const char *when)
 				ok = (uint64_t)v == ks->tried[t];
 			if (!ok && ks->overflow)
 				ok = (uint64_t)v > ks->acked;
-			ck_assert_msg(ok,
-			              "%s: w%dk%d holds version %lld; acknowledged %llu, %d unknown "
-			              "after it (seed %u)",
-			              when, i, k, v, (unsigned long long)ks->acked, ks->n_tried, seed);
+			ck_assert_msg(
+			    ok,
+			    "%s: w%dk%d holds version %lld; acknowledged %llu, %d unknown "
+			    "after it (seed %u)",
+			    when, i, k, v, (unsigned long long)ks->acked, ks->n_tried, seed);
 			newer += (uint64_t)v != ks->acked;
 			checked++;
 		}
@@ -294,36 +298,20 @@ static void check_index(void)
 	free(report);
 }
 
-/* Sends sig to a process of the cluster ("node" or "router" id), by the pid
- * in its pid file. */
-static int signal_proc(const char *what, int id, int sig)
-{
-	char path[1100];
-	snprintf(path, sizeof(path), "%s/%s-%d.pid", C.dir, what, id);
-	char *text = tl_read_file(path);
-	ck_assert_msg(text != NULL, "no pid file for %s %d", what, id);
-	pid_t pid = (pid_t)atol(text);
-	free(text);
-	ck_assert_int_gt(pid, 1);
-	return kill(pid, sig);
-}
-
 /* Every node and router is running: none died of anything but our faults
  * (a crash would otherwise pass for one of them). */
 static void check_alive(void)
 {
-	for (int id = 1; id <= NODES; id++)
-		ck_assert_msg(signal_proc("node", id, 0) == 0,
-		              "node %d died on its own (seed %u); see node-%d.log", id, seed, id);
-	for (int id = 1; id <= ROUTERS; id++)
-		ck_assert_msg(signal_proc("router", id, 0) == 0,
-		              "router %d died on its own (seed %u); see router-%d.log", id, seed, id);
+	const char *what;
+	int id;
+	ck_assert_msg(tl_cluster_alive(&C, &what, &id),
+	              "%s %d died on its own (seed %u); see %s-%d.log", what, id, seed, what, id);
 }
 
 /* SIGSTOP / SIGCONT node id. */
 static void signal_node(int id, int sig)
 {
-	ck_assert_int_eq(signal_proc("node", id, sig), 0);
+	ck_assert_int_eq(tl_cluster_signal(&C, "node", id, sig), 0);
 }
 
 /* The fault schedule; returns how many faults it injected. */
@@ -350,11 +338,12 @@ static int run_chaos(int secs, unsigned *rng)
 			pause_ms(200 + (int)(rand_r(rng) % 2500));
 			ck_assert_msg(tl_cluster_start_node(&C, id), "restarting node %d", id);
 			printf("it_chaos: +%llds node %d %s, back after %lld ms\n",
-			       (long long)(secs - (end - t) / 1000), id, hard ? "SIGKILL" : "SIGTERM",
-			       (long long)(now_ms() - t));
+			       (long long)(secs - (end - t) / 1000), id,
+			       hard ? "SIGKILL" : "SIGTERM", (long long)(now_ms() - t));
 		} else { /* a router */
 			int id = 1 + (int)(rand_r(rng) % ROUTERS);
-			ck_assert_msg(tl_cluster_stop_router(&C, id, true), "killing router %d", id);
+			ck_assert_msg(tl_cluster_stop_router(&C, id, true), "killing router %d",
+			              id);
 			pause_ms(200 + (int)(rand_r(rng) % 1500));
 			ck_assert_msg(tl_cluster_start_router(&C, id), "restarting router %d", id);
 			printf("it_chaos: +%llds router %d SIGKILL, back after %lld ms\n",

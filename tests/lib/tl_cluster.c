@@ -1,9 +1,11 @@
 #include "tl_cluster.h"
 
+#include <errno.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -235,4 +237,31 @@ int tl_shoal(const tl_cluster *c, char **out, char **err, const char *fmt, ...)
 	if (err != NULL)
 		*err = tl_read_file(errp);
 	return rc;
+}
+
+int tl_cluster_signal(const tl_cluster *c, const char *what, int id, int sig)
+{
+	char path[1100];
+	snprintf(path, sizeof(path), "%s/%s-%d.pid", c->dir, what, id);
+	char *text = tl_read_file(path);
+	long pid = text != NULL ? atol(text) : 0;
+	free(text);
+	if (pid <= 1) {
+		errno = ENOENT;
+		return -1;
+	}
+	return kill((pid_t)pid, sig);
+}
+
+bool tl_cluster_alive(const tl_cluster *c, const char **what, int *id)
+{
+	static const char *const kinds[2] = {"node", "router"};
+	for (int k = 0; k < 2; k++)
+		for (int i = 1; i <= (k == 0 ? c->nodes : c->routers); i++)
+			if (tl_cluster_signal(c, kinds[k], i, 0) != 0) {
+				*what = kinds[k];
+				*id = i;
+				return false;
+			}
+	return true;
 }

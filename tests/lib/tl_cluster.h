@@ -37,6 +37,13 @@ bool tl_cluster_up_opts(tl_cluster *c, int nodes, int routers, int groups, const
 void tl_cluster_down(tl_cluster *c);
 
 bool tl_cluster_stop_node(tl_cluster *c, int id, bool hard);
+/* Sends sig to process `what` ("node" or "router") id of the cluster, by the
+ * pid in its pid file: kill()'s result, -1 (errno ENOENT) without a pid file. */
+int tl_cluster_signal(const tl_cluster *c, const char *what, int id, int sig);
+/* Whether every node and router the cluster started is still running (a
+ * chaos test's check that none died of anything but its faults); else
+ * what and id name the first one gone. */
+bool tl_cluster_alive(const tl_cluster *c, const char **what, int *id);
 bool tl_cluster_start_node(tl_cluster *c, int id);
 bool tl_cluster_stop_router(tl_cluster *c, int id, bool hard);
 bool tl_cluster_start_router(tl_cluster *c, int id);
