@@ -67,6 +67,11 @@ typedef struct sh_cluster_conf {
 	/* [cluster] raft_segment_mb: size of each group's Raft log segments in
 	 * MiB (0: the node's default, NODE_RAFT_SEGMENT_MB). */
 	uint32_t raft_segment_mb;
+	/* [cluster] snapshot_entries: the most Raft entries a group's log takes
+	 * between snapshots (0: the node's default, NODE_SNAPSHOT_THRESHOLD;
+	 * the node takes fewer when entries are large).  Small in tests that
+	 * need snapshots to be taken and installed. */
+	uint32_t snapshot_entries;
 	/* [cluster] partition_rcu / partition_wcu: the most read / write units
 	 * per second one partition (of a table or a GSI) serves, whatever the
 	 * table's capacity (DynamoDB: 3000 / 1000).  0 in the struct: the

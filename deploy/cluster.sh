@@ -4,6 +4,7 @@
 #   cluster.sh up [--nodes N] [--routers R] [--groups G] [--replication K]
 #                 [--dir D] [--base-port P] [--http-port H [--http-credentials FILE]]
 #                 [--partition-rcu R] [--partition-wcu W] [--burst-secs S]
+#                 [--snapshot-entries N]
 #       writes D/cluster.ini, starts N nodes (default 3) and R routers
 #       (default 1), waits until the cluster serves, and writes the routers'
 #       endpoints (comma-separated) to D/router.endpoint.  With --http-port,
@@ -14,7 +15,8 @@
 #       the most read/write units per second one partition serves
 #       (cluster.ini's partition_rcu/partition_wcu; default 3000/1000);
 #       --burst-secs how many seconds of unused capacity a partition keeps
-#       (default 300; 0: none).
+#       (default 300; 0: none).  --snapshot-entries: the most Raft entries
+#       a group takes between snapshots (cluster.ini's snapshot_entries).
 #   cluster.sh status [--dir D]           processes, then `shoal status`
 #   cluster.sh stop-node ID [--hard] [--dir D]   SIGTERM (or SIGKILL) one node
 #   cluster.sh start-node ID [--dir D]    start one node again; returns once it
@@ -54,7 +56,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${SHOAL_BIN:-$here/../build/bin}
 dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
-nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
+nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
 netns= netns_subnet=
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -79,6 +81,7 @@ while (($#)); do
 	--partition-rcu) part_rcu=$2; shift 2 ;;
 	--partition-wcu) part_wcu=$2; shift 2 ;;
 	--burst-secs) burst=$2; shift 2 ;;
+	--snapshot-entries) snap_entries=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--base-port) base=$2; shift 2 ;;
 	--http-port) http_port=$2; shift 2 ;;
@@ -181,6 +184,7 @@ write_config() {
 		[[ -z $part_rcu ]] || echo "partition_rcu = $part_rcu"
 		[[ -z $part_wcu ]] || echo "partition_wcu = $part_wcu"
 		[[ -z $burst ]] || echo "burst_secs = $burst"
+		[[ -z $snap_entries ]] || echo "snapshot_entries = $snap_entries"
 		for ((i = 1; i <= nodes; i++)); do
 			local block=$((base + 100 * i))
 			echo

@@ -48,6 +48,7 @@
 
 #include "common/alloc.h"
 #include "node/fsm_int.h"
+#include "node/node.h"
 #include "proto/wire.h"
 
 /* ------------------------------------------------------------------------ */
@@ -165,8 +166,9 @@ int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **
 	if (f == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "node_fsm_open(group %u): out of memory",
 		               group);
-	/* The Raft log is the durable record: see fsm.h. */
-	st_env_options opts = {.nosync = true};
+	/* The Raft log is the durable record, and after a machine crash the
+	 * environment is rebuilt from it: see fsm.h. */
+	st_env_options opts = {.nosync = true, .rebuildable = true};
 	char msg[SH_ERRMSG_SIZE];
 	int rc = st_env_open(dir, &opts, &f->env, msg);
 	if (rc != SHOAL_OK) {
@@ -176,6 +178,12 @@ int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **
 	f->group = group;
 	f->node_id = node_id;
 	f->applied = st_env_applied(f->env);
+	if (st_env_rebuilt(f->env) != NULL)
+		node_logf(NODE_LOG_WARN,
+		          "group %u: storage in %s not trusted and emptied (%s): it is rebuilt from "
+		          "the Raft snapshot and log, and serves no eventually consistent read "
+		          "until it has caught up",
+		          group, dir, st_env_rebuilt(f->env));
 	f->failed = SHOAL_OK;
 	sh_arena_init(&f->scratch);
 	sh_arena_init(&f->entry);

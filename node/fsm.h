@@ -18,11 +18,18 @@
  * MDB_TXN_ERROR): every later apply fails, and the node stops serving the
  * group rather than drift from its peers.
  *
- * The environment runs with MDB_NOSYNC: the Raft log is the durable record.
- * After a machine crash LMDB may be behind the log (never corrupt, never
- * ahead); Raft restores the last snapshot and replays the entries after it,
- * and the applied-index check makes the replay exact.  restore() skips the
- * load when the local environment is already at or past the snapshot's index.
+ * The environment runs with MDB_NOSYNC (and MDB_WRITEMAP): the Raft log is
+ * the durable record.  After a process crash LMDB holds every commit (the
+ * page cache kept them) and may only be behind the log; Raft restores the
+ * last snapshot and replays the entries after it, and the applied-index check
+ * makes the replay exact (restore() skips the load when the local environment
+ * is already at or past the snapshot's index).  After a machine crash LMDB
+ * may be torn -- pages flushed in any order, a meta page pointing at pages
+ * never written -- so it is not trusted: the environment is opened
+ * rebuildable (storage/env_trust.c detects the crash by the kernel's boot id
+ * and a clean-close marker), comes up empty, and the same restore-and-replay
+ * fills it from Raft's fsynced files.  Until it has caught up with the
+ * leader the group refuses eventually consistent reads (node_group_rebuilding).
  *
  * Snapshots (raft_fsm version 3): snapshot() opens an LMDB read transaction
  * (a consistent view at the current applied index) on the loop thread;

@@ -129,6 +129,9 @@ struct node_group {
 	_Atomic uint64_t snapshot_index, entry_bytes;
 	atomic_uint snapshot_threshold;
 	atomic_bool failed;
+	/* Its storage was emptied at open (a machine crash, a rebuild asked
+	 * for): set until it has caught up with a leader (publish). */
+	atomic_bool rebuilding;
 	pthread_mutex_t err_mu;
 	char error[SH_ERRMSG_SIZE];
 };
@@ -278,6 +281,8 @@ static const char *raft_error(node_group *g, int rv)
 	return raft_strerror(rv);
 }
 
+static void set_snapshot_counts(node_group *g, size_t avg);
+
 static int make_dir(const char *path, char *errmsg)
 {
 	if (mkdir(path, 0755) != 0 && errno != EEXIST)
@@ -377,6 +382,7 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 		goto err_after_alloc;
 	}
 	node_fsm_set_cap(g->fsm, n->cap);
+	atomic_store(&g->rebuilding, st_env_rebuilt(node_fsm_env(g->fsm)) != NULL);
 
 	rc = node_transport_init(&g->transport, &n->loop, errmsg);
 	if (rc != SHOAL_OK)
@@ -427,8 +433,7 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	                                        ? NODE_ELECTION_TIMEOUT_PREFERRED_MS
 	                                        : NODE_ELECTION_TIMEOUT_MS);
 	raft_set_heartbeat_timeout(&g->raft, NODE_HEARTBEAT_TIMEOUT_MS);
-	raft_set_snapshot_threshold(&g->raft, NODE_SNAPSHOT_THRESHOLD);
-	raft_set_snapshot_trailing(&g->raft, NODE_SNAPSHOT_TRAILING);
+	set_snapshot_counts(g, 0);
 	raft_set_pre_vote(&g->raft, true);
 
 	if ((rc = bootstrap(g, errmsg)) != SHOAL_OK)
@@ -838,6 +843,27 @@ static unsigned clamp_count(size_t budget, size_t entry, unsigned min, unsigned 
 	return n < min ? min : n > max ? max : (unsigned)n;
 }
 
+/* Sets the snapshot counts for entries of `avg` bytes (0: unknown), never
+ * above the cluster file's snapshot_entries. */
+static void set_snapshot_counts(node_group *g, size_t avg)
+{
+	uint32_t cap = g->node->conf->snapshot_entries;
+	unsigned threshold = avg == 0 ? NODE_SNAPSHOT_THRESHOLD
+	                              : clamp_count(NODE_LOG_BUDGET, avg,
+	                                            NODE_SNAPSHOT_THRESHOLD_MIN,
+	                                            NODE_SNAPSHOT_THRESHOLD);
+	unsigned trailing = avg == 0 ? NODE_SNAPSHOT_TRAILING
+	                             : clamp_count(NODE_TRAILING_BUDGET, avg,
+	                                           NODE_SNAPSHOT_TRAILING_MIN,
+	                                           NODE_SNAPSHOT_TRAILING);
+	if (cap != 0 && threshold > cap)
+		threshold = cap;
+	if (trailing > threshold / 2)
+		trailing = threshold / 2;
+	raft_set_snapshot_threshold(&g->raft, threshold);
+	raft_set_snapshot_trailing(&g->raft, trailing);
+}
+
 /*
  * The snapshot counts follow the entries' size (node.h, NODE_LOG_BUDGET):
  * raft holds up to threshold + trailing entries of the group in memory, so
@@ -852,12 +878,7 @@ static void tune_snapshots(node_group *g)
 	    (g->tuned_for != 0 && avg * 4 > g->tuned_for * 3 && avg * 4 < g->tuned_for * 5))
 		return;
 	g->tuned_for = avg;
-	raft_set_snapshot_threshold(&g->raft,
-	                            clamp_count(NODE_LOG_BUDGET, avg, NODE_SNAPSHOT_THRESHOLD_MIN,
-	                                        NODE_SNAPSHOT_THRESHOLD));
-	raft_set_snapshot_trailing(&g->raft,
-	                           clamp_count(NODE_TRAILING_BUDGET, avg,
-	                                       NODE_SNAPSHOT_TRAILING_MIN, NODE_SNAPSHOT_TRAILING));
+	set_snapshot_counts(g, avg);
 }
 
 static void log_role(node_group *g, int role, uint64_t term, uint32_t leader, bool prevote)
@@ -946,8 +967,26 @@ void node_group_publish(node_group *g)
 			node_logf(NODE_LOG_WARN, "group %u: transferring leadership away", g->id);
 		}
 	}
+	/* A rebuilt replica has caught up once it has heard from a leader (a
+	 * follower knows one only after an AppendEntries of its term, which
+	 * also brings the commit index) and applied everything it knows to be
+	 * committed.  (A follower whose log is still shorter than the
+	 * leader's may pass this a moment early: its commit index is capped
+	 * at its last entry; it is then behind as any lagging follower is.) */
+	if (atomic_load_explicit(&g->rebuilding, memory_order_relaxed) && leader != 0 &&
+	    r->commit_index > 0 && raft_last_applied(r) >= r->commit_index) {
+		atomic_store(&g->rebuilding, false);
+		node_logf(NODE_LOG_INFO,
+		          "group %u: storage rebuilt from Raft up to index %" PRIu64 ", serving",
+		          g->id, (uint64_t)raft_last_applied(r));
+	}
 	rebalance(g, role);
 	tune_snapshots(g);
+}
+
+bool node_group_rebuilding(node_group *g)
+{
+	return atomic_load_explicit(&g->rebuilding, memory_order_relaxed);
 }
 
 bool node_group_leading(node_group *g, uint64_t *term)

@@ -306,6 +306,10 @@ void node_group_status_get(node_group *g, node_group_status *out);
 /* Any thread: SHOAL_OK, or SHOAL_E_UNAVAILABLE when the replica failed or is
  * closing (with the reason in errmsg). */
 int node_group_health(node_group *g, char *errmsg);
+/* True while the group's storage is being rebuilt from Raft after it was
+ * not trusted at open (node/fsm.h): it serves no eventually consistent
+ * read.  Any thread. */
+bool node_group_rebuilding(node_group *g);
 /* Any thread: the group's storage, for reads (valid until node_group_free). */
 st_env *node_group_env(node_group *g);
 

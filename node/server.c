@@ -573,6 +573,15 @@ static int dispatch(nreq *q, int op, size_t request_size, uint32_t *leader, bool
 	}
 
 	bool consistent_read = (d->flags & OP_READ) && !req->any_replica;
+	/* A replica whose storage is being rebuilt from Raft after a machine
+	 * crash holds an old state until it catches up: the router reads
+	 * elsewhere meanwhile.  (Consistent reads wait for a barrier on the
+	 * leader, which has applied everything committed.) */
+	if ((d->flags & OP_READ) && !consistent_read && node_group_rebuilding(c->group))
+		return sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE,
+		               "group %u on node %u is rebuilding its storage from Raft after an "
+		               "unclean machine shutdown",
+		               req->group, n->id);
 	if ((d->flags & OP_WRITE) || consistent_read) {
 		node_group_status st;
 		node_group_status_get(c->group, &st);

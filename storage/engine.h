@@ -29,6 +29,8 @@
 #include "keyenc.h"
 #include "storage.h"
 
+#define ST_PATH_MAX 1024
+
 struct st_env {
 	MDB_env *env;
 	MDB_dbi meta;
@@ -52,7 +54,20 @@ struct st_env {
 	_Atomic uint64_t *wver;
 	_Atomic uint64_t wseq;
 	uint64_t instance;
+	/* Rebuildable environments (env_trust.c): the directory, why the data
+	 * found at open was not trusted ("" if it was), and whether a rebuild
+	 * was asked for since. */
+	bool rebuildable;
+	bool rebuild_asked;
+	char path[ST_PATH_MAX];
+	char rebuilt[256];
 };
+
+/* env_trust.c: the trust decision at open (empties the directory's LMDB
+ * files when they cannot be trusted, the reason in `why`; then marks the
+ * environment open), and the mark written after a clean close. */
+int st_env_trust_check(const char *dir, char *why, size_t why_n, char *errmsg);
+int st_env_trust_clean(const char *dir, char *errmsg);
 
 #define ST_WVER_SLOTS (1u << 14)
 

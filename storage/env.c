@@ -268,6 +268,22 @@ int st_env_open(const char *path, const st_env_options *opts, st_env **out, char
 	env->instance = st_env_instance_new(env);
 
 	int code;
+	if (opts->rebuildable) {
+		if (!opts->nosync) {
+			code = sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "st_env_open(%s): rebuildable needs nosync", path);
+			goto err_after_alloc;
+		}
+		if ((size_t)snprintf(env->path, sizeof(env->path), "%s", path) >=
+		    sizeof(env->path)) {
+			code = sh_errf(errmsg, SHOAL_E_VALIDATION, "st_env_open: path too long");
+			goto err_after_alloc;
+		}
+		env->rebuildable = true;
+		code = st_env_trust_check(path, env->rebuilt, sizeof(env->rebuilt), errmsg);
+		if (code != SHOAL_OK)
+			goto err_after_alloc;
+	}
 	int rc = mdb_env_create(&env->env);
 	if (rc != 0) {
 		code = st_lmdb_err(rc, "mdb_env_create", errmsg);
@@ -325,6 +341,13 @@ void st_env_close(st_env *env)
 {
 	if (env == NULL)
 		return;
+	/* A rebuildable environment closed after a successful flush is
+	 * complete on disk whatever happens to the machine next. */
+	char msg[SH_ERRMSG_SIZE];
+	if (env->rebuildable && !env->rebuild_asked &&
+	    (mdb_env_sync(env->env, 1) != 0 || st_env_trust_clean(env->path, msg) != SHOAL_OK))
+		fprintf(stderr, "st_env_close(%s): not marked clean: it will be rebuilt at open\n",
+		        env->path);
 	mdb_env_close(env->env);
 	sh_free(env->wver);
 	sh_free(env);
@@ -336,6 +359,11 @@ int st_env_sync(st_env *env, char *errmsg)
 	if (rc != 0)
 		return st_lmdb_err(rc, "mdb_env_sync", errmsg);
 	return SHOAL_OK;
+}
+
+const char *st_env_rebuilt(const st_env *env)
+{
+	return env->rebuilt[0] != '\0' ? env->rebuilt : NULL;
 }
 
 uint64_t st_env_applied(st_env *env)

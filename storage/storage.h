@@ -290,6 +290,10 @@ typedef struct st_env_options {
 	/* Item collection limit of tables with LSIs (base items + LSI entries of
 	 * one partition-key value); 0: 10 GB as DynamoDB.  Tests set it small. */
 	uint64_t collection_limit;
+	/* With nosync: the environment can be rebuilt from elsewhere (the
+	 * Raft snapshot and log), so after a machine crash it is emptied at
+	 * open rather than trusted (storage/env_trust.c has the rule). */
+	bool rebuildable;
 } st_env_options;
 
 /* Opens (creating if needed) the environment in directory `path`, which must
@@ -306,6 +310,13 @@ int st_env_sync(st_env *env, char *errmsg);
  * reserve `bytes` past the last used page.  SHOAL_E_FULL when the disk
  * cannot hold them (nothing written); a no-op without nosync. */
 int st_env_reserve(st_env *env, uint64_t bytes, char *errmsg);
+/* Rebuildable environments: why the data found at open was not trusted and
+ * was removed (NULL if it was trusted or there was none), so that the owner
+ * rebuilds it before serving. */
+const char *st_env_rebuilt(const st_env *env);
+/* Asks for the environment to be emptied and rebuilt at its next open (its
+ * data was found wrong); durable when it returns. */
+int st_env_mark_rebuild(st_env *env, char *errmsg);
 /* The Raft index recorded by the last committed st_txn_set_applied (0 if none). */
 uint64_t st_env_applied(st_env *env);
 

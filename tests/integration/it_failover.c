@@ -8,7 +8,13 @@
  *    (libshoal's pipelining, the router's node batches): only writes in
  *    flight at the kill may fail, with an unknown outcome;
  *  - every node is killed with SIGKILL and restarted: every acknowledged
- *    write survives;
+ *    write survives, and no node distrusts its storage (only the process
+ *    died);
+ *  - power loss (tl_cluster_power_loss: SIGKILL, LMDB pages scrambled, a
+ *    new boot id), of each node in turn and then of all three at once:
+ *    each replica empties its storage and rebuilds it from its Raft
+ *    snapshot and log (snapshots every 64 entries, so both are used), and
+ *    every acknowledged write survives;
  *  - a client that lists two routers does not notice one of them dying.
  * Each test starts its own cluster (a checked fixture, in the forked child).
  * Writes go through libshoal; the worst write latency across a failover is
@@ -22,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "client/shoal.h"
 #include "tests/lib/testlib.h"
@@ -39,9 +46,9 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void start(int routers)
+static void start_opts(int routers, const char *opts)
 {
-	ck_assert_msg(tl_cluster_up(&C, 3, routers, 4), "the cluster did not start");
+	ck_assert_msg(tl_cluster_up_opts(&C, 3, routers, 4, opts), "the cluster did not start");
 	char msg[SH_ERRMSG_SIZE];
 	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
 	char *out = NULL;
@@ -54,6 +61,24 @@ static void start(int routers)
 	    &out, &err);
 	ck_assert_msg(rc == SHOAL_OK, "CreateTable: %s: %s", err.exception, err.message);
 	shoal_free(out);
+}
+
+static void start(int routers)
+{
+	start_opts(routers, NULL);
+}
+
+/* How many times `needle` appears in node id's log. */
+static int log_count(int id, const char *needle)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/node-%d.log", C.dir, id);
+	char *text = tl_read_file(path);
+	int n = 0;
+	for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(text);
+	return n;
 }
 
 static void stop(void)
@@ -144,10 +169,10 @@ typedef struct writer {
 	int64_t worst_ms;
 } writer;
 
-static void *write_loop(void *arg)
+/* Writes items from..w->n-1. */
+static void write_loop_from(writer *w, int from)
 {
-	writer *w = arg;
-	for (int i = 0; i < w->n && !atomic_load(&w->stop); i++) {
+	for (int i = from; i < w->n && !atomic_load(&w->stop); i++) {
 		int64_t lat;
 		int rc = put(i, &lat);
 		w->acked[i] = rc == SHOAL_OK;
@@ -157,6 +182,11 @@ static void *write_loop(void *arg)
 			w->worst_ms = lat;
 		atomic_store(&w->done, i + 1);
 	}
+}
+
+static void *write_loop(void *arg)
+{
+	write_loop_from(arg, 0);
 	return NULL;
 }
 
@@ -340,6 +370,68 @@ START_TEST(test_whole_cluster_restart)
 	ck_assert_int_eq(check_acked(&w), 300);
 	printf("restart: all 300 acknowledged writes read back %lld ms after restart\n",
 	       (long long)(now_ms() - t0));
+	/* Only the processes died, the machine did not: LMDB is trusted. */
+	for (int id = 1; id <= 3; id++)
+		ck_assert_int_eq(log_count(id, "not trusted"), 0);
+	stop();
+}
+END_TEST
+
+#define REBUILT "storage rebuilt from Raft"
+
+/* Waits until node id's log says every one of its 4 groups was rebuilt
+ * `times` times in all. */
+static void wait_rebuilt(int id, int times)
+{
+	int64_t deadline = now_ms() + 60000;
+	while (log_count(id, REBUILT) < 4 * times) {
+		ck_assert_msg(now_ms() < deadline, "node %d: %d of %d groups rebuilt after 60 s",
+		              id, log_count(id, REBUILT), 4 * times);
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a log with a deadline */
+	}
+}
+
+START_TEST(test_power_loss)
+{
+	start_opts(1, "--snapshot-entries 64");
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)getpid();
+	printf("power loss: seed %u\n", seed);
+	static writer w;
+	memset(&w, 0, sizeof(w));
+	w.n = 300;
+	write_loop(&w);
+	ck_assert_int_eq(w.failed, 0);
+
+	/* Each node in turn, with writes in between: the others keep a
+	 * majority, and the rebuilt replica catches up from its own Raft
+	 * files (and the leader). */
+	for (int id = 1; id <= 3; id++) {
+		ck_assert(tl_cluster_power_loss(&C, id, 64, &seed));
+		ck_assert(tl_cluster_start_node(&C, id));
+		ck_assert_int_eq(log_count(id, "not trusted and emptied"), 4);
+		wait_rebuilt(id, 1);
+		w.n += 100;
+		write_loop_from(&w, w.n - 100);
+		ck_assert_int_eq(w.failed, 0);
+	}
+	ck_assert_int_eq(check_acked(&w), w.n);
+
+	/* The whole cluster at once: no replica's LMDB is trusted, all of it
+	 * comes back from the Raft files. */
+	for (int id = 1; id <= 3; id++)
+		ck_assert(tl_cluster_power_loss(&C, id, 64, &seed));
+	for (int id = 1; id <= 3; id++)
+		ck_assert(tl_cluster_start_node(&C, id));
+	int64_t t0 = now_ms();
+	ck_assert_int_eq(check_acked(&w), w.n);
+	printf("power loss: all %d acknowledged writes read back %lld ms after the whole "
+	       "cluster's power loss\n",
+	       w.n, (long long)(now_ms() - t0));
+	for (int id = 1; id <= 3; id++) {
+		ck_assert_int_eq(log_count(id, "not trusted and emptied"), 8);
+		wait_rebuilt(id, 2);
+	}
 	stop();
 }
 END_TEST
@@ -373,6 +465,7 @@ static Suite *failover_suite(void)
 	tcase_add_test(tc, test_leader_killed_during_writes);
 	tcase_add_test(tc, test_pipelined_writes_leader_killed);
 	tcase_add_test(tc, test_whole_cluster_restart);
+	tcase_add_test(tc, test_power_loss);
 	tcase_add_test(tc, test_router_restart_is_invisible);
 	suite_add_tcase(s, tc);
 	return s;

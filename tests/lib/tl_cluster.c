@@ -1,6 +1,8 @@
 #include "tl_cluster.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -8,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -208,6 +211,58 @@ bool tl_cluster_stop_node(tl_cluster *c, int id, bool hard)
 bool tl_cluster_start_node(tl_cluster *c, int id)
 {
 	return script(c, "start-node %d", id);
+}
+
+/* What a machine crash may leave of one environment directory. */
+static bool power_loss_env(const char *dir, unsigned pages, unsigned *seed)
+{
+	char path[1500];
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT; /* never opened: nothing to lose */
+	struct stat st;
+	bool ok = fstat(fd, &st) == 0;
+	/* LMDB's file is as large as its map (sparse): scramble within the
+	 * allocated part, where the data is. */
+	off_t used = ok ? (off_t)st.st_blocks * 512 : 0;
+	off_t npages = used / 4096 > 2 ? used / 4096 : 2;
+	for (unsigned k = 0; ok && k < pages; k++) {
+		unsigned char junk[4096];
+		for (size_t i = 0; i < sizeof(junk); i++)
+			junk[i] = (unsigned char)rand_r(seed);
+		off_t page = k < 2 && rand_r(seed) % 2 == 0 ? (off_t)k /* a meta page */
+		                                            : (off_t)(rand_r(seed) % npages);
+		ok = pwrite(fd, junk, sizeof(junk), page * 4096) == (ssize_t)sizeof(junk);
+	}
+	ok = close(fd) == 0 && ok;
+	snprintf(path, sizeof(path), "%s/shoal-state", dir);
+	FILE *f = fopen(path, "w");
+	if (f == NULL)
+		return false;
+	fprintf(f, "shoal-state 1\nstate open\nboot power-loss-%08x\n", rand_r(seed));
+	return fclose(f) == 0 && ok;
+}
+
+bool tl_cluster_power_loss(tl_cluster *c, int id, unsigned pages, unsigned *seed)
+{
+	if (!tl_cluster_stop_node(c, id, true))
+		return false;
+	char node_dir[1100];
+	snprintf(node_dir, sizeof(node_dir), "%s/node-%d", c->dir, id);
+	DIR *d = opendir(node_dir);
+	if (d == NULL)
+		return false;
+	bool ok = true;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		if (strncmp(e->d_name, "group-", 6) == 0) {
+			char env[1400];
+			snprintf(env, sizeof(env), "%s/%s/lmdb", node_dir, e->d_name);
+			ok = power_loss_env(env, pages, seed) && ok;
+		}
+	closedir(d);
+	return ok;
 }
 
 bool tl_cluster_stop_router(tl_cluster *c, int id, bool hard)

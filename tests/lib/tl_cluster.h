@@ -45,6 +45,15 @@ int tl_cluster_signal(const tl_cluster *c, const char *what, int id, int sig);
  * what and id name the first one gone. */
 bool tl_cluster_alive(const tl_cluster *c, const char **what, int *id);
 bool tl_cluster_start_node(tl_cluster *c, int id);
+/* Simulates a power loss of node id's machine: SIGKILL, then, for every
+ * group's LMDB environment, what a machine crash may leave -- `pages`
+ * random 4 KiB pages of data.mdb (meta pages included, one time in two)
+ * overwritten with garbage (*seed advances) -- and a clean-close marker
+ * rewritten with another boot id, as if the machine had rebooted
+ * (storage/env_trust.c).  Raft's files are left as they are: raft_uv
+ * fsyncs an entry before it counts.  Start the node again with
+ * tl_cluster_start_node.  False if something could not be done. */
+bool tl_cluster_power_loss(tl_cluster *c, int id, unsigned pages, unsigned *seed);
 bool tl_cluster_stop_router(tl_cluster *c, int id, bool hard);
 bool tl_cluster_start_router(tl_cluster *c, int id);
 
