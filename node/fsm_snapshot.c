@@ -31,9 +31,10 @@
  * applying up to its snapshot index: it opens an st_view (one LMDB read
  * transaction), a consistent image of the environment as of that point.
  * raft then runs snapshot_async() on a worker thread (io->async_work): it
- * first flushes LMDB (st_env_sync -- under MDB_NOSYNC this makes the
- * environment durable at least up to the snapshot, so after a machine crash
- * restore() can usually be skipped), then serialises the view into chunks
+ * first flushes LMDB (st_env_sync: the file then holds at least the
+ * snapshot's state, which shortens the replay after a process crash; after
+ * a machine crash the environment is emptied anyway, storage/env_trust.c),
+ * then serialises the view into chunks
  * of CHUNK_SIZE bytes from raft_malloc, which raft writes out as they are.
  * snapshot_finalize() (loop thread, always called after a successful
  * snapshot()) frees the chunks and ends the view.  The loop thread keeps

@@ -41,10 +41,12 @@
  *
  * Applied index: st_txn_commit writes the index given to st_txn_set_applied
  * into "meta" inside the same LMDB transaction as the data it describes, so
- * the data and the applied index are always consistent on disk.  After a crash
- * (even with MDB_NOSYNC, which may lose the last commits but never tears one)
- * the node replays the Raft log from st_env_applied() + 1; entries at or below
- * it are already in LMDB, which makes replay idempotent.
+ * the data and the applied index are always consistent in the environment.
+ * After a process crash the node replays the Raft log from st_env_applied()
+ * + 1; entries at or below it are already in LMDB, which makes replay
+ * idempotent.  After a machine crash a MDB_NOSYNC file may be torn (pages
+ * flushed in any order), so a rebuildable environment is then emptied at
+ * open instead (env_trust.c) and the node rebuilds it from Raft.
  *
  * Write transactions (st_txn) carry a sticky error: the first environmental
  * failure (out of memory, I/O, map full) inside a write operation may have
