@@ -25,12 +25,20 @@
  * fresh key (the next generation), as Jepsen's independent keys do: the
  * checker's search grows with the overlap in one key's history.
  *
- * The nemesis, every 1-3 s, one fault at a time, held 1-4 s then healed:
- * isolate a node (two times in three the leader of a random group, found
- * with ClusterStatus) from the other nodes (the router still reaches it),
- * cut two nodes from each other, a one-way cut, 30% packet loss on a node,
- * SIGKILL of a node and a restart, SIGSTOP of a node and SIGCONT.  At the
- * end: heal everything, wait until every key can be read, read every key.
+ * The nemesis, every 1-3 s, one fault -- or, one time in three, two at once
+ * (process faults then on different nodes, so two can take a majority
+ * down) -- held 1-4 s then healed: isolate a node (two times in three the
+ * leader of a random group, found with ClusterStatus) from the other nodes
+ * (the router still reaches it), cut two nodes from each other, a one-way
+ * cut, 30% packet loss on a node, SIGKILL of a node and a restart, SIGSTOP
+ * of a node and SIGCONT, and power loss of a node (tl_cluster_power_loss:
+ * SIGKILL, pages of its LMDB files scrambled, a new boot id; two times in
+ * three a leader), after which its groups must rebuild their storage from
+ * Raft (checked in its log) before the checkers judge what they serve.  At
+ * the end: heal everything, wait until every key can be read, read every
+ * key.  Figures per fault kind: the longest a slot (a stream of keys) went
+ * without an ok operation from the fault until it recovered, and the
+ * longest recovery after the heal.
  *
  * CHAOS_SECS sets the duration (default 30); SHOAL_SEED replays the fault
  * schedule (the workload's interleaving is the machine's).  On a violation
@@ -89,9 +97,20 @@ typedef struct {
 static slot slots[SLOTS];
 static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
 
-enum { F_ISOLATE, F_CUT, F_ONEWAY, F_LOSS, F_KILL, F_PAUSE, F_KINDS };
-static const char *fault_name[F_KINDS] = {"isolate",  "cut",     "one-way cut",
-                                          "30% loss", "kill -9", "SIGSTOP"};
+enum { F_ISOLATE, F_CUT, F_ONEWAY, F_LOSS, F_KILL, F_PAUSE, F_POWER, F_KINDS };
+static const char *fault_name[F_KINDS] = {"isolate", "cut",     "one-way cut", "30% loss",
+                                          "kill -9", "SIGSTOP", "power loss"};
+
+/* Faults of the run: kinds (a bit each), when injected and healed. */
+#define MAX_EPISODES 4096
+typedef struct {
+	unsigned kinds;
+	int n;                    /* faults at once */
+	uint64_t t_fault, t_heal; /* tl_history_now() */
+} episode;
+static episode episodes[MAX_EPISODES];
+static int n_episodes;
+static int power_losses[NODES + 1]; /* per node */
 
 static int64_t now_ms(void)
 {
@@ -366,26 +385,17 @@ static int leader_of(int g)
 	return leader >= 1 && leader <= NODES ? leader : 0;
 }
 
-/* One fault, held `hold` ms, then healed.  Returns its kind. */
-static int fault(unsigned *rng, int64_t t0)
+static bool process_fault(int kind)
 {
-	int kind = (int)(rand_r(rng) % F_KINDS);
-	int hold = 1000 + (int)(rand_r(rng) % 3000);
-	int a = 1 + (int)(rand_r(rng) % NODES);
-	int b = 1 + (a + (int)(rand_r(rng) % (NODES - 1))) % NODES;
-	int g = 1 + (int)(rand_r(rng) % GROUPS);
-	bool leader = rand_r(rng) % 3 != 0;
+	return kind == F_KILL || kind == F_PAUSE || kind == F_POWER;
+}
+
+/* Injects one fault of `kind` on node a (b: the other end of a cut). */
+static void inject(int kind, int a, int b, unsigned *rng)
+{
 	char as[8], bs[8];
-	if (kind == F_ISOLATE && leader) {
-		int l = leader_of(g);
-		if (l != 0)
-			a = l;
-	}
 	snprintf(as, sizeof(as), "%d", a);
 	snprintf(bs, sizeof(bs), "%d", b);
-	printf("it_jepsen: +%.1fs %s node %d%s%s, held %d ms\n", (now_ms() - t0) / 1000.0,
-	       fault_name[kind], a, kind == F_CUT || kind == F_ONEWAY ? " / node " : "",
-	       kind == F_CUT || kind == F_ONEWAY ? bs : "", hold);
 	switch (kind) {
 	case F_ISOLATE:
 		ck_assert(tl_netns_isolate(&C, as));
@@ -405,13 +415,25 @@ static int fault(unsigned *rng, int64_t t0)
 	case F_PAUSE:
 		ck_assert_int_eq(kill(node_pid(a), SIGSTOP), 0);
 		break;
+	case F_POWER:
+		/* SIGKILL, pages of every LMDB file scrambled, a new boot id. */
+		ck_assert(tl_cluster_power_loss(&C, a, 32, rng));
+		power_losses[a]++;
+		break;
 	}
-	pause_ms(hold);
+}
+
+/* Heals what inject did (network faults: all of them at once). */
+static void heal(int kind, int a)
+{
+	char as[8];
+	snprintf(as, sizeof(as), "%d", a);
 	switch (kind) {
 	case F_LOSS:
 		ck_assert(tl_netns_loss(&C, as, 0));
 		break;
 	case F_KILL:
+	case F_POWER:
 		ck_assert_msg(tl_cluster_start_node(&C, a), "node %d did not restart (seed %u)", a,
 		              seed);
 		break;
@@ -419,9 +441,55 @@ static int fault(unsigned *rng, int64_t t0)
 		ck_assert_int_eq(kill(node_pid(a), SIGCONT), 0);
 		break;
 	default:
-		ck_assert(tl_netns_heal_all(&C));
+		break; /* cuts: fault() heals them all at once */
 	}
-	return kind;
+}
+
+/* One episode: one fault, or (one time in three) two at once -- on
+ * different nodes when both are process faults -- held `hold` ms, then
+ * healed.  Adds the kinds injected to faults[]. */
+static void fault(unsigned *rng, int64_t t0, int faults[F_KINDS])
+{
+	int n = rand_r(rng) % 3 == 0 ? 2 : 1;
+	int hold = 1000 + (int)(rand_r(rng) % 3000);
+	int kind[2], a[2], b[2];
+	episode *ep = n_episodes < MAX_EPISODES ? &episodes[n_episodes++] : NULL;
+	printf("it_jepsen: +%.1fs", (now_ms() - t0) / 1000.0);
+	for (int i = 0; i < n; i++) {
+		kind[i] = (int)(rand_r(rng) % F_KINDS);
+		a[i] = 1 + (int)(rand_r(rng) % NODES);
+		b[i] = 1 + (a[i] + (int)(rand_r(rng) % (NODES - 1))) % NODES;
+		int g = 1 + (int)(rand_r(rng) % GROUPS);
+		bool leader = rand_r(rng) % 3 != 0;
+		if (i == 1 && process_fault(kind[0]) && process_fault(kind[1]) && a[1] == a[0])
+			a[1] = 1 + a[0] % NODES;
+		if ((kind[i] == F_ISOLATE || kind[i] == F_POWER) && leader) {
+			int l = leader_of(g);
+			if (l != 0 && !(i == 1 && process_fault(kind[0]) && l == a[0]))
+				a[i] = l;
+		}
+		bool pair = kind[i] == F_CUT || kind[i] == F_ONEWAY;
+		printf("%s %s node %d", i > 0 ? " +" : "", fault_name[kind[i]], a[i]);
+		if (pair)
+			printf(" / node %d", b[i]);
+		faults[kind[i]]++;
+	}
+	printf(", held %d ms\n", hold);
+	if (ep != NULL) {
+		ep->t_fault = tl_history_now();
+		ep->n = n;
+	}
+	for (int i = 0; i < n; i++) {
+		inject(kind[i], a[i], b[i], rng);
+		if (ep != NULL)
+			ep->kinds |= 1u << kind[i];
+	}
+	pause_ms(hold);
+	for (int i = n - 1; i >= 0; i--)
+		heal(kind[i], a[i]);
+	ck_assert(tl_netns_heal_all(&C));
+	if (ep != NULL)
+		ep->t_heal = tl_history_now();
 }
 
 /* ---- figures ----------------------------------------------------------- */
@@ -452,6 +520,71 @@ static uint64_t longest_gap(uint64_t from, uint64_t to)
 			gap = t[i] - t[i - 1];
 	free(t);
 	return gap;
+}
+
+/* Per slot (a client's stream of keys), the completion times of its ok
+ * operations, sorted: what the per-fault figures are read from. */
+typedef struct {
+	uint64_t *t;
+	size_t n;
+} slot_oks;
+static slot_oks oks[SLOTS];
+
+static int slot_of(const char *key)
+{
+	int s = atoi(key + 1);
+	return key[0] == 'r' ? s : REG_SLOTS + s;
+}
+
+static void index_oks(void)
+{
+	size_t n = tl_history_len(H);
+	for (int s = 0; s < SLOTS; s++) {
+		oks[s].t = malloc((n + 1) * sizeof(uint64_t));
+		ck_assert_ptr_nonnull(oks[s].t);
+		oks[s].n = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const tl_op *op = tl_history_op(H, i);
+		if (op->kind != TL_OK || op->proc == FINAL_PROC)
+			continue;
+		slot_oks *o = &oks[slot_of(op->key)];
+		o->t[o->n++] = op->t_complete;
+	}
+	for (int s = 0; s < SLOTS; s++)
+		qsort(oks[s].t, oks[s].n, sizeof(uint64_t), cmp_u64);
+}
+
+/* First ok completion of slot s at or after t (UINT64_MAX: none). */
+static uint64_t first_ok(int s, uint64_t t)
+{
+	size_t lo = 0, hi = oks[s].n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (oks[s].t[mid] < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < oks[s].n ? oks[s].t[lo] : UINT64_MAX;
+}
+
+/* The longest time in [from, to] any one slot went without an ok
+ * operation: how long some clients could not get through. */
+static uint64_t unavailable(uint64_t from, uint64_t to)
+{
+	uint64_t worst = 0;
+	for (int s = 0; s < SLOTS; s++) {
+		uint64_t prev = from;
+		for (uint64_t t = first_ok(s, from); t <= to; t = first_ok(s, t + 1)) {
+			if (t - prev > worst)
+				worst = t - prev;
+			prev = t;
+		}
+		if (to - prev > worst)
+			worst = to - prev;
+	}
+	return worst;
 }
 
 /* Reports a checker's result; true if it found a violation. */
@@ -530,11 +663,11 @@ START_TEST(test_jepsen)
 		                 0);
 
 	unsigned rng = seed;
-	int faults[F_KINDS] = {0}, nfaults = 0;
+	int faults[F_KINDS] = {0};
+	n_episodes = 0;
 	pause_ms(1000);
 	while (now_ms() < end) {
-		faults[fault(&rng, t0)]++;
-		nfaults++;
+		fault(&rng, t0, faults);
 		pause_ms(1000 + (int)(rand_r(&rng) % 2000));
 	}
 	ck_assert(tl_netns_heal_all(&C));
@@ -543,6 +676,21 @@ START_TEST(test_jepsen)
 		ck_assert_msg(kill(node_pid(id), 0) == 0, "node %d died on its own (seed %u)", id,
 		              seed);
 	int64_t t_heal = now_ms();
+	/* Every power loss made each of the node's groups distrust and
+	 * rebuild its storage (the rebuild is what the checkers then test). */
+	for (int id = 1; id <= NODES; id++) {
+		char path[1200];
+		snprintf(path, sizeof(path), "%s/node-%d.log", C.dir, id);
+		char *log = tl_read_file(path);
+		int n = 0;
+		for (const char *p = log; p != NULL && (p = strstr(p, "not trusted and emptied"));
+		     p++)
+			n++;
+		free(log);
+		ck_assert_msg(n == GROUPS * power_losses[id],
+		              "node %d: %d storage rebuilds logged after %d power losses (seed %u)",
+		              id, n, power_losses[id], seed);
+	}
 	atomic_store(&stop, true);
 	for (int i = 0; i < WORKERS; i++)
 		pthread_join(th[i], NULL);
@@ -574,6 +722,9 @@ START_TEST(test_jepsen)
 	       first_ok_ms, keys, (long long)(now_ms() - t_heal));
 
 	/* Figures. */
+	int n_double = 0;
+	for (int ei = 0; ei < n_episodes; ei++)
+		n_double += episodes[ei].n > 1;
 	size_t n = tl_history_len(H);
 	size_t by[5][4] = {{0}}, swapped = 0; /* by fn, by kind */
 	for (size_t i = 0; i < n; i++) {
@@ -593,11 +744,40 @@ START_TEST(test_jepsen)
 	       by[TL_CAS][TL_OK] - swapped);
 	printf("it_jepsen: %zu operations: ok %zu, fail %zu, info %zu\n", n, tot[TL_OK],
 	       tot[TL_FAIL], tot[TL_INFO] + tot[TL_INVOKE]);
-	printf("it_jepsen: %d faults:", nfaults);
+	printf("it_jepsen: %d fault episodes (%d with two faults at once); faults:", n_episodes,
+	       n_double);
 	for (int k = 0; k < F_KINDS; k++)
 		printf(" %s %d%s", fault_name[k], faults[k], k + 1 < F_KINDS ? "," : "\n");
-	printf("it_jepsen: longest window without an ok operation: %.2f s\n",
+	printf("it_jepsen: longest window without any ok operation: %.2f s\n",
 	       longest_gap(t_start, t_stop) / 1e9);
+	/* Per fault kind (an episode of two faults counts for both): the
+	 * longest a slot went without an ok operation from the fault until it
+	 * recovered, and the longest recovery -- from the heal until every
+	 * slot had an ok operation again. */
+	index_oks();
+	uint64_t unav[F_KINDS] = {0}, recov[F_KINDS] = {0};
+	for (int ei = 0; ei < n_episodes; ei++) {
+		const episode *ep = &episodes[ei];
+		uint64_t back = ep->t_heal;
+		for (int sl = 0; sl < SLOTS; sl++) {
+			uint64_t t = first_ok(sl, ep->t_heal);
+			if (t != UINT64_MAX && t > back)
+				back = t;
+		}
+		uint64_t u = unavailable(ep->t_fault, back), r = back - ep->t_heal;
+		for (int k = 0; k < F_KINDS; k++)
+			if (ep->kinds & (1u << k)) {
+				unav[k] = u > unav[k] ? u : unav[k];
+				recov[k] = r > recov[k] ? r : recov[k];
+			}
+	}
+	printf("it_jepsen: %-12s %8s %22s %22s\n", "fault", "injected", "longest unavailable s",
+	       "longest recovery s");
+	for (int k = 0; k < F_KINDS; k++)
+		printf("it_jepsen: %-12s %8d %22.2f %22.2f\n", fault_name[k], faults[k],
+		       unav[k] / 1e9, recov[k] / 1e9);
+	for (int sl = 0; sl < SLOTS; sl++)
+		free(oks[sl].t);
 
 	/* Checks. */
 	tl_check_result r;
