@@ -47,6 +47,7 @@
 #define SH_PARTITION_RCU   3000
 #define SH_PARTITION_WCU   1000
 #define SH_BURST_SECS      300
+#define SH_SCRUB_MS        10000 /* [cluster] scrub_ms by default */
 
 typedef struct sh_node_conf {
 	uint32_t id;                 /* from the section name [node.<id>], >= 1 */
@@ -72,6 +73,11 @@ typedef struct sh_cluster_conf {
 	 * the node takes fewer when entries are large).  Small in tests that
 	 * need snapshots to be taken and installed. */
 	uint32_t snapshot_entries;
+	/* [cluster] scrub_ms: how often each group's leader proposes the next
+	 * range of the replica scrub (node/scrub.c), in ms; 0: no scrub.
+	 * Without scrub_set, the default SH_SCRUB_MS. */
+	uint32_t scrub_ms;
+	bool scrub_set;
 	/* [cluster] partition_rcu / partition_wcu: the most read / write units
 	 * per second one partition (of a table or a GSI) serves, whatever the
 	 * table's capacity (DynamoDB: 3000 / 1000).  0 in the struct: the

@@ -4,7 +4,7 @@
 #   cluster.sh up [--nodes N] [--routers R] [--groups G] [--replication K]
 #                 [--dir D] [--base-port P] [--http-port H [--http-credentials FILE]]
 #                 [--partition-rcu R] [--partition-wcu W] [--burst-secs S]
-#                 [--snapshot-entries N]
+#                 [--snapshot-entries N] [--scrub-ms N]
 #       writes D/cluster.ini, starts N nodes (default 3) and R routers
 #       (default 1), waits until the cluster serves, and writes the routers'
 #       endpoints (comma-separated) to D/router.endpoint.  With --http-port,
@@ -17,6 +17,8 @@
 #       --burst-secs how many seconds of unused capacity a partition keeps
 #       (default 300; 0: none).  --snapshot-entries: the most Raft entries
 #       a group takes between snapshots (cluster.ini's snapshot_entries).
+#       --scrub-ms: how often each group's leader checks the next range of
+#       the replica scrub (cluster.ini's scrub_ms; default 10000; 0: off).
 #   cluster.sh status [--dir D]           processes, then `shoal status`
 #   cluster.sh stop-node ID [--hard] [--dir D]   SIGTERM (or SIGKILL) one node
 #   cluster.sh start-node ID [--dir D]    start one node again; returns once it
@@ -56,7 +58,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${SHOAL_BIN:-$here/../build/bin}
 dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
-nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
+nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= scrub_ms= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
 netns= netns_subnet=
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -82,6 +84,7 @@ while (($#)); do
 	--partition-wcu) part_wcu=$2; shift 2 ;;
 	--burst-secs) burst=$2; shift 2 ;;
 	--snapshot-entries) snap_entries=$2; shift 2 ;;
+	--scrub-ms) scrub_ms=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--base-port) base=$2; shift 2 ;;
 	--http-port) http_port=$2; shift 2 ;;
@@ -185,6 +188,7 @@ write_config() {
 		[[ -z $part_wcu ]] || echo "partition_wcu = $part_wcu"
 		[[ -z $burst ]] || echo "burst_secs = $burst"
 		[[ -z $snap_entries ]] || echo "snapshot_entries = $snap_entries"
+		[[ -z $scrub_ms ]] || echo "scrub_ms = $scrub_ms"
 		for ((i = 1; i <= nodes; i++)); do
 			local block=$((base + 100 * i))
 			echo

@@ -150,6 +150,40 @@ int node_fsm_failed(node_fsm *f, char *errmsg)
 	return f->failed;
 }
 
+void node_fsm_fail_diverged(node_fsm *f, const char *msg)
+{
+	node_fsm_fail(f, SHOAL_E_INTERNAL, "%s", msg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scrub results                                                             */
+/* ------------------------------------------------------------------------ */
+
+void node_fsm_scrub_record(node_fsm *f, const node_scrub_result *r)
+{
+	pthread_mutex_lock(&f->scrub_mu);
+	f->scrub[f->scrub_next] = *r;
+	f->scrub_next = (f->scrub_next + 1) % NODE_SCRUB_RING;
+	if (f->scrub_n < NODE_SCRUB_RING)
+		f->scrub_n++;
+	pthread_mutex_unlock(&f->scrub_mu);
+}
+
+bool node_fsm_scrub_result(node_fsm *f, uint32_t proposer, uint64_t seq, node_scrub_result *out)
+{
+	bool found = false;
+	pthread_mutex_lock(&f->scrub_mu);
+	for (uint32_t i = 0; i < f->scrub_n && !found; i++) {
+		const node_scrub_result *r = &f->scrub[i];
+		if (r->proposer == proposer && r->seq == seq) {
+			*out = *r;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&f->scrub_mu);
+	return found;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Lifecycle                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -185,6 +219,7 @@ int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **
 		          "until it has caught up",
 		          group, dir, st_env_rebuilt(f->env));
 	f->failed = SHOAL_OK;
+	pthread_mutex_init(&f->scrub_mu, NULL);
 	sh_arena_init(&f->scratch);
 	sh_arena_init(&f->entry);
 	f->rf.version = 3;
@@ -209,6 +244,7 @@ void node_fsm_close(node_fsm *f)
 	f->batches = NULL;
 	sh_arena_fini(&f->scratch);
 	sh_arena_fini(&f->entry);
+	pthread_mutex_destroy(&f->scrub_mu);
 	st_env_close(f->env);
 	sh_free(f);
 }

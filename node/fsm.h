@@ -113,6 +113,35 @@ void node_fsm_register(node_fsm *f, node_batch *b);
 void node_fsm_unregister(node_fsm *f, node_batch *b);
 
 /* ------------------------------------------------------------------------ */
+/* The replica scrub (node/scrub.c has the protocol)                         */
+/* ------------------------------------------------------------------------ */
+
+/* Applying a Scrub op hashes a range of the environment inside the entry's
+ * transaction (st_txn_scrub), so every replica hashes the same state at the
+ * same Raft index; the FSM keeps the last NODE_SCRUB_RING results in memory.
+ * Entries skipped as replay (already in LMDB) compute nothing. */
+#define NODE_SCRUB_RING    16
+#define NODE_SCRUB_KEY_MAX 520 /* a scrub key: 1 byte + an LMDB key (<= 511) */
+
+typedef struct node_scrub_result {
+	uint32_t proposer;
+	uint64_t seq;
+	uint64_t index; /* the Raft index it was applied at */
+	uint32_t count;
+	uint64_t hash;
+	uint8_t start[NODE_SCRUB_KEY_MAX], end[NODE_SCRUB_KEY_MAX];
+	size_t start_len, end_len; /* end_len 0: the end of the key space */
+} node_scrub_result;
+
+/* This replica's result of scrub (proposer, seq) into *out; false if it has
+ * none.  Any thread. */
+bool node_fsm_scrub_result(node_fsm *f, uint32_t proposer, uint64_t seq, node_scrub_result *out);
+/* The scrub found this replica diverged from its peers and it cannot be
+ * rebuilt: the FSM fails for good (sticky) with msg, so the replica stops
+ * serving and hands leadership away (node_group_publish).  Loop thread. */
+void node_fsm_fail_diverged(node_fsm *f, const char *msg);
+
+/* ------------------------------------------------------------------------ */
 /* Catalog and index messages (shared with the request handlers)             */
 /* ------------------------------------------------------------------------ */
 

@@ -66,6 +66,10 @@
  *   outbox_trim             a source group: st_outbox_trim (the replicated
  *                           shipped watermark).
  *   backfill                a source group: one st_backfill_step.
+ *   scrub                   any group: st_txn_scrub of up to max_keys pairs
+ *                           from `start`, at this entry's index; the result
+ *                           is kept in memory (node_fsm_scrub_record), never
+ *                           written: the replica scrub (node/scrub.c).
  *   batch_write             first every write is converted (a malformed one
  *                           fails the whole operation, nothing written), then
  *                           the puts and deletes are applied in order; a client
@@ -426,6 +430,38 @@ static int op_backfill(op_ctx *c, const Shoal__IndexBackfill *bf)
 	return st_backfill_step(c->txn, bf->table_name, (uint16_t)bf->index_id, max, &done, c->msg);
 }
 
+/* Bounded: one range costs at most NODE_SCRUB_MAX_KEYS pairs read. */
+#define NODE_SCRUB_MAX_KEYS 10000
+
+static int op_scrub(op_ctx *c, const Shoal__Scrub *sc)
+{
+	if (sc->start.len >= NODE_SCRUB_KEY_MAX || sc->max_keys == 0 ||
+	    sc->max_keys > NODE_SCRUB_MAX_KEYS)
+		return sh_errf(c->msg, SHOAL_E_VALIDATION,
+		               "scrub: start key of %zu bytes, max_keys %u (1..%d)", sc->start.len,
+		               sc->max_keys, NODE_SCRUB_MAX_KEYS);
+	st_scrub res;
+	int rc =
+	    st_txn_scrub(c->txn, sc->start.data, sc->start.len, sc->max_keys, c->a, &res, c->msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	node_scrub_result r = {
+	    .proposer = sc->proposer,
+	    .seq = sc->seq,
+	    .index = raft_last_applied(c->f->raft) + 1, /* this entry's (fsm.h) */
+	    .count = res.count,
+	    .hash = res.hash,
+	    .start_len = sc->start.len,
+	    .end_len = res.end_len < NODE_SCRUB_KEY_MAX ? res.end_len : 0,
+	};
+	if (sc->start.len > 0)
+		memcpy(r.start, sc->start.data, sc->start.len);
+	if (r.end_len > 0)
+		memcpy(r.end, res.end, r.end_len);
+	node_fsm_scrub_record(c->f, &r);
+	return SHOAL_OK;
+}
+
 static int op_drop(op_ctx *c, const Shoal__TableDrop *td)
 {
 	const char *name =
@@ -563,6 +599,8 @@ static int run_op(op_ctx *c, const Shoal__CommandOp *op)
 		return node_op_txn_status(c, op->txn_status);
 	case SHOAL__COMMAND_OP__OP_TXN_EXPIRE:
 		return node_op_txn_expire(c);
+	case SHOAL__COMMAND_OP__OP_SCRUB:
+		return op_scrub(c, op->scrub);
 	default:
 		/* Unset, or an operation of a newer build: the same on every
 		 * replica, so a per-operation error, not a failure. */

@@ -11,6 +11,8 @@
 #ifndef SHOAL_NODE_FSM_INT_H
 #define SHOAL_NODE_FSM_INT_H
 
+#include <pthread.h>
+
 #include "common/arena.h"
 #include "common/errors.h"
 #include "node/fsm.h"
@@ -35,6 +37,11 @@ struct node_fsm {
 	 * thread touches it between those two calls. */
 	st_view *snap;
 	struct node_cap *cap; /* node_fsm_set_cap */
+	/* Scrub results, newest at scrub_next - 1 (apply writes on the loop,
+	 * node_fsm_scrub_result reads from any thread: scrub_mu). */
+	pthread_mutex_t scrub_mu;
+	node_scrub_result scrub[NODE_SCRUB_RING];
+	uint32_t scrub_next, scrub_n;
 };
 
 /* One operation being applied (fsm_apply.c, fsm_txn.c). */
@@ -83,6 +90,9 @@ bool node_op_txn_answers(const Shoal__CommandOp *op);
  * raft error code that apply/restore should return.  Loop thread. */
 int node_fsm_fail(node_fsm *f, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Keeps r as the newest scrub result (the oldest of the ring goes).  Loop. */
+void node_fsm_scrub_record(node_fsm *f, const node_scrub_result *r);
 
 /* A Shoal code as a raft error code (for apply/snapshot/restore returns). */
 int node_fsm_raft_code(int code);

@@ -182,6 +182,16 @@ st_env *node_group_env(node_group *g)
 	return node_fsm_env(g->fsm);
 }
 
+node_fsm *node_group_fsm(node_group *g)
+{
+	return g->fsm;
+}
+
+const char *node_group_dir(const node_group *g)
+{
+	return g->dir;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Waiters                                                                   */
 /* ------------------------------------------------------------------------ */

@@ -1,7 +1,8 @@
 /*
  * handlers.c -- the operations a node serves from its own LMDB: reads
  * (GetItem, Query, Scan, BatchGetItem of one group's keys, DescribeTable,
- * ListTables, the catalog) and GroupStatus.
+ * ListTables, the catalog), GroupStatus and the replica scrub's questions
+ * (scrub_check: this replica's result of a scrub, from memory).
  *
  * The front door (server.c) has decoded the request, checked that the group
  * is hosted and healthy and, for consistent reads, waited for a Raft barrier
@@ -613,5 +614,37 @@ int node_handle_list_catalog(node_call *c)
 			return rc;
 		nr->catalog[nr->n_catalog++] = d;
 	}
+	return SHOAL_OK;
+}
+
+/* The replica scrub (scrub.c has the protocol): this replica's result of
+ * scrub (proposer, seq); with diverged, the leader says it differs from the
+ * majority's, and the scrub's loop checks that and rebuilds. */
+int node_handle_scrub_check(node_call *c)
+{
+	const Shoal__ScrubCheck *q = c->req->scrub_check;
+	node_scrub_result r;
+	Shoal__ScrubResult *out = sh_arena_alloc(c->arena, sizeof(*out));
+	if (out == NULL)
+		return nomem(c);
+	shoal__scrub_result__init(out);
+	c->nresp->scrub = out;
+	if (!node_fsm_scrub_result(node_group_fsm(c->group), q->proposer, q->seq, &r))
+		return SHOAL_OK; /* found = false: not applied here (yet) */
+	if (q->diverged) {
+		node_scrub_told(c->node->scrub, node_group_id(c->group), q->proposer, q->seq,
+		                q->majority_hash);
+		return SHOAL_OK;
+	}
+	out->found = true;
+	out->index = r.index;
+	out->count = r.count;
+	out->hash = r.hash;
+	out->start.len = r.start_len;
+	out->end.len = r.end_len;
+	out->start.data = sh_arena_memdup(c->arena, r.start, r.start_len > 0 ? r.start_len : 1);
+	out->end.data = sh_arena_memdup(c->arena, r.end, r.end_len > 0 ? r.end_len : 1);
+	if (out->start.data == NULL || out->end.data == NULL)
+		return nomem(c);
 	return SHOAL_OK;
 }

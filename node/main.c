@@ -17,14 +17,24 @@
  * ProvisionedThroughputExceededException until it catches up (default
  * 100000, or the cluster file's [cluster] outbox_limit).
  *
+ * Restart in place: when the node asks for it (node_restart: the replica
+ * scrub marked a divergent replica's storage for rebuild, node/scrub.c), it
+ * stops gracefully and then re-executes itself (/proc/self/exe) with the
+ * same arguments, so that its pid -- and the pid file launchers keep --
+ * stays the same; the new image opens the marked environment empty and
+ * raft rebuilds it.  Every descriptor has been closed by then (the log's
+ * too), the signal mask is cleared, and "ready" is printed again.
+ *
  * Exit status: 0 after a graceful stop, 1 if the node could not start, 2 for
  * a usage or configuration error.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/crash.h"
 #include "common/cluster.h"
@@ -154,7 +164,25 @@ int main(int argc, char **argv)
 	printf("ready\n");
 	fflush(stdout);
 	node_run(n);
+	bool restart = node_restart_requested(n);
 	node_close(n);
+	if (restart) {
+		node_logf(NODE_LOG_INFO, "restarting in place (same pid)");
+		node_log_close();
+		fflush(NULL);
+		sigset_t none;
+		sigemptyset(&none);
+		pthread_sigmask(SIG_SETMASK, &none, NULL);
+		execv("/proc/self/exe", argv);
+		/* Only on failure: say so where the log goes, then exit. */
+		int e = errno;
+		if (node_log_open(log, (uint32_t)id, errmsg) == SHOAL_OK) {
+			node_logf(NODE_LOG_ERROR, "restart: execv(/proc/self/exe): %s",
+			          strerror(e));
+			node_log_close();
+		}
+		return 1;
+	}
 	node_logf(NODE_LOG_INFO, "exit");
 	node_log_close();
 	return 0;

@@ -23,6 +23,10 @@
  *   shoal_index_backlog{group}                unshipped, as the leader sees it
  *   shoal_index_propagation_seconds{table_id,index_id} (histogram) from a
  *       base write's proposal to its delta applied in the target group
+ * and the replica scrub's (scrub.c, node_scrub_metrics):
+ *   shoal_scrub_ranges_total{group}, shoal_scrub_keys_total{group},
+ *   shoal_scrub_mismatches_total{group}, shoal_scrub_passes_total{group},
+ *   shoal_scrub_unanswered_total{group}
  *
  * The endpoint is nng's HTTP server (GET /metrics on the node's metrics
  * "host:port"); the handler renders the text on an nng thread.
@@ -303,6 +307,7 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	sh_free(have);
 	node_ship_metrics(n->ship, appendf_any, &b);
 	node_cap_metrics(n->cap, appendf_any, &b);
+	node_scrub_metrics(n->scrub, appendf_any, &b);
 
 	if (b.oom) {
 		sh_free(b.p);

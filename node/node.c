@@ -5,7 +5,9 @@
  * places on this node (group.c), then starts the request server and the
  * metrics endpoint; node_run runs the loop; node_stop (or SIGTERM/SIGINT)
  * begins a graceful stop; node_close releases what is left.  The lifecycle
- * table is in node.h (enum node_state).
+ * table is in node.h (enum node_state).  node_restart is node_stop with a
+ * note (restart_requested) for the program, which then starts itself again
+ * in place (main.c): how the replica scrub rebuilds a divergent replica.
  *
  * Three loop handles tie the threads together:
  *   wake    uv_async: workers queued requests (flush every group), or a stop
@@ -106,6 +108,17 @@ void node_stop(node *n)
 	node_wake(n);
 }
 
+void node_restart(node *n)
+{
+	atomic_store(&n->restart_requested, true);
+	node_stop(n);
+}
+
+bool node_restart_requested(node *n)
+{
+	return atomic_load(&n->restart_requested);
+}
+
 /* mkdir -p */
 static int make_dirs(const char *path, char *errmsg)
 {
@@ -192,6 +205,7 @@ static void shutdown_begin(node *n)
 	n->state = NODE_STOPPING;
 	atomic_store(&n->stopping, true);
 	node_logf(NODE_LOG_INFO, "node %u: stopping", n->id);
+	node_scrub_close(n->scrub); /* before the groups: it proposes through them */
 	if (n->ship != NULL)
 		node_ship_close(n->ship); /* before the groups: it proposes through them */
 	if (n->signals) {
@@ -230,8 +244,10 @@ static void check_cb(uv_check_t *handle)
 	 * deltas they appended ship now, not a timer tick later. */
 	if (n->ship != NULL && n->state == NODE_RUNNING)
 		node_ship_tick(n->ship);
-	if (n->state == NODE_RUNNING)
+	if (n->state == NODE_RUNNING) {
 		node_cap_tick(n->cap);
+		node_scrub_tick(n->scrub);
+	}
 }
 
 static void signal_cb(uv_signal_t *handle, int signum)
@@ -334,6 +350,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	}
 	if (!opts->no_ship && (rc = node_ship_open(n, &n->ship, errmsg)) != SHOAL_OK)
 		goto err;
+	if ((rc = node_scrub_open(n, &n->scrub, errmsg)) != SHOAL_OK)
+		goto err;
 	if ((rc = node_server_start(n, n->self->rpc, opts->workers, &n->server, errmsg)) !=
 	    SHOAL_OK)
 		goto err;
@@ -382,6 +400,9 @@ void node_close(node *n)
 	 * closed; its nng exchanges end here. */
 	node_ship_free(n->ship);
 	n->ship = NULL;
+	/* After the lanes: no answer of a scrub question is left. */
+	node_scrub_free(n->scrub);
+	n->scrub = NULL;
 	node_cap_free(n->cap);
 	n->cap = NULL;
 	for (uint32_t g = 0; g < n->conf->groups; g++) {

@@ -58,6 +58,7 @@ typedef struct node_server node_server;
 typedef struct node_metrics node_metrics;
 typedef struct node_ship node_ship;
 typedef struct node_cap node_cap;
+typedef struct node_scrub node_scrub;
 
 /* ------------------------------------------------------------------------ */
 /* Raft settings (NOTES.md: rare snapshots with a long trailing log; NODELAY) */
@@ -312,6 +313,10 @@ int node_group_health(node_group *g, char *errmsg);
 bool node_group_rebuilding(node_group *g);
 /* Any thread: the group's storage, for reads (valid until node_group_free). */
 st_env *node_group_env(node_group *g);
+/* The group's state machine (scrub results, the scrub's sticky failure;
+ * valid until node_group_free) and its directory.  Any thread. */
+node_fsm *node_group_fsm(node_group *g);
+const char *node_group_dir(const node_group *g);
 
 /* ------------------------------------------------------------------------ */
 /* Operations, statistics and metrics (server.c, metrics.c)                  */
@@ -338,7 +343,8 @@ enum node_op {
 	NODE_OP_TXN_ACK,
 	NODE_OP_TXN_STATUS,
 	NODE_OP_CAP_REPORT,
-	NODE_OP_INVALID, /* undecodable or unknown requests */
+	NODE_OP_SCRUB_CHECK, /* the replica scrub (scrub.c) */
+	NODE_OP_INVALID,     /* undecodable or unknown requests */
 	NODE_OP__COUNT
 };
 
@@ -415,6 +421,7 @@ int node_handle_list_tables(node_call *c);
 int node_handle_group_status(node_call *c);
 int node_handle_list_catalog(node_call *c);
 int node_handle_cap_report(node_call *c); /* capacity.c */
+int node_handle_scrub_check(node_call *c);
 
 /* ------------------------------------------------------------------------ */
 /* The process (node.c)                                                      */
@@ -467,6 +474,7 @@ struct node {
 	enum node_state state; /* loop */
 	atomic_bool stopping;  /* state != RUNNING, for other threads */
 	atomic_bool stop_requested;
+	atomic_bool restart_requested; /* node_restart */
 
 	uv_async_t wake;  /* workers -> loop: queues to flush, or stop */
 	uv_check_t check; /* after every loop iteration: publish status */
@@ -483,6 +491,7 @@ struct node {
 	node_ship *ship;       /* NULL with no_ship */
 	uint64_t outbox_limit; /* see node_options */
 	node_cap *cap;         /* capacity per partition */
+	node_scrub *scrub;     /* the replica scrub; NULL when off */
 };
 
 /* Creates and locks the data directory (<dir>/shoal-node.lock: one process
@@ -496,6 +505,11 @@ int node_open(const node_options *opts, node **out, char *errmsg);
 int node_run(node *n);
 /* Requests a graceful stop; any thread, any number of times. */
 void node_stop(node *n);
+/* Requests a graceful stop after which the process starts again in place
+ * (shoal-node re-executes itself, same pid: main.c), e.g. to rebuild a
+ * replica's storage marked for rebuild.  Any thread. */
+void node_restart(node *n);
+bool node_restart_requested(node *n);
 /* Stops the server and metrics, closes storage, frees n.  After node_run
  * returned; if it was never run, node_close stops the groups itself. */
 void node_close(node *n);
@@ -646,6 +660,26 @@ void node_ship_metrics(node_ship *s, node_appendf_fn appendf, void *buf);
  * (table_id, index_id), in ms; false if none yet (or s is NULL).  Any
  * thread. */
 bool node_ship_last_lag(node_ship *s, uint32_t table_id, uint16_t index_id, int64_t *ms);
+
+/* ------------------------------------------------------------------------ */
+/* The replica scrub (scrub.c has the protocol)                              */
+/* ------------------------------------------------------------------------ */
+
+/* node_scrub_open: after the shipper (it uses its node-to-node lanes); *out
+ * stays NULL when [cluster] scrub_ms is 0 or there is no shipper.  tick:
+ * loop, after every iteration.  close: loop, when the node begins stopping.
+ * free: after the shipper's lanes are freed (no answer callback is left). */
+int node_scrub_open(node *n, node_scrub **out, char *errmsg);
+void node_scrub_tick(node_scrub *s);
+void node_scrub_close(node_scrub *s);
+void node_scrub_free(node_scrub *s);
+/* The leader says this replica's result of scrub (proposer, seq) in group
+ * gid differs from the majority's (majority_hash); the loop checks it and
+ * acts.  Any thread. */
+void node_scrub_told(node_scrub *s, uint32_t gid, uint32_t proposer, uint64_t seq,
+                     uint64_t majority_hash);
+/* Any thread: the scrub's counters in Prometheus text. */
+void node_scrub_metrics(node_scrub *s, node_appendf_fn appendf, void *buf);
 
 /* ------------------------------------------------------------------------ */
 /* Capacity per partition (capacity.c; the rules in capacity.h)              */

@@ -152,6 +152,8 @@ static const op_def ops[NODE_OP__COUNT] = {
     [NODE_OP_TXN_ACK] = {"txn_acks", OP_WRITE, NULL, prepare_txn_acks},
     [NODE_OP_TXN_STATUS] = {"txn_status", OP_WRITE, NULL, prepare_txn_status},
     [NODE_OP_CAP_REPORT] = {"cap_report", OP_LOCAL | OP_ANY_HEALTH, node_handle_cap_report, NULL},
+    [NODE_OP_SCRUB_CHECK] = {"scrub_check", OP_LOCAL | OP_ANY_HEALTH, node_handle_scrub_check,
+                             NULL},
     [NODE_OP_INVALID] = {"invalid", 0, NULL, NULL},
 };
 
@@ -458,7 +460,7 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 	          (req->update_table != NULL) + (req->activate_index != NULL) +
 	          (req->index_ship != NULL) + (req->txn_write != NULL) + (req->txn_decide != NULL) +
 	          (req->txn_finish != NULL) + (req->txn_acks != NULL) + (req->txn_status != NULL) +
-	          (req->cap_report != NULL);
+	          (req->cap_report != NULL) + (req->scrub_check != NULL);
 	if (set != 1)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "a NodeRequest carries exactly one operation (found %d)", set);
@@ -488,6 +490,8 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 		*op = NODE_OP_TXN_STATUS;
 	} else if (req->cap_report != NULL) {
 		*op = NODE_OP_CAP_REPORT;
+	} else if (req->scrub_check != NULL) {
+		*op = NODE_OP_SCRUB_CHECK;
 	} else {
 		if (req->request->op_case == SHOAL__REQUEST__OP__NOT_SET)
 			return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,

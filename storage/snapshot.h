@@ -16,6 +16,9 @@
  *           write transaction (snapshot install): all-or-nothing.
  *   reads   st_txn_table_describe: a table as an open write transaction sees
  *           it (st_table_describe sees only committed state).
+ *   scrub   st_txn_scrub: a checksum of a range of the whole environment as
+ *           an open write transaction sees it (the replica scrub,
+ *           node/scrub.c; format at the top of storage/scrub.c).
  *
  * The databases are named by st_dbi; their contents are opaque here (formats
  * at the top of storage/env.c, catalog_codec.c, keyenc.c, codec.c).  A view or a
@@ -93,5 +96,31 @@ void st_load_abort(st_load *l);
  * not found") when there is no such table. */
 int st_txn_table_describe(st_txn *txn, const char *name, sh_arena *a, st_table_info *out,
                           char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* Scrub (scrub.c)                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* The result of st_txn_scrub.  A scrub key is one byte, the st_dbi, then the
+ * LMDB key; the key space is catalog, then meta, then data, each in LMDB
+ * order. */
+typedef struct st_scrub {
+	uint32_t count; /* pairs hashed */
+	uint64_t hash;  /* XXH64 over them (format at the top of scrub.c) */
+	/* The first scrub key after the range (in the arena), where the next
+	 * range starts; end_len 0 when the range ran to the end of the key
+	 * space (the next range starts at the beginning again). */
+	const uint8_t *end;
+	size_t end_len;
+} st_scrub;
+
+/* Hashes up to max_keys (>= 1) pairs from scrub key `start` (start_len 0:
+ * the beginning) on, as txn sees them (its uncommitted writes included;
+ * meta's "applied" key, different at every entry, is left out).  Writes
+ * nothing, but flushes txn's pending catalog counters first
+ * (st_txn_catalog_flush), so that every replica hashes the same bytes.
+ * out->end is allocated in a. */
+int st_txn_scrub(st_txn *txn, const void *start, size_t start_len, uint32_t max_keys, sh_arena *a,
+                 st_scrub *out, char *errmsg);
 
 #endif
