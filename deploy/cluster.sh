@@ -4,7 +4,7 @@
 #   cluster.sh up [--nodes N] [--routers R] [--groups G] [--replication K]
 #                 [--dir D] [--base-port P] [--http-port H [--http-credentials FILE]]
 #                 [--partition-rcu R] [--partition-wcu W] [--burst-secs S]
-#                 [--snapshot-entries N] [--scrub-ms N]
+#                 [--snapshot-entries N] [--scrub-ms N] [--raft-segment-mb M]
 #       writes D/cluster.ini, starts N nodes (default 3) and R routers
 #       (default 1), waits until the cluster serves, and writes the routers'
 #       endpoints (comma-separated) to D/router.endpoint.  With --http-port,
@@ -16,7 +16,8 @@
 #       (cluster.ini's partition_rcu/partition_wcu; default 3000/1000);
 #       --burst-secs how many seconds of unused capacity a partition keeps
 #       (default 300; 0: none).  --snapshot-entries: the most Raft entries
-#       a group takes between snapshots (cluster.ini's snapshot_entries).
+#       a group takes between snapshots (cluster.ini's snapshot_entries);
+#       --raft-segment-mb the size of Raft's log segments (raft_segment_mb).
 #       --scrub-ms: how often each group's leader checks the next range of
 #       the replica scrub (cluster.ini's scrub_ms; default 10000; 0: off).
 #   cluster.sh status [--dir D]           processes, then `shoal status`
@@ -58,14 +59,14 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${SHOAL_BIN:-$here/../build/bin}
 dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
-nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= scrub_ms= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
+nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= scrub_ms= segment_mb= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
 netns= netns_subnet=
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
 # The network faults of a --netns cluster are deploy/netns.sh's.
 case ${1:-} in
-cut | oneway | isolate | heal | heal-all | loss | netem | probe | probe-udp | addr)
+cut | oneway | isolate | heal | heal-all | loss | netem | slow | probe | probe-udp | addr)
 	[[ $* == *--dir* ]] || set -- "$@" --dir "$dir"
 	exec "$here/netns.sh" "$@" ;;
 esac
@@ -84,6 +85,7 @@ while (($#)); do
 	--partition-wcu) part_wcu=$2; shift 2 ;;
 	--burst-secs) burst=$2; shift 2 ;;
 	--snapshot-entries) snap_entries=$2; shift 2 ;;
+	--raft-segment-mb) segment_mb=$2; shift 2 ;;
 	--scrub-ms) scrub_ms=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--base-port) base=$2; shift 2 ;;
@@ -188,6 +190,7 @@ write_config() {
 		[[ -z $part_wcu ]] || echo "partition_wcu = $part_wcu"
 		[[ -z $burst ]] || echo "burst_secs = $burst"
 		[[ -z $snap_entries ]] || echo "snapshot_entries = $snap_entries"
+		[[ -z $segment_mb ]] || echo "raft_segment_mb = $segment_mb"
 		[[ -z $scrub_ms ]] || echo "scrub_ms = $scrub_ms"
 		for ((i = 1; i <= nodes; i++)); do
 			local block=$((base + 100 * i))

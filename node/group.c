@@ -132,6 +132,7 @@ struct node_group {
 	/* Its storage was emptied at open (a machine crash, a rebuild asked
 	 * for): set until it has caught up with a leader (publish). */
 	atomic_bool rebuilding;
+	atomic_int failed_code; /* node_fsm_failed's code once failed */
 	pthread_mutex_t err_mu;
 	char error[SH_ERRMSG_SIZE];
 };
@@ -957,8 +958,10 @@ void node_group_publish(node_group *g)
 
 	if (!g->seen_failed) {
 		char msg[SH_ERRMSG_SIZE] = "";
-		if (node_fsm_failed(g->fsm, msg) != SHOAL_OK) {
+		int code = node_fsm_failed(g->fsm, msg);
+		if (code != SHOAL_OK) {
 			g->seen_failed = true;
+			atomic_store(&g->failed_code, code);
 			pthread_mutex_lock(&g->err_mu);
 			snprintf(g->error, sizeof(g->error), "%s", msg);
 			pthread_mutex_unlock(&g->err_mu);
@@ -992,6 +995,11 @@ void node_group_publish(node_group *g)
 	}
 	rebalance(g, role);
 	tune_snapshots(g);
+}
+
+int node_group_failure(node_group *g)
+{
+	return atomic_load(&g->failed_code);
 }
 
 bool node_group_rebuilding(node_group *g)

@@ -246,6 +246,7 @@ static void check_cb(uv_check_t *handle)
 		node_ship_tick(n->ship);
 	if (n->state == NODE_RUNNING) {
 		node_cap_tick(n->cap);
+		node_disk_tick(n);
 		node_scrub_tick(n->scrub);
 	}
 }

@@ -311,6 +311,8 @@ int node_group_health(node_group *g, char *errmsg);
  * not trusted at open (node/fsm.h): it serves no eventually consistent
  * read.  Any thread. */
 bool node_group_rebuilding(node_group *g);
+/* The code its state machine failed with (SHOAL_OK: it has not).  Any thread. */
+int node_group_failure(node_group *g);
 /* Any thread: the group's storage, for reads (valid until node_group_free). */
 st_env *node_group_env(node_group *g);
 /* The group's state machine (scrub results, the scrub's sticky failure;
@@ -475,6 +477,8 @@ struct node {
 	atomic_bool stopping;  /* state != RUNNING, for other threads */
 	atomic_bool stop_requested;
 	atomic_bool restart_requested; /* node_restart */
+	uint64_t disk_next_ns;         /* disk.c: next look at the disk (loop) */
+	bool disk_low;                 /* disk.c: the disk filled up (loop) */
 
 	uv_async_t wake;  /* workers -> loop: queues to flush, or stop */
 	uv_check_t check; /* after every loop iteration: publish status */
@@ -690,6 +694,10 @@ int node_cap_open(node *n, node_cap **out, char *errmsg);
 void node_cap_free(node_cap *c);
 /* Loop thread, after every iteration; does its work once a second. */
 void node_cap_tick(node_cap *c);
+
+/* disk.c: once a second, restarts the node in place when its disk, after
+ * filling up, has room again (loop thread). */
+void node_disk_tick(node *n);
 /* Group gid's catalog changed (committed): the next tick reads its tables'
  * partitions and capacity again.  Any thread. */
 void node_cap_catalog_changed(node_cap *c, uint32_t gid);

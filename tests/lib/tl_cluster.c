@@ -171,6 +171,8 @@ void tl_cluster_down(tl_cluster *c)
 	if (c->dir[0] == '\0')
 		return;
 	script(c, "down");
+	/* File systems of tl_cluster_node_fs. */
+	tl_sh("findmnt -rn -o TARGET | grep -F '%s/node-' | xargs -r -n1 umount -l", c->dir);
 	/* Every process has exited (LeakSanitizer reports at exit): a
 	 * sanitizer report in any log fails the test, whatever it asserted,
 	 * since a node that died of one during a test that kills nodes anyway
@@ -263,6 +265,27 @@ bool tl_cluster_power_loss(tl_cluster *c, int id, unsigned pages, unsigned *seed
 		}
 	closedir(d);
 	return ok;
+}
+
+bool tl_cluster_node_fs(tl_cluster *c, int id, int mb)
+{
+	if (!tl_cluster_stop_node(c, id, false))
+		return false;
+	bool ok = tl_sh("d='%s/node-%d' && mv \"$d\" \"$d.move\" && mkdir \"$d\" && "
+	                "mount -t tmpfs -o size=%dm,mode=0700 shoal-test \"$d\" && "
+	                "cp -a \"$d.move/.\" \"$d/\" && rm -rf \"$d.move\"",
+	                c->dir, id, mb) == 0;
+	return tl_cluster_start_node(c, id) && ok;
+}
+
+bool tl_cluster_disk_fill(tl_cluster *c, int id, bool full)
+{
+	if (!full)
+		return tl_sh("rm -f '%s/node-%d/filler'", c->dir, id) == 0;
+	/* All of it but a page: the next allocation of any size fails. */
+	return tl_sh("d='%s/node-%d' && a=$(df -B1 --output=avail \"$d\" | tail -n 1) && "
+	             "fallocate -l $((a > 8192 ? a - 4096 : 4096)) \"$d/filler\"",
+	             c->dir, id) == 0;
 }
 
 bool tl_cluster_stop_router(tl_cluster *c, int id, bool hard)

@@ -54,6 +54,13 @@ bool tl_cluster_start_node(tl_cluster *c, int id);
  * fsyncs an entry before it counts.  Start the node again with
  * tl_cluster_start_node.  False if something could not be done. */
 bool tl_cluster_power_loss(tl_cluster *c, int id, unsigned pages, unsigned *seed);
+/* Moves node id's data directory onto a file system of its own (a tmpfs of
+ * `mb` MiB; the node is stopped and started again), so that
+ * tl_cluster_disk_fill can fill it; tl_cluster_down unmounts it.  Root. */
+bool tl_cluster_node_fs(tl_cluster *c, int id, int mb);
+/* Fills node id's file system (a file taking all but a page of the free
+ * space), or with full false removes that file. */
+bool tl_cluster_disk_fill(tl_cluster *c, int id, bool full);
 bool tl_cluster_stop_router(tl_cluster *c, int id, bool hard);
 bool tl_cluster_start_router(tl_cluster *c, int id);
 
