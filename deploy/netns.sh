@@ -22,6 +22,12 @@
 #                                         ends of A's veth ("delay 50ms 10ms loss 5%
 #                                         reorder 25%"); "netem A off" removes it.
 #                                         Exit 3 if the kernel has no netem.
+#   netns.sh slow A RATE --dir D          a slow link: both ends of A's veth send at
+#                                         most RATE (tc tbf, e.g. "1mbit"), packets
+#                                         queue up to 2 s and are dropped past it;
+#                                         "slow A off" removes it (as heal-all does).
+#                                         tbf is in every kernel with tc; netem's
+#                                         delay and reordering are not (see netem).
 #   netns.sh probe A B PORT --dir D       TCP connect from A to B:PORT within 1 s:
 #                                         prints "reachable" (connected or refused:
 #                                         packets flow) or "unreachable" (no answer)
@@ -49,7 +55,7 @@ set -euo pipefail
 
 die() { echo "netns.sh: $*" >&2; exit 1; }
 
-cmd=${1:-}; [[ -n $cmd ]] || die "usage: netns.sh check|create|destroy|addr|exec|cut|oneway|isolate|heal|heal-all|loss|netem|probe ..."
+cmd=${1:-}; [[ -n $cmd ]] || die "usage: netns.sh check|create|destroy|addr|exec|cut|oneway|isolate|heal|heal-all|loss|netem|slow|probe ..."
 shift
 dir= pos=()
 while (($#)); do
@@ -225,7 +231,7 @@ fault() {
 		done
 		for ((i = 1; i <= nodes; i++)); do netem_off "$i"; done
 		for ((i = 1; i <= routers; i++)); do netem_off "r$i"; done
-		echo "netns: healed all: no cuts, no loss, no netem" ;;
+		echo "netns: healed all: no cuts, no loss, no netem or slow links" ;;
 	loss)
 		a=${pos[0]:?loss A PCT} n=${pos[1]:?loss A PCT}
 		[[ $n =~ ^[0-9]+$ ]] && ((n <= 100)) || die "PCT must be 0-100"
@@ -257,6 +263,17 @@ fault() {
 		fi
 		tc -n "$(ns_of "$a")" qdisc replace dev eth0 root netem "${pos[@]:1}"
 		echo "netns: netem ${pos[*]:1} on both ends of $(name_of "$a")'s veth" ;;
+	slow)
+		a=${pos[0]:?slow A RATE|off} n=${pos[1]:?slow A RATE|off}
+		[[ $(ns_of "$a") != - ]] || die "slow applies to a node or router"
+		if [[ $n == off ]]; then
+			netem_off "$a"
+			echo "netns: slow link removed from $(name_of "$a")"
+			return
+		fi
+		tc qdisc replace dev "$(ns_of "$a")" root tbf rate "$n" burst 32kbit latency 2s
+		tc -n "$(ns_of "$a")" qdisc replace dev eth0 root tbf rate "$n" burst 32kbit latency 2s
+		echo "netns: $(name_of "$a")'s link slowed to $n (both ways)" ;;
 	probe)
 		a=${pos[0]:?probe A B PORT} b=${pos[1]:?probe A B PORT} n=${pos[2]:?probe A B PORT}
 		local out rc=0
@@ -319,6 +336,6 @@ destroy)
 destroy-prefix) destroy_prefix "${pos[0]:?destroy-prefix PREFIX}" ;;
 addr) load; addr_of "${pos[0]:?addr EP}" ;;
 exec) load; ns=$(ns_of "${pos[0]:?exec EP CMD...}"); in_ns "$ns" "${pos[@]:1}" ;;
-cut | oneway | isolate | heal | heal-all | loss | netem | probe | probe-udp) load; fault ;;
+cut | oneway | isolate | heal | heal-all | loss | netem | slow | probe | probe-udp) load; fault ;;
 *) die "unknown command $cmd" ;;
 esac

@@ -30,7 +30,8 @@
  * down) -- held 1-4 s then healed: isolate a node (two times in three the
  * leader of a random group, found with ClusterStatus) from the other nodes
  * (the router still reaches it), cut two nodes from each other, a one-way
- * cut, 30% packet loss on a node, SIGKILL of a node and a restart, SIGSTOP
+ * cut, 30% packet loss on a node, a slow link (1 Mbit/s both ways, packets
+ * queued up to 2 s: tc tbf), SIGKILL of a node and a restart, SIGSTOP
  * of a node and SIGCONT, and power loss of a node (tl_cluster_power_loss:
  * SIGKILL, pages of its LMDB files scrambled, a new boot id; two times in
  * three a leader), after which its groups must rebuild their storage from
@@ -97,9 +98,11 @@ typedef struct {
 static slot slots[SLOTS];
 static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
 
-enum { F_ISOLATE, F_CUT, F_ONEWAY, F_LOSS, F_KILL, F_PAUSE, F_POWER, F_KINDS };
-static const char *fault_name[F_KINDS] = {"isolate", "cut",     "one-way cut", "30% loss",
-                                          "kill -9", "SIGSTOP", "power loss"};
+enum { F_ISOLATE, F_CUT, F_ONEWAY, F_LOSS, F_SLOW, F_KILL, F_PAUSE, F_POWER, F_DISK, F_KINDS };
+static const char *fault_name[F_KINDS] = {"isolate",  "cut",        "one-way cut",
+                                          "30% loss", "slow link",  "kill -9",
+                                          "SIGSTOP",  "power loss", "disk full"};
+#define NODE_FS_MB 1024 /* each node's own file system, for disk full */
 
 /* Faults of the run: kinds (a bit each), when injected and healed. */
 #define MAX_EPISODES 4096
@@ -139,10 +142,22 @@ static void setup(void)
 	if (skipped)
 		return;
 	snprintf(prefix, sizeof(prefix), "sj%d", (int)(getpid() % 100000));
-	if (!tl_netns_up(&C, prefix, NODES, 1, GROUPS)) {
+	/* Snapshots every 256 entries and 1 MiB log segments: a rebuild after
+	 * power loss goes through a snapshot, and a full disk soon stops
+	 * raft's writes too (a new segment every few seconds), not only
+	 * LMDB's. */
+	if (!tl_netns_up_opts(&C, prefix, NODES, 1, GROUPS,
+	                      "--snapshot-entries 256 --raft-segment-mb 1")) {
 		fprintf(stderr, "it_jepsen: the namespaced cluster did not start\n");
 		C.endpoint[0] = '\0';
+		return;
 	}
+	for (int id = 1; id <= NODES; id++)
+		if (!tl_cluster_node_fs(&C, id, NODE_FS_MB)) {
+			fprintf(stderr,
+			        "it_jepsen: node %d could not move to its own file system\n", id);
+			C.endpoint[0] = '\0';
+		}
 }
 
 static void teardown(void)
@@ -387,8 +402,27 @@ static int leader_of(int g)
 
 static bool process_fault(int kind)
 {
-	return kind == F_KILL || kind == F_PAUSE || kind == F_POWER;
+	return kind == F_KILL || kind == F_PAUSE || kind == F_POWER || kind == F_DISK;
 }
+
+/* How many times `needle` appears in node id's log. */
+static int log_count(int id, const char *needle)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/node-%d.log", C.dir, id);
+	char *log = tl_read_file(path);
+	int n = 0;
+	for (const char *p = log; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/* node/disk.c's log lines, counted before a disk-full fault. */
+#define DISK_FULL    "disk full in"
+#define DISK_RESTART "restarting in place to recover"
+static int full_before[NODES + 1], restart_before[NODES + 1];
+static int disk_restarts;
 
 /* Injects one fault of `kind` on node a (b: the other end of a cut). */
 static void inject(int kind, int a, int b, unsigned *rng)
@@ -409,6 +443,9 @@ static void inject(int kind, int a, int b, unsigned *rng)
 	case F_LOSS:
 		ck_assert(tl_netns_loss(&C, as, 30));
 		break;
+	case F_SLOW:
+		ck_assert(tl_netns_slow(&C, as, "1mbit"));
+		break;
 	case F_KILL:
 		ck_assert(tl_cluster_stop_node(&C, a, true));
 		break;
@@ -419,6 +456,11 @@ static void inject(int kind, int a, int b, unsigned *rng)
 		/* SIGKILL, pages of every LMDB file scrambled, a new boot id. */
 		ck_assert(tl_cluster_power_loss(&C, a, 32, rng));
 		power_losses[a]++;
+		break;
+	case F_DISK:
+		full_before[a] = log_count(a, DISK_FULL);
+		restart_before[a] = log_count(a, DISK_RESTART);
+		ck_assert(tl_cluster_disk_fill(&C, a, true));
 		break;
 	}
 }
@@ -439,6 +481,24 @@ static void heal(int kind, int a)
 		break;
 	case F_PAUSE:
 		ck_assert_int_eq(kill(node_pid(a), SIGCONT), 0);
+		break;
+	case F_DISK:
+		/* Room again.  A node that saw its disk full restarts itself in
+		 * place once there is room (node/disk.c): wait for that. */
+		ck_assert(tl_cluster_disk_fill(&C, a, false));
+		if (log_count(a, DISK_FULL) > full_before[a]) {
+			int64_t deadline = now_ms() + 30000;
+			while (log_count(a, DISK_RESTART) <= restart_before[a]) {
+				ck_assert_msg(
+				    now_ms() < deadline,
+				    "node %d did not restart itself within 30 s of its disk "
+				    "having room again (seed %u)",
+				    a, seed);
+				pause_ms(50);
+			}
+			disk_restarts++;
+			printf("it_jepsen: node %d: disk was full; it restarted itself\n", a);
+		}
 		break;
 	default:
 		break; /* cuts: fault() heals them all at once */
@@ -679,14 +739,7 @@ START_TEST(test_jepsen)
 	/* Every power loss made each of the node's groups distrust and
 	 * rebuild its storage (the rebuild is what the checkers then test). */
 	for (int id = 1; id <= NODES; id++) {
-		char path[1200];
-		snprintf(path, sizeof(path), "%s/node-%d.log", C.dir, id);
-		char *log = tl_read_file(path);
-		int n = 0;
-		for (const char *p = log; p != NULL && (p = strstr(p, "not trusted and emptied"));
-		     p++)
-			n++;
-		free(log);
+		int n = log_count(id, "not trusted and emptied");
 		ck_assert_msg(n == GROUPS * power_losses[id],
 		              "node %d: %d storage rebuilds logged after %d power losses (seed %u)",
 		              id, n, power_losses[id], seed);
@@ -748,6 +801,8 @@ START_TEST(test_jepsen)
 	       n_double);
 	for (int k = 0; k < F_KINDS; k++)
 		printf(" %s %d%s", fault_name[k], faults[k], k + 1 < F_KINDS ? "," : "\n");
+	printf("it_jepsen: nodes that restarted themselves after their disk had room again: %d\n",
+	       disk_restarts);
 	printf("it_jepsen: longest window without any ok operation: %.2f s\n",
 	       longest_gap(t_start, t_stop) / 1e9);
 	/* Per fault kind (an episode of two faults counts for both): the

@@ -44,9 +44,15 @@ bool tl_netns_available(char *why, size_t n)
 
 bool tl_netns_up(tl_cluster *c, const char *prefix, int nodes, int routers, int groups)
 {
-	char opts[128];
-	snprintf(opts, sizeof(opts), "--netns %s", prefix);
-	return tl_cluster_up_opts(c, nodes, routers, groups, opts);
+	return tl_netns_up_opts(c, prefix, nodes, routers, groups, NULL);
+}
+
+bool tl_netns_up_opts(tl_cluster *c, const char *prefix, int nodes, int routers, int groups,
+                      const char *opts)
+{
+	char all[512];
+	snprintf(all, sizeof(all), "--netns %s %s", prefix, opts != NULL ? opts : "");
+	return tl_cluster_up_opts(c, nodes, routers, groups, all);
 }
 
 bool tl_netns_cut(const tl_cluster *c, const char *a, const char *b)
@@ -77,6 +83,11 @@ bool tl_netns_heal_all(const tl_cluster *c)
 bool tl_netns_loss(const tl_cluster *c, const char *a, int pct)
 {
 	return run(c, "loss %s %d", a, pct) == 0;
+}
+
+bool tl_netns_slow(const tl_cluster *c, const char *a, const char *rate)
+{
+	return run(c, "slow %s %s", a, rate) == 0;
 }
 
 int tl_netns_netem(const tl_cluster *c, const char *a, const char *args)

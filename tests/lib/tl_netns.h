@@ -24,6 +24,9 @@ bool tl_netns_available(char *why, size_t n);
 
 /* tl_cluster_up_opts with --netns: namespaces PREFIX-n<i>, PREFIX-r<r>. */
 bool tl_netns_up(tl_cluster *c, const char *prefix, int nodes, int routers, int groups);
+/* The same with more options of `cluster.sh up` (NULL: none). */
+bool tl_netns_up_opts(tl_cluster *c, const char *prefix, int nodes, int routers, int groups,
+                      const char *opts);
 
 /* Faults.  True if the script succeeded. */
 bool tl_netns_cut(const tl_cluster *c, const char *a, const char *b);    /* both ways */
@@ -32,6 +35,8 @@ bool tl_netns_isolate(const tl_cluster *c, const char *a); /* from all nodes; ro
 bool tl_netns_heal(const tl_cluster *c, const char *a, const char *b);
 bool tl_netns_heal_all(const tl_cluster *c);
 bool tl_netns_loss(const tl_cluster *c, const char *a, int pct); /* 0 removes it */
+/* A slow link (tc tbf): rate like "1mbit"; "off" removes it. */
+bool tl_netns_slow(const tl_cluster *c, const char *a, const char *rate);
 /* tc netem ARGS on a's veth ("off" removes it): 0 done, 3 the kernel has no
  * netem, other values failed. */
 int tl_netns_netem(const tl_cluster *c, const char *a, const char *args);
