@@ -65,6 +65,7 @@
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
 #include "tests/lib/tl_history.h"
+#include "tests/lib/tl_metrics.h"
 #include "tests/lib/tl_netns.h"
 
 #define NODES      3
@@ -147,7 +148,7 @@ static void setup(void)
 	 * raft's writes too (a new segment every few seconds), not only
 	 * LMDB's. */
 	if (!tl_netns_up_opts(&C, prefix, NODES, 1, GROUPS,
-	                      "--snapshot-entries 256 --raft-segment-mb 1")) {
+	                      "--snapshot-entries 256 --raft-segment-mb 1 --scrub-ms 100")) {
 		fprintf(stderr, "it_jepsen: the namespaced cluster did not start\n");
 		C.endpoint[0] = '\0';
 		return;
@@ -552,6 +553,65 @@ static void fault(unsigned *rng, int64_t t0, int faults[F_KINDS])
 		ep->t_heal = tl_history_now();
 }
 
+/* ---- the replica scrub ------------------------------------------------- */
+
+/* Node id's metrics address, from the cluster file. */
+static bool metrics_addr(int id, char *out, size_t n)
+{
+	char path[1200], section[32], line[256];
+	snprintf(path, sizeof(path), "%s/cluster.ini", C.dir);
+	snprintf(section, sizeof(section), "[node.%d]", id);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	bool in = false, found = false;
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0] == '[')
+			in = strcmp(line, section) == 0;
+		else if (in && sscanf(line, "metrics = %255s", line) == 1) {
+			snprintf(out, n, "%s", line);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+typedef struct {
+	int group;
+	double sum;
+} passes_sum;
+
+static void passes_each(void *arg, const char *name, size_t name_len, const char *labels,
+                        double value)
+{
+	passes_sum *m = arg;
+	static const char want[] = "shoal_scrub_passes_total";
+	char g[16];
+	if (name_len == sizeof(want) - 1 && strncmp(name, want, name_len) == 0 &&
+	    tl_metrics_label(labels, "group", g, sizeof(g)) && atoi(g) == m->group)
+		m->sum += value;
+}
+
+/* Full scrub passes of group g counted by the nodes now (leaders count
+ * them; a restarted node starts again from 0, so this only grows while no
+ * node restarts -- as after the heal). */
+static double scrub_passes(int g)
+{
+	passes_sum m = {g, 0};
+	for (int id = 1; id <= NODES; id++) {
+		char hp[300];
+		if (!metrics_addr(id, hp, sizeof(hp)))
+			continue;
+		char *text = tl_metrics_get(hp);
+		if (text != NULL)
+			tl_metrics_each(text, passes_each, &m);
+		free(text);
+	}
+	return m.sum;
+}
+
 /* ---- figures ----------------------------------------------------------- */
 
 static int cmp_u64(const void *a, const void *b)
@@ -773,6 +833,30 @@ START_TEST(test_jepsen)
 		}
 	printf("it_jepsen: healed; first final read ok %d ms later; %d keys read in %lld ms\n",
 	       first_ok_ms, keys, (long long)(now_ms() - t_heal));
+
+	/* The replicas agree: one more full scrub pass of every group ends
+	 * after the final reads, and no scrub (during the run or now) found a
+	 * replica that differs from its peers.  (A pass takes seconds here:
+	 * the 60 s of write tokens are most of the key space.) */
+	int64_t t_scrub = now_ms();
+	for (int g = 0; g < GROUPS; g++) {
+		double base = scrub_passes(g);
+		deadline = now_ms() + 60000;
+		while (scrub_passes(g) < base + 1) {
+			ck_assert_msg(now_ms() < deadline,
+			              "group %d: the replica scrub made no pass in 60 s (seed %u)",
+			              g, seed);
+			pause_ms(100);
+		}
+	}
+	int diverged = 0;
+	for (int id = 1; id <= NODES; id++)
+		diverged += log_count(id, "diverged") + log_count(id, "replicas differ over range");
+	printf("it_jepsen: replica scrub: another pass of every group in %lld ms; divergences "
+	       "logged during the run: %d\n",
+	       (long long)(now_ms() - t_scrub), diverged);
+	ck_assert_msg(diverged == 0, "the replica scrub found replicas that differ (seed %u)",
+	              seed);
 
 	/* Figures. */
 	int n_double = 0;
