@@ -282,9 +282,12 @@ bool tl_cluster_disk_fill(tl_cluster *c, int id, bool full)
 {
 	if (!full)
 		return tl_sh("rm -f '%s/node-%d/filler'", c->dir, id) == 0;
-	/* All of it but a page: the next allocation of any size fails. */
-	return tl_sh("d='%s/node-%d' && a=$(df -B1 --output=avail \"$d\" | tail -n 1) && "
-	             "fallocate -l $((a > 8192 ? a - 4096 : 4096)) \"$d/filler\"",
+	/* All of it but a page: the next allocation of any size fails.  The
+	 * node writes meanwhile, so a few tries, each a little smaller. */
+	return tl_sh("d='%s/node-%d' && for slack in 4096 65536 1048576 4194304; do "
+	             "a=$(df -B1 --output=avail \"$d\" | tail -n 1); "
+	             "fallocate -l $((a > slack + 4096 ? a - slack : 4096)) \"$d/filler\" "
+	             "2>/dev/null && exit 0; rm -f \"$d/filler\"; done; exit 1",
 	             c->dir, id) == 0;
 }
 
