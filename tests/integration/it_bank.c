@@ -40,7 +40,14 @@
  * restart it later; SIGTERM a node and restart it; SIGSTOP a group's leader
  * for 0.5-3 s; SIGKILL a router and restart it (most often: a router dying
  * in the middle of two-phase commits is what recovery is for).  Never more
- * than one node down at once.
+ * than one node down at once.  Where network namespaces can be made (root,
+ * ip, nft: tests/lib/tl_netns.h) the cluster runs on a real network, every
+ * node and router in a namespace of its own, and the schedule also has
+ * network faults, each held 0.5-3 s then healed: a group's leader isolated
+ * from the other nodes (the routers still reach it: it may go on taking
+ * prepares it can no longer commit), a one-way cut from a group's leader to
+ * another node, 30% packet loss on a node.  The cluster is made and removed
+ * by the parent process (Check's child _exits on a failed assertion).
  *
  * After the run, recovery is waited for (polled, RECOVERY_MS at most): a
  * no-op conditional write (SET probe) must succeed on every account -- a
@@ -70,7 +77,7 @@
  * prints the transfers, balances and reads involved.  The cluster's
  * directory (printed at the start) holds node-N.log, router-N.log and
  * bank-transfers.log (every transfer: outcome, times, markers found); it is
- * left in place when the test fails, and kept with SHOAL_KEEP_CLUSTER=1.
+ * kept with SHOAL_KEEP_CLUSTER=1 (the parent removes it after the test).
  */
 #include <check.h>
 #include <jansson.h>
@@ -90,6 +97,7 @@
 #include "storage/storage.h"
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
+#include "tests/lib/tl_netns.h"
 
 #define NODES        3
 #define ROUTERS      2
@@ -105,6 +113,9 @@
 #define DEFAULT_SECS 20
 
 static tl_cluster C;
+static bool netns; /* the cluster runs in network namespaces */
+static bool cluster_up;
+static char ns_prefix[16];
 static unsigned seed;
 static int64_t t_base; /* the run's start: every time printed is since then */
 static atomic_bool stop_work;
@@ -627,7 +638,7 @@ static int run_chaos(int secs, unsigned *rng)
 	while (now_ms() < end) {
 		pause_ms(500 + (int)(rand_r(rng) % 2000));
 		check_alive();
-		int kind = (int)(rand_r(rng) % 8);
+		int kind = (int)(rand_r(rng) % (netns ? 11 : 8));
 		char who[64] = "";
 		int g, id;
 		int64_t t;
@@ -659,6 +670,31 @@ static int run_chaos(int secs, unsigned *rng)
 			ck_assert_int_eq(tl_cluster_signal(&C, "node", id, SIGCONT), 0);
 			printf("it_bank: +%lld ms node %d%s SIGSTOP, SIGCONT at +%lld ms\n",
 			       (long long)t, id, who, (long long)since());
+		} else if (kind >= 8) { /* a network fault (netns) */
+			char as[16], bs[16];
+			id = pick_node(admin, rng, &g);
+			int other = 1 + (id + (int)(rand_r(rng) % (NODES - 1))) % NODES;
+			int hold = 500 + (int)(rand_r(rng) % 2500);
+			snprintf(as, sizeof(as), "%d", id);
+			snprintf(bs, sizeof(bs), "%d", other);
+			leader_text(g, who, sizeof(who));
+			t = since();
+			const char *what = kind == 8   ? "isolated"
+			                   : kind == 9 ? "one-way cut to node"
+			                               : "30% loss";
+			if (kind == 8)
+				ck_assert(tl_netns_isolate(&C, as));
+			else if (kind == 9)
+				ck_assert(tl_netns_oneway(&C, as, bs));
+			else
+				ck_assert(tl_netns_loss(&C, as, 30));
+			pause_ms(hold);
+			if (kind == 10)
+				ck_assert(tl_netns_loss(&C, as, 0));
+			ck_assert(tl_netns_heal_all(&C));
+			printf("it_bank: +%lld ms node %d%s %s%s, healed at +%lld ms\n",
+			       (long long)t, id, who, what, kind == 9 ? bs : "",
+			       (long long)since());
 		} else { /* SIGKILL a router */
 			id = 1 + (int)(rand_r(rng) % ROUTERS);
 			t = since();
@@ -1208,8 +1244,9 @@ START_TEST(test_transfers_are_atomic_under_chaos)
 	       seed, seed, secs);
 	fflush(stdout);
 
-	ck_assert_msg(tl_cluster_up(&C, NODES, ROUTERS, GROUPS), "the cluster did not start");
-	printf("it_bank: cluster in %s (logs node-N.log, router-N.log)\n", C.dir);
+	ck_assert_msg(cluster_up, "the cluster did not start");
+	printf("it_bank: cluster in %s (logs node-N.log, router-N.log)%s\n", C.dir,
+	       netns ? ", every process in a network namespace of its own" : "");
 	create_bank();
 
 	t_base = now_ms();
@@ -1337,15 +1374,37 @@ START_TEST(test_transfers_are_atomic_under_chaos)
 	}
 	ck_assert_msg(problems == 0, "%d problems after the restart (seed %u): see above", problems,
 	              seed);
-	tl_cluster_down(&C);
 }
 END_TEST
+
+/* The cluster, in the parent process (see the top). */
+static void setup(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	char why[512];
+	netns = tl_netns_available(why, sizeof(why));
+	if (netns) {
+		snprintf(ns_prefix, sizeof(ns_prefix), "sb%d", (int)(getpid() % 100000));
+		cluster_up = tl_netns_up(&C, ns_prefix, NODES, ROUTERS, GROUPS);
+	} else {
+		printf("it_bank: no network namespaces (%s): process faults only\n", why);
+		cluster_up = tl_cluster_up(&C, NODES, ROUTERS, GROUPS);
+	}
+}
+
+static void teardown(void)
+{
+	if (netns && cluster_up)
+		tl_netns_heal_all(&C);
+	tl_cluster_down(&C);
+}
 
 static Suite *bank_suite(void)
 {
 	Suite *s = suite_create("bank");
 	TCase *tc = tcase_create("bank");
 	tcase_set_timeout(tc, bank_secs() + 600);
+	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_transfers_are_atomic_under_chaos);
 	suite_add_tcase(s, tc);
 	return s;
