@@ -8,8 +8,10 @@
  * fails for good (node/fsm.h: a sticky failure, the replica stops serving
  * and hands leadership away, `shoal status` shows the error).  raft_uv, when
  * a segment cannot be written or prepared, marks itself errored and writes
- * nothing more.  Neither recovers in place: both stop rather than drift from
- * their peers, which keep the group going if they are a majority.  After an
+ * nothing more (and node/raftio.c keeps raft 0.15 from hearing of the failed
+ * write, which it mishandles).  Neither recovers in place: both stop rather
+ * than drift from their peers, which keep the group going if they are a
+ * majority.  After an
  * operator freed space, restarting the node was the cure -- the LMDB
  * environment is trusted (same boot, storage/env_trust.c), raft reloads its
  * log, and the replica catches up.
@@ -52,6 +54,8 @@ static uint64_t disk_free(const node *n)
 	return (uint64_t)sv.f_bavail * sv.f_frsize;
 }
 
+/* A hosted group's replica failed for want of space (its state machine,
+ * or its Raft log: node/raftio.c). */
 static bool group_failed_full(node *n)
 {
 	for (uint32_t g = 0; g < n->conf->groups; g++)

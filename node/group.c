@@ -959,6 +959,8 @@ void node_group_publish(node_group *g)
 	if (!g->seen_failed) {
 		char msg[SH_ERRMSG_SIZE] = "";
 		int code = node_fsm_failed(g->fsm, msg);
+		if (code == SHOAL_OK)
+			code = node_raftio_failed(&g->raftio, msg); /* raftio.c */
 		if (code != SHOAL_OK) {
 			g->seen_failed = true;
 			atomic_store(&g->failed_code, code);
@@ -967,7 +969,7 @@ void node_group_publish(node_group *g)
 			pthread_mutex_unlock(&g->err_mu);
 			atomic_store(&g->failed, true);
 			node_logf(NODE_LOG_ERROR,
-			          "group %u: state machine failed, replica stops serving: %s",
+			          "group %u: replica failed, it stops serving: %s",
 			          g->id, msg);
 		}
 	}
@@ -1046,7 +1048,7 @@ int node_group_health(node_group *g, char *errmsg)
 	if (atomic_load(&g->failed)) {
 		pthread_mutex_lock(&g->err_mu);
 		int rc = sh_errf(errmsg, SHOAL_E_UNAVAILABLE,
-		                 "group %u on node %u is unavailable: its state machine failed: %s",
+		                 "group %u on node %u is unavailable: the replica failed: %s",
 		                 g->id, g->node->id, g->error);
 		pthread_mutex_unlock(&g->err_mu);
 		return rc;

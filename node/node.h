@@ -538,11 +538,19 @@ typedef struct node_raftio {
 	bool installing;
 	uint32_t gid;
 	uint64_t ticks_withheld, messages_dropped; /* during the current install */
+	/* A log write failed (see the file): held back from raft for good. */
+	atomic_bool failed;
+	int failed_code; /* SHOAL_E_FULL or SHOAL_E_IO; set before failed */
+	char failed_msg[SH_ERRMSG_SIZE - 64];
+	uint64_t appends_held;
 } node_raftio;
 
 /* Sets x up in front of inner (after raft_uv_init and its settings; uses
  * inner->data). */
 void node_raftio_init(node_raftio *x, struct raft_io *inner, uint32_t gid);
+/* SHOAL_OK, or the code and message of the log write that failed (any
+ * thread). */
+int node_raftio_failed(node_raftio *x, char *errmsg);
 
 /* Wakes the loop to flush queues (any thread). */
 void node_wake(node *n);

@@ -31,6 +31,26 @@
  * write of a snapshot takes milliseconds to a second, the only delay this
  * adds to an election.
  *
+ * A failed write is never reported to raft, and after one nothing more is
+ * written: appends, snapshots and truncations are taken and never answered,
+ * so the files stay as they were at the failure, as after a crash there.
+ * raft 0.15's leader, told that an append failed (a full disk: ENOSPC),
+ * truncates its in-memory log from that entry -- entries it may already
+ * have sent to followers, which may commit them -- and stays leader; with
+ * two failed appends in flight the second truncation runs past the log's
+ * end and frees entries twice (AddressSanitizer caught it in it_jepsen's
+ * disk-full fault: a double free of an entry's buffer from appendLeaderCb;
+ * fixed upstream by 0cac59c and 8b9c95c, raft 0.16/0.17).  And a follower
+ * whose install of the leader's snapshot fails goes on appending after the
+ * snapshot's index all the same (raft_uv moved its next index at the
+ * install's barrier), leaving a log raft_uv refuses to load at the next
+ * start ("closed segment ... is past last snapshot", seen after a full
+ * disk).  Holding the failure back, the replica stops acknowledging
+ * entries, as if its disk hung, which Raft tolerates: what was committed
+ * was committed by the other replicas.  node_raftio_failed tells the group
+ * (group.c fails the replica: it stops serving and hands leadership away),
+ * and node/disk.c restarts the node in place once its disk has room again.
+ *
  * Everything else is forwarded to raft_uv's io unchanged; callbacks that
  * carry the io (tick, recv, close) are handed raft's io (the outer one,
  * whose data raft set), the others carry raft's own request objects.
@@ -38,7 +58,10 @@
  * Threads: the loop thread, like raft.
  */
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "common/alloc.h"
 
 #include "node/node.h"
 
@@ -87,6 +110,22 @@ static void on_close(struct raft_io *inner)
 		x->close_cb(&x->outer);
 }
 
+/* The first failed write: the replica stops here (see the top). */
+static void fail(node_raftio *x, int status, const char *what)
+{
+	if (atomic_load(&x->failed))
+		return;
+	/* (raft_uv's errmsg may still hold an older message: the status is
+	 * what this failure was.) */
+	snprintf(x->failed_msg, sizeof(x->failed_msg), "%s: %s", what, raft_strerror(status));
+	x->failed_code = status == RAFT_NOSPACE ? SHOAL_E_FULL : SHOAL_E_IO;
+	atomic_store(&x->failed, true);
+	node_logf(NODE_LOG_ERROR,
+	          "group %u: %s; the failure is not reported to raft (0.15 mishandles it): this "
+	          "replica writes and acknowledges nothing more until the node restarts",
+	          x->gid, x->failed_msg);
+}
+
 /* An install's write finished: raft's callback runs with its own data back,
  * and only then are ticks and votes let through again (raft answers the
  * leader inside the callback). */
@@ -97,6 +136,15 @@ static void on_install_put(struct raft_io_snapshot_put *req, int status)
 	raft_io_snapshot_put_cb cb = x->put_cb;
 	x->put_cb = NULL;
 	x->put_data = NULL;
+	if (status != 0) {
+		/* raft_uv has already moved its next index past the snapshot:
+		 * raft, told, would go on writing entries after a snapshot that
+		 * is not there (a log raft_uv then refuses to load: "closed
+		 * segment ... is past last snapshot", seen after a full disk).
+		 * Held back; the install stays "in progress" for good. */
+		fail(x, status, "a snapshot from the leader could not be written");
+		return;
+	}
 	cb(req, status);
 	x->installing = false;
 	node_logf(NODE_LOG_INFO,
@@ -168,16 +216,64 @@ static int f_send(struct raft_io *io, struct raft_io_send *req, const struct raf
 	return ret(x, x->inner->send(x->inner, req, message, cb));
 }
 
+/* An append in flight: raft's callback and request data, restored before
+ * raft's callback runs (raft_uv keeps only the request). */
+typedef struct raftio_append {
+	node_raftio *x;
+	void *data;
+	raft_io_append_cb cb;
+} raftio_append;
+
+static void on_append(struct raft_io_append *req, int status)
+{
+	raftio_append *a = req->data;
+	node_raftio *x = a->x;
+	raft_io_append_cb cb = a->cb;
+	req->data = a->data;
+	sh_free(a);
+	if (status == 0) {
+		cb(req, status);
+		return;
+	}
+	fail(x, status, "its Raft log could not be written");
+	x->appends_held++; /* raft's request and its entries' references: held for good */
+}
+
 static int f_append(struct raft_io *io, struct raft_io_append *req,
                     const struct raft_entry entries[], unsigned n, raft_io_append_cb cb)
 {
 	node_raftio *x = of_outer(io);
-	return ret(x, x->inner->append(x->inner, req, entries, n, cb));
+	if (atomic_load(&x->failed)) {
+		x->appends_held++; /* never written, never answered */
+		return 0;
+	}
+	raftio_append *a = sh_malloc(sizeof(*a));
+	if (a == NULL) {
+		snprintf(x->outer.errmsg, sizeof(x->outer.errmsg), "out of memory");
+		return RAFT_NOMEM;
+	}
+	*a = (raftio_append){x, req->data, cb};
+	req->data = a;
+	int rv = ret(x, x->inner->append(x->inner, req, entries, n, on_append));
+	if (rv != 0) {
+		req->data = a->data;
+		sh_free(a);
+	}
+	return rv;
+}
+
+int node_raftio_failed(node_raftio *x, char *errmsg)
+{
+	if (!atomic_load(&x->failed))
+		return SHOAL_OK;
+	return sh_errf(errmsg, x->failed_code, "%s", x->failed_msg);
 }
 
 static int f_truncate(struct raft_io *io, raft_index index)
 {
 	node_raftio *x = of_outer(io);
+	if (atomic_load(&x->failed))
+		return 0; /* nothing is written any more (see the top) */
 	return ret(x, x->inner->truncate(x->inner, index));
 }
 
@@ -185,6 +281,8 @@ static int f_snapshot_put(struct raft_io *io, unsigned trailing, struct raft_io_
                           const struct raft_snapshot *snapshot, raft_io_snapshot_put_cb cb)
 {
 	node_raftio *x = of_outer(io);
+	if (atomic_load(&x->failed))
+		return 0; /* never written, never answered */
 	if (trailing != 0 || x->installing) /* our own snapshot (see the top) */
 		return ret(x, x->inner->snapshot_put(x->inner, trailing, req, snapshot, cb));
 	x->put_cb = cb;

@@ -15,6 +15,11 @@
  *    each replica empties its storage and rebuilds it from its Raft
  *    snapshot and log (snapshots every 64 entries, so both are used), and
  *    every acknowledged write survives;
+ *  - disk full (node 3 on a tmpfs of its own, 1 MiB Raft segments, the
+ *    file system filled during writes): writes go on through the other
+ *    two replicas, node 3 says its disk is full, and once the space is
+ *    back it restarts itself in place (node/disk.c) and catches up; every
+ *    acknowledged write is readable;
  *  - a client that lists two routers does not notice one of them dying.
  * Each test starts its own cluster (a checked fixture, in the forked child).
  * Writes go through libshoal; the worst write latency across a failover is
@@ -88,13 +93,20 @@ static void stop(void)
 	tl_cluster_down(&C);
 }
 
+/* Bytes of padding in every item written (test_disk_full fills Raft's
+ * segments with them). */
+static int pad_bytes;
+
 static int put(int i, int64_t *latency_ms)
 {
-	char body[256];
-	snprintf(
-	    body, sizeof(body),
-	    "{\"TableName\":\"failover\",\"Item\":{\"id\":{\"S\":\"k%d\"},\"v\":{\"N\":\"%d\"}}}",
-	    i, i);
+	static char pad[8192];
+	if (pad[0] == '\0')
+		memset(pad, 'x', sizeof(pad) - 1);
+	char body[8192 + 256];
+	snprintf(body, sizeof(body),
+	         "{\"TableName\":\"failover\",\"Item\":{\"id\":{\"S\":\"k%d\"},\"v\":{\"N\":"
+	         "\"%d\"},\"pad\":{\"S\":\"x%.*s\"}}}",
+	         i, i, pad_bytes, pad);
 	char *out = NULL;
 	shoal_error err;
 	int64_t t0 = now_ms();
@@ -436,6 +448,76 @@ START_TEST(test_power_loss)
 }
 END_TEST
 
+START_TEST(test_disk_full)
+{
+	if (geteuid() != 0) {
+		printf("SKIP disk full: needs root (a tmpfs per node)\n");
+		return;
+	}
+	start_opts(1, "--raft-segment-mb 1");
+	ck_assert(tl_cluster_node_fs(&C, 3, 256));
+	pad_bytes = 8000; /* a new Raft segment every ~125 writes per group */
+	static writer w;
+	memset(&w, 0, sizeof(w));
+	w.n = MAX_WRITES; /* stopped below */
+	pthread_create(&w.thread, NULL, write_loop, &w);
+	wait_done(&w, 300);
+	ck_assert(tl_cluster_disk_fill(&C, 3, true));
+	int64_t deadline = now_ms() + 60000;
+	while (log_count(3, "disk full in") == 0) {
+		ck_assert_msg(now_ms() < deadline, "node 3 did not notice its full disk in 60 s");
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a log with a deadline */
+	}
+	int at = atomic_load(&w.done);
+	/* Writes go on through the other replicas while node 3's replicas
+	 * fail for want of space (the Raft log's next segment, or LMDB). */
+	while (log_count(3, "replica failed") < 3) {
+		ck_assert_msg(atomic_load(&w.done) < w.n && now_ms() < deadline,
+		              "node 3's replicas did not fail for want of space (%d failed)",
+		              log_count(3, "replica failed"));
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a log with a deadline */
+	}
+	wait_done(&w, at + 300 < w.n ? at + 300 : w.n);
+	ck_assert(tl_cluster_disk_fill(&C, 3, false));
+	deadline = now_ms() + 60000;
+	while (log_count(3, "restarting in place to recover") == 0) {
+		ck_assert_msg(now_ms() < deadline, "node 3 did not restart itself within 60 s");
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL); /* polling a log with a deadline */
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(w.thread, NULL);
+	w.n = atomic_load(&w.done);
+	printf("disk full: %d writes, %d failed, worst latency %lld ms; node 3: %d replicas "
+	       "failed for want of space\n",
+	       w.n, w.failed, (long long)w.worst_ms, log_count(3, "replica failed"));
+	ck_assert_int_eq(w.failed, 0);
+	ck_assert_int_eq(check_acked(&w), w.n);
+	/* Node 3 caught up: its replicas reach the leaders' applied index. */
+	deadline = now_ms() + 60000;
+	for (uint32_t g = 1; g < 4; g++) {
+		for (;;) {
+			json_t *st = status();
+			uint64_t mine = 0, lead = 0;
+			uint32_t leader = group_info(st, g, 3, &mine);
+			if (leader != 0)
+				group_info(st, g, leader, &lead);
+			json_decref(st);
+			if (leader != 0 && mine >= lead && mine > 0)
+				break;
+			ck_assert_msg(now_ms() < deadline, "node 3 did not catch up in group %u",
+			              g);
+			struct timespec ts = {0, 50 * 1000 * 1000};
+			nanosleep(&ts, NULL); /* polling the status with a deadline */
+		}
+	}
+	pad_bytes = 0;
+	stop();
+}
+END_TEST
+
 START_TEST(test_router_restart_is_invisible)
 {
 	start(2);
@@ -466,6 +548,7 @@ static Suite *failover_suite(void)
 	tcase_add_test(tc, test_pipelined_writes_leader_killed);
 	tcase_add_test(tc, test_whole_cluster_restart);
 	tcase_add_test(tc, test_power_loss);
+	tcase_add_test(tc, test_disk_full);
 	tcase_add_test(tc, test_router_restart_is_invisible);
 	suite_add_tcase(s, tc);
 	return s;
