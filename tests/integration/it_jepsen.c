@@ -30,7 +30,8 @@
  * down) -- held 1-4 s then healed: isolate a node (two times in three the
  * leader of a random group, found with ClusterStatus) from the other nodes
  * (the router still reaches it), cut two nodes from each other, a one-way
- * cut, 30% packet loss on a node, a slow link (1 Mbit/s both ways, packets
+ * cut, a flapping link (two nodes cut and healed every 100-400 ms), 30%
+ * packet loss on a node, a slow link (1 Mbit/s both ways, packets
  * queued up to 2 s: tc tbf), SIGKILL of a node and a restart, SIGSTOP
  * of a node and SIGCONT, and power loss of a node (tl_cluster_power_loss:
  * SIGKILL, pages of its LMDB files scrambled, a new boot id; two times in
@@ -99,10 +100,22 @@ typedef struct {
 static slot slots[SLOTS];
 static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
 
-enum { F_ISOLATE, F_CUT, F_ONEWAY, F_LOSS, F_SLOW, F_KILL, F_PAUSE, F_POWER, F_DISK, F_KINDS };
-static const char *fault_name[F_KINDS] = {"isolate",  "cut",        "one-way cut",
-                                          "30% loss", "slow link",  "kill -9",
-                                          "SIGSTOP",  "power loss", "disk full"};
+enum {
+	F_ISOLATE,
+	F_CUT,
+	F_ONEWAY,
+	F_FLAP,
+	F_LOSS,
+	F_SLOW,
+	F_KILL,
+	F_PAUSE,
+	F_POWER,
+	F_DISK,
+	F_KINDS
+};
+static const char *fault_name[F_KINDS] = {"isolate",    "cut",       "one-way cut", "flapping link",
+                                          "30% loss",   "slow link", "kill -9",     "SIGSTOP",
+                                          "power loss", "disk full"};
 #define NODE_FS_MB 1024 /* each node's own file system, for disk full */
 
 /* Faults of the run: kinds (a bit each), when injected and healed. */
@@ -436,6 +449,7 @@ static void inject(int kind, int a, int b, unsigned *rng)
 		ck_assert(tl_netns_isolate(&C, as));
 		break;
 	case F_CUT:
+	case F_FLAP: /* cut now; fault() flaps it */
 		ck_assert(tl_netns_cut(&C, as, bs));
 		break;
 	case F_ONEWAY:
@@ -529,7 +543,7 @@ static void fault(unsigned *rng, int64_t t0, int faults[F_KINDS])
 			if (l != 0 && !(i == 1 && process_fault(kind[0]) && l == a[0]))
 				a[i] = l;
 		}
-		bool pair = kind[i] == F_CUT || kind[i] == F_ONEWAY;
+		bool pair = kind[i] == F_CUT || kind[i] == F_ONEWAY || kind[i] == F_FLAP;
 		printf("%s %s node %d", i > 0 ? " +" : "", fault_name[kind[i]], a[i]);
 		if (pair)
 			printf(" / node %d", b[i]);
@@ -545,7 +559,23 @@ static void fault(unsigned *rng, int64_t t0, int faults[F_KINDS])
 		if (ep != NULL)
 			ep->kinds |= 1u << kind[i];
 	}
-	pause_ms(hold);
+	/* A flapping link is cut and healed every 100-400 ms while the fault
+	 * holds (its own generator: how many flips fit in `hold` depends on
+	 * the machine, and the schedule must replay). */
+	unsigned flap_rng = (unsigned)rand_r(rng);
+	int flap = kind[0] == F_FLAP ? 0 : n > 1 && kind[1] == F_FLAP ? 1 : -1;
+	int64_t until = now_ms() + hold;
+	bool cut = true;
+	while (flap >= 0 && now_ms() < until) {
+		pause_ms(100 + (int)(rand_r(&flap_rng) % 300));
+		char as[8], bs[8];
+		snprintf(as, sizeof(as), "%d", a[flap]);
+		snprintf(bs, sizeof(bs), "%d", b[flap]);
+		ck_assert(cut ? tl_netns_heal(&C, as, bs) : tl_netns_cut(&C, as, bs));
+		cut = !cut;
+	}
+	if (now_ms() < until)
+		pause_ms((int)(until - now_ms()));
 	for (int i = n - 1; i >= 0; i--)
 		heal(kind[i], a[i]);
 	ck_assert(tl_netns_heal_all(&C));
