@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <nettle/hmac.h>
@@ -462,6 +463,22 @@ bool rt_sigv4_parse_auth(const char *h, rt_sigv4_auth *out, char *errmsg)
 /* Verification                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* Whether `name` (lower case) is in a SignedHeaders list ("a;b;c"). */
+static bool signed_has(const char *list, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = list; *p != '\0';) {
+		const char *e = strchr(p, ';');
+		size_t len = e != NULL ? (size_t)(e - p) : strlen(p);
+		if (len == n && strncasecmp(p, name, n) == 0)
+			return true;
+		if (e == NULL)
+			break;
+		p = e + 1;
+	}
+	return false;
+}
+
 const char *rt_auth_error_type(rt_auth_result r)
 {
 	switch (r) {
@@ -527,6 +544,26 @@ rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t
 	rt_sigv4_auth au;
 	if (!rt_sigv4_parse_auth(h, &au, errmsg))
 		return RT_AUTH_INCOMPLETE;
+	/* What the signature must cover: the host, the date, and the
+	 * operation.  Without X-Amz-Target among them a captured GetItem could
+	 * be replayed as a DeleteItem of the same key (the body is signed, the
+	 * operation would not be). */
+	static const struct {
+		const char *name, *shown;
+		bool if_present;
+	} must[] = {
+	    {"host", "'Host' or ':authority'", false},
+	    {"x-amz-date", "'X-Amz-Date'", false},
+	    {"x-amz-target", "'X-Amz-Target'", true},
+	};
+	for (size_t i = 0; i < sizeof(must) / sizeof(must[0]); i++)
+		if ((!must[i].if_present || r->header(r->ctx, must[i].name) != NULL) &&
+		    !signed_has(au.signed_headers, must[i].name)) {
+			sh_errf(errmsg, SHOAL_E_VALIDATION,
+			        "%s must be a 'SignedHeader' in the AWS Authorization.",
+			        must[i].shown);
+			return RT_AUTH_INCOMPLETE;
+		}
 	const char *date = r->header(r->ctx, "X-Amz-Date");
 	if (date == NULL) {
 		sh_errf(errmsg, SHOAL_E_VALIDATION,

@@ -225,6 +225,64 @@ static void write_creds(const char *text)
 	fclose(f);
 }
 
+/* Signs a POST of `body` with the given headers (names[0..] with values)
+ * over `signed_headers`, into auth. */
+static void sign_post(hdrs *h, const char *body, const char *signed_headers, char *auth, size_t n)
+{
+	rt_sigv4_req r = {"POST", "/", get_hdr, h, body, strlen(body)};
+	char *canon, *sts, m[SH_ERRMSG_SIZE], sig[65];
+	ck_assert_int_eq(rt_sigv4_canonical_request(&r, signed_headers, &canon, m), SHOAL_OK);
+	ck_assert_int_eq(rt_sigv4_string_to_sign("20150830T123600Z",
+	                                         "20150830/us-east-1/dynamodb/aws4_request", canon,
+	                                         &sts),
+	                 SHOAL_OK);
+	rt_sigv4_sign(SECRET, "20150830", "us-east-1", "dynamodb", sts, sig);
+	sh_free(canon);
+	sh_free(sts);
+	snprintf(
+	    auth, n,
+	    "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/dynamodb/aws4_request, "
+	    "SignedHeaders=%s, Signature=%s",
+	    signed_headers, sig);
+}
+
+/* The signature must cover the host, the date and the operation: a
+ * captured GetItem replayed as a DeleteItem (issue 15) is refused. */
+START_TEST(test_sigv4_signed_headers)
+{
+	write_creds("AKIDEXAMPLE " SECRET "\n");
+	rt_creds c;
+	char m[SH_ERRMSG_SIZE], auth[512];
+	ck_assert_int_eq(rt_creds_load(cred_path, &c, m), SHOAL_OK);
+	const char *body = "{\"TableName\":\"t\",\"Key\":{\"pk\":{\"S\":\"a\"}}}";
+	hdrs h = {{"Host", "X-Amz-Date", "X-Amz-Target", "Authorization"},
+	          {"localhost:8000", "20150830T123600Z", "DynamoDB_20120810.GetItem", auth}};
+	rt_sigv4_req r = {"POST", "/", get_hdr, &h, body, strlen(body)};
+
+	sign_post(&h, body, "host;x-amz-date;x-amz-target", auth, sizeof(auth));
+	ck_assert_int_eq(rt_sigv4_verify(&c, &r, T0, m), RT_AUTH_OK);
+	h.values[2] = "DynamoDB_20120810.DeleteItem"; /* the replay */
+	ck_assert_int_eq(rt_sigv4_verify(&c, &r, T0, m), RT_AUTH_SIGNATURE);
+
+	/* Signed without the target: refused before the signature is even
+	 * checked, whatever the target says. */
+	h.values[2] = "DynamoDB_20120810.GetItem";
+	sign_post(&h, body, "host;x-amz-date", auth, sizeof(auth));
+	ck_assert_int_eq(rt_sigv4_verify(&c, &r, T0, m), RT_AUTH_INCOMPLETE);
+	ck_assert_str_eq(m, "'X-Amz-Target' must be a 'SignedHeader' in the AWS Authorization.");
+	sign_post(&h, body, "x-amz-date;x-amz-target", auth, sizeof(auth));
+	ck_assert_int_eq(rt_sigv4_verify(&c, &r, T0, m), RT_AUTH_INCOMPLETE);
+	ck_assert_str_eq(
+	    m, "'Host' or ':authority' must be a 'SignedHeader' in the AWS Authorization.");
+	sign_post(&h, body, "host;x-amz-target", auth, sizeof(auth));
+	ck_assert_int_eq(rt_sigv4_verify(&c, &r, T0, m), RT_AUTH_INCOMPLETE);
+	ck_assert_str_eq(m, "'X-Amz-Date' must be a 'SignedHeader' in the AWS Authorization.");
+	rt_creds_free(&c);
+	tl_rmtree(cred_dir);
+	cred_dir[0] = '\0';
+}
+END_TEST
+
 START_TEST(test_sigv4_verify)
 {
 	write_creds("# test credentials\n\nAKIDEXAMPLE " SECRET "\nother  s3cr3t\n");
@@ -1334,6 +1392,7 @@ static Suite *http_suite(void)
 	tcase_add_test(tc, test_sigv4_header_values);
 	tcase_add_test(tc, test_sigv4_parse_auth);
 	tcase_add_test(tc, test_sigv4_verify);
+	tcase_add_test(tc, test_sigv4_signed_headers);
 	tcase_add_test(tc, test_creds_bad);
 	tcase_add_test(tc, test_parse_basic);
 	tcase_add_test(tc, test_parse_bytewise);
