@@ -296,8 +296,12 @@ static void set_snapshot_counts(node_group *g, size_t avg);
 
 static int make_dir(const char *path, char *errmsg)
 {
-	if (mkdir(path, 0755) != 0 && errno != EEXIST)
+	/* Only the node reads its data: 0700, tightened if it was looser. */
+	struct stat st;
+	if (mkdir(path, 0700) != 0 && errno != EEXIST)
 		return sh_errf(errmsg, SHOAL_E_IO, "mkdir %s: %s", path, strerror(errno));
+	if (stat(path, &st) == 0 && (st.st_mode & 077) != 0 && chmod(path, st.st_mode & 0700) != 0)
+		return sh_errf(errmsg, SHOAL_E_IO, "chmod 0700 %s: %s", path, strerror(errno));
 	return SHOAL_OK;
 }
 

@@ -36,7 +36,7 @@ int node_log_open(const char *path, uint32_t node_id, char *errmsg)
 		atomic_store(&log_level, NODE_LOG_DEBUG);
 	if (path == NULL)
 		return SHOAL_OK;
-	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return sh_errf(errmsg, SHOAL_E_IO, "open %s: %s", path, strerror(errno));
 	log_fd = fd;

@@ -133,11 +133,15 @@ static int make_dirs(const char *path, char *errmsg)
 			return sh_errf(errmsg, SHOAL_E_IO, "mkdir %s: %s", tmp, strerror(errno));
 		*p = '/';
 	}
-	if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+	/* The data directory itself is the node's alone (0700, tightened if
+	 * it was made looser); its parents are whatever the system has. */
+	if (mkdir(tmp, 0700) != 0 && errno != EEXIST)
 		return sh_errf(errmsg, SHOAL_E_IO, "mkdir %s: %s", tmp, strerror(errno));
 	struct stat st;
 	if (stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode))
 		return sh_errf(errmsg, SHOAL_E_IO, "%s is not a directory", tmp);
+	if ((st.st_mode & 077) != 0 && chmod(tmp, st.st_mode & 0700) != 0)
+		return sh_errf(errmsg, SHOAL_E_IO, "chmod 0700 %s: %s", tmp, strerror(errno));
 	return SHOAL_OK;
 }
 
@@ -151,7 +155,7 @@ static int lock_dir(node *n, char *errmsg)
 {
 	char path[SH_PATH_MAX + 32];
 	snprintf(path, sizeof(path), "%s/shoal-node.lock", n->dir);
-	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return sh_errf(errmsg, SHOAL_E_IO, "open %s: %s", path, strerror(errno));
 	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {

@@ -58,6 +58,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -248,6 +249,19 @@ int st_txn_reserve(st_txn *txn, uint64_t bytes, char *errmsg)
 	return env_reserve(txn->env, ENV_HEADROOM + txn->growth, errmsg);
 }
 
+/* data.mdb and lock.mdb made by an earlier build with mode 0644: 0600. */
+static void tighten(const char *dir)
+{
+	static const char *const files[] = {"data.mdb", "lock.mdb"};
+	for (size_t i = 0; i < 2; i++) {
+		char p[ST_PATH_MAX + 16];
+		struct stat st;
+		if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, files[i]) < sizeof(p) &&
+		    stat(p, &st) == 0 && (st.st_mode & 077) != 0)
+			(void)chmod(p, st.st_mode & 0600);
+	}
+}
+
 int st_env_open(const char *path, const st_env_options *opts, st_env **out, char *errmsg)
 {
 	st_env_options defaults = {0};
@@ -306,13 +320,16 @@ int st_env_open(const char *path, const st_env_options *opts, st_env **out, char
 	env->writemap = opts->nosync && can_fallocate(path);
 	unsigned flags = MDB_NOTLS | MDB_NORDAHEAD | (opts->nosync ? MDB_NOSYNC : 0) |
 	                 (env->writemap ? MDB_WRITEMAP : 0);
-	rc = mdb_env_open(env->env, path, flags, 0644);
+	/* 0600: the data is the owner's alone (files made earlier with looser
+	 * modes are tightened below). */
+	rc = mdb_env_open(env->env, path, flags, 0600);
 	if (rc != 0) {
 		char what[SH_ERRMSG_SIZE / 2];
 		snprintf(what, sizeof(what), "mdb_env_open(%s)", path);
 		code = st_lmdb_err(rc, what, errmsg);
 		goto err_after_env;
 	}
+	tighten(path);
 	if (env->writemap) {
 		mdb_filehandle_t fd;
 		rc = mdb_env_get_fd(env->env, &fd);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
@@ -332,6 +333,29 @@ START_TEST(test_status)
 }
 END_TEST
 
+/* A node's data is its own (issue 15): every directory it made 0700, every
+ * file 0600 -- raft's, LMDB's, the markers, the lock. */
+START_TEST(test_private_files)
+{
+	char cmd[2600], out_path[1200];
+	snprintf(out_path, sizeof(out_path), "%s/modes.out", C.dir);
+	snprintf(cmd, sizeof(cmd),
+	         "find '%s/node-1' \\( -type d ! -perm 700 \\) -o \\( -type f -perm /077 \\) "
+	         ">'%s' 2>&1",
+	         C.dir, out_path);
+	ck_assert_int_eq(tl_sh("%s", cmd), 0);
+	char *out = tl_read_file(out_path);
+	ck_assert_ptr_nonnull(out);
+	ck_assert_msg(out[0] == '\0', "readable by others:\n%s", out);
+	free(out);
+	/* And there is something to check: the LMDB file of a group. */
+	struct stat st;
+	snprintf(out_path, sizeof(out_path), "%s/node-1/group-1/lmdb/data.mdb", C.dir);
+	ck_assert_int_eq(stat(out_path, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0600);
+}
+END_TEST
+
 static Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -343,6 +367,7 @@ static Suite *cluster_suite(void)
 	tcase_add_test(tc, test_item_ops_and_errors);
 	tcase_add_test(tc, test_scan_across_partitions);
 	tcase_add_test(tc, test_status);
+	tcase_add_test(tc, test_private_files);
 	suite_add_tcase(s, tc);
 	return s;
 }
