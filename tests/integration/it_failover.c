@@ -73,19 +73,6 @@ static void start(int routers)
 	start_opts(routers, NULL);
 }
 
-/* How many times `needle` appears in node id's log. */
-static int log_count(int id, const char *needle)
-{
-	char path[1200];
-	snprintf(path, sizeof(path), "%s/node-%d.log", C.dir, id);
-	char *text = tl_read_file(path);
-	int n = 0;
-	for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
-		n++;
-	free(text);
-	return n;
-}
-
 static void stop(void)
 {
 	shoal_client_free(client);
@@ -384,7 +371,7 @@ START_TEST(test_whole_cluster_restart)
 	       (long long)(now_ms() - t0));
 	/* Only the processes died, the machine did not: LMDB is trusted. */
 	for (int id = 1; id <= 3; id++)
-		ck_assert_int_eq(log_count(id, "not trusted"), 0);
+		ck_assert_int_eq(tl_cluster_log_count(&C, id, "not trusted"), 0);
 	stop();
 }
 END_TEST
@@ -396,9 +383,9 @@ END_TEST
 static void wait_rebuilt(int id, int times)
 {
 	int64_t deadline = now_ms() + 60000;
-	while (log_count(id, REBUILT) < 4 * times) {
+	while (tl_cluster_log_count(&C, id, REBUILT) < 4 * times) {
 		ck_assert_msg(now_ms() < deadline, "node %d: %d of %d groups rebuilt after 60 s",
-		              id, log_count(id, REBUILT), 4 * times);
+		              id, tl_cluster_log_count(&C, id, REBUILT), 4 * times);
 		struct timespec ts = {0, 20 * 1000 * 1000};
 		nanosleep(&ts, NULL); /* polling a log with a deadline */
 	}
@@ -421,7 +408,7 @@ START_TEST(test_power_loss)
 	for (int id = 1; id <= 2; id++) {
 		ck_assert(tl_cluster_power_loss(&C, id, 64, &seed));
 		ck_assert(tl_cluster_start_node(&C, id));
-		ck_assert_int_eq(log_count(id, "not trusted and emptied"), 4);
+		ck_assert_int_eq(tl_cluster_log_count(&C, id, "not trusted and emptied"), 4);
 		wait_rebuilt(id, 1);
 		w.n += 100;
 		write_loop_from(&w, w.n - 100);
@@ -441,7 +428,8 @@ START_TEST(test_power_loss)
 	       "cluster's power loss\n",
 	       w.n, (long long)(now_ms() - t0));
 	for (int id = 1; id <= 3; id++) {
-		ck_assert_int_eq(log_count(id, "not trusted and emptied"), id <= 2 ? 8 : 4);
+		ck_assert_int_eq(tl_cluster_log_count(&C, id, "not trusted and emptied"),
+		                 id <= 2 ? 8 : 4);
 		wait_rebuilt(id, id <= 2 ? 2 : 1);
 	}
 	stop();
@@ -464,7 +452,7 @@ START_TEST(test_disk_full)
 	wait_done(&w, 300);
 	ck_assert(tl_cluster_disk_fill(&C, 3, true));
 	int64_t deadline = now_ms() + 60000;
-	while (log_count(3, "disk full in") == 0) {
+	while (tl_cluster_log_count(&C, 3, "disk full in") == 0) {
 		ck_assert_msg(now_ms() < deadline, "node 3 did not notice its full disk in 60 s");
 		struct timespec ts = {0, 20 * 1000 * 1000};
 		nanosleep(&ts, NULL); /* polling a log with a deadline */
@@ -472,17 +460,17 @@ START_TEST(test_disk_full)
 	int at = atomic_load(&w.done);
 	/* Writes go on through the other replicas while node 3's replicas
 	 * fail for want of space (the Raft log's next segment, or LMDB). */
-	while (log_count(3, "replica failed") < 3) {
+	while (tl_cluster_log_count(&C, 3, "replica failed") < 3) {
 		ck_assert_msg(atomic_load(&w.done) < w.n && now_ms() < deadline,
 		              "node 3's replicas did not fail for want of space (%d failed)",
-		              log_count(3, "replica failed"));
+		              tl_cluster_log_count(&C, 3, "replica failed"));
 		struct timespec ts = {0, 20 * 1000 * 1000};
 		nanosleep(&ts, NULL); /* polling a log with a deadline */
 	}
 	wait_done(&w, at + 300 < w.n ? at + 300 : w.n);
 	ck_assert(tl_cluster_disk_fill(&C, 3, false));
 	deadline = now_ms() + 60000;
-	while (log_count(3, "restarting in place to recover") == 0) {
+	while (tl_cluster_log_count(&C, 3, "restarting in place to recover") == 0) {
 		ck_assert_msg(now_ms() < deadline, "node 3 did not restart itself within 60 s");
 		struct timespec ts = {0, 20 * 1000 * 1000};
 		nanosleep(&ts, NULL); /* polling a log with a deadline */
@@ -492,7 +480,7 @@ START_TEST(test_disk_full)
 	w.n = atomic_load(&w.done);
 	printf("disk full: %d writes, %d failed, worst latency %lld ms; node 3: %d replicas "
 	       "failed for want of space\n",
-	       w.n, w.failed, (long long)w.worst_ms, log_count(3, "replica failed"));
+	       w.n, w.failed, (long long)w.worst_ms, tl_cluster_log_count(&C, 3, "replica failed"));
 	ck_assert_int_eq(w.failed, 0);
 	ck_assert_int_eq(check_acked(&w), w.n);
 	/* Node 3 caught up: its replicas reach the leaders' applied index. */

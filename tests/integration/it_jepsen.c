@@ -66,7 +66,6 @@
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
 #include "tests/lib/tl_history.h"
-#include "tests/lib/tl_metrics.h"
 #include "tests/lib/tl_netns.h"
 
 #define NODES      3
@@ -419,19 +418,6 @@ static bool process_fault(int kind)
 	return kind == F_KILL || kind == F_PAUSE || kind == F_POWER || kind == F_DISK;
 }
 
-/* How many times `needle` appears in node id's log. */
-static int log_count(int id, const char *needle)
-{
-	char path[1200];
-	snprintf(path, sizeof(path), "%s/node-%d.log", C.dir, id);
-	char *log = tl_read_file(path);
-	int n = 0;
-	for (const char *p = log; p != NULL && (p = strstr(p, needle)) != NULL; p++)
-		n++;
-	free(log);
-	return n;
-}
-
 /* node/disk.c's log lines, counted before a disk-full fault. */
 #define DISK_FULL    "disk full in"
 #define DISK_RESTART "restarting in place to recover"
@@ -473,8 +459,8 @@ static void inject(int kind, int a, int b, unsigned *rng)
 		power_losses[a]++;
 		break;
 	case F_DISK:
-		full_before[a] = log_count(a, DISK_FULL);
-		restart_before[a] = log_count(a, DISK_RESTART);
+		full_before[a] = tl_cluster_log_count(&C, a, DISK_FULL);
+		restart_before[a] = tl_cluster_log_count(&C, a, DISK_RESTART);
 		ck_assert(tl_cluster_disk_fill(&C, a, true));
 		break;
 	}
@@ -501,9 +487,9 @@ static void heal(int kind, int a)
 		/* Room again.  A node that saw its disk full restarts itself in
 		 * place once there is room (node/disk.c): wait for that. */
 		ck_assert(tl_cluster_disk_fill(&C, a, false));
-		if (log_count(a, DISK_FULL) > full_before[a]) {
+		if (tl_cluster_log_count(&C, a, DISK_FULL) > full_before[a]) {
 			int64_t deadline = now_ms() + 30000;
-			while (log_count(a, DISK_RESTART) <= restart_before[a]) {
+			while (tl_cluster_log_count(&C, a, DISK_RESTART) <= restart_before[a]) {
 				ck_assert_msg(
 				    now_ms() < deadline,
 				    "node %d did not restart itself within 30 s of its disk "
@@ -581,65 +567,6 @@ static void fault(unsigned *rng, int64_t t0, int faults[F_KINDS])
 	ck_assert(tl_netns_heal_all(&C));
 	if (ep != NULL)
 		ep->t_heal = tl_history_now();
-}
-
-/* ---- the replica scrub ------------------------------------------------- */
-
-/* Node id's metrics address, from the cluster file. */
-static bool metrics_addr(int id, char *out, size_t n)
-{
-	char path[1200], section[32], line[256];
-	snprintf(path, sizeof(path), "%s/cluster.ini", C.dir);
-	snprintf(section, sizeof(section), "[node.%d]", id);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return false;
-	bool in = false, found = false;
-	while (!found && fgets(line, sizeof(line), f) != NULL) {
-		line[strcspn(line, "\r\n")] = '\0';
-		if (line[0] == '[')
-			in = strcmp(line, section) == 0;
-		else if (in && sscanf(line, "metrics = %255s", line) == 1) {
-			snprintf(out, n, "%s", line);
-			found = true;
-		}
-	}
-	fclose(f);
-	return found;
-}
-
-typedef struct {
-	int group;
-	double sum;
-} passes_sum;
-
-static void passes_each(void *arg, const char *name, size_t name_len, const char *labels,
-                        double value)
-{
-	passes_sum *m = arg;
-	static const char want[] = "shoal_scrub_passes_total";
-	char g[16];
-	if (name_len == sizeof(want) - 1 && strncmp(name, want, name_len) == 0 &&
-	    tl_metrics_label(labels, "group", g, sizeof(g)) && atoi(g) == m->group)
-		m->sum += value;
-}
-
-/* Full scrub passes of group g counted by the nodes now (leaders count
- * them; a restarted node starts again from 0, so this only grows while no
- * node restarts -- as after the heal). */
-static double scrub_passes(int g)
-{
-	passes_sum m = {g, 0};
-	for (int id = 1; id <= NODES; id++) {
-		char hp[300];
-		if (!metrics_addr(id, hp, sizeof(hp)))
-			continue;
-		char *text = tl_metrics_get(hp);
-		if (text != NULL)
-			tl_metrics_each(text, passes_each, &m);
-		free(text);
-	}
-	return m.sum;
 }
 
 /* ---- figures ----------------------------------------------------------- */
@@ -832,7 +759,7 @@ START_TEST(test_jepsen)
 	/* Every power loss made each of the node's groups distrust and
 	 * rebuild its storage (the rebuild is what the checkers then test). */
 	for (int id = 1; id <= NODES; id++) {
-		int n = log_count(id, "not trusted and emptied");
+		int n = tl_cluster_log_count(&C, id, "not trusted and emptied");
 		ck_assert_msg(n == GROUPS * power_losses[id],
 		              "node %d: %d storage rebuilds logged after %d power losses (seed %u)",
 		              id, n, power_losses[id], seed);
@@ -891,9 +818,9 @@ START_TEST(test_jepsen)
 	 * the 60 s of write tokens are most of the key space.) */
 	int64_t t_scrub = now_ms();
 	for (int g = 0; g < GROUPS; g++) {
-		double base = scrub_passes(g);
+		double base = tl_cluster_metric(&C, "shoal_scrub_passes_total", g);
 		deadline = now_ms() + 60000;
-		while (scrub_passes(g) < base + 1) {
+		while (tl_cluster_metric(&C, "shoal_scrub_passes_total", g) < base + 1) {
 			ck_assert_msg(now_ms() < deadline,
 			              "group %d: the replica scrub made no pass in 60 s (seed %u)",
 			              g, seed);
@@ -902,7 +829,8 @@ START_TEST(test_jepsen)
 	}
 	int diverged = 0;
 	for (int id = 1; id <= NODES; id++)
-		diverged += log_count(id, "diverged") + log_count(id, "replicas differ over range");
+		diverged += tl_cluster_log_count(&C, id, "diverged") +
+		            tl_cluster_log_count(&C, id, "replicas differ over range");
 	printf("it_jepsen: replica scrub: another pass of every group in %lld ms; divergences "
 	       "logged during the run: %d\n",
 	       (long long)(now_ms() - t_scrub), diverged);

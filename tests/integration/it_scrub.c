@@ -32,7 +32,6 @@
 #include "client/shoal.h"
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
-#include "tests/lib/tl_metrics.h"
 
 #define GROUPS 4
 
@@ -87,65 +86,19 @@ static void stop(void)
 	tl_cluster_down(&C);
 }
 
-/* How many times `needle` appears in node id's log. */
-static int log_count(int id, const char *needle)
-{
-	char path[1200];
-	snprintf(path, sizeof(path), "%s/node-%d.log", C.dir, id);
-	char *text = tl_read_file(path);
-	int n = 0;
-	for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
-		n++;
-	free(text);
-	return n;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Metrics                                                                   */
 /* ------------------------------------------------------------------------ */
-
-typedef struct msum {
-	const char *name;
-	int group; /* -1: every group */
-	double sum;
-} msum;
-
-static void each(void *arg, const char *name, size_t name_len, const char *labels, double value)
-{
-	msum *m = arg;
-	if (strlen(m->name) != name_len || strncmp(name, m->name, name_len) != 0)
-		return;
-	char g[16];
-	if (m->group >= 0 &&
-	    (!tl_metrics_label(labels, "group", g, sizeof(g)) || atoi(g) != m->group))
-		return;
-	m->sum += value;
-}
-
-/* The sum of metric `name` (of group, -1: all) over the running nodes. */
-static double metric(const char *name, int group)
-{
-	msum m = {name, group, 0};
-	for (int id = 1; id <= 3; id++) {
-		char hp[64];
-		snprintf(hp, sizeof(hp), "127.0.0.1:%d", C.base_port + 100 * id + 90);
-		char *text = tl_metrics_get(hp);
-		if (text == NULL)
-			continue;
-		tl_metrics_each(text, each, &m);
-		free(text);
-	}
-	return m.sum;
-}
 
 /* Waits until every group has had `passes` more passes than in base[]. */
 static void wait_passes(const double *base, double passes, int64_t deadline_ms)
 {
 	for (int g = 0; g < GROUPS; g++) {
-		while (metric("shoal_scrub_passes_total", g) < base[g] + passes) {
+		while (tl_cluster_metric(&C, "shoal_scrub_passes_total", g) < base[g] + passes) {
 			ck_assert_msg(now_ms() < deadline_ms,
 			              "group %d: scrub passes stuck at %.0f (want %.0f)", g,
-			              metric("shoal_scrub_passes_total", g), base[g] + passes);
+			              tl_cluster_metric(&C, "shoal_scrub_passes_total", g),
+			              base[g] + passes);
 			nap();
 		}
 	}
@@ -238,18 +191,18 @@ START_TEST(test_healthy_cluster_agrees)
 	start("--scrub-ms 100", 60);
 	double base[GROUPS];
 	for (int g = 0; g < GROUPS; g++)
-		base[g] = metric("shoal_scrub_passes_total", g);
+		base[g] = tl_cluster_metric(&C, "shoal_scrub_passes_total", g);
 	wait_passes(base, 4, now_ms() + 40000);
-	double ranges = metric("shoal_scrub_ranges_total", -1);
-	double keys = metric("shoal_scrub_keys_total", -1);
-	double mismatches = metric("shoal_scrub_mismatches_total", -1);
+	double ranges = tl_cluster_metric(&C, "shoal_scrub_ranges_total", -1);
+	double keys = tl_cluster_metric(&C, "shoal_scrub_keys_total", -1);
+	double mismatches = tl_cluster_metric(&C, "shoal_scrub_mismatches_total", -1);
 	printf("healthy: %.0f ranges, %.0f pairs compared, %.0f mismatches\n", ranges, keys,
 	       mismatches);
 	ck_assert_msg(ranges >= 4 * GROUPS, "only %.0f ranges compared", ranges);
 	ck_assert_msg(keys >= 60, "only %.0f pairs compared", keys);
 	ck_assert_msg(mismatches == 0, "%.0f scrub mismatches on a healthy cluster", mismatches);
 	for (int id = 1; id <= 3; id++)
-		ck_assert_int_eq(log_count(id, "diverged"), 0);
+		ck_assert_int_eq(tl_cluster_log_count(&C, id, "diverged"), 0);
 	stop();
 }
 END_TEST
@@ -260,7 +213,7 @@ START_TEST(test_corrupted_replica_is_rebuilt)
 	/* A clean pass everywhere first. */
 	double base[GROUPS] = {0};
 	wait_passes(base, 1, now_ms() + 30000);
-	ck_assert(metric("shoal_scrub_mismatches_total", -1) == 0);
+	ck_assert(tl_cluster_metric(&C, "shoal_scrub_mismatches_total", -1) == 0);
 
 	/* The victim: node 3, in a data group it holds items of and does not
 	 * lead (so that after its restart the mismatch is counted by a leader
@@ -285,41 +238,42 @@ START_TEST(test_corrupted_replica_is_rebuilt)
 	char needle[128];
 	snprintf(needle, sizeof(needle), "replica on node %d diverged", victim);
 	int told = 0;
-	while ((told = log_count(1, needle) + log_count(2, needle)) == 0) {
+	while ((told = tl_cluster_log_count(&C, 1, needle) + tl_cluster_log_count(&C, 2, needle)) ==
+	       0) {
 		ck_assert_msg(now_ms() < deadline, "no leader logged '%s'", needle);
 		nap();
 	}
-	while (metric("shoal_scrub_mismatches_total", group) < 1) {
+	while (tl_cluster_metric(&C, "shoal_scrub_mismatches_total", group) < 1) {
 		ck_assert_msg(now_ms() < deadline, "no scrub mismatch counted in group %d", group);
 		nap();
 	}
 	snprintf(needle, sizeof(needle), "scrub: group %d: this replica diverged", group);
-	while (log_count(victim, needle) == 0) {
+	while (tl_cluster_log_count(&C, victim, needle) == 0) {
 		ck_assert_msg(now_ms() < deadline, "node %d did not log '%s'", victim, needle);
 		nap();
 	}
 	snprintf(needle, sizeof(needle), "group %d: storage rebuilt from Raft", group);
-	while (log_count(victim, needle) == 0) {
+	while (tl_cluster_log_count(&C, victim, needle) == 0) {
 		ck_assert_msg(now_ms() < deadline, "node %d did not log '%s'", victim, needle);
 		nap();
 	}
-	ck_assert_int_eq(log_count(victim, "restarting in place"), 1);
-	ck_assert_int_eq(log_count(victim, "not trusted and emptied"), 1);
-	ck_assert_int_eq(log_count(victim, "needs replacing"), 0);
+	ck_assert_int_eq(tl_cluster_log_count(&C, victim, "restarting in place"), 1);
+	ck_assert_int_eq(tl_cluster_log_count(&C, victim, "not trusted and emptied"), 1);
+	ck_assert_int_eq(tl_cluster_log_count(&C, victim, "needs replacing"), 0);
 	ck_assert_int_eq(pid_of(victim), pid);
 	const char *what;
 	int id;
 	ck_assert_msg(tl_cluster_alive(&C, &what, &id), "%s %d is gone", what, id);
 
 	/* Afterwards full passes compare equal. */
-	double after = metric("shoal_scrub_mismatches_total", -1);
+	double after = tl_cluster_metric(&C, "shoal_scrub_mismatches_total", -1);
 	for (int g = 0; g < GROUPS; g++)
-		base[g] = metric("shoal_scrub_passes_total", g);
+		base[g] = tl_cluster_metric(&C, "shoal_scrub_passes_total", g);
 	wait_passes(base, 3, now_ms() + 40000);
-	double now_mm = metric("shoal_scrub_mismatches_total", -1);
+	double now_mm = tl_cluster_metric(&C, "shoal_scrub_mismatches_total", -1);
 	printf("after the rebuild: mismatches %.0f then %.0f over 3 more passes\n", after, now_mm);
 	ck_assert_msg(now_mm == after, "%.0f more mismatches after the rebuild", now_mm - after);
-	ck_assert_int_eq(log_count(victim, "needs replacing"), 0);
+	ck_assert_int_eq(tl_cluster_log_count(&C, victim, "needs replacing"), 0);
 	stop();
 }
 END_TEST

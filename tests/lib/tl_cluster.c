@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "testlib.h"
+#include "tl_metrics.h"
 
 char *tl_read_file(const char *path)
 {
@@ -345,4 +346,73 @@ bool tl_cluster_alive(const tl_cluster *c, const char **what, int *id)
 				return false;
 			}
 	return true;
+}
+
+int tl_cluster_log_count(const tl_cluster *c, int id, const char *needle)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/node-%d.log", c->dir, id);
+	char *text = tl_read_file(path);
+	int n = 0;
+	for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(text);
+	return n;
+}
+
+/* Node id's metrics address ("metrics = host:port" of [node.<id>]). */
+static bool metrics_addr(const tl_cluster *c, int id, char *out, size_t n)
+{
+	char path[1200], section[32], line[256];
+	snprintf(path, sizeof(path), "%s/cluster.ini", c->dir);
+	snprintf(section, sizeof(section), "[node.%d]", id);
+	FILE *f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	bool in = false, found = false;
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0] == '[')
+			in = strcmp(line, section) == 0;
+		else if (in && sscanf(line, "metrics = %255s", line) == 1) {
+			snprintf(out, n, "%s", line);
+			found = true;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+typedef struct metric_sum {
+	const char *name;
+	int group;
+	double sum;
+} metric_sum;
+
+static void metric_each(void *arg, const char *name, size_t name_len, const char *labels,
+                        double value)
+{
+	metric_sum *m = arg;
+	char g[16];
+	if (strlen(m->name) != name_len || strncmp(name, m->name, name_len) != 0)
+		return;
+	if (m->group >= 0 &&
+	    (!tl_metrics_label(labels, "group", g, sizeof(g)) || atoi(g) != m->group))
+		return;
+	m->sum += value;
+}
+
+double tl_cluster_metric(const tl_cluster *c, const char *name, int group)
+{
+	metric_sum m = {name, group, 0};
+	for (int id = 1; id <= c->nodes; id++) {
+		char hp[300];
+		if (!metrics_addr(c, id, hp, sizeof(hp)))
+			continue;
+		char *text = tl_metrics_get(hp);
+		if (text != NULL)
+			tl_metrics_each(text, metric_each, &m);
+		free(text);
+	}
+	return m.sum;
 }

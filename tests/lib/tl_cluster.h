@@ -64,6 +64,13 @@ bool tl_cluster_disk_fill(tl_cluster *c, int id, bool full);
 bool tl_cluster_stop_router(tl_cluster *c, int id, bool hard);
 bool tl_cluster_start_router(tl_cluster *c, int id);
 
+/* How many times `needle` appears in node id's log (D/node-<id>.log). */
+int tl_cluster_log_count(const tl_cluster *c, int id, const char *needle);
+/* The sum over the cluster's nodes (metrics addresses from D/cluster.ini;
+ * nodes not answering count 0) of the samples of metric `name` whose label
+ * group is `group` (-1: every sample). */
+double tl_cluster_metric(const tl_cluster *c, const char *name, int group);
+
 /* Runs `shoal --endpoint <endpoint> <args>` (args is a shell fragment, quoted
  * by the caller); captures stdout and stderr (malloc'd, caller frees; may be
  * NULL to discard).  Returns the exit code. */
