@@ -76,6 +76,7 @@
 #include "node/node.h"
 #include "node/ship_int.h"
 #include "proto/lanes.h"
+#include "proto/wire.h"
 
 /* Pairs per range. */
 #define NODE_SCRUB_RANGE_KEYS 1000
@@ -257,7 +258,7 @@ static void done_cb(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *a
 	sc_group *sg = m->sg;
 	Shoal__NodeResponse *r = NULL;
 	if (rv == WIRE_LANE_OK && !m->tell)
-		r = shoal__node_response__unpack(NULL, len, ans);
+		wire_unpack_node_response(NULL, ans, len, &r, NULL);
 	pthread_mutex_lock(&sg->s->mu);
 	if (!m->tell && m->gen == sg->gen && sg->state == SC_COMPARE) {
 		sc_peer *p = &sg->peers[m->peer];
@@ -284,7 +285,7 @@ static void done_cb(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *a
 	}
 	pthread_mutex_unlock(&sg->s->mu);
 	if (r != NULL)
-		shoal__node_response__free_unpacked(r, NULL);
+		shoal__node_response__free_unpacked(r, wire_heap_allocator());
 	if (whole != NULL)
 		nng_msg_free(whole);
 	sh_free(m->buf);

@@ -628,9 +628,11 @@ static int relabel(sh_arena *a, const uint8_t *raw, size_t len, uint64_t request
 {
 	ProtobufCAllocator alloc;
 	wire_arena_allocator(&alloc, a);
-	Shoal__NodeResponse *r = shoal__node_response__unpack(&alloc, len, raw);
-	if (r == NULL)
-		return sh_errf(errmsg, SHOAL_E_INTERNAL, "the state machine's result is malformed");
+	Shoal__NodeResponse *r;
+	char why[SH_ERRMSG_SIZE];
+	if (wire_unpack_node_response(&alloc, raw, len, &r, why) != SHOAL_OK)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "the state machine's result is malformed: %s",
+		               why);
 	if (r->response == NULL) {
 		r->response = sh_arena_alloc(a, sizeof(*r->response));
 		if (r->response == NULL)
@@ -756,12 +758,7 @@ static void start_request(nreq *q, const uint8_t *body, size_t len)
 	int rc;
 
 	nreq_reset(q);
-	rc = wire_check_framing(&shoal__node_request__descriptor, body, len, q->c.errmsg);
-	if (rc == SHOAL_OK) {
-		q->req = shoal__node_request__unpack(&q->alloc, len, body);
-		if (q->req == NULL)
-			rc = sh_errf(q->c.errmsg, SHOAL_E_SERIALIZATION, "malformed NodeRequest");
-	}
+	rc = wire_unpack_node_request(&q->alloc, body, len, &q->req, q->c.errmsg);
 	if (rc == SHOAL_OK) {
 		q->c.req = q->req;
 		if (q->req->request != NULL)

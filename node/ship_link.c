@@ -388,8 +388,8 @@ static void link_result(ship_link *l)
 		            0);
 		return;
 	}
-	Shoal__NodeResponse *r = shoal__node_response__unpack(NULL, nng_msg_len(reply),
-	                                                      (const uint8_t *)nng_msg_body(reply));
+	Shoal__NodeResponse *r = NULL;
+	wire_unpack_node_response(NULL, nng_msg_body(reply), nng_msg_len(reply), &r, NULL);
 	nng_msg_free(reply);
 	int status = r == NULL || r->response == NULL ? SHOAL__STATUS__STATUS_SERIALIZATION
 	                                              : (int)r->response->status;
@@ -424,7 +424,7 @@ static void link_result(ship_link *l)
 		            hint);
 	}
 	if (r != NULL)
-		shoal__node_response__free_unpacked(r, NULL);
+		shoal__node_response__free_unpacked(r, wire_heap_allocator());
 }
 
 /* Takes the finished exchanges off the done list.  Loop. */

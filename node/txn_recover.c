@@ -241,8 +241,9 @@ static void remote_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 {
 	rec_task *t = (rec_task *)it;
 	node_txnrec *r = t->r;
-	Shoal__NodeResponse *nr =
-	    rv == WIRE_LANE_OK ? shoal__node_response__unpack(NULL, len, ans) : NULL;
+	Shoal__NodeResponse *nr = NULL;
+	if (rv == WIRE_LANE_OK)
+		wire_unpack_node_response(NULL, ans, len, &nr, NULL);
 	if (whole != NULL)
 		nng_msg_free(whole);
 	int code = nr == NULL             ? SHOAL_E_UNAVAILABLE
@@ -254,7 +255,7 @@ static void remote_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 	else if (code != SHOAL_OK)
 		atomic_store(&r->hint[t->target], 0);
 	if (nr != NULL)
-		shoal__node_response__free_unpacked(nr, NULL);
+		shoal__node_response__free_unpacked(nr, wire_heap_allocator());
 	if (code != SHOAL_OK) {
 		task_free(t); /* found again at the next scan */
 		return;

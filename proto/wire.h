@@ -87,6 +87,31 @@
  */
 #define WIRE_MAX_MSG_DEPTH 160
 
+/*
+ * Memory a decode may take: protobuf-c allocates a record per field it keeps
+ * (a struct per message, a slot per repeated element, a record and a copy per
+ * unknown field, bookkeeping per field of a large message), so a hostile
+ * message of n bytes could take 52 n.  wire_unpack_* and wire_check_framing
+ * refuse a message of n bytes that would take more than
+ * WIRE_DECODE_PER_BYTE * n + WIRE_DECODE_SLACK (ValidationException "The
+ * Request is too complex for its size: ...").
+ * Measured (tests/unit/test_wire_budget.c, bytes allocated per byte): items
+ * of attributes of a few characters 5-9; BatchWriteItem of 25 items of 4000
+ * one-character attributes holding NULL, BOOL, N "42" or S "v" 14-15; a Query
+ * page of items of 17 such attributes (protobuf-c's first scan slab past 16
+ * fields is 1 KiB) 20; a List of NULLs, the densest valid value, 22 to 30
+ * (protobuf-c's scan slabs double: 30 when the last one is nearly empty).  So
+ * every message of valid values decodes; what needs more is made of empty
+ * or unknown fields (36-52 per byte).  The slack lets any message up to
+ * 32 KiB take any shape.  It is a ratio, not a cap: a 16 MiB message of
+ * NULLs may still take 30 times its size while it is handled.
+ */
+#define WIRE_DECODE_PER_BYTE 32u
+#define WIRE_DECODE_SLACK    (1024u * 1024)
+
+/* WIRE_DECODE_PER_BYTE * len + WIRE_DECODE_SLACK (saturating). */
+size_t wire_decode_budget(size_t len);
+
 /* ------------------------------------------------------------------------ */
 /* Optional fields                                                           */
 /* ------------------------------------------------------------------------ */
@@ -135,6 +160,9 @@ void wire_arena_allocator(ProtobufCAllocator *out, sh_arena *a);
  */
 int wire_check_framing(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len,
                        char *errmsg);
+/* (It also adds up a lower bound of what unpacking will allocate and refuses
+ * with SHOAL_E_VALIDATION, before anything is allocated, a message that
+ * would pass wire_decode_budget(len).) */
 
 /*
  * wire_check_framing, then protobuf-c's unpack of a `desc` message with
@@ -142,7 +170,11 @@ int wire_check_framing(const ProtobufCMessageDescriptor *desc, const uint8_t *bu
  * release it with protobuf_c_message_free_unpacked (wire_free_request for a
  * Request) and the same allocator in the same function (with an arena
  * allocator that is optional).  On failure *out is NULL and nothing needs
- * freeing: SHOAL_E_SERIALIZATION, or SHOAL_E_NOMEM if an allocation failed.
+ * freeing: SHOAL_E_SERIALIZATION, SHOAL_E_VALIDATION when decoding would take
+ * more than wire_decode_budget(len) bytes from `alloc` (what was taken before
+ * the refusal stays in an arena until it is reset), or SHOAL_E_NOMEM if an
+ * allocation failed.  Every unpack of bytes from outside the process goes
+ * through here.
  */
 int wire_unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
                 const uint8_t *buf, size_t len, ProtobufCMessage **out, char *errmsg);
@@ -152,6 +184,11 @@ void wire_free_request(ProtobufCAllocator *alloc, Shoal__Request *req);
 int wire_unpack_response(ProtobufCAllocator *alloc, const uint8_t *buf, size_t len,
                          Shoal__Response **out, char *errmsg);
 void wire_free_response(ProtobufCAllocator *alloc, Shoal__Response *resp);
+/* The same for the messages between router and node, and between nodes. */
+int wire_unpack_node_request(ProtobufCAllocator *alloc, const uint8_t *buf, size_t len,
+                             Shoal__NodeRequest **out, char *errmsg);
+int wire_unpack_node_response(ProtobufCAllocator *alloc, const uint8_t *buf, size_t len,
+                              Shoal__NodeResponse **out, char *errmsg);
 
 /* Packs any message into arena memory: *buf (*len bytes). SHOAL_E_NOMEM. */
 int wire_pack(sh_arena *a, const ProtobufCMessage *msg, uint8_t **buf, size_t *len, char *errmsg);

@@ -24,9 +24,25 @@
  * few dozen bytes.  Once it passes, protobuf-c's own recursion is bounded by
  * the same depth.
  *
+ * Why a budget: protobuf-c allocates a record for every field it keeps -- a
+ * struct per message, a slot per repeated element, a 24-byte record plus a
+ * copy per unknown field, and 32 bytes of bookkeeping per field once a
+ * message has more than 16 -- so a 16 MiB message of two-byte unknown fields
+ * cost 540 MB.  Decoding a message of n bytes may take at most
+ * wire_decode_budget(n) bytes, checked twice:
+ *   - the walk adds up a lower bound of what protobuf-c will allocate (the
+ *     records above, each rounded to 16 as the arena rounds) and refuses
+ *     before anything is allocated;
+ *   - unpacking goes through a thin allocator that counts what is handed
+ *     out (rounded the same way) and fails the allocation that would pass
+ *     the budget, so protobuf-c returns NULL cleanly.
+ * The walk's figure is a lower bound of the allocator's, so the two never
+ * disagree about a message the walk lets through; the allocator is the
+ * exact rule, the walk the cheap early refusal.
+ *
  * protobuf-c reports every failure as NULL; to tell an allocation failure
- * from malformed input, unpacking goes through a thin allocator that records
- * whether an allocation failed.
+ * from malformed input or from the budget, the same allocator records which
+ * happened.
  */
 #include <assert.h>
 #include <inttypes.h>
@@ -79,19 +95,42 @@ void wire_arena_allocator(ProtobufCAllocator *out, sh_arena *a)
 	out->allocator_data = a;
 }
 
-/* Wraps another allocator and remembers whether an allocation failed. */
+/* What an allocation of n bytes is counted as: the arena's rounding (malloc's
+ * own overhead is about the same). */
+static size_t charge(size_t n)
+{
+	return n > SIZE_MAX - 15 ? SIZE_MAX : (n + 15) & ~(size_t)15;
+}
+
+size_t wire_decode_budget(size_t len)
+{
+	if (len > (SIZE_MAX - WIRE_DECODE_SLACK) / WIRE_DECODE_PER_BYTE)
+		return SIZE_MAX;
+	return len * WIRE_DECODE_PER_BYTE + WIRE_DECODE_SLACK;
+}
+
+/* Wraps another allocator: counts what it hands out against a budget, and
+ * remembers whether an allocation failed or the budget was spent. */
 typedef struct tracking_alloc {
 	ProtobufCAllocator self;
 	ProtobufCAllocator *inner;
-	bool failed;
+	size_t used, budget;
+	bool failed, over;
 } tracking_alloc;
 
 static void *tracking_alloc_fn(void *data, size_t n)
 {
 	tracking_alloc *t = data;
+	size_t c = charge(n);
+	if (c > t->budget - t->used) {
+		t->over = true;
+		return NULL;
+	}
 	void *p = t->inner->alloc(t->inner->allocator_data, n);
 	if (p == NULL)
 		t->failed = true;
+	else
+		t->used += c;
 	return p;
 }
 
@@ -115,7 +154,50 @@ static void tracking_free_fn(void *data, void *p)
 typedef struct walker {
 	const uint8_t *buf; /* start of the whole buffer, for offsets in messages */
 	char *errmsg;
+	size_t cost;   /* lower bound of what protobuf-c will allocate, so far */
+	size_t budget; /* wire_decode_budget of the whole buffer */
 } walker;
+
+/* protobuf-c's bookkeeping (protobuf-c.c, 1.4): a ScannedMember of 32 bytes
+ * per field of a message beyond the first 16 (those are on its stack), and a
+ * ProtobufCMessageUnknownField per unknown field. */
+#define PBC_SCANNED_MEMBER 32
+#define PBC_FIRST_SLAB     16
+#define PBC_UNKNOWN_RECORD sizeof(ProtobufCMessageUnknownField)
+
+/* walk's result when the cost passes the budget (the message is written by
+ * wire_check_framing, which knows the whole length). */
+#define WALK_OVER_BUDGET (-1)
+
+/* The slot a repeated element of type t takes in its array (at least). */
+static size_t slot_size(ProtobufCType t)
+{
+	switch (t) {
+	case PROTOBUF_C_TYPE_BYTES:
+		return sizeof(ProtobufCBinaryData);
+	case PROTOBUF_C_TYPE_STRING:
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return sizeof(void *);
+	default:
+		return 4;
+	}
+}
+
+/* Adds c to the walk's cost; false once it passes the budget. */
+static bool spend(walker *w, size_t c)
+{
+	w->cost = c > SIZE_MAX - w->cost ? SIZE_MAX : w->cost + c;
+	return w->cost <= w->budget;
+}
+
+static int too_complex(char *errmsg, const ProtobufCMessageDescriptor *desc, size_t len)
+{
+	return sh_errf(errmsg, SHOAL_E_VALIDATION,
+	               "The %s is too complex for its size: its %zu bytes would decode to more "
+	               "than %zu bytes (at most %u per byte plus %u KiB)",
+	               desc->short_name, len, wire_decode_budget(len), WIRE_DECODE_PER_BYTE,
+	               WIRE_DECODE_SLACK / 1024);
+}
 
 /* Reads a varint at *p (< end). 0 on success. */
 static int read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out)
@@ -164,7 +246,12 @@ static int walk(walker *w, const ProtobufCMessageDescriptor *desc, const uint8_t
 		return sh_errf(w->errmsg, SHOAL_E_SERIALIZATION,
 		               "malformed message: byte %td: messages nested deeper than %d levels",
 		               p - w->buf, WIRE_MAX_MSG_DEPTH);
+	size_t n_fields = 0;
+	if (!spend(w, charge(desc->sizeof_message)))
+		return WALK_OVER_BUDGET;
 	while (p < end) {
+		if (++n_fields > PBC_FIRST_SLAB && !spend(w, PBC_SCANNED_MEMBER))
+			return WALK_OVER_BUDGET;
 		const uint8_t *at = p;
 		uint64_t key;
 		if (read_varint(&p, end, &key) != 0)
@@ -230,12 +317,26 @@ static int walk(walker *w, const ProtobufCMessageDescriptor *desc, const uint8_t
 				int rc = walk(w, fd->descriptor, p, p + v, depth + 1);
 				if (rc != SHOAL_OK)
 					return rc;
+			} else if (fd != NULL && fd->type == PROTOBUF_C_TYPE_STRING) {
+				if (!spend(w, charge(v + 1)))
+					return WALK_OVER_BUDGET;
+			} else if (fd != NULL && fd->type == PROTOBUF_C_TYPE_BYTES) {
+				if (v > 0 && !spend(w, charge(v)))
+					return WALK_OVER_BUDGET;
 			}
 			p += v;
 			break;
 		default:
 			break; /* refused above */
 		}
+		/* What protobuf-c keeps of the field besides its payload. */
+		size_t keep = 0;
+		if (fd == NULL)
+			keep = PBC_UNKNOWN_RECORD + charge((size_t)(p - at));
+		else if (fd->label == PROTOBUF_C_LABEL_REPEATED)
+			keep = slot_size(fd->type);
+		if (keep > 0 && !spend(w, keep))
+			return WALK_OVER_BUDGET;
 	}
 	return SHOAL_OK;
 }
@@ -248,8 +349,11 @@ int wire_check_framing(const ProtobufCMessageDescriptor *desc, const uint8_t *bu
 	static const uint8_t empty[1];
 	if (buf == NULL)
 		buf = empty;
-	walker w = {buf, errmsg};
-	return walk(&w, desc, buf, buf + len, 1);
+	walker w = {buf, errmsg, 0, wire_decode_budget(len)};
+	int rc = walk(&w, desc, buf, buf + len, 1);
+	if (rc == WALK_OVER_BUDGET)
+		rc = too_complex(errmsg, desc, len);
+	return rc;
 }
 
 int wire_unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
@@ -261,11 +365,16 @@ int wire_unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *allo
 		return rc;
 	tracking_alloc t = {{tracking_alloc_fn, tracking_free_fn, NULL},
 	                    alloc != NULL ? alloc : &heap_allocator,
+	                    0,
+	                    wire_decode_budget(len),
+	                    false,
 	                    false};
 	t.self.allocator_data = &t;
 	static const uint8_t empty[1];
 	ProtobufCMessage *m = protobuf_c_message_unpack(desc, &t.self, len, buf ? buf : empty);
 	if (m == NULL) {
+		if (t.over)
+			return too_complex(errmsg, desc, len);
 		if (t.failed)
 			return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory unpacking a %s",
 			               desc->name);
@@ -304,6 +413,24 @@ void wire_free_response(ProtobufCAllocator *alloc, Shoal__Response *resp)
 {
 	if (resp != NULL)
 		shoal__response__free_unpacked(resp, alloc != NULL ? alloc : &heap_allocator);
+}
+
+int wire_unpack_node_request(ProtobufCAllocator *alloc, const uint8_t *buf, size_t len,
+                             Shoal__NodeRequest **out, char *errmsg)
+{
+	ProtobufCMessage *m;
+	int rc = wire_unpack(&shoal__node_request__descriptor, alloc, buf, len, &m, errmsg);
+	*out = (Shoal__NodeRequest *)m;
+	return rc;
+}
+
+int wire_unpack_node_response(ProtobufCAllocator *alloc, const uint8_t *buf, size_t len,
+                              Shoal__NodeResponse **out, char *errmsg)
+{
+	ProtobufCMessage *m;
+	int rc = wire_unpack(&shoal__node_response__descriptor, alloc, buf, len, &m, errmsg);
+	*out = (Shoal__NodeResponse *)m;
+	return rc;
 }
 
 int wire_pack(sh_arena *a, const ProtobufCMessage *msg, uint8_t **buf, size_t *len, char *errmsg)

@@ -661,10 +661,11 @@ Shoal__NodeResponse *rt_call_resp(rt_call *c, sh_arena *a)
 		return c->resp;
 	ProtobufCAllocator alloc;
 	wire_arena_allocator(&alloc, a);
-	c->resp = shoal__node_response__unpack(&alloc, nng_msg_len(c->ans), nng_msg_body(c->ans));
-	if (c->resp == NULL) {
-		sh_errf(c->errmsg, SHOAL_E_INTERNAL, "node %u: undecodable NodeResponse",
-		        c->answered_by);
+	char why[SH_ERRMSG_SIZE];
+	if (wire_unpack_node_response(&alloc, nng_msg_body(c->ans), nng_msg_len(c->ans), &c->resp,
+	                              why) != SHOAL_OK) {
+		sh_errf(c->errmsg, SHOAL_E_INTERNAL, "node %u: undecodable NodeResponse: %s",
+		        c->answered_by, why);
 		c->rc = SHOAL_E_INTERNAL;
 	}
 	return c->resp;
