@@ -35,8 +35,32 @@
  * is process-wide; both are malloc-compatible, so values allocated before the
  * switch are still freed correctly), which puts jansson under the
  * allocation fault point too.
+ *
+ * Decode budget (issue 15).  jansson's tree costs far more than its text:
+ * measured with jansson 2.14, a list of numbers {"N":"1"} takes 32 bytes of
+ * allocations per byte of text, an item of 100k small attributes 22, a
+ * realistic BatchWriteItem 15 -- and an array of empty objects [{},{},...]
+ * 72 (a 16 MiB body of them added 1.1 GB to the router).  So every
+ * wire_json_parse gets an allocation budget, counted by the allocator hook
+ * while this thread is inside json_loadb (a thread-local: the hook is
+ * process-wide, the budget is the decode's):
+ *   - one decode may allocate at most WIRE_JSON_RATIO bytes per byte of
+ *     text (+ WIRE_JSON_SLACK): above every realistic shape measured, below
+ *     the floods of empty objects and arrays.  Past it: ValidationException
+ *     ("too complex"), the request's own fault;
+ *   - all decodes in progress in the process together allocate at most
+ *     WIRE_JSON_POOL bytes, so N concurrent large bodies cannot multiply the
+ *     bound.  One decode that alone would need more than the pool is refused
+ *     as too complex; one that does not fit beside the others gets
+ *     SHOAL_E_UNAVAILABLE (retryable).
+ * Bytes are counted as allocated (frees during the parse are not credited
+ * back) and returned to the pool when json_loadb returns: the tree then
+ * lives, unaccounted, only while the caller converts it.  This is the only
+ * place that decides how much a JSON text may cost.
  */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -61,14 +85,36 @@
 	"Unrecognized collection type java.util.Map<java.lang.String, "                            \
 	"com.amazonaws.dynamodb.v20120810.AttributeValue>"
 
+#define WIRE_JSON_RATIO 40u
+#define WIRE_JSON_SLACK (1u << 20)
+#define WIRE_JSON_POOL  ((size_t)256 << 20)
+
 static pthread_once_t alloc_once = PTHREAD_ONCE_INIT;
 
 /* jansson reports some allocation failures as syntax errors ("string or '}'
  * expected"), so the allocator itself records them for wire_json_parse. */
 static _Thread_local bool alloc_failed;
 
+/* The decode in progress on this thread (budget > 0 while in json_loadb). */
+enum { OVER_NONE, OVER_RATIO, OVER_POOL };
+static _Thread_local size_t budget, spent;
+static _Thread_local int over;
+static atomic_size_t pool_used; /* bytes spent by every decode in progress */
+
 static void *json_alloc(size_t n)
 {
+	if (budget > 0) {
+		if (spent + n > budget || spent + n > WIRE_JSON_POOL) {
+			over = OVER_RATIO;
+			return NULL;
+		}
+		if (atomic_fetch_add(&pool_used, n) + n > WIRE_JSON_POOL) {
+			atomic_fetch_sub(&pool_used, n);
+			over = OVER_POOL;
+			return NULL;
+		}
+		spent += n;
+	}
 	void *p = sh_malloc(n);
 	if (p == NULL)
 		alloc_failed = true;
@@ -94,8 +140,28 @@ int wire_json_parse(const char *text, size_t len, json_t **out, char *errmsg)
 	wire_json_init();
 	json_error_t err;
 	alloc_failed = false;
+	over = OVER_NONE;
+	spent = 0;
+	budget = len <= (SIZE_MAX - WIRE_JSON_SLACK) / WIRE_JSON_RATIO
+	             ? len * WIRE_JSON_RATIO + WIRE_JSON_SLACK
+	             : SIZE_MAX;
 	*out = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
+	atomic_fetch_sub(&pool_used, spent);
+	size_t limit = budget;
+	budget = 0;
 	if (*out == NULL) {
+		if (over == OVER_RATIO)
+			return sh_errf(
+			    errmsg, SHOAL_E_VALIDATION,
+			    "Request too complex: decoding its %zu bytes of JSON would "
+			    "take more than %zu bytes of memory (the limit is %u bytes per "
+			    "byte of JSON, at most %zu MiB)",
+			    len, limit < WIRE_JSON_POOL ? limit : WIRE_JSON_POOL, WIRE_JSON_RATIO,
+			    WIRE_JSON_POOL >> 20);
+		if (over == OVER_POOL)
+			return sh_errf(errmsg, SHOAL_E_UNAVAILABLE,
+			               "Too many large JSON requests are being decoded at once: "
+			               "retry");
 		if (alloc_failed || json_error_code(&err) == json_error_out_of_memory)
 			return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory parsing JSON");
 		return sh_errf(errmsg, SHOAL_E_SERIALIZATION,

@@ -79,14 +79,25 @@ enum { C_HEAD, C_BODY, C_BUSY, C_WRITE, C_LINGER, C_CLOSED };
  * right after their head (no allocation of their own). */
 #define IN_BODY_MAX (16u * 1024)
 #define IN_INIT     4096u
-/* A separate body buffer starts at this size and doubles as bytes arrive. */
+/* A separate body buffer starts at IN_BODY_MAX (or what arrived with the
+ * head) and doubles as it fills: at most twice what arrived is held. */
 #define BODY_CHUNK    (64u * 1024)
+#define PEER_BUCKETS  1024u
 #define LINGER_MAX    (1u << 20)
 #define SCAN_EVERY_MS 1000
 #define EVENTS        128
 
 typedef struct loop loop;
 typedef struct conn conn;
+
+/* A peer address and what its connections hold (rt_httpd.peers). */
+typedef struct peer {
+	struct peer *next;
+	uint8_t addr[16];
+	uint8_t len;        /* 4 (IPv4) or 16 (IPv6) */
+	uint32_t refs;      /* connections naming it (s->peers_mu) */
+	atomic_size_t held; /* bytes of bodies its connections hold */
+} peer;
 
 struct conn {
 	rt_httpd_req req;
@@ -101,7 +112,9 @@ struct conn {
 	bool body_read;   /* the request's body was read (else: close after the answer) */
 	bool close_after; /* WRITE: close once the rest is written */
 	bool posted;      /* on a resume list */
+	bool idle;        /* HEAD, kept alive with no byte of the next request yet */
 	int64_t deadline; /* monotonic ms: the current state's timeout */
+	peer *peer;       /* the peer's address (NULL: not counted) */
 	/* Input: the I/O thread's, or the request's owner's while BUSY. */
 	char *in;
 	size_t in_len, in_cap;
@@ -153,6 +166,8 @@ struct rt_httpd {
 	atomic_size_t held;
 	atomic_uint busy; /* requests in the endpoint's hands */
 	atomic_bool refusing, out_of_fds;
+	pthread_mutex_t peers_mu;
+	peer *peers[PEER_BUCKETS]; /* by address (peers_mu) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* busy reached 0 while stopping */
 };
@@ -164,23 +179,87 @@ static conn *conn_of(rt_httpd_req *r)
 	return (conn *)((char *)r - offsetof(conn, req));
 }
 
+/* The peer entry of a connection's address, created on its first
+ * connection; NULL when the address is not IP or memory is short (the
+ * connection is then bounded by the server's limits only). */
+static peer *peer_get(rt_httpd *s, const struct sockaddr_storage *ss)
+{
+	uint8_t a[16], len;
+	if (ss->ss_family == AF_INET) {
+		memcpy(a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+		len = 4;
+	} else if (ss->ss_family == AF_INET6) {
+		memcpy(a, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+		len = 16;
+	} else {
+		return NULL;
+	}
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (uint8_t i = 0; i < len; i++)
+		h = (h ^ a[i]) * 16777619u;
+	peer **b = &s->peers[h % PEER_BUCKETS], *p;
+	pthread_mutex_lock(&s->peers_mu);
+	for (p = *b; p != NULL; p = p->next)
+		if (p->len == len && memcmp(p->addr, a, len) == 0)
+			break;
+	if (p == NULL && (p = sh_calloc(1, sizeof(*p))) != NULL) {
+		memcpy(p->addr, a, len);
+		p->len = len;
+		atomic_init(&p->held, 0);
+		p->next = *b;
+		*b = p;
+	}
+	if (p != NULL)
+		p->refs++;
+	pthread_mutex_unlock(&s->peers_mu);
+	return p;
+}
+
+static void peer_put(rt_httpd *s, peer *p)
+{
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&s->peers_mu);
+	if (--p->refs == 0) {
+		assert(atomic_load(&p->held) == 0);
+		uint32_t h = 2166136261u;
+		for (uint8_t i = 0; i < p->len; i++)
+			h = (h ^ p->addr[i]) * 16777619u;
+		peer **b = &s->peers[h % PEER_BUCKETS];
+		while (*b != p)
+			b = &(*b)->next;
+		*b = p->next;
+		sh_free(p);
+	}
+	pthread_mutex_unlock(&s->peers_mu);
+}
+
 static void conn_unref(conn *c)
 {
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
-	assert(c->fd < 0 && c->held == 0 && c->body == NULL);
+	assert(c->fd < 0 && c->held == 0 && c->body == NULL && c->peer == NULL);
 	sh_free(c->in);
 	sh_free(c->wq);
 	pthread_mutex_destroy(&c->mu);
 	sh_free(c);
 }
 
-/* Bytes of bodies: reserve n more (false when over max_held). */
+/* Bytes of bodies: reserve n more (false when over max_held_peer for the
+ * peer's address, noted in req.peer_busy, or over max_held). */
 static bool held_add(conn *c, size_t n)
 {
 	rt_httpd *s = c->s;
+	peer *p = c->peer;
+	if (p != NULL && atomic_fetch_add(&p->held, n) + n > s->c.max_held_peer) {
+		atomic_fetch_sub(&p->held, n);
+		c->req.peer_busy = true;
+		return false;
+	}
 	if (atomic_fetch_add(&s->held, n) + n > s->c.max_held) {
 		atomic_fetch_sub(&s->held, n);
+		if (p != NULL)
+			atomic_fetch_sub(&p->held, n);
 		return false;
 	}
 	c->held += n;
@@ -195,10 +274,21 @@ static void body_release(conn *c)
 	c->body_cap = c->got = 0;
 	if (c->held > 0) {
 		atomic_fetch_sub(&c->s->held, c->held);
+		if (c->peer != NULL)
+			atomic_fetch_sub(&c->peer->held, c->held);
 		c->held = 0;
 	}
 	c->req.body = NULL;
 	c->req.len = 0;
+}
+
+/* The connection is closed and its body released: its address no longer
+ * counts it (before request_end: rt_httpd_stop may free s after that). */
+static void peer_drop(conn *c)
+{
+	assert(c->held == 0);
+	peer_put(c->s, c->peer);
+	c->peer = NULL;
 }
 
 static void request_end(rt_httpd *s)
@@ -220,6 +310,7 @@ static void conn_close(loop *lp, conn *c)
 	c->fd = -1;
 	if (c->state != C_BUSY) {
 		body_release(c);
+		peer_drop(c);
 		c->state = C_CLOSED;
 	}
 	c->wq_off = c->wq_len = 0;
@@ -329,7 +420,8 @@ static void conn_done(conn *c, bool close)
 			c->in_cap = IN_INIT;
 		}
 	}
-	c->deadline = now + (c->in_len > 0 ? c->s->c.timeout_ms : c->s->c.idle_ms);
+	c->idle = c->in_len == 0;
+	c->deadline = now + (c->idle ? c->s->c.idle_ms : c->s->c.head_ms);
 	if (c->in_len > 0 || c->readable)
 		post_resume(c);
 }
@@ -420,6 +512,7 @@ void rt_httpd_respond(rt_httpd_req *r, int status, const char *headers, const vo
 	close = close || unread || !h->keep_alive || c->peer_eof;
 	if (c->fd < 0) {
 		body_release(c);
+		peer_drop(c);
 		c->state = C_CLOSED;
 	} else {
 		const char *connection = close ? "close" : h->minor == 0 ? "keep-alive" : NULL;
@@ -511,7 +604,12 @@ static ssize_t conn_read(conn *c, void *buf, size_t cap)
 	if (n > 0) {
 		if ((size_t)n < cap)
 			c->readable = false;
-		c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+		if (c->state == C_BODY) { /* a body: an idle timeout */
+			c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+		} else if (c->idle) { /* a head: a total one, from its first byte */
+			c->idle = false;
+			c->deadline = rt_now_ms() + c->s->c.head_ms;
+		}
 		return n;
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
@@ -542,9 +640,9 @@ static int body_start(conn *c)
 			return ACT_BUSY;
 		c->got = have < cl ? have : (size_t)cl;
 	} else {
-		size_t cap = cl < BODY_CHUNK ? (size_t)cl : BODY_CHUNK;
-		if (have > cap)
-			cap = have < cl ? have : (size_t)cl;
+		size_t cap = have > IN_BODY_MAX ? have : IN_BODY_MAX;
+		if (cap > cl)
+			cap = (size_t)cl;
 		if (!held_add(c, cap))
 			return ACT_BUSY;
 		if ((c->body = sh_malloc(cap)) == NULL)
@@ -557,6 +655,7 @@ static int body_start(conn *c)
 	if (c->got == cl)
 		return ACT_REQUEST;
 	c->state = C_BODY;
+	c->deadline = rt_now_ms() + c->s->c.timeout_ms;
 	if (c->head.expect_continue) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 		struct iovec iov = {(void *)cont, sizeof(cont) - 1};
@@ -579,6 +678,7 @@ static int conn_input(loop *lp, conn *c)
 					c->req.head = &c->head;
 					c->req.body = NULL;
 					c->req.len = 0;
+					c->req.peer_busy = false;
 					c->body_read = false;
 					c->used = c->head.len;
 					return ACT_HEAD;
@@ -671,6 +771,8 @@ static void hand_over(conn *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
+static void linger_read(loop *lp, conn *c);
+
 /* Serves the connection as far as it goes: reads, and hands heads and
  * requests to the endpoint (I/O thread; called with c->mu held, returns
  * with it released). */
@@ -726,6 +828,12 @@ static void conn_serve(loop *lp, conn *c)
 		pthread_mutex_lock(&c->mu);
 		assert(c->state != C_BUSY);
 	}
+	/* Refused with its body unread: drop what the socket holds now.  Its
+	 * buffer may be full already (a client blocked sending its body), and
+	 * then no new edge would come before the linger timeout, whose close
+	 * would reset the connection under the answer. */
+	if (c->fd >= 0 && c->state == C_LINGER && c->readable)
+		linger_read(lp, c);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -862,7 +970,9 @@ static void on_accept(loop *lp)
 {
 	rt_httpd *s = lp->s;
 	for (int i = 0; i < 64; i++) {
-		int fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			int e = errno;
 			if (e == EAGAIN || e == EWOULDBLOCK)
@@ -875,6 +985,17 @@ static void on_accept(loop *lp)
 		atomic_store(&s->out_of_fds, false);
 		if (atomic_fetch_add(&s->n_conns, 1) >= s->c.max_conns) {
 			atomic_fetch_sub(&s->n_conns, 1);
+			/* A clean refusal the client can read (and retry: botocore
+			 * retries 503), before anything of its request arrived. */
+			static const char full[] = "HTTP/1.1 503 Service Unavailable\r\n"
+			                           "Content-Type: text/plain\r\n"
+			                           "Content-Length: 20\r\n"
+			                           "Retry-After: 1\r\n"
+			                           "Connection: close\r\n\r\n"
+			                           "too many connections";
+			ssize_t w = send(fd, full, sizeof(full) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			(void)w;
+			shutdown(fd, SHUT_WR);
 			close(fd);
 			if (!atomic_exchange(&s->refusing, true))
 				rt_log(
@@ -896,7 +1017,7 @@ static void on_accept(loop *lp)
 		c->fd = fd;
 		c->state = C_HEAD;
 		c->readable = true;
-		c->deadline = rt_now_ms() + s->c.timeout_ms;
+		c->deadline = rt_now_ms() + s->c.head_ms;
 		atomic_init(&c->refs, 1);
 		pthread_mutex_init(&c->mu, NULL);
 		struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
@@ -908,6 +1029,7 @@ static void on_accept(loop *lp)
 			conn_unref(c);
 			continue;
 		}
+		c->peer = peer_get(s, &ss);
 		c->next = lp->conns;
 		if (lp->conns != NULL)
 			lp->conns->prev = c;
@@ -1102,6 +1224,9 @@ static void free_server(rt_httpd *s)
 	sh_free(s->loops);
 	if (s->lfd >= 0)
 		close(s->lfd);
+	for (uint32_t i = 0; i < PEER_BUCKETS; i++)
+		assert(s->peers[i] == NULL); /* every connection dropped its peer */
+	pthread_mutex_destroy(&s->peers_mu);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->mu);
 	sh_free(s);
@@ -1117,10 +1242,15 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 	s->c = *conf;
 	if (s->c.timeout_ms == 0)
 		s->c.timeout_ms = RT_HTTPD_TIMEOUT_MS;
+	if (s->c.head_ms == 0)
+		s->c.head_ms = RT_HTTPD_HEAD_MS;
+	if (s->c.max_held_peer == 0 || s->c.max_held_peer > s->c.max_held)
+		s->c.max_held_peer = s->c.max_held;
 	if (s->c.idle_ms == 0)
 		s->c.idle_ms = RT_HTTPD_IDLE_MS;
 	s->lfd = -1;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->peers_mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	/* Leave descriptors for the rest of the router (nng, logs). */
 	struct rlimit rl;

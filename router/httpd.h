@@ -35,18 +35,31 @@
  *     keeps its connection's memory, even after the peer went away or the
  *     server stopped; its answer then goes nowhere, harmlessly.
  *
- * Limits (issue 15): the head (request line + headers) is at most
- * RT_HTTPD_MAX_HEAD bytes (431, then close) and RT_HTTPD_MAX_HEADERS
- * headers; a head or body that makes no progress for RT_HTTPD_TIMEOUT_MS is
- * dropped (so is an idle keep-alive connection after RT_HTTPD_IDLE_MS, and an
- * answer the peer does not read for RT_HTTPD_TIMEOUT_MS); at most
- * conf.max_conns connections at once (more are accepted and closed at once,
- * logged once); accept(2) failing for lack of descriptors pauses accepting
- * for RT_HTTPD_ACCEPT_PAUSE_MS instead of spinning.  A body's memory is
- * allocated only after ops.head accepted its head, and grows as its bytes
- * arrive (a client that announces 16 MiB and sends 10 bytes holds ~64 KiB);
- * the bytes of bodies held at once are bounded by conf.max_held (past it,
- * ops.busy answers).
+ * Limits (issue 15), against peers that are slow, hostile or not yet
+ * authenticated:
+ *   - the head (request line + headers) is at most RT_HTTPD_MAX_HEAD bytes
+ *     and RT_HTTPD_MAX_HEADERS headers (431, then close);
+ *   - a head must be complete conf.head_ms (RT_HTTPD_HEAD_MS, 10 s) after
+ *     the connection opened or, on a kept-alive one, after its first byte:
+ *     a total, not an idle timeout, so trickling header bytes (slowloris)
+ *     does not keep a connection;
+ *   - a body or an answer that makes no progress for conf.timeout_ms
+ *     (RT_HTTPD_TIMEOUT_MS, 30 s) is dropped, and so is an idle keep-alive
+ *     connection after conf.idle_ms (RT_HTTPD_IDLE_MS);
+ *   - a body's memory is allocated only after ops.head accepted its head
+ *     (which is where the endpoint checks the signature's format, key and
+ *     date), and grows as its bytes arrive (at most twice what arrived, from
+ *     16 KiB: a client that announces 16 MiB and sends nothing holds 16
+ *     KiB);
+ *   - the bytes of bodies held at once are bounded by conf.max_held for the
+ *     server and conf.max_held_peer for the connections of one peer address
+ *     (IPv4 address, or IPv6 address), so that one address cannot take the
+ *     whole server's share; past either, ops.busy answers (503, close) and
+ *     r->peer_busy says which;
+ *   - at most conf.max_conns connections at once: more are answered a
+ *     static 503 and closed at once (logged once);
+ *   - accept(2) failing for lack of descriptors pauses accepting for
+ *     RT_HTTPD_ACCEPT_PAUSE_MS instead of spinning.
  */
 #ifndef SHOAL_ROUTER_HTTPD_H
 #define SHOAL_ROUTER_HTTPD_H
@@ -57,6 +70,7 @@
 
 #define RT_HTTPD_MAX_HEAD        (64u * 1024)
 #define RT_HTTPD_MAX_HEADERS     100
+#define RT_HTTPD_HEAD_MS         10000
 #define RT_HTTPD_TIMEOUT_MS      30000
 #define RT_HTTPD_IDLE_MS         60000
 #define RT_HTTPD_LINGER_MS       5000
@@ -126,6 +140,7 @@ typedef struct rt_httpd_req {
 	const uint8_t *body; /* head->content_length bytes (NULL when 0) */
 	size_t len;
 	void *data;
+	bool peer_busy; /* ops.busy: conf.max_held_peer was reached, not conf.max_held */
 } rt_httpd_req;
 
 typedef struct rt_httpd_ops {
@@ -152,9 +167,10 @@ typedef struct rt_httpd_conf {
 	uint32_t threads;     /* I/O threads (>= 1) */
 	uint32_t max_conns;   /* at once (lowered to fit the descriptor limit) */
 	size_t max_held;      /* bytes of bodies held at once */
-	uint32_t
-	    timeout_ms;   /* no progress on a head, a body or an answer (0: RT_HTTPD_TIMEOUT_MS) */
-	uint32_t idle_ms; /* keep-alive connection without a request (0: RT_HTTPD_IDLE_MS) */
+	size_t max_held_peer; /* ... by the connections of one peer address (0: max_held) */
+	uint32_t head_ms;     /* a whole head, from its first byte (0: RT_HTTPD_HEAD_MS) */
+	uint32_t timeout_ms;  /* no progress on a body or an answer (0: RT_HTTPD_TIMEOUT_MS) */
+	uint32_t idle_ms;     /* keep-alive connection without a request (0: RT_HTTPD_IDLE_MS) */
 	rt_httpd_ops ops;
 	void *arg;
 } rt_httpd_conf;

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/alloc.h"
+#include "proto/wire.h"
 #include "router/http.h"
 #include "router/httpd.h"
 #include "tests/lib/testlib.h"
@@ -73,6 +75,55 @@ START_TEST(test_content_type)
 	ck_assert(!rt_http_content_type_ok("text/plain"));
 	ck_assert(!rt_http_content_type_ok("application/x-amz-json-1.00"));
 	ck_assert(!rt_http_content_type_ok("application/x-www-form-urlencoded"));
+}
+END_TEST
+
+/* Text of n copies of unit, separated by sep, between pre and post
+ * (sh_malloc'd). */
+static char *repeat(const char *pre, const char *unit, const char *sep, const char *post, size_t n)
+{
+	size_t ul = strlen(unit), sl = strlen(sep);
+	char *t = sh_malloc(strlen(pre) + n * (ul + sl) + strlen(post) + 1), *p = t;
+	ck_assert_ptr_nonnull(t);
+	p = stpcpy(p, pre);
+	for (size_t i = 0; i < n; i++) {
+		p = stpcpy(p, unit);
+		if (i + 1 < n)
+			p = stpcpy(p, sep);
+	}
+	strcpy(p, post);
+	return t;
+}
+
+START_TEST(test_json_budget)
+{
+	/* A JSON body's decode may allocate at most 40 bytes per byte of text
+	 * (proto/wire_json.c): an array of empty objects (72 per byte with
+	 * jansson; a 16 MiB body of them added 1.1 GB to the router) is
+	 * refused as too complex, having allocated at most its budget; the
+	 * densest realistic shape measured, a list of numbers (32 per byte),
+	 * decodes. */
+	char m[SH_ERRMSG_SIZE];
+	json_t *j = NULL;
+	char *flood =
+	    repeat("{\"TableName\":\"t\",\"Item\":{\"l\":{\"L\":[", "{}", ",", "]}}}", 700000);
+	ck_assert_int_eq(wire_json_parse(flood, strlen(flood), &j, m), SHOAL_E_VALIDATION);
+	ck_assert_ptr_null(j);
+	ck_assert_msg(strstr(m, "Request too complex") != NULL, "%s", m);
+	sh_free(flood);
+	flood = repeat("[", "[]", ",", "]", 700000);
+	ck_assert_int_eq(wire_json_parse(flood, strlen(flood), &j, m), SHOAL_E_VALIDATION);
+	sh_free(flood);
+	char *nums = repeat("{\"TableName\":\"t\",\"Item\":{\"l\":{\"L\":[", "{\"N\":\"1\"}", ",",
+	                    "]}}}", 100000);
+	ck_assert_int_eq(wire_json_parse(nums, strlen(nums), &j, m), SHOAL_OK);
+	ck_assert_ptr_nonnull(j);
+	json_decref(j);
+	sh_free(nums);
+	/* Small texts have 1 MiB of room whatever their ratio. */
+	const char *small = "[{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}]";
+	ck_assert_int_eq(wire_json_parse(small, strlen(small), &j, m), SHOAL_OK);
+	json_decref(j);
 }
 END_TEST
 
@@ -778,25 +829,30 @@ static void t_busy(void *arg, rt_httpd_req *r)
 	rt_httpd_respond(r, 503, NULL, "busy", 4, true);
 }
 
-static void srv_start(uint32_t max_conns, size_t max_held, uint32_t timeout_ms)
+/* The test server with conf's limits (the ops, address and threads are
+ * the test's). */
+static void srv_start_conf(rt_httpd_conf c)
 {
 	memset(&T, 0, sizeof(T));
 	pthread_mutex_init(&T.mu, NULL);
 	pthread_cond_init(&T.cv, NULL);
-	rt_httpd_conf c = {
-	    .hostport = "127.0.0.1:0",
-	    .threads = 1,
-	    .max_conns = max_conns,
-	    .max_held = max_held,
-	    .timeout_ms = timeout_ms,
-	    .idle_ms = timeout_ms,
-	    .ops = {.head = t_head, .request = t_request, .busy = t_busy},
-	};
+	c.hostport = "127.0.0.1:0";
+	c.threads = 1;
+	c.ops = (rt_httpd_ops){.head = t_head, .request = t_request, .busy = t_busy};
 	char m[SH_ERRMSG_SIZE];
 	ck_assert_int_eq(rt_httpd_start(&T.s, &c, m), SHOAL_OK);
 	T.port = rt_httpd_port(T.s);
 	ck_assert_int_gt(T.port, 0);
 	ck_assert_int_eq(pthread_create(&T.th, NULL, t_answerer, NULL), 0);
+}
+
+static void srv_start(uint32_t max_conns, size_t max_held, uint32_t timeout_ms)
+{
+	srv_start_conf((rt_httpd_conf){.max_conns = max_conns,
+	                               .max_held = max_held,
+	                               .head_ms = timeout_ms,
+	                               .timeout_ms = timeout_ms,
+	                               .idle_ms = timeout_ms});
 }
 
 static void srv_stop(void)
@@ -825,10 +881,17 @@ typedef struct resp {
 	size_t len;
 } resp;
 
-static cli cli_open(void)
+/* A connection from 127.0.0.<from> (Linux routes all of 127/8 to lo): the
+ * server sees another peer address. */
+static cli cli_open_from(int from)
 {
 	cli c = {.fd = socket(AF_INET, SOCK_STREAM, 0), .cap = 1 << 16};
 	ck_assert_int_ge(c.fd, 0);
+	if (from != 1) {
+		struct sockaddr_in b = {.sin_family = AF_INET,
+		                        .sin_addr.s_addr = htonl(0x7f000000u | (uint32_t)from)};
+		ck_assert_int_eq(bind(c.fd, (struct sockaddr *)&b, sizeof(b)), 0);
+	}
 	struct sockaddr_in a = {.sin_family = AF_INET,
 	                        .sin_port = htons((uint16_t)T.port),
 	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
@@ -840,6 +903,11 @@ static cli cli_open(void)
 	c.buf = sh_malloc(c.cap);
 	ck_assert_ptr_nonnull(c.buf);
 	return c;
+}
+
+static cli cli_open(void)
+{
+	return cli_open_from(1);
 }
 
 static void cli_close(cli *c)
@@ -1125,9 +1193,13 @@ END_TEST
 
 START_TEST(test_srv_limits)
 {
-	/* At most 2 connections: a third is closed at once, the others work. */
+	/* At most 2 connections: a third is answered 503 and closed at once,
+	 * the others work. */
 	srv_start(2, 100000, 0);
 	cli a = cli_open(), b = cli_open(), x = cli_open();
+	resp r;
+	ck_assert(cli_resp(&x, &r, false));
+	ck_assert(r.status == 503 && has_header(&r, "\r\nConnection: close\r\n"));
 	cli_expect_eof(&x);
 	cli_close(&x);
 	post(&a, "/", "a", "");
@@ -1146,7 +1218,6 @@ START_TEST(test_srv_limits)
 	ck_assert_int_eq(atomic_load(&T.busy_calls), 0);
 	for (int i = 0; i < 6; i++)
 		send(a.fd, chunk, sizeof(chunk), MSG_NOSIGNAL);
-	resp r;
 	ck_assert(cli_resp(&a, &r, false));
 	ck_assert(r.status == 503 && has_header(&r, "\r\nConnection: close\r\n"));
 	ck_assert_int_eq(atomic_load(&T.busy_calls), 1);
@@ -1179,6 +1250,142 @@ START_TEST(test_srv_timeouts)
 	cli_close(&h);
 	cli_close(&b);
 	cli_close(&i);
+	srv_stop();
+}
+END_TEST
+
+/* Waits up to ms for the server to close c (EOF or reset, nothing read
+ * first); sends *trickle, a byte at a time, one per 100 ms of waiting, so
+ * that the connection keeps making progress (*trickle advances).  True if
+ * closed in time. */
+static bool closed_within(cli *c, int64_t ms, const char **trickle)
+{
+	int64_t end = now_ms() + ms;
+	while (now_ms() < end) {
+		struct pollfd p = {.fd = c->fd, .events = POLLIN};
+		if (poll(&p, 1, 100) == 1) {
+			char b[256];
+			ssize_t n = recv(c->fd, b, sizeof(b), 0);
+			ck_assert_msg(n <= 0, "bytes from the server: %.*s", (int)n, b);
+			return true;
+		}
+		if (**trickle != '\0')
+			send(c->fd, (*trickle)++, 1, MSG_NOSIGNAL);
+	}
+	return false;
+}
+
+START_TEST(test_srv_head_timeout)
+{
+	/* Slowloris: a head whose bytes keep coming, one per 100 ms, is still
+	 * dropped head_ms after it started: the head's timeout is a total,
+	 * not an idle one (which each byte would renew).  A body's is an idle
+	 * one: a body that keeps coming is read to its end. */
+	srv_start_conf((rt_httpd_conf){
+	    .max_conns = 100, .max_held = 1 << 20, .head_ms = 600, .timeout_ms = 5000});
+	static const char head[] = "POST / HTTP/1.1\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	                           "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	cli h = cli_open();
+	int64_t t0 = now_ms();
+	const char *p = head;
+	ck_assert_msg(closed_within(&h, 4000, &p), "a trickled head was kept");
+	ck_assert_int_ge(now_ms() - t0, 500);
+	cli_close(&h);
+	/* A kept-alive connection: the head's clock starts at its first byte,
+	 * not at the end of the previous answer. */
+	cli k = cli_open();
+	post(&k, "/", "one", "");
+	expect_echo(&k, "one");
+	p = head;
+	ck_assert_msg(closed_within(&k, 4000, &p), "a trickled second head was kept");
+	cli_close(&k);
+	/* A body sent slowly but steadily, for longer than head_ms. */
+	cli b = cli_open();
+	static const char body[] = "a body sent slowly, byte by byte";
+	cli_sends(&b, "POST / HTTP/1.1\r\nContent-Length: 32\r\n\r\n");
+	p = body;
+	ck_assert(!closed_within(&b, 1200, &p));
+	cli_sends(&b, p);
+	expect_echo(&b, body);
+	cli_close(&b);
+	srv_stop();
+}
+END_TEST
+
+START_TEST(test_srv_announced_body)
+{
+	/* A body's memory is reserved as it arrives, not as announced: 48
+	 * connections announcing 16 MiB and sending nothing hold 16 KiB each,
+	 * so the server's 1 MiB of bodies still takes another client's
+	 * request (with 64 KiB each, 16 of them filled it). */
+	srv_start(100, 1 << 20, 0);
+	cli a[48];
+	for (int i = 0; i < 48; i++) {
+		a[i] = cli_open();
+		cli_sends(&a[i], "POST / HTTP/1.1\r\nContent-Length: 16777216\r\n\r\n{");
+	}
+	cli v = cli_open();
+	post(&v, "/", "served", "");
+	expect_echo(&v, "served");
+	ck_assert_int_eq(atomic_load(&T.busy_calls), 0);
+	for (int i = 0; i < 48; i++)
+		cli_close(&a[i]);
+	cli_close(&v);
+	srv_stop();
+}
+END_TEST
+
+START_TEST(test_srv_peer_held)
+{
+	/* One address may hold at most max_held_peer bytes of bodies: an
+	 * attacker at 127.0.0.2 sending four large bodies it never finishes
+	 * gets 503 (peer_busy) past 1 MiB, and the server's 3 MiB keep room
+	 * for a client at 127.0.0.1 (without the per-address bound the four
+	 * took it all and the client got 503). */
+	srv_start_conf((rt_httpd_conf){.max_conns = 100,
+	                               .max_held = 3u << 20,
+	                               .max_held_peer = 1u << 20,
+	                               .head_ms = 10000,
+	                               .timeout_ms = 10000});
+	size_t part = 700000;
+	char *pad = sh_malloc(part);
+	ck_assert_ptr_nonnull(pad);
+	memset(pad, 'x', part);
+	cli a[4];
+	for (int i = 0; i < 4; i++) {
+		a[i] = cli_open_from(2);
+		cli_sends(&a[i], "POST / HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n");
+		for (size_t off = 0; off < part;) { /* (refused ones stop reading) */
+			ssize_t w = send(a[i].fd, pad + off, part - off, MSG_NOSIGNAL);
+			if (w <= 0)
+				break;
+			off += (size_t)w;
+		}
+	}
+	/* Another address is served, with a body that must be held. */
+	cli v = cli_open();
+	char *body = sh_malloc(200001);
+	ck_assert_ptr_nonnull(body);
+	memset(body, 'v', 200000);
+	body[200000] = '\0';
+	post(&v, "/", body, "");
+	expect_echo(&v, body);
+	/* The attacker's first body is still being read; the others were
+	 * refused. */
+	int refused = 0;
+	for (int i = 1; i < 4; i++) {
+		resp r;
+		ck_assert(cli_resp(&a[i], &r, false));
+		ck_assert_int_eq(r.status, 503);
+		refused++;
+	}
+	ck_assert_int_eq(refused, 3);
+	ck_assert_int_eq(atomic_load(&T.busy_calls), 3);
+	for (int i = 0; i < 4; i++)
+		cli_close(&a[i]);
+	cli_close(&v);
+	sh_free(body);
+	sh_free(pad);
 	srv_stop();
 }
 END_TEST
@@ -1386,6 +1593,7 @@ static Suite *http_suite(void)
 	tcase_add_test(tc, test_target);
 	tcase_add_test(tc, test_crc32);
 	tcase_add_test(tc, test_content_type);
+	tcase_add_test(tc, test_json_budget);
 	tcase_add_test(tc, test_sigv4_get_vanilla);
 	tcase_add_test(tc, test_sigv4_query_order);
 	tcase_add_test(tc, test_sigv4_post_form);
@@ -1414,6 +1622,9 @@ static Suite *http_suite(void)
 	tcase_add_test(srv, test_srv_big_answer);
 	tcase_add_test(srv, test_srv_limits);
 	tcase_add_test(srv, test_srv_timeouts);
+	tcase_add_test(srv, test_srv_head_timeout);
+	tcase_add_test(srv, test_srv_announced_body);
+	tcase_add_test(srv, test_srv_peer_held);
 	tcase_add_test(srv, test_srv_emfile);
 	tcase_add_test(srv, test_srv_stop);
 	tcase_add_test(srv, test_srv_peer_gone);
