@@ -47,7 +47,9 @@ typedef struct run {
 	const cli_env *env;
 	const cli_cmd *cmd;
 	const char *endpoint;
-	const char *output; /* NULL: default */
+	const char *profile, *region; /* --profile, --region: NULL when not given */
+	bool no_sign;                 /* --no-sign-request */
+	const char *output;           /* NULL: default */
 	bool no_paginate, debug, help;
 	long long read_timeout, connect_timeout; /* seconds; -1: not given */
 	const char *cli_input_json;
@@ -111,10 +113,19 @@ static void print_help(FILE *out)
 	      "  --cli-read-timeout S     give up after S seconds (default 30)\n"
 	      "  --cli-connect-timeout S  give up after S seconds without a router (default 2)\n"
 	      "  --debug                  log request and response bodies to stderr\n"
+	      "  --profile NAME           credentials of this profile of ~/.aws/credentials\n"
+	      "  --region REGION          the region requests are signed for\n"
+	      "  --no-sign-request        send requests unsigned\n"
 	      "\nValues: JSON inline or file://path; structures also in the AWS CLI shorthand\n"
 	      "syntax (AttributeName=PK,AttributeType=S).  See `shoal <command> help`.\n"
 	      "\nEnvironment:\n"
 	      "  SHOAL_ENDPOINT           routers, as --endpoint\n"
+	      "  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY\n"
+	      "                           the key requests are signed with (else the\n"
+	      "                           profile's, as the AWS CLI: AWS_PROFILE,\n"
+	      "                           AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE);\n"
+	      "                           none: requests go unsigned\n"
+	      "  AWS_REGION, AWS_DEFAULT_REGION  the region, as --region\n"
 	      "  SHOAL_MAX_ATTEMPTS       attempts of a call, the first included (else\n"
 	      "                           AWS_MAX_ATTEMPTS, as the AWS CLI): throttling errors\n"
 	      "                           (ProvisionedThroughputExceededException, ...) are\n"
@@ -199,6 +210,9 @@ enum gopt {
 	G_DEBUG,
 	G_READ_TIMEOUT,
 	G_CONNECT_TIMEOUT,
+	G_PROFILE,
+	G_REGION,
+	G_NO_SIGN,
 };
 
 static enum gopt global_opt(const char *name, bool *takes_value)
@@ -215,6 +229,9 @@ static enum gopt global_opt(const char *name, bool *takes_value)
 	    {"debug", G_DEBUG, false},
 	    {"cli-read-timeout", G_READ_TIMEOUT, true},
 	    {"cli-connect-timeout", G_CONNECT_TIMEOUT, true},
+	    {"profile", G_PROFILE, true},
+	    {"region", G_REGION, true},
+	    {"no-sign-request", G_NO_SIGN, false},
 	};
 	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
 		if (strcmp(g[i].name, name) == 0) {
@@ -242,6 +259,15 @@ static int set_global(run *r, enum gopt g, const char *name, const char *v)
 	switch (g) {
 	case G_ENDPOINT:
 		r->endpoint = v;
+		return 0;
+	case G_PROFILE:
+		r->profile = v;
+		return 0;
+	case G_REGION:
+		r->region = v;
+		return 0;
+	case G_NO_SIGN:
+		r->no_sign = true;
 		return 0;
 	case G_OUTPUT:
 		if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0)
@@ -606,6 +632,9 @@ static int resolve_endpoint(run *r, char **out)
 static int client_options(run *r, shoal_options *o)
 {
 	shoal_options_init(o);
+	o->profile = r->profile; /* credentials: libshoal finds them as the AWS CLI does */
+	o->region = r->region;
+	o->no_sign = r->no_sign;
 	const char *name = "SHOAL_MAX_ATTEMPTS", *v = r->env->max_attempts_env;
 	if (v == NULL) {
 		name = "AWS_MAX_ATTEMPTS";

@@ -350,8 +350,11 @@ void cli_print_status(FILE *out, const json_t *resp)
 	long long max_group = -1;
 	json_array_foreach(groups, i, v) if (cli_jint(v, "Group") > max_group) max_group =
 	    cli_jint(v, "Group");
-	fprintf(out, "Cluster: %zu nodes, %lld storage groups, %lld partitions per table\n\n",
+	fprintf(out, "Cluster: %zu nodes, %lld storage groups, %lld partitions per table\n",
 	        json_array_size(nodes), max_group + 1, cli_jint(resp, "Partitions"));
+	if (cli_jstr(resp, "RouterAuth")[0] != '\0')
+		fprintf(out, "Router: %s\n", cli_jstr(resp, "RouterAuth"));
+	fputc('\n', out);
 
 	fprintf(out, "%-5s %-28s %-22s %s\n", "NODE", "RPC", "RAFT", "REACHABLE");
 	json_array_foreach(nodes, i, v)

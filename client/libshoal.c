@@ -119,6 +119,11 @@ void shoal_options_init(shoal_options *o)
 	o->throttle_retries = 9;
 	o->throttle_base_ms = 50;
 	o->throttle_max_ms = 20000;
+	o->access_key_id = NULL;
+	o->secret_access_key = NULL;
+	o->profile = NULL;
+	o->region = NULL;
+	o->no_sign = 0;
 }
 
 void shoal_free(void *p)
@@ -306,6 +311,16 @@ int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_cli
 	if (c == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 	c->opts = o;
+	pthread_mutex_init(&c->kmu, NULL);
+	rc = lib_creds_find(c, errmsg);
+	/* The caller's strings are not kept (copied into c if used). */
+	c->opts.access_key_id = c->opts.secret_access_key = NULL;
+	c->opts.profile = c->opts.region = NULL;
+	if (rc != SHOAL_OK) {
+		pthread_mutex_destroy(&c->kmu);
+		sh_free(c);
+		return rc;
+	}
 	atomic_init(&c->next_id, 1);
 	if (getrandom(c->nonce, sizeof(c->nonce), 0) != (ssize_t)sizeof(c->nonce)) {
 		uint64_t x[2] = {(uint64_t)time(NULL) ^ (uint64_t)getpid() << 32,
@@ -360,6 +375,8 @@ err_after_sync:
 	pthread_mutex_destroy(&c->pmu);
 	pthread_mutex_destroy(&c->mu);
 err_after_client:
+	pthread_mutex_destroy(&c->kmu);
+	memset(c->secret, 0, sizeof(c->secret));
 	sh_free(c->endpoints);
 	sh_free(c->pipes);
 	sh_free(c);
@@ -403,6 +420,8 @@ void shoal_client_free(shoal_client *c)
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->pmu);
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->kmu);
+	memset(c->secret, 0, sizeof(c->secret));
 	sh_free(c->endpoints);
 	sh_free(c->pipes);
 	sh_free(c);
@@ -550,7 +569,9 @@ static void op_send(op *o)
 	}
 	nng_msg *m;
 	int rv = nng_msg_dup(&m, o->req);
-	if (rv != 0) {
+	if (rv != 0 || lib_sign(o->c, m) != SHOAL_OK) { /* each copy signed as it goes */
+		if (rv == 0)
+			nng_msg_free(m);
 		op_finish(o, SHOAL_E_NOMEM, SHOAL_SRC_LOCAL, "out of memory copying a request");
 		return;
 	}
@@ -734,7 +755,8 @@ static int lanes_open(shoal_client *c, char *errmsg)
 {
 	if (c->opts.pipeline == 0)
 		return SHOAL_OK;
-	wire_lane_nng_io(&c->io, &c->sock);
+	wire_lane_nng_io(&c->nng_io, &c->sock);
+	lib_signing_io(c);
 	wire_lanes_conf lc = {
 	    .io = &c->io,
 	    .n_lanes = (uint32_t)c->opts.pipeline,

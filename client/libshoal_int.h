@@ -7,6 +7,8 @@
  *   libshoal_call.c  requests in (JSON or protobuf -> packed Request),
  *                    answers out (Response -> JSON / bytes / shoal_error),
  *                    the blocking calls, submit and shoal_poll
+ *   libshoal_auth.c  credentials as the AWS CLI finds them, and the
+ *                    signature of every message sent (proto/wire_auth.h)
  *
  * Ownership: an op belongs to the client (c->all) for the client's life;
  * between lib_op_get and lib_op_release it belongs to one request, and its
@@ -103,12 +105,35 @@ struct shoal_client {
 	uint32_t f_client_token;
 	uint32_t f_status; /* Response.status, read by libshoal.c's reply_status */
 
+	/* Signing (libshoal_auth.c): the credentials shoal_client_new found;
+	 * sign false: requests go unsigned. */
+	bool sign;
+	char key_id[128];
+	char secret[256];
+	char region[64];
+	const char *creds_source;
+	pthread_mutex_t kmu; /* the derived key of kdate */
+	char kdate[9];
+	uint8_t kkey[32];
+
 	/* Pipelining (libshoal.c): the lanes to the routers (proto/lanes.h),
-	 * when shoal_options.pipeline > 0. */
+	 * when shoal_options.pipeline > 0; their io signs each message (io
+	 * wraps nng_io). */
+	wire_lane_io nng_io;
 	wire_lane_io io;
 	wire_lanes lanes;
 	bool lanes_on;
 };
+
+/* shoal_client_new: finds the credentials (shoal.h's order) for c->opts
+ * into c (c->sign, key_id, secret, region, creds_source).  SHOAL_E_VALIDATION
+ * with the AWS CLI's message for a missing profile or partial credentials. */
+int lib_creds_find(shoal_client *c, char *errmsg);
+/* Any thread: appends the Auth field signing m's bytes as they are now
+ * (nothing when c signs nothing).  SHOAL_E_NOMEM. */
+int lib_sign(shoal_client *c, nng_msg *m);
+/* c->io: c->nng_io whose every message is signed first. */
+void lib_signing_io(shoal_client *c);
 
 /* Any thread: fills err (may be NULL) with code, source, the exception name
  * of code and msg. */

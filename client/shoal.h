@@ -134,6 +134,30 @@ typedef struct shoal_options {
 	int throttle_retries;
 	int throttle_base_ms;
 	int throttle_max_ms;
+	/* Credentials, found as the AWS CLI and SDKs find them.  Every request
+	 * is then signed (shoal.proto Request.auth, proto/wire_auth.h: SigV4's
+	 * key derivation over the message's bytes; the secret never travels),
+	 * as a router with a credentials file requires.
+	 *   access_key_id + secret_access_key   both, or neither; else
+	 *   AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY in the environment; else
+	 *   the profile `profile` (NULL: $AWS_PROFILE, else "default") of the
+	 *   shared credentials file ($AWS_SHARED_CREDENTIALS_FILE, else
+	 *   ~/.aws/credentials: aws_access_key_id, aws_secret_access_key).
+	 * A profile named (here or in AWS_PROFILE) that is not there is an error
+	 * (SHOAL_E_VALIDATION "The config profile (x) could not be found");
+	 * nothing found at all: requests go unsigned (a router without a
+	 * credentials file, a local development cluster, accepts them).
+	 * region (the credential scope; routers accept any): NULL means
+	 * $AWS_REGION, $AWS_DEFAULT_REGION, the profile's region in the config
+	 * file ($AWS_CONFIG_FILE, else ~/.aws/config), else "us-east-1".
+	 * no_sign nonzero: never sign (the AWS CLI's --no-sign-request).
+	 * shoal_options_init sets all of these to NULL / 0.  The strings are
+	 * copied by shoal_client_new. */
+	const char *access_key_id;
+	const char *secret_access_key;
+	const char *profile;
+	const char *region;
+	int no_sign;
 } shoal_options;
 
 /* Fills *o with the defaults above. */
@@ -194,6 +218,12 @@ SHOAL_API unsigned shoal_connected(shoal_client *c);
 
 /* The endpoint list as given to shoal_client_new, normalised ("a,b"). */
 SHOAL_API const char *shoal_endpoints(const shoal_client *c);
+
+/* The access key id requests are signed with, or NULL when they go
+ * unsigned (shoal_options: no credentials found, or no_sign); and where it
+ * came from ("options", "environment", "shared-credentials-file"). */
+SHOAL_API const char *shoal_access_key_id(const shoal_client *c);
+SHOAL_API const char *shoal_credentials_source(const shoal_client *c);
 
 /* Frees a buffer returned by this library.  NULL is a no-op. */
 SHOAL_API void shoal_free(void *p);

@@ -49,7 +49,15 @@
 	X(SHOAL_E_OUTCOME_UNKNOWN, 22, "InternalServerError",                                      \
 	  "the write may or may not have been applied")                                            \
 	X(SHOAL_E_TXN_IN_PROGRESS, 23, "TransactionInProgressException",                           \
-	  "a transaction with this token is in progress")
+	  "a transaction with this token is in progress")                                          \
+	X(SHOAL_E_ACCESS_DENIED, 24, "AccessDeniedException", "access denied")                     \
+	X(SHOAL_E_AUTH_MISSING, 25, "MissingAuthenticationTokenException",                         \
+	  "the request is not signed")                                                             \
+	X(SHOAL_E_AUTH_INCOMPLETE, 26, "IncompleteSignatureException",                             \
+	  "the request's signature is malformed")                                                  \
+	X(SHOAL_E_AUTH_UNRECOGNIZED, 27, "UnrecognizedClientException", "unknown access key id")   \
+	X(SHOAL_E_AUTH_SIGNATURE, 28, "InvalidSignatureException",                                 \
+	  "the request's signature does not match")
 
 enum shoal_err {
 #define SH_ERR_ENUM_(name, value, exc, desc) name = value,

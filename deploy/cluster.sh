@@ -2,7 +2,7 @@
 # cluster.sh -- run a local Shoal cluster on 127.0.0.1.
 #
 #   cluster.sh up [--nodes N] [--routers R] [--groups G] [--replication K]
-#                 [--dir D] [--base-port P] [--http-port H [--http-credentials FILE]]
+#                 [--dir D] [--base-port P] [--http-port H] [--credentials FILE]
 #                 [--partition-rcu R] [--partition-wcu W] [--burst-secs S]
 #                 [--snapshot-entries N] [--scrub-ms N] [--raft-segment-mb M]
 #       writes D/cluster.ini, starts N nodes (default 3) and R routers
@@ -10,8 +10,9 @@
 #       endpoints (comma-separated) to D/router.endpoint.  With --http-port,
 #       router r also serves DynamoDB's HTTP API on 127.0.0.1:H+r-1 and
 #       http://127.0.0.1:H (router 1) is written to D/http.endpoint; with
-#       --http-credentials the routers verify SigV4 signatures against FILE
-#       ("ACCESS_KEY_ID SECRET" lines).  --partition-rcu/--partition-wcu set
+#       --credentials (or --http-credentials) every router requires requests
+#       signed by a key of FILE on both ports (router/main.c; the script's own
+#       `shoal` calls sign with its first key, which should be unrestricted).  --partition-rcu/--partition-wcu set
 #       the most read/write units per second one partition serves
 #       (cluster.ini's partition_rcu/partition_wcu; default 3000/1000);
 #       --burst-secs how many seconds of unused capacity a partition keeps
@@ -90,7 +91,7 @@ while (($#)); do
 	--dir) dir=$2; shift 2 ;;
 	--base-port) base=$2; shift 2 ;;
 	--http-port) http_port=$2; shift 2 ;;
-	--http-credentials) http_creds=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
+	--credentials | --http-credentials) http_creds=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
 	--hard) hard=1; shift ;;
 	--netns) netns=$2; shift 2 ;;
 	--netns-subnet) netns_subnet=$2; shift 2 ;;
@@ -109,6 +110,10 @@ if [[ $cmd != up && -f $dir/shape ]]; then
 fi
 # A --netns cluster: D/netns is "PREFIX SUBNET NODES ROUTERS" (deploy/netns.sh).
 [[ $cmd != up && -f $dir/netns ]] && read -r netns netns_subnet _ <"$dir/netns"
+# With credentials, this script's own `shoal` calls sign with the file's first key.
+[[ -n $http_creds && -z ${AWS_ACCESS_KEY_ID:-} ]] &&
+	read -r AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY _ < <(grep -v '^[[:space:]]*\(#\|$\)' "$http_creds") &&
+	export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
 
 # Where a process listens, and how it is started: 127.0.0.1 and directly, or
 # its namespace's address and `ip netns exec`.
@@ -170,10 +175,8 @@ start_router() { # id
 	alive "$pidfile" && die "router $id is already running (pid $(cat "$pidfile"))"
 	port=$(router_port "$id")
 	local http=()
-	if ((http_port > 0)); then
-		http=(--http "$(router_addr "$id"):$((http_port + id - 1))")
-		[[ -n $http_creds ]] && http+=(--http-credentials "$http_creds")
-	fi
+	((http_port > 0)) && http=(--http "$(router_addr "$id"):$((http_port + id - 1))")
+	[[ -n $http_creds ]] && http+=(--credentials "$http_creds") # both ports
 	(run_in "r$id" "$bin/shoal-router" --config "$conf" --listen "tcp://$(router_addr "$id"):$port" \
 		--metrics "$(router_addr "$id"):$((port + 1))" "${http[@]}") >>"$dir/router-$id.log" 2>&1 </dev/null &
 	echo $! >"$pidfile"

@@ -57,6 +57,14 @@ const char *wire_api_error_type(int code)
 		return "com.amazon.coral.service#SerializationException";
 	case SHOAL_E_UNKNOWN_OPERATION:
 		return "com.amazon.coral.service#UnknownOperationException";
+	case SHOAL_E_AUTH_MISSING:
+		return "com.amazon.coral.service#MissingAuthenticationTokenException";
+	case SHOAL_E_AUTH_INCOMPLETE:
+		return "com.amazon.coral.service#IncompleteSignatureException";
+	case SHOAL_E_AUTH_UNRECOGNIZED:
+		return "com.amazon.coral.service#UnrecognizedClientException";
+	case SHOAL_E_AUTH_SIGNATURE:
+		return "com.amazon.coral.service#InvalidSignatureException";
 	default:
 		if (code > 0 && code < SHOAL_E__COUNT)
 			return error_types[code];
@@ -84,6 +92,11 @@ int wire_api_http_status(int code)
 	case SHOAL_E_REQUEST_LIMIT:
 	case SHOAL_E_UNKNOWN_OPERATION:
 	case SHOAL_E_SERIALIZATION:
+	case SHOAL_E_ACCESS_DENIED:
+	case SHOAL_E_AUTH_MISSING:
+	case SHOAL_E_AUTH_INCOMPLETE:
+	case SHOAL_E_AUTH_UNRECOGNIZED:
+	case SHOAL_E_AUTH_SIGNATURE:
 		return 400;
 	default:
 		return 500;

@@ -119,8 +119,7 @@ typedef struct job {
 struct rt_http {
 	rt_router *rt;
 	rt_httpd *server;
-	rt_creds creds;
-	bool verify;
+	bool verify; /* rt->creds: SigV4 required */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	job *head, *tail; /* guarded by mu */
@@ -287,6 +286,7 @@ static void serve(rt_http *h, job *jb)
 	const rt_httpd_head *hd = jb->req->head;
 	json_t *body = NULL;
 	Shoal__Request *in = NULL;
+	rt_principal who = {0};
 	request_id(h, jb->rid);
 	const char *ctype = rt_httpd_header_get(hd, "Content-Type");
 	jb->out_ctype = ctype != NULL && strstr(ctype, "x-amz-json-1.1") != NULL
@@ -301,7 +301,8 @@ static void serve(rt_http *h, job *jb)
 		    .body = jb->req->body,
 		    .body_len = jb->req->len,
 		};
-		rt_auth_result ar = rt_sigv4_verify(&h->creds, &sr, rt_wall_ms() / 1000, m);
+		rt_auth_result ar =
+		    rt_sigv4_verify_as(h->rt->creds, &sr, rt_wall_ms() / 1000, &who, m);
 		if (ar != RT_AUTH_OK) {
 			send_error(h, jb->req, 400, rt_auth_error_type(ar), "message", m, false);
 			job_free(jb);
@@ -334,6 +335,7 @@ static void serve(rt_http *h, job *jb)
 	if (code != SHOAL_OK)
 		goto err;
 	jb->in = in;
+	jb->rj->who = who; /* job.c authorizes it */
 	int64_t t0 = rt_now_us();
 	rt_job_start(jb->rj, NULL, in, t0, t0 / 1000 + h->rt->opt.deadline_ms, http_done, jb);
 	return;
@@ -532,20 +534,14 @@ static void workers_stop(rt_http *h)
 	sh_free(h->threads);
 }
 
-int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *creds, char *errmsg)
+int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, char *errmsg)
 {
 	*out = NULL;
 	rt_http *h = sh_calloc(1, sizeof(*h));
-	if (h == NULL) {
-		rt_creds_free(creds);
+	if (h == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
-	}
 	h->rt = rt;
-	if (creds != NULL) {
-		h->creds = *creds;
-		memset(creds, 0, sizeof(*creds));
-		h->verify = true;
-	}
+	h->verify = rt->creds != NULL;
 	if (getrandom(&h->seed, sizeof(h->seed), 0) != sizeof(h->seed))
 		h->seed = (uint64_t)rt_wall_ms();
 	pthread_mutex_init(&h->mu, NULL);
@@ -583,7 +579,6 @@ err_after_threads:
 err_after_h:
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);
-	rt_creds_free(&h->creds);
 	sh_free(h);
 	return rc;
 }
@@ -599,6 +594,5 @@ void rt_http_stop(rt_http *h)
 	workers_stop(h);
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);
-	rt_creds_free(&h->creds);
 	sh_free(h);
 }

@@ -86,24 +86,61 @@ bool rt_http_content_type_ok(const char *ctype);
 /* Credentials and SigV4 (sigv4.c)                                           */
 /* ------------------------------------------------------------------------ */
 
+/* What a key may do with a table (a grant of the credentials file). */
+enum {
+	RT_PERM_READ = 1 << 0,  /* GetItem Query Scan BatchGetItem TransactGetItems DescribeTable,
+	                         * ConditionCheck in a transaction */
+	RT_PERM_WRITE = 1 << 1, /* PutItem UpdateItem DeleteItem BatchWriteItem TransactWriteItems */
+	RT_PERM_DDL = 1 << 2,   /* CreateTable UpdateTable (and its index DDL) DeleteTable */
+};
+
+typedef struct rt_grant {
+	unsigned perms;  /* RT_PERM_* */
+	char *table;     /* a table name, "prefix*", or "*" (every table) */
+} rt_grant;
+
 typedef struct rt_cred {
 	char *key_id; /* sh_malloc'd */
 	char *secret;
+	/* A line without grants (the original format): every operation on
+	 * every table, and ClusterStatus. */
+	bool all;
+	bool admin;       /* "admin": ClusterStatus */
+	char account[13]; /* "account:<12 digits>" (the ARNs of errors); default 000000000000 */
+	rt_grant *grants; /* sh_malloc'd */
+	uint32_t n_grants;
 } rt_cred;
 
 typedef struct rt_creds {
 	rt_cred *v;
 	uint32_t n;
+	uint64_t gen;        /* unique per load: keys the derived-key cache (auth.c) */
+	bool others_can_read; /* the file is readable by its group or others */
 } rt_creds;
 
-/* Reads a credentials file: one "ACCESS_KEY_ID SECRET" pair per line
- * (whitespace-separated); blank lines and lines starting with '#' are
- * skipped.  An empty file, a line with one or three words, or a repeated
- * key id is an error.  *c is filled on success (rt_creds_free it). */
+/* Reads a credentials file: one key per line,
+ *
+ *   ACCESS_KEY_ID SECRET [GRANT ...]
+ *
+ * words separated by blanks; blank lines and lines starting with '#' are
+ * skipped.  Without grants the key may do everything (the original
+ * format).  GRANT is one of
+ *   read:T1,T2,...   reads of those tables (RT_PERM_READ)
+ *   write:T1,...     reads and writes of them (read-write access)
+ *   ddl:T1,...       CreateTable, UpdateTable, DeleteTable of them
+ *   admin            Shoal's ClusterStatus (`shoal status`)
+ *   account:DIGITS   the 12-digit account id shown in AccessDenied ARNs
+ * where a table is a name, "prefix*" or "*" (every table; ListTables needs
+ * read on "*").  A table's grant covers its indexes.  An empty file, a line
+ * with one word, an unknown grant or a repeated key id is an error.  *c is
+ * filled on success (rt_creds_free it), others_can_read set when the file
+ * is readable by its group or others (main.c warns). */
 int rt_creds_load(const char *path, rt_creds *c, char *errmsg);
 void rt_creds_free(rt_creds *c);
 /* The secret of key_id, or NULL. */
 const char *rt_creds_find(const rt_creds *c, const char *key_id);
+/* The key key_id, or NULL. */
+const rt_cred *rt_creds_key(const rt_creds *c, const char *key_id);
 
 /* A request as SigV4 sees it.  header(ctx, name) returns the value of a
  * header (case-insensitive name) or NULL. */
@@ -158,15 +195,39 @@ typedef enum rt_auth_result {
 	RT_AUTH_SIGNATURE,    /* InvalidSignatureException: mismatch, or date skew */
 } rt_auth_result;
 
+/* The error code of a result (SHOAL_E_AUTH_*): the one mapping, which the
+ * native protocol's Response.status and the HTTP error type both use. */
+int rt_auth_code(rt_auth_result r);
 /* "com.amazon.coral.service#<Exception>" of a result. */
 const char *rt_auth_error_type(rt_auth_result r);
 
 /* Verifies r against the credentials at wall-clock time now_s (seconds since
  * the epoch): the date (X-Amz-Date, else Date) within 15 minutes of now and
  * matching the credential scope's date, a known key id, and the signature
- * (compared in constant time).  errmsg gets DynamoDB's message. */
+ * (compared in constant time).  errmsg gets DynamoDB's message.  The _as
+ * form also says who signed (who->cred NULL unless RT_AUTH_OK). */
 rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t now_s,
                                char *errmsg);
+rt_auth_result rt_sigv4_verify_as(const rt_creds *c, const rt_sigv4_req *r, int64_t now_s,
+                                  rt_principal *who, char *errmsg);
+
+/* What both protocols check before the signature itself (sigv4.c): the
+ * date's format, the key id, the date within WIRE_AUTH_SKEW_S of now_s, and
+ * the credential scope's day (scope_date8) equal to the date's.  *key is
+ * the key on RT_AUTH_OK. */
+rt_auth_result rt_auth_check_key(const rt_creds *c, const char *key_id, const char *amz_date,
+                                 const char *scope_date8, int64_t now_s, const rt_cred **key,
+                                 char *errmsg);
+/* The message of a signature that does not match. */
+#define RT_AUTH_MISMATCH_MSG                                                                       \
+	"The request signature we calculated does not match the signature you provided. Check "   \
+	"your AWS Secret Access Key and signing method. Consult the service documentation for "    \
+	"details."
+
+/* The derived signing key of a key for a day, region and service, from a
+ * per-thread cache (auth.c): derived once per (key, day, scope) and thread. */
+void rt_auth_signing_key(const rt_creds *c, const rt_cred *k, const char *date8,
+                         const char *region, const char *service, uint8_t key[32]);
 
 /* ------------------------------------------------------------------------ */
 /* The endpoint (http.c)                                                     */
@@ -176,12 +237,12 @@ typedef struct rt_http rt_http;
 
 /* Listens on "host:port" and starts rt->opt.http_workers worker threads,
  * which check and convert requests and start them in the router's
- * pipeline (job.c).  With creds (taken over, may be NULL)
- * requests must carry a valid SigV4 signature by one of them; without, any
- * request is accepted (signed with any key, or not at all), as DynamoDB
- * Local does.  Main thread. */
-int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, rt_creds *creds,
-                  char *errmsg);
+ * pipeline (job.c).  With the router's credentials (rt->creds) requests
+ * must carry a valid SigV4 signature by one of them, and the job gets the
+ * signer as its principal (job.c authorizes); without, any request is
+ * accepted (signed with any key, or not at all), as DynamoDB Local does.
+ * Main thread. */
+int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, char *errmsg);
 /* Stops listening, lets requests in progress finish, joins the workers and
  * frees everything (NULL is fine); before the router stops.  Main thread. */
 void rt_http_stop(rt_http *h);

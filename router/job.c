@@ -699,6 +699,13 @@ void rt_job_start(rt_job *j, nng_msg *msg, const Shoal__Request *in, int64_t t0_
 		    j, rt_job_fail(j, SHOAL_E_UNKNOWN_OPERATION, "The request names no operation"));
 		return;
 	}
+	/* Authorization, for both ports: the principal was set by the front
+	 * door that verified the signature (server.c, http.c). */
+	int rc = rt_auth_authorize(rt, &j->who, in, j->errmsg);
+	if (rc != SHOAL_OK) {
+		job_finish(j, rc);
+		return;
+	}
 	j->step = steps[op];
 	job_step(j);
 }

@@ -3,11 +3,15 @@
  *
  *   shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]
  *                [--contexts N] [--deadline-ms N]
- *                [--http HOST:PORT [--http-credentials FILE] [--workers N]]
+ *                [--credentials FILE] [--http HOST:PORT [--workers N]]
  *
  * --http serves DynamoDB's HTTP API (router/http.h) next to the native
- * protocol; --http-credentials makes it verify SigV4 signatures against the
- * "ACCESS_KEY_ID SECRET" lines of FILE (without it any request is accepted).
+ * protocol.  --credentials (or its old name --http-credentials) makes both
+ * ports require signatures by a key of FILE ("ACCESS_KEY_ID SECRET
+ * [GRANT ...]" lines, http.h): SigV4 over HTTP, signed messages natively
+ * (proto/wire_auth.h), each request authorized by the key's grants
+ * (auth.c).  Without it any client may do anything, which the log says
+ * loudly at start (and `shoal status` repeats).
  *
  * The listen URL and metrics address default to the cluster file's [router]
  * section.  "ready" goes to stdout once the listener is up; logs go to
@@ -36,7 +40,7 @@ static void usage(FILE *f)
 	fprintf(f,
 	        "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
 	        "                    [--contexts N] [--deadline-ms N]\n"
-	        "                    [--http HOST:PORT [--http-credentials FILE] [--workers N]]\n");
+	        "                    [--credentials FILE] [--http HOST:PORT [--workers N]]\n");
 }
 
 static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -63,7 +67,8 @@ int main(int argc, char **argv)
 	    {"contexts", required_argument, NULL, 'C'},
 	    {"deadline-ms", required_argument, NULL, 'd'},
 	    {"http", required_argument, NULL, 'H'},
-	    {"http-credentials", required_argument, NULL, 'K'},
+	    {"credentials", required_argument, NULL, 'K'},
+	    {"http-credentials", required_argument, NULL, 'K'}, /* its old name */
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -116,10 +121,6 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (http_creds != NULL && http == NULL) {
-		fprintf(stderr, "shoal-router: --http-credentials needs --http\n");
-		return 2;
-	}
 
 	char errmsg[SH_ERRMSG_SIZE];
 	sh_cluster_conf *conf = sh_malloc(sizeof(*conf));
@@ -169,16 +170,24 @@ int main(int argc, char **argv)
 		rt_log("%s", errmsg);
 		goto err_after_router;
 	}
-	if (http_creds != NULL && rt_creds_load(http_creds, &creds, errmsg) != SHOAL_OK) {
-		rt_log("%s", errmsg);
-		goto err_after_metrics;
+	if (http_creds != NULL) {
+		if (rt_creds_load(http_creds, &creds, errmsg) != SHOAL_OK) {
+			rt_log("%s", errmsg);
+			goto err_after_metrics;
+		}
+		if (creds.others_can_read)
+			rt_log("WARNING: credentials file %s is readable by its group or others: "
+			       "chmod 600 it",
+			       http_creds);
+		rt.creds = &creds; /* before any listener: every request sees it */
+		rt_log("authentication: %u keys from %s", creds.n, http_creds);
 	}
+	rt_log("%s", rt_auth_describe(&rt));
 	if (rt_server_start(&srv, &rt, listen_copy, errmsg) != SHOAL_OK) {
 		rt_log("%s", errmsg);
-		goto err_after_metrics;
+		goto err_after_creds;
 	}
-	if (http != NULL && rt_http_start(&web, &rt, http, http_creds != NULL ? &creds : NULL,
-	                                  errmsg) != SHOAL_OK) {
+	if (http != NULL && rt_http_start(&web, &rt, http, errmsg) != SHOAL_OK) {
 		rt_log("%s", errmsg);
 		goto err_after_server;
 	}
@@ -198,10 +207,12 @@ int main(int argc, char **argv)
 	status = 0;
 err_after_server:
 	rt_server_stop(&srv, 5000);
+err_after_creds:
 err_after_metrics:
 	rt_metrics_stop(&rt);
 err_after_router:
 	rt_router_fini(&rt);
+	rt_creds_free(&creds); /* jobs read them until the router is freed */
 	if (status == 0)
 		rt_log("stopped");
 	return status;

@@ -49,6 +49,9 @@
  *   server.c     the native listener: REP contexts, client batches
  *   http.c       the DynamoDB-compatible HTTP API (http.h)
  *   sigv4.c      AWS SigV4 verification and the credentials file (http.h)
+ *   auth.c       native message signatures (proto/wire_auth.h), the
+ *                derived-key cache, and authorization: the one check of what
+ *                a principal may do, run by job.c's front door for both ports
  *   metrics.c    counters, Prometheus text, its HTTP endpoint
  *   log.c        timestamped lines on stderr
  *   main.c       command line, signals, start and stop
@@ -86,6 +89,16 @@
 typedef struct rt_router rt_router;
 typedef struct rt_job rt_job;
 typedef struct rt_call rt_call;
+struct rt_cred;
+struct rt_creds; /* the credentials file (http.h) */
+
+/* Who sent a request: the key whose signature verified, and the region of
+ * its credential scope (for the ARNs of AccessDenied).  cred NULL: nobody
+ * (no signature, or the router has no credentials file). */
+typedef struct rt_principal {
+	const struct rt_cred *cred;
+	char region[64];
+} rt_principal;
 
 /* ------------------------------------------------------------------------ */
 /* Options (main.c fills them; defaults from rt_options_default)             */
@@ -265,6 +278,11 @@ struct rt_router {
 	rt_catalog catalog;
 	rt_metrics metrics;
 	nng_http_server *http; /* metrics endpoint, or NULL */
+	/* The credentials file (main.c owns it; set before any listener
+	 * starts): every request on every port must be signed by one of its
+	 * keys and is authorized against its grants (auth.c).  NULL: local
+	 * development, anyone may do anything. */
+	const struct rt_creds *creds;
 	_Atomic bool stopping;
 	/* Jobs and catalog refreshes in progress (rt_router_fini waits). */
 	atomic_uint busy;
@@ -432,6 +450,9 @@ struct rt_job {
 	rt_step step;
 	int64_t t0_us;    /* received */
 	int64_t deadline; /* monotonic ms */
+	/* Who sent it: set by the front door that verified its signature
+	 * (server.c, http.c) before rt_job_start, which authorizes it. */
+	rt_principal who;
 	/* Progress. */
 	int state;
 	int phase; /* the step's own */
@@ -529,6 +550,29 @@ int rt_job_table(rt_job *j, const char *name, bool force, const rt_table **out);
 int rt_job_refresh(rt_job *j);
 /* catalog.c, when the refresh a job waited for has finished. */
 void rt_job_refreshed(rt_job *j, int rc, const char *msg);
+
+/* ------------------------------------------------------------------------ */
+/* Authentication and authorization (auth.c)                                 */
+/* ------------------------------------------------------------------------ */
+
+/* A native message's signature (proto/wire_auth.h): verifies the Auth field
+ * at the end of msg against c at wall-clock now_s and takes it off msg, so
+ * that everything after reads the message the client signed.  SHOAL_OK
+ * with *who set, or SHOAL_E_AUTH_* (the exception SigV4 would give, with
+ * its message).  c NULL (no credentials file): an Auth is taken off
+ * unchecked, and *who is nobody. */
+int rt_auth_native(const struct rt_creds *c, nng_msg *msg, int64_t now_s, rt_principal *who,
+                   char *errmsg);
+/* Whether who may run request in (every table it touches: batches and
+ * transactions check each), under rt->creds; SHOAL_OK when rt has no
+ * credentials.  SHOAL_E_ACCESS_DENIED with DynamoDB's message ("User:
+ * arn:aws:iam::<account>:user/<key> is not authorized to perform:
+ * dynamodb:PutItem on resource: arn:aws:dynamodb:<region>:<account>:
+ * table/<T> ..."), SHOAL_E_AUTH_MISSING when who is nobody.  Pure. */
+int rt_auth_authorize(const rt_router *rt, const rt_principal *who, const Shoal__Request *in,
+                      char *errmsg);
+/* One line for the log and ClusterStatus: whether clients must sign. */
+const char *rt_auth_describe(const rt_router *rt);
 
 /* Builds an error response for code/msg in the arena. */
 Shoal__Response *rt_error_response(sh_arena *a, int code, const char *msg);

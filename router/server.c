@@ -2,6 +2,13 @@
  * server.c -- the router's native listener: nng REP contexts, each with a
  * receive always posted, and client batches.
  *
+ * With a credentials file (rt->creds), a message's signature (its Auth
+ * field, proto/wire_auth.h) is verified and cut off before anything reads
+ * it (rt_auth_native): an unsigned or badly signed message is answered
+ * with the exception SigV4 gives and goes nowhere.  The key becomes the
+ * principal of its job, or of every member's job for a batch (signed once
+ * as a whole); job.c authorizes each.
+ *
  * A received message is a Request, or a Request batch (shoal.proto
  * Request.batch: packed Requests, nothing else), which libshoal sends when
  * it has many requests in flight.  A Request becomes a job (job.c) whose
@@ -84,6 +91,46 @@ static void reply_error(rt_rctx *x, int code, const char *text)
 	send_answer(x, m);
 }
 
+/* Answers the message msg (freed) with an error: a batch gets it once per
+ * member (libshoal matches answers to members), anything else once. */
+static void reply_refused(rt_rctx *x, nng_msg *msg, int code, const char *text)
+{
+	rt_router *rt = x->s->rt;
+	uint32_t n = 0;
+	const uint8_t *body = nng_msg_body(msg);
+	size_t len = nng_msg_len(msg);
+	/* The Auth field is still there: count the members by hand. */
+	const uint8_t *p = body, *end = body + len;
+	wire_field f;
+	while (p < end && wire_next_field(&p, end, &f) && n < RT_CLIENT_BATCH_MAX)
+		n += f.number == rt->f.req_batch && f.type == 2;
+	nng_msg_free(msg);
+	if (n == 0) {
+		reply_error(x, code, text);
+		return;
+	}
+	sh_arena a;
+	sh_arena_init(&a);
+	Shoal__Response *r = rt_error_response(&a, code, text);
+	nng_msg *out = NULL;
+	size_t rl = r != NULL ? shoal__response__get_packed_size(r) : 0;
+	uint8_t *one = r != NULL ? sh_arena_alloc(&a, rl + 1) : NULL;
+	const uint8_t **data = sh_calloc(n, sizeof(*data));
+	size_t *lens = sh_calloc(n, sizeof(*lens));
+	if (one != NULL && data != NULL && lens != NULL) {
+		shoal__response__pack(r, one);
+		for (uint32_t i = 0; i < n; i++) {
+			data[i] = one;
+			lens[i] = rl;
+		}
+		out = wire_batch_answer(rt->f.resp_batch, data, lens, n);
+	}
+	sh_free(data);
+	sh_free(lens);
+	sh_arena_fini(&a);
+	send_answer(x, out);
+}
+
 /* A lone request's job is done. */
 static void one_done(rt_job *j)
 {
@@ -141,7 +188,8 @@ static void member_done(rt_job *j)
 
 /* Starts every member of the batch in msg (taken over), each as if it had
  * come alone; the last to answer sends x's answer. */
-static void start_batch(rt_rctx *x, nng_msg *msg, uint32_t n, int64_t t0, int64_t deadline)
+static void start_batch(rt_rctx *x, nng_msg *msg, uint32_t n, int64_t t0, int64_t deadline,
+                        const rt_principal *who)
 {
 	rt_router *rt = x->s->rt;
 	x->members = sh_calloc(n, sizeof(*x->members));
@@ -175,6 +223,7 @@ static void start_batch(rt_rctx *x, nng_msg *msg, uint32_t n, int64_t t0, int64_
 			continue;
 		}
 		memcpy(nng_msg_body(one), data, len);
+		j->who = *who;
 		rt_job_start(j, one, NULL, t0, deadline, member_done, x);
 	}
 	wire_lanes_uncork();
@@ -208,6 +257,14 @@ static void rctx_cb(void *arg)
 		x->state = RC_JOB;
 		uint32_t n;
 		char errmsg[SH_ERRMSG_SIZE];
+		/* With credentials, the message's signature first (auth.c): it
+		 * is cut off the message, and its key is every job's principal. */
+		rt_principal who;
+		int rc = rt_auth_native(rt->creds, msg, rt_wall_ms() / 1000, &who, errmsg);
+		if (rc != SHOAL_OK) {
+			reply_refused(x, msg, rc, errmsg);
+			return;
+		}
 		if (wire_batch_members(nng_msg_body(msg), nng_msg_len(msg), rt->f.req_batch,
 		                       RT_CLIENT_BATCH_MAX, "a Request batch", &n,
 		                       errmsg) != SHOAL_OK) {
@@ -216,7 +273,7 @@ static void rctx_cb(void *arg)
 			return;
 		}
 		if (n > 0) {
-			start_batch(x, msg, n, t0, deadline);
+			start_batch(x, msg, n, t0, deadline, &who);
 			return;
 		}
 		rt_job *j = rt_job_get(rt);
@@ -225,6 +282,7 @@ static void rctx_cb(void *arg)
 			reply_error(x, SHOAL_E_NOMEM, "the router is out of memory");
 			return;
 		}
+		j->who = who;
 		rt_job_start(j, msg, NULL, t0, deadline, one_done, x);
 		return;
 	}

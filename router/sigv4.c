@@ -21,6 +21,7 @@
  * DynamoDB clients use none of them.
  */
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +31,15 @@
 #include <nettle/hmac.h>
 #include <nettle/sha2.h>
 
+#include <sys/stat.h>
+
 #include "common/alloc.h"
+#include "proto/wire_api.h"
+#include "proto/wire_auth.h"
 #include "router/http.h"
 
-#define MAX_SKEW_S (15 * 60)
+#define MAX_SKEW_S     WIRE_AUTH_SKEW_S
+#define PATH_MAX_SHOWN 400
 
 /* ------------------------------------------------------------------------ */
 /* A growing string                                                          */
@@ -128,21 +134,8 @@ static void hmac(const uint8_t *key, size_t klen, const char *msg, uint8_t out[3
 void rt_sigv4_sign(const char *secret, const char *date, const char *region, const char *service,
                    const char *string_to_sign, char out[65])
 {
-	size_t sl = strlen(secret);
-	uint8_t *k0 = sh_malloc(sl + 4);
 	uint8_t k[32], sig[32];
-	if (k0 == NULL) { /* cannot match any signature */
-		memset(out, 'x', 64);
-		out[64] = '\0';
-		return;
-	}
-	memcpy(k0, "AWS4", 4);
-	memcpy(k0 + 4, secret, sl);
-	hmac(k0, sl + 4, date, k);
-	sh_free(k0);
-	hmac(k, 32, region, k);
-	hmac(k, 32, service, k);
-	hmac(k, 32, "aws4_request", k);
+	wire_auth_signing_key(secret, date, region, service, k);
 	hmac(k, 32, string_to_sign, sig);
 	hex(sig, 32, out);
 }
@@ -479,20 +472,25 @@ static bool signed_has(const char *list, const char *name)
 	return false;
 }
 
-const char *rt_auth_error_type(rt_auth_result r)
+int rt_auth_code(rt_auth_result r)
 {
 	switch (r) {
+	case RT_AUTH_OK:
+		return SHOAL_OK;
 	case RT_AUTH_MISSING:
-		return "com.amazon.coral.service#MissingAuthenticationTokenException";
+		return SHOAL_E_AUTH_MISSING;
 	case RT_AUTH_INCOMPLETE:
-		return "com.amazon.coral.service#IncompleteSignatureException";
+		return SHOAL_E_AUTH_INCOMPLETE;
 	case RT_AUTH_UNRECOGNIZED:
-		return "com.amazon.coral.service#UnrecognizedClientException";
-	case RT_AUTH_SIGNATURE:
-		return "com.amazon.coral.service#InvalidSignatureException";
+		return SHOAL_E_AUTH_UNRECOGNIZED;
 	default:
-		return "";
+		return SHOAL_E_AUTH_SIGNATURE;
 	}
+}
+
+const char *rt_auth_error_type(rt_auth_result r)
+{
+	return r == RT_AUTH_OK ? "" : wire_api_error_type(rt_auth_code(r));
 }
 
 /* "YYYYMMDDTHHMMSSZ" -> seconds since the epoch, or -1. */
@@ -519,10 +517,7 @@ static int64_t parse_amz_date(const char *s)
 
 static void fmt_amz_date(int64_t t, char out[17])
 {
-	time_t tt = (time_t)t;
-	struct tm tm;
-	gmtime_r(&tt, &tm);
-	strftime(out, 17, "%Y%m%dT%H%M%SZ", &tm);
+	wire_auth_amz_date(t, out);
 }
 
 static bool equal_ct(const char *a, const char *b, size_t n)
@@ -533,9 +528,62 @@ static bool equal_ct(const char *a, const char *b, size_t n)
 	return d == 0;
 }
 
+rt_auth_result rt_auth_check_key(const rt_creds *c, const char *key_id, const char *amz_date,
+                                 const char *scope_date8, int64_t now_s, const rt_cred **key,
+                                 char *errmsg)
+{
+	*key = NULL;
+	int64_t t = parse_amz_date(amz_date);
+	if (t < 0) {
+		sh_errf(errmsg, SHOAL_E_VALIDATION,
+		        "Date must be in ISO-8601 'basic format'. Got '%s'", amz_date);
+		return RT_AUTH_INCOMPLETE;
+	}
+	const rt_cred *k = rt_creds_key(c, key_id);
+	if (k == NULL) {
+		sh_errf(errmsg, SHOAL_E_VALIDATION,
+		        "The security token included in the request is invalid.");
+		return RT_AUTH_UNRECOGNIZED;
+	}
+	if (t < now_s - MAX_SKEW_S || t > now_s + MAX_SKEW_S) {
+		char nb[17], lim[17];
+		fmt_amz_date(now_s, nb);
+		if (t < now_s) {
+			fmt_amz_date(now_s - MAX_SKEW_S, lim);
+			sh_errf(errmsg, SHOAL_E_VALIDATION,
+			        "Signature expired: %s is now earlier than %s (%s - 15 min.)",
+			        amz_date, lim, nb);
+		} else {
+			fmt_amz_date(now_s + MAX_SKEW_S, lim);
+			sh_errf(errmsg, SHOAL_E_VALIDATION,
+			        "Signature not yet current: %s is still later than %s (%s + 15 "
+			        "min.)",
+			        amz_date, lim, nb);
+		}
+		return RT_AUTH_SIGNATURE;
+	}
+	if (strncmp(amz_date, scope_date8, 8) != 0 || strlen(scope_date8) != 8) {
+		sh_errf(errmsg, SHOAL_E_VALIDATION,
+		        "Date in Credential scope does not match YYYYMMDD from ISO-8601 version of "
+		        "date from HTTP: '%s' != '%.8s', from '%s'.",
+		        scope_date8, amz_date, amz_date);
+		return RT_AUTH_SIGNATURE;
+	}
+	*key = k;
+	return RT_AUTH_OK;
+}
+
 rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t now_s,
                                char *errmsg)
 {
+	rt_principal who;
+	return rt_sigv4_verify_as(c, r, now_s, &who, errmsg);
+}
+
+rt_auth_result rt_sigv4_verify_as(const rt_creds *c, const rt_sigv4_req *r, int64_t now_s,
+                                  rt_principal *who, char *errmsg)
+{
+	memset(who, 0, sizeof(*who));
 	const char *h = r->header(r->ctx, "Authorization");
 	if (h == NULL || h[0] == '\0') {
 		sh_errf(errmsg, SHOAL_E_VALIDATION, "Request is missing Authentication Token");
@@ -572,51 +620,14 @@ rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t
 		        h);
 		return RT_AUTH_INCOMPLETE;
 	}
-	int64_t t = parse_amz_date(date);
-	if (t < 0) {
-		sh_errf(errmsg, SHOAL_E_VALIDATION,
-		        "Date must be in ISO-8601 'basic format'. Got '%s'", date);
-		return RT_AUTH_INCOMPLETE;
-	}
-	const char *secret = rt_creds_find(c, au.key_id);
-	if (secret == NULL) {
-		sh_errf(errmsg, SHOAL_E_VALIDATION,
-		        "The security token included in the request is invalid.");
-		return RT_AUTH_UNRECOGNIZED;
-	}
-	if (t < now_s - MAX_SKEW_S || t > now_s + MAX_SKEW_S) {
-		char nb[17], lim[17];
-		fmt_amz_date(now_s, nb);
-		if (t < now_s) {
-			fmt_amz_date(now_s - MAX_SKEW_S, lim);
-			sh_errf(errmsg, SHOAL_E_VALIDATION,
-			        "Signature expired: %s is now earlier than %s (%s - 15 min.)", date,
-			        lim, nb);
-		} else {
-			fmt_amz_date(now_s + MAX_SKEW_S, lim);
-			sh_errf(errmsg, SHOAL_E_VALIDATION,
-			        "Signature not yet current: %s is still later than %s (%s + 15 "
-			        "min.)",
-			        date, lim, nb);
-		}
-		return RT_AUTH_SIGNATURE;
-	}
-	if (strncmp(date, au.date, 8) != 0) {
-		sh_errf(errmsg, SHOAL_E_VALIDATION,
-		        "Date in Credential scope does not match YYYYMMDD from ISO-8601 version of "
-		        "date from HTTP: '%s' != '%.8s', from '%s'.",
-		        au.date, date, date);
-		return RT_AUTH_SIGNATURE;
-	}
+	const rt_cred *k;
+	rt_auth_result res = rt_auth_check_key(c, au.key_id, date, au.date, now_s, &k, errmsg);
+	if (res != RT_AUTH_OK)
+		return res;
 	char *canon = NULL, *sts = NULL;
 	char m[SH_ERRMSG_SIZE];
 	if (rt_sigv4_canonical_request(r, au.signed_headers, &canon, m) != SHOAL_OK) {
-		sh_errf(
-		    errmsg, SHOAL_E_VALIDATION,
-		    "The request signature we calculated does not match the signature you "
-		    "provided. Check your AWS Secret Access Key and signing method. Consult the "
-		    "service documentation for details. (%s)",
-		    m);
+		sh_errf(errmsg, SHOAL_E_VALIDATION, "%s (%s)", RT_AUTH_MISMATCH_MSG, m);
 		return RT_AUTH_SIGNATURE;
 	}
 	char scope[300];
@@ -624,19 +635,20 @@ rt_auth_result rt_sigv4_verify(const rt_creds *c, const rt_sigv4_req *r, int64_t
 	char sig[65];
 	bool ok = false;
 	if (rt_sigv4_string_to_sign(date, scope, canon, &sts) == SHOAL_OK) {
-		rt_sigv4_sign(secret, au.date, au.region, au.service, sts, sig);
+		uint8_t key[32], raw[32];
+		rt_auth_signing_key(c, k, au.date, au.region, au.service, key);
+		hmac(key, 32, sts, raw);
+		hex(raw, 32, sig);
 		ok = equal_ct(sig, au.signature, 64);
 	}
 	sh_free(canon);
 	sh_free(sts);
 	if (!ok) {
-		sh_errf(
-		    errmsg, SHOAL_E_VALIDATION,
-		    "The request signature we calculated does not match the signature you "
-		    "provided. Check your AWS Secret Access Key and signing method. Consult the "
-		    "service documentation for details.");
+		sh_errf(errmsg, SHOAL_E_VALIDATION, "%s", RT_AUTH_MISMATCH_MSG);
 		return RT_AUTH_SIGNATURE;
 	}
+	who->cred = k;
+	snprintf(who->region, sizeof(who->region), "%s", au.region);
 	return RT_AUTH_OK;
 }
 
@@ -650,50 +662,145 @@ void rt_creds_free(rt_creds *c)
 		return;
 	for (uint32_t i = 0; i < c->n; i++) {
 		sh_free(c->v[i].key_id);
+		if (c->v[i].secret != NULL)
+			memset(c->v[i].secret, 0, strlen(c->v[i].secret));
 		sh_free(c->v[i].secret);
+		for (uint32_t g = 0; g < c->v[i].n_grants; g++)
+			sh_free(c->v[i].grants[g].table);
+		sh_free(c->v[i].grants);
 	}
 	sh_free(c->v);
 	c->v = NULL;
 	c->n = 0;
 }
 
-const char *rt_creds_find(const rt_creds *c, const char *key_id)
+const rt_cred *rt_creds_key(const rt_creds *c, const char *key_id)
 {
 	for (uint32_t i = 0; c != NULL && i < c->n; i++)
 		if (strcmp(c->v[i].key_id, key_id) == 0)
-			return c->v[i].secret;
+			return &c->v[i];
 	return NULL;
+}
+
+const char *rt_creds_find(const rt_creds *c, const char *key_id)
+{
+	const rt_cred *k = rt_creds_key(c, key_id);
+	return k != NULL ? k->secret : NULL;
+}
+
+/* A table name or pattern of a grant: DynamoDB's table name characters
+ * ([a-zA-Z0-9_.-], 3..255), optionally ending in '*', or "*". */
+static bool table_pattern_ok(const char *t)
+{
+	size_t n = strlen(t);
+	if (n > 0 && t[n - 1] == '*')
+		n--;
+	if (n > 255 || (n == 0 && t[0] != '*'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)t[i]) && t[i] != '_' && t[i] != '.' && t[i] != '-')
+			return false;
+	return true;
+}
+
+/* Adds one grant word ("read:A,B", "admin", ...) to k. */
+static int add_grant(rt_cred *k, char *word, const char *where, char *errmsg)
+{
+	if (strcmp(word, "admin") == 0) {
+		k->admin = true;
+		return SHOAL_OK;
+	}
+	if (strncmp(word, "account:", 8) == 0) {
+		const char *a = word + 8;
+		bool ok = strlen(a) == 12;
+		for (size_t i = 0; ok && i < 12; i++)
+			ok = isdigit((unsigned char)a[i]);
+		if (!ok)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "%s: account:%s is not a 12-digit account id", where, a);
+		memcpy(k->account, a, 13);
+		return SHOAL_OK;
+	}
+	static const struct {
+		const char *name;
+		unsigned perms;
+	} kinds[] = {
+	    {"read:", RT_PERM_READ},
+	    {"write:", RT_PERM_READ | RT_PERM_WRITE},
+	    {"ddl:", RT_PERM_DDL},
+	};
+	unsigned perms = 0;
+	char *list = NULL;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strncmp(word, kinds[i].name, strlen(kinds[i].name)) == 0) {
+			perms = kinds[i].perms;
+			list = word + strlen(kinds[i].name);
+		}
+	if (perms == 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "%s: unknown grant '%s' (read:TABLES, write:TABLES, ddl:TABLES, "
+		               "admin or account:ID)",
+		               where, word);
+	char *save = NULL;
+	for (char *t = strtok_r(list, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+		if (!table_pattern_ok(t))
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "%s: '%s' is not a table name, a prefix* or *", where, t);
+		rt_grant *g = sh_realloc(k->grants, (k->n_grants + 1) * sizeof(*g));
+		if (g == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+		k->grants = g;
+		g[k->n_grants].perms = perms;
+		g[k->n_grants].table = sh_strndup(t, strlen(t));
+		if (g[k->n_grants].table == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+		k->n_grants++;
+	}
+	if (list[0] == '\0')
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "%s: '%s' names no table", where, word);
+	return SHOAL_OK;
 }
 
 int rt_creds_load(const char *path, rt_creds *c, char *errmsg)
 {
+	static _Atomic uint64_t gens;
 	memset(c, 0, sizeof(*c));
+	c->gen = atomic_fetch_add(&gens, 1) + 1;
 	FILE *f = fopen(path, "r");
 	if (f == NULL)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "credentials file %s: cannot open",
 		               path);
-	char line[1024];
+	struct stat st;
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077) != 0)
+		c->others_can_read = true;
+	char line[4096];
 	int lineno = 0, rc = SHOAL_OK;
 	while (fgets(line, sizeof(line), f) != NULL) {
 		lineno++;
-		char *words[3];
+		char *words[64];
 		int n = 0;
 		char *save = NULL;
-		for (char *w = strtok_r(line, " \t\r\n", &save); w != NULL && n < 3;
+		for (char *w = strtok_r(line, " \t\r\n", &save); w != NULL && n < 64;
 		     w = strtok_r(NULL, " \t\r\n", &save))
 			words[n++] = w;
 		if (n == 0 || words[0][0] == '#')
 			continue;
-		if (n != 2) {
+		char where[PATH_MAX_SHOWN];
+		snprintf(where, sizeof(where), "credentials file %s line %d", path, lineno);
+		if (n < 2) {
 			rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
-			             "credentials file %s line %d: expected ACCESS_KEY_ID SECRET",
-			             path, lineno);
+			             "%s: expected ACCESS_KEY_ID SECRET [GRANT ...]", where);
+			break;
+		}
+		if (strlen(words[0]) >= WIRE_AUTH_KEY_MAX || strlen(words[1]) > 200) {
+			rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+			             "%s: key id (< %d bytes) or secret (<= 200 bytes) too long",
+			             where, WIRE_AUTH_KEY_MAX);
 			break;
 		}
 		if (rt_creds_find(c, words[0]) != NULL) {
-			rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
-			             "credentials file %s line %d: key id %s repeated", path,
-			             lineno, words[0]);
+			rc = sh_errf(errmsg, SHOAL_E_VALIDATION, "%s: key id %s repeated", where,
+			             words[0]);
 			break;
 		}
 		rt_cred *v = sh_realloc(c->v, (c->n + 1) * sizeof(*v));
@@ -702,14 +809,25 @@ int rt_creds_load(const char *path, rt_creds *c, char *errmsg)
 			break;
 		}
 		c->v = v;
-		v[c->n].key_id = sh_strndup(words[0], strlen(words[0]));
-		v[c->n].secret = sh_strndup(words[1], strlen(words[1]));
-		c->n++;
-		if (v[c->n - 1].key_id == NULL || v[c->n - 1].secret == NULL) {
+		rt_cred *k = &v[c->n++];
+		memset(k, 0, sizeof(*k));
+		memcpy(k->account, "000000000000", 13);
+		k->key_id = sh_strndup(words[0], strlen(words[0]));
+		k->secret = sh_strndup(words[1], strlen(words[1]));
+		if (k->key_id == NULL || k->secret == NULL) {
 			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 			break;
 		}
+		bool grants = false;
+		for (int i = 2; i < n && rc == SHOAL_OK; i++) {
+			rc = add_grant(k, words[i], where, errmsg);
+			grants = grants || strncmp(words[i], "account:", 8) != 0;
+		}
+		if (rc != SHOAL_OK)
+			break;
+		k->all = !grants;
 	}
+	memset(line, 0, sizeof(line));
 	fclose(f);
 	if (rc == SHOAL_OK && c->n == 0)
 		rc = sh_errf(errmsg, SHOAL_E_VALIDATION, "credentials file %s: no credentials",
