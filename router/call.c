@@ -47,6 +47,8 @@ void rt_options_default(rt_options *o)
 	o->deadline_ms = 10000;
 	o->status_ms = 1000;
 	o->http_workers = 4;
+	o->http_head_ms = 10000;
+	o->http_body_ms = 30000;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -433,7 +433,71 @@ static bool enqueue(rt_http *h, job *jb, bool force)
 static void send_busy(rt_http *h, rt_httpd_req *r)
 {
 	send_error(h, r, 503, "com.amazonaws.dynamodb.v20120810#ServiceUnavailable", "message",
-	           "The router has too many HTTP requests in progress", true);
+	           r->peer_busy ? "Too many bytes of HTTP requests in progress from this address"
+	                        : "The router has too many HTTP requests in progress",
+	           true);
+}
+
+/* Whether a query string carries SigV4 query authentication (a presigned
+ * URL): X-Amz-Signature, X-Amz-Credential or X-Amz-Algorithm. */
+static bool presigned(const char *target)
+{
+	const char *q = strchr(target, '?');
+	static const char *const names[] = {
+	    "X-Amz-Signature=", "X-Amz-Credential=", "X-Amz-Algorithm="};
+	for (const char *p = q; p != NULL; p = strchr(p + 1, '&'))
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+			if (strncasecmp(p + 1, names[i], strlen(names[i])) == 0)
+				return true;
+	return false;
+}
+
+/* With credentials, what can be checked of a request's signature before its
+ * body is read, is, so that a peer that cannot authenticate never has a
+ * body held for it (issue 15): the Authorization header's presence and
+ * format, its key id, and its date (rt_auth_check_key: the same check, and
+ * messages, as rt_sigv4_verify's after the body).  The signature covers the
+ * body, so it is verified in serve.  Session tokens and presigned URLs,
+ * which Shoal does not support, are refused here by name.  False after
+ * answering (the connection then closes: the body stays unread). */
+static bool head_auth(rt_http *h, rt_httpd_req *r)
+{
+	const rt_httpd_head *hd = r->head;
+	char m[SH_ERRMSG_SIZE];
+	if (rt_httpd_header_get(hd, "X-Amz-Security-Token") != NULL) {
+		send_error(h, r, 400, rt_auth_error_type(RT_AUTH_UNRECOGNIZED), "message",
+		           "The security token included in the request is invalid: Shoal does not "
+		           "support session tokens (X-Amz-Security-Token); sign with a long-term "
+		           "access key of the router's credentials file",
+		           true);
+		return false;
+	}
+	if (presigned(hd->target)) {
+		send_error(h, r, 400, rt_auth_error_type(RT_AUTH_INCOMPLETE), "message",
+		           "Shoal does not support presigned URLs (X-Amz-Signature, "
+		           "X-Amz-Credential in the query string): sign the request in its "
+		           "Authorization header",
+		           true);
+		return false;
+	}
+	const char *auth = rt_httpd_header_get(hd, "Authorization");
+	rt_sigv4_auth au;
+	rt_auth_result ar;
+	if (auth == NULL || auth[0] == '\0') {
+		snprintf(m, sizeof(m), "Request is missing Authentication Token");
+		ar = RT_AUTH_MISSING;
+	} else if (!rt_sigv4_parse_auth(auth, &au, m)) {
+		ar = RT_AUTH_INCOMPLETE;
+	} else {
+		const char *date = rt_httpd_header_get(hd, "X-Amz-Date");
+		const rt_cred *key;
+		ar = rt_auth_check_key(h->rt->creds, au.key_id, date != NULL ? date : "", au.date,
+		                       rt_wall_ms() / 1000, &key, m);
+	}
+	if (ar == RT_AUTH_OK)
+		return true;
+	send_error(h, r, 400, rt_auth_error_type(ar), "message", m, true);
+	return false;
 }
 
 /* I/O thread: a request's head is in.  Everything that can be refused
@@ -482,7 +546,7 @@ static bool on_head(void *arg, rt_httpd_req *r)
 		           true);
 		return false;
 	}
-	return true;
+	return !h->verify || head_auth(h, r);
 }
 
 /* I/O thread: a POST's body is in.  A small request is served right here:
@@ -566,6 +630,9 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, char *errm
 	    .threads = RT_HTTP_IO_THREADS,
 	    .max_conns = RT_HTTPD_MAX_CONNS,
 	    .max_held = RT_HTTP_MAX_INFLIGHT,
+	    .max_held_peer = RT_HTTP_MAX_INFLIGHT_PEER,
+	    .head_ms = rt->opt.http_head_ms,
+	    .timeout_ms = rt->opt.http_body_ms,
 	    .ops = {.head = on_head, .request = on_request, .busy = on_busy, .burst = on_burst},
 	    .arg = h,
 	};

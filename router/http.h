@@ -37,10 +37,17 @@
  * Limits: bodies over RT_HTTP_MAX_BODY (16 MiB, DynamoDB's largest request is
  * a 16 MB BatchWriteItem) are refused with 413 before being read; at most
  * RT_HTTP_MAX_QUEUED requests wait for a worker and RT_HTTP_MAX_INFLIGHT
- * bytes of bodies are held at once (counted as they arrive, not as
- * announced), past which requests get 503 ServiceUnavailable (botocore
- * retries those).  The server's own limits (head size, timeouts,
- * connections, descriptors) are in httpd.h.
+ * bytes of bodies are held at once, RT_HTTP_MAX_INFLIGHT_PEER of them by
+ * one peer address (counted as they arrive, not as announced), past which
+ * requests get 503 ServiceUnavailable (botocore retries those).  With
+ * credentials, a head that cannot be authenticated whatever its body
+ * (no or malformed Authorization, unknown key, date out of skew, a session
+ * token, a presigned URL) is answered before its body is read; the
+ * signature itself, which covers the body, is checked after.  A JSON body
+ * is decoded under wire_json_parse's memory budget (proto/wire_json.c).
+ * The server's own limits (head size, timeouts, connections, descriptors)
+ * are in httpd.h; the timeouts are rt_options' http_head_ms and
+ * http_body_ms (--http-head-timeout-ms, --http-body-timeout-ms).
  */
 #ifndef SHOAL_ROUTER_HTTP_H
 #define SHOAL_ROUTER_HTTP_H
@@ -54,6 +61,8 @@
 #define RT_HTTP_MAX_BODY     (16u * 1024 * 1024)
 #define RT_HTTP_MAX_QUEUED   4096u
 #define RT_HTTP_MAX_INFLIGHT (256u * 1024 * 1024)
+/* ... of which one peer address may hold (two of the largest bodies). */
+#define RT_HTTP_MAX_INFLIGHT_PEER (32u * 1024 * 1024)
 /* Bodies and answers up to these sizes are converted on the thread that has
  * them (http.c: on_request on the I/O thread, http_done on the thread that
  * finished the job); larger ones on an endpoint worker. */

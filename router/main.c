@@ -20,6 +20,9 @@
  *
  * --workers sets the HTTP endpoint's threads (signatures, JSON); every
  * request then runs in nng's callback threads (router.h: nothing blocks).
+ * --http-head-timeout-ms (10000) and --http-body-timeout-ms (30000) are the
+ * HTTP server's: the time a whole request head may take, and how long a
+ * body or an answer may make no progress (router/httpd.h).
  *
  * Threads: signals are blocked before any thread starts, and the main thread
  * takes them with sigwait, so no handler ever runs inside a worker.
@@ -37,10 +40,10 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
-	        "                    [--contexts N] [--deadline-ms N]\n"
-	        "                    [--credentials FILE] [--http HOST:PORT [--workers N]]\n");
+	fprintf(f, "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
+	           "                    [--contexts N] [--deadline-ms N]\n"
+	           "                    [--credentials FILE] [--http HOST:PORT [--workers N]\n"
+	           "                    [--http-head-timeout-ms N] [--http-body-timeout-ms N]]\n");
 }
 
 static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -69,6 +72,8 @@ int main(int argc, char **argv)
 	    {"http", required_argument, NULL, 'H'},
 	    {"credentials", required_argument, NULL, 'K'},
 	    {"http-credentials", required_argument, NULL, 'K'}, /* its old name */
+	    {"http-head-timeout-ms", required_argument, NULL, 'T'},
+	    {"http-body-timeout-ms", required_argument, NULL, 'B'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -108,6 +113,16 @@ int main(int argc, char **argv)
 			break;
 		case 'K':
 			http_creds = optarg;
+			break;
+		case 'T': /* HTTP timeouts (router/httpd.h) */
+		case 'B':
+			if (!parse_u32(optarg, 100, 3600000,
+			               ch == 'T' ? &opt.http_head_ms : &opt.http_body_ms)) {
+				fprintf(stderr,
+				        "shoal-router: --http-%s-timeout-ms must be 100..3600000\n",
+				        ch == 'T' ? "head" : "body");
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
