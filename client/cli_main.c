@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "client/cli_int.h"
+#include "client/libshoal_int.h"
 
 #define USAGE_BANNER                                                                               \
 	"usage: shoal [options] <command> [parameters]\n"                                          \
@@ -49,6 +50,8 @@ typedef struct run {
 	const char *endpoint;
 	const char *profile, *region; /* --profile, --region: NULL when not given */
 	bool no_sign;                 /* --no-sign-request */
+	const char *ca_bundle;        /* --ca-bundle: NULL when not given */
+	char ca_found[1024];          /* file://D/router.endpoint: D/tls/ca.pem */
 	const char *output;           /* NULL: default */
 	bool no_paginate, debug, help;
 	long long read_timeout, connect_timeout; /* seconds; -1: not given */
@@ -116,6 +119,9 @@ static void print_help(FILE *out)
 	      "  --profile NAME           credentials of this profile of ~/.aws/credentials\n"
 	      "  --region REGION          the region requests are signed for\n"
 	      "  --no-sign-request        send requests unsigned\n"
+	      "  --ca-bundle FILE         CA certificates a tls+tcp:// router must be signed\n"
+	      "                           by (else AWS_CA_BUNDLE; for file://D/router.endpoint,\n"
+	      "                           D/tls/ca.pem)\n"
 	      "\nValues: JSON inline or file://path; structures also in the AWS CLI shorthand\n"
 	      "syntax (AttributeName=PK,AttributeType=S).  See `shoal <command> help`.\n"
 	      "\nEnvironment:\n"
@@ -213,6 +219,7 @@ enum gopt {
 	G_PROFILE,
 	G_REGION,
 	G_NO_SIGN,
+	G_CA_BUNDLE,
 };
 
 static enum gopt global_opt(const char *name, bool *takes_value)
@@ -232,6 +239,7 @@ static enum gopt global_opt(const char *name, bool *takes_value)
 	    {"profile", G_PROFILE, true},
 	    {"region", G_REGION, true},
 	    {"no-sign-request", G_NO_SIGN, false},
+	    {"ca-bundle", G_CA_BUNDLE, true},
 	};
 	for (size_t i = 0; i < sizeof(g) / sizeof(g[0]); i++) {
 		if (strcmp(g[i].name, name) == 0) {
@@ -268,6 +276,9 @@ static int set_global(run *r, enum gopt g, const char *name, const char *v)
 		return 0;
 	case G_NO_SIGN:
 		r->no_sign = true;
+		return 0;
+	case G_CA_BUNDLE:
+		r->ca_bundle = v;
 		return 0;
 	case G_OUTPUT:
 		if (strcmp(v, "json") != 0 && strcmp(v, "text") != 0)
@@ -635,6 +646,13 @@ static int client_options(run *r, shoal_options *o)
 	o->profile = r->profile; /* credentials: libshoal finds them as the AWS CLI does */
 	o->region = r->region;
 	o->no_sign = r->no_sign;
+	o->ca_bundle = r->ca_bundle;
+	/* Endpoints from a cluster's file: that cluster's CA (libshoal does the
+	 * same for its own file:// endpoints). */
+	const char *e = r->endpoint != NULL ? r->endpoint : r->env->endpoint_env;
+	if (o->ca_bundle == NULL && e != NULL && strncmp(e, "file://", 7) == 0 &&
+	    lib_endpoint_ca(e + 7, r->ca_found, sizeof(r->ca_found)))
+		o->ca_bundle = r->ca_found;
 	const char *name = "SHOAL_MAX_ATTEMPTS", *v = r->env->max_attempts_env;
 	if (v == NULL) {
 		name = "AWS_MAX_ATTEMPTS";

@@ -52,6 +52,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -62,6 +63,7 @@
 
 #include "client/libshoal_int.h"
 #include "common/alloc.h"
+#include "common/tls.h"
 #include "proto/wire.h"
 
 /* ------------------------------------------------------------------------ */
@@ -124,6 +126,7 @@ void shoal_options_init(shoal_options *o)
 	o->profile = NULL;
 	o->region = NULL;
 	o->no_sign = 0;
+	o->ca_bundle = NULL;
 }
 
 void shoal_free(void *p)
@@ -208,6 +211,43 @@ static int check_options(const shoal_options *o, char *errmsg)
 	return SHOAL_OK;
 }
 
+bool lib_endpoint_ca(const char *endpoint_file, char *out, size_t cap)
+{
+	const char *slash = strrchr(endpoint_file, '/');
+	int dlen = slash != NULL ? (int)(slash - endpoint_file) : 1;
+	if ((size_t)snprintf(out, cap, "%.*s/tls/ca.pem", dlen,
+	                     slash != NULL ? endpoint_file : ".") < cap &&
+	    access(out, R_OK) == 0)
+		return true;
+	if (cap > 0)
+		out[0] = '\0';
+	return false;
+}
+
+/* The TLS configuration for tls+tcp:// endpoints: the server must show a
+ * certificate of c->ca_bundle's CAs. */
+static int client_tls(shoal_client *c, const char *url, char *errmsg)
+{
+	if (c->ca_bundle[0] == '\0')
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Invalid endpoint: \"%s\" is TLS: name the CA certificates its "
+		               "router's certificate is signed by (--ca-bundle, AWS_CA_BUNDLE; "
+		               "deploy/cluster.sh makes D/tls/ca.pem)",
+		               url);
+	nng_tls_config *cfg;
+	int rv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT);
+	if (rv != 0)
+		return sh_errf(errmsg, nng_code(rv), "TLS: %s", nng_strerror(rv));
+	if ((rv = nng_tls_config_ca_file(cfg, c->ca_bundle)) != 0 ||
+	    (rv = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED)) != 0) {
+		nng_tls_config_free(cfg);
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "TLS: CA bundle %s: %s", c->ca_bundle,
+		               rv == NNG_ENOENT ? "no such file" : nng_strerror(rv));
+	}
+	c->tls = cfg;
+	return SHOAL_OK;
+}
+
 /* Dials every URL of the list; builds the normalised list in c->endpoints. */
 static int dial_all(shoal_client *c, const char *list, char *errmsg)
 {
@@ -237,7 +277,12 @@ static int dial_all(shoal_client *c, const char *list, char *errmsg)
 			               "endpoint URL too long: \"%.60s...\"", b);
 		memcpy(url, b, (size_t)(e - b));
 		url[e - b] = '\0';
-		int rv = nng_dial(c->sock, url, NULL, NNG_FLAG_NONBLOCK);
+		if (sh_tls_is_tls(url) && c->tls == NULL) {
+			int trc = client_tls(c, url, errmsg);
+			if (trc != SHOAL_OK)
+				return trc;
+		}
+		int rv = sh_tls_dial(c->sock, url, c->tls, NNG_FLAG_NONBLOCK);
 		if (rv != 0) {
 			int code = (rv == NNG_ENOMEM) ? SHOAL_E_NOMEM : SHOAL_E_VALIDATION;
 			return sh_errf(errmsg, code, "Invalid endpoint: \"%s\": %s", url,
@@ -292,8 +337,9 @@ int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_cli
 	*out = NULL;
 	if (endpoints == NULL || endpoints[0] == '\0')
 		endpoints = SHOAL_DEFAULT_ENDPOINT;
-	char from_file[4096];
+	char from_file[4096], ca_default[1024] = "";
 	if (strncmp(endpoints, "file://", 7) == 0) {
+		lib_endpoint_ca(endpoints + 7, ca_default, sizeof(ca_default));
 		int frc = read_endpoint_file(endpoints + 7, from_file, sizeof(from_file), errmsg);
 		if (frc != SHOAL_OK)
 			return frc;
@@ -311,6 +357,13 @@ int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_cli
 	if (c == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 	c->opts = o;
+	/* The caller's, else the cluster's (an endpoint file of a cluster
+	 * made by deploy/cluster.sh), else the environment's. */
+	const char *cab = o.ca_bundle != NULL ? o.ca_bundle : ca_default;
+	if (cab[0] == '\0' && getenv("AWS_CA_BUNDLE") != NULL)
+		cab = getenv("AWS_CA_BUNDLE");
+	snprintf(c->ca_bundle, sizeof(c->ca_bundle), "%s", cab);
+	c->opts.ca_bundle = NULL;
 	pthread_mutex_init(&c->kmu, NULL);
 	rc = lib_creds_find(c, errmsg);
 	/* The caller's strings are not kept (copied into c if used). */
@@ -370,6 +423,8 @@ int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_cli
 err_after_socket:
 	lanes_close(c);
 	nng_close(c->sock);
+	if (c->tls != NULL)
+		nng_tls_config_free(c->tls);
 err_after_sync:
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->pmu);
@@ -411,6 +466,8 @@ void shoal_client_free(shoal_client *c)
 	 * waits for each callback to return. */
 	lanes_close(c);
 	nng_close(c->sock);
+	if (c->tls != NULL)
+		nng_tls_config_free(c->tls);
 	op *o = c->all;
 	while (o != NULL) {
 		op *next = o->all_next;

@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
 
 #include "client/shoal.h"
 #include "common/retry.h"
@@ -81,9 +82,17 @@ struct op {
 	op *all_next; /* every op of the client, for shoal_client_free */
 };
 
+/* For an endpoint file D/router.endpoint (deploy/cluster.sh's): whether
+ * D/tls/ca.pem, the cluster's CA, exists; its path in out (else ""). */
+bool lib_endpoint_ca(const char *endpoint_file, char *out, size_t cap);
+
 struct shoal_client {
 	nng_socket sock;
 	shoal_options opts;
+	/* TLS endpoints: the CA file (shoal_options.ca_bundle, found) and the
+	 * configuration made from it on the first tls+tcp:// URL. */
+	char ca_bundle[1024];
+	nng_tls_config *tls;
 	char *endpoints; /* normalised "a,b" */
 
 	pthread_mutex_t mu;

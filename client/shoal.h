@@ -158,6 +158,13 @@ typedef struct shoal_options {
 	const char *profile;
 	const char *region;
 	int no_sign;
+	/* TLS: a tls+tcp:// endpoint (a router started with a TLS --listen;
+	 * deploy/cluster.sh up --tls) must show a certificate signed by one of
+	 * the CA certificates (PEM) in this file -- the AWS CLI's --ca-bundle.
+	 * NULL means $AWS_CA_BUNDLE, else, for endpoints read from
+	 * file://D/router.endpoint, D/tls/ca.pem (the cluster's CA, which
+	 * deploy/cluster.sh makes).  Copied by shoal_client_new. */
+	const char *ca_bundle;
 } shoal_options;
 
 /* Fills *o with the defaults above. */

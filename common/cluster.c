@@ -95,6 +95,12 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 			return 1;
 		goto bad;
 	}
+	if (strcmp(section, "tls") == 0) {
+		if (strcmp(name, "dir") == 0 && value[0] != '\0' &&
+		    copy_str(c->tls_dir, sizeof(c->tls_dir), value))
+			return 1;
+		goto bad;
+	}
 	if (strncmp(section, "node.", 5) == 0) {
 		if (!parse_uint(section + 5, UINT32_MAX, &v) || v == 0) {
 			sh_errf(st->errmsg, SHOAL_E_VALIDATION,

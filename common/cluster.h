@@ -21,6 +21,9 @@
  *   listen = tcp://127.0.0.1:8100  ; client endpoint (one per router: --listen overrides)
  *   metrics = 127.0.0.1:8101
  *
+ *   [tls]
+ *   dir = /etc/shoal/tls    ; mutual TLS on every node RPC and Raft port (tls.h)
+ *
  * Placement is a pure function of the file, so every process computes the same
  * answer without asking anyone: group g's replicas are nodes (g + k) mod N for
  * k = 0 .. replication-1 (by position in the file), which spreads groups and
@@ -92,6 +95,9 @@ typedef struct sh_cluster_conf {
 	sh_node_conf nodes[SH_MAX_NODES]; /* in file order */
 	char router_listen[SH_ADDR_MAX];
 	char router_metrics[SH_ADDR_MAX];
+	/* [tls] dir: the cluster's certificates (common/tls.h); "" for plain
+	 * traffic between the cluster's processes. */
+	char tls_dir[SH_PATH_MAX];
 } sh_cluster_conf;
 
 /* Parses the file; errors name the line and the problem. */

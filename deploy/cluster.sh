@@ -4,6 +4,7 @@
 #   cluster.sh up [--nodes N] [--routers R] [--groups G] [--replication K]
 #                 [--dir D] [--base-port P] [--http-port H] [--credentials FILE]
 #                 [--partition-rcu R] [--partition-wcu W] [--burst-secs S]
+#                 [--plain] [--tls]
 #                 [--snapshot-entries N] [--scrub-ms N] [--raft-segment-mb M]
 #       writes D/cluster.ini, starts N nodes (default 3) and R routers
 #       (default 1), waits until the cluster serves, and writes the routers'
@@ -21,6 +22,13 @@
 #       --raft-segment-mb the size of Raft's log segments (raft_segment_mb).
 #       --scrub-ms: how often each group's leader checks the next range of
 #       the replica scrub (cluster.ini's scrub_ms; default 10000; 0: off).
+#       Traffic between nodes and routers (Raft, node RPC) is mutually
+#       authenticated TLS: `up` makes a CA and certificates in D/tls with
+#       deploy/certs.sh (kept across runs) and names it in cluster.ini's
+#       [tls]; --plain turns that off.  --tls also encrypts the routers'
+#       client ports: their endpoints become tls+tcp:// (in
+#       D/router.endpoint) and clients verify them with D/tls/ca.pem
+#       (`shoal --endpoint file://D/router.endpoint` finds it by itself).
 #   cluster.sh status [--dir D]           processes, then `shoal status`
 #   cluster.sh stop-node ID [--hard] [--dir D]   SIGTERM (or SIGKILL) one node
 #   cluster.sh start-node ID [--dir D]    start one node again; returns once it
@@ -61,7 +69,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=${SHOAL_BIN:-$here/../build/bin}
 dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
 nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= scrub_ms= segment_mb= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
-netns= netns_subnet=
+netns= netns_subnet= plain=0 client_tls=0
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
@@ -93,6 +101,8 @@ while (($#)); do
 	--http-port) http_port=$2; shift 2 ;;
 	--credentials | --http-credentials) http_creds=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
 	--hard) hard=1; shift ;;
+	--plain) plain=1; shift ;;
+	--tls) client_tls=1; shift ;;
 	--netns) netns=$2; shift 2 ;;
 	--netns-subnet) netns_subnet=$2; shift 2 ;;
 	-*) die "unknown option $1" ;;
@@ -104,8 +114,8 @@ done
 conf=$dir/cluster.ini
 # Commands after `up` reuse the shape it recorded (node/router counts, ports).
 if [[ $cmd != up && -f $dir/shape ]]; then
-	read -r nodes routers base http_port <"$dir/shape"
-	http_port=${http_port:-0}
+	read -r nodes routers base http_port client_tls <"$dir/shape"
+	http_port=${http_port:-0} client_tls=${client_tls:-0}
 	[[ -f $dir/http.credentials ]] && http_creds=$(cat "$dir/http.credentials")
 fi
 # A --netns cluster: D/netns is "PREFIX SUBNET NODES ROUTERS" (deploy/netns.sh).
@@ -177,10 +187,12 @@ start_router() { # id
 	local http=()
 	((http_port > 0)) && http=(--http "$(router_addr "$id"):$((http_port + id - 1))")
 	[[ -n $http_creds ]] && http+=(--credentials "$http_creds") # both ports
-	(run_in "r$id" "$bin/shoal-router" --config "$conf" --listen "tcp://$(router_addr "$id"):$port" \
+	(run_in "r$id" "$bin/shoal-router" --config "$conf" --listen "$(client_scheme)://$(router_addr "$id"):$port" \
 		--metrics "$(router_addr "$id"):$((port + 1))" "${http[@]}") >>"$dir/router-$id.log" 2>&1 </dev/null &
 	echo $! >"$pidfile"
 }
+
+client_scheme() { if ((client_tls)); then echo tls+tcp; else echo tcp; fi; }
 
 write_config() {
 	mkdir -p "$dir"
@@ -205,14 +217,19 @@ write_config() {
 		done
 		echo
 		echo "[router]"
-		echo "listen = tcp://$(router_addr 1):$(router_port 1)"
+		echo "listen = $(client_scheme)://$(router_addr 1):$(router_port 1)"
 		echo "metrics = $(router_addr 1):$(($(router_port 1) + 1))"
+		if ((!plain)); then
+			echo
+			echo "[tls]"
+			echo "dir = $dir/tls"
+		fi
 	} >"$conf"
 }
 
 endpoints() {
 	local list=() r
-	for ((r = 1; r <= routers; r++)); do list+=("tcp://$(router_addr "$r"):$(router_port "$r")"); done
+	for ((r = 1; r <= routers; r++)); do list+=("$(client_scheme)://$(router_addr "$r"):$(router_port "$r")"); done
 	(IFS=,; echo "${list[*]}")
 }
 
@@ -244,13 +261,18 @@ up)
 		"$here/netns.sh" create "$netns" "$nodes" "$routers" $netns_subnet --dir "$dir"
 		read -r _ netns_subnet _ <"$dir/netns"
 	fi
+	((plain && client_tls)) && die "--tls needs the cluster's certificates (not --plain)"
 	write_config
+	if ((!plain)); then
+		"$here/certs.sh" --dir "$dir/tls" --config "$conf" >/dev/null ||
+			die "making the cluster's certificates failed"
+	fi
 	rm -f "$dir/http.endpoint" "$dir/http.credentials"
 	[[ -n $http_creds ]] && echo "$http_creds" >"$dir/http.credentials"
 	for ((i = 1; i <= nodes; i++)); do start_node "$i"; done
 	for ((r = 1; r <= routers; r++)); do start_router "$r"; done
 	endpoints >"$dir/router.endpoint"
-	echo "$nodes $routers $base $http_port" >"$dir/shape"
+	echo "$nodes $routers $base $http_port $client_tls" >"$dir/shape"
 	((http_port > 0)) && echo "http://$(router_addr 1):$http_port" >"$dir/http.endpoint"
 	if ! wait_serving; then
 		echo "cluster.sh: the cluster did not become ready within ${wait_secs}s; logs in $dir" >&2

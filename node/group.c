@@ -399,7 +399,7 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	node_fsm_set_cap(g->fsm, n->cap);
 	atomic_store(&g->rebuilding, st_env_rebuilt(node_fsm_env(g->fsm)) != NULL);
 
-	rc = node_transport_init(&g->transport, &n->loop, errmsg);
+	rc = node_transport_init(&g->transport, &n->loop, n->tls, errmsg);
 	if (rc != SHOAL_OK)
 		goto err_after_alloc;
 	g->transport_init = true;

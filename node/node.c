@@ -279,6 +279,33 @@ static uint64_t first_batch_id(void)
 	return r == 0 ? 1 : r;
 }
 
+static void tls_warn(const char *msg)
+{
+	node_logf(NODE_LOG_WARN, "%s", msg);
+}
+
+/* The cluster's TLS, if its file has [tls]; a loud warning if not. */
+static int open_tls(node *n, char *errmsg)
+{
+	if (n->conf->tls_dir[0] == '\0') {
+		node_logf(NODE_LOG_WARN,
+		          "node %u: no [tls] in the cluster file: Raft and RPC traffic is plain and "
+		          "unauthenticated; anyone who can reach ports %s and %s:%u.. can read it and "
+		          "send internal operations (deploy/certs.sh makes certificates)",
+		          n->id, n->self->rpc, n->self->raft_host, n->self->raft_port);
+		return SHOAL_OK;
+	}
+	char name[32];
+	snprintf(name, sizeof(name), "node-%u", n->id);
+	int rc = sh_tls_load(&n->tls_store, n->conf->tls_dir, name, tls_warn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	n->tls = &n->tls_store;
+	node_logf(NODE_LOG_INFO, "node %u: mutual TLS with the cluster CA of %s on RPC and Raft",
+	          n->id, n->conf->tls_dir);
+	return SHOAL_OK;
+}
+
 int node_open(const node_options *opts, node **out, char *errmsg)
 {
 	int rc;
@@ -330,6 +357,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 
 	node_logf(NODE_LOG_INFO, "node %u: starting, dir %s, %u groups in the cluster", n->id,
 	          n->dir, n->conf->groups);
+	if ((rc = open_tls(n, errmsg)) != SHOAL_OK)
+		goto err;
 	if ((rc = node_cap_open(n, &n->cap, errmsg)) != SHOAL_OK)
 		goto err;
 	for (uint32_t g = 0; g < n->conf->groups; g++) {
@@ -414,6 +443,11 @@ void node_close(node *n)
 		node_group_free(n->groups[g]);
 		n->groups[g] = NULL;
 	}
+	/* After the groups: their transports' pumps hold no reference to the
+	 * configurations (nng holds its own on every stream). */
+	if (n->tls != NULL)
+		sh_tls_free(n->tls);
+	n->tls = NULL;
 	/* Handles raft may still be closing (none expected) get a last run. */
 	uv_run(&n->loop, UV_RUN_NOWAIT);
 	int rv = uv_loop_close(&n->loop);

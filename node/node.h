@@ -46,6 +46,7 @@
 
 #include "common/arena.h"
 #include "common/cluster.h"
+#include "common/tls.h"
 #include "common/errors.h"
 #include "node/fsm.h"
 #include "proto/ops.h"
@@ -114,9 +115,14 @@ typedef struct node_scrub node_scrub;
 #define NODE_RECV_MAX        (16u * 1024 * 1024)
 #define NODE_DEFAULT_WORKERS 128
 /* A NodeRequest batch holds at most this many requests; a batch member
- * whose arena grew past NODE_BATCH_ARENA_KEEP frees it when done. */
+ * whose arena grew past NODE_BATCH_ARENA_KEEP frees it when done.  Idle
+ * members are pooled for the next batch: at most NODE_BATCH_POOL_KEEP of
+ * them, holding at most NODE_BATCH_POOL_BYTES of arenas; those beyond are
+ * freed when their batch ends. */
 #define NODE_BATCH_MAX_MEMBERS 1024
 #define NODE_BATCH_ARENA_KEEP  (256u * 1024)
+#define NODE_BATCH_POOL_KEEP   256
+#define NODE_BATCH_POOL_BYTES  (16u * 1024 * 1024)
 
 /* ------------------------------------------------------------------------ */
 /* Logging (log.c)                                                           */
@@ -152,8 +158,18 @@ void node_logf(enum node_log_level level, const char *fmt, ...)
  * forwards to the TCP transport.  Pass t to raft_uv_init; after raft has
  * closed (raft_close's callback fired), release it with
  * node_transport_close.  Loop thread.  Returns SHOAL_OK or SHOAL_E_NOMEM.
+ *
+ * With tls (the node's, not NULL when the cluster file has [tls]) the
+ * transport is transport_tls.c's instead: raft's streams are socketpairs
+ * pumped to mutually authenticated TLS connections (nng streams), with a
+ * handshake of ours whose address length is bounded before it is read.
  */
-int node_transport_init(struct raft_uv_transport *t, uv_loop_t *loop, char *errmsg);
+int node_transport_init(struct raft_uv_transport *t, uv_loop_t *loop, const sh_tls *tls,
+                        char *errmsg);
+/* transport_tls.c (node_transport_init/close call these). */
+int node_transport_tls_init(struct raft_uv_transport *t, uv_loop_t *loop,
+                            nng_tls_config *server, nng_tls_config *client, char *errmsg);
+void node_transport_tls_free(struct raft_uv_transport *t);
 /* Frees what node_transport_init allocated; t must be closed (its close
  * callback fired) or never have been init'ed by raft. */
 void node_transport_close(struct raft_uv_transport *t);
@@ -365,6 +381,8 @@ typedef struct node_stats {
 	atomic_uint_fast64_t buckets[NODE_OP__COUNT][NODE_LATENCY_BUCKETS + 1];
 	atomic_uint_fast64_t sum_ns[NODE_OP__COUNT];
 	atomic_uint_fast64_t loop_wakes; /* node_wake's uv_async_sends */
+	/* Gauges of the server's pool of idle batch members (server.c). */
+	atomic_uint_fast64_t pool_members, pool_bytes;
 } node_stats;
 
 /* Counts one request of `op` answered with `code` after `ns` nanoseconds. */
@@ -496,6 +514,11 @@ struct node {
 	uint64_t outbox_limit; /* see node_options */
 	node_cap *cap;         /* capacity per partition */
 	node_scrub *scrub;     /* the replica scrub; NULL when off */
+	/* The cluster's TLS ([tls] of the cluster file): the RPC listener,
+	 * the lanes to other nodes and every group's Raft transport use it.
+	 * NULL: plain traffic (a warning at start says so). */
+	sh_tls *tls;
+	sh_tls tls_store;
 };
 
 /* Creates and locks the data directory (<dir>/shoal-node.lock: one process

@@ -1067,7 +1067,16 @@ int node_server_start(node *n, const char *url, unsigned contexts, node_server *
 			goto err;
 		}
 	}
-	if ((rv = nng_listen(s->sock, url, NULL, 0)) != 0) {
+	/* With the cluster's TLS, only members (a certificate of the cluster
+	 * CA) get a connection: every operation here is internal. */
+	char lurl[SH_ADDR_MAX + 8];
+	if (!sh_tls_url(n->tls != NULL, url, lurl, sizeof(lurl))) {
+		rc = sh_errf(errmsg, SHOAL_E_VALIDATION, "server: URL too long: %s", url);
+		goto err;
+	}
+	url = lurl;
+	if ((rv = sh_tls_listen(s->sock, url, n->tls != NULL ? n->tls->server : NULL, NULL)) !=
+	    0) {
 		rc = sh_errf(errmsg, SHOAL_E_IO, "server: listen on %s: %s", url, nng_strerror(rv));
 		goto err;
 	}

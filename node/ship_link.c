@@ -164,7 +164,12 @@ static wire_lanes *lanes_for(node_ship *s, uint32_t id)
 		nng_socket_set_ms(s->socks[i], NNG_OPT_RECONNMAXT, 500);
 		/* Our own retries decide when a batch goes again. */
 		nng_socket_set_ms(s->socks[i], NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-		rv = nng_dial(s->socks[i], s->conf->nodes[i].rpc, NULL, NNG_FLAG_NONBLOCK);
+		char url[SH_ADDR_MAX + 8];
+		const sh_tls *tls = s->n->tls;
+		rv = sh_tls_url(tls != NULL, s->conf->nodes[i].rpc, url, sizeof(url))
+		         ? sh_tls_dial(s->socks[i], url, tls != NULL ? tls->client : NULL,
+		                       NNG_FLAG_NONBLOCK)
+		         : NNG_EINVAL;
 		if (rv != 0) {
 			node_logf(NODE_LOG_WARN, "ship: dial %s: %s", s->conf->nodes[i].rpc,
 			          nng_strerror(rv));

@@ -27,6 +27,9 @@
  * still works, only slower.
  *
  * Threads: everything runs on the loop thread of `loop`.
+ *
+ * With the cluster's [tls], node_transport_init gives raft the TLS
+ * transport of transport_tls.c instead.
  */
 #include <stdio.h>
 #include <string.h>
@@ -142,8 +145,11 @@ static void wrap_close(struct raft_uv_transport *outer, raft_uv_transport_close_
 	t->inner.close(&t->inner, close_wrapper);
 }
 
-int node_transport_init(struct raft_uv_transport *outer, uv_loop_t *loop, char *errmsg)
+int node_transport_init(struct raft_uv_transport *outer, uv_loop_t *loop, const sh_tls *tls,
+                        char *errmsg)
 {
+	if (tls != NULL)
+		return node_transport_tls_init(outer, loop, tls->server, tls->client, errmsg);
 	transport *t = sh_calloc(1, sizeof(*t));
 	if (t == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "raft transport: out of memory");
@@ -165,6 +171,10 @@ int node_transport_init(struct raft_uv_transport *outer, uv_loop_t *loop, char *
 
 void node_transport_close(struct raft_uv_transport *outer)
 {
+	if (outer->connect != wrap_connect) {
+		node_transport_tls_free(outer);
+		return;
+	}
 	transport *t = outer->impl;
 	if (t == NULL)
 		return;

@@ -100,7 +100,8 @@ static int node_open(rt_router *rt, rt_node *n, char *errmsg)
 	if (nrv == 0)
 		nrv = nng_socket_set_ms(n->sock, NNG_OPT_RECONNMAXT, 1000);
 	if (nrv == 0)
-		nrv = nng_dial(n->sock, n->url, NULL, NNG_FLAG_NONBLOCK);
+		nrv = sh_tls_dial(n->sock, n->url, rt->tls != NULL ? rt->tls->client : NULL,
+		                  NNG_FLAG_NONBLOCK);
 	if (nrv != 0)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "node %u (%s): %s", n->id, n->url,
 		               nng_strerror(nrv));
@@ -142,6 +143,11 @@ static void node_free(rt_node *n)
 		}
 }
 
+static void tls_warn(const char *msg)
+{
+	rt_log("%s", msg);
+}
+
 int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, char *errmsg)
 {
 	memset(rt, 0, sizeof(*rt));
@@ -175,6 +181,15 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 		sh_cluster_replicas(conf, g, reps);
 		atomic_store(&rt->leader[g], reps[0]);
 	}
+	if (conf->tls_dir[0] == '\0') {
+		rt_log("router: no [tls] in the cluster file: traffic to the nodes is plain and "
+		       "unauthenticated (deploy/certs.sh makes certificates)");
+	} else {
+		if ((rc = sh_tls_load(&rt->tls_store, conf->tls_dir, "router", tls_warn, errmsg)) !=
+		    SHOAL_OK)
+			goto err_after_nodes;
+		rt->tls = &rt->tls_store;
+	}
 	if ((rc = rt_txn_init(rt)) != SHOAL_OK) {
 		sh_errf(errmsg, rc, "out of memory");
 		goto err_after_nodes;
@@ -182,7 +197,11 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 	for (uint32_t i = 0; i < conf->n_nodes; i++) {
 		rt_node *n = &rt->nodes[i];
 		n->id = conf->nodes[i].id;
-		snprintf(n->url, sizeof(n->url), "%s", conf->nodes[i].rpc);
+		if (!sh_tls_url(rt->tls != NULL, conf->nodes[i].rpc, n->url, sizeof(n->url))) {
+			rc = sh_errf(errmsg, SHOAL_E_VALIDATION, "node %u: URL too long: %s", n->id,
+			             conf->nodes[i].rpc);
+			goto err_after_nodes;
+		}
 		if ((rc = node_open(rt, n, errmsg)) != SHOAL_OK)
 			goto err_after_nodes;
 	}
@@ -193,6 +212,9 @@ err_after_nodes:
 		node_close(&rt->nodes[i]);
 	for (uint32_t i = 0; i < conf->n_nodes; i++)
 		node_free(&rt->nodes[i]);
+	if (rt->tls != NULL)
+		sh_tls_free(rt->tls);
+	rt->tls = NULL;
 	rt_txn_fini(rt);
 	sh_free((void *)rt->leader);
 err_after_pool:
@@ -237,6 +259,9 @@ void rt_router_fini(rt_router *rt)
 	rt->pool_init = false;
 	sh_free((void *)rt->leader);
 	rt->leader = NULL;
+	if (rt->tls != NULL)
+		sh_tls_free(rt->tls);
+	rt->tls = NULL;
 	rt_txn_fini(rt);
 	rt_catalog_fini(&rt->catalog);
 	sh_free(rt->conf);

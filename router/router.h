@@ -77,6 +77,7 @@
 
 #include "common/arena.h"
 #include "common/cluster.h"
+#include "common/tls.h"
 #include "common/errors.h"
 #include "common/retry.h"
 #include "proto/cluster.pb-c.h"
@@ -285,6 +286,11 @@ struct rt_router {
 	 * keys and is authorized against its grants (auth.c).  NULL: local
 	 * development, anyone may do anything. */
 	const struct rt_creds *creds;
+	/* The cluster's TLS ([tls] of the cluster file; common/tls.h): the
+	 * router dials nodes with router.pem, and a tls+tcp:// client
+	 * listener presents it.  NULL: plain (a warning at start). */
+	sh_tls *tls;
+	sh_tls tls_store;
 	_Atomic bool stopping;
 	/* Jobs and catalog refreshes in progress (rt_router_fini waits). */
 	atomic_uint busy;

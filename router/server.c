@@ -350,7 +350,15 @@ int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
 			goto err_after_socket;
 		}
 	}
-	if ((rv = nng_listen(s->sock, url, &s->listener, 0)) != 0) {
+	/* A tls+tcp:// client port presents router.pem and asks clients for
+	 * no certificate (they sign their requests). */
+	if (sh_tls_is_tls(url) && rt->tls == NULL) {
+		rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+		             "listen %s: a TLS client port needs [tls] in the cluster file", url);
+		goto err_after_socket;
+	}
+	if ((rv = sh_tls_listen(s->sock, url, rt->tls != NULL ? rt->tls->public_server : NULL,
+	                        &s->listener)) != 0) {
 		rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "listen %s: %s", url, nng_strerror(rv));
 		goto err_after_socket;
 	}

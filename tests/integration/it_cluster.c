@@ -15,6 +15,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "common/cluster.h"
+#include "common/errors.h"
+#include "common/tls.h"
+#include "proto/wire.h"
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
 
@@ -356,6 +363,170 @@ START_TEST(test_private_files)
 }
 END_TEST
 
+
+/* Sends nr to url (TLS with cfg when url is tls+tcp://); whether an answer
+ * came back. */
+static bool forge(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest *nr)
+{
+	nng_socket s;
+	ck_assert_int_eq(nng_req0_open(&s), 0);
+	nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, 1500);
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 5000);
+	bool answered = false;
+	if (sh_tls_dial(s, url, cfg, NNG_FLAG_NONBLOCK) == 0) {
+		size_t len = shoal__node_request__get_packed_size(nr);
+		uint8_t *buf = malloc(len + 1);
+		ck_assert_ptr_nonnull(buf);
+		shoal__node_request__pack(nr, buf);
+		void *ans = NULL;
+		size_t alen = 0;
+		answered = nng_send(s, buf, len, 0) == 0 &&
+		           nng_recv(s, &ans, &alen, NNG_FLAG_ALLOC) == 0;
+		if (ans != NULL)
+			nng_free(ans, alen);
+		free(buf);
+	}
+	nng_close(s);
+	return answered;
+}
+
+static long vm_size_kb(int node)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/node-%d.pid", C.dir, node);
+	char *pid = tl_read_file(path);
+	ck_assert_ptr_nonnull(pid);
+	snprintf(path, sizeof(path), "/proc/%d/status", atoi(pid));
+	free(pid);
+	char *st = tl_read_file(path);
+	ck_assert_ptr_nonnull(st);
+	const char *v = strstr(st, "VmSize:");
+	ck_assert_ptr_nonnull(v);
+	long kb = atol(v + 7);
+	free(st);
+	return kb;
+}
+
+/* Whether the peer closed a connection after we sent hs (within 8 s). */
+static bool dropped_after(nng_stream *s, const void *hs, size_t n)
+{
+	nng_aio *aio;
+	ck_assert_int_eq(nng_aio_alloc(&aio, NULL, NULL), 0);
+	nng_aio_set_timeout(aio, 8000);
+	nng_iov iov = {.iov_buf = (void *)hs, .iov_len = n};
+	nng_aio_set_iov(aio, 1, &iov);
+	nng_stream_send(s, aio);
+	nng_aio_wait(aio);
+	uint8_t b[16];
+	iov.iov_buf = b, iov.iov_len = sizeof(b);
+	nng_aio_set_iov(aio, 1, &iov);
+	nng_stream_recv(s, aio);
+	nng_aio_wait(aio);
+	int rv = nng_aio_result(aio);
+	nng_aio_free(aio);
+	return rv != 0 && rv != NNG_ETIMEDOUT;
+}
+
+/* Opens a stream to url (TLS with cfg for tls+tcp://), or NULL. */
+static nng_stream *stream_to(const char *url, nng_tls_config *cfg)
+{
+	nng_stream_dialer *d;
+	nng_aio *aio;
+	ck_assert_int_eq(nng_stream_dialer_alloc(&d, url), 0);
+	if (cfg != NULL)
+		ck_assert_int_eq(nng_stream_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg), 0);
+	ck_assert_int_eq(nng_aio_alloc(&aio, NULL, NULL), 0);
+	nng_aio_set_timeout(aio, 5000);
+	nng_stream_dialer_dial(d, aio);
+	nng_aio_wait(aio);
+	nng_stream *s = nng_aio_result(aio) == 0 ? nng_aio_get_output(aio, 0) : NULL;
+	nng_aio_free(aio);
+	nng_stream_dialer_free(d);
+	return s;
+}
+
+/* Issue 15: a node's RPC and Raft ports serve cluster members only -- a
+ * certificate of the cluster's CA (deploy/certs.sh, which cluster.sh up
+ * runs).  A forged drop_table (which plain ports obeyed: the router then
+ * "repaired" the table empty) is refused from a plain connection, from TLS
+ * without a certificate and from TLS with another CA's certificate, and
+ * changes nothing; the same port answers a member.  A Raft handshake that
+ * announces an 8 GiB address (which raft-uv's own handshake allocated) costs
+ * the node nothing, plain or from a member. */
+START_TEST(test_members_only)
+{
+	char path[1200], err[SH_ERRMSG_SIZE];
+	snprintf(path, sizeof(path), "%s/cluster.ini", C.dir);
+	static sh_cluster_conf conf;
+	ck_assert_int_eq(sh_cluster_load(path, &conf, err), SHOAL_OK);
+	ck_assert_msg(conf.tls_dir[0] != '\0', "cluster.sh up wrote no [tls]");
+	const sh_node_conf *n1 = sh_cluster_node(&conf, 1);
+	char tls_url[SH_ADDR_MAX + 8];
+	ck_assert(sh_tls_url(true, n1->rpc, tls_url, sizeof(tls_url)));
+
+	Shoal__TableDrop td = SHOAL__TABLE_DROP__INIT;
+	td.table_name = "edtech-platform";
+	Shoal__NodeRequest drop = SHOAL__NODE_REQUEST__INIT;
+	drop.group = 0;
+	drop.drop_table = &td;
+
+	/* Plain. */
+	ck_assert_msg(!forge(n1->rpc, NULL, &drop), "a plain connection was served");
+	/* TLS, no certificate (the cluster's CA to check the node: the node
+	 * is who refuses). */
+	nng_tls_config *anon;
+	ck_assert_int_eq(nng_tls_config_alloc(&anon, NNG_TLS_MODE_CLIENT), 0);
+	snprintf(path, sizeof(path), "%s/ca.pem", conf.tls_dir);
+	ck_assert_int_eq(nng_tls_config_ca_file(anon, path), 0);
+	ck_assert_msg(!forge(tls_url, anon, &drop), "TLS without a certificate was served");
+	/* TLS with another CA's certificate (that trusts the cluster's CA). */
+	snprintf(path, sizeof(path), "%s/foreign", C.dir);
+	ck_assert_int_eq(tl_sh("'%s/deploy/certs.sh' --dir '%s' --nodes 1 >/dev/null", C.root, path),
+	                 0);
+	static sh_tls foreign, member;
+	ck_assert_int_eq(sh_tls_load(&foreign, path, "router", NULL, err), SHOAL_OK);
+	snprintf(path, sizeof(path), "%s/ca.pem", conf.tls_dir);
+	ck_assert_int_eq(nng_tls_config_ca_file(foreign.client, path), 0);
+	ck_assert_msg(!forge(tls_url, foreign.client, &drop), "another CA's certificate was served");
+
+	/* A member is served (so the refusals above were the port's). */
+	ck_assert_int_eq(sh_tls_load(&member, conf.tls_dir, "router", NULL, err), SHOAL_OK);
+	Shoal__NodeRequest status = SHOAL__NODE_REQUEST__INIT;
+	status.group = 0;
+	status.group_status = true;
+	ck_assert_msg(forge(tls_url, member.client, &status), "a member got no answer");
+	json_t *d = run(0, "describe-table --table-name edtech-platform");
+	json_decref(d);
+	json_t *g = run(0, "get-item --table-name edtech-platform --consistent-read "
+	                   "--key '{\"PK\":{\"S\":\"STUDENT#s1\"},\"SK\":{\"S\":\"PROFILE\"}}'");
+	ck_assert_ptr_nonnull(json_object_get(g, "Item"));
+	json_decref(g);
+
+	/* Raft: an 8 GiB address in raft-uv's handshake (protocol 1, id 2),
+	 * plainly; then in ours, from a member. */
+	char raft_url[SH_ADDR_MAX + 16];
+	snprintf(raft_url, sizeof(raft_url), "tcp://%s:%u", n1->raft_host, n1->raft_port + 1);
+	long before = vm_size_kb(1);
+	uint8_t hs[24] = {0};
+	hs[0] = 1, hs[8] = 2, hs[16 + 4] = 2; /* little-endian 2^33 */
+	nng_stream *s = stream_to(raft_url, NULL);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(dropped_after(s, hs, sizeof(hs)), "plain Raft handshake not dropped");
+	nng_stream_free(s);
+	snprintf(raft_url, sizeof(raft_url), "tls+tcp://%s:%u", n1->raft_host, n1->raft_port + 1);
+	s = stream_to(raft_url, member.client);
+	ck_assert_ptr_nonnull(s);
+	memcpy(hs, "tfRlaohS", 8); /* our magic, little-endian "ShoalRft" */
+	ck_assert_msg(dropped_after(s, hs, sizeof(hs)), "8 GiB address not dropped");
+	nng_stream_free(s);
+	long after = vm_size_kb(1);
+	ck_assert_msg(after - before < 256 * 1024, "VmSize %ld kB -> %ld kB", before, after);
+	sh_tls_free(&member);
+	sh_tls_free(&foreign);
+	nng_tls_config_free(anon);
+}
+END_TEST
+
 static Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -368,6 +539,7 @@ static Suite *cluster_suite(void)
 	tcase_add_test(tc, test_scan_across_partitions);
 	tcase_add_test(tc, test_status);
 	tcase_add_test(tc, test_private_files);
+	tcase_add_test(tc, test_members_only);
 	suite_add_tcase(s, tc);
 	return s;
 }

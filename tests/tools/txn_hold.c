@@ -27,6 +27,7 @@
 
 #include "common/arena.h"
 #include "common/cluster.h"
+#include "common/tls.h"
 #include "proto/wire.h"
 #include "proto/wire_api.h"
 #include "storage/storage.h"
@@ -38,8 +39,14 @@ static int usage(void)
 }
 
 /* Sends nr to node n; the answer's status (or -1 when none came). */
+/* The cluster's TLS, as a member (router.pem), when the file has [tls]. */
+static sh_tls *tls;
+
 static int send_to(const sh_node_conf *n, Shoal__NodeRequest *nr, uint32_t *state)
 {
+	char url[SH_ADDR_MAX + 8];
+	if (!sh_tls_url(tls != NULL, n->rpc, url, sizeof(url)))
+		return -1;
 	nng_socket s;
 	if (nng_req0_open(&s) != 0)
 		return -1;
@@ -50,7 +57,7 @@ static int send_to(const sh_node_conf *n, Shoal__NodeRequest *nr, uint32_t *stat
 	uint8_t *buf = malloc(len + 1);
 	void *rb = NULL;
 	size_t rl = 0;
-	if (buf != NULL && nng_dial(s, n->rpc, NULL, 0) == 0) {
+	if (buf != NULL && sh_tls_dial(s, url, tls != NULL ? tls->client : NULL, 0) == 0) {
 		shoal__node_request__pack(nr, buf);
 		if (nng_send(s, buf, len, 0) == 0 && nng_recv(s, &rb, &rl, NNG_FLAG_ALLOC) == 0) {
 			Shoal__NodeResponse *r = shoal__node_response__unpack(NULL, rl, rb);
@@ -86,6 +93,14 @@ int main(int argc, char **argv)
 	if (sh_cluster_load(conf_path, &conf, msg) != SHOAL_OK) {
 		fprintf(stderr, "txn_hold: %s\n", msg);
 		return 2;
+	}
+	static sh_tls tls_store;
+	if (conf.tls_dir[0] != '\0') {
+		if (sh_tls_load(&tls_store, conf.tls_dir, "router", NULL, msg) != SHOAL_OK) {
+			fprintf(stderr, "txn_hold: %s\n", msg);
+			return 2;
+		}
+		tls = &tls_store;
 	}
 	json_error_t je;
 	json_t *list = strncmp(items, "file://", 7) == 0 ? json_load_file(items + 7, 0, &je)

@@ -109,8 +109,8 @@ static void pair_init(int port_offset)
 	ck_assert_int_eq(uv_loop_init(&P.loop), 0);
 	uv_timer_init(&P.loop, &P.ticker);
 	uv_timer_start(&P.ticker, tick, 10, 10);
-	ck_assert_int_eq(node_transport_init(&P.server, &P.loop, NULL), SHOAL_OK);
-	ck_assert_int_eq(node_transport_init(&P.client, &P.loop, NULL), SHOAL_OK);
+	ck_assert_int_eq(node_transport_init(&P.server, &P.loop, NULL, NULL), SHOAL_OK);
+	ck_assert_int_eq(node_transport_init(&P.client, &P.loop, NULL, NULL), SHOAL_OK);
 	snprintf(P.server_addr, sizeof(P.server_addr), "127.0.0.1:%d", base_port(port_offset));
 	snprintf(P.client_addr, sizeof(P.client_addr), "127.0.0.1:%d", base_port(port_offset + 1));
 	ck_assert_int_eq(P.server.init(&P.server, 1, P.server_addr), 0);
@@ -300,7 +300,7 @@ START_TEST(test_raft_over_wrapper)
 		                           .apply = fsm_apply,
 		                           .snapshot = fsm_snapshot,
 		                           .restore = fsm_restore};
-		ck_assert_int_eq(node_transport_init(&s->transport, &loop, NULL), SHOAL_OK);
+		ck_assert_int_eq(node_transport_init(&s->transport, &loop, NULL, NULL), SHOAL_OK);
 		ck_assert_int_eq(raft_uv_init(&s->io, &loop, s->dir, &s->transport), 0);
 		ck_assert_int_eq(raft_init(&s->raft, &s->io, &s->fsm, (raft_id)(i + 1), s->address),
 		                 0);
