@@ -40,6 +40,7 @@ PACKAGES=(
   gnuplot-nox                     # tests/integration/it_hot (make hot): the PNG plots
   tmux                            # tests/integration/it_top: `shoal top` in a real terminal
   nftables                        # tests/integration/it_netns: faults between namespaces (deploy/netns.sh)
+  openssl                         # deploy/certs.sh: the cluster CA and the members' certificates
 )
 if ((bench)) && ! ((peers)); then
   PACKAGES+=(wrk)   # make bench-http: the HTTP load tool
