@@ -4,12 +4,20 @@
 #include "tls.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "errors.h"
+
+#define PUMP_BUF     (64u * 1024)
+#define THREAD_STACK (256u * 1024)
 
 static int config(nng_tls_config **out, nng_tls_mode mode, const char *cert, const char *ca,
                   nng_tls_auth_mode auth, char *errmsg)
@@ -42,8 +50,7 @@ static int config(nng_tls_config **out, nng_tls_mode mode, const char *cert, con
 }
 
 /* A readable regular file; a message naming it otherwise. */
-static int check_file(const char *path, bool secret, void (*warn)(const char *msg),
-                      char *errmsg)
+static int check_file(const char *path, bool secret, void (*warn)(const char *msg), char *errmsg)
 {
 	struct stat st;
 	if (stat(path, &st) != 0 || access(path, R_OK) != 0)
@@ -76,11 +83,11 @@ int sh_tls_load(sh_tls *t, const char *dir, const char *name, void (*warn)(const
 	if (rc == SHOAL_OK)
 		rc = check_file(t->cert, true, warn, errmsg);
 	if (rc == SHOAL_OK)
-		rc = config(&t->server, NNG_TLS_MODE_SERVER, t->cert, ca, NNG_TLS_AUTH_MODE_REQUIRED,
-		            errmsg);
+		rc = config(&t->server, NNG_TLS_MODE_SERVER, t->cert, ca,
+		            NNG_TLS_AUTH_MODE_REQUIRED, errmsg);
 	if (rc == SHOAL_OK)
-		rc = config(&t->client, NNG_TLS_MODE_CLIENT, t->cert, ca, NNG_TLS_AUTH_MODE_REQUIRED,
-		            errmsg);
+		rc = config(&t->client, NNG_TLS_MODE_CLIENT, t->cert, ca,
+		            NNG_TLS_AUTH_MODE_REQUIRED, errmsg);
 	if (rc == SHOAL_OK)
 		rc = config(&t->public_server, NNG_TLS_MODE_SERVER, t->cert, NULL,
 		            NNG_TLS_AUTH_MODE_NONE, errmsg);
@@ -143,4 +150,156 @@ int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags
 	if (rv != 0)
 		nng_dialer_close(d);
 	return rv;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Blocking steps on a stream                                                */
+/* ------------------------------------------------------------------------ */
+
+static int stream_io(nng_stream *s, nng_aio *aio, bool send, void *buf, size_t len, size_t *done)
+{
+	nng_iov iov = {.iov_buf = buf, .iov_len = len};
+	nng_aio_set_iov(aio, 1, &iov);
+	if (send)
+		nng_stream_send(s, aio);
+	else
+		nng_stream_recv(s, aio);
+	nng_aio_wait(aio);
+	*done = nng_aio_count(aio);
+	return nng_aio_result(aio);
+}
+
+int sh_tls_stream_all(nng_stream *s, nng_aio *aio, bool send, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	while (len > 0) {
+		size_t n = 0;
+		int rv = stream_io(s, aio, send, p, len, &n);
+		if (rv != 0)
+			return rv;
+		if (n == 0)
+			return NNG_ECLOSED;
+		p += n, len -= n;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pumps                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct pump {
+	nng_stream *s;
+	int fd; /* our end of the socketpair (blocking) */
+	atomic_int refs;
+} pump;
+
+static void pump_release(pump *p)
+{
+	if (atomic_fetch_sub(&p->refs, 1) != 1)
+		return;
+	close(p->fd);
+	nng_stream_free(p->s);
+	sh_free(p);
+}
+
+/* raft -> peer */
+static void *pump_up(void *arg)
+{
+	pump *p = arg;
+	uint8_t *buf = sh_malloc(PUMP_BUF);
+	nng_aio *aio = NULL;
+	if (buf != NULL && nng_aio_alloc(&aio, NULL, NULL) == 0) {
+		for (;;) {
+			ssize_t n = read(p->fd, buf, PUMP_BUF);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0 || sh_tls_stream_all(p->s, aio, true, buf, (size_t)n) != 0)
+				break;
+		}
+	}
+	/* Fails the down thread's receive; raft's end sees EOF. */
+	nng_stream_close(p->s);
+	shutdown(p->fd, SHUT_RDWR);
+	if (aio != NULL)
+		nng_aio_free(aio);
+	sh_free(buf);
+	pump_release(p);
+	return NULL;
+}
+
+/* peer -> raft */
+static void *pump_down(void *arg)
+{
+	pump *p = arg;
+	uint8_t *buf = sh_malloc(PUMP_BUF);
+	nng_aio *aio = NULL;
+	if (buf != NULL && nng_aio_alloc(&aio, NULL, NULL) == 0) {
+		for (;;) {
+			size_t n = 0;
+			if (stream_io(p->s, aio, false, buf, PUMP_BUF, &n) != 0 || n == 0)
+				break;
+			const uint8_t *q = buf;
+			while (n > 0) {
+				ssize_t w = write(p->fd, q, n);
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w <= 0)
+					goto out;
+				q += w, n -= (size_t)w;
+			}
+		}
+	}
+out:
+	/* raft's end reads EOF; the up thread's read returns 0. */
+	shutdown(p->fd, SHUT_RDWR);
+	nng_stream_close(p->s);
+	if (aio != NULL)
+		nng_aio_free(aio);
+	sh_free(buf);
+	pump_release(p);
+	return NULL;
+}
+
+int sh_tls_thread(pthread_t *th, void *(*fn)(void *), void *arg, bool detached)
+{
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, THREAD_STACK);
+	if (detached)
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	int rv = pthread_create(th, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return rv;
+}
+
+/* Starts pumping s; returns raft's end of the socketpair, or -1 (s is then
+ * closed and freed). */
+int sh_tls_pump(nng_stream *s)
+{
+	int fds[2];
+	pump *p = sh_calloc(1, sizeof(*p));
+	if (p == NULL || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+		sh_free(p);
+		nng_stream_close(s);
+		nng_stream_free(s);
+		return -1;
+	}
+	p->s = s;
+	p->fd = fds[1];
+	atomic_init(&p->refs, 2);
+	pthread_t th;
+	if (sh_tls_thread(&th, pump_up, p, true) != 0) {
+		atomic_store(&p->refs, 1);
+		pump_release(p);
+		close(fds[0]);
+		return -1;
+	}
+	if (sh_tls_thread(&th, pump_down, p, true) != 0) {
+		/* The up thread ends when raft's end closes. */
+		pump_release(p);
+		close(fds[0]);
+		return -1;
+	}
+	return fds[0];
 }

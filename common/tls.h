@@ -30,6 +30,7 @@
 #ifndef SHOAL_COMMON_TLS_H
 #define SHOAL_COMMON_TLS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -50,8 +51,8 @@ typedef struct sh_tls {
 /* Loads dir/ca.pem and dir/<name>.pem (name: "node-3", "router").  Warns
  * (through warn, may be NULL) when the key file is readable by group or
  * others.  Errors name the file and what is wrong. */
-int sh_tls_load(sh_tls *t, const char *dir, const char *name,
-                void (*warn)(const char *msg), char *errmsg);
+int sh_tls_load(sh_tls *t, const char *dir, const char *name, void (*warn)(const char *msg),
+                char *errmsg);
 void sh_tls_free(sh_tls *t);
 
 /* The URL to use for a cluster-internal nng address: "tcp://h:p" becomes
@@ -66,5 +67,20 @@ bool sh_tls_is_tls(const char *url);
  * (NNG_EINVAL without one).  Returns an nng error code. */
 int sh_tls_listen(nng_socket sock, const char *url, nng_tls_config *cfg, nng_listener *out);
 int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags);
+
+/* Streams (nng_stream: tls+tcp:// or tcp://) as file descriptors, for code
+ * that wants a descriptor (raft's libuv streams, the HTTP server's epoll).
+ *
+ * sh_tls_pump starts two detached threads that copy bytes between s and
+ * one end of a socketpair, and returns the other end (blocking; the caller
+ * owns it), or -1 (s is then closed and freed).  Closing the returned
+ * descriptor closes s; s failing or the peer leaving makes the descriptor
+ * read EOF.  The threads own s and free it. */
+int sh_tls_pump(nng_stream *s);
+/* Sends or receives exactly len bytes on s with aio (which may carry a
+ * timeout); 0 or an nng error (NNG_ECLOSED for a stream that ended). */
+int sh_tls_stream_all(nng_stream *s, nng_aio *aio, bool send, void *buf, size_t len);
+/* pthread_create with a small stack (256 KiB), detached or joinable. */
+int sh_tls_thread(pthread_t *th, void *(*fn)(void *), void *arg, bool detached);
 
 #endif

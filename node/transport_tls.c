@@ -17,7 +17,8 @@
  * the up thread read EOF and close the TLS stream, which fails the down
  * thread's receive; the peer going away fails the down thread's receive,
  * which shuts fd b, which raft sees as EOF.  The pump threads own their
- * connection and never touch the transport.
+ * connection and never touch the transport (they are common/tls.c's
+ * sh_tls_pump, which the HTTPS endpoint shares).
  *
  * The handshake (what raft_uv_tcp's is for: who is connecting) is ours and
  * travels inside TLS: three little-endian u64 -- SH_TLS_HANDSHAKE, the
@@ -51,8 +52,6 @@
 #define SH_TLS_HANDSHAKE UINT64_C(0x53686f616c526674) /* "ShoalRft" */
 #define HANDSHAKE_MS     5000
 #define CONNECT_MS       5000
-#define PUMP_BUF         (64u * 1024)
-#define THREAD_STACK     (256u * 1024)
 
 typedef struct job job;
 
@@ -84,10 +83,10 @@ struct job {
 	tls_transport *t;
 	int kind;
 	pthread_t thread;
-	nng_aio *aio;   /* the blocking step in progress; cancelled by close */
-	bool canceled;  /* mu */
-	job *next;      /* in t->jobs, then in t->events */
-	nng_stream *s;  /* ACCEPT: the accepted stream (owned until pumped) */
+	nng_aio *aio;                /* the blocking step in progress; cancelled by close */
+	bool canceled;               /* mu */
+	job *next;                   /* in t->jobs, then in t->events */
+	nng_stream *s;               /* ACCEPT: the accepted stream (owned until pumped) */
 	struct raft_uv_connect *req; /* CONNECT */
 	char url[SH_ADDR_MAX + 16];  /* CONNECT */
 	/* Results, read by the loop after the event is posted. */
@@ -98,37 +97,8 @@ struct job {
 };
 
 /* ------------------------------------------------------------------------ */
-/* Blocking steps on a stream                                                */
+/* The handshake                                                             */
 /* ------------------------------------------------------------------------ */
-
-static int stream_io(nng_stream *s, nng_aio *aio, bool send, void *buf, size_t len,
-                     size_t *done)
-{
-	nng_iov iov = {.iov_buf = buf, .iov_len = len};
-	nng_aio_set_iov(aio, 1, &iov);
-	if (send)
-		nng_stream_send(s, aio);
-	else
-		nng_stream_recv(s, aio);
-	nng_aio_wait(aio);
-	*done = nng_aio_count(aio);
-	return nng_aio_result(aio);
-}
-
-static int stream_all(nng_stream *s, nng_aio *aio, bool send, void *buf, size_t len)
-{
-	uint8_t *p = buf;
-	while (len > 0) {
-		size_t n = 0;
-		int rv = stream_io(s, aio, send, p, len, &n);
-		if (rv != 0)
-			return rv;
-		if (n == 0)
-			return NNG_ECLOSED;
-		p += n, len -= n;
-	}
-	return 0;
-}
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -142,126 +112,6 @@ static uint64_t get64(const uint8_t *p)
 	for (int i = 0; i < 8; i++)
 		v |= (uint64_t)p[i] << (8 * i);
 	return v;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Pumps                                                                     */
-/* ------------------------------------------------------------------------ */
-
-typedef struct pump {
-	nng_stream *s;
-	int fd; /* our end of the socketpair (blocking) */
-	atomic_int refs;
-} pump;
-
-static void pump_release(pump *p)
-{
-	if (atomic_fetch_sub(&p->refs, 1) != 1)
-		return;
-	close(p->fd);
-	nng_stream_free(p->s);
-	sh_free(p);
-}
-
-/* raft -> peer */
-static void *pump_up(void *arg)
-{
-	pump *p = arg;
-	uint8_t *buf = sh_malloc(PUMP_BUF);
-	nng_aio *aio = NULL;
-	if (buf != NULL && nng_aio_alloc(&aio, NULL, NULL) == 0) {
-		for (;;) {
-			ssize_t n = read(p->fd, buf, PUMP_BUF);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0 || stream_all(p->s, aio, true, buf, (size_t)n) != 0)
-				break;
-		}
-	}
-	/* Fails the down thread's receive; raft's end sees EOF. */
-	nng_stream_close(p->s);
-	shutdown(p->fd, SHUT_RDWR);
-	if (aio != NULL)
-		nng_aio_free(aio);
-	sh_free(buf);
-	pump_release(p);
-	return NULL;
-}
-
-/* peer -> raft */
-static void *pump_down(void *arg)
-{
-	pump *p = arg;
-	uint8_t *buf = sh_malloc(PUMP_BUF);
-	nng_aio *aio = NULL;
-	if (buf != NULL && nng_aio_alloc(&aio, NULL, NULL) == 0) {
-		for (;;) {
-			size_t n = 0;
-			if (stream_io(p->s, aio, false, buf, PUMP_BUF, &n) != 0 || n == 0)
-				break;
-			const uint8_t *q = buf;
-			while (n > 0) {
-				ssize_t w = write(p->fd, q, n);
-				if (w < 0 && errno == EINTR)
-					continue;
-				if (w <= 0)
-					goto out;
-				q += w, n -= (size_t)w;
-			}
-		}
-	}
-out:
-	/* raft's end reads EOF; the up thread's read returns 0. */
-	shutdown(p->fd, SHUT_RDWR);
-	nng_stream_close(p->s);
-	if (aio != NULL)
-		nng_aio_free(aio);
-	sh_free(buf);
-	pump_release(p);
-	return NULL;
-}
-
-static int spawn(pthread_t *th, void *(*fn)(void *), void *arg, bool detached)
-{
-	pthread_attr_t attr;
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, THREAD_STACK);
-	if (detached)
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	int rv = pthread_create(th, &attr, fn, arg);
-	pthread_attr_destroy(&attr);
-	return rv;
-}
-
-/* Starts pumping s; returns raft's end of the socketpair, or -1 (s is then
- * closed and freed). */
-static int pump_start(nng_stream *s)
-{
-	int fds[2];
-	pump *p = sh_calloc(1, sizeof(*p));
-	if (p == NULL || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
-		sh_free(p);
-		nng_stream_close(s);
-		nng_stream_free(s);
-		return -1;
-	}
-	p->s = s;
-	p->fd = fds[1];
-	atomic_init(&p->refs, 2);
-	pthread_t th;
-	if (spawn(&th, pump_up, p, true) != 0) {
-		atomic_store(&p->refs, 1);
-		pump_release(p);
-		close(fds[0]);
-		return -1;
-	}
-	if (spawn(&th, pump_down, p, true) != 0) {
-		/* The up thread ends when raft's end closes. */
-		pump_release(p);
-		close(fds[0]);
-		return -1;
-	}
-	return fds[0];
 }
 
 /* ------------------------------------------------------------------------ */
@@ -320,8 +170,8 @@ static void *connect_main(void *arg)
 		put64(hs + 16, alen);
 		memcpy(hs + 24, t->address, alen);
 		nng_aio_set_timeout(j->aio, HANDSHAKE_MS);
-		if (stream_all(s, j->aio, true, hs, 24 + alen) == 0) {
-			j->fd = pump_start(s);
+		if (sh_tls_stream_all(s, j->aio, true, hs, 24 + alen) == 0) {
+			j->fd = sh_tls_pump(s);
 			s = NULL;
 			if (j->fd >= 0)
 				j->status = 0;
@@ -343,15 +193,16 @@ static void *accept_main(void *arg)
 	j->status = RAFT_NOCONNECTION;
 	uint8_t hs[24];
 	nng_aio_set_timeout(j->aio, HANDSHAKE_MS);
-	if (stream_all(s, j->aio, false, hs, sizeof(hs)) == 0 && get64(hs) == SH_TLS_HANDSHAKE) {
+	if (sh_tls_stream_all(s, j->aio, false, hs, sizeof(hs)) == 0 &&
+	    get64(hs) == SH_TLS_HANDSHAKE) {
 		uint64_t alen = get64(hs + 16);
 		j->peer_id = get64(hs + 8);
 		/* Bounded before it is read: nothing is allocated for it. */
 		if (alen >= 1 && alen <= SH_ADDR_MAX && j->peer_id != 0 &&
-		    stream_all(s, j->aio, false, j->peer_address, (size_t)alen) == 0 &&
+		    sh_tls_stream_all(s, j->aio, false, j->peer_address, (size_t)alen) == 0 &&
 		    memchr(j->peer_address, '\0', (size_t)alen) == NULL) {
 			j->peer_address[alen] = '\0';
-			j->fd = pump_start(s);
+			j->fd = sh_tls_pump(s);
 			s = NULL;
 			if (j->fd >= 0)
 				j->status = 0;
@@ -377,7 +228,7 @@ static bool job_start(tls_transport *t, job *j, void *(*fn)(void *))
 	pthread_mutex_lock(&t->mu);
 	j->next = t->jobs;
 	t->jobs = j;
-	int rv = spawn(&j->thread, fn, j, false);
+	int rv = sh_tls_thread(&j->thread, fn, j, false);
 	if (rv != 0)
 		t->jobs = j->next;
 	pthread_mutex_unlock(&t->mu);
@@ -452,7 +303,9 @@ static void on_events(uv_async_t *a)
 		else if (j->fd >= 0)
 			close(j->fd);
 		if (j->kind == JOB_CONNECT) {
-			int status = stream != NULL ? 0 : t->closing ? RAFT_CANCELED : RAFT_NOCONNECTION;
+			int status = stream != NULL ? 0
+			             : t->closing   ? RAFT_CANCELED
+			                            : RAFT_NOCONNECTION;
 			j->req->cb(j->req, stream, status);
 		} else if (stream != NULL) {
 			t->accept_cb(t->outer, j->peer_id, j->peer_address, stream);
@@ -538,7 +391,8 @@ static int tls_listen(struct raft_uv_transport *outer, raft_uv_accept_cb cb)
 	char url[SH_ADDR_MAX + 16];
 	int arv = open_async(t);
 	if (arv != 0) {
-		snprintf(outer->errmsg, sizeof(outer->errmsg), "uv_async_init: %s", uv_strerror(arv));
+		snprintf(outer->errmsg, sizeof(outer->errmsg), "uv_async_init: %s",
+		         uv_strerror(arv));
 		return RAFT_IOERR;
 	}
 	snprintf(url, sizeof(url), "tls+tcp://%s", t->address);
@@ -568,7 +422,8 @@ static int tls_connect(struct raft_uv_transport *outer, struct raft_uv_connect *
 	tls_transport *t = outer->impl;
 	int arv = open_async(t);
 	if (arv != 0) {
-		snprintf(outer->errmsg, sizeof(outer->errmsg), "uv_async_init: %s", uv_strerror(arv));
+		snprintf(outer->errmsg, sizeof(outer->errmsg), "uv_async_init: %s",
+		         uv_strerror(arv));
 		return RAFT_NOCONNECTION;
 	}
 	job *j = sh_calloc(1, sizeof(*j));

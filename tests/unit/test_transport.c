@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -17,8 +18,36 @@ static int base_port(int offset)
 {
 	static int base;
 	if (base == 0)
-		base = tl_free_ports(40);
+		base = tl_free_ports(80);
 	return base + offset;
+}
+
+/* Each test runs twice (Check's loop index _i): 0 over the plain wrapper,
+ * 1 over the TLS transport (node/transport_tls.c) with certificates made by
+ * deploy/certs.sh; TLS is then the configuration, else NULL. */
+static sh_tls tls_store;
+static const sh_tls *TLS;
+
+static void tls_done(void)
+{
+	if (TLS != NULL)
+		sh_tls_free(&tls_store);
+	TLS = NULL;
+}
+
+static void set_mode(int i)
+{
+	TLS = NULL;
+	if (i == 0)
+		return;
+	const char *dir = tl_tmpdir("transport-tls");
+	char cmd[2048], err[SH_ERRMSG_SIZE];
+	snprintf(cmd, sizeof(cmd), "deploy/certs.sh --dir '%s/tls' --nodes 1 >/dev/null", dir);
+	ck_assert_msg(system(cmd) == 0, "%s", cmd);
+	snprintf(cmd, sizeof(cmd), "%s/tls", dir);
+	ck_assert_msg(sh_tls_load(&tls_store, cmd, "node-1", NULL, err) == SHOAL_OK, "%s", err);
+	TLS = &tls_store;
+	atexit(tls_done);
 }
 
 /* Runs the loop until *flag is set or 10 s pass; returns the flag.  (The
@@ -78,7 +107,7 @@ static void on_accept(struct raft_uv_transport *t, raft_id id, const char *addre
 	P.accept_id = id;
 	snprintf(P.accept_address, sizeof(P.accept_address), "%s", address);
 	P.accept_stream = stream;
-	P.accept_nodelay = nodelay_of(stream);
+	P.accept_nodelay = TLS == NULL ? nodelay_of(stream) : 1;
 }
 
 static void on_connect(struct raft_uv_connect *req, uv_stream_t *stream, int status)
@@ -88,7 +117,7 @@ static void on_connect(struct raft_uv_connect *req, uv_stream_t *stream, int sta
 	P.connect_status = status;
 	P.connect_stream = stream;
 	if (status == 0)
-		P.connect_nodelay = nodelay_of(stream);
+		P.connect_nodelay = TLS == NULL ? nodelay_of(stream) : 1;
 }
 
 static void on_closed(struct raft_uv_transport *t)
@@ -109,8 +138,8 @@ static void pair_init(int port_offset)
 	ck_assert_int_eq(uv_loop_init(&P.loop), 0);
 	uv_timer_init(&P.loop, &P.ticker);
 	uv_timer_start(&P.ticker, tick, 10, 10);
-	ck_assert_int_eq(node_transport_init(&P.server, &P.loop, NULL, NULL), SHOAL_OK);
-	ck_assert_int_eq(node_transport_init(&P.client, &P.loop, NULL, NULL), SHOAL_OK);
+	ck_assert_int_eq(node_transport_init(&P.server, &P.loop, TLS, NULL), SHOAL_OK);
+	ck_assert_int_eq(node_transport_init(&P.client, &P.loop, TLS, NULL), SHOAL_OK);
 	snprintf(P.server_addr, sizeof(P.server_addr), "127.0.0.1:%d", base_port(port_offset));
 	snprintf(P.client_addr, sizeof(P.client_addr), "127.0.0.1:%d", base_port(port_offset + 1));
 	ck_assert_int_eq(P.server.init(&P.server, 1, P.server_addr), 0);
@@ -139,7 +168,8 @@ static void pair_fini(void)
 
 START_TEST(test_nodelay_both_ends)
 {
-	pair_init(0);
+	set_mode(_i);
+	pair_init(0 + 40 * _i);
 	ck_assert_int_eq(P.server.listen(&P.server, on_accept), 0);
 	ck_assert_int_eq(P.client.connect(&P.client, &P.req, 1, P.server_addr, on_connect), 0);
 	ck_assert(run_until(&P.loop, &P.connected));
@@ -179,7 +209,8 @@ END_TEST
 
 START_TEST(test_connect_refused)
 {
-	pair_init(10);
+	set_mode(_i);
+	pair_init(10 + 40 * _i);
 	/* Nobody listens on the server address: the callback reports it,
 	 * with no stream, and the wrapper request is freed (ASan: no leak). */
 	ck_assert_int_eq(P.client.connect(&P.client, &P.req, 1, P.server_addr, on_connect), 0);
@@ -192,7 +223,8 @@ END_TEST
 
 START_TEST(test_close_cancels_connect)
 {
-	pair_init(20);
+	set_mode(_i);
+	pair_init(20 + 40 * _i);
 	ck_assert_int_eq(P.server.listen(&P.server, on_accept), 0);
 	ck_assert_int_eq(P.client.connect(&P.client, &P.req, 1, P.server_addr, on_connect), 0);
 	/* Close before the loop ran: the pending connect is cancelled and its
@@ -280,11 +312,13 @@ START_TEST(test_raft_over_wrapper)
 {
 	uv_loop_t loop;
 	ck_assert_int_eq(uv_loop_init(&loop), 0);
+	set_mode(_i);
 	const char *root = tl_tmpdir("transport");
 	struct raft_configuration conf;
 	raft_configuration_init(&conf);
 	for (int i = 0; i < N_RAFT; i++) {
-		snprintf(S[i].address, sizeof(S[i].address), "127.0.0.1:%d", base_port(30 + i));
+		snprintf(S[i].address, sizeof(S[i].address), "127.0.0.1:%d",
+		         base_port(30 + 40 * _i + i));
 		ck_assert_int_eq(
 		    raft_configuration_add(&conf, (raft_id)(i + 1), S[i].address, RAFT_VOTER), 0);
 	}
@@ -300,7 +334,7 @@ START_TEST(test_raft_over_wrapper)
 		                           .apply = fsm_apply,
 		                           .snapshot = fsm_snapshot,
 		                           .restore = fsm_restore};
-		ck_assert_int_eq(node_transport_init(&s->transport, &loop, NULL, NULL), SHOAL_OK);
+		ck_assert_int_eq(node_transport_init(&s->transport, &loop, TLS, NULL), SHOAL_OK);
 		ck_assert_int_eq(raft_uv_init(&s->io, &loop, s->dir, &s->transport), 0);
 		ck_assert_int_eq(raft_init(&s->raft, &s->io, &s->fsm, (raft_id)(i + 1), s->address),
 		                 0);
@@ -367,10 +401,10 @@ static Suite *transport_suite(void)
 	Suite *s = suite_create("transport");
 	TCase *tc = tcase_create("tcp");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_nodelay_both_ends);
-	tcase_add_test(tc, test_connect_refused);
-	tcase_add_test(tc, test_close_cancels_connect);
-	tcase_add_test(tc, test_raft_over_wrapper);
+	tcase_add_loop_test(tc, test_nodelay_both_ends, 0, 2);
+	tcase_add_loop_test(tc, test_connect_refused, 0, 2);
+	tcase_add_loop_test(tc, test_close_cancels_connect, 0, 2);
+	tcase_add_loop_test(tc, test_raft_over_wrapper, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
