@@ -1,5 +1,7 @@
 #include "arena.h"
 
+#include <malloc.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -49,6 +51,24 @@ void sh_arena_reset(sh_arena *a)
 	keep->next = NULL;
 	keep->off = 0;
 	a->used = 0;
+}
+
+void sh_arena_released(size_t bytes)
+{
+	static atomic_size_t since_trim;
+	size_t before = atomic_fetch_add_explicit(&since_trim, bytes, memory_order_relaxed);
+	if (before < SH_ARENA_TRIM_BYTES && before + bytes >= SH_ARENA_TRIM_BYTES) {
+		malloc_trim(0);
+		atomic_store_explicit(&since_trim, 0, memory_order_relaxed);
+	}
+}
+
+size_t sh_arena_held(const sh_arena *a)
+{
+	size_t n = 0;
+	for (const struct sh_arena_block *b = a->head; b != NULL; b = b->next)
+		n += sizeof(*b) + b->size;
+	return n;
 }
 
 void *sh_arena_alloc(sh_arena *a, size_t n)

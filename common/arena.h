@@ -31,6 +31,18 @@ void sh_arena_fini(sh_arena *a);
 /* Frees everything but keeps the arena usable (keeps one block for reuse). */
 void sh_arena_reset(sh_arena *a);
 
+/* Bytes of blocks the arena holds (what it costs while kept: after
+ * sh_arena_reset, its one remaining block). */
+size_t sh_arena_held(const sh_arena *a);
+
+/* A pool that frees records (and their arenas) it no longer keeps reports
+ * the bytes here; every SH_ARENA_TRIM_BYTES of them, the C library is asked
+ * to give its free pages back to the system (glibc's malloc_trim): freed
+ * blocks between live ones otherwise stay in the process's RSS.  Rare by
+ * construction (pools free only past what they keep); any thread. */
+#define SH_ARENA_TRIM_BYTES (32u * 1024 * 1024)
+void sh_arena_released(size_t bytes);
+
 /* n bytes aligned to 16; NULL when out of memory. n == 0 returns a valid pointer. */
 void *sh_arena_alloc(sh_arena *a, size_t n);
 void *sh_arena_calloc(sh_arena *a, size_t count, size_t n);

@@ -7,6 +7,7 @@
  *   shoal_node_errors_total{op,code}              of which failed, by status
  *   shoal_node_request_seconds{op} (histogram)    time from receive to reply
  *   shoal_node_loop_wakes_total                   request threads waking the loop
+ *   shoal_node_batch_pool_members, _bytes         gauges: idle batch members kept
  * and per hosted group, from the status the loop publishes:
  *   shoal_raft_role{group}          0 unavailable, 1 follower, 2 candidate, 3 leader
  *   shoal_raft_term{group}, shoal_raft_commit_index{group},
@@ -209,6 +210,14 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	        "request threads.\n# TYPE shoal_node_loop_wakes_total counter\n"
 	        "shoal_node_loop_wakes_total %" PRIu64 "\n",
 	        load(&s->loop_wakes));
+	appendf(&b,
+	        "# HELP shoal_node_batch_pool_members Idle batch members kept for reuse (at most "
+	        "%u), and the bytes of arenas they hold (at most %u).\n"
+	        "# TYPE shoal_node_batch_pool_members gauge\nshoal_node_batch_pool_members %" PRIu64
+	        "\n# TYPE shoal_node_batch_pool_bytes gauge\nshoal_node_batch_pool_bytes %" PRIu64
+	        "\n",
+	        NODE_BATCH_POOL_KEEP, NODE_BATCH_POOL_BYTES, load(&s->pool_members),
+	        load(&s->pool_bytes));
 
 	static const struct {
 		const char *name, *help;

@@ -197,8 +197,8 @@ typedef struct nreq {
 	uint64_t t0;
 	uint8_t *out; /* a member's packed NodeResponse, in arena */
 	size_t out_len;
-	struct nreq *next;     /* the server's free list */
-	struct nreq *all_next; /* every member ever allocated (freed at stop) */
+	struct nreq *next; /* the server's free list */
+	size_t pool_held;  /* arena bytes it holds while in the pool */
 } nreq;
 
 /* One REP context and the message it is answering. */
@@ -225,9 +225,13 @@ struct node_server {
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
 	unsigned busy;                      /* messages received and not yet answered */
-	nreq *free_members;                 /* pool of batch members (mu) */
+	/* Idle batch members (mu): at most NODE_BATCH_POOL_KEEP holding at
+	 * most NODE_BATCH_POOL_BYTES; members in use are in their context's
+	 * `members`. */
+	nreq *free_members;
+	uint32_t n_free;
+	size_t free_bytes;
 	uint32_t f_req_batch, f_resp_batch; /* NodeRequest.batch, NodeResponse.batch */
-	nreq *all_members;                  /* every member allocated (mu) */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -628,11 +632,13 @@ static int relabel(sh_arena *a, const uint8_t *raw, size_t len, uint64_t request
 {
 	ProtobufCAllocator alloc;
 	wire_arena_allocator(&alloc, a);
-	Shoal__NodeResponse *r;
+	ProtobufCMessage *m;
 	char why[SH_ERRMSG_SIZE];
-	if (wire_unpack_node_response(&alloc, raw, len, &r, why) != SHOAL_OK)
+	if (wire_unpack_local(&shoal__node_response__descriptor, &alloc, raw, len, &m, why) !=
+	    SHOAL_OK)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "the state machine's result is malformed: %s",
 		               why);
+	Shoal__NodeResponse *r = (Shoal__NodeResponse *)m;
 	if (r->response == NULL) {
 		r->response = sh_arena_alloc(a, sizeof(*r->response));
 		if (r->response == NULL)
@@ -825,13 +831,25 @@ static void nreq_fini(nreq *q)
 	sh_arena_fini(&q->arena);
 }
 
+/* Publishes the pool's size to the metrics (mu held). */
+static void pool_gauges(node_server *s)
+{
+	node_stats *st = &s->node->stats;
+	atomic_store_explicit(&st->pool_members, s->n_free, memory_order_relaxed);
+	atomic_store_explicit(&st->pool_bytes, s->free_bytes, memory_order_relaxed);
+}
+
 /* A member from the pool (or a new one), for x; NULL when out of memory. */
 static nreq *member_get(node_server *s, rctx *x)
 {
 	pthread_mutex_lock(&s->mu);
 	nreq *q = s->free_members;
-	if (q != NULL)
+	if (q != NULL) {
 		s->free_members = q->next;
+		s->n_free--;
+		s->free_bytes -= q->pool_held;
+		pool_gauges(s);
+	}
 	pthread_mutex_unlock(&s->mu);
 	if (q == NULL) {
 		q = sh_calloc(1, sizeof(*q));
@@ -842,20 +860,17 @@ static nreq *member_get(node_server *s, rctx *x)
 			sh_free(q);
 			return NULL;
 		}
-		pthread_mutex_lock(&s->mu);
-		q->all_next = s->all_members;
-		s->all_members = q;
-		pthread_mutex_unlock(&s->mu);
 	}
 	q->x = x;
 	return q;
 }
 
-/* Returns x's members to the pool (a member whose arena grew large gives
- * the memory back). */
+/* Returns x's members to the pool, up to what it keeps; the others are
+ * freed (a member whose arena grew large gives that memory back first). */
 static void members_put(rctx *x)
 {
 	node_server *s = x->s;
+	size_t released = 0;
 	for (uint32_t i = 0; i < x->n_members; i++) {
 		nreq *q = x->members[i];
 		if (q->arena.used > NODE_BATCH_ARENA_KEEP) {
@@ -864,11 +879,30 @@ static void members_put(rctx *x)
 		} else {
 			sh_arena_reset(&q->arena);
 		}
+		size_t held = sh_arena_held(&q->arena);
 		pthread_mutex_lock(&s->mu);
-		q->next = s->free_members;
-		s->free_members = q;
+		if (s->n_free < NODE_BATCH_POOL_KEEP) {
+			if (s->free_bytes + held > NODE_BATCH_POOL_BYTES) {
+				sh_arena_fini(&q->arena); /* rare: many large arenas */
+				held = 0;
+			}
+			q->pool_held = held;
+			q->next = s->free_members;
+			s->free_members = q;
+			s->n_free++;
+			s->free_bytes += held;
+			pool_gauges(s);
+			q = NULL;
+		}
 		pthread_mutex_unlock(&s->mu);
+		if (q != NULL) {
+			nreq_fini(q);
+			sh_free(q);
+			released += sizeof(*q) + held;
+		}
 	}
+	if (released > 0)
+		sh_arena_released(released);
 	sh_free(x->members);
 	x->members = NULL;
 	x->n_members = 0;
@@ -1013,10 +1047,14 @@ static void server_free(node_server *s)
 		if (x->msg != NULL)
 			nng_msg_free(x->msg);
 		nreq_fini(&x->one);
+		for (uint32_t m = 0; x->members != NULL && m < x->n_members; m++) {
+			nreq_fini(x->members[m]);
+			sh_free(x->members[m]);
+		}
 		sh_free(x->members);
 	}
-	for (nreq *q = s->all_members, *next; q != NULL; q = next) {
-		next = q->all_next;
+	for (nreq *q = s->free_members, *next; q != NULL; q = next) {
+		next = q->next;
 		nreq_fini(q);
 		sh_free(q);
 	}

@@ -178,6 +178,15 @@ int wire_check_framing(const ProtobufCMessageDescriptor *desc, const uint8_t *bu
  */
 int wire_unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
                 const uint8_t *buf, size_t len, ProtobufCMessage **out, char *errmsg);
+/*
+ * The same without the decode budget, for bytes this process or its own Raft
+ * group wrote after they passed the budget as requests: a group's log entry
+ * (one Command may carry many requests, each of which fitted only its own
+ * budget, and a replica that cannot decode an entry stops), the state
+ * machine's own results.  Never for bytes from a socket.
+ */
+int wire_unpack_local(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
+                      const uint8_t *buf, size_t len, ProtobufCMessage **out, char *errmsg);
 int wire_unpack_request(ProtobufCAllocator *alloc, const uint8_t *buf, size_t len,
                         Shoal__Request **out, char *errmsg);
 void wire_free_request(ProtobufCAllocator *alloc, Shoal__Request *req);

@@ -341,32 +341,40 @@ static int walk(walker *w, const ProtobufCMessageDescriptor *desc, const uint8_t
 	return SHOAL_OK;
 }
 
-int wire_check_framing(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len,
-                       char *errmsg)
+/* wire_check_framing with a budget of `budget` bytes. */
+static int check(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len,
+                 size_t budget, char *errmsg)
 {
 	if (buf == NULL && len > 0)
 		return sh_errf(errmsg, SHOAL_E_SERIALIZATION, "malformed message: no buffer");
 	static const uint8_t empty[1];
 	if (buf == NULL)
 		buf = empty;
-	walker w = {buf, errmsg, 0, wire_decode_budget(len)};
+	walker w = {buf, errmsg, 0, budget};
 	int rc = walk(&w, desc, buf, buf + len, 1);
 	if (rc == WALK_OVER_BUDGET)
 		rc = too_complex(errmsg, desc, len);
 	return rc;
 }
 
-int wire_unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
-                const uint8_t *buf, size_t len, ProtobufCMessage **out, char *errmsg)
+int wire_check_framing(const ProtobufCMessageDescriptor *desc, const uint8_t *buf, size_t len,
+                       char *errmsg)
+{
+	return check(desc, buf, len, wire_decode_budget(len), errmsg);
+}
+
+static int unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
+                  const uint8_t *buf, size_t len, size_t budget, ProtobufCMessage **out,
+                  char *errmsg)
 {
 	*out = NULL;
-	int rc = wire_check_framing(desc, buf, len, errmsg);
+	int rc = check(desc, buf, len, budget, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	tracking_alloc t = {{tracking_alloc_fn, tracking_free_fn, NULL},
 	                    alloc != NULL ? alloc : &heap_allocator,
 	                    0,
-	                    wire_decode_budget(len),
+	                    budget,
 	                    false,
 	                    false};
 	t.self.allocator_data = &t;
@@ -383,6 +391,18 @@ int wire_unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *allo
 	}
 	*out = m;
 	return SHOAL_OK;
+}
+
+int wire_unpack(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
+                const uint8_t *buf, size_t len, ProtobufCMessage **out, char *errmsg)
+{
+	return unpack(desc, alloc, buf, len, wire_decode_budget(len), out, errmsg);
+}
+
+int wire_unpack_local(const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *alloc,
+                      const uint8_t *buf, size_t len, ProtobufCMessage **out, char *errmsg)
+{
+	return unpack(desc, alloc, buf, len, SIZE_MAX, out, errmsg);
 }
 
 int wire_unpack_request(ProtobufCAllocator *alloc, const uint8_t *buf, size_t len,

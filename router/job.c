@@ -95,6 +95,7 @@ rt_job *rt_job_get(rt_router *rt)
 	if (j != NULL) {
 		rt->pool = j->pool_next;
 		rt->n_pool--;
+		rt->pool_bytes -= j->pool_held;
 	}
 	pthread_mutex_unlock(&rt->pool_mu);
 	if (j == NULL) {
@@ -138,17 +139,25 @@ void rt_job_put(rt_job *j)
 		sh_arena_fini(&arena);
 		sh_arena_init(&j->arena);
 	}
+	size_t held = sh_arena_held(&j->arena);
 	pthread_mutex_lock(&rt->pool_mu);
-	if (rt->n_pool < RT_JOB_POOL_MAX) {
+	if (rt->n_pool < RT_JOB_POOL_KEEP) {
+		if (rt->pool_bytes + held > RT_JOB_POOL_BYTES) {
+			sh_arena_fini(&j->arena); /* rare: many large arenas returned */
+			held = 0;
+		}
+		j->pool_held = held;
 		j->pool_next = rt->pool;
 		rt->pool = j;
 		rt->n_pool++;
+		rt->pool_bytes += held;
 		j = NULL;
 	}
 	pthread_mutex_unlock(&rt->pool_mu);
 	if (j != NULL) {
 		sh_arena_fini(&j->arena);
 		sh_free(j);
+		sh_arena_released(sizeof(*j) + held);
 	}
 }
 

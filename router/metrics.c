@@ -17,6 +17,7 @@
  *   shoal_router_node_messages_total{class}             counter (messages to nodes)
  *   shoal_router_node_batches_total / _batched_requests_total (NodeRequest batches)
  *   shoal_router_client_batches_total / _batched_requests_total (Request batches)
+ *   shoal_router_job_pool_jobs, _bytes                  gauge (idle jobs kept, their arenas)
  *   shoal_router_txn_total{path}                        counter (single group, two-phase)
  *   shoal_router_txn_get_rounds_total, _waits_total     counter (TransactGetItems)
  */
@@ -198,6 +199,19 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "shoal_router_client_batched_requests_total %llu\n",
 	    (unsigned long long)get(&m->client_batches),
 	    (unsigned long long)get(&m->client_batched));
+	pthread_mutex_t *pool_mu = (pthread_mutex_t *)&rt->pool_mu; /* read only */
+	pthread_mutex_lock(pool_mu);
+	uint32_t pooled = rt->n_pool;
+	size_t pooled_bytes = rt->pool_bytes;
+	pthread_mutex_unlock(pool_mu);
+	put(&o,
+	    "# HELP shoal_router_job_pool_jobs Idle jobs kept for reuse (at most %u), and the "
+	    "bytes of arenas they hold (at most %u).\n"
+	    "# TYPE shoal_router_job_pool_jobs gauge\n"
+	    "shoal_router_job_pool_jobs %u\n"
+	    "# TYPE shoal_router_job_pool_bytes gauge\n"
+	    "shoal_router_job_pool_bytes %zu\n",
+	    RT_JOB_POOL_KEEP, RT_JOB_POOL_BYTES, pooled, pooled_bytes);
 	put(&o,
 	    "# HELP shoal_router_txn_total TransactWriteItems run in one group (one Raft "
 	    "entry) and across groups (two-phase commit).\n"

@@ -294,11 +294,13 @@ struct rt_router {
 	_Atomic bool stopping;
 	/* Jobs and catalog refreshes in progress (rt_router_fini waits). */
 	atomic_uint busy;
-	/* Idle jobs (rt_job_get / rt_job_put), at most RT_JOB_POOL_MAX. */
+	/* Idle jobs (rt_job_get / rt_job_put): at most RT_JOB_POOL_KEEP of
+	 * them holding at most RT_JOB_POOL_BYTES of arenas. */
 	pthread_mutex_t pool_mu;
 	bool pool_init;
 	rt_job *pool;
 	uint32_t n_pool;
+	size_t pool_bytes;
 };
 
 /* Initialises the router's connections, lanes and leader cache for conf
@@ -491,11 +493,20 @@ struct rt_job {
 	void *done_arg;
 	nng_msg *answer; /* owners' use (a batch member's answer) */
 	rt_job *pool_next;
+	size_t pool_held; /* arena bytes it holds while in the pool */
 };
 
-/* Idle jobs kept for reuse; an arena that grew past RT_JOB_ARENA_KEEP is
- * freed instead of kept. */
-#define RT_JOB_POOL_MAX   1024
+/*
+ * Idle jobs kept for reuse, so that the hot path allocates nothing: at most
+ * RT_JOB_POOL_KEEP jobs (a client's batch may hold RT_CLIENT_BATCH_MAX
+ * members: those beyond are freed when their batch ends) holding at most
+ * RT_JOB_POOL_BYTES of arenas (a job returned past it keeps no arena); an
+ * arena that grew past RT_JOB_ARENA_KEEP is freed instead of kept.  With
+ * 64 requests in flight the pool serves every job; after six batches of
+ * 1024 large members it used to hold 1024 jobs and their arenas (666 MB).
+ */
+#define RT_JOB_POOL_KEEP  256
+#define RT_JOB_POOL_BYTES (16u * 1024 * 1024)
 #define RT_JOB_ARENA_KEEP (256u * 1024)
 
 /* A job from the router's pool (NULL: out of memory), and back. */

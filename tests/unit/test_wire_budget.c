@@ -285,6 +285,15 @@ START_TEST(test_unknown_fields_refused_before_allocating)
 	shoal__request__free_unpacked(r, &c.self);
 	ck_assert_uint_gt(c.bytes, wire_decode_budget(len));
 
+	/* The group's own log and results are decoded without the budget. */
+	buf = unknown_fields(1u << 20, &len);
+	ck_assert_int_eq(wire_unpack(&shoal__request__descriptor, NULL, buf, len, &out, tl_msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_int_eq(
+	    wire_unpack_local(&shoal__request__descriptor, NULL, buf, len, &out, tl_msg), SHOAL_OK);
+	ck_assert_uint_gt(out->n_unknown_fields, 500000);
+	protobuf_c_message_free_unpacked(out, wire_heap_allocator());
+
 	/* A few unknown fields (a newer peer's) are kept as before. */
 	buf = unknown_fields(64, &len);
 	Shoal__Request *req;
