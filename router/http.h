@@ -99,13 +99,13 @@ bool rt_http_content_type_ok(const char *ctype);
 enum {
 	RT_PERM_READ = 1 << 0,  /* GetItem Query Scan BatchGetItem TransactGetItems DescribeTable,
 	                         * ConditionCheck in a transaction */
-	RT_PERM_WRITE = 1 << 1, /* PutItem UpdateItem DeleteItem BatchWriteItem TransactWriteItems */
+	RT_PERM_WRITE = 1 << 1, /* Put/Update/DeleteItem BatchWriteItem TransactWriteItems */
 	RT_PERM_DDL = 1 << 2,   /* CreateTable UpdateTable (and its index DDL) DeleteTable */
 };
 
 typedef struct rt_grant {
-	unsigned perms;  /* RT_PERM_* */
-	char *table;     /* a table name, "prefix*", or "*" (every table) */
+	unsigned perms; /* RT_PERM_* */
+	char *table;    /* a table name, "prefix*", or "*" (every table) */
 } rt_grant;
 
 typedef struct rt_cred {
@@ -123,7 +123,7 @@ typedef struct rt_cred {
 typedef struct rt_creds {
 	rt_cred *v;
 	uint32_t n;
-	uint64_t gen;        /* unique per load: keys the derived-key cache (auth.c) */
+	uint64_t gen;         /* unique per load: keys the derived-key cache (auth.c) */
 	bool others_can_read; /* the file is readable by its group or others */
 } rt_creds;
 
@@ -229,14 +229,14 @@ rt_auth_result rt_auth_check_key(const rt_creds *c, const char *key_id, const ch
                                  char *errmsg);
 /* The message of a signature that does not match. */
 #define RT_AUTH_MISMATCH_MSG                                                                       \
-	"The request signature we calculated does not match the signature you provided. Check "   \
+	"The request signature we calculated does not match the signature you provided. Check "    \
 	"your AWS Secret Access Key and signing method. Consult the service documentation for "    \
 	"details."
 
 /* The derived signing key of a key for a day, region and service, from a
  * per-thread cache (auth.c): derived once per (key, day, scope) and thread. */
-void rt_auth_signing_key(const rt_creds *c, const rt_cred *k, const char *date8,
-                         const char *region, const char *service, uint8_t key[32]);
+void rt_auth_signing_key(const rt_creds *c, const rt_cred *k, const char *date8, const char *region,
+                         const char *service, uint8_t key[32]);
 
 /* ------------------------------------------------------------------------ */
 /* The endpoint (http.c)                                                     */
