@@ -13,8 +13,9 @@
 #       http://127.0.0.1:H (router 1) is written to D/http.endpoint; with
 #       --credentials (or --http-credentials) every router requires requests
 #       signed by a key of FILE on both ports (router/main.c; the script's own
-#       `shoal` calls sign with its first key, which should be unrestricted).  --partition-rcu/--partition-wcu set
-#       the most read/write units per second one partition serves
+#       `shoal` calls sign with its first key, which should be unrestricted).
+#       --partition-rcu/--partition-wcu set the most read/write units per
+#       second one partition serves
 #       (cluster.ini's partition_rcu/partition_wcu; default 3000/1000);
 #       --burst-secs how many seconds of unused capacity a partition keeps
 #       (default 300; 0: none).  --snapshot-entries: the most Raft entries
