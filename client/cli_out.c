@@ -354,6 +354,8 @@ void cli_print_status(FILE *out, const json_t *resp)
 	        json_array_size(nodes), max_group + 1, cli_jint(resp, "Partitions"));
 	if (cli_jstr(resp, "RouterAuth")[0] != '\0')
 		fprintf(out, "Router: %s\n", cli_jstr(resp, "RouterAuth"));
+	if (cli_jstr(resp, "RouterTraffic")[0] != '\0')
+		fprintf(out, "Traffic: %s\n", cli_jstr(resp, "RouterTraffic"));
 	fputc('\n', out);
 
 	fprintf(out, "%-5s %-28s %-22s %s\n", "NODE", "RPC", "RAFT", "REACHABLE");

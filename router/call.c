@@ -143,6 +143,15 @@ static void node_free(rt_node *n)
 		}
 }
 
+const char *rt_traffic_describe(const rt_router *rt)
+{
+	if (rt->tls != NULL)
+		return "mutual TLS between routers and nodes and between nodes (Raft, RPC): "
+		       "members hold a certificate of the cluster CA";
+	return "WARNING: PLAIN: traffic between routers and nodes and between nodes is neither "
+	       "encrypted nor authenticated (no [tls] in the cluster file)";
+}
+
 static void tls_warn(const char *msg)
 {
 	rt_log("%s", msg);

@@ -303,6 +303,9 @@ struct rt_router {
 	size_t pool_bytes;
 };
 
+/* How the router talks to the nodes (TLS or plain), for `shoal status`. */
+const char *rt_traffic_describe(const rt_router *rt);
+
 /* Initialises the router's connections, lanes and leader cache for conf
  * (taken over), with options o. */
 int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, char *errmsg);

@@ -963,6 +963,7 @@ int rt_step_cluster_status(rt_job *j)
 	shoal__cluster_status_response__init(out);
 	out->partitions = sh_cluster_partitions(conf);
 	out->router_auth = (char *)rt_auth_describe(j->rt);
+	out->router_traffic = (char *)rt_traffic_describe(j->rt);
 	out->nodes = sh_arena_calloc(&j->arena, conf->n_nodes + 1, sizeof(*out->nodes));
 	out->groups = sh_arena_calloc(&j->arena, s->n + 1, sizeof(*out->groups));
 	if (out->nodes == NULL || out->groups == NULL)
