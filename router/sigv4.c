@@ -777,16 +777,30 @@ int rt_creds_load(const char *path, rt_creds *c, char *errmsg)
 	int lineno = 0, rc = SHOAL_OK;
 	while (fgets(line, sizeof(line), f) != NULL) {
 		lineno++;
+		if (strchr(line, '\n') == NULL && !feof(f)) {
+			rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+			             "credentials file %s line %d: longer than %zu bytes", path,
+			             lineno, sizeof(line) - 2);
+			break;
+		}
 		char *words[64];
 		int n = 0;
 		char *save = NULL;
-		for (char *w = strtok_r(line, " \t\r\n", &save); w != NULL && n < 64;
-		     w = strtok_r(NULL, " \t\r\n", &save))
-			words[n++] = w;
+		for (char *w = strtok_r(line, " \t\r\n", &save); w != NULL;
+		     w = strtok_r(NULL, " \t\r\n", &save)) {
+			if (n < 64)
+				words[n] = w;
+			n++; /* more than 64: refused below */
+		}
 		if (n == 0 || words[0][0] == '#')
 			continue;
 		char where[PATH_MAX_SHOWN];
 		snprintf(where, sizeof(where), "credentials file %s line %d", path, lineno);
+		if (n > 64) {
+			rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+			             "%s: at most 62 grants (list tables with commas)", where);
+			break;
+		}
 		if (n < 2) {
 			rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
 			             "%s: expected ACCESS_KEY_ID SECRET [GRANT ...]", where);

@@ -74,6 +74,14 @@ START_TEST(test_creds_grants)
 	rt_creds_free(&c);
 
 	char m[SH_ERRMSG_SIZE];
+	char long_line[5000];
+	memset(long_line, 'x', sizeof(long_line) - 2);
+	memcpy(long_line, "A b read:", 9);
+	long_line[sizeof(long_line) - 2] = '\n';
+	long_line[sizeof(long_line) - 1] = '\0';
+	ck_assert_int_eq(rt_creds_load(write_file("c4", long_line, 0600), &c, m),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_msg(strstr(m, "line 1: longer than") != NULL, "%s", m);
 	ck_assert_int_eq(rt_creds_load(write_file("c2", "A b\n", 0644), &c, m), SHOAL_OK);
 	ck_assert(c.others_can_read);
 	rt_creds_free(&c);
@@ -86,6 +94,12 @@ START_TEST(test_creds_grants)
 	    {"A b account:12\n", "not a 12-digit account id"},
 	    {"A\n", "expected ACCESS_KEY_ID SECRET [GRANT ...]"},
 	    {"A b\nA c\n", "repeated"},
+	    {"A b admin admin admin admin admin admin admin admin admin admin admin admin admin "
+	     "admin admin admin admin admin admin admin admin admin admin admin admin admin admin "
+	     "admin admin admin admin admin admin admin admin admin admin admin admin admin admin "
+	     "admin admin admin admin admin admin admin admin admin admin admin admin admin admin "
+	     "admin admin admin admin admin admin admin admin\n",
+	     "at most 62 grants"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_int_eq(rt_creds_load(write_file("c3", bad[i].text, 0600), &c, m),
