@@ -629,6 +629,7 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, char *errm
 	    .hostport = hostport,
 	    .threads = RT_HTTP_IO_THREADS,
 	    .max_conns = RT_HTTPD_MAX_CONNS,
+	    .max_conns_peer = RT_HTTP_MAX_CONNS_PEER,
 	    .max_held = RT_HTTP_MAX_INFLIGHT,
 	    .max_held_peer = RT_HTTP_MAX_INFLIGHT_PEER,
 	    .head_ms = rt->opt.http_head_ms,

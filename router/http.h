@@ -39,7 +39,8 @@
  * RT_HTTP_MAX_QUEUED requests wait for a worker and RT_HTTP_MAX_INFLIGHT
  * bytes of bodies are held at once, RT_HTTP_MAX_INFLIGHT_PEER of them by
  * one peer address (counted as they arrive, not as announced), past which
- * requests get 503 ServiceUnavailable (botocore retries those).  With
+ * requests get 503 ServiceUnavailable (botocore retries those); one address
+ * may hold RT_HTTP_MAX_CONNS_PEER connections.  With
  * credentials, a head that cannot be authenticated whatever its body
  * (no or malformed Authorization, unknown key, date out of skew, a session
  * token, a presigned URL) is answered before its body is read; the
@@ -63,6 +64,10 @@
 #define RT_HTTP_MAX_INFLIGHT (256u * 1024 * 1024)
 /* ... of which one peer address may hold (two of the largest bodies). */
 #define RT_HTTP_MAX_INFLIGHT_PEER (32u * 1024 * 1024)
+/* Connections from one peer address: half of RT_HTTPD_MAX_CONNS (so 384
+ * of 768 with the usual limit of 1024 descriptors), enough for a load
+ * generator's 256, short of all of them. */
+#define RT_HTTP_MAX_CONNS_PEER (RT_HTTPD_MAX_CONNS / 2)
 /* Bodies and answers up to these sizes are converted on the thread that has
  * them (http.c: on_request on the I/O thread, http_done on the thread that
  * finished the job); larger ones on an endpoint worker. */

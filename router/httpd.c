@@ -96,6 +96,7 @@ typedef struct peer {
 	uint8_t addr[16];
 	uint8_t len;        /* 4 (IPv4) or 16 (IPv6) */
 	uint32_t refs;      /* connections naming it (s->peers_mu) */
+	uint32_t open;      /* of which open (s->peers_mu) */
 	atomic_size_t held; /* bytes of bodies its connections hold */
 } peer;
 
@@ -179,18 +180,29 @@ static conn *conn_of(rt_httpd_req *r)
 	return (conn *)((char *)r - offsetof(conn, req));
 }
 
-/* The peer entry of a connection's address, created on its first
- * connection; NULL when the address is not IP or memory is short (the
- * connection is then bounded by the server's limits only). */
-static peer *peer_get(rt_httpd *s, const struct sockaddr_storage *ss)
+/* The peer entry of a new connection's address, created on its first
+ * connection, which counts as open in it; NULL when the address is not
+ * IP or memory is short (the connection is then bounded by the server's
+ * limits only), and NULL with *full set when the address has
+ * max_conns_peer connections open already.  An IPv6 peer is its /64 (what
+ * one host is usually given: counting its 2^64 addresses apart would bound
+ * nothing); an IPv4-mapped one is its IPv4 address. */
+static peer *peer_get(rt_httpd *s, const struct sockaddr_storage *ss, bool *full)
 {
 	uint8_t a[16], len;
+	*full = false;
 	if (ss->ss_family == AF_INET) {
 		memcpy(a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
 		len = 4;
 	} else if (ss->ss_family == AF_INET6) {
-		memcpy(a, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
-		len = 16;
+		const struct in6_addr *in6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(in6)) {
+			memcpy(a, in6->s6_addr + 12, 4);
+			len = 4;
+		} else {
+			memcpy(a, in6->s6_addr, 8);
+			len = 8;
+		}
 	} else {
 		return NULL;
 	}
@@ -209,10 +221,26 @@ static peer *peer_get(rt_httpd *s, const struct sockaddr_storage *ss)
 		p->next = *b;
 		*b = p;
 	}
-	if (p != NULL)
+	if (p != NULL && s->c.max_conns_peer > 0 && p->open >= s->c.max_conns_peer) {
+		assert(p->refs > 0); /* (a full address has connections: it stays listed) */
+		*full = true;
+		p = NULL;
+	} else if (p != NULL) {
 		p->refs++;
+		p->open++;
+	}
 	pthread_mutex_unlock(&s->peers_mu);
 	return p;
+}
+
+/* The connection's socket closed: its address has one fewer open. */
+static void peer_closed(rt_httpd *s, peer *p)
+{
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&s->peers_mu);
+	p->open--;
+	pthread_mutex_unlock(&s->peers_mu);
 }
 
 static void peer_put(rt_httpd *s, peer *p)
@@ -221,7 +249,7 @@ static void peer_put(rt_httpd *s, peer *p)
 		return;
 	pthread_mutex_lock(&s->peers_mu);
 	if (--p->refs == 0) {
-		assert(atomic_load(&p->held) == 0);
+		assert(atomic_load(&p->held) == 0 && p->open == 0);
 		uint32_t h = 2166136261u;
 		for (uint8_t i = 0; i < p->len; i++)
 			h = (h ^ p->addr[i]) * 16777619u;
@@ -308,6 +336,7 @@ static void conn_close(loop *lp, conn *c)
 		return;
 	close(c->fd);
 	c->fd = -1;
+	peer_closed(c->s, c->peer);
 	if (c->state != C_BUSY) {
 		body_release(c);
 		peer_drop(c);
@@ -966,6 +995,23 @@ static void listen_resume(loop *lp)
 		lp->paused_until = rt_now_ms() + RT_HTTPD_ACCEPT_PAUSE_MS;
 }
 
+/* A connection over max_conns or max_conns_peer: a clean refusal the
+ * client can read (and retry: botocore retries 503), before anything of
+ * its request arrived. */
+static void refuse(int fd)
+{
+	static const char full[] = "HTTP/1.1 503 Service Unavailable\r\n"
+	                           "Content-Type: text/plain\r\n"
+	                           "Content-Length: 20\r\n"
+	                           "Retry-After: 1\r\n"
+	                           "Connection: close\r\n\r\n"
+	                           "too many connections";
+	ssize_t w = send(fd, full, sizeof(full) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	(void)w;
+	shutdown(fd, SHUT_WR);
+	close(fd);
+}
+
 static void on_accept(loop *lp)
 {
 	rt_httpd *s = lp->s;
@@ -985,18 +1031,7 @@ static void on_accept(loop *lp)
 		atomic_store(&s->out_of_fds, false);
 		if (atomic_fetch_add(&s->n_conns, 1) >= s->c.max_conns) {
 			atomic_fetch_sub(&s->n_conns, 1);
-			/* A clean refusal the client can read (and retry: botocore
-			 * retries 503), before anything of its request arrived. */
-			static const char full[] = "HTTP/1.1 503 Service Unavailable\r\n"
-			                           "Content-Type: text/plain\r\n"
-			                           "Content-Length: 20\r\n"
-			                           "Retry-After: 1\r\n"
-			                           "Connection: close\r\n\r\n"
-			                           "too many connections";
-			ssize_t w = send(fd, full, sizeof(full) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-			(void)w;
-			shutdown(fd, SHUT_WR);
-			close(fd);
+			refuse(fd);
 			if (!atomic_exchange(&s->refusing, true))
 				rt_log(
 				    "http: %u connections open: refusing new ones until some close",
@@ -1004,14 +1039,24 @@ static void on_accept(loop *lp)
 			continue;
 		}
 		atomic_store(&s->refusing, false);
+		bool full;
+		peer *p = peer_get(s, &ss, &full);
+		if (full) {
+			atomic_fetch_sub(&s->n_conns, 1);
+			refuse(fd);
+			continue;
+		}
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		conn *c = sh_calloc(1, sizeof(*c));
 		if (c == NULL) {
 			atomic_fetch_sub(&s->n_conns, 1);
 			close(fd);
+			peer_closed(s, p);
+			peer_put(s, p);
 			continue;
 		}
+		c->peer = p;
 		c->s = s;
 		c->lp = lp;
 		c->fd = fd;
@@ -1026,10 +1071,11 @@ static void on_accept(loop *lp)
 			atomic_fetch_sub(&s->n_conns, 1);
 			close(fd);
 			c->fd = -1;
+			peer_closed(s, p);
+			peer_drop(c);
 			conn_unref(c);
 			continue;
 		}
-		c->peer = peer_get(s, &ss);
 		c->next = lp->conns;
 		if (lp->conns != NULL)
 			lp->conns->prev = c;
@@ -1256,8 +1302,14 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
 		rlim_t room = rl.rlim_cur > 512 ? rl.rlim_cur - 256 : rl.rlim_cur / 2;
-		if (s->c.max_conns > room)
+		if (s->c.max_conns > room) {
+			/* (one address keeps the same share of the fewer) */
+			s->c.max_conns_peer =
+			    (uint32_t)((uint64_t)s->c.max_conns_peer * room / s->c.max_conns);
+			if (conf->max_conns_peer > 0 && s->c.max_conns_peer == 0)
+				s->c.max_conns_peer = 1;
 			s->c.max_conns = (uint32_t)room;
+		}
 	}
 	int rc = listen_on(s, conf->hostport, errmsg);
 	if (rc != SHOAL_OK)

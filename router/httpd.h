@@ -53,11 +53,12 @@
  *     KiB);
  *   - the bytes of bodies held at once are bounded by conf.max_held for the
  *     server and conf.max_held_peer for the connections of one peer address
- *     (IPv4 address, or IPv6 address), so that one address cannot take the
+ *     (an IPv4 address, or an IPv6 /64), so that one address cannot take the
  *     whole server's share; past either, ops.busy answers (503, close) and
  *     r->peer_busy says which;
- *   - at most conf.max_conns connections at once: more are answered a
- *     static 503 and closed at once (logged once);
+ *   - at most conf.max_conns connections at once, and conf.max_conns_peer
+ *     from one peer address: more are answered a static 503 and closed at
+ *     once (logged once for the server's limit);
  *   - accept(2) failing for lack of descriptors pauses accepting for
  *     RT_HTTPD_ACCEPT_PAUSE_MS instead of spinning.
  */
@@ -163,14 +164,16 @@ typedef struct rt_httpd_ops {
 } rt_httpd_ops;
 
 typedef struct rt_httpd_conf {
-	const char *hostport; /* "host:port", "[v6]:port", ":port" (every address) */
-	uint32_t threads;     /* I/O threads (>= 1) */
-	uint32_t max_conns;   /* at once (lowered to fit the descriptor limit) */
-	size_t max_held;      /* bytes of bodies held at once */
-	size_t max_held_peer; /* ... by the connections of one peer address (0: max_held) */
-	uint32_t head_ms;     /* a whole head, from its first byte (0: RT_HTTPD_HEAD_MS) */
-	uint32_t timeout_ms;  /* no progress on a body or an answer (0: RT_HTTPD_TIMEOUT_MS) */
-	uint32_t idle_ms;     /* keep-alive connection without a request (0: RT_HTTPD_IDLE_MS) */
+	const char *hostport;    /* "host:port", "[v6]:port", ":port" (every address) */
+	uint32_t threads;        /* I/O threads (>= 1) */
+	uint32_t max_conns;      /* at once (lowered to fit the descriptor limit) */
+	uint32_t max_conns_peer; /* ... from one peer address (0: no limit of its own;
+	                            lowered in proportion with max_conns) */
+	size_t max_held;         /* bytes of bodies held at once */
+	size_t max_held_peer;    /* ... by the connections of one peer address (0: max_held) */
+	uint32_t head_ms;        /* a whole head, from its first byte (0: RT_HTTPD_HEAD_MS) */
+	uint32_t timeout_ms;     /* no progress on a body or an answer (0: RT_HTTPD_TIMEOUT_MS) */
+	uint32_t idle_ms;        /* keep-alive connection without a request (0: RT_HTTPD_IDLE_MS) */
 	rt_httpd_ops ops;
 	void *arg;
 } rt_httpd_conf;

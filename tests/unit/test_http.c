@@ -1402,6 +1402,52 @@ START_TEST(test_srv_peer_held)
 }
 END_TEST
 
+START_TEST(test_srv_peer_conns)
+{
+	/* One address may hold max_conns_peer connections: the next one from
+	 * it gets 503 and is closed, another address is served, and a
+	 * connection closed makes room again. */
+	srv_start_conf((rt_httpd_conf){.max_conns = 100,
+	                               .max_conns_peer = 3,
+	                               .max_held = 1 << 20,
+	                               .head_ms = 10000,
+	                               .timeout_ms = 10000});
+	cli a[3];
+	for (int i = 0; i < 3; i++) {
+		a[i] = cli_open_from(2);
+		post(&a[i], "/", "mine", "");
+		expect_echo(&a[i], "mine");
+	}
+	cli x = cli_open_from(2);
+	resp r;
+	ck_assert(cli_resp(&x, &r, false));
+	ck_assert(r.status == 503 && has_header(&r, "\r\nConnection: close\r\n"));
+	cli_expect_eof(&x);
+	cli_close(&x);
+	cli v = cli_open();
+	post(&v, "/", "other address", "");
+	expect_echo(&v, "other address");
+	cli_close(&a[0]);
+	/* The server notices the close at its next event: poll for the room. */
+	int64_t end = now_ms() + 5000;
+	bool served = false;
+	while (!served && now_ms() < end) {
+		cli y = cli_open_from(2);
+		/* (a refused connection may be closed under the send) */
+		static const char req[] = "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nagain";
+		ssize_t w = send(y.fd, req, sizeof(req) - 1, MSG_NOSIGNAL);
+		(void)w;
+		served = cli_resp(&y, &r, false) && r.status == 200;
+		cli_close(&y);
+	}
+	ck_assert(served);
+	for (int i = 1; i < 3; i++)
+		cli_close(&a[i]);
+	cli_close(&v);
+	srv_stop();
+}
+END_TEST
+
 START_TEST(test_srv_emfile)
 {
 	/* Out of descriptors, accept(2) fails: the server pauses accepting
@@ -1637,6 +1683,7 @@ static Suite *http_suite(void)
 	tcase_add_test(srv, test_srv_head_timeout);
 	tcase_add_test(srv, test_srv_announced_body);
 	tcase_add_test(srv, test_srv_peer_held);
+	tcase_add_test(srv, test_srv_peer_conns);
 	tcase_add_test(srv, test_srv_emfile);
 	tcase_add_test(srv, test_srv_stop);
 	tcase_add_test(srv, test_srv_peer_gone);
