@@ -18,6 +18,7 @@
 
 #define PUMP_BUF     (64u * 1024)
 #define THREAD_STACK (256u * 1024)
+#define PUMP_SEND_MS 10000
 
 static int config(nng_tls_config **out, nng_tls_mode mode, const char *cert, const char *ca,
                   nng_tls_auth_mode auth, char *errmsg)
@@ -210,6 +211,11 @@ static void *pump_up(void *arg)
 	uint8_t *buf = sh_malloc(PUMP_BUF);
 	nng_aio *aio = NULL;
 	if (buf != NULL && nng_aio_alloc(&aio, NULL, NULL) == 0) {
+		/* A peer that takes nothing for this long (a partition, a
+		 * hung process) ends the connection: else this thread would
+		 * wait in the send for TCP to give up (many minutes), deaf to
+		 * our side closing. */
+		nng_aio_set_timeout(aio, PUMP_SEND_MS);
 		for (;;) {
 			ssize_t n = read(p->fd, buf, PUMP_BUF);
 			if (n < 0 && errno == EINTR)
