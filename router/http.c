@@ -454,7 +454,7 @@ static bool presigned(const char *target)
 
 /* With credentials, what can be checked of a request's signature before its
  * body is read, is, so that a peer that cannot authenticate never has a
- * body held for it (issue 15): the Authorization header's presence and
+ * large body held for it (issue 15): the Authorization header's presence and
  * format, its key id, and its date (rt_auth_check_key: the same check, and
  * messages, as rt_sigv4_verify's after the body).  The signature covers the
  * body, so it is verified in serve.  Session tokens and presigned URLs,
@@ -480,6 +480,12 @@ static bool head_auth(rt_http *h, rt_httpd_req *r)
 		           true);
 		return false;
 	}
+	/* A small body (most requests) is held at little cost and its
+	 * signature checked as soon as it is in: the early check (~1.6 us:
+	 * the date's parse, the key's lookup) is for bodies worth refusing
+	 * before they are read. */
+	if (hd->content_length <= RT_HTTP_INLINE_BODY)
+		return true;
 	const char *auth = rt_httpd_header_get(hd, "Authorization");
 	rt_sigv4_auth au;
 	rt_auth_result ar;

@@ -41,10 +41,11 @@
  * one peer address (counted as they arrive, not as announced), past which
  * requests get 503 ServiceUnavailable (botocore retries those); one address
  * may hold RT_HTTP_MAX_CONNS_PEER connections.  With
- * credentials, a head that cannot be authenticated whatever its body
- * (no or malformed Authorization, unknown key, date out of skew, a session
- * token, a presigned URL) is answered before its body is read; the
- * signature itself, which covers the body, is checked after.  A JSON body
+ * credentials, a head with a session token or a presigned URL, and one
+ * announcing more than RT_HTTP_INLINE_BODY that cannot be authenticated
+ * whatever its body (no or malformed Authorization, unknown key, date out
+ * of skew), is answered before its body is read; the signature itself,
+ * which covers the body, is checked after.  A JSON body
  * is decoded under wire_json_parse's memory budget (proto/wire_json.c).
  * The server's own limits (head size, timeouts, connections, descriptors)
  * are in httpd.h; the timeouts are rt_options' http_head_ms and
