@@ -10,6 +10,10 @@
 #   hot            the hot-partition load tests at length (tests/integration/it_hot.c, HOT_SECS
 #                  per phase, default 60; `make test` runs 6): a table of figures, and
 #                  $(BUILD)/hot/*.csv and hot.png (per-partition throughput and throttles)
+#   fuzz           each libFuzzer target of tests/fuzz/ (one per decoder: NodeRequest, Request,
+#                  DynamoDB JSON body, HTTP head, expressions) for FUZZ_SECS seconds, built by
+#                  clang with ASan/UBSan in $(BUILD)/fuzz; `make test` runs 4 s of each
+#                  (fuzz-build: build them only; fuzz-seeds: remake tests/fuzz/corpus/)
 #   bench-peers    Shoal beside etcd and dynalite under the same wrk load (installs Debian's
 #                  etcd-server and wrk, dynalite from npm into $(BUILD)/peers; prints figures)
 #   libs           libshoal.so.0, libshoal.so and an installable libshoal.a in $(BUILD)/lib
@@ -28,6 +32,9 @@
 #   V=1                       show full compiler command lines
 #   SHOAL_SEED=n              seed for randomised tests (printed by every such test)
 #   BENCH_ARGS='-n 100000'    arguments for st_bench (see tests/bench/st_bench.c)
+#   FUZZ_SECS=60              seconds per target for make fuzz
+#   FUZZ_ARGS='-jobs=2'       extra libFuzzer options for make fuzz
+#   FUZZ_CC=clang             the compiler of the fuzz build (needs libFuzzer)
 #   JOBS=n                    parallel compile jobs for test/demo/bench (default: nproc)
 #   PREFIX=/usr/local         install prefix; DESTDIR=dir is prepended to every installed path
 #   BINDIR=$(PREFIX)/bin      shoal, shoal-node, shoal-router
@@ -369,3 +376,72 @@ bench-peers: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	tests/tools/bench-peers.sh $(BUILD)
 # --- end bench-peers ---
+
+# ---------------------------------------------------------------------------
+# Fuzzing (issue 15): one libFuzzer target per decoder in tests/fuzz/ (see
+# tests/fuzz/harness.h and each fuzz_*.c), built by clang -- Debian's clang
+# and libclang-rt-14-dev, which deploy/install-deps.sh installs -- in
+# $(FUZZ_DIR), apart from the gcc build.  The code under test (common/,
+# storage/, proto/, the generated protobuf-c code and router/httpd_parse.c)
+# is compiled again there with -fsanitize=fuzzer-no-link plus ASan and UBSan,
+# the targets with -fsanitize=fuzzer (libFuzzer supplies main()).  -Werror is
+# left out there: a warning only clang gives in a file under test must not
+# stop the fuzzers (the gcc build keeps the tree warning-free).
+#   fuzz-build  the targets, $(FUZZ_DIR)/fuzz_<name>
+#   fuzz        each target for FUZZ_SECS seconds (tests/fuzz/run.sh) from its
+#               seed corpus tests/fuzz/corpus/<name>/ and what earlier runs
+#               found ($(FUZZ_DIR)/corpus/<name>/); crashes are written to
+#               $(FUZZ_DIR)/crashes/ and fail the run.  FUZZ_ARGS adds
+#               libFuzzer options (e.g. FUZZ_ARGS=-jobs=2).
+#   fuzz-seeds  rewrites tests/fuzz/corpus/ with tests/fuzz/seeds.c (messages
+#               made by the real encoders): after a protocol change
+# `make test` runs each target for a few seconds (suite "fuzz" of
+# tests/run-tests.sh).
+FUZZ_CC   ?= clang
+FUZZ_SECS ?= 60
+FUZZ_DIR  := $(BUILD)/fuzz
+FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=c11 -O1 -g -Wall -Wextra -Wno-unused-parameter -fvisibility=hidden \
+               $(FUZZ_SANFLAGS) -fsanitize=fuzzer-no-link
+FUZZ_LIB_SRC := $(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC) router/httpd_parse.c
+FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_LIB_SRC)) \
+                $(patsubst $(GEN)/%.c,$(FUZZ_DIR)/obj/gen/%.o,$(PROTO_GEN_C))
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BIN := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_NAMES))
+FUZZ_KEEP := $(patsubst %,$(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) \
+             $(FUZZ_DIR)/obj/tests/fuzz/harness.o $(FUZZ_DIR)/obj/tests/fuzz/seeds.o
+
+.PHONY: fuzz fuzz-build fuzz-seeds
+.SECONDARY: $(FUZZ_KEEP)
+fuzz-build: deps-checked
+	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZ_BIN)
+
+fuzz: fuzz-build
+	@tests/fuzz/run.sh --secs $(FUZZ_SECS) $(BUILD)
+
+fuzz-seeds: deps-checked
+	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZ_DIR)/fuzz-seeds
+	rm -rf tests/fuzz/corpus && mkdir -p $(addprefix tests/fuzz/corpus/,$(FUZZ_NAMES))
+	$(FUZZ_DIR)/fuzz-seeds tests/fuzz/corpus
+
+$(FUZZ_DIR)/obj/gen/proto/%.pb-c.o: $(GEN)/proto/%.pb-c.c $(PROTO_GEN_H)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,FUZZCC,$<)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -Wno-missing-braces -MMD -MP -c $< -o $@
+
+$(FUZZ_DIR)/obj/%.o: %.c | $(PROTO_GEN_H)
+	@mkdir -p $(dir $@)
+	$(Q)$(call say,FUZZCC,$<)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+
+$(FUZZ_DIR)/libfuzzcore.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	$(Q)$(call say,AR,$@)ar rcs $@ $^
+
+$(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_DIR)/obj/tests/fuzz/harness.o \
+		$(FUZZ_DIR)/libfuzzcore.a
+	$(Q)$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer -o $@ $^ -lnng $(LIBS)
+
+$(FUZZ_DIR)/fuzz-seeds: $(FUZZ_DIR)/obj/tests/fuzz/seeds.o $(FUZZ_DIR)/libfuzzcore.a
+	$(Q)$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer-no-link -o $@ $^ -lnng $(LIBS)
+
+-include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)
+# --- end fuzzing ---

@@ -33,6 +33,7 @@ PACKAGES=(
   libjansson-dev                  # DynamoDB JSON
   libinih-dev                     # config files
   clang-format                    # make format
+  clang libclang-rt-14-dev        # make fuzz and make test's fuzz suite: libFuzzer, ASan, UBSan
   jq                              # make demo: compact JSON output
   nettle-dev                      # SHA-256 / HMAC for SigV4 on the HTTP endpoint
   zlib1g-dev                      # CRC-32 (x-amz-crc32) on the HTTP endpoint

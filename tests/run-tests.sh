@@ -8,9 +8,11 @@ shift
 # then script suites: it_http_boto3 is tests/integration/http/run.sh (the
 # HTTP endpoint driven by boto3 and the AWS CLI); install_check is
 # tests/tools/install-check.sh (make install, then a program outside the
-# tree built with pkg-config against the installed libshoal).
+# tree built with pkg-config against the installed libshoal); fuzz is
+# tests/fuzz/run.sh (a few seconds of each libFuzzer target, one check each).
 here=$(cd "$(dirname "$0")" && pwd)
-declare -A scripts=([it_http_boto3]=$here/integration/http/run.sh [install_check]=$here/tools/install-check.sh)
+declare -A scripts=([it_http_boto3]=$here/integration/http/run.sh [install_check]=$here/tools/install-check.sh
+	[fuzz]=$here/fuzz/run.sh)
 if (($#)); then bins=("$@"); else
 	bins=()
 	for b in "$build"/tests/test_* "$build"/tests/it_*; do [[ -x $b ]] && bins+=("$(basename "$b")"); done

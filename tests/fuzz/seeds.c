@@ -1,0 +1,605 @@
+/*
+ * seeds.c -- writes the seed corpus of the fuzz targets (`make fuzz-seeds`
+ * runs it into tests/fuzz/corpus/; the files are in git, this program is
+ * how they were made and how to remake them after a protocol change).
+ *
+ * Every protobuf seed is made by the real encoders from a DynamoDB JSON
+ * body: wire_json_parse, wire_api_request_from_json (what the CLI and the
+ * HTTP endpoint do) and protobuf-c's pack -- so a seed is a message a client
+ * really sends:
+ *   json/          "<Operation>\n<body>" for every operation, valid bodies
+ *                  plus a few that are refused at each stage
+ *   request/       each valid body as a packed Request; a batch of three; a
+ *                  Request signed with an Auth field (wire_auth_encode)
+ *   node_request/  each Request wrapped as the router sends it to a node
+ *                  (group, epoch, table id; any_replica for reads), the
+ *                  internal operations (define_table, drop_table,
+ *                  update_table, activate_index, index_ship, transactions,
+ *                  group_status, list_catalog) and a NodeRequest batch
+ *   expr/          a kind byte and an expression of each kind
+ *   http_head/     heads as botocore, the AWS CLI, curl and a health
+ *                  check send them, keep-alive, 100-continue, HTTP/1.0, and
+ *                  malformed ones
+ *
+ * Usage: fuzz-seeds DIR (DIR/<target>/ must exist).  Stops at the first
+ * problem (a seed meant valid that is refused says so).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/wire_api.h"
+#include "proto/wire_auth.h"
+#include "storage/expr.h"
+
+static const char *dir;
+static sh_arena arena;
+
+static void die(const char *what, const char *why)
+{
+	fprintf(stderr, "fuzz-seeds: %s: %s\n", what, why);
+	exit(1);
+}
+
+static void write_file(const char *target, const char *name, const void *data, size_t len)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/%s/%s", dir, target, name);
+	FILE *f = fopen(path, "wb");
+	if (f == NULL || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+		die(path, strerror(errno));
+}
+
+static void write_msg(const char *target, const char *name, const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = sh_arena_alloc(&arena, len + 1);
+	protobuf_c_message_pack(m, buf);
+	write_file(target, name, buf, len);
+}
+
+/* ------------------------------------------------------------------------ */
+/* DynamoDB JSON bodies                                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct body {
+	const char *name; /* file name */
+	const char *op;
+	const char *json;
+	bool valid; /* converts to a Request (else: a refused seed, json/ only) */
+} body;
+
+static const body bodies[] = {
+    {"get_item", "GetItem",
+     "{\"TableName\": \"Music\", \"Key\": {\"pk\": {\"S\": \"Artist#1\"}, \"sk\": {\"N\": \"3\"}}, "
+     "\"ProjectionExpression\": \"#t, Albums[1].Title, Tags\", "
+     "\"ExpressionAttributeNames\": {\"#t\": \"Title\"}, \"ConsistentRead\": true, "
+     "\"ReturnConsumedCapacity\": \"TOTAL\"}",
+     true},
+    {"put_item", "PutItem",
+     "{\"TableName\": \"Music\", \"Item\": {\"pk\": {\"S\": \"Artist#1\"}, \"sk\": {\"N\": "
+     "\"3\"}, \"Title\": {\"S\": \"Caf\\u00e9\"}, \"Price\": {\"N\": \"-12.50e3\"}, \"Cover\": "
+     "{\"B\": \"iVBORw0KGgo=\"}, \"Live\": {\"BOOL\": false}, \"Gone\": {\"NULL\": true}, "
+     "\"Albums\": {\"L\": [{\"M\": {\"Title\": {\"S\": \"One\"}, \"Year\": {\"N\": \"1999\"}}}, "
+     "{\"M\": {\"Title\": {\"S\": \"Two\"}}}]}, \"Tags\": {\"SS\": [\"rock\", \"pop\"]}, "
+     "\"Ranks\": {\"NS\": [\"1\", \"2.5\", \"1E+10\"]}, \"Blobs\": {\"BS\": [\"AQI=\", "
+     "\"/w==\"]}}, \"ConditionExpression\": \"attribute_not_exists(pk) OR Price < :p\", "
+     "\"ExpressionAttributeValues\": {\":p\": {\"N\": \"100\"}}, \"ReturnValues\": \"ALL_OLD\", "
+     "\"ReturnValuesOnConditionCheckFailure\": \"ALL_OLD\"}",
+     true},
+    {"update_item", "UpdateItem",
+     "{\"TableName\": \"Music\", \"Key\": {\"pk\": {\"S\": \"Artist#1\"}, \"sk\": {\"N\": "
+     "\"3\"}}, \"UpdateExpression\": \"SET #t = :t, Plays = if_not_exists(Plays, :zero) + :one, "
+     "More = list_append(if_not_exists(More, :more), :more), Albums[0].#y = :y REMOVE Gone, "
+     "Albums[1] ADD Tags "
+     ":tags, Plays2 :one DELETE Ranks :r\", \"ConditionExpression\": \"attribute_exists(pk) AND "
+     "(size(Tags) <= :ten OR contains(Tags, :tag)) AND NOT begins_with(#t, :t)\", "
+     "\"ExpressionAttributeNames\": {\"#t\": \"Title\", \"#y\": \"Year\"}, "
+     "\"ExpressionAttributeValues\": {\":t\": {\"S\": \"New\"}, \":zero\": {\"N\": \"0\"}, "
+     "\":one\": {\"N\": \"1\"}, \":more\": "
+     "{\"L\": [{\"S\": \"Three\"}]}, \":y\": {\"N\": \"2001\"}, \":tags\": {\"SS\": [\"jazz\"]}, "
+     "\":r\": {\"NS\": [\"2.5\"]}, \":ten\": {\"N\": \"10\"}, \":tag\": {\"S\": \"rock\"}}, "
+     "\"ReturnValues\": \"UPDATED_NEW\"}",
+     true},
+    {"delete_item", "DeleteItem",
+     "{\"TableName\": \"Music\", \"Key\": {\"pk\": {\"S\": \"Artist#1\"}, \"sk\": {\"N\": "
+     "\"3\"}}, \"ConditionExpression\": \"Price BETWEEN :lo AND :hi AND attribute_type(Tags, "
+     ":ss) AND Live IN (:f, :n)\", \"ExpressionAttributeValues\": {\":lo\": {\"N\": \"1\"}, "
+     "\":hi\": {\"N\": \"99\"}, \":ss\": {\"S\": \"SS\"}, \":f\": {\"BOOL\": false}, \":n\": "
+     "{\"NULL\": true}}, \"ReturnValues\": \"ALL_OLD\"}",
+     true},
+    {"query", "Query",
+     "{\"TableName\": \"Music\", \"IndexName\": \"byTitle\", \"KeyConditionExpression\": "
+     "\"pk = :p AND sk BETWEEN :a AND :b\", \"FilterExpression\": \"Price > :min AND "
+     "attribute_exists(Albums[0].Title)\", \"ProjectionExpression\": \"pk, sk, Price\", "
+     "\"ExpressionAttributeValues\": {\":p\": {\"S\": \"Artist#1\"}, \":a\": {\"N\": \"1\"}, "
+     "\":b\": {\"N\": \"9\"}, \":min\": {\"N\": \"0.5\"}}, \"Limit\": 25, \"ScanIndexForward\": "
+     "false, \"ExclusiveStartKey\": {\"pk\": {\"S\": \"Artist#1\"}, \"sk\": {\"N\": \"2\"}}, "
+     "\"ReturnConsumedCapacity\": \"INDEXES\"}",
+     true},
+    {"query_begins", "Query",
+     "{\"TableName\": \"Music\", \"KeyConditionExpression\": \"#k = :p AND sk >= :s\", "
+     "\"ExpressionAttributeNames\": {\"#k\": \"pk\"}, \"ExpressionAttributeValues\": "
+     "{\":p\": {\"S\": \"A\"}, \":s\": {\"N\": \"2024\"}}, \"Select\": \"COUNT\"}",
+     true},
+    {"scan", "Scan",
+     "{\"TableName\": \"Music\", \"FilterExpression\": \"contains(Title, :w) OR size(Albums) > "
+     ":n OR Albums[0] = :m\", \"ExpressionAttributeValues\": {\":w\": {\"S\": \"the\"}, \":n\": "
+     "{\"N\": \"2\"}, \":m\": {\"M\": {\"Title\": {\"S\": \"One\"}}}}, \"Segment\": 1, "
+     "\"TotalSegments\": 4, \"Limit\": 100, \"ConsistentRead\": true}",
+     true},
+    {"scan_count", "Scan", "{\"TableName\": \"Music\", \"Select\": \"COUNT\"}", true},
+    {"batch_get_item", "BatchGetItem",
+     "{\"RequestItems\": {\"Music\": {\"Keys\": [{\"pk\": {\"S\": \"A\"}, \"sk\": {\"N\": "
+     "\"1\"}}, {\"pk\": {\"S\": \"B\"}, \"sk\": {\"N\": \"2\"}}], \"ProjectionExpression\": "
+     "\"#t\", \"ExpressionAttributeNames\": {\"#t\": \"Title\"}, \"ConsistentRead\": true}, "
+     "\"Fans\": {\"Keys\": [{\"id\": {\"B\": \"AAEC\"}}]}}, \"ReturnConsumedCapacity\": "
+     "\"TOTAL\"}",
+     true},
+    {"batch_write_item", "BatchWriteItem",
+     "{\"RequestItems\": {\"Music\": [{\"PutRequest\": {\"Item\": {\"pk\": {\"S\": \"A\"}, "
+     "\"sk\": {\"N\": \"1\"}, \"L\": {\"L\": [{\"N\": \"1\"}, {\"L\": []}]}}}}, "
+     "{\"DeleteRequest\": {\"Key\": {\"pk\": {\"S\": \"B\"}, \"sk\": {\"N\": \"2\"}}}}], "
+     "\"Fans\": [{\"PutRequest\": {\"Item\": {\"id\": {\"B\": \"AAEC\"}, \"m\": {\"M\": {}}}}}]}, "
+     "\"ReturnConsumedCapacity\": \"TOTAL\", \"ReturnItemCollectionMetrics\": \"SIZE\"}",
+     true},
+    {"transact_write_items", "TransactWriteItems",
+     "{\"TransactItems\": [{\"ConditionCheck\": {\"TableName\": \"Accounts\", \"Key\": "
+     "{\"pk\": {\"S\": \"alice\"}}, \"ConditionExpression\": \"Balance >= :amt\", "
+     "\"ExpressionAttributeValues\": {\":amt\": {\"N\": \"10\"}}}}, {\"Update\": "
+     "{\"TableName\": \"Accounts\", \"Key\": {\"pk\": {\"S\": \"bob\"}}, \"UpdateExpression\": "
+     "\"ADD Balance :amt\", \"ExpressionAttributeValues\": {\":amt\": {\"N\": \"10\"}}}}, "
+     "{\"Put\": {\"TableName\": \"Ledger\", \"Item\": {\"pk\": {\"S\": \"tx#1\"}, \"amt\": "
+     "{\"N\": \"10\"}}, \"ConditionExpression\": \"attribute_not_exists(pk)\", "
+     "\"ReturnValuesOnConditionCheckFailure\": \"ALL_OLD\"}}, {\"Delete\": {\"TableName\": "
+     "\"Holds\", \"Key\": {\"pk\": {\"S\": \"alice\"}}}}], \"ClientRequestToken\": "
+     "\"6f1c2d9a-0b1e-4c5d-9e8f-112233445566\", \"ReturnConsumedCapacity\": \"TOTAL\"}",
+     true},
+    {"transact_get_items", "TransactGetItems",
+     "{\"TransactItems\": [{\"Get\": {\"TableName\": \"Accounts\", \"Key\": {\"pk\": {\"S\": "
+     "\"alice\"}}, \"ProjectionExpression\": \"#b\", \"ExpressionAttributeNames\": {\"#b\": "
+     "\"Balance\"}}}, {\"Get\": {\"TableName\": \"Accounts\", \"Key\": {\"pk\": {\"S\": "
+     "\"bob\"}}}}]}",
+     true},
+    {"create_table", "CreateTable",
+     "{\"TableName\": \"Music\", \"KeySchema\": [{\"AttributeName\": \"pk\", \"KeyType\": "
+     "\"HASH\"}, {\"AttributeName\": \"sk\", \"KeyType\": \"RANGE\"}], "
+     "\"AttributeDefinitions\": [{\"AttributeName\": \"pk\", \"AttributeType\": \"S\"}, "
+     "{\"AttributeName\": \"sk\", \"AttributeType\": \"N\"}, {\"AttributeName\": \"Title\", "
+     "\"AttributeType\": \"S\"}, {\"AttributeName\": \"Cover\", \"AttributeType\": \"B\"}], "
+     "\"GlobalSecondaryIndexes\": [{\"IndexName\": \"byTitle\", \"KeySchema\": "
+     "[{\"AttributeName\": \"Title\", \"KeyType\": \"HASH\"}, {\"AttributeName\": \"sk\", "
+     "\"KeyType\": \"RANGE\"}], \"Projection\": {\"ProjectionType\": \"INCLUDE\", "
+     "\"NonKeyAttributes\": [\"Price\"]}, \"WriteShards\": 4}], \"LocalSecondaryIndexes\": "
+     "[{\"IndexName\": \"byCover\", \"KeySchema\": [{\"AttributeName\": \"pk\", \"KeyType\": "
+     "\"HASH\"}, {\"AttributeName\": \"Cover\", \"KeyType\": \"RANGE\"}], \"Projection\": "
+     "{\"ProjectionType\": \"KEYS_ONLY\"}}], \"BillingMode\": \"PAY_PER_REQUEST\", "
+     "\"StreamSpecification\": {\"StreamEnabled\": false}, \"Tags\": [{\"Key\": \"k\", "
+     "\"Value\": \"v\"}]}",
+     true},
+    {"create_table_provisioned", "CreateTable",
+     "{\"TableName\": \"Fans\", \"KeySchema\": [{\"AttributeName\": \"id\", \"KeyType\": "
+     "\"HASH\"}], \"AttributeDefinitions\": [{\"AttributeName\": \"id\", \"AttributeType\": "
+     "\"B\"}], \"BillingMode\": \"PROVISIONED\", \"ProvisionedThroughput\": "
+     "{\"ReadCapacityUnits\": 5, \"WriteCapacityUnits\": 5}}",
+     true},
+    {"describe_table", "DescribeTable", "{\"TableName\": \"Music\"}", true},
+    {"delete_table", "DeleteTable", "{\"TableName\": \"Music\"}", true},
+    {"list_tables", "ListTables", "{\"ExclusiveStartTableName\": \"Fans\", \"Limit\": 10}", true},
+    {"update_table", "UpdateTable",
+     "{\"TableName\": \"Music\", \"AttributeDefinitions\": [{\"AttributeName\": \"Year\", "
+     "\"AttributeType\": \"N\"}], \"GlobalSecondaryIndexUpdates\": [{\"Create\": "
+     "{\"IndexName\": \"byYear\", \"KeySchema\": [{\"AttributeName\": \"Year\", \"KeyType\": "
+     "\"HASH\"}], \"Projection\": {\"ProjectionType\": \"ALL\"}, \"WriteShards\": 2}}]}",
+     true},
+    {"update_table_delete", "UpdateTable",
+     "{\"TableName\": \"Music\", \"GlobalSecondaryIndexUpdates\": [{\"Delete\": "
+     "{\"IndexName\": \"byTitle\"}}], \"BillingMode\": \"PAY_PER_REQUEST\"}",
+     true},
+    {"cluster_status", "ClusterStatus", "{}", true},
+    /* Refused, each at another stage. */
+    {"bad_json", "PutItem", "{\"TableName\": \"Music\", \"Item\": {\"pk\": {\"S\": \"a\"", false},
+    {"bad_shape", "PutItem", "{\"TableName\": 7, \"Item\": [1, 2]}", false},
+    {"bad_value", "PutItem",
+     "{\"TableName\": \"Music\", \"Item\": {\"pk\": {\"S\": \"a\", \"N\": \"1\"}, \"b\": "
+     "{\"B\": \"abc\"}}}",
+     false},
+    {"legacy", "Query",
+     "{\"TableName\": \"Music\", \"KeyConditions\": {\"pk\": {\"ComparisonOperator\": \"EQ\", "
+     "\"AttributeValueList\": [{\"S\": \"a\"}]}}}",
+     false},
+    {"unknown_op", "FrobnicateItem", "{}", false},
+};
+#define NBODIES (sizeof(bodies) / sizeof(bodies[0]))
+
+/* Valid bodies that convert but that the router then refuses (validation
+ * seeds: they reach the converters' error paths with a well-formed message). */
+static const body invalid_requests[] = {
+    {"put_item_invalid", "PutItem",
+     "{\"TableName\": \"a!\", \"Item\": {\"pk\": {\"N\": \"1e200\"}, \"s\": {\"SS\": [\"x\", "
+     "\"x\"]}, \"e\": {\"S\": \"\"}}, \"ReturnValues\": \"UPDATED_NEW\"}",
+     true},
+    {"update_item_bad_expr", "UpdateItem",
+     "{\"TableName\": \"Music\", \"Key\": {\"pk\": {\"S\": \"a\"}}, \"UpdateExpression\": \"SET "
+     "a = :v, a.b = :v REMOVE status\", \"ExpressionAttributeValues\": {\":v\": {\"N\": \"1\"}, "
+     "\":unused\": {\"S\": \"x\"}}}",
+     true},
+};
+#define NINVALID (sizeof(invalid_requests) / sizeof(invalid_requests[0]))
+
+static Shoal__Request *requests[NBODIES + NINVALID];
+static const body *request_body[NBODIES + NINVALID];
+static size_t nrequests;
+
+static Shoal__Request *convert(const body *b)
+{
+	char m[SH_ERRMSG_SIZE] = "";
+	json_t *j = NULL;
+	Shoal__Request *r = NULL;
+	if (wire_json_parse(b->json, strlen(b->json), &j, m) != SHOAL_OK)
+		return NULL;
+	int rc = wire_api_request_from_json(&arena, b->op, j, &r, m);
+	json_decref(j);
+	return rc == SHOAL_OK ? r : NULL;
+}
+
+static void json_seeds(void)
+{
+	for (size_t i = 0; i < NBODIES + NINVALID; i++) {
+		const body *b = i < NBODIES ? &bodies[i] : &invalid_requests[i - NBODIES];
+		size_t lo = strlen(b->op), lj = strlen(b->json);
+		char *text = sh_arena_alloc(&arena, lo + 1 + lj);
+		memcpy(text, b->op, lo);
+		text[lo] = '\n';
+		memcpy(text + lo + 1, b->json, lj);
+		write_file("json", b->name, text, lo + 1 + lj);
+		Shoal__Request *r = convert(b);
+		if ((r != NULL) != b->valid)
+			die(b->name,
+			    b->valid ? "a valid body does not convert" : "a bad body converts");
+		if (r != NULL) {
+			r->request_id = 1000 + i;
+			request_body[nrequests] = b;
+			requests[nrequests++] = r;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Native Requests                                                           */
+/* ------------------------------------------------------------------------ */
+
+static uint8_t *pack_request(const Shoal__Request *r, size_t *len)
+{
+	*len = shoal__request__get_packed_size(r);
+	uint8_t *buf = sh_arena_alloc(&arena, *len + 1);
+	shoal__request__pack(r, buf);
+	return buf;
+}
+
+static void request_seeds(void)
+{
+	for (size_t i = 0; i < nrequests; i++)
+		write_msg("request", request_body[i]->name, &requests[i]->base);
+
+	/* A batch of three (libshoal with many requests in flight). */
+	Shoal__Request batch = SHOAL__REQUEST__INIT;
+	ProtobufCBinaryData members[3];
+	for (size_t i = 0; i < 3; i++)
+		members[i].data = pack_request(requests[i], &members[i].len);
+	batch.n_batch = 3;
+	batch.batch = members;
+	write_msg("request", "batch", &batch.base);
+
+	/* A signed PutItem, as libshoal signs it (proto/wire_auth.h). */
+	size_t len;
+	uint8_t *body = pack_request(requests[1], &len);
+	char date[17];
+	uint8_t key[32], sig[32];
+	wire_auth_amz_date(1795000000, date);
+	char date8[9];
+	memcpy(date8, date, 8);
+	date8[8] = '\0';
+	wire_auth_signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", date8, "us-east-1",
+	                      "dynamodb", key);
+	wire_auth_signature(key, date, "us-east-1", "dynamodb", body, len, sig);
+	uint8_t *signed_msg = sh_arena_alloc(&arena, len + 512);
+	memcpy(signed_msg, body, len);
+	size_t n = wire_auth_encode(signed_msg + len, 512, "AKIDEXAMPLE", date, "us-east-1",
+	                            "dynamodb", sig);
+	if (n == 0)
+		die("signed", "wire_auth_encode");
+	write_file("request", "signed_put_item", signed_msg, len + n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NodeRequests                                                              */
+/* ------------------------------------------------------------------------ */
+
+static const uint8_t txn_id[16] = {0x6f, 0x1c, 0x2d, 0x9a, 0x0b, 0x1e, 0x4c, 0x5d,
+                                   0x9e, 0x8f, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66};
+
+static const Shoal__Request *find(const char *name)
+{
+	for (size_t i = 0; i < nrequests; i++)
+		if (strcmp(request_body[i]->name, name) == 0)
+			return requests[i];
+	die(name, "no such seed body");
+	return NULL;
+}
+
+static void node_seeds(void)
+{
+	char name[128];
+	for (size_t i = 0; i < nrequests; i++) {
+		const Shoal__Request *r = requests[i];
+		shoal_op op = wire_op_of(r->op_case);
+		if (op >= SHOAL_OP__COUNT || (wire_ops[op].flags & SHOAL_OPF_DDL) ||
+		    (wire_ops[op].flags & SHOAL_OPF_ADMIN))
+			continue; /* the router does these through group 0's own messages */
+		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+		nr.group = 3;
+		nr.epoch = 12;
+		nr.table_id = 7;
+		nr.request = (Shoal__Request *)r;
+		nr.any_replica = (wire_ops[op].flags & SHOAL_OPF_READ) != 0;
+		if (r->op_case == SHOAL__REQUEST__OP_PUT_ITEM) {
+			nr.write_token.data = (uint8_t *)txn_id;
+			nr.write_token.len = sizeof(txn_id);
+		}
+		if (r->op_case == SHOAL__REQUEST__OP_SCAN) {
+			nr.hash_lo = 1ull << 62;
+			nr.hash_hi = (1ull << 63) - 1;
+			nr.want_last_key = true;
+		}
+		snprintf(name, sizeof(name), "%s", request_body[i]->name);
+		write_msg("node_request", name, &nr.base);
+	}
+
+	/* Group 0 and table definitions. */
+	Shoal__TableDefine td = SHOAL__TABLE_DEFINE__INIT;
+	td.def = find("create_table")->create_table;
+	td.table_id = 7;
+	td.created_ms = 1795000000123;
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	nr.group = 2;
+	nr.define_table = &td;
+	write_msg("node_request", "define_table", &nr.base);
+
+	Shoal__TableDrop drop = SHOAL__TABLE_DROP__INIT;
+	drop.table_name = (char *)"Music";
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.group = 2;
+	nr.drop_table = &drop;
+	write_msg("node_request", "drop_table", &nr.base);
+
+	Shoal__TableUpdate tu = SHOAL__TABLE_UPDATE__INIT;
+	tu.update = find("update_table")->update_table;
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.update_table = &tu;
+	write_msg("node_request", "update_table", &nr.base);
+
+	Shoal__IndexActivate act = SHOAL__INDEX_ACTIVATE__INIT;
+	act.table_name = (char *)"Music";
+	act.index_name = (char *)"byYear";
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.activate_index = &act;
+	write_msg("node_request", "activate_index", &nr.base);
+
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.group = 4;
+	nr.group_status = true;
+	write_msg("node_request", "group_status", &nr.base);
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.list_catalog = true;
+	write_msg("node_request", "list_catalog", &nr.base);
+
+	/* Index shipping, node -> node. */
+	Shoal__IndexDelta d1 = SHOAL__INDEX_DELTA__INIT, d2 = SHOAL__INDEX_DELTA__INIT;
+	Shoal__IndexDelta *deltas[] = {&d1, &d2};
+	d1.seq = 41;
+	d1.hash = 0x9e3779b97f4a7c15ull;
+	d1.table_id = 7;
+	d1.index_id = 1;
+	d1.key.data = (uint8_t *)"\x00\x07\x00\x01kTitle";
+	d1.key.len = 10;
+	d1.value.data = (uint8_t *)"\x01\x02value";
+	d1.value.len = 7;
+	d1.ts_ms = 1795000000000;
+	d2 = d1;
+	d2.seq = 42;
+	d2.del = true;
+	d2.value.len = 0;
+	Shoal__IndexApply ia = SHOAL__INDEX_APPLY__INIT;
+	ia.source_group = 1;
+	ia.n_deltas = 2;
+	ia.deltas = deltas;
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.group = 3;
+	nr.index_ship = &ia;
+	write_msg("node_request", "index_ship", &nr.base);
+
+	/* Transactions: one group's part, the decision, finish, acks, status. */
+	const Shoal__TransactWriteItemsRequest *tw =
+	    find("transact_write_items")->transact_write_items;
+	uint32_t positions[] = {0, 1};
+	uint32_t participants[] = {3, 5};
+	Shoal__TxnWrite w = SHOAL__TXN_WRITE__INIT;
+	w.id.data = (uint8_t *)txn_id;
+	w.id.len = sizeof(txn_id);
+	w.n_actions = 2;
+	w.actions = tw->transact_items;
+	w.n_positions = 2;
+	w.positions = positions;
+	w.coord_group = 3;
+	w.n_participants = 2;
+	w.participants = participants;
+	w.digest.data = (uint8_t *)txn_id;
+	w.digest.len = sizeof(txn_id);
+	w.token = true;
+	w.request_actions = 4;
+	w.deadline_ms = 1795000005000;
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.group = 3;
+	nr.txn_write = &w;
+	write_msg("node_request", "txn_write", &nr.base);
+
+	Shoal__TxnDecide dec = SHOAL__TXN_DECIDE__INIT;
+	dec.id = w.id;
+	dec.commit = true;
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.group = 3;
+	nr.txn_decide = &dec;
+	write_msg("node_request", "txn_decide", &nr.base);
+
+	Shoal__TxnFinish fin = SHOAL__TXN_FINISH__INIT;
+	fin.id = w.id;
+	fin.commit = true;
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.group = 5;
+	nr.txn_finish = &fin;
+	write_msg("node_request", "txn_finish", &nr.base);
+
+	Shoal__TxnAck ack = SHOAL__TXN_ACK__INIT, *acks[] = {&ack};
+	ack.id = w.id;
+	ack.n_groups = 1;
+	ack.groups = &participants[1];
+	Shoal__TxnAcks ta = SHOAL__TXN_ACKS__INIT;
+	ta.n_acks = 1;
+	ta.acks = acks;
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.group = 3;
+	nr.txn_acks = &ta;
+	write_msg("node_request", "txn_acks", &nr.base);
+
+	Shoal__TxnStatus st = SHOAL__TXN_STATUS__INIT;
+	st.id = w.id;
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.group = 3;
+	nr.txn_status = &st;
+	write_msg("node_request", "txn_status", &nr.base);
+
+	/* A batch, as the router sends one node many requests at once. */
+	Shoal__NodeRequest m1 = SHOAL__NODE_REQUEST__INIT, m2 = SHOAL__NODE_REQUEST__INIT;
+	m1.group = 3;
+	m1.request = (Shoal__Request *)find("get_item");
+	m1.any_replica = true;
+	m2.group = 4;
+	m2.request = (Shoal__Request *)find("update_item");
+	ProtobufCBinaryData members[2];
+	const Shoal__NodeRequest *ms[] = {&m1, &m2};
+	for (int i = 0; i < 2; i++) {
+		members[i].len = shoal__node_request__get_packed_size(ms[i]);
+		members[i].data = sh_arena_alloc(&arena, members[i].len);
+		shoal__node_request__pack(ms[i], members[i].data);
+	}
+	nr = (Shoal__NodeRequest)SHOAL__NODE_REQUEST__INIT;
+	nr.n_batch = 2;
+	nr.batch = members;
+	write_msg("node_request", "batch", &nr.base);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Expressions and HTTP heads                                                */
+/* ------------------------------------------------------------------------ */
+
+static void expr_seeds(void)
+{
+	static const struct {
+		const char *name;
+		st_expr_kind kind;
+		const char *text;
+	} ex[] = {
+	    {"condition_paths", ST_EXPR_CONDITION,
+	     "#a.b[1] = :s AND (c IN (:s, :n, d) OR NOT begins_with(b, :s))"},
+	    {"condition_functions", ST_EXPR_CONDITION,
+	     "attribute_not_exists(pk) OR size(a.b) BETWEEN :n2 AND :n"},
+	    {"condition_types", ST_EXPR_CONDITION,
+	     "contains(c, :s) AND attribute_type(e, :t) AND e <> :n"},
+	    {"filter_nested", ST_EXPR_FILTER,
+	     "(a.c > :n) AND NOT (b < :s2 OR size(c) >= :n) AND d[0][0] = :n"},
+	    {"filter_in", ST_EXPR_FILTER,
+	     "#d = :b AND a.b[0] IN (:n, :n2) AND begins_with(#d, :b)"},
+	    {"key_between", ST_EXPR_KEY_CONDITION, "#k = :s AND sk BETWEEN :n2 AND :n"},
+	    {"key_begins", ST_EXPR_KEY_CONDITION, "pk = :s AND begins_with(sk, :s)"},
+	    {"key_reversed", ST_EXPR_KEY_CONDITION, ":s = pk AND sk <= :n"},
+	    {"update_all", ST_EXPR_UPDATE,
+	     "SET a.b[1] = :s, e = e + :n, f = list_append(if_not_exists(f, :l), :l) REMOVE d[0], "
+	     "b ADD g :ns, h :n DELETE c :ss"},
+	    {"update_arith", ST_EXPR_UPDATE,
+	     "SET x = if_not_exists(y, :n) - :n2, a.c = a.c + :big, d[5] = :m"},
+	    {"update_remove", ST_EXPR_UPDATE, "REMOVE a.b[0], a.b[1] SET #d = :b ADD c :ss"},
+	    {"projection", ST_EXPR_PROJECTION, "pk, a.b[1], #d, d[1], d[0][0], zz.y"},
+	    {"projection_names", ST_EXPR_PROJECTION, "#a.c, b, c"},
+	    {"reserved", ST_EXPR_CONDITION, "status = :s"},
+	};
+	for (size_t i = 0; i < sizeof(ex) / sizeof(ex[0]); i++) {
+		size_t n = strlen(ex[i].text);
+		char *buf = sh_arena_alloc(&arena, n + 1);
+		buf[0] = (char)ex[i].kind;
+		memcpy(buf + 1, ex[i].text, n);
+		write_file("expr", ex[i].name, buf, n + 1);
+	}
+}
+
+static void http_seeds(void)
+{
+	static const struct {
+		const char *name, *head;
+	} h[] = {
+	    {"botocore",
+	     "POST / HTTP/1.1\r\nHost: localhost:8000\r\nAccept-Encoding: identity\r\n"
+	     "X-Amz-Target: DynamoDB_20120810.PutItem\r\nContent-Type: "
+	     "application/x-amz-json-1.0\r\n"
+	     "User-Agent: Boto3/1.26.27 Python/3.11.2 Linux/6.1.0 Botocore/1.29.27\r\n"
+	     "X-Amz-Date: 20261125T230000Z\r\nAuthorization: AWS4-HMAC-SHA256 "
+	     "Credential=AKIDEXAMPLE/20261125/us-east-1/dynamodb/aws4_request, "
+	     "SignedHeaders=content-type;host;x-amz-date;x-amz-target, "
+	     "Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7\r\n"
+	     "amz-sdk-invocation-id: 0b4f8f3e-8a4c-4d7e-b2a1-52c7a3b0c0de\r\n"
+	     "amz-sdk-request: attempt=1\r\nContent-Length: 61\r\n\r\n"
+	     "{\"TableName\": \"Music\", \"Key\": {\"pk\": {\"S\": \"Artist#1\"}}}"},
+	    {"awscli_keepalive",
+	     "POST / HTTP/1.1\r\nhost: 127.0.0.1:8000\r\nx-amz-target: DynamoDB_20120810.Query\r\n"
+	     "content-type: application/x-amz-json-1.0\r\nconnection: keep-alive\r\n"
+	     "content-length: 2\r\n\r\n{}"
+	     "POST / HTTP/1.1\r\nhost: 127.0.0.1:8000\r\ncontent-length: 0\r\n\r\n"},
+	    {"expect_continue",
+	     "POST / HTTP/1.1\r\nHost: h\r\nExpect: 100-continue\r\nContent-Length: 16777216\r\n"
+	     "X-Amz-Security-Token: FQoGZXIvYXdzEJr\r\n\r\n"},
+	    {"health",
+	     "GET / HTTP/1.1\r\nHost: localhost\r\nUser-Agent: curl/7.88.1\r\nAccept: */*\r\n\r\n"},
+	    {"http10",
+	     "\r\n\r\nGET /?X-Amz-Signature=abc HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"},
+	    {"chunked", "POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: "
+	                "chunked\r\nContent-Length: 5\r\n\r\n"},
+	    {"two_lengths",
+	     "POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 5\r\nContent-Length: 05\r\n"
+	     "Connection: close, TE\r\n\r\n"},
+	    {"bare_lf", "POST / HTTP/1.1\nHost: h\nContent-Length: 2\n\n{}"},
+	    {"folded", "POST / HTTP/1.1\r\nHost: h\r\nX-A: a\r\n  continued\r\n\r\n"},
+	    {"version", "POST / HTTP/2.0\r\nHost: h\r\n\r\n"},
+	    {"bad_name", "POST / HTTP/1.1\r\nHo st: h\r\n: empty\r\n\r\n"},
+	    {"incomplete", "POST / HTTP/1.1\r\nHost: h\r\nContent-Le"},
+	};
+	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
+		write_file("http_head", h[i].name, h[i].head, strlen(h[i].head));
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: fuzz-seeds DIR\n");
+		return 2;
+	}
+	dir = argv[1];
+	sh_arena_init(&arena);
+	json_seeds();
+	request_seeds();
+	node_seeds();
+	expr_seeds();
+	http_seeds();
+	sh_arena_fini(&arena);
+	return 0;
+}
