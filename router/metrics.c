@@ -199,11 +199,15 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "shoal_router_client_batched_requests_total %llu\n",
 	    (unsigned long long)get(&m->client_batches),
 	    (unsigned long long)get(&m->client_batched));
-	pthread_mutex_t *pool_mu = (pthread_mutex_t *)&rt->pool_mu; /* read only */
-	pthread_mutex_lock(pool_mu);
-	uint32_t pooled = rt->n_pool;
-	size_t pooled_bytes = rt->pool_bytes;
-	pthread_mutex_unlock(pool_mu);
+	uint32_t pooled = 0;
+	size_t pooled_bytes = 0;
+	if (rt != NULL && rt->pool_init) {
+		pthread_mutex_t *pool_mu = (pthread_mutex_t *)&rt->pool_mu; /* read only */
+		pthread_mutex_lock(pool_mu);
+		pooled = rt->n_pool;
+		pooled_bytes = rt->pool_bytes;
+		pthread_mutex_unlock(pool_mu);
+	}
 	put(&o,
 	    "# HELP shoal_router_job_pool_jobs Idle jobs kept for reuse (at most %u), and the "
 	    "bytes of arenas they hold (at most %u).\n"
