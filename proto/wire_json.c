@@ -55,7 +55,11 @@
  *     SHOAL_E_UNAVAILABLE (retryable).
  * Bytes are counted as allocated (frees during the parse are not credited
  * back) and returned to the pool when json_loadb returns: the tree then
- * lives, unaccounted, only while the caller converts it.  This is the only
+ * lives, unaccounted, only while the caller converts it.  And before
+ * anything is allocated, a text of PRESCAN_MIN bytes or more is scanned
+ * once for its tokens (decode_floor): when what jansson must allocate for
+ * them is already over the budget, the text is refused at once, so a flood
+ * of empty objects costs a scan instead of its budget.  This is the only
  * place that decides how much a JSON text may cost.
  */
 #include <pthread.h>
@@ -88,6 +92,16 @@
 #define WIRE_JSON_RATIO 40u
 #define WIRE_JSON_SLACK (1u << 20)
 #define WIRE_JSON_POOL  ((size_t)256 << 20)
+#define PRESCAN_MIN     (64u * 1024)
+/* What jansson 2.14 allocates at least for a token (measured: an object's
+ * struct 72 + its 8 buckets 128; an array's 40 + 8 slots 64; a string's
+ * struct 32 + its text; a number 24; a key at least the lexer's copy of it,
+ * its pair (57 + length) being reused when the key repeats). */
+#define FLOOR_OBJECT 200u
+#define FLOOR_ARRAY  104u
+#define FLOOR_STRING 33u
+#define FLOOR_KEY    4u
+#define FLOOR_NUMBER 24u
 
 static pthread_once_t alloc_once = PTHREAD_ONCE_INIT;
 
@@ -104,7 +118,7 @@ static atomic_size_t pool_used; /* bytes spent by every decode in progress */
 static void *json_alloc(size_t n)
 {
 	if (budget > 0) {
-		if (spent + n > budget || spent + n > WIRE_JSON_POOL) {
+		if (spent + n > budget) {
 			over = OVER_RATIO;
 			return NULL;
 		}
@@ -135,6 +149,67 @@ void wire_json_init(void)
 /* Parsing text                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* A lower bound of the bytes json_loadb allocates for text.  It counts the
+ * tokens of the first value only, and no deeper than jansson parses
+ * (JSON_PARSER_MAX_DEPTH), so that a text jansson refuses early (trailing
+ * garbage, runaway nesting) is not counted past that point.  (A syntax
+ * error inside the value, "[1 2]", is not seen: such a text may be called
+ * too complex rather than invalid.) */
+static size_t decode_floor(const char *t, size_t len)
+{
+	size_t cost = 0;
+	unsigned depth = 0;
+	for (size_t i = 0; i < len; i++) {
+		switch (t[i]) {
+		case '{':
+		case '[':
+			if (++depth > JSON_PARSER_MAX_DEPTH)
+				return cost;
+			cost += t[i] == '{' ? FLOOR_OBJECT : FLOOR_ARRAY;
+			continue;
+		case '}':
+		case ']':
+			if (depth <= 1)
+				return cost; /* the end of the value */
+			depth--;
+			continue;
+		case '"': {
+			size_t j = i + 1;
+			while (j < len && t[j] != '"')
+				j += t[j] == '\\' ? 2 : 1;
+			size_t k = j + 1;
+			while (k < len &&
+			       (t[k] == ' ' || t[k] == '\t' || t[k] == '\n' || t[k] == '\r'))
+				k++;
+			cost += k < len && t[k] == ':' ? FLOOR_KEY : FLOOR_STRING;
+			i = j;
+			break;
+		}
+		case '-':
+		case '0' ... '9':
+			cost += FLOOR_NUMBER;
+			while (i + 1 < len && t[i + 1] != '\0' &&
+			       strchr("0123456789+-.eE", t[i + 1]))
+				i++;
+			break;
+		default:
+			continue;
+		}
+		if (depth == 0)
+			return cost; /* a string or number alone */
+	}
+	return cost;
+}
+
+static int too_complex(char *errmsg, size_t len, size_t limit)
+{
+	return sh_errf(errmsg, SHOAL_E_VALIDATION,
+	               "Request too complex: decoding its %zu bytes of JSON would take more than "
+	               "%zu bytes of memory (the limit is %u bytes per byte of JSON, at most %zu "
+	               "MiB)",
+	               len, limit, WIRE_JSON_RATIO, WIRE_JSON_POOL >> 20);
+}
+
 int wire_json_parse(const char *text, size_t len, json_t **out, char *errmsg)
 {
 	wire_json_init();
@@ -142,22 +217,21 @@ int wire_json_parse(const char *text, size_t len, json_t **out, char *errmsg)
 	alloc_failed = false;
 	over = OVER_NONE;
 	spent = 0;
-	budget = len <= (SIZE_MAX - WIRE_JSON_SLACK) / WIRE_JSON_RATIO
-	             ? len * WIRE_JSON_RATIO + WIRE_JSON_SLACK
-	             : SIZE_MAX;
+	size_t limit = len <= (SIZE_MAX - WIRE_JSON_SLACK) / WIRE_JSON_RATIO
+	                   ? len * WIRE_JSON_RATIO + WIRE_JSON_SLACK
+	                   : SIZE_MAX;
+	if (limit > WIRE_JSON_POOL)
+		limit = WIRE_JSON_POOL;
+	*out = NULL;
+	if (len >= PRESCAN_MIN && decode_floor(text, len) > limit)
+		return too_complex(errmsg, len, limit);
+	budget = limit;
 	*out = json_loadb(text, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &err);
 	atomic_fetch_sub(&pool_used, spent);
-	size_t limit = budget;
 	budget = 0;
 	if (*out == NULL) {
 		if (over == OVER_RATIO)
-			return sh_errf(
-			    errmsg, SHOAL_E_VALIDATION,
-			    "Request too complex: decoding its %zu bytes of JSON would "
-			    "take more than %zu bytes of memory (the limit is %u bytes per "
-			    "byte of JSON, at most %zu MiB)",
-			    len, limit < WIRE_JSON_POOL ? limit : WIRE_JSON_POOL, WIRE_JSON_RATIO,
-			    WIRE_JSON_POOL >> 20);
+			return too_complex(errmsg, len, limit);
 		if (over == OVER_POOL)
 			return sh_errf(errmsg, SHOAL_E_UNAVAILABLE,
 			               "Too many large JSON requests are being decoded at once: "

@@ -100,9 +100,11 @@ START_TEST(test_json_budget)
 	/* A JSON body's decode may allocate at most 40 bytes per byte of text
 	 * (proto/wire_json.c): an array of empty objects (72 per byte with
 	 * jansson; a 16 MiB body of them added 1.1 GB to the router) is
-	 * refused as too complex, having allocated at most its budget; the
-	 * densest realistic shape measured, a list of numbers (32 per byte),
-	 * decodes. */
+	 * refused as too complex by the count of its tokens, before anything
+	 * is allocated; one of empty arrays (40 per byte, at least 35 by the
+	 * count) by the allocation budget, having allocated at most the
+	 * budget; the densest realistic shape measured, a list of numbers (32
+	 * per byte), decodes. */
 	char m[SH_ERRMSG_SIZE];
 	json_t *j = NULL;
 	char *flood =
