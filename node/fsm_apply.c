@@ -104,8 +104,8 @@ static int unpack_command(node_fsm *f, const struct raft_buffer *buf, Shoal__Com
 	ProtobufCMessage *m;
 	sh_arena_reset(&f->entry);
 	wire_arena_allocator(&alloc, &f->entry);
-	int rc = wire_unpack_local(&shoal__command__descriptor, &alloc, buf->base, buf->len, &m,
-	                           errmsg);
+	int rc =
+	    wire_unpack_local(&shoal__command__descriptor, &alloc, buf->base, buf->len, &m, errmsg);
 	*out = (Shoal__Command *)m;
 	return rc;
 }

@@ -224,7 +224,7 @@ struct node_server {
 	unsigned n_ctxs;
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
-	unsigned busy;                      /* messages received and not yet answered */
+	unsigned busy; /* messages received and not yet answered */
 	/* Idle batch members (mu): at most NODE_BATCH_POOL_KEEP holding at
 	 * most NODE_BATCH_POOL_BYTES; members in use are in their context's
 	 * `members`. */
@@ -636,8 +636,8 @@ static int relabel(sh_arena *a, const uint8_t *raw, size_t len, uint64_t request
 	char why[SH_ERRMSG_SIZE];
 	if (wire_unpack_local(&shoal__node_response__descriptor, &alloc, raw, len, &m, why) !=
 	    SHOAL_OK)
-		return sh_errf(errmsg, SHOAL_E_INTERNAL, "the state machine's result is malformed: %s",
-		               why);
+		return sh_errf(errmsg, SHOAL_E_INTERNAL,
+		               "the state machine's result is malformed: %s", why);
 	Shoal__NodeResponse *r = (Shoal__NodeResponse *)m;
 	if (r->response == NULL) {
 		r->response = sh_arena_alloc(a, sizeof(*r->response));
