@@ -7,7 +7,10 @@
  *   I/O thread (httpd.c)                   endpoint workers (ours)
  *   ---------------------------------      ----------------------------------
  *   on_head: method, path, framing,
- *     limits (answers refusals)
+ *     limits, and with credentials
+ *     head_auth: what of the signature
+ *     the body does not change
+ *     (answers refusals)
  *   on_request: the body is in;
  *     <= RT_HTTP_INLINE_BODY: serve  ...or...  (queue) --> serve
  *   serve: SigV4, target, JSON -> Request (wire_api) into a router job,
