@@ -259,6 +259,7 @@ static int walk(walker *w, const ProtobufCMessageDescriptor *desc, const uint8_t
 			    w->errmsg, SHOAL_E_SERIALIZATION,
 			    "malformed message: byte %td: truncated or overlong field key",
 			    at - w->buf);
+		const uint8_t *payload = p; /* what protobuf-c copies of an unknown field */
 		unsigned wt = (unsigned)(key & 7);
 		uint64_t num = key >> 3;
 		if (num == 0 || num > 0x1fffffff)
@@ -332,7 +333,7 @@ static int walk(walker *w, const ProtobufCMessageDescriptor *desc, const uint8_t
 		/* What protobuf-c keeps of the field besides its payload. */
 		size_t keep = 0;
 		if (fd == NULL)
-			keep = PBC_UNKNOWN_RECORD + charge((size_t)(p - at));
+			keep = PBC_UNKNOWN_RECORD + charge((size_t)(p - payload));
 		else if (fd->label == PROTOBUF_C_LABEL_REPEATED)
 			keep = slot_size(fd->type);
 		if (keep > 0 && !spend(w, keep))

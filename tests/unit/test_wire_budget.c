@@ -339,6 +339,50 @@ START_TEST(test_dense_known_fields_refused)
 }
 END_TEST
 
+/* The walk refuses early only what the allocator would refuse: its figure is
+ * a lower bound of what protobuf-c allocates.  Floods of unknown fields and
+ * of empty AttributeValues of every length across the budget's edge. */
+START_TEST(test_walk_is_a_lower_bound)
+{
+	int refused = 0, accepted = 0;
+	for (size_t n = 32 * 1024; n <= 416 * 1024; n += 16 * 1024) {
+		for (int shape = 0; shape < 2; shape++) {
+			uint8_t *buf;
+			size_t len;
+			if (shape == 0) {
+				buf = unknown_fields(n, &len);
+			} else {
+				Shoal__Request *r = batch_write(1, K_NULL);
+				r->batch_write_item->request_items[0]
+				    ->requests[0]
+				    ->put_request->item = list_item_of((unsigned)(n / 2), true);
+				ck_assert_int_eq(wire_pack(&tl_arena, &r->base, &buf, &len, tl_msg),
+				                 SHOAL_OK);
+			}
+			if (wire_check_framing(&shoal__request__descriptor, buf, len, tl_msg) ==
+			    SHOAL_OK) {
+				accepted++;
+				continue;
+			}
+			refused++;
+			counter c;
+			counter_init(&c);
+			Shoal__Request *full = shoal__request__unpack(&c.self, len, buf);
+			ck_assert_ptr_nonnull(full);
+			shoal__request__free_unpacked(full, &c.self);
+			ck_assert_msg(
+			    c.bytes > wire_decode_budget(len),
+			    "shape %d, %zu bytes: refused by the walk, but protobuf-c took "
+			    "%zu of %zu",
+			    shape, len, c.bytes, wire_decode_budget(len));
+			sh_arena_reset(&tl_arena);
+		}
+	}
+	ck_assert_int_gt(refused, 10);
+	ck_assert_int_gt(accepted, 10);
+}
+END_TEST
+
 START_TEST(test_budget_arithmetic)
 {
 	ck_assert_uint_eq(wire_decode_budget(0), WIRE_DECODE_SLACK);
@@ -353,7 +397,8 @@ static Suite *budget_suite(void)
 	return tl_suite("wire_budget", tl_arena_setup, tl_arena_teardown, 120,
 	                TL_TESTS(test_legitimate_messages_decode,
 	                         test_unknown_fields_refused_before_allocating,
-	                         test_dense_known_fields_refused, test_budget_arithmetic));
+	                         test_dense_known_fields_refused, test_walk_is_a_lower_bound,
+	                         test_budget_arithmetic));
 }
 
 TL_MAIN(budget_suite)
