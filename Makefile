@@ -414,7 +414,10 @@ FUZZ_KEEP := $(patsubst %,$(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) \
 .PHONY: fuzz fuzz-build fuzz-seeds
 .SECONDARY: $(FUZZ_KEEP)
 fuzz-build: deps-checked
-	@$(MAKE) --no-print-directory -j$(JOBS) $(FUZZ_BIN)
+	@$(MAKE) --no-print-directory -j$(JOBS) fuzz-bins
+.PHONY: fuzz-bins
+fuzz-bins: $(FUZZ_BIN)
+	@:
 
 fuzz: fuzz-build
 	@tests/fuzz/run.sh --secs $(FUZZ_SECS) $(BUILD)

@@ -11,13 +11,15 @@
  * st_expr_ctx per request, every expression parsed, unused names and values
  * reported; then, beyond what a server does before a write, each parsed
  * expression is applied to the request's own item or key, so that the
- * evaluator meets the fuzzer's values too.
+ * evaluator meets the fuzzer's values too, and every item that results is
+ * stored and loaded with the storage codec (store_and_load).
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "storage/codec.h"
 #include "storage/expr.h"
 #include "tests/fuzz/harness.h"
 
@@ -78,6 +80,29 @@ typedef struct fz_expr {
 	const char *text; /* NULL: absent */
 } fz_expr;
 
+/* An item the API accepted (normalised) is stored and read back unchanged
+ * (storage/codec.h: the LMDB value format), and normalising it again
+ * changes nothing. */
+static void store_and_load(const st_value *item)
+{
+	sh_arena *a = fz_arena();
+	char m[SH_ERRMSG_SIZE] = "";
+	uint8_t *buf;
+	size_t len;
+	FZ_ASSERT(item->type == ST_M, "an item of type %d", (int)item->type);
+	int rc = st_codec_encode(a, item, &buf, &len);
+	FZ_ASSERT(rc == SHOAL_OK, "st_codec_encode: %s", shoal_err_name(rc));
+	st_value back;
+	rc = st_codec_decode(a, buf, len, &back, m);
+	FZ_ASSERT(rc == SHOAL_OK, "st_codec_decode of st_codec_encode: %s", m);
+	FZ_ASSERT(st_value_equal(item, &back), "an item changed through the codec");
+	FZ_ASSERT(st_item_size(item) == st_item_size(&back), "size changed through the codec");
+	st_value again = back;
+	rc = st_value_normalize(a, &again, m);
+	FZ_ASSERT(rc == SHOAL_OK, "normalising a normalised item: %s", m);
+	FZ_ASSERT(st_value_equal(&again, item), "normalising a normalised item changed it");
+}
+
 /* Uses a parsed expression on item (may be NULL) and key (may be NULL). */
 static void use_expr(const st_expr *e, st_expr_kind kind, const st_value *item, const st_value *key)
 {
@@ -108,6 +133,7 @@ static void use_expr(const st_expr *e, st_expr_kind kind, const st_value *item, 
 			fz_expect(rc, m, "st_expr_update");
 			if (rc == SHOAL_OK) {
 				FZ_ASSERT(out != NULL && out->type == ST_M, "update made no map");
+				store_and_load(out);
 				fz_expect(st_expr_update_project(e, a, out, &proj, m), m,
 				          "st_expr_update_project");
 			}
@@ -178,7 +204,7 @@ static int put(const Shoal__PutItemRequest *pb)
 	fz_expect(rc, m, "wire_put_req_from_pb");
 	if (rc != SHOAL_OK)
 		return rc;
-	(void)st_item_size(q.item);
+	store_and_load(q.item);
 	fz_expr ex[] = {{ST_EXPR_CONDITION, q.condition}};
 	return exprs(&q.attrs, ex, 1, q.item, NULL);
 }

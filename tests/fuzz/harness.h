@@ -11,7 +11,11 @@
  * the request's own item.  A decoder may refuse anything; what the targets
  * assert is that it never crashes, leaks, reads or writes out of bounds, hits
  * undefined behaviour (ASan, UBSan, LeakSanitizer), and that every refusal is
- * one of the codes its contract names, with a message.
+ * one of the codes its contract names, with a message.  And a few
+ * properties: every item the API accepts (a PutItem's, an update's result)
+ * goes through the storage codec and back unchanged and is already
+ * normalised; a CreateTable that converts makes a TableDefine that converts
+ * back; the targets add their own (fuzz_json, fuzz_http_head).
  *
  * Memory: everything lives in one arena per input, reset by fz_reset.
  */

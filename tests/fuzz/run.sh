@@ -3,7 +3,7 @@
 # tests/fuzz/ (built by `make fuzz-build` into BUILD/fuzz, under ASan and
 # UBSan) for N seconds each from its seed corpus tests/fuzz/corpus/<target>/
 # and what earlier runs found (BUILD/fuzz/corpus/<target>/, where new inputs
-# go).  tests/run-tests.sh runs it as the suite "fuzz" (a short run,
+# go), with its dictionary tests/fuzz/<target>.dict when there is one.  tests/run-tests.sh runs it as the suite "fuzz" (a short run,
 # FUZZ_SHORT_SECS, default 4 s per target); `make fuzz FUZZ_SECS=N` runs it
 # with --secs N.  Builds the targets first if they are out of date.
 #
@@ -75,8 +75,10 @@ for src in "$here"/fuzz_*.c; do
 	mkdir -p "$fuzz/corpus/$t"
 	log=$fuzz/$t.log
 	before=$(ls "$fuzz/crashes" | wc -l)
+	dict=()
+	[[ -f $here/$t.dict ]] && dict=(-dict="$here/$t.dict")
 	"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-		-artifact_prefix="$fuzz/crashes/$t-" ${FUZZ_ARGS:-} \
+		-artifact_prefix="$fuzz/crashes/$t-" "${dict[@]}" ${FUZZ_ARGS:-} \
 		"$fuzz/corpus/$t" "$here/corpus/$t" >"$log" 2>&1
 	rc=$?
 	done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)
