@@ -11,8 +11,9 @@
 #                  per phase, default 60; `make test` runs 6): a table of figures, and
 #                  $(BUILD)/hot/*.csv and hot.png (per-partition throughput and throttles)
 #   fuzz           each libFuzzer target of tests/fuzz/ (one per decoder: NodeRequest, Request,
-#                  DynamoDB JSON body, HTTP head, expressions) for FUZZ_SECS seconds, built by
-#                  clang with ASan/UBSan in $(BUILD)/fuzz; `make test` runs 4 s of each
+#                  DynamoDB JSON body, HTTP head, expressions, stored items) for FUZZ_SECS
+#                  seconds, built by clang with ASan/UBSan in $(BUILD)/fuzz; `make test` runs
+#                  3 s of each
 #                  (fuzz-build: build them only; fuzz-seeds: remake tests/fuzz/corpus/)
 #   bench-peers    Shoal beside etcd and dynalite under the same wrk load (installs Debian's
 #                  etcd-server and wrk, dynalite from npm into $(BUILD)/peers; prints figures)

@@ -4,7 +4,7 @@
 # UBSan) for N seconds each from its seed corpus tests/fuzz/corpus/<target>/
 # and what earlier runs found (BUILD/fuzz/corpus/<target>/, where new inputs
 # go), with its dictionary tests/fuzz/<target>.dict when there is one.  tests/run-tests.sh runs it as the suite "fuzz" (a short run,
-# FUZZ_SHORT_SECS, default 4 s per target); `make fuzz FUZZ_SECS=N` runs it
+# FUZZ_SHORT_SECS, default 3 s per target); `make fuzz FUZZ_SECS=N` runs it
 # with --secs N.  Builds the targets first if they are out of date.
 #
 # A crash, a leak, a sanitizer report, a failed check of the harness, a
@@ -18,7 +18,7 @@
 # deploy/install-deps.sh; only when that cannot install them is the suite
 # skipped (0 checks, with the reason).
 set -uo pipefail
-secs=${FUZZ_SHORT_SECS:-4}
+secs=${FUZZ_SHORT_SECS:-3}
 if [[ ${1:-} == --secs ]]; then
 	secs=${2:?--secs N}
 	shift 2

@@ -16,6 +16,8 @@
  *                  internal operations (define_table, drop_table,
  *                  update_table, activate_index, index_ship, transactions,
  *                  group_status, list_catalog) and a NodeRequest batch
+ *   codec/         the items of the PutItem and BatchWriteItem seeds as the
+ *                  storage engine stores them (st_codec_encode)
  *   expr/          a kind byte and an expression of each kind
  *   http_head/     heads as botocore, the AWS CLI, curl and a health
  *                  check send them, keep-alive, 100-continue, HTTP/1.0, and
@@ -31,6 +33,7 @@
 
 #include "proto/wire_api.h"
 #include "proto/wire_auth.h"
+#include "storage/codec.h"
 #include "storage/expr.h"
 
 static const char *dir;
@@ -501,6 +504,42 @@ static void node_seeds(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Stored items                                                              */
+/* ------------------------------------------------------------------------ */
+
+static void codec_item(const char *name, const Shoal__PutItemRequest *pb)
+{
+	char m[SH_ERRMSG_SIZE];
+	st_put_req q;
+	if (wire_put_req_from_pb(&arena, pb, &q, m) != SHOAL_OK)
+		die(name, m);
+	uint8_t *buf;
+	size_t len;
+	if (st_codec_encode(&arena, q.item, &buf, &len) != SHOAL_OK)
+		die(name, "st_codec_encode");
+	write_file("codec", name, buf, len);
+}
+
+static void codec_seeds(void)
+{
+	codec_item("put_item", find("put_item")->put_item);
+	const Shoal__BatchWriteItemRequest *b = find("batch_write_item")->batch_write_item;
+	int k = 0;
+	for (size_t i = 0; i < b->n_request_items; i++)
+		for (size_t j = 0; j < b->request_items[i]->n_requests; j++) {
+			const Shoal__WriteRequest *w = b->request_items[i]->requests[j];
+			if (w->request_case != SHOAL__WRITE_REQUEST__REQUEST_PUT_REQUEST)
+				continue;
+			Shoal__PutItemRequest f = SHOAL__PUT_ITEM_REQUEST__INIT;
+			WIRE_SET(&f, table_name, b->request_items[i]->table_name);
+			f.item = w->put_request->item;
+			char name[32];
+			snprintf(name, sizeof(name), "batch_item_%d", k++);
+			codec_item(name, &f);
+		}
+}
+
+/* ------------------------------------------------------------------------ */
 /* Expressions and HTTP heads                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -598,6 +637,7 @@ int main(int argc, char **argv)
 	json_seeds();
 	request_seeds();
 	node_seeds();
+	codec_seeds();
 	expr_seeds();
 	http_seeds();
 	sh_arena_fini(&arena);
