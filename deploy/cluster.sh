@@ -29,7 +29,10 @@
 #       [tls]; --plain turns that off.  --tls also encrypts the routers'
 #       client ports: their endpoints become tls+tcp:// (in
 #       D/router.endpoint) and clients verify them with D/tls/ca.pem
-#       (`shoal --endpoint file://D/router.endpoint` finds it by itself).
+#       (`shoal --endpoint file://D/router.endpoint` finds it by itself);
+#       with --http-port, the routers serve HTTPS there instead of HTTP
+#       (D/http.endpoint says https://; the AWS CLI needs
+#       --ca-bundle D/tls/ca.pem).
 #   cluster.sh status [--dir D]           processes, then `shoal status`
 #   cluster.sh stop-node ID [--hard] [--dir D]   SIGTERM (or SIGKILL) one node
 #   cluster.sh start-node ID [--dir D]    start one node again; returns once it
@@ -186,7 +189,7 @@ start_router() { # id
 	alive "$pidfile" && die "router $id is already running (pid $(cat "$pidfile"))"
 	port=$(router_port "$id")
 	local http=()
-	((http_port > 0)) && http=(--http "$(router_addr "$id"):$((http_port + id - 1))")
+	((http_port > 0)) && http=(--"$(http_scheme)" "$(router_addr "$id"):$((http_port + id - 1))")
 	[[ -n $http_creds ]] && http+=(--credentials "$http_creds") # both ports
 	(run_in "r$id" "$bin/shoal-router" --config "$conf" --listen "$(client_scheme)://$(router_addr "$id"):$port" \
 		--metrics "$(router_addr "$id"):$((port + 1))" "${http[@]}") >>"$dir/router-$id.log" 2>&1 </dev/null &
@@ -194,6 +197,7 @@ start_router() { # id
 }
 
 client_scheme() { if ((client_tls)); then echo tls+tcp; else echo tcp; fi; }
+http_scheme() { if ((client_tls)); then echo https; else echo http; fi; }
 
 write_config() {
 	mkdir -p "$dir"
@@ -237,7 +241,7 @@ endpoints() {
 # Polls until the routers answer and every storage group has a leader.
 wait_serving() {
 	local deadline=$((SECONDS + wait_secs)) ep
-	ep=$(cat "$dir/router.endpoint")
+	ep=file://$dir/router.endpoint # (shoal then finds D/tls/ca.pem for --tls)
 	while ((SECONDS < deadline)); do
 		if "$bin/shoal" --endpoint "$ep" status --output json >"$dir/status.json" 2>/dev/null &&
 			! grep -q '"LeaderNode": 0\b\|"Role": "unreachable"' "$dir/status.json" &&
@@ -274,7 +278,7 @@ up)
 	for ((r = 1; r <= routers; r++)); do start_router "$r"; done
 	endpoints >"$dir/router.endpoint"
 	echo "$nodes $routers $base $http_port $client_tls" >"$dir/shape"
-	((http_port > 0)) && echo "http://$(router_addr 1):$http_port" >"$dir/http.endpoint"
+	((http_port > 0)) && echo "$(http_scheme)://$(router_addr 1):$http_port" >"$dir/http.endpoint"
 	if ! wait_serving; then
 		echo "cluster.sh: the cluster did not become ready within ${wait_secs}s; logs in $dir" >&2
 		tail -n 5 "$dir"/*.log >&2 || true
@@ -289,7 +293,7 @@ status)
 		name=$(basename "$f" .pid)
 		if alive "$f"; then echo "$name: running (pid $(cat "$f"))"; else echo "$name: stopped"; fi
 	done
-	[[ -f $dir/router.endpoint ]] && "$bin/shoal" --endpoint "$(cat "$dir/router.endpoint")" status
+	[[ -f $dir/router.endpoint ]] && "$bin/shoal" --endpoint "file://$dir/router.endpoint" status
 	;;
 stop-node)
 	[[ -n $target ]] || die "stop-node needs a node id"

@@ -122,6 +122,7 @@ typedef struct job {
 struct rt_http {
 	rt_router *rt;
 	rt_httpd *server;
+	rt_https *tls; /* the HTTPS port (https.c), or NULL */
 	bool verify; /* rt->creds: SigV4 required */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -607,7 +608,8 @@ static void workers_stop(rt_http *h)
 	sh_free(h->threads);
 }
 
-int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, char *errmsg)
+int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, const char *https,
+                  char *errmsg)
 {
 	*out = NULL;
 	rt_http *h = sh_calloc(1, sizeof(*h));
@@ -648,6 +650,20 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, char *errm
 	};
 	if ((rc = rt_httpd_start(&h->server, &conf, errmsg)) != SHOAL_OK)
 		goto err_after_threads;
+	if (https != NULL) {
+		if (rt->tls == NULL)
+			rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+			             "--https %s: HTTPS needs the cluster's certificates ([tls] in "
+			             "the cluster file)",
+			             https);
+		else
+			rc = rt_https_start(&h->tls, h->server, https, rt->tls->public_server,
+			                    errmsg);
+		if (rc != SHOAL_OK) {
+			rt_httpd_stop(h->server);
+			goto err_after_threads;
+		}
+	}
 	*out = h;
 	return SHOAL_OK;
 
@@ -666,7 +682,8 @@ void rt_http_stop(rt_http *h)
 		return;
 	/* Closes the connections and waits until every request has been
 	 * answered: the workers still run, for the requests and answers
-	 * queued to them. */
+	 * queued to them.  HTTPS first: it hands connections to the server. */
+	rt_https_stop(h->tls);
 	rt_httpd_stop(h->server);
 	workers_stop(h);
 	pthread_cond_destroy(&h->cv);

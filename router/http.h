@@ -250,14 +250,17 @@ void rt_auth_signing_key(const rt_creds *c, const rt_cred *k, const char *date8,
 
 typedef struct rt_http rt_http;
 
-/* Listens on "host:port" and starts rt->opt.http_workers worker threads,
+/* Listens on "host:port" (NULL: no plain HTTP) and, when https is not NULL,
+ * serves HTTPS on that "host:port" too (https.c: the cluster's router.pem,
+ * rt->tls), and starts rt->opt.http_workers worker threads,
  * which check and convert requests and start them in the router's
  * pipeline (job.c).  With the router's credentials (rt->creds) requests
  * must carry a valid SigV4 signature by one of them, and the job gets the
  * signer as its principal (job.c authorizes); without, any request is
  * accepted (signed with any key, or not at all), as DynamoDB Local does.
  * Main thread. */
-int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, char *errmsg);
+int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, const char *https,
+                  char *errmsg);
 /* Stops listening, lets requests in progress finish, joins the workers and
  * frees everything (NULL is fine); before the router stops.  Main thread. */
 void rt_http_stop(rt_http *h);

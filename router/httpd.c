@@ -139,6 +139,13 @@ struct conn {
 	conn *dlink;
 };
 
+/* A connection handed over by rt_httpd_adopt, waiting for its loop. */
+typedef struct adopted {
+	struct adopted *next;
+	int fd;
+	struct sockaddr_storage ss;
+} adopted;
+
 struct loop {
 	rt_httpd *s;
 	int ep, evfd;
@@ -150,6 +157,7 @@ struct loop {
 	conn *deferred; /* events to handle after this batch (on_conn) */
 	pthread_mutex_t mu;
 	conn *remote; /* resumes posted by other threads (mu) */
+	adopted *adopted; /* connections handed over (rt_httpd_adopt; mu) */
 	bool listening;
 	int64_t paused_until;
 	int64_t next_scan;
@@ -164,6 +172,7 @@ struct rt_httpd {
 	uint32_t n_loops;
 	atomic_bool stopping;
 	atomic_uint n_conns;
+	atomic_uint next_adopt; /* round robin over the loops */
 	atomic_size_t held;
 	atomic_uint busy; /* requests in the endpoint's hands */
 	atomic_bool refusing, out_of_fds;
@@ -1012,6 +1021,64 @@ static void refuse(int fd)
 	close(fd);
 }
 
+/* A new connection fd from peer ss (accepted, or handed over): counted,
+ * refused when over a cap, else registered with lp's epoll. */
+static void conn_add(loop *lp, int fd, const struct sockaddr_storage *ss)
+{
+	rt_httpd *s = lp->s;
+	if (atomic_fetch_add(&s->n_conns, 1) >= s->c.max_conns) {
+		atomic_fetch_sub(&s->n_conns, 1);
+		refuse(fd);
+		if (!atomic_exchange(&s->refusing, true))
+			rt_log(
+			    "http: %u connections open: refusing new ones until some close",
+			    s->c.max_conns);
+		return;
+	}
+	atomic_store(&s->refusing, false);
+	bool full;
+	peer *p = peer_get(s, ss, &full);
+	if (full) {
+		atomic_fetch_sub(&s->n_conns, 1);
+		refuse(fd);
+		return;
+	}
+	int one = 1;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	conn *c = sh_calloc(1, sizeof(*c));
+	if (c == NULL) {
+		atomic_fetch_sub(&s->n_conns, 1);
+		close(fd);
+		peer_closed(s, p);
+		peer_put(s, p);
+		return;
+	}
+	c->peer = p;
+	c->s = s;
+	c->lp = lp;
+	c->fd = fd;
+	c->state = C_HEAD;
+	c->readable = true;
+	c->deadline = rt_now_ms() + s->c.head_ms;
+	atomic_init(&c->refs, 1);
+	pthread_mutex_init(&c->mu, NULL);
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+	                         .data.ptr = c};
+	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+		atomic_fetch_sub(&s->n_conns, 1);
+		close(fd);
+		c->fd = -1;
+		peer_closed(s, p);
+		peer_drop(c);
+		conn_unref(c);
+		return;
+	}
+	c->next = lp->conns;
+	if (lp->conns != NULL)
+		lp->conns->prev = c;
+	lp->conns = c;
+}
+
 static void on_accept(loop *lp)
 {
 	rt_httpd *s = lp->s;
@@ -1029,57 +1096,7 @@ static void on_accept(loop *lp)
 			return;
 		}
 		atomic_store(&s->out_of_fds, false);
-		if (atomic_fetch_add(&s->n_conns, 1) >= s->c.max_conns) {
-			atomic_fetch_sub(&s->n_conns, 1);
-			refuse(fd);
-			if (!atomic_exchange(&s->refusing, true))
-				rt_log(
-				    "http: %u connections open: refusing new ones until some close",
-				    s->c.max_conns);
-			continue;
-		}
-		atomic_store(&s->refusing, false);
-		bool full;
-		peer *p = peer_get(s, &ss, &full);
-		if (full) {
-			atomic_fetch_sub(&s->n_conns, 1);
-			refuse(fd);
-			continue;
-		}
-		int one = 1;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		conn *c = sh_calloc(1, sizeof(*c));
-		if (c == NULL) {
-			atomic_fetch_sub(&s->n_conns, 1);
-			close(fd);
-			peer_closed(s, p);
-			peer_put(s, p);
-			continue;
-		}
-		c->peer = p;
-		c->s = s;
-		c->lp = lp;
-		c->fd = fd;
-		c->state = C_HEAD;
-		c->readable = true;
-		c->deadline = rt_now_ms() + s->c.head_ms;
-		atomic_init(&c->refs, 1);
-		pthread_mutex_init(&c->mu, NULL);
-		struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
-		                         .data.ptr = c};
-		if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
-			atomic_fetch_sub(&s->n_conns, 1);
-			close(fd);
-			c->fd = -1;
-			peer_closed(s, p);
-			peer_drop(c);
-			conn_unref(c);
-			continue;
-		}
-		c->next = lp->conns;
-		if (lp->conns != NULL)
-			lp->conns->prev = c;
-		lp->conns = c;
+		conn_add(lp, fd, &ss);
 	}
 }
 
@@ -1140,7 +1157,15 @@ static void *loop_main(void *arg)
 		pthread_mutex_lock(&lp->mu);
 		conn *remote = lp->remote;
 		lp->remote = NULL;
+		adopted *adopt = lp->adopted;
+		lp->adopted = NULL;
 		pthread_mutex_unlock(&lp->mu);
+		while (adopt != NULL) {
+			adopted *a = adopt;
+			adopt = a->next;
+			conn_add(lp, a->fd, &a->ss);
+			sh_free(a);
+		}
 		resume(lp, remote);
 		conn *local = lp->local;
 		lp->local = NULL;
@@ -1156,7 +1181,7 @@ static void *loop_main(void *arg)
 			s->c.ops.burst(s->c.arg, false);
 		release_closed(lp);
 		now = rt_now_ms();
-		if (!lp->listening && now >= lp->paused_until)
+		if (!lp->listening && s->lfd >= 0 && now >= lp->paused_until)
 			listen_resume(lp);
 		if (now >= lp->next_scan) {
 			scan(lp, now);
@@ -1261,6 +1286,12 @@ static void free_server(rt_httpd *s)
 {
 	for (uint32_t i = 0; i < s->n_loops; i++) {
 		loop *lp = &s->loops[i];
+		for (adopted *a = lp->adopted, *next; a != NULL; a = next) {
+			next = a->next;
+			close(a->fd);
+			sh_free(a);
+		}
+		lp->adopted = NULL;
 		if (lp->ep >= 0)
 			close(lp->ep);
 		if (lp->evfd >= 0)
@@ -1311,7 +1342,7 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 			s->c.max_conns = (uint32_t)room;
 		}
 	}
-	int rc = listen_on(s, conf->hostport, errmsg);
+	int rc = conf->hostport != NULL ? listen_on(s, conf->hostport, errmsg) : SHOAL_OK;
 	if (rc != SHOAL_OK)
 		goto err;
 	s->loops = sh_calloc(conf->threads, sizeof(*s->loops));
@@ -1333,8 +1364,9 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 			             strerror(errno));
 			goto err_after_loops;
 		}
-		listen_resume(lp);
-		if (!lp->listening) {
+		if (s->lfd >= 0)
+			listen_resume(lp);
+		if (s->lfd >= 0 && !lp->listening) {
 			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "http server: epoll: %s",
 			             strerror(errno));
 			goto err_after_loops;
@@ -1358,6 +1390,26 @@ err:
 	return rc;
 }
 
+void rt_httpd_adopt(rt_httpd *s, int fd, const struct sockaddr_storage *ss)
+{
+	adopted *a = sh_malloc(sizeof(*a));
+	if (a == NULL || atomic_load(&s->stopping)) {
+		sh_free(a);
+		close(fd);
+		return;
+	}
+	a->fd = fd;
+	a->ss = *ss;
+	loop *lp = &s->loops[atomic_fetch_add(&s->next_adopt, 1) % s->n_loops];
+	pthread_mutex_lock(&lp->mu);
+	a->next = lp->adopted;
+	lp->adopted = a;
+	pthread_mutex_unlock(&lp->mu);
+	uint64_t one = 1;
+	ssize_t w = write(lp->evfd, &one, sizeof(one));
+	(void)w; /* a full eventfd is awake anyway */
+}
+
 int rt_httpd_port(const rt_httpd *s)
 {
 	return s->port;
@@ -1368,7 +1420,8 @@ void rt_httpd_stop(rt_httpd *s)
 	if (s == NULL)
 		return;
 	loops_stop(s);
-	close(s->lfd);
+	if (s->lfd >= 0)
+		close(s->lfd);
 	s->lfd = -1;
 	pthread_mutex_lock(&s->mu);
 	while (atomic_load(&s->busy) > 0) {

@@ -69,6 +69,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <nng/nng.h>
+#include <nng/supplemental/tls/tls.h>
+
 #define RT_HTTPD_MAX_HEAD        (64u * 1024)
 #define RT_HTTPD_MAX_HEADERS     100
 #define RT_HTTPD_HEAD_MS         10000
@@ -164,7 +167,8 @@ typedef struct rt_httpd_ops {
 } rt_httpd_ops;
 
 typedef struct rt_httpd_conf {
-	const char *hostport;    /* "host:port", "[v6]:port", ":port" (every address) */
+	const char *hostport;    /* "host:port", "[v6]:port", ":port" (every address); NULL:
+	                            no listener (rt_httpd_adopt only) */
 	uint32_t threads;        /* I/O threads (>= 1) */
 	uint32_t max_conns;      /* at once (lowered to fit the descriptor limit) */
 	uint32_t max_conns_peer; /* ... from one peer address (0: no limit of its own;
@@ -178,8 +182,15 @@ typedef struct rt_httpd_conf {
 	void *arg;
 } rt_httpd_conf;
 
-/* Listens and starts the I/O threads.  Main thread. */
+/* Listens (on c->hostport; NULL: on nothing, for adopted connections only)
+ * and starts the I/O threads.  Main thread. */
 int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *c, char *errmsg);
+/* Takes fd (non-blocking, a stream socket) as a connection from peer ss,
+ * as if accepted: the same caps, limits per address and timeouts apply;
+ * refused or closed if over them or stopping.  Any thread, until
+ * rt_httpd_stop.  (https.c hands over its TLS connections' plain ends.) */
+struct sockaddr_storage;
+void rt_httpd_adopt(rt_httpd *s, int fd, const struct sockaddr_storage *ss);
 /* The port it listens on (useful with port 0). */
 int rt_httpd_port(const rt_httpd *s);
 /* Stops accepting, closes every connection, joins the I/O threads, waits
@@ -187,6 +198,15 @@ int rt_httpd_port(const rt_httpd *s);
  * answers go nowhere), frees.  The endpoint's own threads must keep serving
  * until this returns.  NULL is fine.  Main thread. */
 void rt_httpd_stop(rt_httpd *s);
+
+/* https.c: HTTPS on "host:port" with cfg (a server configuration: the
+ * cluster's router.pem), each TLS connection handed to httpd as a plain
+ * one (rt_httpd_adopt) with the client's address.  stop: before
+ * rt_httpd_stop; NULL is fine.  Main thread. */
+typedef struct rt_https rt_https;
+int rt_https_start(rt_https **out, rt_httpd *httpd, const char *hostport, nng_tls_config *cfg,
+                   char *errmsg);
+void rt_https_stop(rt_https *h);
 
 /* The answer to r: status, extra header lines `headers` ("Name: value\r\n"
  * each, or NULL) and a body (copied if it must wait).  The server adds the

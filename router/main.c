@@ -3,10 +3,11 @@
  *
  *   shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]
  *                [--contexts N] [--deadline-ms N]
- *                [--credentials FILE] [--http HOST:PORT [--workers N]]
+ *                [--credentials FILE] [--http HOST:PORT] [--https HOST:PORT] [--workers N]
  *
  * --http serves DynamoDB's HTTP API (router/http.h) next to the native
- * protocol.  --credentials (or its old name --http-credentials) makes both
+ * protocol; --https serves it over TLS (https.c; the certificate is the
+ * cluster's router.pem, so the cluster file needs [tls]).  --credentials (or its old name --http-credentials) makes both
  * ports require signatures by a key of FILE ("ACCESS_KEY_ID SECRET
  * [GRANT ...]" lines, http.h): SigV4 over HTTP, signed messages natively
  * (proto/wire_auth.h), each request authorized by the key's grants
@@ -42,8 +43,9 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
 	           "                    [--contexts N] [--deadline-ms N]\n"
-	           "                    [--credentials FILE] [--http HOST:PORT [--workers N]\n"
-	           "                    [--http-head-timeout-ms N] [--http-body-timeout-ms N]]\n");
+	           "                    [--credentials FILE] [--http HOST:PORT] [--https HOST:PORT]\n"
+	           "                    [--workers N]\n"
+	           "                    [--http-head-timeout-ms N] [--http-body-timeout-ms N]\n");
 }
 
 static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -59,7 +61,7 @@ static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 int main(int argc, char **argv)
 {
 	const char *config = NULL, *listen = NULL, *metrics = NULL;
-	const char *http = NULL, *http_creds = NULL;
+	const char *http = NULL, *https = NULL, *http_creds = NULL;
 	rt_options opt;
 	rt_options_default(&opt);
 	static const struct option longopts[] = {
@@ -70,6 +72,7 @@ int main(int argc, char **argv)
 	    {"contexts", required_argument, NULL, 'C'},
 	    {"deadline-ms", required_argument, NULL, 'd'},
 	    {"http", required_argument, NULL, 'H'},
+	    {"https", required_argument, NULL, 'S'},
 	    {"credentials", required_argument, NULL, 'K'},
 	    {"http-credentials", required_argument, NULL, 'K'}, /* its old name */
 	    {"http-head-timeout-ms", required_argument, NULL, 'T'},
@@ -110,6 +113,9 @@ int main(int argc, char **argv)
 			break;
 		case 'H':
 			http = optarg;
+			break;
+		case 'S':
+			https = optarg;
 			break;
 		case 'K':
 			http_creds = optarg;
@@ -202,12 +208,16 @@ int main(int argc, char **argv)
 		rt_log("%s", errmsg);
 		goto err_after_creds;
 	}
-	if (http != NULL && rt_http_start(&web, &rt, http, errmsg) != SHOAL_OK) {
+	if ((http != NULL || https != NULL) &&
+	    rt_http_start(&web, &rt, http, https, errmsg) != SHOAL_OK) {
 		rt_log("%s", errmsg);
 		goto err_after_server;
 	}
 	if (http != NULL)
 		rt_log("DynamoDB HTTP API on http://%s (%s)", http,
+		       http_creds != NULL ? "SigV4 verified" : "any credentials accepted");
+	if (https != NULL)
+		rt_log("DynamoDB HTTP API on https://%s (%s)", https,
 		       http_creds != NULL ? "SigV4 verified" : "any credentials accepted");
 	rt_log("listening on %s (%u contexts, %u nodes, %u groups)%s%s", listen_copy, opt.contexts,
 	       rt.conf->n_nodes, rt.conf->groups, metrics_copy[0] ? ", metrics on " : "",

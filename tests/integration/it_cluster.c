@@ -363,7 +363,6 @@ START_TEST(test_private_files)
 }
 END_TEST
 
-
 /* Sends nr to url (TLS with cfg when url is tls+tcp://); whether an answer
  * came back. */
 static bool forge(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest *nr)
@@ -380,8 +379,8 @@ static bool forge(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest
 		shoal__node_request__pack(nr, buf);
 		void *ans = NULL;
 		size_t alen = 0;
-		answered = nng_send(s, buf, len, 0) == 0 &&
-		           nng_recv(s, &ans, &alen, NNG_FLAG_ALLOC) == 0;
+		answered =
+		    nng_send(s, buf, len, 0) == 0 && nng_recv(s, &ans, &alen, NNG_FLAG_ALLOC) == 0;
 		if (ans != NULL)
 			nng_free(ans, alen);
 		free(buf);
@@ -481,13 +480,14 @@ START_TEST(test_members_only)
 	ck_assert_msg(!forge(tls_url, anon, &drop), "TLS without a certificate was served");
 	/* TLS with another CA's certificate (that trusts the cluster's CA). */
 	snprintf(path, sizeof(path), "%s/foreign", C.dir);
-	ck_assert_int_eq(tl_sh("'%s/deploy/certs.sh' --dir '%s' --nodes 1 >/dev/null", C.root, path),
-	                 0);
+	ck_assert_int_eq(
+	    tl_sh("'%s/deploy/certs.sh' --dir '%s' --nodes 1 >/dev/null", C.root, path), 0);
 	static sh_tls foreign, member;
 	ck_assert_int_eq(sh_tls_load(&foreign, path, "router", NULL, err), SHOAL_OK);
 	snprintf(path, sizeof(path), "%s/ca.pem", conf.tls_dir);
 	ck_assert_int_eq(nng_tls_config_ca_file(foreign.client, path), 0);
-	ck_assert_msg(!forge(tls_url, foreign.client, &drop), "another CA's certificate was served");
+	ck_assert_msg(!forge(tls_url, foreign.client, &drop),
+	              "another CA's certificate was served");
 
 	/* A member is served (so the refusals above were the port's). */
 	ck_assert_int_eq(sh_tls_load(&member, conf.tls_dir, "router", NULL, err), SHOAL_OK);
@@ -527,6 +527,72 @@ START_TEST(test_members_only)
 }
 END_TEST
 
+/* Client ports over TLS (cluster.sh up --tls): the native port is
+ * tls+tcp:// and the HTTP port HTTPS, both with the cluster's router.pem.
+ * shoal finds the cluster's CA from file://D/router.endpoint or takes
+ * --ca-bundle, and cannot connect without it, nor in plain; the AWS CLI
+ * reaches the HTTPS endpoint with --ca-bundle and refuses it without. */
+START_TEST(test_client_tls)
+{
+	static tl_cluster T;
+	int http_port = tl_free_ports(1);
+	char opts[128];
+	snprintf(opts, sizeof(opts), "--replication 1 --tls --http-port %d", http_port);
+	if (!tl_cluster_up_opts(&T, 1, 1, 1, opts)) {
+		tl_cluster_down(&T);
+		ck_abort_msg("the cluster did not start");
+	}
+	ck_assert_msg(strncmp(T.endpoint, "tls+tcp://", 10) == 0, "%s", T.endpoint);
+	char out[1200];
+	snprintf(out, sizeof(out), "%s/cli.out", T.dir);
+	const char *create =
+	    "create-table --table-name tls_t --attribute-definitions "
+	    "AttributeName=k,AttributeType=S --key-schema AttributeName=k,KeyType=HASH "
+	    ">/dev/null";
+	/* The endpoint file: the cluster's CA found next to it. */
+	ck_assert_int_eq(
+	    tl_sh("'%s/shoal' --endpoint 'file://%s/router.endpoint' %s", T.bin, T.dir, create), 0);
+	/* The URL with --ca-bundle. */
+	ck_assert_int_eq(tl_sh("'%s/shoal' --endpoint '%s' --ca-bundle '%s/tls/ca.pem' put-item "
+	                       "--table-name tls_t --item '{\"k\":{\"S\":\"a\"}}'",
+	                       T.bin, T.endpoint, T.dir),
+	                 0);
+	/* Without the CA (another bundle), and in plain: no connection. */
+	ck_assert_int_ne(
+	    tl_sh("'%s/shoal' --endpoint '%s' --ca-bundle /etc/ssl/certs/ca-certificates.crt "
+	          "--cli-connect-timeout 1 list-tables >/dev/null 2>&1",
+	          T.bin, T.endpoint),
+	    0);
+	ck_assert_int_ne(tl_sh("'%s/shoal' --endpoint '%s' --cli-connect-timeout 1 list-tables "
+	                       ">/dev/null 2>&1",
+	                       T.bin, T.endpoint + 4),
+	                 0);
+	/* HTTPS: the item written natively, read by the AWS CLI. */
+	char *ep = NULL, path[1200];
+	snprintf(path, sizeof(path), "%s/http.endpoint", T.dir);
+	ep = tl_read_file(path);
+	ck_assert_ptr_nonnull(ep);
+	ep[strcspn(ep, "\n")] = '\0';
+	ck_assert_msg(strncmp(ep, "https://", 8) == 0, "%s", ep);
+	const char *aws =
+	    "AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y AWS_DEFAULT_REGION=us-east-1 "
+	    "AWS_MAX_ATTEMPTS=1 aws dynamodb";
+	ck_assert_int_eq(tl_sh("%s get-item --endpoint-url %s --ca-bundle '%s/tls/ca.pem' "
+	                       "--table-name tls_t --key '{\"k\":{\"S\":\"a\"}}' >'%s'",
+	                       aws, ep, T.dir, out),
+	                 0);
+	char *got = tl_read_file(out);
+	ck_assert_msg(got != NULL && strstr(got, "\"Item\"") != NULL, "%s", got ? got : "");
+	free(got);
+	ck_assert_int_ne(tl_sh("%s list-tables --endpoint-url %s --ca-bundle "
+	                       "/etc/ssl/certs/ca-certificates.crt >/dev/null 2>&1",
+	                       aws, ep),
+	                 0);
+	free(ep);
+	tl_cluster_down(&T);
+}
+END_TEST
+
 static Suite *cluster_suite(void)
 {
 	Suite *s = suite_create("cluster");
@@ -541,6 +607,10 @@ static Suite *cluster_suite(void)
 	tcase_add_test(tc, test_private_files);
 	tcase_add_test(tc, test_members_only);
 	suite_add_tcase(s, tc);
+	TCase *tls = tcase_create("client-tls");
+	tcase_set_timeout(tls, 120);
+	tcase_add_test(tls, test_client_tls);
+	suite_add_tcase(s, tls);
 	return s;
 }
 

@@ -312,8 +312,12 @@ int tl_shoal(const tl_cluster *c, char **out, char **err, const char *fmt, ...)
 	char outp[1100], errp[1100];
 	snprintf(outp, sizeof(outp), "%s/cli.out", c->dir);
 	snprintf(errp, sizeof(errp), "%s/cli.err", c->dir);
-	int rc = tl_sh("'%s/shoal' --endpoint '%s' %s >'%s' 2>'%s'", c->bin, c->endpoint, args,
-	               outp, errp);
+	/* A cluster with TLS client ports (cluster.sh up --tls): its CA. */
+	char ca[1100] = "";
+	if (strncmp(c->endpoint, "tls+", 4) == 0)
+		snprintf(ca, sizeof(ca), "--ca-bundle '%s/tls/ca.pem'", c->dir);
+	int rc = tl_sh("'%s/shoal' --endpoint '%s' %s %s >'%s' 2>'%s'", c->bin, c->endpoint, ca,
+	               args, outp, errp);
 	if (out != NULL)
 		*out = tl_read_file(outp);
 	if (err != NULL)
