@@ -1132,7 +1132,7 @@ static void *loop_main(void *arg)
 	while (!atomic_load(&s->stopping)) {
 		int64_t now = rt_now_ms();
 		int64_t until = lp->next_scan;
-		if (!lp->listening && lp->paused_until < until)
+		if (!lp->listening && s->lfd >= 0 && lp->paused_until < until)
 			until = lp->paused_until;
 		int timeout = lp->local != NULL ? 0 : until > now ? (int)(until - now) : 0;
 		int n = epoll_wait(lp->ep, ev, EVENTS, timeout);

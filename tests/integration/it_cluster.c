@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -527,6 +528,29 @@ START_TEST(test_members_only)
 }
 END_TEST
 
+/* CPU time (utime + stime, clock ticks) of the process in dir/<name>.pid. */
+static long cpu_ticks(const char *dir, const char *name)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/%s.pid", dir, name);
+	char *pid = tl_read_file(path);
+	ck_assert_ptr_nonnull(pid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", atoi(pid));
+	free(pid);
+	char *st = tl_read_file(path);
+	ck_assert_ptr_nonnull(st);
+	const char *p = strrchr(st, ')'); /* the command may hold spaces */
+	ck_assert_ptr_nonnull(p);
+	long utime = 0, stime = 0;
+	/* after ")": state ppid pgrp session tty tpgid flags minflt cminflt
+	 * majflt cmajflt utime stime */
+	ck_assert_int_eq(
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %ld %ld", &utime, &stime),
+	    2);
+	free(st);
+	return utime + stime;
+}
+
 /* Client ports over TLS (cluster.sh up --tls): the native port is
  * tls+tcp:// and the HTTP port HTTPS, both with the cluster's router.pem.
  * shoal finds the cluster's CA from file://D/router.endpoint or takes
@@ -589,6 +613,16 @@ START_TEST(test_client_tls)
 	                       aws, ep),
 	                 0);
 	free(ep);
+
+	/* Idle, the router costs next to nothing: its HTTP server has no plain
+	 * listener here, and once spun in epoll_wait (timeout 0) on a
+	 * listener's back-off deadline it did not have.  A 1 s observation
+	 * window (not a wait for anything): a spinning thread takes ~100 ticks. */
+	long t0 = cpu_ticks(T.dir, "router-1"), t1;
+	struct timespec window = {.tv_sec = 1};
+	nanosleep(&window, NULL);
+	t1 = cpu_ticks(T.dir, "router-1");
+	ck_assert_msg(t1 - t0 < 40, "an idle router took %ld ticks of CPU in 1 s", t1 - t0);
 	tl_cluster_down(&T);
 }
 END_TEST
