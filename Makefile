@@ -383,7 +383,8 @@ bench-peers: deps-checked
 # tests/fuzz/harness.h and each fuzz_*.c), built by clang -- Debian's clang
 # and libclang-rt-14-dev, which deploy/install-deps.sh installs -- in
 # $(FUZZ_DIR), apart from the gcc build.  The code under test (common/,
-# storage/, proto/, the generated protobuf-c code and router/httpd_parse.c)
+# storage/, proto/, the generated protobuf-c code, and router/'s pure HTTP
+# head parser, SigV4 and native-signature checks: httpd_parse.c, sigv4.c, auth.c)
 # is compiled again there with -fsanitize=fuzzer-no-link plus ASan and UBSan,
 # the targets with -fsanitize=fuzzer (libFuzzer supplies main()).  -Werror is
 # left out there: a warning only clang gives in a file under test must not
@@ -404,7 +405,8 @@ FUZZ_DIR  := $(BUILD)/fuzz
 FUZZ_SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS := -std=c11 -O1 -g -Wall -Wextra -Wno-unused-parameter -fvisibility=hidden \
                $(FUZZ_SANFLAGS) -fsanitize=fuzzer-no-link
-FUZZ_LIB_SRC := $(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC) router/httpd_parse.c
+FUZZ_LIB_SRC := $(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC) router/httpd_parse.c router/sigv4.c \
+                router/auth.c
 FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_LIB_SRC)) \
                 $(patsubst $(GEN)/%.c,$(FUZZ_DIR)/obj/gen/%.o,$(PROTO_GEN_C))
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
@@ -444,7 +446,8 @@ $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_DIR)/obj/tests/fu
 		$(FUZZ_DIR)/libfuzzcore.a
 	$(Q)$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer -o $@ $^ -lnng $(LIBS)
 
-$(FUZZ_DIR)/fuzz-seeds: $(FUZZ_DIR)/obj/tests/fuzz/seeds.o $(FUZZ_DIR)/libfuzzcore.a
+$(FUZZ_DIR)/fuzz-seeds: $(FUZZ_DIR)/obj/tests/fuzz/seeds.o $(FUZZ_DIR)/obj/tests/fuzz/harness.o \
+		$(FUZZ_DIR)/libfuzzcore.a
 	$(Q)$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer-no-link -o $@ $^ -lnng $(LIBS)
 
 -include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)

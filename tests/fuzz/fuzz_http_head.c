@@ -8,13 +8,19 @@
  * head that arrives in pieces (growing prefixes, carrying *scanned).  Both
  * must agree; a parsed head must point into the buffer, within its first
  * out->len bytes, with NUL-terminated fields, and respect the documented
- * limits.
+ * limits.  A parsed head then goes through SigV4 as the endpoint checks it
+ * (router/sigv4.c, rt_sigv4_verify_as: the Authorization header's parse,
+ * the signed-header rules, the key and date, the canonical request of the
+ * method, URI, query and headers, the signature) against the credentials
+ * of harness.h, with the bytes after the head, up to Content-Length, as
+ * the body.
  *
  * Input: the raw bytes.  Seeds: tests/fuzz/corpus/http_head/.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "router/http.h"
 #include "router/httpd.h"
 #include "tests/fuzz/harness.h"
 
@@ -53,6 +59,37 @@ static rt_httpd_parse_rc whole(char *buf, size_t len, rt_httpd_head *h)
 	return rc;
 }
 
+static const char *header(void *ctx, const char *name)
+{
+	return rt_httpd_header_get(ctx, name);
+}
+
+/* The endpoint's signature check of a parsed head and its body. */
+static void sigv4(const rt_httpd_head *h, const char *buf, size_t size)
+{
+	size_t body = size - h->len;
+	if (body > h->content_length)
+		body = (size_t)h->content_length;
+	rt_sigv4_req r = {
+	    .method = h->method,
+	    .uri = h->target,
+	    .header = header,
+	    .ctx = (void *)h,
+	    .body = buf + h->len,
+	    .body_len = body,
+	};
+	rt_principal who;
+	char m[SH_ERRMSG_SIZE] = "";
+	rt_auth_result ar = rt_sigv4_verify_as(fz_creds(), &r, FZ_NOW_HTTP, &who, m);
+	fz_log("  rt_sigv4_verify_as: %s %s\n", rt_auth_error_type(ar), m);
+	FZ_ASSERT(ar >= RT_AUTH_OK && ar <= RT_AUTH_SIGNATURE, "rt_sigv4_verify_as: %d", (int)ar);
+	FZ_ASSERT(ar == RT_AUTH_OK || m[0] != '\0', "refused without a message");
+	FZ_ASSERT((ar == RT_AUTH_OK) == (who.cred != NULL),
+	          "a signer without a verified signature");
+	(void)rt_auth_error_type(ar);
+	(void)rt_auth_code(ar);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size == 0)
@@ -81,6 +118,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		          "the head parsed in pieces differs");
 		FZ_ASSERT(strcmp(h1.method, h2.method) == 0 && strcmp(h1.target, h2.target) == 0,
 		          "request line differs");
+		sigv4(&h1, buf, size);
 	}
 	free(buf);
 	free(piece);

@@ -54,12 +54,27 @@ void fz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 	abort();
 }
 
+static bool verbose(void)
+{
+	static int v = -1;
+	if (v < 0)
+		v = getenv("FUZZ_VERBOSE") != NULL;
+	return v;
+}
+
+void fz_log(const char *fmt, ...)
+{
+	va_list ap;
+	if (!verbose())
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
 void fz_expect(int rc, const char *errmsg, const char *what)
 {
-	static int verbose = -1;
-	if (verbose < 0)
-		verbose = getenv("FUZZ_VERBOSE") != NULL;
-	if (verbose)
+	if (verbose())
 		fprintf(stderr, "  %s: %s%s%s\n", what, shoal_err_name(rc), rc ? ": " : "",
 		        rc ? errmsg : "");
 	if (rc == SHOAL_OK)
@@ -69,6 +84,39 @@ void fz_expect(int rc, const char *errmsg, const char *what)
 	          "%s: unexpected %s: %s", what, shoal_err_name(rc), errmsg);
 	FZ_ASSERT(errmsg[0] != '\0' && strnlen(errmsg, SH_ERRMSG_SIZE) < SH_ERRMSG_SIZE,
 	          "%s: %s without a message", what, shoal_err_name(rc));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Credentials                                                               */
+/* ------------------------------------------------------------------------ */
+
+static rt_grant grants[] = {
+    {RT_PERM_READ, (char *)"Music"},
+    {RT_PERM_READ | RT_PERM_WRITE, (char *)"Accounts"},
+    {RT_PERM_READ | RT_PERM_WRITE, (char *)"Ledger*"},
+    {RT_PERM_DDL, (char *)"Fans"},
+};
+static rt_cred keys[] = {
+    {.key_id = (char *)"AKIDEXAMPLE",
+     .secret = (char *)FZ_SECRET,
+     .admin = true,
+     .account = "123456789012",
+     .grants = grants,
+     .n_grants = sizeof(grants) / sizeof(grants[0])},
+    {.key_id = (char *)"AKIDALL", .secret = (char *)"all", .all = true, .account = "000000000000"},
+};
+static const rt_creds creds = {.v = keys, .n = 2, .gen = 1};
+static rt_router router;
+
+const rt_creds *fz_creds(void)
+{
+	return &creds;
+}
+
+const rt_router *fz_router(void)
+{
+	router.creds = &creds;
+	return &router;
 }
 
 /* ------------------------------------------------------------------------ */

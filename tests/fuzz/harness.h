@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "proto/wire.h"
+#include "router/http.h"
 #include "storage/expr.h"
 
 /* libFuzzer's entry points (the targets define them). */
@@ -52,6 +53,8 @@ void fz_reset(void);
  * input, ...) aborts.  what names the call.  With FUZZ_VERBOSE set in the
  * environment every outcome is printed (to see how far a seed gets). */
 void fz_expect(int rc, const char *errmsg, const char *what);
+/* printf to stderr with FUZZ_VERBOSE set, else nothing. */
+__attribute__((format(printf, 1, 2))) void fz_log(const char *fmt, ...);
 
 /*
  * A decoded client Request as the router serves it: the operation's
@@ -79,5 +82,21 @@ int fz_node_request(const Shoal__NodeRequest *nr);
  */
 int fz_expr_one(const st_expr_attrs *attrs, st_expr_kind kind, const char *text,
                 const st_value *item, const st_value *key);
+
+/*
+ * The credentials the auth checks are fuzzed against (as a router's
+ * --http-credentials file would give them): AKIDEXAMPLE with secret
+ * FZ_SECRET, granted reads of Music, writes of Accounts and Ledger*, DDL on
+ * Fans, and admin; AKIDALL with every right.  The seeds are signed by
+ * AKIDEXAMPLE at FZ_NOW_S (native) and FZ_NOW_HTTP (the HTTP seeds'
+ * X-Amz-Date), the wall-clock times the targets verify at.
+ */
+#define FZ_SECRET   "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+#define FZ_NOW_S    1795000000 /* 2026-11-18T11:06:40Z */
+#define FZ_NOW_HTTP 1795647600 /* 2026-11-25T23:00:00Z */
+const rt_creds *fz_creds(void);
+/* A router with those credentials, for rt_auth_authorize (nothing else in
+ * it is set). */
+const rt_router *fz_router(void);
 
 #endif

@@ -31,10 +31,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "proto/wire_api.h"
 #include "proto/wire_auth.h"
+#include "router/http.h"
+#include "router/httpd.h"
 #include "storage/codec.h"
 #include "storage/expr.h"
+#include "tests/fuzz/harness.h"
 
 static const char *dir;
 static sh_arena arena;
@@ -273,12 +277,40 @@ static void json_seeds(void)
 /* Native Requests                                                           */
 /* ------------------------------------------------------------------------ */
 
+static const Shoal__Request *find(const char *name)
+{
+	for (size_t i = 0; i < nrequests; i++)
+		if (strcmp(request_body[i]->name, name) == 0)
+			return requests[i];
+	die(name, "no such seed body");
+	return NULL;
+}
+
 static uint8_t *pack_request(const Shoal__Request *r, size_t *len)
 {
 	*len = shoal__request__get_packed_size(r);
 	uint8_t *buf = sh_arena_alloc(&arena, *len + 1);
 	shoal__request__pack(r, buf);
 	return buf;
+}
+
+/* body || its Auth field, signed by AKIDEXAMPLE at FZ_NOW_S. */
+static void sign(const char *name, const uint8_t *body, size_t len)
+{
+	char date[17], date8[9];
+	uint8_t key[32], sig[32];
+	wire_auth_amz_date(FZ_NOW_S, date);
+	memcpy(date8, date, 8);
+	date8[8] = '\0';
+	wire_auth_signing_key(FZ_SECRET, date8, "us-east-1", "dynamodb", key);
+	wire_auth_signature(key, date, "us-east-1", "dynamodb", body, len, sig);
+	uint8_t *msg = sh_arena_alloc(&arena, len + 512);
+	memcpy(msg, body, len);
+	size_t n =
+	    wire_auth_encode(msg + len, 512, "AKIDEXAMPLE", date, "us-east-1", "dynamodb", sig);
+	if (n == 0)
+		die(name, "wire_auth_encode");
+	write_file("request", name, msg, len + n);
 }
 
 static void request_seeds(void)
@@ -295,25 +327,19 @@ static void request_seeds(void)
 	batch.batch = members;
 	write_msg("request", "batch", &batch.base);
 
-	/* A signed PutItem, as libshoal signs it (proto/wire_auth.h). */
+	/* Signed, as libshoal signs (proto/wire_auth.h): one the grants allow,
+	 * ones they deny, a batch signed as a whole, a transaction. */
 	size_t len;
-	uint8_t *body = pack_request(requests[1], &len);
-	char date[17];
-	uint8_t key[32], sig[32];
-	wire_auth_amz_date(1795000000, date);
-	char date8[9];
-	memcpy(date8, date, 8);
-	date8[8] = '\0';
-	wire_auth_signing_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", date8, "us-east-1",
-	                      "dynamodb", key);
-	wire_auth_signature(key, date, "us-east-1", "dynamodb", body, len, sig);
-	uint8_t *signed_msg = sh_arena_alloc(&arena, len + 512);
-	memcpy(signed_msg, body, len);
-	size_t n = wire_auth_encode(signed_msg + len, 512, "AKIDEXAMPLE", date, "us-east-1",
-	                            "dynamodb", sig);
-	if (n == 0)
-		die("signed", "wire_auth_encode");
-	write_file("request", "signed_put_item", signed_msg, len + n);
+	uint8_t *body = pack_request(find("get_item"), &len);
+	sign("signed_get_item", body, len);
+	body = pack_request(find("put_item"), &len);
+	sign("signed_put_item", body, len);
+	body = pack_request(find("transact_write_items"), &len);
+	sign("signed_transact_write_items", body, len);
+	body = pack_request(find("create_table_provisioned"), &len);
+	sign("signed_create_table", body, len);
+	body = pack_request(&batch, &len);
+	sign("signed_batch", body, len);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -322,15 +348,6 @@ static void request_seeds(void)
 
 static const uint8_t txn_id[16] = {0x6f, 0x1c, 0x2d, 0x9a, 0x0b, 0x1e, 0x4c, 0x5d,
                                    0x9e, 0x8f, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66};
-
-static const Shoal__Request *find(const char *name)
-{
-	for (size_t i = 0; i < nrequests; i++)
-		if (strcmp(request_body[i]->name, name) == 0)
-			return requests[i];
-	die(name, "no such seed body");
-	return NULL;
-}
 
 static void node_seeds(void)
 {
@@ -582,23 +599,66 @@ static void expr_seeds(void)
 	}
 }
 
+static const char *head_header(void *ctx, const char *name)
+{
+	return rt_httpd_header_get(ctx, name);
+}
+
+/* A request as botocore sends it, signed by AKIDEXAMPLE at FZ_NOW_HTTP:
+ * the signature is computed with router/sigv4.c over the parsed head. */
+static void signed_head(const char *name, const char *op, const char *body)
+{
+	static const char fmt[] =
+	    "POST / HTTP/1.1\r\nHost: localhost:8000\r\nAccept-Encoding: identity\r\n"
+	    "X-Amz-Target: DynamoDB_20120810.%s\r\nContent-Type: application/x-amz-json-1.0\r\n"
+	    "User-Agent: Boto3/1.26.27 Python/3.11.2 Linux/6.1.0 Botocore/1.29.27\r\n"
+	    "X-Amz-Date: 20261125T230000Z\r\nAuthorization: AWS4-HMAC-SHA256 "
+	    "Credential=AKIDEXAMPLE/20261125/us-east-1/dynamodb/aws4_request, "
+	    "SignedHeaders=content-type;host;x-amz-date;x-amz-target, Signature=%s\r\n"
+	    "amz-sdk-invocation-id: 0b4f8f3e-8a4c-4d7e-b2a1-52c7a3b0c0de\r\n"
+	    "amz-sdk-request: attempt=1\r\nContent-Length: %zu\r\n\r\n%s";
+	char text[2048], parsed[2048], sig[65];
+	memset(sig, '0', 64);
+	sig[64] = '\0';
+	int n = snprintf(text, sizeof(text), fmt, op, sig, strlen(body), body);
+	memcpy(parsed, text, (size_t)n);
+	rt_httpd_head h;
+	size_t scanned = 0;
+	if (rt_httpd_parse(parsed, (size_t)n, &scanned, &h) != RT_HTTPD_DONE)
+		die(name, "the head does not parse");
+	rt_sigv4_req r = {.method = h.method,
+	                  .uri = h.target,
+	                  .header = head_header,
+	                  .ctx = &h,
+	                  .body = body,
+	                  .body_len = strlen(body)};
+	char m[SH_ERRMSG_SIZE], *canon = NULL, *sts = NULL;
+	if (rt_sigv4_canonical_request(&r, "content-type;host;x-amz-date;x-amz-target", &canon,
+	                               m) != SHOAL_OK ||
+	    rt_sigv4_string_to_sign("20261125T230000Z", "20261125/us-east-1/dynamodb/aws4_request",
+	                            canon, &sts) != SHOAL_OK)
+		die(name, "cannot sign");
+	rt_sigv4_sign(FZ_SECRET, "20261125", "us-east-1", "dynamodb", sts, sig);
+	sh_free(canon);
+	sh_free(sts);
+	n = snprintf(text, sizeof(text), fmt, op, sig, strlen(body), body);
+	/* Check it as the endpoint would. */
+	memcpy(parsed, text, (size_t)n);
+	scanned = 0;
+	rt_httpd_parse(parsed, (size_t)n, &scanned, &h);
+	r.method = h.method;
+	r.uri = h.target;
+	rt_principal who;
+	if (rt_sigv4_verify_as(fz_creds(), &r, FZ_NOW_HTTP, &who, m) != RT_AUTH_OK)
+		die(name, m);
+	write_file("http_head", name, text, (size_t)n);
+}
+
 static void http_seeds(void)
 {
 	static const struct {
 		const char *name, *head;
 	} h[] = {
-	    {"botocore",
-	     "POST / HTTP/1.1\r\nHost: localhost:8000\r\nAccept-Encoding: identity\r\n"
-	     "X-Amz-Target: DynamoDB_20120810.PutItem\r\nContent-Type: "
-	     "application/x-amz-json-1.0\r\n"
-	     "User-Agent: Boto3/1.26.27 Python/3.11.2 Linux/6.1.0 Botocore/1.29.27\r\n"
-	     "X-Amz-Date: 20261125T230000Z\r\nAuthorization: AWS4-HMAC-SHA256 "
-	     "Credential=AKIDEXAMPLE/20261125/us-east-1/dynamodb/aws4_request, "
-	     "SignedHeaders=content-type;host;x-amz-date;x-amz-target, "
-	     "Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7\r\n"
-	     "amz-sdk-invocation-id: 0b4f8f3e-8a4c-4d7e-b2a1-52c7a3b0c0de\r\n"
-	     "amz-sdk-request: attempt=1\r\nContent-Length: 61\r\n\r\n"
-	     "{\"TableName\": \"Music\", \"Key\": {\"pk\": {\"S\": \"Artist#1\"}}}"},
 	    {"awscli_keepalive",
 	     "POST / HTTP/1.1\r\nhost: 127.0.0.1:8000\r\nx-amz-target: DynamoDB_20120810.Query\r\n"
 	     "content-type: application/x-amz-json-1.0\r\nconnection: keep-alive\r\n"
@@ -624,6 +684,10 @@ static void http_seeds(void)
 	};
 	for (size_t i = 0; i < sizeof(h) / sizeof(h[0]); i++)
 		write_file("http_head", h[i].name, h[i].head, strlen(h[i].head));
+	signed_head("botocore_put_item", "PutItem",
+	            "{\"TableName\": \"Ledger\", \"Item\": {\"pk\": {\"S\": \"tx#2\"}}}");
+	signed_head("botocore_get_item", "GetItem",
+	            "{\"TableName\": \"Music\", \"Key\": {\"pk\": {\"S\": \"Artist#1\"}}}");
 }
 
 int main(int argc, char **argv)
