@@ -11,10 +11,10 @@
 #                  per phase, default 60; `make test` runs 6): a table of figures, and
 #                  $(BUILD)/hot/*.csv and hot.png (per-partition throughput and throttles)
 #   fuzz           each libFuzzer target of tests/fuzz/ (one per decoder: NodeRequest, Request,
-#                  DynamoDB JSON body, HTTP head, expressions, stored items) for FUZZ_SECS
-#                  seconds, built by clang with ASan/UBSan in $(BUILD)/fuzz; `make test` runs
-#                  3 s of each
-#                  (fuzz-build: build them only; fuzz-seeds: remake tests/fuzz/corpus/)
+#                  DynamoDB JSON body, HTTP head and SigV4, expressions, stored items, responses)
+#                  for FUZZ_SECS seconds, built by clang with ASan/UBSan in $(BUILD)/fuzz;
+#                  `make test` runs 3 s of each (fuzz-build: build them only; fuzz-seeds:
+#                  remake tests/fuzz/corpus/)
 #   bench-peers    Shoal beside etcd and dynalite under the same wrk load (installs Debian's
 #                  etcd-server and wrk, dynalite from npm into $(BUILD)/peers; prints figures)
 #   libs           libshoal.so.0, libshoal.so and an installable libshoal.a in $(BUILD)/lib

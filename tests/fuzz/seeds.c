@@ -16,6 +16,9 @@
  *                  internal operations (define_table, drop_table,
  *                  update_table, activate_index, index_ship, transactions,
  *                  group_status, list_catalog) and a NodeRequest batch
+ *   response/      DynamoDB response bodies (results and errors), as JSON
+ *                  and as the packed Response wire_api_response_from_json
+ *                  makes of them, behind the operation byte
  *   codec/         the items of the PutItem and BatchWriteItem seeds as the
  *                  storage engine stores them (st_codec_encode)
  *   expr/          a kind byte and an expression of each kind
@@ -43,7 +46,7 @@
 static const char *dir;
 static sh_arena arena;
 
-static void die(const char *what, const char *why)
+__attribute__((noreturn)) static void die(const char *what, const char *why)
 {
 	fprintf(stderr, "fuzz-seeds: %s: %s\n", what, why);
 	exit(1);
@@ -521,6 +524,90 @@ static void node_seeds(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Responses                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static void response_seeds(void)
+{
+	static const struct {
+		const char *name, *op, *json;
+	} r[] = {
+	    {"get_item", "GetItem",
+	     "{\"Item\": {\"pk\": {\"S\": \"A\"}, \"n\": {\"N\": \"1.5\"}, \"l\": {\"L\": "
+	     "[{\"M\": {\"b\": {\"B\": \"AAE=\"}}}, {\"NULL\": true}]}, \"s\": {\"SS\": "
+	     "[\"x\", \"y\"]}}, \"ConsumedCapacity\": {\"TableName\": \"Music\", "
+	     "\"CapacityUnits\": 0.5}}"},
+	    {"query", "Query",
+	     "{\"Items\": [{\"pk\": {\"S\": \"A\"}, \"sk\": {\"N\": \"1\"}}, {\"pk\": {\"S\": "
+	     "\"A\"}, \"sk\": {\"N\": \"2\"}}], \"Count\": 2, \"ScannedCount\": 5, "
+	     "\"LastEvaluatedKey\": {\"pk\": {\"S\": \"A\"}, \"sk\": {\"N\": \"2\"}}, "
+	     "\"ConsumedCapacity\": {\"TableName\": \"Music\", \"CapacityUnits\": 1.0, \"Table\": "
+	     "{\"CapacityUnits\": 0.5}, \"GlobalSecondaryIndexes\": {\"byTitle\": "
+	     "{\"CapacityUnits\": 0.5}}}}"},
+	    {"update_item", "UpdateItem", "{\"Attributes\": {\"Plays\": {\"N\": \"7\"}}}"},
+	    {"batch_write_item", "BatchWriteItem",
+	     "{\"UnprocessedItems\": {\"Music\": [{\"PutRequest\": {\"Item\": {\"pk\": {\"S\": "
+	     "\"A\"}}}}, {\"DeleteRequest\": {\"Key\": {\"pk\": {\"S\": \"B\"}}}}]}}"},
+	    {"batch_get_item", "BatchGetItem",
+	     "{\"Responses\": {\"Music\": [{\"pk\": {\"S\": \"A\"}}]}, \"UnprocessedKeys\": "
+	     "{\"Fans\": {\"Keys\": [{\"id\": {\"B\": \"AAEC\"}}]}}}"},
+	    {"describe_table", "DescribeTable",
+	     "{\"Table\": {\"TableName\": \"Music\", \"TableStatus\": \"ACTIVE\", "
+	     "\"CreationDateTime\": 1795000000.123, \"KeySchema\": [{\"AttributeName\": \"pk\", "
+	     "\"KeyType\": \"HASH\"}], \"AttributeDefinitions\": [{\"AttributeName\": \"pk\", "
+	     "\"AttributeType\": \"S\"}], \"ItemCount\": 3, \"TableSizeBytes\": 120, "
+	     "\"TableArn\": \"arn:aws:dynamodb:shoal:000000000000:table/Music\", "
+	     "\"BillingModeSummary\": {\"BillingMode\": \"PAY_PER_REQUEST\"}, "
+	     "\"GlobalSecondaryIndexes\": [{\"IndexName\": \"byTitle\", \"KeySchema\": "
+	     "[{\"AttributeName\": \"Title\", \"KeyType\": \"HASH\"}], \"Projection\": "
+	     "{\"ProjectionType\": \"ALL\"}, \"IndexStatus\": \"CREATING\", \"Backfilling\": "
+	     "true}]}}"},
+	    {"list_tables", "ListTables",
+	     "{\"TableNames\": [\"Fans\", \"Music\"], \"LastEvaluatedTableName\": \"Music\"}"},
+	    {"condition_failed", "PutItem",
+	     "{\"__type\": \"com.amazonaws.dynamodb.v20120810#ConditionalCheckFailedException\", "
+	     "\"message\": \"The conditional request failed\", \"Item\": {\"pk\": {\"S\": "
+	     "\"A\"}}}"},
+	    {"txn_canceled", "TransactWriteItems",
+	     "{\"__type\": \"com.amazonaws.dynamodb.v20120810#TransactionCanceledException\", "
+	     "\"Message\": \"Transaction cancelled, please refer cancellation reasons for specific "
+	     "reasons [None, ConditionalCheckFailed]\", \"CancellationReasons\": [{\"Code\": "
+	     "\"None\"}, {\"Code\": \"ConditionalCheckFailed\", \"Message\": \"The conditional "
+	     "request failed\", \"Item\": {\"pk\": {\"S\": \"alice\"}}}]}"},
+	    {"validation", "Query",
+	     "{\"__type\": \"com.amazon.coral.validate#ValidationException\", \"message\": "
+	     "\"Query condition missed key schema element: pk\"}"},
+	};
+	for (size_t i = 0; i < sizeof(r) / sizeof(r[0]); i++) {
+		uint8_t opb = 0;
+		while (strcmp(wire_ops[opb].name, r[i].op) != 0)
+			opb++;
+		size_t n = strlen(r[i].json);
+		uint8_t *buf = sh_arena_alloc(&arena, n + 1);
+		buf[0] = opb | 0x80;
+		memcpy(buf + 1, r[i].json, n);
+		char name[64];
+		snprintf(name, sizeof(name), "json_%s", r[i].name);
+		write_file("response", name, buf, n + 1);
+
+		char m[SH_ERRMSG_SIZE];
+		json_t *j;
+		Shoal__Response *resp;
+		if (wire_json_parse(r[i].json, n, &j, m) != SHOAL_OK ||
+		    wire_api_response_from_json(&arena, r[i].op, j, &resp, m) != SHOAL_OK)
+			die(r[i].name, m);
+		json_decref(j);
+		resp->request_id = 2000 + i;
+		size_t len = shoal__response__get_packed_size(resp);
+		buf = sh_arena_alloc(&arena, len + 1);
+		buf[0] = opb;
+		shoal__response__pack(resp, buf + 1);
+		snprintf(name, sizeof(name), "pb_%s", r[i].name);
+		write_file("response", name, buf, len + 1);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
 /* Stored items                                                              */
 /* ------------------------------------------------------------------------ */
 
@@ -702,6 +789,7 @@ int main(int argc, char **argv)
 	request_seeds();
 	node_seeds();
 	codec_seeds();
+	response_seeds();
 	expr_seeds();
 	http_seeds();
 	sh_arena_fini(&arena);
