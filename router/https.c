@@ -97,6 +97,9 @@ int rt_https_start(rt_https **out, rt_httpd *httpd, const char *hostport, nng_tl
 	int rv = nng_stream_listener_alloc(&h->l, h->url);
 	if (rv == 0)
 		rv = nng_stream_listener_set_ptr(h->l, NNG_OPT_TLS_CONFIG, cfg);
+	/* nng's streams leave Nagle on; HTTP answers must not wait for ACKs. */
+	if (rv == 0)
+		rv = nng_stream_listener_set_bool(h->l, NNG_OPT_TCP_NODELAY, true);
 	if (rv == 0)
 		rv = nng_stream_listener_listen(h->l);
 	if (rv == 0)
