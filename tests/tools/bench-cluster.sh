@@ -47,7 +47,8 @@
 # BENCH_SHORT_SECS (runs 3-5; default BENCH_SECS/2), BENCH_WARMUP (default 2),
 # BENCH_KEYS (default 100000), BENCH_BASE_PORT (default 9100), BENCH_DIR,
 # SHOAL_SEED (passed to shoal_bench), BENCH_KEEP=1 (leave the cluster running),
-# BENCH_GSI=0 (skip the secondary-index runs), BENCH_TXN=0 (skip the
+# BENCH_PLAIN=1 (no TLS between the processes), BENCH_TLS=1 (TLS on the
+# client port too), BENCH_GSI=0 (skip the secondary-index runs), BENCH_TXN=0 (skip the
 # transaction runs), BENCH_TXN_SECS (measured seconds of runs 7-19; default
 # 2, after 0.5 s of warmup).
 # Defaults take about 3 minutes.  Figures only: the exit status is 0 whether
@@ -80,7 +81,12 @@ trap 'exit 130' INT TERM
 deploy/cluster.sh down --dir "$dir" >/dev/null 2>&1 || true
 rm -rf "$dir"
 # Raw behaviour: partitions unthrottled (make hot measures throttling).
-deploy/cluster.sh up --dir "$dir" --base-port "$base" --partition-rcu 1000000000 --partition-wcu 1000000000
+# The cluster as `cluster.sh up` makes it: mutual TLS between its processes
+# (BENCH_PLAIN=1: plain, as before 2026-11-25; BENCH_TLS=1: the client port too).
+tls_opt=()
+[[ ${BENCH_PLAIN:-0} == 1 ]] && tls_opt=(--plain)
+[[ ${BENCH_TLS:-0} == 1 ]] && tls_opt=(--tls)
+deploy/cluster.sh up --dir "$dir" --base-port "$base" "${tls_opt[@]}" --partition-rcu 1000000000 --partition-wcu 1000000000
 ep=file://$dir/router.endpoint
 
 procs=(router-1 node-1 node-2 node-3)
