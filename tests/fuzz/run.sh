@@ -73,30 +73,35 @@ for src in "$here"/fuzz_*.c; do
 	bin=$fuzz/fuzz_$t
 	n=$((n + 1))
 	mkdir -p "$fuzz/corpus/$t"
-	log=$fuzz/$t.log
-	before=$(ls "$fuzz/crashes" | wc -l)
+	# A log of its own (two runs may share the build: make test and make
+	# fuzz, or two sessions), left as BUILD/fuzz/<target>.log at the end.
+	log=$(mktemp "$fuzz/$t.log.XXXXXX")
+	start=$(date +%s)
 	dict=()
 	[[ -f $here/$t.dict ]] && dict=(-dict="$here/$t.dict")
 	"$bin" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$fuzz/crashes/$t-" "${dict[@]}" ${FUZZ_ARGS:-} \
 		"$fuzz/corpus/$t" "$here/corpus/$t" >"$log" 2>&1
 	rc=$?
-	done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)
-	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-	speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+	# (-a: libFuzzer's log holds raw bytes of inputs, which grep would call binary)
+	done_line=$(grep -a -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -n 1)
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+	speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
 	cov=$(sed -n 's/.* cov: \([0-9]*\) ft: \([0-9]*\) corp: \([0-9]*\).*/cov \1, ft \2, corpus \3/p' <<<"$done_line")
-	rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log")
+	rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$log" | tail -n 1)
+	mv -f "$log" "$fuzz/$t.log"
+	log=$fuzz/$t.log
 	if ((rc == 0)) && [[ -n $done_line ]]; then
 		echo "ok   fuzz_$t: ${secs} s, ${runs:-?} runs (${speed:-?}/s), $cov, peak RSS ${rss:-?} MB"
 		continue
 	fi
 	f=$((f + 1))
 	echo "FAIL fuzz_$t (exit $rc): libFuzzer's report:"
-	grep -v -E '^(#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED)|INFO:|MS:)' "$log" | tail -n 60
-	for c in $(ls -t "$fuzz/crashes" | head -n $(($(ls "$fuzz/crashes" | wc -l) - before))); do
-		echo "input $fuzz/crashes/$c ($(stat -c %s "$fuzz/crashes/$c") bytes), hex:"
-		od -An -tx1 -v "$fuzz/crashes/$c" | head -n 16
-		echo "replay: $bin $fuzz/crashes/$c"
+	grep -a -v -E '^(#[0-9]+[[:space:]]+(NEW|REDUCE|pulse|INITED)|INFO:|MS:)' "$log" | tail -n 60
+	find "$fuzz/crashes" -name "$t-*" -newermt "@$((start - 1))" | while read -r c; do
+		echo "input $c ($(stat -c %s "$c") bytes), hex:"
+		od -An -tx1 -v "$c" | head -n 16
+		echo "replay: $bin $c"
 	done
 done
 echo "$(((n - f) * 100 / (n > 0 ? n : 1)))%: Checks: $n, Failures: $f, Errors: 0"
