@@ -319,6 +319,16 @@ static int walk(walker *w, const ProtobufCMessageDescriptor *desc, const uint8_t
 				if (rc != SHOAL_OK)
 					return rc;
 			} else if (fd != NULL && fd->type == PROTOBUF_C_TYPE_STRING) {
+				/* protobuf-c hands strings over NUL-terminated: one
+				 * inside would silently cut the name (a TableName
+				 * "T\0x" read as "T", the signed bytes meaning
+				 * another thing).  Values are bytes, not strings. */
+				if (v > 0 && memchr(p, '\0', v) != NULL)
+					return sh_errf(
+					    w->errmsg, SHOAL_E_SERIALIZATION,
+					    "malformed message: byte %td: string field %s "
+					    "holds a NUL byte",
+					    at - w->buf, fd->name);
 				if (!spend(w, charge(v + 1)))
 					return WALK_OVER_BUDGET;
 			} else if (fd != NULL && fd->type == PROTOBUF_C_TYPE_BYTES) {

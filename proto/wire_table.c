@@ -374,6 +374,12 @@ static int projection_to_st(sh_arena *a, const Shoal__Projection *p, st_index_de
 	if (inc == NULL)
 		return nomem(errmsg);
 	for (size_t i = 0; i < p->n_non_key_attributes; i++) {
+		/* (group 0's catalog check refuses it too, one Raft entry
+		 * later: the router answers before anything is proposed) */
+		if (p->non_key_attributes[i] == NULL || p->non_key_attributes[i][0] == '\0')
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               MSG_INVALID
+			               "NonKeyAttributes must not contain an empty name");
 		int rc = wire_dup(a, p->non_key_attributes[i], &inc[i], errmsg);
 		if (rc != SHOAL_OK)
 			return rc;

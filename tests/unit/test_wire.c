@@ -286,6 +286,12 @@ START_TEST(test_framing_errors)
 	                                 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
 	ck_assert_int_eq(wire_unpack_request(NULL, eleven, sizeof(eleven), &req, tl_msg),
 	                 SHOAL_E_SERIALIZATION);
+	/* A NUL inside a string field (TableName "Mu\0x") is refused, not cut. */
+	/* (request_id 1; get_item, field 10: {table_name, field 1: "Mu\0x"}) */
+	static const uint8_t nul_name[] = {0x08, 0x01, 0x52, 0x06, 0x0a, 0x04, 'M', 'u', 0x00, 'x'};
+	ck_assert_int_eq(wire_unpack_request(NULL, nul_name, sizeof(nul_name), &req, tl_msg),
+	                 SHOAL_E_SERIALIZATION);
+	ck_assert_msg(strstr(tl_msg, "NUL") != NULL, "%s", tl_msg);
 	/* Unknown fields are skipped; empty input is an empty Request. */
 	static const uint8_t unknown[] = {0xf8, 0x07, 0x01, 0x08, 0x07};
 	ck_assert_int_eq(wire_unpack_request(NULL, unknown, sizeof(unknown), &req, tl_msg),
@@ -836,6 +842,12 @@ START_TEST(test_create_table)
 	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: ProjectionType is "
 	                         "KEYS_ONLY, but NonKeyAttributes is specified");
 	proj.projection_type = "INCLUDE";
+	/* An empty name: refused here, not one Raft entry later by group 0. */
+	inc[0] = "";
+	ck_assert_int_eq(wire_create_table_from_pb(&tl_arena, c, &def, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: NonKeyAttributes must "
+	                         "not contain an empty name");
+	inc[0] = "a";
 
 	Shoal__LocalSecondaryIndex lsi = SHOAL__LOCAL_SECONDARY_INDEX__INIT;
 	Shoal__KeySchemaElement *lks[] = {kse("g", "HASH"), kse("g2", "RANGE")};
