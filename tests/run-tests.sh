@@ -32,6 +32,7 @@ for name in "${bins[@]}"; do
 	[[ -n ${scripts[$name]:-} ]] && bin=${scripts[$name]} cmd=("$bin" "$build")
 	[[ -x $bin ]] || { echo "no such test binary: $bin"; failed=$((failed + 1)); continue; }
 	out=$(mktemp)
+	t0=$SECONDS
 	"${cmd[@]}" >"$out" 2>&1
 	rc=$?
 	summary=$(grep -E '^[0-9]+%: Checks: ' "$out" | tail -n 1)
@@ -44,9 +45,9 @@ for name in "${bins[@]}"; do
 	passed=$((passed + n - f)) failed=$((failed + f))
 	if ((f > 0)); then
 		failed_bins+=("$name")
-		echo "FAIL $name"; cat "$out"
+		echo "FAIL $name ($((SECONDS - t0)) s)"; cat "$out"
 	else
-		echo "ok   $name: $summary"
+		echo "ok   $name: $summary ($((SECONDS - t0)) s)"
 	fi
 	rm -f "$out"
 done
