@@ -247,7 +247,8 @@ static void *pump_down(void *arg)
 				break;
 			const uint8_t *q = buf;
 			while (n > 0) {
-				ssize_t w = write(p->fd, q, n);
+				/* (send: no SIGPIPE when our side closed first) */
+				ssize_t w = send(p->fd, q, n, MSG_NOSIGNAL);
 				if (w < 0 && errno == EINTR)
 					continue;
 				if (w <= 0)
