@@ -362,9 +362,10 @@ static void accept_cb(void *arg)
 				nng_stream_free(s);
 			}
 		}
-	} else {
-		/* Out of descriptors, or the like: back off instead of
-		 * spinning. */
+	} else if (rv == NNG_ENOFILES || rv == NNG_ENOMEM || rv == NNG_ENOSPC) {
+		/* Out of descriptors or memory: back off instead of
+		 * spinning.  (One peer's failed connection is not a reason
+		 * to make the others wait.) */
 		t->accept_sleeping = true;
 		nng_sleep_aio(100, t->accept_aio);
 		return;

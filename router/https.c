@@ -72,9 +72,10 @@ static void accept_cb(void *arg)
 			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 			rt_httpd_adopt(h->httpd, fd, &ss);
 		}
-	} else {
-		/* Out of descriptors, or the like: back off instead of
-		 * spinning. */
+	} else if (rv == NNG_ENOFILES || rv == NNG_ENOMEM || rv == NNG_ENOSPC) {
+		/* Out of descriptors or memory: back off instead of
+		 * spinning.  (One peer's failed connection is not a reason
+		 * to make the others wait.) */
 		h->sleeping = true;
 		nng_sleep_aio(100, h->aio);
 		return;
