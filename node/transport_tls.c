@@ -152,6 +152,21 @@ static bool job_canceled(job *j)
 	return c;
 }
 
+/* Ends a job's thread with stream s (NULL: none): pumped for raft when the
+ * handshake went through, else closed; then the event goes to the loop. */
+static void job_end(job *j, nng_stream *s, bool handshook)
+{
+	if (handshook) {
+		j->fd = sh_tls_pump(s); /* (closes s on failure) */
+		if (j->fd >= 0)
+			j->status = 0;
+	} else if (s != NULL) {
+		nng_stream_close(s);
+		nng_stream_free(s);
+	}
+	job_post(j);
+}
+
 static void *connect_main(void *arg)
 {
 	job *j = arg;
@@ -184,17 +199,11 @@ static void *connect_main(void *arg)
 		memcpy(hs + 24, t->address, alen);
 		nng_aio_set_timeout(j->aio, HANDSHAKE_MS);
 		if (sh_tls_stream_all(s, j->aio, true, hs, 24 + alen) == 0) {
-			j->fd = sh_tls_pump(s);
-			s = NULL;
-			if (j->fd >= 0)
-				j->status = 0;
+			job_end(j, s, true);
+			return NULL;
 		}
 	}
-	if (s != NULL) {
-		nng_stream_close(s);
-		nng_stream_free(s);
-	}
-	job_post(j);
+	job_end(j, s, false);
 	return NULL;
 }
 
@@ -215,17 +224,11 @@ static void *accept_main(void *arg)
 		    sh_tls_stream_all(s, j->aio, false, j->peer_address, (size_t)alen) == 0 &&
 		    memchr(j->peer_address, '\0', (size_t)alen) == NULL) {
 			j->peer_address[alen] = '\0';
-			j->fd = sh_tls_pump(s);
-			s = NULL;
-			if (j->fd >= 0)
-				j->status = 0;
+			job_end(j, s, true);
+			return NULL;
 		}
 	}
-	if (s != NULL) {
-		nng_stream_close(s);
-		nng_stream_free(s);
-	}
-	job_post(j);
+	job_end(j, s, false);
 	return NULL;
 }
 

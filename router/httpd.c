@@ -182,6 +182,14 @@ struct rt_httpd {
 	pthread_cond_t cv; /* busy reached 0 while stopping */
 };
 
+/* Wakes lp's I/O thread (its eventfd; a full one is awake anyway). */
+static void loop_wake(loop *lp)
+{
+	uint64_t one = 1;
+	ssize_t w = write(lp->evfd, &one, sizeof(one));
+	(void)w;
+}
+
 static __thread loop *tl_loop; /* the I/O thread's own loop */
 
 static conn *conn_of(rt_httpd_req *r)
@@ -918,9 +926,7 @@ static void post_resume(conn *c)
 	c->rlink = lp->remote;
 	lp->remote = c;
 	pthread_mutex_unlock(&lp->mu);
-	uint64_t one = 1;
-	ssize_t w = write(lp->evfd, &one, sizeof(one));
-	(void)w; /* a full eventfd is awake anyway */
+	loop_wake(lp);
 }
 
 /* Epoll events of a connection.  If another thread holds its lock, it is
@@ -1273,9 +1279,7 @@ static void loops_stop(rt_httpd *s)
 {
 	atomic_store(&s->stopping, true);
 	for (uint32_t i = 0; i < s->n_loops; i++) {
-		uint64_t one = 1;
-		ssize_t w = write(s->loops[i].evfd, &one, sizeof(one));
-		(void)w;
+		loop_wake(&s->loops[i]);
 	}
 	for (uint32_t i = 0; i < s->n_loops; i++)
 		if (s->loops[i].started)
@@ -1405,9 +1409,7 @@ void rt_httpd_adopt(rt_httpd *s, int fd, const struct sockaddr_storage *ss)
 	a->next = lp->adopted;
 	lp->adopted = a;
 	pthread_mutex_unlock(&lp->mu);
-	uint64_t one = 1;
-	ssize_t w = write(lp->evfd, &one, sizeof(one));
-	(void)w; /* a full eventfd is awake anyway */
+	loop_wake(lp);
 }
 
 int rt_httpd_port(const rt_httpd *s)
