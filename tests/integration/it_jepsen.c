@@ -46,7 +46,8 @@
  * schedule (the workload's interleaving is the machine's).  On a violation
  * the history is saved to a file (path printed) and the checker's witness is
  * printed; `build/bin/history_check FILE` re-checks it.  JEPSEN_HISTORY=FILE
- * saves every run's history there.  The cluster is made and removed by the
+ * saves every run's history there.  JEPSEN_FAULTS="disk full,30% loss" draws
+ * the nemesis's faults from the kinds named only.  The cluster is made and removed by the
  * parent process, as in it_netns (Check's child _exits on a failed
  * assertion, so only the parent can be trusted to remove the namespaces).
  * Without namespaces the test prints SKIP and passes.
@@ -117,6 +118,31 @@ static const char *fault_name[F_KINDS] = {"isolate",    "cut",       "one-way cu
                                           "power loss", "disk full"};
 #define NODE_FS_MB 1024 /* each node's own file system, for disk full */
 
+/* The kinds the nemesis draws from: all of them, or JEPSEN_FAULTS's (names as
+ * above, comma-separated: "disk full,30% loss"), to hunt one fault's bug. */
+static int kinds[F_KINDS], n_kinds;
+
+/* name is one of list's comma-separated entries. */
+static bool listed(const char *list, const char *name)
+{
+	size_t len = strlen(name);
+	for (const char *p = list; p != NULL; p = strchr(p, ',')) {
+		if (*p == ',')
+			p++;
+		if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+static void kinds_init(void)
+{
+	const char *only = getenv("JEPSEN_FAULTS");
+	for (int k = 0; k < F_KINDS; k++)
+		if (only == NULL || only[0] == '\0' || listed(only, fault_name[k]))
+			kinds[n_kinds++] = k;
+}
+
 /* Faults of the run: kinds (a bit each), when injected and healed. */
 #define MAX_EPISODES 4096
 typedef struct {
@@ -179,6 +205,33 @@ static void teardown(void)
 		return;
 	tl_netns_heal_all(&C);
 	tl_cluster_down(&C);
+}
+
+/* What a failed GSI check leaves for the post-mortem, in the test's output
+ * (CI keeps nothing else): the groups' replicas and leaders, every node's
+ * outbox and shipping figures, and the node log lines about shipping and
+ * replicas that failed, restarted or were rebuilt. */
+static void index_postmortem(void)
+{
+	char *out = NULL;
+	shoal_error err;
+	if (shoal_call_json(client, "ClusterStatus", NULL, &out, &err) == SHOAL_OK)
+		printf("it_jepsen: post-mortem: ClusterStatus %s\n", out);
+	shoal_free(out);
+	for (int id = 1; id <= NODES; id++) {
+		char *text = tl_cluster_metrics_text(&C, id);
+		for (char *line = text != NULL ? strtok(text, "\n") : NULL; line != NULL;
+		     line = strtok(NULL, "\n"))
+			if (strncmp(line, "shoal_outbox_", 13) == 0 ||
+			    strncmp(line, "shoal_index_backlog", 19) == 0 ||
+			    strncmp(line, "shoal_index_deltas_", 19) == 0)
+				printf("it_jepsen: post-mortem: node %d: %s\n", id, line);
+		free(text);
+	}
+	fflush(stdout);
+	tl_sh("grep -HE 'ship:|replica failed|disk full|restarting|rebuilt|trusted|diverge|"
+	      "leader' '%s'/node-*.log | tail -n 150",
+	      C.dir);
 }
 
 /* ---- operations -------------------------------------------------------- */
@@ -517,7 +570,7 @@ static void fault(unsigned *rng, int64_t t0, int faults[F_KINDS])
 	episode *ep = n_episodes < MAX_EPISODES ? &episodes[n_episodes++] : NULL;
 	printf("it_jepsen: +%.1fs", (now_ms() - t0) / 1000.0);
 	for (int i = 0; i < n; i++) {
-		kind[i] = (int)(rand_r(rng) % F_KINDS);
+		kind[i] = kinds[rand_r(rng) % n_kinds];
 		a[i] = 1 + (int)(rand_r(rng) % NODES);
 		b[i] = 1 + (a[i] + (int)(rand_r(rng) % (NODES - 1))) % NODES;
 		int g = 1 + (int)(rand_r(rng) % GROUPS);
@@ -808,6 +861,8 @@ START_TEST(test_jepsen)
 	char *irep = tl_read_file(path);
 	printf("it_jepsen: the GSI %s %lld ms after the final reads\n",
 	       irc == 0 ? "converged" : "did NOT converge", (long long)(now_ms() - t_index));
+	if (irc != 0)
+		index_postmortem();
 	ck_assert_msg(irc == 0, "the GSI differs from the table (seed %u):\n%s", seed,
 	              irep != NULL ? irep : "");
 	free(irep);
@@ -930,6 +985,14 @@ int main(void)
 	seed =
 	    s != NULL ? (unsigned)strtoul(s, NULL, 10) : (unsigned)time(NULL) ^ (unsigned)getpid();
 	int secs = getenv("CHAOS_SECS") != NULL ? atoi(getenv("CHAOS_SECS")) : 30;
+	kinds_init();
+	if (n_kinds == 0) {
+		fprintf(stderr, "it_jepsen: JEPSEN_FAULTS names no fault kind of:");
+		for (int k = 0; k < F_KINDS; k++)
+			fprintf(stderr, "%s \"%s\"", k > 0 ? "," : "", fault_name[k]);
+		fprintf(stderr, "\n");
+		return 2;
+	}
 	Suite *su = suite_create("jepsen");
 	TCase *tc = tcase_create("core");
 	tcase_add_unchecked_fixture(tc, setup, teardown);

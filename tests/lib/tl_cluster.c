@@ -406,14 +406,17 @@ static void metric_each(void *arg, const char *name, size_t name_len, const char
 	m->sum += value;
 }
 
+char *tl_cluster_metrics_text(const tl_cluster *c, int id)
+{
+	char hp[300];
+	return metrics_addr(c, id, hp, sizeof(hp)) ? tl_metrics_get(hp) : NULL;
+}
+
 double tl_cluster_metric(const tl_cluster *c, const char *name, int group)
 {
 	metric_sum m = {name, group, 0};
 	for (int id = 1; id <= c->nodes; id++) {
-		char hp[300];
-		if (!metrics_addr(c, id, hp, sizeof(hp)))
-			continue;
-		char *text = tl_metrics_get(hp);
+		char *text = tl_cluster_metrics_text(c, id);
 		if (text != NULL)
 			tl_metrics_each(text, metric_each, &m);
 		free(text);

@@ -70,6 +70,8 @@ int tl_cluster_log_count(const tl_cluster *c, int id, const char *needle);
  * nodes not answering count 0) of the samples of metric `name` whose label
  * group is `group` (-1: every sample). */
 double tl_cluster_metric(const tl_cluster *c, const char *name, int group);
+/* Node id's whole /metrics text (malloc'd), or NULL when it does not answer. */
+char *tl_cluster_metrics_text(const tl_cluster *c, int id);
 
 /* Runs `shoal --endpoint <endpoint> <args>` (args is a shell fragment, quoted
  * by the caller); captures stdout and stderr (malloc'd, caller frees; may be
