@@ -138,7 +138,25 @@ run_in() { # namespace command...
 	if [[ -n $netns ]]; then exec ip netns exec "$netns-$ns" "$@"; else exec "$@"; fi
 }
 
-alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# A process that has exited but is not reaped yet (a zombie: its parent, the
+# shell that started it, is gone, and some inits reap orphans only every
+# couple of seconds) holds no port, file or lock: it counts as gone -- once
+# its main thread is a zombie and no other thread is still exiting (they
+# share the files and locks until the last one is done).
+alive() {
+	[[ -f $1 ]] || return 1
+	local pid key val state='' threads=''
+	pid=$(<"$1")
+	kill -0 "$pid" 2>/dev/null || return 1
+	while read -r key val _; do
+		case $key in
+		State:) state=$val ;;
+		Threads:) threads=$val ;;
+		esac
+	done <"/proc/$pid/status" 2>/dev/null
+	[[ -n $state ]] || return 1
+	! [[ $state == Z && $threads == 1 ]]
+}
 
 # Waits until the process in pid file $1 has exited (deadline $2 seconds).
 wait_exit() {
