@@ -461,6 +461,20 @@ static const err_case errors[] = {
      SHOAL_E_VALIDATION,
      "ExpressionAttributeValues can only be specified when using expressions: "
      "FilterExpression and KeyConditionExpression are null"},
+    {"UpdateItem", "{" KEY "'AttributeUpdates':{},'ExpressionAttributeValues':{':a':{'S':'x'}}}",
+     SHOAL_E_VALIDATION,
+     "ExpressionAttributeValues can only be specified when using expressions: "
+     "UpdateExpression and ConditionExpression are null"},
+    {"Scan",
+     "{'ScanFilter':{},'ProjectionExpression':'a','ExpressionAttributeValues':{':a':{"
+     "'S':'x'}}}",
+     SHOAL_E_VALIDATION,
+     "Can not use both expression and non-expression parameters in the same request: "
+     "Non-expression parameters: {ScanFilter} Expression parameters: {ProjectionExpression}"},
+    {"Scan", "{'AttributesToGet':['a'],'ExpressionAttributeValues':{':a':{'S':'x'}}}",
+     SHOAL_E_VALIDATION,
+     "ExpressionAttributeValues can only be specified when using expressions: "
+     "FilterExpression is null"},
     /* ConditionalOperator's use. */
     {"DeleteItem", "{" KEY "'ConditionalOperator':'AND'}", SHOAL_E_VALIDATION,
      "ConditionalOperator cannot be used without Filter or Expected"},
