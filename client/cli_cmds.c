@@ -6,8 +6,9 @@
  * Shapes are the slice of DynamoDB's service model the CLI needs to read
  * shorthand syntax (which strings are numbers or booleans, which members a
  * structure has) and to validate bodies as botocore does.  Legacy parameters
- * (Expected, KeyConditions, ...) are accepted as JSON and left to the
- * service, which refuses them with a message naming the replacement.
+ * (--expected, --key-conditions, --attribute-updates, ...) take the AWS
+ * CLI's shapes; libshoal's JSON path translates them into expressions
+ * (proto/wire_legacy.c), as the HTTP endpoint does.
  */
 #include <string.h>
 

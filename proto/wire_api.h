@@ -49,10 +49,14 @@
  *         contain one of Check, Put, Update or Delete"), WriteRequest or
  *         GlobalSecondaryIndexUpdate,
  *       U+0000 inside a string parameter (protobuf-c strings would cut it),
- *       DynamoDB's legacy parameters (AttributesToGet, KeyConditions,
- *         QueryFilter, ScanFilter, Expected, AttributeUpdates,
- *         ConditionalOperator): "The legacy parameter AttributesToGet is not
- *         supported: use ProjectionExpression instead";
+ *       misused legacy parameters (below);
+ *   - DynamoDB's legacy parameters (AttributesToGet, KeyConditions,
+ *     QueryFilter, ScanFilter, Expected, AttributeUpdates,
+ *     ConditionalOperator) are translated into the expressions that replaced
+ *     them, with generated placeholders (proto/wire_legacy.c), so the
+ *     Request carries expressions only; mixing them with expressions and
+ *     their other misuses are refused in DynamoDB's words ("Can not use both
+ *     expression and non-expression parameters in the same request: ...");
  *   - everything else (required members, enums, lengths, expressions) is
  *     checked where the Request is served (wire_*_req_from_pb, storage), so
  *     a JSON client and a protobuf client get the same messages;
@@ -111,7 +115,8 @@ int wire_api_request_from_json(sh_arena *a, const char *operation, const json_t 
  * A Request -> its DynamoDB body; *operation (may be NULL) receives the
  * operation name (static storage).  Defaults are left out (ConsistentRead
  * false, empty strings, WriteShards 0, ...), so a body converted in and out
- * comes back json_equal unless it spelled out such a default.
+ * comes back json_equal unless it spelled out such a default or used legacy
+ * parameters (they come back as the expressions they became).
  */
 int wire_api_request_to_json(const Shoal__Request *req, const char **operation, json_t **out,
                              char *errmsg);

@@ -21,7 +21,8 @@
  *
  * A type that does not fit is a SerializationException at once, in Coral's
  * words.  Validation errors (the value codec's, null members of lists and
- * maps, two members of one union, U+0000 in a string, legacy parameters)
+ * maps, two members of one union, U+0000 in a string, misused legacy
+ * parameters -- wire_legacy.c rewrites the others into expressions first)
  * are recorded -- the first one wins -- and reported by wire_api_in_finish only if
  * the whole body deserialised, because DynamoDB deserialises before it
  * validates.  The message is built in the arena with protobuf-c's own
@@ -167,6 +168,11 @@ static int mismatch(wire_api_in *c, const json_t *j, const char *java)
 	return ser(c, "%s cannot be converted to %s", token(j), java);
 }
 
+int wire_api_mismatch(wire_api_in *c, const json_t *j, const char *java)
+{
+	return mismatch(c, j, java);
+}
+
 /* j where a structure was expected. */
 static int object_check(wire_api_in *c, const json_t *j)
 {
@@ -185,6 +191,16 @@ static int array_check(wire_api_in *c, const json_t *j)
 	if (json_is_object(j))
 		return ser(c, MSG_STRUCT);
 	return ser(c, "Unexpected field type");
+}
+
+int wire_api_object_check(wire_api_in *c, const json_t *j)
+{
+	return object_check(c, j);
+}
+
+int wire_api_array_check(wire_api_in *c, const json_t *j)
+{
+	return array_check(c, j);
 }
 
 static int text_from_json(wire_api_in *c, const json_t *j, const char **out, size_t *len)
@@ -234,6 +250,11 @@ static int bool_from_json(wire_api_in *c, const json_t *j, protobuf_c_boolean *o
 		return ser(c, "Unexpected token received from parser");
 	}
 	return mismatch(c, j, "Boolean");
+}
+
+int wire_api_bool_from_json(wire_api_in *c, const json_t *j, protobuf_c_boolean *out)
+{
+	return bool_from_json(c, j, out);
 }
 
 static int int_from_json(wire_api_in *c, const json_t *j, long long min, long long max,
@@ -597,17 +618,9 @@ int wire_api_field_from_json(wire_api_in *c, const ProtobufCMessageDescriptor *d
 /* Messages                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* Legacy parameters are refused; ignored ones are type-checked. */
+/* Parameters Shoal accepts and ignores are type-checked. */
 static int check_extra(wire_api_in *c, const ProtobufCMessageDescriptor *desc, const json_t *j)
 {
-	const char *const *legacy = wire_api_legacy_of(desc);
-	for (; legacy != NULL && legacy[0] != NULL; legacy += 2) {
-		const json_t *v = json_object_get(j, legacy[0]);
-		if (v != NULL && !json_is_null(v))
-			wire_api_in_invalid(
-			    c, "The legacy parameter %s is not supported: use %s instead",
-			    legacy[0], legacy[1]);
-	}
 	const char *const *ign = wire_api_ignored_of(desc);
 	for (; ign != NULL && *ign != NULL; ign++) {
 		const json_t *v = json_object_get(j, *ign + 1);
@@ -636,18 +649,26 @@ static int check_extra(wire_api_in *c, const ProtobufCMessageDescriptor *desc, c
 	return SHOAL_OK;
 }
 
-/* Fills m (of type desc) from object j (NULL: empty), skipping field skip. */
+/* Fills m (of type desc) from object j (NULL: empty), skipping field skip.
+ * A request message carrying legacy parameters is read from its rewrite
+ * with expressions (wire_legacy.c). */
 static int fill_message(wire_api_in *c, const ProtobufCMessageDescriptor *desc, const json_t *j,
                         ProtobufCMessage *m, const char *skip)
 {
 	if (j == NULL)
 		return SHOAL_OK;
+	json_t *rewritten = NULL;
 	if (c->request) {
 		int rc = check_extra(c, desc, j);
+		if (rc == SHOAL_OK)
+			rc = wire_legacy_rewrite(c, desc, j, &rewritten);
 		if (rc != SHOAL_OK)
 			return rc;
+		if (rewritten != NULL)
+			j = rewritten;
 	}
-	for (unsigned i = 0; i < desc->n_fields; i++) {
+	int rc = SHOAL_OK;
+	for (unsigned i = 0; i < desc->n_fields && rc == SHOAL_OK; i++) {
 		const ProtobufCFieldDescriptor *f = &desc->fields[i];
 		const wire_api_special *sp = wire_api_special_of(desc, f);
 		if (sp != NULL && sp->kind == WIRE_API_SKIP)
@@ -660,10 +681,9 @@ static int fill_message(wire_api_in *c, const ProtobufCMessageDescriptor *desc, 
 		if (v == NULL || json_is_null(v))
 			continue;
 		size_t mark = wire_api_path_push(c, name);
-		int rc = field_from_json(c, desc, f, sp, v, m);
+		rc = field_from_json(c, desc, f, sp, v, m);
 		wire_api_path_pop(c, mark);
-		if (rc != SHOAL_OK)
-			return rc;
 	}
-	return SHOAL_OK;
+	json_decref(rewritten);
+	return rc;
 }

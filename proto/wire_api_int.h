@@ -4,8 +4,9 @@
  *
  * wire_api_schema.c  what the descriptors do not say: JSON member names,
  *                    fields with special shapes (keyed maps, times, always
- *                    written, skipped), member order on output, legacy and
- *                    ignored parameters, the operation table
+ *                    written, skipped), member order on output, ignored
+ *                    parameters, the operation table
+ * wire_legacy.c      legacy conditional parameters -> expressions
  * wire_api_in.c      JSON object -> protobuf message (generic, in an arena)
  * wire_api_out.c     protobuf message -> JSON object (generic)
  * wire_api_req.c     Request <-> body
@@ -64,10 +65,6 @@ void wire_api_field_order(const ProtobufCMessageDescriptor *desc, unsigned *idx)
 /* Is f a member of a real oneof (two or more members), not an optional? */
 bool wire_api_in_group(const ProtobufCMessageDescriptor *desc, const ProtobufCFieldDescriptor *f);
 
-/* Legacy parameters of a request message: NULL-terminated pairs
- * {name, replacement}, or NULL. */
-const char *const *wire_api_legacy_of(const ProtobufCMessageDescriptor *desc);
-
 /* Parameters accepted and ignored: "<json kind letter><name>" strings
  * (o object, a array, s string, b boolean), NULL-terminated, or NULL. */
 const char *const *wire_api_ignored_of(const ProtobufCMessageDescriptor *desc);
@@ -114,9 +111,32 @@ int wire_api_field_from_json(wire_api_in *c, const ProtobufCMessageDescriptor *d
                              const char *field, const json_t *j, ProtobufCMessage *m);
 /* Reads JSON string j (a parameter) into an arena copy. */
 int wire_api_string_from_json(wire_api_in *c, const json_t *j, const char **out);
+/* Coral's checks of one JSON value, SHOAL_E_SERIALIZATION when it does not
+ * fit: a scalar of Java type `java`, a structure, a list, a Boolean (with
+ * Coral's string conversions). */
+int wire_api_mismatch(wire_api_in *c, const json_t *j, const char *java);
+int wire_api_object_check(wire_api_in *c, const json_t *j);
+int wire_api_array_check(wire_api_in *c, const json_t *j);
+int wire_api_bool_from_json(wire_api_in *c, const json_t *j, protobuf_c_boolean *out);
 /* An item / key / ExpressionAttributeValues object -> protobuf via the
  * value codec (validation errors are recorded, not returned). */
 int wire_api_item_from_json(wire_api_in *c, const json_t *j, Shoal__Item **out);
+
+/* ------------------------------------------------------------------------ */
+/* Legacy parameters (wire_legacy.c)                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * For a request message desc read from object j: when desc takes legacy
+ * parameters and j carries some, *out is a new object (json_decref it) to
+ * read instead of j -- j's members with the legacy parameters replaced by
+ * expressions and their placeholders.  Otherwise *out is NULL: j as it is,
+ * also when the legacy parameters are misused, which is then recorded as
+ * a validation error (wire_api_in_invalid).  Returns SHOAL_E_SERIALIZATION
+ * for shapes that do not fit, SHOAL_E_NOMEM.
+ */
+int wire_legacy_rewrite(wire_api_in *c, const ProtobufCMessageDescriptor *desc, const json_t *j,
+                        json_t **out);
 
 /* ------------------------------------------------------------------------ */
 /* protobuf -> JSON (wire_api_out.c)                                         */

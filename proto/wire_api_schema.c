@@ -10,8 +10,8 @@
  * name): fields without a JSON form, JSON maps stored as repeated messages,
  * millisecond times that DynamoDB writes as epoch seconds, members DynamoDB
  * always sends, DynamoDB's member order where the AWS CLI shows it, the
- * legacy parameters Shoal refuses, the parameters it accepts and ignores,
- * and the table of operations.  The tables are read-only, so every function
+ * parameters Shoal accepts and ignores, and the table of operations (the
+ * legacy parameters are wire_legacy.c's).  The tables are read-only, so every function
  * here is reentrant.
  */
 #include <ctype.h>
@@ -217,37 +217,8 @@ bool wire_api_in_group(const ProtobufCMessageDescriptor *desc, const ProtobufCFi
 }
 
 /* ------------------------------------------------------------------------ */
-/* Legacy and ignored parameters                                             */
+/* Ignored parameters                                                        */
 /* ------------------------------------------------------------------------ */
-
-static const char *const legacy_get[] = {"AttributesToGet", "ProjectionExpression", NULL};
-static const char *const legacy_put[] = {"Expected", "ConditionExpression", "ConditionalOperator",
-                                         "ConditionExpression", NULL};
-static const char *const legacy_update[] = {
-    "AttributeUpdates",    "UpdateExpression",    "Expected", "ConditionExpression",
-    "ConditionalOperator", "ConditionExpression", NULL};
-static const char *const legacy_query[] = {
-    "AttributesToGet",        "ProjectionExpression", "KeyConditions",
-    "KeyConditionExpression", "QueryFilter",          "FilterExpression",
-    "ConditionalOperator",    "FilterExpression",     NULL};
-static const char *const legacy_scan[] = {
-    "AttributesToGet",     "ProjectionExpression", "ScanFilter", "FilterExpression",
-    "ConditionalOperator", "FilterExpression",     NULL};
-
-const char *const *wire_api_legacy_of(const ProtobufCMessageDescriptor *desc)
-{
-	if (desc == D(get_item_request) || desc == D(table_keys_and_attributes))
-		return legacy_get;
-	if (desc == D(put_item_request) || desc == D(delete_item_request))
-		return legacy_put;
-	if (desc == D(update_item_request))
-		return legacy_update;
-	if (desc == D(query_request))
-		return legacy_query;
-	if (desc == D(scan_request))
-		return legacy_scan;
-	return NULL;
-}
 
 static const char *const ignored_create[] = {
     "oStreamSpecification",       "oSSESpecification", "aTags",           "sTableClass",

@@ -65,6 +65,21 @@ int wire_verr_done(const wire_verrs *e, char *errmsg)
 	               e->n > 1 ? "s" : "", e->buf);
 }
 
+int wire_check_expr_params(bool names, bool values, bool any_expr, bool any_val_expr,
+                           const char *val_exprs, bool plural, char *errmsg)
+{
+	if (names && !any_expr)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "ExpressionAttributeNames can only be specified when using "
+		               "expressions");
+	if (values && val_exprs != NULL && !any_val_expr)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "ExpressionAttributeValues can only be specified when using "
+		               "expressions: %s %s null",
+		               val_exprs, plural ? "are" : "is");
+	return SHOAL_OK;
+}
+
 void wire_check_present(wire_verrs *e, const char *path, bool present)
 {
 	if (!present)

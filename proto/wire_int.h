@@ -35,6 +35,14 @@ void wire_verr_add(wire_verrs *e, const char *value, const char *path, const cha
  * "N validation error(s) detected: a; b". */
 int wire_verr_done(const wire_verrs *e, char *errmsg);
 
+/* Stage 2: "ExpressionAttributeNames can only be specified when using
+ * expressions" (names given, no expression), "ExpressionAttributeValues can
+ * only be specified when using expressions: <val_exprs> is|are null" (values
+ * given, no expression that takes values; val_exprs NULL: the operation has
+ * none, plural: "are"). */
+int wire_check_expr_params(bool names, bool values, bool any_expr, bool any_val_expr,
+                           const char *val_exprs, bool plural, char *errmsg);
+
 /* Member must not be null. */
 void wire_check_present(wire_verrs *e, const char *path, bool present);
 /* A table or index name: not null (if required), the pattern, 3..255 chars. */

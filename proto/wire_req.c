@@ -28,24 +28,6 @@ static int nomem(char *errmsg)
 	return sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory converting a request");
 }
 
-/* Stage 2 of DynamoDB's checks.  val_exprs names the expressions that can
- * use values, for the message ("ConditionExpression", "UpdateExpression and
- * ConditionExpression"), NULL when the operation has no values. */
-static int check_expr_params(bool names, bool values, bool any_expr, bool any_val_expr,
-                             const char *val_exprs, bool plural, char *errmsg)
-{
-	if (names && !any_expr)
-		return sh_errf(errmsg, SHOAL_E_VALIDATION,
-		               "ExpressionAttributeNames can only be specified when using "
-		               "expressions");
-	if (values && val_exprs != NULL && !any_val_expr)
-		return sh_errf(errmsg, SHOAL_E_VALIDATION,
-		               "ExpressionAttributeValues can only be specified when using "
-		               "expressions: %s %s null",
-		               val_exprs, plural ? "are" : "is");
-	return SHOAL_OK;
-}
-
 static int return_values(const char *s)
 {
 	return s == NULL ? ST_RV_NONE : st_return_values_parse(s);
@@ -81,8 +63,8 @@ int wire_get_req_from_pb(sh_arena *a, const Shoal__GetItemRequest *pb, st_get_re
 	wire_check_present(&e, "key", pb->key != NULL);
 	int rc = wire_verr_done(&e, errmsg);
 	if (rc == SHOAL_OK)
-		rc = check_expr_params(pb->expression_attribute_names != NULL, false,
-		                       projection != NULL, false, NULL, false, errmsg);
+		rc = wire_check_expr_params(pb->expression_attribute_names != NULL, false,
+		                            projection != NULL, false, NULL, false, errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_norm_item(a, pb->key, &out->key, errmsg);
 	if (rc == SHOAL_OK)
@@ -128,9 +110,9 @@ int wire_put_req_from_pb(sh_arena *a, const Shoal__PutItemRequest *pb, st_put_re
 	wire_check_enum(&e, "returnValuesOnConditionCheckFailure", rvoccf, wire_rvoccf_set);
 	int rc = wire_verr_done(&e, errmsg);
 	if (rc == SHOAL_OK)
-		rc = check_expr_params(pb->expression_attribute_names != NULL,
-		                       pb->expression_attribute_values != NULL, cond != NULL,
-		                       cond != NULL, "ConditionExpression", false, errmsg);
+		rc = wire_check_expr_params(pb->expression_attribute_names != NULL,
+		                            pb->expression_attribute_values != NULL, cond != NULL,
+		                            cond != NULL, "ConditionExpression", false, errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_norm_item(a, pb->item, &out->item, errmsg);
 	if (rc == SHOAL_OK)
@@ -166,9 +148,9 @@ int wire_update_req_from_pb(sh_arena *a, const Shoal__UpdateItemRequest *pb, st_
 	int rc = wire_verr_done(&e, errmsg);
 	bool any = update != NULL || cond != NULL;
 	if (rc == SHOAL_OK)
-		rc = check_expr_params(pb->expression_attribute_names != NULL,
-		                       pb->expression_attribute_values != NULL, any, any,
-		                       "UpdateExpression and ConditionExpression", true, errmsg);
+		rc = wire_check_expr_params(
+		    pb->expression_attribute_names != NULL, pb->expression_attribute_values != NULL,
+		    any, any, "UpdateExpression and ConditionExpression", true, errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_norm_item(a, pb->key, &out->key, errmsg);
 	if (rc == SHOAL_OK)
@@ -202,9 +184,9 @@ int wire_delete_req_from_pb(sh_arena *a, const Shoal__DeleteItemRequest *pb, st_
 	wire_check_enum(&e, "returnValuesOnConditionCheckFailure", rvoccf, wire_rvoccf_set);
 	int rc = wire_verr_done(&e, errmsg);
 	if (rc == SHOAL_OK)
-		rc = check_expr_params(pb->expression_attribute_names != NULL,
-		                       pb->expression_attribute_values != NULL, cond != NULL,
-		                       cond != NULL, "ConditionExpression", false, errmsg);
+		rc = wire_check_expr_params(pb->expression_attribute_names != NULL,
+		                            pb->expression_attribute_values != NULL, cond != NULL,
+		                            cond != NULL, "ConditionExpression", false, errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_norm_item(a, pb->key, &out->key, errmsg);
 	if (rc == SHOAL_OK)
@@ -244,11 +226,11 @@ int wire_query_req_from_pb(sh_arena *a, const Shoal__QueryRequest *pb, st_query_
 	wire_check_min(&e, "limit", has_limit, has_limit ? pb->limit : 0, 1);
 	int rc = wire_verr_done(&e, errmsg);
 	if (rc == SHOAL_OK)
-		rc = check_expr_params(pb->expression_attribute_names != NULL,
-		                       pb->expression_attribute_values != NULL,
-		                       kce != NULL || filter != NULL || projection != NULL,
-		                       kce != NULL || filter != NULL,
-		                       "FilterExpression and KeyConditionExpression", true, errmsg);
+		rc = wire_check_expr_params(
+		    pb->expression_attribute_names != NULL, pb->expression_attribute_values != NULL,
+		    kce != NULL || filter != NULL || projection != NULL,
+		    kce != NULL || filter != NULL, "FilterExpression and KeyConditionExpression",
+		    true, errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_norm_start_key(a, pb->exclusive_start_key, &out->exclusive_start_key,
 		                         errmsg);
@@ -306,10 +288,10 @@ int wire_scan_req_from_pb(sh_arena *a, const Shoal__ScanRequest *pb, st_scan_req
 	wire_check_min(&e, "limit", has_limit, has_limit ? pb->limit : 0, 1);
 	int rc = wire_verr_done(&e, errmsg);
 	if (rc == SHOAL_OK)
-		rc = check_expr_params(pb->expression_attribute_names != NULL,
-		                       pb->expression_attribute_values != NULL,
-		                       filter != NULL || projection != NULL, filter != NULL,
-		                       "FilterExpression", false, errmsg);
+		rc = wire_check_expr_params(pb->expression_attribute_names != NULL,
+		                            pb->expression_attribute_values != NULL,
+		                            filter != NULL || projection != NULL, filter != NULL,
+		                            "FilterExpression", false, errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_norm_start_key(a, pb->exclusive_start_key, &out->exclusive_start_key,
 		                         errmsg);

@@ -208,6 +208,30 @@ static const body bodies[] = {
      "{\"IndexName\": \"byTitle\"}}], \"BillingMode\": \"PAY_PER_REQUEST\"}",
      true},
     {"cluster_status", "ClusterStatus", "{}", true},
+    /* The legacy parameters, translated into expressions by the converter. */
+    {"query_legacy", "Query",
+     "{\"TableName\": \"Music\", \"KeyConditions\": {\"pk\": {\"ComparisonOperator\": \"EQ\", "
+     "\"AttributeValueList\": [{\"S\": \"A\"}]}, \"sk\": {\"ComparisonOperator\": \"BETWEEN\", "
+     "\"AttributeValueList\": [{\"N\": \"1\"}, {\"N\": \"9\"}]}}, \"QueryFilter\": {\"Price\": "
+     "{\"ComparisonOperator\": \"IN\", \"AttributeValueList\": [{\"N\": \"1\"}, {\"N\": "
+     "\"2\"}]}, \"Title\": {\"ComparisonOperator\": \"NOT_CONTAINS\", \"AttributeValueList\": "
+     "[{\"S\": \"x\"}]}}, \"ConditionalOperator\": \"OR\", \"AttributesToGet\": [\"pk\", "
+     "\"Title\"]}",
+     true},
+    {"scan_legacy", "Scan",
+     "{\"TableName\": \"Music\", \"ScanFilter\": {\"Title\": {\"ComparisonOperator\": "
+     "\"BEGINS_WITH\", \"AttributeValueList\": [{\"S\": \"The\"}]}, \"Live\": "
+     "{\"ComparisonOperator\": \"NULL\"}}}",
+     true},
+    {"update_legacy", "UpdateItem",
+     "{\"TableName\": \"Music\", \"Key\": {\"pk\": {\"S\": \"A\"}, \"sk\": {\"N\": \"1\"}}, "
+     "\"AttributeUpdates\": {\"Plays\": {\"Action\": \"ADD\", \"Value\": {\"N\": \"1\"}}, "
+     "\"Tags\": {\"Action\": \"DELETE\", \"Value\": {\"SS\": [\"old\"]}}, \"Albums\": "
+     "{\"Action\": \"ADD\", \"Value\": {\"L\": [{\"S\": \"New\"}]}}, \"Live\": {\"Action\": "
+     "\"DELETE\"}, \"Title\": {\"Value\": {\"S\": \"T\"}}}, \"Expected\": {\"Title\": "
+     "{\"Exists\": false}, \"Price\": {\"ComparisonOperator\": \"LT\", \"Value\": {\"N\": "
+     "\"5\"}}}, \"ConditionalOperator\": \"OR\", \"ReturnValues\": \"ALL_NEW\"}",
+     true},
     /* Refused, each at another stage. */
     {"bad_json", "PutItem", "{\"TableName\": \"Music\", \"Item\": {\"pk\": {\"S\": \"a\"", false},
     {"bad_shape", "PutItem", "{\"TableName\": 7, \"Item\": [1, 2]}", false},
@@ -215,9 +239,11 @@ static const body bodies[] = {
      "{\"TableName\": \"Music\", \"Item\": {\"pk\": {\"S\": \"a\", \"N\": \"1\"}, \"b\": "
      "{\"B\": \"abc\"}}}",
      false},
+    /* Legacy and expression parameters together. */
     {"legacy", "Query",
      "{\"TableName\": \"Music\", \"KeyConditions\": {\"pk\": {\"ComparisonOperator\": \"EQ\", "
-     "\"AttributeValueList\": [{\"S\": \"a\"}]}}}",
+     "\"AttributeValueList\": [{\"S\": \"a\"}]}}, \"KeyConditionExpression\": \"pk = :a\", "
+     "\"ExpressionAttributeValues\": {\":a\": {\"S\": \"a\"}}}",
      false},
     {"unknown_op", "FrobnicateItem", "{}", false},
 };

@@ -592,29 +592,32 @@ static const err_case request_errors[] = {
      "NUMBER_VALUE cannot be converted to Boolean"},
     {"CreateTable", "{'TableClass':3}", SHOAL_E_SERIALIZATION,
      "NUMBER_VALUE cannot be converted to String"},
-    /* Legacy parameters. */
-    {"GetItem", "{'TableName':'t1','AttributesToGet':['a']}", SHOAL_E_VALIDATION,
-     "The legacy parameter AttributesToGet is not supported: use ProjectionExpression instead"},
-    {"PutItem", "{'Expected':{'a':{'Exists':false}}}", SHOAL_E_VALIDATION,
-     "The legacy parameter Expected is not supported: use ConditionExpression instead"},
-    {"UpdateItem", "{'AttributeUpdates':{'a':{'Action':'DELETE'}}}", SHOAL_E_VALIDATION,
-     "The legacy parameter AttributeUpdates is not supported: use UpdateExpression instead"},
-    {"DeleteItem", "{'ConditionalOperator':'AND'}", SHOAL_E_VALIDATION,
-     "The legacy parameter ConditionalOperator is not supported: use ConditionExpression "
-     "instead"},
-    {"Query", "{'KeyConditions':{}}", SHOAL_E_VALIDATION,
-     "The legacy parameter KeyConditions is not supported: use KeyConditionExpression instead"},
-    {"Query", "{'QueryFilter':{}}", SHOAL_E_VALIDATION,
-     "The legacy parameter QueryFilter is not supported: use FilterExpression instead"},
-    {"Query", "{'ConditionalOperator':'OR'}", SHOAL_E_VALIDATION,
-     "The legacy parameter ConditionalOperator is not supported: use FilterExpression instead"},
-    {"Scan", "{'ScanFilter':{}}", SHOAL_E_VALIDATION,
-     "The legacy parameter ScanFilter is not supported: use FilterExpression instead"},
-    {"Scan", "{'AttributesToGet':['a']}", SHOAL_E_VALIDATION,
-     "The legacy parameter AttributesToGet is not supported: use ProjectionExpression instead"},
-    {"BatchGetItem", "{'RequestItems':{'t1':{'Keys':[],'AttributesToGet':['a']}}}",
+    /* Legacy parameters are translated (test_wire_legacy.c has the rest);
+     * their misuse is refused in DynamoDB's words. */
+    {"GetItem", "{'TableName':'t1','AttributesToGet':['a'],'ProjectionExpression':'a'}",
      SHOAL_E_VALIDATION,
-     "The legacy parameter AttributesToGet is not supported: use ProjectionExpression instead"},
+     "Can not use both expression and non-expression parameters in the same request: "
+     "Non-expression parameters: {AttributesToGet} Expression parameters: "
+     "{ProjectionExpression}"},
+    {"PutItem", "{'Expected':{'a':{'Exists':true}}}", SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: Value must be provided when Exists is true "
+     "for Attribute: a"},
+    {"UpdateItem", "{'AttributeUpdates':{'a':{'Action':'PUT'}}}", SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: Only DELETE action is allowed when no "
+     "attribute value is specified"},
+    {"DeleteItem", "{'ConditionalOperator':'AND'}", SHOAL_E_VALIDATION,
+     "ConditionalOperator cannot be used without Filter or Expected"},
+    {"Query", "{'KeyConditions':{}}", SHOAL_E_VALIDATION,
+     "Conditions can be of length 1 or 2 only"},
+    {"Query", "{'QueryFilter':{},'FilterExpression':'a = :a'}", SHOAL_E_VALIDATION,
+     "Can not use both expression and non-expression parameters in the same request: "
+     "Non-expression parameters: {QueryFilter} Expression parameters: {FilterExpression}"},
+    {"Scan", "{'ScanFilter':{'a':{'ComparisonOperator':'EQ'}}}", SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: Invalid number of argument(s) for the EQ "
+     "ComparisonOperator"},
+    {"BatchGetItem", "{'RequestItems':{'t1':{'Keys':[],'AttributesToGet':['a','a']}}}",
+     SHOAL_E_VALIDATION,
+     "One or more parameter values were invalid: Duplicate value in attribute name: a"},
     /* Shapes protobuf cannot hold. */
     {"TransactWriteItems",
      "{'TransactItems':[{'Put':{'TableName':'t1'},'Delete':{'TableName':'t1'}}]}",

@@ -1134,6 +1134,8 @@ class SigV4(unittest.TestCase):
 from test_txn import Transactions  # noqa: E402,F401
 # PROVISIONED tables, billing modes, OnDemandThroughput: likewise.
 from test_provisioned import Provisioned  # noqa: E402,F401
+# The legacy conditional parameters, legacy and expression forms side by side.
+from test_legacy import Legacy  # noqa: E402,F401
 
 if __name__ == "__main__":
     # boto3 clients keep their pooled connections open until collected.
