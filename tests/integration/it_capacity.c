@@ -44,6 +44,7 @@
 #define PART_WCU    40
 #define PART_RCU    80
 #define DEADLINE_MS 20000
+#define HOT_PAD     (390 * 1024) /* bytes of test_batches' hot item */
 
 static tl_cluster C;
 static shoal_client *S;
@@ -91,14 +92,19 @@ static json_t *call(const char *op, shoal_error *e, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static json_t *call(const char *op, shoal_error *e, const char *fmt, ...)
 {
-	char body[16384];
-	va_list ap;
+	va_list ap, ap2;
 	va_start(ap, fmt);
-	vsnprintf(body, sizeof(body), fmt, ap);
+	va_copy(ap2, ap);
+	int len = vsnprintf(NULL, 0, fmt, ap);
 	va_end(ap);
+	char *body = malloc((size_t)len + 1);
+	ck_assert_ptr_nonnull(body);
+	vsnprintf(body, (size_t)len + 1, fmt, ap2);
+	va_end(ap2);
 	char *resp = NULL;
 	shoal_error err;
 	int rc = shoal_call_json(S, op, body, &resp, &err);
+	free(body);
 	if (e != NULL)
 		*e = err;
 	if (rc != SHOAL_OK)
@@ -355,10 +361,23 @@ START_TEST(test_batches)
 {
 	client_up();
 	create("cap_batch", false);
+	/* The hot partition is throttled with an item so large (one write
+	 * costs ~390 WCU, one consistent read ~98 RCU, more than a second of
+	 * the rate) that its bucket stays in debt for a while after: the
+	 * batch that follows finds it empty even when this machine is slow to
+	 * send it.  (With small items the bucket was back above zero 1/80 s
+	 * later, and a batch admitted then took every hot key.) */
+	char *big = malloc(HOT_PAD + 200);
+	ck_assert_ptr_nonnull(big);
+	int at = snprintf(big, 200,
+	                  "{\"TableName\":\"cap_batch\",\"Item\":{\"PK\":{\"S\":\"hot\"},"
+	                  "\"SK\":{\"S\":\"w\"},\"pad\":{\"S\":\"");
+	memset(big + at, 'x', HOT_PAD);
+	snprintf(big + at + HOT_PAD, 200, "\"}}}");
+	until_throttled("PutItem", 1, big);
+	free(big);
+
 	char body[16384], it[256];
-	snprintf(body, sizeof(body), "{\"TableName\":\"cap_batch\",\"Item\":%s}",
-	         item(it, sizeof(it), "hot", "w"));
-	until_throttled("PutItem", 1, body);
 
 	/* 10 items of the throttled partition (PK hot) and 10 of keys spread
 	 * over the partitions: the hot ones all come back unprocessed, some
