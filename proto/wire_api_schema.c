@@ -100,6 +100,22 @@ static const wire_api_special specials[] = {
     {D(local_secondary_index_description), "index_size_bytes", WIRE_API_PLAIN, true, NULL, NULL,
      NULL, NULL},
 
+    /* Tags, limits, endpoints: members DynamoDB always sends. */
+    {D(table_description), "deletion_protection_enabled", WIRE_API_PLAIN, true, NULL, NULL, NULL,
+     NULL},
+    {D(tag), "key", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(tag), "value", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(list_tags_of_resource_response), "tags", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(describe_limits_response), "account_max_read_capacity_units", WIRE_API_PLAIN, true, NULL,
+     NULL, NULL, NULL},
+    {D(describe_limits_response), "account_max_write_capacity_units", WIRE_API_PLAIN, true, NULL,
+     NULL, NULL, NULL},
+    {D(describe_limits_response), "table_max_read_capacity_units", WIRE_API_PLAIN, true, NULL, NULL,
+     NULL, NULL},
+    {D(describe_limits_response), "table_max_write_capacity_units", WIRE_API_PLAIN, true, NULL,
+     NULL, NULL, NULL},
+    {D(endpoint), "cache_period_in_minutes", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+
     /* ClusterStatus: every number and flag, zero or not. */
     {D(cluster_status_response), "partitions", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
     {D(node_info), "id", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
@@ -249,16 +265,10 @@ const char *const *wire_api_legacy_of(const ProtobufCMessageDescriptor *desc)
 	return NULL;
 }
 
-static const char *const ignored_create[] = {
-    "oStreamSpecification",       "oSSESpecification", "aTags",           "sTableClass",
-    "bDeletionProtectionEnabled", "oWarmThroughput",   "sResourcePolicy", NULL};
-static const char *const ignored_update[] = {"oStreamSpecification",
-                                             "oSSESpecification",
-                                             "aReplicaUpdates",
-                                             "sTableClass",
-                                             "bDeletionProtectionEnabled",
-                                             "oWarmThroughput",
-                                             NULL};
+static const char *const ignored_create[] = {"oStreamSpecification", "oSSESpecification",
+                                             "oWarmThroughput", "sResourcePolicy", NULL};
+static const char *const ignored_update[] = {"oStreamSpecification", "oSSESpecification",
+                                             "aReplicaUpdates", "oWarmThroughput", NULL};
 static const char *const ignored_gsi[] = {"oWarmThroughput", NULL};
 
 const char *const *wire_api_ignored_of(const ProtobufCMessageDescriptor *desc)

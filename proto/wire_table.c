@@ -42,6 +42,21 @@ static const char *const billing_set[] = {"PROVISIONED", "PAY_PER_REQUEST", NULL
 static const char *const attr_type_set[] = {"B", "N", "S", NULL};
 static const char *const key_type_set[] = {"HASH", "RANGE", NULL};
 static const char *const projection_set[] = {"ALL", "INCLUDE", "KEYS_ONLY", NULL};
+static const char *const table_class_set[] = {"STANDARD", "STANDARD_INFREQUENT_ACCESS", NULL};
+
+const char *wire_table_class_name(st_table_class c)
+{
+	return c == ST_CLASS_STANDARD_IA ? "STANDARD_INFREQUENT_ACCESS" : "STANDARD";
+}
+
+st_table_class wire_table_class_parse(const char *s)
+{
+	if (s == NULL)
+		return ST_CLASS_NONE;
+	return strcmp(s, "STANDARD") == 0                     ? ST_CLASS_STANDARD
+	       : strcmp(s, "STANDARD_INFREQUENT_ACCESS") == 0 ? ST_CLASS_STANDARD_IA
+	                                                      : ST_CLASS_NONE;
+}
 
 static int nomem(char *errmsg)
 {
@@ -259,6 +274,7 @@ static int create_constraints(const Shoal__CreateTableRequest *pb, char *errmsg)
 		check_index(&e, "globalSecondaryIndexes", i, x->index_name, x->key_schema,
 		            x->n_key_schema, x->projection, x->provisioned_throughput);
 	}
+	wire_check_enum(&e, "tableClass", WIRE_OPT(pb, table_class), table_class_set);
 	return wire_verr_done(&e, errmsg);
 }
 
@@ -620,6 +636,12 @@ int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, 
 		rc = create_rules(a, pb, out, errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_dup(a, table, &out->name, errmsg);
+	out->deletion_protection = pb->deletion_protection_enabled;
+	out->table_class = wire_table_class_parse(WIRE_OPT(pb, table_class));
+	if (rc == SHOAL_OK)
+		rc = wire_tags_from_pb(a, pb->tags, pb->n_tags, &out->tags, &out->n_tags, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_tags_check(out->tags, out->n_tags, errmsg);
 	return rc;
 }
 
@@ -746,6 +768,7 @@ static int update_constraints(const Shoal__UpdateTableRequest *pb, char *errmsg)
 			wire_check_name(&e, p, nz(u->delete_->index_name), true);
 		}
 	}
+	wire_check_enum(&e, "tableClass", WIRE_OPT(pb, table_class), table_class_set);
 	return wire_verr_done(&e, errmsg);
 }
 
@@ -755,7 +778,12 @@ static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_tab
 	const char *billing = WIRE_OPT(pb, billing_mode);
 	const Shoal__ProvisionedThroughput *tp = pb->provisioned_throughput;
 	size_t n_upd = pb->n_global_secondary_index_updates;
-	if (tp == NULL && billing == NULL && n_upd == 0 && pb->on_demand_throughput == NULL)
+	out->set_deletion_protection = WIRE_HAS(pb, deletion_protection_enabled);
+	out->deletion_protection = pb->deletion_protection_enabled;
+	out->set_table_class = WIRE_HAS(pb, table_class);
+	out->table_class = wire_table_class_parse(WIRE_OPT(pb, table_class));
+	if (tp == NULL && billing == NULL && n_upd == 0 && pb->on_demand_throughput == NULL &&
+	    !out->set_deletion_protection && !out->set_table_class)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "At least one of ProvisionedThroughput, BillingMode, "
 		               "UpdateStreamEnabled, GlobalSecondaryIndexUpdates or "
