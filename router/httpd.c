@@ -725,6 +725,7 @@ static int conn_input(loop *lp, conn *c)
 					c->req.body = NULL;
 					c->req.len = 0;
 					c->req.peer_busy = false;
+					c->req.cors = false;
 					c->body_read = false;
 					c->used = c->head.len;
 					return ACT_HEAD;

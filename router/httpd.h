@@ -145,6 +145,7 @@ typedef struct rt_httpd_req {
 	size_t len;
 	void *data;
 	bool peer_busy; /* ops.busy: conf.max_held_peer was reached, not conf.max_held */
+	bool cors;      /* the endpoint's: the request came with an Origin header */
 } rt_httpd_req;
 
 typedef struct rt_httpd_ops {
