@@ -1134,6 +1134,9 @@ class SigV4(unittest.TestCase):
 from test_txn import Transactions  # noqa: E402,F401
 # PROVISIONED tables, billing modes, OnDemandThroughput: likewise.
 from test_provisioned import Provisioned  # noqa: E402,F401
+# Tags, deletion protection, ids and ARNs, limits, endpoints, CORS; and the
+# restart of every process (its class sorts last).
+from test_smallops import SmallOps, WholeClusterRestart  # noqa: E402,F401
 
 if __name__ == "__main__":
     # boto3 clients keep their pooled connections open until collected.
