@@ -346,6 +346,14 @@ const char *wire_request_table(const Shoal__Request *r);
  */
 int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, st_table_def *out,
                               char *errmsg);
+/* Rules DynamoDB applies to the indexes of a request that Shoal did not
+ * always apply, so that definitions stored before still read: INCLUDE needs
+ * NonKeyAttributes, each named once ("One or more parameter values were
+ * invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not
+ * specified").  The router calls them on CreateTable and UpdateTable
+ * requests after converting them.  SHOAL_E_VALIDATION. */
+int wire_create_table_check_new(const Shoal__CreateTableRequest *pb, char *errmsg);
+int wire_update_table_check_new(const Shoal__UpdateTableRequest *pb, char *errmsg);
 /*
  * UpdateTable -> st_table_update_req (storage/index.h): parameter
  * constraints DynamoDB checks without the table (TableName, at least one

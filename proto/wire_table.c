@@ -646,6 +646,56 @@ int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, 
 }
 
 /* ------------------------------------------------------------------------ */
+/* Rules for new indexes only                                                */
+/* ------------------------------------------------------------------------ */
+
+/* A projection as DynamoDB checks a new one: INCLUDE names its
+ * NonKeyAttributes, each once.  Shoal accepted both before, so stored
+ * definitions (which wire_create_table_from_pb reads too) are not held to
+ * it: only requests are. */
+static int new_projection(const Shoal__Projection *p, char *errmsg)
+{
+	if (p == NULL)
+		return SHOAL_OK;
+	const char *type = nz(p->projection_type);
+	if (type != NULL && strcmp(type, "INCLUDE") == 0 && p->n_non_key_attributes == 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID
+		               "ProjectionType is INCLUDE, but NonKeyAttributes is not specified");
+	for (size_t i = 0; i < p->n_non_key_attributes; i++)
+		for (size_t j = 0; j < i; j++)
+			if (p->non_key_attributes[i] != NULL && p->non_key_attributes[j] != NULL &&
+			    strcmp(p->non_key_attributes[i], p->non_key_attributes[j]) == 0)
+				return sh_errf(errmsg, SHOAL_E_VALIDATION,
+				               MSG_INVALID "Duplicate attribute name in "
+				                           "NonKeyAttributes: %s",
+				               p->non_key_attributes[i]);
+	return SHOAL_OK;
+}
+
+int wire_create_table_check_new(const Shoal__CreateTableRequest *pb, char *errmsg)
+{
+	int rc = SHOAL_OK;
+	for (size_t i = 0; rc == SHOAL_OK && i < pb->n_local_secondary_indexes; i++)
+		rc = new_projection(pb->local_secondary_indexes[i]->projection, errmsg);
+	for (size_t i = 0; rc == SHOAL_OK && i < pb->n_global_secondary_indexes; i++)
+		rc = new_projection(pb->global_secondary_indexes[i]->projection, errmsg);
+	return rc;
+}
+
+int wire_update_table_check_new(const Shoal__UpdateTableRequest *pb, char *errmsg)
+{
+	int rc = SHOAL_OK;
+	for (size_t i = 0; rc == SHOAL_OK && i < pb->n_global_secondary_index_updates; i++) {
+		const Shoal__GlobalSecondaryIndexUpdate *u = pb->global_secondary_index_updates[i];
+		if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE &&
+		    u->create != NULL)
+			rc = new_projection(u->create->projection, errmsg);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* DescribeTable, DeleteTable, ListTables                                    */
 /* ------------------------------------------------------------------------ */
 

@@ -1237,6 +1237,38 @@ START_TEST(test_table_meta)
 	                 "1 validation error detected: Value 'GLACIER' at 'tableClass' "
 	                 "failed to satisfy constraint: Member must satisfy enum value set: "
 	                 "[STANDARD, STANDARD_INFREQUENT_ACCESS]");
+	WIRE_CLEAR(&up, table_class);
+
+	/* New indexes: INCLUDE names its attributes, each once. */
+	Shoal__Projection proj = SHOAL__PROJECTION__INIT;
+	proj.projection_type = "INCLUDE";
+	Shoal__GlobalSecondaryIndex gsi = SHOAL__GLOBAL_SECONDARY_INDEX__INIT;
+	gsi.projection = &proj;
+	Shoal__GlobalSecondaryIndex *gsis[] = {&gsi};
+	Shoal__CreateTableRequest ct = SHOAL__CREATE_TABLE_REQUEST__INIT;
+	ct.global_secondary_indexes = gsis;
+	ct.n_global_secondary_indexes = 1;
+	ck_assert_int_eq(wire_create_table_check_new(&ct, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: ProjectionType is "
+	                         "INCLUDE, but NonKeyAttributes is not specified");
+	char *dups[] = {"a", "b", "a"};
+	proj.non_key_attributes = dups;
+	proj.n_non_key_attributes = 3;
+	ck_assert_int_eq(wire_create_table_check_new(&ct, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: Duplicate attribute "
+	                         "name in NonKeyAttributes: a");
+	Shoal__GlobalSecondaryIndexUpdate gu = SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__INIT;
+	gu.action_case = SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE;
+	gu.create = &gsi;
+	Shoal__GlobalSecondaryIndexUpdate *gus[] = {&gu};
+	up.global_secondary_index_updates = gus;
+	up.n_global_secondary_index_updates = 1;
+	ck_assert_int_eq(wire_update_table_check_new(&up, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: Duplicate attribute "
+	                         "name in NonKeyAttributes: a");
+	proj.n_non_key_attributes = 2;
+	ck_assert_int_eq(wire_create_table_check_new(&ct, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_update_table_check_new(&up, tl_msg), SHOAL_OK);
 }
 END_TEST
 

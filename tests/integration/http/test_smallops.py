@@ -317,6 +317,66 @@ class SmallOps(unittest.TestCase):
                                 d["CreationDateTime"])
         c.delete_table(TableName=name)
 
+    # -- Limits on names, projections of new indexes -------------------------
+
+    def test_name_limits(self):
+        c = self.c
+        long_key = "k" * 256
+        self.error(c.create_table, "ValidationException",
+                   re.compile(r"^2 validation errors detected: Value 'k{256}' at "
+                              r"'attributeDefinitions.1.member.attributeName' failed to satisfy "
+                              r"constraint: Member must have length less than or equal to 255; "
+                              r"Value 'k+"),
+                   TableName="so-" + uuid.uuid4().hex[:12],
+                   AttributeDefinitions=[{"AttributeName": long_key, "AttributeType": "S"}],
+                   KeySchema=[{"AttributeName": long_key, "KeyType": "HASH"}],
+                   BillingMode="PAY_PER_REQUEST")
+        name = create(c)
+        key = {"pk": {"S": "a"}, "sk": {"S": "1"}}
+        # A non-key attribute name: up to 64 KB (Shoal: 65535 bytes, its
+        # stored names' u16 length), not one byte more.
+        c.put_item(TableName=name, Item=dict(key, **{"n" * 65535: {"S": "v"}}))
+        self.assertIn("n" * 65535, c.get_item(TableName=name, Key=key)["Item"])
+        self.error(c.put_item, "ValidationException",
+                   "One or more parameter values were invalid: Attribute name is too long: "
+                   "65536 bytes, the limit is 65535 bytes",
+                   TableName=name, Item=dict(key, **{"n" * 65536: {"S": "v"}}))
+        c.delete_table(TableName=name)
+
+    def test_new_index_projections(self):
+        c = self.c
+        attrs = [{"AttributeName": "pk", "AttributeType": "S"},
+                 {"AttributeName": "g", "AttributeType": "S"}]
+        def gsi(projection):
+            return [{"IndexName": "by-g", "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                     "Projection": projection}]
+        for projection, message in (
+                ({"ProjectionType": "INCLUDE"},
+                 "One or more parameter values were invalid: ProjectionType is INCLUDE, but "
+                 "NonKeyAttributes is not specified"),
+                ({"ProjectionType": "INCLUDE", "NonKeyAttributes": ["a", "b", "a"]},
+                 "One or more parameter values were invalid: Duplicate attribute name in "
+                 "NonKeyAttributes: a"),
+                ({"ProjectionType": "KEYS_ONLY", "NonKeyAttributes": ["a"]},
+                 "One or more parameter values were invalid: ProjectionType is KEYS_ONLY, but "
+                 "NonKeyAttributes is specified")):
+            name = "so-" + uuid.uuid4().hex[:12]
+            self.error(c.create_table, "ValidationException", message, TableName=name,
+                       AttributeDefinitions=attrs,
+                       KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                       GlobalSecondaryIndexes=gsi(projection), BillingMode="PAY_PER_REQUEST")
+            self.error(c.describe_table, "ResourceNotFoundException", TableName=name)
+        name = "so-" + uuid.uuid4().hex[:12]
+        c.create_table(TableName=name, AttributeDefinitions=attrs[:1],
+                       KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+                       BillingMode="PAY_PER_REQUEST")
+        self.error(c.update_table, "ValidationException",
+                   "One or more parameter values were invalid: ProjectionType is INCLUDE, but "
+                   "NonKeyAttributes is not specified", TableName=name, AttributeDefinitions=attrs,
+                   GlobalSecondaryIndexUpdates=[{"Create": gsi({"ProjectionType": "INCLUDE"})[0]}])
+        self.assertNotIn("GlobalSecondaryIndexes", c.describe_table(TableName=name)["Table"])
+        c.delete_table(TableName=name)
+
     # -- DescribeLimits, DescribeEndpoints ----------------------------------
 
     def test_describe_limits(self):
