@@ -501,8 +501,8 @@ static bool head_auth(rt_http *h, rt_httpd_req *r)
 	 * signature checked as soon as it is in: the early check (~1.6 us:
 	 * the date's parse, the key's lookup) is for bodies worth refusing
 	 * before they are read. */
-	if (hd->content_length <= RT_HTTP_INLINE_BODY)
-		return true;
+	if (hd->content_length <= RT_HTTP_INLINE_BODY && !hd->chunked_body)
+		return true; /* (a chunked body may be large: checked as one) */
 	const char *auth = rt_httpd_header_get(hd, "Authorization");
 	rt_sigv4_auth au;
 	rt_auth_result ar;
@@ -588,9 +588,13 @@ static bool on_head(void *arg, rt_httpd_req *r)
 		           "Message", "Only POST / (and GET / for health) are served", false);
 		return false;
 	}
-	if (hd->chunked) {
+	if (hd->chunked && !hd->chunked_body) {
+		/* (a chunked body is decoded by the server, up to RT_HTTP_MAX_BODY
+		 * bytes: more is 413) */
 		send_error(h, r, 411, "com.amazon.coral.service#SerializationException", "Message",
-		           "Chunked request bodies are not supported", true);
+		           "Only Transfer-Encoding: chunked alone, without Content-Length, is "
+		           "supported",
+		           true);
 		return false;
 	}
 	if (hd->bad_length) {
@@ -691,6 +695,7 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, const char
 	    .threads = RT_HTTP_IO_THREADS,
 	    .max_conns = RT_HTTPD_MAX_CONNS,
 	    .max_conns_peer = RT_HTTP_MAX_CONNS_PEER,
+	    .max_chunked = RT_HTTP_MAX_BODY,
 	    .max_held = RT_HTTP_MAX_INFLIGHT,
 	    .max_held_peer = RT_HTTP_MAX_INFLIGHT_PEER,
 	    .head_ms = rt->opt.http_head_ms,

@@ -432,6 +432,48 @@ class SmallOps(unittest.TestCase):
         st, _, _ = raw(b"OPTIONS / HTTP/1.1\r\nHost: x\r\n\r\n")
         self.assertEqual(st, 405)
 
+    # -- Chunked bodies ---------------------------------------------------------
+
+    def test_chunked(self):
+        head = (b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: DynamoDB_20120810.PutItem\r\n"
+                b"Content-Type: application/x-amz-json-1.0\r\nTransfer-Encoding: chunked\r\n\r\n")
+        name = create(self.c)
+        body = json.dumps({"TableName": name, "Item": {"pk": {"S": "c"}, "sk": {"S": "1"},
+                                                       "v": {"S": "x" * 5000}}}).encode()
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 1000]), body[i:i + 1000])
+                          for i in range(0, len(body), 1000))
+        st, _, out = raw(head + chunks + b"0\r\n\r\n")
+        self.assertEqual(st, 200, out)
+        got = self.c.get_item(TableName=name, Key={"pk": {"S": "c"}, "sk": {"S": "1"}})
+        self.assertEqual(len(got["Item"]["v"]["S"]), 5000)
+        # Decoding past 16 MiB (the largest request DynamoDB takes): 413, and
+        # the connection closes; a size announcing it is refused at once.
+        st, h, _ = raw(head + b"1000001\r\n")
+        self.assertEqual(st, 413)
+        self.assertEqual(h.get("connection"), "close")
+        s = socket.create_connection((HOST, PORT), timeout=30)
+        try:
+            s.sendall(head)
+            piece = b"x" * (1 << 20)
+            status = None
+            for _ in range(17):  # 17 chunks of 1 MiB: over the limit in the last
+                try:
+                    s.sendall(b"100000\r\n" + piece + b"\r\n")
+                except (BrokenPipeError, ConnectionResetError):
+                    break
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+            status = int(buf.split(b"\r\n")[0].split()[1])
+            self.assertEqual(status, 413)
+        finally:
+            s.close()
+        self.assertEqual(self.c.describe_table(TableName=name)["Table"]["TableStatus"], "ACTIVE")
+        self.c.delete_table(TableName=name)
+
     # -- The AWS CLI and shoal, unchanged ------------------------------------
 
     def aws(self, *args):
