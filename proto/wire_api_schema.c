@@ -81,6 +81,7 @@ static const wire_api_special specials[] = {
     {D(table_description), "table_size_bytes", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
     {D(billing_mode_summary), "last_update_to_pay_per_request_date_time", WIRE_API_TIME, false,
      NULL, NULL, NULL, NULL},
+    {D(table_class_summary), "last_update_date_time", WIRE_API_TIME, false, NULL, NULL, NULL, NULL},
     {D(provisioned_throughput_description), "read_capacity_units", WIRE_API_PLAIN, true, NULL, NULL,
      NULL, NULL},
     {D(provisioned_throughput_description), "write_capacity_units", WIRE_API_PLAIN, true, NULL,

@@ -440,6 +440,7 @@ int wire_table_desc_to_pb(sh_arena *a, const st_table_info *info, const char *st
 			return nomem(errmsg);
 		shoal__table_class_summary__init(tc);
 		tc->table_class = (char *)wire_table_class_name(def->table_class);
+		tc->last_update_date_time = def->class_changed_ms;
 		td->table_class_summary = tc;
 	}
 	if (td->table_name == NULL || td->table_status == NULL || td->table_arn == NULL ||

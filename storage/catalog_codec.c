@@ -49,6 +49,7 @@
  *   META := 1 flags (bit 0: DeletionProtectionEnabled; other bits 0),
  *           1 TableClass (0 = not given, 1 = STANDARD,
  *             2 = STANDARD_INFREQUENT_ACCESS),
+ *           8 time UpdateTable last changed the class (i64 ms; 0: never),
  *           2 number of tags (u16, <= 50), then for each: STR key, STR value
  *
  * The counters sit at a fixed offset (ST_REC_OFF_COUNT, ST_REC_OFF_BYTES in
@@ -177,6 +178,7 @@ static void encode_record(wbuf *w, const st_table_def *d, uint64_t items, uint64
 	w_u64(w, (uint64_t)d->capacity_ms);
 	w_u8(w, d->deletion_protection ? 1 : 0);
 	w_u8(w, (uint8_t)d->table_class);
+	w_u64(w, (uint64_t)d->class_changed_ms);
 	w_u16(w, (uint16_t)d->n_tags);
 	for (uint32_t i = 0; i < d->n_tags; i++) {
 		w_str(w, d->tags[i].key);
@@ -417,6 +419,7 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 			r.bad = "flags";
 		d->deletion_protection = flags == 1;
 		d->table_class = (st_table_class)cls;
+		d->class_changed_ms = (int64_t)r_u64(&r, "class change time");
 		d->n_tags = r_u16(&r, "tag count");
 		if (r.bad == NULL && d->n_tags > ST_MAX_TAGS)
 			r.bad = "tag count";

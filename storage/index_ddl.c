@@ -189,8 +189,10 @@ static int updated_def(const st_table_def *old, const st_table_update_req *req, 
 		return rc;
 	if (req->set_deletion_protection)
 		d->deletion_protection = req->deletion_protection;
-	if (req->set_table_class)
+	if (req->set_table_class && req->table_class != old->table_class) {
 		d->table_class = req->table_class;
+		d->class_changed_ms = now_ms;
+	}
 	if (req->n_tag_set + req->n_tag_remove > 0 &&
 	    (rc = st_tags_change(old->tags, old->n_tags, req->tag_set, req->n_tag_set,
 	                         req->tag_remove, req->n_tag_remove, a, &d->tags, &d->n_tags,

@@ -292,6 +292,7 @@ typedef struct st_table_def {
 	 * never read it): DeletionProtectionEnabled, TableClass, Tags. */
 	bool deletion_protection;
 	st_table_class table_class;
+	int64_t class_changed_ms; /* TableClassSummary.LastUpdateDateTime (0: never updated) */
 	st_tag *tags;
 	uint32_t n_tags;
 } st_table_def;

@@ -1248,6 +1248,23 @@ START_TEST(test_tags_and_protection)
 	ck_assert_int_eq(st_table_describe(tl_env, "TooMany", &tl_arena, &info, msg),
 	                 SHOAL_E_NOT_FOUND);
 
+	/* TableClass: its change is dated with the transaction's (replicated)
+	 * time; naming the class it has already changes nothing. */
+	ck_assert_int_eq(described_def("Tagged").class_changed_ms, 0);
+	u = (st_table_update_req){
+	    .name = "Tagged", .set_table_class = true, .table_class = ST_CLASS_STANDARD};
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
+	st_txn_set_time(txn, 1700000123456);
+	ck_assert_int_eq(st_table_update(txn, &u, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
+	ck_assert_int_eq(described_def("Tagged").class_changed_ms, 1700000123456);
+	ck_assert_int_eq(described_def("Tagged").table_class, ST_CLASS_STANDARD);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
+	st_txn_set_time(txn, 1700000999999);
+	ck_assert_int_eq(st_table_update(txn, &u, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
+	ck_assert_int_eq(described_def("Tagged").class_changed_ms, 1700000123456);
+
 	/* Protection off (UpdateTable), then the delete goes through. */
 	u = (st_table_update_req){
 	    .name = "Tagged", .set_deletion_protection = true, .deletion_protection = false};

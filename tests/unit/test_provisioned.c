@@ -147,7 +147,7 @@ START_TEST(test_codec_round_trip)
 	ck_assert_uint_eq(info.def.indexes[0].tp.max_wcu, 40);
 
 	/* A billing mode byte this build does not know is damage. */
-	buf[len - 81] = 2; /* TCAP (77) and META (4: no tags) end the record */
+	buf[len - 89] = 2; /* TCAP (77) and META (12: no tags) end the record */
 	ck_assert_int_eq(st_catalog_decode("Odt", buf, len, &tl_arena, &info, tl_msg),
 	                 SHOAL_E_INTERNAL);
 	ck_assert_str_eq(tl_msg, "corrupt catalog record for table Odt: billing mode");
@@ -167,9 +167,9 @@ START_TEST(test_codec_old_versions)
 	uint8_t *v3;
 	size_t len;
 	ck_assert_int_eq(st_catalog_encode(&tl_arena, &t.def, 9, 900, &v3, &len), SHOAL_OK);
-	/* Version 3: version 4 without its META (4 bytes when there are no
+	/* Version 3: version 4 without its META (12 bytes when there are no
 	 * tags): no deletion protection, class or tags. */
-	len -= 4;
+	len -= 12;
 	v3[0] = 3;
 	st_table_info info3;
 	ck_assert_int_eq(st_catalog_decode("Old", v3, len, &tl_arena, &info3, tl_msg), SHOAL_OK);

@@ -1174,7 +1174,35 @@ START_TEST(test_table_meta)
 	info.def.table_class = ST_CLASS_STANDARD;
 	ck_assert_int_eq(wire_table_desc_to_pb(&tl_arena, &info, "ACTIVE", &c, tl_msg), SHOAL_OK);
 	ck_assert_str_eq(c->table_class_summary->table_class, "STANDARD");
+	ck_assert_int_eq(c->table_class_summary->last_update_date_time, 0);
 	ck_assert_str_eq(c->table_arn, "arn:aws:dynamodb:shoal:000000000000:table/Things");
+
+	/* The TableDefine every group and router reads carries the metadata. */
+	st_tag tg[] = {{"team", "edu"}, {"empty", ""}};
+	info.def.tags = tg;
+	info.def.n_tags = 2;
+	info.def.table_class = ST_CLASS_STANDARD_IA;
+	info.def.class_changed_ms = 1700000000999;
+	Shoal__TableDefine *tdp;
+	ck_assert_int_eq(wire_table_define_to_pb(&tl_arena, &info.def, &tdp, tl_msg), SHOAL_OK);
+	uint8_t *pk;
+	size_t pkl;
+	ck_assert_int_eq(wire_pack(&tl_arena, &tdp->base, &pk, &pkl, tl_msg), SHOAL_OK);
+	Shoal__TableDefine *tdu = shoal__table_define__unpack(NULL, pkl, pk);
+	ck_assert_ptr_nonnull(tdu);
+	st_table_def back2;
+	int rc2 = wire_table_define_from_pb(&tl_arena, tdu, &back2, tl_msg);
+	ck_assert_msg(rc2 == SHOAL_OK, "%s", tl_msg);
+	ck_assert(back2.deletion_protection);
+	ck_assert_int_eq(back2.table_class, ST_CLASS_STANDARD_IA);
+	ck_assert_int_eq(back2.class_changed_ms, 1700000000999);
+	ck_assert_uint_eq(back2.n_tags, 2);
+	ck_assert_str_eq(back2.tags[0].key, "team");
+	ck_assert_str_eq(back2.tags[1].value, "");
+	ck_assert_uint_eq(back2.id, 4);
+	shoal__table_define__free_unpacked(tdu, NULL);
+	info.def.n_tags = 0;
+	info.def.table_class = ST_CLASS_STANDARD;
 
 	/* TagResource. */
 	Shoal__TagResourceRequest tr = SHOAL__TAG_RESOURCE_REQUEST__INIT;

@@ -287,7 +287,9 @@ class SmallOps(unittest.TestCase):
         c.tag_resource(ResourceArn=d["TableArn"], Tags=[{"Key": "a", "Value": "b"}])
         d2 = c.describe_table(TableName=name)["Table"]
         self.assertEqual(d2["TableId"], d["TableId"])
-        self.assertEqual(d2["TableClassSummary"], {"TableClass": "STANDARD_INFREQUENT_ACCESS"})
+        self.assertEqual(d2["TableClassSummary"]["TableClass"], "STANDARD_INFREQUENT_ACCESS")
+        self.assertGreaterEqual(d2["TableClassSummary"]["LastUpdateDateTime"],
+                                d["CreationDateTime"])
         self.error(c.update_table, "ValidationException",
                    "1 validation error detected: Value 'GLACIER' at 'tableClass' failed to "
                    "satisfy constraint: Member must satisfy enum value set: [STANDARD, "
