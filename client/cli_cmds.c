@@ -377,6 +377,24 @@ static const cli_opt o_transact_get[] = {
 
 static const cli_opt o_none[] = {OPT_END};
 
+static const cli_opt o_tag_resource[] = {
+    {"resource-arn", "ResourceArn", &s_str, REQ},
+    {"tags", "Tags", &s_tags, REQ},
+    OPT_END,
+};
+
+static const cli_opt o_untag_resource[] = {
+    {"resource-arn", "ResourceArn", &s_str, REQ},
+    {"tag-keys", "TagKeys", &s_str_list, REQ},
+    OPT_END,
+};
+
+static const cli_opt o_list_tags_of_resource[] = {
+    {"resource-arn", "ResourceArn", &s_str, REQ},
+    {"next-token", "NextToken", &s_str, 0},
+    OPT_END,
+};
+
 /* Options of the commands whose names the registry derives (o_<field>). */
 #define o_batch_get_item       o_batch_get
 #define o_batch_write_item     o_batch_write
@@ -385,6 +403,8 @@ static const cli_opt o_none[] = {OPT_END};
 #define o_describe_table       o_table_only
 #define o_delete_table         o_table_only
 #define o_cluster_status       o_none
+#define o_describe_limits      o_none
+#define o_describe_endpoints   o_none
 
 /* One command per operation of the registry (proto/ops.h), in its order. */
 const cli_cmd cli_cmds[] = {

@@ -57,8 +57,12 @@
  *                           Result: catalog[0] is the stored TableDefine with
  *                           indexes and next_index_id (wire_table_define_to_pb).
  *   drop_table              st_table_delete; ResourceNotFound if absent.
- *   update_table            group 0: st_table_update; result catalog[0] as
- *                           define_table's.
+ *                           Group 0: st_table_delete_unprotected (a table
+ *                           with deletion protection stays).
+ *   update_table            group 0: st_table_update of an UpdateTable, a
+ *                           TagResource or an UntagResource
+ *                           (wire_table_update_from_pb); result catalog[0]
+ *                           as define_table's.
  *   activate_index          group 0: st_index_activate; result as above.
  *   index_apply             a target group: the shipped deltas of one source
  *                           group (st_index_apply dedups by (source, seq) in
@@ -335,12 +339,14 @@ static int op_update_table(op_ctx *c, const Shoal__TableUpdate *tu)
 		return sh_errf(c->msg, SHOAL_E_VALIDATION,
 		               "update_table is applied by group 0 only, not group %u",
 		               c->f->group);
-	if (tu->update == NULL)
-		return sh_errf(c->msg, SHOAL_E_VALIDATION, "TableUpdate without an UpdateTable");
 	st_table_update_req req;
-	int rc = wire_update_table_from_pb(c->a, tu->update, &req, c->msg);
+	int rc = wire_table_update_from_pb(c->a, tu, &req, c->msg);
 	if (rc == SHOAL_OK)
 		rc = st_table_update(c->txn, &req, c->msg);
+	if (rc == SHOAL_E_NOT_FOUND && (tu->tag != NULL || tu->untag != NULL))
+		return sh_errf(c->msg, SHOAL_E_NOT_FOUND,
+		               "Requested resource not found: ResourcArn: %s not found",
+		               tu->tag != NULL ? tu->tag->resource_arn : tu->untag->resource_arn);
 	if (rc != SHOAL_OK)
 		return rc;
 	return answer_table(c, req.name);
@@ -467,6 +473,10 @@ static int op_drop(op_ctx *c, const Shoal__TableDrop *td)
 {
 	const char *name =
 	    td->table_name != NULL && td->table_name[0] != '\0' ? td->table_name : NULL;
+	/* Deletion protection is group 0's (its copy is the one UpdateTable
+	 * changes); a data group drops what group 0 has dropped. */
+	if (c->f->group == 0)
+		return st_table_delete_unprotected(c->txn, name, c->msg);
 	return st_table_delete(c->txn, name, c->msg);
 }
 

@@ -432,6 +432,29 @@ int node_handle_describe_table(node_call *c)
 	return SHOAL_OK;
 }
 
+/* Group 0 (the router sends it there): the tags of the table of the ARN. */
+int node_handle_list_tags_of_resource(node_call *c)
+{
+	const char *name;
+	st_table_info info;
+	Shoal__ListTagsOfResourceResponse *out;
+	int rc = wire_list_tags_from_pb(c->arena, c->req->request->list_tags_of_resource, &name,
+	                                c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_table_describe(node_group_env(c->group), name, c->arena, &info, c->errmsg);
+	if (rc == SHOAL_E_NOT_FOUND)
+		return sh_errf(c->errmsg, SHOAL_E_NOT_FOUND,
+		               "Requested resource not found: ResourcArn: %s not found",
+		               c->req->request->list_tags_of_resource->resource_arn);
+	if (rc == SHOAL_OK)
+		rc = wire_list_tags_resp_to_pb(c->arena, &info.def, &out, c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_LIST_TAGS_OF_RESOURCE;
+	c->resp->list_tags_of_resource = out;
+	return SHOAL_OK;
+}
+
 int node_handle_list_tables(node_call *c)
 {
 	const char *start, **names, *last;

@@ -438,6 +438,7 @@ int node_handle_scan(node_call *c);
 int node_handle_batch_get_item(node_call *c);
 int node_handle_describe_table(node_call *c);
 int node_handle_list_tables(node_call *c);
+int node_handle_list_tags_of_resource(node_call *c);
 int node_handle_group_status(node_call *c);
 int node_handle_list_catalog(node_call *c);
 int node_handle_cap_report(node_call *c); /* capacity.c */

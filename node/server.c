@@ -339,12 +339,8 @@ static int prepare_drop_table(node_call *c, Shoal__CommandOp *op)
 
 static int prepare_update_table(node_call *c, Shoal__CommandOp *op)
 {
-	const Shoal__TableUpdate *u = c->req->update_table;
-	if (u->update == NULL)
-		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
-		               "update_table without an UpdateTable");
 	st_table_update_req r;
-	int rc = wire_update_table_from_pb(c->arena, u->update, &r, c->errmsg);
+	int rc = wire_table_update_from_pb(c->arena, c->req->update_table, &r, c->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	op->op_case = SHOAL__COMMAND_OP__OP_UPDATE_TABLE;

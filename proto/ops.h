@@ -75,6 +75,16 @@
 	  "delete a table and its items")                                                          \
 	X(UpdateTable, update_table, UPDATE_TABLE, "update-table", SHOAL_OPF_DDL, NODE_NONE,       \
 	  "change a table's indexes or capacity settings")                                         \
+	X(TagResource, tag_resource, TAG_RESOURCE, "tag-resource", SHOAL_OPF_DDL, NODE_NONE,       \
+	  "add tags to a table (or change their values)")                                          \
+	X(UntagResource, untag_resource, UNTAG_RESOURCE, "untag-resource", SHOAL_OPF_DDL,          \
+	  NODE_NONE, "remove tags from a table")                                                   \
+	X(ListTagsOfResource, list_tags_of_resource, LIST_TAGS_OF_RESOURCE,                        \
+	  "list-tags-of-resource", SHOAL_OPF_DDL, NODE_READ, "list the tags of a table")           \
+	X(DescribeLimits, describe_limits, DESCRIBE_LIMITS, "describe-limits", 0, NODE_NONE,       \
+	  "the capacity limits of the account and of one table")                                   \
+	X(DescribeEndpoints, describe_endpoints, DESCRIBE_ENDPOINTS, "describe-endpoints", 0,      \
+	  NODE_NONE, "the endpoint to use (this router's address)")                                \
 	X(ClusterStatus, cluster_status, CLUSTER_STATUS, "status", SHOAL_OPF_ADMIN, NODE_NONE,     \
 	  "Shoal: nodes, storage groups, leaders, terms, applied indexes, item counts")
 

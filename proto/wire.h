@@ -346,6 +346,14 @@ const char *wire_request_table(const Shoal__Request *r);
  */
 int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, st_table_def *out,
                               char *errmsg);
+/* Rules DynamoDB applies to the indexes of a request that Shoal did not
+ * always apply, so that definitions stored before still read: INCLUDE needs
+ * NonKeyAttributes, each named once ("One or more parameter values were
+ * invalid: ProjectionType is INCLUDE, but NonKeyAttributes is not
+ * specified").  The router calls them on CreateTable and UpdateTable
+ * requests after converting them.  SHOAL_E_VALIDATION. */
+int wire_create_table_check_new(const Shoal__CreateTableRequest *pb, char *errmsg);
+int wire_update_table_check_new(const Shoal__UpdateTableRequest *pb, char *errmsg);
 /*
  * UpdateTable -> st_table_update_req (storage/index.h): parameter
  * constraints DynamoDB checks without the table (TableName, at least one
@@ -355,6 +363,36 @@ int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, 
  * (provisioned throughput of a GSI) are accepted and ignored.  Rules that
  * need the table (index exists, attributes defined) are st_table_update's.
  */
+/*
+ * Tags and the table's metadata (wire_tags.c).  TagResource and
+ * UntagResource -> st_table_update_req carrying only the tag change (the
+ * table named by the ARN), checked as DynamoDB checks them without the
+ * table: ResourceArn ("Invalid TableArn", an index's ARN refused), at least
+ * one Tag / TagKey, each tag (st_tags_check).  ListTagsOfResource -> the
+ * table's name; wire_list_tags_resp_to_pb: the table's tags (Tags always,
+ * [] when none).  TableClass names: wire_table_class_parse answers
+ * ST_CLASS_NONE for a name it does not know.
+ */
+int wire_tag_resource_from_pb(sh_arena *a, const Shoal__TagResourceRequest *pb,
+                              st_table_update_req *out, char *errmsg);
+int wire_untag_resource_from_pb(sh_arena *a, const Shoal__UntagResourceRequest *pb,
+                                st_table_update_req *out, char *errmsg);
+int wire_list_tags_from_pb(sh_arena *a, const Shoal__ListTagsOfResourceRequest *pb,
+                           const char **table, char *errmsg);
+int wire_list_tags_resp_to_pb(sh_arena *a, const st_table_def *def,
+                              Shoal__ListTagsOfResourceResponse **out, char *errmsg);
+/* A TableUpdate (cluster.proto: group 0's change of a table's definition:
+ * an UpdateTable, a TagResource or an UntagResource, exactly one) as the
+ * converter of its member converts it. */
+int wire_table_update_from_pb(sh_arena *a, const Shoal__TableUpdate *tu, st_table_update_req *out,
+                              char *errmsg);
+/* The table named by a table ARN (arn:...:dynamodb:<region>:<account>:
+ * table/<name>, any partition, region and account); *table in a.
+ * SHOAL_E_VALIDATION with DynamoDB's message otherwise (index ARNs too). */
+int wire_table_arn_parse(sh_arena *a, const char *arn, const char **table, char *errmsg);
+const char *wire_table_class_name(st_table_class c);
+st_table_class wire_table_class_parse(const char *s);
+
 int wire_update_table_from_pb(sh_arena *a, const Shoal__UpdateTableRequest *pb,
                               st_table_update_req *out, char *errmsg);
 /* DescribeTable / DeleteTable: the table name, checked as DynamoDB checks it

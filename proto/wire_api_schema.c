@@ -81,6 +81,7 @@ static const wire_api_special specials[] = {
     {D(table_description), "table_size_bytes", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
     {D(billing_mode_summary), "last_update_to_pay_per_request_date_time", WIRE_API_TIME, false,
      NULL, NULL, NULL, NULL},
+    {D(table_class_summary), "last_update_date_time", WIRE_API_TIME, false, NULL, NULL, NULL, NULL},
     {D(provisioned_throughput_description), "read_capacity_units", WIRE_API_PLAIN, true, NULL, NULL,
      NULL, NULL},
     {D(provisioned_throughput_description), "write_capacity_units", WIRE_API_PLAIN, true, NULL,
@@ -99,6 +100,22 @@ static const wire_api_special specials[] = {
      NULL},
     {D(local_secondary_index_description), "index_size_bytes", WIRE_API_PLAIN, true, NULL, NULL,
      NULL, NULL},
+
+    /* Tags, limits, endpoints: members DynamoDB always sends. */
+    {D(table_description), "deletion_protection_enabled", WIRE_API_PLAIN, true, NULL, NULL, NULL,
+     NULL},
+    {D(tag), "key", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(tag), "value", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(list_tags_of_resource_response), "tags", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(describe_limits_response), "account_max_read_capacity_units", WIRE_API_PLAIN, true, NULL,
+     NULL, NULL, NULL},
+    {D(describe_limits_response), "account_max_write_capacity_units", WIRE_API_PLAIN, true, NULL,
+     NULL, NULL, NULL},
+    {D(describe_limits_response), "table_max_read_capacity_units", WIRE_API_PLAIN, true, NULL, NULL,
+     NULL, NULL},
+    {D(describe_limits_response), "table_max_write_capacity_units", WIRE_API_PLAIN, true, NULL,
+     NULL, NULL, NULL},
+    {D(endpoint), "cache_period_in_minutes", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
 
     /* ClusterStatus: every number and flag, zero or not. */
     {D(cluster_status_response), "partitions", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
@@ -220,16 +237,10 @@ bool wire_api_in_group(const ProtobufCMessageDescriptor *desc, const ProtobufCFi
 /* Ignored parameters                                                        */
 /* ------------------------------------------------------------------------ */
 
-static const char *const ignored_create[] = {
-    "oStreamSpecification",       "oSSESpecification", "aTags",           "sTableClass",
-    "bDeletionProtectionEnabled", "oWarmThroughput",   "sResourcePolicy", NULL};
-static const char *const ignored_update[] = {"oStreamSpecification",
-                                             "oSSESpecification",
-                                             "aReplicaUpdates",
-                                             "sTableClass",
-                                             "bDeletionProtectionEnabled",
-                                             "oWarmThroughput",
-                                             NULL};
+static const char *const ignored_create[] = {"oStreamSpecification", "oSSESpecification",
+                                             "oWarmThroughput", "sResourcePolicy", NULL};
+static const char *const ignored_update[] = {"oStreamSpecification", "oSSESpecification",
+                                             "aReplicaUpdates", "oWarmThroughput", NULL};
 static const char *const ignored_gsi[] = {"oWarmThroughput", NULL};
 
 const char *const *wire_api_ignored_of(const ProtobufCMessageDescriptor *desc)

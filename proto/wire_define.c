@@ -61,6 +61,7 @@ int wire_table_define_to_pb(sh_arena *a, const st_table_def *def, Shoal__TableDe
 	td->decreases_day = def->decreases_day;
 	td->billing_changed_ms = def->billing_changed_ms;
 	td->capacity_ms = def->capacity_ms;
+	td->class_changed_ms = def->class_changed_ms;
 	if (def->n_indexes > 0) {
 		td->indexes = sh_arena_calloc(a, def->n_indexes, sizeof(*td->indexes));
 		Shoal__IndexState *st = sh_arena_calloc(a, def->n_indexes, sizeof(*st));
@@ -127,5 +128,6 @@ int wire_table_define_from_pb(sh_arena *a, const Shoal__TableDefine *td, st_tabl
 	def.decreases_day = td->decreases_day;
 	def.billing_changed_ms = td->billing_changed_ms;
 	def.capacity_ms = td->capacity_ms;
+	def.class_changed_ms = td->class_changed_ms;
 	return st_table_def_stored(&def, a, out, errmsg);
 }

@@ -16,14 +16,23 @@
  * current UTC day's (the describing process's clock).  Fields Shoal has no
  * source for: index ItemCount/IndexSizeBytes 0.  ARNs are
  * "arn:aws:dynamodb:shoal:000000000000:table/<name>[/index/<index>]" so that
- * tools which split ARNs keep working; TableId is the decimal table id.
+ * tools which split ARNs keep working (wire_table_arn_parse reads them back).
+ * TableId is a name-based UUID (RFC 4122 version 5, SHA-1) of the table's
+ * id, CreationDateTime and name in Shoal's own namespace: every component
+ * derives the same one, it never changes while the table exists, and a table
+ * deleted and created again gets another (ids are never reused).
+ * DeletionProtectionEnabled is always written; TableClassSummary when
+ * CreateTable or UpdateTable named a TableClass.
  * GSIs being backfilled are CREATING with Backfilling true.
  */
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <nettle/sha1.h>
 
 #include "proto/wire_int.h"
 
@@ -202,19 +211,101 @@ int wire_create_table_to_pb(sh_arena *a, const st_table_def *def, Shoal__CreateT
 	}
 	pb->local_secondary_indexes = lsi;
 	pb->global_secondary_indexes = gsi;
+	if (def->deletion_protection)
+		WIRE_SET(pb, deletion_protection_enabled, true);
+	if (def->table_class != ST_CLASS_NONE)
+		WIRE_SET(pb, table_class, (char *)wire_table_class_name(def->table_class));
+	if (rc == SHOAL_OK && def->n_tags > 0) {
+		pb->tags = sh_arena_calloc(a, def->n_tags, sizeof(*pb->tags));
+		Shoal__Tag *slab = sh_arena_calloc(a, def->n_tags, sizeof(*slab));
+		if (pb->tags == NULL || slab == NULL)
+			return nomem(errmsg);
+		for (uint32_t i = 0; i < def->n_tags; i++) {
+			shoal__tag__init(&slab[i]);
+			slab[i].key = (char *)def->tags[i].key;
+			slab[i].value = (char *)def->tags[i].value;
+			pb->tags[i] = &slab[i];
+		}
+		pb->n_tags = def->n_tags;
+	}
 	*out = rc == SHOAL_OK ? pb : NULL;
 	return rc;
 }
+
+#define ARN_PREFIX "arn:aws:dynamodb:shoal:000000000000:table/"
 
 static char *arn(sh_arena *a, const char *table, const char *index)
 {
 	char buf[600];
 	if (index == NULL)
-		snprintf(buf, sizeof(buf), "arn:aws:dynamodb:shoal:000000000000:table/%s", table);
+		snprintf(buf, sizeof(buf), ARN_PREFIX "%s", table);
 	else
-		snprintf(buf, sizeof(buf), "arn:aws:dynamodb:shoal:000000000000:table/%s/index/%s",
-		         table, index);
+		snprintf(buf, sizeof(buf), ARN_PREFIX "%s/index/%s", table, index);
 	return pbstr(a, buf);
+}
+
+/* TableName's pattern and length ([a-zA-Z0-9_.-]{3,255}). */
+static bool table_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && strchr("_.-", s[i]) == NULL)
+			return false;
+	return n >= 3 && n <= 255;
+}
+
+int wire_table_arn_parse(sh_arena *a, const char *arn_text, const char **table, char *errmsg)
+{
+	if (arn_text == NULL || arn_text[0] == '\0')
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "Invalid TableArn");
+	/* arn:<partition>:dynamodb:<region>:<account>:table/<name>: any
+	 * partition, region and account (a client may build the ARN from its
+	 * own configuration), exactly one path element after "table/". */
+	const char *p = arn_text;
+	int colons = 0;
+	if (strncmp(p, "arn:", 4) == 0) {
+		const char *q = p;
+		for (; *q != '\0' && colons < 5; q++)
+			colons += *q == ':';
+		p = q;
+	}
+	const char *slash = strchr(p, '/');
+	if (colons == 5 && strstr(arn_text, ":dynamodb:") != NULL && strncmp(p, "table/", 6) == 0 &&
+	    slash != NULL && strchr(slash + 1, '/') == NULL && slash[1] != '\0' &&
+	    table_name_ok(slash + 1)) {
+		*table = sh_arena_strndup(a, slash + 1, strlen(slash + 1));
+		if (*table == NULL)
+			return nomem(errmsg);
+		return SHOAL_OK;
+	}
+	return sh_errf(errmsg, SHOAL_E_VALIDATION,
+	               "Invalid TableArn: Invalid ResourceArn provided as input %.1283s", arn_text);
+}
+
+/* The TableId: a version 5 UUID (RFC 4122 4.3) of "<id>/<created_ms>/<name>"
+ * in Shoal's namespace (itself a random UUID, fixed forever). */
+static void table_uuid(const st_table_def *def, char out[37])
+{
+	static const uint8_t ns[16] = {0x6f, 0x3c, 0x0b, 0x5e, 0x1a, 0x2d, 0x4e, 0x8f,
+	                               0x9b, 0x47, 0xc2, 0x61, 0xd0, 0x35, 0x7a, 0x94};
+	char name[320];
+	int n = snprintf(name, sizeof(name), "%" PRIu32 "/%" PRId64 "/%s", def->id, def->created_ms,
+	                 def->name != NULL ? def->name : "");
+	struct sha1_ctx ctx;
+	uint8_t d[SHA1_DIGEST_SIZE];
+	sha1_init(&ctx);
+	sha1_update(&ctx, sizeof(ns), ns);
+	sha1_update(&ctx, (size_t)(n < (int)sizeof(name) ? n : (int)sizeof(name) - 1),
+	            (const uint8_t *)name);
+	sha1_digest(&ctx, sizeof(d), d);
+	d[6] = (uint8_t)((d[6] & 0x0f) | 0x50); /* version 5 */
+	d[8] = (uint8_t)((d[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+	char *o = out;
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			*o++ = '-';
+		o += sprintf(o, "%02x", d[i]);
+	}
 }
 
 static int64_t wall_ms(void)
@@ -315,8 +406,8 @@ int wire_table_desc_to_pb(sh_arena *a, const st_table_info *info, const char *st
 	const st_table_def *def = &info->def;
 	Shoal__TableDescription *td = sh_arena_alloc(a, sizeof(*td));
 	Shoal__BillingModeSummary *bm = sh_arena_alloc(a, sizeof(*bm));
-	char id[16];
-	snprintf(id, sizeof(id), "%" PRIu32, def->id);
+	char id[37];
+	table_uuid(def, id);
 	if (td == NULL || bm == NULL)
 		return nomem(errmsg);
 	shoal__table_description__init(td);
@@ -342,6 +433,16 @@ int wire_table_desc_to_pb(sh_arena *a, const st_table_info *info, const char *st
 	td->item_count = info->item_count > INT64_MAX ? INT64_MAX : (int64_t)info->item_count;
 	td->table_size_bytes = info->size_bytes > INT64_MAX ? INT64_MAX : (int64_t)info->size_bytes;
 	td->creation_date_time = def->created_ms;
+	td->deletion_protection_enabled = def->deletion_protection;
+	if (def->table_class != ST_CLASS_NONE) {
+		Shoal__TableClassSummary *tc = sh_arena_alloc(a, sizeof(*tc));
+		if (tc == NULL)
+			return nomem(errmsg);
+		shoal__table_class_summary__init(tc);
+		tc->table_class = (char *)wire_table_class_name(def->table_class);
+		tc->last_update_date_time = def->class_changed_ms;
+		td->table_class_summary = tc;
+	}
 	if (td->table_name == NULL || td->table_status == NULL || td->table_arn == NULL ||
 	    td->table_id == NULL || td->provisioned_throughput == NULL)
 		return nomem(errmsg);
@@ -496,7 +597,13 @@ int wire_table_desc_from_pb(sh_arena *a, const Shoal__TableDescription *pb, st_t
 		                          errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
-	def->id = (uint32_t)strtoul(pb->table_id != NULL ? pb->table_id : "0", NULL, 10);
+	/* TableId is a UUID, not the table's number: id 0 (unknown) unless a
+	 * description from an older build carries the decimal id. */
+	char *end = NULL;
+	unsigned long id = pb->table_id != NULL ? strtoul(pb->table_id, &end, 10) : 0;
+	def->id = end != NULL && end != pb->table_id && *end == '\0' && id <= UINT32_MAX
+	              ? (uint32_t)id
+	              : 0;
 	def->created_ms = pb->creation_date_time;
 	capacity_from_desc(pb->billing_mode_summary, pb->provisioned_throughput,
 	                   pb->on_demand_throughput, &def->billing, &def->tp);

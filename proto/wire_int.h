@@ -67,6 +67,10 @@ extern const char *const wire_select_set[]; /* Select */
 
 /* Arena copy of s (NULL stays NULL). */
 int wire_dup(sh_arena *a, const char *s, const char **out, char *errmsg);
+/* Tags of a request as st_tag (strings shared with pb; a missing Key or
+ * Value stays NULL for st_tags_check to report). */
+int wire_tags_from_pb(sh_arena *a, Shoal__Tag *const *pb, size_t n, st_tag **out, uint32_t *n_out,
+                      char *errmsg);
 
 /* Request values, converted and normalised (NULL pb gives *out NULL):
  *   key / item      plain normalisation message

@@ -42,6 +42,21 @@ static const char *const billing_set[] = {"PROVISIONED", "PAY_PER_REQUEST", NULL
 static const char *const attr_type_set[] = {"B", "N", "S", NULL};
 static const char *const key_type_set[] = {"HASH", "RANGE", NULL};
 static const char *const projection_set[] = {"ALL", "INCLUDE", "KEYS_ONLY", NULL};
+static const char *const table_class_set[] = {"STANDARD", "STANDARD_INFREQUENT_ACCESS", NULL};
+
+const char *wire_table_class_name(st_table_class c)
+{
+	return c == ST_CLASS_STANDARD_IA ? "STANDARD_INFREQUENT_ACCESS" : "STANDARD";
+}
+
+st_table_class wire_table_class_parse(const char *s)
+{
+	if (s == NULL)
+		return ST_CLASS_NONE;
+	return strcmp(s, "STANDARD") == 0                     ? ST_CLASS_STANDARD
+	       : strcmp(s, "STANDARD_INFREQUENT_ACCESS") == 0 ? ST_CLASS_STANDARD_IA
+	                                                      : ST_CLASS_NONE;
+}
 
 static int nomem(char *errmsg)
 {
@@ -259,6 +274,7 @@ static int create_constraints(const Shoal__CreateTableRequest *pb, char *errmsg)
 		check_index(&e, "globalSecondaryIndexes", i, x->index_name, x->key_schema,
 		            x->n_key_schema, x->projection, x->provisioned_throughput);
 	}
+	wire_check_enum(&e, "tableClass", WIRE_OPT(pb, table_class), table_class_set);
 	return wire_verr_done(&e, errmsg);
 }
 
@@ -620,6 +636,62 @@ int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, 
 		rc = create_rules(a, pb, out, errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_dup(a, table, &out->name, errmsg);
+	out->deletion_protection = pb->deletion_protection_enabled;
+	out->table_class = wire_table_class_parse(WIRE_OPT(pb, table_class));
+	if (rc == SHOAL_OK)
+		rc = wire_tags_from_pb(a, pb->tags, pb->n_tags, &out->tags, &out->n_tags, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_tags_check(out->tags, out->n_tags, errmsg);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rules for new indexes only                                                */
+/* ------------------------------------------------------------------------ */
+
+/* A projection as DynamoDB checks a new one: INCLUDE names its
+ * NonKeyAttributes, each once.  Shoal accepted both before, so stored
+ * definitions (which wire_create_table_from_pb reads too) are not held to
+ * it: only requests are. */
+static int new_projection(const Shoal__Projection *p, char *errmsg)
+{
+	if (p == NULL)
+		return SHOAL_OK;
+	const char *type = nz(p->projection_type);
+	if (type != NULL && strcmp(type, "INCLUDE") == 0 && p->n_non_key_attributes == 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               MSG_INVALID
+		               "ProjectionType is INCLUDE, but NonKeyAttributes is not specified");
+	for (size_t i = 0; i < p->n_non_key_attributes; i++)
+		for (size_t j = 0; j < i; j++)
+			if (p->non_key_attributes[i] != NULL && p->non_key_attributes[j] != NULL &&
+			    strcmp(p->non_key_attributes[i], p->non_key_attributes[j]) == 0)
+				return sh_errf(errmsg, SHOAL_E_VALIDATION,
+				               MSG_INVALID "Duplicate attribute name in "
+				                           "NonKeyAttributes: %s",
+				               p->non_key_attributes[i]);
+	return SHOAL_OK;
+}
+
+int wire_create_table_check_new(const Shoal__CreateTableRequest *pb, char *errmsg)
+{
+	int rc = SHOAL_OK;
+	for (size_t i = 0; rc == SHOAL_OK && i < pb->n_local_secondary_indexes; i++)
+		rc = new_projection(pb->local_secondary_indexes[i]->projection, errmsg);
+	for (size_t i = 0; rc == SHOAL_OK && i < pb->n_global_secondary_indexes; i++)
+		rc = new_projection(pb->global_secondary_indexes[i]->projection, errmsg);
+	return rc;
+}
+
+int wire_update_table_check_new(const Shoal__UpdateTableRequest *pb, char *errmsg)
+{
+	int rc = SHOAL_OK;
+	for (size_t i = 0; rc == SHOAL_OK && i < pb->n_global_secondary_index_updates; i++) {
+		const Shoal__GlobalSecondaryIndexUpdate *u = pb->global_secondary_index_updates[i];
+		if (u->action_case == SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE &&
+		    u->create != NULL)
+			rc = new_projection(u->create->projection, errmsg);
+	}
 	return rc;
 }
 
@@ -746,6 +818,7 @@ static int update_constraints(const Shoal__UpdateTableRequest *pb, char *errmsg)
 			wire_check_name(&e, p, nz(u->delete_->index_name), true);
 		}
 	}
+	wire_check_enum(&e, "tableClass", WIRE_OPT(pb, table_class), table_class_set);
 	return wire_verr_done(&e, errmsg);
 }
 
@@ -755,7 +828,12 @@ static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_tab
 	const char *billing = WIRE_OPT(pb, billing_mode);
 	const Shoal__ProvisionedThroughput *tp = pb->provisioned_throughput;
 	size_t n_upd = pb->n_global_secondary_index_updates;
-	if (tp == NULL && billing == NULL && n_upd == 0 && pb->on_demand_throughput == NULL)
+	out->set_deletion_protection = WIRE_HAS(pb, deletion_protection_enabled);
+	out->deletion_protection = pb->deletion_protection_enabled;
+	out->set_table_class = WIRE_HAS(pb, table_class);
+	out->table_class = wire_table_class_parse(WIRE_OPT(pb, table_class));
+	if (tp == NULL && billing == NULL && n_upd == 0 && pb->on_demand_throughput == NULL &&
+	    !out->set_deletion_protection && !out->set_table_class)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "At least one of ProvisionedThroughput, BillingMode, "
 		               "UpdateStreamEnabled, GlobalSecondaryIndexUpdates or "

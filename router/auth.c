@@ -279,6 +279,32 @@ int rt_auth_authorize(const rt_router *rt, const rt_principal *who, const Shoal_
 			}
 		}
 		return rc;
+	case SHOAL__REQUEST__OP_TAG_RESOURCE:
+	case SHOAL__REQUEST__OP_UNTAG_RESOURCE:
+	case SHOAL__REQUEST__OP_LIST_TAGS_OF_RESOURCE: {
+		/* The table of the ARN (an ARN that names none: the step's
+		 * ValidationException). */
+		const char *arn = in->op_case == SHOAL__REQUEST__OP_TAG_RESOURCE
+		                      ? WIRE_OPT(in->tag_resource, resource_arn)
+		                  : in->op_case == SHOAL__REQUEST__OP_UNTAG_RESOURCE
+		                      ? WIRE_OPT(in->untag_resource, resource_arn)
+		                      : WIRE_OPT(in->list_tags_of_resource, resource_arn);
+		sh_arena a;
+		sh_arena_init(&a);
+		const char *table = NULL;
+		char msg[SH_ERRMSG_SIZE];
+		if (wire_table_arn_parse(&a, arn, &table, msg) == SHOAL_OK)
+			rc = check(who,
+			           in->op_case == SHOAL__REQUEST__OP_LIST_TAGS_OF_RESOURCE
+			               ? RT_PERM_READ
+			               : RT_PERM_DDL,
+			           op, table, NULL, errmsg);
+		sh_arena_fini(&a);
+		return rc;
+	}
+	case SHOAL__REQUEST__OP_DESCRIBE_LIMITS:
+	case SHOAL__REQUEST__OP_DESCRIBE_ENDPOINTS:
+		return SHOAL_OK; /* about the service, no table's data */
 	case SHOAL__REQUEST__OP_CLUSTER_STATUS:
 		if (k->admin)
 			return SHOAL_OK;

@@ -163,12 +163,23 @@ static char *append(char *p, const char *s)
 	return p + n;
 }
 
+/* CORS, as DynamoDB answers a browser (a request with an Origin header):
+ * every answer allows any origin and lets the page read DynamoDB's
+ * headers; a preflight (OPTIONS with Origin) is answered 200 with no body,
+ * allowing the method and headers it asks for, for 172800 s. */
+#define CORS_HEADERS                                                                               \
+	"Access-Control-Allow-Origin: *\r\n"                                                       \
+	"Access-Control-Expose-Headers: x-amzn-RequestId,x-amzn-ErrorType,x-amz-crc32\r\n"
+#define CORS_MAX_AGE  "172800"
+#define CORS_ECHO_MAX 512 /* bytes of Access-Control-Request-* echoed */
+
 /* Answers r with body text and the DynamoDB headers (Content-Type,
- * x-amzn-RequestId when rid, x-amz-crc32); r is gone after. */
+ * x-amzn-RequestId when rid, x-amz-crc32, CORS_HEADERS for a browser); r is
+ * gone after. */
 static void send_answer(rt_httpd_req *r, int status, const char *ctype, const char *rid,
                         const char *body, size_t len, bool close)
 {
-	char crc[11], hdrs[256], *p = hdrs;
+	char crc[11], hdrs[384], *p = hdrs;
 	rt_http_crc32(body, len, crc);
 	assert(strlen(ctype) < 64);
 	p = append(p, "Content-Type: ");
@@ -180,6 +191,8 @@ static void send_answer(rt_httpd_req *r, int status, const char *ctype, const ch
 	p = append(p, "\r\nx-amz-crc32: ");
 	p = append(p, crc);
 	p = append(p, "\r\n");
+	if (r->cors)
+		p = append(p, CORS_HEADERS);
 	*p = '\0';
 	rt_httpd_respond(r, status, hdrs, body, len, close);
 }
@@ -488,8 +501,8 @@ static bool head_auth(rt_http *h, rt_httpd_req *r)
 	 * signature checked as soon as it is in: the early check (~1.6 us:
 	 * the date's parse, the key's lookup) is for bodies worth refusing
 	 * before they are read. */
-	if (hd->content_length <= RT_HTTP_INLINE_BODY)
-		return true;
+	if (hd->content_length <= RT_HTTP_INLINE_BODY && !hd->chunked_body)
+		return true; /* (a chunked body may be large: checked as one) */
 	const char *auth = rt_httpd_header_get(hd, "Authorization");
 	rt_sigv4_auth au;
 	rt_auth_result ar;
@@ -510,6 +523,37 @@ static bool head_auth(rt_http *h, rt_httpd_req *r)
 	return false;
 }
 
+/* Appends "name: value\r\n" with value a client's header (printable
+ * ASCII only, at most CORS_ECHO_MAX bytes), when it has one. */
+static char *echo_header(char *p, const char *name, const char *value)
+{
+	if (value == NULL || value[0] == '\0')
+		return p;
+	p = append(p, name);
+	p = append(p, ": ");
+	for (size_t i = 0; value[i] != '\0' && i < CORS_ECHO_MAX; i++)
+		*p++ = value[i] >= 0x20 && value[i] < 0x7f ? value[i] : ' ';
+	return append(p, "\r\n");
+}
+
+/* A CORS preflight: 200, no body. */
+static void preflight(rt_http *h, rt_httpd_req *r)
+{
+	const rt_httpd_head *hd = r->head;
+	char rid[53], hdrs[2 * CORS_ECHO_MAX + 512], *p = hdrs;
+	request_id(h, rid);
+	p = append(p, "x-amzn-RequestId: ");
+	p = append(p, rid);
+	p = append(p, "\r\n" CORS_HEADERS);
+	p = echo_header(p, "Access-Control-Allow-Headers",
+	                rt_httpd_header_get(hd, "Access-Control-Request-Headers"));
+	p = echo_header(p, "Access-Control-Allow-Methods",
+	                rt_httpd_header_get(hd, "Access-Control-Request-Method"));
+	p = append(p, "Access-Control-Max-Age: " CORS_MAX_AGE "\r\n");
+	*p = '\0';
+	rt_httpd_respond(r, 200, hdrs, NULL, 0, false);
+}
+
 /* I/O thread: a request's head is in.  Everything that can be refused
  * before reading the body is, here; the server closes the connection after
  * an answer that leaves a body unread. */
@@ -518,6 +562,12 @@ static bool on_head(void *arg, rt_httpd_req *r)
 	rt_http *h = arg;
 	const rt_httpd_head *hd = r->head;
 	const char *method = hd->method;
+	r->cors = rt_httpd_header_get(hd, "Origin") != NULL;
+	if (r->cors && strcmp(method, "OPTIONS") == 0) {
+		/* Any path, no credentials: a browser sends none here. */
+		preflight(h, r);
+		return false;
+	}
 	if (strcspn(hd->target, "?") != 1 || hd->target[0] != '/') {
 		send_error(h, r, 404, "com.amazon.coral.service#UnknownOperationException",
 		           "Message", "Only POST / (and GET / for health) are served", false);
@@ -538,9 +588,13 @@ static bool on_head(void *arg, rt_httpd_req *r)
 		           "Message", "Only POST / (and GET / for health) are served", false);
 		return false;
 	}
-	if (hd->chunked) {
+	if (hd->chunked && !hd->chunked_body) {
+		/* (a chunked body is decoded by the server, up to RT_HTTP_MAX_BODY
+		 * bytes: more is 413) */
 		send_error(h, r, 411, "com.amazon.coral.service#SerializationException", "Message",
-		           "Chunked request bodies are not supported", true);
+		           "Only Transfer-Encoding: chunked alone, without Content-Length, is "
+		           "supported",
+		           true);
 		return false;
 	}
 	if (hd->bad_length) {
@@ -641,6 +695,7 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, const char
 	    .threads = RT_HTTP_IO_THREADS,
 	    .max_conns = RT_HTTPD_MAX_CONNS,
 	    .max_conns_peer = RT_HTTP_MAX_CONNS_PEER,
+	    .max_chunked = RT_HTTP_MAX_BODY,
 	    .max_held = RT_HTTP_MAX_INFLIGHT,
 	    .max_held_peer = RT_HTTP_MAX_INFLIGHT_PEER,
 	    .head_ms = rt->opt.http_head_ms,

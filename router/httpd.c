@@ -124,6 +124,13 @@ struct conn {
 	rt_httpd_head head;
 	uint8_t *body; /* a separate body buffer, or NULL (the body is in `in`) */
 	size_t body_cap, got;
+	/* A chunked body being decoded (chunk_feed): the state, the data left
+	 * in the current chunk, where its raw bytes resume in `in`, and the
+	 * length of the current size or trailer line. */
+	int ck;
+	uint64_t ck_left;
+	size_t ck_pos;
+	size_t ck_line;
 	size_t held; /* bytes counted in s->held */
 	size_t lingered;
 	/* Output not yet written. */
@@ -667,6 +674,227 @@ static ssize_t conn_read(conn *c, void *buf, size_t cap)
 
 enum { ACT_WAIT, ACT_HEAD, ACT_REQUEST, ACT_BUSY };
 
+/* ------------------------------------------------------------------------ */
+/* Chunked bodies                                                            */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A chunked body (RFC 9112 7.1) is decoded as its bytes arrive.  The raw
+ * bytes stay in `in` after the head, from ck_pos on (those consumed are
+ * dropped before the next read: `in` holds the head and at most a partial
+ * line); the data goes to `body`, grown as the other bodies are (held_add,
+ * doubling).  Byte by byte, except chunk data, which is copied whole:
+ *
+ *   state        byte                      next
+ *   CK_SIZE      hex digit                 CK_SIZE (size*16+d; past the
+ *                                          limit: 413)
+ *   CK_SIZE      ';' (digits seen)         CK_EXT
+ *   CK_SIZE      CR (digits seen)          CK_SIZE_LF
+ *   CK_EXT       CR                        CK_SIZE_LF
+ *   CK_EXT       other (not LF or NUL)     CK_EXT (extensions ignored)
+ *   CK_SIZE_LF   LF                        CK_DATA, or CK_TRAILER (size 0)
+ *   CK_DATA      (size bytes, copied)      CK_DATA_CR
+ *   CK_DATA_CR   CR                        CK_DATA_LF
+ *   CK_DATA_LF   LF                        CK_SIZE
+ *   CK_TRAILER   CR                        CK_TRAILER_LF
+ *   CK_TRAILER   other (not LF or NUL)     CK_TRAILER (fields ignored)
+ *   CK_TRAILER_LF LF ending an empty line  done
+ *   CK_TRAILER_LF LF ending a field        CK_TRAILER
+ *
+ * Anything else is malformed (400).  A size or extension line, and the
+ * trailer, may hold at most CK_LINE_MAX bytes (400 past it); the decoded
+ * body at most conf.max_chunked (413).  Both end the connection.
+ */
+enum {
+	CK_SIZE,
+	CK_EXT,
+	CK_SIZE_LF,
+	CK_DATA,
+	CK_DATA_CR,
+	CK_DATA_LF,
+	CK_TRAILER,
+	CK_TRAILER_LF,
+};
+enum { CKR_MORE, CKR_DONE, CKR_BAD, CKR_BIG, CKR_BUSY };
+#define CK_LINE_MAX 4096u
+
+static int hex_digit(unsigned char b)
+{
+	return b >= '0' && b <= '9'   ? b - '0'
+	       : b >= 'a' && b <= 'f' ? b - 'a' + 10
+	       : b >= 'A' && b <= 'F' ? b - 'A' + 10
+	                              : -1;
+}
+
+/* Room in `body` for n more decoded bytes (false: not held). */
+static bool body_room(conn *c, size_t n)
+{
+	if (c->got + n <= c->body_cap)
+		return true;
+	size_t cap = c->body_cap > 0 ? c->body_cap * 2 : IN_BODY_MAX;
+	if (cap < c->got + n)
+		cap = c->got + n;
+	if (cap > c->s->c.max_chunked)
+		cap = c->s->c.max_chunked; /* >= got + n: sizes are checked first */
+	if (!held_add(c, cap - c->body_cap))
+		return false;
+	uint8_t *b = sh_realloc(c->body, cap);
+	if (b == NULL)
+		return false; /* (held until body_release) */
+	c->body = b;
+	c->body_cap = cap;
+	return true;
+}
+
+/* Decodes the raw bytes in `in` from ck_pos on. */
+static int chunk_feed(conn *c)
+{
+	const size_t max = c->s->c.max_chunked;
+	const char *p = c->in + c->ck_pos, *e = c->in + c->in_len;
+	int r = CKR_MORE;
+	while (p < e && r == CKR_MORE) {
+		if (c->ck == CK_DATA) {
+			size_t n = (size_t)(e - p);
+			if (n > c->ck_left)
+				n = (size_t)c->ck_left;
+			if (!body_room(c, n)) {
+				r = CKR_BUSY;
+				break;
+			}
+			memcpy(c->body + c->got, p, n);
+			c->got += n;
+			c->ck_left -= n;
+			p += n;
+			if (c->ck_left == 0)
+				c->ck = CK_DATA_CR;
+			continue;
+		}
+		unsigned char b = (unsigned char)*p++;
+		if (++c->ck_line > CK_LINE_MAX) {
+			r = CKR_BAD;
+			break;
+		}
+		int d;
+		switch (c->ck) {
+		case CK_SIZE:
+			if ((d = hex_digit(b)) >= 0) {
+				c->ck_left = c->ck_left * 16 + (uint64_t)d;
+				if (c->ck_left > max - c->got)
+					r = CKR_BIG;
+			} else if ((b == ';' || b == '\r') && c->ck_line > 1) {
+				c->ck = b == ';' ? CK_EXT : CK_SIZE_LF;
+			} else {
+				r = CKR_BAD;
+			}
+			break;
+		case CK_EXT:
+			if (b == '\r')
+				c->ck = CK_SIZE_LF;
+			else if (b == '\n' || b == '\0')
+				r = CKR_BAD;
+			break;
+		case CK_SIZE_LF: /* the last chunk (size 0) leads to the trailer,
+		                  * with ck_left 0: an empty line so far */
+			if (b != '\n')
+				r = CKR_BAD;
+			c->ck = c->ck_left > 0 ? CK_DATA : CK_TRAILER;
+			c->ck_line = 0;
+			break;
+		case CK_DATA_CR:
+			c->ck = CK_DATA_LF;
+			if (b != '\r')
+				r = CKR_BAD;
+			break;
+		case CK_DATA_LF:
+			c->ck = CK_SIZE;
+			c->ck_line = 0;
+			if (b != '\n')
+				r = CKR_BAD;
+			break;
+		case CK_TRAILER: /* ck_left: bytes of this trailer line */
+			if (b == '\r')
+				c->ck = CK_TRAILER_LF;
+			else if (b == '\n' || b == '\0')
+				r = CKR_BAD;
+			else
+				c->ck_left++;
+			break;
+		case CK_TRAILER_LF: /* (ck_line counts the whole trailer) */
+			if (b != '\n')
+				r = CKR_BAD;
+			else if (c->ck_left == 0)
+				r = CKR_DONE; /* the empty line */
+			c->ck = CK_TRAILER;
+			c->ck_left = 0;
+			break;
+		default:
+			r = CKR_BAD;
+			break;
+		}
+	}
+	c->ck_pos = (size_t)(p - c->in);
+	return r;
+}
+
+/* What a decoder result means for the connection (c->mu held): the body is
+ * complete (ACT_REQUEST), or more bytes are needed or the connection was
+ * failed (ACT_WAIT), or it cannot be held (ACT_BUSY). */
+static int chunk_result(conn *c, int r)
+{
+	switch (r) {
+	case CKR_DONE:
+		c->head.content_length = c->got;
+		c->used = c->ck_pos;
+		return ACT_REQUEST;
+	case CKR_BAD:
+		conn_fail(c, 400);
+		return ACT_WAIT;
+	case CKR_BIG:
+		conn_fail(c, 413);
+		return ACT_WAIT;
+	case CKR_BUSY:
+		return ACT_BUSY;
+	default:
+		return ACT_WAIT;
+	}
+}
+
+/* BODY of a chunked request: drops the raw bytes decoded, reads more,
+ * decodes them. */
+static int chunk_input(loop *lp, conn *c)
+{
+	for (;;) {
+		size_t keep = c->in_len - c->ck_pos;
+		if (c->ck_pos > c->head.len) {
+			memmove(c->in + c->head.len, c->in + c->ck_pos, keep);
+			c->in_len = c->head.len + keep;
+			c->ck_pos = c->head.len;
+		}
+		if (c->in_cap < c->head.len + IN_BODY_MAX &&
+		    !in_resize(c, c->head.len + IN_BODY_MAX, true)) {
+			conn_close(lp, c);
+			return ACT_WAIT;
+		}
+		if (c->in_len == c->in_cap) { /* a partial line fills it: malformed */
+			conn_fail(c, 400);
+			return ACT_WAIT;
+		}
+		if (!c->readable)
+			return ACT_WAIT;
+		ssize_t n = conn_read(c, c->in + c->in_len, c->in_cap - c->in_len);
+		if (n < 0) {
+			conn_close(lp, c);
+			return ACT_WAIT;
+		}
+		if (n == 0)
+			return ACT_WAIT;
+		c->in_len += (size_t)n;
+		int act = chunk_result(c, chunk_feed(c));
+		if (act != ACT_WAIT || c->state != C_BODY)
+			return act;
+	}
+}
+
 /* The head was accepted: where its body goes (c->mu held).  ACT_REQUEST
  * when it is all there already, ACT_BUSY when it cannot be held. */
 static int body_start(conn *c)
@@ -674,6 +902,25 @@ static int body_start(conn *c)
 	uint64_t cl = c->head.content_length;
 	size_t have = c->in_len - c->head.len;
 	c->body_read = true;
+	if (c->head.chunked_body) {
+		c->ck = CK_SIZE;
+		c->ck_left = 0;
+		c->ck_line = 0;
+		c->ck_pos = c->head.len;
+		c->got = 0;
+		int act = chunk_result(c, chunk_feed(c));
+		if (act != ACT_WAIT || c->state != C_HEAD)
+			return act;
+		c->state = C_BODY;
+		c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+		if (c->head.expect_continue) {
+			static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+			struct iovec iov = {(void *)cont, sizeof(cont) - 1};
+			if (conn_write(c, &iov, 1) < 0)
+				return -1;
+		}
+		return ACT_WAIT;
+	}
 	if (cl == 0) {
 		c->used = c->head.len;
 		return ACT_REQUEST;
@@ -725,6 +972,7 @@ static int conn_input(loop *lp, conn *c)
 					c->req.body = NULL;
 					c->req.len = 0;
 					c->req.peer_busy = false;
+					c->req.cors = false;
 					c->body_read = false;
 					c->used = c->head.len;
 					return ACT_HEAD;
@@ -765,6 +1013,8 @@ static int conn_input(loop *lp, conn *c)
 			continue;
 		}
 		assert(c->state == C_BODY);
+		if (c->head.chunked_body)
+			return chunk_input(lp, c);
 		uint64_t cl = c->head.content_length;
 		if (c->got == cl)
 			return ACT_REQUEST;
@@ -1329,6 +1579,8 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 		s->c.max_held_peer = s->c.max_held;
 	if (s->c.idle_ms == 0)
 		s->c.idle_ms = RT_HTTPD_IDLE_MS;
+	if (s->c.max_chunked == 0)
+		s->c.max_chunked = RT_HTTPD_MAX_CHUNKED;
 	s->lfd = -1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->peers_mu, NULL);

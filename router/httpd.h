@@ -80,6 +80,7 @@
 #define RT_HTTPD_LINGER_MS       5000
 #define RT_HTTPD_ACCEPT_PAUSE_MS 100
 #define RT_HTTPD_MAX_CONNS       4096
+#define RT_HTTPD_MAX_CHUNKED     (16u * 1024 * 1024)
 
 /* ------------------------------------------------------------------------ */
 /* The request head parser (pure)                                            */
@@ -100,8 +101,10 @@ typedef struct rt_httpd_head {
 	/* From the headers. */
 	uint64_t content_length; /* 0 without the header */
 	bool bad_length;         /* Content-Length not one decimal number (or two that differ) */
-	bool chunked;            /* a Transfer-Encoding header (any value: the body's framing is
-	                            unknown to this server) */
+	bool chunked;            /* a Transfer-Encoding header (any value) */
+	bool chunked_body;       /* ... that is "chunked" alone, once, without Content-Length:
+	                            a body this server decodes (content_length 0 until it is
+	                            read, then the decoded length) */
 	bool keep_alive;         /* HTTP/1.1 without "Connection: close", or HTTP/1.0 with
 	                            "Connection: keep-alive" */
 	bool expect_continue;    /* HTTP/1.1 with "Expect: 100-continue" */
@@ -145,6 +148,7 @@ typedef struct rt_httpd_req {
 	size_t len;
 	void *data;
 	bool peer_busy; /* ops.busy: conf.max_held_peer was reached, not conf.max_held */
+	bool cors;      /* the endpoint's: the request came with an Origin header */
 } rt_httpd_req;
 
 typedef struct rt_httpd_ops {
@@ -152,8 +156,11 @@ typedef struct rt_httpd_ops {
 	 * rt_httpd_respond (then the body, if any, is not read and the
 	 * connection closes after the answer) and return false, or return true
 	 * to have the body read: head->content_length bytes, which the
-	 * callback must have bounded (chunked and bad_length bodies cannot be
-	 * read: it must answer those). */
+	 * callback must have bounded (bad_length bodies, and chunked ones that
+	 * are not chunked_body, cannot be read: it must answer those).  A
+	 * chunked_body is decoded as it arrives, up to conf.max_chunked bytes:
+	 * one that decodes to more is answered 413 by the server, a malformed
+	 * one 400, and the connection closes. */
 	bool (*head)(void *arg, rt_httpd_req *r);
 	/* The body is in (an I/O thread).  Answer it exactly once with
 	 * rt_httpd_respond, from any thread, now or later. */
@@ -175,6 +182,7 @@ typedef struct rt_httpd_conf {
 	                            lowered in proportion with max_conns) */
 	size_t max_held;         /* bytes of bodies held at once */
 	size_t max_held_peer;    /* ... by the connections of one peer address (0: max_held) */
+	size_t max_chunked;      /* a chunked body's decoded bytes (0: RT_HTTPD_MAX_CHUNKED) */
 	uint32_t head_ms;        /* a whole head, from its first byte (0: RT_HTTPD_HEAD_MS) */
 	uint32_t timeout_ms;     /* no progress on a body or an answer (0: RT_HTTPD_TIMEOUT_MS) */
 	uint32_t idle_ms;        /* keep-alive connection without a request (0: RT_HTTPD_IDLE_MS) */

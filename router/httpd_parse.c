@@ -126,6 +126,8 @@ static rt_httpd_parse_rc parse_request_line(char *p, char *eol, rt_httpd_head *o
 static rt_httpd_parse_rc head_derive(rt_httpd_head *out)
 {
 	bool ka = false, close = false, have_len = false;
+	uint32_t n_te = 0;
+	bool te_chunked = false;
 	for (uint32_t i = 0; i < out->n; i++) {
 		const char *name = out->h[i].name, *v = out->h[i].value;
 		switch (strlen(name)) {
@@ -150,8 +152,11 @@ static rt_httpd_parse_rc head_derive(rt_httpd_head *out)
 			}
 			break;
 		case 17:
-			if (strcasecmp(name, "Transfer-Encoding") == 0)
+			if (strcasecmp(name, "Transfer-Encoding") == 0) {
 				out->chunked = true;
+				n_te++;
+				te_chunked = strcasecmp(v, "chunked") == 0;
+			}
 			break;
 		default:
 			break;
@@ -159,6 +164,9 @@ static rt_httpd_parse_rc head_derive(rt_httpd_head *out)
 	}
 	if (out->bad_length)
 		out->content_length = 0;
+	/* Decodable: "chunked" alone, once, and no Content-Length beside it (a
+	 * message with both is how requests are smuggled past proxies). */
+	out->chunked_body = n_te == 1 && te_chunked && !have_len;
 	out->keep_alive = !close && (out->minor >= 1 || ka);
 	return RT_HTTPD_DONE;
 }
@@ -198,7 +206,8 @@ rt_httpd_parse_rc rt_httpd_parse(char *buf, size_t len, size_t *scanned, rt_http
 
 	out->n = 0;
 	out->content_length = 0;
-	out->bad_length = out->chunked = out->keep_alive = out->expect_continue = false;
+	out->bad_length = out->chunked = out->chunked_body = out->keep_alive =
+	    out->expect_continue = false;
 	out->len = end;
 	char *p = buf + start, *e = buf + end, *ce;
 	char *nl = line_end(p, e, &ce);

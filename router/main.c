@@ -204,6 +204,11 @@ int main(int argc, char **argv)
 		rt_log("authentication: %u keys from %s", creds.n, http_creds);
 	}
 	rt_log("%s", rt_auth_describe(&rt));
+	/* DescribeEndpoints: the HTTP API's address when served, else the
+	 * native one ("tcp://h:p" -> "h:p"). */
+	const char *ep = https != NULL ? https : http != NULL ? http : listen_copy;
+	const char *scheme = strstr(ep, "://");
+	snprintf(rt.endpoint, sizeof(rt.endpoint), "%s", scheme != NULL ? scheme + 3 : ep);
 	if (rt_server_start(&srv, &rt, listen_copy, errmsg) != SHOAL_OK) {
 		rt_log("%s", errmsg);
 		goto err_after_creds;

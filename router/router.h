@@ -279,6 +279,9 @@ struct rt_router {
 	_Atomic(struct rt_ackq *) *ackq; /* per coordinator group: acks to send (txn.c) */
 	_Atomic uint64_t ids;            /* ids handed out (rt_new_id) */
 	rt_catalog catalog;
+	/* DescribeEndpoints' Address (limits.c): "host:port" of the client
+	 * endpoint, set by main.c before any listener starts. */
+	char endpoint[SH_ADDR_MAX];
 	rt_metrics metrics;
 	nng_http_server *http; /* metrics endpoint, or NULL */
 	/* The credentials file (main.c owns it; set before any listener

@@ -409,7 +409,9 @@ int rt_step_create_table(rt_job *j)
 		const Shoal__CreateTableRequest *in = j->in->create_table;
 		if ((s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
 			return nomem(j);
-		if ((rc = wire_create_table_from_pb(&j->arena, in, &s->def, j->errmsg)) != SHOAL_OK)
+		if ((rc = wire_create_table_from_pb(&j->arena, in, &s->def, j->errmsg)) !=
+		        SHOAL_OK ||
+		    (rc = wire_create_table_check_new(in, j->errmsg)) != SHOAL_OK)
 			return rc;
 		Shoal__TableDefine *td = sh_arena_alloc(&j->arena, sizeof(*td));
 		Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
@@ -839,7 +841,9 @@ int rt_step_update_table(rt_job *j)
 			if ((s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
 				return nomem(j);
 			if ((rc = wire_update_table_from_pb(&j->arena, j->in->update_table, &s->u,
-			                                    j->errmsg)) != SHOAL_OK)
+			                                    j->errmsg)) != SHOAL_OK ||
+			    (rc = wire_update_table_check_new(j->in->update_table, j->errmsg)) !=
+			        SHOAL_OK)
 				return rc;
 		}
 		/* The definition before (for the DELETING index in the answer). */

@@ -274,6 +274,30 @@ err:
 	return rc;
 }
 
+int st_table_delete_unprotected(st_txn *txn, const char *name, char *errmsg)
+{
+	if (txn->sticky != SHOAL_OK)
+		return sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
+	int rc = st_catalog_check_name(name, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_txn_catalog_flush(txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	sh_arena a;
+	sh_arena_init(&a);
+	st_table_info t;
+	rc = st_table_load(txn->txn, txn->env, name, &a, &t, errmsg);
+	bool protected_ = rc == SHOAL_OK && t.def.deletion_protection;
+	sh_arena_fini(&a);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (protected_)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Resource cannot be deleted as it is currently protected against "
+		               "deletion. Disable deletion protection first.");
+	return st_table_delete(txn, name, errmsg);
+}
+
 static uint64_t add_saturating(uint64_t v, int64_t delta)
 {
 	if (delta >= 0)

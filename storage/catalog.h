@@ -15,7 +15,7 @@
 
 /* The fixed header of a table record (see catalog_codec.c). The counters sit
  * at fixed offsets so that st_table_count patches them in place. */
-#define ST_REC_VERSION     3 /* versions 1 and 2 are still read */
+#define ST_REC_VERSION     4 /* versions 1, 2 and 3 are still read */
 #define ST_REC_OFF_ID      1
 #define ST_REC_OFF_COUNT   5
 #define ST_REC_OFF_BYTES   13
@@ -78,7 +78,7 @@ uint32_t st_catalog_next_index_id(const st_table_def *d);
 /* Whether a record's first byte is a version this build reads. */
 static inline bool st_catalog_version_ok(uint8_t v)
 {
-	return v == ST_REC_VERSION || v == 1 || v == 2;
+	return v >= 1 && v <= ST_REC_VERSION;
 }
 
 /* Decodes the record of table `name` (buf, len bytes; borrowed) into *out,

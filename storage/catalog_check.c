@@ -484,7 +484,9 @@ int st_catalog_check_def(const st_table_def *d, sh_arena *a, char *errmsg)
 				    d->indexes[i].id);
 	if ((rc = check_attrs_used(d, a, errmsg)) != SHOAL_OK)
 		return rc;
-	return check_capacity(d, errmsg);
+	if ((rc = check_capacity(d, errmsg)) != SHOAL_OK)
+		return rc;
+	return st_tags_check(d->tags, d->n_tags, errmsg);
 }
 
 /* A copy of the (validated) definition in the form it is stored: key types

@@ -1,7 +1,9 @@
 /*
  * catalog_codec.c -- the catalog's table record: encoding and decoding.
  *
- * Table record, format version 3.  Older versions are still read: version
+ * Table record, format version 4.  Older versions are still read: version
+ * 3 lacks the metadata (META), which means no deletion protection, no
+ * TableClass and no tags; version
  * 2 lacks the capacity fields (CAP, TCAP), which means PAY_PER_REQUEST with
  * no maximum and no history; version 1, written before secondary indexes
  * were maintained, also lacks the next index id, which is then the largest
@@ -10,7 +12,7 @@
  * 2 = N, 3 = B.
  *
  *   offset  size  field
- *   0       1     record format version, 3 (or 2, 1)
+ *   0       1     record format version, 4 (or 3, 2, 1)
  *   1       4     table id (u32)
  *   5       8     item count (u64)                } patched in place by
  *   13      8     size in bytes (u64, st_item_size) } st_table_count
@@ -30,7 +32,8 @@
  *                   CAP  the index's capacity (version 3; LSIs: zeros)
  *   ..      2     next index id (u16; version >= 2): ids below it are used
  *                 or retired, UpdateTable gives the next GSI this one
- *   ..      TCAP  the table's capacity (version 3 only)
+ *   ..      TCAP  the table's capacity (version >= 3)
+ *   ..      META  the table's metadata (version 4)
  *   end           the record ends exactly here
  *
  *   KS := STR hash name, TYPE hash type, 1 byte has-range (0 or 1),
@@ -43,6 +46,11 @@
  *   TCAP := 1 billing mode (0 = PAY_PER_REQUEST, 1 = PROVISIONED), CAP,
  *           8 LastUpdateToPayPerRequestDateTime (i64 ms; 0: never),
  *           8 time of the last capacity change (i64 ms, group 0's clock)
+ *   META := 1 flags (bit 0: DeletionProtectionEnabled; other bits 0),
+ *           1 TableClass (0 = not given, 1 = STANDARD,
+ *             2 = STANDARD_INFREQUENT_ACCESS),
+ *           8 time UpdateTable last changed the class (i64 ms; 0: never),
+ *           2 number of tags (u16, <= 50), then for each: STR key, STR value
  *
  * The counters sit at a fixed offset (ST_REC_OFF_COUNT, ST_REC_OFF_BYTES in
  * catalog.h) so that the per-write counter update (st_table_count) patches 16
@@ -99,7 +107,7 @@ static void w_u64(wbuf *w, uint64_t v)
 
 static void w_str(wbuf *w, const char *s)
 {
-	size_t n = strlen(s); /* validated: at most 255 */
+	size_t n = strlen(s); /* validated: at most 255 bytes, a tag 256 characters */
 	w_u16(w, (uint16_t)n);
 	w_bytes(w, s, n);
 }
@@ -168,6 +176,14 @@ static void encode_record(wbuf *w, const st_table_def *d, uint64_t items, uint64
 	      d->decreases_day);
 	w_u64(w, (uint64_t)d->billing_changed_ms);
 	w_u64(w, (uint64_t)d->capacity_ms);
+	w_u8(w, d->deletion_protection ? 1 : 0);
+	w_u8(w, (uint8_t)d->table_class);
+	w_u64(w, (uint64_t)d->class_changed_ms);
+	w_u16(w, (uint16_t)d->n_tags);
+	for (uint32_t i = 0; i < d->n_tags; i++) {
+		w_str(w, d->tags[i].key);
+		w_str(w, d->tags[i].value);
+	}
 }
 
 uint32_t st_catalog_next_index_id(const st_table_def *d)
@@ -333,7 +349,7 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 	st_table_def *d = &out->def;
 
 	uint8_t version = r_u8(&r, "version");
-	if (r.bad == NULL && version != ST_REC_VERSION && version != 1 && version != 2)
+	if (r.bad == NULL && !st_catalog_version_ok(version))
 		return sh_errf(errmsg, SHOAL_E_INTERNAL,
 		               "corrupt catalog record for table %s: unknown version %u", name,
 		               version);
@@ -395,6 +411,25 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 		      &d->decreases_day);
 		d->billing_changed_ms = (int64_t)r_u64(&r, "billing change time");
 		d->capacity_ms = (int64_t)r_u64(&r, "capacity change time");
+	}
+	if (version >= 4) {
+		uint8_t flags = r_u8(&r, "flags");
+		uint8_t cls = r_u8(&r, "table class");
+		if (r.bad == NULL && (flags > 1 || cls > ST_CLASS_STANDARD_IA))
+			r.bad = "flags";
+		d->deletion_protection = flags == 1;
+		d->table_class = (st_table_class)cls;
+		d->class_changed_ms = (int64_t)r_u64(&r, "class change time");
+		d->n_tags = r_u16(&r, "tag count");
+		if (r.bad == NULL && d->n_tags > ST_MAX_TAGS)
+			r.bad = "tag count";
+		if (d->n_tags > 0) {
+			d->tags = r_array(&r, d->n_tags, sizeof(*d->tags), 5, "tag count");
+			for (uint32_t i = 0; d->tags != NULL && i < d->n_tags; i++) {
+				d->tags[i].key = r_str(&r, "tag key");
+				d->tags[i].value = r_str(&r, "tag value");
+			}
+		}
 	}
 	if (r.bad == NULL && !r.nomem)
 		d->next_index_id = st_catalog_next_index_id(d);

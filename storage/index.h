@@ -224,6 +224,17 @@ typedef struct st_table_update_req {
 	st_capacity_req cap;
 	st_index_capacity_req *update;
 	uint32_t n_update;
+	/* Metadata: DeletionProtectionEnabled and TableClass (set_ false:
+	 * unchanged); TagResource's tags (added, or replacing the value of a
+	 * key) and UntagResource's keys (removed; absent ones are no error). */
+	bool set_deletion_protection;
+	bool deletion_protection;
+	bool set_table_class;
+	st_table_class table_class;
+	const st_tag *tag_set;
+	uint32_t n_tag_set;
+	const char *const *tag_remove;
+	uint32_t n_tag_remove;
 } st_table_update_req;
 
 /* Group 0: validates and applies an UpdateTable with DynamoDB's rules and

@@ -187,6 +187,17 @@ static int updated_def(const st_table_def *old, const st_table_update_req *req, 
 	int rc = st_catalog_update_capacity(old, req, now_ms, d, cap_changed, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
+	if (req->set_deletion_protection)
+		d->deletion_protection = req->deletion_protection;
+	if (req->set_table_class && req->table_class != old->table_class) {
+		d->table_class = req->table_class;
+		d->class_changed_ms = now_ms;
+	}
+	if (req->n_tag_set + req->n_tag_remove > 0 &&
+	    (rc = st_tags_change(old->tags, old->n_tags, req->tag_set, req->n_tag_set,
+	                         req->tag_remove, req->n_tag_remove, a, &d->tags, &d->n_tags,
+	                         errmsg)) != SHOAL_OK)
+		return rc;
 	rc = st_catalog_check_def(d, a, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
@@ -209,7 +220,10 @@ int st_table_update(st_txn *txn, const st_table_update_req *req, char *errmsg)
 	int rc = load_for_rewrite(txn, req->name, &a, &t, errmsg);
 	if (rc == SHOAL_OK)
 		rc = updated_def(&t.def, req, st_txn_time(txn), &a, &d, &cap_changed, errmsg);
-	if (rc == SHOAL_OK && (req->n_create + req->n_drop + req->n_attrs > 0 || cap_changed))
+	bool meta = req->set_deletion_protection || req->set_table_class ||
+	            req->n_tag_set + req->n_tag_remove > 0;
+	if (rc == SHOAL_OK &&
+	    (req->n_create + req->n_drop + req->n_attrs > 0 || cap_changed || meta))
 		rc = put_record(txn, &d, t.item_count, t.size_bytes, &a, errmsg);
 	sh_arena_fini(&a);
 	if (rc != SHOAL_OK && env_error(rc))

@@ -241,6 +241,26 @@ typedef struct st_index_def {
 	int64_t decreases_day;
 } st_index_def;
 
+/* A tag of a table (TagResource, CreateTable's Tags): key 1..128
+ * characters, value 0..256, at most ST_MAX_TAGS per table, checked by
+ * st_tags_check. */
+typedef struct st_tag {
+	const char *key;
+	const char *value;
+} st_tag;
+
+#define ST_MAX_TAGS      50
+#define ST_TAG_KEY_MAX   128 /* characters (code points) */
+#define ST_TAG_VALUE_MAX 256
+
+/* TableClass: ST_CLASS_NONE when CreateTable and UpdateTable never named
+ * one (DescribeTable then has no TableClassSummary). */
+typedef enum st_table_class {
+	ST_CLASS_NONE = 0,
+	ST_CLASS_STANDARD,
+	ST_CLASS_STANDARD_IA,
+} st_table_class;
+
 typedef struct st_table_def {
 	const char *name;
 	uint32_t id; /* 0: assigned by the engine (next free id) */
@@ -268,6 +288,13 @@ typedef struct st_table_def {
 	 * since CreateTable): a data group keeps the newer of two definitions'
 	 * capacity (st_table_redefine). */
 	int64_t capacity_ms;
+	/* Group 0's metadata (data groups keep what CreateTable gave them and
+	 * never read it): DeletionProtectionEnabled, TableClass, Tags. */
+	bool deletion_protection;
+	st_table_class table_class;
+	int64_t class_changed_ms; /* TableClassSummary.LastUpdateDateTime (0: never updated) */
+	st_tag *tags;
+	uint32_t n_tags;
 } st_table_def;
 
 typedef struct st_table_info {
@@ -359,6 +386,23 @@ uint32_t st_table_def_next_index_id(const st_table_def *d);
 int st_table_create(st_txn *txn, const st_table_def *def, char *errmsg);
 /* Removes the table and all its items and index entries. */
 int st_table_delete(st_txn *txn, const char *name, char *errmsg);
+/* Group 0's DeleteTable: st_table_delete, but a table with
+ * DeletionProtectionEnabled is refused (SHOAL_E_VALIDATION, DynamoDB's
+ * message) and left as it is.  Data groups use st_table_delete: their copy
+ * of the flag is CreateTable's and never read. */
+int st_table_delete_unprotected(st_txn *txn, const char *name, char *errmsg);
+
+/* Tags (catalog_tags.c).  st_tags_check: each tag of a request (Key 1..128
+ * characters, Value 0..256, DynamoDB's characters, no "aws:" prefix), no key
+ * twice, at most ST_MAX_TAGS.  st_tags_change: old's tags without the keys
+ * in remove, with set's added or replacing the value of the same key, into
+ * *out (a's memory; strings shared); set is checked as st_tags_check does,
+ * and the result may have at most ST_MAX_TAGS.  SHOAL_E_VALIDATION with a
+ * message naming the tag, SHOAL_E_NOMEM. */
+int st_tags_check(const st_tag *tags, uint32_t n, char *errmsg);
+int st_tags_change(const st_tag *old, uint32_t n_old, const st_tag *set, uint32_t n_set,
+                   const char *const *remove, uint32_t n_remove, sh_arena *a, st_tag **out,
+                   uint32_t *n_out, char *errmsg);
 
 typedef enum st_return_values {
 	ST_RV_NONE = 0,

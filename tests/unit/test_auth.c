@@ -341,6 +341,39 @@ START_TEST(test_authorize)
 	ck_assert_int_eq(authorize(&c, "ALL", &in, m), SHOAL_OK);
 	ck_assert_int_eq(authorize(&c, "ADMIN", &in, m), SHOAL_OK);
 
+	/* Tags: the ARN's table, DDL to change them, read to list them; an
+	 * ARN that names no table is left to validation.  Limits and
+	 * endpoints: any key. */
+	Shoal__TagResourceRequest tr = SHOAL__TAG_RESOURCE_REQUEST__INIT;
+	in.op_case = SHOAL__REQUEST__OP_TAG_RESOURCE;
+	in.tag_resource = &tr;
+	WIRE_SET(&tr, resource_arn, "arn:aws:dynamodb:eu-west-1:123456789012:table/Orders");
+	ck_assert_int_eq(authorize(&c, "RW", &in, m), SHOAL_OK);
+	ck_assert_int_eq(authorize(&c, "RO", &in, m), SHOAL_E_ACCESS_DENIED);
+	ck_assert_msg(strstr(m, "dynamodb:TagResource on resource: arn:aws:dynamodb:eu-west-1:"
+	                        "000000000000:table/Orders because") != NULL,
+	              "%s", m);
+	WIRE_SET(&tr, resource_arn, "arn:aws:dynamodb:eu-west-1:123456789012:table/Orders/index/x");
+	ck_assert_int_eq(authorize(&c, "RO", &in, m), SHOAL_OK);
+	Shoal__UntagResourceRequest ur = SHOAL__UNTAG_RESOURCE_REQUEST__INIT;
+	in.op_case = SHOAL__REQUEST__OP_UNTAG_RESOURCE;
+	in.untag_resource = &ur;
+	WIRE_SET(&ur, resource_arn, "arn:aws:dynamodb:eu-west-1:123456789012:table/Orders");
+	ck_assert_int_eq(authorize(&c, "RO", &in, m), SHOAL_E_ACCESS_DENIED);
+	ck_assert_int_eq(authorize(&c, "RW", &in, m), SHOAL_OK);
+	Shoal__ListTagsOfResourceRequest lr = SHOAL__LIST_TAGS_OF_RESOURCE_REQUEST__INIT;
+	in.op_case = SHOAL__REQUEST__OP_LIST_TAGS_OF_RESOURCE;
+	in.list_tags_of_resource = &lr;
+	WIRE_SET(&lr, resource_arn, "arn:aws:dynamodb:eu-west-1:123456789012:table/Orders");
+	ck_assert_int_eq(authorize(&c, "RO", &in, m), SHOAL_OK);
+	WIRE_SET(&lr, resource_arn, "arn:aws:dynamodb:eu-west-1:123456789012:table/Other");
+	ck_assert_int_eq(authorize(&c, "RO", &in, m), SHOAL_E_ACCESS_DENIED);
+	Shoal__DescribeLimitsRequest dl = SHOAL__DESCRIBE_LIMITS_REQUEST__INIT;
+	in.op_case = SHOAL__REQUEST__OP_DESCRIBE_LIMITS;
+	in.describe_limits = &dl;
+	ck_assert_int_eq(authorize(&c, "RO", &in, m), SHOAL_OK);
+	ck_assert_int_eq(authorize(&c, NULL, &in, m), SHOAL_E_AUTH_MISSING);
+
 	/* No credentials file: everything, by anyone. */
 	rt_router rt;
 	memset(&rt, 0, sizeof(rt));

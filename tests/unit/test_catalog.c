@@ -8,6 +8,7 @@
 
 #include "common/alloc.h"
 #include "storage/engine.h"
+#include "storage/index.h"
 #include "storage/snapshot.h"
 #include "storage/storage.h"
 #define TL_VALUE_NAMES
@@ -1095,6 +1096,188 @@ START_TEST(test_writemap_reserve)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* Tags, deletion protection, table class                                    */
+/* ------------------------------------------------------------------------ */
+
+static int update(const st_table_update_req *u, char *msg)
+{
+	st_txn *txn;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
+	int rc = st_table_update(txn, u, msg);
+	if (rc != SHOAL_OK) {
+		st_txn_abort(txn);
+		return rc;
+	}
+	return st_txn_commit(txn, msg);
+}
+
+static st_table_def described_def(const char *name)
+{
+	st_table_info info;
+	char msg[SH_ERRMSG_SIZE];
+	int rc = st_table_describe(tl_env, name, &tl_arena, &info, msg);
+	ck_assert_msg(rc == SHOAL_OK, "%s", msg);
+	return info.def;
+}
+
+static const char *tag_value(const st_table_def *d, const char *key)
+{
+	for (uint32_t i = 0; i < d->n_tags; i++)
+		if (strcmp(d->tags[i].key, key) == 0)
+			return d->tags[i].value;
+	return NULL;
+}
+
+START_TEST(test_tags_and_protection)
+{
+	char msg[SH_ERRMSG_SIZE];
+	tdef t;
+	tdef_init(&t, "Tagged");
+	st_tag tags[] = {{"team", "edu"}, {"cost center", "a+b=c:d/e_f.g-h@i"}, {"empty", ""}};
+	t.def.tags = tags;
+	t.def.n_tags = 3;
+	t.def.deletion_protection = true;
+	t.def.table_class = ST_CLASS_STANDARD_IA;
+	create_ok(&t.def);
+
+	/* Kept across a reopen of the environment (the record, not a cache). */
+	reopen();
+	st_table_def d = described_def("Tagged");
+	ck_assert_uint_eq(d.n_tags, 3);
+	ck_assert_str_eq(tag_value(&d, "cost center"), "a+b=c:d/e_f.g-h@i");
+	ck_assert_str_eq(tag_value(&d, "empty"), "");
+	ck_assert(d.deletion_protection);
+	ck_assert_int_eq(d.table_class, ST_CLASS_STANDARD_IA);
+
+	/* Protected: group 0's delete refuses it and changes nothing. */
+	st_txn *txn;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_delete_unprotected(txn, "Tagged", msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(msg, "Resource cannot be deleted as it is currently protected against "
+	                      "deletion. Disable deletion protection first.");
+	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
+	ck_assert(described_def("Tagged").deletion_protection);
+
+	/* Tag: a new key, a changed value; untag: one present, one absent. */
+	st_tag more[] = {{"team", "ops"}, {"new", "1"}};
+	st_table_update_req u = {.name = "Tagged", .tag_set = more, .n_tag_set = 2};
+	ck_assert_int_eq(update(&u, msg), SHOAL_OK);
+	const char *gone[] = {"empty", "never-there"};
+	u = (st_table_update_req){.name = "Tagged", .tag_remove = gone, .n_tag_remove = 2};
+	ck_assert_int_eq(update(&u, msg), SHOAL_OK);
+	d = described_def("Tagged");
+	ck_assert_uint_eq(d.n_tags, 3);
+	ck_assert_str_eq(tag_value(&d, "team"), "ops");
+	ck_assert_str_eq(tag_value(&d, "new"), "1");
+	ck_assert_ptr_null(tag_value(&d, "empty"));
+	ck_assert(d.deletion_protection); /* untouched by tagging */
+
+	/* 50 tags at most, counting those the table has: 3 + 48 is refused and
+	 * leaves the tags as they were, 3 + 47 is accepted. */
+	st_tag many[48];
+	char keys[48][8];
+	for (int i = 0; i < 48; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		many[i] = (st_tag){keys[i], "v"};
+	}
+	u = (st_table_update_req){.name = "Tagged", .tag_set = many, .n_tag_set = 48};
+	ck_assert_int_eq(update(&u, msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(msg, "One or more parameter values were invalid: The table would have 51 "
+	                      "tags, more than the tag limit of 50");
+	ck_assert_uint_eq(described_def("Tagged").n_tags, 3);
+	u.n_tag_set = 47;
+	ck_assert_int_eq(update(&u, msg), SHOAL_OK);
+	ck_assert_uint_eq(described_def("Tagged").n_tags, 50);
+
+	/* Invalid tags, each with its reason. */
+	struct {
+		st_tag tag;
+		const char *want;
+	} bad[] = {
+	    {{"aws:owner", "x"},
+	     "One or more parameter values were invalid: Tag key aws:owner: the prefix aws: is "
+	     "reserved for AWS-assigned tags"},
+	    {{"ok", "#!%"},
+	     "One or more parameter values were invalid: The value of tag ok has a character that "
+	     "is not allowed (allowed: letters, digits, white space and + - = . _ : / @)"},
+	    {{"", "x"},
+	     "1 validation error detected: Value '' at 'tags.1.member.key' failed to satisfy "
+	     "constraint: Member must have length greater than or equal to 1"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		u = (st_table_update_req){.name = "Tagged", .tag_set = &bad[i].tag, .n_tag_set = 1};
+		ck_assert_int_eq(update(&u, msg), SHOAL_E_VALIDATION);
+		ck_assert_str_eq(msg, bad[i].want);
+	}
+	char key129[130], val257[258];
+	memset(key129, 'k', 129);
+	key129[129] = '\0';
+	memset(val257, 'v', 257);
+	val257[257] = '\0';
+	st_tag longk = {key129, "x"}, longv = {"x", val257}, atmax = {key129 + 1, val257 + 1};
+	ck_assert_int_eq(st_tags_check(&longk, 1, msg), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "less than or equal to 128"));
+	ck_assert_int_eq(st_tags_check(&longv, 1, msg), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "less than or equal to 256"));
+	ck_assert_int_eq(st_tags_check(&atmax, 1, msg), SHOAL_OK);
+	/* Characters, not bytes: 128 two-byte letters are a valid key. */
+	char wide[257];
+	for (int i = 0; i < 128; i++)
+		memcpy(wide + 2 * i, "\xd0\x96", 2);
+	wide[256] = '\0';
+	st_tag w = {wide, "x"};
+	ck_assert_int_eq(st_tags_check(&w, 1, msg), SHOAL_OK);
+	st_tag dup[] = {{"a", "1"}, {"a", "2"}};
+	ck_assert_int_eq(st_tags_check(dup, 2, msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(msg, "One or more parameter values were invalid: Duplicate tag key: a");
+
+	/* CreateTable refuses invalid tags: no table. */
+	tdef t2;
+	tdef_init(&t2, "TooMany");
+	st_tag many51[51];
+	char k51[51][8];
+	for (int i = 0; i < 51; i++) {
+		snprintf(k51[i], sizeof(k51[i]), "k%d", i);
+		many51[i] = (st_tag){k51[i], ""};
+	}
+	t2.def.tags = many51;
+	t2.def.n_tags = 51;
+	ck_assert_int_eq(create(&t2.def, msg), SHOAL_E_VALIDATION);
+	st_table_info info;
+	ck_assert_int_eq(st_table_describe(tl_env, "TooMany", &tl_arena, &info, msg),
+	                 SHOAL_E_NOT_FOUND);
+
+	/* TableClass: its change is dated with the transaction's (replicated)
+	 * time; naming the class it has already changes nothing. */
+	ck_assert_int_eq(described_def("Tagged").class_changed_ms, 0);
+	u = (st_table_update_req){
+	    .name = "Tagged", .set_table_class = true, .table_class = ST_CLASS_STANDARD};
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
+	st_txn_set_time(txn, 1700000123456);
+	ck_assert_int_eq(st_table_update(txn, &u, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
+	ck_assert_int_eq(described_def("Tagged").class_changed_ms, 1700000123456);
+	ck_assert_int_eq(described_def("Tagged").table_class, ST_CLASS_STANDARD);
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
+	st_txn_set_time(txn, 1700000999999);
+	ck_assert_int_eq(st_table_update(txn, &u, msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
+	ck_assert_int_eq(described_def("Tagged").class_changed_ms, 1700000123456);
+
+	/* Protection off (UpdateTable), then the delete goes through. */
+	u = (st_table_update_req){
+	    .name = "Tagged", .set_deletion_protection = true, .deletion_protection = false};
+	ck_assert_int_eq(update(&u, msg), SHOAL_OK);
+	ck_assert_uint_eq(described_def("Tagged").n_tags, 50); /* untouched */
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_delete_unprotected(txn, "Tagged", msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_describe(tl_env, "Tagged", &tl_arena, &info, msg),
+	                 SHOAL_E_NOT_FOUND);
+}
+END_TEST
+
 static Suite *catalog_suite(void)
 {
 	return tl_suite("catalog", setup, tl_store_close, 0,
@@ -1103,7 +1286,7 @@ static Suite *catalog_suite(void)
 	                         test_list_paging, test_delete_table, test_counters, test_reopen,
 	                         test_applied_index, test_poisoned_txn, test_corrupt_records,
 	                         test_format_version, test_lmdb_err, test_sync_and_options,
-	                         test_writemap_reserve));
+	                         test_writemap_reserve, test_tags_and_protection));
 }
 
 TL_MAIN(catalog_suite)

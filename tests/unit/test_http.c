@@ -601,7 +601,22 @@ START_TEST(test_parse_bad)
 	ck_assert_int_eq(parse_text("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", buf,
 	                            sizeof(buf), &h),
 	                 RT_HTTPD_DONE);
-	ck_assert(h.chunked);
+	ck_assert(h.chunked && h.chunked_body);
+	/* A body the server decodes: "chunked" alone, once, no Content-Length. */
+	static const char *not_decoded[] = {
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+	    "POST / HTTP/1.1\r\nTransfer-Encoding: identity\r\n\r\n",
+	};
+	for (size_t i = 0; i < sizeof(not_decoded) / sizeof(not_decoded[0]); i++) {
+		ck_assert_int_eq(parse_text(not_decoded[i], buf, sizeof(buf), &h), RT_HTTPD_DONE);
+		ck_assert_msg(h.chunked && !h.chunked_body, "%s", not_decoded[i]);
+	}
+	ck_assert_int_eq(parse_text("POST / HTTP/1.1\r\nTransfer-Encoding: CHUNKED\r\n\r\n", buf,
+	                            sizeof(buf), &h),
+	                 RT_HTTPD_DONE);
+	ck_assert(h.chunked_body);
 	/* Malformed heads. */
 	static const char *bad[] = {
 	    "\x01\x02 garbage\r\n\r\n",
@@ -1169,6 +1184,104 @@ START_TEST(test_srv_errors)
 }
 END_TEST
 
+/* Chunked bodies: decoded, pipelined after, byte by byte, with 100-continue;
+ * malformed ones 400, those decoding past max_chunked 413, and the
+ * connection closes after either. */
+START_TEST(test_srv_chunked)
+{
+	srv_start_conf((rt_httpd_conf){.max_conns = 100, .max_held = 1 << 20, .max_chunked = 1000});
+	cli c = cli_open();
+	const char *te = "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+	cli_sends(&c, te);
+	cli_sends(&c, "4\r\nWiki\r\n5;name=value\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n"
+	              "0\r\nX-Trailer: ignored\r\n\r\n"
+	              "POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nnext");
+	expect_echo(&c, "Wikipedia in\r\n\r\nchunks.");
+	expect_echo(&c, "next");
+	/* Empty, then one sent byte by byte. */
+	cli_sends(&c, te);
+	cli_sends(&c, "0\r\n\r\n");
+	expect_echo(&c, "");
+	char one[256];
+	snprintf(one, sizeof(one), "%s%s", te, "3\r\nabc\r\na\r\n0123456789\r\n0\r\n\r\n");
+	for (const char *p = one; *p != '\0'; p++)
+		cli_send(&c, p, 1);
+	expect_echo(&c, "abc0123456789");
+	/* Exactly the limit: 1000 bytes in 3 chunks. */
+	char big[1200];
+	memset(big, 'x', sizeof(big));
+	cli_sends(&c, te);
+	cli_sends(&c, "1f4\r\n");
+	cli_send(&c, big, 500);
+	cli_sends(&c, "\r\n1f3\r\n");
+	cli_send(&c, big, 499);
+	cli_sends(&c, "\r\n1\r\nx\r\n0\r\n\r\n");
+	resp r;
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert(r.status == 200 && r.len == 1005);
+	/* 100-continue. */
+	cli_sends(&c,
+	          "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nExpect: 100-continue\r\n\r\n");
+	ck_assert(cli_resp(&c, &r, true));
+	ck_assert_int_eq(r.status, 100);
+	cli_sends(&c, "2\r\nok\r\n0\r\n\r\n");
+	expect_echo(&c, "ok");
+	cli_close(&c);
+
+	/* One byte past the limit, announced by a size: 413 at once. */
+	static const char *over[] = {"3e9\r\n", "1f4\r\n", "ffffffffffffffffffffffff\r\n"};
+	for (size_t i = 0; i < 3; i++) {
+		c = cli_open();
+		cli_sends(&c, te);
+		if (i == 1) { /* 500 + 500 + 1 */
+			cli_sends(&c, over[i]);
+			cli_send(&c, big, 500);
+			cli_sends(&c, "\r\n1f4\r\n");
+			cli_send(&c, big, 500);
+			cli_sends(&c, "\r\n1\r\n");
+		} else {
+			cli_sends(&c, over[i]);
+		}
+		ck_assert(cli_resp(&c, &r, false));
+		ck_assert_msg(r.status == 413 && has_header(&r, "\r\nConnection: close\r\n"),
+		              "case %zu: %d", i, r.status);
+		cli_expect_eof(&c);
+		cli_close(&c);
+	}
+	/* Malformed: 400 and close. */
+	static const char *bad[] = {
+	    "zz\r\n",                     /* not hex */
+	    "\r\n",                       /* no digits */
+	    "3\r\nabcX\r\n",              /* data not followed by CRLF */
+	    "3\nabc\r\n0\r\n\r\n",        /* bare LF after the size */
+	    "0\r\nX: y\nZ\r\n\r\n",       /* bare LF in the trailer */
+	    "3;a\0b\r\nabc\r\n0\r\n\r\n", /* NUL in an extension */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		c = cli_open();
+		cli_sends(&c, te);
+		cli_send(&c, bad[i], i == 5 ? 17 : strlen(bad[i]));
+		ck_assert(cli_resp(&c, &r, false));
+		ck_assert_msg(r.status == 400, "case %zu: %d", i, r.status);
+		cli_expect_eof(&c);
+		cli_close(&c);
+	}
+	/* A size line that never ends: 400 once it passes 4096 bytes. */
+	c = cli_open();
+	cli_sends(&c, te);
+	cli_sends(&c, "1;");
+	char ext[1024];
+	memset(ext, 'e', sizeof(ext));
+	for (int i = 0; i < 5; i++)
+		cli_send(&c, ext, sizeof(ext));
+	ck_assert(cli_resp(&c, &r, false));
+	ck_assert_int_eq(r.status, 400);
+	cli_expect_eof(&c);
+	cli_close(&c);
+	srv_stop();
+}
+END_TEST
+
 START_TEST(test_srv_big_answer)
 {
 	/* An answer larger than the socket buffers: what the socket does not
@@ -1679,6 +1792,7 @@ static Suite *http_suite(void)
 	tcase_add_test(srv, test_srv_continue);
 	tcase_add_test(srv, test_srv_http10);
 	tcase_add_test(srv, test_srv_errors);
+	tcase_add_test(srv, test_srv_chunked);
 	tcase_add_test(srv, test_srv_big_answer);
 	tcase_add_test(srv, test_srv_limits);
 	tcase_add_test(srv, test_srv_timeouts);

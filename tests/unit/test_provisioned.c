@@ -114,7 +114,7 @@ START_TEST(test_codec_round_trip)
 	uint8_t *buf;
 	size_t len;
 	ck_assert_int_eq(st_catalog_encode(&tl_arena, &t.def, 4, 100, &buf, &len), SHOAL_OK);
-	ck_assert_uint_eq(buf[0], 3);
+	ck_assert_uint_eq(buf[0], 4);
 	st_table_info info;
 	ck_assert_int_eq(st_catalog_decode("Prov", buf, len, &tl_arena, &info, tl_msg), SHOAL_OK);
 	const st_table_def *d = &info.def;
@@ -147,7 +147,7 @@ START_TEST(test_codec_round_trip)
 	ck_assert_uint_eq(info.def.indexes[0].tp.max_wcu, 40);
 
 	/* A billing mode byte this build does not know is damage. */
-	buf[len - 77] = 2;
+	buf[len - 89] = 2; /* TCAP (77) and META (12: no tags) end the record */
 	ck_assert_int_eq(st_catalog_decode("Odt", buf, len, &tl_arena, &info, tl_msg),
 	                 SHOAL_E_INTERNAL);
 	ck_assert_str_eq(tl_msg, "corrupt catalog record for table Odt: billing mode");
@@ -167,6 +167,15 @@ START_TEST(test_codec_old_versions)
 	uint8_t *v3;
 	size_t len;
 	ck_assert_int_eq(st_catalog_encode(&tl_arena, &t.def, 9, 900, &v3, &len), SHOAL_OK);
+	/* Version 3: version 4 without its META (12 bytes when there are no
+	 * tags): no deletion protection, class or tags. */
+	len -= 12;
+	v3[0] = 3;
+	st_table_info info3;
+	ck_assert_int_eq(st_catalog_decode("Old", v3, len, &tl_arena, &info3, tl_msg), SHOAL_OK);
+	ck_assert(!info3.def.deletion_protection);
+	ck_assert_uint_eq(info3.def.n_tags, 0);
+	ck_assert_int_eq(info3.def.table_class, ST_CLASS_NONE);
 	/* ... index CAP (60) | next index id (2) | TCAP (77) */
 	ck_assert_uint_gt(len, 139);
 	uint8_t v2[512];
@@ -201,7 +210,7 @@ START_TEST(test_codec_old_versions)
 	ck_assert_int_eq(st_catalog_decode("Old", v3, len, &tl_arena, &info, tl_msg),
 	                 SHOAL_E_INTERNAL);
 
-	/* An old record in the catalog: described, then rewritten as version 3
+	/* An old record in the catalog: described, then rewritten as version 4
 	 * by an UpdateTable that sets a maximum. */
 	MDB_txn *mt;
 	ck_assert_int_eq(mdb_txn_begin(tl_env->env, NULL, 0, &mt), 0);

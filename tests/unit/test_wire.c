@@ -959,7 +959,12 @@ START_TEST(test_create_table)
 	ck_assert_str_eq(status, "ACTIVE");
 	ck_assert_uint_eq(back.item_count, 12);
 	ck_assert_uint_eq(back.size_bytes, 3400);
-	ck_assert_uint_eq(back.def.id, 7);
+	/* TableId is a UUID (version 5, RFC 4122 variant), not the number */
+	ck_assert_uint_eq(back.def.id, 0);
+	ck_assert_uint_eq(strlen(td->table_id), 36);
+	ck_assert(td->table_id[14] == '5' && strchr("89ab", td->table_id[19]) != NULL);
+	ck_assert(td->table_id[8] == '-' && td->table_id[13] == '-' && td->table_id[18] == '-' &&
+	          td->table_id[23] == '-');
 	ck_assert_int_eq(back.def.created_ms, 1700000000123);
 	ck_assert_int_eq(back.def.key.range.type, ST_N);
 	ck_assert_uint_eq(back.def.n_indexes, 2);
@@ -1110,15 +1115,200 @@ START_TEST(test_responses)
 }
 END_TEST
 
+/* ARNs, TableId, and the tag operations' requests. */
+START_TEST(test_table_meta)
+{
+	const char *name;
+	/* The ARN a description gives names its table; any region and
+	 * account; an index's ARN, or anything else, is not a table ARN. */
+	ck_assert_int_eq(wire_table_arn_parse(&tl_arena,
+	                                      "arn:aws:dynamodb:shoal:000000000000:table/Things",
+	                                      &name, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_str_eq(name, "Things");
+	ck_assert_int_eq(
+	    wire_table_arn_parse(&tl_arena, "arn:aws:dynamodb:us-east-1:123456789012:table/a.b-c_d",
+	                         &name, tl_msg),
+	    SHOAL_OK);
+	ck_assert_str_eq(name, "a.b-c_d");
+	ck_assert_int_eq(wire_table_arn_parse(&tl_arena, NULL, &name, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "Invalid TableArn");
+	const char *bad[] = {"arn:aws:dynamodb:shoal:000000000000:table/Things/index/gsi",
+	                     "I_do_not_exist",
+	                     "arn:aws:s3:shoal:000000000000:table/Things",
+	                     "arn:aws:dynamodb:shoal:000000000000:table/",
+	                     "arn:aws:dynamodb:shoal:000000000000:table/x",
+	                     "arn:aws:dynamodb:shoal:table/Things",
+	                     "arn:aws:dynamodb:shoal:000000000000:stream/Things"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(wire_table_arn_parse(&tl_arena, bad[i], &name, tl_msg),
+		                 SHOAL_E_VALIDATION);
+		char want[300];
+		snprintf(want, sizeof(want),
+		         "Invalid TableArn: Invalid ResourceArn provided as input %s", bad[i]);
+		ck_assert_str_eq(tl_msg, want);
+	}
+
+	/* TableId: the same for the same table, another for a table created
+	 * again under the same name. */
+	st_table_info info = {0};
+	st_key_attr attrs[] = {{"pk", ST_S}};
+	info.def.name = "Things";
+	info.def.id = 3;
+	info.def.created_ms = 1700000000000;
+	info.def.key.hash = attrs[0];
+	info.def.attrs = attrs;
+	info.def.n_attrs = 1;
+	Shoal__TableDescription *a, *b, *c;
+	ck_assert_int_eq(wire_table_desc_to_pb(&tl_arena, &info, "ACTIVE", &a, tl_msg), SHOAL_OK);
+	info.item_count = 99;
+	info.def.deletion_protection = true;
+	ck_assert_int_eq(wire_table_desc_to_pb(&tl_arena, &info, "ACTIVE", &b, tl_msg), SHOAL_OK);
+	info.def.id = 4;
+	info.def.created_ms++;
+	ck_assert_int_eq(wire_table_desc_to_pb(&tl_arena, &info, "ACTIVE", &c, tl_msg), SHOAL_OK);
+	ck_assert_str_eq(a->table_id, b->table_id);
+	ck_assert_str_ne(a->table_id, c->table_id);
+	ck_assert(!a->deletion_protection_enabled && b->deletion_protection_enabled);
+	ck_assert_ptr_null(a->table_class_summary);
+	info.def.table_class = ST_CLASS_STANDARD;
+	ck_assert_int_eq(wire_table_desc_to_pb(&tl_arena, &info, "ACTIVE", &c, tl_msg), SHOAL_OK);
+	ck_assert_str_eq(c->table_class_summary->table_class, "STANDARD");
+	ck_assert_int_eq(c->table_class_summary->last_update_date_time, 0);
+	ck_assert_str_eq(c->table_arn, "arn:aws:dynamodb:shoal:000000000000:table/Things");
+
+	/* The TableDefine every group and router reads carries the metadata. */
+	st_tag tg[] = {{"team", "edu"}, {"empty", ""}};
+	info.def.tags = tg;
+	info.def.n_tags = 2;
+	info.def.table_class = ST_CLASS_STANDARD_IA;
+	info.def.class_changed_ms = 1700000000999;
+	Shoal__TableDefine *tdp;
+	ck_assert_int_eq(wire_table_define_to_pb(&tl_arena, &info.def, &tdp, tl_msg), SHOAL_OK);
+	uint8_t *pk;
+	size_t pkl;
+	ck_assert_int_eq(wire_pack(&tl_arena, &tdp->base, &pk, &pkl, tl_msg), SHOAL_OK);
+	Shoal__TableDefine *tdu = shoal__table_define__unpack(NULL, pkl, pk);
+	ck_assert_ptr_nonnull(tdu);
+	st_table_def back2;
+	int rc2 = wire_table_define_from_pb(&tl_arena, tdu, &back2, tl_msg);
+	ck_assert_msg(rc2 == SHOAL_OK, "%s", tl_msg);
+	ck_assert(back2.deletion_protection);
+	ck_assert_int_eq(back2.table_class, ST_CLASS_STANDARD_IA);
+	ck_assert_int_eq(back2.class_changed_ms, 1700000000999);
+	ck_assert_uint_eq(back2.n_tags, 2);
+	ck_assert_str_eq(back2.tags[0].key, "team");
+	ck_assert_str_eq(back2.tags[1].value, "");
+	ck_assert_uint_eq(back2.id, 4);
+	shoal__table_define__free_unpacked(tdu, NULL);
+	info.def.n_tags = 0;
+	info.def.table_class = ST_CLASS_STANDARD;
+
+	/* TagResource. */
+	Shoal__TagResourceRequest tr = SHOAL__TAG_RESOURCE_REQUEST__INIT;
+	st_table_update_req u;
+	ck_assert_int_eq(wire_tag_resource_from_pb(&tl_arena, &tr, &u, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "Invalid TableArn");
+	WIRE_SET(&tr, resource_arn, (char *)c->table_arn);
+	ck_assert_int_eq(wire_tag_resource_from_pb(&tl_arena, &tr, &u, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "Atleast one Tag needs to be provided as Input.");
+	Shoal__Tag t1 = SHOAL__TAG__INIT, t2 = SHOAL__TAG__INIT;
+	t1.key = "team";
+	t1.value = "edu";
+	t2.key = "aws:x";
+	t2.value = "";
+	Shoal__Tag *tags[] = {&t1, &t2};
+	tr.tags = tags;
+	tr.n_tags = 1;
+	ck_assert_int_eq(wire_tag_resource_from_pb(&tl_arena, &tr, &u, tl_msg), SHOAL_OK);
+	ck_assert_str_eq(u.name, "Things");
+	ck_assert_uint_eq(u.n_tag_set, 1);
+	ck_assert_str_eq(u.tag_set[0].value, "edu");
+	tr.n_tags = 2;
+	ck_assert_int_eq(wire_tag_resource_from_pb(&tl_arena, &tr, &u, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(tl_msg, "aws: is reserved"));
+
+	/* UntagResource. */
+	Shoal__UntagResourceRequest ur = SHOAL__UNTAG_RESOURCE_REQUEST__INIT;
+	WIRE_SET(&ur, resource_arn, "arn:aws:dynamodb:shoal:000000000000:table/Things/index/g");
+	ck_assert_int_eq(wire_untag_resource_from_pb(&tl_arena, &ur, &u, tl_msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(tl_msg, "Invalid ResourceArn provided as input"));
+	WIRE_SET(&ur, resource_arn, (char *)c->table_arn);
+	ck_assert_int_eq(wire_untag_resource_from_pb(&tl_arena, &ur, &u, tl_msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "Atleast one Tag Key needs to be provided as Input.");
+	char *keys[] = {"team"};
+	ur.tag_keys = keys;
+	ur.n_tag_keys = 1;
+	ck_assert_int_eq(wire_untag_resource_from_pb(&tl_arena, &ur, &u, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(u.n_tag_remove, 1);
+
+	/* A TableUpdate carries one change. */
+	Shoal__TableUpdate tu = SHOAL__TABLE_UPDATE__INIT;
+	ck_assert_int_eq(wire_table_update_from_pb(&tl_arena, &tu, &u, tl_msg), SHOAL_E_VALIDATION);
+	tu.untag = &ur;
+	ck_assert_int_eq(wire_table_update_from_pb(&tl_arena, &tu, &u, tl_msg), SHOAL_OK);
+	tu.tag = &tr;
+	ck_assert_int_eq(wire_table_update_from_pb(&tl_arena, &tu, &u, tl_msg), SHOAL_E_VALIDATION);
+
+	/* UpdateTable with only DeletionProtectionEnabled is a change. */
+	Shoal__UpdateTableRequest up = SHOAL__UPDATE_TABLE_REQUEST__INIT;
+	WIRE_SET(&up, table_name, "Things");
+	ck_assert_int_eq(wire_update_table_from_pb(&tl_arena, &up, &u, tl_msg), SHOAL_E_VALIDATION);
+	WIRE_SET(&up, deletion_protection_enabled, true);
+	ck_assert_int_eq(wire_update_table_from_pb(&tl_arena, &up, &u, tl_msg), SHOAL_OK);
+	ck_assert(u.set_deletion_protection && u.deletion_protection);
+	WIRE_SET(&up, table_class, "GLACIER");
+	ck_assert_int_eq(wire_update_table_from_pb(&tl_arena, &up, &u, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg,
+	                 "1 validation error detected: Value 'GLACIER' at 'tableClass' "
+	                 "failed to satisfy constraint: Member must satisfy enum value set: "
+	                 "[STANDARD, STANDARD_INFREQUENT_ACCESS]");
+	WIRE_CLEAR(&up, table_class);
+
+	/* New indexes: INCLUDE names its attributes, each once. */
+	Shoal__Projection proj = SHOAL__PROJECTION__INIT;
+	proj.projection_type = "INCLUDE";
+	Shoal__GlobalSecondaryIndex gsi = SHOAL__GLOBAL_SECONDARY_INDEX__INIT;
+	gsi.projection = &proj;
+	Shoal__GlobalSecondaryIndex *gsis[] = {&gsi};
+	Shoal__CreateTableRequest ct = SHOAL__CREATE_TABLE_REQUEST__INIT;
+	ct.global_secondary_indexes = gsis;
+	ct.n_global_secondary_indexes = 1;
+	ck_assert_int_eq(wire_create_table_check_new(&ct, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: ProjectionType is "
+	                         "INCLUDE, but NonKeyAttributes is not specified");
+	char *dups[] = {"a", "b", "a"};
+	proj.non_key_attributes = dups;
+	proj.n_non_key_attributes = 3;
+	ck_assert_int_eq(wire_create_table_check_new(&ct, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: Duplicate attribute "
+	                         "name in NonKeyAttributes: a");
+	Shoal__GlobalSecondaryIndexUpdate gu = SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__INIT;
+	gu.action_case = SHOAL__GLOBAL_SECONDARY_INDEX_UPDATE__ACTION_CREATE;
+	gu.create = &gsi;
+	Shoal__GlobalSecondaryIndexUpdate *gus[] = {&gu};
+	up.global_secondary_index_updates = gus;
+	up.n_global_secondary_index_updates = 1;
+	ck_assert_int_eq(wire_update_table_check_new(&up, tl_msg), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "One or more parameter values were invalid: Duplicate attribute "
+	                         "name in NonKeyAttributes: a");
+	proj.n_non_key_attributes = 2;
+	ck_assert_int_eq(wire_create_table_check_new(&ct, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(wire_update_table_check_new(&up, tl_msg), SHOAL_OK);
+}
+END_TEST
+
 static Suite *wire_suite(void)
 {
-	return tl_suite("wire", tl_arena_setup, tl_arena_teardown, 60,
-	                TL_TESTS(test_status_mirrors_errors, test_value_round_trip,
-	                         test_value_from_pb_errors, test_value_to_pb_errors,
-	                         test_depth_limits, test_framing_errors, test_unpack_out_of_memory,
-	                         test_put_validation, test_write_round_trips,
-	                         test_update_delete_get_validation, test_query_scan,
-	                         test_create_table, test_table_ops, test_responses));
+	return tl_suite(
+	    "wire", tl_arena_setup, tl_arena_teardown, 60,
+	    TL_TESTS(test_status_mirrors_errors, test_value_round_trip, test_value_from_pb_errors,
+	             test_value_to_pb_errors, test_depth_limits, test_framing_errors,
+	             test_unpack_out_of_memory, test_put_validation, test_write_round_trips,
+	             test_update_delete_get_validation, test_query_scan, test_create_table,
+	             test_table_ops, test_responses, test_table_meta));
 }
 
 TL_MAIN(wire_suite)

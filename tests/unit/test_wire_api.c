@@ -499,9 +499,13 @@ START_TEST(test_ignored)
 	    ct, "StreamSpecification",
 	    json_pack("{s:b,s:s}", "StreamEnabled", 1, "StreamViewType", "NEW_AND_OLD_IMAGES"));
 	json_object_set_new(ct, "SSESpecification", json_pack("{s:b}", "Enabled", 1));
+	/* Carried, not ignored: */
 	json_object_set_new(ct, "Tags", json_pack("[{s:s,s:s}]", "Key", "team", "Value", "edu"));
 	json_object_set_new(ct, "TableClass", json_string("STANDARD"));
 	json_object_set_new(ct, "DeletionProtectionEnabled", json_false());
+	json_object_set_new(plain, "Tags", json_pack("[{s:s,s:s}]", "Key", "team", "Value", "edu"));
+	json_object_set_new(plain, "TableClass", json_string("STANDARD"));
+	json_object_set_new(plain, "DeletionProtectionEnabled", json_false());
 	json_object_set_new(json_array_get(json_object_get(ct, "GlobalSecondaryIndexes"), 0),
 	                    "WarmThroughput", json_pack("{s:i}", "ReadUnitsPerSecond", 100));
 	ck_assert_int_eq(wire_api_request_from_json(&A, "CreateTable", ct, &r, msg), SHOAL_OK);
@@ -921,7 +925,10 @@ START_TEST(test_table_responses)
 	    "\"ProvisionedThroughput\":"
 	    "{\"NumberOfDecreasesToday\":0,\"ReadCapacityUnits\":0,\"WriteCapacityUnits\":0},"
 	    "\"TableSizeBytes\":2345,\"ItemCount\":15,\"TableArn\":\"arn:aws:dynamodb:shoal:"
-	    "000000000000:table/edtech-platform\",\"TableId\":\"7\",\"BillingModeSummary\":{"
+	    "000000000000:table/edtech-platform\",\"TableId\":"
+	    /* uuid.uuid5(UUID('6f3c0b5e-1a2d-4e8f-9b47-c261d0357a94'),
+	     *            '7/1725000000500/edtech-platform') in Python */
+	    "\"dfd14d44-0e82-5674-b673-8e8cb060fc1e\",\"BillingModeSummary\":{"
 	    "\"BillingMode\":\"PAY_PER_REQUEST\",\"LastUpdateToPayPerRequestDateTime\":"
 	    "1725000000.5},\"GlobalSecondaryIndexes\":[{\"IndexName\":"
 	    "\"GSI1\",\"KeySchema\":[{\"AttributeName\":\"GSI1PK\",\"KeyType\":\"HASH\"},{"
@@ -931,7 +938,8 @@ START_TEST(test_table_responses)
 	    "\"IndexSizeBytes\":0,\"ItemCount\":0,\"IndexArn\":\"arn:aws:dynamodb:shoal:"
 	    "000000000000:table/edtech-platform/index/GSI1\",\"OnDemandThroughput\":{"
 	    "\"MaxReadRequestUnits\":-1,\"MaxWriteRequestUnits\":-1},\"WriteShards\":1}],"
-	    "\"OnDemandThroughput\":{\"MaxReadRequestUnits\":-1,\"MaxWriteRequestUnits\":-1}}}";
+	    "\"OnDemandThroughput\":{\"MaxReadRequestUnits\":-1,\"MaxWriteRequestUnits\":-1},"
+	    "\"DeletionProtectionEnabled\":false}}";
 	ck_assert_str_eq(resp_text(r, "DescribeTable"), want);
 
 	/* CreateTable and DeleteTable say TableDescription. */
@@ -1205,7 +1213,7 @@ START_TEST(test_response_round_trips)
 	    ",'ProvisionedThroughput':{'NumberOfDecreasesToday':0,'ReadCapacityUnits':5,"
 	    "'WriteCapacityUnits':5},'IndexSizeBytes':0,'ItemCount':0,'IndexArn':'arn:x/index/"
 	    "GSI1',"
-	    "'WriteShards':10}]}";
+	    "'WriteShards':10}],'DeletionProtectionEnabled':false}";
 	char body[4096];
 	snprintf(body, sizeof(body), "{'Table':%s}", table);
 	r = resp_round("DescribeTable", body);
@@ -1598,7 +1606,7 @@ START_TEST(test_alloc_failures)
 	    J("{'Table':{'AttributeDefinitions':[{'AttributeName':'PK','AttributeType':'S'}],"
 	      "'TableName':'t1','CreationDateTime':1.5,'TableSizeBytes':0,'ItemCount':0,"
 	      "'GlobalSecondaryIndexes':[{'IndexName':'g','IndexSizeBytes':0,'ItemCount':0,"
-	      "'WriteShards':2}]}}"));
+	      "'WriteShards':2}],'DeletionProtectionEnabled':true}}"));
 	fault_loop(false, "TransactWriteItems",
 	           J("{'__type':'com.amazonaws.dynamodb.v20120810#TransactionCanceledException',"
 	             "'Message':'m','CancellationReasons':[{'Code':'None'},{'Item':{'a':{'S':'x'}},"

@@ -651,7 +651,14 @@ class Endpoint(unittest.TestCase):
         self.assertEqual(r[0], 400)
         r = raw(head + b"Content-Length: -1\r\n\r\n{}")
         self.assertEqual(r[0], 400)
+        # Chunked bodies are decoded (test_smallops.py has the oversized
+        # one); other transfer codings, or chunked beside Content-Length, 411.
         r = raw(head + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+        self.assertEqual(r[0], 200)
+        self.assertIn("TableNames", json.loads(r[2]))
+        r = raw(head + b"Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+        self.assertEqual(r[0], 411)
+        r = raw(head + b"Transfer-Encoding: chunked\r\nContent-Length: 2\r\n\r\n{}")
         self.assertEqual(r[0], 411)
         # Content-Length shorter than the body: the body is cut (bad JSON),
         # the rest is garbage the server refuses; nothing else is harmed.
@@ -1136,6 +1143,9 @@ from test_txn import Transactions  # noqa: E402,F401
 from test_provisioned import Provisioned  # noqa: E402,F401
 # The legacy conditional parameters, legacy and expression forms side by side.
 from test_legacy import Legacy  # noqa: E402,F401
+# Tags, deletion protection, ids and ARNs, limits, endpoints, CORS; and the
+# restart of every process (its class sorts last).
+from test_smallops import SmallOps, WholeClusterRestart  # noqa: E402,F401
 
 if __name__ == "__main__":
     # boto3 clients keep their pooled connections open until collected.
