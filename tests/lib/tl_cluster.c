@@ -172,7 +172,14 @@ void tl_cluster_down(tl_cluster *c)
 	if (c->dir[0] == '\0')
 		return;
 	script(c, "down");
-	/* File systems of tl_cluster_node_fs. */
+	/* File systems of tl_cluster_node_fs: a post-mortem (SHOAL_KEEP_CLUSTER)
+	 * keeps a copy of what they hold. */
+	const char *keep = getenv("SHOAL_KEEP_CLUSTER");
+	bool keeping = keep != NULL && keep[0] == '1';
+	if (keeping)
+		tl_sh("findmnt -rn -o TARGET | grep -F '%s/node-' | "
+		      "while read -r m; do cp -a --sparse=always \"$m\" \"$m.kept\"; done",
+		      c->dir);
 	tl_sh("findmnt -rn -o TARGET | grep -F '%s/node-' | xargs -r -n1 umount -l", c->dir);
 	/* Every process has exited (LeakSanitizer reports at exit): a
 	 * sanitizer report in any log fails the test, whatever it asserted,
@@ -187,8 +194,7 @@ void tl_cluster_down(tl_cluster *c)
 		      c->dir);
 	/* SHOAL_KEEP_CLUSTER=1 keeps logs and data for a post-mortem; a test
 	 * that failed (stop_live) keeps its processes' logs. */
-	const char *keep = getenv("SHOAL_KEEP_CLUSTER");
-	if ((keep != NULL && keep[0] == '1') || reported) {
+	if (keeping || reported) {
 		tl_tmpdir_keep(c->dir);
 		fprintf(stderr, "tl_cluster: kept %s\n", c->dir);
 	} else {
