@@ -955,6 +955,11 @@ void node_group_publish(node_group *g)
 	atomic_store_explicit(&g->snapshot_threshold, r->snapshot.threshold, memory_order_relaxed);
 	atomic_store_explicit(&g->entry_bytes, node_fsm_entry_bytes(g->fsm), memory_order_relaxed);
 	atomic_store_explicit(&g->leader, leader, memory_order_release);
+	/* A new leader's barrier: its first entry of its term, whose commit
+	 * commits the entries of earlier terms it holds (raftio.c, "The
+	 * commit rules": until then none of those commits). */
+	if (role == RAFT_LEADER && (g->seen_role != RAFT_LEADER || term != g->seen_term))
+		issue_barrier(g, NULL);
 	bool prevote = role == RAFT_CANDIDATE && r->candidate_state.in_pre_vote;
 	if (role != g->seen_role || term != g->seen_term || leader != g->seen_leader ||
 	    prevote != g->seen_prevote)

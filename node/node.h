@@ -167,8 +167,8 @@ void node_logf(enum node_log_level level, const char *fmt, ...)
 int node_transport_init(struct raft_uv_transport *t, uv_loop_t *loop, const sh_tls *tls,
                         char *errmsg);
 /* transport_tls.c (node_transport_init/close call these). */
-int node_transport_tls_init(struct raft_uv_transport *t, uv_loop_t *loop,
-                            nng_tls_config *server, nng_tls_config *client, char *errmsg);
+int node_transport_tls_init(struct raft_uv_transport *t, uv_loop_t *loop, nng_tls_config *server,
+                            nng_tls_config *client, char *errmsg);
 void node_transport_tls_free(struct raft_uv_transport *t);
 /* Frees what node_transport_init allocated; t must be closed (its close
  * callback fired) or never have been init'ed by raft. */
@@ -567,6 +567,8 @@ typedef struct node_raftio {
 	int failed_code; /* SHOAL_E_FULL or SHOAL_E_IO; set before failed */
 	char failed_msg[SH_ERRMSG_SIZE - 64];
 	uint64_t appends_held;
+	/* The commit rules (see the file): messages adjusted. */
+	uint64_t commits_clamped, results_clamped;
 } node_raftio;
 
 /* Sets x up in front of inner (after raft_uv_init and its settings; uses

@@ -1,7 +1,8 @@
 /*
- * raftio.c -- a raft_io in front of raft_uv's that works around a crash in
- * raft 0.15 (canonical/raft issue #339, fixed upstream in 0.17 by PRs #342
- * and #367; Debian 12 ships 0.15).
+ * raftio.c -- a raft_io in front of raft_uv's that works around bugs of raft
+ * 0.15 (Debian 12 ships 0.15): a crash (canonical/raft issue #339, fixed
+ * upstream in 0.17 by PRs #342 and #367), a failed disk write mishandled,
+ * and two commit rules broken (below).
  *
  * The bug.  When a follower finishes writing a snapshot sent by its leader
  * (InstallSnapshot), installSnapshotCb answers that leader with
@@ -51,6 +52,24 @@
  * (group.c fails the replica: it stops serving and hands leadership away),
  * and node/disk.c restarts the node in place once its disk has room again.
  *
+ * The commit rules.  raft 0.15 breaks two of Raft's rules about what may be
+ * committed (the first is fixed upstream in 0.17.1 by 524f735, "Don't
+ * commit entries from old terms by counting"):
+ *   - a leader commits its last stored entry once a majority holds it, even
+ *     when that entry is of an earlier term (Raft's figure 8: such an entry
+ *     can still be overwritten by a later leader, after replicas applied
+ *     it -- replicas that then differ for good, an acknowledged write lost
+ *     or an index delta dropped);
+ *   - a follower sets its commit index to min(leaderCommit, its last stored
+ *     entry), not the last entry the AppendEntries proved it shares with
+ *     the leader: entries of an earlier term past those can be applied.
+ * Both are kept here by what raft is told: an AppendEntries' leaderCommit is
+ * lowered to the message's last entry (prevLogIndex + its entries); and
+ * while a leader's last stored entry is of an earlier term, a follower's
+ * successful result reports one entry less than that, so no majority forms
+ * on it.  group.c has every new leader propose a barrier at once: committing
+ * it commits everything before it, as Raft does.
+ *
  * Everything else is forwarded to raft_uv's io unchanged; callbacks that
  * carry the io (tick, recv, close) are handed raft's io (the outer one,
  * whose data raft set), the others carry raft's own request objects.
@@ -93,6 +112,53 @@ static void on_tick(struct raft_io *inner)
 	x->tick(&x->outer);
 }
 
+/* The term of the entry at index in raft's in-memory log, 0 if it is not
+ * there (raft 0.15's logTermOf, over the public struct raft_log). */
+static raft_term log_term_of(const struct raft_log *l, raft_index index)
+{
+	if (index == 0)
+		return 0;
+	if (index == l->snapshot.last_index)
+		return l->snapshot.last_term;
+	size_t n = l->front <= l->back ? l->back - l->front : l->size - l->front + l->back;
+	if (index <= l->offset || index > l->offset + n)
+		return 0;
+	return l->entries[(l->front + (size_t)(index - 1 - l->offset)) % l->size].term;
+}
+
+/* The two commit rules of Raft that raft 0.15 breaks (see the top), kept by
+ * adjusting what it is told.  r: the raft this io belongs to. */
+static void commit_rules(node_raftio *x, const struct raft *r, struct raft_message *m)
+{
+	if (m->type == RAFT_IO_APPEND_ENTRIES) {
+		/* A follower commits only what the message proved it holds: up
+		 * to the last entry the message carries or matched. */
+		struct raft_append_entries *a = &m->append_entries;
+		raft_index verified = a->prev_log_index + a->n_entries;
+		if (a->leader_commit > verified) {
+			a->leader_commit = verified;
+			x->commits_clamped++;
+		}
+		return;
+	}
+	if (m->type != RAFT_IO_APPEND_ENTRIES_RESULT || r->state != RAFT_LEADER)
+		return;
+	/* A leader commits an entry of an earlier term only by committing one
+	 * of its own term after it.  raft 0.15 commits its last stored entry
+	 * once a majority holds it, whatever its term: while that entry is of
+	 * an earlier term, a follower's progress is reported one short of it,
+	 * so that no majority forms until this leader's own barrier (group.c
+	 * proposes one at once) is stored. */
+	struct raft_append_entries_result *res = &m->append_entries_result;
+	if (res->rejected != 0 || res->term != r->current_term || r->last_stored == 0 ||
+	    log_term_of(&r->log, r->last_stored) >= r->current_term)
+		return;
+	if (res->last_log_index >= r->last_stored) {
+		res->last_log_index = r->last_stored - 1;
+		x->results_clamped++;
+	}
+}
+
 static void on_recv(struct raft_io *inner, struct raft_message *m)
 {
 	node_raftio *x = of_inner(inner);
@@ -100,6 +166,8 @@ static void on_recv(struct raft_io *inner, struct raft_message *m)
 		x->messages_dropped++;
 		return;
 	}
+	if (x->outer.data != NULL) /* raft_init sets it */
+		commit_rules(x, x->outer.data, m);
 	x->recv(&x->outer, m);
 }
 

@@ -133,9 +133,110 @@ START_TEST(test_install_holds_back_elections)
 }
 END_TEST
 
+/* raft 0.15's broken commit rules (raftio.c, "The commit rules"): what raft
+ * is told is adjusted so that it commits only what Raft allows. */
+START_TEST(test_commit_rules)
+{
+	struct raft_io inner;
+	memset(&inner, 0, sizeof(inner));
+	inner.start = b_start;
+	static node_raftio x;
+	node_raftio_init(&x, &inner, 1);
+	ck_assert_int_eq(x.outer.start(&x.outer, 100, raft_tick, raft_recv), 0);
+	static struct raft r;
+	memset(&r, 0, sizeof(r));
+	x.outer.data = &r; /* as raft_init does */
+
+	/* The log: entries 1..6, of terms 1 1 2 2 2 3 (a circular buffer
+	 * that wraps: front 6 of 8 slots). */
+	static struct raft_entry slots[8];
+	const raft_term terms[6] = {1, 1, 2, 2, 2, 3};
+	for (int i = 0; i < 6; i++)
+		slots[(6 + i) % 8].term = terms[i];
+	r.log.entries = slots;
+	r.log.size = 8;
+	r.log.front = 6;
+	r.log.back = 4;
+	r.log.offset = 0;
+
+	struct raft_message m;
+
+	/* A follower: leaderCommit is lowered to the message's last entry. */
+	r.state = RAFT_FOLLOWER;
+	r.current_term = 3;
+	memset(&m, 0, sizeof(m));
+	m.type = RAFT_IO_APPEND_ENTRIES;
+	m.append_entries.term = 3;
+	m.append_entries.prev_log_index = 4;
+	m.append_entries.leader_commit = 6;
+	inner_recv(&inner, &m);
+	ck_assert_uint_eq(m.append_entries.leader_commit, 4); /* a heartbeat proves 4 */
+	struct raft_entry e[2];
+	memset(e, 0, sizeof(e));
+	m.append_entries.entries = e;
+	m.append_entries.n_entries = 2;
+	m.append_entries.leader_commit = 9;
+	inner_recv(&inner, &m);
+	ck_assert_uint_eq(m.append_entries.leader_commit, 6);
+	m.append_entries.leader_commit = 5;
+	inner_recv(&inner, &m);
+	ck_assert_uint_eq(m.append_entries.leader_commit, 5); /* already within */
+	ck_assert_uint_eq(x.commits_clamped, 2);
+
+	/* A leader of term 4 whose last stored entry (6) is of term 3: a
+	 * follower holding it all is reported one short, so no majority
+	 * forms on entry 6; rejections and results of other terms pass. */
+	r.state = RAFT_LEADER;
+	r.current_term = 4;
+	r.last_stored = 6;
+	memset(&m, 0, sizeof(m));
+	m.type = RAFT_IO_APPEND_ENTRIES_RESULT;
+	m.append_entries_result.term = 4;
+	m.append_entries_result.last_log_index = 6;
+	inner_recv(&inner, &m);
+	ck_assert_uint_eq(m.append_entries_result.last_log_index, 5);
+	m.append_entries_result.last_log_index = 4;
+	inner_recv(&inner, &m);
+	ck_assert_uint_eq(m.append_entries_result.last_log_index, 4); /* below: as is */
+	m.append_entries_result.last_log_index = 6;
+	m.append_entries_result.rejected = 6;
+	inner_recv(&inner, &m);
+	ck_assert_uint_eq(m.append_entries_result.last_log_index, 6);
+	m.append_entries_result.rejected = 0;
+	m.append_entries_result.term = 3;
+	inner_recv(&inner, &m);
+	ck_assert_uint_eq(m.append_entries_result.last_log_index, 6);
+	ck_assert_uint_eq(x.results_clamped, 1);
+
+	/* Once the leader stored an entry of its own term (7, its barrier),
+	 * results pass unchanged: committing 7 commits what is before it. */
+	slots[4].term = 4;
+	r.log.back = 5;
+	r.last_stored = 7;
+	m.append_entries_result.term = 4;
+	m.append_entries_result.last_log_index = 7;
+	inner_recv(&inner, &m);
+	ck_assert_uint_eq(m.append_entries_result.last_log_index, 7);
+
+	/* The same leader before its barrier, with entries up to 6 in a
+	 * snapshot (term of 6 from the snapshot's record). */
+	r.log.front = r.log.back = 0;
+	r.log.offset = 6;
+	r.log.snapshot.last_index = 6;
+	r.log.snapshot.last_term = 3;
+	r.last_stored = 6;
+	m.append_entries_result.last_log_index = 6;
+	inner_recv(&inner, &m);
+	ck_assert_uint_eq(m.append_entries_result.last_log_index, 5);
+	ck_assert_uint_eq(x.results_clamped, 2);
+	ck_assert_int_eq(received, 9);
+}
+END_TEST
+
 static Suite *raftio_suite(void)
 {
-	return tl_suite("raftio", NULL, NULL, 0, TL_TESTS(test_install_holds_back_elections));
+	return tl_suite("raftio", NULL, NULL, 0,
+	                TL_TESTS(test_install_holds_back_elections, test_commit_rules));
 }
 
 TL_MAIN(raftio_suite)
