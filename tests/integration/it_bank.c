@@ -5,7 +5,7 @@
  *
  * Accounts.  ACCOUNTS items {pk: "acct#i", balance: INITIAL, nx: 0} in table
  * "bank" (hash key pk only), spread over the three data groups: the test
- * computes each account's group (st_key_hash of DescribeTable's TableId,
+ * computes each account's group (st_key_hash of the table's number,
  * the cluster file's partitions) and checks the computation against the
  * item counts ClusterStatus reports.  The accounts are split into two sets
  * closed under transfers: CLOSED accounts, the same number from each data
@@ -1106,14 +1106,8 @@ static void place_accounts(shoal_client *c)
 {
 	char *out = NULL;
 	shoal_error err;
-	ck_assert_msg(shoal_call_json(c, "DescribeTable", "{\"TableName\":\"bank\"}", &out, &err) ==
-	                  SHOAL_OK,
-	              "DescribeTable: %s: %s", err.exception, err.message);
-	json_t *j = json_loads(out, 0, NULL);
-	shoal_free(out);
-	long long table_id = jnum(json_object_get(json_object_get(j, "Table"), "TableId"));
-	json_decref(j);
-	ck_assert_msg(table_id > 0, "DescribeTable gave no TableId");
+	uint32_t table_id = tl_table_number(c, "bank");
+	ck_assert_msg(table_id > 0, "ClusterStatus gave no TableNumber for bank");
 
 	static sh_cluster_conf conf;
 	char path[1100], msg[SH_ERRMSG_SIZE];
@@ -1128,7 +1122,7 @@ static void place_accounts(shoal_client *c)
 		snprintf(pk, sizeof(pk), "acct#%d", i);
 		st_value *v = st_new_s(&a, pk);
 		ck_assert(v != NULL);
-		uint64_t h = st_key_hash((uint32_t)table_id, v);
+		uint64_t h = st_key_hash(table_id, v);
 		group_of[i] =
 		    (int)sh_cluster_partition_group(&conf, sh_cluster_partition_of(&conf, h));
 		ck_assert(group_of[i] >= 1 && group_of[i] < GROUPS);
@@ -1144,7 +1138,7 @@ static void place_accounts(shoal_client *c)
 		int got[GROUPS] = {0};
 		out = NULL;
 		if (shoal_call_json(c, "ClusterStatus", "{}", &out, &err) == SHOAL_OK) {
-			j = json_loads(out, 0, NULL);
+			json_t *j = json_loads(out, 0, NULL);
 			shoal_free(out);
 			size_t i, k;
 			json_t *v, *t;
@@ -1202,7 +1196,7 @@ static void place_accounts(shoal_client *c)
 	for (int i = 0; i < CLOSED; i++)
 		used += (size_t)snprintf(list + used, sizeof(list) - used, " acct#%d(g%d)",
 		                         closed_set[i], group_of[closed_set[i]]);
-	printf("it_bank: table id %lld; accounts per data group:%s; closed set:%s\n", table_id,
+	printf("it_bank: table number %u; accounts per data group:%s; closed set:%s\n", table_id,
 	       seen, list);
 	fflush(stdout);
 }

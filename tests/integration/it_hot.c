@@ -365,14 +365,13 @@ static uint32_t table_id(const char *name)
 {
 	json_t *j = call("DescribeTable", "{\"TableName\":\"%s\"}", name);
 	json_t *t = json_object_get(j, "Table");
-	const char *id = json_string_value(json_object_get(t, "TableId"));
-	long long v = id != NULL ? atoll(id) : json_integer_value(json_object_get(t, "TableId"));
 	const char *st = json_string_value(json_object_get(t, "TableStatus"));
-	ck_assert_msg(v > 0, "DescribeTable %s gave no TableId", name);
 	ck_assert_msg(st != NULL && strcmp(st, "ACTIVE") == 0, "table %s is %s", name,
 	              st ? st : "?");
 	json_decref(j);
-	return (uint32_t)v;
+	uint32_t v = tl_table_number(cli, name);
+	ck_assert_msg(v > 0, "ClusterStatus gave no TableNumber for %s", name);
+	return v;
 }
 
 static int part_of_s(uint32_t table, const char *pk)

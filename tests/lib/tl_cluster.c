@@ -14,6 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "client/shoal.h"
 #include "testlib.h"
 #include "tl_metrics.h"
 
@@ -428,4 +431,29 @@ double tl_cluster_metric(const tl_cluster *c, const char *name, int group)
 		free(text);
 	}
 	return m.sum;
+}
+
+uint32_t tl_table_number(struct shoal_client *client, const char *table)
+{
+	char *out = NULL;
+	shoal_error err;
+	if (shoal_call_json(client, "ClusterStatus", "{}", &out, &err) != SHOAL_OK)
+		return 0;
+	json_t *j = json_loads(out, 0, NULL);
+	shoal_free(out);
+	uint32_t number = 0;
+	size_t i, k;
+	json_t *g, *t;
+	json_array_foreach(json_object_get(j, "Groups"), i, g)
+	{
+		json_array_foreach(json_object_get(g, "Tables"), k, t)
+		{
+			const char *name = json_string_value(json_object_get(t, "TableName"));
+			if (number == 0 && name != NULL && strcmp(name, table) == 0)
+				number =
+				    (uint32_t)json_integer_value(json_object_get(t, "TableNumber"));
+		}
+	}
+	json_decref(j);
+	return number;
 }

@@ -13,6 +13,7 @@
 #define SHOAL_TL_CLUSTER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef struct tl_cluster {
 	char root[1024];    /* repository root */
@@ -72,6 +73,13 @@ int tl_cluster_log_count(const tl_cluster *c, int id, const char *needle);
 double tl_cluster_metric(const tl_cluster *c, const char *name, int group);
 /* Node id's whole /metrics text (malloc'd), or NULL when it does not answer. */
 char *tl_cluster_metrics_text(const tl_cluster *c, int id);
+
+/* The number of `table` inside the cluster -- what placement hashes its keys
+ * with (st_key_hash) -- from ClusterStatus (TableNumber; DescribeTable's
+ * TableId is a UUID, as DynamoDB's), asked through client; 0 if no replica
+ * reports the table. */
+struct shoal_client;
+uint32_t tl_table_number(struct shoal_client *client, const char *table);
 
 /* Runs `shoal --endpoint <endpoint> <args>` (args is a shell fragment, quoted
  * by the caller); captures stdout and stderr (malloc'd, caller frees; may be
