@@ -36,7 +36,7 @@
  *               group (g0 + j) mod D for a random g0: 2 items span 2 groups,
  *               D items or more span them all (two-phase commit)
  * Groups are computed as the router computes them (st_key_hash of the table
- * id, which DescribeTable returns as TableId, and the partition key ->
+ * number, which ClusterStatus returns as TableNumber, and the partition key ->
  * sh_cluster_partition_of -> sh_cluster_partition_group), with the number
  * of groups from ClusterStatus (or --groups); keys are drawn uniformly
  * within a group.  A TransactionCanceledException is a cancellation, not an
@@ -94,6 +94,7 @@
 #include "common/cluster.h"
 #include "proto/shoal.pb-c.h"
 #include "proto/wire.h"
+#include "tests/lib/tl_cluster.h"
 #include "tests/lib/tl_hist.h"
 
 #define BATCH         25 /* BatchWriteItem limit */
@@ -1128,8 +1129,8 @@ static json_t *call_json(bench *b, const char *op, const char *body)
 }
 
 /* Where every key lives, as the router places it: the number of groups
- * (ClusterStatus: the highest group number + 1, or --groups), the table id
- * (DescribeTable's TableId), then st_key_hash -> partition, partition p
+ * (ClusterStatus: the highest group number + 1, or --groups), the table's
+ * number (ClusterStatus's TableNumber), then st_key_hash -> partition, partition p
  * living in group p + 1 (common/cluster.h). */
 static void placement(bench *b)
 {
@@ -1150,13 +1151,8 @@ static void placement(bench *b)
 			die("ClusterStatus: no groups listed (pass --groups)");
 		b->groups = (uint32_t)max + 1;
 	}
-	char body[512];
-	snprintf(body, sizeof(body), "{\"TableName\":\"%s\"}", b->o.table);
-	json_t *d = call_json(b, "DescribeTable", body);
-	const char *id = json_string_value(json_object_get(json_object_get(d, "Table"), "TableId"));
-	if (id == NULL || (b->table_id = (uint32_t)strtoul(id, NULL, 10)) == 0)
-		die("DescribeTable %s: no numeric TableId", b->o.table);
-	json_decref(d);
+	if ((b->table_id = tl_table_number(b->c, b->o.table)) == 0)
+		die("ClusterStatus: no TableNumber for table %s", b->o.table);
 
 	conf.groups = b->groups;
 	b->dgroups = sh_cluster_partitions(&conf);
