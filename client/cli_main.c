@@ -490,8 +490,13 @@ static int parse_argv(run *r, int argc, char **argv)
 		if (command_option(r, argc, argv, &i) < 0)
 			return -1;
 	}
+	/* `shoal dynamodb <command>` / `shoal dynamodbstreams <command>`, as the
+	 * AWS CLI's services; plain `shoal <command>` is dynamodb. */
+	bool streams = false;
 	if (i < argc && strcmp(argv[i], "dynamodb") == 0)
 		i++;
+	else if (i < argc && strcmp(argv[i], "dynamodbstreams") == 0)
+		streams = true, i++;
 	if (i >= argc) {
 		if (r->help)
 			return 0;
@@ -505,6 +510,8 @@ static int parse_argv(run *r, int argc, char **argv)
 	r->cmd = cli_find_cmd(argv[i]);
 	if (r->cmd == NULL && strcmp(argv[i], cli_top_cmd.name) == 0)
 		r->cmd = &cli_top_cmd;
+	if (r->cmd != NULL && r->cmd->streams != streams)
+		r->cmd = NULL;
 	if (r->cmd == NULL) {
 		char list[2048];
 		size_t n = 0;

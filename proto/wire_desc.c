@@ -153,6 +153,9 @@ int wire_create_table_to_pb(sh_arena *a, const st_table_def *def, Shoal__CreateT
 	WIRE_SET(pb, table_name, name);
 	bool prov = def->billing == ST_BILLING_PROVISIONED;
 	WIRE_SET(pb, billing_mode, prov ? "PROVISIONED" : "PAY_PER_REQUEST");
+	if (def->stream.label_ms != 0 &&
+	    (pb->stream_specification = wire_stream_spec_to_pb(a, &def->stream)) == NULL)
+		return nomem(errmsg);
 	int rc = capacity_to_pb(a, prov, &def->tp, &pb->provisioned_throughput,
 	                        &pb->on_demand_throughput, errmsg);
 	if (rc == SHOAL_OK)
@@ -214,6 +217,17 @@ static char *arn(sh_arena *a, const char *table, const char *index)
 	else
 		snprintf(buf, sizeof(buf), "arn:aws:dynamodb:shoal:000000000000:table/%s/index/%s",
 		         table, index);
+	return pbstr(a, buf);
+}
+
+char *wire_stream_arn(sh_arena *a, const char *table, int64_t label_ms)
+{
+	char label[WIRE_STREAM_LABEL_MAX], buf[700];
+	const char *t = arn(a, table, NULL);
+	if (t == NULL)
+		return NULL;
+	wire_stream_label(label_ms, label);
+	snprintf(buf, sizeof(buf), "%s/stream/%s", t, label);
 	return pbstr(a, buf);
 }
 
@@ -342,6 +356,16 @@ int wire_table_desc_to_pb(sh_arena *a, const st_table_info *info, const char *st
 	td->item_count = info->item_count > INT64_MAX ? INT64_MAX : (int64_t)info->item_count;
 	td->table_size_bytes = info->size_bytes > INT64_MAX ? INT64_MAX : (int64_t)info->size_bytes;
 	td->creation_date_time = def->created_ms;
+	if (def->stream.label_ms != 0) {
+		char label[WIRE_STREAM_LABEL_MAX];
+		wire_stream_label(def->stream.label_ms, label);
+		td->stream_specification = wire_stream_spec_to_pb(a, &def->stream);
+		td->latest_stream_arn = wire_stream_arn(a, def->name, def->stream.label_ms);
+		td->latest_stream_label = pbstr(a, label);
+		if (td->stream_specification == NULL || td->latest_stream_arn == NULL ||
+		    td->latest_stream_label == NULL)
+			return nomem(errmsg);
+	}
 	if (td->table_name == NULL || td->table_status == NULL || td->table_arn == NULL ||
 	    td->table_id == NULL || td->provisioned_throughput == NULL)
 		return nomem(errmsg);

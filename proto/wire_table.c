@@ -618,6 +618,8 @@ int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, 
 		rc = create_constraints(pb, errmsg);
 	if (rc == SHOAL_OK)
 		rc = create_rules(a, pb, out, errmsg);
+	if (rc == SHOAL_OK && pb->stream_specification != NULL)
+		rc = wire_stream_spec_from_pb(pb->stream_specification, &out->stream, errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_dup(a, table, &out->name, errmsg);
 	return rc;
@@ -755,7 +757,8 @@ static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_tab
 	const char *billing = WIRE_OPT(pb, billing_mode);
 	const Shoal__ProvisionedThroughput *tp = pb->provisioned_throughput;
 	size_t n_upd = pb->n_global_secondary_index_updates;
-	if (tp == NULL && billing == NULL && n_upd == 0 && pb->on_demand_throughput == NULL)
+	if (tp == NULL && billing == NULL && n_upd == 0 && pb->on_demand_throughput == NULL &&
+	    pb->stream_specification == NULL)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "At least one of ProvisionedThroughput, BillingMode, "
 		               "UpdateStreamEnabled, GlobalSecondaryIndexUpdates or "
@@ -917,6 +920,10 @@ int wire_update_table_from_pb(sh_arena *a, const Shoal__UpdateTableRequest *pb,
 		rc = update_constraints(pb, errmsg);
 	if (rc == SHOAL_OK)
 		rc = update_rules(a, pb, out, errmsg);
+	if (rc == SHOAL_OK && pb->stream_specification != NULL) {
+		out->set_stream = true;
+		rc = wire_stream_spec_from_pb(pb->stream_specification, &out->stream, errmsg);
+	}
 	if (rc == SHOAL_OK)
 		rc = wire_dup(a, table, &out->name, errmsg);
 	return rc;
