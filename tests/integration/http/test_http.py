@@ -1136,6 +1136,8 @@ from test_txn import Transactions  # noqa: E402,F401
 from test_provisioned import Provisioned  # noqa: E402,F401
 # The legacy conditional parameters, legacy and expression forms side by side.
 from test_legacy import Legacy  # noqa: E402,F401
+# DynamoDB Streams.
+from test_streams import Streams  # noqa: E402,F401
 
 if __name__ == "__main__":
     # boto3 clients keep their pooled connections open until collected.
