@@ -10,6 +10,7 @@
 #include "proto/wire.h"
 #include "proto/wire_api.h"
 #include "storage/engine.h"
+#include "storage/snapshot.h"
 #include "storage/stream.h"
 #include "tests/lib/tl_store.h"
 
@@ -163,8 +164,8 @@ START_TEST(test_read_positions_and_limits)
 	ck_assert_uint_eq(n, 1);
 	ck_assert(st_value_equal(r[0].new_image, item("p", 19, 19)));
 	/* A byte budget smaller than one record still returns one. */
-	ck_assert_int_eq(st_stream_read(tl_env, table_id("Tbl"), LABEL, 1, 100, 1, &tl_arena, &r, &n,
-	                                &next, tl_msg),
+	ck_assert_int_eq(st_stream_read(tl_env, table_id("Tbl"), LABEL, 1, 100, 1, &tl_arena, &r,
+	                                &n, &next, tl_msg),
 	                 SHOAL_OK);
 	ck_assert_uint_eq(n, 1);
 	/* Another stream's label: its records are skipped, the position moves. */
@@ -174,7 +175,8 @@ START_TEST(test_read_positions_and_limits)
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_gt(next, 1);
 	st_stream_bounds b;
-	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("Tbl"), LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("Tbl"), LABEL, &b, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_uint_eq(b.first, 1);
 	ck_assert_uint_eq(b.last, 50);
 	ck_assert_uint_eq(b.newest, 50);
@@ -189,13 +191,15 @@ START_TEST(test_trim_by_age)
 	for (long i = 0; i < 10; i++) /* times 0, 100, ..., 900 */
 		ck_assert_int_eq(put_at(tl_env, "Tbl", item("p", i, i), i * 100), SHOAL_OK);
 	st_stream_bounds b;
-	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("Tbl"), LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("Tbl"), LABEL, &b, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_uint_eq(b.first, 1);
 	ck_assert_uint_eq(b.trimmed, 0);
 	/* At 1450 everything before 450 goes (at most ST_STREAM_TRIM_PER_APPEND
 	 * per append): records 1..4 (times 0..300), the 5th stays. */
 	ck_assert_int_eq(put_at(tl_env, "Tbl", item("p", 10, 10), 1450), SHOAL_OK);
-	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("Tbl"), LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("Tbl"), LABEL, &b, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_uint_eq(b.trimmed, ST_STREAM_TRIM_PER_APPEND);
 	ck_assert_uint_eq(b.first, ST_STREAM_TRIM_PER_APPEND + 1);
 	ck_assert_uint_eq(b.newest, 11);
@@ -212,7 +216,8 @@ START_TEST(test_trim_by_age)
 	/* Far later: more goes with each append, never the new record. */
 	ck_assert_int_eq(put_at(tl_env, "Tbl", item("p", 11, 11), 100000), SHOAL_OK);
 	ck_assert_int_eq(put_at(tl_env, "Tbl", item("p", 12, 12), 100001), SHOAL_OK);
-	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("Tbl"), LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("Tbl"), LABEL, &b, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_uint_eq(b.first, 12);
 	ck_assert_uint_eq(b.trimmed, 11);
 	ck_assert_uint_eq(b.last, 13);
@@ -259,8 +264,70 @@ START_TEST(test_deterministic)
 	free(a);
 	free(b);
 	st_stream_bounds b1;
-	ck_assert_int_eq(st_stream_bounds_get(other, table_id("Tbl"), LABEL, &b1, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_stream_bounds_get(other, table_id("Tbl"), LABEL, &b1, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_uint_gt(b1.trimmed, 0);
+	st_env_close(other);
+}
+END_TEST
+
+/* A Raft snapshot is a copy of every DBI (storage/snapshot.h): a replica
+ * restored from one serves the same stream, trim state included. */
+static int copy_pair(void *arg, const void *k, size_t kl, const void *v, size_t vl, char *errmsg)
+{
+	struct {
+		st_load *l;
+		st_dbi d;
+	} *c = arg;
+	return st_load_put(c->l, c->d, k, kl, v, vl, errmsg);
+}
+
+START_TEST(test_snapshot_carries_the_log)
+{
+	st_env_set_stream_retention(tl_env, 1000);
+	stream_table("Tbl", ST_VIEW_NEW_IMAGE);
+	for (long i = 0; i < 30; i++)
+		ck_assert_int_eq(put_at(tl_env, "Tbl", item("p", i % 7, i), i * 100), SHOAL_OK);
+	char dir2[PATH_MAX + 16];
+	snprintf(dir2, sizeof(dir2), "%s/restored", tl_dir);
+	ck_assert_int_eq(mkdir(dir2, 0700), 0);
+	st_env *other;
+	ck_assert_int_eq(st_env_open(dir2, NULL, &other, tl_msg), SHOAL_OK);
+	st_view *v;
+	st_load *l;
+	ck_assert_int_eq(st_view_begin(tl_env, &v, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_load_begin(other, &l, tl_msg), SHOAL_OK);
+	for (int d = 0; d < ST_DBI__COUNT; d++) {
+		struct {
+			st_load *l;
+			st_dbi d;
+		} c = {l, (st_dbi)d};
+		ck_assert_int_eq(st_view_foreach(v, (st_dbi)d, copy_pair, &c, tl_msg), SHOAL_OK);
+	}
+	st_view_end(v);
+	ck_assert_int_eq(st_load_commit(l, tl_msg), SHOAL_OK);
+	st_stream_bounds b1, b2;
+	uint32_t id = table_id("Tbl");
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b1, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_stream_bounds_get(other, id, LABEL, &b2, tl_msg), SHOAL_OK);
+	ck_assert_uint_gt(b1.trimmed, 0);
+	ck_assert(memcmp(&b1, &b2, sizeof(b1)) == 0);
+	st_stream_rec *r1, *r2;
+	uint32_t n1, n2;
+	uint64_t x1, x2;
+	ck_assert_int_eq(st_stream_read(tl_env, id, LABEL, b1.first, 100, 1u << 20, &tl_arena, &r1,
+	                                &n1, &x1, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_int_eq(st_stream_read(other, id, LABEL, b2.first, 100, 1u << 20, &tl_arena, &r2,
+	                                &n2, &x2, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_uint_eq(n1, n2);
+	ck_assert_uint_gt(n1, 0);
+	for (uint32_t i = 0; i < n1; i++) {
+		ck_assert_uint_eq(r1[i].seq, r2[i].seq);
+		ck_assert_int_eq(r1[i].ts_ms, r2[i].ts_ms);
+		ck_assert(st_value_equal(r1[i].new_image, r2[i].new_image));
+	}
 	st_env_close(other);
 }
 END_TEST
@@ -401,8 +468,8 @@ static Suite *stream_suite(void)
 {
 	return tl_suite("stream", setup, tl_store_close, 60,
 	                TL_TESTS(test_append_events_and_images, test_read_positions_and_limits,
-	                         test_trim_by_age, test_deterministic, test_names_and_tokens,
-	                         test_json));
+	                         test_trim_by_age, test_deterministic,
+	                         test_snapshot_carries_the_log, test_names_and_tokens, test_json));
 }
 
 TL_MAIN(stream_suite)
