@@ -177,6 +177,33 @@ int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max,
 	return rc;
 }
 
+int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg)
+{
+	static const char kinds[] = {KIND_LAST, KIND_TRIMMED, KIND_REC};
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn->txn, txn->env->meta, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta stream)", errmsg);
+	for (size_t i = 0; i < sizeof(kinds) && mrc == 0; i++) {
+		uint8_t prefix[6];
+		meta_key(prefix, kinds[i], table);
+		for (;;) {
+			MDB_val k = {sizeof(prefix), prefix}, v;
+			mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+			if (mrc == MDB_NOTFOUND) {
+				mrc = 0;
+				break;
+			}
+			if (mrc != 0 || k.mv_size < 6 || memcmp(k.mv_data, prefix, 6) != 0)
+				break;
+			if ((mrc = mdb_cursor_del(c, 0)) != 0)
+				break;
+		}
+	}
+	mdb_cursor_close(c);
+	return mrc == 0 ? SHOAL_OK : st_lmdb_err(mrc, "mdb_cursor_del(meta stream)", errmsg);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Reads                                                                     */
 /* ------------------------------------------------------------------------ */

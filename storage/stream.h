@@ -111,6 +111,9 @@ int st_stream_append(st_txn *txn, const st_table_def *t, const struct st_key *k,
 int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max, uint32_t *removed,
                    char *errmsg);
 
+/* DeleteTable: the table's whole log and its counters go, in txn. */
+int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg);
+
 /* The shape of a table's log in this group for the stream of label_ms. */
 typedef struct st_stream_bounds {
 	uint64_t first;   /* oldest record of the stream (0: none) */

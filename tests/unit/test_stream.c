@@ -181,6 +181,15 @@ START_TEST(test_read_positions_and_limits)
 	ck_assert_uint_eq(b.last, 50);
 	ck_assert_uint_eq(b.newest, 50);
 	ck_assert_uint_eq(b.trimmed, 0);
+	/* DeleteTable takes the log with it. */
+	uint32_t id = table_id("Tbl");
+	st_txn *txn;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_table_delete(txn, "Tbl", tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(b.newest, 0);
+	ck_assert_uint_eq(b.first, 0);
 }
 END_TEST
 
