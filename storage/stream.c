@@ -109,9 +109,7 @@ int st_stream_append(st_txn *txn, const st_table_def *t, const st_key *k, const 
 	uint8_t key[14];
 	rec_key(key, t->id, seq);
 	size_t len = REC_FIXED + 4 + kl + 4 + ol + 4 + nl;
-	rc = st_txn_reserve(txn, len + ST_RESERVE_PER_KEY, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
+	/* Disk for it was reserved with the item's (write.c, reserve_item). */
 	MDB_val mk = {sizeof(key), key}, mv = {len, NULL};
 	int mrc = mdb_put(txn->txn, txn->env->meta, &mk, &mv, MDB_RESERVE);
 	if (mrc != 0)

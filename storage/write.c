@@ -234,6 +234,10 @@ static int check_index_keys(const st_table_def *t, const st_value *item, char *e
 static int reserve_item(st_txn *txn, const st_table_info *t, size_t item_bytes, char *errmsg)
 {
 	uint64_t copies = 1 + 2 * (uint64_t)t->def.n_indexes;
+	/* A stream record holds up to two images (callers pass the larger of
+	 * the old and new sizes then) and its append trims old records. */
+	if (t->def.stream.enabled)
+		copies += 2 + ST_STREAM_TRIM_PER_APPEND;
 	return st_txn_reserve(txn, copies * (2 * (uint64_t)item_bytes + ST_RESERVE_PER_KEY),
 	                      errmsg);
 }
@@ -534,7 +538,10 @@ int st_plan_check(st_txn *txn, const st_check_req *req, sh_arena *a, st_write_pl
 /* Stores the plan's new image with its index changes and counters. */
 static int store_item(st_txn *txn, const st_write_plan *p, sh_arena *a, char *errmsg)
 {
-	int rc = reserve_item(txn, &p->t, st_item_size(p->new_item), errmsg);
+	size_t size = st_item_size(p->new_item);
+	if (p->t.def.stream.enabled && p->old_item != NULL && st_item_size(p->old_item) > size)
+		size = st_item_size(p->old_item);
+	int rc = reserve_item(txn, &p->t, size, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	uint8_t *buf;
