@@ -414,8 +414,8 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	}
 	g->io_init = true;
 	raft_uv_set_connect_retry_delay(&g->io, NODE_CONNECT_RETRY_MS);
-	uint32_t segment_mb =
-	    n->conf->raft_segment_mb != 0 ? n->conf->raft_segment_mb : NODE_RAFT_SEGMENT_MB;
+	uint32_t segment_mb = n->conf->raft_segment_mb != 0 ? n->conf->raft_segment_mb
+	                                                    : NODE_RAFT_SEGMENT_MB;
 	raft_uv_set_segment_size(&g->io, (size_t)segment_mb << 20);
 	/* raft 0.15's raft_uv_init implements async_work (version 2 of
 	 * raft_io) but still says version 1, and raft_init then refuses our
@@ -865,14 +865,14 @@ static unsigned clamp_count(size_t budget, size_t entry, unsigned min, unsigned 
 static void set_snapshot_counts(node_group *g, size_t avg)
 {
 	uint32_t cap = g->node->conf->snapshot_entries;
-	unsigned threshold = avg == 0
-	                         ? NODE_SNAPSHOT_THRESHOLD
-	                         : clamp_count(NODE_LOG_BUDGET, avg, NODE_SNAPSHOT_THRESHOLD_MIN,
-	                                       NODE_SNAPSHOT_THRESHOLD);
-	unsigned trailing = avg == 0
-	                        ? NODE_SNAPSHOT_TRAILING
-	                        : clamp_count(NODE_TRAILING_BUDGET, avg, NODE_SNAPSHOT_TRAILING_MIN,
-	                                      NODE_SNAPSHOT_TRAILING);
+	unsigned threshold = avg == 0 ? NODE_SNAPSHOT_THRESHOLD
+	                              : clamp_count(NODE_LOG_BUDGET, avg,
+	                                            NODE_SNAPSHOT_THRESHOLD_MIN,
+	                                            NODE_SNAPSHOT_THRESHOLD);
+	unsigned trailing = avg == 0 ? NODE_SNAPSHOT_TRAILING
+	                             : clamp_count(NODE_TRAILING_BUDGET, avg,
+	                                           NODE_SNAPSHOT_TRAILING_MIN,
+	                                           NODE_SNAPSHOT_TRAILING);
 	if (cap != 0 && threshold > cap)
 		threshold = cap;
 	if (trailing > threshold / 2)
@@ -974,7 +974,8 @@ void node_group_publish(node_group *g)
 			snprintf(g->error, sizeof(g->error), "%s", msg);
 			pthread_mutex_unlock(&g->err_mu);
 			atomic_store(&g->failed, true);
-			node_logf(NODE_LOG_ERROR, "group %u: replica failed, it stops serving: %s",
+			node_logf(NODE_LOG_ERROR,
+			          "group %u: replica failed, it stops serving: %s",
 			          g->id, msg);
 		}
 	}

@@ -167,8 +167,8 @@ void node_logf(enum node_log_level level, const char *fmt, ...)
 int node_transport_init(struct raft_uv_transport *t, uv_loop_t *loop, const sh_tls *tls,
                         char *errmsg);
 /* transport_tls.c (node_transport_init/close call these). */
-int node_transport_tls_init(struct raft_uv_transport *t, uv_loop_t *loop, nng_tls_config *server,
-                            nng_tls_config *client, char *errmsg);
+int node_transport_tls_init(struct raft_uv_transport *t, uv_loop_t *loop,
+                            nng_tls_config *server, nng_tls_config *client, char *errmsg);
 void node_transport_tls_free(struct raft_uv_transport *t);
 /* Frees what node_transport_init allocated; t must be closed (its close
  * callback fired) or never have been init'ed by raft. */

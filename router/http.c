@@ -129,7 +129,7 @@ struct rt_http {
 	rt_router *rt;
 	rt_httpd *server;
 	rt_https *tls; /* the HTTPS port (https.c), or NULL */
-	bool verify;   /* rt->creds: SigV4 required */
+	bool verify; /* rt->creds: SigV4 required */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	job *head, *tail; /* guarded by mu */
