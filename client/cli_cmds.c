@@ -395,6 +395,40 @@ static const cli_opt o_list_tags_of_resource[] = {
     OPT_END,
 };
 
+/* DynamoDB Streams: `shoal dynamodbstreams <command>`, as `aws
+ * dynamodbstreams` (no automatic paging: the AWS CLI pages neither). */
+static const cli_opt o_list_streams[] = {
+    {"table-name", "TableName", &s_str, 0},
+    {"limit", "Limit", &s_int, 0},
+    {"exclusive-start-stream-arn", "ExclusiveStartStreamArn", &s_str, 0},
+    OPT_END,
+};
+
+static const cli_member m_shard_filter[] = {{"Type", &s_str}, {"ShardId", &s_str}, {NULL, NULL}};
+static const cli_shape s_shard_filter = {CLI_STRUCT, NULL, m_shard_filter};
+
+static const cli_opt o_describe_stream[] = {
+    {"stream-arn", "StreamArn", &s_str, REQ},
+    {"limit", "Limit", &s_int, 0},
+    {"exclusive-start-shard-id", "ExclusiveStartShardId", &s_str, 0},
+    {"shard-filter", "ShardFilter", &s_shard_filter, 0},
+    OPT_END,
+};
+
+static const cli_opt o_get_shard_iterator[] = {
+    {"stream-arn", "StreamArn", &s_str, REQ},
+    {"shard-id", "ShardId", &s_str, REQ},
+    {"shard-iterator-type", "ShardIteratorType", &s_str, REQ},
+    {"sequence-number", "SequenceNumber", &s_str, 0},
+    OPT_END,
+};
+
+static const cli_opt o_get_records[] = {
+    {"shard-iterator", "ShardIterator", &s_str, REQ},
+    {"limit", "Limit", &s_int, 0},
+    OPT_END,
+};
+
 /* Options of the commands whose names the registry derives (o_<field>). */
 #define o_batch_get_item       o_batch_get
 #define o_batch_write_item     o_batch_write
@@ -413,10 +447,12 @@ const cli_cmd cli_cmds[] = {
 	 ((flags)&SHOAL_OPF_PAGE)       ? CLI_PAGING_ITEMS                                         \
 	 : ((flags)&SHOAL_OPF_PAGE_TBL) ? CLI_PAGING_TABLES                                        \
 	                                : CLI_PAGING_NONE,                                         \
-	 o_##field, summary},
+	 o_##field,                                                                                \
+	 summary,                                                                                  \
+	 ((flags)&SHOAL_OPF_STREAMS) != 0},
     SHOAL_OPS(CLI_CMD)
 #undef CLI_CMD
-        {NULL, NULL, CLI_PAGING_NONE, NULL, NULL},
+        {NULL, NULL, CLI_PAGING_NONE, NULL, NULL, false},
 };
 
 const cli_cmd *cli_find_cmd(const char *name)

@@ -96,6 +96,7 @@ typedef struct cli_cmd {
 	enum cli_paging paging;
 	const cli_opt *opts; /* ended by {NULL} */
 	const char *summary; /* one line for `shoal help` */
+	bool streams;        /* `shoal dynamodbstreams <name>` (SHOAL_OPF_STREAMS) */
 } cli_cmd;
 
 /* Every command, ended by {NULL}; "status" is among them (ClusterStatus). */

@@ -106,7 +106,11 @@ static void print_help(FILE *out)
 	      out);
 	const cli_cmd *cmds[N_CMDS];
 	for (const cli_cmd **c = sorted_cmds(cmds, N_CMDS); *c != NULL; c++)
-		fprintf(out, "  %-22s %s\n", (*c)->name, (*c)->summary);
+		if ((*c)->streams) /* `shoal dynamodbstreams <name>` */
+			fprintf(out, "  dynamodbstreams %s\n  %-22s %s\n", (*c)->name, "",
+			        (*c)->summary);
+		else
+			fprintf(out, "  %-22s %s\n", (*c)->name, (*c)->summary);
 	fputs("\nGlobal options:\n"
 	      "  --endpoint URL[,URL...]  routers (also --endpoint-url, $SHOAL_ENDPOINT,\n"
 	      "                           file://<cluster dir>/router.endpoint);\n"
@@ -167,8 +171,8 @@ static const char *kind_name(const cli_shape *s)
 
 static void print_cmd_help(FILE *out, const cli_cmd *c)
 {
-	fprintf(out, "shoal %s -- %s (DynamoDB %s)\n\nOptions:\n", c->name, c->summary,
-	        c->operation);
+	fprintf(out, "shoal %s%s -- %s (%s %s)\n\nOptions:\n", c->streams ? "dynamodbstreams " : "",
+	        c->name, c->summary, c->streams ? "DynamoDB Streams" : "DynamoDB", c->operation);
 	for (const cli_opt *o = c->opts; o->name != NULL; o++) {
 		char flag[128];
 		if (o->flags & CLI_OPT_BOOL_PAIR)
@@ -490,8 +494,13 @@ static int parse_argv(run *r, int argc, char **argv)
 		if (command_option(r, argc, argv, &i) < 0)
 			return -1;
 	}
+	/* `shoal dynamodb <command>` / `shoal dynamodbstreams <command>`, as the
+	 * AWS CLI's services; plain `shoal <command>` is dynamodb. */
+	bool streams = false;
 	if (i < argc && strcmp(argv[i], "dynamodb") == 0)
 		i++;
+	else if (i < argc && strcmp(argv[i], "dynamodbstreams") == 0)
+		streams = true, i++;
 	if (i >= argc) {
 		if (r->help)
 			return 0;
@@ -505,6 +514,8 @@ static int parse_argv(run *r, int argc, char **argv)
 	r->cmd = cli_find_cmd(argv[i]);
 	if (r->cmd == NULL && strcmp(argv[i], cli_top_cmd.name) == 0)
 		r->cmd = &cli_top_cmd;
+	if (r->cmd != NULL && r->cmd->streams != streams)
+		r->cmd = NULL;
 	if (r->cmd == NULL) {
 		char list[2048];
 		size_t n = 0;

@@ -41,8 +41,12 @@
 static const cli_opt top_no_opts[] = {{NULL, NULL, NULL, 0}};
 
 const cli_cmd cli_top_cmd = {
-    "top", "ClusterStatus", CLI_PAGING_NONE, top_no_opts,
-    "live view of the busiest partitions, hot keys and index lag (Shoal's own)"};
+    "top",
+    "ClusterStatus",
+    CLI_PAGING_NONE,
+    top_no_opts,
+    "live view of the busiest partitions, hot keys and index lag (Shoal's own)",
+    false};
 
 /* ------------------------------------------------------------------------ */
 /* One screen                                                                */

@@ -82,6 +82,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 			c->snapshot_entries = (uint32_t)v;
 		else if (strcmp(name, "scrub_ms") == 0 && parse_uint(value, 86400000UL, &v))
 			c->scrub_ms = (uint32_t)v, c->scrub_set = true;
+		else if (strcmp(name, "stream_retention_s") == 0 &&
+		         parse_uint(value, 365UL * 86400, &v))
+			c->stream_retention_s = (uint32_t)v;
 		else
 			goto bad;
 		return 1;

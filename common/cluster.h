@@ -81,6 +81,9 @@ typedef struct sh_cluster_conf {
 	 * Without scrub_set, the default SH_SCRUB_MS. */
 	uint32_t scrub_ms;
 	bool scrub_set;
+	/* [cluster] stream_retention_s: how long DynamoDB Streams records are
+	 * kept (0: 24 hours, DynamoDB's). */
+	uint32_t stream_retention_s;
 	/* [cluster] partition_rcu / partition_wcu: the most read / write units
 	 * per second one partition (of a table or a GSI) serves, whatever the
 	 * table's capacity (DynamoDB: 3000 / 1000).  0 in the struct: the

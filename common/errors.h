@@ -57,7 +57,9 @@
 	  "the request's signature is malformed")                                                  \
 	X(SHOAL_E_AUTH_UNRECOGNIZED, 27, "UnrecognizedClientException", "unknown access key id")   \
 	X(SHOAL_E_AUTH_SIGNATURE, 28, "InvalidSignatureException",                                 \
-	  "the request's signature does not match")
+	  "the request's signature does not match")                                                \
+	X(SHOAL_E_EXPIRED_ITERATOR, 29, "ExpiredIteratorException", "shard iterator expired")      \
+	X(SHOAL_E_TRIMMED, 30, "TrimmedDataAccessException", "stream records trimmed")
 
 enum shoal_err {
 #define SH_ERR_ENUM_(name, value, exc, desc) name = value,

@@ -280,6 +280,9 @@ static void compare_indexes(const st_table_def *in, uint32_t in_next, const st_t
 	 * st_table_redefine keeps the newer of the two capacities. */
 	if (in->capacity_ms > stored->capacity_ms)
 		*differ = true;
+	/* So does a newer StreamSpecification. */
+	if (in->stream.changed_ms > stored->stream.changed_ms)
+		*differ = true;
 }
 
 static int op_define(op_ctx *c, const Shoal__TableDefine *td)

@@ -443,6 +443,10 @@ int node_handle_group_status(node_call *c);
 int node_handle_list_catalog(node_call *c);
 int node_handle_cap_report(node_call *c); /* capacity.c */
 int node_handle_scrub_check(node_call *c);
+/* DynamoDB Streams (stream.c). */
+int node_handle_describe_stream(node_call *c);
+int node_handle_get_shard_iterator(node_call *c);
+int node_handle_get_records(node_call *c);
 
 /* ------------------------------------------------------------------------ */
 /* The process (node.c)                                                      */

@@ -39,6 +39,9 @@
 #define SHOAL_OPF_TXN      (1u << 6) /* transactional */
 #define SHOAL_OPF_PAGE     (1u << 7) /* answers pages of items (Query, Scan) */
 #define SHOAL_OPF_PAGE_TBL (1u << 8) /* answers pages of table names (ListTables) */
+/* DynamoDB Streams' service (DynamoDBStreams_20120810, `shoal dynamodbstreams
+ * <cli>`) rather than DynamoDB's (DynamoDB_20120810, `shoal <cli>`). */
+#define SHOAL_OPF_STREAMS (1u << 9)
 
 #define SHOAL_OPS(X)                                                                               \
 	X(GetItem, get_item, GET_ITEM, "get-item", SHOAL_OPF_READ | SHOAL_OPF_ITEM, NODE_READ,     \
@@ -86,7 +89,17 @@
 	X(DescribeEndpoints, describe_endpoints, DESCRIBE_ENDPOINTS, "describe-endpoints", 0,      \
 	  NODE_NONE, "the endpoint to use (this router's address)")                                \
 	X(ClusterStatus, cluster_status, CLUSTER_STATUS, "status", SHOAL_OPF_ADMIN, NODE_NONE,     \
-	  "Shoal: nodes, storage groups, leaders, terms, applied indexes, item counts")
+	  "Shoal: nodes, storage groups, leaders, terms, applied indexes, item counts")            \
+	X(ListStreams, list_streams, LIST_STREAMS, "list-streams", SHOAL_OPF_STREAMS, NODE_NONE,   \
+	  "list the streams of tables (DynamoDB Streams)")                                         \
+	X(DescribeStream, describe_stream, DESCRIBE_STREAM, "describe-stream",                     \
+	  SHOAL_OPF_STREAMS | SHOAL_OPF_READ | SHOAL_OPF_SCATTER, NODE_READ,                       \
+	  "describe a stream and its shards (DynamoDB Streams)")                                   \
+	X(GetShardIterator, get_shard_iterator, GET_SHARD_ITERATOR, "get-shard-iterator",          \
+	  SHOAL_OPF_STREAMS | SHOAL_OPF_READ, NODE_READ,                                           \
+	  "a position in a shard of a stream (DynamoDB Streams)")                                  \
+	X(GetRecords, get_records, GET_RECORDS, "get-records", SHOAL_OPF_STREAMS | SHOAL_OPF_READ, \
+	  NODE_READ, "read the records of a shard from a position (DynamoDB Streams)")
 
 /* The operations in registry order; SHOAL_OP__COUNT of them. */
 typedef enum shoal_op {

@@ -58,6 +58,7 @@
 #include "../common/errors.h"
 #include "../storage/storage.h"
 #include "../storage/index.h"
+#include "../storage/stream.h"
 
 /* ------------------------------------------------------------------------ */
 /* Limits                                                                    */
@@ -645,5 +646,90 @@ void wire_b64_encode(const void *src, size_t n, char *dst);
  */
 int wire_b64_decode(sh_arena *a, const char *src, size_t n, uint8_t **out, size_t *len,
                     char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* DynamoDB Streams (wire_stream.c; formats at its top)                      */
+/* ------------------------------------------------------------------------ */
+
+#define WIRE_STREAM_LABEL_MAX 64
+#define WIRE_SHARD_ID_MAX     48
+#define WIRE_SEQNO_MAX        24
+#define WIRE_ITER_TTL_MS      (15 * 60 * 1000) /* DynamoDB: iterators expire after 15 minutes */
+
+/* "KEYS_ONLY", ...; "" for ST_VIEW_NONE. */
+const char *wire_stream_view_name(st_stream_view v);
+/* A request's StreamSpecification (StreamEnabled required, a view type
+ * with it when enabling, none when disabling), DynamoDB's messages. */
+int wire_stream_spec_from_pb(const Shoal__StreamSpecification *pb, st_stream_spec *out,
+                             char *errmsg);
+/* A table's StreamSpecification (NULL: out of memory). */
+Shoal__StreamSpecification *wire_stream_spec_to_pb(sh_arena *a, const st_stream_spec *s);
+void wire_stream_label(int64_t ms, char out[WIRE_STREAM_LABEL_MAX]);
+bool wire_stream_label_parse(const char *s, int64_t *ms);
+/* <TableArn>/stream/<label>, built where the table's ARN is (wire_desc.c). */
+char *wire_stream_arn(sh_arena *a, const char *table, int64_t label_ms);
+/* The table and label of a StreamArn (ValidationException otherwise). */
+int wire_stream_arn_parse(sh_arena *a, const char *arn, const char **table, int64_t *label_ms,
+                          char *errmsg);
+void wire_shard_id(int64_t label_ms, uint32_t partition, char out[WIRE_SHARD_ID_MAX]);
+bool wire_shard_id_parse(const char *s, int64_t *label_ms, uint32_t *partition);
+void wire_seqno(uint64_t seq, char out[WIRE_SEQNO_MAX]);
+bool wire_seqno_parse(const char *s, uint64_t *seq);
+
+/* A shard iterator's contents (strings in the decoding arena). */
+typedef struct wire_iter {
+	const char *stream_arn;
+	const char *table;
+	int64_t label_ms;
+	uint32_t table_id;
+	uint32_t partition;
+	uint64_t pos;      /* the next seq to read */
+	int64_t issued_ms; /* wall clock of the node that issued it */
+} wire_iter;
+char *wire_iter_encode(sh_arena *a, const char *stream_arn, const wire_iter *it);
+int wire_iter_decode(sh_arena *a, const char *s, wire_iter *out, char *errmsg);
+/* ExpiredIteratorException when it is older than WIRE_ITER_TTL_MS at now_ms. */
+int wire_iter_check_age(const wire_iter *it, int64_t now_ms, char *errmsg);
+/* Stream records as GetRecords returns them; *out has n entries. */
+int wire_stream_records_to_pb(sh_arena *a, const st_stream_rec *recs, uint32_t n, uint32_t table_id,
+                              uint32_t partition, const char *region, Shoal__Record ***out,
+                              char *errmsg);
+
+/* The table name inside a StreamArn or a shard iterator (which starts with
+ * one) into buf (n bytes); false if there is none that fits. */
+bool wire_stream_table_of(const char *arn, char *buf, size_t n);
+/* The requests, checked with DynamoDB's messages (router and node alike). */
+typedef enum wire_iter_type {
+	WIRE_ITER_TRIM_HORIZON,
+	WIRE_ITER_LATEST,
+	WIRE_ITER_AT,
+	WIRE_ITER_AFTER,
+} wire_iter_type;
+typedef struct wire_shard_iter_req {
+	const char *stream_arn;
+	const char *table;
+	int64_t label_ms;
+	uint32_t partition;
+	wire_iter_type type;
+	uint64_t seq; /* AT / AFTER */
+} wire_shard_iter_req;
+int wire_get_shard_iterator_from_pb(sh_arena *a, const Shoal__GetShardIteratorRequest *pb,
+                                    wire_shard_iter_req *out, char *errmsg);
+/* GetRecords: the iterator (not its age: wire_iter_check_age) and Limit
+ * (1..1000, default 1000). */
+int wire_get_records_from_pb(sh_arena *a, const Shoal__GetRecordsRequest *pb, wire_iter *it,
+                             uint32_t *limit, char *errmsg);
+typedef struct wire_describe_stream_req {
+	const char *stream_arn;
+	const char *table;
+	int64_t label_ms;
+	uint32_t limit; /* shards, 1..100 */
+	bool has_start;
+	uint32_t start_partition; /* ExclusiveStartShardId's */
+} wire_describe_stream_req;
+int wire_describe_stream_from_pb(sh_arena *a, const Shoal__DescribeStreamRequest *pb,
+                                 wire_describe_stream_req *out, char *errmsg);
+int wire_list_streams_from_pb(const Shoal__ListStreamsRequest *pb, const char **table,
+                              const char **start_arn, uint32_t *limit, char *errmsg);
 
 #endif

@@ -97,6 +97,8 @@ int wire_api_http_status(int code)
 	case SHOAL_E_AUTH_INCOMPLETE:
 	case SHOAL_E_AUTH_UNRECOGNIZED:
 	case SHOAL_E_AUTH_SIGNATURE:
+	case SHOAL_E_EXPIRED_ITERATOR:
+	case SHOAL_E_TRIMMED:
 		return 400;
 	default:
 		return 500;

@@ -116,6 +116,22 @@ static const wire_api_special specials[] = {
     {D(describe_limits_response), "table_max_write_capacity_units", WIRE_API_PLAIN, true, NULL,
      NULL, NULL, NULL},
     {D(endpoint), "cache_period_in_minutes", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    /* DynamoDB Streams: records spell their members in camelCase. */
+    {D(record), "event_id", WIRE_API_PLAIN, false, "eventID", NULL, NULL, NULL},
+    {D(record), "event_name", WIRE_API_PLAIN, false, "eventName", NULL, NULL, NULL},
+    {D(record), "event_version", WIRE_API_PLAIN, false, "eventVersion", NULL, NULL, NULL},
+    {D(record), "event_source", WIRE_API_PLAIN, false, "eventSource", NULL, NULL, NULL},
+    {D(record), "aws_region", WIRE_API_PLAIN, false, "awsRegion", NULL, NULL, NULL},
+    {D(record), "dynamodb", WIRE_API_PLAIN, false, "dynamodb", NULL, NULL, NULL},
+    {D(record), "user_identity", WIRE_API_PLAIN, false, "userIdentity", NULL, NULL, NULL},
+    {D(stream_record), "approximate_creation_date_time", WIRE_API_TIME, true, NULL, NULL, NULL,
+     NULL},
+    {D(stream_record), "size_bytes", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(get_records_response), "records", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(list_streams_response), "streams", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(stream_description), "creation_request_date_time", WIRE_API_TIME, true, NULL, NULL, NULL,
+     NULL},
+    {D(stream_description), "shards", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
 
     /* ClusterStatus: every number and flag, zero or not. */
     {D(cluster_status_response), "partitions", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
@@ -237,10 +253,10 @@ bool wire_api_in_group(const ProtobufCMessageDescriptor *desc, const ProtobufCFi
 /* Ignored parameters                                                        */
 /* ------------------------------------------------------------------------ */
 
-static const char *const ignored_create[] = {"oStreamSpecification", "oSSESpecification",
-                                             "oWarmThroughput", "sResourcePolicy", NULL};
-static const char *const ignored_update[] = {"oStreamSpecification", "oSSESpecification",
-                                             "aReplicaUpdates", "oWarmThroughput", NULL};
+static const char *const ignored_create[] = {"oSSESpecification", "oWarmThroughput",
+                                             "sResourcePolicy", NULL};
+static const char *const ignored_update[] = {"oSSESpecification", "aReplicaUpdates",
+                                             "oWarmThroughput", NULL};
 static const char *const ignored_gsi[] = {"oWarmThroughput", NULL};
 
 const char *const *wire_api_ignored_of(const ProtobufCMessageDescriptor *desc)

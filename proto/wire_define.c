@@ -62,6 +62,9 @@ int wire_table_define_to_pb(sh_arena *a, const st_table_def *def, Shoal__TableDe
 	td->billing_changed_ms = def->billing_changed_ms;
 	td->capacity_ms = def->capacity_ms;
 	td->class_changed_ms = def->class_changed_ms;
+	td->stream_label_ms = def->stream.label_ms;
+	td->stream_changed_ms = def->stream.changed_ms;
+	td->stream_view = (char *)wire_stream_view_name(def->stream.view);
 	if (def->n_indexes > 0) {
 		td->indexes = sh_arena_calloc(a, def->n_indexes, sizeof(*td->indexes));
 		Shoal__IndexState *st = sh_arena_calloc(a, def->n_indexes, sizeof(*st));
@@ -129,5 +132,20 @@ int wire_table_define_from_pb(sh_arena *a, const Shoal__TableDefine *td, st_tabl
 	def.billing_changed_ms = td->billing_changed_ms;
 	def.capacity_ms = td->capacity_ms;
 	def.class_changed_ms = td->class_changed_ms;
+	/* The stream: enabled (and its view) from the request; a create's
+	 * stream is labelled with the table's creation time. */
+	def.stream.label_ms = td->stream_label_ms;
+	def.stream.changed_ms = td->stream_changed_ms;
+	if (def.stream.enabled && def.stream.label_ms == 0)
+		def.stream.label_ms = def.created_ms;
+	if (def.stream.label_ms != 0 && def.stream.changed_ms == 0)
+		def.stream.changed_ms = def.stream.label_ms;
+	for (int v = ST_VIEW_KEYS_ONLY; v <= ST_VIEW_NEW_AND_OLD_IMAGES; v++)
+		if (td->stream_view != NULL &&
+		    strcmp(td->stream_view, wire_stream_view_name(v)) == 0)
+			def.stream.view = (st_stream_view)v;
+	if (def.stream.label_ms != 0 && def.stream.view == ST_VIEW_NONE)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "TableDefine: a stream without a view type");
 	return st_table_def_stored(&def, a, out, errmsg);
 }

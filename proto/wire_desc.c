@@ -162,6 +162,9 @@ int wire_create_table_to_pb(sh_arena *a, const st_table_def *def, Shoal__CreateT
 	WIRE_SET(pb, table_name, name);
 	bool prov = def->billing == ST_BILLING_PROVISIONED;
 	WIRE_SET(pb, billing_mode, prov ? "PROVISIONED" : "PAY_PER_REQUEST");
+	if (def->stream.label_ms != 0 &&
+	    (pb->stream_specification = wire_stream_spec_to_pb(a, &def->stream)) == NULL)
+		return nomem(errmsg);
 	int rc = capacity_to_pb(a, prov, &def->tp, &pb->provisioned_throughput,
 	                        &pb->on_demand_throughput, errmsg);
 	if (rc == SHOAL_OK)
@@ -308,6 +311,17 @@ static void table_uuid(const st_table_def *def, char out[37])
 	}
 }
 
+char *wire_stream_arn(sh_arena *a, const char *table, int64_t label_ms)
+{
+	char label[WIRE_STREAM_LABEL_MAX], buf[700];
+	const char *t = arn(a, table, NULL);
+	if (t == NULL)
+		return NULL;
+	wire_stream_label(label_ms, label);
+	snprintf(buf, sizeof(buf), "%s/stream/%s", t, label);
+	return pbstr(a, buf);
+}
+
 static int64_t wall_ms(void)
 {
 	struct timespec ts;
@@ -442,6 +456,16 @@ int wire_table_desc_to_pb(sh_arena *a, const st_table_info *info, const char *st
 		tc->table_class = (char *)wire_table_class_name(def->table_class);
 		tc->last_update_date_time = def->class_changed_ms;
 		td->table_class_summary = tc;
+	}
+	if (def->stream.label_ms != 0) {
+		char label[WIRE_STREAM_LABEL_MAX];
+		wire_stream_label(def->stream.label_ms, label);
+		td->stream_specification = wire_stream_spec_to_pb(a, &def->stream);
+		td->latest_stream_arn = wire_stream_arn(a, def->name, def->stream.label_ms);
+		td->latest_stream_label = pbstr(a, label);
+		if (td->stream_specification == NULL || td->latest_stream_arn == NULL ||
+		    td->latest_stream_label == NULL)
+			return nomem(errmsg);
 	}
 	if (td->table_name == NULL || td->table_status == NULL || td->table_arn == NULL ||
 	    td->table_id == NULL || td->provisioned_throughput == NULL)

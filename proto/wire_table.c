@@ -634,6 +634,8 @@ int wire_create_table_from_pb(sh_arena *a, const Shoal__CreateTableRequest *pb, 
 		rc = create_constraints(pb, errmsg);
 	if (rc == SHOAL_OK)
 		rc = create_rules(a, pb, out, errmsg);
+	if (rc == SHOAL_OK && pb->stream_specification != NULL)
+		rc = wire_stream_spec_from_pb(pb->stream_specification, &out->stream, errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_dup(a, table, &out->name, errmsg);
 	out->deletion_protection = pb->deletion_protection_enabled;
@@ -833,7 +835,8 @@ static int update_rules(sh_arena *a, const Shoal__UpdateTableRequest *pb, st_tab
 	out->set_table_class = WIRE_HAS(pb, table_class);
 	out->table_class = wire_table_class_parse(WIRE_OPT(pb, table_class));
 	if (tp == NULL && billing == NULL && n_upd == 0 && pb->on_demand_throughput == NULL &&
-	    !out->set_deletion_protection && !out->set_table_class)
+	    !out->set_deletion_protection && !out->set_table_class &&
+	    pb->stream_specification == NULL)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "At least one of ProvisionedThroughput, BillingMode, "
 		               "UpdateStreamEnabled, GlobalSecondaryIndexUpdates or "
@@ -995,6 +998,10 @@ int wire_update_table_from_pb(sh_arena *a, const Shoal__UpdateTableRequest *pb,
 		rc = update_constraints(pb, errmsg);
 	if (rc == SHOAL_OK)
 		rc = update_rules(a, pb, out, errmsg);
+	if (rc == SHOAL_OK && pb->stream_specification != NULL) {
+		out->set_stream = true;
+		rc = wire_stream_spec_from_pb(pb->stream_specification, &out->stream, errmsg);
+	}
 	if (rc == SHOAL_OK)
 		rc = wire_dup(a, table, &out->name, errmsg);
 	return rc;

@@ -190,6 +190,15 @@ static int check(const rt_principal *who, unsigned perm, const char *action, con
 	               k->account, k->key_id, action, region, k->account, res, action);
 }
 
+/* A read of the table a StreamArn (or shard iterator) names. */
+static int check_stream(const rt_principal *who, const char *action, const char *arn, char *errmsg)
+{
+	char table[256];
+	if (!wire_stream_table_of(arn, table, sizeof(table)))
+		return SHOAL_OK; /* the step's validation refuses it */
+	return check(who, RT_PERM_READ, action, table, NULL, errmsg);
+}
+
 int rt_auth_authorize(const rt_router *rt, const rt_principal *who, const Shoal__Request *in,
                       char *errmsg)
 {
@@ -305,6 +314,20 @@ int rt_auth_authorize(const rt_router *rt, const rt_principal *who, const Shoal_
 	case SHOAL__REQUEST__OP_DESCRIBE_LIMITS:
 	case SHOAL__REQUEST__OP_DESCRIBE_ENDPOINTS:
 		return SHOAL_OK; /* about the service, no table's data */
+	/* DynamoDB Streams: reading a stream is reading its table. */
+	case SHOAL__REQUEST__OP_LIST_STREAMS:
+		if (WIRE_OPT(in->list_streams, table_name) != NULL)
+			return check(who, RT_PERM_READ, op, in->list_streams->table_name, NULL,
+			             errmsg);
+		if (allowed(k, RT_PERM_READ, "*"))
+			return SHOAL_OK;
+		return check(who, RT_PERM_READ, op, "*", NULL, errmsg);
+	case SHOAL__REQUEST__OP_DESCRIBE_STREAM:
+		return check_stream(who, op, WIRE_OPT(in->describe_stream, stream_arn), errmsg);
+	case SHOAL__REQUEST__OP_GET_SHARD_ITERATOR:
+		return check_stream(who, op, WIRE_OPT(in->get_shard_iterator, stream_arn), errmsg);
+	case SHOAL__REQUEST__OP_GET_RECORDS:
+		return check_stream(who, op, WIRE_OPT(in->get_records, shard_iterator), errmsg);
 	case SHOAL__REQUEST__OP_CLUSTER_STATUS:
 		if (k->admin)
 			return SHOAL_OK;

@@ -57,10 +57,16 @@
 
 const char *rt_http_target_op(const char *target)
 {
-	static const char prefix[] = RT_HTTP_TARGET_PREFIX;
-	if (target == NULL || strncmp(target, prefix, sizeof(prefix) - 1) != 0)
+	static const char ddb[] = RT_HTTP_TARGET_PREFIX, streams[] = RT_HTTP_STREAMS_PREFIX;
+	if (target == NULL)
 		return NULL;
-	const char *op = target + sizeof(prefix) - 1;
+	bool is_streams = strncmp(target, streams, sizeof(streams) - 1) == 0;
+	if (!is_streams && strncmp(target, ddb, sizeof(ddb) - 1) != 0)
+		return NULL;
+	const char *op = target + (is_streams ? sizeof(streams) : sizeof(ddb)) - 1;
+	const wire_op_info *o = wire_op_by_name(op);
+	if (o != NULL && ((o->flags & SHOAL_OPF_STREAMS) != 0) != is_streams)
+		return NULL;
 	return op[0] != '\0' ? op : NULL;
 }
 

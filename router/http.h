@@ -75,6 +75,8 @@
 #define RT_HTTP_INLINE_BODY   (16u * 1024)
 #define RT_HTTP_INLINE_ANSWER (16u * 1024)
 #define RT_HTTP_TARGET_PREFIX "DynamoDB_20120810."
+/* ... and DynamoDB Streams' operations (SHOAL_OPF_STREAMS in proto/ops.h). */
+#define RT_HTTP_STREAMS_PREFIX "DynamoDBStreams_20120810."
 /* I/O threads of the HTTP server.  One keeps up with the router's pipeline
  * on the 2-vCPU machine of the benchmarks (README "Benchmarks"). */
 #define RT_HTTP_IO_THREADS 1
@@ -85,7 +87,9 @@
 
 /* The operation named by an X-Amz-Target header ("DynamoDB_20120810.PutItem"
  * -> "PutItem", pointing into target), or NULL if the header is missing, has
- * another prefix or names nothing. */
+ * another prefix or names nothing.  A registry operation must come with its
+ * service's prefix ("DynamoDBStreams_20120810.GetRecords"); a name the
+ * registry does not know is returned (the caller answers it unknown). */
 const char *rt_http_target_op(const char *target);
 
 /* The x-amz-crc32 header value: CRC-32 (zlib's, IEEE) of the body in

@@ -21,6 +21,7 @@
 
 #include "../common/alloc.h"
 #include "catalog.h"
+#include "stream.h"
 #include "index_int.h"
 
 static const char KEY_NEXT_ID[] = "next_table_id";
@@ -266,6 +267,8 @@ int st_table_delete(st_txn *txn, const char *name, char *errmsg)
 	if ((rc = delete_table_data(txn, id, errmsg)) != SHOAL_OK)
 		goto err;
 	if ((rc = st_ix_forget_table(txn, id, errmsg)) != SHOAL_OK)
+		goto err;
+	if ((rc = st_stream_forget_table(txn, id, errmsg)) != SHOAL_OK)
 		goto err;
 	return SHOAL_OK;
 

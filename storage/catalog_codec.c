@@ -34,6 +34,12 @@
  *                 or retired, UpdateTable gives the next GSI this one
  *   ..      TCAP  the table's capacity (version >= 3)
  *   ..      META  the table's metadata (version 4)
+ *   ..      EXT*  optional extensions (version >= 3), each 1 tag, 2 length
+ *                 (u16), that many bytes; tags in increasing order, an
+ *                 unknown tag is damage:
+ *                   tag 1, 18 bytes: the stream (st_stream_spec): 1 enabled
+ *                   (0/1), 1 StreamViewType (1..4), 8 label ms, 8 change ms;
+ *                   absent when the table never had a stream
  *   end           the record ends exactly here
  *
  *   KS := STR hash name, TYPE hash type, 1 byte has-range (0 or 1),
@@ -61,6 +67,9 @@
 #include <string.h>
 
 #include "catalog.h"
+
+#define EXT_STREAM     1
+#define EXT_STREAM_LEN 18
 
 /* ------------------------------------------------------------------------ */
 /* Record encoding                                                           */
@@ -183,6 +192,14 @@ static void encode_record(wbuf *w, const st_table_def *d, uint64_t items, uint64
 	for (uint32_t i = 0; i < d->n_tags; i++) {
 		w_str(w, d->tags[i].key);
 		w_str(w, d->tags[i].value);
+	}
+	if (d->stream.label_ms != 0) {
+		w_u8(w, EXT_STREAM);
+		w_u16(w, EXT_STREAM_LEN);
+		w_u8(w, d->stream.enabled ? 1 : 0);
+		w_u8(w, (uint8_t)d->stream.view);
+		w_u64(w, (uint64_t)d->stream.label_ms);
+		w_u64(w, (uint64_t)d->stream.changed_ms);
 	}
 }
 
@@ -429,6 +446,30 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 				d->tags[i].key = r_str(&r, "tag key");
 				d->tags[i].value = r_str(&r, "tag value");
 			}
+		}
+	}
+	/* Extensions, after everything else (version >= 3). */
+	if (version >= 3) {
+		uint8_t last_tag = 0;
+		while (r.bad == NULL && !r.nomem && r.p < r.end) {
+			uint8_t tag = r_u8(&r, "extension tag");
+			uint16_t n = r_u16(&r, "extension length");
+			if (r.bad == NULL && (tag <= last_tag || tag != EXT_STREAM ||
+			                      n != EXT_STREAM_LEN || (size_t)(r.end - r.p) < n)) {
+				r.bad = "extension";
+				break;
+			}
+			last_tag = tag;
+			uint8_t en = r_u8(&r, "stream");
+			uint8_t view = r_u8(&r, "stream");
+			d->stream.label_ms = (int64_t)r_u64(&r, "stream");
+			d->stream.changed_ms = (int64_t)r_u64(&r, "stream");
+			if (r.bad == NULL &&
+			    (en > 1 || view < ST_VIEW_KEYS_ONLY ||
+			     view > ST_VIEW_NEW_AND_OLD_IMAGES || d->stream.label_ms == 0))
+				r.bad = "stream";
+			d->stream.enabled = en == 1;
+			d->stream.view = (st_stream_view)view;
 		}
 	}
 	if (r.bad == NULL && !r.nomem)

@@ -38,7 +38,8 @@ struct st_env {
 	MDB_dbi data;
 	uint32_t page_bytes; /* Query/Scan page limit */
 	bool nosync;
-	uint64_t collection_limit; /* item collection limit of tables with LSIs */
+	uint64_t collection_limit;   /* item collection limit of tables with LSIs */
+	int64_t stream_retention_ms; /* stream records older than this are trimmed */
 	/* MDB_WRITEMAP (with nosync, where the file system can preallocate):
 	 * the data file's blocks are preallocated ahead of LMDB's last page
 	 * (env.c, "Writable map"), `reserved` bytes from its start so far. */

@@ -64,6 +64,7 @@
 
 #include "../common/alloc.h"
 #include "engine.h"
+#include "stream.h"
 #include "index.h"
 
 #define ENV_FORMAT           1u
@@ -262,6 +263,11 @@ static void tighten(const char *dir)
 	}
 }
 
+void st_env_set_stream_retention(st_env *env, int64_t ms)
+{
+	env->stream_retention_ms = ms > 0 ? ms : ST_STREAM_RETENTION_MS;
+}
+
 int st_env_open(const char *path, const st_env_options *opts, st_env **out, char *errmsg)
 {
 	st_env_options defaults = {0};
@@ -276,6 +282,7 @@ int st_env_open(const char *path, const st_env_options *opts, st_env **out, char
 	env->nosync = opts->nosync;
 	env->collection_limit =
 	    opts->collection_limit != 0 ? opts->collection_limit : 10ull * 1024 * 1024 * 1024;
+	env->stream_retention_ms = ST_STREAM_RETENTION_MS;
 	env->wver = sh_calloc(ST_WVER_SLOTS, sizeof(*env->wver));
 	if (env->wver == NULL) {
 		sh_free(env);

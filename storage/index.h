@@ -235,6 +235,10 @@ typedef struct st_table_update_req {
 	uint32_t n_tag_set;
 	const char *const *tag_remove;
 	uint32_t n_tag_remove;
+	/* StreamSpecification (set_stream false: unchanged): enable with a view
+	 * type, or disable.  label_ms and changed_ms are set by st_table_update. */
+	bool set_stream;
+	st_stream_spec stream;
 } st_table_update_req;
 
 /* Group 0: validates and applies an UpdateTable with DynamoDB's rules and

@@ -87,6 +87,32 @@ static bool def_uses(const st_table_def *d, const char *name)
 /* UpdateTable (group 0)                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* UpdateTable's StreamSpecification on d: enabling creates a new stream
+ * (its label is now_ms, kept increasing), disabling ends the current one;
+ * both need the other state (DynamoDB's rule). */
+static int updated_stream(const st_table_def *old, const st_table_update_req *req, int64_t now_ms,
+                          st_table_def *d, char *errmsg)
+{
+	if (req->stream.enabled && old->stream.enabled)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Table already has an enabled stream: TableName: %s", old->name);
+	if (!req->stream.enabled && !old->stream.enabled)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Table does not have an enabled stream: TableName: %s", old->name);
+	int64_t t = now_ms;
+	if (t <= old->stream.label_ms)
+		t = old->stream.label_ms + 1;
+	if (t <= old->stream.changed_ms)
+		t = old->stream.changed_ms + 1;
+	d->stream.enabled = req->stream.enabled;
+	d->stream.changed_ms = t;
+	if (req->stream.enabled) {
+		d->stream.view = req->stream.view;
+		d->stream.label_ms = t;
+	}
+	return SHOAL_OK;
+}
+
 /* The table's definition with req applied, validated; SHOAL_E_VALIDATION,
  * SHOAL_E_NOT_FOUND or SHOAL_E_NOMEM. */
 static int updated_def(const st_table_def *old, const st_table_update_req *req, int64_t now_ms,
@@ -198,6 +224,8 @@ static int updated_def(const st_table_def *old, const st_table_update_req *req, 
 	                         req->tag_remove, req->n_tag_remove, a, &d->tags, &d->n_tags,
 	                         errmsg)) != SHOAL_OK)
 		return rc;
+	if (req->set_stream && (rc = updated_stream(old, req, now_ms, d, errmsg)) != SHOAL_OK)
+		return rc;
 	rc = st_catalog_check_def(d, a, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
@@ -221,7 +249,7 @@ int st_table_update(st_txn *txn, const st_table_update_req *req, char *errmsg)
 	if (rc == SHOAL_OK)
 		rc = updated_def(&t.def, req, st_txn_time(txn), &a, &d, &cap_changed, errmsg);
 	bool meta = req->set_deletion_protection || req->set_table_class ||
-	            req->n_tag_set + req->n_tag_remove > 0;
+	            req->n_tag_set + req->n_tag_remove > 0 || req->set_stream;
 	if (rc == SHOAL_OK &&
 	    (req->n_create + req->n_drop + req->n_attrs > 0 || cap_changed || meta))
 		rc = put_record(txn, &d, t.item_count, t.size_bytes, &a, errmsg);
@@ -345,6 +373,8 @@ int st_table_redefine(st_txn *txn, const st_table_def *def, char *errmsg)
 	d.id = t.def.id;
 	if (t.def.capacity_ms > d.capacity_ms) /* an older define: keep our capacity */
 		keep_capacity(&d, &t.def);
+	if (t.def.stream.changed_ms > d.stream.changed_ms) /* ... and our stream */
+		d.stream = t.def.stream;
 	if (t.def.next_index_id > d.next_index_id)
 		d.next_index_id = t.def.next_index_id;
 	for (uint32_t i = 0; i < t.def.n_indexes; i++)

@@ -224,6 +224,27 @@ typedef enum st_billing {
 	ST_BILLING_PROVISIONED,
 } st_billing;
 
+/* DynamoDB Streams: a table's StreamSpecification and its latest stream
+ * (storage/stream.h has the records).  StreamViewType codes are stored. */
+typedef enum st_stream_view {
+	ST_VIEW_NONE = 0,
+	ST_VIEW_KEYS_ONLY,
+	ST_VIEW_NEW_IMAGE,
+	ST_VIEW_OLD_IMAGE,
+	ST_VIEW_NEW_AND_OLD_IMAGES,
+} st_stream_view;
+
+typedef struct st_stream_spec {
+	bool enabled;        /* records are written for the table's changes */
+	st_stream_view view; /* of the latest stream (kept after it is disabled) */
+	/* The latest stream's creation time (ms since the epoch; group 0's
+	 * clock): its StreamLabel and ARN.  0: the table never had a stream. */
+	int64_t label_ms;
+	/* Group 0's time of the last change of the specification (0: none):
+	 * a data group keeps the newer of two definitions' (st_table_redefine). */
+	int64_t changed_ms;
+} st_stream_spec;
+
 typedef struct st_index_def {
 	const char *name;
 	uint16_t id; /* 1..; 0 is the base table. Assigned by the engine if 0. */
@@ -295,6 +316,7 @@ typedef struct st_table_def {
 	int64_t class_changed_ms; /* TableClassSummary.LastUpdateDateTime (0: never updated) */
 	st_tag *tags;
 	uint32_t n_tags;
+	st_stream_spec stream; /* StreamSpecification (all zero: never had a stream) */
 } st_table_def;
 
 typedef struct st_table_info {
@@ -327,6 +349,11 @@ typedef struct st_env_options {
  * exist. opts may be NULL for defaults. */
 int st_env_open(const char *path, const st_env_options *opts, st_env **out, char *errmsg);
 void st_env_close(st_env *env);
+/* How long DynamoDB Streams records are kept (stream.h); ms <= 0: 24
+ * hours (the default).  Must be the same on every replica of a group (it
+ * comes from the cluster file): trimming is part of the replicated state.
+ * Set before the first write. */
+void st_env_set_stream_retention(st_env *env, int64_t ms);
 /* Flushes LMDB to disk (mdb_env_sync with force). */
 int st_env_sync(st_env *env, char *errmsg);
 /* With nosync the environment writes through a writable map whose file

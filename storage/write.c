@@ -22,8 +22,9 @@
  *    changes (index_write.c: LSI entries, the item collection limit, GSI
  *    outbox deltas).
  *
- * Applying writes the item, the index changes and the table's counters
- * (item count, size bytes) in the same LMDB transaction.  A transaction
+ * Applying writes the item, the index changes, the table's stream record
+ * (stream.c, when it has an enabled stream) and the table's counters (item
+ * count, size bytes) in the same LMDB transaction.  A transaction
  * (txn.c) plans all of its actions before it applies any, so that one
  * failing action leaves nothing written.
  *
@@ -45,6 +46,7 @@
 #include "engine.h"
 #include "expr.h"
 #include "index_int.h"
+#include "stream.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -232,6 +234,10 @@ static int check_index_keys(const st_table_def *t, const st_value *item, char *e
 static int reserve_item(st_txn *txn, const st_table_info *t, size_t item_bytes, char *errmsg)
 {
 	uint64_t copies = 1 + 2 * (uint64_t)t->def.n_indexes;
+	/* A stream record holds up to two images (callers pass the larger of
+	 * the old and new sizes then) and its append trims old records. */
+	if (t->def.stream.enabled)
+		copies += 2 + ST_STREAM_TRIM_PER_APPEND;
 	return st_txn_reserve(txn, copies * (2 * (uint64_t)item_bytes + ST_RESERVE_PER_KEY),
 	                      errmsg);
 }
@@ -532,7 +538,10 @@ int st_plan_check(st_txn *txn, const st_check_req *req, sh_arena *a, st_write_pl
 /* Stores the plan's new image with its index changes and counters. */
 static int store_item(st_txn *txn, const st_write_plan *p, sh_arena *a, char *errmsg)
 {
-	int rc = reserve_item(txn, &p->t, st_item_size(p->new_item), errmsg);
+	size_t size = st_item_size(p->new_item);
+	if (p->t.def.stream.enabled && p->old_item != NULL && st_item_size(p->old_item) > size)
+		size = st_item_size(p->old_item);
+	int rc = reserve_item(txn, &p->t, size, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	uint8_t *buf;
@@ -544,6 +553,8 @@ static int store_item(st_txn *txn, const st_write_plan *p, sh_arena *a, char *er
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_put(data)", errmsg);
 	rc = st_ix_plan_apply(txn, p->ix, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_stream_append(txn, &p->t.def, &p->k, p->old_item, p->new_item, a, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	int64_t bytes = (int64_t)st_item_size(p->new_item);
@@ -553,7 +564,7 @@ static int store_item(st_txn *txn, const st_write_plan *p, sh_arena *a, char *er
 }
 
 /* Deletes the plan's item with its index changes and counters. */
-static int delete_item(st_txn *txn, const st_write_plan *p, char *errmsg)
+static int delete_item(st_txn *txn, const st_write_plan *p, sh_arena *a, char *errmsg)
 {
 	int rc = reserve_item(txn, &p->t, st_item_size(p->old_item), errmsg);
 	MDB_val kv = {p->k.len, (void *)p->k.b};
@@ -562,6 +573,8 @@ static int delete_item(st_txn *txn, const st_write_plan *p, char *errmsg)
 		rc = st_lmdb_err(mrc, "mdb_del(data)", errmsg);
 	if (rc == SHOAL_OK)
 		rc = st_ix_plan_apply(txn, p->ix, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_stream_append(txn, &p->t.def, &p->k, p->old_item, NULL, a, errmsg);
 	if (rc == SHOAL_OK)
 		rc = st_table_count(txn, p->t.def.name, -1, -(int64_t)st_item_size(p->old_item),
 		                    errmsg);
@@ -575,7 +588,7 @@ int st_plan_apply(st_txn *txn, const st_write_plan *p, sh_arena *a, st_write_res
 		return sticky(txn, errmsg);
 	int rc = SHOAL_OK;
 	if (p->writes)
-		rc = p->kind == PLAN_DELETE ? delete_item(txn, p, errmsg)
+		rc = p->kind == PLAN_DELETE ? delete_item(txn, p, a, errmsg)
 		                            : store_item(txn, p, a, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);

@@ -1139,6 +1139,9 @@ START_TEST(test_tags_and_protection)
 	t.def.n_tags = 3;
 	t.def.deletion_protection = true;
 	t.def.table_class = ST_CLASS_STANDARD_IA;
+	/* With a stream too: its extension follows the metadata in the record. */
+	t.def.stream =
+	    (st_stream_spec){true, ST_VIEW_NEW_AND_OLD_IMAGES, 1764100000000, 1764100000000};
 	create_ok(&t.def);
 
 	/* Kept across a reopen of the environment (the record, not a cache). */
@@ -1149,6 +1152,9 @@ START_TEST(test_tags_and_protection)
 	ck_assert_str_eq(tag_value(&d, "empty"), "");
 	ck_assert(d.deletion_protection);
 	ck_assert_int_eq(d.table_class, ST_CLASS_STANDARD_IA);
+	ck_assert(d.stream.enabled);
+	ck_assert_int_eq(d.stream.view, ST_VIEW_NEW_AND_OLD_IMAGES);
+	ck_assert_int_eq(d.stream.label_ms, 1764100000000);
 
 	/* Protected: group 0's delete refuses it and changes nothing. */
 	st_txn *txn;

@@ -48,7 +48,11 @@ START_TEST(test_target)
 	ck_assert_ptr_null(rt_http_target_op(NULL));
 	ck_assert_ptr_null(rt_http_target_op(""));
 	ck_assert_ptr_null(rt_http_target_op("DynamoDB_20120810."));
-	ck_assert_ptr_null(rt_http_target_op("DynamoDBStreams_20120810.GetRecords"));
+	/* DynamoDB Streams' operations under their own service's prefix only. */
+	ck_assert_str_eq(rt_http_target_op("DynamoDBStreams_20120810.GetRecords"), "GetRecords");
+	ck_assert_ptr_null(rt_http_target_op("DynamoDB_20120810.GetRecords"));
+	ck_assert_ptr_null(rt_http_target_op("DynamoDBStreams_20120810.PutItem"));
+	ck_assert_ptr_null(rt_http_target_op("DynamoDBStreams_20120810."));
 	ck_assert_ptr_null(rt_http_target_op("PutItem"));
 }
 END_TEST

@@ -1146,6 +1146,8 @@ from test_legacy import Legacy  # noqa: E402,F401
 # Tags, deletion protection, ids and ARNs, limits, endpoints, CORS; and the
 # restart of every process (its class sorts last).
 from test_smallops import SmallOps, WholeClusterRestart  # noqa: E402,F401
+# DynamoDB Streams.
+from test_streams import Streams  # noqa: E402,F401
 
 if __name__ == "__main__":
     # boto3 clients keep their pooled connections open until collected.

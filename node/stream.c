@@ -1,0 +1,245 @@
+/*
+ * stream.c -- a storage node's half of DynamoDB Streams: DescribeStream (this
+ * group's shard), GetShardIterator and GetRecords, served by any replica
+ * from its own LMDB (the stream log is replicated state: storage/stream.h
+ * has the design).  The router (router/stream.c) routes a shard to the
+ * group that holds its partition and merges DescribeStream's shards.
+ *
+ * Each handler checks that the stream is the table's latest one (the label
+ * in the ARN or iterator equals the table's stream.label_ms, and for an
+ * iterator the table id too: a table dropped and created again under the
+ * same name has another id), then reads st_stream_*.  A shard of a
+ * disabled stream is closed: DescribeStream gives its EndingSequenceNumber
+ * and GetRecords stops handing out iterators once it has read to its end.
+ */
+#include <string.h>
+
+#include "node/node.h"
+#include "proto/wire.h"
+#include "storage/stream.h"
+
+static int nomem(node_call *c)
+{
+	return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
+}
+
+static int stream_not_found(node_call *c, const char *arn)
+{
+	return sh_errf(c->errmsg, SHOAL_E_NOT_FOUND,
+	               "Requested resource not found: Stream: %s not found", arn);
+}
+
+/* The table of a stream, which must still be the table's latest stream. */
+static int load_stream(node_call *c, const char *arn, const char *table, int64_t label_ms,
+                       st_table_info *t)
+{
+	int rc = st_table_describe(node_group_env(c->group), table, c->arena, t, c->errmsg);
+	if (rc == SHOAL_E_NOT_FOUND || (rc == SHOAL_OK && t->def.stream.label_ms != label_ms))
+		return stream_not_found(c, arn);
+	return rc;
+}
+
+/* Whether this group holds partition p of every table. */
+static bool holds_partition(node_call *c, uint32_t p)
+{
+	const sh_cluster_conf *conf = c->node->conf;
+	return p < sh_cluster_partitions(conf) &&
+	       sh_cluster_partition_group(conf, p) == node_group_id(c->group);
+}
+
+/* The region of an ARN ("arn:aws:dynamodb:<region>:..."), in the arena. */
+static const char *arn_region(sh_arena *a, const char *arn)
+{
+	const char *p = arn;
+	for (int i = 0; i < 3 && p != NULL; i++)
+		p = (p = strchr(p, ':')) != NULL ? p + 1 : NULL;
+	const char *e = p != NULL ? strchr(p, ':') : NULL;
+	char *r = e != NULL ? sh_arena_strndup(a, p, (size_t)(e - p)) : NULL;
+	return r != NULL ? r : "";
+}
+
+static char *seqno(node_call *c, uint64_t seq)
+{
+	char *s = sh_arena_alloc(c->arena, WIRE_SEQNO_MAX);
+	if (s != NULL)
+		wire_seqno(seq, s);
+	return s;
+}
+
+int node_handle_describe_stream(node_call *c)
+{
+	wire_describe_stream_req r;
+	st_table_info t;
+	int rc =
+	    wire_describe_stream_from_pb(c->arena, c->req->request->describe_stream, &r, c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = load_stream(c, r.stream_arn, r.table, r.label_ms, &t);
+	if (rc != SHOAL_OK)
+		return rc;
+	Shoal__DescribeStreamResponse *out = sh_arena_alloc(c->arena, sizeof(*out));
+	Shoal__StreamDescription *d = sh_arena_alloc(c->arena, sizeof(*d));
+	char *label = sh_arena_alloc(c->arena, WIRE_STREAM_LABEL_MAX);
+	uint32_t parts = sh_cluster_partitions(c->node->conf);
+	Shoal__Shard **shards = sh_arena_calloc(c->arena, parts + 1, sizeof(*shards));
+	if (out == NULL || d == NULL || label == NULL || shards == NULL)
+		return nomem(c);
+	shoal__describe_stream_response__init(out);
+	shoal__stream_description__init(d);
+	wire_stream_label(r.label_ms, label);
+	d->stream_arn = (char *)r.stream_arn;
+	d->stream_label = label;
+	d->stream_status = t.def.stream.enabled ? "ENABLED" : "DISABLED";
+	d->stream_view_type = (char *)wire_stream_view_name(t.def.stream.view);
+	d->creation_request_date_time = r.label_ms;
+	d->table_name = (char *)t.def.name;
+	d->shards = shards;
+	/* This group's shards (one per partition it holds). */
+	for (uint32_t p = 0; p < parts; p++) {
+		if (!holds_partition(c, p))
+			continue;
+		st_stream_bounds b;
+		rc = st_stream_bounds_get(node_group_env(c->group), t.def.id, r.label_ms, &b,
+		                          c->errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		Shoal__Shard *s = sh_arena_alloc(c->arena, sizeof(*s));
+		Shoal__SequenceNumberRange *range = sh_arena_alloc(c->arena, sizeof(*range));
+		char *id = sh_arena_alloc(c->arena, WIRE_SHARD_ID_MAX);
+		if (s == NULL || range == NULL || id == NULL)
+			return nomem(c);
+		shoal__shard__init(s);
+		shoal__sequence_number_range__init(range);
+		wire_shard_id(r.label_ms, p, id);
+		s->shard_id = id;
+		/* The oldest record there, else where the next one will be. */
+		uint64_t first =
+		    b.first != 0 ? b.first : (b.trimmed > b.newest ? b.trimmed : b.newest) + 1;
+		char *start = seqno(c, first);
+		if (start == NULL)
+			return nomem(c);
+		WIRE_SET(range, starting_sequence_number, start);
+		if (!t.def.stream.enabled) {
+			char *end = seqno(c, b.last != 0 ? b.last : first);
+			if (end == NULL)
+				return nomem(c);
+			WIRE_SET(range, ending_sequence_number, end);
+		}
+		s->sequence_number_range = range;
+		shards[d->n_shards++] = s;
+	}
+	out->stream_description = d;
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_DESCRIBE_STREAM;
+	c->resp->describe_stream = out;
+	return SHOAL_OK;
+}
+
+int node_handle_get_shard_iterator(node_call *c)
+{
+	wire_shard_iter_req r;
+	st_table_info t;
+	int rc = wire_get_shard_iterator_from_pb(c->arena, c->req->request->get_shard_iterator, &r,
+	                                         c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = load_stream(c, r.stream_arn, r.table, r.label_ms, &t);
+	if (rc == SHOAL_OK && !holds_partition(c, r.partition))
+		rc = sh_errf(c->errmsg, SHOAL_E_NOT_FOUND,
+		             "Requested resource not found: Shard does not exist");
+	st_stream_bounds b;
+	if (rc == SHOAL_OK)
+		rc = st_stream_bounds_get(node_group_env(c->group), t.def.id, r.label_ms, &b,
+		                          c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	wire_iter it = {.table_id = t.def.id, .partition = r.partition};
+	switch (r.type) {
+	case WIRE_ITER_TRIM_HORIZON:
+		it.pos = b.trimmed + 1;
+		break;
+	case WIRE_ITER_LATEST:
+		it.pos = (b.trimmed > b.newest ? b.trimmed : b.newest) + 1;
+		break;
+	case WIRE_ITER_AT:
+		it.pos = r.seq;
+		break;
+	case WIRE_ITER_AFTER:
+		it.pos = r.seq + 1;
+		break;
+	}
+	if ((r.type == WIRE_ITER_AT || r.type == WIRE_ITER_AFTER) && it.pos <= b.trimmed)
+		return sh_errf(c->errmsg, SHOAL_E_TRIMMED,
+		               "Attempting to access data that has been trimmed: sequence number "
+		               "%s is before the shard's oldest record",
+		               WIRE_OPT(c->req->request->get_shard_iterator, sequence_number));
+	it.issued_ms = node_wall_ms();
+	Shoal__GetShardIteratorResponse *out = sh_arena_alloc(c->arena, sizeof(*out));
+	char *s = wire_iter_encode(c->arena, r.stream_arn, &it);
+	if (out == NULL || s == NULL)
+		return nomem(c);
+	shoal__get_shard_iterator_response__init(out);
+	WIRE_SET(out, shard_iterator, s);
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_GET_SHARD_ITERATOR;
+	c->resp->get_shard_iterator = out;
+	return SHOAL_OK;
+}
+
+/* A GetRecords reply stays under DynamoDB's 1 MB: records are read up to
+ * this many encoded bytes (their JSON is larger, their protobuf about the
+ * same). */
+#define RECORDS_MAX_BYTES (1u << 20)
+
+int node_handle_get_records(node_call *c)
+{
+	wire_iter it;
+	uint32_t limit;
+	st_table_info t;
+	int64_t now = node_wall_ms();
+	int rc = wire_get_records_from_pb(c->arena, c->req->request->get_records, &it, &limit,
+	                                  c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_iter_check_age(&it, now, c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = load_stream(c, it.stream_arn, it.table, it.label_ms, &t);
+	if (rc == SHOAL_OK && (t.def.id != it.table_id || !holds_partition(c, it.partition)))
+		rc = stream_not_found(c, it.stream_arn);
+	st_stream_rec *recs;
+	uint32_t n;
+	uint64_t next;
+	if (rc == SHOAL_OK)
+		rc = st_stream_read(node_group_env(c->group), t.def.id, it.label_ms, it.pos, limit,
+		                    RECORDS_MAX_BYTES, c->arena, &recs, &n, &next, c->errmsg);
+	Shoal__GetRecordsResponse *out = sh_arena_alloc(c->arena, sizeof(*out));
+	if (rc == SHOAL_OK && out == NULL)
+		rc = nomem(c);
+	if (rc == SHOAL_OK) {
+		shoal__get_records_response__init(out);
+		rc = wire_stream_records_to_pb(c->arena, recs, n, t.def.id, it.partition,
+		                               arn_region(c->arena, it.stream_arn), &out->records,
+		                               c->errmsg);
+		out->n_records = n;
+	}
+	if (rc != SHOAL_OK)
+		return rc;
+	/* A closed shard (the stream is disabled) read to its end has no next
+	 * iterator; an open one always has. */
+	bool closed = false;
+	if (!t.def.stream.enabled) {
+		st_stream_bounds b;
+		rc = st_stream_bounds_get(node_group_env(c->group), t.def.id, it.label_ms, &b,
+		                          c->errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		closed = next > b.last;
+	}
+	if (!closed) {
+		wire_iter nx = it;
+		nx.pos = next;
+		nx.issued_ms = now;
+		char *s = wire_iter_encode(c->arena, it.stream_arn, &nx);
+		if (s == NULL)
+			return nomem(c);
+		WIRE_SET(out, next_shard_iterator, s);
+	}
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_GET_RECORDS;
+	c->resp->get_records = out;
+	return SHOAL_OK;
+}

@@ -1,0 +1,276 @@
+/*
+ * stream.c -- the router's steps of DynamoDB Streams (design: storage/
+ * stream.h; the node's half: node/stream.c).
+ *
+ *   ListStreams       from the catalog (a fresh one): every table whose
+ *                     definition names a stream (enabled or not), by name
+ *   DescribeStream    the table from the catalog, then every data group's
+ *                     shard(s), read from any replica, merged in partition
+ *                     order; Limit / ExclusiveStartShardId page the merge
+ *   GetShardIterator  the shard's partition -> its group (any replica)
+ *   GetRecords        the iterator's partition -> its group (any replica)
+ *
+ * A stream is named by its table and label; a label that is not the
+ * table's latest one in the cached catalog gets one catalog refresh before
+ * it is ResourceNotFound (the stream may have been enabled just now).
+ */
+#include <string.h>
+
+#include "router/router.h"
+
+static int nomem(rt_job *j)
+{
+	return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+}
+
+static int stream_not_found(rt_job *j, const char *arn)
+{
+	return rt_job_fail(j, SHOAL_E_NOT_FOUND,
+	                   "Requested resource not found: Stream: %s not found", arn);
+}
+
+/* The table of a stream, whose latest stream has label_ms: RT_WAIT while
+ * the catalog refreshes, SHOAL_OK with *t, or the job's failure. */
+static int stream_table(rt_job *j, const char *arn, const char *table, int64_t label_ms,
+                        const rt_table **t)
+{
+	int rc = rt_job_table(j, table, false, t);
+	if (rc == SHOAL_E_NOT_FOUND)
+		return stream_not_found(j, arn);
+	if (rc != SHOAL_OK)
+		return rc;
+	if ((*t)->def.stream.label_ms == label_ms)
+		return SHOAL_OK;
+	if (!j->fresh)
+		return rt_job_refresh(j);
+	return stream_not_found(j, arn);
+}
+
+/* The group of a stream's shard, or ResourceNotFound. */
+static int shard_group(rt_job *j, uint32_t partition, uint32_t *group)
+{
+	const sh_cluster_conf *conf = j->rt->conf;
+	if (partition >= sh_cluster_partitions(conf))
+		return rt_job_fail(j, SHOAL_E_NOT_FOUND,
+		                   "Requested resource not found: Shard does not exist");
+	*group = sh_cluster_partition_group(conf, partition);
+	return SHOAL_OK;
+}
+
+/* Phase 1 of a one-group step: the call issued in phase 0, passed on. */
+static int forward(rt_job *j, uint32_t group)
+{
+	rt_call *c = rt_job_call(j, group);
+	if (c == NULL)
+		return nomem(j);
+	c->any_replica = true;
+	int rc = rt_call_forward(j, c, NULL, 0);
+	if (rc != SHOAL_OK)
+		return rc;
+	j->st = c;
+	j->phase = 1;
+	return RT_WAIT;
+}
+
+int rt_step_get_shard_iterator(rt_job *j)
+{
+	if (j->phase == 1)
+		return rt_job_pass(j, j->st);
+	wire_shard_iter_req r;
+	const rt_table *t;
+	uint32_t group = 0;
+	int rc =
+	    wire_get_shard_iterator_from_pb(&j->arena, j->in->get_shard_iterator, &r, j->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if ((rc = stream_table(j, r.stream_arn, r.table, r.label_ms, &t)) != SHOAL_OK)
+		return rc;
+	if ((rc = shard_group(j, r.partition, &group)) != SHOAL_OK)
+		return rc;
+	return forward(j, group);
+}
+
+int rt_step_get_records(rt_job *j)
+{
+	if (j->phase == 1)
+		return rt_job_pass(j, j->st);
+	wire_iter it;
+	uint32_t limit, group = 0;
+	int rc = wire_get_records_from_pb(&j->arena, j->in->get_records, &it, &limit, j->errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_iter_check_age(&it, rt_wall_ms(), j->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if ((rc = shard_group(j, it.partition, &group)) != SHOAL_OK)
+		return rc;
+	return forward(j, group);
+}
+
+typedef struct describe_st {
+	wire_describe_stream_req r;
+	rt_call *calls[SH_MAX_GROUPS];
+	uint32_t n;
+} describe_st;
+
+int rt_step_describe_stream(rt_job *j)
+{
+	describe_st *s = j->st;
+	int rc;
+	if (j->phase == 0) {
+		if (s == NULL && (s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
+			return nomem(j);
+		if ((rc = wire_describe_stream_from_pb(&j->arena, j->in->describe_stream, &s->r,
+		                                       j->errmsg)) != SHOAL_OK)
+			return rc;
+		const rt_table *t;
+		if ((rc = stream_table(j, s->r.stream_arn, s->r.table, s->r.label_ms, &t)) !=
+		    SHOAL_OK)
+			return rc;
+		uint32_t groups[SH_MAX_GROUPS];
+		uint32_t ng = rt_data_groups(j->rt->conf, groups);
+		for (uint32_t i = 0; i < ng; i++) {
+			rt_call *c = rt_job_call(j, groups[i]);
+			if (c == NULL)
+				return nomem(j);
+			c->any_replica = true;
+			if ((rc = rt_call_forward(j, c, NULL, 0)) != SHOAL_OK)
+				return rc;
+			s->calls[s->n++] = c;
+		}
+		j->phase = 1;
+		return RT_WAIT;
+	}
+	/* Every group's shards, in partition order (groups hold partitions in
+	 * order: rt_data_groups), then the page. */
+	Shoal__StreamDescription *d = NULL;
+	Shoal__Shard **all = NULL;
+	size_t n_all = 0;
+	for (uint32_t i = 0; i < s->n; i++) {
+		Shoal__NodeResponse *resp;
+		if (!rt_call_ok(j, s->calls[i], &resp, &rc))
+			return rc;
+		const Shoal__Response *r = resp->response;
+		if (r == NULL || r->describe_stream == NULL ||
+		    r->describe_stream->stream_description == NULL)
+			return rt_job_fail(j, SHOAL_E_INTERNAL, "group %u answered no description",
+			                   s->calls[i]->group);
+		const Shoal__StreamDescription *g = r->describe_stream->stream_description;
+		if (d == NULL) {
+			d = r->describe_stream->stream_description;
+			all = sh_arena_calloc(&j->arena, sh_cluster_partitions(j->rt->conf) + 1,
+			                      sizeof(*all));
+			if (all == NULL)
+				return nomem(j);
+		}
+		for (size_t k = 0; k < g->n_shards && n_all < sh_cluster_partitions(j->rt->conf);
+		     k++)
+			all[n_all++] = g->shards[k];
+	}
+	if (d == NULL)
+		return stream_not_found(j, s->r.stream_arn);
+	size_t from = 0;
+	if (s->r.has_start) {
+		char id[WIRE_SHARD_ID_MAX];
+		wire_shard_id(s->r.label_ms, s->r.start_partition, id);
+		for (size_t k = 0; k < n_all; k++)
+			if (strcmp(all[k]->shard_id, id) == 0)
+				from = k + 1;
+	}
+	size_t n = n_all - from < s->r.limit ? n_all - from : s->r.limit;
+	d->shards = all + from;
+	d->n_shards = n;
+	if (from + n < n_all)
+		WIRE_SET(d, last_evaluated_shard_id, d->shards[n - 1]->shard_id);
+	Shoal__DescribeStreamResponse *out = sh_arena_alloc(&j->arena, sizeof(*out));
+	if (out == NULL)
+		return nomem(j);
+	shoal__describe_stream_response__init(out);
+	out->stream_description = d;
+	/* The key schema comes from the catalog's definition. */
+	const rt_table *t = rt_catalog_find(j->snap, s->r.table);
+	if (t != NULL) {
+		Shoal__KeySchemaElement **ks = sh_arena_calloc(&j->arena, 2, sizeof(*ks));
+		Shoal__KeySchemaElement *e = sh_arena_calloc(&j->arena, 2, sizeof(*e));
+		if (ks == NULL || e == NULL)
+			return nomem(j);
+		for (int k = 0; k < 2; k++)
+			shoal__key_schema_element__init(&e[k]);
+		e[0].attribute_name = (char *)t->def.key.hash.name;
+		e[0].key_type = "HASH";
+		ks[0] = &e[0];
+		d->n_key_schema = 1;
+		if (t->def.key.range.name != NULL) {
+			e[1].attribute_name = (char *)t->def.key.range.name;
+			e[1].key_type = "RANGE";
+			ks[1] = &e[1];
+			d->n_key_schema = 2;
+		}
+		d->key_schema = ks;
+	}
+	j->out->result_case = SHOAL__RESPONSE__RESULT_DESCRIBE_STREAM;
+	j->out->describe_stream = out;
+	return SHOAL_OK;
+}
+
+int rt_step_list_streams(rt_job *j)
+{
+	const char *table, *start;
+	uint32_t limit;
+	int rc = wire_list_streams_from_pb(j->in->list_streams, &table, &start, &limit, j->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (j->phase == 0) {
+		j->phase = 1;
+		return rt_job_refresh(j);
+	}
+	if (j->refresh_rc != SHOAL_OK)
+		return rt_job_fail(j, j->refresh_rc, "%s", j->refresh_msg);
+	rt_catalog_snap *snap = rt_catalog_acquire(&j->rt->catalog);
+	Shoal__ListStreamsResponse *out = sh_arena_alloc(&j->arena, sizeof(*out));
+	Shoal__StreamSummary **v =
+	    sh_arena_calloc(&j->arena, (snap != NULL ? snap->n : 0) + 1, sizeof(*v));
+	if (out == NULL || v == NULL) {
+		rt_catalog_release(snap);
+		return nomem(j);
+	}
+	shoal__list_streams_response__init(out);
+	out->streams = v;
+	bool past_start = start == NULL;
+	for (uint32_t i = 0; snap != NULL && i < snap->n && rc == SHOAL_OK; i++) {
+		const rt_table *t = &snap->tables[i];
+		if (t->def.stream.label_ms == 0 || (table != NULL && strcmp(table, t->name) != 0))
+			continue;
+		char *arn = wire_stream_arn(&j->arena, t->name, t->def.stream.label_ms);
+		char *label = sh_arena_alloc(&j->arena, WIRE_STREAM_LABEL_MAX);
+		char *name = sh_arena_strndup(&j->arena, t->name, strlen(t->name));
+		Shoal__StreamSummary *e = sh_arena_alloc(&j->arena, sizeof(*e));
+		if (arn == NULL || label == NULL || name == NULL || e == NULL) {
+			rc = nomem(j);
+			break;
+		}
+		if (!past_start) {
+			past_start = strcmp(arn, start) == 0;
+			continue;
+		}
+		if (out->n_streams == limit) {
+			WIRE_SET(out, last_evaluated_stream_arn, v[limit - 1]->stream_arn);
+			break;
+		}
+		wire_stream_label(t->def.stream.label_ms, label);
+		shoal__stream_summary__init(e);
+		e->stream_arn = arn;
+		e->table_name = name;
+		e->stream_label = label;
+		v[out->n_streams++] = e;
+	}
+	bool exists = table == NULL || (snap != NULL && rt_catalog_find(snap, table) != NULL);
+	rt_catalog_release(snap);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (!exists)
+		return rt_job_fail(j, SHOAL_E_NOT_FOUND,
+		                   "Requested resource not found: Table: %s not found", table);
+	j->out->result_case = SHOAL__RESPONSE__RESULT_LIST_STREAMS;
+	j->out->list_streams = out;
+	return SHOAL_OK;
+}

@@ -1,0 +1,415 @@
+/*
+ * stream.c -- the per-group stream log of DynamoDB Streams records.  The
+ * design, the record format and the layout are at the top of stream.h.
+ *
+ * Appending happens inside the write's st_txn (write.c), so a failure here
+ * is environmental and poisons it (the caller's fail()).  Reads open their
+ * own read-only LMDB transaction: a consistent view of the log at one
+ * applied index.
+ */
+#include <string.h>
+
+#include "codec.h"
+#include "engine.h"
+#include "index_int.h"
+#include "stream.h"
+
+#define ST_STREAM_META 0x03
+#define KIND_LAST      'N'
+#define KIND_TRIMMED   'H'
+#define KIND_REC       'R'
+#define REC_VERSION    1
+#define REC_FIXED      31
+
+static void meta_key(uint8_t k[6], char kind, uint32_t table)
+{
+	k[0] = ST_STREAM_META;
+	k[1] = (uint8_t)kind;
+	st_put_be32(k + 2, table);
+}
+
+static void rec_key(uint8_t k[14], uint32_t table, uint64_t seq)
+{
+	meta_key(k, KIND_REC, table);
+	st_put_be64(k + 6, seq);
+}
+
+static int get_u64(MDB_txn *txn, st_env *env, char kind, uint32_t table, uint64_t *out,
+                   char *errmsg)
+{
+	uint8_t k[6];
+	meta_key(k, kind, table);
+	return st_ix_meta_get_u64(txn, env, k, sizeof(k), out, errmsg);
+}
+
+static int put_u64(st_txn *txn, char kind, uint32_t table, uint64_t v, char *errmsg)
+{
+	uint8_t k[6];
+	meta_key(k, kind, table);
+	return st_ix_meta_put_u64(txn, k, sizeof(k), v, errmsg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Append and trim                                                           */
+/* ------------------------------------------------------------------------ */
+
+static bool view_has_old(st_stream_view v)
+{
+	return v == ST_VIEW_OLD_IMAGE || v == ST_VIEW_NEW_AND_OLD_IMAGES;
+}
+
+static bool view_has_new(st_stream_view v)
+{
+	return v == ST_VIEW_NEW_IMAGE || v == ST_VIEW_NEW_AND_OLD_IMAGES;
+}
+
+static int nomem(char *errmsg)
+{
+	return sh_errf(errmsg, SHOAL_E_NOMEM, "stream record: out of memory");
+}
+
+int st_stream_append(st_txn *txn, const st_table_def *t, const st_key *k, const st_value *old_item,
+                     const st_value *new_item, sh_arena *a, char *errmsg)
+{
+	if (!t->stream.enabled)
+		return SHOAL_OK;
+	if (old_item == NULL && new_item == NULL)
+		return SHOAL_OK;
+	if (old_item != NULL && new_item != NULL && st_value_equal(old_item, new_item))
+		return SHOAL_OK; /* nothing changed: DynamoDB writes no record */
+	st_stream_event ev = old_item == NULL   ? ST_EV_INSERT
+	                     : new_item == NULL ? ST_EV_REMOVE
+	                                        : ST_EV_MODIFY;
+	st_stream_view view = t->stream.view;
+	const st_value *any = new_item != NULL ? new_item : old_item;
+	st_value *keys;
+	if (st_key_extract(a, &t->key, any, &keys) != SHOAL_OK)
+		return nomem(errmsg);
+	const st_value *old_img = view_has_old(view) ? old_item : NULL;
+	const st_value *new_img = view_has_new(view) ? new_item : NULL;
+	uint8_t *kb, *ob = NULL, *nb = NULL;
+	size_t kl, ol = 0, nl = 0;
+	if (st_codec_encode(a, keys, &kb, &kl) != SHOAL_OK ||
+	    (old_img != NULL && st_codec_encode(a, old_img, &ob, &ol) != SHOAL_OK) ||
+	    (new_img != NULL && st_codec_encode(a, new_img, &nb, &nl) != SHOAL_OK))
+		return nomem(errmsg);
+	size_t size = st_item_size(keys) + (old_img != NULL ? st_item_size(old_img) : 0) +
+	              (new_img != NULL ? st_item_size(new_img) : 0);
+
+	/* Retention first, so the log's head moves before it grows. */
+	uint32_t removed;
+	int rc = st_stream_trim(txn, t->id, txn->ts_ms - txn->env->stream_retention_ms,
+	                        ST_STREAM_TRIM_PER_APPEND, &removed, errmsg);
+	uint64_t last = 0;
+	if (rc == SHOAL_OK)
+		rc = get_u64(txn->txn, txn->env, KIND_LAST, t->id, &last, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	uint64_t seq = last + 1;
+	uint8_t key[14];
+	rec_key(key, t->id, seq);
+	size_t len = REC_FIXED + 4 + kl + 4 + ol + 4 + nl;
+	/* Disk for it was reserved with the item's (write.c, reserve_item). */
+	MDB_val mk = {sizeof(key), key}, mv = {len, NULL};
+	int mrc = mdb_put(txn->txn, txn->env->meta, &mk, &mv, MDB_RESERVE);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_put(meta stream)", errmsg);
+	uint8_t *p = mv.mv_data;
+	p[0] = REC_VERSION;
+	p[1] = (uint8_t)ev;
+	p[2] = (uint8_t)view;
+	st_put_be64(p + 3, (uint64_t)txn->ts_ms);
+	st_put_be64(p + 11, (uint64_t)t->stream.label_ms);
+	st_put_be64(p + 19, st_get_be64(k->b + 6));
+	st_put_be32(p + 27, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size);
+	size_t off = REC_FIXED;
+	st_put_be32(p + off, (uint32_t)kl);
+	memcpy(p + off + 4, kb, kl);
+	off += 4 + kl;
+	st_put_be32(p + off, (uint32_t)ol);
+	if (ol > 0)
+		memcpy(p + off + 4, ob, ol);
+	off += 4 + ol;
+	st_put_be32(p + off, (uint32_t)nl);
+	if (nl > 0)
+		memcpy(p + off + 4, nb, nl);
+	return put_u64(txn, KIND_LAST, t->id, seq, errmsg);
+}
+
+int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max, uint32_t *removed,
+                   char *errmsg)
+{
+	*removed = 0;
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn->txn, txn->env->meta, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta stream)", errmsg);
+	uint8_t prefix[14];
+	rec_key(prefix, table, 0);
+	uint64_t highest = 0;
+	int rc = SHOAL_OK;
+	while (*removed < max) {
+		MDB_val k = {sizeof(prefix), prefix}, v;
+		mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (mrc == MDB_NOTFOUND)
+			break;
+		if (mrc != 0) {
+			rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+			break;
+		}
+		if (k.mv_size != 14 || memcmp(k.mv_data, prefix, 6) != 0)
+			break;
+		if (v.mv_size < REC_FIXED ||
+		    (int64_t)st_get_be64((const uint8_t *)v.mv_data + 3) >= before_ms)
+			break;
+		highest = st_get_be64((const uint8_t *)k.mv_data + 6);
+		if ((mrc = mdb_cursor_del(c, 0)) != 0) {
+			rc = st_lmdb_err(mrc, "mdb_cursor_del(meta stream)", errmsg);
+			break;
+		}
+		(*removed)++;
+	}
+	mdb_cursor_close(c);
+	if (rc == SHOAL_OK && highest != 0)
+		rc = put_u64(txn, KIND_TRIMMED, table, highest, errmsg);
+	return rc;
+}
+
+int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg)
+{
+	static const char kinds[] = {KIND_LAST, KIND_TRIMMED, KIND_REC};
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn->txn, txn->env->meta, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta stream)", errmsg);
+	for (size_t i = 0; i < sizeof(kinds) && mrc == 0; i++) {
+		uint8_t prefix[6];
+		meta_key(prefix, kinds[i], table);
+		for (;;) {
+			MDB_val k = {sizeof(prefix), prefix}, v;
+			mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+			if (mrc == MDB_NOTFOUND) {
+				mrc = 0;
+				break;
+			}
+			if (mrc != 0 || k.mv_size < 6 || memcmp(k.mv_data, prefix, 6) != 0)
+				break;
+			if ((mrc = mdb_cursor_del(c, 0)) != 0)
+				break;
+		}
+	}
+	mdb_cursor_close(c);
+	return mrc == 0 ? SHOAL_OK : st_lmdb_err(mrc, "mdb_cursor_del(meta stream)", errmsg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reads                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* The fixed part of a record (label, time) without decoding the items;
+ * false if it is damaged. */
+static bool rec_head(const MDB_val *v, int64_t *label_ms)
+{
+	const uint8_t *p = v->mv_data;
+	if (v->mv_size < REC_FIXED + 12 || p[0] != REC_VERSION)
+		return false;
+	*label_ms = (int64_t)st_get_be64(p + 11);
+	return true;
+}
+
+static int corrupt(uint64_t seq, char *errmsg)
+{
+	return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt stream record %llu",
+	               (unsigned long long)seq);
+}
+
+/* One length-prefixed codec blob at *off; *blob NULL with length 0. */
+static bool blob(const uint8_t *p, size_t len, size_t *off, const uint8_t **b, size_t *bl)
+{
+	if (len - *off < 4)
+		return false;
+	size_t n = st_get_be32(p + *off);
+	if (len - *off - 4 < n)
+		return false;
+	*b = n > 0 ? p + *off + 4 : NULL;
+	*bl = n;
+	*off += 4 + n;
+	return true;
+}
+
+static int decode(uint64_t seq, const MDB_val *v, sh_arena *a, st_stream_rec *r, char *errmsg)
+{
+	const uint8_t *p = v->mv_data;
+	size_t len = v->mv_size;
+	if (len < REC_FIXED || p[0] != REC_VERSION || p[1] < ST_EV_INSERT || p[1] > ST_EV_REMOVE ||
+	    p[2] < ST_VIEW_KEYS_ONLY || p[2] > ST_VIEW_NEW_AND_OLD_IMAGES)
+		return corrupt(seq, errmsg);
+	memset(r, 0, sizeof(*r));
+	r->seq = seq;
+	r->event = (st_stream_event)p[1];
+	r->view = (st_stream_view)p[2];
+	r->ts_ms = (int64_t)st_get_be64(p + 3);
+	r->label_ms = (int64_t)st_get_be64(p + 11);
+	r->hash = st_get_be64(p + 19);
+	r->size_bytes = st_get_be32(p + 27);
+	size_t off = 31;
+	const uint8_t *kb, *ob, *nb;
+	size_t kl, ol, nl;
+	if (!blob(p, len, &off, &kb, &kl) || !blob(p, len, &off, &ob, &ol) ||
+	    !blob(p, len, &off, &nb, &nl) || off != len || kl == 0)
+		return corrupt(seq, errmsg);
+	char msg[SH_ERRMSG_SIZE];
+	if (st_codec_decode(a, kb, kl, &r->keys, msg) != SHOAL_OK)
+		return corrupt(seq, errmsg);
+	if (ol > 0) {
+		r->old_image = sh_arena_alloc(a, sizeof(st_value));
+		if (r->old_image == NULL)
+			return nomem(errmsg);
+		if (st_codec_decode(a, ob, ol, r->old_image, msg) != SHOAL_OK)
+			return corrupt(seq, errmsg);
+	}
+	if (nl > 0) {
+		r->new_image = sh_arena_alloc(a, sizeof(st_value));
+		if (r->new_image == NULL)
+			return nomem(errmsg);
+		if (st_codec_decode(a, nb, nl, r->new_image, msg) != SHOAL_OK)
+			return corrupt(seq, errmsg);
+	}
+	return SHOAL_OK;
+}
+
+static int read_begin(st_env *env, MDB_txn **txn, MDB_cursor **c, char *errmsg)
+{
+	int mrc = mdb_txn_begin(env->env, NULL, MDB_RDONLY, txn);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_txn_begin(read)", errmsg);
+	mrc = mdb_cursor_open(*txn, env->meta, c);
+	if (mrc != 0) {
+		mdb_txn_abort(*txn);
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta stream)", errmsg);
+	}
+	return SHOAL_OK;
+}
+
+int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_stream_bounds *out,
+                         char *errmsg)
+{
+	memset(out, 0, sizeof(*out));
+	MDB_txn *txn;
+	MDB_cursor *c;
+	int rc = read_begin(env, &txn, &c, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = get_u64(txn, env, KIND_LAST, table, &out->newest, errmsg);
+	if (rc == SHOAL_OK)
+		rc = get_u64(txn, env, KIND_TRIMMED, table, &out->trimmed, errmsg);
+	uint8_t kb[14];
+	rec_key(kb, table, 0);
+	MDB_val k = {sizeof(kb), kb}, v;
+	/* Oldest of the stream: forward from the head. */
+	int mrc = rc == SHOAL_OK ? mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) : MDB_NOTFOUND;
+	for (; mrc == 0; mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != 14 || memcmp(k.mv_data, kb, 6) != 0)
+			break;
+		int64_t label;
+		uint64_t seq = st_get_be64((const uint8_t *)k.mv_data + 6);
+		if (!rec_head(&v, &label)) {
+			rc = corrupt(seq, errmsg);
+			break;
+		}
+		if (label == label_ms) {
+			out->first = seq;
+			break;
+		}
+	}
+	/* Newest of the stream: backward from the table's last seq. */
+	if (rc == SHOAL_OK && out->first != 0) {
+		rec_key(kb, table, out->newest);
+		k = (MDB_val){sizeof(kb), kb};
+		mrc = mdb_cursor_get(c, &k, &v, MDB_SET_KEY);
+		for (; mrc == 0; mrc = mdb_cursor_get(c, &k, &v, MDB_PREV)) {
+			if (k.mv_size != 14 || memcmp(k.mv_data, kb, 6) != 0)
+				break;
+			int64_t label;
+			uint64_t seq = st_get_be64((const uint8_t *)k.mv_data + 6);
+			if (!rec_head(&v, &label)) {
+				rc = corrupt(seq, errmsg);
+				break;
+			}
+			if (label == label_ms) {
+				out->last = seq;
+				break;
+			}
+		}
+	}
+	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
+		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from, uint32_t max_n,
+                   size_t max_bytes, sh_arena *a, st_stream_rec **out, uint32_t *n, uint64_t *next,
+                   char *errmsg)
+{
+	*out = NULL;
+	*n = 0;
+	*next = from;
+	st_stream_rec *v = max_n > 0 ? sh_arena_calloc(a, max_n, sizeof(*v)) : NULL;
+	if (max_n > 0 && v == NULL)
+		return nomem(errmsg);
+	MDB_txn *txn;
+	MDB_cursor *c;
+	int rc = read_begin(env, &txn, &c, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	uint64_t trimmed = 0;
+	rc = get_u64(txn, env, KIND_TRIMMED, table, &trimmed, errmsg);
+	if (rc == SHOAL_OK && from <= trimmed)
+		rc = sh_errf(errmsg, SHOAL_E_TRIMMED,
+		             "Attempting to access data that has been trimmed (sequence number "
+		             "%llu, trimmed up to %llu)",
+		             (unsigned long long)from, (unsigned long long)trimmed);
+	uint8_t kb[14];
+	rec_key(kb, table, from);
+	MDB_val k = {sizeof(kb), kb}, val;
+	uint32_t count = 0;
+	size_t bytes = 0;
+	/* Records of other streams of the table skipped over are bounded too, so
+	 * a read never walks the whole log. */
+	uint32_t examined = 0, max_examined = max_n * 4 + 64;
+	int mrc = rc == SHOAL_OK ? mdb_cursor_get(c, &k, &val, MDB_SET_RANGE) : MDB_NOTFOUND;
+	for (; mrc == 0 && count < max_n && examined < max_examined;
+	     mrc = mdb_cursor_get(c, &k, &val, MDB_NEXT)) {
+		if (k.mv_size != 14 || memcmp(k.mv_data, kb, 6) != 0)
+			break;
+		uint64_t seq = st_get_be64((const uint8_t *)k.mv_data + 6);
+		int64_t label;
+		if (!rec_head(&val, &label)) {
+			rc = corrupt(seq, errmsg);
+			break;
+		}
+		examined++;
+		if (label != label_ms) {
+			*next = seq + 1;
+			continue;
+		}
+		if (count > 0 && bytes + val.mv_size > max_bytes)
+			break;
+		if ((rc = decode(seq, &val, a, &v[count], errmsg)) != SHOAL_OK)
+			break;
+		count++;
+		bytes += val.mv_size;
+		*next = seq + 1;
+	}
+	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
+		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	if (rc == SHOAL_OK) {
+		*out = v;
+		*n = count;
+	}
+	return rc;
+}

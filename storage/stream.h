@@ -1,0 +1,138 @@
+/*
+ * stream.h -- DynamoDB Streams in the storage engine: the per-group stream
+ * log of a table's changes (prefix st_stream_).  Used by storage/write.c (the
+ * append), node/ (GetShardIterator, GetRecords, DescribeStream) and tests.
+ *
+ * The design
+ * ----------
+ * A table with an enabled stream (st_table_def.stream) gets one stream
+ * record per committed change of one of its items: the base write that
+ * st_plan_apply applies (PutItem, UpdateItem, DeleteItem, BatchWriteItem,
+ * a transaction's actions; later TTL deletions) appends it in the SAME LMDB
+ * transaction as the item, so the log is part of the replicated state: a
+ * deterministic function of the applied Raft log (the time stamped is the
+ * entry's proposer time, st_txn_set_time, as the outbox's), identical on
+ * every replica, included in Raft snapshots and in the replica scrub's
+ * checksums (both cover the whole meta DBI).  Any replica can serve reads.
+ *
+ * Not the outbox: the outbox (outbox.c) is trimmed as soon as its deltas
+ * are shipped and holds index entries, not item images; a stream keeps
+ * whole records for a retention period and is read by clients at their own
+ * pace.  The two share only the idea (an append in the write's transaction).
+ *
+ * One record per change: a write that changes nothing (an UpdateItem or
+ * PutItem whose new image equals the old one, a DeleteItem of an absent
+ * item) appends nothing -- DynamoDB's documented behaviour ("If you perform
+ * a PutItem or UpdateItem operation that does not change any data in an
+ * item, DynamoDB Streams does not write a stream record for that
+ * operation").  INSERT: no old image; MODIFY: both; REMOVE: no new image.
+ *
+ * Sequence numbers are per (group, table): 1, 2, 3, ... never reused, in
+ * apply order, hence in per-item order (one item lives in one group).  A
+ * shard of the stream is one partition of the table, i.e. one group's log
+ * of it; its records are those of the stream's label (a table re-enabled
+ * later gets a new stream whose records carry another label).
+ *
+ * Retention: each append first deletes up to ST_STREAM_TRIM_PER_APPEND
+ * records of the same table older than (entry time - retention) from the
+ * head of its log -- deterministic, since both come from the log and the
+ * cluster file -- and remembers the highest seq trimmed, so a reader
+ * positioned before it gets TrimmedDataAccessException.  (A table with no
+ * writes keeps its last records until it is written again or dropped.)
+ *
+ * Layout in the meta DBI under prefix ST_STREAM_META (0x03; the index
+ * machinery uses 0x01, transactions 0x02), integers big-endian:
+ *
+ *   0x03 'N' | table (4)            -> u64 last seq given to a record
+ *   0x03 'H' | table (4)            -> u64 highest seq trimmed (0: none)
+ *   0x03 'R' | table (4) | seq (8)  -> one record:
+ *
+ *   offset  size  field
+ *   0       1     record version, 1
+ *   1       1     event: 1 INSERT, 2 MODIFY, 3 REMOVE
+ *   2       1     StreamViewType (st_stream_view, 1..4)
+ *   3       8     ts_ms (i64): st_txn_set_time of the write
+ *   11      8     label_ms (i64): the stream it belongs to
+ *   19      8     placement hash of the item (its partition)
+ *   27      4     SizeBytes (u32)
+ *   31      4     K: length of the keys (item codec), then K bytes
+ *   ..      4     O: length of the old image (0: none), then O bytes
+ *   ..      4     W: length of the new image (0: none), then W bytes
+ *   end           the record ends exactly here
+ *
+ * Memory: results live in the caller's arena.
+ */
+#ifndef SHOAL_STORAGE_STREAM_H
+#define SHOAL_STORAGE_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/arena.h"
+#include "storage.h"
+
+/* Retention when none is configured: DynamoDB's 24 hours. */
+#define ST_STREAM_RETENTION_MS (24ll * 3600 * 1000)
+/* Old records an append deletes at most (more than one, so that the log
+ * shrinks when writes slow down). */
+#define ST_STREAM_TRIM_PER_APPEND 4
+
+typedef enum st_stream_event {
+	ST_EV_INSERT = 1,
+	ST_EV_MODIFY = 2,
+	ST_EV_REMOVE = 3,
+} st_stream_event;
+
+typedef struct st_stream_rec {
+	uint64_t seq;
+	st_stream_event event;
+	st_stream_view view;
+	int64_t ts_ms;
+	int64_t label_ms;
+	uint64_t hash;
+	uint32_t size_bytes;
+	st_value keys;       /* ST_M: the key attributes */
+	st_value *old_image; /* NULL: none (INSERT, or not in the view) */
+	st_value *new_image; /* NULL: none (REMOVE, or not in the view) */
+} st_stream_rec;
+
+struct st_key;
+
+/* The write path (write.c): the record of a change of the item under key k
+ * of table t (old NULL: INSERT; new NULL: REMOVE), when t has an enabled
+ * stream and the change changed something; then trims.  Environmental
+ * errors only. */
+int st_stream_append(st_txn *txn, const st_table_def *t, const struct st_key *k,
+                     const st_value *old_item, const st_value *new_item, sh_arena *a, char *errmsg);
+
+/* Deletes up to max records of table from the head of its log whose time is
+ * before before_ms; *removed says how many.  (st_stream_append calls it.) */
+int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max, uint32_t *removed,
+                   char *errmsg);
+
+/* DeleteTable: the table's whole log and its counters go, in txn. */
+int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg);
+
+/* The shape of a table's log in this group for the stream of label_ms. */
+typedef struct st_stream_bounds {
+	uint64_t first;   /* oldest record of the stream (0: none) */
+	uint64_t last;    /* newest record of the stream (0: none) */
+	uint64_t newest;  /* the last seq given to any record of the table (0: none) */
+	uint64_t trimmed; /* every seq <= trimmed is gone */
+} st_stream_bounds;
+int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_stream_bounds *out,
+                         char *errmsg);
+
+/*
+ * Up to max_n records (and about max_bytes of encoded records; at least one)
+ * of the stream of label_ms with seq >= from, in seq order, decoded into a.
+ * *next is where the next read starts: after the last record examined
+ * (records of other streams are skipped over).  SHOAL_E_TRIMMED when
+ * from <= the highest trimmed seq (the records there are gone).
+ */
+int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from, uint32_t max_n,
+                   size_t max_bytes, sh_arena *a, st_stream_rec **out, uint32_t *n, uint64_t *next,
+                   char *errmsg);
+
+#endif
