@@ -200,6 +200,11 @@ uint32_t sh_map_voters(const sh_map_group *g)
 	return v;
 }
 
+bool sh_map_is_data_group(const sh_map *m, uint32_t group)
+{
+	return group != 0 || m->n_groups == 1;
+}
+
 uint32_t sh_map_node_groups(const sh_map *m, uint32_t node, uint32_t *groups, uint32_t cap)
 {
 	uint32_t n = 0;
@@ -359,8 +364,7 @@ int sh_map_add_table(sh_map *m, uint32_t table, uint32_t n, char *errmsg)
 	int rc = reserve((void **)&m->parts, &m->cap_parts, m->n_parts + n, sizeof(sh_map_part));
 	if (rc != SHOAL_OK)
 		return sh_errf(errmsg, rc, "table %u: out of memory", table);
-	/* Data groups: every group but group 0, unless it is the only one. */
-	uint32_t first = m->n_groups > 1 && m->groups[0].id == 0 ? 1 : 0;
+	uint32_t first = sh_map_is_data_group(m, m->groups[0].id) ? 0 : 1;
 	uint32_t data = m->n_groups - first;
 	uint32_t at = part_upper(m, table, UINT64_MAX);
 	memmove(&m->parts[at + n], &m->parts[at], (m->n_parts - at) * sizeof(sh_map_part));

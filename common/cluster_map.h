@@ -147,6 +147,9 @@ uint32_t sh_map_node_groups(const sh_map *m, uint32_t node, uint32_t *groups, ui
 /* Index of node's replica in g, or -1. */
 int sh_map_replica_index(const sh_map_group *g, uint32_t node);
 uint32_t sh_map_voters(const sh_map_group *g);
+/* Whether a group holds table data: every group but group 0, unless group 0
+ * is the only one (group 0 keeps the catalog). */
+bool sh_map_is_data_group(const sh_map *m, uint32_t group);
 
 /* --- encoding (format at the top of cluster_map_codec.c) ------------------ */
 
