@@ -710,16 +710,25 @@ static double score_after(const plan *p, uint32_t n, double dr, double db)
 	return ar > ab ? ar : ab;
 }
 
-/* The TARGETS least loaded eligible nodes with room, into t; how many. */
+/* How far under the band a node is on its emptier dimension: targets are
+ * ranked by it, so a node short of replicas but not of bytes (or the other
+ * way round) is a candidate; score_after then decides. */
+static double room_score(const plan *p, uint32_t ni)
+{
+	double a = plan_dev(p, ni, SH_PLAN_REPLICAS), b = plan_dev(p, ni, SH_PLAN_BYTES);
+	return a < b ? a : b;
+}
+
+/* The TARGETS emptiest eligible nodes with room for a move, into t; how many. */
 static uint32_t targets(const plan *p, uint32_t *t)
 {
 	uint32_t k = 0;
 	for (uint32_t n = 0; n < p->map->n_nodes; n++) {
 		if (!plan_eligible(p, n) || p->nodes[n].busy >= limit_per_node(p))
 			continue;
-		double s = replica_score(p, n);
+		double s = room_score(p, n);
 		uint32_t at = k < TARGETS ? k++ : TARGETS;
-		while (at > 0 && replica_score(p, t[at - 1]) > s) {
+		while (at > 0 && room_score(p, t[at - 1]) > s) {
 			if (at < TARGETS)
 				t[at] = t[at - 1];
 			at--;

@@ -49,6 +49,11 @@
  * of two transfers or a swap; the tolerances of those two are best set
  * wider than the others' (the tests use 0.25 and 0.2 against 0.1).
  *
+ * What it cannot do yet: a single key hotter than a node's band leaves the
+ * node leading its group over the band on units (it cannot shed more
+ * leaders than the leaders band allows; DynamoDB would isolate the key's
+ * partition); merging cold partitions is not planned.
+ *
  * Ownership: the input's arrays are the caller's, read during the call only.
  */
 #ifndef SHOAL_COMMON_CLUSTER_PLAN_H
