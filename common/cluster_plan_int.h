@@ -56,6 +56,18 @@ uint32_t plan_group_index(const plan *p, uint32_t id);
 /* Appends a step; false when out is full. */
 bool plan_emit(plan *p, sh_plan_action a);
 
+/* Balancing acts on nodes beyond this share of the band, so that the cluster
+ * settles inside the band (sh_plan_within) rather than on its edge. */
+#define PLAN_ACT 0.75
+
+/* max(leaders, units) deviation of node index ni, in bands. */
+double plan_lead_score(const plan *p, uint32_t ni);
+/* Moves group gi's leadership to node index to (figures updated; the group
+ * takes no other step in this call). */
+void plan_transfer(plan *p, uint32_t gi, uint32_t to, sh_plan_reason why);
+
+/* Step 5 (cluster_plan_leaders.c). */
+void plan_balance_leaders(plan *p);
 /* Steps 3 and 4 of cluster_plan.h (cluster_plan_split.c). */
 void plan_splits(plan *p);
 int plan_partition_moves(plan *p);
