@@ -280,9 +280,11 @@ bool sh_map_check(const sh_map *m, char *errmsg)
 	}
 	for (uint32_t i = 0; i < m->n_parts; i++) {
 		const sh_map_part *p = &m->parts[i];
+		/* A table's first partition starts at 0, after the previous
+		 * table's (ids ascending); the others after their predecessor. */
 		bool first = i == 0 || m->parts[i - 1].table != p->table;
-		if (first ? p->lo != 0
-		          : (m->parts[i - 1].table > p->table || m->parts[i - 1].lo >= p->lo))
+		if (first ? p->lo != 0 || (i > 0 && m->parts[i - 1].table > p->table)
+		          : m->parts[i - 1].lo >= p->lo)
 			return sh_errf(errmsg, SHOAL_E_VALIDATION,
 			               "table %u: partition at %llu out of order or leaves a gap",
 			               p->table, (unsigned long long)p->lo),

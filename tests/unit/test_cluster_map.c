@@ -347,6 +347,20 @@ START_TEST(test_codec)
 		}
 		sh_map_fini(&d);
 	}
+	/* Tables out of order, each block starting at 0 (fuzz_cluster_map
+	 * found that sh_map_check let it through and routing then missed). */
+	sh_map bad;
+	ck_assert_int_eq(sh_map_copy(&bad, &m), SHOAL_OK);
+	for (uint32_t i = 0; i < bad.n_parts; i++)
+		bad.parts[i].table = bad.parts[i].table == 1 ? 2 : 1;
+	ck_assert(!sh_map_check(&bad, msg));
+	size_t bn = sh_map_encoded_size(&bad);
+	uint8_t *bb = sh_malloc(bn);
+	sh_map_encode(&bad, bb);
+	ck_assert_int_eq(sh_map_decode(bb, bn, &d, msg), SHOAL_E_SERIALIZATION);
+	sh_map_fini(&d);
+	sh_free(bb);
+	sh_map_fini(&bad);
 	sh_free(buf);
 	sh_free(again);
 	sh_map_fini(&m);
