@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/alloc.h"
 #include "common/cluster_plan.h"
 #include "common/errors.h"
 #include "tests/lib/testlib.h"
@@ -207,6 +208,34 @@ START_TEST(test_split_point_and_hot_key)
 	}
 	ck_assert_uint_eq(seen, 7);
 	ck_assert_uint_eq(count(&f, SH_PLAN_SPLIT), 2);
+	/* Throttling alone is heat too. */
+	f.pl[3] = (sh_plan_part_load){.bytes = 1, .units = 10, .throttled = 50};
+	c.split_throttled = 20;
+	fx_plan(&f, &c);
+	bool throttled = false;
+	for (uint32_t i = 0; i < f.n; i++)
+		throttled |= f.out[i].kind == SH_PLAN_SPLIT && f.out[i].lo == f.m.parts[3].lo &&
+		             f.out[i].reason == SH_PLAN_R_HEAT;
+	ck_assert(throttled);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
+/* Out of memory at any allocation: SHOAL_E_NOMEM or a (shorter) plan,
+ * never a crash or a leak (run under ASan). */
+START_TEST(test_nomem)
+{
+	fixture f;
+	char msg[SH_ERRMSG_SIZE];
+	fx_init(&f, 6, 7, 6);
+	f.alive[2] = false;
+	sh_plan_input in = {.map = &f.m, .alive = f.alive, .groups = f.gl, .parts = f.pl};
+	for (long k = 1; k <= 30; k++) {
+		sh_fault_arm(SH_FAULT_ALLOC, k, false);
+		int rc = sh_plan_next(&in, &small_plan, f.out, 256, &f.n, msg);
+		sh_fault_reset();
+		ck_assert_msg(rc == SHOAL_OK || rc == SHOAL_E_NOMEM, "rc %d", rc);
+	}
 	sh_map_fini(&f.m);
 }
 END_TEST
@@ -300,12 +329,50 @@ START_TEST(test_sim_converges)
 }
 END_TEST
 
+/* Tight limits (4 moves, 1 per node), and the node that fails is a new one
+ * receiving non-voters: its moves are abandoned and redone elsewhere. */
+START_TEST(test_sim_tight_limits)
+{
+	tl_plansim_conf c = sim_conf();
+	c.nodes = 20;
+	c.groups = 201;
+	c.parts_per_table = 1000;
+	c.plan.max_moves = 4;
+	c.plan.max_moves_per_node = 1;
+	tl_plansim *s = tl_plansim_new(&c);
+	uint32_t fresh = 0;
+	for (int i = 0; i < 4; i++)
+		fresh = tl_plansim_join(s);
+	const sh_map *m = tl_plansim_map(s);
+	bool receiving = false;
+	for (int i = 0; i < 200 && !receiving; i++) {
+		tl_plansim_step(s);
+		for (uint32_t g = 0; g < m->n_groups && !receiving; g++) {
+			int k = sh_map_replica_index(&m->groups[g], fresh);
+			receiving = k >= 0 && !m->groups[g].replicas[k].voter;
+		}
+	}
+	ck_assert_msg(receiving, "node %u never received a replica", fresh);
+	tl_plansim_fail(s, fresh);
+	tl_plansim_drain(s, 3);
+	ck_assert_msg(tl_plansim_run(s, 50000), "no convergence");
+	tl_plansim_print(s, "tight");
+	assert_balanced(s, c.plan.tolerance);
+	ck_assert_uint_eq(tl_plansim_replicas_on(s, fresh), 0);
+	ck_assert_uint_eq(tl_plansim_replicas_on(s, 3), 0);
+	const tl_plansim_stats *st = tl_plansim_stats_of(s);
+	ck_assert_uint_le(st->max_inflight, 4);
+	ck_assert_uint_le(st->max_inflight_node, 1);
+	tl_plansim_free(s);
+}
+END_TEST
+
 static Suite *plan_suite(void)
 {
 	return tl_suite("plan", NULL, NULL, 0,
 	                TL_TESTS(test_balanced_is_empty, test_repair_dead_node, test_move_sequence,
-	                         test_split_point_and_hot_key, test_no_quorum_reported,
-	                         test_sim_converges));
+	                         test_split_point_and_hot_key, test_no_quorum_reported, test_nomem,
+	                         test_sim_converges, test_sim_tight_limits));
 }
 
 TL_MAIN(plan_suite)
