@@ -7,6 +7,8 @@
 #   bench          storage-engine benchmark (1M items; prints figures, asserts nothing)
 #   bench-cluster  shoal_bench against a local 3-node cluster (prints figures)
 #   bench-http     the HTTP endpoint vs the native protocol on one cluster (ratios)
+#   bench-plan     the rebalancer and split planner in simulation: 1,000 nodes, 100,000
+#                  partitions, nodes joining, draining and failing mid-plan (prints figures)
 #   hot            the hot-partition load tests at length (tests/integration/it_hot.c, HOT_SECS
 #                  per phase, default 60; `make test` runs 6): a table of figures, and
 #                  $(BUILD)/hot/*.csv and hot.png (per-partition throughput and throttles)
@@ -33,6 +35,7 @@
 #   V=1                       show full compiler command lines
 #   SHOAL_SEED=n              seed for randomised tests (printed by every such test)
 #   BENCH_ARGS='-n 100000'    arguments for st_bench (see tests/bench/st_bench.c)
+#   PLAN_ARGS='-n 90 -j 10 -g 1000 -p 10000'  arguments for plan_sim (tests/bench/plan_sim.c)
 #   FUZZ_SECS=60              seconds per target for make fuzz
 #   FUZZ_ARGS='-jobs=2'       extra libFuzzer options for make fuzz
 #   FUZZ_CC=clang             the compiler of the fuzz build (needs libFuzzer)
@@ -110,7 +113,7 @@ PROG_BIN := $(if $(wildcard node/main.c),$(BUILD)/bin/shoal-node) \
 TOOL_BIN := $(patsubst tests/tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC))
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 
-.PHONY: all test unit demo bench bench-cluster bench-http bench-peers chaos format clean deps
+.PHONY: all test unit demo bench bench-cluster bench-http bench-plan bench-peers chaos format clean deps
 .DELETE_ON_ERROR:
 
 all: deps-checked $(CORE_LIB) $(PART_LIBS) $(PROG_BIN) $(UNIT_BIN) $(IT_BIN) $(TOOL_BIN) $(BENCH_BIN)
@@ -206,6 +209,10 @@ demo: deps-checked
 bench: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	$(BUILD)/bin/st_bench $(BENCH_ARGS)
+
+bench-plan: deps-checked
+	@$(MAKE) --no-print-directory -j$(JOBS) $(BUILD)/bin/plan_sim
+	$(BUILD)/bin/plan_sim $(PLAN_ARGS)
 
 bench-cluster: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all

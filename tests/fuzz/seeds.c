@@ -25,6 +25,9 @@
  *   http_head/     heads as botocore, the AWS CLI, curl and a health
  *                  check send them, keep-alive, 100-continue, HTTP/1.0, and
  *                  malformed ones
+ *   cluster_map/   cluster maps (sh_map_encode): a 3-node cluster file's
+ *                  with two tables, then with splits, a pending move, a
+ *                  non-voter replacing a voter and a draining node
  *
  * Usage: fuzz-seeds DIR (DIR/<target>/ must exist).  Stops at the first
  * problem (a seed meant valid that is refused says so).
@@ -35,6 +38,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/cluster_map.h"
 #include "proto/wire_api.h"
 #include "proto/wire_auth.h"
 #include "router/http.h"
@@ -803,6 +807,44 @@ static void http_seeds(void)
 	            "{\"TableName\": \"Music\", \"Key\": {\"pk\": {\"S\": \"Artist#1\"}}}");
 }
 
+static void write_map(const char *name, const sh_map *m)
+{
+	size_t len = sh_map_encoded_size(m);
+	uint8_t *buf = sh_arena_alloc(&arena, len);
+	sh_map_encode(m, buf);
+	write_file("cluster_map", name, buf, len);
+}
+
+static void map_seeds(void)
+{
+	sh_cluster_conf c;
+	char msg[SH_ERRMSG_SIZE];
+	memset(&c, 0, sizeof(c));
+	c.groups = 4;
+	c.replication = 3;
+	c.n_nodes = 4;
+	for (uint32_t i = 0; i < c.n_nodes; i++) {
+		c.nodes[i].id = i + 1;
+		c.nodes[i].raft_port = (uint16_t)(7100 + 10 * i);
+		snprintf(c.nodes[i].raft_host, sizeof(c.nodes[i].raft_host), "127.0.0.1");
+		snprintf(c.nodes[i].rpc, sizeof(c.nodes[i].rpc), "tcp://127.0.0.1:%u", 7200 + i);
+	}
+	sh_map m;
+	if (sh_map_from_conf(&m, &c, msg) != SHOAL_OK ||
+	    sh_map_add_table(&m, 1, 3, msg) != SHOAL_OK ||
+	    sh_map_add_table(&m, 7, 3, msg) != SHOAL_OK)
+		die("cluster map", msg);
+	write_map("from_conf", &m);
+	if (sh_map_split(&m, 1, 0, 1000, 2, msg) != SHOAL_OK ||
+	    sh_map_split(&m, 7, 0, 1u << 20, 1, msg) != SHOAL_OK ||
+	    sh_map_begin_move(&m, 7, 1u << 20, 3, msg) != SHOAL_OK ||
+	    sh_map_add_replica(&m, 1, 1, 2, msg) != SHOAL_OK ||
+	    sh_map_drain_node(&m, 2, msg) != SHOAL_OK)
+		die("cluster map", msg);
+	write_map("moving", &m);
+	sh_map_fini(&m);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -818,6 +860,7 @@ int main(int argc, char **argv)
 	response_seeds();
 	expr_seeds();
 	http_seeds();
+	map_seeds();
 	sh_arena_fini(&arena);
 	return 0;
 }

@@ -1,0 +1,414 @@
+/* The cluster map as data (common/cluster_map.c, cluster_map_codec.c). */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/cluster.h"
+#include "common/cluster_map.h"
+#include "common/errors.h"
+#include "tests/lib/testlib.h"
+
+/* A cluster file's contents, without the file: n nodes with ids in a
+ * non-sorted order (placement follows file order, the map sorts by id). */
+static void make_conf(sh_cluster_conf *c, uint32_t n, uint32_t groups, uint32_t replication)
+{
+	memset(c, 0, sizeof(*c));
+	c->groups = groups;
+	c->replication = replication;
+	c->n_nodes = n;
+	for (uint32_t i = 0; i < n; i++) {
+		sh_node_conf *x = &c->nodes[i];
+		x->id = (i * 5 + 3) % n + 1; /* a permutation of 1..n when gcd(5, n) = 1 */
+		if (n % 5 == 0)
+			x->id = n - i;
+		snprintf(x->raft_host, sizeof(x->raft_host), "10.0.0.%u", x->id);
+		x->raft_port = (uint16_t)(7100 + 10 * x->id);
+		snprintf(x->rpc, sizeof(x->rpc), "tcp://10.0.0.%u:7200", x->id);
+	}
+}
+
+/* The map built from a file places exactly as cluster.h does. */
+START_TEST(test_from_conf_is_todays_placement)
+{
+	char msg[SH_ERRMSG_SIZE];
+	for (uint32_t n = 1; n <= 7; n++)
+		for (uint32_t groups = 1; groups <= 9; groups++)
+			for (uint32_t r = 1; r <= n && r <= 5; r++) {
+				sh_cluster_conf c;
+				make_conf(&c, n, groups, r);
+				sh_map m;
+				ck_assert_int_eq(sh_map_from_conf(&m, &c, msg), SHOAL_OK);
+				ck_assert_uint_eq(m.epoch, 1);
+				ck_assert_uint_eq(m.n_groups, groups);
+				for (uint32_t g = 0; g < groups; g++) {
+					uint32_t want[SH_MAX_REPLICATION];
+					sh_cluster_replicas(&c, g, want);
+					const sh_map_group *grp = sh_map_group_get(&m, g);
+					ck_assert_ptr_nonnull(grp);
+					ck_assert_uint_eq(grp->n_replicas, r);
+					for (uint32_t k = 0; k < r; k++) {
+						ck_assert_uint_eq(grp->replicas[k].node, want[k]);
+						ck_assert(grp->replicas[k].voter);
+					}
+				}
+				for (uint32_t i = 0; i < n; i++) {
+					const sh_node_conf *x = &c.nodes[i];
+					const sh_map_node *y = sh_map_node_get(&m, x->id);
+					ck_assert_ptr_nonnull(y);
+					ck_assert_str_eq(y->rpc, x->rpc);
+					ck_assert_uint_eq(y->raft_port, x->raft_port);
+					uint32_t gs[SH_MAX_GROUPS];
+					uint32_t k =
+					    sh_map_node_groups(&m, x->id, gs, SH_MAX_GROUPS);
+					for (uint32_t g = 0, j = 0; g < groups; g++)
+						if (sh_cluster_hosts(&c, x->id, g))
+							ck_assert_uint_eq(gs[j++], g);
+					uint32_t hosted = 0;
+					for (uint32_t g = 0; g < groups; g++)
+						hosted += sh_cluster_hosts(&c, x->id, g);
+					ck_assert_uint_eq(k, hosted);
+				}
+				uint32_t d = sh_cluster_partitions(&c);
+				for (uint32_t t = 1; t <= 3; t++)
+					ck_assert_int_eq(sh_map_add_table(&m, t * 7, d, msg),
+					                 SHOAL_OK);
+				ck_assert(sh_map_check(&m, msg));
+				uint64_t seed = tl_seed() + n * 100 + groups * 10 + r;
+				for (uint32_t t = 1; t <= 3; t++)
+					for (uint32_t p = 0; p < d; p++) {
+						uint64_t lo, hi;
+						sh_cluster_partition_range(&c, p, &lo, &hi);
+						uint32_t i = sh_map_part_find(&m, t * 7, lo);
+						ck_assert_uint_ne(i, SH_MAP_NONE);
+						ck_assert_uint_eq(sh_map_part_hi(&m, i), hi);
+						ck_assert_uint_eq(
+						    m.parts[i].group,
+						    sh_cluster_partition_group(&c, p));
+						uint64_t any = tl_rand(&seed);
+						if (hi - lo < UINT64_MAX)
+							any = lo + any % (hi - lo + 1);
+						uint64_t probes[] = {lo, hi, lo + (hi - lo) / 2,
+						                     any};
+						for (int k = 0; k < 4; k++) {
+							uint64_t h = probes[k];
+							ck_assert_uint_eq(
+							    sh_map_route(&m, t * 7, h),
+							    sh_cluster_partition_group(
+							        &c,
+							        sh_cluster_partition_of(&c, h)));
+						}
+					}
+				ck_assert_uint_eq(sh_map_route(&m, 8, 5), SH_MAP_NONE);
+				sh_map_fini(&m);
+			}
+}
+END_TEST
+
+static void base_map(sh_map *m)
+{
+	sh_cluster_conf c;
+	char msg[SH_ERRMSG_SIZE];
+	make_conf(&c, 5, 5, 3);
+	ck_assert_int_eq(sh_map_from_conf(m, &c, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(m, 1, 4, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(m, 2, 4, msg), SHOAL_OK);
+}
+
+/* rc is a refusal that changed nothing. */
+#define REFUSED(call, code)                                                                        \
+	do {                                                                                       \
+		sh_map before_;                                                                    \
+		ck_assert_int_eq(sh_map_copy(&before_, &m), SHOAL_OK);                             \
+		msg[0] = '\0';                                                                     \
+		ck_assert_int_eq((call), (code));                                                  \
+		ck_assert_msg(msg[0] != '\0', "refused without a message");                        \
+		ck_assert(sh_map_equal(&before_, &m));                                             \
+		sh_map_fini(&before_);                                                             \
+	} while (0)
+
+#define DONE(call)                                                                                 \
+	do {                                                                                       \
+		uint64_t e_ = m.epoch;                                                             \
+		ck_assert_int_eq((call), SHOAL_OK);                                                \
+		ck_assert_uint_eq(m.epoch, e_ + 1);                                                \
+		ck_assert_msg(sh_map_check(&m, msg), "%s", msg);                                   \
+	} while (0)
+
+START_TEST(test_replica_mutations)
+{
+	sh_map m;
+	char msg[SH_ERRMSG_SIZE];
+	base_map(&m);
+	const sh_map_group *g = sh_map_group_get(&m, 1);
+	uint32_t a = g->replicas[0].node, b = g->replicas[1].node, c = g->replicas[2].node;
+	uint32_t out = 0; /* a node not in group 1 */
+	for (uint32_t i = 1; i <= 5; i++)
+		if (sh_map_replica_index(g, i) < 0)
+			out = i;
+	ck_assert_uint_ne(out, 0);
+
+	REFUSED(sh_map_add_replica(&m, 1, a, 0, msg), SHOAL_E_VALIDATION); /* already there */
+	REFUSED(sh_map_add_replica(&m, 1, 99, 0, msg), SHOAL_E_NOT_FOUND);
+	REFUSED(sh_map_add_replica(&m, 77, out, 0, msg), SHOAL_E_NOT_FOUND);
+	REFUSED(sh_map_add_replica(&m, 1, out, 99, msg), SHOAL_E_VALIDATION);
+	REFUSED(sh_map_promote(&m, 1, a, msg), SHOAL_E_VALIDATION); /* a voter */
+	REFUSED(sh_map_remove_replica(&m, 1, out, msg), SHOAL_E_NOT_FOUND);
+	/* 3 voters -> 2 is allowed (majority of 3), 2 -> 1 is not. */
+	DONE(sh_map_remove_replica(&m, 1, c, msg));
+	REFUSED(sh_map_remove_replica(&m, 1, b, msg), SHOAL_E_VALIDATION);
+	/* A move: add as non-voter replacing b, promote, remove b. */
+	DONE(sh_map_add_replica(&m, 1, c, b, msg));
+	g = sh_map_group_get(&m, 1);
+	ck_assert_uint_eq(sh_map_voters(g), 2);
+	REFUSED(sh_map_remove_replica(&m, 1, b, msg), SHOAL_E_VALIDATION);
+	DONE(sh_map_promote(&m, 1, c, msg));
+	DONE(sh_map_add_replica(&m, 1, out, 0, msg));
+	DONE(sh_map_promote(&m, 1, out, msg)); /* 4 voters = replication + 1 */
+	uint32_t fifth = 0;
+	for (uint32_t i = 1; i <= 5; i++)
+		if (sh_map_replica_index(sh_map_group_get(&m, 1), i) < 0)
+			fifth = i;
+	DONE(sh_map_add_replica(&m, 1, fifth, 0, msg));
+	REFUSED(sh_map_promote(&m, 1, fifth, msg), SHOAL_E_VALIDATION); /* would be 5 */
+	DONE(sh_map_remove_replica(&m, 1, fifth, msg));                 /* non-voter: always */
+	DONE(sh_map_remove_replica(&m, 1, b, msg));
+	g = sh_map_group_get(&m, 1);
+	ck_assert_int_eq(g->replicas[sh_map_replica_index(g, c)].replaces, 0); /* cleared */
+	ck_assert_uint_eq(sh_map_voters(g), 3);
+
+	/* Nodes: a draining node takes no replica; removal only when empty. */
+	sh_map_node n = {.id = 9, .raft_port = 7190};
+	strcpy(n.raft_host, "10.0.0.9");
+	strcpy(n.rpc, "tcp://10.0.0.9:7200");
+	DONE(sh_map_add_node(&m, &n, msg));
+	REFUSED(sh_map_add_node(&m, &n, msg), SHOAL_E_VALIDATION);
+	DONE(sh_map_drain_node(&m, 9, msg));
+	REFUSED(sh_map_drain_node(&m, 9, msg), SHOAL_E_IN_USE);
+	REFUSED(sh_map_add_replica(&m, 2, 9, 0, msg), SHOAL_E_VALIDATION);
+	REFUSED(sh_map_remove_node(&m, a, msg), SHOAL_E_VALIDATION);
+	DONE(sh_map_remove_node(&m, 9, msg));
+	ck_assert_ptr_null(sh_map_node_get(&m, 9));
+
+	/* Groups. */
+	uint32_t three[] = {1, 2, 3}, dup[] = {1, 1}, one[] = {1};
+	REFUSED(sh_map_add_group(&m, 1, three, 3, msg), SHOAL_E_VALIDATION);
+	REFUSED(sh_map_add_group(&m, 8, dup, 2, msg), SHOAL_E_VALIDATION);
+	REFUSED(sh_map_add_group(&m, 8, one, 1, msg), SHOAL_E_VALIDATION); /* < majority */
+	DONE(sh_map_add_group(&m, 8, three, 3, msg));
+	sh_map_fini(&m);
+}
+END_TEST
+
+START_TEST(test_partition_mutations)
+{
+	sh_map m;
+	char msg[SH_ERRMSG_SIZE];
+	base_map(&m);
+	REFUSED(sh_map_add_table(&m, 1, 4, msg), SHOAL_E_IN_USE);
+	uint32_t i = sh_map_part_of(&m, 1, 5);
+	ck_assert_uint_eq(m.parts[i].lo, 0);
+	uint64_t hi = sh_map_part_hi(&m, i);
+	uint32_t grp = m.parts[i].group;
+	REFUSED(sh_map_split(&m, 1, 0, 0, 2, msg), SHOAL_E_VALIDATION);
+	REFUSED(sh_map_split(&m, 1, 0, hi + 1, 2, msg), SHOAL_E_VALIDATION);
+	REFUSED(sh_map_split(&m, 1, 7, 100, 2, msg), SHOAL_E_NOT_FOUND);
+	REFUSED(sh_map_split(&m, 1, 0, 100, 42, msg), SHOAL_E_NOT_FOUND);
+	DONE(sh_map_split(&m, 1, 0, 1000, 3, msg)); /* [0, 999] stays, [1000, hi] -> 3 */
+	ck_assert_uint_eq(sh_map_route(&m, 1, 999), grp);
+	ck_assert_uint_eq(sh_map_route(&m, 1, 1000), 3);
+	ck_assert_uint_eq(sh_map_route(&m, 1, hi), 3);
+	ck_assert_uint_eq(sh_map_part_hi(&m, sh_map_part_of(&m, 1, 0)), 999);
+	DONE(sh_map_split(&m, 1, 1000, hi, 3, msg)); /* the last hash alone: in place */
+	ck_assert_uint_eq(m.parts[sh_map_part_of(&m, 1, hi)].lo, hi);
+	REFUSED(sh_map_merge(&m, 1, 0, msg), SHOAL_E_VALIDATION); /* groups differ */
+	DONE(sh_map_merge(&m, 1, 1000, msg));
+	ck_assert_uint_eq(sh_map_part_hi(&m, sh_map_part_find(&m, 1, 1000)), hi);
+	DONE(sh_map_move_partition(&m, 1, 1000, grp, msg));
+	REFUSED(sh_map_move_partition(&m, 1, 1000, grp, msg), SHOAL_E_VALIDATION);
+	DONE(sh_map_merge(&m, 1, 0, msg));
+	ck_assert_uint_eq(sh_map_part_hi(&m, sh_map_part_find(&m, 1, 0)), hi);
+	/* Two-step move: routing keeps the old group until the cutover. */
+	DONE(sh_map_begin_move(&m, 1, 0, 4, msg));
+	ck_assert_uint_eq(sh_map_route(&m, 1, 5), grp);
+	REFUSED(sh_map_split(&m, 1, 0, 10, grp, msg), SHOAL_E_IN_USE);
+	REFUSED(sh_map_begin_move(&m, 1, 0, 3, msg), SHOAL_E_IN_USE);
+	DONE(sh_map_abort_move(&m, 1, 0, msg));
+	REFUSED(sh_map_finish_move(&m, 1, 0, msg), SHOAL_E_VALIDATION);
+	DONE(sh_map_begin_move(&m, 1, 0, 4, msg));
+	DONE(sh_map_finish_move(&m, 1, 0, msg));
+	ck_assert_uint_eq(sh_map_route(&m, 1, 5), 4);
+	/* Last partition of a table cannot merge with the next table's first. */
+	uint32_t last = sh_map_part_of(&m, 1, UINT64_MAX);
+	REFUSED(sh_map_merge(&m, 1, m.parts[last].lo, msg), SHOAL_E_VALIDATION);
+	DONE(sh_map_drop_table(&m, 1, msg));
+	ck_assert_uint_eq(sh_map_route(&m, 1, 5), SH_MAP_NONE);
+	ck_assert_uint_ne(sh_map_route(&m, 2, 5), SH_MAP_NONE);
+	REFUSED(sh_map_drop_table(&m, 1, msg), SHOAL_E_NOT_FOUND);
+	sh_map_fini(&m);
+}
+END_TEST
+
+/* Random splits and moves: lookups agree with a linear scan. */
+START_TEST(test_lookups_random)
+{
+	sh_map m;
+	char msg[SH_ERRMSG_SIZE];
+	base_map(&m);
+	uint64_t s = tl_seed();
+	for (int k = 0; k < 2000; k++) {
+		uint32_t i = (uint32_t)(tl_rand(&s) % m.n_parts);
+		uint64_t lo = m.parts[i].lo, hi = sh_map_part_hi(&m, i);
+		if (hi > lo) {
+			uint64_t at = lo + 1 + tl_rand(&s) % (hi - lo);
+			uint32_t to = (uint32_t)(tl_rand(&s) % 5);
+			DONE(sh_map_split(&m, m.parts[i].table, lo, at, to, msg));
+		}
+	}
+	for (int k = 0; k < 20000; k++) {
+		uint32_t t = 1 + (uint32_t)(tl_rand(&s) % 2);
+		uint64_t h = tl_rand(&s);
+		if (k % 3 == 0)
+			h = m.parts[tl_rand(&s) % m.n_parts].lo - (k % 2);
+		uint32_t want = SH_MAP_NONE;
+		for (uint32_t i = 0; i < m.n_parts; i++)
+			if (m.parts[i].table == t && m.parts[i].lo <= h &&
+			    h <= sh_map_part_hi(&m, i))
+				want = i;
+		ck_assert_uint_eq(sh_map_part_of(&m, t, h), want);
+	}
+	sh_map_fini(&m);
+}
+END_TEST
+
+START_TEST(test_codec)
+{
+	sh_map m;
+	char msg[SH_ERRMSG_SIZE];
+	base_map(&m);
+	ck_assert_int_eq(sh_map_split(&m, 1, 0, 77, 2, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_begin_move(&m, 2, 0, 3, msg), SHOAL_OK);
+	uint32_t out = 0;
+	for (uint32_t i = 1; i <= 5; i++)
+		if (sh_map_replica_index(sh_map_group_get(&m, 2), i) < 0)
+			out = i;
+	ck_assert_int_eq(
+	    sh_map_add_replica(&m, 2, out, sh_map_group_get(&m, 2)->replicas[0].node, msg),
+	    SHOAL_OK);
+	ck_assert_int_eq(sh_map_drain_node(&m, 4, msg), SHOAL_OK);
+	size_t n = sh_map_encoded_size(&m);
+	uint8_t *buf = sh_malloc(n), *again = sh_malloc(n);
+	ck_assert_uint_eq(sh_map_encode(&m, buf), n);
+	sh_map d;
+	ck_assert_int_eq(sh_map_decode(buf, n, &d, msg), SHOAL_OK);
+	ck_assert(sh_map_equal(&m, &d));
+	ck_assert_uint_eq(sh_map_encode(&d, again), n);
+	ck_assert_int_eq(memcmp(buf, again, n), 0);
+	sh_map_fini(&d);
+
+	/* Every truncation and one trailing byte are refused. */
+	for (size_t len = 0; len < n; len++) {
+		ck_assert_int_eq(sh_map_decode(buf, len, &d, msg), SHOAL_E_SERIALIZATION);
+		ck_assert_uint_eq(d.n_nodes + d.n_groups + d.n_parts, 0);
+		sh_map_fini(&d);
+	}
+	uint8_t *longer = sh_malloc(n + 1);
+	memcpy(longer, buf, n);
+	longer[n] = 0;
+	ck_assert_int_eq(sh_map_decode(longer, n + 1, &d, msg), SHOAL_E_SERIALIZATION);
+	ck_assert_ptr_nonnull(strstr(msg, "trailing"));
+	sh_map_fini(&d);
+	sh_free(longer);
+
+	/* A huge count in a short input is refused before any allocation. */
+	uint8_t huge[17 + 4];
+	memcpy(huge, buf, 17);
+	memset(huge + 17, 0xff, 4);
+	ck_assert_int_eq(sh_map_decode(huge, sizeof(huge), &d, msg), SHOAL_E_SERIALIZATION);
+	sh_map_fini(&d);
+
+	/* Mutated inputs: refused, or a valid map that encodes back to the same bytes. */
+	uint64_t s = tl_seed();
+	for (int k = 0; k < 20000; k++) {
+		memcpy(again, buf, n);
+		int flips = 1 + (int)(tl_rand(&s) % 3);
+		for (int f = 0; f < flips; f++)
+			again[tl_rand(&s) % n] ^= (uint8_t)(1u << (tl_rand(&s) % 8));
+		int rc = sh_map_decode(again, n, &d, msg);
+		if (rc == SHOAL_OK) {
+			ck_assert(sh_map_check(&d, msg));
+			ck_assert_uint_eq(sh_map_encoded_size(&d), n);
+			uint8_t *re = sh_malloc(n);
+			sh_map_encode(&d, re);
+			ck_assert_int_eq(memcmp(re, again, n), 0);
+			sh_free(re);
+		} else {
+			ck_assert_int_eq(rc, SHOAL_E_SERIALIZATION);
+		}
+		sh_map_fini(&d);
+	}
+	/* Tables out of order, each block starting at 0 (fuzz_cluster_map
+	 * found that sh_map_check let it through and routing then missed). */
+	sh_map bad;
+	ck_assert_int_eq(sh_map_copy(&bad, &m), SHOAL_OK);
+	for (uint32_t i = 0; i < bad.n_parts; i++)
+		bad.parts[i].table = bad.parts[i].table == 1 ? 2 : 1;
+	ck_assert(!sh_map_check(&bad, msg));
+	size_t bn = sh_map_encoded_size(&bad);
+	uint8_t *bb = sh_malloc(bn);
+	sh_map_encode(&bad, bb);
+	ck_assert_int_eq(sh_map_decode(bb, bn, &d, msg), SHOAL_E_SERIALIZATION);
+	sh_map_fini(&d);
+	sh_free(bb);
+	sh_map_fini(&bad);
+	sh_free(buf);
+	sh_free(again);
+	sh_map_fini(&m);
+}
+END_TEST
+
+/* The first allocation of call fails: refused, map unchanged. */
+#define NOMEM(call)                                                                                \
+	do {                                                                                       \
+		sh_map before_;                                                                    \
+		ck_assert_int_eq(sh_map_copy(&before_, &m), SHOAL_OK);                             \
+		sh_fault_arm(SH_FAULT_ALLOC, 1, false);                                            \
+		int rc_ = (call);                                                                  \
+		sh_fault_reset();                                                                  \
+		ck_assert_int_eq(rc_, SHOAL_E_NOMEM);                                              \
+		ck_assert(sh_map_equal(&before_, &m));                                             \
+		sh_map_fini(&before_);                                                             \
+	} while (0)
+
+/* Out of memory in a mutation that allocates: refused, map unchanged. */
+START_TEST(test_nomem)
+{
+	sh_map m;
+	char msg[SH_ERRMSG_SIZE];
+	sh_map_init(&m, 3);
+	uint32_t three[] = {1, 2, 3};
+	for (uint32_t id = 1; id <= 3; id++) {
+		sh_map_node n = {.id = id};
+		if (id == 1) /* the first allocation; later ones fit */
+			NOMEM(sh_map_add_node(&m, &n, msg));
+		ck_assert_int_eq(sh_map_add_node(&m, &n, msg), SHOAL_OK);
+	}
+	NOMEM(sh_map_add_group(&m, 0, three, 3, msg));
+	ck_assert_int_eq(sh_map_add_group(&m, 0, three, 3, msg), SHOAL_OK);
+	NOMEM(sh_map_add_table(&m, 1, 3, msg));
+	ck_assert_int_eq(sh_map_add_table(&m, 1, 16, msg), SHOAL_OK); /* fills the capacity */
+	NOMEM(sh_map_split(&m, 1, 0, 5, 0, msg));
+	ck_assert_int_eq(sh_map_split(&m, 1, 0, 5, 0, msg), SHOAL_OK);
+	sh_map_fini(&m);
+}
+END_TEST
+
+static Suite *cluster_map_suite(void)
+{
+	return tl_suite("cluster_map", NULL, NULL, 0,
+	                TL_TESTS(test_from_conf_is_todays_placement, test_replica_mutations,
+	                         test_partition_mutations, test_lookups_random, test_codec,
+	                         test_nomem));
+}
+
+TL_MAIN(cluster_map_suite)

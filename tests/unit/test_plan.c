@@ -1,0 +1,378 @@
+/* The rebalancer and split planner (common/cluster_plan.c, cluster_plan_split.c),
+ * on small hand-made maps and in the simulation (tests/lib/tl_plansim.c). */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/cluster_plan.h"
+#include "common/errors.h"
+#include "tests/lib/testlib.h"
+#include "tests/lib/tl_plansim.h"
+
+/* Replicas and bytes within 10 % of the mean (or one replica, one mean
+ * group), leaders within 25 % (or one), request units within 20 % (or one
+ * mean group's). */
+#define TOLERANCE                                                                                  \
+	{                                                                                          \
+		0.1, 0.25, 0.1, 0.2                                                                \
+	}
+
+static const sh_plan_conf small_plan = {
+    .max_moves = 1000, .max_moves_per_node = 100, .hot_key_share = 0.5, .tolerance = TOLERANCE};
+
+/* A map of n nodes and `groups` groups placed as the cluster file does, one
+ * table of `parts` partitions; figures: every node alive, leaders the first
+ * replicas, every partition 1 GB and 100 units. */
+typedef struct fixture {
+	sh_map m;
+	bool alive[64];
+	sh_plan_group_load gl[64];
+	sh_plan_part_load pl[256];
+	sh_plan_action out[256];
+	uint32_t n;
+} fixture;
+
+static void fx_init(fixture *f, uint32_t nodes, uint32_t groups, uint32_t parts)
+{
+	char msg[SH_ERRMSG_SIZE];
+	memset(f, 0, sizeof(*f));
+	sh_map_init(&f->m, 3);
+	for (uint32_t i = 1; i <= nodes; i++) {
+		sh_map_node n = {.id = i};
+		ck_assert_int_eq(sh_map_add_node(&f->m, &n, msg), SHOAL_OK);
+		f->alive[i - 1] = true;
+	}
+	for (uint32_t g = 0; g < groups; g++) {
+		uint32_t ids[3] = {g % nodes + 1, (g + 1) % nodes + 1, (g + 2) % nodes + 1};
+		ck_assert_int_eq(sh_map_add_group(&f->m, g, ids, 3, msg), SHOAL_OK);
+		f->gl[g].leader = ids[0];
+	}
+	ck_assert_int_eq(sh_map_add_table(&f->m, 1, parts, msg), SHOAL_OK);
+	for (uint32_t i = 0; i < parts; i++)
+		f->pl[i] = (sh_plan_part_load){.bytes = 1000000000, .units = 100};
+}
+
+static void fx_plan(fixture *f, const sh_plan_conf *c)
+{
+	char msg[SH_ERRMSG_SIZE];
+	sh_plan_input in = {.map = &f->m, .alive = f->alive, .groups = f->gl, .parts = f->pl};
+	ck_assert_int_eq(sh_plan_next(&in, c, f->out, 256, &f->n, msg), SHOAL_OK);
+}
+
+static uint32_t count(const fixture *f, sh_plan_kind k)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < f->n; i++)
+		n += f->out[i].kind == k;
+	return n;
+}
+
+/* A balanced cluster needs nothing. */
+START_TEST(test_balanced_is_empty)
+{
+	fixture f;
+	fx_init(&f, 6, 7, 6);
+	fx_plan(&f, &small_plan);
+	for (uint32_t i = 0; i < f.n; i++)
+		ck_abort_msg("planned %s of group %u", sh_plan_kind_name(f.out[i].kind),
+		             f.out[i].group);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
+/* A dead node's replicas are re-created on other live nodes, replacing it;
+ * with max_moves_per_node 1 no node takes two. */
+START_TEST(test_repair_dead_node)
+{
+	fixture f;
+	fx_init(&f, 6, 7, 6);
+	f.alive[2] = false; /* node 3 */
+	sh_plan_conf c = small_plan;
+	c.max_moves_per_node = 1;
+	fx_plan(&f, &c);
+	uint32_t adds = 0, on[7] = {0};
+	for (uint32_t i = 0; i < f.n; i++) {
+		const sh_plan_action *a = &f.out[i];
+		if (a->kind != SH_PLAN_ADD_REPLICA)
+			continue;
+		adds++;
+		ck_assert_uint_eq(a->replaces, 3);
+		ck_assert_uint_eq(a->reason, SH_PLAN_R_REPAIR);
+		ck_assert_uint_ne(a->node, 3);
+		const sh_map_group *g = sh_map_group_get(&f.m, a->group);
+		ck_assert_int_lt(sh_map_replica_index(g, a->node), 0);
+		ck_assert_uint_eq(++on[a->node], 1); /* max_moves_per_node */
+	}
+	/* Node 3 is in groups 0, 1, 2 and 6 ((6 + k) mod 6 + 1 = 1, 2, 3); one
+	 * new replica per node leaves at most one group waiting. */
+	ck_assert_uint_ge(adds, 3);
+	c.max_moves_per_node = 2;
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_ADD_REPLICA), 4);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
+/* The steps after an add: promote once caught up, move the leadership away
+ * from the replaced replica, remove it -- never below a live majority. */
+START_TEST(test_move_sequence)
+{
+	fixture f;
+	char msg[SH_ERRMSG_SIZE];
+	fx_init(&f, 6, 7, 6);
+	ck_assert_int_eq(sh_map_add_replica(&f.m, 1, 5, 2, msg), SHOAL_OK); /* 2 -> 5 */
+	f.gl[1].leader = 2;
+	fx_plan(&f, &small_plan);
+	ck_assert_uint_eq(count(&f, SH_PLAN_PROMOTE), 0); /* not caught up */
+	ck_assert_uint_eq(count(&f, SH_PLAN_REMOVE_REPLICA), 0);
+	f.gl[1].caught_up = true;
+	fx_plan(&f, &small_plan);
+	ck_assert_uint_eq(count(&f, SH_PLAN_PROMOTE), 1);
+	ck_assert_int_eq(sh_map_promote(&f.m, 1, 5, msg), SHOAL_OK);
+	f.gl[1].caught_up = false;
+	fx_plan(&f, &small_plan);
+	ck_assert_uint_eq(count(&f, SH_PLAN_REMOVE_REPLICA), 0);
+	ck_assert_uint_ge(count(&f, SH_PLAN_TRANSFER_LEADER), 1);
+	bool moved = false;
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.out[i].kind == SH_PLAN_TRANSFER_LEADER && f.out[i].group == 1) {
+			ck_assert_uint_ne(f.out[i].node, 2);
+			f.gl[1].leader = f.out[i].node;
+			moved = true;
+		}
+	ck_assert(moved);
+	fx_plan(&f, &small_plan);
+	bool removed = false;
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.out[i].kind == SH_PLAN_REMOVE_REPLICA && f.out[i].group == 1) {
+			ck_assert_uint_eq(f.out[i].node, 2);
+			removed = true;
+		}
+	ck_assert(removed);
+	/* Group 1 is 2, 3, 4, 5 (voters): with 3 and 4 dead it has no live
+	 * majority, so nothing is done to it, and that is reported. */
+	f.alive[2] = f.alive[3] = false;
+	f.gl[1].leader = 5;
+	fx_plan(&f, &small_plan);
+	bool reported = false;
+	for (uint32_t i = 0; i < f.n; i++) {
+		if (f.out[i].group == 1)
+			ck_assert_uint_eq(f.out[i].kind, SH_PLAN_NO_QUORUM);
+		reported |= f.out[i].group == 1;
+	}
+	ck_assert(reported);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
+/* Splits: at the hash that halves the load; a hot key is reported, not split. */
+START_TEST(test_split_point_and_hot_key)
+{
+	fixture f;
+	fx_init(&f, 6, 7, 6);
+	sh_plan_sample even[4] = {{.hash = 10, .units = 100},
+	                          {.hash = 20, .units = 100},
+	                          {.hash = 30, .units = 250},
+	                          {.hash = 40, .units = 100}};
+	f.pl[0] = (sh_plan_part_load){.bytes = 1, .units = 550, .samples = even, .n_samples = 4};
+	sh_plan_sample key[3] = {
+	    {.hash = 1000, .units = 10}, {.hash = 2000, .units = 900}, {.hash = 3000, .units = 10}};
+	f.pl[1] = (sh_plan_part_load){.bytes = 1, .units = 920, .samples = key, .n_samples = 3};
+	key[0].hash += f.m.parts[1].lo, key[1].hash += f.m.parts[1].lo;
+	key[2].hash += f.m.parts[1].lo;
+	f.pl[2] = (sh_plan_part_load){.bytes = 9000000000, .units = 1}; /* size, no samples */
+	sh_plan_conf c = small_plan;
+	c.split_units = 500;
+	c.split_bytes = 5000000000;
+	fx_plan(&f, &c);
+	uint32_t seen = 0;
+	for (uint32_t i = 0; i < f.n; i++) {
+		const sh_plan_action *a = &f.out[i];
+		if (a->kind == SH_PLAN_SPLIT && a->lo == 0) {
+			ck_assert_uint_eq(a->at, 30); /* 200 | 350: the best cut is before 30 */
+			ck_assert_uint_eq(a->reason, SH_PLAN_R_HEAT);
+			ck_assert_uint_eq(a->to_group, f.m.parts[0].group);
+			seen |= 1;
+		} else if (a->kind == SH_PLAN_HOT_KEY) {
+			ck_assert_uint_eq(a->lo, f.m.parts[1].lo);
+			ck_assert_uint_eq(a->at, key[1].hash);
+			seen |= 2;
+		} else if (a->kind == SH_PLAN_SPLIT) {
+			ck_assert_uint_eq(a->lo, f.m.parts[2].lo);
+			ck_assert_uint_eq(a->reason, SH_PLAN_R_SIZE);
+			uint64_t hi = sh_map_part_hi(&f.m, 2);
+			ck_assert_uint_eq(a->at, a->lo + (hi - a->lo) / 2 + 1);
+			seen |= 4;
+		}
+	}
+	ck_assert_uint_eq(seen, 7);
+	ck_assert_uint_eq(count(&f, SH_PLAN_SPLIT), 2);
+	/* Throttling alone is heat too. */
+	f.pl[3] = (sh_plan_part_load){.bytes = 1, .units = 10, .throttled = 50};
+	c.split_throttled = 20;
+	fx_plan(&f, &c);
+	bool throttled = false;
+	for (uint32_t i = 0; i < f.n; i++)
+		throttled |= f.out[i].kind == SH_PLAN_SPLIT && f.out[i].lo == f.m.parts[3].lo &&
+		             f.out[i].reason == SH_PLAN_R_HEAT;
+	ck_assert(throttled);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
+/* Out of memory at any allocation: SHOAL_E_NOMEM or a (shorter) plan,
+ * never a crash or a leak (run under ASan). */
+START_TEST(test_nomem)
+{
+	fixture f;
+	char msg[SH_ERRMSG_SIZE];
+	fx_init(&f, 6, 7, 6);
+	f.alive[2] = false;
+	sh_plan_input in = {.map = &f.m, .alive = f.alive, .groups = f.gl, .parts = f.pl};
+	for (long k = 1; k <= 30; k++) {
+		sh_fault_arm(SH_FAULT_ALLOC, k, false);
+		int rc = sh_plan_next(&in, &small_plan, f.out, 256, &f.n, msg);
+		sh_fault_reset();
+		ck_assert_msg(rc == SHOAL_OK || rc == SHOAL_E_NOMEM, "rc %d", rc);
+	}
+	sh_map_fini(&f.m);
+}
+END_TEST
+
+/* A group without a live majority is reported and left alone. */
+START_TEST(test_no_quorum_reported)
+{
+	fixture f;
+	fx_init(&f, 6, 7, 6);
+	f.alive[1] = f.alive[2] = false; /* nodes 2, 3: group 1 (2, 3, 4) has one live voter */
+	fx_plan(&f, &small_plan);
+	bool reported = false;
+	for (uint32_t i = 0; i < f.n; i++) {
+		if (f.out[i].kind == SH_PLAN_NO_QUORUM && f.out[i].group == 1)
+			reported = true;
+		else
+			ck_assert_uint_ne(f.out[i].group, 1);
+	}
+	ck_assert(reported);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
+/* --- the simulation -------------------------------------------------------- */
+
+static tl_plansim_conf sim_conf(void)
+{
+	return (tl_plansim_conf){
+	    .nodes = 40,
+	    .groups = 401,
+	    .replication = 3,
+	    .tables = 2,
+	    .parts_per_table = 2000,
+	    .samples = 8,
+	    .part_bytes = 1e9,
+	    .part_units = 100,
+	    .hot_share = 0.01,
+	    .hot_keys = 3,
+	    .bandwidth = 100e6,
+	    .step_secs = 10,
+	    .plan = {.max_moves = 24,
+	             .max_moves_per_node = 3,
+	             .split_bytes = 4000000000,
+	             .split_units = 1500,
+	             .hot_key_share = 0.5,
+	             .tolerance = TOLERANCE},
+	    .seed = tl_seed(),
+	};
+}
+
+static void assert_balanced(tl_plansim *s, const double *tolerance)
+{
+	sh_plan_spread sp;
+	tl_plansim_spread(s, tolerance, &sp);
+	for (int d = 0; d < SH_PLAN_DIM__COUNT; d++)
+		ck_assert_msg(sh_plan_within(&sp, d), "%s: min %g max %g mean %g band %g",
+		              sh_plan_dim_name(d), sp.min[d], sp.max[d], sp.mean[d], sp.band[d]);
+	ck_assert_uint_eq(sp.stranded, 0);
+}
+
+/* Grow 40 -> 48 nodes; mid-plan one node fails and two are decommissioned. */
+START_TEST(test_sim_converges)
+{
+	tl_plansim_conf c = sim_conf();
+	tl_plansim *s = tl_plansim_new(&c);
+	for (int i = 0; i < 8; i++)
+		tl_plansim_join(s);
+	for (int i = 0; i < 15; i++)
+		tl_plansim_step(s);
+	const tl_plansim_stats *st = tl_plansim_stats_of(s);
+	ck_assert_uint_gt(st->actions[SH_PLAN_ADD_REPLICA], 0); /* mid-plan indeed */
+	tl_plansim_fail(s, 7);
+	tl_plansim_drain(s, 12);
+	tl_plansim_drain(s, 41);
+	ck_assert_msg(tl_plansim_run(s, 20000), "no convergence");
+	tl_plansim_print(s, "sim");
+	assert_balanced(s, c.plan.tolerance);
+	ck_assert_uint_eq(tl_plansim_replicas_on(s, 7), 0);
+	ck_assert_uint_eq(tl_plansim_replicas_on(s, 12), 0);
+	ck_assert_uint_eq(tl_plansim_replicas_on(s, 41), 0);
+	ck_assert_uint_le(st->max_inflight, c.plan.max_moves);
+	ck_assert_uint_gt(st->actions[SH_PLAN_SPLIT], 0);
+	ck_assert_uint_gt(st->actions[SH_PLAN_HOT_KEY], 0);
+	/* A group that was the failed node's is whole again, on live nodes. */
+	const sh_map *m = tl_plansim_map(s);
+	for (uint32_t g = 0; g < m->n_groups; g++) {
+		ck_assert_uint_eq(sh_map_voters(&m->groups[g]), c.replication);
+		ck_assert_uint_eq(m->groups[g].n_replicas, c.replication);
+	}
+	tl_plansim_free(s);
+}
+END_TEST
+
+/* Tight limits (4 moves, 1 per node), and the node that fails is a new one
+ * receiving non-voters: its moves are abandoned and redone elsewhere. */
+START_TEST(test_sim_tight_limits)
+{
+	tl_plansim_conf c = sim_conf();
+	c.nodes = 20;
+	c.groups = 201;
+	c.parts_per_table = 1000;
+	c.plan.max_moves = 4;
+	c.plan.max_moves_per_node = 1;
+	tl_plansim *s = tl_plansim_new(&c);
+	uint32_t fresh = 0;
+	for (int i = 0; i < 4; i++)
+		fresh = tl_plansim_join(s);
+	const sh_map *m = tl_plansim_map(s);
+	bool receiving = false;
+	for (int i = 0; i < 200 && !receiving; i++) {
+		tl_plansim_step(s);
+		for (uint32_t g = 0; g < m->n_groups && !receiving; g++) {
+			int k = sh_map_replica_index(&m->groups[g], fresh);
+			receiving = k >= 0 && !m->groups[g].replicas[k].voter;
+		}
+	}
+	ck_assert_msg(receiving, "node %u never received a replica", fresh);
+	tl_plansim_fail(s, fresh);
+	tl_plansim_drain(s, 3);
+	ck_assert_msg(tl_plansim_run(s, 50000), "no convergence");
+	tl_plansim_print(s, "tight");
+	assert_balanced(s, c.plan.tolerance);
+	ck_assert_uint_eq(tl_plansim_replicas_on(s, fresh), 0);
+	ck_assert_uint_eq(tl_plansim_replicas_on(s, 3), 0);
+	const tl_plansim_stats *st = tl_plansim_stats_of(s);
+	ck_assert_uint_le(st->max_inflight, 4);
+	ck_assert_uint_le(st->max_inflight_node, 1);
+	tl_plansim_free(s);
+}
+END_TEST
+
+static Suite *plan_suite(void)
+{
+	return tl_suite("plan", NULL, NULL, 0,
+	                TL_TESTS(test_balanced_is_empty, test_repair_dead_node, test_move_sequence,
+	                         test_split_point_and_hot_key, test_no_quorum_reported, test_nomem,
+	                         test_sim_converges, test_sim_tight_limits));
+}
+
+TL_MAIN(plan_suite)
