@@ -62,6 +62,8 @@ int wire_table_define_to_pb(sh_arena *a, const st_table_def *def, Shoal__TableDe
 	td->billing_changed_ms = def->billing_changed_ms;
 	td->capacity_ms = def->capacity_ms;
 	td->class_changed_ms = def->class_changed_ms;
+	td->ttl_attribute = (char *)(def->ttl_attr != NULL ? def->ttl_attr : "");
+	td->ttl_ms = def->ttl_ms;
 	if (def->n_indexes > 0) {
 		td->indexes = sh_arena_calloc(a, def->n_indexes, sizeof(*td->indexes));
 		Shoal__IndexState *st = sh_arena_calloc(a, def->n_indexes, sizeof(*st));
@@ -129,5 +131,8 @@ int wire_table_define_from_pb(sh_arena *a, const Shoal__TableDefine *td, st_tabl
 	def.billing_changed_ms = td->billing_changed_ms;
 	def.capacity_ms = td->capacity_ms;
 	def.class_changed_ms = td->class_changed_ms;
+	def.ttl_attr =
+	    td->ttl_attribute != NULL && td->ttl_attribute[0] != '\0' ? td->ttl_attribute : NULL;
+	def.ttl_ms = td->ttl_ms;
 	return st_table_def_stored(&def, a, out, errmsg);
 }
