@@ -594,7 +594,7 @@ class Endpoint(unittest.TestCase):
                          [{"Code": "ConditionalCheckFailed",
                            "Message": "The conditional request failed"}])
         with self.assertRaises(ClientError) as cm:
-            c.describe_time_to_live(TableName=t)
+            c.describe_continuous_backups(TableName=t)
         self.assertEqual(cm.exception.response["Error"]["Code"], "UnknownOperationException")
 
     # ------------------------------------------------------------- robustness

@@ -287,6 +287,50 @@ class TimeToLive(unittest.TestCase):
         c.put_item(TableName=name, Item=late)
         self.assertTrue(present(late))
 
+    def test_pacing(self):
+        """Expiry draws on ttl_share (10 %) of partition_wcu (1000): 100
+        units a second per group, after the one second of tokens the bucket
+        holds.  1200 one-unit items over 3 data groups (at least 400 in the
+        fullest) take at least 3 s; unpaced, 16 deletes in flight per group
+        take well under one.  The figure is printed, the bound asserted."""
+        c = self.c
+        name = create(c)
+        c.update_time_to_live(TableName=name, TimeToLiveSpecification={
+            "Enabled": True, "AttributeName": "exp"})
+        n = 1200
+        expires = int(time.time()) + 6
+        for b in range(0, n, 25):
+            reqs = [{"PutRequest": {"Item": {"pk": {"S": "q%d" % i}, "sk": {"S": "s"},
+                                             "exp": {"N": str(expires)}}}}
+                    for i in range(b, b + 25)]
+            pending = {name: reqs}
+            while pending:
+                pending = c.batch_write_item(RequestItems=pending).get("UnprocessedItems")
+        self.assertLess(time.time(), expires, "writing took too long to measure")
+        while time.time() < expires:
+            time.sleep(0.05)
+
+        def count():
+            total, kw = 0, {}
+            while True:
+                r = c.scan(TableName=name, Select="COUNT", ConsistentRead=True, **kw)
+                total += r["Count"]
+                if "LastEvaluatedKey" not in r:
+                    return total
+                kw = {"ExclusiveStartKey": r["LastEvaluatedKey"]}
+
+        deadline = time.time() + DEADLINE_S
+        left = count()
+        while left > 0 and time.time() < deadline:
+            time.sleep(0.1)
+            left = count()
+        elapsed = time.time() - expires
+        self.assertEqual(left, 0, "%d of %d expired items left after %d s" % (
+            left, n, DEADLINE_S))
+        print("\nTTL pacing: %d expired items gone in %.1f s (%.0f items/s over 3 data "
+              "groups; ttl_share 10%% of partition_wcu 1000)" % (n, elapsed, n / elapsed))
+        self.assertGreaterEqual(elapsed, 3.0, "expiry ran faster than its share allows")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
