@@ -303,7 +303,8 @@ static void group_tick(tt_group *tg, uint64_t now)
 		return; /* deleted_cb ends it */
 	if (!leading || term != tg->term) {
 		tg->term = term;
-		set_cursor(tg, "", NULL, false); /* a later leadership starts afresh */
+		if (tg->table[0] != '\0' || tg->key != NULL)
+			set_cursor(tg, "", NULL, false); /* a later leadership starts afresh */
 		if (!leading)
 			return;
 	}

@@ -6,6 +6,7 @@ with a future, String or far-past TTL stay, and an item whose TTL an update
 moved into the future before it expired stays.  run.sh starts the cluster
 with ttl_scan_ms = 500.  Imported by test_http.py (run.sh's environment).
 """
+import configparser
 import http.client
 import json
 import os
@@ -69,6 +70,29 @@ def api(op, body):
         return resp.status, json.loads(resp.read() or b"{}")
     finally:
         conn.close()
+
+
+def ttl_metrics():
+    """The sum over the nodes of shoal_ttl_expired_total and
+    shoal_ttl_passes_total (their metrics endpoints, from cluster.ini)."""
+    conf = configparser.ConfigParser(inline_comment_prefixes=(";", "#"))
+    conf.read(os.path.join(DIR, "cluster.ini"))
+    total = {"shoal_ttl_expired_total": 0, "shoal_ttl_passes_total": 0}
+    for sec in conf.sections():
+        if not sec.startswith("node.") or "metrics" not in conf[sec]:
+            continue
+        host, port = conf[sec]["metrics"].rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=10)
+        try:
+            conn.request("GET", "/metrics")
+            text = conn.getresponse().read().decode()
+        finally:
+            conn.close()
+        for line in text.splitlines():
+            name = line.split("{", 1)[0]
+            if name in total:
+                total[name] += int(float(line.rsplit(" ", 1)[1]))
+    return total
 
 
 class TimeToLive(unittest.TestCase):
@@ -202,6 +226,7 @@ class TimeToLive(unittest.TestCase):
         name = create(c)
         c.update_time_to_live(TableName=name, TimeToLiveSpecification={
             "Enabled": True, "AttributeName": "exp"})
+        before = ttl_metrics()
         now = int(time.time())
         expires = now + 2  # in the future when written: a write is never "already late"
         g = "g-" + uuid.uuid4().hex[:8]
@@ -259,6 +284,11 @@ class TimeToLive(unittest.TestCase):
         print("\nTTL: the last of %d expired items was gone %.1f s after it expired "
               "(ttl_scan_ms 500, %s)" % (len(doomed), gone_at - expires,
                                          time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
+        # The leaders counted them (other tests' deletions may add to it).
+        after = ttl_metrics()
+        self.assertGreaterEqual(after["shoal_ttl_expired_total"] -
+                                before["shoal_ttl_expired_total"], len(doomed))
+        self.assertGreater(after["shoal_ttl_passes_total"], before["shoal_ttl_passes_total"])
         # The GSI converges to the survivors only.
         deadline = time.time() + DEADLINE_S
         want = {(it["pk"]["S"], it["sk"]["S"]) for it in kept}
@@ -278,6 +308,26 @@ class TimeToLive(unittest.TestCase):
         got = c.get_item(TableName=name, Key={"pk": moved["pk"], "sk": moved["sk"]},
                          ConsistentRead=True)["Item"]
         self.assertEqual(got["exp"], {"N": str(now + 3600)})
+        # A table with a Number partition key and no sort key or index.
+        simple = "ttl-" + uuid.uuid4().hex[:12]
+        c.create_table(TableName=simple,
+                       AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "N"}],
+                       KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+                       BillingMode="PAY_PER_REQUEST")
+        c.update_time_to_live(TableName=simple, TimeToLiveSpecification={
+            "Enabled": True, "AttributeName": "t"})
+        for i in range(10):
+            c.put_item(TableName=simple, Item={"id": {"N": str(i)},
+                                               "t": {"N": str(now - 10 if i % 2 else now + 3600)}})
+        deadline = time.time() + DEADLINE_S
+        ids = None
+        while time.time() < deadline:
+            ids = sorted(int(i["id"]["N"]) for i in c.scan(TableName=simple,
+                                                           ConsistentRead=True)["Items"])
+            if ids == [0, 2, 4, 6, 8]:
+                break
+            time.sleep(0.05)
+        self.assertEqual(ids, [0, 2, 4, 6, 8])
         # TTL disabled: an expired item stays (reads return it, as they do
         # any expired item not deleted yet).
         c.update_time_to_live(TableName=name, TimeToLiveSpecification={
