@@ -22,6 +22,7 @@ from botocore.exceptions import ClientError
 ENDPOINT = os.environ["SHOAL_HTTP_ENDPOINT"]
 DIR = os.environ["SHOAL_CLUSTER_DIR"]
 BIN = os.environ["SHOAL_BIN"]
+ROOT = os.environ["SHOAL_ROOT"]
 HOST, PORT = ENDPOINT[len("http://"):].split(":")
 PORT = int(PORT)
 AWS = "/usr/bin/aws"
@@ -380,6 +381,42 @@ class TimeToLive(unittest.TestCase):
         print("\nTTL pacing: %d expired items gone in %.1f s (%.0f items/s over 3 data "
               "groups; ttl_share 10%% of partition_wcu 1000)" % (n, elapsed, n / elapsed))
         self.assertGreaterEqual(elapsed, 3.0, "expiry ran faster than its share allows")
+
+    def cluster(self, *args):
+        r = subprocess.run([os.path.join(ROOT, "deploy", "cluster.sh")] + list(args)
+                           + ["--dir", DIR], capture_output=True, text=True, timeout=180,
+                           env=dict(os.environ, SHOAL_BIN=BIN))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_node_killed(self):
+        """SIGKILL of a node (a replica of every group, the leader of some):
+        the other two elect leaders, which find the setting in their own
+        copy of the definition and expire the items; the node comes back."""
+        c = self.c
+        name = create(c)
+        c.update_time_to_live(TableName=name, TimeToLiveSpecification={
+            "Enabled": True, "AttributeName": "exp"})
+        expires = int(time.time()) + 3
+        keys = [{"pk": {"S": "k%d" % i}, "sk": {"S": "s"}} for i in range(30)]
+        for k in keys:
+            c.put_item(TableName=name, Item=dict(k, g={"S": "x"}, exp={"N": str(expires)}))
+        self.cluster("stop-node", "1", "--hard")
+        try:
+            deadline = time.time() + DEADLINE_S
+            left = keys
+            while left and time.time() < deadline:
+                try:
+                    left = [k for k in left if "Item" in c.get_item(
+                        TableName=name, Key=k, ConsistentRead=True)]
+                except ClientError:
+                    pass  # a group still electing: poll with the deadline
+                time.sleep(0.1)
+            self.assertEqual(left, [], "expired items left with node 1 down")
+            self.assertEqual(c.describe_time_to_live(TableName=name)["TimeToLiveDescription"],
+                             {"TimeToLiveStatus": "ENABLED", "AttributeName": "exp"})
+        finally:
+            self.cluster("start-node", "1")
+            self.cluster("wait")
 
 
 if __name__ == "__main__":
