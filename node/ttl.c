@@ -23,9 +23,14 @@
  *      otherwise: LSIs change in the same transaction, GSIs through the
  *      outbox.
  *   3. Pacing: the deletes draw on a token bucket (capacity.h's cap_bucket)
- *      refilled at [cluster] ttl_share percent of the partition write limit
- *      (partition_wcu), each delete taking its write units (1 per KB of the
- *      item, rounded up).  An empty bucket pauses the pass where it is.  The
+ *      refilled at [cluster] ttl_share percent of the write capacity of the
+ *      partition being expired (capacity.h's cap_share: the table's
+ *      provisioned or on-demand maximum write units over its partitions, at
+ *      most partition_wcu, which is also the share of a PAY_PER_REQUEST
+ *      table without a maximum), each delete taking its write units (1 per
+ *      KB of the item, rounded up).  The bucket is the group's: its rate
+ *      follows the table the pass is in.  An empty bucket pauses the pass
+ *      where it is.  The
  *      delete's units are also charged to the table's partition like any
  *      write (node_fsm_charge_write), so they show in its consumption.
  *   4. When the last table is done the pass is counted and the next begins
@@ -101,6 +106,8 @@ struct tt_group {
 struct node_ttl {
 	node *n;
 	uint32_t ms;
+	double share;    /* ttl_share as a fraction */
+	double part_wcu; /* the partition write limit */
 	bool closing;
 	tt_group **groups; /* [conf->groups]; NULL where not hosted */
 };
@@ -237,6 +244,18 @@ static bool table_at_cursor(tt_group *tg, sh_arena *a, st_table_info *info)
 	}
 }
 
+/* The rate expiry may use in table d's partition (units per second). */
+static double table_rate(const node_ttl *t, const st_table_def *d)
+{
+	cap_limits l = {
+	    .table_rate =
+	        (double)(d->billing == ST_BILLING_PROVISIONED ? d->tp.wcu : d->tp.max_wcu),
+	    .parts = sh_cluster_partitions(t->n->conf),
+	    .part_max = t->part_wcu,
+	    .others = -1};
+	return cap_share(&l) * t->share;
+}
+
 /* One step: read up to TTL_STEP_ITEMS items from the cursor and propose the
  * deletes of the expired ones the bucket pays for. */
 static void step(tt_group *tg, uint64_t now)
@@ -252,6 +271,13 @@ static void step(tt_group *tg, uint64_t now)
 	st_table_info info;
 	if (!table_at_cursor(tg, &a, &info)) {
 		pass_done(tg, now);
+		goto out;
+	}
+	double rate = table_rate(tg->t, &info.def);
+	if (rate != tg->bucket.rate)
+		cap_bucket_set(&tg->bucket, rate, rate, wall);
+	if (!cap_bucket_admit(&tg->bucket, wall)) {
+		tg->next_ns = now + (uint64_t)TTL_EMPTY_WAIT_MS * 1000000u;
 		goto out;
 	}
 	char msg[SH_ERRMSG_SIZE];
@@ -341,8 +367,9 @@ int node_ttl_open(node *n, node_ttl **out, char *errmsg)
 	t->groups = sh_calloc(conf->groups, sizeof(*t->groups));
 	if (t->groups == NULL)
 		goto nomem;
-	double wcu = (double)(conf->partition_wcu != 0 ? conf->partition_wcu : SH_PARTITION_WCU);
-	double rate = wcu * (conf->ttl_share != 0 ? conf->ttl_share : SH_TTL_SHARE) / 100.0;
+	t->part_wcu = (double)(conf->partition_wcu != 0 ? conf->partition_wcu : SH_PARTITION_WCU);
+	t->share = (conf->ttl_share != 0 ? conf->ttl_share : SH_TTL_SHARE) / 100.0;
+	double rate = t->part_wcu * t->share;         /* until the first table says otherwise */
 	for (uint32_t g = 1; g < conf->groups; g++) { /* group 0 holds no items */
 		node_group *grp = node_group_get(n, g);
 		if (grp == NULL)
