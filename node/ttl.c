@@ -369,8 +369,9 @@ int node_ttl_open(node *n, node_ttl **out, char *errmsg)
 		goto nomem;
 	t->part_wcu = (double)(conf->partition_wcu != 0 ? conf->partition_wcu : SH_PARTITION_WCU);
 	t->share = (conf->ttl_share != 0 ? conf->ttl_share : SH_TTL_SHARE) / 100.0;
-	double rate = t->part_wcu * t->share;         /* until the first table says otherwise */
-	for (uint32_t g = 1; g < conf->groups; g++) { /* group 0 holds no items */
+	double rate = t->part_wcu * t->share; /* until the first table says otherwise */
+	/* Group 0 holds items only when it is the only group. */
+	for (uint32_t g = conf->groups > 1 ? 1 : 0; g < conf->groups; g++) {
 		node_group *grp = node_group_get(n, g);
 		if (grp == NULL)
 			continue;
