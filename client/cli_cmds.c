@@ -429,6 +429,18 @@ static const cli_opt o_get_records[] = {
     OPT_END,
 };
 
+static const cli_member m_ttl_spec[] = {
+    {"Enabled", &s_bool}, {"AttributeName", &s_str}, {NULL, NULL}};
+static const cli_shape s_ttl_spec = {CLI_STRUCT, NULL, m_ttl_spec};
+
+static const cli_opt o_update_time_to_live[] = {
+    {"table-name", "TableName", &s_str, REQ},
+    {"time-to-live-specification", "TimeToLiveSpecification", &s_ttl_spec, REQ},
+    OPT_END,
+};
+
+#define o_describe_time_to_live o_table_only
+
 /* Options of the commands whose names the registry derives (o_<field>). */
 #define o_batch_get_item       o_batch_get
 #define o_batch_write_item     o_batch_write

@@ -85,6 +85,10 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		else if (strcmp(name, "stream_retention_s") == 0 &&
 		         parse_uint(value, 365UL * 86400, &v))
 			c->stream_retention_s = (uint32_t)v;
+		else if (strcmp(name, "ttl_scan_ms") == 0 && parse_uint(value, 86400000UL, &v))
+			c->ttl_scan_ms = (uint32_t)v, c->ttl_scan_set = true;
+		else if (strcmp(name, "ttl_share") == 0 && parse_uint(value, 100, &v) && v >= 1)
+			c->ttl_share = (uint32_t)v;
 		else
 			goto bad;
 		return 1;

@@ -51,6 +51,8 @@
 #define SH_PARTITION_WCU   1000
 #define SH_BURST_SECS      300
 #define SH_SCRUB_MS        10000 /* [cluster] scrub_ms by default */
+#define SH_TTL_SCAN_MS     60000 /* [cluster] ttl_scan_ms by default */
+#define SH_TTL_SHARE       10    /* [cluster] ttl_share by default (percent) */
 
 typedef struct sh_node_conf {
 	uint32_t id;                 /* from the section name [node.<id>], >= 1 */
@@ -84,6 +86,14 @@ typedef struct sh_cluster_conf {
 	/* [cluster] stream_retention_s: how long DynamoDB Streams records are
 	 * kept (0: 24 hours, DynamoDB's). */
 	uint32_t stream_retention_s;
+	/* [cluster] ttl_scan_ms: the pause between two passes of a group's
+	 * leader over its tables with Time to Live (node/ttl.c), in ms; 0: no
+	 * expiry.  Without ttl_scan_set, SH_TTL_SCAN_MS.  [cluster] ttl_share:
+	 * the percentage (1..100) of a partition's write limit (partition_wcu)
+	 * that expiry may use; 0 in the struct: SH_TTL_SHARE. */
+	uint32_t ttl_scan_ms;
+	bool ttl_scan_set;
+	uint32_t ttl_share;
 	/* [cluster] partition_rcu / partition_wcu: the most read / write units
 	 * per second one partition (of a table or a GSI) serves, whatever the
 	 * table's capacity (DynamoDB: 3000 / 1000).  0 in the struct: the

@@ -33,7 +33,11 @@
  *
  * Operations and their results (NodeResponse.response):
  *   put / update / delete   st_put / st_update / st_delete; result put_item /
- *                           update_item / delete_item; on a failed condition
+ *                           update_item / delete_item.  A delete with
+ *                           CommandOp.ttl_expire is the TTL service's
+ *                           (st_delete_req.ttl: deleted only if expired at
+ *                           the entry's ts_ms, else ConditionalCheckFailed).
+ *                           On a failed condition
  *                           with ReturnValuesOnConditionCheckFailure ALL_OLD,
  *                           Response.item is the old item.  With
  *                           ReturnConsumedCapacity, consumed_capacity from the
@@ -199,12 +203,13 @@ static int op_update(op_ctx *c, const Shoal__UpdateItemRequest *pb)
 	return result_built(c, rc);
 }
 
-static int op_delete(op_ctx *c, const Shoal__DeleteItemRequest *pb)
+static int op_delete(op_ctx *c, const Shoal__DeleteItemRequest *pb, bool ttl)
 {
 	st_delete_req req;
 	int rc = wire_delete_req_from_pb(c->a, pb, &req, c->msg);
 	if (rc != SHOAL_OK)
 		return rc;
+	req.ttl = ttl; /* the TTL service's (node/ttl.c): expired at this entry's time */
 	st_write_result res = {0};
 	rc = st_delete(c->txn, &req, c->a, &res, c->msg);
 	if (rc != SHOAL_OK) {
@@ -278,8 +283,8 @@ static void compare_indexes(const st_table_def *in, uint32_t in_next, const st_t
 	}
 	/* A newer capacity (UpdateTable of billing or throughput) differs too;
 	 * st_table_redefine keeps the newer of the two capacities. */
-	if (in->capacity_ms > stored->capacity_ms)
-		*differ = true;
+	if (in->capacity_ms > stored->capacity_ms || in->ttl_ms > stored->ttl_ms)
+		*differ = true; /* ... and so does a newer TTL setting */
 	/* So does a newer StreamSpecification. */
 	if (in->stream.changed_ms > stored->stream.changed_ms)
 		*differ = true;
@@ -584,7 +589,7 @@ static int run_op(op_ctx *c, const Shoal__CommandOp *op)
 	case SHOAL__COMMAND_OP__OP_UPDATE:
 		return op_update(c, op->update);
 	case SHOAL__COMMAND_OP__OP_DELETE:
-		return op_delete(c, op->delete_);
+		return op_delete(c, op->delete_, op->ttl_expire);
 	case SHOAL__COMMAND_OP__OP_DEFINE_TABLE:
 		return op_define(c, op->define_table);
 	case SHOAL__COMMAND_OP__OP_DROP_TABLE:

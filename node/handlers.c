@@ -455,6 +455,25 @@ int node_handle_list_tags_of_resource(node_call *c)
 	return SHOAL_OK;
 }
 
+/* Group 0 (the router sends it there): the table's TTL setting. */
+int node_handle_describe_time_to_live(node_call *c)
+{
+	const char *name;
+	st_table_info info;
+	Shoal__DescribeTimeToLiveResponse *out;
+	int rc = wire_describe_ttl_from_pb(c->arena, c->req->request->describe_time_to_live, &name,
+	                                   c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_table_describe(node_group_env(c->group), name, c->arena, &info, c->errmsg);
+	if (rc == SHOAL_OK)
+		rc = wire_describe_ttl_resp_to_pb(c->arena, &info.def, &out, c->errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	c->resp->result_case = SHOAL__RESPONSE__RESULT_DESCRIBE_TIME_TO_LIVE;
+	c->resp->describe_time_to_live = out;
+	return SHOAL_OK;
+}
+
 int node_handle_list_tables(node_call *c)
 {
 	const char *start, **names, *last;

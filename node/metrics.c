@@ -317,6 +317,7 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	node_ship_metrics(n->ship, appendf_any, &b);
 	node_cap_metrics(n->cap, appendf_any, &b);
 	node_scrub_metrics(n->scrub, appendf_any, &b);
+	node_ttl_metrics(n->ttl, appendf_any, &b);
 
 	if (b.oom) {
 		sh_free(b.p);

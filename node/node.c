@@ -210,6 +210,7 @@ static void shutdown_begin(node *n)
 	atomic_store(&n->stopping, true);
 	node_logf(NODE_LOG_INFO, "node %u: stopping", n->id);
 	node_scrub_close(n->scrub); /* before the groups: it proposes through them */
+	node_ttl_close(n->ttl);     /* the same */
 	if (n->ship != NULL)
 		node_ship_close(n->ship); /* before the groups: it proposes through them */
 	if (n->signals) {
@@ -252,6 +253,7 @@ static void check_cb(uv_check_t *handle)
 		node_cap_tick(n->cap);
 		node_disk_tick(n);
 		node_scrub_tick(n->scrub);
+		node_ttl_tick(n->ttl);
 	}
 }
 
@@ -386,6 +388,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 		goto err;
 	if ((rc = node_scrub_open(n, &n->scrub, errmsg)) != SHOAL_OK)
 		goto err;
+	if ((rc = node_ttl_open(n, &n->ttl, errmsg)) != SHOAL_OK)
+		goto err;
 	if ((rc = node_server_start(n, n->self->rpc, opts->workers, &n->server, errmsg)) !=
 	    SHOAL_OK)
 		goto err;
@@ -437,6 +441,8 @@ void node_close(node *n)
 	/* After the lanes: no answer of a scrub question is left. */
 	node_scrub_free(n->scrub);
 	n->scrub = NULL;
+	node_ttl_free(n->ttl); /* the groups answered its deletes when they closed */
+	n->ttl = NULL;
 	node_cap_free(n->cap);
 	n->cap = NULL;
 	for (uint32_t g = 0; g < n->conf->groups; g++) {

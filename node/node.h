@@ -60,6 +60,7 @@ typedef struct node_metrics node_metrics;
 typedef struct node_ship node_ship;
 typedef struct node_cap node_cap;
 typedef struct node_scrub node_scrub;
+typedef struct node_ttl node_ttl;
 
 /* ------------------------------------------------------------------------ */
 /* Raft settings (NOTES.md: rare snapshots with a long trailing log; NODELAY) */
@@ -439,6 +440,7 @@ int node_handle_batch_get_item(node_call *c);
 int node_handle_describe_table(node_call *c);
 int node_handle_list_tables(node_call *c);
 int node_handle_list_tags_of_resource(node_call *c);
+int node_handle_describe_time_to_live(node_call *c);
 int node_handle_group_status(node_call *c);
 int node_handle_list_catalog(node_call *c);
 int node_handle_cap_report(node_call *c); /* capacity.c */
@@ -519,6 +521,7 @@ struct node {
 	uint64_t outbox_limit; /* see node_options */
 	node_cap *cap;         /* capacity per partition */
 	node_scrub *scrub;     /* the replica scrub; NULL when off */
+	node_ttl *ttl;         /* Time to Live expiry; NULL when off */
 	/* The cluster's TLS ([tls] of the cluster file): the RPC listener,
 	 * the lanes to other nodes and every group's Raft transport use it.
 	 * NULL: plain traffic (a warning at start says so). */
@@ -722,6 +725,21 @@ void node_scrub_told(node_scrub *s, uint32_t gid, uint32_t proposer, uint64_t se
                      uint64_t majority_hash);
 /* Any thread: the scrub's counters in Prometheus text. */
 void node_scrub_metrics(node_scrub *s, node_appendf_fn appendf, void *buf);
+
+/* ------------------------------------------------------------------------ */
+/* Time to Live expiry (ttl.c has the design)                                */
+/* ------------------------------------------------------------------------ */
+
+/* node_ttl_open: after the groups; *out stays NULL when [cluster]
+ * ttl_scan_ms is 0.  tick: loop, after every iteration.  close: loop, when
+ * the node begins stopping (before the groups: it proposes through them).
+ * free: after the groups closed (no delete is left in flight).  metrics:
+ * any thread. */
+int node_ttl_open(node *n, node_ttl **out, char *errmsg);
+void node_ttl_tick(node_ttl *t);
+void node_ttl_close(node_ttl *t);
+void node_ttl_free(node_ttl *t);
+void node_ttl_metrics(node_ttl *t, node_appendf_fn appendf, void *buf);
 
 /* ------------------------------------------------------------------------ */
 /* Capacity per partition (capacity.c; the rules in capacity.h)              */

@@ -84,6 +84,11 @@
 	  NODE_NONE, "remove tags from a table")                                                   \
 	X(ListTagsOfResource, list_tags_of_resource, LIST_TAGS_OF_RESOURCE,                        \
 	  "list-tags-of-resource", SHOAL_OPF_DDL, NODE_READ, "list the tags of a table")           \
+	X(UpdateTimeToLive, update_time_to_live, UPDATE_TIME_TO_LIVE, "update-time-to-live",       \
+	  SHOAL_OPF_DDL, NODE_NONE, "enable or disable Time to Live on a table")                   \
+	X(DescribeTimeToLive, describe_time_to_live, DESCRIBE_TIME_TO_LIVE,                        \
+	  "describe-time-to-live", SHOAL_OPF_DDL, NODE_READ,                                       \
+	  "the Time to Live setting of a table")                                                   \
 	X(DescribeLimits, describe_limits, DESCRIBE_LIMITS, "describe-limits", 0, NODE_NONE,       \
 	  "the capacity limits of the account and of one table")                                   \
 	X(DescribeEndpoints, describe_endpoints, DESCRIBE_ENDPOINTS, "describe-endpoints", 0,      \

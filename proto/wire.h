@@ -382,6 +382,19 @@ int wire_list_tags_from_pb(sh_arena *a, const Shoal__ListTagsOfResourceRequest *
                            const char **table, char *errmsg);
 int wire_list_tags_resp_to_pb(sh_arena *a, const st_table_def *def,
                               Shoal__ListTagsOfResourceResponse **out, char *errmsg);
+/* UpdateTimeToLive (wire_ttl.c): the table name, then the specification
+ * (Enabled and AttributeName required, AttributeName 1..255 bytes) with
+ * DynamoDB's messages, into an update request with set_ttl; its answer
+ * echoes the specification.  DescribeTimeToLive -> the table's name; its
+ * answer: ENABLED with AttributeName, or DISABLED. */
+int wire_update_ttl_from_pb(sh_arena *a, const Shoal__UpdateTimeToLiveRequest *pb,
+                            st_table_update_req *out, char *errmsg);
+int wire_update_ttl_resp_to_pb(sh_arena *a, const Shoal__UpdateTimeToLiveRequest *pb,
+                               Shoal__UpdateTimeToLiveResponse **out, char *errmsg);
+int wire_describe_ttl_from_pb(sh_arena *a, const Shoal__DescribeTimeToLiveRequest *pb,
+                              const char **table, char *errmsg);
+int wire_describe_ttl_resp_to_pb(sh_arena *a, const st_table_def *def,
+                                 Shoal__DescribeTimeToLiveResponse **out, char *errmsg);
 /* A TableUpdate (cluster.proto: group 0's change of a table's definition:
  * an UpdateTable, a TagResource or an UntagResource, exactly one) as the
  * converter of its member converts it. */

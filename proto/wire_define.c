@@ -65,6 +65,8 @@ int wire_table_define_to_pb(sh_arena *a, const st_table_def *def, Shoal__TableDe
 	td->stream_label_ms = def->stream.label_ms;
 	td->stream_changed_ms = def->stream.changed_ms;
 	td->stream_view = (char *)wire_stream_view_name(def->stream.view);
+	td->ttl_attribute = (char *)(def->ttl_attr != NULL ? def->ttl_attr : "");
+	td->ttl_ms = def->ttl_ms;
 	if (def->n_indexes > 0) {
 		td->indexes = sh_arena_calloc(a, def->n_indexes, sizeof(*td->indexes));
 		Shoal__IndexState *st = sh_arena_calloc(a, def->n_indexes, sizeof(*st));
@@ -147,5 +149,8 @@ int wire_table_define_from_pb(sh_arena *a, const Shoal__TableDefine *td, st_tabl
 	if (def.stream.label_ms != 0 && def.stream.view == ST_VIEW_NONE)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "TableDefine: a stream without a view type");
+	def.ttl_attr =
+	    td->ttl_attribute != NULL && td->ttl_attribute[0] != '\0' ? td->ttl_attribute : NULL;
+	def.ttl_ms = td->ttl_ms;
 	return st_table_def_stored(&def, a, out, errmsg);
 }

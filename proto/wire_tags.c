@@ -126,12 +126,16 @@ int wire_list_tags_resp_to_pb(sh_arena *a, const st_table_def *def,
 int wire_table_update_from_pb(sh_arena *a, const Shoal__TableUpdate *tu, st_table_update_req *out,
                               char *errmsg)
 {
-	int set = (tu->update != NULL) + (tu->tag != NULL) + (tu->untag != NULL);
+	int set =
+	    (tu->update != NULL) + (tu->tag != NULL) + (tu->untag != NULL) + (tu->ttl != NULL);
 	if (set != 1)
-		return sh_errf(errmsg, SHOAL_E_VALIDATION,
-		               "a TableUpdate carries exactly one of an UpdateTable, a TagResource "
-		               "or an UntagResource (found %d)",
-		               set);
+		return sh_errf(
+		    errmsg, SHOAL_E_VALIDATION,
+		    "a TableUpdate carries exactly one of an UpdateTable, a TagResource, "
+		    "an UntagResource or an UpdateTimeToLive (found %d)",
+		    set);
+	if (tu->ttl != NULL)
+		return wire_update_ttl_from_pb(a, tu->ttl, out, errmsg);
 	if (tu->tag != NULL)
 		return wire_tag_resource_from_pb(a, tu->tag, out, errmsg);
 	if (tu->untag != NULL)

@@ -239,6 +239,12 @@ int rt_auth_authorize(const rt_router *rt, const rt_principal *who, const Shoal_
 		return check(who, RT_PERM_DDL, op, in->update_table->table_name, NULL, errmsg);
 	case SHOAL__REQUEST__OP_DELETE_TABLE:
 		return check(who, RT_PERM_DDL, op, in->delete_table->table_name, NULL, errmsg);
+	case SHOAL__REQUEST__OP_UPDATE_TIME_TO_LIVE:
+		return check(who, RT_PERM_DDL, op, in->update_time_to_live->table_name, NULL,
+		             errmsg);
+	case SHOAL__REQUEST__OP_DESCRIBE_TIME_TO_LIVE:
+		return check(who, RT_PERM_READ, op, in->describe_time_to_live->table_name, NULL,
+		             errmsg);
 	case SHOAL__REQUEST__OP_BATCH_GET_ITEM:
 		for (size_t i = 0; rc == SHOAL_OK && i < in->batch_get_item->n_request_items; i++)
 			rc = check(who, RT_PERM_READ, op,

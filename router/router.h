@@ -671,6 +671,22 @@ int rt_read_capacity(sh_arena *a, wire_rcc rcc, const rt_table *t, const st_inde
  * refreshes the catalog; a->active tells whether the index is ACTIVE now.
  * A data group whose copy of the table does not know the index yet gets
  * the definition again. */
+/* Sub-step (tables.c): group 0's stored definition of a table sent to every
+ * data group in parallel (define_table: creates the table there, or
+ * redefines it with the same id), then the catalog refreshed.  A data group
+ * that cannot be reached now is repaired later, on its first
+ * ResourceNotFound (and for indexes, by rt_index_activate).  Called again at
+ * the caller's phase until it returns something other than RT_WAIT; set
+ * stored, op and name first (phase 0). */
+typedef struct rt_define_all {
+	int phase;
+	const Shoal__TableDefine *stored;
+	const char *op, *name;
+	rt_call *calls[SH_MAX_GROUPS];
+	uint32_t n;
+} rt_define_all;
+int rt_define_all_step(rt_job *j, rt_define_all *d);
+
 typedef struct rt_activate_sub rt_activate_sub;
 typedef struct rt_activate {
 	const rt_table *t; /* may be NULL (no repair of a data group then) */

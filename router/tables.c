@@ -192,20 +192,8 @@ static const Shoal__IndexStats *index_stats(const Shoal__GroupStatus *gs, const 
 /* Sub-step: a definition sent to every data group                           */
 /* ------------------------------------------------------------------------ */
 
-/* Sends group 0's stored definition of a table to every data group in
- * parallel (define_table: creates the table there, or redefines it with the
- * same id), then refreshes the catalog.  A data group that cannot be reached
- * now is repaired later, on its first ResourceNotFound (and for indexes, by
- * rt_index_activate). */
-typedef struct define_all {
-	int phase;
-	const Shoal__TableDefine *stored;
-	const char *op, *name;
-	rt_call *calls[SH_MAX_GROUPS];
-	uint32_t n;
-} define_all;
-
-static int define_all_step(rt_job *j, define_all *d)
+/* rt_define_all_step (router.h). */
+int rt_define_all_step(rt_job *j, rt_define_all *d)
 {
 	switch (d->phase) {
 	case 0: {
@@ -268,7 +256,7 @@ struct rt_activate_sub {
 	rt_call *defs[SH_MAX_GROUPS];
 	uint32_t n_defs;
 	rt_call *act;
-	define_all all;
+	rt_define_all all;
 };
 
 /* Has every data group's leader finished the backfill of GSI `index` and
@@ -375,7 +363,7 @@ int rt_index_activate(rt_job *j, rt_activate *a)
 	}
 		/* fall through */
 	case 4:
-		if (a->phase == 4 && (rc = define_all_step(j, &s->all)) != SHOAL_OK)
+		if (a->phase == 4 && (rc = rt_define_all_step(j, &s->all)) != SHOAL_OK)
 			return rc;
 		/* fall through */
 	case 5:
@@ -397,7 +385,7 @@ typedef struct create_st {
 	st_table_def def;
 	rt_call *c;
 	const Shoal__TableDefine *stored;
-	define_all all;
+	rt_define_all all;
 } create_st;
 
 int rt_step_create_table(rt_job *j)
@@ -446,7 +434,7 @@ int rt_step_create_table(rt_job *j)
 	}
 		/* fall through */
 	case 2: {
-		if ((rc = define_all_step(j, &s->all)) != SHOAL_OK)
+		if ((rc = rt_define_all_step(j, &s->all)) != SHOAL_OK)
 			return rc;
 		st_table_info info = {0};
 		if ((rc = wire_table_define_from_pb(&j->arena, s->stored, &info.def, j->errmsg)) !=
@@ -828,7 +816,7 @@ typedef struct update_st {
 	const rt_table *before;
 	rt_call *c;
 	const Shoal__TableDefine *stored;
-	define_all all;
+	rt_define_all all;
 } update_st;
 
 int rt_step_update_table(rt_job *j)
@@ -888,7 +876,7 @@ int rt_step_update_table(rt_job *j)
 	}
 		/* fall through */
 	case 2:
-		if (j->phase == 2 && (rc = define_all_step(j, &s->all)) != SHOAL_OK)
+		if (j->phase == 2 && (rc = rt_define_all_step(j, &s->all)) != SHOAL_OK)
 			return rc;
 		/* fall through */
 	case 3: {

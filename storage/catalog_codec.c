@@ -52,11 +52,15 @@
  *   TCAP := 1 billing mode (0 = PAY_PER_REQUEST, 1 = PROVISIONED), CAP,
  *           8 LastUpdateToPayPerRequestDateTime (i64 ms; 0: never),
  *           8 time of the last capacity change (i64 ms, group 0's clock)
- *   META := 1 flags (bit 0: DeletionProtectionEnabled; other bits 0),
+ *   META := 1 flags (bit 0: DeletionProtectionEnabled; bit 1: TTL follows
+ *             the tags; other bits 0),
  *           1 TableClass (0 = not given, 1 = STANDARD,
  *             2 = STANDARD_INFREQUENT_ACCESS),
  *           8 time UpdateTable last changed the class (i64 ms; 0: never),
- *           2 number of tags (u16, <= 50), then for each: STR key, STR value
+ *           2 number of tags (u16, <= 50), then for each: STR key, STR value,
+ *           then with flags bit 1 (UpdateTimeToLive was applied once):
+ *           8 time of the last UpdateTimeToLive (i64 ms, group 0's clock),
+ *           STR TTL attribute name (empty: TTL disabled)
  *
  * The counters sit at a fixed offset (ST_REC_OFF_COUNT, ST_REC_OFF_BYTES in
  * catalog.h) so that the per-write counter update (st_table_count) patches 16
@@ -185,13 +189,17 @@ static void encode_record(wbuf *w, const st_table_def *d, uint64_t items, uint64
 	      d->decreases_day);
 	w_u64(w, (uint64_t)d->billing_changed_ms);
 	w_u64(w, (uint64_t)d->capacity_ms);
-	w_u8(w, d->deletion_protection ? 1 : 0);
+	w_u8(w, (uint8_t)((d->deletion_protection ? 1 : 0) | (d->ttl_ms != 0 ? 2 : 0)));
 	w_u8(w, (uint8_t)d->table_class);
 	w_u64(w, (uint64_t)d->class_changed_ms);
 	w_u16(w, (uint16_t)d->n_tags);
 	for (uint32_t i = 0; i < d->n_tags; i++) {
 		w_str(w, d->tags[i].key);
 		w_str(w, d->tags[i].value);
+	}
+	if (d->ttl_ms != 0) {
+		w_u64(w, (uint64_t)d->ttl_ms);
+		w_str(w, d->ttl_attr != NULL ? d->ttl_attr : "");
 	}
 	if (d->stream.label_ms != 0) {
 		w_u8(w, EXT_STREAM);
@@ -432,9 +440,9 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 	if (version >= 4) {
 		uint8_t flags = r_u8(&r, "flags");
 		uint8_t cls = r_u8(&r, "table class");
-		if (r.bad == NULL && (flags > 1 || cls > ST_CLASS_STANDARD_IA))
+		if (r.bad == NULL && (flags > 3 || cls > ST_CLASS_STANDARD_IA))
 			r.bad = "flags";
-		d->deletion_protection = flags == 1;
+		d->deletion_protection = (flags & 1) != 0;
 		d->table_class = (st_table_class)cls;
 		d->class_changed_ms = (int64_t)r_u64(&r, "class change time");
 		d->n_tags = r_u16(&r, "tag count");
@@ -446,6 +454,12 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 				d->tags[i].key = r_str(&r, "tag key");
 				d->tags[i].value = r_str(&r, "tag value");
 			}
+		}
+		if (flags & 2) {
+			d->ttl_ms = (int64_t)r_u64(&r, "TTL change time");
+			d->ttl_attr = r_str(&r, "TTL attribute");
+			if (d->ttl_attr != NULL && d->ttl_attr[0] == '\0')
+				d->ttl_attr = NULL;
 		}
 	}
 	/* Extensions, after everything else (version >= 3). */

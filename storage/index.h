@@ -239,6 +239,13 @@ typedef struct st_table_update_req {
 	 * type, or disable.  label_ms and changed_ms are set by st_table_update. */
 	bool set_stream;
 	st_stream_spec stream;
+	/* UpdateTimeToLive (set_ttl): enable with attribute ttl_attr, or
+	 * disable (ttl_attr: the request's AttributeName, which must be the
+	 * enabled one).  DynamoDB's refusals: enabling what is enabled,
+	 * disabling what is disabled. */
+	bool set_ttl;
+	bool ttl_enabled;
+	const char *ttl_attr;
 } st_table_update_req;
 
 /* Group 0: validates and applies an UpdateTable with DynamoDB's rules and

@@ -115,6 +115,25 @@ static int updated_stream(const st_table_def *old, const st_table_update_req *re
 
 /* The table's definition with req applied, validated; SHOAL_E_VALIDATION,
  * SHOAL_E_NOT_FOUND or SHOAL_E_NOMEM. */
+/* UpdateTimeToLive on d (a copy of old), with DynamoDB's refusals. */
+static int ttl_change(const st_table_def *old, const st_table_update_req *req, int64_t now_ms,
+                      st_table_def *d, char *errmsg)
+{
+	if (req->ttl_enabled && old->ttl_attr != NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "TimeToLive is already enabled");
+	if (!req->ttl_enabled && old->ttl_attr == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "TimeToLive is already disabled");
+	if (!req->ttl_enabled &&
+	    (req->ttl_attr == NULL || strcmp(req->ttl_attr, old->ttl_attr) != 0))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "TimeToLive is active on a different AttributeName: current "
+		               "AttributeName is %s",
+		               old->ttl_attr);
+	d->ttl_attr = req->ttl_enabled ? req->ttl_attr : NULL;
+	d->ttl_ms = now_ms;
+	return SHOAL_OK;
+}
+
 static int updated_def(const st_table_def *old, const st_table_update_req *req, int64_t now_ms,
                        sh_arena *a, st_table_def *d, bool *cap_changed, char *errmsg)
 {
@@ -226,6 +245,8 @@ static int updated_def(const st_table_def *old, const st_table_update_req *req, 
 		return rc;
 	if (req->set_stream && (rc = updated_stream(old, req, now_ms, d, errmsg)) != SHOAL_OK)
 		return rc;
+	if (req->set_ttl && (rc = ttl_change(old, req, now_ms, d, errmsg)) != SHOAL_OK)
+		return rc;
 	rc = st_catalog_check_def(d, a, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
@@ -249,7 +270,7 @@ int st_table_update(st_txn *txn, const st_table_update_req *req, char *errmsg)
 	if (rc == SHOAL_OK)
 		rc = updated_def(&t.def, req, st_txn_time(txn), &a, &d, &cap_changed, errmsg);
 	bool meta = req->set_deletion_protection || req->set_table_class ||
-	            req->n_tag_set + req->n_tag_remove > 0 || req->set_stream;
+	            req->n_tag_set + req->n_tag_remove > 0 || req->set_stream || req->set_ttl;
 	if (rc == SHOAL_OK &&
 	    (req->n_create + req->n_drop + req->n_attrs > 0 || cap_changed || meta))
 		rc = put_record(txn, &d, t.item_count, t.size_bytes, &a, errmsg);
@@ -375,6 +396,10 @@ int st_table_redefine(st_txn *txn, const st_table_def *def, char *errmsg)
 		keep_capacity(&d, &t.def);
 	if (t.def.stream.changed_ms > d.stream.changed_ms) /* ... and our stream */
 		d.stream = t.def.stream;
+	if (t.def.ttl_ms > d.ttl_ms) { /* ... and our TTL setting */
+		d.ttl_attr = t.def.ttl_attr;
+		d.ttl_ms = t.def.ttl_ms;
+	}
 	if (t.def.next_index_id > d.next_index_id)
 		d.next_index_id = t.def.next_index_id;
 	for (uint32_t i = 0; i < t.def.n_indexes; i++)

@@ -317,6 +317,13 @@ typedef struct st_table_def {
 	st_tag *tags;
 	uint32_t n_tags;
 	st_stream_spec stream; /* StreamSpecification (all zero: never had a stream) */
+	/* Time to live (UpdateTimeToLive): the attribute holding each item's
+	 * expiry time, NULL while TTL is disabled; ttl_ms is group 0's time of
+	 * the last UpdateTimeToLive (0: never), and a data group keeps the newer
+	 * of two definitions' setting (st_table_redefine).  Data groups read it:
+	 * their leaders expire items (node/ttl.c). */
+	const char *ttl_attr;
+	int64_t ttl_ms;
 } st_table_def;
 
 typedef struct st_table_info {
@@ -419,6 +426,18 @@ int st_table_delete(st_txn *txn, const char *name, char *errmsg);
  * of the flag is CreateTable's and never read. */
 int st_table_delete_unprotected(st_txn *txn, const char *name, char *errmsg);
 
+/* Time to live (ttl.c).  Whether an item whose TTL attribute holds v (NULL:
+ * absent) is expired at now_ms (ms since the epoch): v is a Number of
+ * seconds since the epoch, earlier than now and not more than
+ * ST_TTL_MAX_PAST_S before it (DynamoDB ignores older ones, and values that
+ * are not Numbers).  The one decision, used by the scanner to find
+ * candidates and by the apply of a TTL delete to confirm one. */
+#define ST_TTL_MAX_PAST_S (5LL * 365 * 86400)
+bool st_ttl_expired(const st_value *v, int64_t now_ms);
+/* The same for an item (an ST_M) of a table whose TTL attribute is attr
+ * (NULL: TTL disabled, never expired). */
+bool st_ttl_item_expired(const st_value *item, const char *attr, int64_t now_ms);
+
 /* Tags (catalog_tags.c).  st_tags_check: each tag of a request (Key 1..128
  * characters, Value 0..256, DynamoDB's characters, no "aws:" prefix), no key
  * twice, at most ST_MAX_TAGS.  st_tags_change: old's tags without the keys
@@ -477,6 +496,13 @@ typedef struct st_delete_req {
 	st_expr_attrs attrs;
 	st_return_values return_values; /* NONE or ALL_OLD */
 	bool return_old_on_condition_fail;
+	/* A delete by the TTL service (node/ttl.c; CommandOp.ttl_expire): done
+	 * only when the item is expired at the transaction's time by the
+	 * table's TTL setting at that time (st_ttl_expired), else
+	 * SHOAL_E_CONDITION and nothing changes.  A change log that records
+	 * the delete names the TTL service as its author (DynamoDB Streams'
+	 * userIdentity {Type "Service", PrincipalId "dynamodb.amazonaws.com"}). */
+	bool ttl;
 } st_delete_req;
 
 /* The entry writes of one secondary index caused by one base write, for

@@ -501,6 +501,12 @@ int st_plan_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_
 	if (rc == SHOAL_OK)
 		rc = plan_keyed(txn, p, req->table, req->key, req->condition, &req->attrs,
 		                req->return_old_on_condition_fail, a, res, errmsg);
+	/* The TTL service's delete: the item must be expired now, by the
+	 * table's setting now (an update that moved the TTL, or TTL disabled
+	 * since the scan, wins). */
+	if (rc == SHOAL_OK && req->ttl &&
+	    !st_ttl_item_expired(p->old_item, p->t.def.ttl_attr, st_txn_time(txn)))
+		rc = sh_errf(errmsg, SHOAL_E_CONDITION_FAILED, "The conditional request failed");
 	p->writes = rc == SHOAL_OK && p->old_item != NULL;
 	if (rc == SHOAL_OK && p->writes)
 		rc = st_ix_plan_write(txn, &p->t, p->old_item, NULL, a, &p->ix, errmsg);

@@ -374,6 +374,22 @@ START_TEST(test_authorize)
 	ck_assert_int_eq(authorize(&c, "RO", &in, m), SHOAL_OK);
 	ck_assert_int_eq(authorize(&c, NULL, &in, m), SHOAL_E_AUTH_MISSING);
 
+	/* Time to Live: DDL to change it, read to describe it, on the table. */
+	Shoal__UpdateTimeToLiveRequest ut = SHOAL__UPDATE_TIME_TO_LIVE_REQUEST__INIT;
+	in.op_case = SHOAL__REQUEST__OP_UPDATE_TIME_TO_LIVE;
+	in.update_time_to_live = &ut;
+	WIRE_SET(&ut, table_name, "Orders");
+	ck_assert_int_eq(authorize(&c, "RW", &in, m), SHOAL_OK);
+	ck_assert_int_eq(authorize(&c, "RO", &in, m), SHOAL_E_ACCESS_DENIED);
+	ck_assert_msg(strstr(m, "dynamodb:UpdateTimeToLive") != NULL, "%s", m);
+	Shoal__DescribeTimeToLiveRequest dt = SHOAL__DESCRIBE_TIME_TO_LIVE_REQUEST__INIT;
+	in.op_case = SHOAL__REQUEST__OP_DESCRIBE_TIME_TO_LIVE;
+	in.describe_time_to_live = &dt;
+	WIRE_SET(&dt, table_name, "Orders");
+	ck_assert_int_eq(authorize(&c, "RO", &in, m), SHOAL_OK);
+	WIRE_SET(&dt, table_name, "Other");
+	ck_assert_int_eq(authorize(&c, "RO", &in, m), SHOAL_E_ACCESS_DENIED);
+
 	/* No credentials file: everything, by anyone. */
 	rt_router rt;
 	memset(&rt, 0, sizeof(rt));

@@ -92,6 +92,27 @@ START_TEST(test_errors)
 	                                            "raft = h:99999\nrpc = tcp://h:2\n"),
 	                                 &c, msg),
 	                 SHOAL_E_VALIDATION);
+	/* Time to Live: unset is the defaults (node/ttl.c), 0 ms turns expiry
+	 * off, the share is a percentage of 1..100. */
+	const char *one = "[node.1]\nraft = h:1\nrpc = tcp://h:2\n";
+	char buf[256];
+	snprintf(buf, sizeof(buf), "[cluster]\nreplication = 1\n%s", one);
+	ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_OK);
+	ck_assert(!c.ttl_scan_set);
+	ck_assert_uint_eq(c.ttl_share, 0);
+	snprintf(buf, sizeof(buf),
+	         "[cluster]\nreplication = 1\nttl_scan_ms = 0\nttl_share = 25\n%s", one);
+	ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_OK);
+	ck_assert(c.ttl_scan_set);
+	ck_assert_uint_eq(c.ttl_scan_ms, 0);
+	ck_assert_uint_eq(c.ttl_share, 25);
+	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nttl_share = 0\n"), &c, msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "ttl_share"));
+	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nttl_share = 101\n"), &c, msg),
+	                 SHOAL_E_VALIDATION);
+	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nttl_scan_ms = -5\n"), &c, msg),
+	                 SHOAL_E_VALIDATION);
 }
 END_TEST
 

@@ -891,6 +891,69 @@ START_TEST(test_replay)
 }
 END_TEST
 
+/* The TTL service's delete (CommandOp.ttl_expire): applied only if the item
+ * is expired at the entry's ts_ms by the table's TTL attribute; a client's
+ * delete of the same kind of item is unaffected. */
+START_TEST(test_ttl_delete)
+{
+	char d[4096];
+	node_fsm *f = open_single("ttl", 1, d);
+	Shoal__CommandOp *def = op_define("tbl", 7);
+	def->define_table->ttl_attribute = "exp";
+	def->define_table->ttl_ms = 1;
+	Shoal__CommandOp *ops[3] = {def};
+	ck_assert_int_eq(apply_ops_at(f, 1, NULL, 1, ops), 0);
+	ops[0] = op_put(
+	    "tbl", "{\"pk\":{\"S\":\"a\"},\"sk\":{\"N\":\"1\"},\"exp\":{\"N\":\"1700000000\"}}",
+	    NULL);
+	ops[1] = op_put(
+	    "tbl", "{\"pk\":{\"S\":\"a\"},\"sk\":{\"N\":\"2\"},\"exp\":{\"N\":\"1900000000\"}}",
+	    NULL);
+	ops[2] = op_put(
+	    "tbl", "{\"pk\":{\"S\":\"a\"},\"sk\":{\"N\":\"3\"},\"exp\":{\"S\":\"1700000000\"}}",
+	    NULL);
+	ck_assert_int_eq(apply_ops_at(f, 2, NULL, 3, ops), 0);
+	const char *k1 = "{\"pk\":{\"S\":\"a\"},\"sk\":{\"N\":\"1\"}}";
+	const char *k2 = "{\"pk\":{\"S\":\"a\"},\"sk\":{\"N\":\"2\"}}";
+	const char *k3 = "{\"pk\":{\"S\":\"a\"},\"sk\":{\"N\":\"3\"}}";
+	for (int i = 0; i < 3; i++) {
+		ops[i] = op_delete("tbl", i == 0 ? k1 : i == 1 ? k2 : k3);
+		ops[i]->ttl_expire = true;
+	}
+	node_batch b;
+	/* An entry stamped before item 1's expiry: nothing is deleted. */
+	cmd_ts = 1699999999000;
+	ck_assert_int_eq(node_batch_init(&b, 40, 3), SHOAL_OK);
+	node_fsm_register(f, &b);
+	ck_assert_int_eq(apply_ops_at(f, 3, &b, 3, ops), 0);
+	for (uint32_t i = 0; i < 3; i++)
+		ck_assert_int_eq(result_status(&b, i), SHOAL__STATUS__STATUS_CONDITION_FAILED);
+	node_fsm_unregister(f, &b);
+	node_batch_fini(&b);
+	ck_assert_ptr_nonnull(get(f, "tbl", k1));
+	/* After it: item 1 goes; the future and the String TTL stay. */
+	cmd_ts = 1700000001000;
+	ck_assert_int_eq(node_batch_init(&b, 41, 3), SHOAL_OK);
+	node_fsm_register(f, &b);
+	ck_assert_int_eq(apply_ops_at(f, 4, &b, 3, ops), 0);
+	ck_assert_int_eq(result_status(&b, 0), SHOAL__STATUS__STATUS_OK);
+	ck_assert_int_eq(result_status(&b, 1), SHOAL__STATUS__STATUS_CONDITION_FAILED);
+	ck_assert_int_eq(result_status(&b, 2), SHOAL__STATUS__STATUS_CONDITION_FAILED);
+	node_fsm_unregister(f, &b);
+	node_batch_fini(&b);
+	ck_assert_ptr_null(get(f, "tbl", k1));
+	ck_assert_ptr_nonnull(get(f, "tbl", k2));
+	ck_assert_ptr_nonnull(get(f, "tbl", k3));
+	/* A client's delete (no flag) of an unexpired item goes through. */
+	ops[0] = op_delete("tbl", k2);
+	ck_assert_int_eq(apply_ops_at(f, 5, NULL, 1, ops), 0);
+	ck_assert_ptr_null(get(f, "tbl", k2));
+	cmd_ts = 0;
+	node_fsm_close(f);
+	tl_rmtree(d);
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 /* Catalog operations                                                        */
 /* ------------------------------------------------------------------------ */
@@ -1866,6 +1929,7 @@ static Suite *fsm_suite(void)
 	tcase_add_test(tc, test_restore_direct);
 	tcase_add_test(tc, test_snapshot_large);
 	tcase_add_test(tc, test_replay);
+	tcase_add_test(tc, test_ttl_delete);
 	tcase_add_test(tc, test_catalog_ops);
 	tcase_add_test(tc, test_sticky_direct);
 	tcase_add_test(tc, test_alloc_faults);

@@ -55,7 +55,7 @@ cleanup() {
 trap cleanup EXIT
 
 if ! SHOAL_BIN=$build/bin "$root/deploy/cluster.sh" up --dir "$dir" --base-port "$base" \
-	--http-port $((base + 60)); then
+	--http-port $((base + 60)) --ttl-scan-ms 500; then
 	echo "the cluster did not start"
 	echo "0%: Checks: 1, Failures: 1, Errors: 0"
 	exit 1

@@ -594,7 +594,7 @@ class Endpoint(unittest.TestCase):
                          [{"Code": "ConditionalCheckFailed",
                            "Message": "The conditional request failed"}])
         with self.assertRaises(ClientError) as cm:
-            c.describe_time_to_live(TableName=t)
+            c.describe_continuous_backups(TableName=t)
         self.assertEqual(cm.exception.response["Error"]["Code"], "UnknownOperationException")
 
     # ------------------------------------------------------------- robustness
@@ -1143,6 +1143,8 @@ from test_txn import Transactions  # noqa: E402,F401
 from test_provisioned import Provisioned  # noqa: E402,F401
 # The legacy conditional parameters, legacy and expression forms side by side.
 from test_legacy import Legacy  # noqa: E402,F401
+# Time to Live: the operations, and expiry with indexes.
+from test_ttl import TimeToLive  # noqa: E402,F401
 # Tags, deletion protection, ids and ARNs, limits, endpoints, CORS; and the
 # restart of every process (its class sorts last).
 from test_smallops import SmallOps, WholeClusterRestart  # noqa: E402,F401
