@@ -325,6 +325,16 @@ int wire_stream_records_to_pb(sh_arena *a, const st_stream_rec *recs, uint32_t n
 		if (rc != SHOAL_OK)
 			return rc;
 		pb->dynamodb = d;
+		if (r->by_ttl) {
+			/* DynamoDB's marking of a Time to Live deletion. */
+			Shoal__Identity *who = sh_arena_alloc(a, sizeof(*who));
+			if (who == NULL)
+				return nomem(errmsg);
+			shoal__identity__init(who);
+			who->principal_id = "dynamodb.amazonaws.com";
+			who->type = "Service";
+			pb->user_identity = who;
+		}
 		v[i] = pb;
 	}
 	*out = v;

@@ -20,6 +20,7 @@
 #define KIND_REC       'R'
 #define REC_VERSION    1
 #define REC_FIXED      31
+#define REC_BY_TTL     0x80 /* in the event byte: a REMOVE by Time to Live */
 
 static void meta_key(uint8_t k[6], char kind, uint32_t table)
 {
@@ -69,7 +70,7 @@ static int nomem(char *errmsg)
 }
 
 int st_stream_append(st_txn *txn, const st_table_def *t, const st_key *k, const st_value *old_item,
-                     const st_value *new_item, sh_arena *a, char *errmsg)
+                     const st_value *new_item, bool by_ttl, sh_arena *a, char *errmsg)
 {
 	if (!t->stream.enabled)
 		return SHOAL_OK;
@@ -116,7 +117,7 @@ int st_stream_append(st_txn *txn, const st_table_def *t, const st_key *k, const 
 		return st_lmdb_err(mrc, "mdb_put(meta stream)", errmsg);
 	uint8_t *p = mv.mv_data;
 	p[0] = REC_VERSION;
-	p[1] = (uint8_t)ev;
+	p[1] = (uint8_t)((uint8_t)ev | (by_ttl && ev == ST_EV_REMOVE ? REC_BY_TTL : 0));
 	p[2] = (uint8_t)view;
 	st_put_be64(p + 3, (uint64_t)txn->ts_ms);
 	st_put_be64(p + 11, (uint64_t)t->stream.label_ms);
@@ -241,12 +242,15 @@ static int decode(uint64_t seq, const MDB_val *v, sh_arena *a, st_stream_rec *r,
 {
 	const uint8_t *p = v->mv_data;
 	size_t len = v->mv_size;
-	if (len < REC_FIXED || p[0] != REC_VERSION || p[1] < ST_EV_INSERT || p[1] > ST_EV_REMOVE ||
-	    p[2] < ST_VIEW_KEYS_ONLY || p[2] > ST_VIEW_NEW_AND_OLD_IMAGES)
+	uint8_t ev = len >= REC_FIXED ? (uint8_t)(p[1] & ~REC_BY_TTL) : 0;
+	if (len < REC_FIXED || p[0] != REC_VERSION || ev < ST_EV_INSERT || ev > ST_EV_REMOVE ||
+	    ((p[1] & REC_BY_TTL) != 0 && ev != ST_EV_REMOVE) || p[2] < ST_VIEW_KEYS_ONLY ||
+	    p[2] > ST_VIEW_NEW_AND_OLD_IMAGES)
 		return corrupt(seq, errmsg);
 	memset(r, 0, sizeof(*r));
 	r->seq = seq;
-	r->event = (st_stream_event)p[1];
+	r->event = (st_stream_event)ev;
+	r->by_ttl = (p[1] & REC_BY_TTL) != 0;
 	r->view = (st_stream_view)p[2];
 	r->ts_ms = (int64_t)st_get_be64(p + 3);
 	r->label_ms = (int64_t)st_get_be64(p + 11);

@@ -49,7 +49,8 @@
  *
  *   offset  size  field
  *   0       1     record version, 1
- *   1       1     event: 1 INSERT, 2 MODIFY, 3 REMOVE
+ *   1       1     event: 1 INSERT, 2 MODIFY, 3 REMOVE; bit 7 (0x80) with
+ *                 REMOVE: a deletion by the Time to Live service
  *   2       1     StreamViewType (st_stream_view, 1..4)
  *   3       8     ts_ms (i64): st_txn_set_time of the write
  *   11      8     label_ms (i64): the stream it belongs to
@@ -95,16 +96,18 @@ typedef struct st_stream_rec {
 	st_value keys;       /* ST_M: the key attributes */
 	st_value *old_image; /* NULL: none (INSERT, or not in the view) */
 	st_value *new_image; /* NULL: none (REMOVE, or not in the view) */
+	bool by_ttl;         /* REMOVE by Time to Live (userIdentity: the TTL service) */
 } st_stream_rec;
 
 struct st_key;
 
 /* The write path (write.c): the record of a change of the item under key k
- * of table t (old NULL: INSERT; new NULL: REMOVE), when t has an enabled
- * stream and the change changed something; then trims.  Environmental
- * errors only. */
+ * of table t (old NULL: INSERT; new NULL: REMOVE; by_ttl: a REMOVE by the
+ * Time to Live service), when t has an enabled stream and the change changed
+ * something; then trims.  Environmental errors only. */
 int st_stream_append(st_txn *txn, const st_table_def *t, const struct st_key *k,
-                     const st_value *old_item, const st_value *new_item, sh_arena *a, char *errmsg);
+                     const st_value *old_item, const st_value *new_item, bool by_ttl, sh_arena *a,
+                     char *errmsg);
 
 /* Deletes up to max records of table from the head of its log whose time is
  * before before_ms; *removed says how many.  (st_stream_append calls it.) */

@@ -279,6 +279,7 @@ struct st_write_plan {
 	st_ix_plan *ix;     /* the index changes */
 	const st_expr *upd; /* UPDATE: for UPDATED_OLD / UPDATED_NEW */
 	st_return_values rv;
+	bool by_ttl; /* DELETE by the Time to Live service (its stream record says so) */
 };
 
 void st_plan_sizes(const st_write_plan *p, st_write_result *res)
@@ -507,6 +508,7 @@ int st_plan_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_
 	if (rc == SHOAL_OK && req->ttl &&
 	    !st_ttl_item_expired(p->old_item, p->t.def.ttl_attr, st_txn_time(txn)))
 		rc = sh_errf(errmsg, SHOAL_E_CONDITION_FAILED, "The conditional request failed");
+	p->by_ttl = req->ttl;
 	p->writes = rc == SHOAL_OK && p->old_item != NULL;
 	if (rc == SHOAL_OK && p->writes)
 		rc = st_ix_plan_write(txn, &p->t, p->old_item, NULL, a, &p->ix, errmsg);
@@ -560,7 +562,8 @@ static int store_item(st_txn *txn, const st_write_plan *p, sh_arena *a, char *er
 		return st_lmdb_err(mrc, "mdb_put(data)", errmsg);
 	rc = st_ix_plan_apply(txn, p->ix, errmsg);
 	if (rc == SHOAL_OK)
-		rc = st_stream_append(txn, &p->t.def, &p->k, p->old_item, p->new_item, a, errmsg);
+		rc = st_stream_append(txn, &p->t.def, &p->k, p->old_item, p->new_item, false, a,
+		                      errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	int64_t bytes = (int64_t)st_item_size(p->new_item);
@@ -580,7 +583,8 @@ static int delete_item(st_txn *txn, const st_write_plan *p, sh_arena *a, char *e
 	if (rc == SHOAL_OK)
 		rc = st_ix_plan_apply(txn, p->ix, errmsg);
 	if (rc == SHOAL_OK)
-		rc = st_stream_append(txn, &p->t.def, &p->k, p->old_item, NULL, a, errmsg);
+		rc = st_stream_append(txn, &p->t.def, &p->k, p->old_item, NULL, p->by_ttl, a,
+		                      errmsg);
 	if (rc == SHOAL_OK)
 		rc = st_table_count(txn, p->t.def.name, -1, -(int64_t)st_item_size(p->old_item),
 		                    errmsg);

@@ -137,6 +137,51 @@ START_TEST(test_append_events_and_images)
 }
 END_TEST
 
+/* A deletion by the Time to Live service is marked in its record (the
+ * userIdentity of DynamoDB's records); a client's is not. */
+START_TEST(test_ttl_removal_marked)
+{
+	static st_key_attr attrs[2] = {{"pk", ST_S}, {"sk", ST_N}};
+	st_table_def d = {.name = "Ttl",
+	                  .key = {{"pk", ST_S}, {"sk", ST_N}},
+	                  .attrs = attrs,
+	                  .n_attrs = 2,
+	                  .created_ms = LABEL,
+	                  .ttl_attr = "exp",
+	                  .ttl_ms = LABEL,
+	                  .stream = {.enabled = true,
+	                             .view = ST_VIEW_OLD_IMAGE,
+	                             .label_ms = LABEL,
+	                             .changed_ms = LABEL}};
+	tl_create_table_def(&d);
+	const int64_t now = LABEL + 60000; /* ms; the items expired at LABEL / 1000 s */
+	for (int i = 0; i < 2; i++) {
+		st_value *it = tl_map("pk", tl_s(i == 0 ? "ttl" : "client"), "sk", tl_ni(1), "exp",
+		                      tl_ni(LABEL / 1000), NULL);
+		ck_assert_int_eq(put_at(tl_env, "Ttl", it, LABEL), SHOAL_OK);
+	}
+	st_txn *txn;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, now);
+	st_delete_req r = {.table = "Ttl", .key = key("ttl", 1), .ttl = true};
+	st_write_result res;
+	ck_assert_int_eq(st_delete(txn, &r, &tl_arena, &res, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+	del_at(tl_env, "Ttl", key("client", 1), now);
+	st_stream_rec *rec;
+	uint32_t n;
+	uint64_t next;
+	read_from("Ttl", 1, 100, &rec, &n, &next);
+	ck_assert_uint_eq(n, 4);
+	ck_assert(!rec[0].by_ttl && !rec[1].by_ttl);
+	ck_assert_int_eq(rec[2].event, ST_EV_REMOVE);
+	ck_assert(rec[2].by_ttl);
+	ck_assert(st_value_equal(&rec[2].keys, key("ttl", 1)));
+	ck_assert_int_eq(rec[3].event, ST_EV_REMOVE);
+	ck_assert(!rec[3].by_ttl);
+}
+END_TEST
+
 START_TEST(test_read_positions_and_limits)
 {
 	stream_table("Tbl", ST_VIEW_NEW_IMAGE);
@@ -476,9 +521,10 @@ END_TEST
 static Suite *stream_suite(void)
 {
 	return tl_suite("stream", setup, tl_store_close, 60,
-	                TL_TESTS(test_append_events_and_images, test_read_positions_and_limits,
-	                         test_trim_by_age, test_deterministic,
-	                         test_snapshot_carries_the_log, test_names_and_tokens, test_json));
+	                TL_TESTS(test_append_events_and_images, test_ttl_removal_marked,
+	                         test_read_positions_and_limits, test_trim_by_age,
+	                         test_deterministic, test_snapshot_carries_the_log,
+	                         test_names_and_tokens, test_json));
 }
 
 TL_MAIN(stream_suite)

@@ -222,6 +222,37 @@ class TimeToLive(unittest.TestCase):
             self.assertIn("An error occurred (ValidationException) when calling the "
                           "UpdateTimeToLive operation: TimeToLive is already enabled", err)
 
+    def test_stream_records(self):
+        """A table's stream shows an expiry as a REMOVE whose userIdentity
+        is the TTL service, as DynamoDB's does; a client's DeleteItem has
+        none."""
+        from test_streams import flat, read_all, streams
+        c, s = self.c, streams()
+        name = create(c)
+        c.update_table(TableName=name, StreamSpecification={
+            "StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"})
+        arn = c.describe_table(TableName=name)["Table"]["LatestStreamArn"]
+        c.update_time_to_live(TableName=name, TimeToLiveSpecification={
+            "Enabled": True, "AttributeName": "exp"})
+        old = {"pk": {"S": "old"}, "sk": {"S": "a"}, "g": {"S": "x"},
+               "exp": {"N": str(int(time.time()) - 100)}}
+        mine = {"pk": {"S": "mine"}, "sk": {"S": "a"}, "g": {"S": "x"}}
+        c.put_item(TableName=name, Item=old)
+        c.put_item(TableName=name, Item=mine)
+        c.delete_item(TableName=name, Key={"pk": mine["pk"], "sk": mine["sk"]})
+        deadline = time.time() + DEADLINE_S
+        while True:
+            removes = [r for r in flat(read_all(s, arn)) if r["eventName"] == "REMOVE"]
+            if len(removes) == 2 or time.time() > deadline:
+                break
+            time.sleep(0.2)  # polling the stream with a deadline
+        by_pk = {r["dynamodb"]["Keys"]["pk"]["S"]: r for r in removes}
+        self.assertEqual(sorted(by_pk), ["mine", "old"], removes)
+        self.assertEqual(by_pk["old"].get("userIdentity"),
+                         {"Type": "Service", "PrincipalId": "dynamodb.amazonaws.com"})
+        self.assertEqual(by_pk["old"]["dynamodb"]["OldImage"]["exp"], old["exp"])
+        self.assertNotIn("userIdentity", by_pk["mine"])
+
     def test_expiry(self):
         c = self.c
         name = create(c)
