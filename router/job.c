@@ -259,6 +259,22 @@ int rt_job_pass(rt_job *j, rt_call *c)
 	return SHOAL_OK;
 }
 
+int rt_job_forward0(rt_job *j, int checked)
+{
+	rt_call **c = (rt_call **)&j->st;
+	if (j->phase != 0)
+		return rt_job_pass(j, *c);
+	if (checked != SHOAL_OK)
+		return checked;
+	if ((*c = rt_job_call(j, 0)) == NULL)
+		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
+	int rc = rt_call_forward(j, *c, NULL, 0);
+	if (rc != SHOAL_OK)
+		return rc;
+	j->phase = 1;
+	return RT_WAIT;
+}
+
 bool rt_call_ok(rt_job *j, rt_call *c, Shoal__NodeResponse **resp, int *rc)
 {
 	*resp = NULL;

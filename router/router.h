@@ -552,6 +552,11 @@ int rt_job_request_bytes(rt_job *j);
 /* The step's answer is call c's Response as it is (success or the node's
  * refusal): returns SHOAL_OK, or c's failure (rc and errmsg). */
 int rt_job_pass(rt_job *j, rt_call *c);
+/* A step that reads group 0 and answers with what it answers (ListTables,
+ * ListTagsOfResource, DescribeTimeToLive): phase 0 sends the request to
+ * group 0 once `checked` (the request's own validation) is SHOAL_OK, or
+ * fails with it; phase 1 passes group 0's answer on (rt_job_pass). */
+int rt_job_forward0(rt_job *j, int checked);
 /* The answer of call c for a step that reads its result: true with *resp
  * (an OK answer, unpacked into the job's arena); false when the step ends
  * here with *rc: c's failure, or the node's refusal passed on as the

@@ -660,22 +660,12 @@ int rt_step_describe_table(rt_job *j)
 
 int rt_step_list_tables(rt_job *j)
 {
-	rt_call **c = (rt_call **)&j->st;
-	int rc;
-	if (j->phase == 0) {
-		const char *start;
-		uint32_t limit;
-		if ((rc = wire_list_tables_from_pb(&j->arena, j->in->list_tables, &start, &limit,
-		                                   j->errmsg)) != SHOAL_OK)
-			return rc;
-		if ((*c = rt_job_call(j, 0)) == NULL)
-			return nomem(j);
-		if ((rc = rt_call_forward(j, *c, NULL, 0)) != SHOAL_OK)
-			return rc;
-		j->phase = 1;
-		return RT_WAIT;
-	}
-	return rt_job_pass(j, *c);
+	const char *start;
+	uint32_t limit;
+	return rt_job_forward0(j, j->phase == 0
+	                              ? wire_list_tables_from_pb(&j->arena, j->in->list_tables,
+	                                                         &start, &limit, j->errmsg)
+	                              : SHOAL_OK);
 }
 
 typedef struct delete_st {

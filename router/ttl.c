@@ -88,19 +88,9 @@ int rt_step_update_time_to_live(rt_job *j)
 
 int rt_step_describe_time_to_live(rt_job *j)
 {
-	rt_call **c = (rt_call **)&j->st;
-	int rc;
-	if (j->phase == 0) {
-		const char *table;
-		if ((rc = wire_describe_ttl_from_pb(&j->arena, j->in->describe_time_to_live, &table,
-		                                    j->errmsg)) != SHOAL_OK)
-			return rc;
-		if ((*c = rt_job_call(j, 0)) == NULL)
-			return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
-		if ((rc = rt_call_forward(j, *c, NULL, 0)) != SHOAL_OK)
-			return rc;
-		j->phase = 1;
-		return RT_WAIT;
-	}
-	return rt_job_pass(j, *c);
+	const char *table;
+	return rt_job_forward0(
+	    j, j->phase == 0 ? wire_describe_ttl_from_pb(&j->arena, j->in->describe_time_to_live,
+	                                                 &table, j->errmsg)
+	                     : SHOAL_OK);
 }
