@@ -597,18 +597,29 @@ int sh_map_split(sh_map *m, uint32_t table, uint64_t lo, uint64_t at, uint32_t t
 	return SHOAL_OK;
 }
 
-int sh_map_move_partition(sh_map *m, uint32_t table, uint64_t lo, uint32_t to_group, char *errmsg)
+/* The partition (table, lo) at *i, which may move to group to_group: it
+ * exists, is not moving, and is not there already. */
+static int move_checked(sh_map *m, uint32_t table, uint64_t lo, uint32_t to_group, uint32_t *i,
+                        char *errmsg)
 {
-	uint32_t i = 0;
-	int rc = find_part(m, table, lo, false, &i, errmsg);
+	int rc = find_part(m, table, lo, false, i, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	if (sh_map_group_get(m, to_group) == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOT_FOUND, "no group %u", to_group);
-	if (m->parts[i].group == to_group)
+	if (m->parts[*i].group == to_group)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "table %u: partition at %llu is in group %u already", table,
 		               (unsigned long long)lo, to_group);
+	return SHOAL_OK;
+}
+
+int sh_map_move_partition(sh_map *m, uint32_t table, uint64_t lo, uint32_t to_group, char *errmsg)
+{
+	uint32_t i = 0;
+	int rc = move_checked(m, table, lo, to_group, &i, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
 	m->parts[i].group = to_group;
 	m->epoch++;
 	return SHOAL_OK;
@@ -617,15 +628,9 @@ int sh_map_move_partition(sh_map *m, uint32_t table, uint64_t lo, uint32_t to_gr
 int sh_map_begin_move(sh_map *m, uint32_t table, uint64_t lo, uint32_t to_group, char *errmsg)
 {
 	uint32_t i = 0;
-	int rc = find_part(m, table, lo, false, &i, errmsg);
+	int rc = move_checked(m, table, lo, to_group, &i, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
-	if (sh_map_group_get(m, to_group) == NULL)
-		return sh_errf(errmsg, SHOAL_E_NOT_FOUND, "no group %u", to_group);
-	if (m->parts[i].group == to_group)
-		return sh_errf(errmsg, SHOAL_E_VALIDATION,
-		               "table %u: partition at %llu is in group %u already", table,
-		               (unsigned long long)lo, to_group);
 	m->parts[i].to_group = to_group;
 	m->epoch++;
 	return SHOAL_OK;
