@@ -163,7 +163,7 @@ struct loop {
 	conn *local;    /* resumes posted by this thread */
 	conn *deferred; /* events to handle after this batch (on_conn) */
 	pthread_mutex_t mu;
-	conn *remote; /* resumes posted by other threads (mu) */
+	conn *remote;     /* resumes posted by other threads (mu) */
 	adopted *adopted; /* connections handed over (rt_httpd_adopt; mu) */
 	bool listening;
 	int64_t paused_until;
@@ -895,6 +895,22 @@ static int chunk_input(loop *lp, conn *c)
 	}
 }
 
+/* The rest of the body is awaited (c->mu held): its deadline starts, and a
+ * client that asked for it is told to go on (100 Continue).  ACT_WAIT, or
+ * -1 when that answer cannot be written. */
+static int body_wait(conn *c)
+{
+	c->state = C_BODY;
+	c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+	if (c->head.expect_continue) {
+		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+		struct iovec iov = {(void *)cont, sizeof(cont) - 1};
+		if (conn_write(c, &iov, 1) < 0)
+			return -1;
+	}
+	return ACT_WAIT;
+}
+
 /* The head was accepted: where its body goes (c->mu held).  ACT_REQUEST
  * when it is all there already, ACT_BUSY when it cannot be held. */
 static int body_start(conn *c)
@@ -911,15 +927,7 @@ static int body_start(conn *c)
 		int act = chunk_result(c, chunk_feed(c));
 		if (act != ACT_WAIT || c->state != C_HEAD)
 			return act;
-		c->state = C_BODY;
-		c->deadline = rt_now_ms() + c->s->c.timeout_ms;
-		if (c->head.expect_continue) {
-			static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-			struct iovec iov = {(void *)cont, sizeof(cont) - 1};
-			if (conn_write(c, &iov, 1) < 0)
-				return -1;
-		}
-		return ACT_WAIT;
+		return body_wait(c);
 	}
 	if (cl == 0) {
 		c->used = c->head.len;
@@ -947,15 +955,7 @@ static int body_start(conn *c)
 	c->used = c->head.len + c->got;
 	if (c->got == cl)
 		return ACT_REQUEST;
-	c->state = C_BODY;
-	c->deadline = rt_now_ms() + c->s->c.timeout_ms;
-	if (c->head.expect_continue) {
-		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-		struct iovec iov = {(void *)cont, sizeof(cont) - 1};
-		if (conn_write(c, &iov, 1) < 0)
-			return -1;
-	}
-	return ACT_WAIT;
+	return body_wait(c);
 }
 
 /* Reads and parses as far as the bytes go (c->mu held; HEAD or BODY).
@@ -1286,9 +1286,8 @@ static void conn_add(loop *lp, int fd, const struct sockaddr_storage *ss)
 		atomic_fetch_sub(&s->n_conns, 1);
 		refuse(fd);
 		if (!atomic_exchange(&s->refusing, true))
-			rt_log(
-			    "http: %u connections open: refusing new ones until some close",
-			    s->c.max_conns);
+			rt_log("http: %u connections open: refusing new ones until some close",
+			       s->c.max_conns);
 		return;
 	}
 	atomic_store(&s->refusing, false);

@@ -295,6 +295,32 @@ static int read_begin(st_env *env, MDB_txn **txn, MDB_cursor **c, char *errmsg)
 	return SHOAL_OK;
 }
 
+/* The first record of stream label_ms met walking table's log from seq
+ * `from` (positioned with `first`, moving with `step`): *seq, 0 if none.
+ * *mrc: LMDB's last cursor code. */
+static int find_label(MDB_cursor *c, uint32_t table, uint64_t from, MDB_cursor_op first,
+                      MDB_cursor_op step, int64_t label_ms, uint64_t *seq, int *mrc, char *errmsg)
+{
+	uint8_t kb[14];
+	rec_key(kb, table, from);
+	MDB_val k = {sizeof(kb), kb}, v;
+	*seq = 0;
+	for (*mrc = mdb_cursor_get(c, &k, &v, first); *mrc == 0;
+	     *mrc = mdb_cursor_get(c, &k, &v, step)) {
+		if (k.mv_size != 14 || memcmp(k.mv_data, kb, 6) != 0)
+			break;
+		int64_t label;
+		uint64_t at = st_get_be64((const uint8_t *)k.mv_data + 6);
+		if (!rec_head(&v, &label))
+			return corrupt(at, errmsg);
+		if (label == label_ms) {
+			*seq = at;
+			break;
+		}
+	}
+	return SHOAL_OK;
+}
+
 int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_stream_bounds *out,
                          char *errmsg)
 {
@@ -307,45 +333,15 @@ int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_strea
 	rc = get_u64(txn, env, KIND_LAST, table, &out->newest, errmsg);
 	if (rc == SHOAL_OK)
 		rc = get_u64(txn, env, KIND_TRIMMED, table, &out->trimmed, errmsg);
-	uint8_t kb[14];
-	rec_key(kb, table, 0);
-	MDB_val k = {sizeof(kb), kb}, v;
-	/* Oldest of the stream: forward from the head. */
-	int mrc = rc == SHOAL_OK ? mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) : MDB_NOTFOUND;
-	for (; mrc == 0; mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		if (k.mv_size != 14 || memcmp(k.mv_data, kb, 6) != 0)
-			break;
-		int64_t label;
-		uint64_t seq = st_get_be64((const uint8_t *)k.mv_data + 6);
-		if (!rec_head(&v, &label)) {
-			rc = corrupt(seq, errmsg);
-			break;
-		}
-		if (label == label_ms) {
-			out->first = seq;
-			break;
-		}
-	}
-	/* Newest of the stream: backward from the table's last seq. */
-	if (rc == SHOAL_OK && out->first != 0) {
-		rec_key(kb, table, out->newest);
-		k = (MDB_val){sizeof(kb), kb};
-		mrc = mdb_cursor_get(c, &k, &v, MDB_SET_KEY);
-		for (; mrc == 0; mrc = mdb_cursor_get(c, &k, &v, MDB_PREV)) {
-			if (k.mv_size != 14 || memcmp(k.mv_data, kb, 6) != 0)
-				break;
-			int64_t label;
-			uint64_t seq = st_get_be64((const uint8_t *)k.mv_data + 6);
-			if (!rec_head(&v, &label)) {
-				rc = corrupt(seq, errmsg);
-				break;
-			}
-			if (label == label_ms) {
-				out->last = seq;
-				break;
-			}
-		}
-	}
+	/* Oldest of the stream: forward from the head; newest: backward from
+	 * the table's last seq. */
+	int mrc = MDB_NOTFOUND;
+	if (rc == SHOAL_OK)
+		rc = find_label(c, table, 0, MDB_SET_RANGE, MDB_NEXT, label_ms, &out->first, &mrc,
+		                errmsg);
+	if (rc == SHOAL_OK && out->first != 0)
+		rc = find_label(c, table, out->newest, MDB_SET_KEY, MDB_PREV, label_ms, &out->last,
+		                &mrc, errmsg);
 	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
 		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
 	mdb_cursor_close(c);
