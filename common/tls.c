@@ -170,7 +170,9 @@ static int stream_io(nng_stream *s, nng_aio *aio, bool send, void *buf, size_t l
 	return nng_aio_result(aio);
 }
 
-int sh_tls_stream_all(nng_stream *s, nng_aio *aio, bool send, void *buf, size_t len)
+/* Sends or receives exactly len bytes on s with aio (which may carry a
+ * timeout); 0 or an nng error (NNG_ECLOSED for a stream that ended). */
+static int stream_all(nng_stream *s, nng_aio *aio, bool send, void *buf, size_t len)
 {
 	uint8_t *p = buf;
 	while (len > 0) {
@@ -220,7 +222,7 @@ static void *pump_up(void *arg)
 			ssize_t n = read(p->fd, buf, PUMP_BUF);
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n <= 0 || sh_tls_stream_all(p->s, aio, true, buf, (size_t)n) != 0)
+			if (n <= 0 || stream_all(p->s, aio, true, buf, (size_t)n) != 0)
 				break;
 		}
 	}
@@ -268,7 +270,8 @@ out:
 	return NULL;
 }
 
-int sh_tls_thread(pthread_t *th, void *(*fn)(void *), void *arg, bool detached)
+/* pthread_create with a small stack (THREAD_STACK), detached or joinable. */
+static int thread_start(pthread_t *th, void *(*fn)(void *), void *arg, bool detached)
 {
 	pthread_attr_t attr;
 	pthread_attr_init(&attr);
@@ -296,13 +299,13 @@ int sh_tls_pump(nng_stream *s)
 	p->fd = fds[1];
 	atomic_init(&p->refs, 2);
 	pthread_t th;
-	if (sh_tls_thread(&th, pump_up, p, true) != 0) {
+	if (thread_start(&th, pump_up, p, true) != 0) {
 		atomic_store(&p->refs, 1);
 		pump_release(p);
 		close(fds[0]);
 		return -1;
 	}
-	if (sh_tls_thread(&th, pump_down, p, true) != 0) {
+	if (thread_start(&th, pump_down, p, true) != 0) {
 		/* The up thread ends when raft's end closes. */
 		pump_release(p);
 		close(fds[0]);

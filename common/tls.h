@@ -18,10 +18,12 @@
  * only, requires the peer's certificate (mutual authentication) and
  * verifies it against ca.pem, so internal operations (index shipping,
  * scrub checks, the router's node requests, DDL) reach a node only from a
- * member.  Server names are not checked: every certificate the CA signed
- * is a member's, and which member is not distinguished (nng 1.5.2 does not
- * expose the peer's certificate).  Keep ca.pem's private key off the
- * cluster's machines.
+ * member.  Which member is checked on Raft's ports only
+ * (node/transport_tls.c, which runs mbedtls itself: a certificate's CN
+ * "node-<id>" must be the node's the connection is for); on nng's ports any
+ * certificate the CA signed passes (nng 1.5.2 does not expose the peer's
+ * certificate), and server names are not checked.  Keep ca.pem's private
+ * key off the cluster's machines.
  *
  * Client-facing ports (the router's native --listen, when its URL is
  * tls+tcp://) use router.pem as their certificate and do not ask clients
@@ -69,7 +71,7 @@ int sh_tls_listen(nng_socket sock, const char *url, nng_tls_config *cfg, nng_lis
 int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags);
 
 /* Streams (nng_stream: tls+tcp:// or tcp://) as file descriptors, for code
- * that wants a descriptor (raft's libuv streams, the HTTP server's epoll).
+ * that wants a descriptor (the HTTP server's epoll, for HTTPS).
  *
  * sh_tls_pump starts two detached threads that copy bytes between s and
  * one end of a socketpair, and returns the other end (blocking; the caller
@@ -77,10 +79,5 @@ int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags
  * descriptor closes s; s failing or the peer leaving makes the descriptor
  * read EOF.  The threads own s and free it. */
 int sh_tls_pump(nng_stream *s);
-/* Sends or receives exactly len bytes on s with aio (which may carry a
- * timeout); 0 or an nng error (NNG_ECLOSED for a stream that ended). */
-int sh_tls_stream_all(nng_stream *s, nng_aio *aio, bool send, void *buf, size_t len);
-/* pthread_create with a small stack (256 KiB), detached or joinable. */
-int sh_tls_thread(pthread_t *th, void *(*fn)(void *), void *arg, bool detached);
 
 #endif

@@ -42,6 +42,7 @@ PACKAGES=(
   tmux                            # tests/integration/it_top: `shoal top` in a real terminal
   nftables                        # tests/integration/it_netns: faults between namespaces (deploy/netns.sh)
   openssl                         # deploy/certs.sh: the cluster CA and the members' certificates
+  libmbedtls-dev                  # node/transport_tls.c: Raft's TLS in the node's loop (nng's TLS library)
 )
 if ((bench)) && ! ((peers)); then
   PACKAGES+=(wrk)   # make bench-http: the HTTP load tool

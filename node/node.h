@@ -162,14 +162,16 @@ void node_logf(enum node_log_level level, const char *fmt, ...)
  *
  * With tls (the node's, not NULL when the cluster file has [tls]) the
  * transport is transport_tls.c's instead: raft's streams are socketpairs
- * pumped to mutually authenticated TLS connections (nng streams), with a
- * handshake of ours whose address length is bounded before it is read.
+ * whose other ends the loop moves through mutually authenticated TLS
+ * connections (mbedtls), with a handshake of ours whose address length is
+ * bounded before it is read; a peer's certificate must be the node's it
+ * says it is.
  */
 int node_transport_init(struct raft_uv_transport *t, uv_loop_t *loop, const sh_tls *tls,
                         char *errmsg);
 /* transport_tls.c (node_transport_init/close call these). */
-int node_transport_tls_init(struct raft_uv_transport *t, uv_loop_t *loop, nng_tls_config *server,
-                            nng_tls_config *client, char *errmsg);
+int node_transport_tls_init(struct raft_uv_transport *t, uv_loop_t *loop, const sh_tls *tls,
+                            char *errmsg);
 void node_transport_tls_free(struct raft_uv_transport *t);
 /* Frees what node_transport_init allocated; t must be closed (its close
  * callback fired) or never have been init'ed by raft. */

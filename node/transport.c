@@ -149,7 +149,7 @@ int node_transport_init(struct raft_uv_transport *outer, uv_loop_t *loop, const 
                         char *errmsg)
 {
 	if (tls != NULL)
-		return node_transport_tls_init(outer, loop, tls->server, tls->client, errmsg);
+		return node_transport_tls_init(outer, loop, tls, errmsg);
 	transport *t = sh_calloc(1, sizeof(*t));
 	if (t == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "raft transport: out of memory");

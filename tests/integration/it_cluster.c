@@ -407,12 +407,12 @@ static long vm_size_kb(int node)
 	return kb;
 }
 
-/* Whether the peer closed a connection after we sent hs (within 8 s). */
-static bool dropped_after(nng_stream *s, const void *hs, size_t n)
+/* Whether the peer closed a connection within ms of our sending hs. */
+static bool dropped_within(nng_stream *s, const void *hs, size_t n, int ms)
 {
 	nng_aio *aio;
 	ck_assert_int_eq(nng_aio_alloc(&aio, NULL, NULL), 0);
-	nng_aio_set_timeout(aio, 8000);
+	nng_aio_set_timeout(aio, ms);
 	nng_iov iov = {.iov_buf = (void *)hs, .iov_len = n};
 	nng_aio_set_iov(aio, 1, &iov);
 	nng_stream_send(s, aio);
@@ -504,24 +504,50 @@ START_TEST(test_members_only)
 	json_decref(g);
 
 	/* Raft: an 8 GiB address in raft-uv's handshake (protocol 1, id 2),
-	 * plainly; then in ours, from a member. */
+	 * plainly; then in ours, from node 2's certificate. */
 	char raft_url[SH_ADDR_MAX + 16];
 	snprintf(raft_url, sizeof(raft_url), "tcp://%s:%u", n1->raft_host, n1->raft_port + 1);
 	long before = vm_size_kb(1);
-	uint8_t hs[24] = {0};
+	uint8_t hs[24 + 16] = {0};
 	hs[0] = 1, hs[8] = 2, hs[16 + 4] = 2; /* little-endian 2^33 */
 	nng_stream *s = stream_to(raft_url, NULL);
 	ck_assert_ptr_nonnull(s);
-	ck_assert_msg(dropped_after(s, hs, sizeof(hs)), "plain Raft handshake not dropped");
+	ck_assert_msg(dropped_within(s, hs, 24, 8000), "plain Raft handshake not dropped");
 	nng_stream_free(s);
+	static sh_tls node2;
+	ck_assert_int_eq(sh_tls_load(&node2, conf.tls_dir, "node-2", NULL, err), SHOAL_OK);
 	snprintf(raft_url, sizeof(raft_url), "tls+tcp://%s:%u", n1->raft_host, n1->raft_port + 1);
-	s = stream_to(raft_url, member.client);
-	ck_assert_ptr_nonnull(s);
 	memcpy(hs, "tfRlaohS", 8); /* our magic, little-endian "ShoalRft" */
-	ck_assert_msg(dropped_after(s, hs, sizeof(hs)), "8 GiB address not dropped");
+	s = stream_to(raft_url, node2.client);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(dropped_within(s, hs, 24, 8000), "8 GiB address not dropped");
 	nng_stream_free(s);
 	long after = vm_size_kb(1);
 	ck_assert_msg(after - before < 256 * 1024, "VmSize %ld kB -> %ld kB", before, after);
+
+	/* Which member: Raft's port takes a node's certificate for that node
+	 * only.  A well-formed handshake for node 2 (address "x:1") is kept
+	 * from node 2's certificate (the control: the refusals below are the
+	 * identity's), refused from node 3's and from the routers'. */
+	memset(hs + 16, 0, 8);
+	hs[16] = 3;
+	memcpy(hs + 24, "x:1", 3);
+	s = stream_to(raft_url, node2.client);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(!dropped_within(s, hs, 27, 1500), "node 2 as node 2 was dropped");
+	nng_stream_free(s);
+	static sh_tls node3;
+	ck_assert_int_eq(sh_tls_load(&node3, conf.tls_dir, "node-3", NULL, err), SHOAL_OK);
+	s = stream_to(raft_url, node3.client);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(dropped_within(s, hs, 27, 8000), "node 3's certificate passed as node 2");
+	nng_stream_free(s);
+	s = stream_to(raft_url, member.client);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_msg(dropped_within(s, hs, 27, 8000), "the routers' certificate passed as node 2");
+	nng_stream_free(s);
+	sh_tls_free(&node2);
+	sh_tls_free(&node3);
 	sh_tls_free(&member);
 	sh_tls_free(&foreign);
 	nng_tls_config_free(anon);

@@ -24,29 +24,42 @@ static int base_port(int offset)
 
 /* Each test runs twice (Check's loop index _i): 0 over the plain wrapper,
  * 1 over the TLS transport (node/transport_tls.c) with certificates made by
- * deploy/certs.sh; TLS is then the configuration, else NULL. */
-static sh_tls tls_store;
-static const sh_tls *TLS;
+ * deploy/certs.sh for nodes 1-3; tls_of(id) is then node id's
+ * configuration, else NULL. */
+#define N_CERTS 3
+static sh_tls tls_store[N_CERTS];
+static bool tls_on;
 
 static void tls_done(void)
 {
-	if (TLS != NULL)
-		sh_tls_free(&tls_store);
-	TLS = NULL;
+	for (int i = 0; i < N_CERTS && tls_on; i++)
+		sh_tls_free(&tls_store[i]);
+	tls_on = false;
+}
+
+static const sh_tls *tls_of(raft_id id)
+{
+	return tls_on ? &tls_store[id - 1] : NULL;
 }
 
 static void set_mode(int i)
 {
-	TLS = NULL;
+	tls_done();
 	if (i == 0)
 		return;
 	const char *dir = tl_tmpdir("transport-tls");
 	char cmd[2048], err[SH_ERRMSG_SIZE];
-	snprintf(cmd, sizeof(cmd), "deploy/certs.sh --dir '%s/tls' --nodes 1 >/dev/null", dir);
+	snprintf(cmd, sizeof(cmd), "deploy/certs.sh --dir '%s/tls' --nodes %d >/dev/null", dir,
+	         N_CERTS);
 	ck_assert_msg(system(cmd) == 0, "%s", cmd);
-	snprintf(cmd, sizeof(cmd), "%s/tls", dir);
-	ck_assert_msg(sh_tls_load(&tls_store, cmd, "node-1", NULL, err) == SHOAL_OK, "%s", err);
-	TLS = &tls_store;
+	for (int n = 0; n < N_CERTS; n++) {
+		char name[16];
+		snprintf(cmd, sizeof(cmd), "%s/tls", dir);
+		snprintf(name, sizeof(name), "node-%d", n + 1);
+		ck_assert_msg(sh_tls_load(&tls_store[n], cmd, name, NULL, err) == SHOAL_OK, "%s",
+		              err);
+	}
+	tls_on = true;
 	atexit(tls_done);
 }
 
@@ -107,7 +120,7 @@ static void on_accept(struct raft_uv_transport *t, raft_id id, const char *addre
 	P.accept_id = id;
 	snprintf(P.accept_address, sizeof(P.accept_address), "%s", address);
 	P.accept_stream = stream;
-	P.accept_nodelay = TLS == NULL ? nodelay_of(stream) : 1;
+	P.accept_nodelay = !tls_on ? nodelay_of(stream) : 1;
 }
 
 static void on_connect(struct raft_uv_connect *req, uv_stream_t *stream, int status)
@@ -117,7 +130,7 @@ static void on_connect(struct raft_uv_connect *req, uv_stream_t *stream, int sta
 	P.connect_status = status;
 	P.connect_stream = stream;
 	if (status == 0)
-		P.connect_nodelay = TLS == NULL ? nodelay_of(stream) : 1;
+		P.connect_nodelay = !tls_on ? nodelay_of(stream) : 1;
 }
 
 static void on_closed(struct raft_uv_transport *t)
@@ -131,19 +144,26 @@ static void free_stream(uv_handle_t *h)
 	raft_free(h); /* raft_uv_tcp allocates its streams with raft's heap */
 }
 
-static void pair_init(int port_offset)
+/* The server is node 1; the client is node client_id with the certificate
+ * of node cert_id (2 and 2 but in the identity test). */
+static void pair_init_as(int port_offset, raft_id client_id, raft_id cert_id)
 {
 	memset(&P, 0, sizeof(P));
 	P.accept_nodelay = P.connect_nodelay = -1;
 	ck_assert_int_eq(uv_loop_init(&P.loop), 0);
 	uv_timer_init(&P.loop, &P.ticker);
 	uv_timer_start(&P.ticker, tick, 10, 10);
-	ck_assert_int_eq(node_transport_init(&P.server, &P.loop, TLS, NULL), SHOAL_OK);
-	ck_assert_int_eq(node_transport_init(&P.client, &P.loop, TLS, NULL), SHOAL_OK);
+	ck_assert_int_eq(node_transport_init(&P.server, &P.loop, tls_of(1), NULL), SHOAL_OK);
+	ck_assert_int_eq(node_transport_init(&P.client, &P.loop, tls_of(cert_id), NULL), SHOAL_OK);
 	snprintf(P.server_addr, sizeof(P.server_addr), "127.0.0.1:%d", base_port(port_offset));
 	snprintf(P.client_addr, sizeof(P.client_addr), "127.0.0.1:%d", base_port(port_offset + 1));
 	ck_assert_int_eq(P.server.init(&P.server, 1, P.server_addr), 0);
-	ck_assert_int_eq(P.client.init(&P.client, 2, P.client_addr), 0);
+	ck_assert_int_eq(P.client.init(&P.client, client_id, P.client_addr), 0);
+}
+
+static void pair_init(int port_offset)
+{
+	pair_init_as(port_offset, 2, 2);
 }
 
 /* Closes both transports, releases them and checks no handle is left. */
@@ -198,7 +218,8 @@ START_TEST(test_nodelay_both_ends)
 		ssize_t r = read(b, buf + got, (size_t)(4 - got));
 		if (r > 0)
 			got += r;
-		else
+		uv_run(&P.loop, UV_RUN_NOWAIT); /* (TLS: the loop moves the bytes) */
+		if (r <= 0)
 			usleep(1000);
 	}
 	ck_assert_int_eq(got, 4);
@@ -249,6 +270,98 @@ START_TEST(test_close_cancels_connect)
 	node_transport_close(&P.server);
 	node_transport_close(&P.client);
 	ck_assert_int_eq(uv_loop_close(&P.loop), 0);
+}
+END_TEST
+
+/* Moves n bytes each way at once over a connected pair (the streams raft
+ * got), running the loop in between; checks every byte.  Large enough to
+ * fill the socket buffers, so the TLS transport's back-pressure works. */
+static void bulk_both_ways(size_t n)
+{
+	uv_os_fd_t fd[2];
+	ck_assert_int_eq(uv_fileno((uv_handle_t *)P.connect_stream, &fd[0]), 0);
+	ck_assert_int_eq(uv_fileno((uv_handle_t *)P.accept_stream, &fd[1]), 0);
+	size_t sent[2] = {0, 0}, got[2] = {0, 0};
+	uint8_t buf[65536];
+	uint64_t deadline = node_now_ns() + 30000000000ull;
+	while ((got[0] < n || got[1] < n) && node_now_ns() < deadline) {
+		for (int k = 0; k < 2; k++) {
+			/* Side k sends byte i as (i * 7 + k) & 0xff. */
+			size_t len = n - sent[k] < sizeof(buf) ? n - sent[k] : sizeof(buf);
+			for (size_t i = 0; i < len; i++)
+				buf[i] = (uint8_t)((sent[k] + i) * 7 + (size_t)k);
+			ssize_t w = len > 0 ? write(fd[k], buf, len) : 0;
+			if (w > 0)
+				sent[k] += (size_t)w;
+			ssize_t r = read(fd[k], buf, sizeof(buf));
+			ssize_t bad = -1; /* (one assertion per read: Check's are slow) */
+			for (ssize_t i = 0; i < r && bad < 0; i++)
+				if (buf[i] != (uint8_t)((got[k] + (size_t)i) * 7 + (size_t)(1 - k)))
+					bad = i;
+			ck_assert_msg(bad < 0, "side %d: byte %zu differs", k,
+			              got[k] + (size_t)bad);
+			if (r > 0)
+				got[k] += (size_t)r;
+		}
+		uv_run(&P.loop, UV_RUN_NOWAIT);
+	}
+	ck_assert_uint_eq(got[0], n);
+	ck_assert_uint_eq(got[1], n);
+}
+
+START_TEST(test_bulk_both_ways)
+{
+	set_mode(_i);
+	pair_init(3 + 40 * _i);
+	ck_assert_int_eq(P.server.listen(&P.server, on_accept), 0);
+	ck_assert_int_eq(P.client.connect(&P.client, &P.req, 1, P.server_addr, on_connect), 0);
+	ck_assert(run_until(&P.loop, &P.connected));
+	ck_assert(run_until(&P.loop, &P.accepted));
+	bulk_both_ways(24u << 20);
+	pair_fini();
+}
+END_TEST
+
+/* Whether fd reads EOF (the far end closed) within 10 s of running the loop. */
+static bool reads_eof(uv_stream_t *stream)
+{
+	uv_os_fd_t fd;
+	ck_assert_int_eq(uv_fileno((uv_handle_t *)stream, &fd), 0);
+	uint64_t deadline = node_now_ns() + 10000000000ull;
+	while (node_now_ns() < deadline) {
+		char b[64];
+		if (read(fd, b, sizeof(b)) == 0)
+			return true;
+		uv_run(&P.loop, UV_RUN_NOWAIT);
+		usleep(1000);
+	}
+	return false;
+}
+
+/* TLS: a certificate is good for its own node only.  Node 3's certificate
+ * announcing node 2 gets no connection (the server drops it; raft never
+ * hears of it), and a client that dials node 3 at an address whose server
+ * shows node 1's certificate gives up. */
+START_TEST(test_tls_identity)
+{
+	set_mode(1);
+	pair_init_as(5, 2, 3);
+	ck_assert_int_eq(P.server.listen(&P.server, on_accept), 0);
+	ck_assert_int_eq(P.client.connect(&P.client, &P.req, 1, P.server_addr, on_connect), 0);
+	ck_assert(run_until(&P.loop, &P.connected));
+	ck_assert_int_eq(P.connect_status, 0); /* (the server's certificate is node 1's) */
+	ck_assert_msg(reads_eof(P.connect_stream), "the server kept node 3 posing as node 2");
+	ck_assert(!P.accepted);
+	pair_fini();
+
+	pair_init_as(7, 2, 2);
+	ck_assert_int_eq(P.server.listen(&P.server, on_accept), 0);
+	ck_assert_int_eq(P.client.connect(&P.client, &P.req, 3, P.server_addr, on_connect), 0);
+	ck_assert(run_until(&P.loop, &P.connected));
+	ck_assert_int_eq(P.connect_status, RAFT_NOCONNECTION);
+	ck_assert_ptr_null(P.connect_stream);
+	pair_fini();
+	ck_assert(!P.accepted);
 }
 END_TEST
 
@@ -334,7 +447,9 @@ START_TEST(test_raft_over_wrapper)
 		                           .apply = fsm_apply,
 		                           .snapshot = fsm_snapshot,
 		                           .restore = fsm_restore};
-		ck_assert_int_eq(node_transport_init(&s->transport, &loop, TLS, NULL), SHOAL_OK);
+		ck_assert_int_eq(
+		    node_transport_init(&s->transport, &loop, tls_of((raft_id)(i + 1)), NULL),
+		    SHOAL_OK);
 		ck_assert_int_eq(raft_uv_init(&s->io, &loop, s->dir, &s->transport), 0);
 		ck_assert_int_eq(raft_init(&s->raft, &s->io, &s->fsm, (raft_id)(i + 1), s->address),
 		                 0);
@@ -405,6 +520,8 @@ static Suite *transport_suite(void)
 	tcase_add_loop_test(tc, test_connect_refused, 0, 2);
 	tcase_add_loop_test(tc, test_close_cancels_connect, 0, 2);
 	tcase_add_loop_test(tc, test_raft_over_wrapper, 0, 2);
+	tcase_add_loop_test(tc, test_bulk_both_ways, 0, 2);
+	tcase_add_test(tc, test_tls_identity);
 	suite_add_tcase(s, tc);
 	return s;
 }
