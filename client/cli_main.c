@@ -52,6 +52,7 @@ typedef struct run {
 	bool no_sign;                 /* --no-sign-request */
 	const char *ca_bundle;        /* --ca-bundle: NULL when not given */
 	char ca_found[1024];          /* file://D/router.endpoint: D/tls/ca.pem */
+	char creds_found[1024];       /* and D/aws-credentials (libshoal's order) */
 	const char *output;           /* NULL: default */
 	bool no_paginate, debug, help;
 	long long read_timeout, connect_timeout; /* seconds; -1: not given */
@@ -658,12 +659,14 @@ static int client_options(run *r, shoal_options *o)
 	o->region = r->region;
 	o->no_sign = r->no_sign;
 	o->ca_bundle = r->ca_bundle;
-	/* Endpoints from a cluster's file: that cluster's CA (libshoal does the
-	 * same for its own file:// endpoints). */
+	/* Endpoints from a cluster's file: that cluster's CA and key (libshoal
+	 * does the same for its own file:// endpoints). */
 	const char *e = r->endpoint != NULL ? r->endpoint : r->env->endpoint_env;
 	if (o->ca_bundle == NULL && e != NULL && strncmp(e, "file://", 7) == 0 &&
 	    lib_endpoint_ca(e + 7, r->ca_found, sizeof(r->ca_found)))
 		o->ca_bundle = r->ca_found;
+	if (e != NULL && strncmp(e, "file://", 7) == 0)
+		lib_endpoint_creds(e + 7, r->creds_found, sizeof(r->creds_found));
 	const char *name = "SHOAL_MAX_ATTEMPTS", *v = r->env->max_attempts_env;
 	if (v == NULL) {
 		name = "AWS_MAX_ATTEMPTS";
@@ -778,7 +781,7 @@ static int execute(run *r)
 		if (r->cmd == &cli_top_cmd && r->read_timeout < 0)
 			o.deadline_ms = 5000;
 		char msg[SH_ERRMSG_SIZE];
-		int rc = shoal_client_new(endpoints, &o, &client, msg);
+		int rc = lib_client_new(endpoints, &o, r->creds_found, &client, msg);
 		free(endpoints);
 		if (rc != SHOAL_OK) {
 			fprintf(r->env->err, "%s\n", msg);

@@ -211,17 +211,27 @@ static int check_options(const shoal_options *o, char *errmsg)
 	return SHOAL_OK;
 }
 
-bool lib_endpoint_ca(const char *endpoint_file, char *out, size_t cap)
+/* D/<name> next to the endpoint file D/router.endpoint, if readable. */
+static bool beside(const char *endpoint_file, const char *name, char *out, size_t cap)
 {
 	const char *slash = strrchr(endpoint_file, '/');
 	int dlen = slash != NULL ? (int)(slash - endpoint_file) : 1;
-	if ((size_t)snprintf(out, cap, "%.*s/tls/ca.pem", dlen,
-	                     slash != NULL ? endpoint_file : ".") < cap &&
-	    access(out, R_OK) == 0)
+	const char *d = slash != NULL ? endpoint_file : ".";
+	if ((size_t)snprintf(out, cap, "%.*s/%s", dlen, d, name) < cap && access(out, R_OK) == 0)
 		return true;
 	if (cap > 0)
 		out[0] = '\0';
 	return false;
+}
+
+bool lib_endpoint_ca(const char *endpoint_file, char *out, size_t cap)
+{
+	return beside(endpoint_file, "tls/ca.pem", out, cap);
+}
+
+bool lib_endpoint_creds(const char *endpoint_file, char *out, size_t cap)
+{
+	return beside(endpoint_file, "aws-credentials", out, cap);
 }
 
 /* The TLS configuration for tls+tcp:// endpoints: the server must show a
@@ -334,12 +344,21 @@ static int read_endpoint_file(const char *path, char *buf, size_t cap, char *err
 int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_client **out,
                      char *errmsg)
 {
+	return lib_client_new(endpoints, opts, NULL, out, errmsg);
+}
+
+int lib_client_new(const char *endpoints, const shoal_options *opts, const char *cluster_creds,
+                   shoal_client **out, char *errmsg)
+{
 	*out = NULL;
 	if (endpoints == NULL || endpoints[0] == '\0')
 		endpoints = SHOAL_DEFAULT_ENDPOINT;
-	char from_file[4096], ca_default[1024] = "";
+	char from_file[4096], ca_default[1024] = "", creds_default[1024] = "";
 	if (strncmp(endpoints, "file://", 7) == 0) {
 		lib_endpoint_ca(endpoints + 7, ca_default, sizeof(ca_default));
+		if (cluster_creds == NULL &&
+		    lib_endpoint_creds(endpoints + 7, creds_default, sizeof(creds_default)))
+			cluster_creds = creds_default;
 		int frc = read_endpoint_file(endpoints + 7, from_file, sizeof(from_file), errmsg);
 		if (frc != SHOAL_OK)
 			return frc;
@@ -364,6 +383,8 @@ int shoal_client_new(const char *endpoints, const shoal_options *opts, shoal_cli
 		cab = getenv("AWS_CA_BUNDLE");
 	snprintf(c->ca_bundle, sizeof(c->ca_bundle), "%s", cab);
 	c->opts.ca_bundle = NULL;
+	snprintf(c->cluster_creds, sizeof(c->cluster_creds), "%s",
+	         cluster_creds != NULL ? cluster_creds : "");
 	pthread_mutex_init(&c->kmu, NULL);
 	rc = lib_creds_find(c, errmsg);
 	/* The caller's strings are not kept (copied into c if used). */

@@ -5,7 +5,13 @@
  *
  * Order (the AWS CLI's, without the parts that need AWS: SSO, roles,
  * instance metadata): explicit options, the environment, the profile of the
- * shared credentials file.  The config file only gives a region.  Files are
+ * shared credentials file -- with one step of Shoal's own before the
+ * default profile: for an endpoint file D/router.endpoint, the cluster's
+ * key in D/aws-credentials (c->cluster_creds; deploy/cluster.sh up
+ * --credentials writes it), as D/tls/ca.pem is the CA of such endpoints.
+ * A profile the user named (options, AWS_PROFILE) still wins over it; the
+ * default profile does not, since it is usually the user's AWS account.
+ * The config file only gives a region.  Files are
  * INI (inih), as botocore reads them: "[name]" sections in the credentials
  * file, "[profile name]" (and "[default]") in the config file.
  *
@@ -89,7 +95,7 @@ int lib_creds_find(shoal_client *c, char *errmsg)
 	    o->profile != NULL && o->profile[0] != '\0' ? o->profile : env("AWS_PROFILE");
 	const char *profile = named != NULL ? named : "default";
 	char path[4096];
-	ini_want cw = {.section = profile};
+	ini_want cw = {.section = profile}, cluster = {.section = "default"};
 	if (o->no_sign)
 		return SHOAL_OK;
 	if (o->access_key_id != NULL || o->secret_access_key != NULL) {
@@ -112,6 +118,19 @@ int lib_creds_find(shoal_client *c, char *errmsg)
 		copy(cw.key_id, sizeof(cw.key_id), env("AWS_ACCESS_KEY_ID"));
 		copy(cw.secret, sizeof(cw.secret), env("AWS_SECRET_ACCESS_KEY"));
 		c->creds_source = "environment";
+	} else if (named == NULL && c->cluster_creds[0] != '\0' &&
+	           ini_parse(c->cluster_creds, on_ini, &cluster) >= 0 && cluster.found) {
+		/* The cluster's own key: before the default profile, which is
+		 * usually for AWS, and after everything the user named. */
+		if (cluster.key_id[0] == '\0' || cluster.secret[0] == '\0')
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "Partial credentials found in the cluster's credentials "
+			               "file %s: it needs aws_access_key_id and "
+			               "aws_secret_access_key",
+			               c->cluster_creds);
+		copy(cw.key_id, sizeof(cw.key_id), cluster.key_id);
+		copy(cw.secret, sizeof(cw.secret), cluster.secret);
+		c->creds_source = "cluster-credentials-file";
 	} else {
 		if (aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials", path, sizeof(path)))
 			ini_parse(path, on_ini, &cw); /* a missing file is no profile */
@@ -154,6 +173,7 @@ int lib_creds_find(shoal_client *c, char *errmsg)
 	copy(c->secret, sizeof(c->secret), cw.secret);
 	copy(c->region, sizeof(c->region), region != NULL ? region : "us-east-1");
 	memset(&cw, 0, sizeof(cw));
+	memset(&cluster, 0, sizeof(cluster));
 	c->sign = true;
 	return SHOAL_OK;
 }

@@ -85,6 +85,15 @@ struct op {
 /* For an endpoint file D/router.endpoint (deploy/cluster.sh's): whether
  * D/tls/ca.pem, the cluster's CA, exists; its path in out (else ""). */
 bool lib_endpoint_ca(const char *endpoint_file, char *out, size_t cap);
+/* The same for D/aws-credentials, the key deploy/cluster.sh up --credentials
+ * writes for clients (an AWS shared credentials file, profile [default]). */
+bool lib_endpoint_creds(const char *endpoint_file, char *out, size_t cap);
+
+/* shoal_client_new with the cluster credentials file lib_creds_find uses
+ * after the environment and a named profile (NULL or "": none); the CLI
+ * passes what lib_endpoint_creds found for its own file:// endpoints. */
+int lib_client_new(const char *endpoints, const shoal_options *opts, const char *cluster_creds,
+                   shoal_client **out, char *errmsg);
 
 struct shoal_client {
 	nng_socket sock;
@@ -121,6 +130,7 @@ struct shoal_client {
 	char secret[256];
 	char region[64];
 	const char *creds_source;
+	char cluster_creds[1024]; /* lib_client_new's file, or "" */
 	pthread_mutex_t kmu; /* the derived key of kdate */
 	char kdate[9];
 	uint8_t kkey[32];
@@ -134,8 +144,9 @@ struct shoal_client {
 	bool lanes_on;
 };
 
-/* shoal_client_new: finds the credentials (shoal.h's order) for c->opts
- * into c (c->sign, key_id, secret, region, creds_source).  SHOAL_E_VALIDATION
+/* shoal_client_new: finds the credentials (shoal.h's order, with
+ * c->cluster_creds) for c->opts into c (c->sign, key_id, secret, region,
+ * creds_source).  SHOAL_E_VALIDATION
  * with the AWS CLI's message for a missing profile or partial credentials. */
 int lib_creds_find(shoal_client *c, char *errmsg);
 /* Any thread: appends the Auth field signing m's bytes as they are now

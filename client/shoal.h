@@ -142,7 +142,11 @@ typedef struct shoal_options {
 	 *   AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY in the environment; else
 	 *   the profile `profile` (NULL: $AWS_PROFILE, else "default") of the
 	 *   shared credentials file ($AWS_SHARED_CREDENTIALS_FILE, else
-	 *   ~/.aws/credentials: aws_access_key_id, aws_secret_access_key).
+	 *   ~/.aws/credentials: aws_access_key_id, aws_secret_access_key) --
+	 *   except that when no profile is named and the endpoints are read
+	 *   from file://D/router.endpoint, the cluster's key in
+	 *   D/aws-credentials (deploy/cluster.sh up --credentials writes it;
+	 *   same format, [default]) comes before the default profile.
 	 * A profile named (here or in AWS_PROFILE) that is not there is an error
 	 * (SHOAL_E_VALIDATION "The config profile (x) could not be found");
 	 * nothing found at all: requests go unsigned (a router without a
@@ -228,7 +232,8 @@ SHOAL_API const char *shoal_endpoints(const shoal_client *c);
 
 /* The access key id requests are signed with, or NULL when they go
  * unsigned (shoal_options: no credentials found, or no_sign); and where it
- * came from ("options", "environment", "shared-credentials-file"). */
+ * came from ("options", "environment", "shared-credentials-file",
+ * "cluster-credentials-file"). */
 SHOAL_API const char *shoal_access_key_id(const shoal_client *c);
 SHOAL_API const char *shoal_credentials_source(const shoal_client *c);
 

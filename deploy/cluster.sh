@@ -2,7 +2,7 @@
 # cluster.sh -- run a local Shoal cluster on 127.0.0.1.
 #
 #   cluster.sh up [--nodes N] [--routers R] [--groups G] [--replication K]
-#                 [--dir D] [--base-port P] [--http-port H] [--credentials FILE]
+#                 [--dir D] [--base-port P] [--http-port H] [--credentials FILE|auto]
 #                 [--partition-rcu R] [--partition-wcu W] [--burst-secs S]
 #                 [--plain] [--tls]
 #                 [--snapshot-entries N] [--scrub-ms N] [--raft-segment-mb M]
@@ -12,8 +12,16 @@
 #       router r also serves DynamoDB's HTTP API on 127.0.0.1:H+r-1 and
 #       http://127.0.0.1:H (router 1) is written to D/http.endpoint; with
 #       --credentials (or --http-credentials) every router requires requests
-#       signed by a key of FILE on both ports (router/main.c; the script's own
-#       `shoal` calls sign with its first key, which should be unrestricted).
+#       signed by a key of FILE on both ports (router/main.c).  `auto`: the
+#       script makes D/credentials itself (0600, one random unrestricted key;
+#       an existing one is kept, as the certificates are).  The first
+#       unrestricted key of the file (a line with no grants) is copied to
+#       D/aws-credentials (0600, an AWS shared credentials file, [default]):
+#       the script's own `shoal` calls sign with it, `shoal` and libshoal
+#       clients of file://D/router.endpoint find it by themselves (after
+#       AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY and a named --profile or
+#       AWS_PROFILE, before the default profile), and boto3 or the AWS CLI
+#       take it with AWS_SHARED_CREDENTIALS_FILE=D/aws-credentials.
 #       --partition-rcu/--partition-wcu set the most read/write units per
 #       second one partition serves
 #       (cluster.ini's partition_rcu/partition_wcu; default 3000/1000);
@@ -106,7 +114,9 @@ while (($#)); do
 	--dir) dir=$2; shift 2 ;;
 	--base-port) base=$2; shift 2 ;;
 	--http-port) http_port=$2; shift 2 ;;
-	--credentials | --http-credentials) http_creds=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); shift 2 ;;
+	--credentials | --http-credentials)
+		if [[ $2 == auto ]]; then http_creds=auto; else http_creds=$(cd "$(dirname "$2")" && pwd)/$(basename "$2"); fi
+		shift 2 ;;
 	--hard) hard=1; shift ;;
 	--plain) plain=1; shift ;;
 	--tls) client_tls=1; shift ;;
@@ -127,10 +137,50 @@ if [[ $cmd != up && -f $dir/shape ]]; then
 fi
 # A --netns cluster: D/netns is "PREFIX SUBNET NODES ROUTERS" (deploy/netns.sh).
 [[ $cmd != up && -f $dir/netns ]] && read -r netns netns_subnet _ <"$dir/netns"
-# With credentials, this script's own `shoal` calls sign with the file's first key.
-[[ -n $http_creds && -z ${AWS_ACCESS_KEY_ID:-} ]] &&
-	read -r AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY _ < <(grep -v '^[[:space:]]*\(#\|$\)' "$http_creds") &&
-	export AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+
+# This script's own `shoal` calls: with credentials they sign with the
+# cluster's unrestricted key (D/aws-credentials, written by `up`), whatever
+# the caller's environment holds -- a key of the caller's may be restricted,
+# or AWS's.
+own_shoal() {
+	local key='' secret=''
+	if [[ -f $dir/aws-credentials ]]; then
+		key=$(sed -n 's/^aws_access_key_id = //p' "$dir/aws-credentials")
+		secret=$(sed -n 's/^aws_secret_access_key = //p' "$dir/aws-credentials")
+		env -u AWS_PROFILE AWS_ACCESS_KEY_ID="$key" AWS_SECRET_ACCESS_KEY="$secret" \
+			"$bin/shoal" --endpoint "file://$dir/router.endpoint" "$@"
+	else
+		"$bin/shoal" --endpoint "file://$dir/router.endpoint" "$@"
+	fi
+}
+
+# --credentials auto: D/credentials, made once -- ACCESS_KEY_ID SECRET with
+# no grants (router/auth.c's format).  Random: AKID and 16 hex digits (as
+# AWS's ids look), a secret of 30 random bytes in base64 (40 characters).
+make_credentials() {
+	local f=$dir/credentials key secret
+	mkdir -p "$dir"
+	if [[ ! -s $f ]]; then
+		key=AKID$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n' | tr a-f A-F)
+		secret=$(head -c 30 /dev/urandom | base64)
+		(umask 077 && printf '%s\n' "# made by deploy/cluster.sh up --credentials auto" \
+			"# ACCESS_KEY_ID SECRET [GRANT ...]   (no grants: everything)" \
+			"$key $secret" >"$f")
+	fi
+	chmod 600 "$f"
+	echo "$f"
+}
+
+# D/aws-credentials from the first key of $http_creds without grants.
+write_client_credentials() {
+	local key secret
+	read -r key secret < <(awk '$1 !~ /^#/ && NF == 2' "$http_creds" | head -n 1) || true
+	[[ -n ${key:-} && -n ${secret:-} ]] ||
+		die "$http_creds has no unrestricted key (a line 'ACCESS_KEY_ID SECRET' without grants); this script's own calls (shoal status, list-tables) need one"
+	(umask 077 && printf '[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n' \
+		"$key" "$secret" >"$dir/aws-credentials")
+	chmod 600 "$dir/aws-credentials"
+}
 
 # Where a process listens, and how it is started: 127.0.0.1 and directly, or
 # its namespace's address and `ip netns exec`.
@@ -262,12 +312,12 @@ endpoints() {
 
 # Polls until the routers answer and every storage group has a leader.
 wait_serving() {
-	local deadline=$((SECONDS + wait_secs)) ep
-	ep=file://$dir/router.endpoint # (shoal then finds D/tls/ca.pem for --tls)
+	local deadline=$((SECONDS + wait_secs))
+	# (file://D/router.endpoint: shoal finds D/tls/ca.pem for --tls)
 	while ((SECONDS < deadline)); do
-		if "$bin/shoal" --endpoint "$ep" status --output json >"$dir/status.json" 2>/dev/null &&
+		if own_shoal status --output json >"$dir/status.json" 2>/dev/null &&
 			! grep -q '"LeaderNode": 0\b\|"Role": "unreachable"' "$dir/status.json" &&
-			"$bin/shoal" --endpoint "$ep" list-tables >/dev/null 2>&1; then
+			own_shoal list-tables >/dev/null 2>&1; then
 			return 0
 		fi
 		sleep 0.2
@@ -294,8 +344,13 @@ up)
 		"$here/certs.sh" --dir "$dir/tls" --config "$conf" >/dev/null ||
 			die "making the cluster's certificates failed"
 	fi
-	rm -f "$dir/http.endpoint" "$dir/http.credentials"
-	[[ -n $http_creds ]] && echo "$http_creds" >"$dir/http.credentials"
+	rm -f "$dir/http.endpoint" "$dir/http.credentials" "$dir/aws-credentials"
+	[[ $http_creds == auto ]] && http_creds=$(make_credentials)
+	if [[ -n $http_creds ]]; then
+		[[ -r $http_creds ]] || die "cannot read the credentials file $http_creds"
+		write_client_credentials
+		echo "$http_creds" >"$dir/http.credentials"
+	fi
 	for ((i = 1; i <= nodes; i++)); do start_node "$i"; done
 	for ((r = 1; r <= routers; r++)); do start_router "$r"; done
 	endpoints >"$dir/router.endpoint"
@@ -308,6 +363,8 @@ up)
 	fi
 	trap - EXIT
 	echo "cluster up: $nodes nodes, $routers router(s), $groups groups; endpoint $(cat "$dir/router.endpoint")$( ((http_port > 0)) && echo ", http $(cat "$dir/http.endpoint")") (dir $dir)"
+	[[ -z $http_creds ]] ||
+		echo "clients must sign: keys in $http_creds; an unrestricted one in $dir/aws-credentials (shoal --endpoint file://$dir/router.endpoint finds it; boto3 and aws: AWS_SHARED_CREDENTIALS_FILE=$dir/aws-credentials)"
 	;;
 status)
 	for f in "$dir"/node-*.pid "$dir"/router-*.pid; do
@@ -315,7 +372,7 @@ status)
 		name=$(basename "$f" .pid)
 		if alive "$f"; then echo "$name: running (pid $(cat "$f"))"; else echo "$name: stopped"; fi
 	done
-	[[ -f $dir/router.endpoint ]] && "$bin/shoal" --endpoint "file://$dir/router.endpoint" status
+	[[ -f $dir/router.endpoint ]] && own_shoal status
 	;;
 stop-node)
 	[[ -n $target ]] || die "stop-node needs a node id"

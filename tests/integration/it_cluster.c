@@ -577,35 +577,92 @@ static long cpu_ticks(const char *dir, const char *name)
 	return utime + stime;
 }
 
-/* Client ports over TLS (cluster.sh up --tls): the native port is
- * tls+tcp:// and the HTTP port HTTPS, both with the cluster's router.pem.
- * shoal finds the cluster's CA from file://D/router.endpoint or takes
- * --ca-bundle, and cannot connect without it, nor in plain; the AWS CLI
- * reaches the HTTPS endpoint with --ca-bundle and refuses it without. */
+/* The mode bits of path (-1 when it does not exist). */
+static int file_mode(const char *dir, const char *name)
+{
+	char path[1200];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return stat(path, &st) == 0 ? (int)(st.st_mode & 0777) : -1;
+}
+
+/* A secured cluster as an operator gets it (cluster.sh up --tls
+ * --credentials auto): the native port is tls+tcp:// and the HTTP port
+ * HTTPS, both with the cluster's router.pem, and every request must be
+ * signed by the key cluster.sh made (D/credentials, 0600; its copy for
+ * clients D/aws-credentials, 0600).  shoal finds the cluster's CA and key
+ * from file://D/router.endpoint (the environment's key wins), or takes
+ * --ca-bundle and AWS_SHARED_CREDENTIALS_FILE; it cannot connect without
+ * the CA, nor in plain, and is refused unsigned.  The AWS CLI and boto3
+ * reach the HTTPS endpoint with the CA (--ca-bundle, verify=) and the
+ * cluster's key, and not without them. */
 START_TEST(test_client_tls)
 {
 	static tl_cluster T;
 	int http_port = tl_free_ports(1);
 	char opts[128];
-	snprintf(opts, sizeof(opts), "--replication 1 --tls --http-port %d", http_port);
+	snprintf(opts, sizeof(opts), "--replication 1 --tls --http-port %d --credentials auto",
+	         http_port);
 	if (!tl_cluster_up_opts(&T, 1, 1, 1, opts)) {
 		tl_cluster_down(&T);
 		ck_abort_msg("the cluster did not start");
 	}
 	ck_assert_msg(strncmp(T.endpoint, "tls+tcp://", 10) == 0, "%s", T.endpoint);
-	char out[1200];
+	ck_assert_int_eq(file_mode(T.dir, "credentials"), 0600);
+	ck_assert_int_eq(file_mode(T.dir, "aws-credentials"), 0600);
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/credentials", T.dir);
+	char *keys = tl_read_file(path), key[64], secret[128];
+	ck_assert_ptr_nonnull(keys);
+	const char *line = strstr(keys, "\nAKID");
+	ck_assert_msg(line != NULL && sscanf(line + 1, "%63s %127s", key, secret) == 2 &&
+	                  strlen(key) == 20 && strlen(secret) == 40,
+	              "%s", keys);
+	free(keys);
+	snprintf(path, sizeof(path), "%s/aws-credentials", T.dir);
+	char *aws_creds = tl_read_file(path);
+	ck_assert_ptr_nonnull(aws_creds);
+	ck_assert_msg(strstr(aws_creds, "[default]\n") == aws_creds && strstr(aws_creds, key) &&
+	                  strstr(aws_creds, secret),
+	              "%s", aws_creds);
+	free(aws_creds);
+	/* Nothing from the suite's cluster, nor from ~/.aws. */
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	unsetenv("AWS_PROFILE");
+	setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent", 1);
+	setenv("AWS_CONFIG_FILE", "/nonexistent", 1);
+	char out[1200], err[1200];
 	snprintf(out, sizeof(out), "%s/cli.out", T.dir);
+	snprintf(err, sizeof(err), "%s/cli.err", T.dir);
 	const char *create =
 	    "create-table --table-name tls_t --attribute-definitions "
 	    "AttributeName=k,AttributeType=S --key-schema AttributeName=k,KeyType=HASH "
 	    ">/dev/null";
-	/* The endpoint file: the cluster's CA found next to it. */
+	/* The endpoint file: the cluster's CA and key found next to it. */
 	ck_assert_int_eq(
 	    tl_sh("'%s/shoal' --endpoint 'file://%s/router.endpoint' %s", T.bin, T.dir, create), 0);
-	/* The URL with --ca-bundle. */
-	ck_assert_int_eq(tl_sh("'%s/shoal' --endpoint '%s' --ca-bundle '%s/tls/ca.pem' put-item "
-	                       "--table-name tls_t --item '{\"k\":{\"S\":\"a\"}}'",
-	                       T.bin, T.endpoint, T.dir),
+	/* The environment's key wins over the cluster's. */
+	ck_assert_int_eq(tl_sh("AWS_ACCESS_KEY_ID=NOBODY AWS_SECRET_ACCESS_KEY=x '%s/shoal' "
+	                       "--endpoint 'file://%s/router.endpoint' list-tables 2>'%s'",
+	                       T.bin, T.dir, err),
+	                 254);
+	char *e = tl_read_file(err);
+	ck_assert_msg(e != NULL && strstr(e, "UnrecognizedClientException") != NULL, "%s", e);
+	free(e);
+	/* The URL with --ca-bundle: unsigned, refused; with the cluster's key
+	 * as a shared credentials file, served. */
+	const char *put = "put-item --table-name tls_t --item '{\"k\":{\"S\":\"a\"}}'";
+	ck_assert_int_eq(tl_sh("'%s/shoal' --endpoint '%s' --ca-bundle '%s/tls/ca.pem' %s 2>'%s'",
+	                       T.bin, T.endpoint, T.dir, put, err),
+	                 254);
+	e = tl_read_file(err);
+	ck_assert_msg(e != NULL && strstr(e, "MissingAuthenticationTokenException") != NULL, "%s",
+	              e);
+	free(e);
+	ck_assert_int_eq(tl_sh("AWS_SHARED_CREDENTIALS_FILE='%s/aws-credentials' '%s/shoal' "
+	                       "--endpoint '%s' --ca-bundle '%s/tls/ca.pem' %s",
+	                       T.dir, T.bin, T.endpoint, T.dir, put),
 	                 0);
 	/* Without the CA (another bundle), and in plain: no connection. */
 	ck_assert_int_ne(
@@ -618,15 +675,17 @@ START_TEST(test_client_tls)
 	                       T.bin, T.endpoint + 4),
 	                 0);
 	/* HTTPS: the item written natively, read by the AWS CLI. */
-	char *ep = NULL, path[1200];
+	char *ep = NULL;
 	snprintf(path, sizeof(path), "%s/http.endpoint", T.dir);
 	ep = tl_read_file(path);
 	ck_assert_ptr_nonnull(ep);
 	ep[strcspn(ep, "\n")] = '\0';
 	ck_assert_msg(strncmp(ep, "https://", 8) == 0, "%s", ep);
-	const char *aws =
-	    "AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y AWS_DEFAULT_REGION=us-east-1 "
-	    "AWS_MAX_ATTEMPTS=1 aws dynamodb";
+	char aws[1400];
+	snprintf(aws, sizeof(aws),
+	         "AWS_SHARED_CREDENTIALS_FILE='%s/aws-credentials' AWS_DEFAULT_REGION=us-east-1 "
+	         "AWS_MAX_ATTEMPTS=1 aws dynamodb",
+	         T.dir);
 	ck_assert_int_eq(tl_sh("%s get-item --endpoint-url %s --ca-bundle '%s/tls/ca.pem' "
 	                       "--table-name tls_t --key '{\"k\":{\"S\":\"a\"}}' >'%s'",
 	                       aws, ep, T.dir, out),
@@ -638,6 +697,24 @@ START_TEST(test_client_tls)
 	                       "/etc/ssl/certs/ca-certificates.crt >/dev/null 2>&1",
 	                       aws, ep),
 	                 0);
+	ck_assert_int_ne(tl_sh("%s list-tables --endpoint-url %s --ca-bundle '%s/tls/ca.pem' "
+	                       "--no-sign-request >/dev/null 2>'%s'",
+	                       aws, ep, T.dir, err),
+	                 0);
+	e = tl_read_file(err);
+	ck_assert_msg(e != NULL && strstr(e, "MissingAuthenticationTokenException") != NULL, "%s",
+	              e);
+	free(e);
+	/* boto3: verify= the cluster's CA, the cluster's key; the system's CAs
+	 * do not know the cluster's; unsigned is refused. */
+	int rc = tl_sh("AWS_SHARED_CREDENTIALS_FILE='%s/aws-credentials' "
+	               "AWS_EC2_METADATA_DISABLED=true /usr/bin/python3 "
+	               "'%s/tests/integration/http/https_check.py' %s '%s/tls/ca.pem' >'%s' 2>&1",
+	               T.dir, T.root, ep, T.dir, out);
+	got = tl_read_file(out);
+	ck_assert_msg(rc == 0 && got != NULL && strstr(got, "boto3 ok") != NULL, "rc %d: %s", rc,
+	              got ? got : "");
+	free(got);
 	free(ep);
 
 	/* Idle, the router costs next to nothing: its HTTP server has no plain

@@ -12,11 +12,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
 #include "client/shoal.h"
+#include "proto/wire_auth.h"
 #include "testlib.h"
 #include "tl_metrics.h"
 
@@ -128,6 +130,92 @@ static void track(tl_cluster *c, bool on)
 	}
 }
 
+/* ------------------------------------------------------------------------ */
+/* The test key                                                              */
+/* ------------------------------------------------------------------------ */
+
+static char test_key[32], test_secret[48];
+
+static void make_test_key(void)
+{
+	if (test_key[0] != '\0')
+		return;
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned char r[8 + 40];
+	FILE *f = fopen("/dev/urandom", "rb");
+	if (f == NULL || fread(r, 1, sizeof(r), f) != sizeof(r)) {
+		perror("/dev/urandom");
+		abort();
+	}
+	fclose(f);
+	int n = snprintf(test_key, sizeof(test_key), "AKIDTEST");
+	for (int i = 0; i < 8; i++)
+		n += snprintf(test_key + n, sizeof(test_key) - (size_t)n, "%02X", r[i]);
+	for (int i = 0; i < 40; i++)
+		test_secret[i] = b64[r[8 + i] % 64];
+	test_secret[40] = '\0';
+}
+
+const char *tl_test_key_id(void)
+{
+	make_test_key();
+	return test_key;
+}
+
+const char *tl_test_secret(void)
+{
+	make_test_key();
+	return test_secret;
+}
+
+/* Whether a cluster gets the test key: not when the test names credentials
+ * itself, nor with SHOAL_TEST_CREDENTIALS=0. */
+static bool use_test_key(const char *opts)
+{
+	const char *v = getenv("SHOAL_TEST_CREDENTIALS");
+	if (v != NULL && strcmp(v, "0") == 0)
+		return false;
+	return opts == NULL || strstr(opts, "-credentials") == NULL;
+}
+
+/* Writes the test key as D/test.credentials (0600), in the format of
+ * router/sigv4.c: one unrestricted key. */
+static bool write_test_key(const tl_cluster *c, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/test.credentials", c->dir);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return false;
+	char line[128];
+	int n = snprintf(line, sizeof(line), "%s %s\n", tl_test_key_id(), tl_test_secret());
+	bool ok = write(fd, line, (size_t)n) == n;
+	return close(fd) == 0 && ok;
+}
+
+uint8_t *tl_cluster_sign(const tl_cluster *c, const uint8_t *msg, size_t len, size_t *out_len)
+{
+	uint8_t field[512];
+	size_t n = 0;
+	if (c->signed_by_test) {
+		char date[17], day[9];
+		uint8_t key[32], sig[32];
+		wire_auth_amz_date((int64_t)time(NULL), date);
+		snprintf(day, sizeof(day), "%.8s", date);
+		wire_auth_signing_key(tl_test_secret(), day, "us-east-1", "dynamodb", key);
+		wire_auth_signature(key, date, "us-east-1", "dynamodb", msg, len, sig);
+		n = wire_auth_encode(field, sizeof(field), tl_test_key_id(), date, "us-east-1",
+		                     "dynamodb", sig);
+	}
+	uint8_t *out = malloc(len + n);
+	if (out == NULL)
+		return NULL;
+	memcpy(out, msg, len);
+	memcpy(out + len, field, n);
+	*out_len = len + n;
+	return out;
+}
+
 bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups)
 {
 	return tl_cluster_up_opts(c, nodes, routers, groups, NULL);
@@ -150,14 +238,27 @@ bool tl_cluster_up_opts(tl_cluster *c, int nodes, int routers, int groups, const
 	c->routers = routers;
 	c->groups = groups;
 	track(c, true);
+	char creds[1200] = "", creds_opt[1300] = "";
+	if (use_test_key(opts)) {
+		if (!write_test_key(c, creds, sizeof(creds)))
+			return false;
+		snprintf(creds_opt, sizeof(creds_opt), "--credentials '%s'", creds);
+		c->signed_by_test = true;
+	}
 	/* Partitions are not throttled unless a test asks (capacity tests
 	 * pass --partition-rcu/--partition-wcu in opts, which come later and
 	 * win): the other tests' loads exceed DynamoDB's 1000 WCU default. */
 	if (!script(c,
 	            "up --nodes %d --routers %d --groups %d --partition-rcu 1000000000 "
-	            "--partition-wcu 1000000000 %s",
-	            nodes, routers, groups, opts != NULL ? opts : ""))
+	            "--partition-wcu 1000000000 %s %s",
+	            nodes, routers, groups, creds_opt, opts != NULL ? opts : ""))
 		return false;
+	if (c->signed_by_test) {
+		/* For every client of the test: libshoal and the tools it runs. */
+		setenv("AWS_ACCESS_KEY_ID", tl_test_key_id(), 1);
+		setenv("AWS_SECRET_ACCESS_KEY", tl_test_secret(), 1);
+		unsetenv("AWS_PROFILE");
+	}
 	char path[1100];
 	snprintf(path, sizeof(path), "%s/router.endpoint", c->dir);
 	char *ep = tl_read_file(path);

@@ -8,11 +8,22 @@
  * directory and a base port derived from the pid, so test binaries can run
  * side by side.  tl_cluster_down stops exactly the processes it started (by
  * pid file); a test that fails still tears down through the Check fixture.
+ *
+ * Credentials are on: every cluster's routers require signed requests
+ * (cluster.sh up --credentials), with one random unrestricted key per test
+ * process, exported as AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (AWS_PROFILE
+ * unset) once a cluster is up, so that libshoal clients, `shoal`, boto3,
+ * the AWS CLI and the tools a test runs sign with it -- several clusters of
+ * one process share it.  A test whose cluster options name credentials
+ * itself ("--credentials FILE|auto", "--http-credentials") gets exactly
+ * those and the environment is left alone; SHOAL_TEST_CREDENTIALS=0 runs
+ * every other cluster open (no credentials), as before.
  */
 #ifndef SHOAL_TL_CLUSTER_H
 #define SHOAL_TL_CLUSTER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct tl_cluster {
@@ -22,7 +33,17 @@ typedef struct tl_cluster {
 	char endpoint[512]; /* router endpoints, comma-separated */
 	int base_port;
 	int nodes, routers, groups;
+	bool signed_by_test; /* started with the process's test key (above) */
 } tl_cluster;
+
+/* The process's test key (made on first use): what tl_cluster_up's clusters
+ * accept and what it exports. */
+const char *tl_test_key_id(void);
+const char *tl_test_secret(void);
+/* A copy (malloc'd, *out_len bytes) of the packed Request msg, signed with
+ * the test key (the Auth field appended, proto/wire_auth.h) when c's
+ * routers require it; for tests that send raw messages. */
+uint8_t *tl_cluster_sign(const tl_cluster *c, const uint8_t *msg, size_t len, size_t *out_len);
 
 /* Fills c->root and c->bin from where the test binary lives (done by the up
  * calls; for a caller that needs the script before a cluster exists). */

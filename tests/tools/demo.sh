@@ -3,7 +3,11 @@
 # table (shared/seeds/002_*): create the table, load its items, run all seven
 # access patterns (AP3 and AP4 through the GSI1 inverted index) with the shoal
 # CLI, survive the loss of a node, then stop the cluster (DEMO_KEEP=1 leaves it
-# running).
+# running).  The cluster is secured as an operator would run it: mutual TLS
+# between its processes, TLS on the client ports (native and HTTPS), and
+# credentials (cluster.sh up --tls --credentials auto): an unsigned request
+# is refused, `shoal` signs with the cluster's key, and boto3 reads over
+# HTTPS with verify= the cluster's CA.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/../.."
@@ -24,11 +28,26 @@ show() { # prints the command, runs it, prints Items compactly
 
 deploy/cluster.sh down --dir "$dir" >/dev/null 2>&1 || true
 rm -rf "$dir"
-say "Starting a local cluster: 3 nodes, 4 Raft groups (group 0 = catalog), 1 router"
-deploy/cluster.sh up --dir "$dir"
+http_port=${DEMO_HTTP_PORT:-8000}
+say "Starting a local cluster: 3 nodes, 4 Raft groups (group 0 = catalog), 1 router; TLS and credentials on"
+echo "\$ deploy/cluster.sh up --tls --credentials auto --http-port $http_port"
+deploy/cluster.sh up --dir "$dir" --tls --credentials auto --http-port "$http_port"
 export SHOAL_ENDPOINT=file://$dir/router.endpoint
+# The cluster's key, not whatever the caller's environment holds (shoal
+# finds it next to router.endpoint; boto3 and the AWS CLI read this file).
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE
+export AWS_SHARED_CREDENTIALS_FILE=$dir/aws-credentials AWS_CONFIG_FILE=/dev/null
+export AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 stop() { [[ ${DEMO_KEEP:-0} == 1 ]] || deploy/cluster.sh down --dir "$dir"; }
 trap stop EXIT
+
+say "Secured: clients reach the router over TLS and must sign every request"
+echo "router: $(cat "$dir/router.endpoint"), HTTPS: $(cat "$dir/http.endpoint"), CA: $dir/tls/ca.pem"
+echo "keys: $dir/credentials (mode $(stat -c %a "$dir/credentials")); the client's copy: $dir/aws-credentials"
+echo '$ shoal list-tables --no-sign-request'
+shoal list-tables --no-sign-request || true
+echo '$ shoal list-tables            # signed with the key in aws-credentials, found by shoal'
+shoal list-tables | jq -c .
 
 say "Create the edtech-platform table (PK, SK; GSI1 on GSI1PK, GSI1SK)"
 echo '$ shoal create-table --cli-input-json file://deploy/demo/edtech-table.json'
@@ -96,6 +115,16 @@ deploy/cluster.sh start-node 1 --dir "$dir"
 deploy/cluster.sh wait --dir "$dir" # every group led, every replica answering
 say "Cluster status after node 1 restarted"
 shoal status
+
+say "boto3 over HTTPS: verify= the cluster's CA, signed with the cluster's key (AP1)"
+echo "\$ python3 -c 'boto3.client(\"dynamodb\", endpoint_url=\"$(cat "$dir/http.endpoint")\", verify=\"$dir/tls/ca.pem\").get_item(...)'"
+/usr/bin/python3 - "$(cat "$dir/http.endpoint")" "$dir/tls/ca.pem" <<'EOF'
+import json, sys
+import boto3
+c = boto3.client("dynamodb", endpoint_url=sys.argv[1], verify=sys.argv[2])
+item = c.get_item(TableName="edtech-platform", Key={"PK": {"S": "STUDENT#s1"}, "SK": {"S": "PROFILE"}})
+print(json.dumps(item["Item"], sort_keys=True))
+EOF
 
 say "GSI1 in DescribeTable"
 shoal describe-table --table-name edtech-platform |

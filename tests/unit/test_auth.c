@@ -412,6 +412,16 @@ static int find(shoal_client *c, const shoal_options *o, char *m)
 	return lib_creds_find(c, m);
 }
 
+/* The same for a client of file://D/router.endpoint with D/aws-credentials
+ * (lib_client_new's cluster_creds). */
+static int find_cluster(shoal_client *c, const shoal_options *o, const char *cluster, char *m)
+{
+	memset(c, 0, sizeof(*c));
+	c->opts = *o;
+	snprintf(c->cluster_creds, sizeof(c->cluster_creds), "%s", cluster);
+	return lib_creds_find(c, m);
+}
+
 START_TEST(test_client_creds)
 {
 	shoal_client c;
@@ -487,6 +497,41 @@ START_TEST(test_client_creds)
 	ck_assert_int_eq(find(&c, &o, m), SHOAL_E_VALIDATION);
 	ck_assert_msg(strstr(m, "Partial credentials") != NULL, "%s", m);
 	unsetenv("AWS_PROFILE");
+
+	/* The cluster's key (D/aws-credentials of a file:// endpoint): before
+	 * the default profile, after a named profile and the environment. */
+	const char *cluster =
+	    write_file("cluster-creds",
+	               "[default]\naws_access_key_id = CK\naws_secret_access_key = cs\n", 0600);
+	ck_assert_int_eq(find_cluster(&c, &o, cluster, m), SHOAL_OK);
+	ck_assert_str_eq(c.key_id, "CK");
+	ck_assert_str_eq(c.secret, "cs");
+	ck_assert_str_eq(c.region, "us-west-2"); /* the default profile's region still */
+	ck_assert_str_eq(shoal_credentials_source(&c), "cluster-credentials-file");
+	o.profile = "work";
+	ck_assert_int_eq(find_cluster(&c, &o, cluster, m), SHOAL_OK);
+	ck_assert_str_eq(c.key_id, "WK");
+	o.profile = NULL;
+	setenv("AWS_PROFILE", "work", 1);
+	ck_assert_int_eq(find_cluster(&c, &o, cluster, m), SHOAL_OK);
+	ck_assert_str_eq(c.key_id, "WK");
+	unsetenv("AWS_PROFILE");
+	setenv("AWS_ACCESS_KEY_ID", "EK", 1);
+	setenv("AWS_SECRET_ACCESS_KEY", "es", 1);
+	ck_assert_int_eq(find_cluster(&c, &o, cluster, m), SHOAL_OK);
+	ck_assert_str_eq(c.key_id, "EK");
+	unsetenv("AWS_ACCESS_KEY_ID");
+	unsetenv("AWS_SECRET_ACCESS_KEY");
+	o.no_sign = 1;
+	ck_assert_int_eq(find_cluster(&c, &o, cluster, m), SHOAL_OK);
+	ck_assert(!c.sign);
+	o.no_sign = 0;
+	/* Missing: the default profile; half a key: an error. */
+	ck_assert_int_eq(find_cluster(&c, &o, "/nonexistent", m), SHOAL_OK);
+	ck_assert_str_eq(c.key_id, "DK");
+	cluster = write_file("cluster-half", "[default]\naws_access_key_id = CK\n", 0600);
+	ck_assert_int_eq(find_cluster(&c, &o, cluster, m), SHOAL_E_VALIDATION);
+	ck_assert_msg(strstr(m, "Partial credentials found in the cluster's") != NULL, "%s", m);
 }
 END_TEST
 

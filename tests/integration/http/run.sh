@@ -3,7 +3,7 @@
 # DynamoDB's own clients (Debian's python3-boto3 and awscli).
 #
 # Starts a 3-node cluster with deploy/cluster.sh (binaries from BUILD/bin,
-# HTTP API on), runs test_http.py against it, and always stops it by PID
+# HTTP API on, credentials on: --credentials auto), runs test_http.py against it, and always stops it by PID
 # (cluster.sh down; the extra SigV4 router the suite starts is stopped by the
 # suite, and by its pid file here if the suite died).  Ports: the first free
 # window of 400 among 7100, 6100, 5100, 4100 (below the range tl_cluster uses,
@@ -54,15 +54,27 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Credentials on, as a secured cluster runs (cluster.sh makes the key, D/credentials):
+# every request of the suite is signed with it -- boto3 and the AWS CLI from
+# D/aws-credentials, `shoal` finds it next to D/router.endpoint, the requests
+# the suite writes byte by byte are signed by sigv4.py.  SHOAL_TEST_CREDENTIALS=0:
+# an open router (any signature, or none), as tl_cluster's clusters then.
+creds=(--credentials auto)
+[[ ${SHOAL_TEST_CREDENTIALS:-1} == 0 ]] && creds=()
 if ! SHOAL_BIN=$build/bin "$root/deploy/cluster.sh" up --dir "$dir" --base-port "$base" \
-	--http-port $((base + 60)) --ttl-scan-ms 500; then
+	--http-port $((base + 60)) --ttl-scan-ms 500 "${creds[@]}"; then
 	echo "the cluster did not start"
 	echo "0%: Checks: 1, Failures: 1, Errors: 0"
 	exit 1
 fi
 
-export AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y AWS_DEFAULT_REGION=us-east-1
-export AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null AWS_SHARED_CREDENTIALS_FILE=/dev/null
+unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_SESSION_TOKEN AWS_PROFILE
+if ((${#creds[@]})); then
+	export AWS_SHARED_CREDENTIALS_FILE=$dir/aws-credentials
+else
+	export AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y AWS_SHARED_CREDENTIALS_FILE=/dev/null
+fi
+export AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FILE=/dev/null
 export AWS_PAGER= AWS_RETRY_MODE=standard AWS_MAX_ATTEMPTS=3
 export SHOAL_BIN=$build/bin SHOAL_ROOT=$root SHOAL_CLUSTER_DIR=$dir SHOAL_HTTP_BASE=$base
 export SHOAL_HTTP_ENDPOINT=$(cat "$dir/http.endpoint")

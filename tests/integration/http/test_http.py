@@ -26,6 +26,8 @@ from boto3.dynamodb.conditions import Attr, Key
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from sigv4 import auth_lines
+
 ENDPOINT = os.environ["SHOAL_HTTP_ENDPOINT"]
 DIR = os.environ["SHOAL_CLUSTER_DIR"]
 BIN = os.environ["SHOAL_BIN"]
@@ -94,10 +96,14 @@ def post(body, target="DynamoDB_20120810.ListTables", ctype="application/x-amz-j
     if isinstance(body, str):
         body = body.encode()
     req = (b"POST / HTTP/1.1\r\nHost: %s:%d\r\n" % (HOST.encode(), PORT))
+    signed = {}
     if target is not None:
         req += b"X-Amz-Target: " + target.encode() + b"\r\n"
+        signed["X-Amz-Target"] = target
     if ctype is not None:
         req += b"Content-Type: " + ctype.encode() + b"\r\n"
+        signed["Content-Type"] = ctype
+    req += auth_lines("%s:%d" % (HOST, PORT), body, signed)  # the cluster requires it
     req += extra
     req += b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body
     return raw(req)
@@ -653,7 +659,8 @@ class Endpoint(unittest.TestCase):
         self.assertEqual(r[0], 400)
         # Chunked bodies are decoded (test_smallops.py has the oversized
         # one); other transfer codings, or chunked beside Content-Length, 411.
-        r = raw(head + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+        signed = head + auth_lines("x", b"{}", {"X-Amz-Target": "DynamoDB_20120810.ListTables"})
+        r = raw(signed + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
         self.assertEqual(r[0], 200)
         self.assertIn("TableNames", json.loads(r[2]))
         r = raw(head + b"Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
@@ -685,6 +692,8 @@ class Endpoint(unittest.TestCase):
         c = self.c
         t = new_table(c, hash_only=True)
         held = []
+        body = b'{"Limit": 1}' + b" " * (1000000 - 12)
+        sign = auth_lines("x", body, {"X-Amz-Target": "DynamoDB_20120810.ListTables"})
         try:
             for i in range(100):
                 s = socket.create_connection((HOST, PORT), timeout=5)
@@ -692,7 +701,8 @@ class Endpoint(unittest.TestCase):
                     s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Tar")
                 elif i % 3 == 1:  # body never finished
                     s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: DynamoDB_20120810."
-                              b"ListTables\r\nContent-Length: 1000000\r\n\r\n{\"Li")
+                              b"ListTables\r\n" + sign + b"Content-Length: 1000000\r\n\r\n" +
+                              body[:4])
                 else:  # connected, silent
                     pass
                 held.append(s)
@@ -704,7 +714,7 @@ class Endpoint(unittest.TestCase):
             self.assertLess(time.monotonic() - t0, 20)
             # The held connections are still open and usable for their request.
             s = held[1]
-            s.sendall(b'mit": 1}' + b" " * (1000000 - 12))
+            s.sendall(body[4:])
             buf = s.recv(65536)
             self.assertTrue(buf.startswith(b"HTTP/1.1 200"), buf[:100])
         finally:
@@ -719,7 +729,10 @@ class Endpoint(unittest.TestCase):
         s = socket.create_connection((HOST, PORT), timeout=10)
         try:
             req = (b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: DynamoDB_20120810.ListTables\r\n"
-                   b"Content-Type: application/x-amz-json-1.0\r\nContent-Length: 2\r\n\r\n{}")
+                   b"Content-Type: application/x-amz-json-1.0\r\n" +
+                   auth_lines("x", b"{}", {"X-Amz-Target": "DynamoDB_20120810.ListTables",
+                                           "Content-Type": "application/x-amz-json-1.0"}) +
+                   b"Content-Length: 2\r\n\r\n{}")
             s.sendall(req * 3)  # pipelined
             buf = b""
             deadline = time.monotonic() + 10

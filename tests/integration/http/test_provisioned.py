@@ -25,6 +25,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from sigv4 import auth_headers
+
 ENDPOINT = os.environ["SHOAL_HTTP_ENDPOINT"]
 DIR = os.environ["SHOAL_CLUSTER_DIR"]
 BIN = os.environ["SHOAL_BIN"]
@@ -44,9 +46,11 @@ def api(op, body):
     host, port = ENDPOINT[len("http://"):].split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=30)
     try:
-        conn.request("POST", "/", json.dumps(body),
-                     {"X-Amz-Target": "DynamoDB_20120810." + op,
-                      "Content-Type": "application/x-amz-json-1.0"})
+        data = json.dumps(body)
+        headers = {"X-Amz-Target": "DynamoDB_20120810." + op,
+                   "Content-Type": "application/x-amz-json-1.0"}
+        headers.update(auth_headers("%s:%s" % (host, port), data, headers))
+        conn.request("POST", "/", data, headers)
         resp = conn.getresponse()
         return resp.status, json.loads(resp.read() or b"{}")
     finally:

@@ -24,6 +24,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from sigv4 import auth_headers, auth_lines
+
 ENDPOINT = os.environ["SHOAL_HTTP_ENDPOINT"]
 DIR = os.environ["SHOAL_CLUSTER_DIR"]
 BIN = os.environ["SHOAL_BIN"]
@@ -71,9 +73,11 @@ def api(op, body):
     (DeletionProtectionEnabled): (status, decoded body)."""
     conn = http.client.HTTPConnection(HOST, PORT, timeout=30)
     try:
-        conn.request("POST", "/", json.dumps(body),
-                     {"X-Amz-Target": "DynamoDB_20120810." + op,
-                      "Content-Type": "application/x-amz-json-1.0"})
+        data = json.dumps(body)
+        headers = {"X-Amz-Target": "DynamoDB_20120810." + op,
+                   "Content-Type": "application/x-amz-json-1.0"}
+        headers.update(auth_headers("%s:%d" % (HOST, PORT), data, headers))
+        conn.request("POST", "/", data, headers)
         resp = conn.getresponse()
         return resp.status, json.loads(resp.read() or b"{}")
     finally:
@@ -416,9 +420,11 @@ class SmallOps(unittest.TestCase):
         self.assertEqual(len(h["x-amzn-requestid"]), 52)
         # The request itself, from the page: readable by it.
         body = b"{}"
+        sign = auth_lines("x", body, {"X-Amz-Target": "DynamoDB_20120810.ListTables",
+                                      "Content-Type": "application/x-amz-json-1.0"})
         st, h, out = raw(b"POST / HTTP/1.1\r\nHost: x\r\nOrigin: http://app.example\r\n"
                          b"X-Amz-Target: DynamoDB_20120810.ListTables\r\n"
-                         b"Content-Type: application/x-amz-json-1.0\r\n"
+                         b"Content-Type: application/x-amz-json-1.0\r\n" + sign +
                          b"Content-Length: 2\r\n\r\n" + body)
         self.assertEqual(st, 200)
         self.assertEqual(h["access-control-allow-origin"], "*")
@@ -427,7 +433,7 @@ class SmallOps(unittest.TestCase):
         # Without Origin: no CORS headers, and OPTIONS is not an operation.
         st, h, _ = raw(b"POST / HTTP/1.1\r\nHost: x\r\n"
                        b"X-Amz-Target: DynamoDB_20120810.ListTables\r\n"
-                       b"Content-Type: application/x-amz-json-1.0\r\n"
+                       b"Content-Type: application/x-amz-json-1.0\r\n" + sign +
                        b"Content-Length: 2\r\n\r\n{}")
         self.assertEqual(st, 200)
         self.assertNotIn("access-control-allow-origin", h)
@@ -437,11 +443,15 @@ class SmallOps(unittest.TestCase):
     # -- Chunked bodies ---------------------------------------------------------
 
     def test_chunked(self):
-        head = (b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: DynamoDB_20120810.PutItem\r\n"
-                b"Content-Type: application/x-amz-json-1.0\r\nTransfer-Encoding: chunked\r\n\r\n")
         name = create(self.c)
         body = json.dumps({"TableName": name, "Item": {"pk": {"S": "c"}, "sk": {"S": "1"},
                                                        "v": {"S": "x" * 5000}}}).encode()
+        # Signed for the decoded body, as SigV4 signs a chunked one.
+        head = (b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: DynamoDB_20120810.PutItem\r\n"
+                b"Content-Type: application/x-amz-json-1.0\r\n" +
+                auth_lines("x", body, {"X-Amz-Target": "DynamoDB_20120810.PutItem",
+                                       "Content-Type": "application/x-amz-json-1.0"}) +
+                b"Transfer-Encoding: chunked\r\n\r\n")
         chunks = b"".join(b"%x\r\n%s\r\n" % (len(body[i:i + 1000]), body[i:i + 1000])
                           for i in range(0, len(body), 1000))
         st, _, out = raw(head + chunks + b"0\r\n\r\n")
