@@ -27,8 +27,8 @@
 			WIRE_SET(dst, f, (char *)(src)->f);                                        \
 	} while (0)
 
-int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, st_txn_action *out,
-                            char *errmsg)
+int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, size_t pos,
+                            st_txn_action *out, char *errmsg)
 {
 	memset(out, 0, sizeof(*out));
 	int rc;
@@ -64,10 +64,12 @@ int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, st_
 		COPY_OPT(&r, x, return_values_on_condition_check_failure);
 		out->kind = ST_TXA_UPDATE;
 		if (!WIRE_HAS(&r, update_expression))
-			return sh_errf(errmsg, SHOAL_E_VALIDATION,
-			               "1 validation error detected: Value null at "
-			               "'transactItems.member.update.updateExpression' failed to "
-			               "satisfy constraint: Member must not be null");
+			return sh_errf(
+			    errmsg, SHOAL_E_VALIDATION,
+			    "1 validation error detected: Value null at "
+			    "'transactItems.%zu.member.update.updateExpression' failed to "
+			    "satisfy constraint: Member must not be null",
+			    pos);
 		return wire_update_req_from_pb(a, &r, &out->u.update, errmsg);
 	}
 	case SHOAL__TRANSACT_WRITE_ITEM__ACTION_DELETE: {
@@ -89,10 +91,12 @@ int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, st_
 		COPY_OPT(&r, x, table_name);
 		r.key = x->key;
 		if (x->condition_expression == NULL || x->condition_expression[0] == '\0')
-			return sh_errf(errmsg, SHOAL_E_VALIDATION,
-			               "1 validation error detected: Value null at "
-			               "'transactItems.member.conditionCheck.conditionExpression' "
-			               "failed to satisfy constraint: Member must not be null");
+			return sh_errf(
+			    errmsg, SHOAL_E_VALIDATION,
+			    "1 validation error detected: Value null at "
+			    "'transactItems.%zu.member.conditionCheck.conditionExpression' "
+			    "failed to satisfy constraint: Member must not be null",
+			    pos);
 		WIRE_SET(&r, condition_expression, x->condition_expression);
 		r.expression_attribute_names = x->expression_attribute_names;
 		r.expression_attribute_values = x->expression_attribute_values;
