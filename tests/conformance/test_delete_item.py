@@ -39,6 +39,17 @@ class DeleteItem(Case):
                 self.invalid(self.c.delete_item, "ReturnValues can only be ALL_OLD or NONE",
                              TableName=HASH, Key={"pk": S(k)}, ReturnValues=rv)
 
+    def test_return_consumed_capacity(self):
+        k = uid()
+        self.c.put_item(TableName=HASH, Item={"pk": S(k)})
+        r = self.c.delete_item(TableName=HASH, Key={"pk": S(k)}, ReturnConsumedCapacity="TOTAL",
+                               ReturnItemCollectionMetrics="NONE")
+        self.assertEqual(r["ConsumedCapacity"], {"TableName": HASH, "CapacityUnits": 1.0})
+        self.assertNotIn("ItemCollectionMetrics", r)
+        self.invalid(self.raw.delete_item, constraint("'ALL'", "returnItemCollectionMetrics",
+                                                      "satisfy enum value set: [SIZE, NONE]"),
+                     TableName=HASH, Key={"pk": S(k)}, ReturnItemCollectionMetrics="ALL")
+
     def test_expected_and_condition_expression_agree(self):
         for expected, op, text, values in CONDITIONS:
             with self.subTest(condition=text):

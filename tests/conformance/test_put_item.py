@@ -5,6 +5,7 @@ ReturnItemCollectionMetrics; errors ConditionalCheckFailedException,
 ResourceNotFoundException, ValidationException (the item's keys and values,
 its size, the expression parameters)."""
 import re
+from decimal import Decimal
 
 from conformance import HASH, NUMKEY, RANGE, Case, N, S, api, constraint, gap, main, uid
 
@@ -30,6 +31,28 @@ CONDITIONS = [
      "v = :a OR s = :b", {}, {":a": N(1), ":b": S("abc")}),
     ({"v": {"ComparisonOperator": "IN", "AttributeValueList": [N(1), N(5)]}}, None,
      "#v IN (:a, :b)", {"#v": "v"}, {":a": N(1), ":b": N(5)}),
+    ({"s": {"ComparisonOperator": "LT", "AttributeValueList": [S("abd")]},
+      "v": {"ComparisonOperator": "GE", "AttributeValueList": [N(5)]}}, "AND",
+     "s < :a AND v >= :b", {}, {":a": S("abd"), ":b": N(5)}),
+    # Comparisons across types are false, never an error.
+    ({"v": {"ComparisonOperator": "LT", "AttributeValueList": [S("9")]}}, None, "v < :a", {},
+     {":a": S("9")}),
+    ({"s": {"ComparisonOperator": "NE", "AttributeValueList": [N(1)]}}, None, "s <> :a", {},
+     {":a": N(1)}),
+]
+
+# Expression-only functions and forms, with their outcome on {pk, v: 5, s: "abc"}.
+FUNCTIONS = [
+    ("attribute_type(v, :t)", {":t": S("N")}, True),
+    ("attribute_type(s, :t)", {":t": S("N")}, False),
+    ("size(s) = :n", {":n": N(3)}, True),
+    ("size(s) > :n", {":n": N(3)}, False),
+    ("contains(s, :x)", {":x": S("bc")}, True),
+    ("NOT (v = :n)", {":n": N(5)}, False),
+    ("v BETWEEN :a AND :b AND NOT begins_with(s, :p)",
+     {":a": N(1), ":b": N(9), ":p": S("x")}, True),
+    ("(v < :a OR v > :b) AND attribute_exists(s)", {":a": N(1), ":b": N(4)}, True),
+    ("v IN (:a, :b, :c)", {":a": N(1), ":b": N(2), ":c": N(3)}, False),
 ]
 
 
@@ -45,6 +68,35 @@ class PutItem(Case):
         self.assertNotIn("Attributes", r)
         self.assertEqual(self.c.get_item(TableName=HASH, Key={"pk": S(k)},
                                          ConsistentRead=True)["Item"], {"pk": S(k)})
+
+    def test_every_type_round_trips(self):
+        k = uid()
+        item = {"pk": S(k), "s": S("\u00e9t\u00e9 \U0001f600"), "n": N("-0.000123"),
+                "b": {"B": bytes(range(256))}, "t": {"BOOL": True}, "f": {"BOOL": False},
+                "z": {"NULL": True}, "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2.5"]},
+                "bs": {"BS": [b"\x00", b"\xff"]}, "l": {"L": [S("x"), N(1), {"NULL": True}]},
+                "m": {"M": {"inner": {"M": {"deep": {"L": [{"SS": ["q"]}]}}}}},
+                "el": {"L": []}, "em": {"M": {}}, "es": S(""), "eb": {"B": b""}}
+        self.c.put_item(TableName=HASH, Item=item)
+        got = self.c.get_item(TableName=HASH, Key={"pk": S(k)}, ConsistentRead=True)["Item"]
+        for a in ("ss", "ns", "bs"):  # sets have no order
+            t = next(iter(item[a]))
+            got[a] = {t: sorted(got[a][t])}
+        self.assertEqual(got, item)
+
+    def test_numbers_are_canonical(self):
+        k = uid()
+        self.c.put_item(TableName=HASH, Item={"pk": S(k), "a": N("01.500"), "b": N("-0"),
+                                              "c": N("1E+2"), "d": N("0.00012300"),
+                                              "e": N("9" * 38), "f": N("1E-130"),
+                                              "g": N("9.9999999999999999999999999999999999999E+125")})
+        got = self.c.get_item(TableName=HASH, Key={"pk": S(k)}, ConsistentRead=True)["Item"]
+        self.assertEqual({a: got[a]["N"] for a in "abcde"},
+                         {"a": "1.5", "b": "0", "c": "100", "d": "0.000123", "e": "9" * 38})
+        # The extremes keep their value (their spelling is not pinned here).
+        self.assertEqual(Decimal(got["f"]["N"]), Decimal("1E-130"))
+        self.assertEqual(Decimal(got["g"]["N"]),
+                         Decimal("9.9999999999999999999999999999999999999E+125"))
 
     def test_return_values_refused(self):
         for rv in ("ALL_NEW", "UPDATED_OLD", "UPDATED_NEW"):
@@ -87,6 +139,35 @@ class PutItem(Case):
                     self.assertEqual(got, kw["Item"] if ok else base)
                     outcomes.append(ok)
                 self.assertEqual(outcomes[0], outcomes[1])
+
+    def test_condition_functions(self):
+        for text, values, want in FUNCTIONS:
+            with self.subTest(condition=text):
+                k = uid()
+                self.c.put_item(TableName=HASH, Item={"pk": S(k), "v": N(5), "s": S("abc")})
+                try:
+                    self.c.put_item(TableName=HASH, Item={"pk": S(k)}, ConditionExpression=text,
+                                    ExpressionAttributeValues=values)
+                    ok = True
+                except self.c.exceptions.ConditionalCheckFailedException:
+                    ok = False
+                self.assertEqual(ok, want)
+        self.invalid(self.c.put_item, "Invalid ConditionExpression: Invalid attribute type name "
+                     "found; type: X, valid types: {B,NULL,SS,BOOL,L,BS,N,NS,S,M}",
+                     TableName=HASH, Item={"pk": S(uid())},
+                     ConditionExpression="attribute_type(v, :t)",
+                     ExpressionAttributeValues={":t": S("X")})
+        self.invalid(self.c.put_item, "Invalid ConditionExpression: The function is not allowed "
+                     "to be used this way in an expression; function: size",
+                     TableName=HASH, Item={"pk": S(uid())}, ConditionExpression="size(v)")
+        self.invalid(self.c.put_item, "Invalid ConditionExpression: Incorrect number of operands "
+                     "for operator or function; operator or function: begins_with, number of "
+                     "operands: 1", TableName=HASH, Item={"pk": S(uid())},
+                     ConditionExpression="begins_with(v)")
+        self.invalid(self.c.put_item, "Invalid ConditionExpression: The first operand must be "
+                     "distinct from the remaining operands for this operator or function; "
+                     "operator: =, first operand: [v]", TableName=HASH, Item={"pk": S(uid())},
+                     ConditionExpression="v = v")
 
     def test_condition_on_absent_item(self):
         k = uid()
@@ -248,6 +329,43 @@ class PutItem(Case):
         self.invalid(self.c.put_item,
                      "Invalid ConditionExpression: Invalid function name; function: nope",
                      ConditionExpression="nope(v)", **kw)
+
+    def test_expression_attribute_keys(self):
+        kw = {"TableName": HASH, "Item": {"pk": S(uid())}, "ConditionExpression": "#a <> :v"}
+        self.invalid(self.c.put_item, "ExpressionAttributeNames contains invalid key: Syntax "
+                     "error; key: \"a\"", ExpressionAttributeNames={"a": "x", "#a": "x"},
+                     ExpressionAttributeValues={":v": N(1)}, **kw)
+        self.invalid(self.c.put_item, "ExpressionAttributeValues contains invalid key: Syntax "
+                     "error; key: \"v\"", ExpressionAttributeNames={"#a": "x"},
+                     ExpressionAttributeValues={"v": N(1), ":v": N(1)}, **kw)
+        for value, why in (
+                ({}, "Supplied AttributeValue is empty, must contain exactly one of the "
+                     "supported datatypes"),
+                ({"S": "a", "N": "1"}, "Supplied AttributeValue has more than one datatypes "
+                                       "set, must contain exactly one of the supported "
+                                       "datatypes"),
+                ({"NULL": False}, "One or more parameter values were invalid: Null attribute "
+                                  "value types must have the value of true"),
+                ({"SS": []}, "One or more parameter values were invalid: An string set  may "
+                             "not be empty"),
+                ({"N": "x"}, "The parameter cannot be converted to a numeric value: x")):
+            with self.subTest(value=value):
+                self.invalid(self.raw.put_item, "ExpressionAttributeValues contains invalid "
+                             "value: %s for key :v" % why,
+                             ExpressionAttributeNames={"#a": "x"},
+                             ExpressionAttributeValues={":v": value}, **kw)
+        self.invalid(self.raw.put_item, "ExpressionAttributeNames contains invalid value: Empty "
+                     "attribute name for key #a", ExpressionAttributeNames={"#a": ""},
+                     ExpressionAttributeValues={":v": N(1)}, **kw)
+
+    def test_number_keys_compare_by_value(self):
+        k = {"pk": N("1.50"), "sk": {"B": b"\x00"}}
+        self.c.put_item(TableName=NUMKEY, Item=dict(k, v=S("first")))
+        self.c.put_item(TableName=NUMKEY, Item={"pk": N("15E-1"), "sk": {"B": b"\x00"},
+                                                "v": S("second")})
+        got = self.c.get_item(TableName=NUMKEY, Key={"pk": N("1.5"), "sk": {"B": b"\x00"}},
+                              ConsistentRead=True)["Item"]
+        self.assertEqual(got, {"pk": N("1.5"), "sk": {"B": b"\x00"}, "v": S("second")})
 
     def test_required_members(self):
         self.invalid(self.raw.put_item, constraint("null", "item", "not be null"),

@@ -68,6 +68,15 @@ class Scan(Case):
         self.assertEqual(len(a), 20)
         self.assertEqual(set(a[0]), {"pk", "sk", "n"})
 
+    def test_names_and_capacity(self):
+        r = self.c.scan(TableName=RANGE, ProjectionExpression="#k, #n", FilterExpression="#k = :p",
+                        ExpressionAttributeNames={"#k": "pk", "#n": "n"},
+                        ExpressionAttributeValues={":p": S("r2")}, ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(sorted(int(i["n"]["N"]) for i in r["Items"]),
+                         [10 * k for k in range(1, 11)])
+        self.assertEqual(r["ConsumedCapacity"]["TableName"], RANGE)
+        self.assertGreater(r["ConsumedCapacity"]["CapacityUnits"], 0)
+
     def test_segments(self):
         whole, _ = self.scan_all(ConsistentRead=True)
         for total in (1, 2, 3, 7):

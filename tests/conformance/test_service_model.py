@@ -2,7 +2,9 @@
 data/dynamodb/2012-08-10 and data/dynamodbstreams/2012-08-10): every
 operation Shoal serves has its file here, and every error the model
 documents for it is named in that file or listed below with the reason it is
-not; every operation Shoal does not serve answers UnknownOperationException.
+not; every parameter of its input is named there too (or listed with the
+file that checks it); every operation Shoal does not serve answers
+UnknownOperationException.
 """
 import json
 import os
@@ -44,6 +46,11 @@ ELSEWHERE = {
     "ExpiredIteratorException": "an iterator older than 15 minutes: test_streams.py (http)",
     "TrimmedDataAccessException": "records past retention: test_stream (unit)",
 }
+# Parameters checked elsewhere.
+PARAMS_ELSEWHERE = {
+    ("CreateTable", "ProvisionedThroughput"): "test_provisioned.py (tests/integration/http)",
+    ("UpdateTable", "ProvisionedThroughput"): "test_provisioned.py (tests/integration/http)",
+}
 # Per operation: ResourceInUseException where it needs a table mid-change.
 IN_USE = {"DeleteTable", "UpdateTable", "TagResource", "UntagResource", "UpdateTimeToLive"}
 
@@ -81,6 +88,19 @@ class ServiceModel(Case):
                         continue
                     self.assertRegex(text, r"\b%s\b" % re.escape(err),
                                      "%s documents %s" % (name, err))
+
+    def test_every_parameter_is_named(self):
+        for name, op, _ in self.ops():
+            if name not in FILES or "input" not in op:
+                continue
+            svc = self.ddb if name in self.ddb["operations"] else self.streams
+            with open(os.path.join(HERE, FILES[name] + ".py")) as f:
+                text = f.read()
+            for member in svc["shapes"][op["input"]["shape"]]["members"]:
+                if (name, member) in PARAMS_ELSEWHERE:
+                    continue
+                with self.subTest(op=name, parameter=member):
+                    self.assertRegex(text, r"\b%s\b" % member)
 
     def test_every_other_operation_is_unknown(self):
         for name, _, prefix in self.ops():

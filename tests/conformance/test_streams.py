@@ -74,6 +74,21 @@ class Streams(Case):
         self.assertIn(self.arn, seen)
         self.assertEqual(len(seen), len(set(seen)))
 
+    def test_describe_stream_pages(self):
+        d = self.s.describe_stream(StreamArn=self.arn)["StreamDescription"]
+        self.assertEqual((d["StreamArn"], d["TableName"], d["StreamStatus"], d["StreamViewType"]),
+                         (self.arn, STREAM, "ENABLED", "NEW_AND_OLD_IMAGES"))
+        ids = [s["ShardId"] for s in d["Shards"]]
+        got, start = [], None
+        while True:
+            page = {"ExclusiveStartShardId": start} if start else {}
+            p = self.s.describe_stream(StreamArn=self.arn, Limit=1, **page)["StreamDescription"]
+            got += [s["ShardId"] for s in p["Shards"]]
+            start = p.get("LastEvaluatedShardId")
+            if not start:
+                break
+        self.assertEqual(got, ids)
+
     def test_errors(self):
         self.invalid(self.sraw.list_streams, constraint("'0'", "limit",
                                                         "have value greater than or equal to 1"),

@@ -71,6 +71,15 @@ class TransactWriteItems(Case):
         self.assertEqual(self.get(b), {"pk": S(b), "v": N(2)})
         self.assertIsNone(self.get(c))
 
+    def test_consumed_capacity(self):
+        k = uid()
+        r = self.c.transact_write_items(
+            TransactItems=[{"Put": {"TableName": HASH, "Item": {"pk": S(k)}}}],
+            ReturnConsumedCapacity="TOTAL", ReturnItemCollectionMetrics="NONE")
+        # A transactional write costs twice a write's units.
+        self.assertEqual(r["ConsumedCapacity"], [{"TableName": HASH, "CapacityUnits": 2.0}])
+        self.assertNotIn("ItemCollectionMetrics", r)
+
     def test_cancellation_reasons_and_old_item(self):
         a, b = uid(), uid()
         self.c.put_item(TableName=HASH, Item={"pk": S(b), "v": N(1)})

@@ -121,6 +121,44 @@ class UpdateItem(Case):
         self.assertEqual(r["Attributes"], {"a": N(0), "n": N(5), "l": {"L": [S("h"), N(1)]},
                                            "m": {"M": {"y": N(4)}}})
 
+    def test_document_paths(self):
+        k = uid()
+        self.c.put_item(TableName=HASH, Item={"pk": S(k), "l": {"L": [N(0), N(1), N(2)]},
+                                              "m": {"M": {"a": {"M": {"b": N(1)}}}}})
+        r = self.c.update_item(
+            TableName=HASH, Key={"pk": S(k)}, ReturnValues="ALL_NEW",
+            UpdateExpression="SET l[9] = :x, m.a.c = :x, #dot = :x REMOVE l[0], m.a.b",
+            ExpressionAttributeNames={"#dot": "a.b"}, ExpressionAttributeValues={":x": S("x")})
+        # An index past the end appends; REMOVE of an element shifts the rest.
+        self.assertEqual(r["Attributes"], {"pk": S(k), "l": {"L": [N(1), N(2), S("x")]},
+                                           "m": {"M": {"a": {"M": {"c": S("x")}}}},
+                                           "a.b": S("x")})
+        for text in ("SET nope.x = :x", "SET m.nope.x = :x", "SET l[0].x = :x"):
+            with self.subTest(update=text):
+                self.invalid(self.c.update_item, "The document path provided in the update "
+                             "expression is invalid for update", TableName=HASH,
+                             Key={"pk": S(k)}, UpdateExpression=text,
+                             ExpressionAttributeValues={":x": S("x")})
+
+    def test_set_operations(self):
+        k = uid()
+        self.c.put_item(TableName=HASH, Item={"pk": S(k), "ss": {"SS": ["a"]}, "n": N(1)})
+        self.invalid(self.c.update_item, "An operand in the update expression has an incorrect "
+                     "data type", TableName=HASH, Key={"pk": S(k)}, UpdateExpression="ADD ss :v",
+                     ExpressionAttributeValues={":v": {"NS": ["1"]}})
+        self.invalid(self.c.update_item, "An operand in the update expression has an incorrect "
+                     "data type", TableName=HASH, Key={"pk": S(k)},
+                     UpdateExpression="DELETE n :v", ExpressionAttributeValues={":v": {"NS": ["1"]}})
+        self.invalid(self.c.update_item, "Invalid UpdateExpression: Incorrect operand type for "
+                     "operator or function; operator: DELETE, operand type: NUMBER",
+                     TableName=HASH, Key={"pk": S(k)}, UpdateExpression="DELETE ss :v",
+                     ExpressionAttributeValues={":v": N(1)})
+        # Deleting the last member removes the attribute.
+        r = self.c.update_item(TableName=HASH, Key={"pk": S(k)}, UpdateExpression="DELETE ss :v",
+                               ExpressionAttributeValues={":v": {"SS": ["a", "zz"]}},
+                               ReturnValues="ALL_NEW")
+        self.assertEqual(r["Attributes"], {"pk": S(k), "n": N(1)})
+
     def test_conditions_legacy_and_expression(self):
         k = uid()
         self.c.put_item(TableName=HASH, Item={"pk": S(k), "v": N(1)})
@@ -139,6 +177,26 @@ class UpdateItem(Case):
                                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD"})
         self.assertEqual((st, d["__type"].split("#")[-1]), (400, "ConditionalCheckFailedException"))
         self.assertEqual(d["Item"], {"pk": S(k), "v": N(1)})
+
+    def test_conditional_operator_and_capacity(self):
+        k = uid()
+        self.c.put_item(TableName=HASH, Item={"pk": S(k), "a": N(1)})
+        expected = {"a": {"Value": N(2)}, "b": {"Exists": False}}
+        self.refused(self.c.update_item, "ConditionalCheckFailedException",
+                     "The conditional request failed", TableName=HASH, Key={"pk": S(k)},
+                     Expected=expected, ConditionalOperator="AND",
+                     AttributeUpdates={"c": {"Action": "PUT", "Value": N(1)}})
+        r = self.c.update_item(TableName=HASH, Key={"pk": S(k)}, Expected=expected,
+                               ConditionalOperator="OR",
+                               AttributeUpdates={"c": {"Action": "PUT", "Value": N(1)}},
+                               ReturnConsumedCapacity="TOTAL", ReturnItemCollectionMetrics="SIZE")
+        self.assertEqual(r["ConsumedCapacity"], {"TableName": HASH, "CapacityUnits": 1.0})
+        self.assertNotIn("ItemCollectionMetrics", r)  # no local secondary index on HASH
+        self.assertEqual(self.get(k)["c"], N(1))
+        self.invalid(self.c.update_item,
+                     "ConditionalOperator can only be used when Filter or Expected has two or "
+                     "more elements", TableName=HASH, Key={"pk": S(k)},
+                     Expected={"a": {"Value": N(1)}}, ConditionalOperator="OR")
 
     def test_table_not_found(self):
         t = "conf-absent-" + uid()
