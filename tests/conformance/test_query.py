@@ -178,6 +178,26 @@ class Query(Case):
                          ExpressionAttributeValues={":g": S("G0")}, Limit=1)
         self.assertEqual(set(r["LastEvaluatedKey"]), {"g", "pk", "sk"})
 
+    def test_index_projection_and_consistency(self):
+        # A local index may be read consistently and fetches what it lacks.
+        r = self.c.query(TableName=RANGE, IndexName="byL", ConsistentRead=True,
+                         KeyConditionExpression="pk = :p AND l = :l", ProjectionExpression="y",
+                         ExpressionAttributeValues={":p": S("r1"), ":l": S("L10")})
+        self.assertEqual(r["Items"], [{"y": S("y1")}])
+        self.invalid(self.c.query, "One or more parameter values were invalid: Select type "
+                     "ALL_ATTRIBUTES is not supported for global secondary index byG because "
+                     "its projection type is not ALL", TableName=RANGE, IndexName="byG",
+                     Select="ALL_ATTRIBUTES", KeyConditionExpression="g = :g",
+                     ExpressionAttributeValues={":g": S("G1")})
+        self.invalid(self.c.query, "Invalid KeyConditionExpression: Incorrect operand type for "
+                     "operator or function; operator or function: begins_with, operand type: N",
+                     TableName=RANGE, KeyConditionExpression="pk = :p AND begins_with(sk, :s)",
+                     ExpressionAttributeValues={":p": S("r1"), ":s": N(1)})
+        self.invalid(self.c.query, "1 validation error detected: Cannot specify the "
+                     "ProjectionExpression when choosing to get only the Count", TableName=RANGE,
+                     Select="COUNT", ProjectionExpression="n", KeyConditionExpression="pk = :p",
+                     ExpressionAttributeValues={":p": S("r1")})
+
     def test_table_and_index_not_found(self):
         t = "conf-absent-" + uid()
         self.refused(self.c.query, "ResourceNotFoundException",

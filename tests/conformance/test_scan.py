@@ -87,6 +87,15 @@ class Scan(Case):
                     parts += got
                 self.assertEqual(sorted(parts, key=key_of), whole)
 
+    def test_segment_of_start_key(self):
+        first = self.c.scan(TableName=RANGE, Segment=0, TotalSegments=2, Limit=1)
+        self.assertIn("LastEvaluatedKey", first)
+        self.invalid(self.c.scan, re.compile(
+            r"^The provided starting key is invalid: Invalid ExclusiveStartKey\. Please use "
+            r"ExclusiveStartKey with correct Segment\. TotalSegments: 2 Segment: 1$"),
+            TableName=RANGE, Segment=1, TotalSegments=2,
+            ExclusiveStartKey=first["LastEvaluatedKey"])
+
     def test_select_and_index(self):
         r = self.c.scan(TableName=RANGE, Select="COUNT", ScanFilter=OURS)
         self.assertNotIn("Items", r)

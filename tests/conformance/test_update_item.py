@@ -109,6 +109,26 @@ class UpdateItem(Case):
                                 "UPDATED_OLD, ALL_OLD, NONE, UPDATED_NEW]"),
                      TableName=HASH, Key={"pk": S(k)}, ReturnValues="BAD")
 
+    def test_updated_values_of_nested_paths(self):
+        k = uid()
+        self.c.put_item(TableName=HASH, Item={"pk": S(k), "m": {"M": {"a": {"M": {"b": N(1)}},
+                                                                      "z": N(0)}},
+                                              "l": {"L": [N(0), N(1)]}})
+        r = self.c.update_item(TableName=HASH, Key={"pk": S(k)}, ReturnValues="UPDATED_NEW",
+                               UpdateExpression="SET m.a.c = :x, l[1] = :x",
+                               ExpressionAttributeValues={":x": S("x")})
+        # Only the paths written, in their documents' shape.
+        self.assertEqual(r["Attributes"], {"m": {"M": {"a": {"M": {"c": S("x")}}}},
+                                           "l": {"L": [S("x")]}})
+        r = self.c.update_item(TableName=HASH, Key={"pk": S(k)}, ReturnValues="UPDATED_OLD",
+                               UpdateExpression="SET m.a.b = :x, fresh = :x",
+                               ExpressionAttributeValues={":x": S("y")})
+        self.assertEqual(r["Attributes"], {"m": {"M": {"a": {"M": {"b": N(1)}}}}})
+        r = self.c.update_item(TableName=HASH, Key={"pk": S(k)}, ReturnValues="UPDATED_OLD",
+                               UpdateExpression="SET brand_new = :x",
+                               ExpressionAttributeValues={":x": S("y")})
+        self.assertNotIn("Attributes", r)
+
     def test_functions(self):
         k = uid()
         self.c.put_item(TableName=HASH, Item={"pk": S(k), "n": N(5), "l": {"L": [N(1)]},
@@ -148,7 +168,8 @@ class UpdateItem(Case):
                      ExpressionAttributeValues={":v": {"NS": ["1"]}})
         self.invalid(self.c.update_item, "An operand in the update expression has an incorrect "
                      "data type", TableName=HASH, Key={"pk": S(k)},
-                     UpdateExpression="DELETE n :v", ExpressionAttributeValues={":v": {"NS": ["1"]}})
+                     UpdateExpression="DELETE n :v",
+                     ExpressionAttributeValues={":v": {"NS": ["1"]}})
         self.invalid(self.c.update_item, "Invalid UpdateExpression: Incorrect operand type for "
                      "operator or function; operator: DELETE, operand type: NUMBER",
                      TableName=HASH, Key={"pk": S(k)}, UpdateExpression="DELETE ss :v",
