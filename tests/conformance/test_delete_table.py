@@ -14,7 +14,9 @@ class DeleteTable(Case):
         d = self.c.delete_table(TableName=name)["TableDescription"]
         self.assertEqual((d["TableName"], d["TableStatus"]), (name, "DELETING"))
         self.assertIn("TableArn", d)
-        self.assertTrue(poll(lambda: name not in self.c.list_tables(Limit=100)["TableNames"]))
+        names = lambda: [n for p in self.c.get_paginator("list_tables").paginate()
+                         for n in p["TableNames"]]
+        self.assertTrue(poll(lambda: name not in names()))
         self.refused(self.c.describe_table, "ResourceNotFoundException",
                      "Requested resource not found: Table: %s not found" % name, TableName=name)
         self.refused(self.c.delete_table, "ResourceNotFoundException",
