@@ -3,7 +3,7 @@ tables, ReturnConsumedCapacity, ReturnItemCollectionMetrics;
 UnprocessedItems; errors ResourceNotFoundException and ValidationException."""
 import re
 
-from conformance import HASH, NUMKEY, RANGE, Case, N, S, constraint, main, uid
+from conformance import HASH, NUMKEY, RANGE, Case, N, S, constraint, gap, main, uid
 
 
 class BatchWriteItem(Case):
@@ -22,6 +22,15 @@ class BatchWriteItem(Case):
         self.assertEqual(get(HASH, {"pk": S(a)}), {"pk": S(a), "v": N(1)})
         self.assertIsNone(get(HASH, {"pk": S(gone)}))
         self.assertEqual(get(RANGE, {"pk": S(b), "sk": N(1)}), {"pk": S(b), "sk": N(1)})
+
+    @gap("ReturnItemCollectionMetrics=SIZE on a table with a local secondary index: DynamoDB "
+         "answers ItemCollectionMetrics per table; Shoal answers none")
+    def test_item_collection_metrics(self):
+        k = uid()
+        r = self.c.batch_write_item(
+            RequestItems={RANGE: [{"PutRequest": {"Item": {"pk": S(k), "sk": N(1)}}}]},
+            ReturnItemCollectionMetrics="SIZE")
+        self.assertEqual(r["ItemCollectionMetrics"][RANGE][0]["ItemCollectionKey"], {"pk": S(k)})
 
     def test_errors(self):
         t = "conf-absent-" + uid()

@@ -70,6 +70,21 @@ class CreateTable(Case):
         poll(lambda: self.c.describe_table(TableName=name)["Table"]["TableStatus"] == "ACTIVE")
         self.c.delete_table(TableName=name)
 
+    def test_tags(self):
+        name = "conf-ct-" + uid()
+        d = self.c.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
+                                AttributeDefinitions=attrs(("pk", "S")),
+                                KeySchema=keys(("pk", "HASH")),
+                                Tags=[{"Key": "team", "Value": "conf"}, {"Key": "e", "Value": ""}])
+        arn = d["TableDescription"]["TableArn"]
+        tags = self.c.list_tags_of_resource(ResourceArn=arn)["Tags"]
+        self.assertEqual(sorted((t["Key"], t["Value"]) for t in tags),
+                         [("e", ""), ("team", "conf")])
+        self.c.delete_table(TableName=name)
+        self.bad(re.compile(r"aws: is reserved"),
+                 AttributeDefinitions=attrs(("pk", "S")), KeySchema=keys(("pk", "HASH")),
+                 Tags=[{"Key": "aws:x", "Value": "v"}])
+
     def test_existing_table(self):
         self.refused(self.c.create_table, "ResourceInUseException",
                      "Table already exists: " + HASH, TableName=HASH,

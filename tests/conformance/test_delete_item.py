@@ -75,6 +75,18 @@ class DeleteItem(Case):
                     outcomes.append(ok)
                 self.assertEqual(outcomes[0], outcomes[1])
 
+    def test_expression_attribute_names(self):
+        k = uid()
+        self.c.put_item(TableName=HASH, Item={"pk": S(k), "name": S("x")})
+        self.refused(self.c.delete_item, "ConditionalCheckFailedException",
+                     "The conditional request failed", TableName=HASH, Key={"pk": S(k)},
+                     ConditionExpression="#n = :v", ExpressionAttributeNames={"#n": "name"},
+                     ExpressionAttributeValues={":v": S("y")})
+        self.c.delete_item(TableName=HASH, Key={"pk": S(k)}, ConditionExpression="#n = :v",
+                           ExpressionAttributeNames={"#n": "name"},
+                           ExpressionAttributeValues={":v": S("x")})
+        self.assertFalse(self.exists(k))
+
     def test_condition_failure_returns_old_item(self):
         k = uid()
         self.c.put_item(TableName=HASH, Item={"pk": S(k), "v": N(1)})

@@ -98,6 +98,16 @@ class PutItem(Case):
         self.assertEqual(Decimal(got["g"]["N"]),
                          Decimal("9.9999999999999999999999999999999999999E+125"))
 
+    def test_return_consumed_capacity(self):
+        r = self.c.put_item(TableName=HASH, Item={"pk": S(uid())}, ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(r["ConsumedCapacity"], {"TableName": HASH, "CapacityUnits": 1.0})
+        r = self.c.put_item(TableName=HASH, Item={"pk": S(uid())}, ReturnConsumedCapacity="INDEXES")
+        self.assertEqual(r["ConsumedCapacity"], {"TableName": HASH, "CapacityUnits": 1.0,
+                                                 "Table": {"CapacityUnits": 1.0}})
+        self.assertNotIn("ConsumedCapacity",
+                         self.c.put_item(TableName=HASH, Item={"pk": S(uid())},
+                                         ReturnConsumedCapacity="NONE"))
+
     def test_return_values_refused(self):
         for rv in ("ALL_NEW", "UPDATED_OLD", "UPDATED_NEW"):
             with self.subTest(rv=rv):

@@ -116,6 +116,14 @@ class Query(Case):
                         for i in range(1, 11)]
                 self.assertEqual(a["Items"], want)
 
+    def test_return_consumed_capacity(self):
+        r = self.c.query(TableName=RANGE, KeyConditionExpression="pk = :p",
+                         ExpressionAttributeValues={":p": S("r1")}, ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(r["ConsumedCapacity"], {"TableName": RANGE, "CapacityUnits": 0.5})
+        r = self.c.query(TableName=RANGE, KeyConditionExpression="pk = :p", ConsistentRead=True,
+                         ExpressionAttributeValues={":p": S("r1")}, ReturnConsumedCapacity="TOTAL")
+        self.assertEqual(r["ConsumedCapacity"], {"TableName": RANGE, "CapacityUnits": 1.0})
+
     def test_select(self):
         a, b = self.both(Select="COUNT")
         self.same(a, b)

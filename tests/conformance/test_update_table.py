@@ -52,6 +52,16 @@ class UpdateTable(Case):
                      "Requested resource not found: Index: byG not found", TableName=self.t,
                      GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": "byG"}}])
 
+    def test_table_class(self):
+        d = self.c.update_table(TableName=self.t, TableClass="STANDARD_INFREQUENT_ACCESS")
+        self.assertEqual(d["TableDescription"]["TableClassSummary"]["TableClass"],
+                         "STANDARD_INFREQUENT_ACCESS")
+        self.assertTrue(poll(lambda: self.c.describe_table(TableName=self.t)["Table"].get(
+            "TableClassSummary", {}).get("TableClass") == "STANDARD_INFREQUENT_ACCESS"))
+        self.invalid(self.raw.update_table, re.compile(r"^1 validation error detected: Value "
+                                                       r"'COLD' at 'tableClass'"),
+                     TableName=self.t, TableClass="COLD")
+
     def test_errors(self):
         t = "conf-absent-" + uid()
         self.refused(self.c.update_table, "ResourceNotFoundException",
