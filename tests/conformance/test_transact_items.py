@@ -7,7 +7,7 @@ ResourceNotFoundException, ValidationException.  (All-or-nothing across
 groups, reasons of every kind and the coordinator's crash are test_txn.py's.)"""
 import re
 
-from conformance import HASH, RANGE, Case, N, S, constraint, gap, main, read_item, uid
+from conformance import HASH, RANGE, Case, N, S, constraint, main, read_item, uid
 
 
 class TransactGetItems(Case):
@@ -150,16 +150,29 @@ class TransactWriteItems(Case):
                                 "conditionExpression", "not be null"),
                      TransactItems=[{"ConditionCheck": {"TableName": HASH, "Key": k}}])
 
-    @gap("an action's own constraint messages name the member without its place in the "
-         "request: 'returnValuesOnConditionCheckFailure' where DynamoDB says "
-         "'transactItems.1.member.put.returnValuesOnConditionCheckFailure' (the action is "
-         "checked as its single-item operation, whose checks know no path)")
     def test_action_constraint_paths(self):
+        # An action's members are named from the request's top, with its place.
+        k = {"pk": S(uid())}
+        ok = {"Put": {"TableName": HASH, "Item": {"pk": S(uid())}}}
         self.invalid(self.raw.transact_write_items, constraint(
-            "'ALL_NEW'", "transactItems.1.member.put.returnValuesOnConditionCheckFailure",
+            "'ALL_NEW'", "transactItems.2.member.put.returnValuesOnConditionCheckFailure",
             "satisfy enum value set: [ALL_OLD, NONE]"),
-            TransactItems=[{"Put": {"TableName": HASH, "Item": {"pk": S(uid())},
-                                    "ReturnValuesOnConditionCheckFailure": "ALL_NEW"}}])
+            TransactItems=[ok, {"Put": {"TableName": HASH, "Item": k,
+                                        "ReturnValuesOnConditionCheckFailure": "ALL_NEW"}}])
+        self.invalid(self.raw.transact_write_items,
+                     constraint("null", "transactItems.1.member.put.item", "not be null"),
+                     TransactItems=[{"Put": {"TableName": HASH}}])
+        self.invalid(self.raw.transact_write_items,
+                     constraint("null", "transactItems.2.member.delete.key", "not be null"),
+                     TransactItems=[ok, {"Delete": {"TableName": HASH}}])
+        self.invalid(self.raw.transact_write_items, constraint(
+            "'a b'", "transactItems.1.member.update.tableName",
+            "satisfy regular expression pattern: [a-zA-Z0-9_.-]+"),
+            TransactItems=[{"Update": {"TableName": "a b", "Key": k,
+                                       "UpdateExpression": "REMOVE x"}}])
+        self.invalid(self.raw.transact_write_items, constraint(
+            "null", "transactItems.1.member.conditionCheck.tableName", "not be null"),
+            TransactItems=[{"ConditionCheck": {"Key": k, "ConditionExpression": "a = a"}}])
 
 
 if __name__ == "__main__":
