@@ -84,7 +84,9 @@ static int convert(op_ctx *c, const Shoal__TxnWrite *w, st_txn_action **acts, st
 		return sh_errf(c->msg, SHOAL_E_VALIDATION, "a transaction part of %zu actions", n);
 	for (size_t i = 0; i < n; i++) {
 		char msg[SH_ERRMSG_SIZE];
-		int rc = wire_txn_action_from_pb(c->a, w->actions[i], &(*acts)[i], msg);
+		/* The router checked the request first: a part's position
+		 * only labels a message no client sees. */
+		int rc = wire_txn_action_from_pb(c->a, w->actions[i], i + 1, &(*acts)[i], msg);
 		if (rc == SHOAL_E_NOMEM)
 			return sh_errf(c->msg, rc, "%s", msg);
 		if (rc != SHOAL_OK) {

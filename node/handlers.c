@@ -151,7 +151,10 @@ int node_handle_transact_get_items(node_call *c)
 			return nomem(c);
 		shoal__item_response__init(ir);
 		shoal__txn_item_state__init(st);
-		if (g[i].item != NULL &&
+		/* A projection that leaves nothing of a present item answers
+		 * no Item, as for an absent one (DynamoDB's TransactGetItems;
+		 * GetItem and BatchGetItem answer an empty map instead). */
+		if (g[i].item != NULL && g[i].item->u.map.n > 0 &&
 		    (rc = wire_item_to_pb(c->arena, g[i].item, &ir->item, c->errmsg)) != SHOAL_OK)
 			return rc;
 		st->locked = g[i].locked;

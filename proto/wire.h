@@ -490,9 +490,11 @@ int wire_table_desc_from_pb(sh_arena *a, const Shoal__TableDescription *pb, st_t
 /* ------------------------------------------------------------------------ */
 
 /* One TransactWriteItem as an engine action, checked as its single-item
- * operation checks it (a Put as PutItem, ...).  Memory from a. */
-int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, st_txn_action *out,
-                            char *errmsg);
+ * operation checks it (a Put as PutItem, ...).  pos is its 1-based position
+ * in TransactItems, which DynamoDB's messages name
+ * ('transactItems.2.member.update.updateExpression').  Memory from a. */
+int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, size_t pos,
+                            st_txn_action *out, char *errmsg);
 /* The table and key (or, for a Put, item: *item true) an action writes. */
 void wire_txn_action_target(const st_txn_action *act, const char **table, const st_value **key,
                             bool *item);

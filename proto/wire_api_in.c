@@ -327,6 +327,47 @@ int wire_api_item_from_json(wire_api_in *c, const json_t *j, Shoal__Item **out)
 	return *out != NULL ? SHOAL_OK : nomem(c);
 }
 
+/* ExpressionAttributeValues: as an Item, but a value that the codec refuses
+ * is reported as DynamoDB reports it, "ExpressionAttributeValues contains
+ * invalid value: <the codec's message> for key :v", naming the first
+ * placeholder whose value fails (wire_norm_values words the later checks
+ * the same way). */
+static int values_from_json(wire_api_in *c, const json_t *j, Shoal__Item **out)
+{
+	char msg[SH_ERRMSG_SIZE];
+	st_value v;
+	int rc = wire_item_from_json(c->a, j, &v, msg);
+	if (rc == SHOAL_OK)
+		rc = wire_item_to_pb(c->a, &v, out, msg);
+	if (rc == SHOAL_OK)
+		return SHOAL_OK;
+	const char *key;
+	json_t *x;
+	if (rc == SHOAL_E_VALIDATION && json_is_object(j)) {
+		json_object_foreach((json_t *)j, key, x)
+		{
+			char one_msg[SH_ERRMSG_SIZE];
+			st_value one;
+			int one_rc = wire_value_from_json(c->a, x, &one, one_msg);
+			if (one_rc == SHOAL_E_VALIDATION) {
+				rc = wire_api_in_invalid(
+				    c,
+				    "ExpressionAttributeValues contains invalid "
+				    "value: %s for key %.255s",
+				    one_msg, key);
+				break;
+			}
+		}
+	}
+	if (rc != SHOAL_OK)
+		rc = codec_error(c, rc, msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	/* Invalid but deserialised: keep going with a valid placeholder. */
+	*out = empty_item(c);
+	return *out != NULL ? SHOAL_OK : nomem(c);
+}
+
 static int names_from_json(wire_api_in *c, const json_t *j, Shoal__ExpressionAttributeNames **out)
 {
 	char msg[SH_ERRMSG_SIZE];
@@ -464,6 +505,9 @@ static int single_from_json(wire_api_in *c, const ProtobufCFieldDescriptor *f,
 		return rc;
 	}
 	case PROTOBUF_C_TYPE_MESSAGE:
+		if (f->descriptor == &shoal__item__descriptor &&
+		    strcmp(f->name, "expression_attribute_values") == 0)
+			return values_from_json(c, j, (Shoal__Item **)&out->m);
 		if (f->descriptor == &shoal__item__descriptor)
 			return wire_api_item_from_json(c, j, (Shoal__Item **)&out->m);
 		if (f->descriptor == &shoal__expression_attribute_names__descriptor)

@@ -341,7 +341,9 @@ static int translate_conditions(wire_lg *g, const char *param, const char *join,
 			wire_lg_str(&b, join);
 			wire_lg_str(&b, " ");
 		}
-		bool paren = count > 1 && !key;
+		/* NOT_CONTAINS is spelled in parentheses of its own: a second
+		 * pair would be "redundant parentheses" to the parser. */
+		bool paren = count > 1 && !key && op->kind != WIRE_LG_NOT_CONTAINS;
 		if (paren)
 			wire_lg_str(&b, "(");
 		rc = wire_lg_condition(&g->ph, &b, name, op, vals, n);

@@ -27,14 +27,39 @@
 			WIRE_SET(dst, f, (char *)(src)->f);                                        \
 	} while (0)
 
-int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, st_txn_action *out,
-                            char *errmsg)
+/* Coral's constraints on an action's own members (kind "put", "update",
+ * "delete", "conditionCheck"), named from the request's top as DynamoDB
+ * names them: 'transactItems.2.member.put.returnValuesOnConditionCheckFailure'.
+ * The single-item checks that follow then have nothing more to say about
+ * these members (theirs would name them from the item request's top). */
+static int action_constraints(size_t pos, const char *kind, const char *table, const char *target,
+                              bool has_target, const char *rvoccf, char *errmsg)
+{
+	char path[3][96];
+	snprintf(path[0], sizeof(path[0]), "transactItems.%zu.member.%s.tableName", pos, kind);
+	snprintf(path[1], sizeof(path[1]), "transactItems.%zu.member.%s.%s", pos, kind, target);
+	snprintf(path[2], sizeof(path[2]),
+	         "transactItems.%zu.member.%s.returnValuesOnConditionCheckFailure", pos, kind);
+	wire_verrs e = {0};
+	wire_check_name(&e, path[0], table != NULL && table[0] != '\0' ? table : NULL, true);
+	wire_check_present(&e, path[1], has_target);
+	wire_check_enum(&e, path[2], rvoccf != NULL && rvoccf[0] != '\0' ? rvoccf : NULL,
+	                wire_rvoccf_set);
+	return wire_verr_done(&e, errmsg);
+}
+
+int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, size_t pos,
+                            st_txn_action *out, char *errmsg)
 {
 	memset(out, 0, sizeof(*out));
 	int rc;
 	switch (pb->action_case) {
 	case SHOAL__TRANSACT_WRITE_ITEM__ACTION_PUT: {
 		const Shoal__Put *x = pb->put;
+		if ((rc = action_constraints(pos, "put", x->table_name, "item", x->item != NULL,
+		                             x->return_values_on_condition_check_failure,
+		                             errmsg)) != SHOAL_OK)
+			return rc;
 		Shoal__PutItemRequest r = SHOAL__PUT_ITEM_REQUEST__INIT;
 		COPY_OPT(&r, x, table_name);
 		r.item = x->item;
@@ -52,6 +77,10 @@ int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, st_
 	}
 	case SHOAL__TRANSACT_WRITE_ITEM__ACTION_UPDATE: {
 		const Shoal__Update *x = pb->update;
+		if ((rc = action_constraints(pos, "update", x->table_name, "key", x->key != NULL,
+		                             x->return_values_on_condition_check_failure,
+		                             errmsg)) != SHOAL_OK)
+			return rc;
 		Shoal__UpdateItemRequest r = SHOAL__UPDATE_ITEM_REQUEST__INIT;
 		COPY_OPT(&r, x, table_name);
 		r.key = x->key;
@@ -64,14 +93,20 @@ int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, st_
 		COPY_OPT(&r, x, return_values_on_condition_check_failure);
 		out->kind = ST_TXA_UPDATE;
 		if (!WIRE_HAS(&r, update_expression))
-			return sh_errf(errmsg, SHOAL_E_VALIDATION,
-			               "1 validation error detected: Value null at "
-			               "'transactItems.member.update.updateExpression' failed to "
-			               "satisfy constraint: Member must not be null");
+			return sh_errf(
+			    errmsg, SHOAL_E_VALIDATION,
+			    "1 validation error detected: Value null at "
+			    "'transactItems.%zu.member.update.updateExpression' failed to "
+			    "satisfy constraint: Member must not be null",
+			    pos);
 		return wire_update_req_from_pb(a, &r, &out->u.update, errmsg);
 	}
 	case SHOAL__TRANSACT_WRITE_ITEM__ACTION_DELETE: {
 		const Shoal__Delete *x = pb->delete_;
+		if ((rc = action_constraints(pos, "delete", x->table_name, "key", x->key != NULL,
+		                             x->return_values_on_condition_check_failure,
+		                             errmsg)) != SHOAL_OK)
+			return rc;
 		Shoal__DeleteItemRequest r = SHOAL__DELETE_ITEM_REQUEST__INIT;
 		COPY_OPT(&r, x, table_name);
 		r.key = x->key;
@@ -85,14 +120,20 @@ int wire_txn_action_from_pb(sh_arena *a, const Shoal__TransactWriteItem *pb, st_
 	}
 	case SHOAL__TRANSACT_WRITE_ITEM__ACTION_CONDITION_CHECK: {
 		const Shoal__ConditionCheck *x = pb->condition_check;
+		if ((rc = action_constraints(
+		         pos, "conditionCheck", x->table_name, "key", x->key != NULL,
+		         x->return_values_on_condition_check_failure, errmsg)) != SHOAL_OK)
+			return rc;
 		Shoal__DeleteItemRequest r = SHOAL__DELETE_ITEM_REQUEST__INIT;
 		COPY_OPT(&r, x, table_name);
 		r.key = x->key;
 		if (x->condition_expression == NULL || x->condition_expression[0] == '\0')
-			return sh_errf(errmsg, SHOAL_E_VALIDATION,
-			               "1 validation error detected: Value null at "
-			               "'transactItems.member.conditionCheck.conditionExpression' "
-			               "failed to satisfy constraint: Member must not be null");
+			return sh_errf(
+			    errmsg, SHOAL_E_VALIDATION,
+			    "1 validation error detected: Value null at "
+			    "'transactItems.%zu.member.conditionCheck.conditionExpression' "
+			    "failed to satisfy constraint: Member must not be null",
+			    pos);
 		WIRE_SET(&r, condition_expression, x->condition_expression);
 		r.expression_attribute_names = x->expression_attribute_names;
 		r.expression_attribute_values = x->expression_attribute_values;

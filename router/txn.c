@@ -298,7 +298,7 @@ static int txw_plan(rt_job *j)
 		if ((t->acts = sh_arena_calloc(&j->arena, t->n, sizeof(*t->acts))) == NULL)
 			return nomem(j);
 		for (uint32_t i = 0; i < t->n; i++) {
-			if ((rc = wire_txn_action_from_pb(&j->arena, in->transact_items[i],
+			if ((rc = wire_txn_action_from_pb(&j->arena, in->transact_items[i], i + 1,
 			                                  &t->acts[i], j->errmsg)) != SHOAL_OK)
 				return rc;
 			/* A Put's size is the request's (an Update's result is

@@ -6,13 +6,15 @@ build=${1:?usage: run-tests.sh BUILD [test_name ...]}
 shift
 # Unit tests first, then integration tests (real processes on 127.0.0.1),
 # then script suites: it_http_boto3 is tests/integration/http/run.sh (the
-# HTTP endpoint driven by boto3 and the AWS CLI); install_check is
+# HTTP endpoint driven by boto3 and the AWS CLI); it_conformance is
+# tests/conformance/run.sh (DynamoDB's API operation by operation, through
+# boto3, on a cluster of its own); install_check is
 # tests/tools/install-check.sh (make install, then a program outside the
 # tree built with pkg-config against the installed libshoal); fuzz is
 # tests/fuzz/run.sh (a few seconds of each libFuzzer target, one check each).
 here=$(cd "$(dirname "$0")" && pwd)
 declare -A scripts=([it_http_boto3]=$here/integration/http/run.sh [install_check]=$here/tools/install-check.sh
-	[fuzz]=$here/fuzz/run.sh)
+	[fuzz]=$here/fuzz/run.sh [it_conformance]=$here/conformance/run.sh)
 if (($#)); then bins=("$@"); else
 	bins=()
 	for b in "$build"/tests/test_* "$build"/tests/it_*; do [[ -x $b ]] && bins+=("$(basename "$b")"); done

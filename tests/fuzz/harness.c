@@ -400,7 +400,7 @@ static int transact_write(const Shoal__TransactWriteItemsRequest *in)
 	for (size_t i = 0; i < in->n_transact_items; i++) {
 		st_txn_action act;
 		m[0] = '\0';
-		rc = wire_txn_action_from_pb(fz_arena(), in->transact_items[i], &act, m);
+		rc = wire_txn_action_from_pb(fz_arena(), in->transact_items[i], i + 1, &act, m);
 		fz_expect(rc, m, "wire_txn_action_from_pb");
 		if (rc != SHOAL_OK)
 			return rc;

@@ -581,6 +581,9 @@ static const err_case request_errors[] = {
     {"GetItem", "{'ExpressionAttributeNames':[]}", SHOAL_E_SERIALIZATION,
      "Unrecognized collection type java.util.Map<java.lang.String, java.lang.String>"},
     {"PutItem", "{'Item':{'a':{}}}", SHOAL_E_VALIDATION, EMPTY_AV},
+    /* ... which DynamoDB places in a sentence naming the placeholder. */
+    {"PutItem", "{'ExpressionAttributeValues':{':a':{'S':'x'},':b':{}}}", SHOAL_E_VALIDATION,
+     "ExpressionAttributeValues contains invalid value: " EMPTY_AV " for key :b"},
     {"Query", "{'ExclusiveStartKey':{'a':{'S':'x','N':'1'}}}", SHOAL_E_VALIDATION,
      "Supplied AttributeValue has more than one datatypes set, must contain exactly one of the "
      "supported datatypes"},

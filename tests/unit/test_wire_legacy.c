@@ -128,7 +128,7 @@ START_TEST(test_translations)
 	    "OR (#legacy2 <= :legacy2) OR (#legacy3 < :legacy3) OR (#legacy4 >= :legacy4) OR "
 	    "(#legacy5 > :legacy5) OR (attribute_exists(#legacy6)) OR "
 	    "(attribute_not_exists(#legacy7)) OR (contains(#legacy8, :legacy6)) OR "
-	    "((attribute_exists(#legacy9) AND NOT contains(#legacy9, :legacy7))) OR "
+	    "(attribute_exists(#legacy9) AND NOT contains(#legacy9, :legacy7)) OR "
 	    "(begins_with(#legacy10, :legacy8)) OR (#legacy11 IN (:legacy9, :legacy10)) OR "
 	    "(#legacy12 BETWEEN :legacy11 AND :legacy12)',"
 	    "'ExpressionAttributeNames':{'#legacy0':'a','#legacy1':'b','#legacy2':'c','#legacy3':"
@@ -294,6 +294,14 @@ START_TEST(test_semantics)
 	FAILS_OP(two, "AND", it);
 	HOLDS_OP(two, "OR", it);
 	FAILS_OP(two, "OR", none);
+	/* NOT_CONTAINS beside another condition: its own parentheses are the
+	 * only ones (two pairs would be refused as redundant). */
+	const char *nc =
+	    "{'s':{'ComparisonOperator':'NOT_CONTAINS','AttributeValueList':[{'S':'z'}]},"
+	    "'a':{'Value':{'N':'6'}}}";
+	FAILS_OP(nc, "AND", it);
+	HOLDS_OP(nc, "OR", it);
+	FAILS_OP(nc, "OR", none);
 }
 END_TEST
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# tests/integration/http/run.sh BUILD -- the DynamoDB HTTP endpoint against
-# DynamoDB's own clients (Debian's python3-boto3 and awscli).
+# tests/integration/http/run.sh BUILD [SUITE [ARGS...]] -- the DynamoDB HTTP
+# endpoint against DynamoDB's own clients (Debian's python3-boto3 and awscli).
 #
 # Starts a 3-node cluster with deploy/cluster.sh (binaries from BUILD/bin,
-# HTTP API on, credentials on: --credentials auto), runs test_http.py against it, and always stops it by PID
+# HTTP API on, credentials on: --credentials auto), runs SUITE (a python
+# unittest program, default test_http.py here; tests/conformance/run.sh
+# passes its run.py) with ARGS against it, and always stops it by PID
 # (cluster.sh down; the extra SigV4 router the suite starts is stopped by the
 # suite, and by its pid file here if the suite died).  Ports: the first free
 # window of 400 among 7100, 6100, 5100, 4100 (below the range tl_cluster uses,
@@ -11,10 +13,12 @@
 # Prints a Check-style summary line so tests/run-tests.sh can count it.
 # Under a sanitizer build, any sanitizer report in a process log fails it.
 set -uo pipefail
-build=${1:?usage: run.sh BUILD}
+build=${1:?usage: run.sh BUILD [SUITE [ARGS...]]}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
 build=$(cd "$build" && pwd)
+suite=${2:-$here/test_http.py}
+shift $(($# > 1 ? 2 : 1))
 py=/usr/bin/python3 # Debian's, with python3-boto3 (not a pyenv shim)
 
 if ! $py -c 'import boto3' 2>/dev/null || [[ ! -x /usr/bin/aws ]]; then
@@ -79,14 +83,15 @@ export AWS_PAGER= AWS_RETRY_MODE=standard AWS_MAX_ATTEMPTS=3
 export SHOAL_BIN=$build/bin SHOAL_ROOT=$root SHOAL_CLUSTER_DIR=$dir SHOAL_HTTP_BASE=$base
 export SHOAL_HTTP_ENDPOINT=$(cat "$dir/http.endpoint")
 out=$dir/suite.out
-$py "$here/test_http.py" 2>&1 | tee "$out"
+$py "$suite" "$@" 2>&1 | tee "$out"
 rc=${PIPESTATUS[0]}
 
 # Counts from unittest's own summary ("Ran N tests", "FAILED (failures=F,
-# errors=E, skipped=S)" or "OK (skipped=S)").
+# errors=E, skipped=S)" or "OK (skipped=S)"; "expected failures=X" are not
+# failures, and an unexpected success fails the run through its exit code).
 n=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\}.*/\1/p' "$out" | tail -n 1)
-f=$(sed -n 's/.*failures=\([0-9]*\).*/\1/p' "$out" | tail -n 1)
-e=$(sed -n 's/.*errors=\([0-9]*\).*/\1/p' "$out" | tail -n 1)
+f=$(sed -n 's/^FAILED (failures=\([0-9]*\).*/\1/p' "$out" | tail -n 1)
+e=$(sed -n 's/^FAILED (.*\berrors=\([0-9]*\).*/\1/p' "$out" | tail -n 1)
 n=${n:-1} f=${f:-0} e=${e:-0}
 ((rc != 0 && f + e == 0)) && e=1
 
