@@ -36,6 +36,10 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration",
+                                "http"))
+from sigv4 import auth_headers  # noqa: E402  (the hand-made requests' signatures)
+
 ENDPOINT = os.environ.get("SHOAL_HTTP_ENDPOINT", "http://127.0.0.1:7160")
 HOST, PORT = ENDPOINT[len("http://"):].split(":")
 PORT = int(PORT)
@@ -45,8 +49,12 @@ CFG = Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=5,
 RAW = CFG.merge(Config(parameter_validation=False))
 RUN = uuid.uuid4().hex[:6]
 
-for k, v in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "y"),
-             ("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_EC2_METADATA_DISABLED", "true")):
+# run.sh points AWS_SHARED_CREDENTIALS_FILE at the cluster's key (cluster.sh up
+# --credentials auto); against an open cluster any key does.
+defaults = [("AWS_DEFAULT_REGION", "us-east-1"), ("AWS_EC2_METADATA_DISABLED", "true")]
+if not os.environ.get("AWS_SHARED_CREDENTIALS_FILE"):
+    defaults += [("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "y")]
+for k, v in defaults:
     os.environ.setdefault(k, v)
 
 
@@ -76,10 +84,12 @@ def api(op, body, service="DynamoDB_20120810"):
     """One raw request (for members Debian's botocore 1.29 does not model,
     such as DeletionProtectionEnabled): (HTTP status, decoded body)."""
     conn = http.client.HTTPConnection(HOST, PORT, timeout=30)
+    data = json.dumps(body).encode()
+    headers = {"X-Amz-Target": "%s.%s" % (service, op),
+               "Content-Type": "application/x-amz-json-1.0"}
+    headers.update(auth_headers("%s:%d" % (HOST, PORT), data, headers))
     try:
-        conn.request("POST", "/", body=json.dumps(body).encode(),
-                     headers={"X-Amz-Target": "%s.%s" % (service, op),
-                              "Content-Type": "application/x-amz-json-1.0"})
+        conn.request("POST", "/", body=data, headers=headers)
         r = conn.getresponse()
         data = r.read()
         return r.status, (json.loads(data) if data else {})
