@@ -192,6 +192,10 @@ const char *shoal_credentials_source(const shoal_client *c)
 /* Signing                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* (libshoal_int.h's MSG_ROOM: the client token's 23 bytes and this field.) */
+_Static_assert(MSG_ROOM >= 23 + WIRE_AUTH_KEY_MAX + 2 * WIRE_AUTH_SCOPE_MAX + 128,
+               "MSG_ROOM too small for the Auth field");
+
 int lib_sign(shoal_client *c, nng_msg *m)
 {
 	if (!c->sign)

@@ -38,11 +38,11 @@ static void clear_err(shoal_error *err)
 
 static int msg_from_bytes(const uint8_t *buf, size_t len, nng_msg **out, shoal_error *err)
 {
-	if (len > MAX_MSG) {
+	if (len > MAX_REQUEST) {
 		char m[SH_ERRMSG_SIZE];
 		sh_errf(m, SHOAL_E_VALIDATION,
 		        "Request of %zu bytes exceeds the message size limit of %u bytes", len,
-		        MAX_MSG);
+		        MAX_REQUEST);
 		lib_set_err(err, SHOAL_E_VALIDATION, SHOAL_SRC_REQUEST, m);
 		return SHOAL_E_VALIDATION;
 	}

@@ -31,6 +31,13 @@
 
 /* Largest message either side accepts (NNG_OPT_RECVMAXSZ everywhere). */
 #define MAX_MSG (16u << 20)
+/* What libshoal appends to an encoded request: the client token (23 bytes)
+ * and, when signing, the Auth field (at most WIRE_AUTH_KEY_MAX + 2 *
+ * WIRE_AUTH_SCOPE_MAX + 128).  A request is refused here if it would not
+ * fit under MAX_MSG with them: the router's nng drops a larger message
+ * without an answer, and the caller would only see a timeout. */
+#define MSG_ROOM    512u
+#define MAX_REQUEST (MAX_MSG - MSG_ROOM)
 
 #define BACKOFF_FIRST_MS 50
 #define BACKOFF_MAX_MS   1000
