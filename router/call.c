@@ -49,6 +49,7 @@ void rt_options_default(rt_options *o)
 	o->http_workers = 4;
 	o->http_head_ms = 10000;
 	o->http_body_ms = 30000;
+	o->http_body_rate = 500;
 }
 
 /* ------------------------------------------------------------------------ */

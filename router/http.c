@@ -129,7 +129,7 @@ struct rt_http {
 	rt_router *rt;
 	rt_httpd *server;
 	rt_https *tls; /* the HTTPS port (https.c), or NULL */
-	bool verify; /* rt->creds: SigV4 required */
+	bool verify;   /* rt->creds: SigV4 required */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	job *head, *tail; /* guarded by mu */
@@ -706,6 +706,7 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, const char
 	    .max_held_peer = RT_HTTP_MAX_INFLIGHT_PEER,
 	    .head_ms = rt->opt.http_head_ms,
 	    .timeout_ms = rt->opt.http_body_ms,
+	    .min_rate = rt->opt.http_body_rate,
 	    .ops = {.head = on_head, .request = on_request, .busy = on_busy, .burst = on_burst},
 	    .arg = h,
 	};

@@ -115,6 +115,7 @@ struct conn {
 	bool posted;      /* on a resume list */
 	bool idle;        /* HEAD, kept alive with no byte of the next request yet */
 	int64_t deadline; /* monotonic ms: the current state's timeout */
+	int64_t body_due; /* BODY: its total deadline (grows by 1 s per min_rate bytes) */
 	peer *peer;       /* the peer's address (NULL: not counted) */
 	/* Input: the I/O thread's, or the request's owner's while BUSY. */
 	char *in;
@@ -657,8 +658,12 @@ static ssize_t conn_read(conn *c, void *buf, size_t cap)
 	if (n > 0) {
 		if ((size_t)n < cap)
 			c->readable = false;
-		if (c->state == C_BODY) { /* a body: an idle timeout */
-			c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+		if (c->state == C_BODY) { /* a body: an idle timeout, and a rate */
+			int64_t now = rt_now_ms();
+			c->body_due += (int64_t)n * 1000 / c->s->c.min_rate;
+			c->deadline = now + c->s->c.timeout_ms;
+			if (c->deadline > c->body_due)
+				c->deadline = c->body_due;
 		} else if (c->idle) { /* a head: a total one, from its first byte */
 			c->idle = false;
 			c->deadline = rt_now_ms() + c->s->c.head_ms;
@@ -901,7 +906,7 @@ static int chunk_input(loop *lp, conn *c)
 static int body_wait(conn *c)
 {
 	c->state = C_BODY;
-	c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+	c->deadline = c->body_due = rt_now_ms() + c->s->c.timeout_ms;
 	if (c->head.expect_continue) {
 		static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
 		struct iovec iov = {(void *)cont, sizeof(cont) - 1};
@@ -1572,6 +1577,8 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 	s->c = *conf;
 	if (s->c.timeout_ms == 0)
 		s->c.timeout_ms = RT_HTTPD_TIMEOUT_MS;
+	if (s->c.min_rate == 0)
+		s->c.min_rate = RT_HTTPD_MIN_RATE;
 	if (s->c.head_ms == 0)
 		s->c.head_ms = RT_HTTPD_HEAD_MS;
 	if (s->c.max_held_peer == 0 || s->c.max_held_peer > s->c.max_held)

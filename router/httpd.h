@@ -46,6 +46,11 @@
  *   - a body or an answer that makes no progress for conf.timeout_ms
  *     (RT_HTTPD_TIMEOUT_MS, 30 s) is dropped, and so is an idle keep-alive
  *     connection after conf.idle_ms (RT_HTTPD_IDLE_MS);
+ *   - a body must also arrive at conf.min_rate bytes a second on average
+ *     (RT_HTTPD_MIN_RATE, 500, as Apache's mod_reqtimeout): its total
+ *     deadline is conf.timeout_ms after it started plus 1 s for each
+ *     min_rate bytes received, so trickling a byte now and then (under the
+ *     no-progress timeout) does not keep a connection;
  *   - a body's memory is allocated only after ops.head accepted its head
  *     (which is where the endpoint checks the signature's format, key and
  *     date), and grows as its bytes arrive (at most twice what arrived, from
@@ -76,6 +81,7 @@
 #define RT_HTTPD_MAX_HEADERS     100
 #define RT_HTTPD_HEAD_MS         10000
 #define RT_HTTPD_TIMEOUT_MS      30000
+#define RT_HTTPD_MIN_RATE        500
 #define RT_HTTPD_IDLE_MS         60000
 #define RT_HTTPD_LINGER_MS       5000
 #define RT_HTTPD_ACCEPT_PAUSE_MS 100
@@ -185,6 +191,7 @@ typedef struct rt_httpd_conf {
 	size_t max_chunked;      /* a chunked body's decoded bytes (0: RT_HTTPD_MAX_CHUNKED) */
 	uint32_t head_ms;        /* a whole head, from its first byte (0: RT_HTTPD_HEAD_MS) */
 	uint32_t timeout_ms;     /* no progress on a body or an answer (0: RT_HTTPD_TIMEOUT_MS) */
+	uint32_t min_rate;       /* a body's bytes a second, on average (0: RT_HTTPD_MIN_RATE) */
 	uint32_t idle_ms;        /* keep-alive connection without a request (0: RT_HTTPD_IDLE_MS) */
 	rt_httpd_ops ops;
 	void *arg;

@@ -7,8 +7,8 @@
  *
  * --http serves DynamoDB's HTTP API (router/http.h) next to the native
  * protocol; --https serves it over TLS (https.c; the certificate is the
- * cluster's router.pem, so the cluster file needs [tls]).  --credentials (or its old name --http-credentials) makes both
- * ports require signatures by a key of FILE ("ACCESS_KEY_ID SECRET
+ * cluster's router.pem, so the cluster file needs [tls]).  --credentials (or its old name
+ * --http-credentials) makes both ports require signatures by a key of FILE ("ACCESS_KEY_ID SECRET
  * [GRANT ...]" lines, http.h): SigV4 over HTTP, signed messages natively
  * (proto/wire_auth.h), each request authorized by the key's grants
  * (auth.c).  Without it any client may do anything, which the log says
@@ -23,7 +23,8 @@
  * request then runs in nng's callback threads (router.h: nothing blocks).
  * --http-head-timeout-ms (10000) and --http-body-timeout-ms (30000) are the
  * HTTP server's: the time a whole request head may take, and how long a
- * body or an answer may make no progress (router/httpd.h).
+ * body or an answer may make no progress (router/httpd.h);
+ * --http-body-min-rate (500) the bytes a second a body must average.
  *
  * Threads: signals are blocked before any thread starts, and the main thread
  * takes them with sigwait, so no handler ever runs inside a worker.
@@ -41,11 +42,13 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
-	           "                    [--contexts N] [--deadline-ms N]\n"
-	           "                    [--credentials FILE] [--http HOST:PORT] [--https HOST:PORT]\n"
-	           "                    [--workers N]\n"
-	           "                    [--http-head-timeout-ms N] [--http-body-timeout-ms N]\n");
+	fprintf(f,
+	        "usage: shoal-router --config FILE [--listen URL] [--metrics HOST:PORT]\n"
+	        "                    [--contexts N] [--deadline-ms N]\n"
+	        "                    [--credentials FILE] [--http HOST:PORT] [--https HOST:PORT]\n"
+	        "                    [--workers N]\n"
+	        "                    [--http-head-timeout-ms N] [--http-body-timeout-ms N]\n"
+	        "                    [--http-body-min-rate BYTES_PER_S]\n");
 }
 
 static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -77,6 +80,7 @@ int main(int argc, char **argv)
 	    {"http-credentials", required_argument, NULL, 'K'}, /* its old name */
 	    {"http-head-timeout-ms", required_argument, NULL, 'T'},
 	    {"http-body-timeout-ms", required_argument, NULL, 'B'},
+	    {"http-body-min-rate", required_argument, NULL, 'M'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -127,6 +131,15 @@ int main(int argc, char **argv)
 				fprintf(stderr,
 				        "shoal-router: --http-%s-timeout-ms must be 100..3600000\n",
 				        ch == 'T' ? "head" : "body");
+				return 2;
+			}
+			break;
+		case 'M':
+			if (!parse_u32(optarg, 1, 1u << 30, &opt.http_body_rate)) {
+				fprintf(stderr,
+				        "shoal-router: --http-body-min-rate must be 1..%u "
+				        "(bytes a second)\n",
+				        1u << 30);
 				return 2;
 			}
 			break;

@@ -114,6 +114,7 @@ typedef struct rt_options {
 	uint32_t http_workers; /* HTTP endpoint: threads for signatures and large JSON (4) */
 	uint32_t http_head_ms; /* HTTP: a request head must arrive within this (10000) */
 	uint32_t http_body_ms; /* HTTP: a body or answer may stall this long (30000) */
+	uint32_t http_body_rate; /* HTTP: a body's bytes a second, on average, at least (500) */
 } rt_options;
 
 void rt_options_default(rt_options *o);

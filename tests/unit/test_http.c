@@ -1431,6 +1431,36 @@ START_TEST(test_srv_head_timeout)
 }
 END_TEST
 
+START_TEST(test_srv_body_min_rate)
+{
+	/* A body trickled a byte per 100 ms never stalls for timeout_ms (800),
+	 * but at 10 bytes a second it is under min_rate (100): it is dropped
+	 * once timeout_ms + 1 s per min_rate bytes received have passed (about
+	 * 0.9 s here), not kept for as long as the trickle goes on. */
+	srv_start_conf((rt_httpd_conf){.max_conns = 100,
+	                               .max_held = 1 << 20,
+	                               .head_ms = 5000,
+	                               .timeout_ms = 800,
+	                               .min_rate = 100});
+	static const char body[] = "0123456789012345678901234567890123456789"
+	                           "0123456789012345678901234567890123456789"
+	                           "01234567890123456789";
+	cli b = cli_open();
+	cli_sends(&b, "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\n");
+	const char *p = body;
+	int64_t t0 = now_ms();
+	ck_assert_msg(closed_within(&b, 6000, &p), "a body under the minimum rate was kept");
+	ck_assert_int_ge(now_ms() - t0, 800);
+	cli_close(&b);
+	/* The same body at its own pace, all at once: served. */
+	cli ok = cli_open();
+	post(&ok, "/", body, "");
+	expect_echo(&ok, body);
+	cli_close(&ok);
+	srv_stop();
+}
+END_TEST
+
 START_TEST(test_srv_announced_body)
 {
 	/* A body's memory is reserved as it arrives, not as announced: 48
@@ -1801,6 +1831,7 @@ static Suite *http_suite(void)
 	tcase_add_test(srv, test_srv_limits);
 	tcase_add_test(srv, test_srv_timeouts);
 	tcase_add_test(srv, test_srv_head_timeout);
+	tcase_add_test(srv, test_srv_body_min_rate);
 	tcase_add_test(srv, test_srv_announced_body);
 	tcase_add_test(srv, test_srv_peer_held);
 	tcase_add_test(srv, test_srv_peer_conns);
