@@ -87,6 +87,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 			c->stream_retention_s = (uint32_t)v;
 		else if (strcmp(name, "ttl_scan_ms") == 0 && parse_uint(value, 86400000UL, &v))
 			c->ttl_scan_ms = (uint32_t)v, c->ttl_scan_set = true;
+		else if (strcmp(name, "ttl_change_interval_ms") == 0 &&
+		         parse_uint(value, 7UL * 86400000, &v))
+			c->ttl_change_interval_ms = (uint32_t)v, c->ttl_change_interval_set = true;
 		else if (strcmp(name, "ttl_share") == 0 && parse_uint(value, 100, &v) && v >= 1)
 			c->ttl_share = (uint32_t)v;
 		else

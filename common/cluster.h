@@ -94,6 +94,12 @@ typedef struct sh_cluster_conf {
 	uint32_t ttl_scan_ms;
 	bool ttl_scan_set;
 	uint32_t ttl_share;
+	/* [cluster] ttl_change_interval_ms: how long after a table's TTL
+	 * setting changed another UpdateTimeToLive is refused (0: never);
+	 * without ttl_change_interval_set, DynamoDB's hour
+	 * (ST_TTL_CHANGE_INTERVAL_MS).  Short in tests. */
+	uint32_t ttl_change_interval_ms;
+	bool ttl_change_interval_set;
 	/* [cluster] partition_rcu / partition_wcu: the most read / write units
 	 * per second one partition (of a table or a GSI) serves, whatever the
 	 * table's capacity (DynamoDB: 3000 / 1000).  0 in the struct: the

@@ -626,6 +626,7 @@ int node_handle_group_status(node_call *c)
 		t->item_count = info.item_count;
 		t->size_bytes = info.size_bytes;
 		t->table_number = info.def.id;
+		t->ttl_ms = info.def.ttl_ms;
 		if ((rc = index_stats(c, names[i], prog, n_prog, t)) != SHOAL_OK)
 			return rc;
 		gs->tables[gs->n_tables++] = t;

@@ -115,9 +115,12 @@ static int updated_stream(const st_table_def *old, const st_table_update_req *re
 
 /* The table's definition with req applied, validated; SHOAL_E_VALIDATION,
  * SHOAL_E_NOT_FOUND or SHOAL_E_NOMEM. */
-/* UpdateTimeToLive on d (a copy of old), with DynamoDB's refusals. */
+/* UpdateTimeToLive on d (a copy of old), with DynamoDB's refusals: the
+ * request that would change nothing first (its wording is the more
+ * useful), then a change within interval_ms of the previous one (0: no
+ * limit; old->ttl_ms 0: never changed). */
 static int ttl_change(const st_table_def *old, const st_table_update_req *req, int64_t now_ms,
-                      st_table_def *d, char *errmsg)
+                      int64_t interval_ms, st_table_def *d, char *errmsg)
 {
 	if (req->ttl_enabled && old->ttl_attr != NULL)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "TimeToLive is already enabled");
@@ -129,13 +132,18 @@ static int ttl_change(const st_table_def *old, const st_table_update_req *req, i
 		               "TimeToLive is active on a different AttributeName: current "
 		               "AttributeName is %s",
 		               old->ttl_attr);
+	if (interval_ms > 0 && old->ttl_ms != 0 && now_ms - old->ttl_ms < interval_ms)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Time to live has been modified multiple times within a fixed "
+		               "interval");
 	d->ttl_attr = req->ttl_enabled ? req->ttl_attr : NULL;
 	d->ttl_ms = now_ms;
 	return SHOAL_OK;
 }
 
 static int updated_def(const st_table_def *old, const st_table_update_req *req, int64_t now_ms,
-                       sh_arena *a, st_table_def *d, bool *cap_changed, char *errmsg)
+                       int64_t ttl_interval_ms, sh_arena *a, st_table_def *d, bool *cap_changed,
+                       char *errmsg)
 {
 	*d = *old;
 	if (req->n_create + req->n_drop > 1)
@@ -245,7 +253,8 @@ static int updated_def(const st_table_def *old, const st_table_update_req *req, 
 		return rc;
 	if (req->set_stream && (rc = updated_stream(old, req, now_ms, d, errmsg)) != SHOAL_OK)
 		return rc;
-	if (req->set_ttl && (rc = ttl_change(old, req, now_ms, d, errmsg)) != SHOAL_OK)
+	if (req->set_ttl &&
+	    (rc = ttl_change(old, req, now_ms, ttl_interval_ms, d, errmsg)) != SHOAL_OK)
 		return rc;
 	rc = st_catalog_check_def(d, a, errmsg);
 	if (rc != SHOAL_OK)
@@ -268,7 +277,8 @@ int st_table_update(st_txn *txn, const st_table_update_req *req, char *errmsg)
 	bool cap_changed = false;
 	int rc = load_for_rewrite(txn, req->name, &a, &t, errmsg);
 	if (rc == SHOAL_OK)
-		rc = updated_def(&t.def, req, st_txn_time(txn), &a, &d, &cap_changed, errmsg);
+		rc = updated_def(&t.def, req, st_txn_time(txn), txn->env->ttl_change_interval_ms,
+		                 &a, &d, &cap_changed, errmsg);
 	bool meta = req->set_deletion_protection || req->set_table_class ||
 	            req->n_tag_set + req->n_tag_remove > 0 || req->set_stream || req->set_ttl;
 	if (rc == SHOAL_OK &&

@@ -361,6 +361,13 @@ void st_env_close(st_env *env);
  * comes from the cluster file): trimming is part of the replicated state.
  * Set before the first write. */
 void st_env_set_stream_retention(st_env *env, int64_t ms);
+/* How long after a change of a table's Time to Live setting another change
+ * is refused (DynamoDB: one hour, ValidationException "Time to live has
+ * been modified multiple times within a fixed interval"); ms < 0: the
+ * default ST_TTL_CHANGE_INTERVAL_MS, 0: no limit.  Like the retention, the
+ * same on every replica (cluster file): group 0 applies the rule at apply
+ * time with the Raft entry's time. */
+void st_env_set_ttl_change_interval(st_env *env, int64_t ms);
 /* Flushes LMDB to disk (mdb_env_sync with force). */
 int st_env_sync(st_env *env, char *errmsg);
 /* With nosync the environment writes through a writable map whose file
@@ -433,6 +440,7 @@ int st_table_delete_unprotected(st_txn *txn, const char *name, char *errmsg);
  * are not Numbers).  The one decision, used by the scanner to find
  * candidates and by the apply of a TTL delete to confirm one. */
 #define ST_TTL_MAX_PAST_S (5LL * 365 * 86400)
+#define ST_TTL_CHANGE_INTERVAL_MS (3600LL * 1000)
 bool st_ttl_expired(const st_value *v, int64_t now_ms);
 /* The same for an item (an ST_M) of a table whose TTL attribute is attr
  * (NULL: TTL disabled, never expired). */
