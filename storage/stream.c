@@ -18,6 +18,7 @@
 #define KIND_LAST      'N'
 #define KIND_TRIMMED   'H'
 #define KIND_REC       'R'
+#define KIND_FIRST     'F'
 #define REC_VERSION    1
 #define REC_FIXED      31
 #define REC_BY_TTL     0x80 /* in the event byte: a REMOVE by Time to Live */
@@ -33,6 +34,13 @@ static void rec_key(uint8_t k[14], uint32_t table, uint64_t seq)
 {
 	meta_key(k, KIND_REC, table);
 	st_put_be64(k + 6, seq);
+}
+
+/* 0x03 'F' | table | label_ms: the first seq of that stream's records. */
+static void first_key(uint8_t k[14], uint32_t table, int64_t label_ms)
+{
+	meta_key(k, KIND_FIRST, table);
+	st_put_be64(k + 6, (uint64_t)label_ms);
 }
 
 static int get_u64(MDB_txn *txn, st_env *env, char kind, uint32_t table, uint64_t *out,
@@ -108,6 +116,15 @@ int st_stream_append(st_txn *txn, const st_table_def *t, const st_key *k, const 
 		return rc;
 	uint64_t seq = last + 1;
 	uint8_t key[14];
+	/* The stream's first record: remembered, so that its bounds are found
+	 * without walking other streams' records (st_stream_bounds_get). */
+	uint64_t first = 0;
+	first_key(key, t->id, t->stream.label_ms);
+	if ((rc = st_ix_meta_get_u64(txn->txn, txn->env, key, sizeof(key), &first, errmsg)) !=
+	    SHOAL_OK)
+		return rc;
+	if (first == 0 && (rc = st_ix_meta_put_u64(txn, key, sizeof(key), seq, errmsg)) != SHOAL_OK)
+		return rc;
 	rec_key(key, t->id, seq);
 	size_t len = REC_FIXED + 4 + kl + 4 + ol + 4 + nl;
 	/* Disk for it was reserved with the item's (write.c, reserve_item). */
@@ -178,7 +195,7 @@ int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max,
 
 int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg)
 {
-	static const char kinds[] = {KIND_LAST, KIND_TRIMMED, KIND_REC};
+	static const char kinds[] = {KIND_LAST, KIND_TRIMMED, KIND_REC, KIND_FIRST};
 	MDB_cursor *c;
 	int mrc = mdb_cursor_open(txn->txn, txn->env->meta, &c);
 	if (mrc != 0)
@@ -321,6 +338,39 @@ static int find_label(MDB_cursor *c, uint32_t table, uint64_t from, MDB_cursor_o
 	return SHOAL_OK;
 }
 
+/* The first seq of stream label_ms (*first, 0: not remembered: a log
+ * written before 'F' keys existed) and the first seq of the table's next
+ * stream (*next, 0: none, the stream is the newest in this log). */
+static int label_range(MDB_txn *txn, st_env *env, MDB_cursor *c, uint32_t table, int64_t label_ms,
+                       uint64_t *first, uint64_t *next, char *errmsg)
+{
+	uint8_t kb[14];
+	*next = 0;
+	first_key(kb, table, label_ms);
+	int rc = st_ix_meta_get_u64(txn, env, kb, sizeof(kb), first, errmsg);
+	if (rc != SHOAL_OK || *first == 0)
+		return rc;
+	first_key(kb, table, label_ms + 1);
+	MDB_val k = {sizeof(kb), kb}, v;
+	int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (mrc == MDB_NOTFOUND)
+		return SHOAL_OK;
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	if (k.mv_size == 14 && memcmp(k.mv_data, kb, 6) == 0 && v.mv_size == 8)
+		*next = st_get_be64(v.mv_data);
+	return SHOAL_OK;
+}
+
+/*
+ * A table's records are dense in seq (every seq given has its record until
+ * trimmed, and trimming takes the head in order) and a stream's records are
+ * one run of them (a group's copy of the table has one stream at a time and
+ * a new stream has a later label), so the stream of label_ms holds
+ * [max(first, trimmed + 1), (next stream's first or newest + 1) - 1]: two
+ * lookups, whatever the other streams hold.  A log from before the 'F' keys
+ * falls back to walking it (find_label).
+ */
 int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_stream_bounds *out,
                          char *errmsg)
 {
@@ -333,17 +383,28 @@ int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_strea
 	rc = get_u64(txn, env, KIND_LAST, table, &out->newest, errmsg);
 	if (rc == SHOAL_OK)
 		rc = get_u64(txn, env, KIND_TRIMMED, table, &out->trimmed, errmsg);
-	/* Oldest of the stream: forward from the head; newest: backward from
-	 * the table's last seq. */
-	int mrc = MDB_NOTFOUND;
+	uint64_t first = 0, next = 0;
 	if (rc == SHOAL_OK)
+		rc = label_range(txn, env, c, table, label_ms, &first, &next, errmsg);
+	if (rc == SHOAL_OK && first != 0) {
+		uint64_t lo = first > out->trimmed ? first : out->trimmed + 1;
+		uint64_t hi = next != 0 ? next - 1 : out->newest;
+		if (lo <= hi) {
+			out->first = lo;
+			out->last = hi;
+		}
+	} else if (rc == SHOAL_OK) {
+		/* Oldest of the stream: forward from the head; newest: backward
+		 * from the table's last seq. */
+		int mrc = MDB_NOTFOUND;
 		rc = find_label(c, table, 0, MDB_SET_RANGE, MDB_NEXT, label_ms, &out->first, &mrc,
 		                errmsg);
-	if (rc == SHOAL_OK && out->first != 0)
-		rc = find_label(c, table, out->newest, MDB_SET_KEY, MDB_PREV, label_ms, &out->last,
-		                &mrc, errmsg);
-	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
-		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+		if (rc == SHOAL_OK && out->first != 0)
+			rc = find_label(c, table, out->newest, MDB_SET_KEY, MDB_PREV, label_ms,
+			                &out->last, &mrc, errmsg);
+		if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
+			rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	}
 	mdb_cursor_close(c);
 	mdb_txn_abort(txn);
 	return rc;

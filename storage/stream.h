@@ -45,6 +45,9 @@
  *
  *   0x03 'N' | table (4)            -> u64 last seq given to a record
  *   0x03 'H' | table (4)            -> u64 highest seq trimmed (0: none)
+ *   0x03 'F' | table (4) | label (8) -> u64 first seq given to a record of the
+ *                                      stream of that label (written by its
+ *                                      first append; st_stream_bounds_get)
  *   0x03 'R' | table (4) | seq (8)  -> one record:
  *
  *   offset  size  field

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "proto/wire.h"
 #include "proto/wire_api.h"
@@ -235,6 +236,84 @@ START_TEST(test_read_positions_and_limits)
 	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
 	ck_assert_uint_eq(b.newest, 0);
 	ck_assert_uint_eq(b.first, 0);
+}
+END_TEST
+
+/* n puts to table in one transaction at time ts (items pk p, sk from..). */
+static void put_many(const char *table, long from, long n, int64_t ts)
+{
+	st_txn *txn;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, ts);
+	for (long i = from; i < from + n; i++) {
+		st_put_req r = {.table = table, .item = item("p", i, i)};
+		st_write_result res;
+		ck_assert_int_eq(st_put(txn, &r, &tl_arena, &res, tl_msg), SHOAL_OK);
+	}
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+}
+
+static void set_stream(const char *table, bool enabled, int64_t ts)
+{
+	st_table_update_req u = {.name = table,
+	                         .set_stream = true,
+	                         .stream = {.enabled = enabled, .view = ST_VIEW_KEYS_ONLY}};
+	st_txn *txn;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, ts);
+	ck_assert_int_eq(st_table_update(txn, &u, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+}
+
+/* Average ns of one st_stream_bounds_get of label over `rounds` calls. */
+static double bounds_ns(uint32_t id, int64_t label, int rounds, st_stream_bounds *b)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < rounds; i++)
+		ck_assert_int_eq(st_stream_bounds_get(tl_env, id, label, b, tl_msg), SHOAL_OK);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / rounds;
+}
+
+/* Two streams of one table (disabled, enabled again: a new label), each
+ * with many records: each one's bounds are its own run of seqs, found
+ * without walking the other's records (the 'F' keys).  Prints the cost of
+ * a call, the micro-benchmark of the change (SHOAL_BOUNDS_N records per
+ * stream, default 20000). */
+START_TEST(test_bounds_two_streams)
+{
+	const char *env_n = getenv("SHOAL_BOUNDS_N");
+	long n = env_n != NULL ? atol(env_n) : 20000;
+	stream_table("Tbl", ST_VIEW_KEYS_ONLY);
+	uint32_t id = table_id("Tbl");
+	put_many("Tbl", 0, n, LABEL + 1);
+	set_stream("Tbl", false, LABEL + 2);
+	set_stream("Tbl", true, LABEL + 3); /* the new stream's label: LABEL + 3 */
+	put_many("Tbl", n, n, LABEL + 4);
+	st_stream_bounds b;
+	double old_ns = bounds_ns(id, LABEL, 200, &b);
+	ck_assert_uint_eq(b.first, 1);
+	ck_assert_uint_eq(b.last, (uint64_t)n);
+	ck_assert_uint_eq(b.newest, 2 * (uint64_t)n);
+	double new_ns = bounds_ns(id, LABEL + 3, 200, &b);
+	ck_assert_uint_eq(b.first, (uint64_t)n + 1);
+	ck_assert_uint_eq(b.last, 2 * (uint64_t)n);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL + 2, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(b.first, 0); /* no such stream */
+	ck_assert_uint_eq(b.last, 0);
+	printf("st_stream_bounds_get, two streams of %ld records each: the old stream %.1f us, "
+	       "the new one %.1f us per call\n",
+	       n, old_ns / 1000, new_ns / 1000);
+	/* Trimmed into: the old stream's head moves, then it is gone. */
+	st_env_set_stream_retention(tl_env, 1000);
+	for (long i = 0; i < (n + 3) / 4; i++)
+		ck_assert_int_eq(put_at(tl_env, "Tbl", item("q", i, i), LABEL + 5000), SHOAL_OK);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(b.first, 0);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL + 3, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(b.first, b.trimmed + 1);
+	ck_assert_uint_gt(b.first, (uint64_t)n);
 }
 END_TEST
 
@@ -522,9 +601,9 @@ static Suite *stream_suite(void)
 {
 	return tl_suite("stream", setup, tl_store_close, 60,
 	                TL_TESTS(test_append_events_and_images, test_ttl_removal_marked,
-	                         test_read_positions_and_limits, test_trim_by_age,
-	                         test_deterministic, test_snapshot_carries_the_log,
-	                         test_names_and_tokens, test_json));
+	                         test_bounds_two_streams, test_read_positions_and_limits,
+	                         test_trim_by_age, test_deterministic,
+	                         test_snapshot_carries_the_log, test_names_and_tokens, test_json));
 }
 
 TL_MAIN(stream_suite)
