@@ -222,6 +222,12 @@ void sh_cluster_raft_address(const sh_node_conf *n, uint32_t group, char *buf)
 	(void)len;
 }
 
+int64_t sh_cluster_stream_retention_ms(const sh_cluster_conf *c)
+{
+	return c->stream_retention_s != 0 ? (int64_t)c->stream_retention_s * 1000
+	                                  : 24LL * 3600 * 1000;
+}
+
 uint32_t sh_cluster_partitions(const sh_cluster_conf *c)
 {
 	return c->groups > 1 ? c->groups - 1 : 1;

@@ -136,6 +136,8 @@ void sh_cluster_raft_address(const sh_node_conf *n, uint32_t group, char *buf);
 
 /* Number of partitions of every table (D above). */
 uint32_t sh_cluster_partitions(const sh_cluster_conf *c);
+/* [cluster] stream_retention_s in ms, or DynamoDB's 24 hours when unset. */
+int64_t sh_cluster_stream_retention_ms(const sh_cluster_conf *c);
 /* Partition index of a placement hash. */
 uint32_t sh_cluster_partition_of(const sh_cluster_conf *c, uint64_t hash);
 /* Inclusive hash range of partition p. */

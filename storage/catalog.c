@@ -515,3 +515,23 @@ err_after_txn:
 	mdb_txn_abort(txn);
 	return rc;
 }
+
+bool st_stream_spec_find(const st_stream_spec *s, int64_t label_ms, int64_t now_ms,
+                         int64_t retention_ms, bool *enabled, st_stream_view *view)
+{
+	if (label_ms == 0)
+		return false;
+	if (s->label_ms == label_ms) {
+		*enabled = s->enabled;
+		*view = s->view;
+		return true;
+	}
+	for (uint32_t i = 0; i < s->n_past; i++)
+		if (s->past[i].label_ms == label_ms &&
+		    s->past[i].ended_ms >= now_ms - retention_ms) {
+			*enabled = false;
+			*view = s->past[i].view;
+			return true;
+		}
+	return false;
+}

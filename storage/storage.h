@@ -234,6 +234,18 @@ typedef enum st_stream_view {
 	ST_VIEW_NEW_AND_OLD_IMAGES,
 } st_stream_view;
 
+/* A table's earlier stream, replaced by a newer one (UpdateTable enabled a
+ * stream again): still readable, as DISABLED, until its records are past
+ * the retention (DynamoDB keeps a stream 24 hours after it is replaced). */
+typedef struct st_past_stream {
+	int64_t label_ms;    /* its label */
+	int64_t ended_ms;    /* group 0's time it was disabled */
+	st_stream_view view; /* its view type */
+} st_past_stream;
+/* The most past streams a table keeps (older ones, or ones ended more than
+ * the retention ago, are forgotten when another is added). */
+#define ST_STREAM_PAST_MAX 8
+
 typedef struct st_stream_spec {
 	bool enabled;        /* records are written for the table's changes */
 	st_stream_view view; /* of the latest stream (kept after it is disabled) */
@@ -243,7 +255,16 @@ typedef struct st_stream_spec {
 	/* Group 0's time of the last change of the specification (0: none):
 	 * a data group keeps the newer of two definitions' (st_table_redefine). */
 	int64_t changed_ms;
+	/* The table's earlier streams, newest first (they travel with the
+	 * rest: changed_ms decides for all). */
+	st_past_stream past[ST_STREAM_PAST_MAX];
+	uint32_t n_past;
 } st_stream_spec;
+/* The stream of label_ms of a table's definition: its latest (*enabled as
+ * the table's) or a past one (disabled) that ended no more than
+ * retention_ms before now_ms; false when it has no such stream. */
+bool st_stream_spec_find(const st_stream_spec *s, int64_t label_ms, int64_t now_ms,
+                         int64_t retention_ms, bool *enabled, st_stream_view *view);
 
 typedef struct st_index_def {
 	const char *name;

@@ -474,3 +474,84 @@ int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from,
 	}
 	return rc;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Trimming without writes                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The first record of the first table >= *table that has one: *table and
+ * the record's time; SHOAL_E_NOT_FOUND when there is none. */
+static int next_table_head(MDB_cursor *c, uint32_t *table, int64_t *ts_ms, char *errmsg)
+{
+	uint8_t kb[14];
+	rec_key(kb, *table, 0);
+	MDB_val k = {sizeof(kb), kb}, v;
+	int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (mrc == MDB_NOTFOUND)
+		return SHOAL_E_NOT_FOUND;
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	if (k.mv_size != 14 || memcmp(k.mv_data, kb, 2) != 0)
+		return SHOAL_E_NOT_FOUND; /* past the records */
+	*table = st_get_be32((const uint8_t *)k.mv_data + 2);
+	if (v.mv_size < REC_FIXED)
+		return corrupt(st_get_be64((const uint8_t *)k.mv_data + 6), errmsg);
+	*ts_ms = (int64_t)st_get_be64((const uint8_t *)v.mv_data + 3);
+	return SHOAL_OK;
+}
+
+int st_stream_oldest(st_env *env, int64_t *ts_ms, bool *any, char *errmsg)
+{
+	*any = false;
+	*ts_ms = 0;
+	MDB_txn *txn;
+	MDB_cursor *c;
+	int rc = read_begin(env, &txn, &c, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	for (uint32_t table = 0;;) {
+		int64_t ts;
+		if ((rc = next_table_head(c, &table, &ts, errmsg)) != SHOAL_OK)
+			break;
+		if (!*any || ts < *ts_ms)
+			*ts_ms = ts;
+		*any = true;
+		if (table == UINT32_MAX)
+			break;
+		table++;
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	return rc == SHOAL_E_NOT_FOUND ? SHOAL_OK : rc;
+}
+
+bool st_stream_expired(const st_env *env, int64_t ts_ms, int64_t now_ms)
+{
+	return ts_ms < now_ms - env->stream_retention_ms;
+}
+
+int st_stream_trim_expired(st_txn *txn, uint32_t max, uint32_t *removed, char *errmsg)
+{
+	*removed = 0;
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn->txn, txn->env->meta, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta stream)", errmsg);
+	int64_t before = txn->ts_ms - txn->env->stream_retention_ms;
+	int rc = SHOAL_OK;
+	for (uint32_t table = 0; *removed < max;) {
+		int64_t ts;
+		if ((rc = next_table_head(c, &table, &ts, errmsg)) != SHOAL_OK)
+			break;
+		uint32_t n = 0;
+		if (ts < before && (rc = st_stream_trim(txn, table, before, max - *removed, &n,
+		                                        errmsg)) != SHOAL_OK)
+			break;
+		*removed += n;
+		if (table == UINT32_MAX)
+			break;
+		table++;
+	}
+	mdb_cursor_close(c);
+	return rc == SHOAL_E_NOT_FOUND ? SHOAL_OK : rc;
+}

@@ -37,8 +37,11 @@
  * records of the same table older than (entry time - retention) from the
  * head of its log -- deterministic, since both come from the log and the
  * cluster file -- and remembers the highest seq trimmed, so a reader
- * positioned before it gets TrimmedDataAccessException.  (A table with no
- * writes keeps its last records until it is written again or dropped.)
+ * positioned before it gets TrimmedDataAccessException.  A log that is no
+ * longer written is trimmed too: about once a second the group's leader
+ * checks its oldest record (st_stream_oldest) and, when it is past the
+ * retention, proposes a stream_trim entry whose apply runs
+ * st_stream_trim_expired with that entry's time on every replica.
  *
  * Layout in the meta DBI under prefix ST_STREAM_META (0x03; the index
  * machinery uses 0x01, transactions 0x02), integers big-endian:
@@ -81,6 +84,8 @@
 /* Old records an append deletes at most (more than one, so that the log
  * shrinks when writes slow down). */
 #define ST_STREAM_TRIM_PER_APPEND 4
+/* Old records a stream_trim entry deletes at most (over all tables). */
+#define ST_STREAM_TRIM_PER_ENTRY 4096
 
 typedef enum st_stream_event {
 	ST_EV_INSERT = 1,
@@ -116,6 +121,15 @@ int st_stream_append(st_txn *txn, const st_table_def *t, const struct st_key *k,
  * before before_ms; *removed says how many.  (st_stream_append calls it.) */
 int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max, uint32_t *removed,
                    char *errmsg);
+
+/* The time of the oldest record of any table's log in env (*any false:
+ * no records): whether a stream_trim is due (node/txn_recover.c). */
+int st_stream_oldest(st_env *env, int64_t *ts_ms, bool *any, char *errmsg);
+/* Whether a record written at ts_ms is past env's retention at now_ms. */
+bool st_stream_expired(const st_env *env, int64_t ts_ms, int64_t now_ms);
+/* The apply of stream_trim: up to max records of every table's log older
+ * than txn's time minus the retention go (st_stream_trim per table). */
+int st_stream_trim_expired(st_txn *txn, uint32_t max, uint32_t *removed, char *errmsg);
 
 /* DeleteTable: the table's whole log and its counters go, in txn. */
 int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg);

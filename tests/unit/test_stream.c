@@ -307,8 +307,7 @@ START_TEST(test_bounds_two_streams)
 	       n, old_ns / 1000, new_ns / 1000);
 	/* Trimmed into: the old stream's head moves, then it is gone. */
 	st_env_set_stream_retention(tl_env, 1000);
-	for (long i = 0; i < (n + 3) / 4; i++)
-		ck_assert_int_eq(put_at(tl_env, "Tbl", item("q", i, i), LABEL + 5000), SHOAL_OK);
+	put_many("Tbl", 2 * n, (n + 3) / 4, LABEL + 5000); /* 4 trimmed per append */
 	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
 	ck_assert_uint_eq(b.first, 0);
 	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL + 3, &b, tl_msg), SHOAL_OK);
@@ -359,6 +358,58 @@ END_TEST
 
 /* Two environments applying the same writes at the same times hold the same
  * bytes, stream log included: what Raft replicas rely on. */
+/* Trimming without writes: st_stream_oldest tells the leader a trim is
+ * due; the stream_trim entry's apply trims every table's expired head, by
+ * the entry's time, and TrimmedDataAccess follows. */
+START_TEST(test_trim_without_writes)
+{
+	st_env_set_stream_retention(tl_env, 1000);
+	stream_table("TblA", ST_VIEW_KEYS_ONLY);
+	stream_table("TblB", ST_VIEW_KEYS_ONLY);
+	int64_t ts;
+	bool any;
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert(!any);
+	for (long i = 0; i < 3; i++) {
+		ck_assert_int_eq(put_at(tl_env, "TblA", item("p", i, i), 100 + i), SHOAL_OK);
+		ck_assert_int_eq(put_at(tl_env, "TblB", item("p", i, i), 50 + i * 400), SHOAL_OK);
+	}
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert(any);
+	ck_assert_int_eq(ts, 50);
+	ck_assert(!st_stream_expired(tl_env, ts, 1050));
+	ck_assert(st_stream_expired(tl_env, ts, 1051));
+	/* At 1500: TblA's three (100..102) and TblB's 50 and 450 go; its 850
+	 * stays. */
+	st_txn *txn;
+	uint32_t removed;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, 1500);
+	ck_assert_int_eq(st_stream_trim_expired(txn, 100, &removed, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(removed, 5);
+	st_stream_bounds b;
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("TblA"), LABEL, &b, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_uint_eq(b.first, 0);
+	ck_assert_uint_eq(b.trimmed, 3);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("TblB"), LABEL, &b, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_uint_eq(b.first, 3);
+	ck_assert_uint_eq(b.trimmed, 2);
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(ts, 850);
+	/* At most max records per entry. */
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, 100000);
+	ck_assert_int_eq(st_stream_trim_expired(txn, 1, &removed, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert(!any);
+}
+END_TEST
+
 START_TEST(test_deterministic)
 {
 	stream_table("Tbl", ST_VIEW_NEW_AND_OLD_IMAGES);
@@ -601,9 +652,10 @@ static Suite *stream_suite(void)
 {
 	return tl_suite("stream", setup, tl_store_close, 60,
 	                TL_TESTS(test_append_events_and_images, test_ttl_removal_marked,
-	                         test_bounds_two_streams, test_read_positions_and_limits,
-	                         test_trim_by_age, test_deterministic,
-	                         test_snapshot_carries_the_log, test_names_and_tokens, test_json));
+	                         test_bounds_two_streams, test_trim_without_writes,
+	                         test_read_positions_and_limits, test_trim_by_age,
+	                         test_deterministic, test_snapshot_carries_the_log,
+	                         test_names_and_tokens, test_json));
 }
 
 TL_MAIN(stream_suite)

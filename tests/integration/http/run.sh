@@ -45,9 +45,11 @@ if [[ -z $base ]]; then
 fi
 
 # A TTL change may follow the previous one after 1.5 s (DynamoDB: an
-# hour); the suite reads it from the environment.
-ttl_interval_ms=1500
-export SHOAL_TTL_CHANGE_INTERVAL_MS=$ttl_interval_ms
+# hour); stream records live 10 s (DynamoDB: 24 hours), so that
+# test_streams.py sees them trimmed by the timer.  The suite reads both
+# from the environment.
+ttl_interval_ms=1500 stream_retention_s=10
+export SHOAL_TTL_CHANGE_INTERVAL_MS=$ttl_interval_ms SHOAL_STREAM_RETENTION_S=$stream_retention_s
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-http-it-XXXXXX")
 cleanup() {
 	if [[ -f $dir/sigv4-router.pid ]]; then
@@ -60,7 +62,7 @@ trap cleanup EXIT
 
 if ! SHOAL_BIN=$build/bin "$root/deploy/cluster.sh" up --dir "$dir" --base-port "$base" \
 	--http-port $((base + 60)) --ttl-scan-ms 500 \
-	--ttl-change-interval-ms $ttl_interval_ms; then
+	--ttl-change-interval-ms $ttl_interval_ms --stream-retention-s $stream_retention_s; then
 	echo "the cluster did not start"
 	echo "0%: Checks: 1, Failures: 1, Errors: 0"
 	exit 1
