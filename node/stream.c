@@ -120,8 +120,7 @@ int node_handle_describe_stream(node_call *c)
 		wire_shard_id(r.label_ms, p, id);
 		s->shard_id = id;
 		/* The oldest record there, else where the next one will be. */
-		uint64_t first =
-		    b.first != 0 ? b.first : (b.trimmed > b.newest ? b.trimmed : b.newest) + 1;
+		uint64_t first = b.first != 0 ? b.first : st_stream_latest(&b);
 		char *start = seqno(c, first);
 		if (start == NULL)
 			return nomem(c);
@@ -165,8 +164,8 @@ int node_handle_get_shard_iterator(node_call *c)
 	case WIRE_ITER_TRIM_HORIZON:
 		it.pos = b.trimmed + 1;
 		break;
-	case WIRE_ITER_LATEST:
-		it.pos = (b.trimmed > b.newest ? b.trimmed : b.newest) + 1;
+	case WIRE_ITER_LATEST: /* safe on a lagging replica: st_stream_latest */
+		it.pos = st_stream_latest(&b);
 		break;
 	case WIRE_ITER_AT:
 		it.pos = r.seq;

@@ -410,6 +410,11 @@ int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_strea
 	return rc;
 }
 
+uint64_t st_stream_latest(const st_stream_bounds *b)
+{
+	return (b->trimmed > b->newest ? b->trimmed : b->newest) + 1;
+}
+
 int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from, uint32_t max_n,
                    size_t max_bytes, sh_arena *a, st_stream_rec **out, uint32_t *n, uint64_t *next,
                    char *errmsg)

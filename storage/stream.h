@@ -143,6 +143,21 @@ typedef struct st_stream_bounds {
 } st_stream_bounds;
 int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_stream_bounds *out,
                          char *errmsg);
+/*
+ * Where a LATEST iterator starts: just after the newest record of the
+ * table's log in this replica (b's), i.e. the seq the next record appended
+ * here will get.  Safe on a replica that lags its leader: every replica's
+ * log is a prefix of the same committed sequence (records are appended at
+ * apply, and only committed entries are applied, in log order), so a
+ * record committed after the iterator was issued has a seq above every
+ * replica's newest when it was issued, and the iterator's position is at
+ * or before it -- never skipped.  A lagging replica's LATEST may start
+ * earlier than the leader's would, so it can also return records committed
+ * shortly before the call (DynamoDB's LATEST is "the most recent", no
+ * stronger).  A replica behind the position simply has nothing there yet:
+ * st_stream_read returns no record and leaves *next at the position.
+ */
+uint64_t st_stream_latest(const st_stream_bounds *b);
 
 /*
  * Up to max_n records (and about max_bytes of encoded records; at least one)

@@ -455,6 +455,71 @@ START_TEST(test_deterministic)
 }
 END_TEST
 
+/* GetShardIterator LATEST from a replica that lags its leader (item 4 of
+ * issue 16): the lagging replica's position is at or before every record
+ * committed after it was taken, so reading from it -- on the leader, or on
+ * the lagging replica once it caught up -- skips nothing; meanwhile the
+ * lagging replica itself answers no record and keeps the position. */
+START_TEST(test_latest_on_lagging_replica)
+{
+	st_env *lag;
+	char dir2[PATH_MAX + 16];
+	snprintf(dir2, sizeof(dir2), "%s/lagging", tl_dir);
+	ck_assert_int_eq(mkdir(dir2, 0700), 0);
+	ck_assert_int_eq(st_env_open(dir2, NULL, &lag, tl_msg), SHOAL_OK);
+	stream_table("Tbl", ST_VIEW_KEYS_ONLY);
+	st_env *save = tl_env;
+	tl_env = lag;
+	stream_table("Tbl", ST_VIEW_KEYS_ONLY);
+	tl_env = save;
+	uint32_t id = table_id("Tbl");
+	/* The same committed sequence: the leader applied 10, the lagging
+	 * replica 6 of them. */
+	for (long i = 0; i < 10; i++) {
+		ck_assert_int_eq(put_at(tl_env, "Tbl", item("p", i, i), LABEL + i), SHOAL_OK);
+		if (i < 6)
+			ck_assert_int_eq(put_at(lag, "Tbl", item("p", i, i), LABEL + i), SHOAL_OK);
+	}
+	st_stream_bounds b;
+	ck_assert_int_eq(st_stream_bounds_get(lag, id, LABEL, &b, tl_msg), SHOAL_OK);
+	uint64_t pos = st_stream_latest(&b);
+	ck_assert_uint_eq(pos, 7);
+	/* The lagging replica: nothing there yet, the position kept. */
+	st_stream_rec *r;
+	uint32_t n;
+	uint64_t next;
+	ck_assert_int_eq(
+	    st_stream_read(lag, id, LABEL, pos, 100, 1u << 20, &tl_arena, &r, &n, &next, tl_msg),
+	    SHOAL_OK);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(next, pos);
+	/* A record committed after the iterator was issued. */
+	ck_assert_int_eq(put_at(tl_env, "Tbl", item("p", 10, 10), LABEL + 10), SHOAL_OK);
+	/* The leader: 7..11, the four the replica lacked and the new one. */
+	ck_assert_int_eq(
+	    st_stream_read(tl_env, id, LABEL, pos, 100, 1u << 20, &tl_arena, &r, &n, &next, tl_msg),
+	    SHOAL_OK);
+	ck_assert_uint_eq(n, 5);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_uint_eq(r[i].seq, pos + i);
+	ck_assert_uint_eq(next, 12);
+	/* The lagging replica, caught up: the same records. */
+	for (long i = 6; i < 11; i++)
+		ck_assert_int_eq(put_at(lag, "Tbl", item("p", i, i), LABEL + i), SHOAL_OK);
+	ck_assert_int_eq(
+	    st_stream_read(lag, id, LABEL, pos, 100, 1u << 20, &tl_arena, &r, &n, &next, tl_msg),
+	    SHOAL_OK);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_uint_eq(r[0].seq, 7);
+	ck_assert_uint_eq(next, 12);
+	/* The leader's LATEST at the same moment would have been 11: the
+	 * lagging one's is earlier, never later. */
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_ge(st_stream_latest(&b), pos);
+	st_env_close(lag);
+}
+END_TEST
+
 /* A Raft snapshot is a copy of every DBI (storage/snapshot.h): a replica
  * restored from one serves the same stream, trim state included. */
 static int copy_pair(void *arg, const void *k, size_t kl, const void *v, size_t vl, char *errmsg)
@@ -653,9 +718,9 @@ static Suite *stream_suite(void)
 	return tl_suite("stream", setup, tl_store_close, 60,
 	                TL_TESTS(test_append_events_and_images, test_ttl_removal_marked,
 	                         test_bounds_two_streams, test_trim_without_writes,
-	                         test_read_positions_and_limits, test_trim_by_age,
-	                         test_deterministic, test_snapshot_carries_the_log,
-	                         test_names_and_tokens, test_json));
+	                         test_latest_on_lagging_replica, test_read_positions_and_limits,
+	                         test_trim_by_age, test_deterministic,
+	                         test_snapshot_carries_the_log, test_names_and_tokens, test_json));
 }
 
 TL_MAIN(stream_suite)
