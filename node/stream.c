@@ -36,12 +36,27 @@ static int stream_not_found(node_call *c, const char *arn)
 static int load_stream(node_call *c, const char *arn, const char *table, int64_t label_ms,
                        st_table_info *t, bool *enabled, st_stream_view *view)
 {
+	int64_t now = node_wall_ms();
 	int rc = st_table_describe(node_group_env(c->group), table, c->arena, t, c->errmsg);
-	if (rc == SHOAL_E_NOT_FOUND ||
-	    (rc == SHOAL_OK &&
-	     !st_stream_spec_find(&t->def.stream, label_ms, node_wall_ms(),
-	                          sh_cluster_stream_retention_ms(c->node->conf), enabled, view)))
+	if (rc == SHOAL_OK &&
+	    st_stream_spec_find(&t->def.stream, label_ms, now,
+	                        sh_cluster_stream_retention_ms(c->node->conf), enabled, view))
+		return SHOAL_OK;
+	if (rc != SHOAL_OK && rc != SHOAL_E_NOT_FOUND)
+		return rc;
+	/* A deleted table's stream, kept for the retention. */
+	int64_t deleted;
+	memset(t, 0, sizeof(*t));
+	rc = st_stream_dropped_find(node_group_env(c->group), table, label_ms, now, c->arena,
+	                            &t->def, &deleted, c->errmsg);
+	if (rc == SHOAL_E_NOT_FOUND)
 		return stream_not_found(c, arn);
+	if (rc == SHOAL_OK) {
+		bool en;
+		*enabled = false;
+		if (!st_stream_spec_find(&t->def.stream, label_ms, now, INT64_MAX / 2, &en, view))
+			return stream_not_found(c, arn);
+	}
 	return rc;
 }
 

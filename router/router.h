@@ -182,6 +182,7 @@ typedef struct rt_table {
 	uint32_t id;
 	st_table_def def;             /* key schema, indexes, id, created_ms */
 	const Shoal__TableDefine *pb; /* as stored: re-sent to repair a data group */
+	int64_t dropped_ms;           /* in rt_catalog_snap.dropped: the deletion's time */
 } rt_table;
 
 /* An immutable catalog version: readers hold a reference while they use it,
@@ -191,6 +192,10 @@ typedef struct rt_catalog_snap {
 	sh_arena arena;   /* owns everything below */
 	rt_table *tables; /* sorted by name (strcmp) */
 	uint32_t n;
+	/* Deleted tables whose streams are kept (TableDefine.dropped_ms): for
+	 * the Streams operations only (router/stream.c). */
+	rt_table *dropped;
+	uint32_t n_dropped;
 } rt_catalog_snap;
 
 /* The cache and its refresh.  Refreshes are asynchronous and coalesced:

@@ -259,6 +259,10 @@ int st_table_delete(st_txn *txn, const char *name, char *errmsg)
 		goto err;
 	}
 	uint32_t id = st_get_be32((const uint8_t *)v.mv_data + ST_REC_OFF_ID);
+	bool kept = false; /* its stream stays readable (stream.h) */
+	if ((rc = st_stream_table_dropped(txn, name, id, v.mv_data, v.mv_size, &kept, errmsg)) !=
+	    SHOAL_OK)
+		goto err;
 	mrc = mdb_del(txn->txn, txn->env->catalog, &k, NULL);
 	if (mrc != 0) {
 		rc = st_lmdb_err(mrc, "mdb_del(catalog)", errmsg);
@@ -268,7 +272,7 @@ int st_table_delete(st_txn *txn, const char *name, char *errmsg)
 		goto err;
 	if ((rc = st_ix_forget_table(txn, id, errmsg)) != SHOAL_OK)
 		goto err;
-	if ((rc = st_stream_forget_table(txn, id, errmsg)) != SHOAL_OK)
+	if (!kept && (rc = st_stream_forget_table(txn, id, errmsg)) != SHOAL_OK)
 		goto err;
 	return SHOAL_OK;
 
@@ -534,4 +538,13 @@ bool st_stream_spec_find(const st_stream_spec *s, int64_t label_ms, int64_t now_
 			return true;
 		}
 	return false;
+}
+
+bool st_stream_spec_find_dropped(const st_stream_spec *s, int64_t deleted_ms, int64_t label_ms,
+                                 int64_t now_ms, int64_t retention_ms, st_stream_view *view)
+{
+	bool enabled;
+	if (deleted_ms < now_ms - retention_ms)
+		return false;
+	return st_stream_spec_find(s, label_ms, now_ms, retention_ms, &enabled, view);
 }

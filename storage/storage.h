@@ -265,6 +265,10 @@ typedef struct st_stream_spec {
  * retention_ms before now_ms; false when it has no such stream. */
 bool st_stream_spec_find(const st_stream_spec *s, int64_t label_ms, int64_t now_ms,
                          int64_t retention_ms, bool *enabled, st_stream_view *view);
+/* The same for a deleted table's streams (deleted at deleted_ms): all of
+ * them disabled, the latest one ended at the deletion. */
+bool st_stream_spec_find_dropped(const st_stream_spec *s, int64_t deleted_ms, int64_t label_ms,
+                                 int64_t now_ms, int64_t retention_ms, st_stream_view *view);
 
 typedef struct st_index_def {
 	const char *name;

@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "catalog.h"
 #include "codec.h"
 #include "engine.h"
 #include "index_int.h"
@@ -19,6 +20,7 @@
 #define KIND_TRIMMED   'H'
 #define KIND_REC       'R'
 #define KIND_FIRST     'F'
+#define KIND_DROPPED   'D'
 #define REC_VERSION    1
 #define REC_FIXED      31
 #define REC_BY_TTL     0x80 /* in the event byte: a REMOVE by Time to Live */
@@ -195,7 +197,7 @@ int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max,
 
 int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg)
 {
-	static const char kinds[] = {KIND_LAST, KIND_TRIMMED, KIND_REC, KIND_FIRST};
+	static const char kinds[] = {KIND_LAST, KIND_TRIMMED, KIND_REC, KIND_FIRST, KIND_DROPPED};
 	MDB_cursor *c;
 	int mrc = mdb_cursor_open(txn->txn, txn->env->meta, &c);
 	if (mrc != 0)
@@ -480,6 +482,10 @@ int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from,
 	return rc;
 }
 
+/* The 'D' record of the first deleted table >= *table: *table and its
+ * deletion time; SHOAL_E_NOT_FOUND when there is none.  (Defined below.) */
+static int next_dropped(MDB_cursor *c, uint32_t *table, int64_t *deleted_ms, char *errmsg);
+
 /* ------------------------------------------------------------------------ */
 /* Trimming without writes                                                   */
 /* ------------------------------------------------------------------------ */
@@ -525,6 +531,20 @@ int st_stream_oldest(st_env *env, int64_t *ts_ms, bool *any, char *errmsg)
 			break;
 		table++;
 	}
+	/* A deleted table's record is due when the deletion passes the
+	 * retention: report it as if it were a record of then. */
+	for (uint32_t table = 0; rc == SHOAL_E_NOT_FOUND;) {
+		int64_t deleted;
+		if ((rc = next_dropped(c, &table, &deleted, errmsg)) != SHOAL_OK)
+			break;
+		if (!*any || deleted < *ts_ms)
+			*ts_ms = deleted;
+		*any = true;
+		rc = SHOAL_E_NOT_FOUND;
+		if (table == UINT32_MAX)
+			break;
+		table++;
+	}
 	mdb_cursor_close(c);
 	mdb_txn_abort(txn);
 	return rc == SHOAL_E_NOT_FOUND ? SHOAL_OK : rc;
@@ -557,6 +577,174 @@ int st_stream_trim_expired(st_txn *txn, uint32_t max, uint32_t *removed, char *e
 			break;
 		table++;
 	}
+	/* Deleted tables past the retention whose logs are empty now: forgotten. */
+	for (uint32_t table = 0; rc == SHOAL_E_NOT_FOUND || rc == SHOAL_OK;) {
+		int64_t deleted, ts;
+		if ((rc = next_dropped(c, &table, &deleted, errmsg)) != SHOAL_OK)
+			break;
+		uint32_t head = table;
+		int hrc = next_table_head(c, &head, &ts, errmsg);
+		if (hrc != SHOAL_OK && hrc != SHOAL_E_NOT_FOUND) {
+			rc = hrc;
+			break;
+		}
+		if (deleted < before && (hrc == SHOAL_E_NOT_FOUND || head != table) &&
+		    (rc = st_stream_forget_table(txn, table, errmsg)) != SHOAL_OK)
+			break;
+		if (table == UINT32_MAX)
+			break;
+		table++;
+	}
 	mdb_cursor_close(c);
 	return rc == SHOAL_E_NOT_FOUND ? SHOAL_OK : rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Deleted tables' streams                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int next_dropped(MDB_cursor *c, uint32_t *table, int64_t *deleted_ms, char *errmsg)
+{
+	uint8_t kb[6];
+	meta_key(kb, KIND_DROPPED, *table);
+	MDB_val k = {sizeof(kb), kb}, v;
+	int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (mrc == MDB_NOTFOUND)
+		return SHOAL_E_NOT_FOUND;
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	if (k.mv_size != 6 || memcmp(k.mv_data, kb, 2) != 0)
+		return SHOAL_E_NOT_FOUND;
+	*table = st_get_be32((const uint8_t *)k.mv_data + 2);
+	if (v.mv_size < 10)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt deleted-table record %u", *table);
+	*deleted_ms = (int64_t)st_get_be64(v.mv_data);
+	return SHOAL_OK;
+}
+
+int st_stream_table_dropped(st_txn *txn, const char *name, uint32_t id, const uint8_t *rec,
+                            size_t len, bool *kept, char *errmsg)
+{
+	*kept = false;
+	sh_arena a;
+	sh_arena_init(&a);
+	st_table_info t;
+	int rc = st_catalog_decode(name, rec, len, &a, &t, errmsg);
+	/* rec is LMDB's: copied before the put below may move it. */
+	uint8_t *copy = rc == SHOAL_OK ? sh_arena_memdup(&a, rec, len) : NULL;
+	if (rc == SHOAL_OK && copy == NULL)
+		rc = nomem(errmsg);
+	if (rc != SHOAL_OK || t.def.stream.label_ms == 0) {
+		sh_arena_fini(&a);
+		return rc;
+	}
+	size_t nl = strlen(name);
+	uint8_t key[6];
+	meta_key(key, KIND_DROPPED, id);
+	MDB_val mk = {sizeof(key), key}, mv = {8 + 2 + nl + len, NULL};
+	int mrc = mdb_put(txn->txn, txn->env->meta, &mk, &mv, MDB_RESERVE);
+	if (mrc != 0) {
+		sh_arena_fini(&a);
+		return st_lmdb_err(mrc, "mdb_put(meta deleted table)", errmsg);
+	}
+	uint8_t *p = mv.mv_data;
+	st_put_be64(p, (uint64_t)txn->ts_ms);
+	p[8] = (uint8_t)(nl >> 8);
+	p[9] = (uint8_t)nl;
+	memcpy(p + 10, name, nl);
+	memcpy(p + 10 + nl, copy, len);
+	sh_arena_fini(&a);
+	*kept = true;
+	return SHOAL_OK;
+}
+
+/* The definition in the 'D' record v (in a); false if damaged. */
+static bool dropped_def(const MDB_val *v, sh_arena *a, st_table_def *def, int64_t *deleted_ms)
+{
+	const uint8_t *p = v->mv_data;
+	if (v->mv_size < 10)
+		return false;
+	size_t nl = ((size_t)p[8] << 8) | p[9];
+	if (v->mv_size < 10 + nl)
+		return false;
+	char *name = sh_arena_strndup(a, (const char *)p + 10, nl);
+	st_table_info t;
+	char msg[SH_ERRMSG_SIZE];
+	if (name == NULL ||
+	    st_catalog_decode(name, p + 10 + nl, v->mv_size - 10 - nl, a, &t, msg) != SHOAL_OK)
+		return false;
+	*def = t.def;
+	def->stream.enabled = false;
+	*deleted_ms = (int64_t)st_get_be64(p);
+	return true;
+}
+
+int st_stream_dropped_list(st_env *env, sh_arena *a, st_table_def **defs, int64_t **deleted_ms,
+                           uint32_t *n, char *errmsg)
+{
+	*defs = NULL;
+	*deleted_ms = NULL;
+	*n = 0;
+	MDB_txn *txn;
+	MDB_cursor *c;
+	int rc = read_begin(env, &txn, &c, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	uint32_t cap = 0;
+	for (uint32_t table = 0;;) {
+		int64_t deleted;
+		if ((rc = next_dropped(c, &table, &deleted, errmsg)) != SHOAL_OK)
+			break;
+		MDB_val k, v;
+		int mrc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
+		if (mrc != 0) {
+			rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+			break;
+		}
+		if (*n == cap) {
+			uint32_t ncap = cap != 0 ? cap * 2 : 8;
+			st_table_def *d2 = sh_arena_calloc(a, ncap, sizeof(*d2));
+			int64_t *t2 = sh_arena_calloc(a, ncap, sizeof(*t2));
+			if (d2 == NULL || t2 == NULL) {
+				rc = nomem(errmsg);
+				break;
+			}
+			if (*n > 0) {
+				memcpy(d2, *defs, *n * sizeof(*d2));
+				memcpy(t2, *deleted_ms, *n * sizeof(*t2));
+			}
+			*defs = d2;
+			*deleted_ms = t2;
+			cap = ncap;
+		}
+		if (dropped_def(&v, a, &(*defs)[*n], &(*deleted_ms)[*n]))
+			(*n)++;
+		if (table == UINT32_MAX)
+			break;
+		table++;
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	return rc == SHOAL_E_NOT_FOUND ? SHOAL_OK : rc;
+}
+
+int st_stream_dropped_find(st_env *env, const char *name, int64_t label_ms, int64_t now_ms,
+                           sh_arena *a, st_table_def *def, int64_t *deleted_ms, char *errmsg)
+{
+	st_table_def *defs;
+	int64_t *when;
+	uint32_t n;
+	int rc = st_stream_dropped_list(env, a, &defs, &when, &n, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	st_stream_view view;
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(defs[i].name, name) == 0 &&
+		    st_stream_spec_find_dropped(&defs[i].stream, when[i], label_ms, now_ms,
+		                                env->stream_retention_ms, &view)) {
+			*def = defs[i];
+			*deleted_ms = when[i];
+			return SHOAL_OK;
+		}
+	return SHOAL_E_NOT_FOUND;
 }

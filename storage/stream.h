@@ -43,11 +43,25 @@
  * retention, proposes a stream_trim entry whose apply runs
  * st_stream_trim_expired with that entry's time on every replica.
  *
+ * DeleteTable (st_table_delete, in group 0 and in every data group) of a
+ * table that has or had a stream keeps its log and writes a 'D' record: the
+ * table's definition and the deletion time.  Its streams stay readable
+ * (DISABLED) for the retention after the deletion, as DynamoDB's do
+ * (st_stream_dropped_find, st_stream_dropped_list); its records are trimmed
+ * by age like any; the stream_trim that finds the 'D' record older than
+ * the retention and the log empty forgets the table's counters and the
+ * record.  Table ids are never reused (group 0's counter), so a kept log
+ * never meets a new table's.
+ *
  * Layout in the meta DBI under prefix ST_STREAM_META (0x03; the index
  * machinery uses 0x01, transactions 0x02), integers big-endian:
  *
  *   0x03 'N' | table (4)            -> u64 last seq given to a record
  *   0x03 'H' | table (4)            -> u64 highest seq trimmed (0: none)
+ *   0x03 'D' | table (4)            -> a deleted table whose stream is kept:
+ *                                      8 deletion time (i64, the entry's),
+ *                                      2 name length, the name, then its
+ *                                      catalog record as it was (catalog.h)
  *   0x03 'F' | table (4) | label (8) -> u64 first seq given to a record of the
  *                                      stream of that label (written by its
  *                                      first append; st_stream_bounds_get)
@@ -133,6 +147,20 @@ int st_stream_trim_expired(st_txn *txn, uint32_t max, uint32_t *removed, char *e
 
 /* DeleteTable: the table's whole log and its counters go, in txn. */
 int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg);
+/* DeleteTable of table `name` (id, its catalog record rec, len bytes): a
+ * table that has or had a stream keeps it (*kept true: the 'D' record is
+ * written and the log stays), else nothing is written. */
+int st_stream_table_dropped(st_txn *txn, const char *name, uint32_t id, const uint8_t *rec,
+                            size_t len, bool *kept, char *errmsg);
+/* The deleted table `name` that has a stream of label_ms still within the
+ * retention at now_ms: its definition (stream disabled) in a, and the
+ * deletion time; SHOAL_E_NOT_FOUND if none. */
+int st_stream_dropped_find(st_env *env, const char *name, int64_t label_ms, int64_t now_ms,
+                           sh_arena *a, st_table_def *def, int64_t *deleted_ms, char *errmsg);
+/* Every deleted table whose streams are kept (defs and deletion times in
+ * a), for ListStreams (group 0, list_catalog). */
+int st_stream_dropped_list(st_env *env, sh_arena *a, st_table_def **defs, int64_t **deleted_ms,
+                           uint32_t *n, char *errmsg);
 
 /* The shape of a table's log in this group for the stream of label_ms. */
 typedef struct st_stream_bounds {

@@ -227,12 +227,57 @@ START_TEST(test_read_positions_and_limits)
 	ck_assert_uint_eq(b.last, 50);
 	ck_assert_uint_eq(b.newest, 50);
 	ck_assert_uint_eq(b.trimmed, 0);
-	/* DeleteTable takes the log with it. */
+	/* DeleteTable keeps a table's stream for the retention (DynamoDB's
+	 * rule): the log stays, the deleted table is found by name and label
+	 * (and listed), then the stream_trim past the retention forgets all. */
+	st_env_set_stream_retention(tl_env, 1000);
 	uint32_t id = table_id("Tbl");
 	st_txn *txn;
 	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, 500);
 	ck_assert_int_eq(st_table_delete(txn, "Tbl", tl_msg), SHOAL_OK);
 	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+	uint32_t gone;
+	ck_assert_int_eq(st_table_id(tl_env, "Tbl", &gone, tl_msg), SHOAL_E_NOT_FOUND);
+	st_table_def d;
+	int64_t deleted;
+	ck_assert_int_eq(
+	    st_stream_dropped_find(tl_env, "Tbl", LABEL, 1500, &tl_arena, &d, &deleted, tl_msg),
+	    SHOAL_OK);
+	ck_assert_int_eq(deleted, 500);
+	ck_assert(!d.stream.enabled);
+	id = d.id;
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(b.first, 1);
+	ck_assert_uint_eq(b.last, 50);
+	ck_assert_int_eq(
+	    st_stream_dropped_find(tl_env, "Tbl", LABEL + 1, 1500, &tl_arena, &d, &deleted, tl_msg),
+	    SHOAL_E_NOT_FOUND);
+	ck_assert_int_eq(
+	    st_stream_dropped_find(tl_env, "Tbl", LABEL, 1501, &tl_arena, &d, &deleted, tl_msg),
+	    SHOAL_E_NOT_FOUND); /* past the retention */
+	st_table_def *defs;
+	int64_t *when;
+	uint32_t n_dropped;
+	ck_assert_int_eq(
+	    st_stream_dropped_list(tl_env, &tl_arena, &defs, &when, &n_dropped, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(n_dropped, 1);
+	ck_assert_str_eq(defs[0].name, "Tbl");
+	int64_t ts;
+	bool any;
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert(any);
+	uint32_t removed;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, 100000);
+	ck_assert_int_eq(st_stream_trim_expired(txn, 4096, &removed, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(removed, 50);
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert(!any);
+	ck_assert_int_eq(
+	    st_stream_dropped_list(tl_env, &tl_arena, &defs, &when, &n_dropped, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(n_dropped, 0);
 	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
 	ck_assert_uint_eq(b.newest, 0);
 	ck_assert_uint_eq(b.first, 0);

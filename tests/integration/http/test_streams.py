@@ -81,6 +81,17 @@ def read_all(s, arn, horizon="TRIM_HORIZON", limit=None):
     return out
 
 
+def all_stream_arns(s):
+    """Every StreamArn ListStreams gives, page by page."""
+    arns, kw = [], {}
+    while True:
+        r = s.list_streams(Limit=100, **kw)
+        arns += [x["StreamArn"] for x in r["Streams"]]
+        if "LastEvaluatedStreamArn" not in r:
+            return arns
+        kw = {"ExclusiveStartStreamArn": r["LastEvaluatedStreamArn"]}
+
+
 def flat(by_shard):
     return [r for recs in by_shard.values() for r in recs]
 
@@ -338,8 +349,9 @@ class Streams(unittest.TestCase):
     def test_retention(self):
         """Records past the retention (run.sh: SHOAL_STREAM_RETENTION_S) are
         trimmed although nothing is written any more (the leader's timer), a
-        replaced stream is listed and readable until then, and a position in
-        the trimmed range is TrimmedDataAccessException."""
+        replaced stream and a deleted table's stream are listed and readable
+        until then, and a position in the trimmed range is
+        TrimmedDataAccessException."""
         ret = int(os.environ.get("SHOAL_STREAM_RETENTION_S", "86400"))
         if ret > 60:
             self.skipTest("retention of %d s: too long to wait for" % ret)
@@ -351,7 +363,26 @@ class Streams(unittest.TestCase):
             "StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})["TableDescription"][
             "LatestStreamArn"]
         self.c.put_item(TableName=t, Item=key("two"))
+        # A deleted table's stream stays too: listed, DISABLED, readable.
+        gone = new_table(self.c, "NEW_IMAGE")
+        arn_gone = self.arn(gone)
+        self.c.put_item(TableName=gone, Item={**key("three"), "v": N(3)})
+        self.c.delete_table(TableName=gone)
         t_written = time.monotonic()
+        self.c.get_waiter("table_not_exists").wait(TableName=gone)
+        self.assertEqual(self.s.list_streams(TableName=gone)["Streams"],
+                         [{"StreamArn": arn_gone, "TableName": gone,
+                           "StreamLabel": arn_gone.split("/stream/")[1]}])
+        self.assertIn(arn_gone, all_stream_arns(self.s))
+        desc = self.s.describe_stream(StreamArn=arn_gone)["StreamDescription"]
+        self.assertEqual((desc["StreamStatus"], desc["StreamViewType"], desc["TableName"]),
+                         ("DISABLED", "NEW_IMAGE", gone))
+        self.assertEqual(desc["KeySchema"][0]["AttributeName"], "pk")
+        for sh in desc["Shards"]:
+            self.assertIn("EndingSequenceNumber", sh["SequenceNumberRange"])
+        recs = flat(read_all(self.s, arn_gone))
+        self.assertEqual([(r["eventName"], r["dynamodb"]["NewImage"]["v"]["N"]) for r in recs],
+                         [("INSERT", "3")])
         self.assertEqual(len(flat(read_all(self.s, arn1))), 1)
         rec2 = flat(read_all(self.s, arn2))
         self.assertEqual(len(rec2), 1)
@@ -364,12 +395,17 @@ class Streams(unittest.TestCase):
         while True:
             listed = [x["StreamArn"] for x in self.s.list_streams(TableName=t)["Streams"]]
             left = flat(read_all(self.s, arn2))
-            if not left and listed == [arn2]:
+            all_arns = all_stream_arns(self.s)
+            if not left and listed == [arn2] and arn_gone not in all_arns:
                 break
             self.assertLess(time.monotonic(), deadline, (listed, left))
             time.sleep(0.2)
         self.assertGreaterEqual(time.monotonic() - t_written, ret * 0.9)
         self.assertEqual(self.code(self.s.describe_stream, StreamArn=arn1)[0],
+                         "ResourceNotFoundException")
+        self.assertEqual(self.code(self.s.describe_stream, StreamArn=arn_gone)[0],
+                         "ResourceNotFoundException")
+        self.assertEqual(self.code(self.s.list_streams, TableName=gone)[0],
                          "ResourceNotFoundException")
         trimmed = 0
         for sid in shard2:
