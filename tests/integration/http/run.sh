@@ -45,10 +45,11 @@ if [[ -z $base ]]; then
 fi
 
 # A TTL change may follow the previous one after 1.5 s (DynamoDB: an
-# hour); stream records live 10 s (DynamoDB: 24 hours), so that
+# hour); stream records live 30 s (DynamoDB: 24 hours: long enough for the
+# slowest reader in the suite, the CLIs), so that
 # test_streams.py sees them trimmed by the timer.  The suite reads both
 # from the environment.
-ttl_interval_ms=1500 stream_retention_s=10
+ttl_interval_ms=1500 stream_retention_s=30
 export SHOAL_TTL_CHANGE_INTERVAL_MS=$ttl_interval_ms SHOAL_STREAM_RETENTION_S=$stream_retention_s
 dir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-http-it-XXXXXX")
 cleanup() {
