@@ -87,6 +87,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 			c->stream_retention_s = (uint32_t)v;
 		else if (strcmp(name, "ttl_scan_ms") == 0 && parse_uint(value, 86400000UL, &v))
 			c->ttl_scan_ms = (uint32_t)v, c->ttl_scan_set = true;
+		else if (strcmp(name, "ttl_change_interval_ms") == 0 &&
+		         parse_uint(value, 7UL * 86400000, &v))
+			c->ttl_change_interval_ms = (uint32_t)v, c->ttl_change_interval_set = true;
 		else if (strcmp(name, "ttl_share") == 0 && parse_uint(value, 100, &v) && v >= 1)
 			c->ttl_share = (uint32_t)v;
 		else
@@ -217,6 +220,12 @@ void sh_cluster_raft_address(const sh_node_conf *n, uint32_t group, char *buf)
 	int len = snprintf(buf, SH_ADDR_MAX, "%.*s:%u", SH_ADDR_MAX - 8, n->raft_host,
 	                   (unsigned)(n->raft_port + group) & 0xffff);
 	(void)len;
+}
+
+int64_t sh_cluster_stream_retention_ms(const sh_cluster_conf *c)
+{
+	return c->stream_retention_s != 0 ? (int64_t)c->stream_retention_s * 1000
+	                                  : 24LL * 3600 * 1000;
 }
 
 uint32_t sh_cluster_partitions(const sh_cluster_conf *c)

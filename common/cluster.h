@@ -94,6 +94,12 @@ typedef struct sh_cluster_conf {
 	uint32_t ttl_scan_ms;
 	bool ttl_scan_set;
 	uint32_t ttl_share;
+	/* [cluster] ttl_change_interval_ms: how long after a table's TTL
+	 * setting changed another UpdateTimeToLive is refused (0: never);
+	 * without ttl_change_interval_set, DynamoDB's hour
+	 * (ST_TTL_CHANGE_INTERVAL_MS).  Short in tests. */
+	uint32_t ttl_change_interval_ms;
+	bool ttl_change_interval_set;
 	/* [cluster] partition_rcu / partition_wcu: the most read / write units
 	 * per second one partition (of a table or a GSI) serves, whatever the
 	 * table's capacity (DynamoDB: 3000 / 1000).  0 in the struct: the
@@ -130,6 +136,8 @@ void sh_cluster_raft_address(const sh_node_conf *n, uint32_t group, char *buf);
 
 /* Number of partitions of every table (D above). */
 uint32_t sh_cluster_partitions(const sh_cluster_conf *c);
+/* [cluster] stream_retention_s in ms, or DynamoDB's 24 hours when unset. */
+int64_t sh_cluster_stream_retention_ms(const sh_cluster_conf *c);
 /* Partition index of a placement hash. */
 uint32_t sh_cluster_partition_of(const sh_cluster_conf *c, uint64_t hash);
 /* Inclusive hash range of partition p. */

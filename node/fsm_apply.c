@@ -74,6 +74,10 @@
  *   outbox_trim             a source group: st_outbox_trim (the replicated
  *                           shipped watermark).
  *   backfill                a source group: one st_backfill_step.
+ *   stream_trim             any group: st_stream_trim_expired, stream records
+ *                           older than this entry's time minus the retention
+ *                           (proposed by the leader, node/txn_recover.c), so
+ *                           trimming does not wait for the table's next write.
  *   scrub                   any group: st_txn_scrub of up to max_keys pairs
  *                           from `start`, at this entry's index; the result
  *                           is kept in memory (node_fsm_scrub_record), never
@@ -95,6 +99,7 @@
 #include "common/alloc.h"
 #include "node/capacity.h"
 #include "node/fsm_int.h"
+#include "storage/stream.h"
 #include "node/node.h"
 #include "proto/wire.h"
 #include "storage/index.h"
@@ -620,6 +625,10 @@ static int run_op(op_ctx *c, const Shoal__CommandOp *op)
 		return node_op_txn_expire(c);
 	case SHOAL__COMMAND_OP__OP_SCRUB:
 		return op_scrub(c, op->scrub);
+	case SHOAL__COMMAND_OP__OP_STREAM_TRIM: {
+		uint32_t removed;
+		return st_stream_trim_expired(c->txn, ST_STREAM_TRIM_PER_ENTRY, &removed, c->msg);
+	}
 	default:
 		/* Unset, or an operation of a newer build: the same on every
 		 * replica, so a per-operation error, not a failure. */

@@ -399,6 +399,9 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	node_fsm_set_cap(g->fsm, n->cap);
 	st_env_set_stream_retention(node_fsm_env(g->fsm),
 	                            (int64_t)n->conf->stream_retention_s * 1000);
+	st_env_set_ttl_change_interval(
+	    node_fsm_env(g->fsm),
+	    n->conf->ttl_change_interval_set ? (int64_t)n->conf->ttl_change_interval_ms : -1);
 	atomic_store(&g->rebuilding, st_env_rebuilt(node_fsm_env(g->fsm)) != NULL);
 
 	rc = node_transport_init(&g->transport, &n->loop, n->tls, errmsg);

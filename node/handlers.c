@@ -34,6 +34,7 @@
 #include "node/capacity.h"
 #include "node/node.h"
 #include "proto/wire.h"
+#include "storage/stream.h"
 
 /* BatchGetItem: stop adding items past this many bytes of item data and
  * return the remaining keys as UnprocessedKeys (DynamoDB: 16 MB per
@@ -629,6 +630,7 @@ int node_handle_group_status(node_call *c)
 		t->item_count = info.item_count;
 		t->size_bytes = info.size_bytes;
 		t->table_number = info.def.id;
+		t->ttl_ms = info.def.ttl_ms;
 		if ((rc = index_stats(c, names[i], prog, n_prog, t)) != SHOAL_OK)
 			return rc;
 		gs->tables[gs->n_tables++] = t;
@@ -658,6 +660,30 @@ int node_handle_list_catalog(node_call *c)
 		Shoal__TableDefine *d;
 		if ((rc = wire_table_define_to_pb(c->arena, &info.def, &d, c->errmsg)) != SHOAL_OK)
 			return rc;
+		nr->catalog[nr->n_catalog++] = d;
+	}
+	/* Deleted tables whose streams are kept: ListStreams and the routing of
+	 * their streams (router/stream.c). */
+	st_table_def *dropped;
+	int64_t *when;
+	uint32_t nd;
+	if ((rc = st_stream_dropped_list(env, c->arena, &dropped, &when, &nd, c->errmsg)) !=
+	    SHOAL_OK)
+		return rc;
+	if (nd > 0) {
+		Shoal__TableDefine **all =
+		    sh_arena_calloc(c->arena, nr->n_catalog + nd, sizeof(*all));
+		if (all == NULL)
+			return nomem(c);
+		memcpy(all, nr->catalog, nr->n_catalog * sizeof(*all));
+		nr->catalog = all;
+	}
+	for (uint32_t i = 0; i < nd; i++) {
+		Shoal__TableDefine *d;
+		if ((rc = wire_table_define_to_pb(c->arena, &dropped[i], &d, c->errmsg)) !=
+		    SHOAL_OK)
+			return rc;
+		d->dropped_ms = when[i];
 		nr->catalog[nr->n_catalog++] = d;
 	}
 	return SHOAL_OK;

@@ -5,12 +5,14 @@
  * has the design).  The router (router/stream.c) routes a shard to the
  * group that holds its partition and merges DescribeStream's shards.
  *
- * Each handler checks that the stream is the table's latest one (the label
- * in the ARN or iterator equals the table's stream.label_ms, and for an
- * iterator the table id too: a table dropped and created again under the
- * same name has another id), then reads st_stream_*.  A shard of a
- * disabled stream is closed: DescribeStream gives its EndingSequenceNumber
- * and GetRecords stops handing out iterators once it has read to its end.
+ * Each handler checks that the stream is one of the table's (the label in
+ * the ARN or iterator is the table's latest stream or one it replaced, still
+ * within the retention: st_stream_spec_find; for an iterator the table id
+ * too: a table dropped and created again under the same name has another
+ * id), then reads st_stream_*.  A shard of a disabled stream (the latest
+ * one disabled, or a replaced one) is closed: DescribeStream gives its
+ * EndingSequenceNumber and GetRecords stops handing out iterators once it
+ * has read to its end.
  */
 #include <string.h>
 
@@ -29,13 +31,32 @@ static int stream_not_found(node_call *c, const char *arn)
 	               "Requested resource not found: Stream: %s not found", arn);
 }
 
-/* The table of a stream, which must still be the table's latest stream. */
+/* The table of a stream, which must be one of the table's streams: *enabled
+ * and *view are the stream's. */
 static int load_stream(node_call *c, const char *arn, const char *table, int64_t label_ms,
-                       st_table_info *t)
+                       st_table_info *t, bool *enabled, st_stream_view *view)
 {
+	int64_t now = node_wall_ms();
 	int rc = st_table_describe(node_group_env(c->group), table, c->arena, t, c->errmsg);
-	if (rc == SHOAL_E_NOT_FOUND || (rc == SHOAL_OK && t->def.stream.label_ms != label_ms))
+	if (rc == SHOAL_OK &&
+	    st_stream_spec_find(&t->def.stream, label_ms, now,
+	                        sh_cluster_stream_retention_ms(c->node->conf), enabled, view))
+		return SHOAL_OK;
+	if (rc != SHOAL_OK && rc != SHOAL_E_NOT_FOUND)
+		return rc;
+	/* A deleted table's stream, kept for the retention. */
+	int64_t deleted;
+	memset(t, 0, sizeof(*t));
+	rc = st_stream_dropped_find(node_group_env(c->group), table, label_ms, now, c->arena,
+	                            &t->def, &deleted, c->errmsg);
+	if (rc == SHOAL_E_NOT_FOUND)
 		return stream_not_found(c, arn);
+	if (rc == SHOAL_OK) {
+		bool en;
+		*enabled = false;
+		if (!st_stream_spec_find(&t->def.stream, label_ms, now, INT64_MAX / 2, &en, view))
+			return stream_not_found(c, arn);
+	}
 	return rc;
 }
 
@@ -70,10 +91,12 @@ int node_handle_describe_stream(node_call *c)
 {
 	wire_describe_stream_req r;
 	st_table_info t;
+	bool enabled;
+	st_stream_view view;
 	int rc =
 	    wire_describe_stream_from_pb(c->arena, c->req->request->describe_stream, &r, c->errmsg);
 	if (rc == SHOAL_OK)
-		rc = load_stream(c, r.stream_arn, r.table, r.label_ms, &t);
+		rc = load_stream(c, r.stream_arn, r.table, r.label_ms, &t, &enabled, &view);
 	if (rc != SHOAL_OK)
 		return rc;
 	Shoal__DescribeStreamResponse *out = sh_arena_alloc(c->arena, sizeof(*out));
@@ -88,8 +111,8 @@ int node_handle_describe_stream(node_call *c)
 	wire_stream_label(r.label_ms, label);
 	d->stream_arn = (char *)r.stream_arn;
 	d->stream_label = label;
-	d->stream_status = t.def.stream.enabled ? "ENABLED" : "DISABLED";
-	d->stream_view_type = (char *)wire_stream_view_name(t.def.stream.view);
+	d->stream_status = enabled ? "ENABLED" : "DISABLED";
+	d->stream_view_type = (char *)wire_stream_view_name(view);
 	d->creation_request_date_time = r.label_ms;
 	d->table_name = (char *)t.def.name;
 	d->shards = shards;
@@ -112,13 +135,12 @@ int node_handle_describe_stream(node_call *c)
 		wire_shard_id(r.label_ms, p, id);
 		s->shard_id = id;
 		/* The oldest record there, else where the next one will be. */
-		uint64_t first =
-		    b.first != 0 ? b.first : (b.trimmed > b.newest ? b.trimmed : b.newest) + 1;
+		uint64_t first = b.first != 0 ? b.first : st_stream_latest(&b);
 		char *start = seqno(c, first);
 		if (start == NULL)
 			return nomem(c);
 		WIRE_SET(range, starting_sequence_number, start);
-		if (!t.def.stream.enabled) {
+		if (!enabled) {
 			char *end = seqno(c, b.last != 0 ? b.last : first);
 			if (end == NULL)
 				return nomem(c);
@@ -137,10 +159,12 @@ int node_handle_get_shard_iterator(node_call *c)
 {
 	wire_shard_iter_req r;
 	st_table_info t;
+	bool enabled;
+	st_stream_view view;
 	int rc = wire_get_shard_iterator_from_pb(c->arena, c->req->request->get_shard_iterator, &r,
 	                                         c->errmsg);
 	if (rc == SHOAL_OK)
-		rc = load_stream(c, r.stream_arn, r.table, r.label_ms, &t);
+		rc = load_stream(c, r.stream_arn, r.table, r.label_ms, &t, &enabled, &view);
 	if (rc == SHOAL_OK && !holds_partition(c, r.partition))
 		rc = sh_errf(c->errmsg, SHOAL_E_NOT_FOUND,
 		             "Requested resource not found: Shard does not exist");
@@ -155,8 +179,8 @@ int node_handle_get_shard_iterator(node_call *c)
 	case WIRE_ITER_TRIM_HORIZON:
 		it.pos = b.trimmed + 1;
 		break;
-	case WIRE_ITER_LATEST:
-		it.pos = (b.trimmed > b.newest ? b.trimmed : b.newest) + 1;
+	case WIRE_ITER_LATEST: /* safe on a lagging replica: st_stream_latest */
+		it.pos = st_stream_latest(&b);
 		break;
 	case WIRE_ITER_AT:
 		it.pos = r.seq;
@@ -192,13 +216,15 @@ int node_handle_get_records(node_call *c)
 	wire_iter it;
 	uint32_t limit;
 	st_table_info t;
+	bool enabled = false;
+	st_stream_view view;
 	int64_t now = node_wall_ms();
 	int rc = wire_get_records_from_pb(c->arena, c->req->request->get_records, &it, &limit,
 	                                  c->errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_iter_check_age(&it, now, c->errmsg);
 	if (rc == SHOAL_OK)
-		rc = load_stream(c, it.stream_arn, it.table, it.label_ms, &t);
+		rc = load_stream(c, it.stream_arn, it.table, it.label_ms, &t, &enabled, &view);
 	if (rc == SHOAL_OK && (t.def.id != it.table_id || !holds_partition(c, it.partition)))
 		rc = stream_not_found(c, it.stream_arn);
 	st_stream_rec *recs;
@@ -222,7 +248,7 @@ int node_handle_get_records(node_call *c)
 	/* A closed shard (the stream is disabled) read to its end has no next
 	 * iterator; an open one always has. */
 	bool closed = false;
-	if (!t.def.stream.enabled) {
+	if (!enabled) {
 		st_stream_bounds b;
 		rc = st_stream_bounds_get(node_group_env(c->group), t.def.id, it.label_ms, &b,
 		                          c->errmsg);

@@ -20,6 +20,8 @@
  *                                                    proposed here
  *   records or tokens past their       -             txn_expire proposed here
  *   expiry
+ *   a stream record past the           -             stream_trim proposed here
+ *   retention (storage/stream.h)
  *
  * (RECOVER_MS is NODE_TXN_RECOVER_MS (node.h), counted from the entry that created
  * the part or record, by the proposer's clock.)  Every message is
@@ -43,6 +45,7 @@
 #include "common/clock.h"
 #include "node/ship_int.h"
 #include "proto/wire.h"
+#include "storage/stream.h"
 
 /* Scan period, the most tasks in flight, one attempt's timeout. */
 #define REC_SCAN_MS    1000
@@ -52,7 +55,7 @@
 enum task_kind {
 	T_STATUS_REMOTE, /* TxnStatus to the coordinator, then TxnFinish here */
 	T_FINISH_REMOTE, /* TxnFinish to a participant, then TxnAck here */
-	T_LOCAL,         /* a proposal here only (TxnStatus, txn_expire) */
+	T_LOCAL,         /* a proposal here only (TxnStatus, txn_expire, stream_trim) */
 };
 
 typedef struct rec_task {
@@ -415,6 +418,20 @@ static void scan_group(node_txnrec *r, node_group *g, uint32_t gid, int64_t now_
 			t->w.op = (Shoal__CommandOp)SHOAL__COMMAND_OP__INIT;
 			t->w.op.op_case = SHOAL__COMMAND_OP__OP_TXN_EXPIRE;
 			t->w.op.txn_expire = true;
+			propose(t);
+		}
+	}
+	/* Stream records past the retention go even when nothing is written
+	 * (an append trims only its own table's head). */
+	int64_t oldest;
+	if (st_stream_oldest(env, &oldest, &any, msg) == SHOAL_OK && any &&
+	    st_stream_expired(env, oldest, now_ms)) {
+		static const uint8_t trim_id[16] = {0xfe};
+		rec_task *t = task_new(r, gid, trim_id, T_LOCAL, gid);
+		if (t != NULL) {
+			t->w.op = (Shoal__CommandOp)SHOAL__COMMAND_OP__INIT;
+			t->w.op.op_case = SHOAL__COMMAND_OP__OP_STREAM_TRIM;
+			t->w.op.stream_trim = true;
 			propose(t);
 		}
 	}

@@ -386,7 +386,10 @@ int wire_list_tags_resp_to_pb(sh_arena *a, const st_table_def *def,
  * (Enabled and AttributeName required, AttributeName 1..255 bytes) with
  * DynamoDB's messages, into an update request with set_ttl; its answer
  * echoes the specification.  DescribeTimeToLive -> the table's name; its
- * answer: ENABLED with AttributeName, or DISABLED. */
+ * answer: ENABLED with AttributeName, or DISABLED, and the internal
+ * changed_ms (the router turns it into ENABLING / DISABLING, router/ttl.c).
+ * wire_ttl_status: the status of a setting (enabled or not) that is or is
+ * not in force everywhere yet; a static string. */
 int wire_update_ttl_from_pb(sh_arena *a, const Shoal__UpdateTimeToLiveRequest *pb,
                             st_table_update_req *out, char *errmsg);
 int wire_update_ttl_resp_to_pb(sh_arena *a, const Shoal__UpdateTimeToLiveRequest *pb,
@@ -395,6 +398,7 @@ int wire_describe_ttl_from_pb(sh_arena *a, const Shoal__DescribeTimeToLiveReques
                               const char **table, char *errmsg);
 int wire_describe_ttl_resp_to_pb(sh_arena *a, const st_table_def *def,
                                  Shoal__DescribeTimeToLiveResponse **out, char *errmsg);
+const char *wire_ttl_status(bool enabled, bool in_force);
 /* A TableUpdate (cluster.proto: group 0's change of a table's definition:
  * an UpdateTable, a TagResource or an UntagResource, exactly one) as the
  * converter of its member converts it. */

@@ -65,6 +65,21 @@ int wire_table_define_to_pb(sh_arena *a, const st_table_def *def, Shoal__TableDe
 	td->stream_label_ms = def->stream.label_ms;
 	td->stream_changed_ms = def->stream.changed_ms;
 	td->stream_view = (char *)wire_stream_view_name(def->stream.view);
+	if (def->stream.n_past > 0) {
+		Shoal__PastStream *ps = sh_arena_calloc(a, def->stream.n_past, sizeof(*ps));
+		td->past_streams =
+		    sh_arena_calloc(a, def->stream.n_past, sizeof(*td->past_streams));
+		if (ps == NULL || td->past_streams == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "TableDefine: out of memory");
+		for (uint32_t i = 0; i < def->stream.n_past; i++) {
+			shoal__past_stream__init(&ps[i]);
+			ps[i].label_ms = def->stream.past[i].label_ms;
+			ps[i].ended_ms = def->stream.past[i].ended_ms;
+			ps[i].view = (char *)wire_stream_view_name(def->stream.past[i].view);
+			td->past_streams[i] = &ps[i];
+		}
+		td->n_past_streams = def->stream.n_past;
+	}
 	td->ttl_attribute = (char *)(def->ttl_attr != NULL ? def->ttl_attr : "");
 	td->ttl_ms = def->ttl_ms;
 	if (def->n_indexes > 0) {
@@ -149,6 +164,22 @@ int wire_table_define_from_pb(sh_arena *a, const Shoal__TableDefine *td, st_tabl
 	if (def.stream.label_ms != 0 && def.stream.view == ST_VIEW_NONE)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "TableDefine: a stream without a view type");
+	if (td->n_past_streams > ST_STREAM_PAST_MAX)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "TableDefine: %zu past streams",
+		               td->n_past_streams);
+	for (size_t i = 0; i < td->n_past_streams; i++) {
+		const Shoal__PastStream *ps = td->past_streams[i];
+		st_past_stream *x = &def.stream.past[i];
+		x->label_ms = ps->label_ms;
+		x->ended_ms = ps->ended_ms;
+		for (int v = ST_VIEW_KEYS_ONLY; v <= ST_VIEW_NEW_AND_OLD_IMAGES; v++)
+			if (ps->view != NULL && strcmp(ps->view, wire_stream_view_name(v)) == 0)
+				x->view = (st_stream_view)v;
+		if (x->label_ms == 0 || x->view == ST_VIEW_NONE)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "TableDefine: a bad past stream");
+	}
+	def.stream.n_past = (uint32_t)td->n_past_streams;
 	def.ttl_attr =
 	    td->ttl_attribute != NULL && td->ttl_attribute[0] != '\0' ? td->ttl_attribute : NULL;
 	def.ttl_ms = td->ttl_ms;

@@ -87,7 +87,15 @@ int wire_describe_ttl_resp_to_pb(sh_arena *a, const st_table_def *def,
 	d->time_to_live_status = def->ttl_attr != NULL ? "ENABLED" : "DISABLED";
 	if (def->ttl_attr != NULL)
 		WIRE_SET(d, attribute_name, (char *)def->ttl_attr);
+	d->changed_ms = def->ttl_ms;
 	r->time_to_live_description = d;
 	*out = r;
 	return SHOAL_OK;
+}
+
+const char *wire_ttl_status(bool enabled, bool in_force)
+{
+	if (enabled)
+		return in_force ? "ENABLED" : "ENABLING";
+	return in_force ? "DISABLED" : "DISABLING";
 }

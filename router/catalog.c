@@ -75,13 +75,15 @@ int rt_catalog_snap_build(sh_arena *arena, Shoal__TableDefine *const *defs, size
 	sh_arena_init(arena);
 	atomic_init(&s->refs, 1);
 	s->tables = sh_arena_calloc(&s->arena, n + 1, sizeof(*s->tables));
-	if (s->tables == NULL) {
+	s->dropped = sh_arena_calloc(&s->arena, n + 1, sizeof(*s->dropped));
+	if (s->tables == NULL || s->dropped == NULL) {
 		rt_catalog_snap_free(s);
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "catalog: out of memory");
 	}
 	for (size_t i = 0; i < n; i++) {
 		const Shoal__TableDefine *d = defs[i];
-		rt_table *t = &s->tables[s->n];
+		rt_table *t =
+		    d != NULL && d->dropped_ms != 0 ? &s->dropped[s->n_dropped] : &s->tables[s->n];
 		char msg[SH_ERRMSG_SIZE];
 		if (d == NULL || d->def == NULL) {
 			rt_log("catalog: entry %zu has no definition; skipped", i);
@@ -100,7 +102,11 @@ int rt_catalog_snap_build(sh_arena *arena, Shoal__TableDefine *const *defs, size
 		t->name = t->def.name;
 		t->id = d->table_id;
 		t->pb = d;
-		s->n++;
+		t->dropped_ms = d->dropped_ms;
+		if (d->dropped_ms != 0)
+			s->n_dropped++;
+		else
+			s->n++;
 	}
 	qsort(s->tables, s->n, sizeof(*s->tables), table_cmp);
 	*out = s;

@@ -183,6 +183,7 @@ typedef struct rt_table {
 	uint32_t id;
 	st_table_def def;             /* key schema, indexes, id, created_ms */
 	const Shoal__TableDefine *pb; /* as stored: re-sent to repair a data group */
+	int64_t dropped_ms;           /* in rt_catalog_snap.dropped: the deletion's time */
 } rt_table;
 
 /* An immutable catalog version: readers hold a reference while they use it,
@@ -192,6 +193,10 @@ typedef struct rt_catalog_snap {
 	sh_arena arena;   /* owns everything below */
 	rt_table *tables; /* sorted by name (strcmp) */
 	uint32_t n;
+	/* Deleted tables whose streams are kept (TableDefine.dropped_ms): for
+	 * the Streams operations only (router/stream.c). */
+	rt_table *dropped;
+	uint32_t n_dropped;
 } rt_catalog_snap;
 
 /* The cache and its refresh.  Refreshes are asynchronous and coalesced:
@@ -677,6 +682,26 @@ int rt_read_capacity(sh_arena *a, wire_rcc rcc, const rt_table *t, const st_inde
  * refreshes the catalog; a->active tells whether the index is ACTIVE now.
  * A data group whose copy of the table does not know the index yet gets
  * the definition again. */
+/* Sub-step (tables.c): every data group's believed leader asked for its
+ * GroupStatus in parallel with the short status timeout; a follower's
+ * answer (stale leader cache) is followed by a question to the leader it
+ * names.  Called again at the caller's phase until it returns something
+ * other than RT_WAIT (zeroed first); then calls[0..n) hold the answers:
+ * rt_status_of gives a call's GroupStatus (NULL: no answer), and
+ * rt_table_stats a table's entry in it (NULL: the group lacks the table). */
+typedef struct rt_statuses {
+	int phase;
+	uint32_t n;
+	uint32_t groups[SH_MAX_GROUPS];
+	rt_call *calls[SH_MAX_GROUPS];
+	rt_call *again[SH_MAX_GROUPS];
+	uint32_t slot[SH_MAX_GROUPS];
+	uint32_t n_again;
+} rt_statuses;
+int rt_statuses_step(rt_job *j, rt_statuses *st);
+const Shoal__GroupStatus *rt_status_of(rt_job *j, rt_call *c);
+const Shoal__TableStats *rt_table_stats(const Shoal__GroupStatus *gs, const char *table);
+
 /* Sub-step (tables.c): group 0's stored definition of a table sent to every
  * data group in parallel (define_table: creates the table there, or
  * redefines it with the same id), then the catalog refreshed.  A data group

@@ -10,9 +10,15 @@
  *   GetShardIterator  the shard's partition -> its group (any replica)
  *   GetRecords        the iterator's partition -> its group (any replica)
  *
- * A stream is named by its table and label; a label that is not the
- * table's latest one in the cached catalog gets one catalog refresh before
+ * A stream is named by its table and label: the table's latest stream or
+ * one it replaced within the retention (st_stream_spec_find); a label
+ * that is neither in the cached catalog gets one catalog refresh before
  * it is ResourceNotFound (the stream may have been enabled just now).
+ * ListStreams lists both kinds.  A deleted table's streams stay for the
+ * retention after DeleteTable (DISABLED), as DynamoDB's do: group 0's
+ * list_catalog sends them apart (TableDefine.dropped_ms, kept in
+ * rt_catalog_snap.dropped), and routing finds them there when the live
+ * table (if one of that name exists again) has no such stream.
  */
 #include <string.h>
 
@@ -29,17 +35,41 @@ static int stream_not_found(rt_job *j, const char *arn)
 	                   "Requested resource not found: Stream: %s not found", arn);
 }
 
-/* The table of a stream, whose latest stream has label_ms: RT_WAIT while
- * the catalog refreshes, SHOAL_OK with *t, or the job's failure. */
+/* A deleted table of snap's named `table` that has a stream of label_ms
+ * still within the retention (router.h: rt_catalog_snap.dropped). */
+static const rt_table *dropped_stream(rt_job *j, const rt_catalog_snap *snap, const char *table,
+                                      int64_t label_ms)
+{
+	st_stream_view view;
+	for (uint32_t i = 0; snap != NULL && i < snap->n_dropped; i++) {
+		const rt_table *t = &snap->dropped[i];
+		if (strcmp(t->name, table) == 0 &&
+		    st_stream_spec_find_dropped(&t->def.stream, t->dropped_ms, label_ms,
+		                                rt_wall_ms(),
+		                                sh_cluster_stream_retention_ms(j->rt->conf), &view))
+			return t;
+	}
+	return NULL;
+}
+
+/* The table of a stream, which has a stream of label_ms (a live table's,
+ * or a deleted one's kept for the retention): RT_WAIT while the catalog
+ * refreshes, SHOAL_OK with *t, or the job's failure. */
 static int stream_table(rt_job *j, const char *arn, const char *table, int64_t label_ms,
                         const rt_table **t)
 {
 	int rc = rt_job_table(j, table, false, t);
-	if (rc == SHOAL_E_NOT_FOUND)
-		return stream_not_found(j, arn);
-	if (rc != SHOAL_OK)
+	if (rc == RT_WAIT)
 		return rc;
-	if ((*t)->def.stream.label_ms == label_ms)
+	if (rc != SHOAL_OK && rc != SHOAL_E_NOT_FOUND)
+		return rc;
+	bool enabled;
+	st_stream_view view;
+	if (rc == SHOAL_OK &&
+	    st_stream_spec_find(&(*t)->def.stream, label_ms, rt_wall_ms(),
+	                        sh_cluster_stream_retention_ms(j->rt->conf), &enabled, &view))
+		return SHOAL_OK;
+	if ((*t = dropped_stream(j, j->snap, table, label_ms)) != NULL)
 		return SHOAL_OK;
 	if (!j->fresh)
 		return rt_job_refresh(j);
@@ -186,8 +216,15 @@ int rt_step_describe_stream(rt_job *j)
 		return nomem(j);
 	shoal__describe_stream_response__init(out);
 	out->stream_description = d;
-	/* The key schema comes from the catalog's definition. */
+	/* The key schema comes from the catalog's definition (a deleted
+	 * table's kept one, for its stream). */
 	const rt_table *t = rt_catalog_find(j->snap, s->r.table);
+	bool enabled;
+	st_stream_view view;
+	if (t == NULL ||
+	    !st_stream_spec_find(&t->def.stream, s->r.label_ms, rt_wall_ms(),
+	                         sh_cluster_stream_retention_ms(j->rt->conf), &enabled, &view))
+		t = dropped_stream(j, j->snap, s->r.table, s->r.label_ms);
 	if (t != NULL) {
 		Shoal__KeySchemaElement **ks = sh_arena_calloc(&j->arena, 2, sizeof(*ks));
 		Shoal__KeySchemaElement *e = sh_arena_calloc(&j->arena, 2, sizeof(*e));
@@ -227,8 +264,12 @@ int rt_step_list_streams(rt_job *j)
 		return rt_job_fail(j, j->refresh_rc, "%s", j->refresh_msg);
 	rt_catalog_snap *snap = rt_catalog_acquire(&j->rt->catalog);
 	Shoal__ListStreamsResponse *out = sh_arena_alloc(&j->arena, sizeof(*out));
-	Shoal__StreamSummary **v =
-	    sh_arena_calloc(&j->arena, (snap != NULL ? snap->n : 0) + 1, sizeof(*v));
+	Shoal__StreamSummary **v = sh_arena_calloc(
+	    &j->arena,
+	    (snap != NULL ? snap->n + snap->n_dropped : 0) * (ST_STREAM_PAST_MAX + 1) + 1,
+	    sizeof(*v));
+	bool done = false;
+	int64_t now = rt_wall_ms(), retention = sh_cluster_stream_retention_ms(j->rt->conf);
 	if (out == NULL || v == NULL) {
 		rt_catalog_release(snap);
 		return nomem(j);
@@ -236,34 +277,54 @@ int rt_step_list_streams(rt_job *j)
 	shoal__list_streams_response__init(out);
 	out->streams = v;
 	bool past_start = start == NULL;
-	for (uint32_t i = 0; snap != NULL && i < snap->n && rc == SHOAL_OK; i++) {
-		const rt_table *t = &snap->tables[i];
+	/* Live tables by name, then deleted ones whose streams are kept. */
+	uint32_t n_all = snap != NULL ? snap->n + snap->n_dropped : 0;
+	for (uint32_t i = 0; i < n_all && rc == SHOAL_OK; i++) {
+		const rt_table *t = i < snap->n ? &snap->tables[i] : &snap->dropped[i - snap->n];
 		if (t->def.stream.label_ms == 0 || (table != NULL && strcmp(table, t->name) != 0))
 			continue;
-		char *arn = wire_stream_arn(&j->arena, t->name, t->def.stream.label_ms);
-		char *label = sh_arena_alloc(&j->arena, WIRE_STREAM_LABEL_MAX);
-		char *name = sh_arena_strndup(&j->arena, t->name, strlen(t->name));
-		Shoal__StreamSummary *e = sh_arena_alloc(&j->arena, sizeof(*e));
-		if (arn == NULL || label == NULL || name == NULL || e == NULL) {
-			rc = nomem(j);
+		/* The latest stream, then the ones it replaced, newest first. */
+		for (uint32_t k = 0; k <= t->def.stream.n_past; k++) {
+			int64_t label_ms =
+			    k == 0 ? t->def.stream.label_ms : t->def.stream.past[k - 1].label_ms;
+			bool enabled;
+			st_stream_view view;
+			if (t->dropped_ms != 0
+			        ? !st_stream_spec_find_dropped(&t->def.stream, t->dropped_ms,
+			                                       label_ms, now, retention, &view)
+			        : !st_stream_spec_find(&t->def.stream, label_ms, now, retention,
+			                               &enabled, &view))
+				continue; /* a replaced stream past the retention */
+			char *arn = wire_stream_arn(&j->arena, t->name, label_ms);
+			char *label = sh_arena_alloc(&j->arena, WIRE_STREAM_LABEL_MAX);
+			char *name = sh_arena_strndup(&j->arena, t->name, strlen(t->name));
+			Shoal__StreamSummary *e = sh_arena_alloc(&j->arena, sizeof(*e));
+			if (arn == NULL || label == NULL || name == NULL || e == NULL) {
+				rc = nomem(j);
+				break;
+			}
+			if (!past_start) {
+				past_start = strcmp(arn, start) == 0;
+				continue;
+			}
+			if (out->n_streams == limit) {
+				WIRE_SET(out, last_evaluated_stream_arn, v[limit - 1]->stream_arn);
+				done = true;
+				break;
+			}
+			wire_stream_label(label_ms, label);
+			shoal__stream_summary__init(e);
+			e->stream_arn = arn;
+			e->table_name = name;
+			e->stream_label = label;
+			v[out->n_streams++] = e;
+		}
+		if (done)
 			break;
-		}
-		if (!past_start) {
-			past_start = strcmp(arn, start) == 0;
-			continue;
-		}
-		if (out->n_streams == limit) {
-			WIRE_SET(out, last_evaluated_stream_arn, v[limit - 1]->stream_arn);
-			break;
-		}
-		wire_stream_label(t->def.stream.label_ms, label);
-		shoal__stream_summary__init(e);
-		e->stream_arn = arn;
-		e->table_name = name;
-		e->stream_label = label;
-		v[out->n_streams++] = e;
 	}
 	bool exists = table == NULL || (snap != NULL && rt_catalog_find(snap, table) != NULL);
+	for (uint32_t i = 0; !exists && snap != NULL && i < snap->n_dropped; i++)
+		exists = strcmp(snap->dropped[i].name, table) == 0;
 	rt_catalog_release(snap);
 	if (rc != SHOAL_OK)
 		return rc;

@@ -93,20 +93,7 @@ static int64_t status_deadline(const rt_job *j)
 /* Sub-step: the data groups' leaders' GroupStatus                           */
 /* ------------------------------------------------------------------------ */
 
-/* Asks every data group's believed leader for its GroupStatus, in parallel
- * with the short status timeout; a follower's answer (stale leader cache)
- * is followed by a question to the leader it names. */
-typedef struct statuses {
-	int phase;
-	uint32_t n;
-	uint32_t groups[SH_MAX_GROUPS];
-	rt_call *calls[SH_MAX_GROUPS];
-	rt_call *again[SH_MAX_GROUPS];
-	uint32_t slot[SH_MAX_GROUPS];
-	uint32_t n_again;
-} statuses;
-
-static const Shoal__GroupStatus *status_of(rt_job *j, rt_call *c)
+const Shoal__GroupStatus *rt_status_of(rt_job *j, rt_call *c)
 {
 	if (c == NULL || c->rc != SHOAL_OK)
 		return NULL;
@@ -128,7 +115,7 @@ static int status_call(rt_job *j, uint32_t group, uint32_t only_node, rt_call **
 	return rt_call_request(j, c, nr);
 }
 
-static int statuses_step(rt_job *j, statuses *st)
+int rt_statuses_step(rt_job *j, rt_statuses *st)
 {
 	int rc;
 	switch (st->phase) {
@@ -143,7 +130,7 @@ static int statuses_step(rt_job *j, statuses *st)
 		st->n_again = 0;
 		for (uint32_t i = 0; i < st->n; i++) {
 			rt_call *c = st->calls[i];
-			const Shoal__GroupStatus *gs = status_of(j, c);
+			const Shoal__GroupStatus *gs = rt_status_of(j, c);
 			if (gs == NULL || gs->role == NULL || strcmp(gs->role, "leader") == 0 ||
 			    gs->leader_node == 0 || gs->leader_node == c->answered_by)
 				continue;
@@ -159,7 +146,7 @@ static int statuses_step(rt_job *j, statuses *st)
 		/* fall through */
 	case 2:
 		for (uint32_t k = 0; k < st->n_again; k++)
-			if (status_of(j, st->again[k]) != NULL)
+			if (rt_status_of(j, st->again[k]) != NULL)
 				st->calls[st->slot[k]] = st->again[k];
 		st->phase = 3;
 		/* fall through */
@@ -168,7 +155,7 @@ static int statuses_step(rt_job *j, statuses *st)
 	}
 }
 
-static const Shoal__TableStats *table_stats(const Shoal__GroupStatus *gs, const char *table)
+const Shoal__TableStats *rt_table_stats(const Shoal__GroupStatus *gs, const char *table)
 {
 	for (size_t i = 0; gs != NULL && i < gs->n_tables; i++)
 		if (gs->tables[i]->table_name != NULL &&
@@ -180,7 +167,7 @@ static const Shoal__TableStats *table_stats(const Shoal__GroupStatus *gs, const 
 static const Shoal__IndexStats *index_stats(const Shoal__GroupStatus *gs, const char *table,
                                             const char *index)
 {
-	const Shoal__TableStats *ts = table_stats(gs, table);
+	const Shoal__TableStats *ts = rt_table_stats(gs, table);
 	for (size_t i = 0; ts != NULL && i < ts->n_indexes; i++)
 		if (ts->indexes[i]->index_name != NULL &&
 		    strcmp(ts->indexes[i]->index_name, index) == 0)
@@ -252,7 +239,7 @@ int rt_define_all_step(rt_job *j, rt_define_all *d)
 /* ------------------------------------------------------------------------ */
 
 struct rt_activate_sub {
-	statuses st;
+	rt_statuses st;
 	rt_call *defs[SH_MAX_GROUPS];
 	uint32_t n_defs;
 	rt_call *act;
@@ -269,7 +256,7 @@ static int backfill_complete(rt_job *j, rt_activate *a, bool *done)
 	*done = true;
 	for (uint32_t i = 0; i < s->st.n; i++) {
 		rt_call *c = s->st.calls[i];
-		const Shoal__GroupStatus *gs = status_of(j, c);
+		const Shoal__GroupStatus *gs = rt_status_of(j, c);
 		if (gs == NULL || gs->role == NULL || strcmp(gs->role, "leader") != 0) {
 			*done = false;
 			continue;
@@ -278,7 +265,7 @@ static int backfill_complete(rt_job *j, rt_activate *a, bool *done)
 		if (is == NULL) {
 			*done = false;
 			if (a->t != NULL && a->t->pb != NULL && c->group != 0 &&
-			    table_stats(gs, a->table) != NULL) {
+			    rt_table_stats(gs, a->table) != NULL) {
 				Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
 				rt_call *d = rt_job_call(j, c->group);
 				if (nr == NULL || d == NULL)
@@ -309,7 +296,7 @@ int rt_index_activate(rt_job *j, rt_activate *a)
 		return nomem(j);
 	switch (a->phase) {
 	case 0:
-		if ((rc = statuses_step(j, &s->st)) != SHOAL_OK)
+		if ((rc = rt_statuses_step(j, &s->st)) != SHOAL_OK)
 			return rc;
 		a->phase = 1;
 		/* fall through */
@@ -495,7 +482,7 @@ typedef struct describe_st {
 	Shoal__TableDescription *desc;
 	rt_call *calls[SH_MAX_GROUPS];
 	uint32_t n;
-	statuses st;
+	rt_statuses st;
 	size_t k; /* the GSI being looked at (activation) */
 	rt_activate act;
 	bool act_started;
@@ -509,7 +496,8 @@ static void describe_counts(rt_job *j, describe_st *s)
 	const char *table = desc->table_name;
 	int64_t items = 0, bytes = 0;
 	for (uint32_t i = 0; i < s->st.n; i++) {
-		const Shoal__TableStats *ts = table_stats(status_of(j, s->st.calls[i]), table);
+		const Shoal__TableStats *ts =
+		    rt_table_stats(rt_status_of(j, s->st.calls[i]), table);
 		if (ts != NULL) {
 			items += (int64_t)ts->item_count;
 			bytes += (int64_t)ts->size_bytes;
@@ -522,7 +510,7 @@ static void describe_counts(rt_job *j, describe_st *s)
 		l->item_count = l->index_size_bytes = 0;
 		for (uint32_t i = 0; i < s->st.n; i++) {
 			const Shoal__IndexStats *is =
-			    index_stats(status_of(j, s->st.calls[i]), table, l->index_name);
+			    index_stats(rt_status_of(j, s->st.calls[i]), table, l->index_name);
 			if (is != NULL) {
 				l->item_count += (int64_t)is->item_count;
 				l->index_size_bytes += (int64_t)is->size_bytes;
@@ -534,7 +522,7 @@ static void describe_counts(rt_job *j, describe_st *s)
 		g->item_count = g->index_size_bytes = 0;
 		for (uint32_t i = 0; i < s->st.n; i++) {
 			const Shoal__IndexStats *is =
-			    index_stats(status_of(j, s->st.calls[i]), table, g->index_name);
+			    index_stats(rt_status_of(j, s->st.calls[i]), table, g->index_name);
 			if (is != NULL) {
 				g->item_count += (int64_t)is->item_count;
 				g->index_size_bytes += (int64_t)is->size_bytes;
@@ -642,7 +630,7 @@ int rt_step_describe_table(rt_job *j)
 		return SHOAL_OK;
 	}
 	case 10:
-		if ((rc = statuses_step(j, &s->st)) != SHOAL_OK)
+		if ((rc = rt_statuses_step(j, &s->st)) != SHOAL_OK)
 			return rc;
 		describe_counts(j, s);
 		j->phase = 11;

@@ -259,6 +259,10 @@ int st_table_delete(st_txn *txn, const char *name, char *errmsg)
 		goto err;
 	}
 	uint32_t id = st_get_be32((const uint8_t *)v.mv_data + ST_REC_OFF_ID);
+	bool kept = false; /* its stream stays readable (stream.h) */
+	if ((rc = st_stream_table_dropped(txn, name, id, v.mv_data, v.mv_size, &kept, errmsg)) !=
+	    SHOAL_OK)
+		goto err;
 	mrc = mdb_del(txn->txn, txn->env->catalog, &k, NULL);
 	if (mrc != 0) {
 		rc = st_lmdb_err(mrc, "mdb_del(catalog)", errmsg);
@@ -268,7 +272,7 @@ int st_table_delete(st_txn *txn, const char *name, char *errmsg)
 		goto err;
 	if ((rc = st_ix_forget_table(txn, id, errmsg)) != SHOAL_OK)
 		goto err;
-	if ((rc = st_stream_forget_table(txn, id, errmsg)) != SHOAL_OK)
+	if (!kept && (rc = st_stream_forget_table(txn, id, errmsg)) != SHOAL_OK)
 		goto err;
 	return SHOAL_OK;
 
@@ -514,4 +518,33 @@ err_after_cursor:
 err_after_txn:
 	mdb_txn_abort(txn);
 	return rc;
+}
+
+bool st_stream_spec_find(const st_stream_spec *s, int64_t label_ms, int64_t now_ms,
+                         int64_t retention_ms, bool *enabled, st_stream_view *view)
+{
+	if (label_ms == 0)
+		return false;
+	if (s->label_ms == label_ms) {
+		*enabled = s->enabled;
+		*view = s->view;
+		return true;
+	}
+	for (uint32_t i = 0; i < s->n_past; i++)
+		if (s->past[i].label_ms == label_ms &&
+		    s->past[i].ended_ms >= now_ms - retention_ms) {
+			*enabled = false;
+			*view = s->past[i].view;
+			return true;
+		}
+	return false;
+}
+
+bool st_stream_spec_find_dropped(const st_stream_spec *s, int64_t deleted_ms, int64_t label_ms,
+                                 int64_t now_ms, int64_t retention_ms, st_stream_view *view)
+{
+	bool enabled;
+	if (deleted_ms < now_ms - retention_ms)
+		return false;
+	return st_stream_spec_find(s, label_ms, now_ms, retention_ms, &enabled, view);
 }

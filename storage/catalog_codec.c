@@ -40,6 +40,10 @@
  *                   tag 1, 18 bytes: the stream (st_stream_spec): 1 enabled
  *                   (0/1), 1 StreamViewType (1..4), 8 label ms, 8 change ms;
  *                   absent when the table never had a stream
+ *                   tag 2, 1 + 17 n bytes: the past streams (st_past_stream,
+ *                   newest first): 1 count n (1..ST_STREAM_PAST_MAX), then
+ *                   each: 8 label ms, 8 time it ended, 1 StreamViewType;
+ *                   absent when there is none
  *   end           the record ends exactly here
  *
  *   KS := STR hash name, TYPE hash type, 1 byte has-range (0 or 1),
@@ -74,6 +78,8 @@
 
 #define EXT_STREAM     1
 #define EXT_STREAM_LEN 18
+#define EXT_PAST       2 /* past streams: count (1), then 17 bytes each */
+#define EXT_PAST_ONE   17
 
 /* ------------------------------------------------------------------------ */
 /* Record encoding                                                           */
@@ -208,6 +214,16 @@ static void encode_record(wbuf *w, const st_table_def *d, uint64_t items, uint64
 		w_u8(w, (uint8_t)d->stream.view);
 		w_u64(w, (uint64_t)d->stream.label_ms);
 		w_u64(w, (uint64_t)d->stream.changed_ms);
+	}
+	if (d->stream.n_past > 0) {
+		w_u8(w, EXT_PAST);
+		w_u16(w, (uint16_t)(1 + d->stream.n_past * EXT_PAST_ONE));
+		w_u8(w, (uint8_t)d->stream.n_past);
+		for (uint32_t i = 0; i < d->stream.n_past; i++) {
+			w_u64(w, (uint64_t)d->stream.past[i].label_ms);
+			w_u64(w, (uint64_t)d->stream.past[i].ended_ms);
+			w_u8(w, (uint8_t)d->stream.past[i].view);
+		}
 	}
 }
 
@@ -468,6 +484,29 @@ int st_catalog_decode(const char *name, const uint8_t *buf, size_t len, sh_arena
 		while (r.bad == NULL && !r.nomem && r.p < r.end) {
 			uint8_t tag = r_u8(&r, "extension tag");
 			uint16_t n = r_u16(&r, "extension length");
+			if (r.bad == NULL && tag == EXT_PAST && tag > last_tag && n >= 1 &&
+			    (size_t)(r.end - r.p) >= n) {
+				last_tag = tag;
+				uint8_t np = r_u8(&r, "past streams");
+				if (np == 0 || np > ST_STREAM_PAST_MAX ||
+				    n != 1 + np * EXT_PAST_ONE) {
+					r.bad = "past streams";
+					break;
+				}
+				for (uint8_t i = 0; i < np && r.bad == NULL; i++) {
+					st_past_stream *x = &d->stream.past[i];
+					x->label_ms = (int64_t)r_u64(&r, "past stream");
+					x->ended_ms = (int64_t)r_u64(&r, "past stream");
+					uint8_t view = r_u8(&r, "past stream");
+					if (r.bad == NULL &&
+					    (view < ST_VIEW_KEYS_ONLY ||
+					     view > ST_VIEW_NEW_AND_OLD_IMAGES || x->label_ms == 0))
+						r.bad = "past stream";
+					x->view = (st_stream_view)view;
+				}
+				d->stream.n_past = np;
+				continue;
+			}
 			if (r.bad == NULL && (tag <= last_tag || tag != EXT_STREAM ||
 			                      n != EXT_STREAM_LEN || (size_t)(r.end - r.p) < n)) {
 				r.bad = "extension";

@@ -40,6 +40,7 @@ struct st_env {
 	bool nosync;
 	uint64_t collection_limit;   /* item collection limit of tables with LSIs */
 	int64_t stream_retention_ms; /* stream records older than this are trimmed */
+	int64_t ttl_change_interval_ms; /* st_env_set_ttl_change_interval */
 	/* MDB_WRITEMAP (with nosync, where the file system can preallocate):
 	 * the data file's blocks are preallocated ahead of LMDB's last page
 	 * (env.c, "Writable map"), `reserved` bytes from its start so far. */

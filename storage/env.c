@@ -268,6 +268,11 @@ void st_env_set_stream_retention(st_env *env, int64_t ms)
 	env->stream_retention_ms = ms > 0 ? ms : ST_STREAM_RETENTION_MS;
 }
 
+void st_env_set_ttl_change_interval(st_env *env, int64_t ms)
+{
+	env->ttl_change_interval_ms = ms >= 0 ? ms : ST_TTL_CHANGE_INTERVAL_MS;
+}
+
 int st_env_open(const char *path, const st_env_options *opts, st_env **out, char *errmsg)
 {
 	st_env_options defaults = {0};
@@ -283,6 +288,7 @@ int st_env_open(const char *path, const st_env_options *opts, st_env **out, char
 	env->collection_limit =
 	    opts->collection_limit != 0 ? opts->collection_limit : 10ull * 1024 * 1024 * 1024;
 	env->stream_retention_ms = ST_STREAM_RETENTION_MS;
+	env->ttl_change_interval_ms = ST_TTL_CHANGE_INTERVAL_MS;
 	env->wver = sh_calloc(ST_WVER_SLOTS, sizeof(*env->wver));
 	if (env->wver == NULL) {
 		sh_free(env);

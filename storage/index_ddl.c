@@ -87,11 +87,28 @@ static bool def_uses(const st_table_def *d, const char *name)
 /* UpdateTable (group 0)                                                     */
 /* ------------------------------------------------------------------------ */
 
+/* A new stream replaces the latest (disabled) one of d: that one becomes
+ * the newest past stream; past streams whose records are all past the
+ * retention (ended more than retention_ms before now_ms), and the oldest
+ * beyond ST_STREAM_PAST_MAX, are forgotten. */
+static void retire_stream(st_stream_spec *s, int64_t now_ms, int64_t retention_ms)
+{
+	st_past_stream keep[ST_STREAM_PAST_MAX];
+	uint32_t n = 0;
+	keep[n++] = (st_past_stream){s->label_ms, s->changed_ms, s->view};
+	for (uint32_t i = 0; i < s->n_past && n < ST_STREAM_PAST_MAX; i++)
+		if (s->past[i].ended_ms >= now_ms - retention_ms)
+			keep[n++] = s->past[i];
+	memcpy(s->past, keep, n * sizeof(keep[0]));
+	s->n_past = n;
+}
+
 /* UpdateTable's StreamSpecification on d: enabling creates a new stream
- * (its label is now_ms, kept increasing), disabling ends the current one;
- * both need the other state (DynamoDB's rule). */
+ * (its label is now_ms, kept increasing; the one it replaces stays
+ * readable: retire_stream), disabling ends the current one; both need the
+ * other state (DynamoDB's rule). */
 static int updated_stream(const st_table_def *old, const st_table_update_req *req, int64_t now_ms,
-                          st_table_def *d, char *errmsg)
+                          int64_t retention_ms, st_table_def *d, char *errmsg)
 {
 	if (req->stream.enabled && old->stream.enabled)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
@@ -104,6 +121,8 @@ static int updated_stream(const st_table_def *old, const st_table_update_req *re
 		t = old->stream.label_ms + 1;
 	if (t <= old->stream.changed_ms)
 		t = old->stream.changed_ms + 1;
+	if (req->stream.enabled && old->stream.label_ms != 0)
+		retire_stream(&d->stream, now_ms, retention_ms);
 	d->stream.enabled = req->stream.enabled;
 	d->stream.changed_ms = t;
 	if (req->stream.enabled) {
@@ -115,9 +134,12 @@ static int updated_stream(const st_table_def *old, const st_table_update_req *re
 
 /* The table's definition with req applied, validated; SHOAL_E_VALIDATION,
  * SHOAL_E_NOT_FOUND or SHOAL_E_NOMEM. */
-/* UpdateTimeToLive on d (a copy of old), with DynamoDB's refusals. */
+/* UpdateTimeToLive on d (a copy of old), with DynamoDB's refusals: the
+ * request that would change nothing first (its wording is the more
+ * useful), then a change within interval_ms of the previous one (0: no
+ * limit; old->ttl_ms 0: never changed). */
 static int ttl_change(const st_table_def *old, const st_table_update_req *req, int64_t now_ms,
-                      st_table_def *d, char *errmsg)
+                      int64_t interval_ms, st_table_def *d, char *errmsg)
 {
 	if (req->ttl_enabled && old->ttl_attr != NULL)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "TimeToLive is already enabled");
@@ -129,13 +151,18 @@ static int ttl_change(const st_table_def *old, const st_table_update_req *req, i
 		               "TimeToLive is active on a different AttributeName: current "
 		               "AttributeName is %s",
 		               old->ttl_attr);
+	if (interval_ms > 0 && old->ttl_ms != 0 && now_ms - old->ttl_ms < interval_ms)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "Time to live has been modified multiple times within a fixed "
+		               "interval");
 	d->ttl_attr = req->ttl_enabled ? req->ttl_attr : NULL;
 	d->ttl_ms = now_ms;
 	return SHOAL_OK;
 }
 
 static int updated_def(const st_table_def *old, const st_table_update_req *req, int64_t now_ms,
-                       sh_arena *a, st_table_def *d, bool *cap_changed, char *errmsg)
+                       const st_env *env, sh_arena *a, st_table_def *d, bool *cap_changed,
+                       char *errmsg)
 {
 	*d = *old;
 	if (req->n_create + req->n_drop > 1)
@@ -243,9 +270,11 @@ static int updated_def(const st_table_def *old, const st_table_update_req *req, 
 	                         req->tag_remove, req->n_tag_remove, a, &d->tags, &d->n_tags,
 	                         errmsg)) != SHOAL_OK)
 		return rc;
-	if (req->set_stream && (rc = updated_stream(old, req, now_ms, d, errmsg)) != SHOAL_OK)
+	if (req->set_stream && (rc = updated_stream(old, req, now_ms, env->stream_retention_ms, d,
+	                                            errmsg)) != SHOAL_OK)
 		return rc;
-	if (req->set_ttl && (rc = ttl_change(old, req, now_ms, d, errmsg)) != SHOAL_OK)
+	if (req->set_ttl &&
+	    (rc = ttl_change(old, req, now_ms, env->ttl_change_interval_ms, d, errmsg)) != SHOAL_OK)
 		return rc;
 	rc = st_catalog_check_def(d, a, errmsg);
 	if (rc != SHOAL_OK)
@@ -268,7 +297,8 @@ int st_table_update(st_txn *txn, const st_table_update_req *req, char *errmsg)
 	bool cap_changed = false;
 	int rc = load_for_rewrite(txn, req->name, &a, &t, errmsg);
 	if (rc == SHOAL_OK)
-		rc = updated_def(&t.def, req, st_txn_time(txn), &a, &d, &cap_changed, errmsg);
+		rc = updated_def(&t.def, req, st_txn_time(txn), txn->env, &a, &d, &cap_changed,
+		                 errmsg);
 	bool meta = req->set_deletion_protection || req->set_table_class ||
 	            req->n_tag_set + req->n_tag_remove > 0 || req->set_stream || req->set_ttl;
 	if (rc == SHOAL_OK &&

@@ -234,6 +234,18 @@ typedef enum st_stream_view {
 	ST_VIEW_NEW_AND_OLD_IMAGES,
 } st_stream_view;
 
+/* A table's earlier stream, replaced by a newer one (UpdateTable enabled a
+ * stream again): still readable, as DISABLED, until its records are past
+ * the retention (DynamoDB keeps a stream 24 hours after it is replaced). */
+typedef struct st_past_stream {
+	int64_t label_ms;    /* its label */
+	int64_t ended_ms;    /* group 0's time it was disabled */
+	st_stream_view view; /* its view type */
+} st_past_stream;
+/* The most past streams a table keeps (older ones, or ones ended more than
+ * the retention ago, are forgotten when another is added). */
+#define ST_STREAM_PAST_MAX 8
+
 typedef struct st_stream_spec {
 	bool enabled;        /* records are written for the table's changes */
 	st_stream_view view; /* of the latest stream (kept after it is disabled) */
@@ -243,7 +255,20 @@ typedef struct st_stream_spec {
 	/* Group 0's time of the last change of the specification (0: none):
 	 * a data group keeps the newer of two definitions' (st_table_redefine). */
 	int64_t changed_ms;
+	/* The table's earlier streams, newest first (they travel with the
+	 * rest: changed_ms decides for all). */
+	st_past_stream past[ST_STREAM_PAST_MAX];
+	uint32_t n_past;
 } st_stream_spec;
+/* The stream of label_ms of a table's definition: its latest (*enabled as
+ * the table's) or a past one (disabled) that ended no more than
+ * retention_ms before now_ms; false when it has no such stream. */
+bool st_stream_spec_find(const st_stream_spec *s, int64_t label_ms, int64_t now_ms,
+                         int64_t retention_ms, bool *enabled, st_stream_view *view);
+/* The same for a deleted table's streams (deleted at deleted_ms): all of
+ * them disabled, the latest one ended at the deletion. */
+bool st_stream_spec_find_dropped(const st_stream_spec *s, int64_t deleted_ms, int64_t label_ms,
+                                 int64_t now_ms, int64_t retention_ms, st_stream_view *view);
 
 typedef struct st_index_def {
 	const char *name;
@@ -361,6 +386,13 @@ void st_env_close(st_env *env);
  * comes from the cluster file): trimming is part of the replicated state.
  * Set before the first write. */
 void st_env_set_stream_retention(st_env *env, int64_t ms);
+/* How long after a change of a table's Time to Live setting another change
+ * is refused (DynamoDB: one hour, ValidationException "Time to live has
+ * been modified multiple times within a fixed interval"); ms < 0: the
+ * default ST_TTL_CHANGE_INTERVAL_MS, 0: no limit.  Like the retention, the
+ * same on every replica (cluster file): group 0 applies the rule at apply
+ * time with the Raft entry's time. */
+void st_env_set_ttl_change_interval(st_env *env, int64_t ms);
 /* Flushes LMDB to disk (mdb_env_sync with force). */
 int st_env_sync(st_env *env, char *errmsg);
 /* With nosync the environment writes through a writable map whose file
@@ -433,6 +465,7 @@ int st_table_delete_unprotected(st_txn *txn, const char *name, char *errmsg);
  * are not Numbers).  The one decision, used by the scanner to find
  * candidates and by the apply of a TTL delete to confirm one. */
 #define ST_TTL_MAX_PAST_S (5LL * 365 * 86400)
+#define ST_TTL_CHANGE_INTERVAL_MS (3600LL * 1000)
 bool st_ttl_expired(const st_value *v, int64_t now_ms);
 /* The same for an item (an ST_M) of a table whose TTL attribute is attr
  * (NULL: TTL disabled, never expired). */

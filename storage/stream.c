@@ -9,6 +9,7 @@
  */
 #include <string.h>
 
+#include "catalog.h"
 #include "codec.h"
 #include "engine.h"
 #include "index_int.h"
@@ -18,6 +19,8 @@
 #define KIND_LAST      'N'
 #define KIND_TRIMMED   'H'
 #define KIND_REC       'R'
+#define KIND_FIRST     'F'
+#define KIND_DROPPED   'D'
 #define REC_VERSION    1
 #define REC_FIXED      31
 #define REC_BY_TTL     0x80 /* in the event byte: a REMOVE by Time to Live */
@@ -33,6 +36,13 @@ static void rec_key(uint8_t k[14], uint32_t table, uint64_t seq)
 {
 	meta_key(k, KIND_REC, table);
 	st_put_be64(k + 6, seq);
+}
+
+/* 0x03 'F' | table | label_ms: the first seq of that stream's records. */
+static void first_key(uint8_t k[14], uint32_t table, int64_t label_ms)
+{
+	meta_key(k, KIND_FIRST, table);
+	st_put_be64(k + 6, (uint64_t)label_ms);
 }
 
 static int get_u64(MDB_txn *txn, st_env *env, char kind, uint32_t table, uint64_t *out,
@@ -108,6 +118,15 @@ int st_stream_append(st_txn *txn, const st_table_def *t, const st_key *k, const 
 		return rc;
 	uint64_t seq = last + 1;
 	uint8_t key[14];
+	/* The stream's first record: remembered, so that its bounds are found
+	 * without walking other streams' records (st_stream_bounds_get). */
+	uint64_t first = 0;
+	first_key(key, t->id, t->stream.label_ms);
+	if ((rc = st_ix_meta_get_u64(txn->txn, txn->env, key, sizeof(key), &first, errmsg)) !=
+	    SHOAL_OK)
+		return rc;
+	if (first == 0 && (rc = st_ix_meta_put_u64(txn, key, sizeof(key), seq, errmsg)) != SHOAL_OK)
+		return rc;
 	rec_key(key, t->id, seq);
 	size_t len = REC_FIXED + 4 + kl + 4 + ol + 4 + nl;
 	/* Disk for it was reserved with the item's (write.c, reserve_item). */
@@ -178,7 +197,7 @@ int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max,
 
 int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg)
 {
-	static const char kinds[] = {KIND_LAST, KIND_TRIMMED, KIND_REC};
+	static const char kinds[] = {KIND_LAST, KIND_TRIMMED, KIND_REC, KIND_FIRST, KIND_DROPPED};
 	MDB_cursor *c;
 	int mrc = mdb_cursor_open(txn->txn, txn->env->meta, &c);
 	if (mrc != 0)
@@ -321,6 +340,39 @@ static int find_label(MDB_cursor *c, uint32_t table, uint64_t from, MDB_cursor_o
 	return SHOAL_OK;
 }
 
+/* The first seq of stream label_ms (*first, 0: not remembered: a log
+ * written before 'F' keys existed) and the first seq of the table's next
+ * stream (*next, 0: none, the stream is the newest in this log). */
+static int label_range(MDB_txn *txn, st_env *env, MDB_cursor *c, uint32_t table, int64_t label_ms,
+                       uint64_t *first, uint64_t *next, char *errmsg)
+{
+	uint8_t kb[14];
+	*next = 0;
+	first_key(kb, table, label_ms);
+	int rc = st_ix_meta_get_u64(txn, env, kb, sizeof(kb), first, errmsg);
+	if (rc != SHOAL_OK || *first == 0)
+		return rc;
+	first_key(kb, table, label_ms + 1);
+	MDB_val k = {sizeof(kb), kb}, v;
+	int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (mrc == MDB_NOTFOUND)
+		return SHOAL_OK;
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	if (k.mv_size == 14 && memcmp(k.mv_data, kb, 6) == 0 && v.mv_size == 8)
+		*next = st_get_be64(v.mv_data);
+	return SHOAL_OK;
+}
+
+/*
+ * A table's records are dense in seq (every seq given has its record until
+ * trimmed, and trimming takes the head in order) and a stream's records are
+ * one run of them (a group's copy of the table has one stream at a time and
+ * a new stream has a later label), so the stream of label_ms holds
+ * [max(first, trimmed + 1), (next stream's first or newest + 1) - 1]: two
+ * lookups, whatever the other streams hold.  A log from before the 'F' keys
+ * falls back to walking it (find_label).
+ */
 int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_stream_bounds *out,
                          char *errmsg)
 {
@@ -333,20 +385,36 @@ int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_strea
 	rc = get_u64(txn, env, KIND_LAST, table, &out->newest, errmsg);
 	if (rc == SHOAL_OK)
 		rc = get_u64(txn, env, KIND_TRIMMED, table, &out->trimmed, errmsg);
-	/* Oldest of the stream: forward from the head; newest: backward from
-	 * the table's last seq. */
-	int mrc = MDB_NOTFOUND;
+	uint64_t first = 0, next = 0;
 	if (rc == SHOAL_OK)
+		rc = label_range(txn, env, c, table, label_ms, &first, &next, errmsg);
+	if (rc == SHOAL_OK && first != 0) {
+		uint64_t lo = first > out->trimmed ? first : out->trimmed + 1;
+		uint64_t hi = next != 0 ? next - 1 : out->newest;
+		if (lo <= hi) {
+			out->first = lo;
+			out->last = hi;
+		}
+	} else if (rc == SHOAL_OK) {
+		/* Oldest of the stream: forward from the head; newest: backward
+		 * from the table's last seq. */
+		int mrc = MDB_NOTFOUND;
 		rc = find_label(c, table, 0, MDB_SET_RANGE, MDB_NEXT, label_ms, &out->first, &mrc,
 		                errmsg);
-	if (rc == SHOAL_OK && out->first != 0)
-		rc = find_label(c, table, out->newest, MDB_SET_KEY, MDB_PREV, label_ms, &out->last,
-		                &mrc, errmsg);
-	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
-		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+		if (rc == SHOAL_OK && out->first != 0)
+			rc = find_label(c, table, out->newest, MDB_SET_KEY, MDB_PREV, label_ms,
+			                &out->last, &mrc, errmsg);
+		if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
+			rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	}
 	mdb_cursor_close(c);
 	mdb_txn_abort(txn);
 	return rc;
+}
+
+uint64_t st_stream_latest(const st_stream_bounds *b)
+{
+	return (b->trimmed > b->newest ? b->trimmed : b->newest) + 1;
 }
 
 int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from, uint32_t max_n,
@@ -412,4 +480,271 @@ int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from,
 		*n = count;
 	}
 	return rc;
+}
+
+/* The 'D' record of the first deleted table >= *table: *table and its
+ * deletion time; SHOAL_E_NOT_FOUND when there is none.  (Defined below.) */
+static int next_dropped(MDB_cursor *c, uint32_t *table, int64_t *deleted_ms, char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* Trimming without writes                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The first record of the first table >= *table that has one: *table and
+ * the record's time; SHOAL_E_NOT_FOUND when there is none. */
+static int next_table_head(MDB_cursor *c, uint32_t *table, int64_t *ts_ms, char *errmsg)
+{
+	uint8_t kb[14];
+	rec_key(kb, *table, 0);
+	MDB_val k = {sizeof(kb), kb}, v;
+	int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (mrc == MDB_NOTFOUND)
+		return SHOAL_E_NOT_FOUND;
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	if (k.mv_size != 14 || memcmp(k.mv_data, kb, 2) != 0)
+		return SHOAL_E_NOT_FOUND; /* past the records */
+	*table = st_get_be32((const uint8_t *)k.mv_data + 2);
+	if (v.mv_size < REC_FIXED)
+		return corrupt(st_get_be64((const uint8_t *)k.mv_data + 6), errmsg);
+	*ts_ms = (int64_t)st_get_be64((const uint8_t *)v.mv_data + 3);
+	return SHOAL_OK;
+}
+
+int st_stream_oldest(st_env *env, int64_t *ts_ms, bool *any, char *errmsg)
+{
+	*any = false;
+	*ts_ms = 0;
+	MDB_txn *txn;
+	MDB_cursor *c;
+	int rc = read_begin(env, &txn, &c, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	for (uint32_t table = 0;;) {
+		int64_t ts;
+		if ((rc = next_table_head(c, &table, &ts, errmsg)) != SHOAL_OK)
+			break;
+		if (!*any || ts < *ts_ms)
+			*ts_ms = ts;
+		*any = true;
+		if (table == UINT32_MAX)
+			break;
+		table++;
+	}
+	/* A deleted table's record is due when the deletion passes the
+	 * retention: report it as if it were a record of then. */
+	for (uint32_t table = 0; rc == SHOAL_E_NOT_FOUND;) {
+		int64_t deleted;
+		if ((rc = next_dropped(c, &table, &deleted, errmsg)) != SHOAL_OK)
+			break;
+		if (!*any || deleted < *ts_ms)
+			*ts_ms = deleted;
+		*any = true;
+		rc = SHOAL_E_NOT_FOUND;
+		if (table == UINT32_MAX)
+			break;
+		table++;
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	return rc == SHOAL_E_NOT_FOUND ? SHOAL_OK : rc;
+}
+
+bool st_stream_expired(const st_env *env, int64_t ts_ms, int64_t now_ms)
+{
+	return ts_ms < now_ms - env->stream_retention_ms;
+}
+
+int st_stream_trim_expired(st_txn *txn, uint32_t max, uint32_t *removed, char *errmsg)
+{
+	*removed = 0;
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn->txn, txn->env->meta, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta stream)", errmsg);
+	int64_t before = txn->ts_ms - txn->env->stream_retention_ms;
+	int rc = SHOAL_OK;
+	for (uint32_t table = 0; *removed < max;) {
+		int64_t ts;
+		if ((rc = next_table_head(c, &table, &ts, errmsg)) != SHOAL_OK)
+			break;
+		uint32_t n = 0;
+		if (ts < before && (rc = st_stream_trim(txn, table, before, max - *removed, &n,
+		                                        errmsg)) != SHOAL_OK)
+			break;
+		*removed += n;
+		if (table == UINT32_MAX)
+			break;
+		table++;
+	}
+	/* Deleted tables past the retention whose logs are empty now: forgotten. */
+	for (uint32_t table = 0; rc == SHOAL_E_NOT_FOUND || rc == SHOAL_OK;) {
+		int64_t deleted, ts;
+		if ((rc = next_dropped(c, &table, &deleted, errmsg)) != SHOAL_OK)
+			break;
+		uint32_t head = table;
+		int hrc = next_table_head(c, &head, &ts, errmsg);
+		if (hrc != SHOAL_OK && hrc != SHOAL_E_NOT_FOUND) {
+			rc = hrc;
+			break;
+		}
+		if (deleted < before && (hrc == SHOAL_E_NOT_FOUND || head != table) &&
+		    (rc = st_stream_forget_table(txn, table, errmsg)) != SHOAL_OK)
+			break;
+		if (table == UINT32_MAX)
+			break;
+		table++;
+	}
+	mdb_cursor_close(c);
+	return rc == SHOAL_E_NOT_FOUND ? SHOAL_OK : rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Deleted tables' streams                                                   */
+/* ------------------------------------------------------------------------ */
+
+static int next_dropped(MDB_cursor *c, uint32_t *table, int64_t *deleted_ms, char *errmsg)
+{
+	uint8_t kb[6];
+	meta_key(kb, KIND_DROPPED, *table);
+	MDB_val k = {sizeof(kb), kb}, v;
+	int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (mrc == MDB_NOTFOUND)
+		return SHOAL_E_NOT_FOUND;
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	if (k.mv_size != 6 || memcmp(k.mv_data, kb, 2) != 0)
+		return SHOAL_E_NOT_FOUND;
+	*table = st_get_be32((const uint8_t *)k.mv_data + 2);
+	if (v.mv_size < 10)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt deleted-table record %u", *table);
+	*deleted_ms = (int64_t)st_get_be64(v.mv_data);
+	return SHOAL_OK;
+}
+
+int st_stream_table_dropped(st_txn *txn, const char *name, uint32_t id, const uint8_t *rec,
+                            size_t len, bool *kept, char *errmsg)
+{
+	*kept = false;
+	sh_arena a;
+	sh_arena_init(&a);
+	st_table_info t;
+	int rc = st_catalog_decode(name, rec, len, &a, &t, errmsg);
+	/* rec is LMDB's: copied before the put below may move it. */
+	uint8_t *copy = rc == SHOAL_OK ? sh_arena_memdup(&a, rec, len) : NULL;
+	if (rc == SHOAL_OK && copy == NULL)
+		rc = nomem(errmsg);
+	if (rc != SHOAL_OK || t.def.stream.label_ms == 0) {
+		sh_arena_fini(&a);
+		return rc;
+	}
+	size_t nl = strlen(name);
+	uint8_t key[6];
+	meta_key(key, KIND_DROPPED, id);
+	MDB_val mk = {sizeof(key), key}, mv = {8 + 2 + nl + len, NULL};
+	int mrc = mdb_put(txn->txn, txn->env->meta, &mk, &mv, MDB_RESERVE);
+	if (mrc != 0) {
+		sh_arena_fini(&a);
+		return st_lmdb_err(mrc, "mdb_put(meta deleted table)", errmsg);
+	}
+	uint8_t *p = mv.mv_data;
+	st_put_be64(p, (uint64_t)txn->ts_ms);
+	p[8] = (uint8_t)(nl >> 8);
+	p[9] = (uint8_t)nl;
+	memcpy(p + 10, name, nl);
+	memcpy(p + 10 + nl, copy, len);
+	sh_arena_fini(&a);
+	*kept = true;
+	return SHOAL_OK;
+}
+
+/* The definition in the 'D' record v (in a); false if damaged. */
+static bool dropped_def(const MDB_val *v, sh_arena *a, st_table_def *def, int64_t *deleted_ms)
+{
+	const uint8_t *p = v->mv_data;
+	if (v->mv_size < 10)
+		return false;
+	size_t nl = ((size_t)p[8] << 8) | p[9];
+	if (v->mv_size < 10 + nl)
+		return false;
+	char *name = sh_arena_strndup(a, (const char *)p + 10, nl);
+	st_table_info t;
+	char msg[SH_ERRMSG_SIZE];
+	if (name == NULL ||
+	    st_catalog_decode(name, p + 10 + nl, v->mv_size - 10 - nl, a, &t, msg) != SHOAL_OK)
+		return false;
+	*def = t.def;
+	def->stream.enabled = false;
+	*deleted_ms = (int64_t)st_get_be64(p);
+	return true;
+}
+
+int st_stream_dropped_list(st_env *env, sh_arena *a, st_table_def **defs, int64_t **deleted_ms,
+                           uint32_t *n, char *errmsg)
+{
+	*defs = NULL;
+	*deleted_ms = NULL;
+	*n = 0;
+	MDB_txn *txn;
+	MDB_cursor *c;
+	int rc = read_begin(env, &txn, &c, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	uint32_t cap = 0;
+	for (uint32_t table = 0;;) {
+		int64_t deleted;
+		if ((rc = next_dropped(c, &table, &deleted, errmsg)) != SHOAL_OK)
+			break;
+		MDB_val k, v;
+		int mrc = mdb_cursor_get(c, &k, &v, MDB_GET_CURRENT);
+		if (mrc != 0) {
+			rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+			break;
+		}
+		if (*n == cap) {
+			uint32_t ncap = cap != 0 ? cap * 2 : 8;
+			st_table_def *d2 = sh_arena_calloc(a, ncap, sizeof(*d2));
+			int64_t *t2 = sh_arena_calloc(a, ncap, sizeof(*t2));
+			if (d2 == NULL || t2 == NULL) {
+				rc = nomem(errmsg);
+				break;
+			}
+			if (*n > 0) {
+				memcpy(d2, *defs, *n * sizeof(*d2));
+				memcpy(t2, *deleted_ms, *n * sizeof(*t2));
+			}
+			*defs = d2;
+			*deleted_ms = t2;
+			cap = ncap;
+		}
+		if (dropped_def(&v, a, &(*defs)[*n], &(*deleted_ms)[*n]))
+			(*n)++;
+		if (table == UINT32_MAX)
+			break;
+		table++;
+	}
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	return rc == SHOAL_E_NOT_FOUND ? SHOAL_OK : rc;
+}
+
+int st_stream_dropped_find(st_env *env, const char *name, int64_t label_ms, int64_t now_ms,
+                           sh_arena *a, st_table_def *def, int64_t *deleted_ms, char *errmsg)
+{
+	st_table_def *defs;
+	int64_t *when;
+	uint32_t n;
+	int rc = st_stream_dropped_list(env, a, &defs, &when, &n, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	st_stream_view view;
+	for (uint32_t i = 0; i < n; i++)
+		if (strcmp(defs[i].name, name) == 0 &&
+		    st_stream_spec_find_dropped(&defs[i].stream, when[i], label_ms, now_ms,
+		                                env->stream_retention_ms, &view)) {
+			*def = defs[i];
+			*deleted_ms = when[i];
+			return SHOAL_OK;
+		}
+	return SHOAL_E_NOT_FOUND;
 }

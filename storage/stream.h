@@ -37,14 +37,34 @@
  * records of the same table older than (entry time - retention) from the
  * head of its log -- deterministic, since both come from the log and the
  * cluster file -- and remembers the highest seq trimmed, so a reader
- * positioned before it gets TrimmedDataAccessException.  (A table with no
- * writes keeps its last records until it is written again or dropped.)
+ * positioned before it gets TrimmedDataAccessException.  A log that is no
+ * longer written is trimmed too: about once a second the group's leader
+ * checks its oldest record (st_stream_oldest) and, when it is past the
+ * retention, proposes a stream_trim entry whose apply runs
+ * st_stream_trim_expired with that entry's time on every replica.
+ *
+ * DeleteTable (st_table_delete, in group 0 and in every data group) of a
+ * table that has or had a stream keeps its log and writes a 'D' record: the
+ * table's definition and the deletion time.  Its streams stay readable
+ * (DISABLED) for the retention after the deletion, as DynamoDB's do
+ * (st_stream_dropped_find, st_stream_dropped_list); its records are trimmed
+ * by age like any; the stream_trim that finds the 'D' record older than
+ * the retention and the log empty forgets the table's counters and the
+ * record.  Table ids are never reused (group 0's counter), so a kept log
+ * never meets a new table's.
  *
  * Layout in the meta DBI under prefix ST_STREAM_META (0x03; the index
  * machinery uses 0x01, transactions 0x02), integers big-endian:
  *
  *   0x03 'N' | table (4)            -> u64 last seq given to a record
  *   0x03 'H' | table (4)            -> u64 highest seq trimmed (0: none)
+ *   0x03 'D' | table (4)            -> a deleted table whose stream is kept:
+ *                                      8 deletion time (i64, the entry's),
+ *                                      2 name length, the name, then its
+ *                                      catalog record as it was (catalog.h)
+ *   0x03 'F' | table (4) | label (8) -> u64 first seq given to a record of the
+ *                                      stream of that label (written by its
+ *                                      first append; st_stream_bounds_get)
  *   0x03 'R' | table (4) | seq (8)  -> one record:
  *
  *   offset  size  field
@@ -78,6 +98,8 @@
 /* Old records an append deletes at most (more than one, so that the log
  * shrinks when writes slow down). */
 #define ST_STREAM_TRIM_PER_APPEND 4
+/* Old records a stream_trim entry deletes at most (over all tables). */
+#define ST_STREAM_TRIM_PER_ENTRY 4096
 
 typedef enum st_stream_event {
 	ST_EV_INSERT = 1,
@@ -114,8 +136,31 @@ int st_stream_append(st_txn *txn, const st_table_def *t, const struct st_key *k,
 int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max, uint32_t *removed,
                    char *errmsg);
 
+/* The time of the oldest record of any table's log in env (*any false:
+ * no records): whether a stream_trim is due (node/txn_recover.c). */
+int st_stream_oldest(st_env *env, int64_t *ts_ms, bool *any, char *errmsg);
+/* Whether a record written at ts_ms is past env's retention at now_ms. */
+bool st_stream_expired(const st_env *env, int64_t ts_ms, int64_t now_ms);
+/* The apply of stream_trim: up to max records of every table's log older
+ * than txn's time minus the retention go (st_stream_trim per table). */
+int st_stream_trim_expired(st_txn *txn, uint32_t max, uint32_t *removed, char *errmsg);
+
 /* DeleteTable: the table's whole log and its counters go, in txn. */
 int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg);
+/* DeleteTable of table `name` (id, its catalog record rec, len bytes): a
+ * table that has or had a stream keeps it (*kept true: the 'D' record is
+ * written and the log stays), else nothing is written. */
+int st_stream_table_dropped(st_txn *txn, const char *name, uint32_t id, const uint8_t *rec,
+                            size_t len, bool *kept, char *errmsg);
+/* The deleted table `name` that has a stream of label_ms still within the
+ * retention at now_ms: its definition (stream disabled) in a, and the
+ * deletion time; SHOAL_E_NOT_FOUND if none. */
+int st_stream_dropped_find(st_env *env, const char *name, int64_t label_ms, int64_t now_ms,
+                           sh_arena *a, st_table_def *def, int64_t *deleted_ms, char *errmsg);
+/* Every deleted table whose streams are kept (defs and deletion times in
+ * a), for ListStreams (group 0, list_catalog). */
+int st_stream_dropped_list(st_env *env, sh_arena *a, st_table_def **defs, int64_t **deleted_ms,
+                           uint32_t *n, char *errmsg);
 
 /* The shape of a table's log in this group for the stream of label_ms. */
 typedef struct st_stream_bounds {
@@ -126,6 +171,21 @@ typedef struct st_stream_bounds {
 } st_stream_bounds;
 int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_stream_bounds *out,
                          char *errmsg);
+/*
+ * Where a LATEST iterator starts: just after the newest record of the
+ * table's log in this replica (b's), i.e. the seq the next record appended
+ * here will get.  Safe on a replica that lags its leader: every replica's
+ * log is a prefix of the same committed sequence (records are appended at
+ * apply, and only committed entries are applied, in log order), so a
+ * record committed after the iterator was issued has a seq above every
+ * replica's newest when it was issued, and the iterator's position is at
+ * or before it -- never skipped.  A lagging replica's LATEST may start
+ * earlier than the leader's would, so it can also return records committed
+ * shortly before the call (DynamoDB's LATEST is "the most recent", no
+ * stronger).  A replica behind the position simply has nothing there yet:
+ * st_stream_read returns no record and leaves *next at the position.
+ */
+uint64_t st_stream_latest(const st_stream_bounds *b);
 
 /*
  * Up to max_n records (and about max_bytes of encoded records; at least one)

@@ -11,6 +11,12 @@
  *    and it gives exactly the same records (sequence numbers and event ids).
  * Writes whose outcome the failover made unknown may or may not have a
  * record, but never two.
+ *
+ * Meanwhile a consumer tails the stream as an application would: one
+ * TRIM_HORIZON iterator per shard taken before the first write, then
+ * GetRecords and NextShardIterator in a loop straight through the kill (a
+ * failed call is retried with the same iterator).  It too must see every
+ * acknowledged write exactly once, in per-item order.
  */
 #include <check.h>
 #include <jansson.h>
@@ -115,6 +121,103 @@ static void *write_loop(void *arg)
 		atomic_store(&W.done, i + 1);
 	}
 	return NULL;
+}
+
+/* The consumer that tails the stream across the failover. */
+#define TAIL_SHARDS 16
+static struct {
+	atomic_int stop;
+	int count[WRITES];
+	int last_v[ITEMS];
+	int order_bad, errors, calls;
+	char why[256];
+	int n_shards;
+	char *it[TAIL_SHARDS];
+} T;
+
+/* A GetRecords answer of the consumer: its records counted, per-item order
+ * checked; the next iterator taken.  False if the call failed. */
+static bool tail_read(int k)
+{
+	char body[2048], *out = NULL;
+	shoal_error err;
+	snprintf(body, sizeof(body), "{\"ShardIterator\":\"%s\",\"Limit\":100}", T.it[k]);
+	T.calls++;
+	if (shoal_call_json(client, "GetRecords", body, &out, &err) != SHOAL_OK) {
+		T.errors++;
+		shoal_free(out);
+		return false;
+	}
+	json_t *r = json_loads(out, 0, NULL);
+	shoal_free(out);
+	if (r == NULL) {
+		T.errors++;
+		return false;
+	}
+	size_t m;
+	json_t *rec;
+	json_array_foreach(json_object_get(r, "Records"), m, rec)
+	{
+		const char *v = json_string_value(json_object_get(
+		    json_object_get(json_object_get(json_object_get(rec, "dynamodb"), "NewImage"),
+		                    "v"),
+		    "N"));
+		int i = v != NULL ? atoi(v) : -1;
+		if (i < 0 || i >= WRITES) {
+			T.order_bad++;
+			snprintf(T.why, sizeof(T.why), "a record without a write number");
+			continue;
+		}
+		T.count[i]++;
+		if (i <= T.last_v[i % ITEMS]) {
+			T.order_bad++;
+			snprintf(T.why, sizeof(T.why), "item k%d: write %d after write %d",
+			         i % ITEMS, i, T.last_v[i % ITEMS]);
+		}
+		T.last_v[i % ITEMS] = i;
+	}
+	const char *next = json_string_value(json_object_get(r, "NextShardIterator"));
+	if (next != NULL) {
+		free(T.it[k]);
+		T.it[k] = strdup(next);
+	}
+	json_decref(r);
+	return true;
+}
+
+static void *tail_loop(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&T.stop)) {
+		for (int k = 0; k < T.n_shards; k++)
+			if (!tail_read(k))
+				pause_ms(20); /* the failover: the same iterator again */
+		pause_ms(2);
+	}
+	return NULL;
+}
+
+/* The consumer's iterators: TRIM_HORIZON of every shard. */
+static void tail_start(const char *arn)
+{
+	for (int x = 0; x < ITEMS; x++)
+		T.last_v[x] = -1;
+	json_t *d = call("DescribeStream", "{\"StreamArn\":\"%s\"}", arn);
+	json_t *shards = json_object_get(json_object_get(d, "StreamDescription"), "Shards");
+	size_t k;
+	json_t *sh;
+	json_array_foreach(shards, k, sh)
+	{
+		ck_assert_int_lt(T.n_shards, TAIL_SHARDS);
+		json_t *gi = call("GetShardIterator",
+		                  "{\"StreamArn\":\"%s\",\"ShardId\":\"%s\",\"ShardIteratorType\":"
+		                  "\"TRIM_HORIZON\"}",
+		                  arn, json_string_value(json_object_get(sh, "ShardId")));
+		T.it[T.n_shards++] =
+		    strdup(json_string_value(json_object_get(gi, "ShardIterator")));
+		json_decref(gi);
+	}
+	json_decref(d);
 }
 
 /* The node leading `group` (ClusterStatus), 0 if none; and the applied
@@ -241,7 +344,9 @@ START_TEST(test_leader_killed)
 	    json_string_value(json_object_get(json_object_get(t, "Table"), "LatestStreamArn")));
 	json_decref(t);
 
-	pthread_t th;
+	pthread_t th, tail;
+	tail_start(arn);
+	pthread_create(&tail, NULL, tail_loop, NULL);
 	pthread_create(&th, NULL, write_loop, NULL);
 	int64_t deadline = now_ms() + 60000;
 	while (atomic_load(&W.done) < 200) {
@@ -264,6 +369,36 @@ START_TEST(test_leader_killed)
 	printf("streams: killed node %u (leader of group 1); %d writes acknowledged, %d failed; "
 	       "%d records, none twice\n",
 	       victim, acked, W.failed, total);
+
+	/* The consumer that read through the kill: every acknowledged write
+	 * once, in per-item order, none twice. */
+	deadline = now_ms() + 30000;
+	for (;;) {
+		int missing = -1;
+		for (int i = 0; i < WRITES && missing < 0; i++)
+			if (W.acked[i] && T.count[i] == 0)
+				missing = i;
+		if (missing < 0)
+			break;
+		ck_assert_msg(now_ms() < deadline, "the tailing consumer never saw write %d",
+		              missing);
+		pause_ms(20);
+	}
+	atomic_store(&T.stop, 1);
+	pthread_join(tail, NULL);
+	ck_assert_msg(T.order_bad == 0, "tailing consumer: %s", T.why);
+	int tailed = 0;
+	for (int i = 0; i < WRITES; i++) {
+		ck_assert_msg(T.count[i] <= 1, "tailing consumer: write %d seen %d times", i,
+		              T.count[i]);
+		ck_assert_int_eq(T.count[i], a.count[i]);
+		tailed += T.count[i];
+	}
+	for (int k = 0; k < T.n_shards; k++)
+		free(T.it[k]);
+	printf("streams: a consumer tailing %d shards through the kill saw the same %d records "
+	       "once each, in item order (%d GetRecords, %d failed and retried)\n",
+	       T.n_shards, tailed, T.calls, T.errors);
 
 	/* The killed node catches up; then it alone serves the reads. */
 	ck_assert(tl_cluster_start_node(&C, (int)victim));

@@ -1139,9 +1139,15 @@ START_TEST(test_tags_and_protection)
 	t.def.n_tags = 3;
 	t.def.deletion_protection = true;
 	t.def.table_class = ST_CLASS_STANDARD_IA;
-	/* With a stream too: its extension follows the metadata in the record. */
-	t.def.stream =
-	    (st_stream_spec){true, ST_VIEW_NEW_AND_OLD_IMAGES, 1764100000000, 1764100000000};
+	/* With a stream too: its extension follows the metadata in the record,
+	 * and two past streams theirs. */
+	t.def.stream = (st_stream_spec){.enabled = true,
+	                                .view = ST_VIEW_NEW_AND_OLD_IMAGES,
+	                                .label_ms = 1764100000000,
+	                                .changed_ms = 1764100000000,
+	                                .past = {{1764000000000, 1764050000000, ST_VIEW_KEYS_ONLY},
+	                                         {1763000000000, 1763050000000, ST_VIEW_NEW_IMAGE}},
+	                                .n_past = 2};
 	create_ok(&t.def);
 
 	/* Kept across a reopen of the environment (the record, not a cache). */
@@ -1155,6 +1161,21 @@ START_TEST(test_tags_and_protection)
 	ck_assert(d.stream.enabled);
 	ck_assert_int_eq(d.stream.view, ST_VIEW_NEW_AND_OLD_IMAGES);
 	ck_assert_int_eq(d.stream.label_ms, 1764100000000);
+	ck_assert_uint_eq(d.stream.n_past, 2);
+	ck_assert_int_eq(d.stream.past[0].label_ms, 1764000000000);
+	ck_assert_int_eq(d.stream.past[0].ended_ms, 1764050000000);
+	ck_assert_int_eq(d.stream.past[0].view, ST_VIEW_KEYS_ONLY);
+	ck_assert_int_eq(d.stream.past[1].label_ms, 1763000000000);
+	ck_assert_int_eq(d.stream.past[1].view, ST_VIEW_NEW_IMAGE);
+	bool en;
+	st_stream_view view;
+	ck_assert(st_stream_spec_find(&d.stream, 1763000000000, 1763050000000, 1, &en, &view));
+	ck_assert(!en);
+	ck_assert_int_eq(view, ST_VIEW_NEW_IMAGE);
+	ck_assert(!st_stream_spec_find(&d.stream, 1763000000000, 1763050000002, 1, &en, &view));
+	ck_assert(st_stream_spec_find(&d.stream, 1764100000000, 1800000000000, 1, &en, &view));
+	ck_assert(en);
+	ck_assert(!st_stream_spec_find(&d.stream, 1764100000001, 0, 1, &en, &view));
 
 	/* Protected: group 0's delete refuses it and changes nothing. */
 	st_txn *txn;

@@ -1495,6 +1495,147 @@ START_TEST(test_update_table_and_activation)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* DescribeTimeToLive: ENABLING / DISABLING until every leader applied it    */
+/* ------------------------------------------------------------------------ */
+
+/* Group 0's change: its time and whether it enabled TTL; each data group's
+ * leader's copy (TableStats.ttl_ms); definitions re-sent per group. */
+static int64_t ttl_changed;
+static bool ttl_enabled;
+static int64_t ttl_applied[4];
+static atomic_int ttl_defines[4];
+
+static Shoal__NodeResponse *ttl_node(fake_node *self, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	if (self->id != 1 && !req->group_status) {
+		Shoal__NodeResponse *nr = answer(a, SHOAL_E_NOT_LEADER, "not the leader");
+		nr->leader_node = 1;
+		return nr;
+	}
+	if (req->list_catalog) {
+		Shoal__NodeResponse *nr = catalog_answer(a);
+		nr->catalog[0]->ttl_ms = ttl_changed;
+		nr->catalog[0]->ttl_attribute = ttl_enabled ? "exp" : "";
+		return nr;
+	}
+	if (req->define_table != NULL) {
+		ck_assert_uint_ne(req->group, 0);
+		atomic_fetch_add(&ttl_defines[req->group], 1);
+		ttl_applied[req->group] = req->define_table->ttl_ms; /* the repair */
+		return answer(a, SHOAL_OK, NULL);
+	}
+	if (req->group_status) {
+		Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+		Shoal__GroupStatus *gs = sh_arena_alloc(a, sizeof(*gs));
+		shoal__group_status__init(gs);
+		gs->group = req->group;
+		gs->node = self->id;
+		gs->role = self->id == 1 ? "leader" : "follower";
+		gs->leader_node = 1;
+		Shoal__TableStats *ts = sh_arena_alloc(a, sizeof(*ts));
+		shoal__table_stats__init(ts);
+		ts->table_name = "tbl";
+		ts->ttl_ms = ttl_applied[req->group];
+		gs->tables = sh_arena_alloc(a, sizeof(*gs->tables));
+		gs->tables[0] = ts;
+		gs->n_tables = 1;
+		nr->status = gs;
+		return nr;
+	}
+	ck_assert_int_eq(req->request->op_case, SHOAL__REQUEST__OP_DESCRIBE_TIME_TO_LIVE);
+	ck_assert_uint_eq(req->group, 0);
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	Shoal__DescribeTimeToLiveResponse *r = sh_arena_alloc(a, sizeof(*r));
+	Shoal__TimeToLiveDescription *d = sh_arena_alloc(a, sizeof(*d));
+	shoal__describe_time_to_live_response__init(r);
+	shoal__time_to_live_description__init(d);
+	d->time_to_live_status = ttl_enabled ? "ENABLED" : "DISABLED";
+	if (ttl_enabled)
+		WIRE_SET(d, attribute_name, "exp");
+	d->changed_ms = ttl_changed;
+	r->time_to_live_description = d;
+	nr->response->result_case = SHOAL__RESPONSE__RESULT_DESCRIBE_TIME_TO_LIVE;
+	nr->response->describe_time_to_live = r;
+	return nr;
+}
+
+static const Shoal__TimeToLiveDescription *describe_ttl(rt_router *rt, sh_arena *a)
+{
+	Shoal__DescribeTimeToLiveRequest dt = SHOAL__DESCRIBE_TIME_TO_LIVE_REQUEST__INIT;
+	WIRE_SET(&dt, table_name, "tbl");
+	Shoal__Request req = SHOAL__REQUEST__INIT;
+	req.op_case = SHOAL__REQUEST__OP_DESCRIBE_TIME_TO_LIVE;
+	req.describe_time_to_live = &dt;
+	Shoal__Response *resp = roundtrip(rt, a, &req);
+	ck_assert_msg(resp->status == 0, "%s", resp->message);
+	const Shoal__TimeToLiveDescription *d =
+	    resp->describe_time_to_live->time_to_live_description;
+	ck_assert_int_eq(d->changed_ms, 0); /* internal: never to the client */
+	return d;
+}
+
+START_TEST(test_describe_ttl_pending)
+{
+	ttl_changed = 1000;
+	ttl_enabled = true;
+	ttl_applied[1] = ttl_applied[3] = 1000;
+	ttl_applied[2] = 0; /* group 2's leader missed the change */
+	for (int g = 0; g < 4; g++)
+		atomic_store(&ttl_defines[g], 0);
+	sh_cluster_conf *c = make_conf(4, 3);
+	fakes_start(c, ttl_node);
+	rt_router *rt = router_up(c, 5000);
+	sh_arena a;
+	sh_arena_init(&a);
+
+	/* Not in force everywhere: ENABLING, and group 2 gets the definition. */
+	const Shoal__TimeToLiveDescription *d = describe_ttl(rt, &a);
+	ck_assert_str_eq(d->time_to_live_status, "ENABLING");
+	ck_assert_str_eq(d->attribute_name, "exp");
+	ck_assert_int_eq(atomic_load(&ttl_defines[2]), 1);
+	ck_assert_int_eq(atomic_load(&ttl_defines[1]) + atomic_load(&ttl_defines[3]), 0);
+	/* Repaired: ENABLED, nothing re-sent. */
+	d = describe_ttl(rt, &a);
+	ck_assert_str_eq(d->time_to_live_status, "ENABLED");
+	ck_assert_int_eq(atomic_load(&ttl_defines[2]), 1);
+
+	/* Disabled at 2000; group 3 still has 1000: DISABLING (the router's
+	 * cached catalog is older than the change: no repair from it), then
+	 * DISABLED once group 3 applied it. */
+	pthread_mutex_lock(&fake_mu);
+	ttl_changed = 2000;
+	ttl_enabled = false;
+	ttl_applied[1] = ttl_applied[2] = 2000;
+	pthread_mutex_unlock(&fake_mu);
+	d = describe_ttl(rt, &a);
+	ck_assert_str_eq(d->time_to_live_status, "DISABLING");
+	ck_assert_int_eq(d->_attribute_name_case, 0);
+	pthread_mutex_lock(&fake_mu);
+	ttl_applied[3] = 2000;
+	pthread_mutex_unlock(&fake_mu);
+	d = describe_ttl(rt, &a);
+	ck_assert_str_eq(d->time_to_live_status, "DISABLED");
+
+	/* Never changed: DISABLED without asking the data groups. */
+	pthread_mutex_lock(&fake_mu);
+	ttl_changed = 0;
+	ttl_applied[1] = ttl_applied[2] = ttl_applied[3] = 0;
+	pthread_mutex_unlock(&fake_mu);
+	int before = 0, after = 0;
+	for (uint32_t i = 0; i < n_fakes; i++)
+		before += atomic_load(&fakes[i].calls);
+	d = describe_ttl(rt, &a);
+	ck_assert_str_eq(d->time_to_live_status, "DISABLED");
+	for (uint32_t i = 0; i < n_fakes; i++)
+		after += atomic_load(&fakes[i].calls);
+	ck_assert_int_eq(after - before, 1); /* group 0 alone */
+	sh_arena_fini(&a);
+	rt_router_fini(rt);
+	fakes_stop();
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Secondary indexes: catalog ids, placeholders, write-shard merge           */
 /* ------------------------------------------------------------------------ */
 
@@ -1812,6 +1953,7 @@ static Suite *router_suite(void)
 	tcase_add_test(tc, test_shard_merge_pages_equal_unsharded);
 	tcase_add_test(tc, test_gsi_sharded_query);
 	tcase_add_test(tc, test_update_table_and_activation);
+	tcase_add_test(tc, test_describe_ttl_pending);
 	suite_add_tcase(s, tc);
 	return s;
 }

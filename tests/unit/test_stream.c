@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "proto/wire.h"
 #include "proto/wire_api.h"
@@ -226,15 +227,137 @@ START_TEST(test_read_positions_and_limits)
 	ck_assert_uint_eq(b.last, 50);
 	ck_assert_uint_eq(b.newest, 50);
 	ck_assert_uint_eq(b.trimmed, 0);
-	/* DeleteTable takes the log with it. */
+	/* DeleteTable keeps a table's stream for the retention (DynamoDB's
+	 * rule): the log stays, the deleted table is found by name and label
+	 * (and listed), then the stream_trim past the retention forgets all. */
+	st_env_set_stream_retention(tl_env, 1000);
 	uint32_t id = table_id("Tbl");
 	st_txn *txn;
 	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, 500);
 	ck_assert_int_eq(st_table_delete(txn, "Tbl", tl_msg), SHOAL_OK);
 	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+	uint32_t gone;
+	ck_assert_int_eq(st_table_id(tl_env, "Tbl", &gone, tl_msg), SHOAL_E_NOT_FOUND);
+	st_table_def d;
+	int64_t deleted;
+	ck_assert_int_eq(
+	    st_stream_dropped_find(tl_env, "Tbl", LABEL, 1500, &tl_arena, &d, &deleted, tl_msg),
+	    SHOAL_OK);
+	ck_assert_int_eq(deleted, 500);
+	ck_assert(!d.stream.enabled);
+	id = d.id;
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(b.first, 1);
+	ck_assert_uint_eq(b.last, 50);
+	ck_assert_int_eq(
+	    st_stream_dropped_find(tl_env, "Tbl", LABEL + 1, 1500, &tl_arena, &d, &deleted, tl_msg),
+	    SHOAL_E_NOT_FOUND);
+	ck_assert_int_eq(
+	    st_stream_dropped_find(tl_env, "Tbl", LABEL, 1501, &tl_arena, &d, &deleted, tl_msg),
+	    SHOAL_E_NOT_FOUND); /* past the retention */
+	st_table_def *defs;
+	int64_t *when;
+	uint32_t n_dropped;
+	ck_assert_int_eq(
+	    st_stream_dropped_list(tl_env, &tl_arena, &defs, &when, &n_dropped, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(n_dropped, 1);
+	ck_assert_str_eq(defs[0].name, "Tbl");
+	int64_t ts;
+	bool any;
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert(any);
+	uint32_t removed;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, 100000);
+	ck_assert_int_eq(st_stream_trim_expired(txn, 4096, &removed, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(removed, 50);
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert(!any);
+	ck_assert_int_eq(
+	    st_stream_dropped_list(tl_env, &tl_arena, &defs, &when, &n_dropped, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(n_dropped, 0);
 	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
 	ck_assert_uint_eq(b.newest, 0);
 	ck_assert_uint_eq(b.first, 0);
+}
+END_TEST
+
+/* n puts to table in one transaction at time ts (items pk p, sk from..). */
+static void put_many(const char *table, long from, long n, int64_t ts)
+{
+	st_txn *txn;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, ts);
+	for (long i = from; i < from + n; i++) {
+		st_put_req r = {.table = table, .item = item("p", i, i)};
+		st_write_result res;
+		ck_assert_int_eq(st_put(txn, &r, &tl_arena, &res, tl_msg), SHOAL_OK);
+	}
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+}
+
+static void set_stream(const char *table, bool enabled, int64_t ts)
+{
+	st_table_update_req u = {.name = table,
+	                         .set_stream = true,
+	                         .stream = {.enabled = enabled, .view = ST_VIEW_KEYS_ONLY}};
+	st_txn *txn;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, ts);
+	ck_assert_int_eq(st_table_update(txn, &u, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+}
+
+/* Average ns of one st_stream_bounds_get of label over `rounds` calls. */
+static double bounds_ns(uint32_t id, int64_t label, int rounds, st_stream_bounds *b)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < rounds; i++)
+		ck_assert_int_eq(st_stream_bounds_get(tl_env, id, label, b, tl_msg), SHOAL_OK);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return ((double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec)) / rounds;
+}
+
+/* Two streams of one table (disabled, enabled again: a new label), each
+ * with many records: each one's bounds are its own run of seqs, found
+ * without walking the other's records (the 'F' keys).  Prints the cost of
+ * a call, the micro-benchmark of the change (SHOAL_BOUNDS_N records per
+ * stream, default 20000). */
+START_TEST(test_bounds_two_streams)
+{
+	const char *env_n = getenv("SHOAL_BOUNDS_N");
+	long n = env_n != NULL ? atol(env_n) : 20000;
+	stream_table("Tbl", ST_VIEW_KEYS_ONLY);
+	uint32_t id = table_id("Tbl");
+	put_many("Tbl", 0, n, LABEL + 1);
+	set_stream("Tbl", false, LABEL + 2);
+	set_stream("Tbl", true, LABEL + 3); /* the new stream's label: LABEL + 3 */
+	put_many("Tbl", n, n, LABEL + 4);
+	st_stream_bounds b;
+	double old_ns = bounds_ns(id, LABEL, 200, &b);
+	ck_assert_uint_eq(b.first, 1);
+	ck_assert_uint_eq(b.last, (uint64_t)n);
+	ck_assert_uint_eq(b.newest, 2 * (uint64_t)n);
+	double new_ns = bounds_ns(id, LABEL + 3, 200, &b);
+	ck_assert_uint_eq(b.first, (uint64_t)n + 1);
+	ck_assert_uint_eq(b.last, 2 * (uint64_t)n);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL + 2, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(b.first, 0); /* no such stream */
+	ck_assert_uint_eq(b.last, 0);
+	printf("st_stream_bounds_get, two streams of %ld records each: the old stream %.1f us, "
+	       "the new one %.1f us per call\n",
+	       n, old_ns / 1000, new_ns / 1000);
+	/* Trimmed into: the old stream's head moves, then it is gone. */
+	st_env_set_stream_retention(tl_env, 1000);
+	put_many("Tbl", 2 * n, (n + 3) / 4, LABEL + 5000); /* 4 trimmed per append */
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(b.first, 0);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL + 3, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(b.first, b.trimmed + 1);
+	ck_assert_uint_gt(b.first, (uint64_t)n);
 }
 END_TEST
 
@@ -280,6 +403,58 @@ END_TEST
 
 /* Two environments applying the same writes at the same times hold the same
  * bytes, stream log included: what Raft replicas rely on. */
+/* Trimming without writes: st_stream_oldest tells the leader a trim is
+ * due; the stream_trim entry's apply trims every table's expired head, by
+ * the entry's time, and TrimmedDataAccess follows. */
+START_TEST(test_trim_without_writes)
+{
+	st_env_set_stream_retention(tl_env, 1000);
+	stream_table("TblA", ST_VIEW_KEYS_ONLY);
+	stream_table("TblB", ST_VIEW_KEYS_ONLY);
+	int64_t ts;
+	bool any;
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert(!any);
+	for (long i = 0; i < 3; i++) {
+		ck_assert_int_eq(put_at(tl_env, "TblA", item("p", i, i), 100 + i), SHOAL_OK);
+		ck_assert_int_eq(put_at(tl_env, "TblB", item("p", i, i), 50 + i * 400), SHOAL_OK);
+	}
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert(any);
+	ck_assert_int_eq(ts, 50);
+	ck_assert(!st_stream_expired(tl_env, ts, 1050));
+	ck_assert(st_stream_expired(tl_env, ts, 1051));
+	/* At 1500: TblA's three (100..102) and TblB's 50 and 450 go; its 850
+	 * stays. */
+	st_txn *txn;
+	uint32_t removed;
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, 1500);
+	ck_assert_int_eq(st_stream_trim_expired(txn, 100, &removed, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(removed, 5);
+	st_stream_bounds b;
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("TblA"), LABEL, &b, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_uint_eq(b.first, 0);
+	ck_assert_uint_eq(b.trimmed, 3);
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, table_id("TblB"), LABEL, &b, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_uint_eq(b.first, 3);
+	ck_assert_uint_eq(b.trimmed, 2);
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(ts, 850);
+	/* At most max records per entry. */
+	ck_assert_int_eq(st_txn_begin(tl_env, &txn, tl_msg), SHOAL_OK);
+	st_txn_set_time(txn, 100000);
+	ck_assert_int_eq(st_stream_trim_expired(txn, 1, &removed, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(txn, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(removed, 1);
+	ck_assert_int_eq(st_stream_oldest(tl_env, &ts, &any, tl_msg), SHOAL_OK);
+	ck_assert(!any);
+}
+END_TEST
+
 START_TEST(test_deterministic)
 {
 	stream_table("Tbl", ST_VIEW_NEW_AND_OLD_IMAGES);
@@ -322,6 +497,71 @@ START_TEST(test_deterministic)
 	                 SHOAL_OK);
 	ck_assert_uint_gt(b1.trimmed, 0);
 	st_env_close(other);
+}
+END_TEST
+
+/* GetShardIterator LATEST from a replica that lags its leader (item 4 of
+ * issue 16): the lagging replica's position is at or before every record
+ * committed after it was taken, so reading from it -- on the leader, or on
+ * the lagging replica once it caught up -- skips nothing; meanwhile the
+ * lagging replica itself answers no record and keeps the position. */
+START_TEST(test_latest_on_lagging_replica)
+{
+	st_env *lag;
+	char dir2[PATH_MAX + 16];
+	snprintf(dir2, sizeof(dir2), "%s/lagging", tl_dir);
+	ck_assert_int_eq(mkdir(dir2, 0700), 0);
+	ck_assert_int_eq(st_env_open(dir2, NULL, &lag, tl_msg), SHOAL_OK);
+	stream_table("Tbl", ST_VIEW_KEYS_ONLY);
+	st_env *save = tl_env;
+	tl_env = lag;
+	stream_table("Tbl", ST_VIEW_KEYS_ONLY);
+	tl_env = save;
+	uint32_t id = table_id("Tbl");
+	/* The same committed sequence: the leader applied 10, the lagging
+	 * replica 6 of them. */
+	for (long i = 0; i < 10; i++) {
+		ck_assert_int_eq(put_at(tl_env, "Tbl", item("p", i, i), LABEL + i), SHOAL_OK);
+		if (i < 6)
+			ck_assert_int_eq(put_at(lag, "Tbl", item("p", i, i), LABEL + i), SHOAL_OK);
+	}
+	st_stream_bounds b;
+	ck_assert_int_eq(st_stream_bounds_get(lag, id, LABEL, &b, tl_msg), SHOAL_OK);
+	uint64_t pos = st_stream_latest(&b);
+	ck_assert_uint_eq(pos, 7);
+	/* The lagging replica: nothing there yet, the position kept. */
+	st_stream_rec *r;
+	uint32_t n;
+	uint64_t next;
+	ck_assert_int_eq(
+	    st_stream_read(lag, id, LABEL, pos, 100, 1u << 20, &tl_arena, &r, &n, &next, tl_msg),
+	    SHOAL_OK);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(next, pos);
+	/* A record committed after the iterator was issued. */
+	ck_assert_int_eq(put_at(tl_env, "Tbl", item("p", 10, 10), LABEL + 10), SHOAL_OK);
+	/* The leader: 7..11, the four the replica lacked and the new one. */
+	ck_assert_int_eq(
+	    st_stream_read(tl_env, id, LABEL, pos, 100, 1u << 20, &tl_arena, &r, &n, &next, tl_msg),
+	    SHOAL_OK);
+	ck_assert_uint_eq(n, 5);
+	for (uint32_t i = 0; i < n; i++)
+		ck_assert_uint_eq(r[i].seq, pos + i);
+	ck_assert_uint_eq(next, 12);
+	/* The lagging replica, caught up: the same records. */
+	for (long i = 6; i < 11; i++)
+		ck_assert_int_eq(put_at(lag, "Tbl", item("p", i, i), LABEL + i), SHOAL_OK);
+	ck_assert_int_eq(
+	    st_stream_read(lag, id, LABEL, pos, 100, 1u << 20, &tl_arena, &r, &n, &next, tl_msg),
+	    SHOAL_OK);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_uint_eq(r[0].seq, 7);
+	ck_assert_uint_eq(next, 12);
+	/* The leader's LATEST at the same moment would have been 11: the
+	 * lagging one's is earlier, never later. */
+	ck_assert_int_eq(st_stream_bounds_get(tl_env, id, LABEL, &b, tl_msg), SHOAL_OK);
+	ck_assert_uint_ge(st_stream_latest(&b), pos);
+	st_env_close(lag);
 }
 END_TEST
 
@@ -522,9 +762,10 @@ static Suite *stream_suite(void)
 {
 	return tl_suite("stream", setup, tl_store_close, 60,
 	                TL_TESTS(test_append_events_and_images, test_ttl_removal_marked,
-	                         test_read_positions_and_limits, test_trim_by_age,
-	                         test_deterministic, test_snapshot_carries_the_log,
-	                         test_names_and_tokens, test_json));
+	                         test_bounds_two_streams, test_trim_without_writes,
+	                         test_latest_on_lagging_replica, test_read_positions_and_limits,
+	                         test_trim_by_age, test_deterministic,
+	                         test_snapshot_carries_the_log, test_names_and_tokens, test_json));
 }
 
 TL_MAIN(stream_suite)

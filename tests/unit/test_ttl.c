@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "proto/wire.h"
 #include "storage/catalog.h"
 #include "storage/engine.h"
 #include "storage/index.h"
@@ -19,6 +20,7 @@
 static void setup(void)
 {
 	tl_store_open("ttl", &(st_env_options){.map_size = 1ull << 30});
+	st_env_set_ttl_change_interval(tl_env, 0); /* test_change_interval sets one */
 	tl_create_table_gsi("Tbl", (st_key_schema){{"PK", ST_S}, {"SK", ST_N}}, "byG",
 	                    (st_key_schema){{"G", ST_S}, {NULL, ST_NONE}});
 }
@@ -203,10 +205,42 @@ START_TEST(test_delete_at_apply)
 }
 END_TEST
 
+/* DynamoDB's rule: a change within the interval after the previous one
+ * is refused, by the time of the entry that carries it; the refusals of
+ * a request that would change nothing come first. */
+START_TEST(test_change_interval)
+{
+	st_env_set_ttl_change_interval(tl_env, 1000);
+	ck_assert_int_eq(set_ttl("Tbl", true, "exp", NOW_MS), SHOAL_OK); /* never changed */
+	ck_assert_int_eq(set_ttl("Tbl", true, "exp", NOW_MS + 10), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "TimeToLive is already enabled");
+	ck_assert_int_eq(set_ttl("Tbl", false, "exp", NOW_MS + 999), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "Time to live has been modified multiple times within a fixed "
+	                         "interval");
+	ck_assert_str_eq(def_of("Tbl").ttl_attr, "exp");
+	ck_assert_int_eq(set_ttl("Tbl", false, "exp", NOW_MS + 1000), SHOAL_OK);
+	ck_assert_ptr_null(def_of("Tbl").ttl_attr);
+	ck_assert_int_eq(set_ttl("Tbl", true, "e2", NOW_MS + 1500), SHOAL_E_VALIDATION);
+	ck_assert_str_eq(tl_msg, "Time to live has been modified multiple times within a fixed "
+	                         "interval");
+	ck_assert_int_eq(def_of("Tbl").ttl_ms, NOW_MS + 1000);
+	/* The default is DynamoDB's hour. */
+	st_env_set_ttl_change_interval(tl_env, -1);
+	ck_assert_int_eq(set_ttl("Tbl", true, "e2", NOW_MS + 1000 + 3599999), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(set_ttl("Tbl", true, "e2", NOW_MS + 1000 + 3600000), SHOAL_OK);
+	ck_assert_str_eq(def_of("Tbl").ttl_attr, "e2");
+	ck_assert_str_eq(wire_ttl_status(true, false), "ENABLING");
+	ck_assert_str_eq(wire_ttl_status(false, false), "DISABLING");
+	ck_assert_str_eq(wire_ttl_status(true, true), "ENABLED");
+	ck_assert_str_eq(wire_ttl_status(false, true), "DISABLED");
+}
+END_TEST
+
 static Suite *ttl_suite(void)
 {
-	return tl_suite("ttl", setup, tl_store_close, 0,
-	                TL_TESTS(test_decision, test_setting, test_delete_at_apply));
+	return tl_suite(
+	    "ttl", setup, tl_store_close, 0,
+	    TL_TESTS(test_decision, test_setting, test_delete_at_apply, test_change_interval));
 }
 
 TL_MAIN(ttl_suite)

@@ -81,6 +81,17 @@ def read_all(s, arn, horizon="TRIM_HORIZON", limit=None):
     return out
 
 
+def all_stream_arns(s):
+    """Every StreamArn ListStreams gives, page by page."""
+    arns, kw = [], {}
+    while True:
+        r = s.list_streams(Limit=100, **kw)
+        arns += [x["StreamArn"] for x in r["Streams"]]
+        if "LastEvaluatedStreamArn" not in r:
+            return arns
+        kw = {"ExclusiveStartStreamArn": r["LastEvaluatedStreamArn"]}
+
+
 def flat(by_shard):
     return [r for recs in by_shard.values() for r in recs]
 
@@ -313,7 +324,9 @@ class Streams(unittest.TestCase):
             it = self.s.get_shard_iterator(StreamArn=arn1, ShardId=sh["ShardId"],
                                            ShardIteratorType="LATEST")["ShardIterator"]
             self.assertNotIn("NextShardIterator", self.s.get_records(ShardIterator=it))
-        # Enabled again: a new stream, the old one gone from the table.
+        # Enabled again: a new stream; the one it replaced stays readable
+        # (DISABLED, its own view type and records) and listed, as in
+        # DynamoDB, until the retention has passed (test_retention).
         d = self.c.update_table(TableName=t, StreamSpecification={
             "StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})["TableDescription"]
         arn2 = d["LatestStreamArn"]
@@ -322,8 +335,90 @@ class Streams(unittest.TestCase):
         recs = flat(read_all(self.s, arn2))
         self.assertEqual([r["dynamodb"]["Keys"]["pk"]["S"] for r in recs], ["again"])
         self.assertNotIn("NewImage", recs[0]["dynamodb"])
+        old = self.s.describe_stream(StreamArn=arn1)["StreamDescription"]
+        self.assertEqual((old["StreamStatus"], old["StreamViewType"]),
+                         ("DISABLED", "NEW_AND_OLD_IMAGES"))
+        recs = flat(read_all(self.s, arn1))
+        self.assertEqual([r["dynamodb"]["Keys"]["pk"]["S"] for r in recs], ["during"])
+        self.assertIn("NewImage", recs[0]["dynamodb"])
+        self.assertEqual([x["StreamArn"] for x in self.s.list_streams(TableName=t)["Streams"]],
+                         [arn2, arn1])
+        self.assertEqual(self.s.describe_stream(StreamArn=arn2)["StreamDescription"][
+            "StreamStatus"], "ENABLED")
+
+    def test_retention(self):
+        """Records past the retention (run.sh: SHOAL_STREAM_RETENTION_S) are
+        trimmed although nothing is written any more (the leader's timer), a
+        replaced stream and a deleted table's stream are listed and readable
+        until then, and a position in the trimmed range is
+        TrimmedDataAccessException."""
+        ret = int(os.environ.get("SHOAL_STREAM_RETENTION_S", "86400"))
+        if ret > 60:
+            self.skipTest("retention of %d s: too long to wait for" % ret)
+        t = new_table(self.c, "KEYS_ONLY")
+        arn1 = self.arn(t)
+        self.c.put_item(TableName=t, Item=key("one"))
+        self.c.update_table(TableName=t, StreamSpecification={"StreamEnabled": False})
+        arn2 = self.c.update_table(TableName=t, StreamSpecification={
+            "StreamEnabled": True, "StreamViewType": "KEYS_ONLY"})["TableDescription"][
+            "LatestStreamArn"]
+        self.c.put_item(TableName=t, Item=key("two"))
+        # A deleted table's stream stays too: listed, DISABLED, readable.
+        gone = new_table(self.c, "NEW_IMAGE")
+        arn_gone = self.arn(gone)
+        self.c.put_item(TableName=gone, Item={**key("three"), "v": N(3)})
+        self.c.delete_table(TableName=gone)
+        t_written = time.monotonic()
+        self.c.get_waiter("table_not_exists").wait(TableName=gone)
+        self.assertEqual(self.s.list_streams(TableName=gone)["Streams"],
+                         [{"StreamArn": arn_gone, "TableName": gone,
+                           "StreamLabel": arn_gone.split("/stream/")[1]}])
+        self.assertIn(arn_gone, all_stream_arns(self.s))
+        desc = self.s.describe_stream(StreamArn=arn_gone)["StreamDescription"]
+        self.assertEqual((desc["StreamStatus"], desc["StreamViewType"], desc["TableName"]),
+                         ("DISABLED", "NEW_IMAGE", gone))
+        self.assertEqual(desc["KeySchema"][0]["AttributeName"], "pk")
+        for sh in desc["Shards"]:
+            self.assertIn("EndingSequenceNumber", sh["SequenceNumberRange"])
+        recs = flat(read_all(self.s, arn_gone))
+        self.assertEqual([(r["eventName"], r["dynamodb"]["NewImage"]["v"]["N"]) for r in recs],
+                         [("INSERT", "3")])
+        self.assertEqual(len(flat(read_all(self.s, arn1))), 1)
+        rec2 = flat(read_all(self.s, arn2))
+        self.assertEqual(len(rec2), 1)
+        shard2 = [sh["ShardId"] for sh in self.s.describe_stream(StreamArn=arn2)[
+            "StreamDescription"]["Shards"]]
+        seq2 = rec2[0]["dynamodb"]["SequenceNumber"]
+        # No writes from here on: the timer alone trims, within about a
+        # second of the retention passing.
+        deadline = t_written + ret + 20
+        while True:
+            listed = [x["StreamArn"] for x in self.s.list_streams(TableName=t)["Streams"]]
+            left = flat(read_all(self.s, arn2))
+            all_arns = all_stream_arns(self.s)
+            if not left and listed == [arn2] and arn_gone not in all_arns:
+                break
+            self.assertLess(time.monotonic(), deadline, (listed, left))
+            time.sleep(0.2)
+        self.assertGreaterEqual(time.monotonic() - t_written, ret * 0.9)
         self.assertEqual(self.code(self.s.describe_stream, StreamArn=arn1)[0],
                          "ResourceNotFoundException")
+        self.assertEqual(self.code(self.s.describe_stream, StreamArn=arn_gone)[0],
+                         "ResourceNotFoundException")
+        self.assertEqual(self.code(self.s.list_streams, TableName=gone)[0],
+                         "ResourceNotFoundException")
+        trimmed = 0
+        for sid in shard2:
+            try:
+                self.s.get_shard_iterator(StreamArn=arn2, ShardId=sid,
+                                          ShardIteratorType="AT_SEQUENCE_NUMBER",
+                                          SequenceNumber=seq2)
+            except ClientError as e:
+                self.assertEqual(e.response["Error"]["Code"], "TrimmedDataAccessException")
+                trimmed += 1
+        self.assertGreaterEqual(trimmed, 1)
+        print("\nstreams: records trimmed without writes %.1f s after the last one "
+              "(retention %d s)" % (time.monotonic() - t_written, ret), flush=True)
 
     def test_clis(self):
         t = new_table(self.c, "NEW_IMAGE")

@@ -61,6 +61,25 @@ def create(c):
     return name
 
 
+INTERVAL_S = int(os.environ.get("SHOAL_TTL_CHANGE_INTERVAL_MS", "3600000")) / 1000.0
+INTERVAL_MSG = "Time to live has been modified multiple times within a fixed interval"
+
+
+def update_ttl(c, name, enabled, attr):
+    """UpdateTimeToLive, again while it is refused for the change interval
+    (run.sh makes it 1.5 s), up to a deadline."""
+    deadline = time.monotonic() + INTERVAL_S + 10
+    while True:
+        try:
+            return c.update_time_to_live(TableName=name, TimeToLiveSpecification={
+                "Enabled": enabled, "AttributeName": attr})
+        except ClientError as e:
+            if (e.response["Error"]["Message"] != INTERVAL_MSG
+                    or time.monotonic() > deadline):
+                raise
+            time.sleep(0.05)
+
+
 def api(op, body):
     """DynamoDB JSON over HTTP, for requests boto3 refuses to send
     (missing members): (status, decoded body)."""
@@ -139,14 +158,23 @@ class TimeToLive(unittest.TestCase):
                  "TimeToLive is active on a different AttributeName: current AttributeName is exp",
                  TableName=name, TimeToLiveSpecification={"Enabled": False,
                                                           "AttributeName": "other"})
-        r = c.update_time_to_live(TableName=name, TimeToLiveSpecification={
-            "Enabled": False, "AttributeName": "exp"})
+        # A second change within the interval: DynamoDB's refusal, and
+        # nothing changed.
+        t_changed = time.monotonic()
+        self.err(c.update_time_to_live, "ValidationException", INTERVAL_MSG,
+                 TableName=name, TimeToLiveSpecification={"Enabled": False,
+                                                          "AttributeName": "exp"})
+        self.assertEqual(c.describe_time_to_live(TableName=name)["TimeToLiveDescription"],
+                         {"TimeToLiveStatus": "ENABLED", "AttributeName": "exp"})
+        r = update_ttl(c, name, False, "exp")
+        self.assertGreaterEqual(time.monotonic() - t_changed, INTERVAL_S * 0.5)
         self.assertEqual(r["TimeToLiveSpecification"], {"Enabled": False, "AttributeName": "exp"})
+        # UpdateTimeToLive waited for every data group, so the change is in
+        # force on every partition leader already: DISABLED, not DISABLING.
         self.assertEqual(c.describe_time_to_live(TableName=name)["TimeToLiveDescription"],
                          {"TimeToLiveStatus": "DISABLED"})
         # Enabled again, on another attribute.
-        c.update_time_to_live(TableName=name, TimeToLiveSpecification={
-            "Enabled": True, "AttributeName": "exp2"})
+        update_ttl(c, name, True, "exp2")
         self.assertEqual(c.describe_time_to_live(TableName=name)["TimeToLiveDescription"],
                          {"TimeToLiveStatus": "ENABLED", "AttributeName": "exp2"})
         # DescribeTable is unchanged by it; the table goes away with its setting.
