@@ -991,6 +991,10 @@ static void tls_close(struct raft_uv_transport *outer, raft_uv_transport_close_c
 	}
 	for (conn *c = t->conns, *next; c != NULL; c = next) {
 		next = c->next;
+		/* Sockets close now, drained or not: the tick that would end a
+		 * drain is closing too.  (close_tcp frees nothing; conn_close
+		 * may free c.) */
+		close_tcp(c);
 		conn_close(c);
 	}
 	maybe_closed(t); /* (nothing was open) */
