@@ -722,10 +722,14 @@ static int fill_message(wire_api_in *c, const ProtobufCMessageDescriptor *desc, 
 		char name[WIRE_API_NAME_MAX];
 		wire_api_json_name(desc, f, name);
 		const json_t *v = json_object_get(j, name);
-		if (v == NULL || json_is_null(v))
+		if ((v == NULL || json_is_null(v)) &&
+		    !(c->request && sp != NULL && sp->kind == WIRE_API_REQUIRED))
 			continue;
 		size_t mark = wire_api_path_push(c, name);
-		rc = field_from_json(c, desc, f, sp, v, m);
+		if (v == NULL || json_is_null(v))
+			rc = wire_api_in_invalid(c, MSG_NULL, c->path);
+		else
+			rc = field_from_json(c, desc, f, sp, v, m);
 		wire_api_path_pop(c, mark);
 	}
 	json_decref(rewritten);

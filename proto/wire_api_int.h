@@ -32,6 +32,9 @@ typedef enum wire_api_kind {
 	WIRE_API_PAGE_ITEMS, /* Query/Scan Items: always written, except with Select COUNT */
 	WIRE_API_TIME,       /* int64 ms <-> JSON number of epoch seconds */
 	WIRE_API_KEYED,      /* repeated message <-> JSON object keyed by `key` */
+	WIRE_API_REQUIRED,   /* a request member DynamoDB's model requires where protobuf
+	                        cannot tell it absent from empty (Tag.Value, a plain
+	                        string): absent or null is "Value null at ..." */
 } wire_api_kind;
 
 typedef struct wire_api_special {

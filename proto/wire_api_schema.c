@@ -105,7 +105,8 @@ static const wire_api_special specials[] = {
     {D(table_description), "deletion_protection_enabled", WIRE_API_PLAIN, true, NULL, NULL, NULL,
      NULL},
     {D(tag), "key", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
-    {D(tag), "value", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    /* (Required: a tag's Value may be empty, not absent.) */
+    {D(tag), "value", WIRE_API_REQUIRED, true, NULL, NULL, NULL, NULL},
     {D(list_tags_of_resource_response), "tags", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
     {D(describe_limits_response), "account_max_read_capacity_units", WIRE_API_PLAIN, true, NULL,
      NULL, NULL, NULL},

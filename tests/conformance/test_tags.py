@@ -4,7 +4,7 @@ the 50-tag limit, reserved prefixes, characters) leaves out: the
 constraints on keys and values, unknown and malformed ARNs."""
 import re
 
-from conformance import HASH, Case, constraint, gap, main, uid
+from conformance import HASH, Case, constraint, main, uid
 
 
 class Tags(Case):
@@ -42,8 +42,6 @@ class Tags(Case):
             r"failed to satisfy constraint: Member must have length less than or equal to "
             r"256$"), ResourceArn=self.arn, Tags=[{"Key": "k", "Value": "v" * 257}])
 
-    @gap("a Tag without its Value is accepted (stored with an empty value): DynamoDB's model "
-         "requires Tag.Value, and Shoal's protobuf Tag cannot tell an absent Value from \"\"")
     def test_tag_value_required(self):
         self.invalid(self.raw.tag_resource, constraint("null", "tags.1.member.value",
                                                        "not be null"),

@@ -646,6 +646,15 @@ static const err_case request_errors[] = {
     {"BatchWriteItem", "{'RequestItems':{'t1':null}}", SHOAL_E_VALIDATION,
      "1 validation error detected: Value null at 'requestItems.t1.member' failed to satisfy "
      "constraint: Member must not be null"},
+    /* A tag's Value may be empty but not absent (protobuf cannot tell the
+     * two apart, so the JSON front door does). */
+    {"TagResource", "{'ResourceArn':'x','Tags':[{'Key':'k','Value':''},{'Key':'k2'}]}",
+     SHOAL_E_VALIDATION,
+     "1 validation error detected: Value null at 'tags.2.member.value' failed to satisfy "
+     "constraint: Member must not be null"},
+    {"CreateTable", "{'Tags':[{'Key':'k','Value':null}]}", SHOAL_E_VALIDATION,
+     "1 validation error detected: Value null at 'tags.1.member.value' failed to satisfy "
+     "constraint: Member must not be null"},
     {"DescribeTable", "{'TableName':'t\\u0000x'}", SHOAL_E_VALIDATION,
      "1 validation error detected: Value at 'tableName' failed to satisfy constraint: Member "
      "must not contain the character U+0000"},
