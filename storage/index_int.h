@@ -126,8 +126,11 @@ int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_it
 /* The index entry writes of a plan (NULL plan: none), for the write's
  * result; *writes lives in the plan's arena. */
 void st_ix_plan_writes(const st_ix_plan *plan, st_index_write **writes, uint32_t *n);
-/* Writes a plan (environmental errors only). */
-int st_ix_plan_apply(st_txn *txn, const st_ix_plan *plan, char *errmsg);
+/* Writes a plan (environmental errors only).  The collection counter gets
+ * the plan's delta on its current value (another write of the same
+ * transaction may have changed it since planning); the plan's collection
+ * size becomes the value written. */
+int st_ix_plan_apply(st_txn *txn, st_ix_plan *plan, char *errmsg);
 
 /* Every table record in the catalog, decoded (for lookups by id). */
 int st_ix_tables(MDB_txn *txn, st_env *env, sh_arena *a, st_table_info **out, uint32_t *n,
