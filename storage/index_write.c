@@ -51,6 +51,7 @@ struct st_ix_plan {
 	uint8_t coll_key[22];
 	int64_t coll_delta;     /* the change this write makes to it */
 	uint64_t coll_size;     /* its new value (re-read and recomputed by apply) */
+	const char *coll_attr;  /* tables with LSIs: the partition key's name (arena) */
 	st_index_write *writes; /* per index changed, for ReturnConsumedCapacity */
 	uint32_t n_writes;
 };
@@ -158,8 +159,12 @@ int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_it
 		p->coll = coll_delta != 0;
 		p->coll_delta = coll_delta;
 		p->coll_size = cur;
+		/* For ReturnItemCollectionMetrics; the caller's arena as above. */
+		p->coll_attr = sh_arena_strndup(a, d->key.hash.name, strlen(d->key.hash.name));
+		if (p->coll_attr == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "index plan: out of memory");
 	}
-	if (p->n_ops == 0 && !p->coll)
+	if (p->n_ops == 0 && !has_lsi)
 		return SHOAL_OK;
 	*plan = p;
 	return SHOAL_OK;
@@ -169,6 +174,15 @@ void st_ix_plan_writes(const st_ix_plan *p, st_index_write **writes, uint32_t *n
 {
 	*writes = p != NULL && p->n_writes > 0 ? p->writes : NULL;
 	*n = p != NULL ? p->n_writes : 0;
+}
+
+bool st_ix_plan_collection(const st_ix_plan *p, const char **attr, uint64_t *size)
+{
+	if (p == NULL || p->coll_attr == NULL)
+		return false;
+	*attr = p->coll_attr;
+	*size = p->coll_size;
+	return true;
 }
 
 int st_ix_plan_apply(st_txn *txn, st_ix_plan *p, char *errmsg)
