@@ -43,7 +43,9 @@
  *                           ReturnConsumedCapacity, consumed_capacity from the
  *                           write result's sizes (wire_capacity_charge_write);
  *                           only the proposer builds it, so replicas stay
- *                           byte-identical.
+ *                           byte-identical.  With ReturnItemCollectionMetrics
+ *                           SIZE on a table with an LSI, item_collection_metrics
+ *                           from the write result (wire_icm_new), likewise.
  *   define_table            st_table_create with TableDefine's id and
  *                           created_ms.  table_id 0 ("assign") is accepted in
  *                           group 0 only.  A table of that name that already
@@ -89,7 +91,9 @@
  *                           and is the operation's status -- the writes before
  *                           it stay (BatchWriteItem is not atomic).  Result: a
  *                           BatchWriteItemResponse without UnprocessedItems,
- *                           with one ConsumedCapacity per table when asked.
+ *                           with one ConsumedCapacity per table when asked, and
+ *                           with ReturnItemCollectionMetrics SIZE one
+ *                           ItemCollectionMetrics per collection written.
  *
  * Thread: the group's loop thread (raft calls apply from it).
  */
@@ -180,6 +184,8 @@ static int op_put(op_ctx *c, const Shoal__PutItemRequest *pb)
 	if (rc == SHOAL_OK)
 		rc = write_capacity(c, WIRE_RCC(pb), req.table, &res, req.item,
 		                    &c->r->put_item->consumed_capacity);
+	if (rc == SHOAL_OK && WIRE_RICM(pb))
+		rc = wire_icm_new(c->a, &res, &c->r->put_item->item_collection_metrics, c->msg);
 	if (rc == SHOAL_OK)
 		c->r->result_case = SHOAL__RESPONSE__RESULT_PUT_ITEM;
 	return result_built(c, rc);
@@ -203,6 +209,8 @@ static int op_update(op_ctx *c, const Shoal__UpdateItemRequest *pb)
 	if (rc == SHOAL_OK)
 		rc = write_capacity(c, WIRE_RCC(pb), req.table, &res, req.key,
 		                    &c->r->update_item->consumed_capacity);
+	if (rc == SHOAL_OK && WIRE_RICM(pb))
+		rc = wire_icm_new(c->a, &res, &c->r->update_item->item_collection_metrics, c->msg);
 	if (rc == SHOAL_OK)
 		c->r->result_case = SHOAL__RESPONSE__RESULT_UPDATE_ITEM;
 	return result_built(c, rc);
@@ -227,6 +235,8 @@ static int op_delete(op_ctx *c, const Shoal__DeleteItemRequest *pb, bool ttl)
 	if (rc == SHOAL_OK)
 		rc = write_capacity(c, WIRE_RCC(pb), req.table, &res, req.key,
 		                    &c->r->delete_item->consumed_capacity);
+	if (rc == SHOAL_OK && WIRE_RICM(pb))
+		rc = wire_icm_new(c->a, &res, &c->r->delete_item->item_collection_metrics, c->msg);
 	if (rc == SHOAL_OK)
 		c->r->result_case = SHOAL__RESPONSE__RESULT_DELETE_ITEM;
 	return result_built(c, rc);
@@ -540,6 +550,7 @@ static int op_batch_write(op_ctx *c, const Shoal__BatchWriteItemRequest *pb)
 
 	/* Pass 2: apply in order, adding up each table's capacity when asked. */
 	wire_rcc rcc = c->r != NULL ? WIRE_RCC(pb) : WIRE_RCC_NONE;
+	bool ricm = c->r != NULL && WIRE_RICM(pb);
 	Shoal__BatchWriteItemResponse *out = sh_arena_alloc(c->a, sizeof(*out));
 	if (out == NULL)
 		return sh_errf(c->msg, SHOAL_E_NOMEM, "batch_write result: out of memory");
@@ -552,6 +563,17 @@ static int op_batch_write(op_ctx *c, const Shoal__BatchWriteItemRequest *pb)
 			return rc;
 		const char *table = w[k].is_put ? w[k].put.table : w[k].del.table;
 		const st_value *key = w[k].is_put ? w[k].put.item : w[k].del.key;
+		if (ricm) {
+			Shoal__ItemCollectionMetrics *m;
+			rc = wire_icm_new(c->a, &res, &m, c->msg);
+			if (rc == SHOAL_OK && wire_icm_list_add(c->a, &out->item_collection_metrics,
+			                                        &out->n_item_collection_metrics,
+			                                        table, m) != SHOAL_OK)
+				rc = sh_errf(c->msg, SHOAL_E_NOMEM,
+				             "batch_write metrics: out of memory");
+			if (rc != SHOAL_OK)
+				return rc;
+		}
 		if (rcc == WIRE_RCC_NONE) {
 			node_fsm_charge_write(c, table, &res, key, 1);
 			continue;

@@ -137,7 +137,8 @@ static int cancel_all(op_ctx *c, size_t n, int code, const char *message)
 }
 
 /* The answer of an applied transaction: its capacity when asked (a
- * transactional write costs twice a write's units). */
+ * transactional write costs twice a write's units), and its item collection
+ * metrics when asked. */
 static int applied_answer(op_ctx *c, const Shoal__TxnWrite *w, const st_txn_action *acts,
                           const st_txn_result *res, size_t n)
 {
@@ -148,12 +149,22 @@ static int applied_answer(op_ctx *c, const Shoal__TxnWrite *w, const st_txn_acti
 		return sh_errf(c->msg, SHOAL_E_NOMEM, "transaction: out of memory");
 	shoal__transact_write_items_response__init(out);
 	wire_rcc rcc = WIRE_RCC(w);
+	bool ricm = WIRE_RICM(w);
 	for (size_t i = 0; i < n; i++) {
 		const char *table;
 		const st_value *key;
 		bool item;
 		wire_txn_action_target(&acts[i], &table, &key, &item);
 		node_fsm_charge_write(c, table, &res[i].res, key, 2);
+		if (ricm && acts[i].kind != ST_TXA_CHECK) {
+			Shoal__ItemCollectionMetrics *m;
+			int rc = wire_icm_new(c->a, &res[i].res, &m, c->msg);
+			if (rc == SHOAL_OK)
+				rc = wire_icm_list_add(c->a, &out->item_collection_metrics,
+				                       &out->n_item_collection_metrics, table, m);
+			if (rc != SHOAL_OK)
+				return sh_errf(c->msg, rc, "transaction metrics: out of memory");
+		}
 		if (rcc == WIRE_RCC_NONE)
 			continue;
 		Shoal__ConsumedCapacity *cc;

@@ -600,6 +600,35 @@ int wire_capacity_list_add(sh_arena *a, Shoal__ConsumedCapacity ***list, size_t 
                            const Shoal__ConsumedCapacity *from);
 
 /* ------------------------------------------------------------------------ */
+/* Item collection metrics (wire_metrics.c)                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * ReturnItemCollectionMetrics.  Only SIZE asks for them, and
+ * only a write on a table with a local secondary index has any
+ * (st_write_result.coll_attr): the rest get none, as in DynamoDB.
+ */
+/* "SIZE": true; anything else (NULL, "NONE") false. */
+bool wire_ricm_parse(const char *s);
+/* The ReturnItemCollectionMetrics of a decoded request message pb. */
+#define WIRE_RICM(pb) wire_ricm_parse(WIRE_OPT(pb, return_item_collection_metrics))
+/* SizeEstimateRangeGB of a collection of `bytes`: whole GiB around it,
+ * [floor(bytes / 2^30), that + 1]. */
+void wire_icm_range(uint64_t bytes, double range[2]);
+/* The ItemCollectionMetrics of a successful write, *out NULL when the table
+ * has no LSI.  Built in a; borrows res's attribute name.  SHOAL_E_NOMEM. */
+int wire_icm_new(sh_arena *a, const st_write_result *res, Shoal__ItemCollectionMetrics **out,
+                 char *errmsg);
+/* Adds m (NULL: nothing) to the list's entry for table (appended when
+ * absent), replacing an entry of the same collection: one per collection,
+ * the latest.  *list grows in a; m is borrowed.  SHOAL_E_NOMEM only. */
+int wire_icm_list_add(sh_arena *a, Shoal__TableItemCollectionMetrics ***list, size_t *n,
+                      const char *table, Shoal__ItemCollectionMetrics *m);
+/* Adds every entry of `from` (another part's list) with wire_icm_list_add. */
+int wire_icm_list_merge(sh_arena *a, Shoal__TableItemCollectionMetrics ***list, size_t *n,
+                        Shoal__TableItemCollectionMetrics *const *from, size_t n_from);
+
+/* ------------------------------------------------------------------------ */
 /* DynamoDB JSON (wire_json.c in, wire_json_out.c out)                      */
 /* ------------------------------------------------------------------------ */
 

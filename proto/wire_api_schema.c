@@ -27,6 +27,7 @@
 	"java.util.List<java.util.Map<java.lang.String, "                                          \
 	"com.amazonaws.dynamodb.v20120810.AttributeValue>>"
 #define CAPACITY "com.amazonaws.dynamodb.v20120810.Capacity"
+#define ICM_LIST "java.util.List<com.amazonaws.dynamodb.v20120810.ItemCollectionMetrics>"
 
 /* ------------------------------------------------------------------------ */
 /* Special fields                                                            */
@@ -50,6 +51,10 @@ static const wire_api_special specials[] = {
      "requests", WRITE_REQS},
     {D(batch_write_item_response), "unprocessed_items", WIRE_API_KEYED, true, NULL, "table_name",
      "requests", WRITE_REQS},
+    {D(batch_write_item_response), "item_collection_metrics", WIRE_API_KEYED, false, NULL,
+     "table_name", "metrics", ICM_LIST},
+    {D(transact_write_items_response), "item_collection_metrics", WIRE_API_KEYED, false, NULL,
+     "table_name", "metrics", ICM_LIST},
     {D(consumed_capacity), "global_secondary_indexes", WIRE_API_KEYED, false, NULL, "index_name",
      "capacity", CAPACITY},
     {D(consumed_capacity), "local_secondary_indexes", WIRE_API_KEYED, false, NULL, "index_name",
@@ -207,6 +212,8 @@ static const struct {
     {D(put_item_response), {"attributes", "item_collection_metrics", "consumed_capacity", NULL}},
     {D(update_item_response), {"attributes", "item_collection_metrics", "consumed_capacity", NULL}},
     {D(delete_item_response), {"attributes", "item_collection_metrics", "consumed_capacity", NULL}},
+    {D(batch_write_item_response),
+     {"unprocessed_items", "item_collection_metrics", "consumed_capacity", NULL}},
     {D(cancellation_reason), {"item", "code", "message", NULL}},
 };
 

@@ -349,6 +349,9 @@ static int write_plan(rt_job *j)
 		bw->n_request_items = n_list;
 		if (WIRE_HAS(in, return_consumed_capacity))
 			WIRE_SET(bw, return_consumed_capacity, in->return_consumed_capacity);
+		if (WIRE_HAS(in, return_item_collection_metrics))
+			WIRE_SET(bw, return_item_collection_metrics,
+			         in->return_item_collection_metrics);
 		shoal__request__init(&parts[p].req);
 		parts[p].req.request_id = j->in->request_id;
 		parts[p].req.op_case = SHOAL__REQUEST__OP_BATCH_WRITE_ITEM;
@@ -401,6 +404,11 @@ static int write_merge(rt_job *j)
 			                           &out->n_consumed_capacity,
 			                           got->consumed_capacity[i]) != SHOAL_OK)
 				return nomem(j);
+		if (got != NULL && wire_icm_list_merge(&j->arena, &out->item_collection_metrics,
+		                                       &out->n_item_collection_metrics,
+		                                       got->item_collection_metrics,
+		                                       got->n_item_collection_metrics) != SHOAL_OK)
+			return nomem(j);
 		const Shoal__BatchWriteItemRequest *left = end == PART_UNPROCESSED ? sent : NULL;
 		size_t nl = left != NULL ? left->n_request_items : got->n_unprocessed_items;
 		for (size_t i = 0; i < nl; i++) {

@@ -362,6 +362,9 @@ static int txw_plan(rt_job *j)
 			w->deadline_ms = rt_wall_ms() + TXN_PREPARE_MS + TXN_CLOCK_SLACK_MS;
 		if (WIRE_HAS(in, return_consumed_capacity))
 			WIRE_SET(w, return_consumed_capacity, in->return_consumed_capacity);
+		if (WIRE_HAS(in, return_item_collection_metrics))
+			WIRE_SET(w, return_item_collection_metrics,
+			         in->return_item_collection_metrics);
 		w->actions = sh_arena_calloc(&j->arena, t->n, sizeof(*w->actions));
 		w->positions = sh_arena_calloc(&j->arena, t->n, sizeof(*w->positions));
 		pt->tables = sh_arena_calloc(&j->arena, t->n, sizeof(*pt->tables));
@@ -515,13 +518,19 @@ static bool collect(rt_job *j, txw *t, txw_part *pt)
 				t->reasons[pt->w.positions[i]].code = SHOAL_E_TXN_CONFLICT;
 			return false;
 		}
-		if (r->result_case == SHOAL__RESPONSE__RESULT_TRANSACT_WRITE_ITEMS)
-			for (size_t k = 0; k < r->transact_write_items->n_consumed_capacity; k++)
-				if (wire_capacity_list_add(
-				        &j->arena, &t->ok->consumed_capacity,
-				        &t->ok->n_consumed_capacity,
-				        r->transact_write_items->consumed_capacity[k]) != SHOAL_OK)
+		if (r->result_case == SHOAL__RESPONSE__RESULT_TRANSACT_WRITE_ITEMS) {
+			const Shoal__TransactWriteItemsResponse *tw = r->transact_write_items;
+			for (size_t k = 0; k < tw->n_consumed_capacity; k++)
+				if (wire_capacity_list_add(&j->arena, &t->ok->consumed_capacity,
+				                           &t->ok->n_consumed_capacity,
+				                           tw->consumed_capacity[k]) != SHOAL_OK)
 					t->err = SHOAL_E_NOMEM;
+			if (wire_icm_list_merge(&j->arena, &t->ok->item_collection_metrics,
+			                        &t->ok->n_item_collection_metrics,
+			                        tw->item_collection_metrics,
+			                        tw->n_item_collection_metrics) != SHOAL_OK)
+				t->err = SHOAL_E_NOMEM;
+		}
 		return true;
 	}
 	if (c->code == SHOAL_E_TXN_CANCELED && r->n_cancellation_reasons == pt->w.n_positions) {

@@ -120,14 +120,23 @@ typedef struct st_ix_plan st_ix_plan;
 /* Computes the index changes of replacing old_item by new_item (either may be
  * NULL) in table t, checking the item collection limit: SHOAL_E_COLLECTION_SIZE
  * (a client error; nothing written).  *plan is NULL when there is nothing to
- * do.  Reads only. */
+ * do (a table with LSIs always gets one: it carries the collection's size).
+ * Reads only. */
 int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_item,
                      const st_value *new_item, sh_arena *a, st_ix_plan **plan, char *errmsg);
 /* The index entry writes of a plan (NULL plan: none), for the write's
  * result; *writes lives in the plan's arena. */
 void st_ix_plan_writes(const st_ix_plan *plan, st_index_write **writes, uint32_t *n);
-/* Writes a plan (environmental errors only). */
-int st_ix_plan_apply(st_txn *txn, const st_ix_plan *plan, char *errmsg);
+/* The item collection of a plan, for ReturnItemCollectionMetrics: false
+ * unless the table has LSIs; else the partition key attribute's name (the
+ * plan's arena) and the collection's size in bytes once the plan is
+ * applied. */
+bool st_ix_plan_collection(const st_ix_plan *plan, const char **attr, uint64_t *size);
+/* Writes a plan (environmental errors only).  The collection counter gets
+ * the plan's delta on its current value (another write of the same
+ * transaction may have changed it since planning); the plan's collection
+ * size becomes the value written. */
+int st_ix_plan_apply(st_txn *txn, st_ix_plan *plan, char *errmsg);
 
 /* Every table record in the catalog, decoded (for lookups by id). */
 int st_ix_tables(MDB_txn *txn, st_env *env, sh_arena *a, st_table_info **out, uint32_t *n,

@@ -49,7 +49,9 @@ struct st_ix_plan {
 	uint32_t n_counts;
 	bool coll; /* the table has LSIs: update the collection counter */
 	uint8_t coll_key[22];
-	uint64_t coll_size;     /* its new value */
+	int64_t coll_delta;     /* the change this write makes to it */
+	uint64_t coll_size;     /* its new value (re-read and recomputed by apply) */
+	const char *coll_attr;  /* tables with LSIs: the partition key's name (arena) */
 	st_index_write *writes; /* per index changed, for ReturnConsumedCapacity */
 	uint32_t n_writes;
 };
@@ -155,9 +157,14 @@ int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_it
 		else
 			cur += (uint64_t)coll_delta;
 		p->coll = coll_delta != 0;
+		p->coll_delta = coll_delta;
 		p->coll_size = cur;
+		/* For ReturnItemCollectionMetrics; the caller's arena as above. */
+		p->coll_attr = sh_arena_strndup(a, d->key.hash.name, strlen(d->key.hash.name));
+		if (p->coll_attr == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "index plan: out of memory");
 	}
-	if (p->n_ops == 0 && !p->coll)
+	if (p->n_ops == 0 && !has_lsi)
 		return SHOAL_OK;
 	*plan = p;
 	return SHOAL_OK;
@@ -169,7 +176,16 @@ void st_ix_plan_writes(const st_ix_plan *p, st_index_write **writes, uint32_t *n
 	*n = p != NULL ? p->n_writes : 0;
 }
 
-int st_ix_plan_apply(st_txn *txn, const st_ix_plan *p, char *errmsg)
+bool st_ix_plan_collection(const st_ix_plan *p, const char **attr, uint64_t *size)
+{
+	if (p == NULL || p->coll_attr == NULL)
+		return false;
+	*attr = p->coll_attr;
+	*size = p->coll_size;
+	return true;
+}
+
+int st_ix_plan_apply(st_txn *txn, st_ix_plan *p, char *errmsg)
 {
 	if (p == NULL)
 		return SHOAL_OK;
@@ -202,6 +218,19 @@ int st_ix_plan_apply(st_txn *txn, const st_ix_plan *p, char *errmsg)
 		rc = st_ix_state_count(txn, p->table, p->counts[i].index, p->counts[i].items,
 		                       p->counts[i].bytes, errmsg);
 	if (rc == SHOAL_OK && p->coll) {
+		/* The delta on the counter as it is now, not the planned value:
+		 * a transaction plans all its writes before it applies any, and
+		 * two of them in one collection must both count. */
+		uint64_t cur;
+		rc = st_ix_meta_get_u64(txn->txn, txn->env, p->coll_key, sizeof(p->coll_key), &cur,
+		                        errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		if (p->coll_delta < 0)
+			cur = (uint64_t)-p->coll_delta < cur ? cur - (uint64_t)-p->coll_delta : 0;
+		else
+			cur += (uint64_t)p->coll_delta;
+		p->coll_size = cur;
 		if (p->coll_size == 0) {
 			MDB_val k = {sizeof(p->coll_key), (void *)p->coll_key};
 			int mrc = mdb_del(txn->txn, txn->env->meta, &k, NULL);

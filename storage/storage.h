@@ -562,6 +562,15 @@ typedef struct st_write_result {
 	size_t old_size, new_size;
 	st_index_write *index_writes;
 	uint32_t n_index_writes;
+	/* ReturnItemCollectionMetrics, for a table with local secondary
+	 * indexes (coll_attr NULL otherwise): the item collection's partition
+	 * key -- attribute name (arena) and value (in the request's item or
+	 * key, or the arena) -- and its size in bytes (base items and LSI
+	 * entries) after the write.  Set for every successful put, update or
+	 * delete, also one that changes nothing; never for a ConditionCheck. */
+	const char *coll_attr;
+	const st_value *coll_pk;
+	uint64_t coll_size;
 	/* Planning reached the item (its lock, its image, the condition): a
 	 * failure from then on is the item's (a transaction's cancellation
 	 * reason); before, the request's (the whole transaction refused). */

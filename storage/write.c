@@ -276,14 +276,24 @@ struct st_write_plan {
 	st_value *old_item; /* the current image (NULL: none) */
 	st_value *new_item; /* PUT / UPDATE: the new image */
 	bool writes;        /* something to write (not a no-op update, an absent delete) */
-	st_ix_plan *ix;     /* the index changes */
+	st_ix_plan *ix;     /* the index changes (tables with LSIs: also without a write) */
+	const st_value *pk; /* the partition key value (ReturnItemCollectionMetrics) */
+	st_value *key;      /* DELETE / CHECK: the key asked for */
 	const st_expr *upd; /* UPDATE: for UPDATED_OLD / UPDATED_NEW */
 	st_return_values rv;
 	bool by_ttl; /* DELETE by the Time to Live service (its stream record says so) */
 };
 
+/* The item collection's key and size, for ReturnItemCollectionMetrics. */
+static void plan_collection(const st_write_plan *p, st_write_result *res)
+{
+	if (p->kind != PLAN_CHECK && st_ix_plan_collection(p->ix, &res->coll_attr, &res->coll_size))
+		res->coll_pk = p->pk;
+}
+
 void st_plan_sizes(const st_write_plan *p, st_write_result *res)
 {
+	plan_collection(p, res);
 	if (!p->writes)
 		return;
 	st_ix_plan_writes(p->ix, &res->index_writes, &res->n_index_writes);
@@ -326,6 +336,14 @@ static int read_and_check(st_txn *txn, st_write_plan *p, const st_expr *cond, bo
 		return sh_errf(errmsg, SHOAL_E_CONDITION_FAILED, "The conditional request failed");
 	}
 	return SHOAL_OK;
+}
+
+static bool has_lsi(const st_table_def *d)
+{
+	for (uint32_t i = 0; i < d->n_indexes; i++)
+		if (d->indexes[i].local)
+			return true;
+	return false;
 }
 
 /* A new plan in a (*out), its result cleared. */
@@ -386,6 +404,7 @@ int st_plan_put(st_txn *txn, const st_put_req *req, sh_arena *a, st_write_plan *
 		rc = st_ix_plan_write(txn, &p->t, p->old_item, item, a, &p->ix, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
+	p->pk = pk;
 	p->new_item = item;
 	p->writes = true;
 	p->rv = req->return_values;
@@ -450,10 +469,13 @@ int st_plan_update(st_txn *txn, const st_update_req *req, sh_arena *a, st_write_
 	if (rc == SHOAL_OK)
 		rc = check_index_keys(&p->t.def, new_item, errmsg);
 	p->writes = new_item != p->old_item;
-	if (rc == SHOAL_OK && p->writes)
+	/* Without a write, a table with LSIs still plans: nothing changes but
+	 * the plan carries the item collection's size. */
+	if (rc == SHOAL_OK && (p->writes || has_lsi(&p->t.def)))
 		rc = st_ix_plan_write(txn, &p->t, p->old_item, new_item, a, &p->ix, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
+	p->pk = pk;
 	p->new_item = new_item;
 	p->upd = upd;
 	p->rv = req->return_values;
@@ -482,6 +504,8 @@ static int plan_keyed(st_txn *txn, st_write_plan *p, const char *table, const st
 		rc = st_key_check(&p->t.def.key, key, ST_KEYCHECK_KEY, &pk, &sk, errmsg);
 	if (rc == SHOAL_OK) {
 		st_key_item(&p->k, p->t.def.id, 0, pk, sk);
+		p->key = key;
+		p->pk = pk;
 		rc = read_and_check(txn, p, cond, return_old, a, res, errmsg);
 	}
 	return rc;
@@ -512,6 +536,8 @@ int st_plan_delete(st_txn *txn, const st_delete_req *req, sh_arena *a, st_write_
 	p->writes = rc == SHOAL_OK && p->old_item != NULL;
 	if (rc == SHOAL_OK && p->writes)
 		rc = st_ix_plan_write(txn, &p->t, p->old_item, NULL, a, &p->ix, errmsg);
+	else if (rc == SHOAL_OK && has_lsi(&p->t.def)) /* no item: the key sizes nothing */
+		rc = st_ix_plan_write(txn, &p->t, p->key, p->key, a, &p->ix, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
 	p->rv = req->return_values;
@@ -605,6 +631,7 @@ int st_plan_apply(st_txn *txn, const st_write_plan *p, sh_arena *a, st_write_res
 	if (p->writes)
 		st_wver_bump(txn->env, &p->k);
 	st_ix_plan_writes(p->ix, &res->index_writes, &res->n_index_writes);
+	plan_collection(p, res);
 	res->old_size = p->old_item != NULL ? st_item_size(p->old_item) : 0;
 	res->new_size =
 	    p->kind == PLAN_PUT || p->kind == PLAN_UPDATE ? st_item_size(p->new_item) : 0;

@@ -50,6 +50,17 @@ class DeleteItem(Case):
                                                       "satisfy enum value set: [SIZE, NONE]"),
                      TableName=HASH, Key={"pk": S(k)}, ReturnItemCollectionMetrics="ALL")
 
+    def test_item_collection_metrics(self):
+        k = uid()
+        self.c.put_item(TableName=RANGE, Item={"pk": S(k), "sk": N(1), "l": S("a")})
+        r = self.c.delete_item(TableName=RANGE, Key={"pk": S(k), "sk": N(1)},
+                               ReturnItemCollectionMetrics="SIZE")
+        self.assertEqual(r["ItemCollectionMetrics"],
+                         {"ItemCollectionKey": {"pk": S(k)}, "SizeEstimateRangeGB": [0.0, 1.0]})
+        r = self.c.delete_item(TableName=HASH, Key={"pk": S(k)},
+                               ReturnItemCollectionMetrics="SIZE")
+        self.assertNotIn("ItemCollectionMetrics", r)  # no local secondary index on HASH
+
     def test_expected_and_condition_expression_agree(self):
         for expected, op, text, values in CONDITIONS:
             with self.subTest(condition=text):

@@ -80,6 +80,27 @@ class TransactWriteItems(Case):
         self.assertEqual(r["ConsumedCapacity"], [{"TableName": HASH, "CapacityUnits": 2.0}])
         self.assertNotIn("ItemCollectionMetrics", r)
 
+    def test_item_collection_metrics(self):
+        # Per table, one entry per item collection written; a
+        # ConditionCheck writes none, a table without a local secondary
+        # index has none.
+        a, b = uid(), uid()
+        self.c.put_item(TableName=RANGE, Item={"pk": S(b), "sk": N(1)})
+        r = self.c.transact_write_items(TransactItems=[
+            {"Put": {"TableName": RANGE, "Item": {"pk": S(a), "sk": N(1), "l": S("x")}}},
+            {"Update": {"TableName": RANGE, "Key": {"pk": S(a), "sk": N(2)},
+                        "UpdateExpression": "SET l = :l",
+                        "ExpressionAttributeValues": {":l": S("y")}}},
+            {"ConditionCheck": {"TableName": RANGE, "Key": {"pk": S(b), "sk": N(1)},
+                                "ConditionExpression": "attribute_exists(pk)"}},
+            {"Put": {"TableName": HASH, "Item": {"pk": S(a)}}}],
+            ReturnItemCollectionMetrics="SIZE")
+        self.assertEqual(r["ItemCollectionMetrics"], {RANGE: [
+            {"ItemCollectionKey": {"pk": S(a)}, "SizeEstimateRangeGB": [0.0, 1.0]}]})
+        r = self.c.transact_write_items(TransactItems=[
+            {"Delete": {"TableName": RANGE, "Key": {"pk": S(a), "sk": N(1)}}}])
+        self.assertNotIn("ItemCollectionMetrics", r)
+
     def test_cancellation_reasons_and_old_item(self):
         a, b = uid(), uid()
         self.c.put_item(TableName=HASH, Item={"pk": S(b), "v": N(1)})

@@ -199,6 +199,20 @@ class UpdateItem(Case):
         self.assertEqual((st, d["__type"].split("#")[-1]), (400, "ConditionalCheckFailedException"))
         self.assertEqual(d["Item"], {"pk": S(k), "v": N(1)})
 
+    def test_item_collection_metrics(self):
+        # On a table with a local secondary index: the item's collection.
+        k = uid()
+        r = self.c.update_item(TableName=RANGE, Key={"pk": S(k), "sk": N(1)},
+                               UpdateExpression="SET l = :l",
+                               ExpressionAttributeValues={":l": S("a")},
+                               ReturnItemCollectionMetrics="SIZE")
+        self.assertEqual(r["ItemCollectionMetrics"],
+                         {"ItemCollectionKey": {"pk": S(k)}, "SizeEstimateRangeGB": [0.0, 1.0]})
+        r = self.c.update_item(TableName=RANGE, Key={"pk": S(k), "sk": N(1)},
+                               UpdateExpression="SET l = :l",
+                               ExpressionAttributeValues={":l": S("b")})
+        self.assertNotIn("ItemCollectionMetrics", r)
+
     def test_conditional_operator_and_capacity(self):
         k = uid()
         self.c.put_item(TableName=HASH, Item={"pk": S(k), "a": N(1)})

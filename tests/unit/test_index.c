@@ -1162,6 +1162,70 @@ START_TEST(test_lsi)
 	st_scan_req r = {.table = "Lsi", .index = "byL"};
 	tl_scan_ok(&r, &p);
 	ck_assert_uint_eq(p.count, 1);
+
+	/* ReturnItemCollectionMetrics' figures: the collection's key and its
+	 * size (base item + LSI entry) after each write, also after writes
+	 * that change nothing. */
+	st_write_result res;
+	st_put_req pr_r = {.table = "Lsi",
+	                   .item = map("PK", S("r"), "SK", S("a"), "L", N("1"), NULL)};
+	ck_assert_int_eq(st_put_item(tl_env, &pr_r, &tl_arena, &res, tl_msg), SHOAL_OK);
+	ck_assert_str_eq(res.coll_attr, "PK");
+	ck_assert(tl_str_is(res.coll_pk, "r"));
+	ck_assert_uint_eq(res.n_index_writes, 1);
+	uint64_t full = res.new_size + res.index_writes[0].put_size;
+	ck_assert_uint_eq(res.coll_size, full);
+	st_delete_req absent = {.table = "Lsi", .key = map("PK", S("r"), "SK", S("zz"), NULL)};
+	ck_assert_int_eq(st_delete_item(tl_env, &absent, &tl_arena, &res, tl_msg), SHOAL_OK);
+	ck_assert_str_eq(res.coll_attr, "PK");
+	ck_assert(tl_str_is(res.coll_pk, "r"));
+	ck_assert_uint_eq(res.coll_size, full);
+	st_update_req same = {.table = "Lsi", .key = map("PK", S("r"), "SK", S("a"), NULL)};
+	ck_assert_int_eq(st_update_item(tl_env, &same, &tl_arena, &res, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(res.coll_size, full);
+	/* Without its LSI attribute the item has no entry: the collection
+	 * shrinks by it. */
+	st_put_req nol = {.table = "Lsi", .item = map("PK", S("r"), "SK", S("a"), NULL)};
+	ck_assert_int_eq(st_put_item(tl_env, &nol, &tl_arena, &res, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(res.coll_size, res.new_size);
+	st_delete_req gone = {.table = "Lsi", .key = map("PK", S("r"), "SK", S("a"), NULL)};
+	ck_assert_int_eq(st_delete_item(tl_env, &gone, &tl_arena, &res, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(res.coll_size, 0);
+	ck_assert(tl_str_is(res.coll_pk, "r"));
+
+	/* A transaction plans every write before it applies any: two writes in
+	 * one collection must both count against the limit afterwards. */
+	st_txn_action acts[2] = {
+	    {.kind = ST_TXA_PUT,
+	     .u.put = {.table = "Lsi", .item = map("PK", S("t"), "SK", S("a"), "L", N("1"), NULL)}},
+	    {.kind = ST_TXA_PUT,
+	     .u.put = {.table = "Lsi",
+	               .item = map("PK", S("t"), "SK", S("b"), "L", N("2"), NULL)}}};
+	st_txn_result tr[2];
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	ck_assert_msg(st_transact(t, acts, 2, &tl_arena, tr, tl_msg) == SHOAL_OK, "%s", tl_msg);
+	ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
+	uint64_t sum = 0;
+	for (int i = 0; i < 2; i++)
+		sum += tr[i].res.new_size + tr[i].res.index_writes[0].put_size;
+	uint64_t one = tr[1].res.new_size + tr[1].res.index_writes[0].put_size;
+	ck_assert_uint_eq(tr[1].res.coll_size, sum); /* the last write reports both */
+	/* What an item with a 1-byte pad adds (measured in another collection);
+	 * a longer pad adds its extra bytes to the item only (KEYS_ONLY). */
+	st_put_req probe = {.table = "Lsi",
+	                    .item =
+	                        map("PK", S("u"), "SK", S("c"), "L", N("3"), "pad", S("z"), NULL)};
+	ck_assert_msg(st_put_item(tl_env, &probe, &tl_arena, &res, tl_msg) == SHOAL_OK, "%s",
+	              tl_msg);
+	uint64_t add1 = res.new_size + res.index_writes[0].put_size;
+	ck_assert_uint_lt(one + add1, 400);
+	/* Adds 400 - one: room if only the last write had counted, over the
+	 * limit with both. */
+	st_put_req over = {.table = "Lsi",
+	                   .item = map("PK", S("t"), "SK", S("c"), "L", N("3"), "pad",
+	                               Sn(400 - one - add1 + 1, 'z'), NULL)};
+	ck_assert_int_eq(st_put_item(tl_env, &over, &tl_arena, NULL, tl_msg),
+	                 SHOAL_E_COLLECTION_SIZE);
 }
 END_TEST
 

@@ -790,6 +790,94 @@ START_TEST(test_item_responses)
 }
 END_TEST
 
+/* ReturnItemCollectionMetrics: from a write result, per table for batches
+ * and transactions (one entry per collection), in DynamoDB's JSON. */
+START_TEST(test_item_collection_metrics)
+{
+	double range[2];
+	wire_icm_range(0, range);
+	ck_assert(range[0] == 0.0 && range[1] == 1.0);
+	wire_icm_range(3ull << 30, range); /* exactly 3 GiB */
+	ck_assert(range[0] == 3.0 && range[1] == 4.0);
+	wire_icm_range((10ull << 30) - 1, range);
+	ck_assert(range[0] == 9.0 && range[1] == 10.0);
+	ck_assert(wire_ricm_parse("SIZE"));
+	ck_assert(!wire_ricm_parse("NONE") && !wire_ricm_parse(NULL));
+
+	/* No LSI: nothing. */
+	st_write_result plain = {0};
+	Shoal__ItemCollectionMetrics *m;
+	ck_assert_int_eq(wire_icm_new(&A, &plain, &m, msg), SHOAL_OK);
+	ck_assert_ptr_null(m);
+
+	st_value s1 = item_st("{'v':{'S':'STUDENT#s1'}}"), s2 = item_st("{'v':{'S':'STUDENT#s2'}}");
+	st_write_result w1 = {
+	    .coll_attr = "PK", .coll_pk = &s1.u.map.a[0].value, .coll_size = 2048};
+	st_write_result w2 = {
+	    .coll_attr = "PK", .coll_pk = &s2.u.map.a[0].value, .coll_size = (5ull << 30) + 1};
+	Shoal__Response *r = resp_new();
+	r->result_case = SHOAL__RESPONSE__RESULT_DELETE_ITEM;
+	ck_assert_int_eq(wire_delete_item_resp_to_pb(&A, &plain, &r->delete_item, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_icm_new(&A, &w1, &r->delete_item->item_collection_metrics, msg),
+	                 SHOAL_OK);
+	ck_assert_str_eq(resp_text(r, "DeleteItem"),
+	                 "{\"ItemCollectionMetrics\":{\"ItemCollectionKey\":{\"PK\":{\"S\":"
+	                 "\"STUDENT#s1\"}},\"SizeEstimateRangeGB\":[0.0,1.0]}}");
+
+	/* A batch: two writes in s1's collection are one entry, the later
+	 * figure; another table gets its own list. */
+	Shoal__BatchWriteItemResponse *bw = sh_arena_alloc(&A, sizeof(*bw));
+	shoal__batch_write_item_response__init(bw);
+	Shoal__ItemCollectionMetrics *m1, *m2, *m3;
+	ck_assert_int_eq(wire_icm_new(&A, &w1, &m1, msg), SHOAL_OK);
+	ck_assert_int_eq(wire_icm_new(&A, &w2, &m2, msg), SHOAL_OK);
+	w1.coll_size = 1ull << 30;
+	ck_assert_int_eq(wire_icm_new(&A, &w1, &m3, msg), SHOAL_OK);
+	Shoal__TableItemCollectionMetrics **part = NULL;
+	size_t n_part = 0;
+	ck_assert_int_eq(wire_icm_list_add(&A, &part, &n_part, "edtech-platform", m1), SHOAL_OK);
+	ck_assert_int_eq(wire_icm_list_add(&A, &part, &n_part, "edtech-platform", NULL), SHOAL_OK);
+	ck_assert_int_eq(wire_icm_list_add(&A, &part, &n_part, "edtech-platform", m2), SHOAL_OK);
+	ck_assert_int_eq(wire_icm_list_add(&A, &part, &n_part, "t2", m2), SHOAL_OK);
+	ck_assert_uint_eq(n_part, 2);
+	ck_assert_uint_eq(part[0]->n_metrics, 2);
+	/* Another group's answer merged in (the router's side). */
+	ck_assert_int_eq(wire_icm_list_merge(&A, &bw->item_collection_metrics,
+	                                     &bw->n_item_collection_metrics, part, n_part),
+	                 SHOAL_OK);
+	Shoal__TableItemCollectionMetrics **later = NULL;
+	size_t n_later = 0;
+	ck_assert_int_eq(wire_icm_list_add(&A, &later, &n_later, "edtech-platform", m3), SHOAL_OK);
+	ck_assert_int_eq(wire_icm_list_merge(&A, &bw->item_collection_metrics,
+	                                     &bw->n_item_collection_metrics, later, n_later),
+	                 SHOAL_OK);
+	bw->consumed_capacity = sh_arena_alloc(&A, sizeof(*bw->consumed_capacity));
+	bw->consumed_capacity[0] = capacity("edtech-platform", 3.0);
+	bw->n_consumed_capacity = 1;
+	r->result_case = SHOAL__RESPONSE__RESULT_BATCH_WRITE_ITEM;
+	r->batch_write_item = bw;
+	ck_assert_str_eq(
+	    resp_text(r, "BatchWriteItem"),
+	    "{\"UnprocessedItems\":{},\"ItemCollectionMetrics\":{\"edtech-platform\":[{"
+	    "\"ItemCollectionKey\":{\"PK\":{\"S\":\"STUDENT#s1\"}},\"SizeEstimateRangeGB\":["
+	    "1.0,2.0]},{\"ItemCollectionKey\":{\"PK\":{\"S\":\"STUDENT#s2\"}},"
+	    "\"SizeEstimateRangeGB\":[5.0,6.0]}],\"t2\":[{\"ItemCollectionKey\":{\"PK\":{"
+	    "\"S\":\"STUDENT#s2\"}},\"SizeEstimateRangeGB\":[5.0,6.0]}]},"
+	    "\"ConsumedCapacity\":[{\"TableName\":\"edtech-platform\",\"CapacityUnits\":3.0}]}");
+
+	Shoal__TransactWriteItemsResponse *tw = sh_arena_alloc(&A, sizeof(*tw));
+	shoal__transact_write_items_response__init(tw);
+	tw->item_collection_metrics = later;
+	tw->n_item_collection_metrics = n_later;
+	r->result_case = SHOAL__RESPONSE__RESULT_TRANSACT_WRITE_ITEMS;
+	r->transact_write_items = tw;
+	ck_assert_str_eq(resp_text(r, "TransactWriteItems"),
+	                 "{\"ItemCollectionMetrics\":{\"edtech-platform\":[{"
+	                 "\"ItemCollectionKey\":{\"PK\":{\"S\":\"STUDENT#s1\"}},"
+	                 "\"SizeEstimateRangeGB\":[1.0,2.0]}]}}");
+}
+END_TEST
+
 START_TEST(test_page_responses)
 {
 	st_value items[2] = {
@@ -1206,6 +1294,16 @@ START_TEST(test_response_round_trips)
 	           "{'Item':" ITEM_S1 "}}]}}");
 	resp_round("TransactWriteItems", "{'ConsumedCapacity':[{'TableName':'edtech-platform',"
 	                                 "'CapacityUnits':4.0}]}");
+	r = resp_round("BatchWriteItem",
+	               "{'UnprocessedItems':{},'ItemCollectionMetrics':{'edtech-platform':[{"
+	               "'ItemCollectionKey':{'PK':{'S':'STUDENT#s1'}},'SizeEstimateRangeGB':[0.0,"
+	               "1.0]}]}}");
+	ck_assert_str_eq(r->batch_write_item->item_collection_metrics[0]->table_name,
+	                 "edtech-platform");
+	resp_round("TransactWriteItems",
+	           "{'ConsumedCapacity':[{'TableName':'t2','CapacityUnits':2.0}],"
+	           "'ItemCollectionMetrics':{'t2':[{'ItemCollectionKey':{'id':{'N':'7'}},"
+	           "'SizeEstimateRangeGB':[0.0,1.0]}]}}");
 	resp_round("TransactGetItems", "{'Responses':[{'Item':" ITEM_S1 "},{}]}");
 	const char *table =
 	    "{'AttributeDefinitions':[{'AttributeName':'PK','AttributeType':'S'},{'AttributeName':"
@@ -1859,6 +1957,7 @@ static Suite *wire_api_suite(void)
 	tcase_add_test(tc, test_ignored);
 	tcase_add_test(tc, test_request_errors);
 	tcase_add_test(tc, test_item_responses);
+	tcase_add_test(tc, test_item_collection_metrics);
 	tcase_add_test(tc, test_page_responses);
 	tcase_add_test(tc, test_batch_responses);
 	tcase_add_test(tc, test_table_responses);
