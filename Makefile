@@ -393,7 +393,12 @@ bench-peers: deps-checked
 # storage/, proto/, the generated protobuf-c code, and router/'s pure HTTP
 # head parser, SigV4 and native-signature checks: httpd_parse.c, sigv4.c, auth.c)
 # is compiled again there with -fsanitize=fuzzer-no-link plus ASan and UBSan,
-# the targets with -fsanitize=fuzzer (libFuzzer supplies main()).  -Werror is
+# the targets with -fsanitize=fuzzer (libFuzzer supplies main()).  node/ is
+# compiled the same way into its own archive, libfuzznode.a (NODE_SRC: no
+# main.c), linked before the core with the node's libraries (raft, libuv,
+# nng, mbedTLS): the linker takes only the objects a target calls (fuzz_fsm:
+# the state machine; fuzz_index_ship: fsm.c's delta conversion), and nothing
+# there starts a thread or a loop until node_start is called.  -Werror is
 # left out there: a warning only clang gives in a file under test must not
 # stop the fuzzers (the gcc build keeps the tree warning-free).
 #   fuzz-build  the targets, $(FUZZ_DIR)/fuzz_<name>
@@ -416,6 +421,7 @@ FUZZ_LIB_SRC := $(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC) router/httpd_parse.c r
                 router/auth.c
 FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_LIB_SRC)) \
                 $(patsubst $(GEN)/%.c,$(FUZZ_DIR)/obj/gen/%.o,$(PROTO_GEN_C))
+FUZZ_NODE_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(NODE_SRC))
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_NAMES))
 FUZZ_KEEP := $(patsubst %,$(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) \
@@ -449,13 +455,17 @@ $(FUZZ_DIR)/libfuzzcore.a: $(FUZZ_LIB_OBJ)
 	@rm -f $@
 	$(Q)$(call say,AR,$@)ar rcs $@ $^
 
+$(FUZZ_DIR)/libfuzznode.a: $(FUZZ_NODE_OBJ)
+	@rm -f $@
+	$(Q)$(call say,AR,$@)ar rcs $@ $^
+
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_DIR)/obj/tests/fuzz/harness.o \
-		$(FUZZ_DIR)/libfuzzcore.a
-	$(Q)$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer -o $@ $^ -lnng $(LIBS)
+		$(FUZZ_DIR)/libfuzznode.a $(FUZZ_DIR)/libfuzzcore.a
+	$(Q)$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer -o $@ $^ $(NET_LIBS) $(LIBS)
 
 $(FUZZ_DIR)/fuzz-seeds: $(FUZZ_DIR)/obj/tests/fuzz/seeds.o $(FUZZ_DIR)/obj/tests/fuzz/harness.o \
-		$(FUZZ_DIR)/libfuzzcore.a
-	$(Q)$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer-no-link -o $@ $^ -lnng $(LIBS)
+		$(FUZZ_DIR)/libfuzznode.a $(FUZZ_DIR)/libfuzzcore.a
+	$(Q)$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer-no-link -o $@ $^ $(NET_LIBS) $(LIBS)
 
 -include $(shell find $(FUZZ_DIR)/obj -name '*.d' 2>/dev/null)
 # --- end fuzzing ---

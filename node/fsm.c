@@ -324,6 +324,8 @@ int node_fsm_encode(const Shoal__Command *cmd, struct raft_buffer *buf, char *er
 /* Catalog and index messages                                                */
 /* ------------------------------------------------------------------------ */
 
+/* Every delta is checked before the first is converted, so a refusal leaves
+ * d as it was: a caller never holds a half-converted list. */
 int node_index_deltas_from_pb(const Shoal__IndexApply *ia, st_delta *d, char *errmsg)
 {
 	uint64_t prev = 0;
@@ -338,6 +340,9 @@ int node_index_deltas_from_pb(const Shoal__IndexApply *ia, st_delta *d, char *er
 			               "index delta %" PRIu64 ": bad index id %u or empty key",
 			               x->seq, x->index_id);
 		prev = x->seq;
+	}
+	for (size_t i = 0; i < ia->n_deltas; i++) {
+		const Shoal__IndexDelta *x = ia->deltas[i];
 		d[i] = (st_delta){
 		    .seq = x->seq,
 		    .hash = x->hash,

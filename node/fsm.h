@@ -150,7 +150,8 @@ void node_fsm_fail_diverged(node_fsm *f, const char *msg);
 
 /* IndexApply -> st_delta[ia->n_deltas] (d: room for them), borrowing the
  * message's bytes.  SHOAL_E_VALIDATION unless every delta has a key, an index
- * id in 1..65535 and a seq above the previous one's (and above 0). */
+ * id in 1..65535 and a seq above the previous one's (and above 0); then d
+ * is left as it was. */
 int node_index_deltas_from_pb(const Shoal__IndexApply *ia, st_delta *d, char *errmsg);
 
 #endif

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "node/fsm.h"
 #include "storage/codec.h"
 #include "storage/expr.h"
 #include "tests/fuzz/harness.h"
@@ -554,7 +555,17 @@ int fz_node_request(const Shoal__NodeRequest *nr)
 		fz_expect(rc, m, "wire_update_table_from_pb(update_table)");
 		return rc;
 	}
-	/* The other internal operations are checked by node/ (index deltas:
-	 * node_index_deltas_from_pb; transactions: fsm_txn.c), not linked here. */
+	if (nr->index_ship != NULL) {
+		/* prepare_index_ship's conversion (fuzz_index_ship has more). */
+		const Shoal__IndexApply *ia = nr->index_ship;
+		if (ia->n_deltas == 0)
+			return SHOAL_E_VALIDATION;
+		st_delta *d = sh_arena_calloc(a, ia->n_deltas, sizeof(*d));
+		FZ_ASSERT(d != NULL, "out of memory for %zu deltas", ia->n_deltas);
+		rc = node_index_deltas_from_pb(ia, d, m);
+		fz_expect(rc, m, "node_index_deltas_from_pb");
+		return rc;
+	}
+	/* Transactions: checked by the FSM when applied (fuzz_fsm). */
 	return SHOAL_OK;
 }

@@ -69,7 +69,8 @@ int fz_request(const Shoal__Request *r);
  * A decoded NodeRequest as node/server.c takes it: exactly one operation,
  * then the conversion its preparation makes (a data-plane Request as
  * fz_request, define_table and update_table through their converters, the
- * stored TableDefine as the FSM reads it).
+ * stored TableDefine as the FSM reads it, index_ship's deltas through
+ * node_index_deltas_from_pb).
  */
 int fz_node_request(const Shoal__NodeRequest *nr);
 

@@ -28,6 +28,17 @@
  *   cluster_map/   cluster maps (sh_map_encode): a 3-node cluster file's
  *                  with two tables, then with splits, a pending move, a
  *                  non-voter replacing a voter and a draining node
+ *   fsm/           Raft entries as node_fsm_encode makes them (padded): a
+ *                  Command that defines Music (the create_table seed) and
+ *                  runs every write on it; the DDL ops; a transaction's
+ *                  ops; the internal ops (index_apply with real deltas,
+ *                  outbox_trim, backfill, scrub, stream_trim, txn_expire);
+ *                  with the proposer node 1 (results built) or another;
+ *                  the DDL also with an even batch_id (group 0's FSM)
+ *   index_ship/    IndexApply messages with real deltas (the outbox of a
+ *                  node_fsm after the PutItem seed on Music), and refused
+ *                  ones: out of order, index id 0, empty key, the first
+ *                  delta good and the second bad
  *
  * Usage: fuzz-seeds DIR (DIR/<target>/ must exist).  Stops at the first
  * problem (a seed meant valid that is refused says so).
@@ -37,8 +48,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "common/alloc.h"
 #include "common/cluster_map.h"
+#include "node/fsm.h"
+#include "storage/index.h"
 #include "proto/wire_api.h"
 #include "proto/wire_auth.h"
 #include "router/http.h"
@@ -554,6 +569,318 @@ static void node_seeds(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Raft entries and shipped index deltas                                     */
+/* ------------------------------------------------------------------------ */
+
+#define FSM_GROUP 1
+#define FSM_NODE  1
+#define FSM_TS    1795000000000
+
+static struct raft seed_raft;
+
+/* A Command of the n ops, from proposer, as node_fsm_encode pads it. */
+/* fuzz_fsm applies a Command with an even batch_id in group 0, else in
+ * group 1. */
+static void write_command(const char *name, uint32_t proposer, uint64_t batch_id,
+                          Shoal__CommandOp **ops, size_t n)
+{
+	Shoal__Command cmd = SHOAL__COMMAND__INIT;
+	cmd.proposer = proposer;
+	cmd.batch_id = batch_id;
+	cmd.ts_ms = FSM_TS;
+	cmd.n_ops = n;
+	cmd.ops = ops;
+	struct raft_buffer buf;
+	char m[SH_ERRMSG_SIZE];
+	if (node_fsm_encode(&cmd, &buf, m) != SHOAL_OK)
+		die(name, m);
+	write_file("fsm", name, buf.base, buf.len);
+	raft_free(buf.base);
+}
+
+static Shoal__CommandOp *new_op(void)
+{
+	Shoal__CommandOp *op = sh_arena_alloc(&arena, sizeof(*op));
+	shoal__command_op__init(op);
+	return op;
+}
+
+/* A define_table of the table a CreateTable makes, under id. */
+static Shoal__CommandOp *define(const Shoal__CreateTableRequest *ct, uint32_t id)
+{
+	Shoal__TableDefine *td = sh_arena_alloc(&arena, sizeof(*td));
+	shoal__table_define__init(td);
+	td->def = (Shoal__CreateTableRequest *)ct;
+	td->table_id = id;
+	td->created_ms = FSM_TS - 1000;
+	Shoal__CommandOp *op = new_op();
+	op->op_case = SHOAL__COMMAND_OP__OP_DEFINE_TABLE;
+	op->define_table = td;
+	return op;
+}
+
+static Shoal__CommandOp *define_music(void)
+{
+	return define(find("create_table")->create_table, 7);
+}
+
+/* The deltas a node_fsm's outbox holds after the PutItem seed on Music
+ * (its GSI byTitle), copied into the seeds' arena. */
+static void real_deltas(st_delta **out, uint32_t *n)
+{
+	char tmpl[] = "/tmp/shoal-fuzz-seeds.XXXXXX", m[SH_ERRMSG_SIZE];
+	if (mkdtemp(tmpl) == NULL)
+		die("mkdtemp", strerror(errno));
+	node_fsm *f;
+	if (node_fsm_open(tmpl, FSM_GROUP, FSM_NODE, &f, m) != SHOAL_OK)
+		die("node_fsm_open", m);
+	node_fsm_attach(f, &seed_raft);
+	Shoal__CommandOp *put = new_op();
+	put->op_case = SHOAL__COMMAND_OP__OP_PUT;
+	put->put = find("put_item")->put_item;
+	Shoal__CommandOp *ops[] = {define_music(), put};
+	Shoal__Command cmd = SHOAL__COMMAND__INIT;
+	cmd.proposer = 2;
+	cmd.ts_ms = FSM_TS;
+	cmd.n_ops = 2;
+	cmd.ops = ops;
+	struct raft_buffer buf;
+	if (node_fsm_encode(&cmd, &buf, m) != SHOAL_OK)
+		die("node_fsm_encode", m);
+	struct raft_fsm *rf = node_fsm_raft(f);
+	void *res;
+	seed_raft.last_applied = 0;
+	if (rf->apply(rf, &buf, &res) != 0 || node_fsm_failed(f, m) != SHOAL_OK)
+		die("applying the Music seed", m);
+	raft_free(buf.base);
+	if (st_outbox_read(node_fsm_env(f), 0, 16, 1 << 20, &arena, out, n, m) != SHOAL_OK)
+		die("st_outbox_read", m);
+	if (*n == 0)
+		die("st_outbox_read", "the PutItem seed made no index delta");
+	node_fsm_close(f);
+	char p[512];
+	snprintf(p, sizeof(p), "rm -rf '%s'", tmpl);
+	if (system(p) != 0)
+		die("rm", tmpl);
+}
+
+static Shoal__IndexApply *index_apply_of(const st_delta *d, uint32_t n)
+{
+	Shoal__IndexApply *ia = sh_arena_alloc(&arena, sizeof(*ia));
+	shoal__index_apply__init(ia);
+	ia->source_group = 2;
+	ia->n_deltas = n;
+	ia->deltas = sh_arena_alloc(&arena, n * sizeof(*ia->deltas));
+	for (uint32_t i = 0; i < n; i++) {
+		Shoal__IndexDelta *x = sh_arena_alloc(&arena, sizeof(*x));
+		shoal__index_delta__init(x);
+		x->seq = d[i].seq;
+		x->hash = d[i].hash;
+		x->table_id = d[i].table_id;
+		x->index_id = d[i].index_id;
+		x->del = d[i].del;
+		x->key.data = (uint8_t *)d[i].key;
+		x->key.len = d[i].key_len;
+		x->value.data = (uint8_t *)d[i].val;
+		x->value.len = d[i].val_len;
+		x->ts_ms = d[i].ts_ms;
+		ia->deltas[i] = x;
+	}
+	return ia;
+}
+
+static void fsm_seeds(void)
+{
+	st_delta *d;
+	uint32_t n;
+	real_deltas(&d, &n);
+
+	/* index_ship/: the real deltas, one of them, a delete, refused lists. */
+	Shoal__IndexApply *ia = index_apply_of(d, n);
+	write_msg("index_ship", "real", &ia->base);
+	Shoal__IndexApply *one = index_apply_of(d, 1);
+	write_msg("index_ship", "one", &one->base);
+	Shoal__IndexApply *del = index_apply_of(d, 1);
+	del->deltas[0]->del = true;
+	del->deltas[0]->value.len = 0;
+	write_msg("index_ship", "delete", &del->base);
+	st_delta two[2] = {d[0], d[0]};
+	two[1].seq = d[0].seq + 1;
+	Shoal__IndexApply *bad = index_apply_of(two, 2);
+	bad->deltas[1]->seq = d[0].seq;
+	write_msg("index_ship", "out_of_order", &bad->base);
+	bad = index_apply_of(two, 2);
+	bad->deltas[1]->index_id = 0;
+	write_msg("index_ship", "second_index_0", &bad->base);
+	bad = index_apply_of(two, 2);
+	bad->deltas[1]->key.len = 0;
+	write_msg("index_ship", "second_key_empty", &bad->base);
+	bad = index_apply_of(two, 2);
+	bad->deltas[0]->index_id = 70000;
+	write_msg("index_ship", "index_id_70000", &bad->base);
+
+	/* fsm/: Fans and Music defined, then every write on them (results
+	 * built). */
+	Shoal__CommandOp *w[8];
+	w[0] = define(find("create_table_provisioned")->create_table, 8);
+	w[1] = define_music();
+	w[2] = new_op();
+	w[2]->op_case = SHOAL__COMMAND_OP__OP_PUT;
+	w[2]->put = find("put_item")->put_item;
+	w[2]->write_token.data = (uint8_t *)txn_id;
+	w[2]->write_token.len = sizeof(txn_id);
+	w[3] = new_op();
+	w[3]->op_case = SHOAL__COMMAND_OP__OP_UPDATE;
+	w[3]->update = find("update_item")->update_item;
+	w[4] = new_op();
+	w[4]->op_case = SHOAL__COMMAND_OP__OP_BATCH_WRITE;
+	w[4]->batch_write = find("batch_write_item")->batch_write_item;
+	w[5] = new_op();
+	w[5]->op_case = SHOAL__COMMAND_OP__OP_DELETE;
+	w[5]->delete_ = find("delete_item")->delete_item;
+	w[6] = new_op();
+	w[6]->op_case = SHOAL__COMMAND_OP__OP_DELETE;
+	w[6]->delete_ = find("delete_item")->delete_item;
+	w[6]->ttl_expire = true;
+	w[7] = w[2]; /* the tokened put again: its first answer */
+	write_command("writes", FSM_NODE, 77, w, 8);
+	write_command("writes_replica", 2, 77, w, 8);
+
+	/* The DDL ops, as group 1 applies the ones group 0 forwards. */
+	Shoal__CommandOp *ddl[4];
+	ddl[0] = define_music();
+	ddl[1] = new_op();
+	ddl[1]->op_case = SHOAL__COMMAND_OP__OP_UPDATE_TABLE;
+	ddl[1]->update_table = sh_arena_alloc(&arena, sizeof(Shoal__TableUpdate));
+	shoal__table_update__init(ddl[1]->update_table);
+	ddl[1]->update_table->update = find("update_table")->update_table;
+	ddl[2] = new_op();
+	ddl[2]->op_case = SHOAL__COMMAND_OP__OP_ACTIVATE_INDEX;
+	ddl[2]->activate_index = sh_arena_alloc(&arena, sizeof(Shoal__IndexActivate));
+	shoal__index_activate__init(ddl[2]->activate_index);
+	ddl[2]->activate_index->table_name = (char *)"Music";
+	ddl[2]->activate_index->index_name = (char *)"byTitle";
+	ddl[3] = new_op();
+	ddl[3]->op_case = SHOAL__COMMAND_OP__OP_DROP_TABLE;
+	ddl[3]->drop_table = sh_arena_alloc(&arena, sizeof(Shoal__TableDrop));
+	shoal__table_drop__init(ddl[3]->drop_table);
+	ddl[3]->drop_table->table_name = (char *)"Music";
+	write_command("ddl", FSM_NODE, 77, ddl, 4);
+	write_command("ddl_group0", FSM_NODE, 78, ddl, 4);
+
+	/* A transaction's part, decision, finish, acks and status. */
+	const Shoal__TransactWriteItemsRequest *tw =
+	    find("transact_write_items")->transact_write_items;
+	static uint32_t positions[] = {0, 1}, participants[] = {1, 5};
+	Shoal__TxnWrite *tx = sh_arena_alloc(&arena, sizeof(*tx));
+	shoal__txn_write__init(tx);
+	tx->id.data = (uint8_t *)txn_id;
+	tx->id.len = sizeof(txn_id);
+	tx->n_actions = tw->n_transact_items < 2 ? tw->n_transact_items : 2;
+	tx->actions = tw->transact_items;
+	tx->n_positions = tx->n_actions;
+	tx->positions = positions;
+	tx->coord_group = FSM_GROUP;
+	tx->n_participants = 2;
+	tx->participants = participants;
+	tx->digest = tx->id;
+	tx->token = true;
+	tx->request_actions = 4;
+	tx->deadline_ms = FSM_TS + 5000;
+	static const body accounts = {
+	    "accounts", "CreateTable",
+	    "{\"TableName\": \"Accounts\", \"KeySchema\": [{\"AttributeName\": \"pk\", "
+	    "\"KeyType\": \"HASH\"}], \"AttributeDefinitions\": [{\"AttributeName\": \"pk\", "
+	    "\"AttributeType\": \"S\"}]}",
+	    true};
+	Shoal__Request *acc = convert(&accounts);
+	if (acc == NULL)
+		die("fsm seeds", "the Accounts CreateTable does not convert");
+	static const body alice = {"alice", "PutItem",
+	                           "{\"TableName\": \"Accounts\", \"Item\": {\"pk\": {\"S\": "
+	                           "\"alice\"}, \"Balance\": {\"N\": \"100\"}}}",
+	                           true};
+	Shoal__Request *put_alice = convert(&alice);
+	if (put_alice == NULL)
+		die("fsm seeds", "the PutItem of alice does not convert");
+	Shoal__CommandOp *t[8];
+	t[0] = define(acc->create_table, 9);
+	t[7] = new_op();
+	t[7]->op_case = SHOAL__COMMAND_OP__OP_PUT;
+	t[7]->put = put_alice->put_item;
+	t[1] = new_op();
+	t[1]->op_case = SHOAL__COMMAND_OP__OP_TXN_WRITE;
+	t[1]->txn_write = tx;
+	t[2] = new_op();
+	t[2]->op_case = SHOAL__COMMAND_OP__OP_TXN_DECIDE;
+	t[2]->txn_decide = sh_arena_alloc(&arena, sizeof(Shoal__TxnDecide));
+	shoal__txn_decide__init(t[2]->txn_decide);
+	t[2]->txn_decide->id = tx->id;
+	t[2]->txn_decide->commit = true;
+	t[3] = new_op();
+	t[3]->op_case = SHOAL__COMMAND_OP__OP_TXN_FINISH;
+	t[3]->txn_finish = sh_arena_alloc(&arena, sizeof(Shoal__TxnFinish));
+	shoal__txn_finish__init(t[3]->txn_finish);
+	t[3]->txn_finish->id = tx->id;
+	t[3]->txn_finish->commit = true;
+	static Shoal__TxnAck ack = SHOAL__TXN_ACK__INIT, *acks[] = {&ack};
+	ack.id = tx->id;
+	ack.n_groups = 1;
+	ack.groups = &participants[1];
+	t[4] = new_op();
+	t[4]->op_case = SHOAL__COMMAND_OP__OP_TXN_ACKS;
+	t[4]->txn_acks = sh_arena_alloc(&arena, sizeof(Shoal__TxnAcks));
+	shoal__txn_acks__init(t[4]->txn_acks);
+	t[4]->txn_acks->n_acks = 1;
+	t[4]->txn_acks->acks = acks;
+	t[5] = new_op();
+	t[5]->op_case = SHOAL__COMMAND_OP__OP_TXN_STATUS;
+	t[5]->txn_status = sh_arena_alloc(&arena, sizeof(Shoal__TxnStatus));
+	shoal__txn_status__init(t[5]->txn_status);
+	t[5]->txn_status->id = tx->id;
+	t[6] = new_op();
+	t[6]->op_case = SHOAL__COMMAND_OP__OP_TXN_EXPIRE;
+	t[6]->txn_expire = true;
+	/* alice's account before the transaction that checks it */
+	Shoal__CommandOp *tx_ops[8] = {t[0], t[7], t[1], t[2], t[3], t[4], t[5], t[6]};
+	write_command("txn", FSM_NODE, 77, tx_ops, 8);
+
+	/* The internal ops: shipped deltas, outbox trim, backfill, scrub,
+	 * stream trim. */
+	Shoal__CommandOp *in[6];
+	in[0] = define_music();
+	in[1] = new_op();
+	in[1]->op_case = SHOAL__COMMAND_OP__OP_INDEX_APPLY;
+	in[1]->index_apply = ia;
+	in[2] = new_op();
+	in[2]->op_case = SHOAL__COMMAND_OP__OP_OUTBOX_TRIM;
+	in[2]->outbox_trim = sh_arena_alloc(&arena, sizeof(Shoal__OutboxTrim));
+	shoal__outbox_trim__init(in[2]->outbox_trim);
+	in[2]->outbox_trim->upto = 1;
+	in[3] = new_op();
+	in[3]->op_case = SHOAL__COMMAND_OP__OP_BACKFILL;
+	in[3]->backfill = sh_arena_alloc(&arena, sizeof(Shoal__IndexBackfill));
+	shoal__index_backfill__init(in[3]->backfill);
+	in[3]->backfill->table_name = (char *)"Music";
+	in[3]->backfill->index_id = 1;
+	in[3]->backfill->max_items = 8;
+	in[4] = new_op();
+	in[4]->op_case = SHOAL__COMMAND_OP__OP_SCRUB;
+	in[4]->scrub = sh_arena_alloc(&arena, sizeof(Shoal__Scrub));
+	shoal__scrub__init(in[4]->scrub);
+	in[4]->scrub->proposer = FSM_NODE;
+	in[4]->scrub->seq = 3;
+	in[4]->scrub->max_keys = 100;
+	in[5] = new_op();
+	in[5]->op_case = SHOAL__COMMAND_OP__OP_STREAM_TRIM;
+	in[5]->stream_trim = true;
+	write_command("internal", FSM_NODE, 77, in, 6);
+
+	/* Not a Command: the FSM must stop, not guess. */
+	write_file("fsm", "not_a_command", "\x0a\xff\xff\xff\xff\x0f", 6);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Responses                                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -856,6 +1183,7 @@ int main(int argc, char **argv)
 	json_seeds();
 	request_seeds();
 	node_seeds();
+	fsm_seeds();
 	codec_seeds();
 	response_seeds();
 	expr_seeds();

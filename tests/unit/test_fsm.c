@@ -1903,6 +1903,44 @@ START_TEST(test_encode_aligned)
 }
 END_TEST
 
+/* node_index_deltas_from_pb checks every delta before it converts any: a
+ * list refused at its second delta leaves the output as it was (it used to
+ * fill in the first; found by tests/fuzz/fuzz_index_ship.c). */
+START_TEST(test_index_deltas_refusal)
+{
+	Shoal__IndexDelta x[2] = {SHOAL__INDEX_DELTA__INIT, SHOAL__INDEX_DELTA__INIT};
+	Shoal__IndexDelta *xs[] = {&x[0], &x[1]};
+	Shoal__IndexApply ia = SHOAL__INDEX_APPLY__INIT;
+	ia.n_deltas = 2;
+	ia.deltas = xs;
+	for (int i = 0; i < 2; i++) {
+		x[i].seq = 10 + (uint64_t)i;
+		x[i].table_id = 7;
+		x[i].index_id = 1;
+		x[i].key.data = (uint8_t *)"key";
+		x[i].key.len = 3;
+	}
+	st_delta d[2], before[2];
+	ck_assert_int_eq(node_index_deltas_from_pb(&ia, d, msg), SHOAL_OK);
+	ck_assert_uint_eq(d[1].seq, 11);
+	ck_assert_ptr_eq(d[1].key, x[1].key.data);
+
+	/* The second delta out of order, without an index, without a key. */
+	for (int bad = 0; bad < 3; bad++) {
+		x[1].seq = bad == 0 ? 10 : 11;
+		x[1].index_id = bad == 1 ? 0 : 1;
+		x[1].key.len = bad == 2 ? 0 : 3;
+		memset(d, 0xab, sizeof(d));
+		memcpy(before, d, sizeof(d));
+		msg[0] = '\0';
+		ck_assert_int_eq(node_index_deltas_from_pb(&ia, d, msg), SHOAL_E_VALIDATION);
+		ck_assert_str_ne(msg, "");
+		ck_assert_msg(memcmp(d, before, sizeof(d)) == 0, "case %d: a refusal changed d",
+		              bad);
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------------------ */
 
 static void setup(void)
@@ -1939,6 +1977,7 @@ static Suite *fsm_suite(void)
 	tcase_add_test(tc, test_encode_aligned);
 	tcase_add_test(tc, test_outbox_cluster);
 	tcase_add_test(tc, test_index_apply_replay);
+	tcase_add_test(tc, test_index_deltas_refusal);
 	tcase_add_test(tc, test_update_table_flow);
 	tcase_add_test(tc, test_update_capacity_flow);
 	suite_add_tcase(s, tc);
