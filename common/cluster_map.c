@@ -8,6 +8,7 @@
  */
 #include "cluster_map.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -104,13 +105,16 @@ bool sh_map_equal(const sh_map *a, const sh_map *b)
 
 /* --- lookups ------------------------------------------------------------- */
 
-/* Index of the first node with id >= `id`. */
-static uint32_t node_lower(const sh_map *m, uint32_t id)
+/* Index of the first element with id >= `id` in an array sorted by id (of
+ * n elements of `size` bytes, each with its uint32_t id at `off`). */
+static uint32_t lower_by_id(const void *base, uint32_t n, size_t size, size_t off, uint32_t id)
 {
-	uint32_t lo = 0, hi = m->n_nodes;
+	uint32_t lo = 0, hi = n;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (m->nodes[mid].id < id)
+		uint32_t at;
+		memcpy(&at, (const char *)base + (size_t)mid * size + off, sizeof(at));
+		if (at < id)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -118,17 +122,15 @@ static uint32_t node_lower(const sh_map *m, uint32_t id)
 	return lo;
 }
 
+static uint32_t node_lower(const sh_map *m, uint32_t id)
+{
+	return lower_by_id(m->nodes, m->n_nodes, sizeof(*m->nodes), offsetof(sh_map_node, id), id);
+}
+
 static uint32_t group_lower(const sh_map *m, uint32_t id)
 {
-	uint32_t lo = 0, hi = m->n_groups;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (m->groups[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return lower_by_id(m->groups, m->n_groups, sizeof(*m->groups), offsetof(sh_map_group, id),
+	                   id);
 }
 
 /* Index of the first partition > (table, hash), by (table, lo). */
