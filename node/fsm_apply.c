@@ -80,6 +80,9 @@
  *                           older than this entry's time minus the retention
  *                           (proposed by the leader, node/txn_recover.c), so
  *                           trimming does not wait for the table's next write.
+ *   map_set                 group 0: st_cluster_map_set, the cluster map
+ *                           replaced if it is still prev_epoch's (issue 14;
+ *                           node/elastic.c proposes it).
  *   scrub                   any group: st_txn_scrub of up to max_keys pairs
  *                           from `start`, at this entry's index; the result
  *                           is kept in memory (node_fsm_scrub_record), never
@@ -651,6 +654,9 @@ static int run_op(op_ctx *c, const Shoal__CommandOp *op)
 		uint32_t removed;
 		return st_stream_trim_expired(c->txn, ST_STREAM_TRIM_PER_ENTRY, &removed, c->msg);
 	}
+	case SHOAL__COMMAND_OP__OP_MAP_SET:
+		return st_cluster_map_set(c->txn, op->map_set->prev_epoch, op->map_set->map.data,
+		                          op->map_set->map.len, c->msg);
 	default:
 		/* Unset, or an operation of a newer build: the same on every
 		 * replica, so a per-operation error, not a failure. */

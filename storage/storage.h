@@ -845,4 +845,12 @@ int st_scan(st_env *env, const st_scan_req *req, sh_arena *a, st_page *out, char
  * orders items in LMDB, so a hash range is one contiguous key range. */
 uint64_t st_key_hash(uint32_t table_id, const st_value *pk);
 
+/* Group 0's copy of the cluster map (clustermap.c; issue 14): its encoding
+ * (sh_malloc'd, NULL and epoch 0 when none is stored yet), and the apply of
+ * a change -- a compare-and-set on the epoch, SHOAL_E_WRONG_EPOCH if the
+ * stored map (the birth map, epoch 1, when none) is not prev_epoch's. */
+int st_cluster_map_get(st_env *env, uint8_t **buf, size_t *len, uint64_t *epoch, char *errmsg);
+int st_cluster_map_set(st_txn *txn, uint64_t prev_epoch, const uint8_t *buf, size_t len,
+                       char *errmsg);
+
 #endif

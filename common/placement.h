@@ -1,0 +1,81 @@
+/*
+ * placement.h -- the cluster map a process routes with (prefix sh_place_):
+ * a thread-safe holder of the newest sh_map (common/cluster_map.h) it knows,
+ * shared by every thread of a router or a node.
+ *
+ * Issue 14 moves placement from the cluster file (common/cluster.h, a pure
+ * function of the file) to the map in group 0.  Every question "which nodes
+ * hold group g", "where does node n listen", "does node n host group g" is
+ * answered here, from the map, and nowhere else:
+ *
+ *   - A process starts with a map: the one it saved last (a node's
+ *     <dir>/cluster.map), or the cluster file's birth map
+ *     (sh_map_from_conf: epoch 1, exactly the file's old placement).
+ *   - Newer maps arrive from group 0 (a node's own replica of it, a
+ *     map_get answer, a router's refresh) through sh_place_offer, which
+ *     installs one only if its epoch is higher: maps only move forward.
+ *
+ * Routing uses voters only (a non-voter is a replica being caught up: it
+ * cannot lead and may be far behind); the node lifecycle uses every replica
+ * (a node opens the groups it is a replica of, voter or not).
+ *
+ * Readers take a read lock and copy what they need; no pointer into the map
+ * escapes.  Cost: one uncontended rwlock per question.
+ */
+#ifndef SHOAL_COMMON_PLACEMENT_H
+#define SHOAL_COMMON_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "cluster_map.h"
+
+typedef struct sh_place sh_place;
+
+/* A holder of the map m (moved in: m is left empty).  NULL: out of memory. */
+sh_place *sh_place_new(sh_map *m);
+/* A holder of the cluster file's birth map (epoch 1). */
+int sh_place_from_conf(const sh_cluster_conf *c, sh_place **out, char *errmsg);
+void sh_place_free(sh_place *p);
+
+uint64_t sh_place_epoch(sh_place *p);
+
+/* Installs an encoded map if it decodes and its epoch is higher than the
+ * current one.  Returns 1 if installed, 0 if not newer, or an error
+ * (SHOAL_E_SERIALIZATION: the bytes are not a valid map; SHOAL_E_NOMEM). */
+int sh_place_offer(sh_place *p, const uint8_t *buf, size_t len, char *errmsg);
+/* The same with a decoded map (copied). */
+int sh_place_offer_map(sh_place *p, const sh_map *m, char *errmsg);
+
+/* Group g's voters, in the map's order (the first is the group's preferred
+ * leader), into nodes[0 .. cap-1]; returns how many there are (0: no such
+ * group). */
+uint32_t sh_place_voters(sh_place *p, uint32_t group, uint32_t *nodes, uint32_t cap);
+/* Group g's replicas, voters and non-voters, into out[0 .. cap-1]; returns
+ * how many there are. */
+uint32_t sh_place_replicas(sh_place *p, uint32_t group, sh_map_replica *out, uint32_t cap);
+/* Whether node has a replica (voter or not) of group. */
+bool sh_place_hosts(sh_place *p, uint32_t node, uint32_t group);
+/* Whether node is a voter of group. */
+bool sh_place_is_voter(sh_place *p, uint32_t node, uint32_t group);
+/* The node's entry (addresses, state); false if the map has no such node. */
+bool sh_place_node(sh_place *p, uint32_t id, sh_map_node *out);
+/* The ids of every node of the map, ascending, into ids[0 .. cap-1];
+ * returns how many there are. */
+uint32_t sh_place_nodes(sh_place *p, uint32_t *ids, uint32_t cap);
+/* Group g's Raft address on node n ("host:port", port = raft_port + g)
+ * into buf (SH_ADDR_MAX); false if the map has no such node. */
+bool sh_place_raft_address(sh_place *p, uint32_t node, uint32_t group, char *buf);
+
+/* A deep copy of the current map into out (not initialised). */
+int sh_place_copy(sh_place *p, sh_map *out);
+/* The current map encoded into a new sh_malloc'd buffer. */
+int sh_place_encode(sh_place *p, uint8_t **buf, size_t *len);
+
+/* "host:port" of group g's Raft endpoint of a map node (as
+ * sh_cluster_raft_address does for the file's nodes). */
+void sh_map_raft_address(const sh_map_node *n, uint32_t group, char *buf);
+
+#endif
