@@ -654,9 +654,15 @@ static int run_op(op_ctx *c, const Shoal__CommandOp *op)
 		uint32_t removed;
 		return st_stream_trim_expired(c->txn, ST_STREAM_TRIM_PER_ENTRY, &removed, c->msg);
 	}
-	case SHOAL__COMMAND_OP__OP_MAP_SET:
-		return st_cluster_map_set(c->txn, op->map_set->prev_epoch, op->map_set->map.data,
-		                          op->map_set->map.len, c->msg);
+	case SHOAL__COMMAND_OP__OP_MAP_SET: {
+		int rc = st_cluster_map_set(c->txn, op->map_set->prev_epoch, op->map_set->map.data,
+		                            op->map_set->map.len, c->msg);
+		if (rc == SHOAL_OK && c->r != NULL) {
+			c->nr->map = op->map_set->map;
+			c->nr->epoch = op->map_set->prev_epoch + 1;
+		}
+		return rc;
+	}
 	default:
 		/* Unset, or an operation of a newer build: the same on every
 		 * replica, so a per-operation error, not a failure. */

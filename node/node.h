@@ -46,6 +46,7 @@
 
 #include "common/arena.h"
 #include "common/cluster.h"
+#include "common/cluster_map.h"
 #include "common/tls.h"
 #include "common/errors.h"
 #include "node/fsm.h"
@@ -365,6 +366,7 @@ enum node_op {
 	NODE_OP_TXN_STATUS,
 	NODE_OP_CAP_REPORT,
 	NODE_OP_SCRUB_CHECK, /* the replica scrub (scrub.c) */
+	NODE_OP_MAP_CHANGE,  /* group 0: an operator's change of the cluster map (elastic.c) */
 	NODE_OP_INVALID,     /* undecodable or unknown requests */
 	NODE_OP__COUNT
 };
@@ -447,6 +449,11 @@ int node_handle_group_status(node_call *c);
 int node_handle_list_catalog(node_call *c);
 int node_handle_cap_report(node_call *c); /* capacity.c */
 int node_handle_scrub_check(node_call *c);
+/* The cluster's shape (elastic.c, issue 14). */
+int node_prepare_map_change(node_call *c, Shoal__CommandOp *op);
+/* out (not initialised) becomes the cluster map group 0's replica g0 has
+ * applied, or the cluster file's birth map when none is stored yet. */
+int node_map_load(node *n, node_group *g0, sh_map *out, char *errmsg);
 /* DynamoDB Streams (stream.c). */
 int node_handle_describe_stream(node_call *c);
 int node_handle_get_shard_iterator(node_call *c);

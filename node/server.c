@@ -154,6 +154,7 @@ static const op_def ops[NODE_OP__COUNT] = {
     [NODE_OP_CAP_REPORT] = {"cap_report", OP_LOCAL | OP_ANY_HEALTH, node_handle_cap_report, NULL},
     [NODE_OP_SCRUB_CHECK] = {"scrub_check", OP_LOCAL | OP_ANY_HEALTH, node_handle_scrub_check,
                              NULL},
+    [NODE_OP_MAP_CHANGE] = {"map_change", OP_WRITE | OP_GROUP0, NULL, node_prepare_map_change},
     [NODE_OP_INVALID] = {"invalid", 0, NULL, NULL},
 };
 
@@ -460,7 +461,8 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 	          (req->update_table != NULL) + (req->activate_index != NULL) +
 	          (req->index_ship != NULL) + (req->txn_write != NULL) + (req->txn_decide != NULL) +
 	          (req->txn_finish != NULL) + (req->txn_acks != NULL) + (req->txn_status != NULL) +
-	          (req->cap_report != NULL) + (req->scrub_check != NULL);
+	          (req->cap_report != NULL) + (req->scrub_check != NULL) +
+	          (req->map_change != NULL);
 	if (set != 1)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "a NodeRequest carries exactly one operation (found %d)", set);
@@ -492,6 +494,8 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 		*op = NODE_OP_CAP_REPORT;
 	} else if (req->scrub_check != NULL) {
 		*op = NODE_OP_SCRUB_CHECK;
+	} else if (req->map_change != NULL) {
+		*op = NODE_OP_MAP_CHANGE;
 	} else {
 		if (req->request->op_case == SHOAL__REQUEST__OP__NOT_SET)
 			return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,
@@ -1109,8 +1113,7 @@ int node_server_start(node *n, const char *url, unsigned contexts, node_server *
 		goto err;
 	}
 	url = lurl;
-	if ((rv = sh_tls_listen(s->sock, url, n->tls != NULL ? n->tls->server : NULL, NULL)) !=
-	    0) {
+	if ((rv = sh_tls_listen(s->sock, url, n->tls != NULL ? n->tls->server : NULL, NULL)) != 0) {
 		rc = sh_errf(errmsg, SHOAL_E_IO, "server: listen on %s: %s", url, nng_strerror(rv));
 		goto err;
 	}
