@@ -543,6 +543,18 @@ int sh_map_remove_replica(sh_map *m, uint32_t group, uint32_t node, char *errmsg
 		               "group %u: removing node %u leaves %u voters, fewer than a "
 		               "majority of %u",
 		               group, node, sh_map_voters(g) - 1, m->replication);
+	/* The replica that replaces it takes its place in the order (the first
+	 * voter is the group's preferred leader: a move keeps the preference
+	 * on the slot, so leaders stay spread as placement spread them). */
+	int heir = -1;
+	for (uint32_t j = 0; j < g->n_replicas && heir < 0; j++)
+		if (g->replicas[j].replaces == node && g->replicas[j].voter)
+			heir = (int)j;
+	if (heir >= 0) {
+		g->replicas[k] = g->replicas[heir];
+		g->replicas[k].replaces = 0;
+		k = heir;
+	}
 	memmove(&g->replicas[k], &g->replicas[k + 1],
 	        (g->n_replicas - (uint32_t)k - 1) * sizeof(sh_map_replica));
 	g->n_replicas--;

@@ -186,7 +186,9 @@ int sh_map_add_replica(sh_map *m, uint32_t group, uint32_t node, uint32_t replac
 /* Non-voter -> voter; refused past replication + 1 voters. */
 int sh_map_promote(sh_map *m, uint32_t group, uint32_t node, char *errmsg);
 /* Removes node's replica; a voter only if majority(replication) voters remain.
- * Clears `replaces` marks that named it. */
+ * A voter that `replaces` it takes its position in the group's order (the
+ * first voter is the preferred leader); other `replaces` marks naming it are
+ * cleared. */
 int sh_map_remove_replica(sh_map *m, uint32_t group, uint32_t node, char *errmsg);
 
 /* Splits the partition starting at lo at hash `at` (lo < at <= hi): [lo, at-1]

@@ -12,14 +12,54 @@
  * (storage/clustermap.c): if another change landed first, this one is
  * refused with SHOAL_E_WRONG_EPOCH and the caller asks again.
  *
- * Thread: node_prepare_map_change runs on a server worker.
+ * The executor (node_elastic_*): while this node leads group 0, a round
+ * every NODE_ELASTIC_ROUND_MS:
+ *
+ *   1. facts: node_status from every node of the map (a node that does not
+ *      answer within the round is dead for this round); each group's leader
+ *      (the replica that says so, highest term), its Raft configuration and
+ *      how far each member's log is;
+ *   2. repair what a previous leader left half done: a non-voter of the map
+ *      that is not in its group's Raft configuration (the map change landed,
+ *      raft_add did not) is added again; a draining node that holds no
+ *      replica leaves the map;
+ *   3. otherwise the planner's first step (common/cluster_plan.h, which
+ *      keeps no state: everything in flight is in the map):
+ *        ADD_REPLICA      map add_replica, then member_change ADD (standby)
+ *        PROMOTE          member_change PROMOTE (raft catches it up), then
+ *                         map promote
+ *        REMOVE_REPLICA   member_change REMOVE, then map remove_replica
+ *        TRANSFER_LEADER  member_change TRANSFER (only to move the leader off
+ *                         a replica about to go: leader balance is the
+ *                         preferred-replica bias of node/group.c, the first
+ *                         voter of the map)
+ *      Map changes are proposed on group 0 as MapSet from the map they were
+ *      computed on (a compare-and-set), so an operator's change landing in
+ *      between makes the step fail and the next round start over.
+ *
+ * One step at a time, cluster-wide (max_moves 1): a move never overlaps
+ * another, so a group never has two replicas in motion.  Every member_change
+ * is "make it so" and every map step is checked against the map, so a step
+ * cut short by a crash of this node is simply found and finished by the next
+ * group-0 leader.  Raft order keeps a majority: a new replica is a voter only
+ * after raft caught it up; the old one leaves only after the new one votes.
+ *
+ * Threads: tick on the loop; lanes callbacks on nng threads and proposal
+ * callbacks on the loop meet under e->mu.
  */
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/cluster_map.h"
+#include "common/cluster_plan.h"
+#include "common/placement.h"
 #include "node/node.h"
+#include "node/ship_int.h"
+#include "proto/lanes.h"
 #include "proto/wire.h"
 
 int node_map_load(node *n, node_group *g0, sh_map *out, char *errmsg)
@@ -139,4 +179,671 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op)
 	          m.epoch, prev);
 	sh_map_fini(&m);
 	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The executor                                                              */
+/* ------------------------------------------------------------------------ */
+
+#define ELASTIC_STATUS_MS   1500  /* a node's node_status answer, at most */
+#define ELASTIC_CHANGE_MS   5000  /* ADD, REMOVE, TRANSFER */
+#define ELASTIC_PROMOTE_MS  60000 /* PROMOTE: raft's catch-up rounds */
+#define ELASTIC_CAUGHT_UP   64    /* a standby this close to the leader's last index */
+#define ELASTIC_MAX_MEMBERS 16
+
+typedef struct group_fact {
+	uint32_t leader; /* 0: none seen */
+	uint64_t term, last_index;
+	uint32_t n_members;
+	struct {
+		uint32_t node;
+		bool voter, standby;
+		uint64_t match;
+	} members[ELASTIC_MAX_MEMBERS];
+} group_fact;
+
+/* One exchange with a node (lanes item). */
+typedef struct ask {
+	wire_lane_item item; /* first: the lanes hand it back */
+	node_elastic *e;
+	uint32_t node;
+	uint8_t *buf;
+} ask;
+
+typedef enum sub_kind { SUB_NONE, SUB_MEMBER, SUB_MAP } sub_kind;
+
+/* A map mutation, computed on the map current when it is proposed. */
+typedef enum map_mut {
+	MUT_ADD_REPLICA,
+	MUT_PROMOTE,
+	MUT_REMOVE_REPLICA,
+	MUT_REMOVE_NODE,
+} map_mut;
+
+typedef struct sub {
+	sub_kind kind;
+	int action; /* SUB_MEMBER: Shoal__MemberChange__Action */
+	map_mut mut;
+	uint32_t group, node, replaces;
+} sub;
+
+struct node_elastic {
+	node *n;
+	node_ship *s;
+	pthread_mutex_t mu;
+	uint64_t next_ns; /* loop: the next round */
+	bool busy;        /* a round or a step is in flight (mu) */
+	bool closing;
+	uint64_t quorum_log_ns; /* no "no live majority" log before */
+
+	/* The round's facts (mu). */
+	sh_map map;
+	bool map_init;
+	bool *alive;       /* parallel to map.nodes */
+	group_fact *facts; /* parallel to map.groups */
+	uint32_t pending;  /* node_status answers outstanding */
+
+	/* The step (mu): up to three sub-operations, run in order. */
+	char what[160];
+	sub subs[3];
+	uint32_t n_subs, at;
+	node_waiter w; /* SUB_MAP's proposal on group 0 */
+	bool w_init;
+	Shoal__MapSet set;
+	uint8_t *set_buf;
+
+	/* Statistics. */
+	atomic_uint_fast64_t steps, failures;
+};
+
+static void round_end(node_elastic *e, uint64_t pause_ms)
+{
+	e->busy = false;
+	e->next_ns = node_now_ns() + pause_ms * 1000000u;
+}
+
+static void run_sub(node_elastic *e);
+
+static void step_failed(node_elastic *e, const char *why)
+{
+	atomic_fetch_add(&e->failures, 1);
+	node_logf(NODE_LOG_WARN, "elastic: %s: stopped at step %u: %s (the next round starts over)",
+	          e->what, e->at + 1, why);
+	round_end(e, NODE_ELASTIC_ROUND_MS);
+}
+
+static void sub_done(node_elastic *e)
+{
+	if (++e->at < e->n_subs) {
+		run_sub(e);
+		return;
+	}
+	atomic_fetch_add(&e->steps, 1);
+	node_logf(NODE_LOG_INFO, "elastic: %s: done", e->what);
+	round_end(e, 0);
+}
+
+/* --- exchanges with nodes ------------------------------------------------- */
+
+static void ask_free(ask *a)
+{
+	sh_free(a->buf);
+	sh_free(a);
+}
+
+/* Packs nr and sends it to node dest; done called on an nng thread with the
+ * unpacked answer (NULL: no answer). */
+static bool send_to(node_elastic *e, uint32_t dest, Shoal__NodeRequest *nr, int64_t ms,
+                    void (*done)(wire_lane_item *, int, nng_msg *, const uint8_t *, size_t))
+{
+	wire_lanes *l = node_ship_lanes_to(e->s, dest);
+	ask *a = sh_calloc(1, sizeof(*a));
+	size_t len = shoal__node_request__get_packed_size(nr);
+	if (a != NULL)
+		a->buf = sh_malloc(len > 0 ? len : 1);
+	if (l == NULL || a == NULL || a->buf == NULL) {
+		if (a != NULL)
+			ask_free(a);
+		return false;
+	}
+	a->e = e;
+	a->node = dest;
+	a->item.part[0] = a->buf;
+	a->item.len[0] = shoal__node_request__pack(nr, a->buf);
+	a->item.deadline = sh_now_ms() + ms;
+	a->item.done = done;
+	if (wire_lanes_submit(l, &a->item) != SHOAL_OK) {
+		ask_free(a);
+		return false;
+	}
+	return true;
+}
+
+static Shoal__NodeResponse *answer_of(int rv, nng_msg *whole, const uint8_t *ans, size_t len)
+{
+	Shoal__NodeResponse *nr = NULL;
+	if (rv == WIRE_LANE_OK)
+		wire_unpack_node_response(NULL, ans, len, &nr, NULL);
+	if (whole != NULL)
+		nng_msg_free(whole);
+	return nr;
+}
+
+static int code_of(const Shoal__NodeResponse *nr, char *msg, size_t cap)
+{
+	if (nr == NULL) {
+		snprintf(msg, cap, "no answer");
+		return SHOAL_E_UNAVAILABLE;
+	}
+	if (nr->response == NULL) {
+		snprintf(msg, cap, "an answer without a response");
+		return SHOAL_E_INTERNAL;
+	}
+	snprintf(msg, cap, "%s", nr->response->message != NULL ? nr->response->message : "");
+	return wire_code_from_status(nr->response->status);
+}
+
+/* --- the round: facts ------------------------------------------------------ */
+
+static int node_index(const sh_map *m, uint32_t id)
+{
+	for (uint32_t i = 0; i < m->n_nodes; i++)
+		if (m->nodes[i].id == id)
+			return (int)i;
+	return -1;
+}
+
+static int group_index(const sh_map *m, uint32_t id)
+{
+	const sh_map_group *g = sh_map_group_get(m, id);
+	return g == NULL ? -1 : (int)(g - m->groups);
+}
+
+static void plan_and_act(node_elastic *e);
+
+static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
+{
+	ask *a = (ask *)it;
+	node_elastic *e = a->e;
+	Shoal__NodeResponse *nr = answer_of(rv, whole, ans, len);
+	char msg[SH_ERRMSG_SIZE];
+	int code = code_of(nr, msg, sizeof(msg));
+	pthread_mutex_lock(&e->mu);
+	int ni = node_index(&e->map, a->node);
+	if (code == SHOAL_OK && ni >= 0) {
+		e->alive[ni] = true;
+		for (size_t k = 0; k < nr->n_groups; k++) {
+			const Shoal__GroupStatus *gs = nr->groups[k];
+			int gi = group_index(&e->map, gs->group);
+			if (gi < 0 || gs->role == NULL || strcmp(gs->role, "leader") != 0)
+				continue;
+			group_fact *f = &e->facts[gi];
+			if (f->leader != 0 && gs->term <= f->term)
+				continue;
+			f->leader = a->node;
+			f->term = gs->term;
+			f->last_index = gs->last_index;
+			f->n_members = 0;
+			for (size_t j = 0; j < gs->n_members && j < ELASTIC_MAX_MEMBERS; j++) {
+				const Shoal__RaftMember *rm = gs->members[j];
+				f->members[f->n_members].node = rm->node;
+				f->members[f->n_members].voter = strcmp(rm->role, "voter") == 0;
+				f->members[f->n_members].standby = strcmp(rm->role, "standby") == 0;
+				f->members[f->n_members].match = rm->match_index;
+				f->n_members++;
+			}
+		}
+	}
+	bool last = --e->pending == 0;
+	if (last && !e->closing)
+		plan_and_act(e);
+	else if (last)
+		e->busy = false;
+	pthread_mutex_unlock(&e->mu);
+	if (nr != NULL)
+		shoal__node_response__free_unpacked(nr, wire_heap_allocator());
+	ask_free(a);
+}
+
+static void round_start(node_elastic *e)
+{
+	node_group *g0 = node_group_get(e->n, 0);
+	char msg[SH_ERRMSG_SIZE];
+	if (e->map_init)
+		sh_map_fini(&e->map);
+	e->map_init = true;
+	if (g0 == NULL || node_map_load(e->n, g0, &e->map, msg) != SHOAL_OK) {
+		round_end(e, NODE_ELASTIC_ROUND_MS);
+		return;
+	}
+	sh_free(e->alive);
+	sh_free(e->facts);
+	e->alive = sh_calloc(e->map.n_nodes + 1, sizeof(*e->alive));
+	e->facts = sh_calloc(e->map.n_groups + 1, sizeof(*e->facts));
+	if (e->alive == NULL || e->facts == NULL) {
+		round_end(e, NODE_ELASTIC_ROUND_MS);
+		return;
+	}
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	nr.node_status = true;
+	e->pending = 1; /* held while sending */
+	for (uint32_t i = 0; i < e->map.n_nodes; i++) {
+		e->pending++;
+		if (!send_to(e, e->map.nodes[i].id, &nr, ELASTIC_STATUS_MS, status_done))
+			e->pending--;
+	}
+	if (--e->pending == 0)
+		plan_and_act(e);
+}
+
+/* --- the round: decisions -------------------------------------------------- */
+
+static const group_fact *fact_of(node_elastic *e, uint32_t group)
+{
+	int gi = group_index(&e->map, group);
+	return gi < 0 ? NULL : &e->facts[gi];
+}
+
+static int member_of(const group_fact *f, uint32_t id)
+{
+	for (uint32_t j = 0; j < f->n_members; j++)
+		if (f->members[j].node == id)
+			return (int)j;
+	return -1;
+}
+
+static void begin(node_elastic *e, const sub *subs, uint32_t n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void begin(node_elastic *e, const sub *subs, uint32_t n, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->what, sizeof(e->what), fmt, ap);
+	va_end(ap);
+	memcpy(e->subs, subs, n * sizeof(*subs));
+	e->n_subs = n;
+	e->at = 0;
+	node_logf(NODE_LOG_INFO, "elastic: %s (map epoch %" PRIu64 ")", e->what, e->map.epoch);
+	run_sub(e);
+}
+
+/* Step 2: what a previous round left half done. */
+static bool repair(node_elastic *e)
+{
+	for (uint32_t gi = 0; gi < e->map.n_groups; gi++) {
+		const sh_map_group *g = &e->map.groups[gi];
+		const group_fact *f = &e->facts[gi];
+		if (f->leader == 0)
+			continue;
+		for (uint32_t k = 0; k < g->n_replicas; k++) {
+			const sh_map_replica *r = &g->replicas[k];
+			int ni = node_index(&e->map, r->node);
+			if (r->voter || ni < 0 || !e->alive[ni] || member_of(f, r->node) >= 0)
+				continue;
+			sub s = {.kind = SUB_MEMBER,
+			         .action = SHOAL__MEMBER_CHANGE__ACTION__ADD,
+			         .group = g->id,
+			         .node = r->node};
+			begin(e, &s, 1,
+			      "group %u: add node %u to Raft as a standby (in the map already)",
+			      g->id, r->node);
+			return true;
+		}
+	}
+	for (uint32_t i = 0; i < e->map.n_nodes; i++) {
+		const sh_map_node *nd = &e->map.nodes[i];
+		uint32_t any;
+		if (nd->state != SH_MAP_NODE_DRAINING ||
+		    sh_map_node_groups(&e->map, nd->id, &any, 1) != 0)
+			continue;
+		sub s = {.kind = SUB_MAP, .mut = MUT_REMOVE_NODE, .node = nd->id};
+		begin(e, &s, 1, "node %u: drained, leaves the cluster map", nd->id);
+		return true;
+	}
+	return false;
+}
+
+static void plan_and_act(node_elastic *e)
+{
+	/* Judge only from a majority's view: a node that cannot hear most of
+	 * the cluster (or a cluster whose nodes do not answer node_status)
+	 * must not declare the others dead and move their replicas. */
+	uint32_t alive = 0;
+	for (uint32_t i = 0; i < e->map.n_nodes; i++)
+		alive += e->alive[i];
+	if (alive < e->map.n_nodes / 2 + 1) {
+		round_end(e, NODE_ELASTIC_ROUND_MS);
+		return;
+	}
+	if (repair(e))
+		return;
+	sh_plan_group_load *gl = sh_calloc(e->map.n_groups + 1, sizeof(*gl));
+	if (gl == NULL) {
+		round_end(e, NODE_ELASTIC_ROUND_MS);
+		return;
+	}
+	for (uint32_t gi = 0; gi < e->map.n_groups; gi++) {
+		const sh_map_group *g = &e->map.groups[gi];
+		const group_fact *f = &e->facts[gi];
+		gl[gi].leader = f->leader;
+		bool caught = f->leader != 0;
+		for (uint32_t k = 0; caught && k < g->n_replicas; k++) {
+			if (g->replicas[k].voter)
+				continue;
+			int j = member_of(f, g->replicas[k].node);
+			caught = j >= 0 && f->members[j].match + ELASTIC_CAUGHT_UP >= f->last_index;
+		}
+		gl[gi].caught_up = caught;
+	}
+	sh_plan_input in = {.map = &e->map, .alive = e->alive, .groups = gl, .parts = NULL};
+	sh_plan_conf conf = {
+	    .max_moves = 1,
+	    .max_moves_per_node = 1,
+	    .hot_key_share = 0.5,
+	    .tolerance = {[SH_PLAN_REPLICAS] = 0.1,
+	                  [SH_PLAN_LEADERS] = 0.25,
+	                  [SH_PLAN_BYTES] = 0.1,
+	                  [SH_PLAN_UNITS] = 0.2},
+	};
+	sh_plan_action acts[8];
+	uint32_t n = 0;
+	char msg[SH_ERRMSG_SIZE];
+	int rc = sh_plan_next(&in, &conf, acts, 8, &n, msg);
+	sh_free(gl);
+	if (rc != SHOAL_OK) {
+		round_end(e, NODE_ELASTIC_ROUND_MS);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const sh_plan_action *a = &acts[i];
+		const char *why = sh_plan_reason_name(a->reason);
+		sub s[2];
+		switch (a->kind) {
+		case SH_PLAN_ADD_REPLICA:
+			s[0] = (sub){.kind = SUB_MAP,
+			             .mut = MUT_ADD_REPLICA,
+			             .group = a->group,
+			             .node = a->node,
+			             .replaces = a->replaces};
+			s[1] = (sub){.kind = SUB_MEMBER,
+			             .action = SHOAL__MEMBER_CHANGE__ACTION__ADD,
+			             .group = a->group,
+			             .node = a->node};
+			begin(e, s, 2, "group %u: new replica on node %u replacing node %u (%s)",
+			      a->group, a->node, a->replaces, why);
+			return;
+		case SH_PLAN_PROMOTE:
+			s[0] = (sub){.kind = SUB_MEMBER,
+			             .action = SHOAL__MEMBER_CHANGE__ACTION__PROMOTE,
+			             .group = a->group,
+			             .node = a->node};
+			s[1] = (sub){.kind = SUB_MAP,
+			             .mut = MUT_PROMOTE,
+			             .group = a->group,
+			             .node = a->node};
+			begin(e, s, 2, "group %u: promote node %u to voter (%s)", a->group, a->node,
+			      why);
+			return;
+		case SH_PLAN_REMOVE_REPLICA:
+			s[0] = (sub){.kind = SUB_MEMBER,
+			             .action = SHOAL__MEMBER_CHANGE__ACTION__REMOVE,
+			             .group = a->group,
+			             .node = a->node};
+			s[1] = (sub){.kind = SUB_MAP,
+			             .mut = MUT_REMOVE_REPLICA,
+			             .group = a->group,
+			             .node = a->node};
+			begin(e, s, 2, "group %u: remove node %u's replica (%s)", a->group, a->node,
+			      why);
+			return;
+		case SH_PLAN_TRANSFER_LEADER:
+			if (a->reason == SH_PLAN_R_BALANCE)
+				continue; /* the preferred-replica bias balances leaders */
+			s[0] = (sub){.kind = SUB_MEMBER,
+			             .action = SHOAL__MEMBER_CHANGE__ACTION__TRANSFER,
+			             .group = a->group,
+			             .node = a->node};
+			begin(e, s, 1, "group %u: leadership to node %u (%s)", a->group, a->node,
+			      why);
+			return;
+		case SH_PLAN_NO_QUORUM:
+			if (node_now_ns() >= e->quorum_log_ns) {
+				node_logf(NODE_LOG_WARN,
+				          "elastic: group %u has no live majority of voters", a->group);
+				e->quorum_log_ns = node_now_ns() + 60ull * 1000000000u;
+			}
+			continue;
+		default: /* splits and partition moves: not executed yet (issue 14) */
+			continue;
+		}
+	}
+	round_end(e, NODE_ELASTIC_ROUND_MS);
+}
+
+/* --- the step's sub-operations --------------------------------------------- */
+
+static void member_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
+{
+	ask *a = (ask *)it;
+	node_elastic *e = a->e;
+	Shoal__NodeResponse *nr = answer_of(rv, whole, ans, len);
+	char msg[SH_ERRMSG_SIZE];
+	int code = code_of(nr, msg, sizeof(msg));
+	pthread_mutex_lock(&e->mu);
+	if (e->closing)
+		e->busy = false;
+	else if (code == SHOAL_OK)
+		sub_done(e);
+	else
+		step_failed(e, msg[0] != '\0' ? msg : shoal_err_name(code));
+	pthread_mutex_unlock(&e->mu);
+	if (nr != NULL)
+		shoal__node_response__free_unpacked(nr, wire_heap_allocator());
+	ask_free(a);
+}
+
+static void run_member(node_elastic *e, const sub *s)
+{
+	const group_fact *f = fact_of(e, s->group);
+	const sh_map_node *nd = sh_map_node_get(&e->map, s->node);
+	if (f == NULL || f->leader == 0 || nd == NULL) {
+		step_failed(e, "the group has no known leader, or the node left the map");
+		return;
+	}
+	char address[SH_ADDR_MAX];
+	sh_map_raft_address(nd, s->group, address);
+	Shoal__MemberChange mc = SHOAL__MEMBER_CHANGE__INIT;
+	mc.action = (Shoal__MemberChange__Action)s->action;
+	mc.node = s->node;
+	mc.address = address;
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	nr.group = s->group;
+	nr.member_change = &mc;
+	int64_t ms = s->action == SHOAL__MEMBER_CHANGE__ACTION__PROMOTE ? ELASTIC_PROMOTE_MS
+	                                                                : ELASTIC_CHANGE_MS;
+	if (!send_to(e, f->leader, &nr, ms, member_done))
+		step_failed(e, "cannot reach the group's leader");
+}
+
+static int mutate(sh_map *m, const sub *s, char *errmsg)
+{
+	switch (s->mut) {
+	case MUT_ADD_REPLICA:
+		return sh_map_add_replica(m, s->group, s->node, s->replaces, errmsg);
+	case MUT_PROMOTE: {
+		const sh_map_group *g = sh_map_group_get(m, s->group);
+		int k = g != NULL ? sh_map_replica_index(g, s->node) : -1;
+		if (k >= 0 && g->replicas[k].voter)
+			return SHOAL_E_IN_USE; /* done already */
+		return sh_map_promote(m, s->group, s->node, errmsg);
+	}
+	case MUT_REMOVE_REPLICA: {
+		const sh_map_group *g = sh_map_group_get(m, s->group);
+		if (g == NULL || sh_map_replica_index(g, s->node) < 0)
+			return SHOAL_E_IN_USE;
+		return sh_map_remove_replica(m, s->group, s->node, errmsg);
+	}
+	case MUT_REMOVE_NODE:
+		return sh_map_remove_node(m, s->node, errmsg);
+	}
+	return SHOAL_E_INTERNAL;
+}
+
+/* The proposal's completion (loop). */
+static void map_proposed(node_waiter *w)
+{
+	node_elastic *e = w->data;
+	sh_free(w->resp);
+	w->resp = NULL;
+	pthread_mutex_lock(&e->mu);
+	sh_free(e->set_buf);
+	e->set_buf = NULL;
+	if (e->closing)
+		e->busy = false;
+	else if (w->code == SHOAL_OK)
+		sub_done(e);
+	else
+		step_failed(e, w->msg[0] != '\0' ? w->msg : shoal_err_name(w->code));
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void run_map(node_elastic *e, const sub *s)
+{
+	node_group *g0 = node_group_get(e->n, 0);
+	char msg[SH_ERRMSG_SIZE] = "";
+	sh_map m;
+	if (g0 == NULL || node_map_load(e->n, g0, &m, msg) != SHOAL_OK) {
+		sh_map_fini(&m);
+		step_failed(e, msg[0] != '\0' ? msg : "group 0 is not here");
+		return;
+	}
+	uint64_t prev = m.epoch;
+	int rc = mutate(&m, s, msg);
+	if (rc == SHOAL_E_IN_USE) { /* so already */
+		sh_map_fini(&m);
+		sub_done(e);
+		return;
+	}
+	if (rc != SHOAL_OK) {
+		sh_map_fini(&m);
+		step_failed(e, msg);
+		return;
+	}
+	size_t len = sh_map_encoded_size(&m);
+	e->set_buf = sh_malloc(len);
+	if (e->set_buf == NULL) {
+		sh_map_fini(&m);
+		step_failed(e, "out of memory");
+		return;
+	}
+	sh_map_encode(&m, e->set_buf);
+	sh_map_fini(&m);
+	shoal__map_set__init(&e->set);
+	e->set.prev_epoch = prev;
+	e->set.map = (ProtobufCBinaryData){len, e->set_buf};
+	e->w.op = (Shoal__CommandOp)SHOAL__COMMAND_OP__INIT;
+	e->w.op.op_case = SHOAL__COMMAND_OP__OP_MAP_SET;
+	e->w.op.map_set = &e->set;
+	e->w.kind = NODE_WAIT_WRITE;
+	e->w.size = len + 64;
+	e->w.cb = map_proposed;
+	e->w.data = e;
+	e->w.done = false;
+	if (node_group_submit(g0, &e->w, msg) != SHOAL_OK) {
+		sh_free(e->set_buf);
+		e->set_buf = NULL;
+		step_failed(e, msg);
+	}
+}
+
+static void run_sub(node_elastic *e)
+{
+	const sub *s = &e->subs[e->at];
+	if (s->kind == SUB_MEMBER)
+		run_member(e, s);
+	else
+		run_map(e, s);
+}
+
+/* --- lifecycle -------------------------------------------------------------- */
+
+int node_elastic_open(node_ship *s, node_elastic **out, char *errmsg)
+{
+	*out = NULL;
+	node_elastic *e = sh_calloc(1, sizeof(*e));
+	if (e == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "elastic: out of memory");
+	e->n = s->n;
+	e->s = s;
+	pthread_mutex_init(&e->mu, NULL);
+	if (node_waiter_init(&e->w) != SHOAL_OK) {
+		pthread_mutex_destroy(&e->mu);
+		sh_free(e);
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "elastic: out of memory");
+	}
+	e->w_init = true;
+	e->next_ns = node_now_ns() + (uint64_t)NODE_ELASTIC_ROUND_MS * 1000000u;
+	*out = e;
+	return SHOAL_OK;
+}
+
+void node_elastic_tick(node_elastic *e, uint64_t now_ns)
+{
+	if (e == NULL || now_ns < e->next_ns)
+		return;
+	node_group *g0 = node_group_get(e->n, 0);
+	uint64_t term;
+	pthread_mutex_lock(&e->mu);
+	if (!e->busy && !e->closing) {
+		if (g0 != NULL && node_group_leading(g0, &term)) {
+			e->busy = true;
+			round_start(e);
+		} else {
+			e->next_ns = now_ns + (uint64_t)NODE_ELASTIC_ROUND_MS * 1000000u;
+		}
+	}
+	pthread_mutex_unlock(&e->mu);
+}
+
+void node_elastic_metrics(node_elastic *e, node_appendf_fn appendf, void *buf)
+{
+	if (e == NULL)
+		return;
+	appendf(
+	    buf,
+	    "# HELP shoal_node_elastic_steps_total Steps of the cluster's shape (replica moves, "
+	    "leader transfers, map changes) this node's executor completed while leading "
+	    "group 0.\n"
+	    "# TYPE shoal_node_elastic_steps_total counter\n"
+	    "shoal_node_elastic_steps_total %" PRIu64 "\n"
+	    "# HELP shoal_node_elastic_failures_total Steps that stopped before the end (the "
+	    "next round starts over).\n"
+	    "# TYPE shoal_node_elastic_failures_total counter\n"
+	    "shoal_node_elastic_failures_total %" PRIu64 "\n",
+	    (uint64_t)atomic_load(&e->steps), (uint64_t)atomic_load(&e->failures));
+}
+
+void node_elastic_close(node_elastic *e)
+{
+	if (e == NULL)
+		return;
+	pthread_mutex_lock(&e->mu);
+	e->closing = true;
+	pthread_mutex_unlock(&e->mu);
+}
+
+void node_elastic_free(node_elastic *e)
+{
+	if (e == NULL)
+		return;
+	if (e->w_init)
+		node_waiter_fini(&e->w);
+	sh_free(e->set_buf);
+	if (e->map_init)
+		sh_map_fini(&e->map);
+	sh_free(e->alive);
+	sh_free(e->facts);
+	pthread_mutex_destroy(&e->mu);
+	sh_free(e);
 }

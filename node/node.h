@@ -625,6 +625,8 @@ int64_t node_wall_ms(void);
 #define NODE_SHIP_TRIM_DELTAS 1000
 /* The shipper's timer: retries, trims, backfill polls. */
 #define NODE_SHIP_TICK_MS 10
+/* The executor of the cluster's shape (elastic.c): the pause between rounds. */
+#define NODE_ELASTIC_ROUND_MS 1000
 /* Time allowed for a connection to the target's node, for its answer, and
  * the retry backoff bounds. */
 /* Lanes per target node, and links' batches per message (proto/lanes.h). */

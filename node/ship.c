@@ -334,6 +334,7 @@ void node_ship_tick(node_ship *s)
 		if (s->srcs[g] != NULL)
 			src_tick(s->srcs[g], now, timer);
 	node_txnrec_tick(s->rec, now);
+	node_elastic_tick(s->elastic, now);
 }
 
 int node_ship_open(node *n, node_ship **out, char *errmsg)
@@ -376,6 +377,8 @@ int node_ship_open(node *n, node_ship **out, char *errmsg)
 	}
 	if (node_txnrec_open(s, &s->rec, errmsg) != SHOAL_OK)
 		goto nomem;
+	if (node_elastic_open(s, &s->elastic, errmsg) != SHOAL_OK)
+		goto nomem;
 	uv_timer_init(&n->loop, &s->timer);
 	s->timer.data = s;
 	s->timer_init = true;
@@ -397,6 +400,7 @@ void node_ship_close(node_ship *s)
 	if (s == NULL || s->closing)
 		return;
 	s->closing = true;
+	node_elastic_close(s->elastic);
 	pthread_mutex_lock(&s->mu);
 	s->async_open = false;
 	pthread_mutex_unlock(&s->mu);
@@ -419,6 +423,7 @@ void node_ship_free(node_ship *s)
 	 * their callbacks), then nothing touches the links any more. */
 	node_ship_lanes_free(s);
 	node_txnrec_free(s->rec);
+	node_elastic_free(s->elastic);
 	for (uint32_t g = 0; s->srcs != NULL && g < s->conf->groups; g++) {
 		ship_src *src = s->srcs[g];
 		if (src == NULL)

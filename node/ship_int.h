@@ -27,6 +27,7 @@ typedef enum link_state {
 
 typedef struct ship_src ship_src;
 typedef struct node_txnrec node_txnrec;
+typedef struct node_elastic node_elastic;
 
 /* One (source, target) pair. */
 typedef struct ship_link {
@@ -119,8 +120,9 @@ struct node_ship {
 	wire_lanes lanes[SH_MAX_NODES];
 	bool lanes_init[SH_MAX_NODES];
 
-	ship_src **srcs;  /* [groups]; NULL where not hosted */
-	node_txnrec *rec; /* transaction recovery (txn_recover.c), on these lanes */
+	ship_src **srcs;       /* [groups]; NULL where not hosted */
+	node_txnrec *rec;      /* transaction recovery (txn_recover.c), on these lanes */
+	node_elastic *elastic; /* the cluster's shape (elastic.c), on these lanes */
 
 	pthread_mutex_t lag_mu;
 	lag_slot lag[LAG_SLOTS];
@@ -132,6 +134,15 @@ void node_txnrec_tick(node_txnrec *r, uint64_t now_ns);
 void node_txnrec_metrics(node_txnrec *r, node_appendf_fn appendf, void *buf);
 /* After the lanes are closed and the groups have answered every waiter. */
 void node_txnrec_free(node_txnrec *r);
+
+/* elastic.c: the executor of the cluster's shape while this node leads
+ * group 0, run from node_ship_tick (loop); closed with the ship, freed after
+ * the lanes and the groups have answered everything. */
+int node_elastic_open(node_ship *s, node_elastic **out, char *errmsg);
+void node_elastic_tick(node_elastic *e, uint64_t now_ns);
+void node_elastic_metrics(node_elastic *e, node_appendf_fn appendf, void *buf);
+void node_elastic_close(node_elastic *e);
+void node_elastic_free(node_elastic *e);
 
 /* The lanes to node id (opened on first use), or NULL (closing).  Loop. */
 wire_lanes *node_ship_lanes_to(node_ship *s, uint32_t id);

@@ -177,6 +177,21 @@ START_TEST(test_replica_mutations)
 	ck_assert_int_eq(g->replicas[sh_map_replica_index(g, c)].replaces, 0); /* cleared */
 	ck_assert_uint_eq(sh_map_voters(g), 3);
 
+	/* A replacement takes the replaced replica's place in the order: the
+	 * first voter (the preferred leader) hands its slot to its heir. */
+	uint32_t first = g->replicas[0].node, heir = 0;
+	for (uint32_t i = 1; i <= 5 && heir == 0; i++)
+		if (sh_map_replica_index(g, i) < 0)
+			heir = i;
+	DONE(sh_map_add_replica(&m, 1, heir, first, msg));
+	DONE(sh_map_promote(&m, 1, heir, msg));
+	DONE(sh_map_remove_replica(&m, 1, first, msg));
+	g = sh_map_group_get(&m, 1);
+	ck_assert_uint_eq(g->replicas[0].node, heir);
+	ck_assert_int_eq(g->replicas[0].replaces, 0);
+	ck_assert_uint_eq(g->n_replicas, 3);
+	ck_assert_int_lt(sh_map_replica_index(g, first), 0);
+
 	/* Nodes: a draining node takes no replica; removal only when empty. */
 	sh_map_node n = {.id = 9, .raft_port = 7190};
 	strcpy(n.raft_host, "10.0.0.9");
