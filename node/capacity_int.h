@@ -60,7 +60,7 @@ typedef struct cap_remote {
 struct node_cap {
 	node *n;
 	uint32_t groups;
-	cap_group **g;       /* [groups]; NULL where not hosted */
+	cap_group **g;       /* [groups], hosted here or not */
 	pthread_mutex_t rmu; /* remote */
 	cap_remote *remote;
 	uint32_t n_remote, size_remote;

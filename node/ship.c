@@ -273,6 +273,82 @@ static void src_backfill(ship_src *src, uint64_t now)
 		src->bf_next_ns = now + 100u * 1000000u;
 }
 
+/* A source for hosted group g (grp), or NULL (out of memory). */
+static void src_free(node_ship *s, ship_src *src);
+
+static ship_src *src_new(node_ship *s, node_group *grp, uint32_t g)
+{
+	ship_src *src = sh_calloc(1, sizeof(*src));
+	if (src == NULL)
+		return NULL;
+	src->s = s;
+	src->g = grp;
+	src->gid = g;
+	sh_arena_init(&src->scratch);
+	if (node_shipq_init(&src->q, s->conf) != SHOAL_OK)
+		goto nomem;
+	src->q_init = true;
+	src->links = sh_calloc(s->conf->groups, sizeof(*src->links));
+	if (src->links == NULL)
+		goto nomem;
+	if (node_waiter_init(&src->trim_w) != SHOAL_OK)
+		goto nomem;
+	src->trim_w_init = true;
+	if (node_waiter_init(&src->bf_w) != SHOAL_OK)
+		goto nomem;
+	src->bf_w_init = true;
+	return src;
+nomem:
+	src_free(s, src);
+	return NULL;
+}
+
+/* Frees a source whose links are idle for good (the lanes are stopped) and
+ * whose waiters were answered (its group closed). */
+static void src_free(node_ship *s, ship_src *src)
+{
+	if (src == NULL)
+		return;
+	for (uint32_t t = 0; src->links != NULL && t < s->conf->groups; t++) {
+		if (src->links[t] != NULL)
+			node_ship_link_free(src->links[t]);
+	}
+	sh_free(src->links);
+	if (src->q_init)
+		node_shipq_fini(&src->q);
+	/* The groups answered our trim/backfill waiters when they closed; a
+	 * response they carried is ours to free. */
+	if (src->trim_w_init)
+		node_waiter_fini(&src->trim_w);
+	if (src->bf_w_init)
+		node_waiter_fini(&src->bf_w);
+	sh_arena_fini(&src->scratch);
+	sh_free(src);
+}
+
+/* The groups this node hosts change with the cluster map (issue 14): a
+ * group opened since gets a source; a group closed or reopened (a new
+ * replica, a new struct) has its source retired -- kept, never ticked, until
+ * the shipper is freed, since exchanges in flight still point at it.  Loop. */
+static void srcs_follow_groups(node_ship *s)
+{
+	for (uint32_t g = 0; g < s->conf->groups; g++) {
+		node_group *grp = node_group_get(s->n, g);
+		ship_src *src = s->srcs[g];
+		if (src != NULL && src->g == grp)
+			continue;
+		if (src != NULL) {
+			if (src->active)
+				src_deactivate(src);
+			src->retired_next = s->retired;
+			s->retired = src;
+			s->srcs[g] = NULL;
+		}
+		if (grp != NULL)
+			s->srcs[g] = src_new(s, grp, g); /* NULL: tried again next tick */
+	}
+}
+
 static void src_tick(ship_src *src, uint64_t now, bool timer)
 {
 	uint64_t term = 0;
@@ -330,6 +406,7 @@ void node_ship_tick(node_ship *s)
 	s->timer_fired = false;
 	node_ship_drain(s);
 	uint64_t now = node_now_ns();
+	srcs_follow_groups(s);
 	for (uint32_t g = 0; g < s->conf->groups; g++)
 		if (s->srcs[g] != NULL)
 			src_tick(s->srcs[g], now, timer);
@@ -352,28 +429,8 @@ int node_ship_open(node *n, node_ship **out, char *errmsg)
 		goto nomem;
 	for (uint32_t g = 0; g < n->conf->groups; g++) {
 		node_group *grp = node_group_get(n, g);
-		if (grp == NULL)
-			continue;
-		ship_src *src = sh_calloc(1, sizeof(*src));
-		if (src == NULL)
+		if (grp != NULL && (s->srcs[g] = src_new(s, grp, g)) == NULL)
 			goto nomem;
-		s->srcs[g] = src;
-		src->s = s;
-		src->g = grp;
-		src->gid = g;
-		sh_arena_init(&src->scratch);
-		if (node_shipq_init(&src->q, n->conf) != SHOAL_OK)
-			goto nomem;
-		src->q_init = true;
-		src->links = sh_calloc(n->conf->groups, sizeof(*src->links));
-		if (src->links == NULL)
-			goto nomem;
-		if (node_waiter_init(&src->trim_w) != SHOAL_OK)
-			goto nomem;
-		src->trim_w_init = true;
-		if (node_waiter_init(&src->bf_w) != SHOAL_OK)
-			goto nomem;
-		src->bf_w_init = true;
 	}
 	if (node_txnrec_open(s, &s->rec, errmsg) != SHOAL_OK)
 		goto nomem;
@@ -424,27 +481,12 @@ void node_ship_free(node_ship *s)
 	node_ship_lanes_free(s);
 	node_txnrec_free(s->rec);
 	node_elastic_free(s->elastic);
-	for (uint32_t g = 0; s->srcs != NULL && g < s->conf->groups; g++) {
-		ship_src *src = s->srcs[g];
-		if (src == NULL)
-			continue;
-		for (uint32_t t = 0; src->links != NULL && t < s->conf->groups; t++) {
-			if (src->links[t] != NULL)
-				node_ship_link_free(src->links[t]);
-		}
-		sh_free(src->links);
-		if (src->q_init)
-			node_shipq_fini(&src->q);
-		/* The groups answered our trim/backfill waiters when they
-		 * closed; a response they carried is ours to free. */
-		if (src->trim_w_init) {
-			node_waiter_fini(&src->trim_w);
-		}
-		if (src->bf_w_init) {
-			node_waiter_fini(&src->bf_w);
-		}
-		sh_arena_fini(&src->scratch);
-		sh_free(src);
+	for (uint32_t g = 0; s->srcs != NULL && g < s->conf->groups; g++)
+		src_free(s, s->srcs[g]);
+	while (s->retired != NULL) {
+		ship_src *src = s->retired;
+		s->retired = src->retired_next;
+		src_free(s, src);
 	}
 	for (uint32_t i = 0; i < SH_MAX_NODES; i++)
 		if (s->sock_open[i])

@@ -60,11 +60,12 @@ struct ship_src {
 	node_shipq q;
 	bool q_init;
 	uint64_t seen_applied;
-	bool want_read;    /* read the outbox at the next tick */
-	bool kick;         /* look at the links at the next tick */
-	uint64_t last_seq; /* outbox info at the last read */
-	uint64_t acked;    /* node_shipq_watermark */
-	ship_link **links; /* [groups], created on first use */
+	bool want_read;                /* read the outbox at the next tick */
+	bool kick;                     /* look at the links at the next tick */
+	uint64_t last_seq;             /* outbox info at the last read */
+	uint64_t acked;                /* node_shipq_watermark */
+	ship_link **links;             /* [groups], created on first use */
+	struct ship_src *retired_next; /* node_ship.retired */
 
 	/* OutboxTrim through this group's own log. */
 	node_waiter trim_w;
@@ -121,6 +122,7 @@ struct node_ship {
 	bool lanes_init[SH_MAX_NODES];
 
 	ship_src **srcs;       /* [groups]; NULL where not hosted */
+	ship_src *retired;     /* sources of groups closed or reopened (loop) */
 	node_txnrec *rec;      /* transaction recovery (txn_recover.c), on these lanes */
 	node_elastic *elastic; /* the cluster's shape (elastic.c), on these lanes */
 

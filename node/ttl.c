@@ -101,6 +101,7 @@ struct tt_group {
 	tt_del del[TTL_INFLIGHT];
 	uint32_t n_init;
 	atomic_uint_fast64_t expired, passes, skipped;
+	struct tt_group *retired_next; /* node_ttl.retired */
 };
 
 struct node_ttl {
@@ -110,6 +111,10 @@ struct node_ttl {
 	double part_wcu; /* the partition write limit */
 	bool closing;
 	tt_group **groups; /* [conf->groups]; NULL where not hosted */
+	double rate;       /* a new group's bucket rate, until a table says */
+	/* Groups closed or reopened since (the map moved a replica): kept until
+	 * node_ttl_free, since their deletes in flight point at them. */
+	tt_group *retired;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -342,11 +347,69 @@ static void group_tick(tt_group *tg, uint64_t now)
 /* The expirer                                                               */
 /* ------------------------------------------------------------------------ */
 
+/* Group 0 holds items only when it is the only group. */
+static bool tt_holds_items(node *n, uint32_t g)
+{
+	return g > 0 || n->conf->groups == 1;
+}
+
+static void tg_free(tt_group *tg)
+{
+	if (tg == NULL)
+		return;
+	for (uint32_t i = 0; i < tg->n_init; i++)
+		node_waiter_fini(&tg->del[i].w);
+	sh_arena_fini(&tg->ar[0]);
+	sh_arena_fini(&tg->ar[1]);
+	sh_arena_fini(&tg->step_a);
+	sh_free(tg);
+}
+
+static tt_group *tg_new(node_ttl *t, node_group *grp, uint32_t g)
+{
+	tt_group *tg = sh_calloc(1, sizeof(*tg));
+	if (tg == NULL)
+		return NULL;
+	tg->t = t;
+	tg->g = grp;
+	tg->gid = g;
+	sh_arena_init(&tg->ar[0]);
+	sh_arena_init(&tg->ar[1]);
+	sh_arena_init(&tg->step_a);
+	cap_bucket_init(&tg->bucket, t->rate, t->rate, node_wall_ms());
+	for (; tg->n_init < TTL_INFLIGHT; tg->n_init++)
+		if (node_waiter_init(&tg->del[tg->n_init].w) != SHOAL_OK) {
+			tg_free(tg);
+			return NULL;
+		}
+	return tg;
+}
+
+/* The groups hosted here follow the cluster map (issue 14): a group opened
+ * since gets an expirer, one closed or reopened has its own retired. */
+static void follow_groups(node_ttl *t)
+{
+	for (uint32_t g = 0; g < t->n->conf->groups; g++) {
+		node_group *grp = tt_holds_items(t->n, g) ? node_group_get(t->n, g) : NULL;
+		tt_group *tg = t->groups[g];
+		if (tg != NULL && tg->g == grp)
+			continue;
+		if (tg != NULL) {
+			tg->retired_next = t->retired;
+			t->retired = tg;
+			t->groups[g] = NULL;
+		}
+		if (grp != NULL)
+			t->groups[g] = tg_new(t, grp, g); /* NULL: tried again next tick */
+	}
+}
+
 void node_ttl_tick(node_ttl *t)
 {
 	if (t == NULL || t->closing)
 		return;
 	uint64_t now = node_now_ns();
+	follow_groups(t);
 	for (uint32_t g = 0; g < t->n->conf->groups; g++)
 		if (t->groups[g] != NULL)
 			group_tick(t->groups[g], now);
@@ -369,26 +432,12 @@ int node_ttl_open(node *n, node_ttl **out, char *errmsg)
 		goto nomem;
 	t->part_wcu = (double)(conf->partition_wcu != 0 ? conf->partition_wcu : SH_PARTITION_WCU);
 	t->share = (conf->ttl_share != 0 ? conf->ttl_share : SH_TTL_SHARE) / 100.0;
-	double rate = t->part_wcu * t->share; /* until the first table says otherwise */
-	/* Group 0 holds items only when it is the only group. */
-	for (uint32_t g = conf->groups > 1 ? 1 : 0; g < conf->groups; g++) {
+	t->rate = t->part_wcu * t->share; /* until the first table says otherwise */
+	for (uint32_t g = 0; g < conf->groups; g++) {
 		node_group *grp = node_group_get(n, g);
-		if (grp == NULL)
-			continue;
-		tt_group *tg = sh_calloc(1, sizeof(*tg));
-		if (tg == NULL)
+		if (grp != NULL && tt_holds_items(n, g) &&
+		    (t->groups[g] = tg_new(t, grp, g)) == NULL)
 			goto nomem;
-		t->groups[g] = tg;
-		tg->t = t;
-		tg->g = grp;
-		tg->gid = g;
-		sh_arena_init(&tg->ar[0]);
-		sh_arena_init(&tg->ar[1]);
-		sh_arena_init(&tg->step_a);
-		cap_bucket_init(&tg->bucket, rate, rate, node_wall_ms());
-		for (; tg->n_init < TTL_INFLIGHT; tg->n_init++)
-			if (node_waiter_init(&tg->del[tg->n_init].w) != SHOAL_OK)
-				goto nomem;
 	}
 	*out = t;
 	return SHOAL_OK;
@@ -407,16 +456,12 @@ void node_ttl_free(node_ttl *t)
 {
 	if (t == NULL)
 		return;
-	for (uint32_t g = 0; t->groups != NULL && g < t->n->conf->groups; g++) {
-		tt_group *tg = t->groups[g];
-		if (tg == NULL)
-			continue;
-		for (uint32_t i = 0; i < tg->n_init; i++)
-			node_waiter_fini(&tg->del[i].w);
-		sh_arena_fini(&tg->ar[0]);
-		sh_arena_fini(&tg->ar[1]);
-		sh_arena_fini(&tg->step_a);
-		sh_free(tg);
+	for (uint32_t g = 0; t->groups != NULL && g < t->n->conf->groups; g++)
+		tg_free(t->groups[g]);
+	while (t->retired != NULL) {
+		tt_group *tg = t->retired;
+		t->retired = tg->retired_next;
+		tg_free(tg);
 	}
 	sh_free(t->groups);
 	sh_free(t);
