@@ -77,8 +77,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		else if (strcmp(name, "raft_segment_mb") == 0 && parse_uint(value, 1024, &v) &&
 		         v >= 1)
 			c->raft_segment_mb = (uint32_t)v;
-		else if (strcmp(name, "snapshot_entries") == 0 &&
-		         parse_uint(value, 1u << 30, &v) && v >= 2)
+		else if (strcmp(name, "snapshot_entries") == 0 && parse_uint(value, 1u << 30, &v) &&
+		         v >= 2)
 			c->snapshot_entries = (uint32_t)v;
 		else if (strcmp(name, "scrub_ms") == 0 && parse_uint(value, 86400000UL, &v))
 			c->scrub_ms = (uint32_t)v, c->scrub_set = true;
@@ -92,6 +92,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 			c->ttl_change_interval_ms = (uint32_t)v, c->ttl_change_interval_set = true;
 		else if (strcmp(name, "ttl_share") == 0 && parse_uint(value, 100, &v) && v >= 1)
 			c->ttl_share = (uint32_t)v;
+		else if (strcmp(name, "dead_after_ms") == 0 &&
+		         parse_uint(value, 7UL * 86400000, &v) && v >= 1000)
+			c->dead_after_ms = (uint32_t)v;
 		else
 			goto bad;
 		return 1;

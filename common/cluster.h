@@ -50,9 +50,10 @@
 #define SH_PARTITION_RCU   3000
 #define SH_PARTITION_WCU   1000
 #define SH_BURST_SECS      300
-#define SH_SCRUB_MS        10000 /* [cluster] scrub_ms by default */
-#define SH_TTL_SCAN_MS     60000 /* [cluster] ttl_scan_ms by default */
-#define SH_TTL_SHARE       10    /* [cluster] ttl_share by default (percent) */
+#define SH_SCRUB_MS        10000  /* [cluster] scrub_ms by default */
+#define SH_TTL_SCAN_MS     60000  /* [cluster] ttl_scan_ms by default */
+#define SH_TTL_SHARE       10     /* [cluster] ttl_share by default (percent) */
+#define SH_DEAD_AFTER_MS   300000 /* [cluster] dead_after_ms by default (5 minutes) */
 
 typedef struct sh_node_conf {
 	uint32_t id;                 /* from the section name [node.<id>], >= 1 */
@@ -94,6 +95,12 @@ typedef struct sh_cluster_conf {
 	uint32_t ttl_scan_ms;
 	bool ttl_scan_set;
 	uint32_t ttl_share;
+	/* [cluster] dead_after_ms: how long a node of the cluster map must be
+	 * unreachable before group 0's executor re-creates its replicas
+	 * elsewhere (node/elastic.c); 0 in the struct: SH_DEAD_AFTER_MS (as
+	 * CockroachDB's 5 minutes: a restart or a short partition moves
+	 * nothing).  At least 1000. */
+	uint32_t dead_after_ms;
 	/* [cluster] ttl_change_interval_ms: how long after a table's TTL
 	 * setting changed another UpdateTimeToLive is refused (0: never);
 	 * without ttl_change_interval_set, DynamoDB's hour

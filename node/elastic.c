@@ -15,10 +15,14 @@
  * The executor (node_elastic_*): while this node leads group 0, a round
  * every NODE_ELASTIC_ROUND_MS:
  *
- *   1. facts: node_status from every node of the map (a node that does not
- *      answer within the round is dead for this round); each group's leader
+ *   1. facts: node_status from every node of the map; each group's leader
  *      (the replica that says so, highest term), its Raft configuration and
- *      how far each member's log is;
+ *      how far each member's log is.  Nothing is decided unless a majority
+ *      of the map's nodes answered (a leader cut off from most of the
+ *      cluster must not judge it).  A node is dead for the planner only
+ *      after it has not answered for [cluster] dead_after_ms (5 minutes by
+ *      default), counted from when this node began leading group 0: a
+ *      restart or a short partition moves no replica;
  *   2. repair what a previous leader left half done: a non-voter of the map
  *      that is not in its group's Raft configuration (the map change landed,
  *      raft_add did not) is added again; a draining node that holds no
@@ -190,6 +194,7 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op)
 #define ELASTIC_PROMOTE_MS  60000 /* PROMOTE: raft's catch-up rounds */
 #define ELASTIC_CAUGHT_UP   64    /* a standby this close to the leader's last index */
 #define ELASTIC_MAX_MEMBERS 16
+#define SH_MAP_MAX_SEEN     SH_MAX_NODES * 4 /* nodes whose last answer is remembered */
 
 typedef struct group_fact {
 	uint32_t leader; /* 0: none seen */
@@ -235,6 +240,15 @@ struct node_elastic {
 	bool busy;        /* a round or a step is in flight (mu) */
 	bool closing;
 	uint64_t quorum_log_ns; /* no "no live majority" log before */
+
+	/* When each node last answered node_status (by id; 0: not since this
+	 * node started leading group 0, which counts as "now" at its start:
+	 * a new leader gives every node the whole grace period). */
+	uint64_t seen_ns[SH_MAP_MAX_SEEN];
+	uint32_t seen_id[SH_MAP_MAX_SEEN];
+	uint64_t lead_since_ns; /* when this node's current leadership of group 0 began */
+	uint64_t lead_term;
+	uint64_t dead_after_ns;
 
 	/* The round's facts (mu). */
 	sh_map map;
@@ -361,6 +375,37 @@ static int group_index(const sh_map *m, uint32_t id)
 
 static void plan_and_act(node_elastic *e);
 
+/* The slot of node id in seen_* (a free or the oldest one if new). */
+static uint32_t seen_slot(node_elastic *e, uint32_t id)
+{
+	uint32_t oldest = 0;
+	for (uint32_t i = 0; i < SH_MAP_MAX_SEEN; i++) {
+		if (e->seen_id[i] == id)
+			return i;
+		if (e->seen_ns[i] < e->seen_ns[oldest])
+			oldest = i;
+	}
+	e->seen_id[oldest] = id;
+	e->seen_ns[oldest] = 0;
+	return oldest;
+}
+
+static void seen(node_elastic *e, uint32_t id, uint64_t now)
+{
+	e->seen_ns[seen_slot(e, id)] = now;
+}
+
+/* Whether node id counts as live for the planner: it answered within
+ * dead_after (a node is "dead" -- its replicas re-created elsewhere -- only
+ * after that long, so a restart or a short partition moves nothing). */
+static bool live(node_elastic *e, uint32_t id, uint64_t now)
+{
+	uint64_t t = e->seen_ns[seen_slot(e, id)];
+	if (t < e->lead_since_ns)
+		t = e->lead_since_ns;
+	return now < t + e->dead_after_ns;
+}
+
 static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
 {
 	ask *a = (ask *)it;
@@ -372,6 +417,7 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 	int ni = node_index(&e->map, a->node);
 	if (code == SHOAL_OK && ni >= 0) {
 		e->alive[ni] = true;
+		seen(e, a->node, node_now_ns());
 		for (size_t k = 0; k < nr->n_groups; k++) {
 			const Shoal__GroupStatus *gs = nr->groups[k];
 			int gi = group_index(&e->map, gs->group);
@@ -518,6 +564,10 @@ static void plan_and_act(node_elastic *e)
 	}
 	if (repair(e))
 		return;
+	/* The planner's notion: live unless unheard of for dead_after. */
+	uint64_t now = node_now_ns();
+	for (uint32_t i = 0; i < e->map.n_nodes; i++)
+		e->alive[i] = live(e, e->map.nodes[i].id, now);
 	sh_plan_group_load *gl = sh_calloc(e->map.n_groups + 1, sizeof(*gl));
 	if (gl == NULL) {
 		round_end(e, NODE_ELASTIC_ROUND_MS);
@@ -610,7 +660,8 @@ static void plan_and_act(node_elastic *e)
 		case SH_PLAN_NO_QUORUM:
 			if (node_now_ns() >= e->quorum_log_ns) {
 				node_logf(NODE_LOG_WARN,
-				          "elastic: group %u has no live majority of voters", a->group);
+				          "elastic: group %u has no live majority of voters",
+				          a->group);
 				e->quorum_log_ns = node_now_ns() + 60ull * 1000000000u;
 			}
 			continue;
@@ -784,6 +835,9 @@ int node_elastic_open(node_ship *s, node_elastic **out, char *errmsg)
 	}
 	e->w_init = true;
 	e->next_ns = node_now_ns() + (uint64_t)NODE_ELASTIC_ROUND_MS * 1000000u;
+	uint32_t dead_ms =
+	    s->n->conf->dead_after_ms != 0 ? s->n->conf->dead_after_ms : SH_DEAD_AFTER_MS;
+	e->dead_after_ns = (uint64_t)dead_ms * 1000000u;
 	*out = e;
 	return SHOAL_OK;
 }
@@ -797,6 +851,10 @@ void node_elastic_tick(node_elastic *e, uint64_t now_ns)
 	pthread_mutex_lock(&e->mu);
 	if (!e->busy && !e->closing) {
 		if (g0 != NULL && node_group_leading(g0, &term)) {
+			if (term != e->lead_term) {
+				e->lead_term = term;
+				e->lead_since_ns = now_ns;
+			}
 			e->busy = true;
 			round_start(e);
 		} else {
