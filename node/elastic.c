@@ -25,8 +25,10 @@
  *      restart or a short partition moves no replica;
  *   2. repair what a previous leader left half done: a non-voter of the map
  *      that is not in its group's Raft configuration (the map change landed,
- *      raft_add did not) is added again; a draining node that holds no
- *      replica leaves the map;
+ *      raft_add did not) is added again; a replica whose node reports it
+ *      "lost" (the node came back with an empty directory and did not open
+ *      the group) leaves Raft and the map, to be re-created as a new one;
+ *      a draining node that holds no replica leaves the map;
  *   3. otherwise the planner's first step (common/cluster_plan.h, which
  *      keeps no state: everything in flight is in the map):
  *        ADD_REPLICA      map add_replica, then member_change ADD (standby)
@@ -197,6 +199,8 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op)
 #define SH_MAP_MAX_SEEN     SH_MAX_NODES * 4 /* nodes whose last answer is remembered */
 
 typedef struct group_fact {
+	uint32_t lost[SH_MAP_GROUP_REPLICAS]; /* nodes that lost their replica's data */
+	uint32_t n_lost;
 	uint32_t leader; /* 0: none seen */
 	uint64_t term, last_index;
 	uint32_t n_members;
@@ -421,9 +425,15 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 		for (size_t k = 0; k < nr->n_groups; k++) {
 			const Shoal__GroupStatus *gs = nr->groups[k];
 			int gi = group_index(&e->map, gs->group);
-			if (gi < 0 || gs->role == NULL || strcmp(gs->role, "leader") != 0)
+			if (gi < 0 || gs->role == NULL)
 				continue;
 			group_fact *f = &e->facts[gi];
+			if (strcmp(gs->role, "lost") == 0 && f->n_lost < SH_MAP_GROUP_REPLICAS) {
+				f->lost[f->n_lost++] = a->node;
+				continue;
+			}
+			if (strcmp(gs->role, "leader") != 0)
+				continue;
 			if (f->leader != 0 && gs->term <= f->term)
 				continue;
 			f->leader = a->node;
@@ -534,6 +544,31 @@ static bool repair(node_elastic *e)
 			begin(e, &s, 1,
 			      "group %u: add node %u to Raft as a standby (in the map already)",
 			      g->id, r->node);
+			return true;
+		}
+	}
+	/* A replica whose node lost its data (its disk was replaced: the node
+	 * came back with an empty directory and did not open the group, which
+	 * would have let it vote with no memory): out of Raft and the map; the
+	 * planner then re-creates it as a new replica, caught up from the
+	 * others before it votes. */
+	for (uint32_t gi = 0; gi < e->map.n_groups; gi++) {
+		const sh_map_group *g = &e->map.groups[gi];
+		const group_fact *f = &e->facts[gi];
+		for (uint32_t k = 0; f->leader != 0 && k < f->n_lost; k++) {
+			if (sh_map_replica_index(g, f->lost[k]) < 0 || f->lost[k] == f->leader)
+				continue;
+			sub s[2] = {{.kind = SUB_MEMBER,
+			             .action = SHOAL__MEMBER_CHANGE__ACTION__REMOVE,
+			             .group = g->id,
+			             .node = f->lost[k]},
+			            {.kind = SUB_MAP,
+			             .mut = MUT_REMOVE_REPLICA,
+			             .group = g->id,
+			             .node = f->lost[k]}};
+			begin(e, s, 2,
+			      "group %u: node %u lost its replica's data: remove it (repair)",
+			      g->id, f->lost[k]);
 			return true;
 		}
 	}
