@@ -365,15 +365,17 @@ START_TEST(test_private_files)
 }
 END_TEST
 
-/* Sends nr to url (TLS with cfg when url is tls+tcp://); whether an answer
- * came back. */
-static bool forge(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest *nr)
+/* Sends nr to url (TLS with cfg when url is tls+tcp://); the answer's status
+ * (a SHOAL_E_* code) and message (into msg), or -1 without an answer. */
+static int ask(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest *nr, char *msg,
+               size_t cap)
 {
 	nng_socket s;
 	ck_assert_int_eq(nng_req0_open(&s), 0);
 	nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, 1500);
 	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 5000);
-	bool answered = false;
+	int code = -1;
+	msg[0] = '\0';
 	if (sh_tls_dial(s, url, cfg, NNG_FLAG_NONBLOCK) == 0) {
 		size_t len = shoal__node_request__get_packed_size(nr);
 		uint8_t *buf = malloc(len + 1);
@@ -381,14 +383,29 @@ static bool forge(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest
 		shoal__node_request__pack(nr, buf);
 		void *ans = NULL;
 		size_t alen = 0;
-		answered =
-		    nng_send(s, buf, len, 0) == 0 && nng_recv(s, &ans, &alen, NNG_FLAG_ALLOC) == 0;
+		if (nng_send(s, buf, len, 0) == 0 &&
+		    nng_recv(s, &ans, &alen, NNG_FLAG_ALLOC) == 0) {
+			Shoal__NodeResponse *r = shoal__node_response__unpack(NULL, alen, ans);
+			ck_assert_ptr_nonnull(r);
+			code = r->response != NULL ? wire_code_from_status(r->response->status)
+			                           : SHOAL_OK;
+			if (r->response != NULL && r->response->message != NULL)
+				snprintf(msg, cap, "%s", r->response->message);
+			shoal__node_response__free_unpacked(r, NULL);
+		}
 		if (ans != NULL)
 			nng_free(ans, alen);
 		free(buf);
 	}
 	nng_close(s);
-	return answered;
+	return code;
+}
+
+/* Whether nr sent to url got an answer. */
+static bool forge(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest *nr)
+{
+	char msg[512];
+	return ask(url, cfg, nr, msg, sizeof(msg)) >= 0;
 }
 
 static long vm_size_kb(int node)
@@ -554,42 +571,6 @@ START_TEST(test_members_only)
 	nng_tls_config_free(anon);
 }
 END_TEST
-
-/* Sends nr to url over TLS with cfg; the answer's status (a SHOAL_E_* code)
- * and message (into msg), or -1 without an answer. */
-static int ask(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest *nr, char *msg,
-               size_t cap)
-{
-	nng_socket s;
-	ck_assert_int_eq(nng_req0_open(&s), 0);
-	nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, 3000);
-	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 5000);
-	int code = -1;
-	msg[0] = '\0';
-	if (sh_tls_dial(s, url, cfg, 0) == 0) {
-		size_t len = shoal__node_request__get_packed_size(nr);
-		uint8_t *buf = malloc(len + 1);
-		ck_assert_ptr_nonnull(buf);
-		shoal__node_request__pack(nr, buf);
-		void *ans = NULL;
-		size_t alen = 0;
-		if (nng_send(s, buf, len, 0) == 0 &&
-		    nng_recv(s, &ans, &alen, NNG_FLAG_ALLOC) == 0) {
-			Shoal__NodeResponse *r = shoal__node_response__unpack(NULL, alen, ans);
-			ck_assert_ptr_nonnull(r);
-			code = r->response != NULL ? wire_code_from_status(r->response->status)
-			                           : SHOAL_OK;
-			if (r->response != NULL && r->response->message != NULL)
-				snprintf(msg, cap, "%s", r->response->message);
-			shoal__node_response__free_unpacked(r, NULL);
-		}
-		if (ans != NULL)
-			nng_free(ans, alen);
-		free(buf);
-	}
-	nng_close(s);
-	return code;
-}
 
 /* Issue 15: which member is at the other end of a node's RPC port.  A
  * forged index_ship with a huge sequence number (which, applied, moves the
