@@ -13,17 +13,23 @@
  *   node-<id>.pem   node <id>'s certificate and private key, in one file
  *   router.pem      the routers' certificate and private key
  *
- * A member is whoever holds a certificate the cluster CA signed: with a
- * [tls] section every node RPC port and every Raft port speaks TLS 1.2+
+ * A member is whoever holds a certificate the cluster CA signed for a
+ * member: CN "node-<id>" (node <id>) or "router" (tls_mbed.h).  With a
+ * [tls] section every node RPC port and every Raft port speaks TLS 1.2
  * only, requires the peer's certificate (mutual authentication) and
  * verifies it against ca.pem, so internal operations (index shipping,
  * scrub checks, the router's node requests, DDL) reach a node only from a
- * member.  Which member is checked on Raft's ports only
- * (node/transport_tls.c, which runs mbedtls itself: a certificate's CN
- * "node-<id>" must be the node's the connection is for); on nng's ports any
- * certificate the CA signed passes (nng 1.5.2 does not expose the peer's
- * certificate), and server names are not checked.  Keep ca.pem's private
- * key off the cluster's machines.
+ * member.  Which member:
+ *   - Raft's ports (node/transport_tls.c, mbedtls on the node's loop): the
+ *     CN must be "node-<id>" of the node the connection is for;
+ *   - nng's ports, in a process that registered Shoal's engine
+ *     (sh_tls_engine_register: shoal-node and shoal-router do): a node's
+ *     RPC port takes nodes and routers only, a member's dials take nodes
+ *     only (anyone else fails the handshake), and the node's request
+ *     handler tells a node from a router by sh_tls_pipe_peer, so operations
+ *     only nodes send are refused from a router's certificate.
+ * Server names are not checked (the CN says which member, not which host).
+ * Keep ca.pem's private key off the cluster's machines.
  *
  * Client-facing ports (the router's native --listen, when its URL is
  * tls+tcp://) use router.pem as their certificate and do not ask clients
@@ -39,20 +45,35 @@
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
 
+/* Who a certificate (or a connection) belongs to.  Values are bit positions
+ * of peer sets (SH_TLS_PEERS). */
+typedef enum sh_tls_peer {
+	SH_TLS_PEER_OTHER = 0,  /* no certificate, a CN that is no member's, unknown */
+	SH_TLS_PEER_NODE = 1,   /* "node-<id>" */
+	SH_TLS_PEER_ROUTER = 2, /* "router" */
+	SH_TLS_PEER_PLAIN = 3,  /* a connection without TLS (sh_tls_pipe_peer) */
+} sh_tls_peer;
+
+#define SH_TLS_PEERS(p) (1u << (p))
+
 /* A member's TLS configurations: server (for its listeners) and client (for
  * its dials); both present the member's certificate and require the peer's.
- * For a client-facing listener, `public_server` asks nothing of the peer. */
+ * For a client-facing listener, `public_server` asks nothing of the peer.
+ * `peers_checked`: made by Shoal's engine, so server takes nodes and
+ * routers only and client nodes only (else any certificate of the CA). */
 typedef struct sh_tls {
 	nng_tls_config *server;
 	nng_tls_config *client;
 	nng_tls_config *public_server;
+	bool peers_checked;
 	char dir[1024];
 	char cert[1100]; /* dir/<name>.pem */
 } sh_tls;
 
 /* Loads dir/ca.pem and dir/<name>.pem (name: "node-3", "router").  Warns
  * (through warn, may be NULL) when the key file is readable by group or
- * others.  Errors name the file and what is wrong. */
+ * others.  Errors name the file and what is wrong.  Call
+ * sh_tls_engine_register first for peers_checked. */
 int sh_tls_load(sh_tls *t, const char *dir, const char *name, void (*warn)(const char *msg),
                 char *errmsg);
 void sh_tls_free(sh_tls *t);
@@ -79,5 +100,34 @@ int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags
  * descriptor closes s; s failing or the peer leaving makes the descriptor
  * read EOF.  The threads own s and free it. */
 int sh_tls_pump(nng_stream *s);
+
+/* Shoal's TLS engine for nng (tls_engine.c): mbedtls as nng's own engine
+ * uses it, plus the peer's identity (sh_tls_config_alloc's peer sets,
+ * sh_tls_pipe_peer) and one TLS record per nng message instead of up to
+ * three.  Replaces nng's engine for the whole process: call once, before
+ * any TLS configuration is made (configurations made before keep nng's).
+ * log (may be NULL) is told of refused peers; it may be called on any of
+ * nng's threads.  SHOAL_OK, or an error naming what nng said. */
+int sh_tls_engine_register(void (*log)(const char *msg), char *errmsg);
+
+/* Whether nng's TLS is Shoal's engine in this process. */
+bool sh_tls_engine_ours(void);
+
+/* nng_tls_config_alloc that, with Shoal's engine, makes a configuration
+ * whose peers must hold a certificate of one of the set `peers`
+ * (SH_TLS_PEERS(SH_TLS_PEER_NODE) | ...; 0: any the CA signed): anyone
+ * else's fails the handshake (bad_certificate, and log is told).  With
+ * another engine a non-empty set is NNG_ENOTSUP (nothing is made).  An nng
+ * error code. */
+int sh_tls_config_alloc(nng_tls_config **out, nng_tls_mode mode, unsigned peers);
+
+/* Who is at the other end of pipe p of a listener whose configuration
+ * takes nodes and routers (sh_tls.server with peers_checked):
+ * SH_TLS_PEER_NODE or SH_TLS_PEER_ROUTER; SH_TLS_PEER_PLAIN for a pipe
+ * without TLS; SH_TLS_PEER_OTHER when p is gone.  (From the one bit of
+ * identity nng 1.5.2 passes from an engine to the application,
+ * NNG_OPT_TLS_VERIFIED, which Shoal's engine sets for a node's certificate
+ * only on such configurations.)  Any thread. */
+sh_tls_peer sh_tls_pipe_peer(nng_pipe p);
 
 #endif

@@ -290,18 +290,29 @@ static void tls_warn(const char *msg)
 static int open_tls(node *n, char *errmsg)
 {
 	if (n->conf->tls_dir[0] == '\0') {
-		node_logf(NODE_LOG_WARN,
-		          "node %u: no [tls] in the cluster file: Raft and RPC traffic is plain and "
-		          "unauthenticated; anyone who can reach ports %s and %s:%u.. can read it and "
-		          "send internal operations (deploy/certs.sh makes certificates)",
-		          n->id, n->self->rpc, n->self->raft_host, n->self->raft_port);
+		node_logf(
+		    NODE_LOG_WARN,
+		    "node %u: no [tls] in the cluster file: Raft and RPC traffic is plain and "
+		    "unauthenticated; anyone who can reach ports %s and %s:%u.. can read it and "
+		    "send internal operations (deploy/certs.sh makes certificates)",
+		    n->id, n->self->rpc, n->self->raft_host, n->self->raft_port);
 		return SHOAL_OK;
 	}
 	char name[32];
 	snprintf(name, sizeof(name), "node-%u", n->id);
-	int rc = sh_tls_load(&n->tls_store, n->conf->tls_dir, name, tls_warn, errmsg);
+	/* Shoal's engine under nng: the RPC port must tell a node from a
+	 * router (server.c refuses node-only operations from routers). */
+	int rc = sh_tls_engine_register(tls_warn, errmsg);
+	if (rc == SHOAL_OK)
+		rc = sh_tls_load(&n->tls_store, n->conf->tls_dir, name, tls_warn, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
+	if (!n->tls_store.peers_checked) {
+		sh_tls_free(&n->tls_store);
+		return sh_errf(errmsg, SHOAL_E_INTERNAL,
+		               "TLS: nng's engine is not Shoal's: the RPC port could not tell a "
+		               "node from a router");
+	}
 	n->tls = &n->tls_store;
 	node_logf(NODE_LOG_INFO, "node %u: mutual TLS with the cluster CA of %s on RPC and Raft",
 	          n->id, n->conf->tls_dir);

@@ -24,7 +24,9 @@
  * One front door (start_request) does, for every request and in order:
  *   1. decode: wire_check_framing + shoal__node_request__unpack into the
  *      request's arena (freed in complete()), exactly one operation;
- *   2. look the operation up in the one dispatch table `ops` below;
+ *   2. look the operation up in the one dispatch table `ops` below, and
+ *      check who sent it: operations only nodes send (OP_FROM_NODE) are
+ *      refused (ACCESS_DENIED) from a router's certificate (admit_peer);
  *   3. ownership: the group must be hosted here (else SHOAL_E_UNAVAILABLE),
  *      healthy (node_group_health: FSM not failed, node not stopping);
  *   4. leadership for writes and consistent reads (NOT_LEADER with the
@@ -76,6 +78,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 
 #include "common/alloc.h"
+#include "common/tls.h"
 #include "node/node.h"
 #include "proto/lanes.h"
 #include "proto/wire.h"
@@ -88,6 +91,7 @@ enum {
 	OP_GROUP0 = 1 << 3,     /* the metadata group only */
 	OP_ANY_HEALTH = 1 << 4, /* served even by a failed replica */
 	OP_BASE_WRITE = 1 << 5, /* writes base items: refused while the outbox is full */
+	OP_FROM_NODE = 1 << 6,  /* sent by nodes only: refused from a router's certificate */
 };
 
 typedef int (*prepare_fn)(node_call *c, Shoal__CommandOp *op);
@@ -142,7 +146,7 @@ static const op_def ops[NODE_OP__COUNT] = {
                                   prepare_update_table},
     [NODE_OP_ACTIVATE_INDEX] = {"activate_index", OP_WRITE | OP_GROUP0, NULL,
                                 prepare_activate_index},
-    [NODE_OP_INDEX_SHIP] = {"index_ship", OP_WRITE, NULL, prepare_index_ship},
+    [NODE_OP_INDEX_SHIP] = {"index_ship", OP_WRITE | OP_FROM_NODE, NULL, prepare_index_ship},
     /* A prepare writes base items (when it commits): refused while the
      * outbox is full, as any base write.  The decision and what follows
      * it never are: they end a transaction and free its items. */
@@ -150,10 +154,14 @@ static const op_def ops[NODE_OP__COUNT] = {
     [NODE_OP_TXN_DECIDE] = {"txn_decide", OP_WRITE, NULL, prepare_txn_decide},
     [NODE_OP_TXN_FINISH] = {"txn_finish", OP_WRITE, NULL, prepare_txn_finish},
     [NODE_OP_TXN_ACK] = {"txn_acks", OP_WRITE, NULL, prepare_txn_acks},
-    [NODE_OP_TXN_STATUS] = {"txn_status", OP_WRITE, NULL, prepare_txn_status},
-    [NODE_OP_CAP_REPORT] = {"cap_report", OP_LOCAL | OP_ANY_HEALTH, node_handle_cap_report, NULL},
-    [NODE_OP_SCRUB_CHECK] = {"scrub_check", OP_LOCAL | OP_ANY_HEALTH, node_handle_scrub_check,
-                             NULL},
+    /* (txn_finish and txn_acks come from routers too: a coordinator's
+     * router, and a participant's recovery on a node.) */
+    [NODE_OP_TXN_STATUS] = {"txn_status", OP_WRITE | OP_FROM_NODE, NULL, prepare_txn_status},
+    [NODE_OP_CAP_REPORT] = {"cap_report", OP_LOCAL | OP_ANY_HEALTH | OP_FROM_NODE,
+                            node_handle_cap_report, NULL},
+    [NODE_OP_SCRUB_CHECK] = {"scrub_check", OP_LOCAL | OP_ANY_HEALTH | OP_FROM_NODE,
+                             node_handle_scrub_check, NULL},
+    /* (map_change: an operator's, through a router.) */
     [NODE_OP_MAP_CHANGE] = {"map_change", OP_WRITE | OP_GROUP0, NULL, node_prepare_map_change},
     [NODE_OP_INVALID] = {"invalid", 0, NULL, NULL},
 };
@@ -539,6 +547,22 @@ static int do_barrier(nreq *q)
 	return node_group_submit(q->c.group, wt, q->c.errmsg);
 }
 
+/* Who may send op: with TLS, everyone at the other end is a node or a router
+ * (the listener's configuration refuses anyone else in the handshake); an
+ * operation only nodes send is refused from a router's certificate.  The
+ * peer is looked up only for those (from the message's pipe). */
+static int admit_peer(nreq *q, const op_def *d)
+{
+	if (!(d->flags & OP_FROM_NODE) || q->c.node->tls == NULL)
+		return SHOAL_OK;
+	sh_tls_peer p = sh_tls_pipe_peer(nng_msg_get_pipe(q->x->msg));
+	if (p == SH_TLS_PEER_NODE)
+		return SHOAL_OK;
+	return sh_errf(q->c.errmsg, SHOAL_E_ACCESS_DENIED,
+	               "%s is sent by nodes only; this connection's certificate is %s", d->name,
+	               p == SH_TLS_PEER_ROUTER ? "the routers'" : "no node's");
+}
+
 /* Checks ownership, health and leadership, then runs the operation or
  * hands it to the loop (*pending). */
 static int dispatch(nreq *q, int op, size_t request_size, uint32_t *leader, bool *pending)
@@ -771,6 +795,8 @@ static void start_request(nreq *q, const uint8_t *body, size_t len)
 			q->resp.request_id = q->req->request->request_id;
 		rc = classify(q->req, &q->op, q->c.errmsg);
 	}
+	if (rc == SHOAL_OK)
+		rc = admit_peer(q, &ops[q->op]);
 	if (rc == SHOAL_OK) {
 		rc = dispatch(q, q->op, len, &leader, &pending);
 		if (pending)

@@ -55,16 +55,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <mbedtls/ctr_drbg.h>
-#include <mbedtls/entropy.h>
 #include <mbedtls/error.h>
-#include <mbedtls/oid.h>
 #include <mbedtls/pk.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
 #include "common/alloc.h"
 #include "common/tls.h"
+#include "common/tls_mbed.h"
 #include "node/node.h"
 
 #define SH_TLS_HANDSHAKE UINT64_C(0x53686f616c526674) /* "ShoalRft" */
@@ -94,8 +92,6 @@ typedef struct tls_transport {
 	raft_uv_accept_cb accept_cb;
 	raft_uv_transport_close_cb close_cb;
 
-	mbedtls_entropy_context entropy;
-	mbedtls_ctr_drbg_context drbg;
 	mbedtls_x509_crt ca, own;
 	mbedtls_pk_context key;
 	mbedtls_ssl_config server_conf, client_conf;
@@ -203,25 +199,8 @@ static bool split_address(conn *c, const char *address)
 /* The node id in a peer certificate's subject CN ("node-<id>"), or 0. */
 static raft_id cert_node_id(const mbedtls_ssl_context *ssl)
 {
-	const mbedtls_x509_crt *crt = mbedtls_ssl_get_peer_cert(ssl);
-	if (crt == NULL)
-		return 0;
-	for (const mbedtls_x509_name *n = &crt->subject; n != NULL; n = n->next) {
-		if (MBEDTLS_OID_CMP(MBEDTLS_OID_AT_CN, &n->oid) != 0)
-			continue;
-		const char *v = (const char *)n->val.p;
-		size_t len = n->val.len;
-		if (len < 6 || len > 25 || memcmp(v, "node-", 5) != 0)
-			return 0;
-		raft_id id = 0;
-		for (size_t i = 5; i < len; i++) {
-			if (v[i] < '0' || v[i] > '9' || id > UINT64_MAX / 10 - 1)
-				return 0;
-			id = id * 10 + (raft_id)(v[i] - '0');
-		}
-		return id;
-	}
-	return 0;
+	uint64_t id;
+	return sh_tls_cert_peer(mbedtls_ssl_get_peer_cert(ssl), &id) == SH_TLS_PEER_NODE ? id : 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1007,15 +986,10 @@ static void tls_close(struct raft_uv_transport *outer, raft_uv_transport_close_c
 static int conf_init(tls_transport *t, mbedtls_ssl_config *conf, int endpoint)
 {
 	mbedtls_ssl_config_init(conf);
-	int rv = mbedtls_ssl_config_defaults(conf, endpoint, MBEDTLS_SSL_TRANSPORT_STREAM,
-	                                     MBEDTLS_SSL_PRESET_DEFAULT);
+	int rv = sh_tls_conf_defaults(conf, endpoint);
 	if (rv != 0)
 		return rv;
-	mbedtls_ssl_conf_min_version(conf, MBEDTLS_SSL_MAJOR_VERSION_3,
-	                             MBEDTLS_SSL_MINOR_VERSION_3);
-	mbedtls_ssl_conf_authmode(conf, MBEDTLS_SSL_VERIFY_REQUIRED);
 	mbedtls_ssl_conf_ca_chain(conf, &t->ca, NULL);
-	mbedtls_ssl_conf_rng(conf, mbedtls_ctr_drbg_random, &t->drbg);
 	return mbedtls_ssl_conf_own_cert(conf, &t->own, &t->key);
 }
 
@@ -1026,8 +1000,6 @@ static void free_tls(tls_transport *t)
 	mbedtls_pk_free(&t->key);
 	mbedtls_x509_crt_free(&t->own);
 	mbedtls_x509_crt_free(&t->ca);
-	mbedtls_ctr_drbg_free(&t->drbg);
-	mbedtls_entropy_free(&t->entropy);
 }
 
 int node_transport_tls_init(struct raft_uv_transport *outer, uv_loop_t *loop, const sh_tls *tls,
@@ -1038,8 +1010,6 @@ int node_transport_tls_init(struct raft_uv_transport *outer, uv_loop_t *loop, co
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "raft transport: out of memory");
 	t->outer = outer;
 	t->loop = loop;
-	mbedtls_entropy_init(&t->entropy);
-	mbedtls_ctr_drbg_init(&t->drbg);
 	mbedtls_x509_crt_init(&t->ca);
 	mbedtls_x509_crt_init(&t->own);
 	mbedtls_pk_init(&t->key);
@@ -1047,14 +1017,8 @@ int node_transport_tls_init(struct raft_uv_transport *outer, uv_loop_t *loop, co
 	mbedtls_ssl_config_init(&t->client_conf);
 	char ca[sizeof(tls->dir) + 8];
 	snprintf(ca, sizeof(ca), "%s/ca.pem", tls->dir);
-	const char *what = "the random generator";
-	static const char pers[] = "shoal raft transport";
-	int rv = mbedtls_ctr_drbg_seed(&t->drbg, mbedtls_entropy_func, &t->entropy,
-	                               (const unsigned char *)pers, sizeof(pers) - 1);
-	if (rv == 0) {
-		what = ca;
-		rv = mbedtls_x509_crt_parse_file(&t->ca, ca);
-	}
+	const char *what = ca;
+	int rv = mbedtls_x509_crt_parse_file(&t->ca, ca);
 	if (rv == 0) {
 		what = tls->cert;
 		rv = mbedtls_x509_crt_parse_file(&t->own, tls->cert);

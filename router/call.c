@@ -195,8 +195,11 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 		rt_log("router: no [tls] in the cluster file: traffic to the nodes is plain and "
 		       "unauthenticated (deploy/certs.sh makes certificates)");
 	} else {
-		if ((rc = sh_tls_load(&rt->tls_store, conf->tls_dir, "router", tls_warn, errmsg)) !=
-		    SHOAL_OK)
+		/* Shoal's engine under nng: dials reach nodes only, one record
+		 * per message. */
+		if ((rc = sh_tls_engine_register(tls_warn, errmsg)) != SHOAL_OK ||
+		    (rc = sh_tls_load(&rt->tls_store, conf->tls_dir, "router", tls_warn, errmsg)) !=
+		        SHOAL_OK)
 			goto err_after_nodes;
 		rt->tls = &rt->tls_store;
 	}

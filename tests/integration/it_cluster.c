@@ -23,6 +23,7 @@
 #include "common/errors.h"
 #include "common/tls.h"
 #include "proto/wire.h"
+#include "storage/keyenc.h"
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
 
@@ -364,15 +365,17 @@ START_TEST(test_private_files)
 }
 END_TEST
 
-/* Sends nr to url (TLS with cfg when url is tls+tcp://); whether an answer
- * came back. */
-static bool forge(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest *nr)
+/* Sends nr to url (TLS with cfg when url is tls+tcp://); the answer's status
+ * (a SHOAL_E_* code) and message (into msg), or -1 without an answer. */
+static int ask(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest *nr, char *msg,
+               size_t cap)
 {
 	nng_socket s;
 	ck_assert_int_eq(nng_req0_open(&s), 0);
 	nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, 1500);
 	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 5000);
-	bool answered = false;
+	int code = -1;
+	msg[0] = '\0';
 	if (sh_tls_dial(s, url, cfg, NNG_FLAG_NONBLOCK) == 0) {
 		size_t len = shoal__node_request__get_packed_size(nr);
 		uint8_t *buf = malloc(len + 1);
@@ -380,14 +383,29 @@ static bool forge(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest
 		shoal__node_request__pack(nr, buf);
 		void *ans = NULL;
 		size_t alen = 0;
-		answered =
-		    nng_send(s, buf, len, 0) == 0 && nng_recv(s, &ans, &alen, NNG_FLAG_ALLOC) == 0;
+		if (nng_send(s, buf, len, 0) == 0 &&
+		    nng_recv(s, &ans, &alen, NNG_FLAG_ALLOC) == 0) {
+			Shoal__NodeResponse *r = shoal__node_response__unpack(NULL, alen, ans);
+			ck_assert_ptr_nonnull(r);
+			code = r->response != NULL ? wire_code_from_status(r->response->status)
+			                           : SHOAL_OK;
+			if (r->response != NULL && r->response->message != NULL)
+				snprintf(msg, cap, "%s", r->response->message);
+			shoal__node_response__free_unpacked(r, NULL);
+		}
 		if (ans != NULL)
 			nng_free(ans, alen);
 		free(buf);
 	}
 	nng_close(s);
-	return answered;
+	return code;
+}
+
+/* Whether nr sent to url got an answer. */
+static bool forge(const char *url, nng_tls_config *cfg, const Shoal__NodeRequest *nr)
+{
+	char msg[512];
+	return ask(url, cfg, nr, msg, sizeof(msg)) >= 0;
 }
 
 static long vm_size_kb(int node)
@@ -551,6 +569,108 @@ START_TEST(test_members_only)
 	sh_tls_free(&member);
 	sh_tls_free(&foreign);
 	nng_tls_config_free(anon);
+}
+END_TEST
+
+/* Issue 15: which member is at the other end of a node's RPC port.  A
+ * forged index_ship with a huge sequence number (which, applied, moves the
+ * target group's dedup watermark for that source past every real delta, so
+ * the GSI silently stops following the table) is refused from the routers'
+ * certificate -- by every node, for every (target, source) group pair -- and
+ * changes nothing: an item written afterwards still reaches GSI1.  The same
+ * port lets a node's certificate through to the operation (an index_ship
+ * without deltas is then refused by the operation itself, for what it is). */
+START_TEST(test_node_only_ops)
+{
+	char path[1200], err[SH_ERRMSG_SIZE], msg[512];
+	snprintf(path, sizeof(path), "%s/cluster.ini", C.dir);
+	static sh_cluster_conf conf;
+	ck_assert_int_eq(sh_cluster_load(path, &conf, err), SHOAL_OK);
+	ck_assert_msg(conf.tls_dir[0] != '\0', "cluster.sh up wrote no [tls]");
+	static sh_tls router, node2;
+	ck_assert_int_eq(sh_tls_load(&router, conf.tls_dir, "router", NULL, err), SHOAL_OK);
+	ck_assert_int_eq(sh_tls_load(&node2, conf.tls_dir, "node-2", NULL, err), SHOAL_OK);
+
+	/* A delta that passes every check of st_index_apply: a delete of
+	 * nothing in a table not defined yet, at seq 2^62. */
+	st_key k;
+	st_key_table(&k, 1000, 1);
+	uint8_t key[ST_KEY_HEADER + 16] = {0};
+	memcpy(key, k.b, 6);
+	Shoal__IndexDelta delta = SHOAL__INDEX_DELTA__INIT;
+	delta.seq = UINT64_C(1) << 62;
+	delta.table_id = 1000;
+	delta.index_id = 1;
+	delta.del = true;
+	delta.key = (ProtobufCBinaryData){sizeof(key), key};
+	Shoal__IndexDelta *deltas[] = {&delta};
+	Shoal__IndexApply ia = SHOAL__INDEX_APPLY__INIT;
+	ia.n_deltas = 1;
+	ia.deltas = deltas;
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	nr.index_ship = &ia;
+
+	int leaders = 0;
+	for (uint32_t i = 0; i < conf.n_nodes; i++) {
+		char url[SH_ADDR_MAX + 8];
+		ck_assert(sh_tls_url(true, conf.nodes[i].rpc, url, sizeof(url)));
+		for (uint32_t g = 0; g < conf.groups; g++) {
+			for (uint32_t src = 0; src < conf.groups; src++) {
+				nr.group = g;
+				ia.source_group = src;
+				int code = ask(url, router.client, &nr, msg, sizeof(msg));
+				ck_assert_msg(code == SHOAL_E_ACCESS_DENIED &&
+				                  strstr(msg, "sent by nodes only") != NULL,
+				              "node %u group %u from %u: a router's index_ship got "
+				              "%d (%s)",
+				              conf.nodes[i].id, g, src, code, msg);
+			}
+		}
+		/* A node's certificate gets past the check (to the leader
+		 * check, and on group 0's leader to the operation's own). */
+		Shoal__IndexApply empty = SHOAL__INDEX_APPLY__INIT;
+		Shoal__NodeRequest ne = SHOAL__NODE_REQUEST__INIT;
+		ne.index_ship = &empty;
+		int code = ask(url, node2.client, &ne, msg, sizeof(msg));
+		ck_assert_msg(
+		    (code == SHOAL_E_VALIDATION && strstr(msg, "without deltas") != NULL) ||
+		        code == SHOAL_E_NOT_LEADER,
+		    "node %u: node 2's empty index_ship got %d (%s)", conf.nodes[i].id, code, msg);
+		leaders += code == SHOAL_E_VALIDATION;
+		/* ... and the routers' an operation routers send. */
+		Shoal__NodeRequest st = SHOAL__NODE_REQUEST__INIT;
+		st.group_status = true;
+		st.group = conf.groups; /* (no such group: answered, not served) */
+		code = ask(url, router.client, &st, msg, sizeof(msg));
+		ck_assert_msg(code == SHOAL_E_UNAVAILABLE,
+		              "node %u: the routers' group_status got %d (%s)", conf.nodes[i].id,
+		              code, msg);
+	}
+
+	/* Nothing moved: a new item reaches the index. */
+	json_decref(run(0, "put-item --table-name edtech-platform --item "
+	                   "'{\"PK\":{\"S\":\"FORGE#1\"},\"SK\":{\"S\":\"X\"},"
+	                   "\"GSI1PK\":{\"S\":\"FORGE-CHECK\"},\"GSI1SK\":{\"S\":\"1\"}}'"));
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int n = 0;
+	for (;;) {
+		json_t *q =
+		    run(0, "query --table-name edtech-platform --index-name GSI1 "
+		           "--key-condition-expression 'GSI1PK = :p' "
+		           "--expression-attribute-values '{\":p\":{\"S\":\"FORGE-CHECK\"}}'");
+		n = count(q);
+		json_decref(q);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (n == 1 || t.tv_sec - t0.tv_sec > 15)
+			break;
+		nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+	}
+	ck_assert_msg(n == 1, "the new item did not reach GSI1 in 15 s (the forged deltas moved "
+	                      "the watermark?)");
+	ck_assert_int_eq(leaders, 1); /* group 0's leader did reach the operation */
+	sh_tls_free(&router);
+	sh_tls_free(&node2);
 }
 END_TEST
 
@@ -743,6 +863,7 @@ static Suite *cluster_suite(void)
 	tcase_add_test(tc, test_status);
 	tcase_add_test(tc, test_private_files);
 	tcase_add_test(tc, test_members_only);
+	tcase_add_test(tc, test_node_only_ops);
 	suite_add_tcase(s, tc);
 	TCase *tls = tcase_create("client-tls");
 	tcase_set_timeout(tls, 120);

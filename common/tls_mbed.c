@@ -1,0 +1,101 @@
+/*
+ * tls_mbed.c -- mbedtls pieces shared by Shoal's TLS (contract: tls_mbed.h).
+ */
+#include "tls_mbed.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include <mbedtls/ctr_drbg.h>
+#include <mbedtls/entropy.h>
+#include <mbedtls/oid.h>
+
+sh_tls_peer sh_tls_cert_peer(const mbedtls_x509_crt *crt, uint64_t *node_id)
+{
+	if (node_id != NULL)
+		*node_id = 0;
+	if (crt == NULL)
+		return SH_TLS_PEER_OTHER;
+	for (const mbedtls_x509_name *n = &crt->subject; n != NULL; n = n->next) {
+		if (MBEDTLS_OID_CMP(MBEDTLS_OID_AT_CN, &n->oid) != 0)
+			continue;
+		const char *v = (const char *)n->val.p;
+		size_t len = n->val.len;
+		if (len == 6 && memcmp(v, "router", 6) == 0)
+			return SH_TLS_PEER_ROUTER;
+		if (len < 6 || len > 25 || memcmp(v, "node-", 5) != 0)
+			return SH_TLS_PEER_OTHER;
+		uint64_t id = 0;
+		for (size_t i = 5; i < len; i++) {
+			if (v[i] < '0' || v[i] > '9' || id > UINT64_MAX / 10 - 1)
+				return SH_TLS_PEER_OTHER;
+			id = id * 10 + (uint64_t)(v[i] - '0');
+		}
+		if (id == 0)
+			return SH_TLS_PEER_OTHER;
+		if (node_id != NULL)
+			*node_id = id;
+		return SH_TLS_PEER_NODE;
+	}
+	return SH_TLS_PEER_OTHER;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The process's random generator                                           */
+/* ------------------------------------------------------------------------ */
+
+static pthread_mutex_t rng_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool rng_ready;
+static mbedtls_entropy_context rng_entropy;
+static mbedtls_ctr_drbg_context rng_drbg;
+
+int sh_tls_random(void *p, unsigned char *out, size_t len)
+{
+	(void)p;
+	pthread_mutex_lock(&rng_mu);
+	int rv = 0;
+	if (!rng_ready) {
+		static const char pers[] = "shoal tls";
+		mbedtls_entropy_init(&rng_entropy);
+		mbedtls_ctr_drbg_init(&rng_drbg);
+		rv = mbedtls_ctr_drbg_seed(&rng_drbg, mbedtls_entropy_func, &rng_entropy,
+		                           (const unsigned char *)pers, sizeof(pers) - 1);
+		if (rv != 0) {
+			mbedtls_ctr_drbg_free(&rng_drbg);
+			mbedtls_entropy_free(&rng_entropy);
+		}
+		rng_ready = rv == 0;
+	}
+	if (rv == 0)
+		rv = mbedtls_ctr_drbg_random(&rng_drbg, out, len);
+	pthread_mutex_unlock(&rng_mu);
+	return rv;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Configuration defaults                                                    */
+/* ------------------------------------------------------------------------ */
+
+static const int suites[] = {
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+    MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+    MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+    0,
+};
+
+int sh_tls_conf_defaults(mbedtls_ssl_config *conf, int endpoint)
+{
+	int rv = mbedtls_ssl_config_defaults(conf, endpoint, MBEDTLS_SSL_TRANSPORT_STREAM,
+	                                     MBEDTLS_SSL_PRESET_DEFAULT);
+	if (rv != 0)
+		return rv;
+	mbedtls_ssl_conf_min_version(conf, MBEDTLS_SSL_MAJOR_VERSION_3,
+	                             MBEDTLS_SSL_MINOR_VERSION_3);
+	mbedtls_ssl_conf_authmode(conf, MBEDTLS_SSL_VERIFY_REQUIRED);
+	mbedtls_ssl_conf_rng(conf, sh_tls_random, NULL);
+	mbedtls_ssl_conf_ciphersuites(conf, suites);
+	return 0;
+}

@@ -1,0 +1,41 @@
+/*
+ * tls_mbed.h -- the mbedtls pieces every TLS of Shoal's own uses (prefix
+ * sh_tls_): who a cluster certificate belongs to, the random generator and
+ * the defaults of an mbedtls configuration.  Two users: Raft's transport
+ * (node/transport_tls.c, mbedtls on the node's loop) and the nng TLS engine
+ * (common/tls_engine.c, mbedtls under nng's node RPC and client ports).
+ *
+ * Cluster certificates (deploy/certs.sh) name their holder in the subject
+ * CN: "node-<id>" for node <id> (decimal, 1 or more), "router" for the
+ * routers.  Any other CN, even one the cluster CA signed, is no member.
+ */
+#ifndef SHOAL_COMMON_TLS_MBED_H
+#define SHOAL_COMMON_TLS_MBED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mbedtls/ssl.h>
+#include <mbedtls/x509_crt.h>
+
+#include "tls.h" /* sh_tls_peer */
+
+/* The holder of crt (may be NULL: SH_TLS_PEER_OTHER); *node_id (may be NULL)
+ * is set to the id for a node, else 0.  Only the first CN counts. */
+sh_tls_peer sh_tls_cert_peer(const mbedtls_x509_crt *crt, uint64_t *node_id);
+
+/* mbedtls's f_rng: one CTR-DRBG for the process, seeded from the system's
+ * entropy on first use, behind a mutex (so any thread may call it; it is
+ * used in handshakes, not per record).  p is unused.  0 or an mbedtls
+ * error. */
+int sh_tls_random(void *p, unsigned char *out, size_t len);
+
+/* mbedtls_ssl_config_defaults for endpoint (MBEDTLS_SSL_IS_SERVER /
+ * _CLIENT) and stream transport, then Shoal's choices: TLS 1.2 (the newest
+ * mbedtls 2.28 has), the peer's certificate required, sh_tls_random, and
+ * AES-128-GCM with ECDHE-ECDSA first (the cluster's keys are P-256; GCM's
+ * nonce is the record counter, so no randomness per record).  The caller
+ * adds the CA and its own certificate.  0 or an mbedtls error. */
+int sh_tls_conf_defaults(mbedtls_ssl_config *conf, int endpoint);
+
+#endif
