@@ -10,6 +10,7 @@
  * without a server.  The built binary itself is run (fork/exec) for usage
  * errors and for the connection error against an endpoint nobody listens on.
  */
+#include "client/cli_admin.c"
 #include "client/cli_args.c"
 #include "client/cli_cmds.c"
 #include "client/cli_load.c"
