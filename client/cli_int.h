@@ -232,6 +232,11 @@ const char *cli_jstr(const json_t *obj, const char *key);
 
 /* `shoal status` as readable tables (ClusterStatus response JSON). */
 void cli_print_status(FILE *out, const json_t *resp);
+/* A replica's place in the cluster map (MapGroups of a ClusterStatus):
+ * "voter", "non-voter", "non-voter->3" (it replaces node 3's), or "-" when
+ * the map does not have it. */
+void cli_replica_role(const json_t *map_groups, long long group, long long node, char *buf,
+                      size_t cap);
 /* ISO 8601 of epoch seconds in local time, Python's isoformat(). */
 void cli_iso_time(double secs, char *buf, size_t size);
 
