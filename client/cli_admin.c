@@ -69,24 +69,20 @@ int cli_node_replicas(const json_t *status, long long node, long long *groups, i
 	int n = 0;
 	size_t i, k;
 	json_t *g, *r, *nd;
-	json_array_foreach(json_object_get(status, "MapGroups"), i, g)
-	{
-		json_array_foreach(json_object_get(g, "Replicas"), k, r)
-		{
-			if (cli_jint(r, "Node") != node)
-				continue;
-			if (n < cap)
-				groups[n] = cli_jint(g, "Group");
-			n++;
-		}
-	}
-	*listed = false;
-	json_array_foreach(json_object_get(status, "Nodes"), i, nd)
-	{
-		if (cli_jint(nd, "Id") == node)
-			*listed = true;
-	}
-	return n;
+	json_array_foreach(json_object_get(status, "MapGroups"), i, g){json_array_foreach(
+	    json_object_get(g, "Replicas"), k, r){if (cli_jint(r, "Node") != node) continue;
+	if (n < cap)
+		groups[n] = cli_jint(g, "Group");
+	n++;
+}
+}
+*listed = false;
+json_array_foreach(json_object_get(status, "Nodes"), i, nd)
+{
+	if (cli_jint(nd, "Id") == node)
+		*listed = true;
+}
+return n;
 }
 
 static long long adm_opt_int(const json_t *opts, const char *key, long long dflt)
@@ -143,16 +139,17 @@ static int wait_removed(const cli_caller *c, long long node, const json_t *opts,
 			groups_text(groups, left, gtext, sizeof(gtext));
 			if (left == 0 && !listed)
 				snprintf(line, sizeof(line),
-				         "node %lld: removed from the cluster map (epoch %lld)", node,
-				         cli_jint(st, "MapEpoch"));
+				         "node %lld: removed from the cluster map (epoch %lld)",
+				         node, cli_jint(st, "MapEpoch"));
 			else if (left == 0)
 				snprintf(line, sizeof(line),
 				         "node %lld: holds no replica; waiting for it to leave the "
 				         "cluster map",
 				         node);
 			else
-				snprintf(line, sizeof(line), "node %lld: draining, %d replica%s left %s",
-				         node, left, left == 1 ? "" : "s", gtext);
+				snprintf(line, sizeof(line),
+				         "node %lld: draining, %d replica%s left %s", node, left,
+				         left == 1 ? "" : "s", gtext);
 			json_decref(st);
 			if (strcmp(line, last) != 0) {
 				fprintf(progress, "%s\n", line);
@@ -175,10 +172,11 @@ static int wait_removed(const cli_caller *c, long long node, const json_t *opts,
 	json_decref(empty);
 	(void)err;
 	if (left > 0)
-		return cli_failf(f, CLI_EXIT_OTHER, false,
-		                 "Timed out after %lld seconds waiting for node %lld to be removed: "
-		                 "it still holds %d replica%s %s",
-		                 timeout, node, left, left == 1 ? "" : "s", gtext);
+		return cli_failf(
+		    f, CLI_EXIT_OTHER, false,
+		    "Timed out after %lld seconds waiting for node %lld to be removed: "
+		    "it still holds %d replica%s %s",
+		    timeout, node, left, left == 1 ? "" : "s", gtext);
 	return cli_failf(f, CLI_EXIT_OTHER, false,
 	                 "Timed out after %lld seconds waiting for node %lld to leave the cluster "
 	                 "map%s",
@@ -194,13 +192,15 @@ int cli_admin_run(const cli_caller *c, const cli_cmd *cmd, const json_t *opts, F
 		return cli_failf(f, CLI_EXIT_USAGE, false,
 		                 "argument --node-id: a node id is 1 or more (got %lld)", node);
 	if (adm_opt_int(opts, "TimeoutSecs", 0) < 0 || adm_opt_int(opts, "PollIntervalMs", 0) < 0)
-		return cli_failf(f, CLI_EXIT_USAGE, false,
-		                 "argument --timeout-secs / --poll-interval-ms: must not be negative");
+		return cli_failf(
+		    f, CLI_EXIT_USAGE, false,
+		    "argument --timeout-secs / --poll-interval-ms: must not be negative");
 	json_t *body;
 	bool add = strcmp(cmd->name, "add-node") == 0;
 	if (add)
-		body = json_pack("{s:{s:I,s:O,s:O}}", "AddNode", "Id", (json_int_t)node, "Raft",
-		                 json_object_get(opts, "Raft"), "Rpc", json_object_get(opts, "Rpc"));
+		body =
+		    json_pack("{s:{s:I,s:O,s:O}}", "AddNode", "Id", (json_int_t)node, "Raft",
+		              json_object_get(opts, "Raft"), "Rpc", json_object_get(opts, "Rpc"));
 	else
 		body = json_pack("{s:I}", "DrainNode", (json_int_t)node);
 	if (body == NULL)

@@ -466,7 +466,8 @@ static const cli_opt o_admin[] = {
 /* One command per operation of the registry (proto/ops.h), in its order. */
 const cli_cmd cli_cmds[] = {
 #define CLI_CMD(Name, field, CONST, cli, flags, node, summary)                                     \
-	{cli, #Name,                                                                               \
+	{cli,                                                                                      \
+	 #Name,                                                                                    \
 	 ((flags)&SHOAL_OPF_PAGE)       ? CLI_PAGING_ITEMS                                         \
 	 : ((flags)&SHOAL_OPF_PAGE_TBL) ? CLI_PAGING_TABLES                                        \
 	                                : CLI_PAGING_NONE,                                         \

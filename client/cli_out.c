@@ -402,8 +402,8 @@ void cli_print_status(FILE *out, const json_t *resp)
 	 * caught up; "->N": it replaces node N's replica once a voter).
 	 * OUTBOX: index deltas not yet shipped; AGE_MS: age of the oldest. */
 	fprintf(out, "\n%-6s %-5s %-11s %-13s %-6s %-10s %-10s %-7s %-8s %-8s %s\n", "GROUP",
-	        "NODE", "ROLE", "REPLICA", "TERM", "COMMIT", "APPLIED", "LEADER", "OUTBOX", "AGE_MS",
-	        "ERROR");
+	        "NODE", "ROLE", "REPLICA", "TERM", "COMMIT", "APPLIED", "LEADER", "OUTBOX",
+	        "AGE_MS", "ERROR");
 	/* By group, then by node. */
 	size_t n_groups = json_array_size(groups);
 	const json_t **sorted = malloc((n_groups + 1) * sizeof(*sorted));
@@ -423,12 +423,13 @@ void cli_print_status(FILE *out, const json_t *resp)
 		cli_replica_role(map_groups, cli_jint(v, "Group"), cli_jint(v, "Node"), replica,
 		                 sizeof(replica));
 		char line[1024];
-		int n = snprintf(line, sizeof(line),
-		                 "%-6lld %-5lld %-11s %-13s %-6lld %-10lld %-10lld %-7s %-8lld %-8lld %s",
-		                 cli_jint(v, "Group"), cli_jint(v, "Node"), role[0] ? role : "?",
-		                 replica, cli_jint(v, "Term"), cli_jint(v, "CommitIndex"),
-		                 cli_jint(v, "AppliedIndex"), leader, cli_jint(v, "OutboxDepth"),
-		                 cli_jint(v, "OutboxOldestAgeMs"), cli_jstr(v, "Error"));
+		int n = snprintf(
+		    line, sizeof(line),
+		    "%-6lld %-5lld %-11s %-13s %-6lld %-10lld %-10lld %-7s %-8lld %-8lld %s",
+		    cli_jint(v, "Group"), cli_jint(v, "Node"), role[0] ? role : "?", replica,
+		    cli_jint(v, "Term"), cli_jint(v, "CommitIndex"), cli_jint(v, "AppliedIndex"),
+		    leader, cli_jint(v, "OutboxDepth"), cli_jint(v, "OutboxOldestAgeMs"),
+		    cli_jstr(v, "Error"));
 		size_t len = n < 0 ? 0 : (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 		while (len > 0 && line[len - 1] == ' ')
 			len--;

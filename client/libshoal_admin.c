@@ -47,9 +47,7 @@ int shoal_admin_add_node(shoal_client *c, uint32_t node_id, const char *raft, co
 	                  map_epoch, err);
 }
 
-int shoal_admin_drain_node(shoal_client *c, uint32_t node_id, uint64_t *map_epoch,
-                           shoal_error *err)
+int shoal_admin_drain_node(shoal_client *c, uint32_t node_id, uint64_t *map_epoch, shoal_error *err)
 {
-	return admin_call(c, json_pack("{s:I}", "DrainNode", (json_int_t)node_id), map_epoch,
-	                  err);
+	return admin_call(c, json_pack("{s:I}", "DrainNode", (json_int_t)node_id), map_epoch, err);
 }

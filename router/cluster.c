@@ -101,8 +101,8 @@ static Shoal__GroupStatus *status_row(rt_job *j, uint32_t group, uint32_t node, 
 }
 
 typedef struct cluster_st {
-	rt_call *map;     /* phase 0's map_get */
-	rt_call **calls;  /* group_status, one per (group, replica) */
+	rt_call *map;    /* phase 0's map_get */
+	rt_call **calls; /* group_status, one per (group, replica) */
 	uint32_t n;
 	rt_call **probes; /* map_get to the nodes without a replica */
 	uint32_t n_probes;
@@ -210,7 +210,8 @@ static int status_answer(rt_job *j, cluster_st *s, const sh_map *m)
 		if (ni->rpc == NULL || ni->raft == NULL)
 			return nomem(j);
 		for (uint32_t k = 0; k < s->n && !ni->reachable; k++)
-			ni->reachable = s->calls[k]->only_node == mn->id && s->calls[k]->rc == SHOAL_OK;
+			ni->reachable =
+			    s->calls[k]->only_node == mn->id && s->calls[k]->rc == SHOAL_OK;
 		for (uint32_t k = 0; k < s->n_probes && !ni->reachable; k++)
 			ni->reachable =
 			    s->probes[k]->only_node == mn->id && s->probes[k]->rc == SHOAL_OK;
@@ -271,9 +272,10 @@ int rt_step_cluster_status(rt_job *j)
 static int admin_check(rt_job *j, const Shoal__AdminRequest *a)
 {
 	if (a == NULL || a->action_case == SHOAL__ADMIN_REQUEST__ACTION__NOT_SET)
-		return rt_job_fail(j, SHOAL_E_VALIDATION,
-		                   "1 validation error detected: Admin needs exactly one of AddNode "
-		                   "and DrainNode");
+		return rt_job_fail(
+		    j, SHOAL_E_VALIDATION,
+		    "1 validation error detected: Admin needs exactly one of AddNode "
+		    "and DrainNode");
 	if (a->action_case == SHOAL__ADMIN_REQUEST__ACTION_DRAIN_NODE) {
 		if (a->drain_node == 0)
 			return rt_job_fail(j, SHOAL_E_VALIDATION,

@@ -173,7 +173,8 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 		    "with.\n"
 		    "# TYPE shoal_router_map_epoch gauge\n"
 		    "shoal_router_map_epoch %llu\n"
-		    "# HELP shoal_router_map_refreshes_total Refreshes of the cluster map (map_get).\n"
+		    "# HELP shoal_router_map_refreshes_total Refreshes of the cluster map "
+		    "(map_get).\n"
 		    "# TYPE shoal_router_map_refreshes_total counter\n"
 		    "shoal_router_map_refreshes_total %llu\n",
 		    (unsigned long long)sh_place_epoch(rt->place),

@@ -107,14 +107,14 @@ typedef struct rt_principal {
 /* ------------------------------------------------------------------------ */
 
 typedef struct rt_options {
-	uint32_t contexts;     /* REP contexts: client messages in progress at once (256) */
-	uint32_t attempt_ms;   /* answer timeout of one attempt at a node (2000) */
-	uint32_t send_ms;      /* how long to wait for a connection to a node (500) */
-	uint32_t deadline_ms;  /* per client request (10000) */
-	uint32_t status_ms;    /* ClusterStatus / DescribeTable per-node timeout (1000) */
-	uint32_t http_workers; /* HTTP endpoint: threads for signatures and large JSON (4) */
-	uint32_t http_head_ms; /* HTTP: a request head must arrive within this (10000) */
-	uint32_t http_body_ms; /* HTTP: a body or answer may stall this long (30000) */
+	uint32_t contexts;       /* REP contexts: client messages in progress at once (256) */
+	uint32_t attempt_ms;     /* answer timeout of one attempt at a node (2000) */
+	uint32_t send_ms;        /* how long to wait for a connection to a node (500) */
+	uint32_t deadline_ms;    /* per client request (10000) */
+	uint32_t status_ms;      /* ClusterStatus / DescribeTable per-node timeout (1000) */
+	uint32_t http_workers;   /* HTTP endpoint: threads for signatures and large JSON (4) */
+	uint32_t http_head_ms;   /* HTTP: a request head must arrive within this (10000) */
+	uint32_t http_body_ms;   /* HTTP: a body or answer may stall this long (30000) */
 	uint32_t http_body_rate; /* HTTP: a body's bytes a second, on average, at least (500) */
 } rt_options;
 
@@ -292,7 +292,7 @@ struct rt_router {
 	_Atomic uint32_t n_nodes;
 	pthread_mutex_t nodes_mu; /* serialises rt_node_add and rt_router_close */
 	bool nodes_mu_init;
-	struct rt_mapper *mapper; /* the map refresher (map.c) */
+	struct rt_mapper *mapper;        /* the map refresher (map.c) */
 	_Atomic uint32_t *leader;        /* per group: node believed to lead it */
 	_Atomic uint32_t rr;             /* round robin for any-replica reads */
 	uint8_t nonce[16];               /* random, at start: ids are unique to this router */

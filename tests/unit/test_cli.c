@@ -792,8 +792,9 @@ END_TEST
 
 START_TEST(test_admin)
 {
-	CHECK_BODY("Admin", "{\"AddNode\":{\"Id\":4,\"Raft\":\"127.0.0.1:9400\",\"Rpc\":"
-	                    "\"tcp://127.0.0.1:9480\"}}",
+	CHECK_BODY("Admin",
+	           "{\"AddNode\":{\"Id\":4,\"Raft\":\"127.0.0.1:9400\",\"Rpc\":"
+	           "\"tcp://127.0.0.1:9480\"}}",
 	           "admin", "add-node", "--node-id", "4", "--raft", "127.0.0.1:9400", "--rpc",
 	           "tcp://127.0.0.1:9480");
 	CHECK_BODY("Admin", "{\"DrainNode\":4}", "admin", "remove-node", "--node-id", "4",
