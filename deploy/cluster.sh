@@ -294,7 +294,7 @@ add_node() {
 		echo "metrics = $ip:$((block + 90))"
 	} >>"$conf"
 	# Until it is registered, a failure leaves the cluster file as it was.
-	trap 'mv -f "$conf.before-add" "$conf"; rm -f "$dir/node-$id.joined"' EXIT
+	trap 'mv -f "$conf.before-add" "$conf"; rm -f "$dir/node-$id.joined"; alive "$dir/node-$id.pid" || rm -f "$dir/node-$id.pid"' EXIT
 	if grep -q '^\[tls\]' "$conf"; then
 		"$here/certs.sh" --dir "$dir/tls" --config "$conf" >/dev/null ||
 			die "making node $id's certificate failed"
