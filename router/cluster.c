@@ -40,7 +40,7 @@ static int64_t status_deadline(const rt_job *j)
 	return d < j->deadline ? d : j->deadline;
 }
 
-/* A map_get (group 0; only_node: that node, once). */
+/* A map_get (group 0's replicas, any of them; only_node: that node, once). */
 static int map_get_call(rt_job *j, uint32_t only_node, rt_call **out)
 {
 	Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
@@ -49,6 +49,8 @@ static int map_get_call(rt_job *j, uint32_t only_node, rt_call **out)
 		return nomem(j);
 	shoal__node_request__init(nr);
 	nr->map_get = true;
+	/* Any node answers map_get: its answer says nothing of who leads. */
+	c->any_replica = true;
 	c->only_node = only_node;
 	c->deadline = status_deadline(j);
 	*out = c;
