@@ -441,6 +441,17 @@ static const cli_opt o_update_time_to_live[] = {
 
 #define o_describe_time_to_live o_table_only
 
+/* Admin, raw (`shoal admin --add-node Id=4,Raft=h:p,Rpc=tcp://h:p`, `shoal
+ * admin --drain-node 4`); the subcommands are cli_admin.c's. */
+static const cli_member m_node_spec[] = {
+    {"Id", &s_int}, {"Raft", &s_str}, {"Rpc", &s_str}, {NULL, NULL}};
+static const cli_shape s_node_spec = {CLI_STRUCT, NULL, m_node_spec};
+static const cli_opt o_admin[] = {
+    {"add-node", "AddNode", &s_node_spec, 0},
+    {"drain-node", "DrainNode", &s_int, 0},
+    OPT_END,
+};
+
 /* Options of the commands whose names the registry derives (o_<field>). */
 #define o_batch_get_item       o_batch_get
 #define o_batch_write_item     o_batch_write
@@ -455,7 +466,8 @@ static const cli_opt o_update_time_to_live[] = {
 /* One command per operation of the registry (proto/ops.h), in its order. */
 const cli_cmd cli_cmds[] = {
 #define CLI_CMD(Name, field, CONST, cli, flags, node, summary)                                     \
-	{cli, #Name,                                                                               \
+	{cli,                                                                                      \
+	 #Name,                                                                                    \
 	 ((flags)&SHOAL_OPF_PAGE)       ? CLI_PAGING_ITEMS                                         \
 	 : ((flags)&SHOAL_OPF_PAGE_TBL) ? CLI_PAGING_TABLES                                        \
 	                                : CLI_PAGING_NONE,                                         \

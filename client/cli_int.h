@@ -17,6 +17,7 @@
  *   cli_load.c       capacity in a ClusterStatus: partition load, hot keys
  *                    (status, status --hot, top)
  *   cli_top.c        `shoal top`: the live terminal view
+ *   cli_admin.c      `shoal admin add-node | remove-node`: the cluster's shape
  *
  * Everything here runs on the one thread of the CLI process.  JSON values
  * are jansson references: functions that return one in *out hand the caller
@@ -231,6 +232,11 @@ const char *cli_jstr(const json_t *obj, const char *key);
 
 /* `shoal status` as readable tables (ClusterStatus response JSON). */
 void cli_print_status(FILE *out, const json_t *resp);
+/* A replica's place in the cluster map (MapGroups of a ClusterStatus):
+ * "voter", "non-voter", "non-voter->3" (it replaces node 3's), or "-" when
+ * the map does not have it. */
+void cli_replica_role(const json_t *map_groups, long long group, long long node, char *buf,
+                      size_t cap);
 /* ISO 8601 of epoch seconds in local time, Python's isoformat(). */
 void cli_iso_time(double secs, char *buf, size_t size);
 
@@ -289,6 +295,35 @@ void cli_top_render(FILE *out, const json_t *status, const cli_top_view *v);
  * in_fd when it is a terminal), Ctrl-C, SIGTERM or the iterations are done;
  * the terminal is restored on every way out.  Returns the exit code. */
 int cli_top_run(const cli_caller *c, FILE *out, FILE *err, int in_fd, const cli_top_opts *o);
+
+/* ------------------------------------------------------------------------ */
+/* shoal admin <subcommand> (cli_admin.c)                                    */
+/* ------------------------------------------------------------------------ */
+
+/* The subcommands of `shoal admin` (operation "Admin"), ended by {NULL}:
+ *   add-node --node-id N --raft HOST:PORT --rpc URL
+ *   remove-node --node-id N [--no-wait] [--timeout-secs S] [--poll-interval-ms M]
+ * Their options fill a body of their own members (NodeId, Raft, Rpc, Wait,
+ * TimeoutSecs, PollIntervalMs), which cli_admin_run turns into the
+ * AdminRequest. */
+extern const cli_cmd cli_admin_cmds[];
+const cli_cmd *cli_admin_find(const char *name);
+bool cli_is_admin_sub(const cli_cmd *cmd);
+
+/* Runs an admin subcommand with its options' body `opts`.  remove-node
+ * sends DrainNode and then, unless Wait is false, asks ClusterStatus every
+ * PollIntervalMs (default 1000) until the node holds no replica and has
+ * left the map, writing progress lines to `progress`, for at most
+ * TimeoutSecs (default 600).  *out: the AdminResponse ({"MapEpoch": N}).
+ * Returns SHOAL_OK, a service error (err filled), or -1 with f filled
+ * (timed out: CLI_EXIT_OTHER). */
+int cli_admin_run(const cli_caller *c, const cli_cmd *cmd, const json_t *opts, FILE *progress,
+                  json_t **out, shoal_error *err, cli_fail *f);
+
+/* From a ClusterStatus response: how many replicas node holds in MapGroups
+ * (their groups into groups[0 .. cap-1]), and whether Nodes lists it. */
+int cli_node_replicas(const json_t *status, long long node, long long *groups, int cap,
+                      bool *listed);
 
 /* ------------------------------------------------------------------------ */
 /* The program (cli_main.c)                                                  */

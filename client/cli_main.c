@@ -15,7 +15,9 @@
  *     next --option; --x / --no-x for boolean flags; the last one wins;
  *   - `shoal help`, `shoal <command> help` print help;
  *   - the CLI's own options, which shape the output and never reach the
- *     request: `status --hot`, `top --interval S --iterations N`.
+ *     request: `status --hot`, `top --interval S --iterations N`;
+ *   - `shoal admin <subcommand>`: the Admin operation's subcommands
+ *     (cli_admin.c), each with options of its own.
  *
  * Retries: libshoal's (client/shoal.h): throttling errors with exponential
  * backoff and full jitter, ServiceUnavailable with a backoff.  As the AWS
@@ -172,8 +174,19 @@ static const char *kind_name(const cli_shape *s)
 
 static void print_cmd_help(FILE *out, const cli_cmd *c)
 {
-	fprintf(out, "shoal %s%s -- %s (%s %s)\n\nOptions:\n", c->streams ? "dynamodbstreams " : "",
-	        c->name, c->summary, c->streams ? "DynamoDB Streams" : "DynamoDB", c->operation);
+	if (cli_is_admin_sub(c))
+		fprintf(out, "shoal admin %s -- %s (Shoal %s)\n\nOptions:\n", c->name, c->summary,
+		        c->operation);
+	else
+		fprintf(out, "shoal %s%s -- %s (%s %s)\n\n%sOptions:\n",
+		        c->streams ? "dynamodbstreams " : "", c->name, c->summary,
+		        c->streams ? "DynamoDB Streams" : "DynamoDB", c->operation,
+		        strcmp(c->operation, "Admin") == 0
+		            ? "Subcommands (`shoal admin <subcommand> help`):\n"
+		              "  add-node --node-id N --raft HOST:PORT --rpc URL\n"
+		              "  remove-node --node-id N [--no-wait] [--timeout-secs S] "
+		              "[--poll-interval-ms M]\n\nRaw "
+		            : "");
 	for (const cli_opt *o = c->opts; o->name != NULL; o++) {
 		char flag[128];
 		if (o->flags & CLI_OPT_BOOL_PAIR)
@@ -517,6 +530,25 @@ static int parse_argv(run *r, int argc, char **argv)
 		r->cmd = &cli_top_cmd;
 	if (r->cmd != NULL && r->cmd->streams != streams)
 		r->cmd = NULL;
+	/* `shoal admin <subcommand>` (cli_admin.c); `shoal admin --x` is the
+	 * raw operation. */
+	if (r->cmd != NULL && strcmp(r->cmd->operation, "Admin") == 0 && i + 1 < argc &&
+	    strncmp(argv[i + 1], "--", 2) != 0 && strcmp(argv[i + 1], "help") != 0) {
+		const cli_cmd *sub = cli_admin_find(argv[i + 1]);
+		if (sub == NULL) {
+			char list[256];
+			size_t n = 0;
+			for (const cli_cmd *c = cli_admin_cmds; c->name != NULL; c++)
+				n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
+				                      c == cli_admin_cmds ? "" : " | ", c->name);
+			return cli_failf(&r->fail, CLI_EXIT_USAGE, true,
+			                 "argument subcommand: Invalid choice, valid choices "
+			                 "are:\n\n%s",
+			                 list);
+		}
+		r->cmd = sub;
+		i++;
+	}
 	if (r->cmd == NULL) {
 		char list[2048];
 		size_t n = 0;
@@ -805,7 +837,14 @@ static int execute(run *r)
 		free(shown);
 		goto out;
 	}
-	if (paginate) {
+	if (cli_is_admin_sub(r->cmd)) {
+		r->fail.exit_code = 0;
+		rc = cli_admin_run(&caller, r->cmd, body, r->env->err, &resp, &err, &r->fail);
+		if (rc < 0) {
+			code = report_fail(r);
+			goto out;
+		}
+	} else if (paginate) {
 		cli_paging_opts po = {.max_items = r->max_items,
 		                      .page_size = r->page_size,
 		                      .starting_token = r->starting_token};

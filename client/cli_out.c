@@ -341,6 +341,30 @@ static int cmp_replica(const void *a, const void *b)
 	return d < 0 ? -1 : d > 0;
 }
 
+void cli_replica_role(const json_t *map_groups, long long group, long long node, char *buf,
+                      size_t cap)
+{
+	size_t i, k;
+	json_t *g, *r;
+	snprintf(buf, cap, "-");
+	json_array_foreach(map_groups, i, g)
+	{
+		if (cli_jint(g, "Group") != group)
+			continue;
+		json_array_foreach(json_object_get(g, "Replicas"), k, r)
+		{
+			if (cli_jint(r, "Node") != node)
+				continue;
+			bool voter = json_is_true(json_object_get(r, "Voter"));
+			long long repl = cli_jint(r, "Replaces");
+			if (repl > 0)
+				snprintf(buf, cap, "%s->%lld", voter ? "voter" : "non-voter", repl);
+			else
+				snprintf(buf, cap, "%s", voter ? "voter" : "non-voter");
+		}
+	}
+}
+
 void cli_print_status(FILE *out, const json_t *resp)
 {
 	json_t *nodes = json_object_get(resp, "Nodes");
@@ -350,25 +374,36 @@ void cli_print_status(FILE *out, const json_t *resp)
 	long long max_group = -1;
 	json_array_foreach(groups, i, v) if (cli_jint(v, "Group") > max_group) max_group =
 	    cli_jint(v, "Group");
-	fprintf(out, "Cluster: %zu nodes, %lld storage groups, %lld partitions per table\n",
+	json_t *map_groups = json_object_get(resp, "MapGroups");
+	json_array_foreach(map_groups, i, v) if (cli_jint(v, "Group") > max_group) max_group =
+	    cli_jint(v, "Group");
+	fprintf(out, "Cluster: %zu nodes, %lld storage groups, %lld partitions per table",
 	        json_array_size(nodes), max_group + 1, cli_jint(resp, "Partitions"));
+	if (cli_jint(resp, "MapEpoch") > 0)
+		fprintf(out, ", cluster map epoch %lld", cli_jint(resp, "MapEpoch"));
+	fputc('\n', out);
 	if (cli_jstr(resp, "RouterAuth")[0] != '\0')
 		fprintf(out, "Router: %s\n", cli_jstr(resp, "RouterAuth"));
 	if (cli_jstr(resp, "RouterTraffic")[0] != '\0')
 		fprintf(out, "Traffic: %s\n", cli_jstr(resp, "RouterTraffic"));
 	fputc('\n', out);
 
-	fprintf(out, "%-5s %-28s %-22s %s\n", "NODE", "RPC", "RAFT", "REACHABLE");
+	fprintf(out, "%-5s %-28s %-22s %-9s %s\n", "NODE", "RPC", "RAFT", "REACHABLE", "STATE");
 	json_array_foreach(nodes, i, v)
 	{
-		fprintf(out, "%-5lld %-28s %-22s %s\n", cli_jint(v, "Id"), cli_jstr(v, "Rpc"),
+		const char *state = cli_jstr(v, "State");
+		fprintf(out, "%-5lld %-28s %-22s %-9s %s\n", cli_jint(v, "Id"), cli_jstr(v, "Rpc"),
 		        cli_jstr(v, "Raft"),
-		        json_is_true(json_object_get(v, "Reachable")) ? "yes" : "NO");
+		        json_is_true(json_object_get(v, "Reachable")) ? "yes" : "NO",
+		        state[0] != '\0' ? state : "-");
 	}
 
-	/* OUTBOX: index deltas not yet shipped; AGE_MS: age of the oldest. */
-	fprintf(out, "\n%-6s %-5s %-11s %-6s %-10s %-10s %-7s %-8s %-8s %s\n", "GROUP", "NODE",
-	        "ROLE", "TERM", "COMMIT", "APPLIED", "LEADER", "OUTBOX", "AGE_MS", "ERROR");
+	/* REPLICA: voter or non-voter in the cluster map (a non-voter is being
+	 * caught up; "->N": it replaces node N's replica once a voter).
+	 * OUTBOX: index deltas not yet shipped; AGE_MS: age of the oldest. */
+	fprintf(out, "\n%-6s %-5s %-11s %-13s %-6s %-10s %-10s %-7s %-8s %-8s %s\n", "GROUP",
+	        "NODE", "ROLE", "REPLICA", "TERM", "COMMIT", "APPLIED", "LEADER", "OUTBOX",
+	        "AGE_MS", "ERROR");
 	/* By group, then by node. */
 	size_t n_groups = json_array_size(groups);
 	const json_t **sorted = malloc((n_groups + 1) * sizeof(*sorted));
@@ -384,13 +419,17 @@ void cli_print_status(FILE *out, const json_t *resp)
 		else
 			snprintf(leader, sizeof(leader), "-");
 		const char *role = cli_jstr(v, "Role");
+		char replica[32];
+		cli_replica_role(map_groups, cli_jint(v, "Group"), cli_jint(v, "Node"), replica,
+		                 sizeof(replica));
 		char line[1024];
-		int n = snprintf(line, sizeof(line),
-		                 "%-6lld %-5lld %-11s %-6lld %-10lld %-10lld %-7s %-8lld %-8lld %s",
-		                 cli_jint(v, "Group"), cli_jint(v, "Node"), role[0] ? role : "?",
-		                 cli_jint(v, "Term"), cli_jint(v, "CommitIndex"),
-		                 cli_jint(v, "AppliedIndex"), leader, cli_jint(v, "OutboxDepth"),
-		                 cli_jint(v, "OutboxOldestAgeMs"), cli_jstr(v, "Error"));
+		int n = snprintf(
+		    line, sizeof(line),
+		    "%-6lld %-5lld %-11s %-13s %-6lld %-10lld %-10lld %-7s %-8lld %-8lld %s",
+		    cli_jint(v, "Group"), cli_jint(v, "Node"), role[0] ? role : "?", replica,
+		    cli_jint(v, "Term"), cli_jint(v, "CommitIndex"), cli_jint(v, "AppliedIndex"),
+		    leader, cli_jint(v, "OutboxDepth"), cli_jint(v, "OutboxOldestAgeMs"),
+		    cli_jstr(v, "Error"));
 		size_t len = n < 0 ? 0 : (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
 		while (len > 0 && line[len - 1] == ' ')
 			len--;

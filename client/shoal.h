@@ -311,4 +311,30 @@ SHOAL_API int shoal_poll(shoal_client *c, int timeout_ms);
 /* Asynchronous requests submitted whose callbacks have not run yet. */
 SHOAL_API unsigned shoal_in_flight(shoal_client *c);
 
+/* ------------------------------------------------------------------------ */
+/* Cluster administration (Shoal's Admin operation, `shoal admin`)           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Changes of the cluster's shape, applied by the metadata group (group 0)
+ * to the cluster map; a router with a credentials file accepts them only
+ * signed by a key without grants (else SHOAL_E_ACCESS_DENIED).  Blocking,
+ * as shoal_call_json; on success *map_epoch (may be NULL) is the map's
+ * epoch after the change.
+ *
+ * shoal_admin_add_node registers a new node: its id (>= 1, new), its Raft
+ * base address "host:port" (group g listens on port + g) and its RPC URL
+ * ("tcp://host:port").  Registering again with the same addresses is
+ * SHOAL_OK; an id already used with other addresses is SHOAL_E_VALIDATION.
+ *
+ * shoal_admin_drain_node decommissions a node: it takes no new replica, its
+ * replicas move away, and group 0 removes it from the map once it holds
+ * none (poll ClusterStatus: `shoal admin remove-node` does).  A node the map
+ * does not have is SHOAL_E_NOT_FOUND.
+ */
+SHOAL_API int shoal_admin_add_node(shoal_client *c, uint32_t node_id, const char *raft,
+                                   const char *rpc, uint64_t *map_epoch, shoal_error *err);
+SHOAL_API int shoal_admin_drain_node(shoal_client *c, uint32_t node_id, uint64_t *map_epoch,
+                                     shoal_error *err);
+
 #endif

@@ -57,6 +57,17 @@
 #   cluster.sh wait [--dir D]             until every group has a leader and every
 #                                         replica answers
 #   cluster.sh stop-router ID [--hard] [--dir D] / start-router ID [--dir D]
+#   cluster.sh add-node [--dir D]         one more node joins the running cluster
+#       (issue 14): the next id (one past the highest [node.N] of D/cluster.ini)
+#       and its port block as `up` places them (checked free, below 32768); a
+#       [node.N] section appended to D/cluster.ini; its certificate made with
+#       the cluster CA when the cluster has TLS (deploy/certs.sh keeps the
+#       others); `shoal-node --join` started like the others (D/node-N.pid,
+#       D/node-N.log, D/node-N/); registered with `shoal admin add-node`
+#       (signed with D/aws-credentials, as the script's other calls); returns
+#       once its RPC port serves and `shoal status` lists it.  Prints the id.
+#       `status`, `stop-node`, `start-node` and `down` take added nodes as
+#       any (start-node restarts one with --join).  Not with --netns.
 #   cluster.sh down [--dir D]             stop exactly the processes started here
 #                                         (and, with --netns, remove the network)
 #
@@ -101,7 +112,7 @@ cut | oneway | isolate | heal | heal-all | loss | netem | slow | probe | probe-u
 	exec "$here/netns.sh" "$@" ;;
 esac
 
-cmd=${1:-}; [[ -n $cmd ]] || die "usage: cluster.sh up|status|wait|stop-node|start-node|stop-router|start-router|down [options]"
+cmd=${1:-}; [[ -n $cmd ]] || die "usage: cluster.sh up|status|wait|stop-node|start-node|stop-router|start-router|add-node|down [options]"
 shift
 target=
 args=()
@@ -244,13 +255,77 @@ stop_pid() { # pidfile hard
 
 router_port() { echo $((base + 2 * ($1 - 1))); }
 
-start_node() { # id
+start_node() { # id [extra shoal-node arguments...]
 	local id=$1 pidfile=$dir/node-$1.pid
+	shift
 	alive "$pidfile" && die "node $id is already running (pid $(cat "$pidfile"))"
+	# A node added after `up` (D/node-N.joined) never bootstraps: --join.
+	local extra=("$@")
+	[[ -f $dir/node-$id.joined && ! " ${extra[*]} " == *" --join "* ]] && extra+=(--join)
 	mkdir -p "$dir/node-$id"
-	(run_in "n$id" "$bin/shoal-node" --config "$conf" --id "$id" --dir "$dir/node-$id") \
+	(run_in "n$id" "$bin/shoal-node" --config "$conf" --id "$id" --dir "$dir/node-$id" "${extra[@]}") \
 		>>"$dir/node-$id.log" 2>&1 </dev/null &
 	echo $! >"$pidfile"
+}
+
+# Whether nothing listens on 127.0.0.1:$1.
+port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# One past the highest [node.N] of the cluster file.
+next_node_id() {
+	awk '/^[[:space:]]*\[node\.[0-9]+\]/ { match($0, /[0-9]+/); v = substr($0, RSTART, RLENGTH) + 0; if (v > m) m = v }
+		END { print m + 1 }' "$conf"
+}
+
+# cluster.sh add-node: see the top of this file.
+add_node() {
+	[[ -f $conf && -f $dir/router.endpoint ]] || die "no cluster in $dir (cluster.sh up first)"
+	[[ -z $netns ]] || die "add-node does not support --netns clusters yet"
+	local id block groups_now g p ip=127.0.0.1 from
+	id=$(next_node_id)
+	block=$((base + 100 * id))
+	groups_now=$(sed -n 's/^groups *= *//p' "$conf" | head -n 1)
+	((block + 90 < 32768)) ||
+		die "node $id's ports ($block..$((block + 90))) reach the ephemeral range; start the cluster with a lower --base-port"
+	for ((g = 0; g < ${groups_now:-1}; g++)); do port_free $((block + g)) || die "port $((block + g)) (node $id, Raft group $g) is in use"; done
+	for p in $((block + 80)) $((block + 90)); do port_free "$p" || die "port $p (node $id) is in use"; done
+	cp "$conf" "$conf.before-add"
+	{
+		echo
+		echo "[node.$id]"
+		echo "raft = $ip:$block"
+		echo "rpc = tcp://$ip:$((block + 80))"
+		echo "metrics = $ip:$((block + 90))"
+	} >>"$conf"
+	# Until it is registered, a failure leaves the cluster file as it was.
+	trap 'mv -f "$conf.before-add" "$conf"; rm -f "$dir/node-$id.joined"; alive "$dir/node-$id.pid" || rm -f "$dir/node-$id.pid"' EXIT
+	if grep -q '^\[tls\]' "$conf"; then
+		"$here/certs.sh" --dir "$dir/tls" --config "$conf" >/dev/null ||
+			die "making node $id's certificate failed"
+	fi
+	touch "$dir/node-$id.joined"
+	from=$(stat -c %s "$dir/node-$id.log" 2>/dev/null || echo 0)
+	start_node "$id" --join
+	# The process must not die at once (an old shoal-node without --join).
+	sleep 0.2
+	alive "$dir/node-$id.pid" || die "node $id exited at start; see $dir/node-$id.log: $(tail -c +$((from + 1)) "$dir/node-$id.log" | tail -n 3)"
+	own_shoal admin add-node --node-id "$id" --raft "$ip:$block" --rpc "tcp://$ip:$((block + 80))" >/dev/null ||
+		{ stop_pid "$dir/node-$id.pid" 1; die "registering node $id failed"; }
+	trap - EXIT
+	rm -f "$conf.before-add"
+	read -r _ routers_s base_s http_s tls_s <"$dir/shape"
+	echo "$id $routers_s $base_s $http_s $tls_s" >"$dir/shape"
+	local deadline=$((SECONDS + wait_secs))
+	while ((SECONDS < deadline)); do
+		alive "$dir/node-$id.pid" || die "node $id exited; see $dir/node-$id.log"
+		if ! port_free $((block + 80)) && own_shoal status --output json >"$dir/status.json" 2>/dev/null &&
+			grep -q "\"Id\": $id,\?\$" "$dir/status.json"; then
+			echo "node $id added: raft $ip:$block, rpc tcp://$ip:$((block + 80)) (log $dir/node-$id.log)"
+			return 0
+		fi
+		sleep 0.2
+	done
+	die "node $id did not serve within ${wait_secs}s; see $dir/node-$id.log"
 }
 
 # Waits until node `id` (just started, its log `from` bytes long before)
@@ -407,6 +482,9 @@ stop-router)
 start-router)
 	[[ -n $target ]] || die "start-router needs a router id"
 	start_router "$target"
+	;;
+add-node)
+	add_node
 	;;
 down)
 	for f in "$dir"/router-*.pid "$dir"/node-*.pid; do

@@ -35,7 +35,7 @@
 #define SHOAL_OPF_ITEM     (1u << 2) /* one item or one item collection: one group */
 #define SHOAL_OPF_SCATTER  (1u << 3) /* may touch several groups */
 #define SHOAL_OPF_DDL      (1u << 4) /* table definitions (group 0, then every group) */
-#define SHOAL_OPF_ADMIN    (1u << 5) /* Shoal's own operations (cluster status) */
+#define SHOAL_OPF_ADMIN    (1u << 5) /* Shoal's own operations (cluster status, admin) */
 #define SHOAL_OPF_TXN      (1u << 6) /* transactional */
 #define SHOAL_OPF_PAGE     (1u << 7) /* answers pages of items (Query, Scan) */
 #define SHOAL_OPF_PAGE_TBL (1u << 8) /* answers pages of table names (ListTables) */
@@ -95,6 +95,8 @@
 	  NODE_NONE, "the endpoint to use (this router's address)")                                \
 	X(ClusterStatus, cluster_status, CLUSTER_STATUS, "status", SHOAL_OPF_ADMIN, NODE_NONE,     \
 	  "Shoal: nodes, storage groups, leaders, terms, applied indexes, item counts")            \
+	X(Admin, admin, ADMIN, "admin", SHOAL_OPF_ADMIN, NODE_NONE,                                \
+	  "Shoal: change the cluster's shape (admin add-node, admin remove-node)")                 \
 	X(ListStreams, list_streams, LIST_STREAMS, "list-streams", SHOAL_OPF_STREAMS, NODE_NONE,   \
 	  "list the streams of tables (DynamoDB Streams)")                                         \
 	X(DescribeStream, describe_stream, DESCRIBE_STREAM, "describe-stream",                     \

@@ -151,6 +151,11 @@ static const wire_api_special specials[] = {
     {D(group_status), "leader_node", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
     {D(table_stats), "item_count", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
     {D(table_stats), "size_bytes", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(map_group), "group", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(map_replica), "node", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(map_replica), "voter", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(map_replica), "replaces", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(admin_response), "map_epoch", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
 };
 
 const wire_api_special *wire_api_special_of(const ProtobufCMessageDescriptor *desc,

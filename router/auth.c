@@ -341,6 +341,13 @@ int rt_auth_authorize(const rt_router *rt, const rt_principal *who, const Shoal_
 		               "User: arn:aws:iam::%s:user/%s is not authorized to perform: "
 		               "shoal:ClusterStatus (the key needs the admin grant)",
 		               k->account, k->key_id);
+	case SHOAL__REQUEST__OP_ADMIN:
+		/* Changing the cluster's shape: an unrestricted key only (those
+		 * returned above), not even the admin grant (which reads). */
+		return sh_errf(errmsg, SHOAL_E_ACCESS_DENIED,
+		               "User: arn:aws:iam::%s:user/%s is not authorized to perform: "
+		               "shoal:Admin (only a key without grants may change the cluster)",
+		               k->account, k->key_id);
 	case SHOAL__REQUEST__OP__NOT_SET:
 		return SHOAL_OK; /* the step answers UnknownOperationException */
 	default:

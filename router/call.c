@@ -165,8 +165,24 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 	rt->opt = *o;
 	fields_init(&rt->f);
 	atomic_init(&rt->busy, 0);
-	int rc = rt_catalog_init(&rt->catalog);
+	atomic_init(&rt->n_nodes, 0);
+	if (pthread_mutex_init(&rt->nodes_mu, NULL) != 0) {
+		rt->conf = NULL;
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "cannot initialise the nodes lock");
+	}
+	rt->nodes_mu_init = true;
+	int rc = rt_map_init(rt, errmsg);
 	if (rc != SHOAL_OK) {
+		pthread_mutex_destroy(&rt->nodes_mu);
+		rt->nodes_mu_init = false;
+		rt->conf = NULL;
+		return rc;
+	}
+	rc = rt_catalog_init(&rt->catalog);
+	if (rc != SHOAL_OK) {
+		rt_map_fini(rt);
+		pthread_mutex_destroy(&rt->nodes_mu);
+		rt->nodes_mu_init = false;
 		rt->conf = NULL;
 		return sh_errf(errmsg, rc, "catalog: cannot initialise it");
 	}
@@ -188,8 +204,7 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 	}
 	for (uint32_t g = 0; g < conf->groups; g++) {
 		uint32_t reps[SH_MAX_REPLICATION];
-		sh_cluster_replicas(conf, g, reps);
-		atomic_store(&rt->leader[g], reps[0]);
+		atomic_store(&rt->leader[g], rt_voters(rt, g, reps) > 0 ? reps[0] : 0);
 	}
 	if (conf->tls_dir[0] == '\0') {
 		rt_log("router: no [tls] in the cluster file: traffic to the nodes is plain and "
@@ -207,23 +222,23 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 		sh_errf(errmsg, rc, "out of memory");
 		goto err_after_nodes;
 	}
-	for (uint32_t i = 0; i < conf->n_nodes; i++) {
-		rt_node *n = &rt->nodes[i];
-		n->id = conf->nodes[i].id;
-		if (!sh_tls_url(rt->tls != NULL, conf->nodes[i].rpc, n->url, sizeof(n->url))) {
-			rc = sh_errf(errmsg, SHOAL_E_VALIDATION, "node %u: URL too long: %s", n->id,
-			             conf->nodes[i].rpc);
-			goto err_after_nodes;
-		}
-		if ((rc = node_open(rt, n, errmsg)) != SHOAL_OK)
+	/* The map's nodes (the birth map's: the file's). */
+	uint32_t ids[SH_MAX_NODES];
+	uint32_t nn = sh_place_nodes(rt->place, ids, SH_MAX_NODES);
+	for (uint32_t i = 0; i < nn && i < SH_MAX_NODES; i++) {
+		sh_map_node mn;
+		if (sh_place_node(rt->place, ids[i], &mn) &&
+		    (rc = rt_node_add(rt, mn.id, mn.rpc, errmsg)) != SHOAL_OK)
 			goto err_after_nodes;
 	}
+	if ((rc = rt_map_start(rt, errmsg)) != SHOAL_OK)
+		goto err_after_nodes;
 	return SHOAL_OK;
 
 err_after_nodes:
-	for (uint32_t i = 0; i < conf->n_nodes; i++)
+	for (uint32_t i = 0; i < atomic_load(&rt->n_nodes); i++)
 		node_close(&rt->nodes[i]);
-	for (uint32_t i = 0; i < conf->n_nodes; i++)
+	for (uint32_t i = 0; i < atomic_load(&rt->n_nodes); i++)
 		node_free(&rt->nodes[i]);
 	if (rt->tls != NULL)
 		sh_tls_free(rt->tls);
@@ -235,17 +250,25 @@ err_after_pool:
 	rt->pool_init = false;
 err_after_catalog:
 	rt_catalog_fini(&rt->catalog);
+	rt_map_fini(rt);
+	pthread_mutex_destroy(&rt->nodes_mu);
+	rt->nodes_mu_init = false;
 	rt->conf = NULL;
 	return rc;
 }
 
 void rt_router_close(rt_router *rt)
 {
-	if (rt->conf == NULL || atomic_exchange(&rt->stopping, true))
+	if (rt->conf == NULL)
 		return;
+	pthread_mutex_lock(&rt->nodes_mu);
+	bool was = atomic_exchange(&rt->stopping, true);
 	/* Calls in flight fail; calls in backoff find the lanes closed. */
-	for (uint32_t i = 0; i < rt->conf->n_nodes; i++)
+	for (uint32_t i = 0; !was && i < atomic_load(&rt->n_nodes); i++)
 		node_close(&rt->nodes[i]);
+	pthread_mutex_unlock(&rt->nodes_mu);
+	if (!was)
+		rt_map_poke(rt); /* the refresher sees `stopping` */
 }
 
 void rt_router_fini(rt_router *rt)
@@ -258,7 +281,8 @@ void rt_router_fini(rt_router *rt)
 		nng_msleep(5);
 	if (atomic_load(&rt->busy) > 0)
 		rt_log("router: %u requests still in progress at stop", atomic_load(&rt->busy));
-	for (uint32_t i = 0; i < rt->conf->n_nodes; i++)
+	rt_map_stop(rt);
+	for (uint32_t i = 0; i < atomic_load(&rt->n_nodes); i++)
 		node_free(&rt->nodes[i]);
 	for (rt_job *j = rt->pool, *next; j != NULL; j = next) {
 		next = j->pool_next;
@@ -277,16 +301,64 @@ void rt_router_fini(rt_router *rt)
 	rt->tls = NULL;
 	rt_txn_fini(rt);
 	rt_catalog_fini(&rt->catalog);
+	rt_map_fini(rt);
+	if (rt->nodes_mu_init)
+		pthread_mutex_destroy(&rt->nodes_mu);
+	rt->nodes_mu_init = false;
 	sh_free(rt->conf);
 	rt->conf = NULL;
 }
 
 rt_node *rt_node_by_id(rt_router *rt, uint32_t id)
 {
-	for (uint32_t i = 0; i < rt->conf->n_nodes; i++)
+	uint32_t n = atomic_load_explicit(&rt->n_nodes, memory_order_acquire);
+	for (uint32_t i = 0; i < n; i++)
 		if (rt->nodes[i].id == id)
 			return &rt->nodes[i];
 	return NULL;
+}
+
+int rt_node_add(rt_router *rt, uint32_t id, const char *rpc, char *errmsg)
+{
+	int rc = SHOAL_OK;
+	pthread_mutex_lock(&rt->nodes_mu);
+	uint32_t n = atomic_load_explicit(&rt->n_nodes, memory_order_relaxed);
+	if (rt_node_by_id(rt, id) != NULL)
+		goto out;
+	if (atomic_load(&rt->stopping)) {
+		rc = sh_errf(errmsg, SHOAL_E_UNAVAILABLE, "node %u: the router is stopping", id);
+		goto out;
+	}
+	if (n >= SH_MAX_NODES) {
+		rc = sh_errf(errmsg, SHOAL_E_LIMIT_EXCEEDED,
+		             "node %u: the router serves at most %d nodes", id, SH_MAX_NODES);
+		goto out;
+	}
+	/* Built in place past the published count: no reader looks there. */
+	rt_node *nd = &rt->nodes[n];
+	memset(nd, 0, sizeof(*nd));
+	nd->id = id;
+	if (!sh_tls_url(rt->tls != NULL, rpc, nd->url, sizeof(nd->url))) {
+		rc = sh_errf(errmsg, SHOAL_E_VALIDATION, "node %u: URL too long: %s", id, rpc);
+		memset(nd, 0, sizeof(*nd));
+		goto out;
+	}
+	if ((rc = node_open(rt, nd, errmsg)) != SHOAL_OK) {
+		node_close(nd);
+		node_free(nd);
+		memset(nd, 0, sizeof(*nd));
+		goto out;
+	}
+	atomic_store_explicit(&rt->n_nodes, n + 1, memory_order_release);
+out:
+	pthread_mutex_unlock(&rt->nodes_mu);
+	return rc;
+}
+
+uint32_t rt_voters(rt_router *rt, uint32_t group, uint32_t *nodes)
+{
+	uint32_t n = sh_place_voters(rt->place, group, nodes, SH_MAX_REPLICATION);
+	return n < SH_MAX_REPLICATION ? n : SH_MAX_REPLICATION;
 }
 
 uint32_t rt_group_of_hash(const rt_router *rt, uint64_t h)
@@ -333,11 +405,16 @@ static void mark_down(rt_router *rt, uint32_t node)
 
 void rt_note_failure(rt_router *rt, uint32_t group, sh_outcome o, uint32_t tried, uint32_t hint)
 {
-	if (o == SH_OUT_UNREACHABLE)
+	if (o == SH_OUT_UNREACHABLE) {
 		mark_down(rt, tried);
-	if (o == SH_OUT_NOT_LEADER && hint != 0 && hint != tried &&
-	    sh_cluster_hosts(rt->conf, hint, group))
-		set_leader(rt, group, hint);
+		rt_map_poke(rt); /* removed from the map? */
+	}
+	if (o == SH_OUT_NOT_LEADER && hint != 0 && hint != tried) {
+		if (sh_place_is_voter(rt->place, hint, group))
+			set_leader(rt, group, hint);
+		else
+			rt_map_poke(rt); /* a leader the map does not know: it is old */
+	}
 }
 
 void rt_note_answer(rt_router *rt, uint32_t group, uint32_t from, bool any_replica)
@@ -434,6 +511,19 @@ static void call_failed(rt_call *c, sh_outcome o, uint32_t hint, const char *wha
 		return;
 	}
 	rt_note_failure(rt, c->group, o, tried, hint);
+	/* A newer map since the call started: its retries go to the group's
+	 * voters now (a hint names one of them). */
+	uint64_t epoch = sh_place_epoch(rt->place);
+	if (epoch != c->epoch) {
+		uint32_t reps[SH_MAX_REPLICATION];
+		uint32_t n = rt_voters(rt, c->group, reps);
+		if (n > 0) {
+			memcpy(c->retry.replicas, reps, n * sizeof(reps[0]));
+			c->retry.n = n;
+			c->retry.round = c->retry.round < n ? c->retry.round : 0;
+		}
+		c->epoch = epoch;
+	}
 	int64_t now = rt_now_ms();
 	uint32_t delay;
 	if (!sh_retry_next(&c->retry, o, hint, now, c->deadline, &delay)) {
@@ -627,14 +717,23 @@ void rt_call_start(rt_call *c)
 		return;
 	}
 	uint32_t reps[SH_MAX_REPLICATION];
-	uint32_t nrep = rt->conf->replication;
-	sh_cluster_replicas(rt->conf, c->group, reps);
+	uint32_t nrep;
 	uint32_t first;
 	if (c->only_node != 0) {
 		reps[0] = c->only_node;
 		nrep = 1;
 		first = c->only_node;
 	} else {
+		c->epoch = sh_place_epoch(rt->place);
+		nrep = rt_voters(rt, c->group, reps);
+		if (nrep == 0) {
+			sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE,
+			        "Service unavailable: storage group %u has no voter in the cluster "
+			        "map (epoch %llu)",
+			        c->group, (unsigned long long)c->epoch);
+			call_fail_later(c, SHOAL_E_UNAVAILABLE);
+			return;
+		}
 		first = rt_first_target(rt, c->group, c->any_replica, reps, nrep);
 	}
 	sh_retry_init(&c->retry, reps, nrep, first, RT_BACKOFF_MIN_MS, RT_BACKOFF_MAX_MS);

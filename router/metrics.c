@@ -167,8 +167,23 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "# TYPE shoal_router_restarts_total counter\n"
 	    "shoal_router_restarts_total %llu\n",
 	    (unsigned long long)get(&m->restarts));
+	if (rt != NULL && rt->place != NULL)
+		put(&o,
+		    "# HELP shoal_router_map_epoch The epoch of the cluster map the router routes "
+		    "with.\n"
+		    "# TYPE shoal_router_map_epoch gauge\n"
+		    "shoal_router_map_epoch %llu\n"
+		    "# HELP shoal_router_map_refreshes_total Refreshes of the cluster map "
+		    "(map_get).\n"
+		    "# TYPE shoal_router_map_refreshes_total counter\n"
+		    "shoal_router_map_refreshes_total %llu\n",
+		    (unsigned long long)sh_place_epoch(rt->place),
+		    (unsigned long long)rt_map_refreshes(rt));
 	uint64_t msgs[RT_CLASS__COUNT] = {0}, batches = 0, batched = 0;
-	for (uint32_t i = 0; rt != NULL && rt->conf != NULL && i < rt->conf->n_nodes; i++)
+	uint32_t n_nodes = rt != NULL && rt->conf != NULL
+	                       ? atomic_load_explicit(&rt->n_nodes, memory_order_acquire)
+	                       : 0;
+	for (uint32_t i = 0; i < n_nodes; i++)
 		for (int k = 0; k < RT_CLASS__COUNT; k++) {
 			const wire_lanes *l = &rt->nodes[i].lanes[k];
 			msgs[k] += atomic_load_explicit(&l->messages, memory_order_relaxed);

@@ -77,6 +77,7 @@
 
 #include "common/arena.h"
 #include "common/cluster.h"
+#include "common/placement.h"
 #include "common/tls.h"
 #include "common/errors.h"
 #include "common/retry.h"
@@ -106,14 +107,14 @@ typedef struct rt_principal {
 /* ------------------------------------------------------------------------ */
 
 typedef struct rt_options {
-	uint32_t contexts;     /* REP contexts: client messages in progress at once (256) */
-	uint32_t attempt_ms;   /* answer timeout of one attempt at a node (2000) */
-	uint32_t send_ms;      /* how long to wait for a connection to a node (500) */
-	uint32_t deadline_ms;  /* per client request (10000) */
-	uint32_t status_ms;    /* ClusterStatus / DescribeTable per-node timeout (1000) */
-	uint32_t http_workers; /* HTTP endpoint: threads for signatures and large JSON (4) */
-	uint32_t http_head_ms; /* HTTP: a request head must arrive within this (10000) */
-	uint32_t http_body_ms; /* HTTP: a body or answer may stall this long (30000) */
+	uint32_t contexts;       /* REP contexts: client messages in progress at once (256) */
+	uint32_t attempt_ms;     /* answer timeout of one attempt at a node (2000) */
+	uint32_t send_ms;        /* how long to wait for a connection to a node (500) */
+	uint32_t deadline_ms;    /* per client request (10000) */
+	uint32_t status_ms;      /* ClusterStatus / DescribeTable per-node timeout (1000) */
+	uint32_t http_workers;   /* HTTP endpoint: threads for signatures and large JSON (4) */
+	uint32_t http_head_ms;   /* HTTP: a request head must arrive within this (10000) */
+	uint32_t http_body_ms;   /* HTTP: a body or answer may stall this long (30000) */
 	uint32_t http_body_rate; /* HTTP: a body's bytes a second, on average, at least (500) */
 } rt_options;
 
@@ -275,10 +276,23 @@ typedef struct rt_fields {
 } rt_fields;
 
 struct rt_router {
-	sh_cluster_conf *conf; /* owned */
+	sh_cluster_conf *conf; /* owned: partitions, options; never placement */
+	/* The cluster map the router routes with (common/placement.h; map.c
+	 * keeps it fresh): which nodes hold each group, where nodes listen.
+	 * Starts as the cluster file's birth map. */
+	sh_place *place;
 	rt_options opt;
 	rt_fields f;
-	rt_node nodes[SH_MAX_NODES];     /* conf order */
+	/* One entry per node of the map, ever: append-only (the file's nodes
+	 * first, then nodes that joined, rt_node_add), never moved, so a
+	 * pointer to one stays valid until rt_router_fini.  Entries
+	 * [0, n_nodes) are fully built: n_nodes is stored with release order
+	 * after the entry is, and readers load it with acquire order. */
+	rt_node nodes[SH_MAX_NODES];
+	_Atomic uint32_t n_nodes;
+	pthread_mutex_t nodes_mu; /* serialises rt_node_add and rt_router_close */
+	bool nodes_mu_init;
+	struct rt_mapper *mapper;        /* the map refresher (map.c) */
 	_Atomic uint32_t *leader;        /* per group: node believed to lead it */
 	_Atomic uint32_t rr;             /* round robin for any-replica reads */
 	uint8_t nonce[16];               /* random, at start: ids are unique to this router */
@@ -325,6 +339,14 @@ void rt_router_close(rt_router *rt);
 void rt_router_fini(rt_router *rt);
 
 rt_node *rt_node_by_id(rt_router *rt, uint32_t id);
+/* Adds (and dials, TLS as the others) an rt_node for a node that appeared
+ * in the map; nothing if it has one.  SHOAL_E_LIMIT_EXCEEDED past SH_MAX_NODES,
+ * SHOAL_E_UNAVAILABLE when the router is stopping, or nng's failure.  Any
+ * thread (serialised by nodes_mu). */
+int rt_node_add(rt_router *rt, uint32_t id, const char *rpc, char *errmsg);
+/* Group g's voters from the map, the preferred leader first, into
+ * nodes[SH_MAX_REPLICATION]; returns how many (0: no such group). */
+uint32_t rt_voters(rt_router *rt, uint32_t group, uint32_t *nodes);
 /* A fresh 16-byte id, unique across routers and restarts (a write's
  * idempotency token, a transaction's id).  Any thread. */
 void rt_new_id(rt_router *rt, uint8_t out[16]);
@@ -383,7 +405,8 @@ struct rt_call {
 	int state;
 	atomic_bool starting; /* inside rt_call_start */
 	sh_retry retry;
-	rt_node *node; /* the attempt's target */
+	rt_node *node;  /* the attempt's target */
+	uint64_t epoch; /* the map's epoch its replicas came from */
 	nng_aio *timer;
 	/* Out (valid when DONE). */
 	int rc; /* SHOAL_OK: answered (ans set); else errmsg */
@@ -420,6 +443,38 @@ Shoal__NodeResponse *rt_call_resp(rt_call *c, sh_arena *a);
 int rt_call_detached(rt_router *rt, uint32_t group, Shoal__NodeRequest *nr, uint32_t ms);
 /* Frees what a finished call holds (its answer message, its timer). */
 void rt_call_release(rt_call *c);
+
+/* ------------------------------------------------------------------------ */
+/* The cluster map (map.c)                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The router's map (rt->place) moves forward three ways, all through
+ * rt_map_offer: the refresher asks a node for map_get about once a second
+ * (group 0's believed leader first, then the map's nodes in turn), and at
+ * once when poked (a NOT_LEADER naming a node that is not a voter of the
+ * group in the router's map, a node that could not be reached); an admin
+ * change's answer carries the new map; ClusterStatus asks group 0 first.
+ * An installed map gives each of its nodes an rt_node (rt_node_add).
+ */
+
+/* Creates rt->place from the file's birth map (rt_router_init). */
+int rt_map_init(rt_router *rt, char *errmsg);
+/* Starts the refresher (after the nodes are open); stops and joins it. */
+int rt_map_start(rt_router *rt, char *errmsg);
+void rt_map_stop(rt_router *rt);
+void rt_map_fini(rt_router *rt);
+/* Installs an encoded map if it is newer (1), else 0, or an error (bytes
+ * that do not decode: SHOAL_E_SERIALIZATION); then adds the rt_nodes of
+ * nodes it names that the router lacks.  Any thread. */
+int rt_map_offer(rt_router *rt, const uint8_t *buf, size_t len, char *errmsg);
+/* Asks the refresher for a refresh now (at most one each RT_MAP_MIN_MS). */
+void rt_map_poke(rt_router *rt);
+/* Refreshes done and maps installed (metrics, tests). */
+uint64_t rt_map_refreshes(const rt_router *rt);
+
+#define RT_MAP_EVERY_MS 1000
+#define RT_MAP_MIN_MS   100
 
 /* ------------------------------------------------------------------------ */
 /* Jobs (job.c)                                                              */

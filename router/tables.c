@@ -1,5 +1,5 @@
 /*
- * tables.c -- table operations and ClusterStatus.
+ * tables.c -- table operations (ClusterStatus is in cluster.c).
  *
  * Group 0 holds the catalog; every data group holds a copy of each table's
  * definition (the engine needs it to check keys and count items).
@@ -15,9 +15,6 @@
  *   ListTables     group 0, paging as the engine does.
  *   DeleteTable    group 0's description, drop in group 0, then in every
  *                  data group; answers the description as DELETING.
- *   ClusterStatus  group_status from every node for every group it hosts, in
- *                  parallel with a short timeout; a node that does not answer
- *                  is reachable = false and its groups "unreachable".
  *
  *   UpdateTable    update_table to group 0, which validates it against the
  *                table, assigns new GSIs their ids (CREATING), applies billing
@@ -875,108 +872,4 @@ int rt_step_update_table(rt_job *j)
 	default:
 		return rt_job_fail(j, SHOAL_E_INTERNAL, "UpdateTable: phase %d", j->phase);
 	}
-}
-
-/* ------------------------------------------------------------------------ */
-/* ClusterStatus                                                             */
-/* ------------------------------------------------------------------------ */
-
-static Shoal__GroupStatus *status_row(rt_job *j, uint32_t group, uint32_t node, const char *role,
-                                      const char *error)
-{
-	Shoal__GroupStatus *gs = sh_arena_alloc(&j->arena, sizeof(*gs));
-	if (gs == NULL)
-		return NULL;
-	shoal__group_status__init(gs);
-	gs->group = group;
-	gs->node = node;
-	gs->role = (char *)role;
-	gs->error = sh_arena_strndup(&j->arena, error, strlen(error));
-	return gs->error != NULL ? gs : NULL;
-}
-
-typedef struct cluster_st {
-	rt_call **calls;
-	uint32_t n;
-} cluster_st;
-
-int rt_step_cluster_status(rt_job *j)
-{
-	const sh_cluster_conf *conf = j->rt->conf;
-	cluster_st *s = j->st;
-	int rc;
-	if (j->phase == 0) {
-		uint32_t n = 0;
-		for (uint32_t i = 0; i < conf->n_nodes; i++)
-			for (uint32_t g = 0; g < conf->groups; g++)
-				n += sh_cluster_hosts(conf, conf->nodes[i].id, g);
-		if ((s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL ||
-		    (s->calls = sh_arena_calloc(&j->arena, n + 1, sizeof(*s->calls))) == NULL)
-			return nomem(j);
-		for (uint32_t i = 0; i < conf->n_nodes; i++)
-			for (uint32_t g = 0; g < conf->groups; g++) {
-				if (!sh_cluster_hosts(conf, conf->nodes[i].id, g))
-					continue;
-				if ((rc = status_call(j, g, conf->nodes[i].id, &s->calls[s->n])) !=
-				    SHOAL_OK)
-					return rc;
-				s->calls[s->n]->deadline = rt_now_ms() + j->rt->opt.status_ms;
-				s->n++;
-			}
-		j->phase = 1;
-		if (s->n > 0)
-			return RT_WAIT;
-	}
-	Shoal__ClusterStatusResponse *out = sh_arena_alloc(&j->arena, sizeof(*out));
-	if (out == NULL)
-		return nomem(j);
-	shoal__cluster_status_response__init(out);
-	out->partitions = sh_cluster_partitions(conf);
-	out->router_auth = (char *)rt_auth_describe(j->rt);
-	out->router_traffic = (char *)rt_traffic_describe(j->rt);
-	out->nodes = sh_arena_calloc(&j->arena, conf->n_nodes + 1, sizeof(*out->nodes));
-	out->groups = sh_arena_calloc(&j->arena, s->n + 1, sizeof(*out->groups));
-	if (out->nodes == NULL || out->groups == NULL)
-		return nomem(j);
-	for (uint32_t i = 0; i < s->n; i++) {
-		rt_call *c = s->calls[i];
-		Shoal__NodeResponse *resp = c->rc == SHOAL_OK ? rt_call_resp(c, &j->arena) : NULL;
-		Shoal__GroupStatus *gs;
-		if (c->rc != SHOAL_OK)
-			gs = status_row(j, c->group, c->only_node, "unreachable", c->errmsg);
-		else if (resp != NULL && resp->status != NULL)
-			gs = resp->status;
-		else
-			gs = status_row(j, c->group, c->only_node, "unavailable",
-			                resp != NULL && resp->response != NULL &&
-			                        resp->response->message != NULL
-			                    ? resp->response->message
-			                    : "no status");
-		if (gs == NULL)
-			return nomem(j);
-		gs->group = c->group;
-		gs->node = c->only_node;
-		out->groups[out->n_groups++] = gs;
-	}
-	for (uint32_t i = 0; i < conf->n_nodes; i++) {
-		const sh_node_conf *nc = &conf->nodes[i];
-		Shoal__NodeInfo *ni = sh_arena_alloc(&j->arena, sizeof(*ni));
-		char raft[SH_ADDR_MAX + 8];
-		snprintf(raft, sizeof(raft), "%s:%u", nc->raft_host, nc->raft_port);
-		if (ni == NULL)
-			return nomem(j);
-		shoal__node_info__init(ni);
-		ni->id = nc->id;
-		ni->rpc = (char *)nc->rpc;
-		ni->raft = sh_arena_strndup(&j->arena, raft, strlen(raft));
-		if (ni->raft == NULL)
-			return nomem(j);
-		for (uint32_t k = 0; k < s->n; k++)
-			if (s->calls[k]->only_node == nc->id && s->calls[k]->rc == SHOAL_OK)
-				ni->reachable = true;
-		out->nodes[out->n_nodes++] = ni;
-	}
-	j->out->result_case = SHOAL__RESPONSE__RESULT_CLUSTER_STATUS;
-	j->out->cluster_status = out;
-	return SHOAL_OK;
 }

@@ -10,6 +10,7 @@
  * without a server.  The built binary itself is run (fork/exec) for usage
  * errors and for the connection error against an endpoint nobody listens on.
  */
+#include "client/cli_admin.c"
 #include "client/cli_args.c"
 #include "client/cli_cmds.c"
 #include "client/cli_load.c"
@@ -51,6 +52,9 @@ typedef struct fake_svc {
 	int n_items;  /* Query/Scan: items SK 0..n-1 of one partition */
 	int page;     /* the service's page size when no Limit is given */
 	int n_tables; /* ListTables: t00 .. */
+	/* ClusterStatus: these answers in turn (the last one repeats). */
+	const char *const *status_seq;
+	int n_status, status_i;
 } fake_svc;
 
 static json_t *make_item(int i)
@@ -113,6 +117,12 @@ static int fake_call(void *ctx, const char *operation, const char *body, char **
 			json_object_set_new(
 			    resp, "LastEvaluatedTableName",
 			    json_string(json_string_value(json_array_get(names, i - start - 1))));
+	}
+	if (strcmp(operation, "ClusterStatus") == 0 && s->n_status > 0) {
+		int i = s->status_i < s->n_status ? s->status_i : s->n_status - 1;
+		s->status_i++;
+		*response = strdup(s->status_seq[i]);
+		return SHOAL_OK;
 	}
 	if (resp != NULL) {
 		*response = json_dumps(resp, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -758,7 +768,7 @@ START_TEST(test_output)
 	                  NULL,
 	              "%s", r.out);
 	ck_assert_ptr_nonnull(strstr(r.out, "2     tcp://127.0.0.1:7280"));
-	ck_assert_ptr_nonnull(strstr(r.out, " NO\n"));
+	ck_assert_msg(strstr(r.out, " NO        -\n") != NULL, "%s", r.out);
 	ck_assert_ptr_nonnull(strstr(r.out, "timed out"));
 	ck_assert_ptr_nonnull(strstr(r.out, "orders                           1      1     17"));
 	/* The change stream: outbox depth and age per replica, index entries. */
@@ -771,6 +781,120 @@ START_TEST(test_output)
 	result_free(&r);
 	r = run_cmd(&s, "status", "--output", "json", NULL);
 	ck_assert_ptr_nonnull(strstr(r.out, "\"Partitions\": 8"));
+	result_free(&r);
+	svc_fini(&s);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* shoal admin, and the map in shoal status                                  */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_admin)
+{
+	CHECK_BODY("Admin",
+	           "{\"AddNode\":{\"Id\":4,\"Raft\":\"127.0.0.1:9400\",\"Rpc\":"
+	           "\"tcp://127.0.0.1:9480\"}}",
+	           "admin", "add-node", "--node-id", "4", "--raft", "127.0.0.1:9400", "--rpc",
+	           "tcp://127.0.0.1:9480");
+	CHECK_BODY("Admin", "{\"DrainNode\":4}", "admin", "remove-node", "--node-id", "4",
+	           "--no-wait");
+	/* The raw operation. */
+	CHECK_BODY("Admin", "{\"DrainNode\":3}", "admin", "--drain-node", "3");
+	CHECK_FAIL(252, "the following arguments are required: --rpc", "admin", "add-node",
+	           "--node-id", "4", "--raft", "h:1");
+	CHECK_FAIL(252, "valid choices are:\n\nadd-node | remove-node", "admin", "bogus");
+	CHECK_FAIL(252, "a node id is 1 or more", "admin", "remove-node", "--node-id", "0");
+	CHECK_FAIL(252, "Unknown options: --wait-for-it", "admin", "remove-node", "--node-id", "2",
+	           "--wait-for-it");
+
+	/* The service's refusal, as the AWS CLI prints one. */
+	fake_svc s;
+	svc_init(&s);
+	s.fail_code = SHOAL_E_VALIDATION;
+	s.fail_msg = "add_node: node 2 is already in the cluster with other addresses or draining";
+	result r = run_cmd(&s, "admin", "add-node", "--node-id", "2", "--raft", "h:1", "--rpc",
+	                   "tcp://h:2", NULL);
+	ck_assert_int_eq(r.code, 254);
+	ck_assert_str_eq(r.err, "An error occurred (ValidationException) when calling the Admin "
+	                        "operation: add_node: node 2 is already in the cluster with other "
+	                        "addresses or draining\n");
+	result_free(&r);
+	svc_fini(&s);
+
+	/* remove-node waits: replicas move away, then the node leaves the map. */
+	static const char *const seq[] = {
+	    "{\"MapEpoch\":7,\"Nodes\":[{\"Id\":1},{\"Id\":4,\"State\":\"draining\"}],"
+	    "\"MapGroups\":[{\"Group\":1,\"Replicas\":[{\"Node\":1,\"Voter\":true},"
+	    "{\"Node\":4,\"Voter\":true}]},{\"Group\":2,\"Replicas\":[{\"Node\":4,"
+	    "\"Voter\":true}]}]}",
+	    "{\"MapEpoch\":9,\"Nodes\":[{\"Id\":1},{\"Id\":4,\"State\":\"draining\"}],"
+	    "\"MapGroups\":[{\"Group\":1,\"Replicas\":[{\"Node\":1,\"Voter\":true}]},"
+	    "{\"Group\":2,\"Replicas\":[{\"Node\":4,\"Voter\":true}]}]}",
+	    "{\"MapEpoch\":10,\"Nodes\":[{\"Id\":1},{\"Id\":4,\"State\":\"draining\"}],"
+	    "\"MapGroups\":[{\"Group\":1,\"Replicas\":[{\"Node\":1,\"Voter\":true}]}]}",
+	    "{\"MapEpoch\":11,\"Nodes\":[{\"Id\":1}],"
+	    "\"MapGroups\":[{\"Group\":1,\"Replicas\":[{\"Node\":1,\"Voter\":true}]}]}",
+	};
+	svc_init(&s);
+	s.canned = "{\"MapEpoch\":7}";
+	s.status_seq = seq;
+	s.n_status = 4;
+	r = run_cmd(&s, "admin", "remove-node", "--node-id", "4", "--poll-interval-ms", "10", NULL);
+	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+	ck_assert_int_eq(s.calls, 5); /* Admin, then ClusterStatus until gone */
+	ck_assert_str_eq(r.err, "node 4: draining, 2 replicas left (groups 1 2)\n"
+	                        "node 4: draining, 1 replica left (group 2)\n"
+	                        "node 4: holds no replica; waiting for it to leave the cluster "
+	                        "map\n"
+	                        "node 4: removed from the cluster map (epoch 11)\n");
+	json_t *got = json_loads(r.out, 0, NULL);
+	assert_json_eq(got, "{\"MapEpoch\":7}");
+	json_decref(got);
+	result_free(&r);
+	svc_fini(&s);
+
+	/* ... and gives up at its timeout, non-zero. */
+	svc_init(&s);
+	s.status_seq = seq;
+	s.n_status = 1;
+	r = run_cmd(&s, "admin", "remove-node", "--node-id", "4", "--timeout-secs", "0",
+	            "--poll-interval-ms", "10", NULL);
+	ck_assert_int_eq(r.code, 255);
+	ck_assert_msg(strstr(r.err, "Timed out after 0 seconds waiting for node 4 to be removed: "
+	                            "it still holds 2 replicas (groups 1 2)") != NULL,
+	              "%s", r.err);
+	ck_assert_str_eq(r.out, "");
+	result_free(&r);
+	svc_fini(&s);
+
+	/* shoal status: the map's epoch, each node's state, each replica's role. */
+	svc_init(&s);
+	s.canned = "{\"Nodes\":[{\"Id\":1,\"Rpc\":\"tcp://h:1\",\"Raft\":\"h:2\",\"Reachable\":"
+	           "true,\"State\":\"active\"},{\"Id\":4,\"Rpc\":\"tcp://h:4\",\"Raft\":\"h:5\","
+	           "\"State\":\"draining\"}],\"Groups\":[{\"Group\":1,\"Node\":1,\"Role\":"
+	           "\"leader\",\"Term\":2},{\"Group\":1,\"Node\":4,\"Role\":\"follower\","
+	           "\"Term\":2}],\"Partitions\":3,\"MapEpoch\":12,\"MapGroups\":[{\"Group\":1,"
+	           "\"Replicas\":[{\"Node\":1,\"Voter\":true,\"Replaces\":0},{\"Node\":4,"
+	           "\"Voter\":false,\"Replaces\":2}]}]}";
+	r = run_cmd(&s, "status", NULL);
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_msg(strstr(r.out, "2 storage groups, 3 partitions per table, cluster map epoch "
+	                            "12\n") != NULL,
+	              "%s", r.out);
+	ck_assert_msg(strstr(r.out, "NO        draining\n") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "yes       active\n") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "1      1     leader      voter         2 ") != NULL, "%s",
+	              r.out);
+	ck_assert_msg(strstr(r.out, "1      4     follower    non-voter->2  2 ") != NULL, "%s",
+	              r.out);
+	result_free(&r);
+	r = run_cmd(&s, "status", "--output", "json", NULL);
+	json_t *j = json_loads(r.out, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(cli_jint(j, "MapEpoch"), 12);
+	ck_assert_int_eq(cli_jint(json_array_get(json_object_get(j, "Groups"), 1), "Node"), 4);
+	json_decref(j);
 	result_free(&r);
 	svc_fini(&s);
 }
@@ -1420,6 +1544,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, test_usage_errors);
 	tcase_add_test(tc, test_service_errors);
 	tcase_add_test(tc, test_output);
+	tcase_add_test(tc, test_admin);
 	tcase_add_test(tc, test_paginate_all);
 	tcase_add_test(tc, test_paginate_tokens);
 	tcase_add_test(tc, test_token_roundtrip);

@@ -704,6 +704,201 @@ START_TEST(test_leader_hints)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* The cluster map: a refresh on a stranger's leader hint, rt_nodes growing, */
+/* Admin                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* What the fake cluster's map is now (map_get answers it), and the group
+ * whose voters moved: node 4 leads it, the others point there. */
+static uint8_t *moved_map;
+static size_t moved_len;
+static uint64_t moved_epoch;
+static uint32_t moved_group;
+static int map_changes;      /* map_change requests seen */
+static int map_change_races; /* ... the first ones answered WRONG_EPOCH */
+
+static Shoal__NodeResponse *mover(fake_node *self, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	if (req->map_get) {
+		Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+		nr->map.data = moved_map;
+		nr->map.len = moved_len;
+		nr->epoch = moved_epoch;
+		return nr;
+	}
+	if (req->map_change != NULL) {
+		if (map_changes++ < map_change_races)
+			return answer(a, SHOAL_E_WRONG_EPOCH, "the cluster map changed meanwhile");
+		ck_assert_int_eq(req->map_change->action_case,
+		                 SHOAL__ADMIN_REQUEST__ACTION_ADD_NODE);
+		sh_map m;
+		char msg[SH_ERRMSG_SIZE];
+		ck_assert_int_eq(sh_map_decode(moved_map, moved_len, &m, msg), SHOAL_OK);
+		sh_map_node n = {.id = req->map_change->add_node->id, .raft_port = 1};
+		snprintf(n.raft_host, sizeof(n.raft_host), "127.0.0.1");
+		snprintf(n.rpc, sizeof(n.rpc), "%s", req->map_change->add_node->rpc);
+		ck_assert_int_eq(sh_map_add_node(&m, &n, msg), SHOAL_OK);
+		free(moved_map);
+		moved_len = sh_map_encoded_size(&m);
+		moved_map = malloc(moved_len);
+		sh_map_encode(&m, moved_map);
+		moved_epoch = m.epoch;
+		sh_map_fini(&m);
+		Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+		nr->map.data = moved_map;
+		nr->map.len = moved_len;
+		nr->epoch = moved_epoch;
+		return nr;
+	}
+	if (req->list_catalog)
+		return catalog_answer(a);
+	if (req->group_status) {
+		Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+		nr->status = sh_arena_alloc(a, sizeof(*nr->status));
+		shoal__group_status__init(nr->status);
+		nr->status->role = (char *)(self->id == 4 ? "leader" : "follower");
+		return nr;
+	}
+	bool leads = req->group == moved_group ? self->id == 4 : self->id == 1;
+	if (!leads) {
+		Shoal__NodeResponse *nr = answer(a, SHOAL_E_NOT_LEADER, "not the leader");
+		nr->leader_node = req->group == moved_group ? 4 : 1;
+		return nr;
+	}
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	Shoal__GetItemResponse *g = sh_arena_alloc(a, sizeof(*g));
+	shoal__get_item_response__init(g);
+	g->item = req->request->get_item->key;
+	nr->response->result_case = SHOAL__RESPONSE__RESULT_GET_ITEM;
+	nr->response->get_item = g;
+	return nr;
+}
+
+START_TEST(test_map_moves)
+{
+	sh_cluster_conf *c = make_conf(4, 3);
+	/* The map after node 4 joined and took node 1's place in the group
+	 * of key "k1": what the router must learn by itself. */
+	sh_map m;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(sh_map_from_conf(&m, c, msg), SHOAL_OK);
+	sh_arena a;
+	sh_arena_init(&a);
+	moved_group = sh_cluster_partition_group(
+	    c, sh_cluster_partition_of(c, st_key_hash(7, st_new_s(&a, "k1"))));
+	sh_map_node n4 = {.id = 4, .raft_port = (uint16_t)(base_port() + 400)};
+	snprintf(n4.raft_host, sizeof(n4.raft_host), "127.0.0.1");
+	snprintf(n4.rpc, sizeof(n4.rpc), "tcp://127.0.0.1:%d", base_port() + 4);
+	const sh_map_group *g = sh_map_group_get(&m, moved_group);
+	uint32_t first = g->replicas[0].node;
+	ck_assert_int_eq(sh_map_add_node(&m, &n4, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_replica(&m, moved_group, 4, first, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_promote(&m, moved_group, 4, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_remove_replica(&m, moved_group, first, msg), SHOAL_OK);
+	moved_len = sh_map_encoded_size(&m);
+	moved_map = malloc(moved_len);
+	sh_map_encode(&m, moved_map);
+	moved_epoch = m.epoch;
+	sh_map_fini(&m);
+
+	fakes_start(c, mover);
+	fake_node *f4 = &fakes[n_fakes++];
+	f4->id = 4;
+	f4->fn = mover;
+	atomic_store(&f4->calls, 0);
+	ck_assert_int_eq(nng_rep0_open(&f4->sock), 0);
+	ck_assert_int_eq(nng_listen(f4->sock, n4.rpc, NULL, 0), 0);
+	ck_assert_int_eq(pthread_create(&f4->th, NULL, fake_loop, f4), 0);
+
+	rt_router *rt = router_up(c, 5000);
+	ck_assert_uint_eq(atomic_load(&rt->n_nodes), 3);
+	ck_assert_uint_eq(sh_place_epoch(rt->place), 1);
+	ck_assert_ptr_null(rt_node_by_id(rt, 4));
+
+	/* A consistent read of k1: the old voters point at node 4, which the
+	 * router's map does not have -- it refreshes, dials node 4, and the
+	 * same call goes there. */
+	Shoal__Response *resp = roundtrip(rt, &a, get_request(&a, "tbl", "k1", true));
+	ck_assert_msg(resp->status == SHOAL__STATUS__STATUS_OK, "%s", resp->message);
+	ck_assert_uint_eq(sh_place_epoch(rt->place), moved_epoch);
+	ck_assert_uint_eq(atomic_load(&rt->n_nodes), 4);
+	rt_node *rn = rt_node_by_id(rt, 4);
+	ck_assert_ptr_nonnull(rn);
+	ck_assert_str_eq(rn->url, n4.rpc);
+	ck_assert_uint_eq(atomic_load(&rt->leader[moved_group]), 4);
+	ck_assert_int_gt(atomic_load(&f4->calls), 0);
+	uint32_t voters[SH_MAX_REPLICATION];
+	uint32_t nv = rt_voters(rt, moved_group, voters);
+	ck_assert_uint_eq(nv, 3);
+	bool has4 = false, has_first = false;
+	for (uint32_t k = 0; k < nv; k++)
+		has4 |= voters[k] == 4, has_first |= voters[k] == first;
+	ck_assert(has4 && !has_first);
+
+	/* Admin: AddNode through group 0's leader (node 1), after two
+	 * WRONG_EPOCH races; the answer's map is installed at once and the
+	 * new node gets its rt_node. */
+	map_changes = 0;
+	map_change_races = 2;
+	Shoal__Request *req = sh_arena_alloc(&a, sizeof(*req));
+	Shoal__AdminRequest *ad = sh_arena_alloc(&a, sizeof(*ad));
+	Shoal__NodeSpec *spec = sh_arena_alloc(&a, sizeof(*spec));
+	shoal__request__init(req);
+	shoal__admin_request__init(ad);
+	shoal__node_spec__init(spec);
+	spec->id = 5;
+	spec->raft = "127.0.0.1:1";
+	spec->rpc = "tcp://127.0.0.1:2";
+	ad->action_case = SHOAL__ADMIN_REQUEST__ACTION_ADD_NODE;
+	ad->add_node = spec;
+	req->request_id = 9;
+	req->op_case = SHOAL__REQUEST__OP_ADMIN;
+	req->admin = ad;
+	resp = roundtrip(rt, &a, req);
+	ck_assert_msg(resp->status == SHOAL__STATUS__STATUS_OK, "%s", resp->message);
+	ck_assert_int_eq(resp->result_case, SHOAL__RESPONSE__RESULT_ADMIN);
+	ck_assert_uint_eq(resp->admin->map_epoch, moved_epoch);
+	ck_assert_int_eq(map_changes, 3);
+	ck_assert_uint_eq(sh_place_epoch(rt->place), moved_epoch);
+	ck_assert_ptr_nonnull(rt_node_by_id(rt, 5));
+	ck_assert_uint_eq(atomic_load(&rt->n_nodes), 5);
+
+	/* The router's own checks: nothing sent. */
+	spec->raft = "nowhere";
+	resp = roundtrip(rt, &a, req);
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_VALIDATION);
+	ck_assert_int_eq(map_changes, 3);
+
+	/* ClusterStatus: the map's nodes (5: unreachable, no replica), its
+	 * epoch and replicas; a row per replica of the map. */
+	Shoal__ClusterStatusRequest csr = SHOAL__CLUSTER_STATUS_REQUEST__INIT;
+	Shoal__Request sreq = SHOAL__REQUEST__INIT;
+	sreq.request_id = 10;
+	sreq.op_case = SHOAL__REQUEST__OP_CLUSTER_STATUS;
+	sreq.cluster_status = &csr;
+	resp = roundtrip(rt, &a, &sreq);
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_OK);
+	Shoal__ClusterStatusResponse *cs = resp->cluster_status;
+	ck_assert_uint_eq(cs->map_epoch, moved_epoch);
+	ck_assert_uint_eq(cs->n_nodes, 5);
+	ck_assert_uint_eq(cs->n_map_groups, 4);
+	ck_assert_uint_eq(cs->n_groups, 12);
+	for (size_t i = 0; i < cs->n_nodes; i++) {
+		ck_assert_str_eq(cs->nodes[i]->state, "active");
+		ck_assert(cs->nodes[i]->reachable == (cs->nodes[i]->id != 5));
+	}
+	for (size_t i = 0; i < cs->n_groups; i++)
+		ck_assert(cs->groups[i]->group != moved_group || cs->groups[i]->node != first);
+
+	sh_arena_fini(&a);
+	rt_router_fini(rt);
+	fakes_stop();
+	free(moved_map);
+	moved_map = NULL;
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
 /* Scan across partitions against a mini engine                              */
 /* ------------------------------------------------------------------------ */
 
@@ -1944,6 +2139,7 @@ static Suite *router_suite(void)
 	tcase_add_test(tc, test_metrics_text);
 	tcase_add_test(tc, test_front_door_alone);
 	tcase_add_test(tc, test_leader_hints);
+	tcase_add_test(tc, test_map_moves);
 	tcase_add_test(tc, test_scan_across_partitions);
 	tcase_add_test(tc, test_batch_write_split_unprocessed_repair);
 	tcase_add_test(tc, test_index_catalog_overlay);

@@ -1,0 +1,218 @@
+/*
+ * cli_admin.c -- `shoal admin add-node | remove-node`: Shoal's own
+ * operation Admin (the cluster's shape, issue 14) with options in the CLI's
+ * style, and remove-node's wait for the node to be emptied and leave the
+ * cluster map, read from ClusterStatus (contract: cli_int.h).
+ *
+ * Progress of remove-node goes to stderr, one line each time it changes, so
+ * that stdout keeps the answer's JSON alone:
+ *
+ *   node 4: draining, 3 replicas left (groups 1 2 3)
+ *   node 4: holds no replica; waiting for it to leave the cluster map
+ *   node 4: removed from the cluster map (epoch 12)
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "client/cli_int.h"
+
+#define DEFAULT_TIMEOUT_S 600
+#define DEFAULT_POLL_MS   1000
+
+static const cli_shape adm_str = {CLI_STRING, NULL, NULL};
+static const cli_shape adm_int = {CLI_INT, NULL, NULL};
+static const cli_shape adm_bool = {CLI_BOOL, NULL, NULL};
+
+static const cli_opt o_add_node[] = {
+    {"node-id", "NodeId", &adm_int, CLI_OPT_REQUIRED},
+    {"raft", "Raft", &adm_str, CLI_OPT_REQUIRED},
+    {"rpc", "Rpc", &adm_str, CLI_OPT_REQUIRED},
+    {NULL, NULL, NULL, 0},
+};
+
+static const cli_opt o_remove_node[] = {
+    {"node-id", "NodeId", &adm_int, CLI_OPT_REQUIRED},
+    {"wait", "Wait", &adm_bool, CLI_OPT_BOOL_PAIR},
+    {"timeout-secs", "TimeoutSecs", &adm_int, 0},
+    {"poll-interval-ms", "PollIntervalMs", &adm_int, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+const cli_cmd cli_admin_cmds[] = {
+    {"add-node", "Admin", CLI_PAGING_NONE, o_add_node,
+     "register a new node in the cluster map (deploy/cluster.sh add-node runs it)", false},
+    {"remove-node", "Admin", CLI_PAGING_NONE, o_remove_node,
+     "decommission a node: its replicas move away, then it leaves the map", false},
+    {NULL, NULL, CLI_PAGING_NONE, NULL, NULL, false},
+};
+
+const cli_cmd *cli_admin_find(const char *name)
+{
+	for (const cli_cmd *c = cli_admin_cmds; c->name != NULL; c++)
+		if (strcmp(c->name, name) == 0)
+			return c;
+	return NULL;
+}
+
+bool cli_is_admin_sub(const cli_cmd *cmd)
+{
+	for (const cli_cmd *c = cli_admin_cmds; c->name != NULL; c++)
+		if (c == cmd)
+			return true;
+	return false;
+}
+
+int cli_node_replicas(const json_t *status, long long node, long long *groups, int cap,
+                      bool *listed)
+{
+	int n = 0;
+	size_t i, k;
+	json_t *g, *r, *nd;
+	json_array_foreach(json_object_get(status, "MapGroups"), i, g){json_array_foreach(
+	    json_object_get(g, "Replicas"), k, r){if (cli_jint(r, "Node") != node) continue;
+	if (n < cap)
+		groups[n] = cli_jint(g, "Group");
+	n++;
+}
+}
+*listed = false;
+json_array_foreach(json_object_get(status, "Nodes"), i, nd)
+{
+	if (cli_jint(nd, "Id") == node)
+		*listed = true;
+}
+return n;
+}
+
+static long long adm_opt_int(const json_t *opts, const char *key, long long dflt)
+{
+	json_t *v = json_object_get(opts, key);
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+static double adm_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void adm_pause_ms(long long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+/* "(groups 1 2 3)" */
+static void groups_text(const long long *groups, int n, char *buf, size_t cap)
+{
+	size_t len = (size_t)snprintf(buf, cap, "(group%s", n == 1 ? "" : "s");
+	for (int i = 0; i < n && i < 16 && len < cap; i++)
+		len += (size_t)snprintf(buf + len, cap - len, " %lld", groups[i]);
+	if (len < cap)
+		snprintf(buf + len, cap - len, "%s)", n > 16 ? " ..." : "");
+}
+
+/* Until node holds no replica and the map no longer lists it. */
+static int wait_removed(const cli_caller *c, long long node, const json_t *opts, FILE *progress,
+                        shoal_error *err, cli_fail *f)
+{
+	long long timeout = adm_opt_int(opts, "TimeoutSecs", DEFAULT_TIMEOUT_S);
+	long long poll = adm_opt_int(opts, "PollIntervalMs", DEFAULT_POLL_MS);
+	if (poll < 10)
+		poll = 10;
+	double until = adm_now_s() + (double)timeout;
+	char last[512] = "", line[512], gtext[256];
+	json_t *empty = json_object();
+	int left = -1;
+	for (;;) {
+		json_t *st = NULL;
+		shoal_error e;
+		memset(&e, 0, sizeof(e));
+		int rc = cli_call(c, "ClusterStatus", empty, &st, &e);
+		if (rc == SHOAL_OK) {
+			long long groups[64];
+			bool listed;
+			left = cli_node_replicas(st, node, groups, 64, &listed);
+			groups_text(groups, left, gtext, sizeof(gtext));
+			if (left == 0 && !listed)
+				snprintf(line, sizeof(line),
+				         "node %lld: removed from the cluster map (epoch %lld)",
+				         node, cli_jint(st, "MapEpoch"));
+			else if (left == 0)
+				snprintf(line, sizeof(line),
+				         "node %lld: holds no replica; waiting for it to leave the "
+				         "cluster map",
+				         node);
+			else
+				snprintf(line, sizeof(line),
+				         "node %lld: draining, %d replica%s left %s", node, left,
+				         left == 1 ? "" : "s", gtext);
+			json_decref(st);
+			if (strcmp(line, last) != 0) {
+				fprintf(progress, "%s\n", line);
+				fflush(progress);
+				snprintf(last, sizeof(last), "%s", line);
+			}
+			if (left == 0 && !listed) {
+				json_decref(empty);
+				return SHOAL_OK;
+			}
+		} else if (strncmp(e.message, last, 500) != 0) {
+			/* A failed status (a router restarting): keep asking. */
+			fprintf(progress, "node %lld: ClusterStatus failed: %s\n", node, e.message);
+			snprintf(last, sizeof(last), "%.500s", e.message);
+		}
+		if (adm_now_s() + (double)poll / 1000.0 > until)
+			break;
+		adm_pause_ms(poll);
+	}
+	json_decref(empty);
+	(void)err;
+	if (left > 0)
+		return cli_failf(
+		    f, CLI_EXIT_OTHER, false,
+		    "Timed out after %lld seconds waiting for node %lld to be removed: "
+		    "it still holds %d replica%s %s",
+		    timeout, node, left, left == 1 ? "" : "s", gtext);
+	return cli_failf(f, CLI_EXIT_OTHER, false,
+	                 "Timed out after %lld seconds waiting for node %lld to leave the cluster "
+	                 "map%s",
+	                 timeout, node, left == 0 ? " (it holds no replica)" : "");
+}
+
+int cli_admin_run(const cli_caller *c, const cli_cmd *cmd, const json_t *opts, FILE *progress,
+                  json_t **out, shoal_error *err, cli_fail *f)
+{
+	*out = NULL;
+	long long node = adm_opt_int(opts, "NodeId", 0);
+	if (node < 1 || node > 0xffffffffLL)
+		return cli_failf(f, CLI_EXIT_USAGE, false,
+		                 "argument --node-id: a node id is 1 or more (got %lld)", node);
+	if (adm_opt_int(opts, "TimeoutSecs", 0) < 0 || adm_opt_int(opts, "PollIntervalMs", 0) < 0)
+		return cli_failf(
+		    f, CLI_EXIT_USAGE, false,
+		    "argument --timeout-secs / --poll-interval-ms: must not be negative");
+	json_t *body;
+	bool add = strcmp(cmd->name, "add-node") == 0;
+	if (add)
+		body =
+		    json_pack("{s:{s:I,s:O,s:O}}", "AddNode", "Id", (json_int_t)node, "Raft",
+		              json_object_get(opts, "Raft"), "Rpc", json_object_get(opts, "Rpc"));
+	else
+		body = json_pack("{s:I}", "DrainNode", (json_int_t)node);
+	if (body == NULL)
+		return cli_failf(f, CLI_EXIT_OTHER, false, "out of memory");
+	int rc = cli_call(c, "Admin", body, out, err);
+	json_decref(body);
+	if (rc != SHOAL_OK || add || json_is_false(json_object_get(opts, "Wait")))
+		return rc;
+	rc = wait_removed(c, node, opts, progress, err, f);
+	if (rc != SHOAL_OK) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}

@@ -1,0 +1,53 @@
+/*
+ * libshoal_admin.c -- Shoal's own administration calls (shoal.h "Cluster
+ * administration"): the Admin operation's JSON body built and its answer
+ * read with jansson, through shoal_call_json like any operation.
+ */
+#include <jansson.h>
+#include <stdlib.h>
+
+#include "client/libshoal_int.h"
+
+static int admin_call(shoal_client *c, json_t *body, uint64_t *map_epoch, shoal_error *err)
+{
+	if (body == NULL) {
+		lib_set_err(err, SHOAL_E_NOMEM, SHOAL_SRC_LOCAL, "out of memory");
+		return SHOAL_E_NOMEM;
+	}
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	if (text == NULL) {
+		lib_set_err(err, SHOAL_E_NOMEM, SHOAL_SRC_LOCAL, "out of memory");
+		return SHOAL_E_NOMEM;
+	}
+	char *out = NULL;
+	int rc = shoal_call_json(c, "Admin", text, &out, err);
+	free(text);
+	if (rc == SHOAL_OK && map_epoch != NULL) {
+		json_t *resp = json_loads(out, 0, NULL);
+		json_t *e = json_object_get(resp, "MapEpoch");
+		*map_epoch = json_is_integer(e) ? (uint64_t)json_integer_value(e) : 0;
+		json_decref(resp);
+	}
+	shoal_free(out);
+	return rc;
+}
+
+int shoal_admin_add_node(shoal_client *c, uint32_t node_id, const char *raft, const char *rpc,
+                         uint64_t *map_epoch, shoal_error *err)
+{
+	if (raft == NULL || rpc == NULL) {
+		lib_set_err(err, SHOAL_E_VALIDATION, SHOAL_SRC_LOCAL,
+		            "shoal_admin_add_node: raft and rpc are required");
+		return SHOAL_E_VALIDATION;
+	}
+	return admin_call(c,
+	                  json_pack("{s:{s:I,s:s,s:s}}", "AddNode", "Id", (json_int_t)node_id,
+	                            "Raft", raft, "Rpc", rpc),
+	                  map_epoch, err);
+}
+
+int shoal_admin_drain_node(shoal_client *c, uint32_t node_id, uint64_t *map_epoch, shoal_error *err)
+{
+	return admin_call(c, json_pack("{s:I}", "DrainNode", (json_int_t)node_id), map_epoch, err);
+}
