@@ -68,9 +68,9 @@ int node_cap_open(node *n, node_cap **out, char *errmsg)
 	c->g = sh_calloc(c->groups, sizeof(*c->g));
 	if (c->g == NULL)
 		goto nomem;
+	/* Every group of the cluster: the map may place any of them here
+	 * later (node.c, "Groups follow the map"). */
 	for (uint32_t g = 0; g < c->groups; g++) {
-		if (!sh_cluster_hosts(n->conf, n->id, g))
-			continue;
 		cap_group *cg = sh_calloc(1, sizeof(*cg));
 		if (cg == NULL)
 			goto nomem;

@@ -276,6 +276,18 @@ static void src_backfill(ship_src *src, uint64_t now)
 static void src_tick(ship_src *src, uint64_t now, bool timer)
 {
 	uint64_t term = 0;
+	/* The group may have left this node or come back as a new struct
+	 * (node.c, "Groups follow the map"): follow n->groups. */
+	node_group *grp = node_group_get(src->s->n, src->gid);
+	if (grp != src->g) {
+		if (src->active)
+			src_deactivate(src);
+		if (src->trim_busy || src->bf_busy)
+			return; /* the old group answers them as it closes */
+		src->g = grp;
+	}
+	if (src->g == NULL)
+		return;
 	bool leading = node_group_leading(src->g, &term);
 	if (!leading) {
 		if (src->active)
@@ -322,6 +334,8 @@ static void async_cb(uv_async_t *a)
 	(void)a; /* woken for the done list: the check handle drains it */
 }
 
+static ship_src *src_new(node_ship *s, uint32_t g, node_group *grp);
+
 void node_ship_tick(node_ship *s)
 {
 	if (s->closing)
@@ -330,10 +344,53 @@ void node_ship_tick(node_ship *s)
 	s->timer_fired = false;
 	node_ship_drain(s);
 	uint64_t now = node_now_ns();
-	for (uint32_t g = 0; g < s->conf->groups; g++)
-		if (s->srcs[g] != NULL)
-			src_tick(s->srcs[g], now, timer);
+	for (uint32_t g = 0; g < s->conf->groups; g++) {
+		if (s->srcs[g] == NULL) {
+			/* A group opened since (the map placed it here). */
+			node_group *grp = node_group_get(s->n, g);
+			if (grp == NULL || src_new(s, g, grp) == NULL)
+				continue;
+		}
+		src_tick(s->srcs[g], now, timer);
+	}
 	node_txnrec_tick(s->rec, now);
+}
+
+/* The source of hosted group g (kept when the group leaves: its counters
+ * stay in the metrics, and it follows the group if it comes back).  NULL:
+ * out of memory (nothing kept). */
+static ship_src *src_new(node_ship *s, uint32_t g, node_group *grp)
+{
+	ship_src *src = sh_calloc(1, sizeof(*src));
+	if (src == NULL)
+		return NULL;
+	src->s = s;
+	src->g = grp;
+	src->gid = g;
+	sh_arena_init(&src->scratch);
+	if (node_shipq_init(&src->q, s->conf) != SHOAL_OK)
+		goto nomem;
+	src->q_init = true;
+	src->links = sh_calloc(s->conf->groups, sizeof(*src->links));
+	if (src->links == NULL)
+		goto nomem;
+	if (node_waiter_init(&src->trim_w) != SHOAL_OK)
+		goto nomem;
+	src->trim_w_init = true;
+	if (node_waiter_init(&src->bf_w) != SHOAL_OK)
+		goto nomem;
+	src->bf_w_init = true;
+	s->srcs[g] = src;
+	return src;
+nomem:
+	sh_free(src->links);
+	if (src->q_init)
+		node_shipq_fini(&src->q);
+	if (src->trim_w_init)
+		node_waiter_fini(&src->trim_w);
+	sh_arena_fini(&src->scratch);
+	sh_free(src);
+	return NULL;
 }
 
 int node_ship_open(node *n, node_ship **out, char *errmsg)
@@ -351,28 +408,8 @@ int node_ship_open(node *n, node_ship **out, char *errmsg)
 		goto nomem;
 	for (uint32_t g = 0; g < n->conf->groups; g++) {
 		node_group *grp = node_group_get(n, g);
-		if (grp == NULL)
-			continue;
-		ship_src *src = sh_calloc(1, sizeof(*src));
-		if (src == NULL)
+		if (grp != NULL && src_new(s, g, grp) == NULL)
 			goto nomem;
-		s->srcs[g] = src;
-		src->s = s;
-		src->g = grp;
-		src->gid = g;
-		sh_arena_init(&src->scratch);
-		if (node_shipq_init(&src->q, n->conf) != SHOAL_OK)
-			goto nomem;
-		src->q_init = true;
-		src->links = sh_calloc(n->conf->groups, sizeof(*src->links));
-		if (src->links == NULL)
-			goto nomem;
-		if (node_waiter_init(&src->trim_w) != SHOAL_OK)
-			goto nomem;
-		src->trim_w_init = true;
-		if (node_waiter_init(&src->bf_w) != SHOAL_OK)
-			goto nomem;
-		src->bf_w_init = true;
 	}
 	if (node_txnrec_open(s, &s->rec, errmsg) != SHOAL_OK)
 		goto nomem;

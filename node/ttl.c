@@ -342,14 +342,64 @@ static void group_tick(tt_group *tg, uint64_t now)
 /* The expirer                                                               */
 /* ------------------------------------------------------------------------ */
 
+static tt_group *group_new(node_ttl *t, uint32_t g, node_group *grp);
+
 void node_ttl_tick(node_ttl *t)
 {
 	if (t == NULL || t->closing)
 		return;
 	uint64_t now = node_now_ns();
-	for (uint32_t g = 0; g < t->n->conf->groups; g++)
-		if (t->groups[g] != NULL)
-			group_tick(t->groups[g], now);
+	/* Group 0 holds items only when it is the only group. */
+	for (uint32_t g = t->n->conf->groups > 1 ? 1 : 0; g < t->n->conf->groups; g++) {
+		/* Groups come and go with the map (node.c): follow n->groups. */
+		node_group *grp = node_group_get(t->n, g);
+		tt_group *tg = t->groups[g];
+		if (tg == NULL && (grp == NULL || (tg = group_new(t, g, grp)) == NULL))
+			continue;
+		if (tg->g != grp) {
+			if (tg->state == TT_BUSY)
+				continue; /* the old group answers its deletes as it closes */
+			tg->g = grp;
+			tg->term = 0;
+			set_cursor(tg, "", NULL, false);
+		}
+		if (tg->g != NULL)
+			group_tick(tg, now);
+	}
+}
+
+static void group_free(tt_group *tg)
+{
+	for (uint32_t i = 0; i < tg->n_init; i++)
+		node_waiter_fini(&tg->del[i].w);
+	sh_arena_fini(&tg->ar[0]);
+	sh_arena_fini(&tg->ar[1]);
+	sh_arena_fini(&tg->step_a);
+	sh_free(tg);
+}
+
+/* The expiry state of hosted group g (kept when the group leaves).  NULL:
+ * out of memory. */
+static tt_group *group_new(node_ttl *t, uint32_t g, node_group *grp)
+{
+	double rate = t->part_wcu * t->share; /* until the first table says otherwise */
+	tt_group *tg = sh_calloc(1, sizeof(*tg));
+	if (tg == NULL)
+		return NULL;
+	tg->t = t;
+	tg->g = grp;
+	tg->gid = g;
+	sh_arena_init(&tg->ar[0]);
+	sh_arena_init(&tg->ar[1]);
+	sh_arena_init(&tg->step_a);
+	cap_bucket_init(&tg->bucket, rate, rate, node_wall_ms());
+	for (; tg->n_init < TTL_INFLIGHT; tg->n_init++)
+		if (node_waiter_init(&tg->del[tg->n_init].w) != SHOAL_OK) {
+			group_free(tg);
+			return NULL;
+		}
+	t->groups[g] = tg;
+	return tg;
 }
 
 int node_ttl_open(node *n, node_ttl **out, char *errmsg)
@@ -369,26 +419,11 @@ int node_ttl_open(node *n, node_ttl **out, char *errmsg)
 		goto nomem;
 	t->part_wcu = (double)(conf->partition_wcu != 0 ? conf->partition_wcu : SH_PARTITION_WCU);
 	t->share = (conf->ttl_share != 0 ? conf->ttl_share : SH_TTL_SHARE) / 100.0;
-	double rate = t->part_wcu * t->share; /* until the first table says otherwise */
 	/* Group 0 holds items only when it is the only group. */
 	for (uint32_t g = conf->groups > 1 ? 1 : 0; g < conf->groups; g++) {
 		node_group *grp = node_group_get(n, g);
-		if (grp == NULL)
-			continue;
-		tt_group *tg = sh_calloc(1, sizeof(*tg));
-		if (tg == NULL)
+		if (grp != NULL && group_new(t, g, grp) == NULL)
 			goto nomem;
-		t->groups[g] = tg;
-		tg->t = t;
-		tg->g = grp;
-		tg->gid = g;
-		sh_arena_init(&tg->ar[0]);
-		sh_arena_init(&tg->ar[1]);
-		sh_arena_init(&tg->step_a);
-		cap_bucket_init(&tg->bucket, rate, rate, node_wall_ms());
-		for (; tg->n_init < TTL_INFLIGHT; tg->n_init++)
-			if (node_waiter_init(&tg->del[tg->n_init].w) != SHOAL_OK)
-				goto nomem;
 	}
 	*out = t;
 	return SHOAL_OK;
@@ -409,14 +444,8 @@ void node_ttl_free(node_ttl *t)
 		return;
 	for (uint32_t g = 0; t->groups != NULL && g < t->n->conf->groups; g++) {
 		tt_group *tg = t->groups[g];
-		if (tg == NULL)
-			continue;
-		for (uint32_t i = 0; i < tg->n_init; i++)
-			node_waiter_fini(&tg->del[i].w);
-		sh_arena_fini(&tg->ar[0]);
-		sh_arena_fini(&tg->ar[1]);
-		sh_arena_fini(&tg->step_a);
-		sh_free(tg);
+		if (tg != NULL)
+			group_free(tg);
 	}
 	sh_free(t->groups);
 	sh_free(t);

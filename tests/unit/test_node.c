@@ -130,7 +130,12 @@ static int wait_leader(uint32_t g, int not )
 			if (i == not || T[i].n == NULL)
 				continue;
 			node_group_status st;
-			node_group_status_get(node_group_get(T[i].n, g), &st);
+			node_group *grp = node_group_get(T[i].n, g);
+			if (grp == NULL) { /* not open yet: the map is being learnt */
+				agree = false;
+				continue;
+			}
+			node_group_status_get(grp, &st);
 			if (st.role == RAFT_LEADER)
 				leader = i;
 		}
@@ -140,7 +145,12 @@ static int wait_leader(uint32_t g, int not )
 			if (T[i].n == NULL)
 				continue;
 			node_group_status st;
-			node_group_status_get(node_group_get(T[i].n, g), &st);
+			node_group *grp = node_group_get(T[i].n, g);
+			if (grp == NULL) {
+				agree = false;
+				continue;
+			}
+			node_group_status_get(grp, &st);
 			agree = agree && st.leader == (uint32_t)leader;
 		}
 		if (leader > 0 && agree)
