@@ -612,6 +612,21 @@ int node_handle_node_status(node_call *c)
 		return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
 	for (uint32_t g = 0; g < cap; g++) {
 		node_group *grp = node_group_acquire(n, g);
+		if (grp == NULL && node_group_lost(n, g)) {
+			/* A voter with no data (node.c, lost_replica): the executor
+			 * re-creates it. */
+			Shoal__GroupStatus *gs = sh_arena_alloc(c->arena, sizeof(*gs));
+			if (gs == NULL)
+				return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
+			shoal__group_status__init(gs);
+			gs->group = g;
+			gs->node = n->id;
+			gs->role = (char *)"lost";
+			gs->error = (char *)"this node is a voter of the group in the cluster map but has "
+			                    "no data for it (its directory was empty)";
+			v[k++] = gs;
+			continue;
+		}
 		if (grp == NULL)
 			continue;
 		Shoal__NodeResponse sub = SHOAL__NODE_RESPONSE__INIT;

@@ -309,6 +309,44 @@ static void reap(node *n, bool force)
 	}
 }
 
+static bool group_dir_exists(node *n, uint32_t gid)
+{
+	char path[SH_PATH_MAX + 32];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/group-%u", n->dir, gid);
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * Whether group gid, which the map places here, must not be opened: the map
+ * says this node is a VOTER of it, yet the node has no directory for it and
+ * this is not the cluster's birth -- its disk was replaced or wiped.  Opened
+ * empty it would be a voter with no memory (it may vote twice in a term it
+ * forgot, and count towards commits it never stored).  It stays closed and
+ * node_status reports it "lost": group 0's executor (elastic.c) then removes
+ * the replica from Raft and the map, and the planner re-creates it here or
+ * elsewhere as a new non-voter, caught up before it votes.  A non-voter of
+ * the map (a replica being added) opens empty: that is how it starts.
+ */
+static bool lost_replica(node *n, uint32_t gid)
+{
+	bool lost = !n->birth && sh_place_is_voter(n->place, n->id, gid) &&
+	            !group_dir_exists(n, gid);
+	if (lost && !atomic_load(&n->lost[gid]))
+		node_logf(NODE_LOG_WARN,
+		          "group %u: the cluster map has this node as a voter but it has no data "
+		          "for the group (an empty or replaced directory): not opened, reported "
+		          "lost so that the replica is re-created",
+		          gid);
+	atomic_store(&n->lost[gid], lost);
+	return lost;
+}
+
+bool node_group_lost(node *n, uint32_t gid)
+{
+	return gid < n->conf->groups && n->lost != NULL && atomic_load(&n->lost[gid]);
+}
+
 static void open_group(node *n, uint32_t gid)
 {
 	char msg[SH_ERRMSG_SIZE] = "";
@@ -338,7 +376,9 @@ void node_reconcile(node *n)
 		for (uint32_t g = 0; g < n->conf->groups; g++) {
 			bool want = sh_place_hosts(n->place, n->id, g);
 			node_group *cur = n->groups[g];
-			if (want && cur == NULL && !grave_pending(n, g))
+			if (!want)
+				atomic_store(&n->lost[g], false);
+			if (want && cur == NULL && !grave_pending(n, g) && !lost_replica(n, g))
 				open_group(n, g);
 			else if (!want && cur != NULL)
 				retire(n, g, true);
@@ -487,7 +527,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	if ((rc = make_dirs(n->dir, errmsg)) != SHOAL_OK || (rc = lock_dir(n, errmsg)) != SHOAL_OK)
 		goto err_after_alloc;
 	n->groups = sh_calloc(n->conf->groups, sizeof(*n->groups));
-	if (n->groups == NULL) {
+	n->lost = sh_calloc(n->conf->groups, sizeof(*n->lost));
+	if (n->groups == NULL || n->lost == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_alloc;
 	}
@@ -518,7 +559,7 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	if ((rc = node_map_open(n, opts, errmsg)) != SHOAL_OK)
 		goto err;
 	for (uint32_t g = 0; n->map_trusted && g < n->conf->groups; g++) {
-		if (!sh_place_hosts(n->place, n->id, g))
+		if (!sh_place_hosts(n->place, n->id, g) || lost_replica(n, g))
 			continue;
 		node_group *grp = NULL;
 		rc = node_group_open_ex(n, g, n->birth && !n->join, &grp, errmsg);
@@ -568,6 +609,7 @@ err_after_alloc:
 	if (n->lock_fd >= 0)
 		close(n->lock_fd);
 	sh_free(n->groups);
+	sh_free(n->lost);
 	sh_free(n);
 	return rc;
 }
@@ -625,5 +667,6 @@ void node_close(node *n)
 		close(n->lock_fd); /* releases the directory lock */
 	node_logf(NODE_LOG_INFO, "node %u: stopped", n->id);
 	sh_free(n->groups);
+	sh_free(n->lost);
 	sh_free(n);
 }

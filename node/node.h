@@ -575,6 +575,7 @@ struct node {
 	bool map_timer_init;
 	struct node_mapsync *sync; /* mapsync.c */
 	struct node_grave *graves; /* loop: closed groups waiting to be freed */
+	atomic_bool *lost; /* [conf->groups]: a voter here with no data (node.c) */
 
 	enum node_state state; /* loop */
 	atomic_bool stopping;  /* state != RUNNING, for other threads */
@@ -653,6 +654,9 @@ int node_map_offer(node *n, const uint8_t *buf, size_t len, char *errmsg);
 /* node.c (loop): opens the groups the map places here and closes the ones
  * it no longer does; frees graveyard groups past their grace. */
 void node_reconcile(node *n);
+/* Whether the map makes this node a voter of gid for which it has no data
+ * (not opened; node_status says "lost").  Any thread. */
+bool node_group_lost(node *n, uint32_t gid);
 /* Deletes <dir>/group-<gid> and everything in it (loop). */
 void node_remove_group_dir(node *n, uint32_t gid);
 
