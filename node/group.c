@@ -76,7 +76,6 @@
 #include "common/alloc.h"
 #include "node/group_int.h"
 
-
 /* A Command in flight: raft's request, the FSM batch, and the waiters of
  * its operations (chained by next, in operation order). */
 typedef struct proposal {
@@ -372,8 +371,8 @@ int node_group_open_ex(node *n, uint32_t gid, bool boot, node_group **out, char 
 	}
 	g->io_init = true;
 	raft_uv_set_connect_retry_delay(&g->io, NODE_CONNECT_RETRY_MS);
-	uint32_t segment_mb = n->conf->raft_segment_mb != 0 ? n->conf->raft_segment_mb
-	                                                    : NODE_RAFT_SEGMENT_MB;
+	uint32_t segment_mb =
+	    n->conf->raft_segment_mb != 0 ? n->conf->raft_segment_mb : NODE_RAFT_SEGMENT_MB;
 	raft_uv_set_segment_size(&g->io, (size_t)segment_mb << 20);
 	/* raft 0.15's raft_uv_init implements async_work (version 2 of
 	 * raft_io) but still says version 1, and raft_init then refuses our
@@ -863,14 +862,14 @@ static unsigned clamp_count(size_t budget, size_t entry, unsigned min, unsigned 
 static void set_snapshot_counts(node_group *g, size_t avg)
 {
 	uint32_t cap = g->node->conf->snapshot_entries;
-	unsigned threshold = avg == 0 ? NODE_SNAPSHOT_THRESHOLD
-	                              : clamp_count(NODE_LOG_BUDGET, avg,
-	                                            NODE_SNAPSHOT_THRESHOLD_MIN,
-	                                            NODE_SNAPSHOT_THRESHOLD);
-	unsigned trailing = avg == 0 ? NODE_SNAPSHOT_TRAILING
-	                             : clamp_count(NODE_TRAILING_BUDGET, avg,
-	                                           NODE_SNAPSHOT_TRAILING_MIN,
-	                                           NODE_SNAPSHOT_TRAILING);
+	unsigned threshold = avg == 0
+	                         ? NODE_SNAPSHOT_THRESHOLD
+	                         : clamp_count(NODE_LOG_BUDGET, avg, NODE_SNAPSHOT_THRESHOLD_MIN,
+	                                       NODE_SNAPSHOT_THRESHOLD);
+	unsigned trailing = avg == 0
+	                        ? NODE_SNAPSHOT_TRAILING
+	                        : clamp_count(NODE_TRAILING_BUDGET, avg, NODE_SNAPSHOT_TRAILING_MIN,
+	                                      NODE_SNAPSHOT_TRAILING);
 	if (cap != 0 && threshold > cap)
 		threshold = cap;
 	if (trailing > threshold / 2)
@@ -962,7 +961,8 @@ static void publish_members(node_group *g, int role)
 			         sv->address != NULL ? sv->address : "");
 		}
 		m->role = sv->role;
-		m->match = sv->id == r->id ? raft_last_index(r) : r->leader_state.progress[i].match_index;
+		m->match =
+		    sv->id == r->id ? raft_last_index(r) : r->leader_state.progress[i].match_index;
 	}
 	g->members_n = n;
 	g->members_cfg_index = cfg;
@@ -1012,8 +1012,7 @@ void node_group_publish(node_group *g)
 			snprintf(g->error, sizeof(g->error), "%s", msg);
 			pthread_mutex_unlock(&g->err_mu);
 			atomic_store(&g->failed, true);
-			node_logf(NODE_LOG_ERROR,
-			          "group %u: replica failed, it stops serving: %s",
+			node_logf(NODE_LOG_ERROR, "group %u: replica failed, it stops serving: %s",
 			          g->id, msg);
 		}
 	}

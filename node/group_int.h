@@ -49,10 +49,10 @@ struct node_group {
 	bool bootstrap;    /* node_group_open_ex: raft_bootstrap allowed */
 
 	/* Membership changes (member.c): at most one at a time. */
-	node_waiter *member_w;   /* the change in progress, or NULL */
+	node_waiter *member_w; /* the change in progress, or NULL */
 	struct raft_change change;
 	struct raft_transfer mtransfer;
-	bool member_add_assign;  /* ADD: raft_add done, raft_assign(STANDBY) next */
+	bool member_add_assign;    /* ADD: raft_add done, raft_assign(STANDBY) next */
 	bool member_transfer_wait; /* TRANSFER: raft stepped down, wait for a leader */
 	uint64_t member_deadline_ns;
 

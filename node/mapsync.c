@@ -30,10 +30,17 @@
  *                                    map gives the map
  *
  * At a fresh `cluster.sh up` every node starts within a second or two and
- * answers not-born, so each finds its majority quickly.  map_born is what
- * a node had at start, so one that just bootstrapped still says not born
- * to a sibling asking a moment later -- both then bootstrap the same birth
- * configuration, which is the birth.
+ * answers not-born, so each finds its majority quickly.  map_born is true
+ * when the node had a map or group directories at start, or once one of its
+ * groups applied more than the bootstrap entry (a leader was elected and
+ * committed: the cluster has run).  So a sibling that just bootstrapped
+ * still says not born to one asking a moment later -- both then bootstrap
+ * the same birth configuration, which is the birth -- while a node whose
+ * directory was emptied in a running cluster is told born even if every
+ * other node started fresh in the same process lifetime.  A node of the
+ * birth that starts only after its siblings elected leaders is treated
+ * like a replaced disk: it reports its groups lost (node.c) and the
+ * executor re-creates its replicas.
  *
  * The refresher (MAPSYNC_TICK_MS, loop): a node hosting group 0 reads the
  * map its own replica has applied (node_map_load) and offers it; any other
@@ -61,9 +68,9 @@
 #include "node/ship_int.h"
 #include "proto/wire.h"
 
-#define MAPSYNC_TICK_MS    500
-#define MAPSYNC_ANSWER_MS  1000
-#define MAP_FILE           "cluster.map"
+#define MAPSYNC_TICK_MS   500
+#define MAPSYNC_ANSWER_MS 1000
+#define MAP_FILE          "cluster.map"
 
 /* What a file node said to map_get during the birth check. */
 enum { ANS_NONE, ANS_NOT_BORN, ANS_BORN };
@@ -71,14 +78,14 @@ enum { ANS_NONE, ANS_NOT_BORN, ANS_BORN };
 struct node_mapsync {
 	node *n;
 	pthread_mutex_t mu;
-	uint32_t inflight;             /* map_get exchanges on the wire (mu) */
-	uint8_t answer[SH_MAX_NODES];  /* by position in conf->nodes (mu) */
-	uint8_t *best;                 /* the newest map an answer carried (mu) */
+	uint32_t inflight;            /* map_get exchanges on the wire (mu) */
+	uint8_t answer[SH_MAX_NODES]; /* by position in conf->nodes (mu) */
+	uint8_t *best;                /* the newest map an answer carried (mu) */
 	size_t best_len;
 	uint64_t best_epoch;
-	uint32_t next_voter;           /* the refresher's rotation (loop) */
-	bool timer_fired;              /* loop */
-	uint64_t last_reconcile_ns;    /* loop */
+	uint32_t next_voter;        /* the refresher's rotation (loop) */
+	bool timer_fired;           /* loop */
+	uint64_t last_reconcile_ns; /* loop */
 	bool logged_wait;
 };
 
@@ -163,9 +170,9 @@ static int map_read(node *n, sh_map *m, char *errmsg)
 	sh_map_init(m, n->conf->replication);
 	FILE *f = fopen(path, "rbe");
 	if (f == NULL)
-		return errno == ENOENT ? SHOAL_E_NOT_FOUND
-		                       : sh_errf(errmsg, SHOAL_E_IO, "open %s: %s", path,
-		                                 strerror(errno));
+		return errno == ENOENT
+		           ? SHOAL_E_NOT_FOUND
+		           : sh_errf(errmsg, SHOAL_E_IO, "open %s: %s", path, strerror(errno));
 	size_t cap = 4096, len = 0;
 	uint8_t *buf = sh_malloc(cap);
 	while (buf != NULL) {
@@ -236,8 +243,9 @@ static int birth(node *n, char *errmsg)
 	if (rc != SHOAL_OK)
 		return rc;
 	n->birth = true;
-	node_logf(NODE_LOG_INFO, "node %u: the cluster's birth: bootstrapping the birth map's "
-	                         "groups",
+	node_logf(NODE_LOG_INFO,
+	          "node %u: the cluster's birth: bootstrapping the birth map's "
+	          "groups",
 	          n->id);
 	return map_save(n, errmsg);
 }
@@ -260,8 +268,8 @@ int node_map_open(node *n, const node_options *opts, char *errmsg)
 		if ((rc = adopt(n, &m, errmsg)) != SHOAL_OK)
 			return rc;
 		n->saved_epoch = epoch;
-		node_logf(NODE_LOG_INFO, "node %u: cluster map epoch %" PRIu64 " from %s/%s",
-		          n->id, epoch, n->dir, MAP_FILE);
+		node_logf(NODE_LOG_INFO, "node %u: cluster map epoch %" PRIu64 " from %s/%s", n->id,
+		          epoch, n->dir, MAP_FILE);
 		/* A group directory the saved map does not place here is what
 		 * a removal left when the node stopped before deleting it
 		 * (maps are saved before any group opens for them). */
@@ -294,8 +302,9 @@ int node_map_open(node *n, const node_options *opts, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "cluster map: out of memory");
 	if (!n->join && n->conf->n_nodes == 1)
 		return birth(n, errmsg); /* alone: a majority of one */
-	node_logf(NODE_LOG_INFO, "node %u: empty data directory%s: asking the cluster file's nodes "
-	                         "whether the cluster exists",
+	node_logf(NODE_LOG_INFO,
+	          "node %u: empty data directory%s: asking the cluster file's nodes "
+	          "whether the cluster exists",
 	          n->id, n->join ? " and --join" : "");
 	return SHOAL_OK;
 }
@@ -304,8 +313,7 @@ int node_map_open(node *n, const node_options *opts, char *errmsg)
 /* Asking other nodes                                                        */
 /* ------------------------------------------------------------------------ */
 
-static void map_answer(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans,
-                       size_t len)
+static void map_answer(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
 {
 	map_msg *m = (map_msg *)it;
 	struct node_mapsync *s = m->s;
@@ -321,7 +329,8 @@ static void map_answer(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t
 			if (irc == 1)
 				atomic_store(&n->map_dirty, true);
 			else if (irc < 0)
-				node_logf(NODE_LOG_WARN, "cluster map from node %u: %s", m->node, msg);
+				node_logf(NODE_LOG_WARN, "cluster map from node %u: %s", m->node,
+				          msg);
 		}
 	}
 	pthread_mutex_lock(&s->mu);
@@ -582,6 +591,24 @@ int node_map_offer(node *n, const uint8_t *buf, size_t len, char *errmsg)
 /* Handlers (node-level: no group)                                           */
 /* ------------------------------------------------------------------------ */
 
+/* Whether a group hosted here has applied more than its bootstrap entry
+ * (index 1): a leader was elected and committed its first entry, so the
+ * cluster has run -- a node with an empty directory asking now is not at
+ * the birth.  (A node that had a map or groups at start says born anyway.) */
+static bool ran(node *n)
+{
+	for (uint32_t g = 0; g < n->conf->groups; g++) {
+		node_group *grp = node_group_get(n, g);
+		node_group_status st;
+		if (grp == NULL)
+			continue;
+		node_group_status_get(grp, &st);
+		if (st.applied >= 2)
+			return true;
+	}
+	return false;
+}
+
 int node_handle_map_get(node_call *c)
 {
 	node *n = c->node;
@@ -599,7 +626,7 @@ int node_handle_map_get(node_call *c)
 	c->nresp->map.data = copy;
 	c->nresp->map.len = len;
 	c->nresp->epoch = sh_place_epoch(n->place);
-	c->nresp->map_born = n->map_born;
+	c->nresp->map_born = n->map_born || ran(n);
 	return SHOAL_OK;
 }
 
@@ -622,8 +649,9 @@ int node_handle_node_status(node_call *c)
 			gs->group = g;
 			gs->node = n->id;
 			gs->role = (char *)"lost";
-			gs->error = (char *)"this node is a voter of the group in the cluster map but has "
-			                    "no data for it (its directory was empty)";
+			gs->error =
+			    (char *)"this node is a voter of the group in the cluster map but has "
+			            "no data for it (its directory was empty)";
 			v[k++] = gs;
 			continue;
 		}

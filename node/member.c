@@ -93,12 +93,12 @@ static void member_done(node_group *g, int code, const char *fmt, ...)
 /* A raft error code from starting a change, as ours. */
 static int change_refused(node_group *g, int rv, const char *what)
 {
-	int code = rv == RAFT_NOTLEADER      ? SHOAL_E_NOT_LEADER
-	           : rv == RAFT_NOMEM        ? SHOAL_E_NOMEM
-	           : rv == RAFT_BADID        ? SHOAL_E_VALIDATION
-	           : rv == RAFT_DUPLICATEID  ? SHOAL_E_VALIDATION
+	int code = rv == RAFT_NOTLEADER          ? SHOAL_E_NOT_LEADER
+	           : rv == RAFT_NOMEM            ? SHOAL_E_NOMEM
+	           : rv == RAFT_BADID            ? SHOAL_E_VALIDATION
+	           : rv == RAFT_DUPLICATEID      ? SHOAL_E_VALIDATION
 	           : rv == RAFT_DUPLICATEADDRESS ? SHOAL_E_VALIDATION
-	                                     : SHOAL_E_UNAVAILABLE;
+	                                         : SHOAL_E_UNAVAILABLE;
 	const char *m = raft_errmsg(&g->raft);
 	member_done(g, code, "%s: %s%s%s", what, raft_strerror(rv),
 	            m != NULL && m[0] != '\0' ? ": " : "", m != NULL ? m : "");
@@ -120,8 +120,8 @@ static void assign_standby(node_group *g)
 {
 	g->member_add_assign = false;
 	g->change.data = g;
-	int rv = raft_assign(&g->raft, &g->change, g->member_w->member_node, RAFT_STANDBY,
-	                     change_cb);
+	int rv =
+	    raft_assign(&g->raft, &g->change, g->member_w->member_node, RAFT_STANDBY, change_cb);
 	if (rv != 0)
 		change_refused(g, rv, "raft_assign(standby)");
 }
@@ -135,8 +135,9 @@ static void change_cb(struct raft_change *req, int status)
 	if (g->member_w == NULL)
 		return;
 	if (status != 0) {
-		member_done(g, SHOAL_E_UNAVAILABLE, "%s (the change may or may not have landed; "
-		                                    "asking again is safe)",
+		member_done(g, SHOAL_E_UNAVAILABLE,
+		            "%s (the change may or may not have landed; "
+		            "asking again is safe)",
 		            raft_strerror(status));
 		return;
 	}
@@ -153,7 +154,8 @@ static void change_cb(struct raft_change *req, int status)
 static void transfer_cb(struct raft_transfer *req)
 {
 	node_group *g = req->data;
-	if (g->member_w == NULL || g->member_w->member_action != SHOAL__MEMBER_CHANGE__ACTION__TRANSFER)
+	if (g->member_w == NULL ||
+	    g->member_w->member_action != SHOAL__MEMBER_CHANGE__ACTION__TRANSFER)
 		return;
 	if (raft_state(&g->raft) == RAFT_LEADER) {
 		member_done(g, SHOAL_E_UNAVAILABLE, "node %u did not take the leadership in time",
@@ -189,8 +191,7 @@ void node_member_start(node_group *g, node_waiter *w)
 	if (g->member_w != NULL) {
 		snprintf(msg, sizeof(msg),
 		         "group %u: a membership change (%s of node %u) is in progress; try again",
-		         g->id, action_name(g->member_w->member_action),
-		         g->member_w->member_node);
+		         g->id, action_name(g->member_w->member_action), g->member_w->member_node);
 		node_group_finish(g, w, SHOAL_E_UNAVAILABLE, 0, msg, NULL, 0);
 		return;
 	}
@@ -229,8 +230,8 @@ void node_member_start(node_group *g, node_waiter *w)
 		if (rv != 0)
 			change_refused(g, rv, "raft_add");
 		else
-			node_logf(NODE_LOG_INFO, "group %u: adding node %u (%s) as a standby", g->id,
-			          id, address);
+			node_logf(NODE_LOG_INFO, "group %u: adding node %u (%s) as a standby",
+			          g->id, id, address);
 		return;
 	}
 	case SHOAL__MEMBER_CHANGE__ACTION__PROMOTE:
@@ -268,12 +269,14 @@ void node_member_start(node_group *g, node_waiter *w)
 		}
 		if (sv == NULL || sv->role != RAFT_VOTER) {
 			member_done(g, SHOAL_E_VALIDATION,
-			            "node %u is not a voter of group %u: it cannot lead", id, g->id);
+			            "node %u is not a voter of group %u: it cannot lead", id,
+			            g->id);
 			return;
 		}
 		if (r->transfer != NULL) {
 			member_done(g, SHOAL_E_UNAVAILABLE,
-			            "group %u: a leadership transfer is in progress; try again", g->id);
+			            "group %u: a leadership transfer is in progress; try again",
+			            g->id);
 			return;
 		}
 		g->mtransfer.data = g;

@@ -165,8 +165,8 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	            "operation.\n# TYPE shoal_node_requests_total counter\n");
 	for (int op = 0; op < NODE_OP__COUNT; op++)
 		if (node_op_served(op))
-			appendf(&b, "shoal_node_requests_total{op=\"%s\"} %" PRIu64 "\n", node_op_name(op),
-		        load(&s->requests[op]));
+			appendf(&b, "shoal_node_requests_total{op=\"%s\"} %" PRIu64 "\n",
+			        node_op_name(op), load(&s->requests[op]));
 
 	appendf(&b, "# HELP shoal_node_errors_total Requests answered with an error, by "
 	            "operation and status.\n# TYPE shoal_node_errors_total counter\n");

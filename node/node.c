@@ -254,8 +254,9 @@ void node_remove_group_dir(node *n, uint32_t gid)
 	if (stat(path, &st) != 0)
 		return;
 	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	node_logf(NODE_LOG_INFO, "group %u: directory %s deleted (the map no longer places the "
-	                         "group here)",
+	node_logf(NODE_LOG_INFO,
+	          "group %u: directory %s deleted (the map no longer places the "
+	          "group here)",
 	          gid, path);
 }
 
@@ -294,9 +295,9 @@ static void reap(node *n, bool force)
 	uint64_t now = node_now_ns();
 	for (struct node_grave **pp = &n->graves; *pp != NULL;) {
 		struct node_grave *x = *pp;
-		bool ripe = node_group_closed(x->g) && node_group_users(x->g) == 0 &&
-		            now - node_group_closed_ns(x->g) >=
-		                (uint64_t)NODE_GROUP_GRACE_MS * 1000000u;
+		bool ripe =
+		    node_group_closed(x->g) && node_group_users(x->g) == 0 &&
+		    now - node_group_closed_ns(x->g) >= (uint64_t)NODE_GROUP_GRACE_MS * 1000000u;
 		if (!force && !ripe) {
 			pp = &x->next;
 			continue;
@@ -330,8 +331,8 @@ static bool group_dir_exists(node *n, uint32_t gid)
  */
 static bool lost_replica(node *n, uint32_t gid)
 {
-	bool lost = !n->birth && sh_place_is_voter(n->place, n->id, gid) &&
-	            !group_dir_exists(n, gid);
+	bool lost =
+	    !n->birth && sh_place_is_voter(n->place, n->id, gid) && !group_dir_exists(n, gid);
 	if (lost && !atomic_load(&n->lost[gid]))
 		node_logf(NODE_LOG_WARN,
 		          "group %u: the cluster map has this node as a voter but it has no data "
@@ -400,6 +401,7 @@ static void shutdown_begin(node *n)
 	node_ttl_close(n->ttl);     /* the same */
 	if (n->ship != NULL)
 		node_ship_close(n->ship); /* before the groups: it proposes through them */
+	node_map_close(n);                /* the refresher's timer */
 	if (n->signals) {
 		uv_close((uv_handle_t *)&n->sigterm, NULL);
 		uv_close((uv_handle_t *)&n->sigint, NULL);
@@ -409,7 +411,6 @@ static void shutdown_begin(node *n)
 		close_handles(n);
 		return;
 	}
-	node_map_close(n);
 	for (uint32_t g = 0; g < n->conf->groups; g++)
 		if (n->groups[g] != NULL)
 			node_group_close(n->groups[g], group_closed_cb);
@@ -479,11 +480,12 @@ static void tls_warn(const char *msg)
 static int open_tls(node *n, char *errmsg)
 {
 	if (n->conf->tls_dir[0] == '\0') {
-		node_logf(NODE_LOG_WARN,
-		          "node %u: no [tls] in the cluster file: Raft and RPC traffic is plain and "
-		          "unauthenticated; anyone who can reach ports %s and %s:%u.. can read it and "
-		          "send internal operations (deploy/certs.sh makes certificates)",
-		          n->id, n->self->rpc, n->self->raft_host, n->self->raft_port);
+		node_logf(
+		    NODE_LOG_WARN,
+		    "node %u: no [tls] in the cluster file: Raft and RPC traffic is plain and "
+		    "unauthenticated; anyone who can reach ports %s and %s:%u.. can read it and "
+		    "send internal operations (deploy/certs.sh makes certificates)",
+		    n->id, n->self->rpc, n->self->raft_host, n->self->raft_port);
 		return SHOAL_OK;
 	}
 	char name[32];

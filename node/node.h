@@ -202,8 +202,8 @@ typedef enum node_wait_kind {
  */
 typedef struct node_waiter {
 	node_wait_kind kind;
-	Shoal__CommandOp op;               /* WRITE: the operation; submessages borrowed */
-	size_t size;                       /* WRITE: estimate of op's encoded size */
+	Shoal__CommandOp op; /* WRITE: the operation; submessages borrowed */
+	size_t size;         /* WRITE: estimate of op's encoded size */
 	/* MEMBER: what to make so (Shoal__MemberChange__Action), of which
 	 * node, at which Raft address ("" : from the placement). */
 	int member_action;
@@ -409,12 +409,12 @@ enum node_op {
 	NODE_OP_TXN_ACK,
 	NODE_OP_TXN_STATUS,
 	NODE_OP_CAP_REPORT,
-	NODE_OP_SCRUB_CHECK, /* the replica scrub (scrub.c) */
-	NODE_OP_MAP_CHANGE,  /* group 0: an operator's change of the cluster map (elastic.c) */
-	NODE_OP_MAP_GET,     /* any node: its cluster map (mapsync.c) */
-	NODE_OP_NODE_STATUS, /* any node: every hosted group's status (mapsync.c) */
+	NODE_OP_SCRUB_CHECK,   /* the replica scrub (scrub.c) */
+	NODE_OP_MAP_CHANGE,    /* group 0: an operator's change of the cluster map (elastic.c) */
+	NODE_OP_MAP_GET,       /* any node: its cluster map (mapsync.c) */
+	NODE_OP_NODE_STATUS,   /* any node: every hosted group's status (mapsync.c) */
 	NODE_OP_MEMBER_CHANGE, /* a group's leader: a Raft membership change (member.c) */
-	NODE_OP_INVALID,     /* undecodable or unknown requests */
+	NODE_OP_INVALID,       /* undecodable or unknown requests */
 	NODE_OP__COUNT
 };
 
@@ -565,17 +565,17 @@ struct node {
 	/* The cluster map this node follows (common/placement.h) and its
 	 * state (mapsync.c has the design). */
 	sh_place *place;
-	bool map_trusted;    /* loop: the map may place groups (else: learning it) */
-	bool map_born;       /* had cluster.map or group directories at start */
-	bool join;           /* --join: never bootstrap */
-	bool birth;          /* loop: this start is the cluster's birth: bootstrap */
-	uint64_t saved_epoch; /* loop: the epoch of <dir>/cluster.map */
+	bool map_trusted;      /* loop: the map may place groups (else: learning it) */
+	bool map_born;         /* had cluster.map or group directories at start */
+	bool join;             /* --join: never bootstrap */
+	bool birth;            /* loop: this start is the cluster's birth: bootstrap */
+	uint64_t saved_epoch;  /* loop: the epoch of <dir>/cluster.map */
 	atomic_bool map_dirty; /* a newer map was offered from another thread */
 	uv_timer_t map_timer;
 	bool map_timer_init;
 	struct node_mapsync *sync; /* mapsync.c */
 	struct node_grave *graves; /* loop: closed groups waiting to be freed */
-	atomic_bool *lost; /* [conf->groups]: a voter here with no data (node.c) */
+	atomic_bool *lost;         /* [conf->groups]: a voter here with no data (node.c) */
 
 	enum node_state state; /* loop */
 	atomic_bool stopping;  /* state != RUNNING, for other threads */
