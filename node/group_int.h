@@ -32,7 +32,7 @@ struct node_group {
 	void (*close_cb)(node_group *g);
 	struct raft_transfer transfer;
 	bool transferring;
-	uint32_t preferred;         /* the replica that should lead (sh_cluster_replicas[0]) */
+	uint32_t preferred;         /* the replica that should lead (the map's first voter) */
 	uint64_t leading_since_ns;  /* when this replica became leader (0: it is not) */
 	uint64_t next_rebalance_ns; /* no handing back to the preferred replica before */
 	uint32_t rebalance_wait_ms; /* wait after the next try (doubles) */
