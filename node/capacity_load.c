@@ -218,14 +218,16 @@ static void send_reports(node_cap *c, const cap_use *use, uint32_t n_use)
 	rep.n_parts = n_use;
 	Shoal__NodeRequest req = SHOAL__NODE_REQUEST__INIT;
 	req.cap_report = &rep;
-	for (uint32_t k = 0; k < n->conf->n_nodes; k++) {
-		uint32_t dest = n->conf->nodes[k].id;
+	uint32_t ids[SH_MAX_NODES];
+	uint32_t n_ids = sh_place_nodes(n->place, ids, SH_MAX_NODES);
+	for (uint32_t k = 0; k < n_ids && k < SH_MAX_NODES; k++) {
+		uint32_t dest = ids[k];
 		if (dest == n->id)
 			continue;
 		/* addressed to a group the destination hosts (its front door
 		 * checks that), any one */
 		uint32_t g = 0;
-		while (g < n->conf->groups && !sh_cluster_hosts(n->conf, dest, g))
+		while (g < n->conf->groups && !sh_place_hosts(n->place, dest, g))
 			g++;
 		if (g == n->conf->groups)
 			continue;

@@ -74,68 +74,7 @@
 #include <sys/stat.h>
 
 #include "common/alloc.h"
-#include "node/node.h"
-
-typedef enum group_state {
-	GROUP_INIT,
-	GROUP_RUNNING,
-	GROUP_CLOSING,
-	GROUP_CLOSED,
-} group_state;
-
-struct node_group {
-	node *node;
-	uint32_t id;
-	char dir[SH_PATH_MAX];
-	char address[SH_ADDR_MAX];
-
-	/* Loop thread. */
-	group_state state;
-	struct raft raft;
-	struct raft_io io;  /* raft_uv's */
-	node_raftio raftio; /* in front of it, given to raft */
-	struct raft_uv_transport transport;
-	bool io_init, transport_init;
-	node_fsm *fsm;
-	void (*close_cb)(node_group *g);
-	struct raft_transfer transfer;
-	bool transferring;
-	uint32_t preferred;         /* the replica that should lead (sh_cluster_replicas[0]) */
-	uint64_t leading_since_ns;  /* when this replica became leader (0: it is not) */
-	uint64_t next_rebalance_ns; /* no handing back to the preferred replica before */
-	uint32_t rebalance_wait_ms; /* wait after the next try (doubles) */
-	size_t tuned_for;           /* entry size the snapshot counts were set for */
-	int seen_role;
-	uint64_t seen_term;
-	uint32_t seen_leader;
-	bool seen_prevote;
-	bool seen_failed;
-	uint32_t inflight; /* Commands proposed, apply_cb not yet called;
-	                    * written on the loop under mu, read under mu */
-	bool flush_due;    /* a slot freed: flush at the next publish */
-	uint32_t barriers; /* barriers issued, barrier_cb not yet called */
-
-	/* Queues (mu). */
-	pthread_mutex_t mu;
-	bool closing;
-	node_waiter *wq_head, *wq_tail; /* writes */
-	node_waiter *bq_head, *bq_tail; /* barrier waits */
-
-	/* Published status: written on the loop, read anywhere. */
-	atomic_int role;
-	_Atomic uint64_t term, commit, applied;
-	atomic_uint leader;
-	atomic_uint_fast64_t pending;
-	_Atomic uint64_t snapshot_index, entry_bytes;
-	atomic_uint snapshot_threshold;
-	atomic_bool failed;
-	/* Its storage was emptied at open (a machine crash, a rebuild asked
-	 * for): set until it has caught up with a leader (publish). */
-	atomic_bool rebuilding;
-	atomic_int failed_code; /* node_fsm_failed's code once failed */
-	pthread_mutex_t err_mu;
-	char error[SH_ERRMSG_SIZE];
-};
+#include "node/group_int.h"
 
 /* A Command in flight: raft's request, the FSM batch, and the waiters of
  * its operations (chained by next, in operation order). */
@@ -229,8 +168,8 @@ int node_waiter_wait(node_waiter *w)
 
 /* Completes a waiter (loop).  After the unlock the worker may reuse w at
  * once: callers read w->next before calling this. */
-static void finish(node_group *g, node_waiter *w, int code, uint32_t leader, const char *msg,
-                   uint8_t *resp, size_t resp_len)
+void node_group_finish(node_group *g, node_waiter *w, int code, uint32_t leader, const char *msg,
+                       uint8_t *resp, size_t resp_len)
 {
 	if (w->kind == NODE_WAIT_WRITE)
 		atomic_fetch_sub(&g->pending, 1);
@@ -260,12 +199,12 @@ static void fail_chain(node_group *g, node_waiter *w, int code, uint32_t leader,
 {
 	while (w != NULL) {
 		node_waiter *next = w->next;
-		finish(g, w, code, leader, msg, NULL, 0);
+		node_group_finish(g, w, code, leader, msg, NULL, 0);
 		w = next;
 	}
 }
 
-static uint32_t current_leader(node_group *g)
+uint32_t node_group_current_leader(node_group *g)
 {
 	raft_id id = 0;
 	const char *address = NULL;
@@ -305,25 +244,27 @@ static int make_dir(const char *path, char *errmsg)
 	return SHOAL_OK;
 }
 
+/* The cluster's birth only (node.c, "Bootstrap"): the group's first
+ * configuration is the birth map's voters -- the map the node follows is
+ * the birth map then. */
 static int bootstrap(node_group *g, char *errmsg)
 {
-	const sh_cluster_conf *conf = g->node->conf;
-	uint32_t replicas[SH_MAX_REPLICATION];
+	uint32_t replicas[SH_MAP_GROUP_REPLICAS];
 	struct raft_configuration configuration;
 	int rc = SHOAL_OK;
 
-	sh_cluster_replicas(conf, g->id, replicas);
+	uint32_t nr = sh_place_voters(g->node->place, g->id, replicas, SH_MAP_GROUP_REPLICAS);
+	if (nr > SH_MAP_GROUP_REPLICAS)
+		nr = SH_MAP_GROUP_REPLICAS;
 	raft_configuration_init(&configuration);
-	for (uint32_t k = 0; k < conf->replication; k++) {
-		const sh_node_conf *nc = sh_cluster_node(conf, replicas[k]);
+	for (uint32_t k = 0; k < nr; k++) {
 		char address[SH_ADDR_MAX];
-		if (nc == NULL) {
+		if (!sh_place_raft_address(g->node->place, replicas[k], g->id, address)) {
 			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "group %u: replica node %u unknown",
 			             g->id, replicas[k]);
 			goto out;
 		}
-		sh_cluster_raft_address(nc, g->id, address);
-		int rv = raft_configuration_add(&configuration, nc->id, address, RAFT_VOTER);
+		int rv = raft_configuration_add(&configuration, replicas[k], address, RAFT_VOTER);
 		if (rv != 0) {
 			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "group %u: raft_configuration_add: %s",
 			             g->id, raft_strerror(rv));
@@ -332,8 +273,7 @@ static int bootstrap(node_group *g, char *errmsg)
 	}
 	int rv = raft_bootstrap(&g->raft, &configuration);
 	if (rv == 0)
-		node_logf(NODE_LOG_INFO, "group %u: bootstrapped with %u replicas", g->id,
-		          conf->replication);
+		node_logf(NODE_LOG_INFO, "group %u: bootstrapped with %u replicas", g->id, nr);
 	else if (rv != RAFT_CANTBOOTSTRAP)
 		rc = sh_errf(errmsg, SHOAL_E_IO, "group %u: raft_bootstrap: %s", g->id,
 		             raft_error(g, rv));
@@ -352,11 +292,17 @@ static void group_destroy(node_group *g)
 	if (g->transport_init)
 		node_transport_close(&g->transport);
 	pthread_mutex_destroy(&g->err_mu);
+	pthread_mutex_destroy(&g->members_mu);
 	pthread_mutex_destroy(&g->mu);
 	sh_free(g);
 }
 
 int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
+{
+	return node_group_open_ex(n, gid, true, out, errmsg);
+}
+
+int node_group_open_ex(node *n, uint32_t gid, bool boot, node_group **out, char *errmsg)
 {
 	char lmdb[SH_PATH_MAX + 16];
 	int rc, rv;
@@ -367,6 +313,8 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "group %u: out of memory", gid);
 	g->node = n;
 	g->id = gid;
+	g->bootstrap = boot;
+	atomic_init(&g->users, 0);
 	g->seen_role = RAFT_UNAVAILABLE;
 	atomic_init(&g->role, RAFT_UNAVAILABLE);
 	if (pthread_mutex_init(&g->mu, NULL) != 0) {
@@ -374,6 +322,12 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "group %u: pthread_mutex_init", gid);
 	}
 	if (pthread_mutex_init(&g->err_mu, NULL) != 0) {
+		pthread_mutex_destroy(&g->mu);
+		sh_free(g);
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "group %u: pthread_mutex_init", gid);
+	}
+	if (pthread_mutex_init(&g->members_mu, NULL) != 0) {
+		pthread_mutex_destroy(&g->err_mu);
 		pthread_mutex_destroy(&g->mu);
 		sh_free(g);
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "group %u: pthread_mutex_init", gid);
@@ -417,8 +371,8 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	}
 	g->io_init = true;
 	raft_uv_set_connect_retry_delay(&g->io, NODE_CONNECT_RETRY_MS);
-	uint32_t segment_mb = n->conf->raft_segment_mb != 0 ? n->conf->raft_segment_mb
-	                                                    : NODE_RAFT_SEGMENT_MB;
+	uint32_t segment_mb =
+	    n->conf->raft_segment_mb != 0 ? n->conf->raft_segment_mb : NODE_RAFT_SEGMENT_MB;
 	raft_uv_set_segment_size(&g->io, (size_t)segment_mb << 20);
 	/* raft 0.15's raft_uv_init implements async_work (version 2 of
 	 * raft_io) but still says version 1, and raft_init then refuses our
@@ -427,7 +381,10 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	if (g->io.version < 2 && g->io.async_work != NULL)
 		g->io.version = 2;
 
-	sh_cluster_raft_address(n->self, gid, g->address);
+	sh_map_node self = {0};
+	snprintf(self.raft_host, sizeof(self.raft_host), "%s", n->self->raft_host);
+	self.raft_port = n->self->raft_port;
+	sh_map_raft_address(&self, gid, g->address);
 	node_raftio_init(&g->raftio, &g->io, gid);
 	rv = raft_init(&g->raft, &g->raftio.outer, node_fsm_raft(g->fsm), n->id, g->address);
 	if (rv != 0) {
@@ -442,21 +399,26 @@ int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 	*out = g;
 
 	/* Leader balance by election bias: the group's preferred replica (the
-	 * first of sh_cluster_replicas, which spreads over the nodes) times out
+	 * first voter of the map, which spreads over the nodes) times out
 	 * first (raft randomises in [T, 2T]), so it usually wins elections
 	 * and leaders spread over the nodes instead of piling up on whichever
 	 * node started first; rebalance() hands back what it did not win. */
-	uint32_t replicas[SH_MAX_REPLICATION];
-	sh_cluster_replicas(n->conf, gid, replicas);
-	g->preferred = replicas[0];
-	raft_set_election_timeout(&g->raft, replicas[0] == n->id
+	uint32_t replicas[SH_MAP_GROUP_REPLICAS];
+	g->preferred =
+	    sh_place_voters(n->place, gid, replicas, SH_MAP_GROUP_REPLICAS) > 0 ? replicas[0] : 0;
+	raft_set_election_timeout(&g->raft, g->preferred == n->id
 	                                        ? NODE_ELECTION_TIMEOUT_PREFERRED_MS
 	                                        : NODE_ELECTION_TIMEOUT_MS);
 	raft_set_heartbeat_timeout(&g->raft, NODE_HEARTBEAT_TIMEOUT_MS);
 	set_snapshot_counts(g, 0);
 	raft_set_pre_vote(&g->raft, true);
 
-	if ((rc = bootstrap(g, errmsg)) != SHOAL_OK)
+	/* Without bootstrap a new replica starts with an empty configuration:
+	 * raft 0.15 then neither campaigns (tick.c: "we didn't receive one
+	 * yet, just stay follower") nor grants a vote (election.c,
+	 * electionVote: "local server is not voting") until its leader's
+	 * entries or snapshot bring it a configuration naming it a voter. */
+	if (g->bootstrap && (rc = bootstrap(g, errmsg)) != SHOAL_OK)
 		return rc;
 	node_fsm_attach(g->fsm, &g->raft);
 	rv = raft_start(&g->raft);
@@ -476,6 +438,7 @@ static void raft_closed_cb(struct raft *r)
 {
 	node_group *g = r->data;
 	g->state = GROUP_CLOSED;
+	g->closed_ns = node_now_ns();
 	atomic_store(&g->role, RAFT_UNAVAILABLE);
 	atomic_store(&g->leader, 0);
 	node_logf(NODE_LOG_INFO, "group %u: raft closed", g->id);
@@ -489,13 +452,27 @@ void node_group_close(node_group *g, void (*cb)(node_group *g))
 
 	pthread_mutex_lock(&g->mu);
 	g->closing = true;
-	node_waiter *writes = g->wq_head, *reads = g->bq_head;
+	node_waiter *writes = g->wq_head, *reads = g->bq_head, *members = g->mq_head;
 	g->wq_head = g->wq_tail = g->bq_head = g->bq_tail = NULL;
+	g->mq_head = g->mq_tail = NULL;
 	pthread_mutex_unlock(&g->mu);
+	pthread_mutex_lock(&g->members_mu);
+	g->members_n = 0;
+	pthread_mutex_unlock(&g->members_mu);
 
 	snprintf(msg, sizeof(msg), "node %u is shutting down (group %u)", g->node->id, g->id);
 	fail_chain(g, writes, SHOAL_E_UNAVAILABLE, 0, msg);
 	fail_chain(g, reads, SHOAL_E_UNAVAILABLE, 0, msg);
+	fail_chain(g, members, SHOAL_E_UNAVAILABLE, 0, msg);
+	/* A membership change in flight is answered by raft_close (its
+	 * change callback, RAFT_LEADERSHIPLOST: member.c); a TRANSFER waiting
+	 * for the new leader is answered here. */
+	if (g->member_w != NULL && g->member_transfer_wait) {
+		node_waiter *w = g->member_w;
+		g->member_w = NULL;
+		g->member_transfer_wait = false;
+		node_group_finish(g, w, SHOAL_E_UNAVAILABLE, 0, msg, NULL, 0);
+	}
 
 	g->close_cb = cb;
 	if (g->state == GROUP_INIT || g->state == GROUP_RUNNING) {
@@ -545,6 +522,12 @@ int node_group_submit(node_group *g, node_waiter *w, char *errmsg)
 		 * (it takes it under mu after this), so waking the loop now
 		 * would only cost a thread hop for nothing. */
 		wake = g->inflight < NODE_MAX_INFLIGHT;
+	} else if (w->kind == NODE_WAIT_MEMBER) {
+		if (g->mq_tail != NULL)
+			g->mq_tail->next = w;
+		else
+			g->mq_head = w;
+		g->mq_tail = w;
 	} else {
 		if (g->bq_tail != NULL)
 			g->bq_tail->next = w;
@@ -580,7 +563,7 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 			if (resp != NULL) {
 				size_t len = p->batch.result_lens[i];
 				p->batch.results[i] = NULL; /* now the waiter's */
-				finish(g, w, SHOAL_OK, 0, NULL, resp, len);
+				node_group_finish(g, w, SHOAL_OK, 0, NULL, resp, len);
 			} else {
 				char msg[SH_ERRMSG_SIZE];
 				snprintf(msg, sizeof(msg),
@@ -588,7 +571,7 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 				         "has no result",
 				         g->id, p->batch.id, i);
 				node_logf(NODE_LOG_ERROR, "%s", msg);
-				finish(g, w, SHOAL_E_INTERNAL, 0, msg, NULL, 0);
+				node_group_finish(g, w, SHOAL_E_INTERNAL, 0, msg, NULL, 0);
 			}
 			w = next;
 		}
@@ -607,7 +590,7 @@ static void apply_cb(struct raft_apply *req, int status, void *result)
 		          "%s: %u writes answered OUTCOME_UNKNOWN", msg, p->n);
 		/* Proposed, then leadership was lost: the entry may still commit
 		 * under the next leader.  Not retryable, unlike UNAVAILABLE. */
-		fail_chain(g, p->head, SHOAL_E_OUTCOME_UNKNOWN, current_leader(g), msg);
+		fail_chain(g, p->head, SHOAL_E_OUTCOME_UNKNOWN, node_group_current_leader(g), msg);
 	}
 	node_batch_fini(&p->batch);
 	sh_free(p);
@@ -630,7 +613,7 @@ static void propose(node_group *g, node_waiter *head, uint32_t n)
 	int rc;
 
 	if (raft_state(&g->raft) != RAFT_LEADER) {
-		uint32_t leader = current_leader(g);
+		uint32_t leader = node_group_current_leader(g);
 		snprintf(errmsg, sizeof(errmsg), "node %u is not the leader of group %u",
 		         g->node->id, g->id);
 		fail_chain(g, head, SHOAL_E_NOT_LEADER, leader, errmsg);
@@ -693,7 +676,7 @@ err_after_alloc:
 	sh_free(ops);
 	sh_free(p);
 	node_logf(NODE_LOG_WARN, "%s", errmsg);
-	fail_chain(g, head, code, current_leader(g), errmsg);
+	fail_chain(g, head, code, node_group_current_leader(g), errmsg);
 }
 
 /* Takes the next Command's worth of writes off the queue (mu held): at
@@ -733,7 +716,7 @@ static void barrier_cb(struct raft_barrier *req, int status)
 		int code = g->state == GROUP_RUNNING ? SHOAL_E_NOT_LEADER : SHOAL_E_UNAVAILABLE;
 		snprintf(msg, sizeof(msg), "group %u: read barrier failed: %s", g->id,
 		         raft_strerror(status));
-		fail_chain(g, b->head, code, current_leader(g), msg);
+		fail_chain(g, b->head, code, node_group_current_leader(g), msg);
 	}
 	sh_free(b);
 }
@@ -744,7 +727,7 @@ static void issue_barrier(node_group *g, node_waiter *head)
 	if (raft_state(&g->raft) != RAFT_LEADER) {
 		snprintf(msg, sizeof(msg), "node %u is not the leader of group %u", g->node->id,
 		         g->id);
-		fail_chain(g, head, SHOAL_E_NOT_LEADER, current_leader(g), msg);
+		fail_chain(g, head, SHOAL_E_NOT_LEADER, node_group_current_leader(g), msg);
 		return;
 	}
 	barrier *b = sh_calloc(1, sizeof(*b));
@@ -763,7 +746,7 @@ static void issue_barrier(node_group *g, node_waiter *head)
 		snprintf(msg, sizeof(msg), "group %u: raft_barrier: %s", g->id, raft_strerror(rv));
 		sh_free(b);
 		fail_chain(g, head, rv == RAFT_NOTLEADER ? SHOAL_E_NOT_LEADER : SHOAL_E_UNAVAILABLE,
-		           current_leader(g), msg);
+		           node_group_current_leader(g), msg);
 	}
 }
 
@@ -772,9 +755,16 @@ void node_group_flush(node_group *g)
 	if (g->state != GROUP_RUNNING)
 		return; /* closing: node_group_close drained the queues */
 	pthread_mutex_lock(&g->mu);
-	node_waiter *reads = g->bq_head;
+	node_waiter *reads = g->bq_head, *members = g->mq_head;
 	g->bq_head = g->bq_tail = NULL;
+	g->mq_head = g->mq_tail = NULL;
 	pthread_mutex_unlock(&g->mu);
+	while (members != NULL) {
+		node_waiter *next = members->next;
+		members->next = NULL;
+		node_member_start(g, members);
+		members = next;
+	}
 	/* Group commit: at most NODE_MAX_INFLIGHT Commands in flight; writes
 	 * arriving meanwhile wait in the queue and leave together when
 	 * apply_cb frees a slot.  A refused proposal takes no slot, so a
@@ -817,7 +807,7 @@ static bool caught_up(node_group *g, uint32_t id)
 
 /*
  * Preferred leaders.  Each group's first replica in placement order
- * (sh_cluster_replicas) is its preferred leader, and placement spreads those
+ * (the map's first voter, common/placement.h) is its preferred leader, and placement spreads those
  * over the nodes, so that every node leads its share of the groups and the
  * write load (and the leader's nng and apply work) is spread too.  Its
  * shorter election timeout makes it win most elections, but not all: a node
@@ -841,7 +831,11 @@ static void rebalance(node_group *g, int role)
 		g->leading_since_ns = now;
 		g->rebalance_wait_ms = NODE_REBALANCE_BACKOFF_MIN_MS;
 	}
+	uint32_t voters[SH_MAP_GROUP_REPLICAS];
+	if (sh_place_voters(g->node->place, g->id, voters, SH_MAP_GROUP_REPLICAS) > 0)
+		g->preferred = voters[0]; /* the map moves: so does the preferred replica */
 	if (g->transferring || g->seen_failed || g->preferred == g->node->id ||
+	    g->member_w != NULL || g->raft.transfer != NULL ||
 	    now - g->leading_since_ns < (uint64_t)NODE_REBALANCE_AFTER_MS * 1000000 ||
 	    now < g->next_rebalance_ns || !caught_up(g, g->preferred))
 		return;
@@ -868,14 +862,14 @@ static unsigned clamp_count(size_t budget, size_t entry, unsigned min, unsigned 
 static void set_snapshot_counts(node_group *g, size_t avg)
 {
 	uint32_t cap = g->node->conf->snapshot_entries;
-	unsigned threshold = avg == 0 ? NODE_SNAPSHOT_THRESHOLD
-	                              : clamp_count(NODE_LOG_BUDGET, avg,
-	                                            NODE_SNAPSHOT_THRESHOLD_MIN,
-	                                            NODE_SNAPSHOT_THRESHOLD);
-	unsigned trailing = avg == 0 ? NODE_SNAPSHOT_TRAILING
-	                             : clamp_count(NODE_TRAILING_BUDGET, avg,
-	                                           NODE_SNAPSHOT_TRAILING_MIN,
-	                                           NODE_SNAPSHOT_TRAILING);
+	unsigned threshold = avg == 0
+	                         ? NODE_SNAPSHOT_THRESHOLD
+	                         : clamp_count(NODE_LOG_BUDGET, avg, NODE_SNAPSHOT_THRESHOLD_MIN,
+	                                       NODE_SNAPSHOT_THRESHOLD);
+	unsigned trailing = avg == 0
+	                        ? NODE_SNAPSHOT_TRAILING
+	                        : clamp_count(NODE_TRAILING_BUDGET, avg, NODE_SNAPSHOT_TRAILING_MIN,
+	                                      NODE_SNAPSHOT_TRAILING);
 	if (cap != 0 && threshold > cap)
 		threshold = cap;
 	if (trailing > threshold / 2)
@@ -940,6 +934,42 @@ static void log_role(node_group *g, int role, uint64_t term, uint32_t leader, bo
 	g->seen_prevote = prevote;
 }
 
+/* The leader's configuration and each member's progress, for node_status
+ * (node_group_members) on other threads.  Addresses are copied only when
+ * the configuration changed.  Loop. */
+static void publish_members(node_group *g, int role)
+{
+	struct raft *r = &g->raft;
+	pthread_mutex_lock(&g->members_mu);
+	if (role != RAFT_LEADER) {
+		g->members_n = 0;
+		pthread_mutex_unlock(&g->members_mu);
+		return;
+	}
+	uint64_t cfg = r->configuration_uncommitted_index != 0 ? r->configuration_uncommitted_index
+	                                                       : r->configuration_index;
+	uint32_t n = r->configuration.n;
+	if (n > sizeof(g->members) / sizeof(g->members[0]))
+		n = sizeof(g->members) / sizeof(g->members[0]);
+	bool fresh = g->members_n != n || g->members_cfg_index != cfg;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct raft_server *sv = &r->configuration.servers[i];
+		struct group_member *m = &g->members[i];
+		if (fresh || m->id != sv->id) {
+			m->id = (uint32_t)sv->id;
+			snprintf(m->address, sizeof(m->address), "%s",
+			         sv->address != NULL ? sv->address : "");
+		}
+		m->role = sv->role;
+		m->match =
+		    sv->id == r->id ? raft_last_index(r) : r->leader_state.progress[i].match_index;
+	}
+	g->members_n = n;
+	g->members_cfg_index = cfg;
+	g->members_last_index = raft_last_index(r);
+	pthread_mutex_unlock(&g->members_mu);
+}
+
 void node_group_publish(node_group *g)
 {
 	if (g->state != GROUP_RUNNING)
@@ -951,7 +981,7 @@ void node_group_publish(node_group *g)
 	struct raft *r = &g->raft;
 	int role = raft_state(r);
 	uint64_t term = r->current_term;
-	uint32_t leader = current_leader(g);
+	uint32_t leader = node_group_current_leader(g);
 	atomic_store_explicit(&g->role, role, memory_order_relaxed);
 	atomic_store_explicit(&g->term, term, memory_order_relaxed);
 	atomic_store_explicit(&g->commit, r->commit_index, memory_order_relaxed);
@@ -982,8 +1012,7 @@ void node_group_publish(node_group *g)
 			snprintf(g->error, sizeof(g->error), "%s", msg);
 			pthread_mutex_unlock(&g->err_mu);
 			atomic_store(&g->failed, true);
-			node_logf(NODE_LOG_ERROR,
-			          "group %u: replica failed, it stops serving: %s",
+			node_logf(NODE_LOG_ERROR, "group %u: replica failed, it stops serving: %s",
 			          g->id, msg);
 		}
 	}
@@ -1011,6 +1040,8 @@ void node_group_publish(node_group *g)
 	}
 	rebalance(g, role);
 	tune_snapshots(g);
+	publish_members(g, role);
+	node_member_publish(g);
 }
 
 int node_group_failure(node_group *g)
@@ -1071,4 +1102,81 @@ int node_group_health(node_group *g, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_UNAVAILABLE, "node %u is shutting down",
 		               g->node->id);
 	return SHOAL_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Holding a group (any thread)                                              */
+/* ------------------------------------------------------------------------ */
+
+node_group *node_group_acquire(node *n, uint32_t gid)
+{
+	node_group *g = node_group_get(n, gid);
+	if (g != NULL)
+		atomic_fetch_add_explicit(&g->users, 1, memory_order_acq_rel);
+	return g;
+}
+
+void node_group_release(node_group *g)
+{
+	if (g != NULL)
+		atomic_fetch_sub_explicit(&g->users, 1, memory_order_acq_rel);
+}
+
+uint32_t node_group_users(node_group *g)
+{
+	return atomic_load(&g->users);
+}
+
+bool node_group_closed(const node_group *g)
+{
+	return g->state == GROUP_CLOSED;
+}
+
+uint64_t node_group_closed_ns(const node_group *g)
+{
+	return g->closed_ns;
+}
+
+static const char *member_role_name(int role)
+{
+	switch (role) {
+	case RAFT_VOTER:
+		return "voter";
+	case RAFT_STANDBY:
+		return "standby";
+	default:
+		return "spare";
+	}
+}
+
+int node_group_members(node_group *g, sh_arena *a, Shoal__GroupStatus *gs)
+{
+	pthread_mutex_lock(&g->members_mu);
+	uint32_t n = g->members_n;
+	int rc = SHOAL_OK;
+	if (n > 0) {
+		gs->members = sh_arena_calloc(a, n, sizeof(*gs->members));
+		Shoal__RaftMember *m = sh_arena_calloc(a, n, sizeof(*m));
+		if (gs->members == NULL || m == NULL) {
+			rc = SHOAL_E_NOMEM;
+			n = 0;
+		}
+		for (uint32_t i = 0; i < n; i++) {
+			shoal__raft_member__init(&m[i]);
+			m[i].node = g->members[i].id;
+			m[i].role = (char *)member_role_name(g->members[i].role);
+			m[i].match_index = g->members[i].match;
+			m[i].address = sh_arena_strndup(a, g->members[i].address,
+			                                strlen(g->members[i].address));
+			if (m[i].address == NULL) {
+				rc = SHOAL_E_NOMEM;
+				break;
+			}
+			gs->members[i] = &m[i];
+		}
+		gs->n_members = rc == SHOAL_OK ? n : 0;
+		gs->last_index = g->members_last_index;
+	}
+	pthread_mutex_unlock(&g->members_mu);
+	return rc;
 }

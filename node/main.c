@@ -3,10 +3,12 @@
  * groups and serves routers.
  *
  *   shoal-node --config FILE --id N [--dir DIR] [--log FILE] [--workers W]
- *              [--outbox-limit N]
+ *              [--outbox-limit N] [--join]
  *
- * Loads the cluster file (common/cluster.h), opens every group the file
- * places on node N under DIR (default: the node's `dir =`), serves NodeRequests
+ * Loads the cluster file (common/cluster.h), opens every group the cluster
+ * map places on node N under DIR (default: the node's `dir =`; the map is
+ * DIR/cluster.map, or learnt from the file's other nodes: node/mapsync.c),
+ * serves NodeRequests
  * on the node's rpc URL and Prometheus metrics on its metrics address, and
  * stops gracefully on SIGTERM or SIGINT (exit status 0).  Logs go to stderr
  * (or FILE) with timestamps; stdout carries exactly one line, "ready", once
@@ -16,6 +18,13 @@
  * yet shipped to their index partitions refuses base writes with
  * ProvisionedThroughputExceededException until it catches up (default
  * 100000, or the cluster file's [cluster] outbox_limit).
+ *
+ * --join: the node joins a running cluster (deploy/cluster.sh add-node
+ * appends its [node.N] section to the file and starts it so): it never
+ * bootstraps a Raft group, learns the cluster map from the file's other
+ * nodes, and opens the groups the map gives it as they are given, empty,
+ * for their leaders to fill (node/member.c).  Its own addresses are its
+ * [node.N] section's, as without --join.
  *
  * Restart in place: when the node asks for it (node_restart: the replica
  * scrub marked a divergent replica's storage for rebuild, node/scrub.c), it
@@ -43,7 +52,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: shoal-node --config FILE --id N [--dir DIR] [--log FILE] "
-	           "[--workers W] [--outbox-limit N]\n");
+	           "[--workers W] [--outbox-limit N] [--join]\n");
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -68,15 +77,17 @@ int main(int argc, char **argv)
 	    {"log", required_argument, NULL, 'l'},
 	    {"workers", required_argument, NULL, 'w'},
 	    {"outbox-limit", required_argument, NULL, 'o'},
+	    {"join", no_argument, NULL, 'j'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
 	const char *config = NULL, *dir = NULL, *log = NULL;
 	unsigned long id = 0, workers = 0, outbox_limit = 0;
+	bool join = false;
 	char errmsg[SH_ERRMSG_SIZE] = "";
 	int c;
 
-	while ((c = getopt_long(argc, argv, "c:i:d:l:w:o:h", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:i:d:l:w:o:jh", long_opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			config = optarg;
@@ -105,6 +116,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, "shoal-node: --outbox-limit wants 1..1000000000\n");
 				return 2;
 			}
+			break;
+		case 'j':
+			join = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -154,6 +168,7 @@ int main(int argc, char **argv)
 	    .workers = (unsigned)workers,
 	    .outbox_limit = outbox_limit != 0 ? outbox_limit : conf.outbox_limit,
 	    .signals = true,
+	    .join = join,
 	};
 	node *n;
 	if (node_open(&opts, &n, errmsg) != SHOAL_OK) {

@@ -165,8 +165,8 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	            "operation.\n# TYPE shoal_node_requests_total counter\n");
 	for (int op = 0; op < NODE_OP__COUNT; op++)
 		if (node_op_served(op))
-			appendf(&b, "shoal_node_requests_total{op=\"%s\"} %" PRIu64 "\n", node_op_name(op),
-		        load(&s->requests[op]));
+			appendf(&b, "shoal_node_requests_total{op=\"%s\"} %" PRIu64 "\n",
+			        node_op_name(op), load(&s->requests[op]));
 
 	appendf(&b, "# HELP shoal_node_errors_total Requests answered with an error, by "
 	            "operation and status.\n# TYPE shoal_node_errors_total counter\n");
@@ -290,9 +290,10 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 		b.oom = true;
 	int64_t now_ms = node_wall_ms();
 	for (uint32_t g = 0; !b.oom && g < n->conf->groups; g++) {
-		node_group *grp = node_group_get(n, g);
+		node_group *grp = node_group_acquire(n, g); /* reads its storage */
 		have[g] = grp != NULL &&
 		          st_outbox_get_info(node_group_env(grp), &ob[g], NULL) == SHOAL_OK;
+		node_group_release(grp);
 	}
 	for (size_t k = 0; k < 4 && !b.oom; k++) {
 		appendf(&b, "# HELP %s %s\n# TYPE %s gauge\n", ob_names[k][0], ob_names[k][1],

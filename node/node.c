@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <ftw.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,7 +64,7 @@ node_group *node_group_get(node *n, uint32_t gid)
 {
 	if (gid >= n->conf->groups)
 		return NULL;
-	return n->groups[gid];
+	return __atomic_load_n(&n->groups[gid], __ATOMIC_ACQUIRE);
 }
 
 uint64_t node_next_batch_id(node *n)
@@ -198,8 +199,195 @@ static void close_handles(node *n)
 static void group_closed_cb(node_group *g)
 {
 	node *n = node_group_owner(g);
-	if (--n->n_open == 0)
+	if (--n->n_open == 0 && n->state == NODE_STOPPING)
 		close_handles(n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Groups follow the map                                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * node_reconcile (loop) makes the open groups what the map says: every
+ * group the map lists this node in (voter or not) is opened -- before the
+ * group's leader adds it to the Raft configuration, so that raft_add finds
+ * it listening -- and every open group the map no longer lists it in is
+ * closed, then deleted: the executor (elastic.c) removes a replica from
+ * the Raft configuration before it drops it from the map, so nothing the
+ * group needs is lost with it.
+ *
+ * Lifetime (why not a plain free): server workers read n->groups[g]
+ * without a lock.  A group leaving is unpublished first (atomic store of
+ * NULL: new requests find it absent), then closes; its struct waits in the
+ * graveyard (struct node_grave) until it has been closed for
+ * NODE_GROUP_GRACE_MS and no request holds it (node_group_acquire's
+ * count): the count covers requests that wait on the loop or run long
+ * (scans), the grace the nanoseconds between a worker's load of the
+ * pointer and its increment, and the loop-side users (shipper, scrub, TTL,
+ * recovery), which look the group up again on every tick.  Only then are
+ * its storage closed (LMDB, which writes its clean-close marker into the
+ * directory) and its directory deleted.  A group the map gives back to
+ * this node meanwhile is reopened only after that, with a new struct.
+ * Chosen over a reference count held by every user (the loop-side ones
+ * keep pointers across ticks) for its single atomic add per request.
+ */
+struct node_grave {
+	node_group *g;
+	uint32_t gid;
+	bool remove_dir; /* the map dropped it: delete its directory once freed */
+	struct node_grave *next;
+};
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	if (remove(path) != 0)
+		node_logf(NODE_LOG_WARN, "removing %s: %s", path, strerror(errno));
+	return 0;
+}
+
+void node_remove_group_dir(node *n, uint32_t gid)
+{
+	char path[SH_PATH_MAX + 32];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/group-%u", n->dir, gid);
+	if (stat(path, &st) != 0)
+		return;
+	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	node_logf(NODE_LOG_INFO,
+	          "group %u: directory %s deleted (the map no longer places the "
+	          "group here)",
+	          gid, path);
+}
+
+static bool grave_pending(node *n, uint32_t gid)
+{
+	for (struct node_grave *x = n->graves; x != NULL; x = x->next)
+		if (x->gid == gid)
+			return true;
+	return false;
+}
+
+/* Unpublishes group gid and begins closing it. */
+static void retire(node *n, uint32_t gid, bool remove_dir)
+{
+	node_group *g = n->groups[gid];
+	struct node_grave *x = sh_calloc(1, sizeof(*x));
+	if (x == NULL)
+		return; /* tried again at the next reconcile */
+	__atomic_store_n(&n->groups[gid], NULL, __ATOMIC_RELEASE);
+	n->n_hosted--;
+	x->g = g;
+	x->gid = gid;
+	x->remove_dir = remove_dir;
+	x->next = n->graves;
+	n->graves = x;
+	node_logf(NODE_LOG_INFO, "group %u: %s", gid,
+	          remove_dir ? "the cluster map no longer places it here: closing"
+	                     : "closing after a failed open");
+	node_group_close(g, group_closed_cb);
+}
+
+/* Frees graveyard groups past their grace (all of them with force: the
+ * loop has ended). */
+static void reap(node *n, bool force)
+{
+	uint64_t now = node_now_ns();
+	for (struct node_grave **pp = &n->graves; *pp != NULL;) {
+		struct node_grave *x = *pp;
+		bool ripe =
+		    node_group_closed(x->g) && node_group_users(x->g) == 0 &&
+		    now - node_group_closed_ns(x->g) >= (uint64_t)NODE_GROUP_GRACE_MS * 1000000u;
+		if (!force && !ripe) {
+			pp = &x->next;
+			continue;
+		}
+		*pp = x->next;
+		node_group_free(x->g);
+		if (x->remove_dir)
+			node_remove_group_dir(n, x->gid);
+		sh_free(x);
+	}
+}
+
+static bool group_dir_exists(node *n, uint32_t gid)
+{
+	char path[SH_PATH_MAX + 32];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/group-%u", n->dir, gid);
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * Whether group gid, which the map places here, must not be opened: the map
+ * says this node is a VOTER of it, yet the node has no directory for it and
+ * this is not the cluster's birth -- its disk was replaced or wiped.  Opened
+ * empty it would be a voter with no memory (it may vote twice in a term it
+ * forgot, and count towards commits it never stored).  It stays closed and
+ * node_status reports it "lost": group 0's executor (elastic.c) then removes
+ * the replica from Raft and the map, and the planner re-creates it here or
+ * elsewhere as a new non-voter, caught up before it votes.  A non-voter of
+ * the map (a replica being added) opens empty: that is how it starts.
+ */
+static bool lost_replica(node *n, uint32_t gid)
+{
+	bool lost =
+	    !n->birth && sh_place_is_voter(n->place, n->id, gid) && !group_dir_exists(n, gid);
+	if (lost && !atomic_load(&n->lost[gid]))
+		node_logf(NODE_LOG_WARN,
+		          "group %u: the cluster map has this node as a voter but it has no data "
+		          "for the group (an empty or replaced directory): not opened, reported "
+		          "lost so that the replica is re-created",
+		          gid);
+	atomic_store(&n->lost[gid], lost);
+	return lost;
+}
+
+bool node_group_lost(node *n, uint32_t gid)
+{
+	return gid < n->conf->groups && n->lost != NULL && atomic_load(&n->lost[gid]);
+}
+
+static void open_group(node *n, uint32_t gid)
+{
+	char msg[SH_ERRMSG_SIZE] = "";
+	node_group *grp = NULL;
+	bool boot = n->birth && !n->join;
+	int rc = node_group_open_ex(n, gid, boot, &grp, msg);
+	if (grp == NULL) {
+		node_logf(NODE_LOG_ERROR, "group %u: %s", gid, msg);
+		return;
+	}
+	n->n_open++;
+	n->n_hosted++;
+	__atomic_store_n(&n->groups[gid], grp, __ATOMIC_RELEASE);
+	if (rc != SHOAL_OK) {
+		node_logf(NODE_LOG_ERROR, "group %u: %s", gid, msg);
+		retire(n, gid, false);
+		return;
+	}
+	if (!boot)
+		node_logf(NODE_LOG_INFO, "group %u: opened without bootstrap (%s)", gid,
+		          n->join ? "--join" : "the cluster exists");
+}
+
+void node_reconcile(node *n)
+{
+	if (n->state == NODE_RUNNING && n->map_trusted) {
+		for (uint32_t g = 0; g < n->conf->groups; g++) {
+			bool want = sh_place_hosts(n->place, n->id, g);
+			node_group *cur = n->groups[g];
+			if (!want)
+				atomic_store(&n->lost[g], false);
+			if (want && cur == NULL && !grave_pending(n, g) && !lost_replica(n, g))
+				open_group(n, g);
+			else if (!want && cur != NULL)
+				retire(n, g, true);
+		}
+		/* Groups opened at the birth bootstrapped; none after. */
+		n->birth = false;
+	}
+	reap(n, false);
 }
 
 static void shutdown_begin(node *n)
@@ -213,6 +401,7 @@ static void shutdown_begin(node *n)
 	node_ttl_close(n->ttl);     /* the same */
 	if (n->ship != NULL)
 		node_ship_close(n->ship); /* before the groups: it proposes through them */
+	node_map_close(n);                /* the refresher's timer */
 	if (n->signals) {
 		uv_close((uv_handle_t *)&n->sigterm, NULL);
 		uv_close((uv_handle_t *)&n->sigint, NULL);
@@ -250,6 +439,7 @@ static void check_cb(uv_check_t *handle)
 	if (n->ship != NULL && n->state == NODE_RUNNING)
 		node_ship_tick(n->ship);
 	if (n->state == NODE_RUNNING) {
+		node_map_tick(n);
 		node_cap_tick(n->cap);
 		node_disk_tick(n);
 		node_scrub_tick(n->scrub);
@@ -349,7 +539,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	if ((rc = make_dirs(n->dir, errmsg)) != SHOAL_OK || (rc = lock_dir(n, errmsg)) != SHOAL_OK)
 		goto err_after_alloc;
 	n->groups = sh_calloc(n->conf->groups, sizeof(*n->groups));
-	if (n->groups == NULL) {
+	n->lost = sh_calloc(n->conf->groups, sizeof(*n->lost));
+	if (n->groups == NULL || n->lost == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_alloc;
 	}
@@ -374,11 +565,16 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 		goto err;
 	if ((rc = node_cap_open(n, &n->cap, errmsg)) != SHOAL_OK)
 		goto err;
-	for (uint32_t g = 0; g < n->conf->groups; g++) {
-		if (!sh_cluster_hosts(n->conf, n->id, g))
+	/* The map this node follows (mapsync.c); with it known, the groups it
+	 * places here open now, else once it has been learnt (node_reconcile
+	 * from node_map_tick). */
+	if ((rc = node_map_open(n, opts, errmsg)) != SHOAL_OK)
+		goto err;
+	for (uint32_t g = 0; n->map_trusted && g < n->conf->groups; g++) {
+		if (!sh_place_hosts(n->place, n->id, g) || lost_replica(n, g))
 			continue;
 		node_group *grp = NULL;
-		rc = node_group_open(n, g, &grp, errmsg);
+		rc = node_group_open_ex(n, g, n->birth && !n->join, &grp, errmsg);
 		if (grp != NULL) {
 			n->groups[g] = grp;
 			n->n_hosted++;
@@ -387,6 +583,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 		if (rc != SHOAL_OK)
 			goto err;
 	}
+	if (n->map_trusted)
+		n->birth = false;
 	if (opts->signals) {
 		uv_signal_init(&n->loop, &n->sigterm);
 		uv_signal_init(&n->loop, &n->sigint);
@@ -407,6 +605,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	if (!opts->no_metrics && n->self->metrics[0] != '\0' &&
 	    (rc = node_metrics_start(n, n->self->metrics, &n->metrics, errmsg)) != SHOAL_OK)
 		goto err;
+	if ((rc = node_map_start(n, errmsg)) != SHOAL_OK)
+		goto err;
 	node_logf(NODE_LOG_INFO, "node %u: hosting %u groups, serving %s", n->id, n->n_hosted,
 	          n->self->rpc);
 	*out = n;
@@ -421,6 +621,7 @@ err_after_alloc:
 	if (n->lock_fd >= 0)
 		close(n->lock_fd);
 	sh_free(n->groups);
+	sh_free(n->lost);
 	sh_free(n);
 	return rc;
 }
@@ -454,12 +655,15 @@ void node_close(node *n)
 	n->scrub = NULL;
 	node_ttl_free(n->ttl); /* the groups answered its deletes when they closed */
 	n->ttl = NULL;
+	/* After the lanes: no map_get answer is left to arrive. */
+	node_map_free(n);
 	node_cap_free(n->cap);
 	n->cap = NULL;
 	for (uint32_t g = 0; g < n->conf->groups; g++) {
 		node_group_free(n->groups[g]);
 		n->groups[g] = NULL;
 	}
+	reap(n, true); /* the server stopped: nobody holds them */
 	/* After the groups: their transports' pumps hold no reference to the
 	 * configurations (nng holds its own on every stream). */
 	if (n->tls != NULL)
@@ -475,5 +679,6 @@ void node_close(node *n)
 		close(n->lock_fd); /* releases the directory lock */
 	node_logf(NODE_LOG_INFO, "node %u: stopped", n->id);
 	sh_free(n->groups);
+	sh_free(n->lost);
 	sh_free(n);
 }

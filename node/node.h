@@ -47,6 +47,7 @@
 #include "common/arena.h"
 #include "common/cluster.h"
 #include "common/cluster_map.h"
+#include "common/placement.h"
 #include "common/tls.h"
 #include "common/errors.h"
 #include "node/fsm.h"
@@ -68,7 +69,7 @@ typedef struct node_ttl node_ttl;
 /* ------------------------------------------------------------------------ */
 
 #define NODE_ELECTION_TIMEOUT_MS 1000
-/* The group's preferred replica (first of sh_cluster_replicas) campaigns
+/* The group's preferred replica (the map's first voter) campaigns
  * sooner, so that leaders spread over the nodes (group.c). */
 #define NODE_ELECTION_TIMEOUT_PREFERRED_MS 700
 #define NODE_HEARTBEAT_TIMEOUT_MS          100
@@ -185,6 +186,7 @@ void node_transport_close(struct raft_uv_transport *t);
 typedef enum node_wait_kind {
 	NODE_WAIT_WRITE,   /* propose `op` through Raft, answer with its result */
 	NODE_WAIT_BARRIER, /* wait for a Raft barrier (consistent read) */
+	NODE_WAIT_MEMBER,  /* one Raft membership change (member.c) */
 } node_wait_kind;
 
 /*
@@ -200,8 +202,13 @@ typedef enum node_wait_kind {
  */
 typedef struct node_waiter {
 	node_wait_kind kind;
-	Shoal__CommandOp op;               /* WRITE: the operation; submessages borrowed */
-	size_t size;                       /* WRITE: estimate of op's encoded size */
+	Shoal__CommandOp op; /* WRITE: the operation; submessages borrowed */
+	size_t size;         /* WRITE: estimate of op's encoded size */
+	/* MEMBER: what to make so (Shoal__MemberChange__Action), of which
+	 * node, at which Raft address ("" : from the placement). */
+	int member_action;
+	uint32_t member_node;
+	char member_address[SH_ADDR_MAX];
 	void (*cb)(struct node_waiter *w); /* loop: completion, or NULL */
 	void *data;                        /* for cb */
 
@@ -295,6 +302,13 @@ const char *node_role_name(int role);
  */
 int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg);
 
+/* As node_group_open, with `bootstrap` saying whether raft_bootstrap may
+ * run (the cluster's birth only: node.c decides, see "Bootstrap" there);
+ * without it raft starts with whatever its directory holds -- nothing for
+ * a new replica, which then waits for its leader's entries or snapshot
+ * (member.c). */
+int node_group_open_ex(node *n, uint32_t gid, bool bootstrap, node_group **out, char *errmsg);
+
 /* Begins closing (loop): fails queued requests with SHOAL_E_UNAVAILABLE,
  * refuses new ones, closes raft.  cb fires (loop) once raft has closed; the
  * group's storage stays open for readers until node_group_free. */
@@ -305,6 +319,36 @@ void node_group_free(node_group *g);
 
 uint32_t node_group_id(const node_group *g);
 node *node_group_owner(const node_group *g);
+
+/*
+ * Lifetime of a group struct once the map moves the group away (node.c,
+ * "Groups follow the map"): n->groups[g] is cleared (atomic store) when the
+ * group starts closing, the struct goes to the node's graveyard and is
+ * freed -- storage closed, then its directory deleted -- only once it has
+ * been closed for NODE_GROUP_GRACE_MS AND no request holds it.  Requests
+ * from other threads hold it between node_group_acquire and
+ * node_group_release (one atomic add each); loop-side users (shipper,
+ * scrub, TTL, recovery) look it up again on every tick, which the grace
+ * covers.  Any thread.
+ */
+#define NODE_GROUP_GRACE_MS 10000
+node_group *node_group_acquire(node *n, uint32_t gid);
+void node_group_release(node_group *g);
+/* Requests holding g (node_group_acquire). */
+uint32_t node_group_users(node_group *g);
+/* Loop: whether g's raft has closed (its close callback ran), and when
+ * (node_now_ns). */
+bool node_group_closed(const node_group *g);
+uint64_t node_group_closed_ns(const node_group *g);
+
+/* member.c (loop): starts the membership change of waiter w (kind MEMBER)
+ * on g, or answers it at once. */
+void node_member_start(node_group *g, node_waiter *w);
+/* member.c (loop, from node_group_publish): a pending TRANSFER's outcome. */
+void node_member_publish(node_group *g);
+/* Any thread: fills gs->members and gs->last_index when this replica led
+ * the group at its last publish (arena a). */
+int node_group_members(node_group *g, sh_arena *a, Shoal__GroupStatus *gs);
 
 /* Hands a waiter to the loop (any thread): queues it and wakes the loop.
  * SHOAL_E_UNAVAILABLE (and nothing queued) when the group is closing. */
@@ -365,9 +409,12 @@ enum node_op {
 	NODE_OP_TXN_ACK,
 	NODE_OP_TXN_STATUS,
 	NODE_OP_CAP_REPORT,
-	NODE_OP_SCRUB_CHECK, /* the replica scrub (scrub.c) */
-	NODE_OP_MAP_CHANGE,  /* group 0: an operator's change of the cluster map (elastic.c) */
-	NODE_OP_INVALID,     /* undecodable or unknown requests */
+	NODE_OP_SCRUB_CHECK,   /* the replica scrub (scrub.c) */
+	NODE_OP_MAP_CHANGE,    /* group 0: an operator's change of the cluster map (elastic.c) */
+	NODE_OP_MAP_GET,       /* any node: its cluster map (mapsync.c) */
+	NODE_OP_NODE_STATUS,   /* any node: every hosted group's status (mapsync.c) */
+	NODE_OP_MEMBER_CHANGE, /* a group's leader: a Raft membership change (member.c) */
+	NODE_OP_INVALID,       /* undecodable or unknown requests */
 	NODE_OP__COUNT
 };
 
@@ -454,6 +501,9 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op);
 /* out (not initialised) becomes the cluster map group 0's replica g0 has
  * applied, or the cluster file's birth map when none is stored yet. */
 int node_map_load(node *n, node_group *g0, sh_map *out, char *errmsg);
+/* mapsync.c: map_get and node_status (node-level: no group). */
+int node_handle_map_get(node_call *c);
+int node_handle_node_status(node_call *c);
 /* DynamoDB Streams (stream.c). */
 int node_handle_describe_stream(node_call *c);
 int node_handle_get_shard_iterator(node_call *c);
@@ -474,6 +524,9 @@ typedef struct node_options {
 	 * than this are refused with SHOAL_E_THROUGHPUT (0: the default). */
 	uint64_t outbox_limit;
 	bool no_ship; /* tests: do not run the index shipper */
+	/* shoal-node --join: this node joins a running cluster; it never
+	 * bootstraps a group and learns the map from the file's other nodes. */
+	bool join;
 } node_options;
 
 #define NODE_DEFAULT_OUTBOX_LIMIT 100000
@@ -503,9 +556,26 @@ struct node {
 	int lock_fd; /* flock on <dir>/shoal-node.lock, held while open */
 	uv_loop_t loop;
 
-	node_group **groups; /* [conf->groups]; NULL where not hosted */
+	/* [conf->groups]; NULL where not hosted.  Written on the loop with
+	 * atomic stores (reconcile), read anywhere (node_group_get). */
+	node_group **groups;
 	uint32_t n_hosted;
 	uint32_t n_open; /* groups whose raft is not closed yet (loop) */
+
+	/* The cluster map this node follows (common/placement.h) and its
+	 * state (mapsync.c has the design). */
+	sh_place *place;
+	bool map_trusted;      /* loop: the map may place groups (else: learning it) */
+	bool map_born;         /* had cluster.map or group directories at start */
+	bool join;             /* --join: never bootstrap */
+	bool birth;            /* loop: this start is the cluster's birth: bootstrap */
+	uint64_t saved_epoch;  /* loop: the epoch of <dir>/cluster.map */
+	atomic_bool map_dirty; /* a newer map was offered from another thread */
+	uv_timer_t map_timer;
+	bool map_timer_init;
+	struct node_mapsync *sync; /* mapsync.c */
+	struct node_grave *graves; /* loop: closed groups waiting to be freed */
+	atomic_bool *lost;         /* [conf->groups]: a voter here with no data (node.c) */
 
 	enum node_state state; /* loop */
 	atomic_bool stopping;  /* state != RUNNING, for other threads */
@@ -561,8 +631,34 @@ void node_close(node *n);
 /* The next batch id for a Command proposed by this node (loop). */
 uint64_t node_next_batch_id(node *n);
 
-/* The node's group gid, or NULL if not hosted here (any thread). */
+/* The node's group gid, or NULL if not hosted here (any thread).  The
+ * pointer stays valid for NODE_GROUP_GRACE_MS after the group leaves; hold
+ * it longer only with node_group_acquire. */
 node_group *node_group_get(node *n, uint32_t gid);
+
+/* mapsync.c: the node follows the cluster map (loop unless said).
+ * node_map_open: at node_open, before the groups -- loads <dir>/cluster.map
+ * or decides how the map will be learnt; node_map_start: after the server
+ * started (the refresher's timer); node_map_tick: after every loop
+ * iteration (installs, persists, reconciles); node_map_close: when the
+ * node begins stopping; node_map_free: in node_close. */
+int node_map_open(node *n, const node_options *opts, char *errmsg);
+int node_map_start(node *n, char *errmsg);
+void node_map_tick(node *n);
+void node_map_close(node *n);
+void node_map_free(node *n);
+/* Any thread: offers an encoded map to the node's placement; installing a
+ * newer one wakes the loop to persist it and reconcile.  1 installed, 0
+ * not newer, else an error code. */
+int node_map_offer(node *n, const uint8_t *buf, size_t len, char *errmsg);
+/* node.c (loop): opens the groups the map places here and closes the ones
+ * it no longer does; frees graveyard groups past their grace. */
+void node_reconcile(node *n);
+/* Whether the map makes this node a voter of gid for which it has no data
+ * (not opened; node_status says "lost").  Any thread. */
+bool node_group_lost(node *n, uint32_t gid);
+/* Deletes <dir>/group-<gid> and everything in it (loop). */
+void node_remove_group_dir(node *n, uint32_t gid);
 
 /* raftio.c: the raft_io given to raft, in front of raft_uv's, that keeps a
  * follower writing an installed snapshot from changing state (raft 0.15

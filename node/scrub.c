@@ -237,9 +237,11 @@ static void diverged(sc_group *sg, const char *why)
 void node_scrub_told(node_scrub *s, uint32_t gid, uint32_t proposer, uint64_t seq,
                      uint64_t majority_hash)
 {
-	if (s == NULL || gid >= s->n->conf->groups || s->groups[gid] == NULL)
+	sc_group *sg = s != NULL && gid < s->n->conf->groups
+	                   ? __atomic_load_n(&s->groups[gid], __ATOMIC_ACQUIRE)
+	                   : NULL;
+	if (sg == NULL)
 		return;
-	sc_group *sg = s->groups[gid];
 	pthread_mutex_lock(&s->mu);
 	sg->told = true;
 	sg->told_proposer = proposer;
@@ -385,7 +387,9 @@ static void decide(sc_group *sg)
 	atomic_fetch_add(&sg->mismatches, 1);
 
 	/* The majority of the group's replicas (not of the answers). */
-	uint32_t need = n->conf->replication / 2 + 1, maj = UINT32_MAX;
+	uint32_t voters[SH_MAP_GROUP_REPLICAS];
+	uint32_t nv = sh_place_voters(n->place, sg->gid, voters, SH_MAP_GROUP_REPLICAS);
+	uint32_t need = sh_map_majority(nv > 0 ? nv : n->conf->replication), maj = UINT32_MAX;
 	for (uint32_t i = 0; i < nr && maj == UINT32_MAX; i++) {
 		uint32_t votes = 0;
 		for (uint32_t j = 0; j < nr; j++)
@@ -438,6 +442,19 @@ static void decide(sc_group *sg)
 /* Proposing                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* The replicas compared with: the group's other voters in the map now (a
+ * non-voter may still be catching up).  s->mu held. */
+static void set_peers(sc_group *sg)
+{
+	node *n = sg->s->n;
+	uint32_t voters[SH_MAP_GROUP_REPLICAS];
+	uint32_t nv = sh_place_voters(n->place, sg->gid, voters, SH_MAP_GROUP_REPLICAS);
+	sg->n_peers = 0;
+	for (uint32_t k = 0; k < nv && k < SH_MAP_GROUP_REPLICAS; k++)
+		if (voters[k] != n->id && sg->n_peers < SH_MAX_REPLICATION)
+			sg->peers[sg->n_peers++].node = voters[k];
+}
+
 static void to_idle(sc_group *sg)
 {
 	pthread_mutex_lock(&sg->s->mu);
@@ -472,6 +489,7 @@ static void proposed_cb(node_waiter *w)
 	sg->state = SC_COMPARE;
 	sg->gen++;
 	sg->compare_end_ns = now + (uint64_t)NODE_SCRUB_COMPARE_MS * 1000000u;
+	set_peers(sg);
 	for (uint32_t k = 0; k < sg->n_peers; k++) {
 		sg->peers[k].state = PEER_ASK;
 		sg->peers[k].next_ns = now;
@@ -573,14 +591,54 @@ static void group_tick(sc_group *sg, uint64_t now)
 /* The scrubber                                                              */
 /* ------------------------------------------------------------------------ */
 
+static sc_group *group_new(node_scrub *s, uint32_t g, node_group *grp);
+
 void node_scrub_tick(node_scrub *s)
 {
 	if (s == NULL || s->closing)
 		return;
 	uint64_t now = node_now_ns();
-	for (uint32_t g = 0; g < s->n->conf->groups; g++)
-		if (s->groups[g] != NULL)
-			group_tick(s->groups[g], now);
+	for (uint32_t g = 0; g < s->n->conf->groups; g++) {
+		/* Groups come and go with the map (node.c): follow n->groups. */
+		node_group *grp = node_group_get(s->n, g);
+		sc_group *sg = s->groups[g];
+		if (sg == NULL && (grp == NULL || (sg = group_new(s, g, grp)) == NULL))
+			continue;
+		if (sg->g != grp) {
+			if (sg->state == SC_PROPOSED)
+				continue; /* the old group answers it as it closes */
+			if (sg->state != SC_IDLE)
+				to_idle(sg);
+			sg->g = grp;
+			sg->cursor_len = 0;
+		}
+		if (sg->g != NULL)
+			group_tick(sg, now);
+	}
+}
+
+/* The scrub state of hosted group g (kept when the group leaves: its
+ * counters stay in the metrics).  NULL: out of memory. */
+static sc_group *group_new(node_scrub *s, uint32_t g, node_group *grp)
+{
+	sc_group *sg = sh_calloc(1, sizeof(*sg));
+	if (sg == NULL)
+		return NULL;
+	sg->s = s;
+	sg->g = grp;
+	sg->gid = g;
+	/* the first range once the cluster had a moment to settle */
+	sg->next_ns = node_now_ns() + (uint64_t)s->ms * 1000000u;
+	if (node_waiter_init(&sg->w) != SHOAL_OK) {
+		sh_free(sg);
+		return NULL;
+	}
+	sg->w_init = true;
+	pthread_mutex_lock(&s->mu);
+	set_peers(sg);
+	pthread_mutex_unlock(&s->mu);
+	__atomic_store_n(&s->groups[g], sg, __ATOMIC_RELEASE); /* node_scrub_told reads it */
+	return sg;
 }
 
 int node_scrub_open(node *n, node_scrub **out, char *errmsg)
@@ -601,25 +659,8 @@ int node_scrub_open(node *n, node_scrub **out, char *errmsg)
 		goto nomem;
 	for (uint32_t g = 0; g < n->conf->groups; g++) {
 		node_group *grp = node_group_get(n, g);
-		if (grp == NULL)
-			continue;
-		sc_group *sg = sh_calloc(1, sizeof(*sg));
-		if (sg == NULL)
+		if (grp != NULL && group_new(s, g, grp) == NULL)
 			goto nomem;
-		s->groups[g] = sg;
-		sg->s = s;
-		sg->g = grp;
-		sg->gid = g;
-		/* the first range once the cluster had a moment to settle */
-		sg->next_ns = node_now_ns() + (uint64_t)ms * 1000000u;
-		if (node_waiter_init(&sg->w) != SHOAL_OK)
-			goto nomem;
-		sg->w_init = true;
-		uint32_t replicas[SH_MAX_REPLICATION];
-		sh_cluster_replicas(n->conf, g, replicas);
-		for (uint32_t k = 0; k < n->conf->replication; k++)
-			if (replicas[k] != n->id)
-				sg->peers[sg->n_peers++].node = replicas[k];
 	}
 	*out = s;
 	return SHOAL_OK;

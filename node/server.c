@@ -92,6 +92,8 @@ enum {
 	OP_ANY_HEALTH = 1 << 4, /* served even by a failed replica */
 	OP_BASE_WRITE = 1 << 5, /* writes base items: refused while the outbox is full */
 	OP_FROM_NODE = 1 << 6,  /* sent by nodes only: refused from a router's certificate */
+	OP_NODE = 1 << 7,       /* node-level: NodeRequest.group is not looked at */
+	OP_MEMBER = 1 << 8,     /* a Raft membership change, on the group's leader */
 };
 
 typedef int (*prepare_fn)(node_call *c, Shoal__CommandOp *op);
@@ -163,6 +165,9 @@ static const op_def ops[NODE_OP__COUNT] = {
                              node_handle_scrub_check, NULL},
     /* (map_change: an operator's, through a router.) */
     [NODE_OP_MAP_CHANGE] = {"map_change", OP_WRITE | OP_GROUP0, NULL, node_prepare_map_change},
+    [NODE_OP_MAP_GET] = {"map_get", OP_NODE, node_handle_map_get, NULL},
+    [NODE_OP_NODE_STATUS] = {"node_status", OP_NODE, node_handle_node_status, NULL},
+    [NODE_OP_MEMBER_CHANGE] = {"member_change", OP_MEMBER | OP_FROM_NODE, NULL, NULL},
     [NODE_OP_INVALID] = {"invalid", 0, NULL, NULL},
 };
 
@@ -470,7 +475,8 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 	          (req->index_ship != NULL) + (req->txn_write != NULL) + (req->txn_decide != NULL) +
 	          (req->txn_finish != NULL) + (req->txn_acks != NULL) + (req->txn_status != NULL) +
 	          (req->cap_report != NULL) + (req->scrub_check != NULL) +
-	          (req->map_change != NULL);
+	          (req->map_change != NULL) + (req->map_get != 0) + (req->node_status != 0) +
+	          (req->member_change != NULL);
 	if (set != 1)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "a NodeRequest carries exactly one operation (found %d)", set);
@@ -504,6 +510,12 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 		*op = NODE_OP_SCRUB_CHECK;
 	} else if (req->map_change != NULL) {
 		*op = NODE_OP_MAP_CHANGE;
+	} else if (req->map_get) {
+		*op = NODE_OP_MAP_GET;
+	} else if (req->node_status) {
+		*op = NODE_OP_NODE_STATUS;
+	} else if (req->member_change != NULL) {
+		*op = NODE_OP_MEMBER_CHANGE;
 	} else {
 		if (req->request->op_case == SHOAL__REQUEST__OP__NOT_SET)
 			return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,
@@ -563,6 +575,27 @@ static int admit_peer(nreq *q, const op_def *d)
 	               p == SH_TLS_PEER_ROUTER ? "the routers'" : "no node's");
 }
 
+/* Queues a membership change on the group's loop (member.c); the answer
+ * arrives in waiter_done.  SHOAL_OK means pending. */
+static int do_member(nreq *q)
+{
+	const Shoal__MemberChange *m = q->c.req->member_change;
+	node_waiter *wt = &q->waiter;
+	if (m->action == SHOAL__MEMBER_CHANGE__ACTION__NONE || m->node == 0)
+		return sh_errf(q->c.errmsg, SHOAL_E_VALIDATION,
+		               "member_change needs an action and a node id");
+	if (m->address != NULL && strlen(m->address) >= sizeof(wt->member_address))
+		return sh_errf(q->c.errmsg, SHOAL_E_VALIDATION,
+		               "member_change: address longer than %zu bytes",
+		               sizeof(wt->member_address) - 1);
+	wt->kind = NODE_WAIT_MEMBER;
+	wt->member_action = (int)m->action;
+	wt->member_node = m->node;
+	snprintf(wt->member_address, sizeof(wt->member_address), "%s",
+	         m->address != NULL ? m->address : "");
+	return node_group_submit(q->c.group, wt, q->c.errmsg);
+}
+
 /* Checks ownership, health and leadership, then runs the operation or
  * hands it to the loop (*pending). */
 static int dispatch(nreq *q, int op, size_t request_size, uint32_t *leader, bool *pending)
@@ -572,7 +605,13 @@ static int dispatch(nreq *q, int op, size_t request_size, uint32_t *leader, bool
 	node *n = c->node;
 	const Shoal__NodeRequest *req = c->req;
 
-	c->group = node_group_get(n, req->group);
+	/* Node-level operations need no group (and are answered by a node
+	 * that hosts none yet: a joining one). */
+	if (d->flags & OP_NODE)
+		return d->handle(c);
+	/* Held until complete() (node_group_acquire: the group may leave
+	 * this node meanwhile, node.c "Groups follow the map"). */
+	c->group = node_group_acquire(n, req->group);
 	if (c->group == NULL) {
 		if (req->group >= n->conf->groups)
 			return sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE,
@@ -605,6 +644,19 @@ static int dispatch(nreq *q, int op, size_t request_size, uint32_t *leader, bool
 	}
 
 	bool consistent_read = (d->flags & OP_READ) && !req->any_replica;
+	if (d->flags & OP_MEMBER) {
+		node_group_status st;
+		node_group_status_get(c->group, &st);
+		if (st.role != RAFT_LEADER) {
+			*leader = st.leader;
+			return sh_errf(c->errmsg, SHOAL_E_NOT_LEADER,
+			               "node %u is not the leader of group %u", n->id, req->group);
+		}
+		int rc = do_member(q);
+		if (rc == SHOAL_OK)
+			*pending = true;
+		return rc;
+	}
 	/* A replica whose storage is being rebuilt from Raft after a machine
 	 * crash holds an old state until it catches up: the router reads
 	 * elsewhere meanwhile.  (Consistent reads wait for a barrier on the
@@ -754,6 +806,8 @@ static void complete(nreq *q, int rc, uint32_t leader, uint8_t *raw, size_t raw_
 		q->out_len = q->out != NULL ? shoal__node_response__pack(nresp, q->out) : 0;
 	}
 	sh_free(raw);
+	node_group_release(c->group);
+	c->group = NULL;
 	if (req != NULL)
 		shoal__node_request__free_unpacked(req, &q->alloc);
 	q->req = NULL;
@@ -822,6 +876,10 @@ static void waiter_done(node_waiter *wt)
 			node_ship_count_applied(q->x->s->node->ship, q->req->group,
 			                        q->req->index_ship->n_deltas);
 		complete(q, SHOAL_OK, 0, raw, wt->resp_len);
+		return;
+	}
+	if (wt->kind == NODE_WAIT_MEMBER) {
+		complete(q, SHOAL_OK, 0, NULL, 0);
 		return;
 	}
 	/* The barrier passed: the consistent read runs now. */

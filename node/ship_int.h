@@ -113,7 +113,10 @@ struct node_ship {
 	bool async_open;
 	ship_link *done;
 
-	nng_socket socks[SH_MAX_NODES]; /* by position in conf->nodes */
+	/* Lane slots, by node id (slot_node[i]: the node of slot i, 0 free;
+	 * taken on first use, any node of the map or the cluster file). */
+	uint32_t slot_node[SH_MAX_NODES];
+	nng_socket socks[SH_MAX_NODES];
 	bool sock_open[SH_MAX_NODES];
 	/* Per node: lanes on its socket (proto/lanes.h): batches of several
 	 * links to one node share messages. */

@@ -48,12 +48,36 @@ static const unsigned lag_le_ms[LAG_BUCKETS] = {1,   2,   5,    10,   20,   50, 
 /* Small helpers                                                             */
 /* ------------------------------------------------------------------------ */
 
-static int node_pos(const sh_cluster_conf *c, uint32_t id)
+/* The lane slot of node id: the one it has, else a free one (taken).  -1
+ * when all SH_MAX_NODES slots belong to other nodes.  Loop. */
+static int node_slot(node_ship *s, uint32_t id)
 {
-	for (uint32_t i = 0; i < c->n_nodes; i++)
-		if (c->nodes[i].id == id)
+	int free_slot = -1;
+	for (uint32_t i = 0; i < SH_MAX_NODES; i++) {
+		if (s->slot_node[i] == id)
 			return (int)i;
-	return -1;
+		if (s->slot_node[i] == 0 && free_slot < 0)
+			free_slot = (int)i;
+	}
+	if (free_slot >= 0)
+		s->slot_node[free_slot] = id;
+	return free_slot;
+}
+
+/* Node id's RPC URL: from the cluster map, else (a node still learning the
+ * map asks the cluster file's nodes) from the cluster file. */
+static bool node_rpc(node_ship *s, uint32_t id, char *url)
+{
+	sh_map_node mn;
+	if (s->n->place != NULL && sh_place_node(s->n->place, id, &mn)) {
+		snprintf(url, SH_ADDR_MAX, "%s", mn.rpc);
+		return true;
+	}
+	const sh_node_conf *nc = sh_cluster_node(s->conf, id);
+	if (nc == NULL)
+		return false;
+	snprintf(url, SH_ADDR_MAX, "%s", nc->rpc);
+	return true;
 }
 
 bool node_ship_last_lag(node_ship *s, uint32_t table_id, uint16_t index_id, int64_t *ms)
@@ -148,7 +172,10 @@ wire_lanes *node_ship_lanes_to(node_ship *s, uint32_t id)
  * first use), or NULL.  Loop. */
 static wire_lanes *lanes_for(node_ship *s, uint32_t id)
 {
-	int i = node_pos(s->conf, id);
+	char rpc[SH_ADDR_MAX];
+	if (id == 0 || !node_rpc(s, id, rpc))
+		return NULL;
+	int i = node_slot(s, id);
 	if (i < 0)
 		return NULL;
 	if (s->lanes_init[i])
@@ -166,13 +193,12 @@ static wire_lanes *lanes_for(node_ship *s, uint32_t id)
 		nng_socket_set_ms(s->socks[i], NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 		char url[SH_ADDR_MAX + 8];
 		const sh_tls *tls = s->n->tls;
-		rv = sh_tls_url(tls != NULL, s->conf->nodes[i].rpc, url, sizeof(url))
+		rv = sh_tls_url(tls != NULL, rpc, url, sizeof(url))
 		         ? sh_tls_dial(s->socks[i], url, tls != NULL ? tls->client : NULL,
 		                       NNG_FLAG_NONBLOCK)
 		         : NNG_EINVAL;
 		if (rv != 0) {
-			node_logf(NODE_LOG_WARN, "ship: dial %s: %s", s->conf->nodes[i].rpc,
-			          nng_strerror(rv));
+			node_logf(NODE_LOG_WARN, "ship: dial %s: %s", rpc, nng_strerror(rv));
 			nng_close(s->socks[i]);
 			return NULL;
 		}
@@ -243,9 +269,15 @@ static uint32_t link_dest(ship_link *l)
 	node_ship *s = l->s;
 	if (l->retry_on)
 		return l->retry.target;
-	uint32_t replicas[SH_MAX_REPLICATION];
-	sh_cluster_replicas(s->conf, l->target, replicas);
-	uint32_t first = replicas[l->fails % s->conf->replication];
+	uint32_t replicas[SH_MAP_GROUP_REPLICAS];
+	uint32_t nr = sh_place_voters(s->n->place, l->target, replicas, SH_MAP_GROUP_REPLICAS);
+	if (nr > SH_MAX_REPLICATION) /* what sh_retry holds */
+		nr = SH_MAX_REPLICATION;
+	if (nr == 0) { /* not in the map (yet): this node, which says so */
+		replicas[0] = s->n->id;
+		nr = 1;
+	}
+	uint32_t first = replicas[l->fails % nr];
 	node_group *tg = node_group_get(s->n, l->target);
 	if (tg != NULL) {
 		node_group_status st;
@@ -255,7 +287,7 @@ static uint32_t link_dest(ship_link *l)
 		else if (st.leader != 0)
 			first = st.leader;
 	}
-	sh_retry_init(&l->retry, replicas, s->conf->replication, first, NODE_SHIP_BACKOFF_MIN_MS,
+	sh_retry_init(&l->retry, replicas, nr, first, NODE_SHIP_BACKOFF_MIN_MS,
 	              NODE_SHIP_BACKOFF_MAX_MS);
 	l->retry_on = true;
 	return l->retry.target;

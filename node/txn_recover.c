@@ -234,9 +234,11 @@ static uint32_t dest_for(node_txnrec *r, uint32_t g)
 	uint32_t h = atomic_load(&r->hint[g]);
 	if (h != 0)
 		return h;
-	uint32_t reps[SH_MAX_REPLICATION];
-	sh_cluster_replicas(n->conf, g, reps);
-	return reps[atomic_fetch_add(&r->rr, 1) % n->conf->replication];
+	uint32_t reps[SH_MAP_GROUP_REPLICAS];
+	uint32_t nr = sh_place_voters(n->place, g, reps, SH_MAP_GROUP_REPLICAS);
+	if (nr > SH_MAP_GROUP_REPLICAS)
+		nr = SH_MAP_GROUP_REPLICAS;
+	return nr > 0 ? reps[atomic_fetch_add(&r->rr, 1) % nr] : n->id;
 }
 
 /* The answer of a remote task.  nng callback thread. */

@@ -130,7 +130,12 @@ static int wait_leader(uint32_t g, int not )
 			if (i == not || T[i].n == NULL)
 				continue;
 			node_group_status st;
-			node_group_status_get(node_group_get(T[i].n, g), &st);
+			node_group *grp = node_group_get(T[i].n, g);
+			if (grp == NULL) { /* not open yet: the map is being learnt */
+				agree = false;
+				continue;
+			}
+			node_group_status_get(grp, &st);
 			if (st.role == RAFT_LEADER)
 				leader = i;
 		}
@@ -140,7 +145,12 @@ static int wait_leader(uint32_t g, int not )
 			if (T[i].n == NULL)
 				continue;
 			node_group_status st;
-			node_group_status_get(node_group_get(T[i].n, g), &st);
+			node_group *grp = node_group_get(T[i].n, g);
+			if (grp == NULL) {
+				agree = false;
+				continue;
+			}
+			node_group_status_get(grp, &st);
 			agree = agree && st.leader == (uint32_t)leader;
 		}
 		if (leader > 0 && agree)
@@ -544,6 +554,11 @@ START_TEST(test_hostile_input)
 	sh_arena_init(&A);
 	cluster_start();
 	Shoal__NodeResponse *r;
+	/* Every group settled first: the groups open once the nodes agreed
+	 * the cluster is new (node/mapsync.c), and a raft stopped in the
+	 * middle of its first log writes leaks them (raft 0.15, raftio.c). */
+	for (uint32_t g = 0; g < GROUPS; g++)
+		wait_leader(g, 0);
 	int l1 = wait_leader(1, 0);
 
 	/* Not protobuf at all. */
