@@ -405,8 +405,15 @@ static void seen(node_elastic *e, uint32_t id, uint64_t now)
 static bool live(node_elastic *e, uint32_t id, uint64_t now)
 {
 	uint64_t t = e->seen_ns[seen_slot(e, id)];
-	if (t < e->lead_since_ns)
+	if (t == 0) {
+		/* Not heard from since this leadership began: a node holding
+		 * replicas gets the grace from then; one holding none (a node
+		 * registered that never ran) is no place for a replica. */
+		uint32_t any;
+		if (sh_map_node_groups(&e->map, id, &any, 1) == 0)
+			return false;
 		t = e->lead_since_ns;
+	}
 	return now < t + e->dead_after_ns;
 }
 

@@ -19,8 +19,7 @@
  * The cluster runs with a credentials file of two keys: ADMIN (no grants:
  * everything) and READER (read:* admin).
  *
- * Guarded (SHOAL_TEST_JOIN=1, once shoal-node has --join and the group-0
- * executor moves replicas): `deploy/cluster.sh add-node` starts node 4, it
+ * And end to end: `deploy/cluster.sh add-node` starts node 4, it
  * serves and appears in status, replicas move to it, and `shoal admin
  * remove-node --node-id 4` waits until it holds none and has left the map,
  * while items written before stay readable.
@@ -309,27 +308,20 @@ START_TEST(test_admin_authorization)
 }
 END_TEST
 
-/* deploy/cluster.sh add-node, replicas moving to the node, remove-node
- * waiting for it to be emptied: needs the node side of issue 14 (--join,
- * the executor); SHOAL_TEST_JOIN=1 runs it. */
+/* deploy/cluster.sh add-node, replicas moving to the node (group 0's
+ * executor), remove-node waiting for it to be emptied and removed. */
 START_TEST(test_join_and_remove)
 {
-	const char *on = getenv("SHOAL_TEST_JOIN");
-	if (on == NULL || strcmp(on, "1") != 0) {
-		printf("it_admin: test_join_and_remove skipped (SHOAL_TEST_JOIN=1 runs it once "
-		       "shoal-node has --join)\n");
-		return;
-	}
 	char *err = NULL;
 	int rc = run(NULL, &err,
-	             "create-table --table-name j --attribute-definitions "
+	             "create-table --table-name joined --attribute-definitions "
 	             "AttributeName=pk,AttributeType=S --key-schema AttributeName=pk,KeyType=HASH "
 	             "--billing-mode PAY_PER_REQUEST");
 	ck_assert_msg(rc == 0, "create-table: %s", err);
 	free(err);
 	for (int i = 0; i < 50; i++) {
 		rc =
-		    run(NULL, NULL, "put-item --table-name j --item '{\"pk\":{\"S\":\"k%d\"}}'", i);
+		    run(NULL, NULL, "put-item --table-name joined --item '{\"pk\":{\"S\":\"k%d\"}}'", i);
 		ck_assert_int_eq(rc, 0);
 	}
 	rc = tl_sh("SHOAL_BIN='%s' '%s/deploy/cluster.sh' add-node --dir '%s' >'%s/add.out' 2>&1",
@@ -375,7 +367,7 @@ START_TEST(test_join_and_remove)
 		json_t *got;
 		rc = run(
 		    &got, NULL,
-		    "get-item --table-name j --key '{\"pk\":{\"S\":\"k%d\"}}' --consistent-read",
+		    "get-item --table-name joined --key '{\"pk\":{\"S\":\"k%d\"}}' --consistent-read",
 		    i);
 		ck_assert_int_eq(rc, 0);
 		ck_assert_ptr_nonnull(json_object_get(got, "Item"));
