@@ -35,6 +35,13 @@
  *                  outbox_trim, backfill, scrub, stream_trim, txn_expire);
  *                  with the proposer node 1 (results built) or another;
  *                  the DDL also with an even batch_id (group 0's FSM)
+ *   snapshot/      snapshots a leader sends (InstallSnapshot), taken by the
+ *                  FSM's own callbacks after applying fsm/'s Commands: a data
+ *                  group's (tables with a GSI and an LSI, items, outbox
+ *                  entries, transaction records, stream records), one at
+ *                  index 1, group 0's (tables, a cluster map), an empty one;
+ *                  refused ones (valid checksums): a header index other than
+ *                  meta's "applied", meta's "format" another build's
  *   index_ship/    IndexApply messages with real deltas (the outbox of a
  *                  node_fsm after the PutItem seed on Music), and refused
  *                  ones: out of order, index id 0, empty key, the first
@@ -49,6 +56,7 @@
 #include <string.h>
 
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "common/alloc.h"
 #include "common/cluster_map.h"
@@ -578,6 +586,16 @@ static void node_seeds(void)
 
 static struct raft seed_raft;
 
+static void seed_map(uint8_t **buf, size_t *len);
+
+/* Every Command write_command made, by name (snapshot_seeds applies them). */
+static struct {
+	const char *name;
+	uint8_t *buf;
+	size_t len;
+} entries[16];
+static size_t n_entries;
+
 /* A Command of the n ops, from proposer, as node_fsm_encode pads it. */
 /* fuzz_fsm applies a Command with an even batch_id in group 0, else in
  * group 1. */
@@ -595,6 +613,13 @@ static void write_command(const char *name, uint32_t proposer, uint64_t batch_id
 	if (node_fsm_encode(&cmd, &buf, m) != SHOAL_OK)
 		die(name, m);
 	write_file("fsm", name, buf.base, buf.len);
+	/* Kept for the snapshot seeds, which apply them. */
+	if (n_entries == sizeof(entries) / sizeof(entries[0]))
+		die(name, "too many entries");
+	entries[n_entries].name = name;
+	entries[n_entries].len = buf.len;
+	entries[n_entries].buf = sh_arena_alloc(&arena, buf.len);
+	memcpy(entries[n_entries++].buf, buf.base, buf.len);
 	raft_free(buf.base);
 }
 
@@ -876,8 +901,183 @@ static void fsm_seeds(void)
 	in[5]->stream_trim = true;
 	write_command("internal", FSM_NODE, 77, in, 6);
 
+	/* A table with a stream (NEW_AND_OLD_IMAGES), written: stream
+	 * records. */
+	static const body events[] = {
+	    {"events", "CreateTable",
+	     "{\"TableName\": \"Events\", \"KeySchema\": [{\"AttributeName\": \"id\", "
+	     "\"KeyType\": \"HASH\"}], \"AttributeDefinitions\": [{\"AttributeName\": \"id\", "
+	     "\"AttributeType\": \"S\"}], \"StreamSpecification\": {\"StreamEnabled\": true, "
+	     "\"StreamViewType\": \"NEW_AND_OLD_IMAGES\"}}",
+	     true},
+	    {"e1", "PutItem",
+	     "{\"TableName\": \"Events\", \"Item\": {\"id\": {\"S\": \"e1\"}, \"n\": {\"N\": "
+	     "\"1\"}}}",
+	     true},
+	    {"e2", "PutItem",
+	     "{\"TableName\": \"Events\", \"Item\": {\"id\": {\"S\": \"e2\"}, \"l\": {\"L\": "
+	     "[{\"S\": \"x\"}]}}}",
+	     true},
+	    {"e1_update", "UpdateItem",
+	     "{\"TableName\": \"Events\", \"Key\": {\"id\": {\"S\": \"e1\"}}, "
+	     "\"UpdateExpression\": \"ADD n :one\", \"ExpressionAttributeValues\": {\":one\": "
+	     "{\"N\": \"1\"}}}",
+	     true},
+	    {"e2_delete", "DeleteItem",
+	     "{\"TableName\": \"Events\", \"Key\": {\"id\": {\"S\": \"e2\"}}}", true},
+	};
+	Shoal__CommandOp *ev[5];
+	for (size_t i = 0; i < 5; i++) {
+		Shoal__Request *r = convert(&events[i]);
+		if (r == NULL)
+			die("fsm seeds", events[i].name);
+		if (i == 0) {
+			ev[i] = define(r->create_table, 10);
+			continue;
+		}
+		ev[i] = new_op();
+		if (r->op_case == SHOAL__REQUEST__OP_PUT_ITEM) {
+			ev[i]->op_case = SHOAL__COMMAND_OP__OP_PUT;
+			ev[i]->put = r->put_item;
+		} else if (r->op_case == SHOAL__REQUEST__OP_UPDATE_ITEM) {
+			ev[i]->op_case = SHOAL__COMMAND_OP__OP_UPDATE;
+			ev[i]->update = r->update_item;
+		} else {
+			ev[i]->op_case = SHOAL__COMMAND_OP__OP_DELETE;
+			ev[i]->delete_ = r->delete_item;
+		}
+	}
+	write_command("streams", FSM_NODE, 77, ev, 5);
+
+	/* Group 0: tables defined, an index added, the cluster map set. */
+	Shoal__CommandOp *g0[4];
+	g0[0] = define_music();
+	g0[1] = define(find("create_table_provisioned")->create_table, 8);
+	g0[2] = new_op();
+	g0[2]->op_case = SHOAL__COMMAND_OP__OP_UPDATE_TABLE;
+	g0[2]->update_table = sh_arena_alloc(&arena, sizeof(Shoal__TableUpdate));
+	shoal__table_update__init(g0[2]->update_table);
+	g0[2]->update_table->update = find("update_table")->update_table;
+	g0[3] = new_op();
+	g0[3]->op_case = SHOAL__COMMAND_OP__OP_MAP_SET;
+	g0[3]->map_set = sh_arena_alloc(&arena, sizeof(Shoal__MapSet));
+	shoal__map_set__init(g0[3]->map_set);
+	g0[3]->map_set->prev_epoch = 1;
+	seed_map(&g0[3]->map_set->map.data, &g0[3]->map_set->map.len);
+	write_command("map_group0", FSM_NODE, 80, g0, 4);
+
 	/* Not a Command: the FSM must stop, not guess. */
 	write_file("fsm", "not_a_command", "\x0a\xff\xff\xff\xff\x0f", 6);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Snapshots                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static const uint8_t *entry(const char *name, size_t *len)
+{
+	for (size_t i = 0; i < n_entries; i++)
+		if (strcmp(entries[i].name, name) == 0) {
+			*len = entries[i].len;
+			return entries[i].buf;
+		}
+	die(name, "no such entry");
+}
+
+/* A snapshot's trailer made right again after a change (XXH64, big-endian). */
+static void resum(uint8_t *snap, size_t len)
+{
+	uint64_t sum = XXH64(snap, len - 8, 0);
+	for (int i = 0; i < 8; i++)
+		snap[len - 8 + i] = (uint8_t)(sum >> (56 - 8 * i));
+}
+
+/* A snapshot of a fresh FSM of group g after the named entries, applied at
+ * indexes 1, 2, ... (as raft hands them: node_fsm_raft's callbacks), taken
+ * by the FSM's own snapshot callbacks and written as one buffer. */
+static void write_snapshot(const char *name, uint32_t g, const char *const *names, size_t n)
+{
+	char tmpl[] = "/tmp/shoal-fuzz-seeds.XXXXXX", m[SH_ERRMSG_SIZE];
+	if (mkdtemp(tmpl) == NULL)
+		die("mkdtemp", strerror(errno));
+	node_fsm *f;
+	if (node_fsm_open(tmpl, g, FSM_NODE, &f, m) != SHOAL_OK)
+		die("node_fsm_open", m);
+	node_fsm_attach(f, &seed_raft);
+	struct raft_fsm *rf = node_fsm_raft(f);
+	for (size_t i = 0; i < n; i++) {
+		struct raft_buffer buf;
+		buf.base = (void *)entry(names[i], &buf.len);
+		void *res;
+		seed_raft.last_applied = i;
+		if (rf->apply(rf, &buf, &res) != 0 || node_fsm_failed(f, m) != SHOAL_OK)
+			die(names[i], m);
+	}
+	if (g == 0) {
+		uint8_t *map;
+		size_t len;
+		uint64_t epoch;
+		if (st_cluster_map_get(node_fsm_env(f), &map, &len, &epoch, m) != SHOAL_OK ||
+		    map == NULL)
+			die(name, "group 0 holds no cluster map");
+		sh_free(map);
+	}
+	struct raft_buffer *bufs = NULL;
+	unsigned nb = 0;
+	if (rf->snapshot(rf, &bufs, &nb) != 0 || rf->snapshot_async(rf, &bufs, &nb) != 0)
+		die(name, "taking the snapshot");
+	size_t total = 0;
+	for (unsigned i = 0; i < nb; i++)
+		total += bufs[i].len;
+	uint8_t *snap = sh_arena_alloc(&arena, total + 1), *p = snap;
+	for (unsigned i = 0; i < nb; i++) {
+		memcpy(p, bufs[i].base, bufs[i].len);
+		p += bufs[i].len;
+	}
+	rf->snapshot_finalize(rf, &bufs, &nb);
+	write_file("snapshot", name, snap, total);
+	if (g == 1 && n == 4) {
+		/* Refused ones, each with a valid checksum (what fuzz_snapshot
+		 * found installed): a header index other than meta's "applied",
+		 * and meta's "format" another build's. */
+		uint8_t *bad = sh_arena_alloc(&arena, total);
+		memcpy(bad, snap, total);
+		bad[23]++;
+		resum(bad, total);
+		write_file("snapshot", "applied_mismatch", bad, total);
+		memcpy(bad, snap, total);
+		uint8_t *fmt = memmem(bad, total,
+		                      "\0\0\0\x06"
+		                      "format"
+		                      "\0\0\0\x04",
+		                      14);
+		if (fmt == NULL)
+			die(name, "no format in meta");
+		fmt[17]++;
+		resum(bad, total);
+		write_file("snapshot", "format_2", bad, total);
+	}
+	node_fsm_close(f);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
+	if (system(cmd) != 0)
+		die("rm", tmpl);
+}
+
+/* snapshot/: what a leader sends in InstallSnapshot (fuzz_snapshot). */
+static void snapshot_seeds(void)
+{
+	/* A data group after tables with GSIs and an LSI, every write, a
+	 * transaction's records, shipped index deltas, a backfill, a scrub and
+	 * stream records. */
+	static const char *const data[] = {"writes", "txn", "internal", "streams"};
+	write_snapshot("data_group", 1, data, 4);
+	/* Before any index fuzz_snapshot's FSM has passed: not loaded. */
+	write_snapshot("data_group_old", 1, data, 1);
+	/* Group 0 with tables and a cluster map. */
+	static const char *const g0[] = {"map_group0", "ddl_group0"};
+	write_snapshot("group0", 0, g0, 2);
+	write_snapshot("empty", 1, data, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1172,6 +1372,34 @@ static void map_seeds(void)
 	sh_map_fini(&m);
 }
 
+/* The "from_conf" map with its epoch moved past the birth map's (1), as a
+ * MapSet over it carries, encoded in the arena. */
+static void seed_map(uint8_t **buf, size_t *len)
+{
+	sh_cluster_conf c;
+	char msg[SH_ERRMSG_SIZE];
+	memset(&c, 0, sizeof(c));
+	c.groups = 2;
+	c.replication = 3;
+	c.n_nodes = 3;
+	for (uint32_t i = 0; i < c.n_nodes; i++) {
+		c.nodes[i].id = i + 1;
+		c.nodes[i].raft_port = (uint16_t)(7100 + 10 * i);
+		snprintf(c.nodes[i].raft_host, sizeof(c.nodes[i].raft_host), "127.0.0.1");
+		snprintf(c.nodes[i].rpc, sizeof(c.nodes[i].rpc), "tcp://127.0.0.1:%u", 7200 + i);
+	}
+	sh_map m;
+	if (sh_map_from_conf(&m, &c, msg) != SHOAL_OK ||
+	    sh_map_add_table(&m, 7, 2, msg) != SHOAL_OK)
+		die("cluster map", msg);
+	if (m.epoch < 2)
+		m.epoch = 2;
+	*len = sh_map_encoded_size(&m);
+	*buf = sh_arena_alloc(&arena, *len);
+	sh_map_encode(&m, *buf);
+	sh_map_fini(&m);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1184,6 +1412,7 @@ int main(int argc, char **argv)
 	request_seeds();
 	node_seeds();
 	fsm_seeds();
+	snapshot_seeds();
 	codec_seeds();
 	response_seeds();
 	expr_seeds();
