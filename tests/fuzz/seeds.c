@@ -35,6 +35,13 @@
  *                  outbox_trim, backfill, scrub, stream_trim, txn_expire);
  *                  with the proposer node 1 (results built) or another;
  *                  the DDL also with an even batch_id (group 0's FSM)
+ *   node_response/ answers nodes send: the FSM's answers to the writes,
+ *                  transaction and group 0 entries of fsm/ (each, and all
+ *                  as one batched answer), a NOT_LEADER with a hint, group
+ *                  0's list_catalog, a group status, a scrub result, a
+ *                  Scan page with its last key, TransactGetItems with item
+ *                  states, an index shipment's gsi_behind, a Response in
+ *                  two pieces; behind the operation byte
  *   snapshot/      snapshots a leader sends (InstallSnapshot), taken by the
  *                  FSM's own callbacks after applying fsm/'s Commands: a data
  *                  group's (tables with a GSI and an LSI, items, outbox
@@ -61,6 +68,7 @@
 #include "common/alloc.h"
 #include "common/cluster_map.h"
 #include "node/fsm.h"
+#include "proto/lanes.h"
 #include "storage/index.h"
 #include "proto/wire_api.h"
 #include "proto/wire_auth.h"
@@ -1064,6 +1072,234 @@ static void write_snapshot(const char *name, uint32_t g, const char *const *name
 		die("rm", tmpl);
 }
 
+/* ------------------------------------------------------------------------ */
+/* NodeResponses                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* The operation byte of fuzz_node_response for a DynamoDB operation. */
+static uint8_t op_byte(const char *op)
+{
+	for (uint8_t i = 0; i < SHOAL_OP__COUNT; i++)
+		if (strcmp(wire_ops[i].name, op) == 0)
+			return i;
+	die(op, "no such operation");
+}
+
+static void write_answer(const char *name, const char *op, const uint8_t *buf, size_t len)
+{
+	uint8_t *b = sh_arena_alloc(&arena, len + 1);
+	b[0] = op_byte(op);
+	if (len > 0)
+		memcpy(b + 1, buf, len);
+	write_file("node_response", name, b, len + 1);
+}
+
+static void write_nresp(const char *name, const char *op, const Shoal__NodeResponse *nr)
+{
+	size_t len = shoal__node_response__get_packed_size(nr);
+	uint8_t *buf = sh_arena_alloc(&arena, len + 1);
+	shoal__node_response__pack(nr, buf);
+	write_answer(name, op, buf, len);
+}
+
+/* The answers the FSM builds for the proposer of entry `name` (applied at
+ * index 1 to a fresh FSM of group g), each as a seed named <name>_<i> with
+ * the operation ops[i], and all of them as one batched answer, as a node
+ * sends a router's batch back (wire_batch_answer). */
+static void fsm_answers(const char *name, uint32_t g, const char *const *ops, size_t n_ops)
+{
+	char tmpl[] = "/tmp/shoal-fuzz-seeds.XXXXXX", m[SH_ERRMSG_SIZE];
+	if (mkdtemp(tmpl) == NULL)
+		die("mkdtemp", strerror(errno));
+	node_fsm *f;
+	if (node_fsm_open(tmpl, g, FSM_NODE, &f, m) != SHOAL_OK)
+		die("node_fsm_open", m);
+	node_fsm_attach(f, &seed_raft);
+	struct raft_fsm *rf = node_fsm_raft(f);
+	struct raft_buffer buf;
+	buf.base = (void *)entry(name, &buf.len);
+	Shoal__Command *cmd = shoal__command__unpack(NULL, buf.len, buf.base);
+	if (cmd == NULL || cmd->proposer != FSM_NODE || cmd->n_ops != n_ops)
+		die(name, "not an entry of this node with that many operations");
+	node_batch b;
+	if (node_batch_init(&b, cmd->batch_id, (uint32_t)cmd->n_ops) != SHOAL_OK)
+		die(name, "node_batch_init");
+	shoal__command__free_unpacked(cmd, NULL);
+	node_fsm_register(f, &b);
+	void *res;
+	seed_raft.last_applied = 0;
+	if (rf->apply(rf, &buf, &res) != 0 || node_fsm_failed(f, m) != SHOAL_OK)
+		die(name, m);
+	node_fsm_unregister(f, &b);
+	if (!b.applied)
+		die(name, "no answers");
+	char file[128];
+	for (uint32_t i = 0; i < b.n_ops; i++) {
+		snprintf(file, sizeof(file), "%s_%u", name, i);
+		write_answer(file, ops[i], b.results[i], b.result_lens[i]);
+	}
+	nng_msg *batch =
+	    wire_batch_answer(wire_field_number(&shoal__node_response__descriptor, "batch"),
+	                      (const uint8_t *const *)b.results, b.result_lens, b.n_ops);
+	if (batch == NULL)
+		die(name, "wire_batch_answer");
+	snprintf(file, sizeof(file), "%s_batch", name);
+	write_answer(file, ops[0], nng_msg_body(batch), nng_msg_len(batch));
+	nng_msg_free(batch);
+	node_batch_fini(&b);
+	node_fsm_close(f);
+	char cmdline[512];
+	snprintf(cmdline, sizeof(cmdline), "rm -rf '%s'", tmpl);
+	if (system(cmdline) != 0)
+		die("rm", tmpl);
+}
+
+/* node_response/: what nodes answer routers and each other
+ * (fuzz_node_response). */
+static void node_response_seeds(void)
+{
+	static const char *const writes[] = {"CreateTable", "CreateTable",    "PutItem",
+	                                     "UpdateItem",  "BatchWriteItem", "DeleteItem",
+	                                     "DeleteItem",  "PutItem"};
+	fsm_answers("writes", 1, writes, 8);
+	static const char *const txn[] = {"CreateTable",        "PutItem",
+	                                  "TransactWriteItems", "TransactWriteItems",
+	                                  "TransactWriteItems", "TransactWriteItems",
+	                                  "TransactWriteItems", "TransactWriteItems"};
+	fsm_answers("txn", 1, txn, 8);
+	static const char *const g0[] = {"CreateTable", "CreateTable", "UpdateTable",
+	                                 "ClusterStatus"};
+	fsm_answers("map_group0", 0, g0, 4);
+
+	/* A follower's refusal with the leader it believes in. */
+	Shoal__Response r = SHOAL__RESPONSE__INIT;
+	r.status = SHOAL__STATUS__STATUS_NOT_LEADER;
+	r.message = (char *)"not the leader of group 3";
+	Shoal__NodeResponse nr = SHOAL__NODE_RESPONSE__INIT;
+	nr.response = &r;
+	nr.leader_node = 3;
+	write_nresp("not_leader", "GetItem", &nr);
+
+	/* group 0's list_catalog: two tables and a dropped one. */
+	Shoal__TableDefine td[3], *tds[3];
+	const char *ct[] = {"create_table", "create_table_provisioned", "create_table"};
+	for (int i = 0; i < 3; i++) {
+		shoal__table_define__init(&td[i]);
+		td[i].def = find(ct[i])->create_table;
+		td[i].table_id = 7 + (uint32_t)i;
+		td[i].created_ms = FSM_TS - 1000;
+		tds[i] = &td[i];
+	}
+	td[2].dropped_ms = FSM_TS;
+	Shoal__Response ok = SHOAL__RESPONSE__INIT;
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = &ok;
+	nr.n_catalog = 3;
+	nr.catalog = tds;
+	nr.epoch = 12;
+	write_nresp("list_catalog", "ListTables", &nr);
+
+	/* A data group's status. */
+	Shoal__IndexStats is = SHOAL__INDEX_STATS__INIT, *iss[] = {&is};
+	is.index_name = (char *)"byTitle";
+	is.index_id = 1;
+	is.item_count = 3;
+	is.status = (char *)"ACTIVE";
+	Shoal__TableStats ts = SHOAL__TABLE_STATS__INIT, *tss[] = {&ts};
+	ts.table_name = (char *)"Music";
+	ts.item_count = 5;
+	ts.size_bytes = 500;
+	ts.n_indexes = 1;
+	ts.indexes = iss;
+	Shoal__GroupStatus gs = SHOAL__GROUP_STATUS__INIT;
+	gs.group = 3;
+	gs.node = 2;
+	gs.role = (char *)"follower";
+	gs.leader_node = 1;
+	gs.n_tables = 1;
+	gs.tables = tss;
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = &ok;
+	nr.status = &gs;
+	write_nresp("group_status", "ClusterStatus", &nr);
+
+	/* A replica's scrub result. */
+	Shoal__ScrubResult sr = SHOAL__SCRUB_RESULT__INIT;
+	sr.found = true;
+	sr.index = 41;
+	sr.start.data = (uint8_t *)"\x02\x00\x07";
+	sr.start.len = 3;
+	sr.count = 100;
+	sr.hash = 0x9e3779b97f4a7c15ull;
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = &ok;
+	nr.scrub = &sr;
+	write_nresp("scrub", "GetItem", &nr);
+
+	/* A page of a Scan with its last key, and TransactGetItems' states. */
+	char m[SH_ERRMSG_SIZE];
+	json_t *j;
+	Shoal__Response *page;
+	const char *query = "{\"Items\": [{\"pk\": {\"S\": \"A\"}, \"sk\": {\"N\": \"1\"}}], "
+	                    "\"Count\": 1, \"ScannedCount\": 2, \"LastEvaluatedKey\": {\"pk\": "
+	                    "{\"S\": \"A\"}, \"sk\": {\"N\": \"1\"}}}";
+	if (wire_json_parse(query, strlen(query), &j, m) != SHOAL_OK ||
+	    wire_api_response_from_json(&arena, "Scan", j, &page, m) != SHOAL_OK)
+		die("scan page", m);
+	json_decref(j);
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = page;
+	nr.last_key = page->scan->last_evaluated_key;
+	nr.read_bytes = 120;
+	write_nresp("scan_page", "Scan", &nr);
+
+	Shoal__Response *tg;
+	const char *tget = "{\"Responses\": [{\"Item\": {\"pk\": {\"S\": \"alice\"}}}, {}]}";
+	if (wire_json_parse(tget, strlen(tget), &j, m) != SHOAL_OK ||
+	    wire_api_response_from_json(&arena, "TransactGetItems", j, &tg, m) != SHOAL_OK)
+		die("transact get", m);
+	json_decref(j);
+	Shoal__TxnItemState s1 = SHOAL__TXN_ITEM_STATE__INIT, s2 = SHOAL__TXN_ITEM_STATE__INIT;
+	Shoal__TxnItemState *states[] = {&s1, &s2};
+	s1.version = 7;
+	s2.locked = true;
+	s2.version = 9;
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = tg;
+	nr.n_txn_items = 2;
+	nr.txn_items = states;
+	nr.txn_instance = 0x1234;
+	write_nresp("transact_get", "TransactGetItems", &nr);
+
+	/* Two answers concatenated: one NodeResponse whose Response comes in
+	 * two pieces (a refusal, then a result), which the router's fast path
+	 * refuses (fuzz_node_response found it read another status than
+	 * protobuf-c's merge). */
+	{
+		Shoal__Response bad = SHOAL__RESPONSE__INIT;
+		bad.status = SHOAL__STATUS__STATUS_NOT_LEADER;
+		bad.message = (char *)"not the leader";
+		Shoal__NodeResponse a = SHOAL__NODE_RESPONSE__INIT, b = SHOAL__NODE_RESPONSE__INIT;
+		a.response = &bad;
+		b.response = page;
+		b.leader_node = 3;
+		size_t la = shoal__node_response__get_packed_size(&a);
+		size_t lb = shoal__node_response__get_packed_size(&b);
+		uint8_t *two = sh_arena_alloc(&arena, la + lb);
+		shoal__node_response__pack(&a, two);
+		shoal__node_response__pack(&b, two + la);
+		write_answer("response_in_pieces", "Scan", two, la + lb);
+	}
+
+	/* An index shipment's answer with GSI partitions over capacity. */
+	uint32_t behind[] = {7, 9};
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = &ok;
+	nr.n_gsi_behind = 2;
+	nr.gsi_behind = behind;
+	write_nresp("index_ship", "PutItem", &nr);
+}
+
 /* snapshot/: what a leader sends in InstallSnapshot (fuzz_snapshot). */
 static void snapshot_seeds(void)
 {
@@ -1413,6 +1649,7 @@ int main(int argc, char **argv)
 	node_seeds();
 	fsm_seeds();
 	snapshot_seeds();
+	node_response_seeds();
 	codec_seeds();
 	response_seeds();
 	expr_seeds();
