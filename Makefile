@@ -13,7 +13,8 @@
 #                  per phase, default 60; `make test` runs 6): a table of figures, and
 #                  $(BUILD)/hot/*.csv and hot.png (per-partition throughput and throttles)
 #   fuzz           each libFuzzer target of tests/fuzz/ (one per decoder: NodeRequest, Request,
-#                  DynamoDB JSON body, HTTP head and SigV4, expressions, stored items, responses)
+#                  DynamoDB JSON body, HTTP head and SigV4, expressions, stored items, responses,
+#                  Raft entries, index deltas, cluster maps, snapshots, NodeResponses)
 #                  for FUZZ_SECS seconds, built by clang with ASan/UBSan in $(BUILD)/fuzz;
 #                  `make test` runs 3 s of each (fuzz-build: build them only; fuzz-seeds:
 #                  remake tests/fuzz/corpus/)
@@ -401,9 +402,9 @@ bench-peers: deps-checked
 # the state machine; fuzz_index_ship: fsm.c's delta conversion;
 # fuzz_node_response: the router's rt_call_resp and catalog snapshot), and
 # nothing there starts a thread or a loop until node_start or the router's
-# start is called.  -Werror is
-# left out there: a warning only clang gives in a file under test must not
-# stop the fuzzers (the gcc build keeps the tree warning-free).
+# start is called.  -Werror is left out there: a warning only clang gives in
+# a file under test must not stop the fuzzers (the gcc build keeps the tree
+# warning-free).
 #   fuzz-build  the targets, $(FUZZ_DIR)/fuzz_<name>
 #   fuzz        each target for FUZZ_SECS seconds (tests/fuzz/run.sh) from its
 #               seed corpus tests/fuzz/corpus/<name>/ and what earlier runs
