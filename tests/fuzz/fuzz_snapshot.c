@@ -35,14 +35,18 @@
  *     dropped tables' streams, group 0's cluster map (decoded) -- each may
  *     refuse what it cannot read (a code and a message), never crash.  And
  *     the entry raft applies next (a scrub of the whole environment, the
- *     transaction expiry, the stream trim, an outbox trim) applies or stops
- *     the replica with a message.
+ *     transaction expiry, the stream trim, an outbox trim) applies, or
+ *     stops the replica with a message and the code of a failing or
+ *     corrupt environment (INTERNAL).
  *
  * A snapshot carries an XXH64 of its bytes; mutated bytes would almost
  * never get past it, so the custom mutator recomputes the trailer of 15 of
  * 16 mutants (the 16th keeps libFuzzer's bytes, for the checksum's own
- * refusal).  The files in the corpus and the crashes are therefore the
- * exact bytes the callback saw: a crash replays with `fuzz_snapshot FILE`.
+ * refusal).  Half its mutations change one pair's value or key, resized
+ * with its length field kept right, so that records of any size and
+ * content get past the structure checks to the load and the readers.  The files in the corpus and
+ * the crashes are therefore the exact bytes the callback saw: a crash replays with `fuzz_snapshot
+ * FILE`.
  *
  * The environment: one node_fsm (node 1) over an LMDB environment in a
  * directory of /dev/shm, of group 0 when the snapshot's header names group
@@ -106,9 +110,80 @@ static uint64_t be64(const uint8_t *p)
 size_t LLVMFuzzerMutate(uint8_t *data, size_t size, size_t max_size);
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed);
 
+/* Where the pairs of a well-formed snapshot are: key/value offsets and
+ * lengths, in order; false if data is not one. */
+typedef struct pair_at {
+	size_t off; /* of the key's length field */
+	uint32_t klen, vlen;
+} pair_at;
+
+static bool find_pairs(const uint8_t *data, size_t size, pair_at *pairs, size_t cap, size_t *n)
+{
+	*n = 0;
+	if (size < SNAP_HEADER + 3 * 9 + SNAP_TRAILER)
+		return false;
+	size_t p = SNAP_HEADER, end = size - SNAP_TRAILER;
+	for (int d = 0; d < 3; d++) {
+		if (end - p < 9)
+			return false;
+		uint64_t count = be64(data + p + 1);
+		p += 9;
+		for (uint64_t i = 0; i < count; i++) {
+			if (end - p < 4 || *n == cap)
+				return false;
+			uint32_t klen = be32(data + p);
+			if (end - p - 4 < (size_t)klen + 4)
+				return false;
+			uint32_t vlen = be32(data + p + 4 + klen);
+			if (end - p - 8 - klen < vlen)
+				return false;
+			pairs[(*n)++] = (pair_at){p, klen, vlen};
+			p += 8 + (size_t)klen + vlen;
+		}
+	}
+	return p == end;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+
+/* Half the time, when data is a well-formed snapshot: one pair's value
+ * (or, a quarter of those times, its key) mutated by libFuzzer with its
+ * length changing as it likes, the length fields kept right -- a snapshot
+ * that gets past the structure checks with a record of another size. */
+static size_t mutate_pair(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
+{
+	static pair_at pairs[4096];
+	static uint8_t field[8192];
+	size_t n;
+	if (!find_pairs(data, size, pairs, 4096, &n) || n == 0)
+		return 0;
+	pair_at *pa = &pairs[seed % n];
+	bool key = (seed >> 16) % 4 == 0;
+	size_t off = pa->off + 4 + (key ? 0 : 4 + (size_t)pa->klen);
+	size_t len = key ? pa->klen : pa->vlen;
+	if (len > sizeof(field) / 2)
+		return 0;
+	memcpy(field, data + off, len);
+	size_t room = max_size - size + len; /* the most the field may grow to */
+	if (room > sizeof(field))
+		room = sizeof(field);
+	size_t nlen = LLVMFuzzerMutate(field, len, room);
+	if (key && nlen == 0)
+		return 0;
+	memmove(data + off + nlen, data + off + len, size - off - len);
+	memcpy(data + off, field, nlen);
+	put32(data + off - 4, (uint32_t)nlen);
+	return size - len + nlen;
+}
+
 size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max_size, unsigned int seed)
 {
-	size = LLVMFuzzerMutate(data, size, max_size);
+	size_t pair = seed % 2 == 0 ? mutate_pair(data, size, max_size, seed / 2) : 0;
+	size = pair > 0 ? pair : LLVMFuzzerMutate(data, size, max_size);
 	if (size >= SNAP_HEADER + SNAP_TRAILER && seed % 16 != 0) {
 		uint64_t sum = XXH64(data, size - SNAP_TRAILER, 0);
 		for (int i = 0; i < 8; i++)
@@ -548,7 +623,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rv == 0)
 		FZ_ASSERT(st_env_applied(env) == applied + 1, "the next entry was not recorded");
 	else
-		FZ_ASSERT(why[0] != '\0', "the FSM failed without a message");
+		FZ_ASSERT(why[0] != '\0' && (env_code(failed) || failed == SHOAL_E_INTERNAL),
+		          "the next entry stopped the replica with %s: %s", shoal_err_name(failed),
+		          why);
 	fz_reset();
 	return 0;
 }
