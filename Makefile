@@ -13,7 +13,8 @@
 #                  per phase, default 60; `make test` runs 6): a table of figures, and
 #                  $(BUILD)/hot/*.csv and hot.png (per-partition throughput and throttles)
 #   fuzz           each libFuzzer target of tests/fuzz/ (one per decoder: NodeRequest, Request,
-#                  DynamoDB JSON body, HTTP head and SigV4, expressions, stored items, responses)
+#                  DynamoDB JSON body, HTTP head and SigV4, expressions, stored items, responses,
+#                  Raft entries, index deltas, cluster maps, snapshots, NodeResponses)
 #                  for FUZZ_SECS seconds, built by clang with ASan/UBSan in $(BUILD)/fuzz;
 #                  `make test` runs 3 s of each (fuzz-build: build them only; fuzz-seeds:
 #                  remake tests/fuzz/corpus/)
@@ -395,12 +396,15 @@ bench-peers: deps-checked
 # is compiled again there with -fsanitize=fuzzer-no-link plus ASan and UBSan,
 # the targets with -fsanitize=fuzzer (libFuzzer supplies main()).  node/ is
 # compiled the same way into its own archive, libfuzznode.a (NODE_SRC: no
-# main.c), linked before the core with the node's libraries (raft, libuv,
+# main.c), and so is the rest of router/ (no main.c), libfuzzrouter.a, both
+# linked before the core with the node's libraries (raft, libuv,
 # nng, mbedTLS): the linker takes only the objects a target calls (fuzz_fsm:
-# the state machine; fuzz_index_ship: fsm.c's delta conversion), and nothing
-# there starts a thread or a loop until node_start is called.  -Werror is
-# left out there: a warning only clang gives in a file under test must not
-# stop the fuzzers (the gcc build keeps the tree warning-free).
+# the state machine; fuzz_index_ship: fsm.c's delta conversion;
+# fuzz_node_response: the router's rt_call_resp and catalog snapshot), and
+# nothing there starts a thread or a loop until node_start or the router's
+# start is called.  -Werror is left out there: a warning only clang gives in
+# a file under test must not stop the fuzzers (the gcc build keeps the tree
+# warning-free).
 #   fuzz-build  the targets, $(FUZZ_DIR)/fuzz_<name>
 #   fuzz        each target for FUZZ_SECS seconds (tests/fuzz/run.sh) from its
 #               seed corpus tests/fuzz/corpus/<name>/ and what earlier runs
@@ -422,6 +426,7 @@ FUZZ_LIB_SRC := $(COMMON_SRC) $(STORAGE_SRC) $(PROTO_SRC) router/httpd_parse.c r
 FUZZ_LIB_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(FUZZ_LIB_SRC)) \
                 $(patsubst $(GEN)/%.c,$(FUZZ_DIR)/obj/gen/%.o,$(PROTO_GEN_C))
 FUZZ_NODE_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(NODE_SRC))
+FUZZ_ROUTER_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(filter-out $(FUZZ_LIB_SRC),$(ROUTER_SRC)))
 FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BIN := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_NAMES))
 FUZZ_KEEP := $(patsubst %,$(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_NAMES)) \
@@ -459,8 +464,12 @@ $(FUZZ_DIR)/libfuzznode.a: $(FUZZ_NODE_OBJ)
 	@rm -f $@
 	$(Q)$(call say,AR,$@)ar rcs $@ $^
 
+$(FUZZ_DIR)/libfuzzrouter.a: $(FUZZ_ROUTER_OBJ)
+	@rm -f $@
+	$(Q)$(call say,AR,$@)ar rcs $@ $^
+
 $(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/tests/fuzz/fuzz_%.o $(FUZZ_DIR)/obj/tests/fuzz/harness.o \
-		$(FUZZ_DIR)/libfuzznode.a $(FUZZ_DIR)/libfuzzcore.a
+		$(FUZZ_DIR)/libfuzzrouter.a $(FUZZ_DIR)/libfuzznode.a $(FUZZ_DIR)/libfuzzcore.a
 	$(Q)$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SANFLAGS) -fsanitize=fuzzer -o $@ $^ $(NET_LIBS) $(LIBS)
 
 $(FUZZ_DIR)/fuzz-seeds: $(FUZZ_DIR)/obj/tests/fuzz/seeds.o $(FUZZ_DIR)/obj/tests/fuzz/harness.o \

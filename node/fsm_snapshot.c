@@ -45,7 +45,8 @@
  *
  * Installing a snapshot.  restore(buf) first checks the whole buffer --
  * length, magic, version, group, checksum, then the structure of every
- * section -- without touching LMDB: a bad snapshot is refused with
+ * section and that meta's "applied" is the header's applied index --
+ * without touching LMDB: a bad snapshot is refused with
  * RAFT_CORRUPT and nothing changes.  If the environment's applied index is
  * at or past the snapshot's, the environment already contains everything
  * the snapshot holds (committed entries are never lost, so it cannot hold a
@@ -224,12 +225,20 @@ static int write_snapshot(snap_writer *w, st_view *v, uint32_t group, char *errm
 
 /*
  * Walks the sections of a snapshot whose header and checksum were checked.
- * With l NULL it only checks the structure; with l it loads every pair.
+ * With l NULL it only checks the structure, and that the meta section's
+ * "applied" is the header's applied index (absent: 0).  That is the index
+ * the environment will have: restore decides by the header, apply skips by
+ * the environment's, so they must agree -- an "applied" above the header's
+ * would make the replica skip the entries after the snapshot as replays and
+ * drift from its peers.  With l it loads every pair.
  */
 static int walk_sections(const uint8_t *buf, size_t len, st_load *l, char *errmsg)
 {
+	static const char applied_key[] = "applied"; /* storage/env.c's meta key */
 	const uint8_t *p = buf + SNAP_HEADER;
 	const uint8_t *end = buf + len - SNAP_TRAILER;
+	/* No "applied" in an environment that never applied an entry. */
+	bool applied_ok = get_be64(buf + 16) == 0;
 	for (unsigned d = 0; d < ST_DBI__COUNT; d++) {
 		if ((size_t)(end - p) < SNAP_SECTION)
 			return sh_errf(errmsg, SHOAL_E_SERIALIZATION,
@@ -259,6 +268,9 @@ static int walk_sections(const uint8_t *buf, size_t len, st_load *l, char *errms
 				goto truncated;
 			const uint8_t *val = p;
 			p += vlen;
+			if (d == ST_DBI_META && klen == sizeof(applied_key) - 1 &&
+			    memcmp(key, applied_key, klen) == 0)
+				applied_ok = vlen == 8 && get_be64(val) == get_be64(buf + 16);
 			if (l != NULL) {
 				int rc = st_load_put(l, (st_dbi)d, key, klen, val, vlen, errmsg);
 				if (rc != SHOAL_OK)
@@ -275,6 +287,10 @@ static int walk_sections(const uint8_t *buf, size_t len, st_load *l, char *errms
 		return sh_errf(errmsg, SHOAL_E_SERIALIZATION,
 		               "snapshot: %zu trailing bytes after the sections",
 		               (size_t)(end - p));
+	if (!applied_ok)
+		return sh_errf(errmsg, SHOAL_E_SERIALIZATION,
+		               "snapshot: its meta section does not hold its applied index %llu",
+		               (unsigned long long)get_be64(buf + 16));
 	return SHOAL_OK;
 }
 

@@ -550,7 +550,10 @@ static void call_failed(rt_call *c, sh_outcome o, uint32_t hint, const char *wha
 }
 
 /* What a NodeResponse says without unpacking it: the Response's status, its
- * presence, and the leader hint.  False if the bytes do not parse. */
+ * presence, and the leader hint.  False if the bytes do not parse, or carry
+ * the Response in more than one piece: a node packs it once, and protobuf-c
+ * merges pieces otherwise than "the last status counts" (fuzz_node_response
+ * found an answer whose status was an error here and OK once unpacked). */
 static bool read_answer(const rt_fields *f, const uint8_t *buf, size_t len, int *code,
                         bool *has_response, uint32_t *leader)
 {
@@ -566,7 +569,9 @@ static bool read_answer(const rt_fields *f, const uint8_t *buf, size_t len, int 
 		if (fl.type == 0 && fl.number == f->nresp_leader)
 			*leader = (uint32_t)fl.value;
 		if (fl.type == 2 && fl.number == f->nresp_response) {
-			resp = fl.data; /* several pieces merge: the last status counts */
+			if (*has_response)
+				return false;
+			resp = fl.data;
 			rlen = fl.len;
 			*has_response = true;
 			const uint8_t *q = resp, *qend = resp + rlen;

@@ -31,6 +31,10 @@
 
 #define ST_PATH_MAX 1024
 
+/* The on-disk format version, meta's "format" (env.c checks it at open,
+ * snapshot.c when a load commits). */
+#define ST_ENV_FORMAT 1u
+
 struct st_env {
 	MDB_env *env;
 	MDB_dbi meta;
@@ -38,8 +42,8 @@ struct st_env {
 	MDB_dbi data;
 	uint32_t page_bytes; /* Query/Scan page limit */
 	bool nosync;
-	uint64_t collection_limit;   /* item collection limit of tables with LSIs */
-	int64_t stream_retention_ms; /* stream records older than this are trimmed */
+	uint64_t collection_limit;      /* item collection limit of tables with LSIs */
+	int64_t stream_retention_ms;    /* stream records older than this are trimmed */
 	int64_t ttl_change_interval_ms; /* st_env_set_ttl_change_interval */
 	/* MDB_WRITEMAP (with nosync, where the file system can preallocate):
 	 * the data file's blocks are preallocated ahead of LMDB's last page

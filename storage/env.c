@@ -4,7 +4,7 @@
  * One LMDB environment per storage group, holding three named databases:
  *
  *   "meta"     fixed keys, big-endian integers:
- *                "format"        -> u32  on-disk format version (ENV_FORMAT)
+ *                "format"        -> u32  on-disk format version (ST_ENV_FORMAT)
  *                "applied"       -> u64  Raft index of the last applied entry
  *                "next_table_id" -> u32  next table id to hand out (catalog.c)
  *                0x01 ...        the outbox and per-index state (index_int.h)
@@ -67,7 +67,6 @@
 #include "stream.h"
 #include "index.h"
 
-#define ENV_FORMAT           1u
 #define ENV_MAXDBS           8 /* meta, catalog, data, and room for the outbox and later DBIs */
 #define ENV_DEFAULT_MAP_SIZE (64ull << 30)
 /* Writable map: allocated space kept past LMDB's last page before every
@@ -142,7 +141,7 @@ static int env_init_dbis(st_env *env, const char *path, char *errmsg)
 	rc = mdb_get(txn, env->meta, &k, &v);
 	if (rc == MDB_NOTFOUND) {
 		uint8_t buf[4];
-		put_be32(buf, ENV_FORMAT);
+		put_be32(buf, ST_ENV_FORMAT);
 		v.mv_size = sizeof(buf);
 		v.mv_data = buf;
 		what = "mdb_put(meta format)";
@@ -151,11 +150,11 @@ static int env_init_dbis(st_env *env, const char *path, char *errmsg)
 			goto err_after_txn;
 	} else if (rc != 0) {
 		goto err_after_txn;
-	} else if (v.mv_size != 4 || get_be32(v.mv_data) != ENV_FORMAT) {
+	} else if (v.mv_size != 4 || get_be32(v.mv_data) != ST_ENV_FORMAT) {
 		mdb_txn_abort(txn);
 		return sh_errf(errmsg, SHOAL_E_INTERNAL,
 		               "%s: unsupported storage format version %u (this build reads %u)",
-		               path, v.mv_size == 4 ? get_be32(v.mv_data) : 0u, ENV_FORMAT);
+		               path, v.mv_size == 4 ? get_be32(v.mv_data) : 0u, ST_ENV_FORMAT);
 	}
 	what = "mdb_txn_commit";
 	rc = mdb_txn_commit(txn);

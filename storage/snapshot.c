@@ -13,7 +13,9 @@
  * (mdb_drop with del = 0 keeps the handles) and then appends the pairs with
  * MDB_APPEND: a snapshot carries every database in key order, so the B-trees
  * are built left to right without searching, and a key out of order is
- * refused by LMDB (MDB_KEYEXIST), which we report as a malformed input.
+ * refused by LMDB (MDB_KEYEXIST), which we report as a malformed input; so
+ * is a load whose meta "format" is not this build's (the environment would
+ * not open again).
  * Commit is followed by mdb_env_sync: a snapshot install replaces the state
  * wholesale and is rare, so it is made durable at once even under
  * MDB_NOSYNC.
@@ -26,6 +28,7 @@
 #include "snapshot.h"
 
 static const char KEY_APPLIED[] = "applied"; /* as in env.c */
+static const char KEY_FORMAT[] = "format";
 
 struct st_view {
 	st_env *env;
@@ -64,6 +67,11 @@ static MDB_dbi dbi_handle(const st_env *env, st_dbi dbi)
 	default:
 		return env->data;
 	}
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 static uint64_t get_be64(const uint8_t *p)
@@ -231,6 +239,23 @@ int st_load_commit(st_load *l, char *errmsg)
 	int code;
 	if (l->sticky != SHOAL_OK) {
 		code = sh_errf(errmsg, l->sticky, "%s", l->sticky_msg);
+		st_load_abort(l);
+		return code;
+	}
+	/* The environment opens again only with this build's format (env.c):
+	 * a load of another is refused while nothing of it is visible. */
+	MDB_val k = {sizeof(KEY_FORMAT) - 1, (void *)KEY_FORMAT}, v;
+	int mrc = mdb_get(l->txn, env->meta, &k, &v);
+	if (mrc != 0 && mrc != MDB_NOTFOUND) {
+		code = st_lmdb_err(mrc, "mdb_get(meta format)", errmsg);
+		st_load_abort(l);
+		return code;
+	}
+	if (mrc == MDB_NOTFOUND || v.mv_size != 4 || get_be32(v.mv_data) != ST_ENV_FORMAT) {
+		code =
+		    sh_errf(errmsg, SHOAL_E_SERIALIZATION,
+		            "load: storage format version %u (this build reads %u)",
+		            mrc == 0 && v.mv_size == 4 ? get_be32(v.mv_data) : 0u, ST_ENV_FORMAT);
 		st_load_abort(l);
 		return code;
 	}

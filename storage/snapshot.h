@@ -81,7 +81,8 @@ int st_load_begin(st_env *env, st_load **out, char *errmsg);
 int st_load_put(st_load *l, st_dbi dbi, const void *key, size_t klen, const void *val, size_t vlen,
                 char *errmsg);
 /* Commits, then flushes the environment to disk (st_env_sync).  Frees l in
- * every case; on failure nothing of the load is visible.  The SH_FAULT_COMMIT
+ * every case; on failure nothing of the load is visible.  SHOAL_E_SERIALIZATION
+ * when the loaded meta does not hold this build's "format".  The SH_FAULT_COMMIT
  * fault point guards it, as it guards st_txn_commit. */
 int st_load_commit(st_load *l, char *errmsg);
 /* Abandons the load (NULL is a no-op): the environment is unchanged. */

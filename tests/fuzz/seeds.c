@@ -35,6 +35,20 @@
  *                  outbox_trim, backfill, scrub, stream_trim, txn_expire);
  *                  with the proposer node 1 (results built) or another;
  *                  the DDL also with an even batch_id (group 0's FSM)
+ *   node_response/ answers nodes send: the FSM's answers to the writes,
+ *                  transaction and group 0 entries of fsm/ (each, and all
+ *                  as one batched answer), a NOT_LEADER with a hint, group
+ *                  0's list_catalog, a group status, a scrub result, a
+ *                  Scan page with its last key, TransactGetItems with item
+ *                  states, an index shipment's gsi_behind, a Response in
+ *                  two pieces; behind the operation byte
+ *   snapshot/      snapshots a leader sends (InstallSnapshot), taken by the
+ *                  FSM's own callbacks after applying fsm/'s Commands: a data
+ *                  group's (tables with a GSI and an LSI, items, outbox
+ *                  entries, transaction records, stream records), one at
+ *                  index 1, group 0's (tables, a cluster map), an empty one;
+ *                  refused ones (valid checksums): a header index other than
+ *                  meta's "applied", meta's "format" another build's
  *   index_ship/    IndexApply messages with real deltas (the outbox of a
  *                  node_fsm after the PutItem seed on Music), and refused
  *                  ones: out of order, index id 0, empty key, the first
@@ -49,10 +63,12 @@
 #include <string.h>
 
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "common/alloc.h"
 #include "common/cluster_map.h"
 #include "node/fsm.h"
+#include "proto/lanes.h"
 #include "storage/index.h"
 #include "proto/wire_api.h"
 #include "proto/wire_auth.h"
@@ -578,6 +594,16 @@ static void node_seeds(void)
 
 static struct raft seed_raft;
 
+static void seed_map(uint8_t **buf, size_t *len);
+
+/* Every Command write_command made, by name (snapshot_seeds applies them). */
+static struct {
+	const char *name;
+	uint8_t *buf;
+	size_t len;
+} entries[16];
+static size_t n_entries;
+
 /* A Command of the n ops, from proposer, as node_fsm_encode pads it. */
 /* fuzz_fsm applies a Command with an even batch_id in group 0, else in
  * group 1. */
@@ -595,6 +621,13 @@ static void write_command(const char *name, uint32_t proposer, uint64_t batch_id
 	if (node_fsm_encode(&cmd, &buf, m) != SHOAL_OK)
 		die(name, m);
 	write_file("fsm", name, buf.base, buf.len);
+	/* Kept for the snapshot seeds, which apply them. */
+	if (n_entries == sizeof(entries) / sizeof(entries[0]))
+		die(name, "too many entries");
+	entries[n_entries].name = name;
+	entries[n_entries].len = buf.len;
+	entries[n_entries].buf = sh_arena_alloc(&arena, buf.len);
+	memcpy(entries[n_entries++].buf, buf.base, buf.len);
 	raft_free(buf.base);
 }
 
@@ -876,8 +909,411 @@ static void fsm_seeds(void)
 	in[5]->stream_trim = true;
 	write_command("internal", FSM_NODE, 77, in, 6);
 
+	/* A table with a stream (NEW_AND_OLD_IMAGES), written: stream
+	 * records. */
+	static const body events[] = {
+	    {"events", "CreateTable",
+	     "{\"TableName\": \"Events\", \"KeySchema\": [{\"AttributeName\": \"id\", "
+	     "\"KeyType\": \"HASH\"}], \"AttributeDefinitions\": [{\"AttributeName\": \"id\", "
+	     "\"AttributeType\": \"S\"}], \"StreamSpecification\": {\"StreamEnabled\": true, "
+	     "\"StreamViewType\": \"NEW_AND_OLD_IMAGES\"}}",
+	     true},
+	    {"e1", "PutItem",
+	     "{\"TableName\": \"Events\", \"Item\": {\"id\": {\"S\": \"e1\"}, \"n\": {\"N\": "
+	     "\"1\"}}}",
+	     true},
+	    {"e2", "PutItem",
+	     "{\"TableName\": \"Events\", \"Item\": {\"id\": {\"S\": \"e2\"}, \"l\": {\"L\": "
+	     "[{\"S\": \"x\"}]}}}",
+	     true},
+	    {"e1_update", "UpdateItem",
+	     "{\"TableName\": \"Events\", \"Key\": {\"id\": {\"S\": \"e1\"}}, "
+	     "\"UpdateExpression\": \"ADD n :one\", \"ExpressionAttributeValues\": {\":one\": "
+	     "{\"N\": \"1\"}}}",
+	     true},
+	    {"e2_delete", "DeleteItem",
+	     "{\"TableName\": \"Events\", \"Key\": {\"id\": {\"S\": \"e2\"}}}", true},
+	};
+	Shoal__CommandOp *ev[5];
+	for (size_t i = 0; i < 5; i++) {
+		Shoal__Request *r = convert(&events[i]);
+		if (r == NULL)
+			die("fsm seeds", events[i].name);
+		if (i == 0) {
+			ev[i] = define(r->create_table, 10);
+			continue;
+		}
+		ev[i] = new_op();
+		if (r->op_case == SHOAL__REQUEST__OP_PUT_ITEM) {
+			ev[i]->op_case = SHOAL__COMMAND_OP__OP_PUT;
+			ev[i]->put = r->put_item;
+		} else if (r->op_case == SHOAL__REQUEST__OP_UPDATE_ITEM) {
+			ev[i]->op_case = SHOAL__COMMAND_OP__OP_UPDATE;
+			ev[i]->update = r->update_item;
+		} else {
+			ev[i]->op_case = SHOAL__COMMAND_OP__OP_DELETE;
+			ev[i]->delete_ = r->delete_item;
+		}
+	}
+	write_command("streams", FSM_NODE, 77, ev, 5);
+
+	/* Group 0: tables defined, an index added, the cluster map set. */
+	Shoal__CommandOp *g0[4];
+	g0[0] = define_music();
+	g0[1] = define(find("create_table_provisioned")->create_table, 8);
+	g0[2] = new_op();
+	g0[2]->op_case = SHOAL__COMMAND_OP__OP_UPDATE_TABLE;
+	g0[2]->update_table = sh_arena_alloc(&arena, sizeof(Shoal__TableUpdate));
+	shoal__table_update__init(g0[2]->update_table);
+	g0[2]->update_table->update = find("update_table")->update_table;
+	g0[3] = new_op();
+	g0[3]->op_case = SHOAL__COMMAND_OP__OP_MAP_SET;
+	g0[3]->map_set = sh_arena_alloc(&arena, sizeof(Shoal__MapSet));
+	shoal__map_set__init(g0[3]->map_set);
+	g0[3]->map_set->prev_epoch = 1;
+	seed_map(&g0[3]->map_set->map.data, &g0[3]->map_set->map.len);
+	write_command("map_group0", FSM_NODE, 80, g0, 4);
+
 	/* Not a Command: the FSM must stop, not guess. */
 	write_file("fsm", "not_a_command", "\x0a\xff\xff\xff\xff\x0f", 6);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Snapshots                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static const uint8_t *entry(const char *name, size_t *len)
+{
+	for (size_t i = 0; i < n_entries; i++)
+		if (strcmp(entries[i].name, name) == 0) {
+			*len = entries[i].len;
+			return entries[i].buf;
+		}
+	die(name, "no such entry");
+}
+
+/* A snapshot's trailer made right again after a change (XXH64, big-endian). */
+static void resum(uint8_t *snap, size_t len)
+{
+	uint64_t sum = XXH64(snap, len - 8, 0);
+	for (int i = 0; i < 8; i++)
+		snap[len - 8 + i] = (uint8_t)(sum >> (56 - 8 * i));
+}
+
+/* A snapshot of a fresh FSM of group g after the named entries, applied at
+ * indexes 1, 2, ... (as raft hands them: node_fsm_raft's callbacks), taken
+ * by the FSM's own snapshot callbacks and written as one buffer. */
+static void write_snapshot(const char *name, uint32_t g, const char *const *names, size_t n)
+{
+	char tmpl[] = "/tmp/shoal-fuzz-seeds.XXXXXX", m[SH_ERRMSG_SIZE];
+	if (mkdtemp(tmpl) == NULL)
+		die("mkdtemp", strerror(errno));
+	node_fsm *f;
+	if (node_fsm_open(tmpl, g, FSM_NODE, &f, m) != SHOAL_OK)
+		die("node_fsm_open", m);
+	node_fsm_attach(f, &seed_raft);
+	struct raft_fsm *rf = node_fsm_raft(f);
+	for (size_t i = 0; i < n; i++) {
+		struct raft_buffer buf;
+		buf.base = (void *)entry(names[i], &buf.len);
+		void *res;
+		seed_raft.last_applied = i;
+		if (rf->apply(rf, &buf, &res) != 0 || node_fsm_failed(f, m) != SHOAL_OK)
+			die(names[i], m);
+	}
+	if (g == 0) {
+		uint8_t *map;
+		size_t len;
+		uint64_t epoch;
+		if (st_cluster_map_get(node_fsm_env(f), &map, &len, &epoch, m) != SHOAL_OK ||
+		    map == NULL)
+			die(name, "group 0 holds no cluster map");
+		sh_free(map);
+	}
+	struct raft_buffer *bufs = NULL;
+	unsigned nb = 0;
+	if (rf->snapshot(rf, &bufs, &nb) != 0 || rf->snapshot_async(rf, &bufs, &nb) != 0)
+		die(name, "taking the snapshot");
+	size_t total = 0;
+	for (unsigned i = 0; i < nb; i++)
+		total += bufs[i].len;
+	uint8_t *snap = sh_arena_alloc(&arena, total + 1), *p = snap;
+	for (unsigned i = 0; i < nb; i++) {
+		memcpy(p, bufs[i].base, bufs[i].len);
+		p += bufs[i].len;
+	}
+	rf->snapshot_finalize(rf, &bufs, &nb);
+	write_file("snapshot", name, snap, total);
+	if (g == 1 && n == 4) {
+		/* Refused ones, each with a valid checksum (what fuzz_snapshot
+		 * found installed): a header index other than meta's "applied",
+		 * and meta's "format" another build's. */
+		uint8_t *bad = sh_arena_alloc(&arena, total);
+		memcpy(bad, snap, total);
+		bad[23]++;
+		resum(bad, total);
+		write_file("snapshot", "applied_mismatch", bad, total);
+		memcpy(bad, snap, total);
+		uint8_t *fmt = memmem(bad, total,
+		                      "\0\0\0\x06"
+		                      "format"
+		                      "\0\0\0\x04",
+		                      14);
+		if (fmt == NULL)
+			die(name, "no format in meta");
+		fmt[17]++;
+		resum(bad, total);
+		write_file("snapshot", "format_2", bad, total);
+	}
+	node_fsm_close(f);
+	char cmd[512];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpl);
+	if (system(cmd) != 0)
+		die("rm", tmpl);
+}
+
+/* ------------------------------------------------------------------------ */
+/* NodeResponses                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* The operation byte of fuzz_node_response for a DynamoDB operation. */
+static uint8_t op_byte(const char *op)
+{
+	for (uint8_t i = 0; i < SHOAL_OP__COUNT; i++)
+		if (strcmp(wire_ops[i].name, op) == 0)
+			return i;
+	die(op, "no such operation");
+}
+
+static void write_answer(const char *name, const char *op, const uint8_t *buf, size_t len)
+{
+	uint8_t *b = sh_arena_alloc(&arena, len + 1);
+	b[0] = op_byte(op);
+	if (len > 0)
+		memcpy(b + 1, buf, len);
+	write_file("node_response", name, b, len + 1);
+}
+
+static void write_nresp(const char *name, const char *op, const Shoal__NodeResponse *nr)
+{
+	size_t len = shoal__node_response__get_packed_size(nr);
+	uint8_t *buf = sh_arena_alloc(&arena, len + 1);
+	shoal__node_response__pack(nr, buf);
+	write_answer(name, op, buf, len);
+}
+
+/* The answers the FSM builds for the proposer of entry `name` (applied at
+ * index 1 to a fresh FSM of group g), each as a seed named <name>_<i> with
+ * the operation ops[i], and all of them as one batched answer, as a node
+ * sends a router's batch back (wire_batch_answer). */
+static void fsm_answers(const char *name, uint32_t g, const char *const *ops, size_t n_ops)
+{
+	char tmpl[] = "/tmp/shoal-fuzz-seeds.XXXXXX", m[SH_ERRMSG_SIZE];
+	if (mkdtemp(tmpl) == NULL)
+		die("mkdtemp", strerror(errno));
+	node_fsm *f;
+	if (node_fsm_open(tmpl, g, FSM_NODE, &f, m) != SHOAL_OK)
+		die("node_fsm_open", m);
+	node_fsm_attach(f, &seed_raft);
+	struct raft_fsm *rf = node_fsm_raft(f);
+	struct raft_buffer buf;
+	buf.base = (void *)entry(name, &buf.len);
+	Shoal__Command *cmd = shoal__command__unpack(NULL, buf.len, buf.base);
+	if (cmd == NULL || cmd->proposer != FSM_NODE || cmd->n_ops != n_ops)
+		die(name, "not an entry of this node with that many operations");
+	node_batch b;
+	if (node_batch_init(&b, cmd->batch_id, (uint32_t)cmd->n_ops) != SHOAL_OK)
+		die(name, "node_batch_init");
+	shoal__command__free_unpacked(cmd, NULL);
+	node_fsm_register(f, &b);
+	void *res;
+	seed_raft.last_applied = 0;
+	if (rf->apply(rf, &buf, &res) != 0 || node_fsm_failed(f, m) != SHOAL_OK)
+		die(name, m);
+	node_fsm_unregister(f, &b);
+	if (!b.applied)
+		die(name, "no answers");
+	char file[128];
+	for (uint32_t i = 0; i < b.n_ops; i++) {
+		snprintf(file, sizeof(file), "%s_%u", name, i);
+		write_answer(file, ops[i], b.results[i], b.result_lens[i]);
+	}
+	nng_msg *batch =
+	    wire_batch_answer(wire_field_number(&shoal__node_response__descriptor, "batch"),
+	                      (const uint8_t *const *)b.results, b.result_lens, b.n_ops);
+	if (batch == NULL)
+		die(name, "wire_batch_answer");
+	snprintf(file, sizeof(file), "%s_batch", name);
+	write_answer(file, ops[0], nng_msg_body(batch), nng_msg_len(batch));
+	nng_msg_free(batch);
+	node_batch_fini(&b);
+	node_fsm_close(f);
+	char cmdline[512];
+	snprintf(cmdline, sizeof(cmdline), "rm -rf '%s'", tmpl);
+	if (system(cmdline) != 0)
+		die("rm", tmpl);
+}
+
+/* node_response/: what nodes answer routers and each other
+ * (fuzz_node_response). */
+static void node_response_seeds(void)
+{
+	static const char *const writes[] = {"CreateTable", "CreateTable",    "PutItem",
+	                                     "UpdateItem",  "BatchWriteItem", "DeleteItem",
+	                                     "DeleteItem",  "PutItem"};
+	fsm_answers("writes", 1, writes, 8);
+	static const char *const txn[] = {"CreateTable",        "PutItem",
+	                                  "TransactWriteItems", "TransactWriteItems",
+	                                  "TransactWriteItems", "TransactWriteItems",
+	                                  "TransactWriteItems", "TransactWriteItems"};
+	fsm_answers("txn", 1, txn, 8);
+	static const char *const g0[] = {"CreateTable", "CreateTable", "UpdateTable",
+	                                 "ClusterStatus"};
+	fsm_answers("map_group0", 0, g0, 4);
+
+	/* A follower's refusal with the leader it believes in. */
+	Shoal__Response r = SHOAL__RESPONSE__INIT;
+	r.status = SHOAL__STATUS__STATUS_NOT_LEADER;
+	r.message = (char *)"not the leader of group 3";
+	Shoal__NodeResponse nr = SHOAL__NODE_RESPONSE__INIT;
+	nr.response = &r;
+	nr.leader_node = 3;
+	write_nresp("not_leader", "GetItem", &nr);
+
+	/* group 0's list_catalog: two tables and a dropped one. */
+	Shoal__TableDefine td[3], *tds[3];
+	const char *ct[] = {"create_table", "create_table_provisioned", "create_table"};
+	for (int i = 0; i < 3; i++) {
+		shoal__table_define__init(&td[i]);
+		td[i].def = find(ct[i])->create_table;
+		td[i].table_id = 7 + (uint32_t)i;
+		td[i].created_ms = FSM_TS - 1000;
+		tds[i] = &td[i];
+	}
+	td[2].dropped_ms = FSM_TS;
+	Shoal__Response ok = SHOAL__RESPONSE__INIT;
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = &ok;
+	nr.n_catalog = 3;
+	nr.catalog = tds;
+	nr.epoch = 12;
+	write_nresp("list_catalog", "ListTables", &nr);
+
+	/* A data group's status. */
+	Shoal__IndexStats is = SHOAL__INDEX_STATS__INIT, *iss[] = {&is};
+	is.index_name = (char *)"byTitle";
+	is.index_id = 1;
+	is.item_count = 3;
+	is.status = (char *)"ACTIVE";
+	Shoal__TableStats ts = SHOAL__TABLE_STATS__INIT, *tss[] = {&ts};
+	ts.table_name = (char *)"Music";
+	ts.item_count = 5;
+	ts.size_bytes = 500;
+	ts.n_indexes = 1;
+	ts.indexes = iss;
+	Shoal__GroupStatus gs = SHOAL__GROUP_STATUS__INIT;
+	gs.group = 3;
+	gs.node = 2;
+	gs.role = (char *)"follower";
+	gs.leader_node = 1;
+	gs.n_tables = 1;
+	gs.tables = tss;
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = &ok;
+	nr.status = &gs;
+	write_nresp("group_status", "ClusterStatus", &nr);
+
+	/* A replica's scrub result. */
+	Shoal__ScrubResult sr = SHOAL__SCRUB_RESULT__INIT;
+	sr.found = true;
+	sr.index = 41;
+	sr.start.data = (uint8_t *)"\x02\x00\x07";
+	sr.start.len = 3;
+	sr.count = 100;
+	sr.hash = 0x9e3779b97f4a7c15ull;
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = &ok;
+	nr.scrub = &sr;
+	write_nresp("scrub", "GetItem", &nr);
+
+	/* A page of a Scan with its last key, and TransactGetItems' states. */
+	char m[SH_ERRMSG_SIZE];
+	json_t *j;
+	Shoal__Response *page;
+	const char *query = "{\"Items\": [{\"pk\": {\"S\": \"A\"}, \"sk\": {\"N\": \"1\"}}], "
+	                    "\"Count\": 1, \"ScannedCount\": 2, \"LastEvaluatedKey\": {\"pk\": "
+	                    "{\"S\": \"A\"}, \"sk\": {\"N\": \"1\"}}}";
+	if (wire_json_parse(query, strlen(query), &j, m) != SHOAL_OK ||
+	    wire_api_response_from_json(&arena, "Scan", j, &page, m) != SHOAL_OK)
+		die("scan page", m);
+	json_decref(j);
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = page;
+	nr.last_key = page->scan->last_evaluated_key;
+	nr.read_bytes = 120;
+	write_nresp("scan_page", "Scan", &nr);
+
+	Shoal__Response *tg;
+	const char *tget = "{\"Responses\": [{\"Item\": {\"pk\": {\"S\": \"alice\"}}}, {}]}";
+	if (wire_json_parse(tget, strlen(tget), &j, m) != SHOAL_OK ||
+	    wire_api_response_from_json(&arena, "TransactGetItems", j, &tg, m) != SHOAL_OK)
+		die("transact get", m);
+	json_decref(j);
+	Shoal__TxnItemState s1 = SHOAL__TXN_ITEM_STATE__INIT, s2 = SHOAL__TXN_ITEM_STATE__INIT;
+	Shoal__TxnItemState *states[] = {&s1, &s2};
+	s1.version = 7;
+	s2.locked = true;
+	s2.version = 9;
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = tg;
+	nr.n_txn_items = 2;
+	nr.txn_items = states;
+	nr.txn_instance = 0x1234;
+	write_nresp("transact_get", "TransactGetItems", &nr);
+
+	/* Two answers concatenated: one NodeResponse whose Response comes in
+	 * two pieces (a refusal, then a result), which the router's fast path
+	 * refuses (fuzz_node_response found it read another status than
+	 * protobuf-c's merge). */
+	{
+		Shoal__Response bad = SHOAL__RESPONSE__INIT;
+		bad.status = SHOAL__STATUS__STATUS_NOT_LEADER;
+		bad.message = (char *)"not the leader";
+		Shoal__NodeResponse a = SHOAL__NODE_RESPONSE__INIT, b = SHOAL__NODE_RESPONSE__INIT;
+		a.response = &bad;
+		b.response = page;
+		b.leader_node = 3;
+		size_t la = shoal__node_response__get_packed_size(&a);
+		size_t lb = shoal__node_response__get_packed_size(&b);
+		uint8_t *two = sh_arena_alloc(&arena, la + lb);
+		shoal__node_response__pack(&a, two);
+		shoal__node_response__pack(&b, two + la);
+		write_answer("response_in_pieces", "Scan", two, la + lb);
+	}
+
+	/* An index shipment's answer with GSI partitions over capacity. */
+	uint32_t behind[] = {7, 9};
+	nr = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
+	nr.response = &ok;
+	nr.n_gsi_behind = 2;
+	nr.gsi_behind = behind;
+	write_nresp("index_ship", "PutItem", &nr);
+}
+
+/* snapshot/: what a leader sends in InstallSnapshot (fuzz_snapshot). */
+static void snapshot_seeds(void)
+{
+	/* A data group after tables with GSIs and an LSI, every write, a
+	 * transaction's records, shipped index deltas, a backfill, a scrub and
+	 * stream records. */
+	static const char *const data[] = {"writes", "txn", "internal", "streams"};
+	write_snapshot("data_group", 1, data, 4);
+	/* Before any index fuzz_snapshot's FSM has passed: not loaded. */
+	write_snapshot("data_group_old", 1, data, 1);
+	/* Group 0 with tables and a cluster map. */
+	static const char *const g0[] = {"map_group0", "ddl_group0"};
+	write_snapshot("group0", 0, g0, 2);
+	write_snapshot("empty", 1, data, 0);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1172,6 +1608,34 @@ static void map_seeds(void)
 	sh_map_fini(&m);
 }
 
+/* The "from_conf" map with its epoch moved past the birth map's (1), as a
+ * MapSet over it carries, encoded in the arena. */
+static void seed_map(uint8_t **buf, size_t *len)
+{
+	sh_cluster_conf c;
+	char msg[SH_ERRMSG_SIZE];
+	memset(&c, 0, sizeof(c));
+	c.groups = 2;
+	c.replication = 3;
+	c.n_nodes = 3;
+	for (uint32_t i = 0; i < c.n_nodes; i++) {
+		c.nodes[i].id = i + 1;
+		c.nodes[i].raft_port = (uint16_t)(7100 + 10 * i);
+		snprintf(c.nodes[i].raft_host, sizeof(c.nodes[i].raft_host), "127.0.0.1");
+		snprintf(c.nodes[i].rpc, sizeof(c.nodes[i].rpc), "tcp://127.0.0.1:%u", 7200 + i);
+	}
+	sh_map m;
+	if (sh_map_from_conf(&m, &c, msg) != SHOAL_OK ||
+	    sh_map_add_table(&m, 7, 2, msg) != SHOAL_OK)
+		die("cluster map", msg);
+	if (m.epoch < 2)
+		m.epoch = 2;
+	*len = sh_map_encoded_size(&m);
+	*buf = sh_arena_alloc(&arena, *len);
+	sh_map_encode(&m, *buf);
+	sh_map_fini(&m);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1184,6 +1648,8 @@ int main(int argc, char **argv)
 	request_seeds();
 	node_seeds();
 	fsm_seeds();
+	snapshot_seeds();
+	node_response_seeds();
 	codec_seeds();
 	response_seeds();
 	expr_seeds();
