@@ -756,6 +756,17 @@ static void on_received(op *o, int rv)
 	}
 	nng_msg *m = nng_aio_get_msg(o->aio);
 	nng_aio_set_msg(o->aio, NULL);
+	if (m == NULL) {
+		/* Seen once from nng 1.5.2's REQ context (a receive that
+		 * succeeded without a message, while the cluster's routers
+		 * dialled new nodes): no answer -- send again while time is
+		 * left, as after a connection reset. */
+		if (remaining(o) > 0)
+			op_send(o);
+		else
+			finish_timeout(o);
+		return;
+	}
 	op_answered(o, m);
 }
 
