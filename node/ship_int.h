@@ -35,17 +35,18 @@ typedef struct ship_link {
 	node_ship *s;
 	ship_src *src;
 	uint32_t target;
-	link_state state;  /* the exchange's progress (nng thread, then s->mu) */
-	bool busy;         /* loop: an exchange is under way or unprocessed */
-	uint32_t gen;      /* src->gen of the exchange */
-	uint32_t n_sent;   /* deltas in the batch */
-	uint32_t dest;     /* the node the batch went to */
-	sh_retry retry;    /* where the next batch goes, and when (common/retry.h) */
-	bool retry_on;     /* retry is set up (else: choose afresh) */
-	uint64_t retry_ns; /* not before (monotonic) */
-	uint64_t fails;    /* consecutive, for logging */
-	int rv;            /* WIRE_LANE_* */
-	nng_msg *req;      /* the packed NodeRequest in flight */
+	link_state state;     /* the exchange's progress (nng thread, then s->mu) */
+	bool busy;            /* loop: an exchange is under way or unprocessed */
+	uint32_t gen;         /* src->gen of the exchange */
+	uint32_t n_sent;      /* deltas in the batch */
+	uint32_t dest;        /* the node the batch went to */
+	sh_retry retry;       /* where the next batch goes, and when (common/retry.h) */
+	bool retry_on;        /* retry is set up (else: choose afresh) */
+	uint64_t retry_epoch; /* the cluster map's epoch it was set up with */
+	uint64_t retry_ns;    /* not before (monotonic) */
+	uint64_t fails;       /* consecutive, for logging */
+	int rv;               /* WIRE_LANE_* */
+	nng_msg *req;         /* the packed NodeRequest in flight */
 	nng_msg *reply;
 	struct ship_link *done_next;
 } ship_link;

@@ -267,8 +267,13 @@ static ship_link *link_get(ship_src *src, uint32_t target)
 static uint32_t link_dest(ship_link *l)
 {
 	node_ship *s = l->s;
-	if (l->retry_on)
+	/* The policy holds the target's voters as the map had them: a newer
+	 * map (a replica moved) sets it up afresh, or the link would keep
+	 * asking nodes that left the group and never the ones that joined. */
+	uint64_t epoch = sh_place_epoch(s->n->place);
+	if (l->retry_on && l->retry_epoch == epoch)
 		return l->retry.target;
+	l->retry_epoch = epoch;
 	uint32_t replicas[SH_MAP_GROUP_REPLICAS];
 	uint32_t nr = sh_place_voters(s->n->place, l->target, replicas, SH_MAP_GROUP_REPLICAS);
 	if (nr > SH_MAX_REPLICATION) /* what sh_retry holds */
