@@ -565,6 +565,25 @@ int sh_map_remove_replica(sh_map *m, uint32_t group, uint32_t node, char *errmsg
 	return SHOAL_OK;
 }
 
+int sh_map_prefer(sh_map *m, uint32_t group, uint32_t node, char *errmsg)
+{
+	sh_map_group *g = (sh_map_group *)sh_map_group_get(m, group);
+	if (g == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOT_FOUND, "no group %u", group);
+	int k = sh_map_replica_index(g, node);
+	if (k < 0 || !g->replicas[k].voter)
+		return sh_errf(errmsg, k < 0 ? SHOAL_E_NOT_FOUND : SHOAL_E_VALIDATION,
+		               "group %u: node %u is not a voter", group, node);
+	if (k == 0)
+		return sh_errf(errmsg, SHOAL_E_IN_USE,
+		               "group %u: node %u is its first replica already", group, node);
+	sh_map_replica r = g->replicas[k];
+	memmove(&g->replicas[1], &g->replicas[0], (size_t)k * sizeof(sh_map_replica));
+	g->replicas[0] = r;
+	m->epoch++;
+	return SHOAL_OK;
+}
+
 /* --- mutations: partitions ----------------------------------------------- */
 
 /* The partition starting at lo, idle (no pending move) unless `pending_ok`. */

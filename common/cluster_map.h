@@ -191,6 +191,10 @@ int sh_map_promote(sh_map *m, uint32_t group, uint32_t node, char *errmsg);
  * cleared. */
 int sh_map_remove_replica(sh_map *m, uint32_t group, uint32_t node, char *errmsg);
 
+/* Makes node's voter the group's first replica (its preferred leader: the
+ * others keep their order behind it); SHOAL_E_IN_USE if it is already. */
+int sh_map_prefer(sh_map *m, uint32_t group, uint32_t node, char *errmsg);
+
 /* Splits the partition starting at lo at hash `at` (lo < at <= hi): [lo, at-1]
  * stays, [at, hi] goes to to_group (its own group: a split in place). */
 int sh_map_split(sh_map *m, uint32_t table, uint64_t lo, uint64_t at, uint32_t to_group,

@@ -53,6 +53,12 @@ int sh_place_offer_map(sh_place *p, const sh_map *m, char *errmsg);
  * leader), into nodes[0 .. cap-1]; returns how many there are (0: no such
  * group). */
 uint32_t sh_place_voters(sh_place *p, uint32_t group, uint32_t *nodes, uint32_t cap);
+/* Group g's preferred leader: its first voter in the map's order whose node
+ * is ACTIVE (not draining) and whose replica no other replica is replacing
+ * (a move under way); the first voter if none is; 0 if the group has none.
+ * Leaders are spread by this choice (node/group.c), and a replica about to
+ * go is never handed the leadership back. */
+uint32_t sh_place_preferred(sh_place *p, uint32_t group);
 /* Group g's replicas, voters and non-voters, into out[0 .. cap-1]; returns
  * how many there are. */
 uint32_t sh_place_replicas(sh_place *p, uint32_t group, sh_map_replica *out, uint32_t cap);

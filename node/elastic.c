@@ -35,10 +35,10 @@
  *        PROMOTE          member_change PROMOTE (raft catches it up), then
  *                         map promote
  *        REMOVE_REPLICA   member_change REMOVE, then map remove_replica
- *        TRANSFER_LEADER  member_change TRANSFER (only to move the leader off
- *                         a replica about to go: leader balance is the
- *                         preferred-replica bias of node/group.c, the first
- *                         voter of the map)
+ *        TRANSFER_LEADER  member_change TRANSFER; for balance, the map's
+ *                         `prefer` first (the node becomes the group's first
+ *                         voter), since node/group.c hands the leadership to
+ *                         the preferred replica (sh_place_preferred)
  *      Map changes are proposed on group 0 as MapSet from the map they were
  *      computed on (a compare-and-set), so an operator's change landing in
  *      between makes the step fail and the next round start over.
@@ -227,6 +227,7 @@ typedef enum map_mut {
 	MUT_PROMOTE,
 	MUT_REMOVE_REPLICA,
 	MUT_REMOVE_NODE,
+	MUT_PREFER,
 } map_mut;
 
 typedef struct sub {
@@ -563,7 +564,12 @@ static bool repair(node_elastic *e)
 		const sh_map_group *g = &e->map.groups[gi];
 		const group_fact *f = &e->facts[gi];
 		for (uint32_t k = 0; f->leader != 0 && k < f->n_lost; k++) {
-			if (sh_map_replica_index(g, f->lost[k]) < 0 || f->lost[k] == f->leader)
+			/* Only a voter: a node reports "lost" a group the map
+			 * it knows has it vote in; once its replica is a new
+			 * non-voter it opens the group empty, as it should --
+			 * its report may lag the map by a refresh. */
+			int ri = sh_map_replica_index(g, f->lost[k]);
+			if (ri < 0 || !g->replicas[ri].voter || f->lost[k] == f->leader)
 				continue;
 			sub s[2] = {{.kind = SUB_MEMBER,
 			             .action = SHOAL__MEMBER_CHANGE__ACTION__REMOVE,
@@ -662,8 +668,13 @@ static void plan_and_act(node_elastic *e)
 			             .action = SHOAL__MEMBER_CHANGE__ACTION__ADD,
 			             .group = a->group,
 			             .node = a->node};
-			begin(e, s, 2, "group %u: new replica on node %u replacing node %u (%s)",
-			      a->group, a->node, a->replaces, why);
+			if (a->replaces != 0)
+				begin(e, s, 2,
+				      "group %u: new replica on node %u replacing node %u (%s)",
+				      a->group, a->node, a->replaces, why);
+			else
+				begin(e, s, 2, "group %u: new replica on node %u (%s)", a->group,
+				      a->node, why);
 			return;
 		case SH_PLAN_PROMOTE:
 			s[0] = (sub){.kind = SUB_MEMBER,
@@ -690,14 +701,27 @@ static void plan_and_act(node_elastic *e)
 			      why);
 			return;
 		case SH_PLAN_TRANSFER_LEADER:
-			if (a->reason == SH_PLAN_R_BALANCE)
-				continue; /* the preferred-replica bias balances leaders */
-			s[0] = (sub){.kind = SUB_MEMBER,
+			if (a->reason != SH_PLAN_R_BALANCE) {
+				s[0] = (sub){.kind = SUB_MEMBER,
+				             .action = SHOAL__MEMBER_CHANGE__ACTION__TRANSFER,
+				             .group = a->group,
+				             .node = a->node};
+				begin(e, s, 1, "group %u: leadership to node %u (%s)", a->group,
+				      a->node, why);
+				return;
+			}
+			/* For balance the node becomes the group's preferred replica
+			 * first (the map's first voter), so that node/group.c's
+			 * preferred-leader bias keeps the leadership there instead
+			 * of handing it back. */
+			s[0] = (sub){
+			    .kind = SUB_MAP, .mut = MUT_PREFER, .group = a->group, .node = a->node};
+			s[1] = (sub){.kind = SUB_MEMBER,
 			             .action = SHOAL__MEMBER_CHANGE__ACTION__TRANSFER,
 			             .group = a->group,
 			             .node = a->node};
-			begin(e, s, 1, "group %u: leadership to node %u (%s)", a->group, a->node,
-			      why);
+			begin(e, s, 2, "group %u: node %u preferred, leadership to it (%s)",
+			      a->group, a->node, why);
 			return;
 		case SH_PLAN_NO_QUORUM:
 			if (node_now_ns() >= e->quorum_log_ns) {
@@ -779,6 +803,8 @@ static int mutate(sh_map *m, const sub *s, char *errmsg)
 	}
 	case MUT_REMOVE_NODE:
 		return sh_map_remove_node(m, s->node, errmsg);
+	case MUT_PREFER:
+		return sh_map_prefer(m, s->group, s->node, errmsg);
 	}
 	return SHOAL_E_INTERNAL;
 }

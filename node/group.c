@@ -403,9 +403,7 @@ int node_group_open_ex(node *n, uint32_t gid, bool boot, node_group **out, char 
 	 * first (raft randomises in [T, 2T]), so it usually wins elections
 	 * and leaders spread over the nodes instead of piling up on whichever
 	 * node started first; rebalance() hands back what it did not win. */
-	uint32_t replicas[SH_MAP_GROUP_REPLICAS];
-	g->preferred =
-	    sh_place_voters(n->place, gid, replicas, SH_MAP_GROUP_REPLICAS) > 0 ? replicas[0] : 0;
+	g->preferred = sh_place_preferred(n->place, gid);
 	raft_set_election_timeout(&g->raft, g->preferred == n->id
 	                                        ? NODE_ELECTION_TIMEOUT_PREFERRED_MS
 	                                        : NODE_ELECTION_TIMEOUT_MS);
@@ -807,7 +805,8 @@ static bool caught_up(node_group *g, uint32_t id)
 
 /*
  * Preferred leaders.  Each group's first replica in placement order
- * (the map's first voter, common/placement.h) is its preferred leader, and placement spreads those
+ * (sh_place_preferred: the map's first voter not draining or being
+ * replaced, common/placement.h) is its preferred leader, and placement spreads those
  * over the nodes, so that every node leads its share of the groups and the
  * write load (and the leader's nng and apply work) is spread too.  Its
  * shorter election timeout makes it win most elections, but not all: a node
@@ -831,9 +830,9 @@ static void rebalance(node_group *g, int role)
 		g->leading_since_ns = now;
 		g->rebalance_wait_ms = NODE_REBALANCE_BACKOFF_MIN_MS;
 	}
-	uint32_t voters[SH_MAP_GROUP_REPLICAS];
-	if (sh_place_voters(g->node->place, g->id, voters, SH_MAP_GROUP_REPLICAS) > 0)
-		g->preferred = voters[0]; /* the map moves: so does the preferred replica */
+	uint32_t preferred = sh_place_preferred(g->node->place, g->id);
+	if (preferred != 0)
+		g->preferred = preferred; /* the map moves: so does the preferred replica */
 	if (g->transferring || g->seen_failed || g->preferred == g->node->id ||
 	    g->member_w != NULL || g->raft.transfer != NULL ||
 	    now - g->leading_since_ns < (uint64_t)NODE_REBALANCE_AFTER_MS * 1000000 ||

@@ -192,6 +192,17 @@ START_TEST(test_replica_mutations)
 	ck_assert_uint_eq(g->n_replicas, 3);
 	ck_assert_int_lt(sh_map_replica_index(g, first), 0);
 
+	/* prefer: a voter becomes the first replica, the others keep their order. */
+	uint32_t r1 = g->replicas[1].node, r0 = g->replicas[0].node, r2 = g->replicas[2].node;
+	DONE(sh_map_prefer(&m, 1, r2, msg));
+	g = sh_map_group_get(&m, 1);
+	ck_assert_uint_eq(g->replicas[0].node, r2);
+	ck_assert_uint_eq(g->replicas[1].node, r0);
+	ck_assert_uint_eq(g->replicas[2].node, r1);
+	REFUSED(sh_map_prefer(&m, 1, r2, msg), SHOAL_E_IN_USE);
+	REFUSED(sh_map_prefer(&m, 1, first, msg), SHOAL_E_NOT_FOUND);
+	REFUSED(sh_map_prefer(&m, 77, r2, msg), SHOAL_E_NOT_FOUND);
+
 	/* Nodes: a draining node takes no replica; removal only when empty. */
 	sh_map_node n = {.id = 9, .raft_port = 7190};
 	strcpy(n.raft_host, "10.0.0.9");
