@@ -565,6 +565,26 @@ int sh_map_remove_replica(sh_map *m, uint32_t group, uint32_t node, char *errmsg
 	return SHOAL_OK;
 }
 
+uint32_t sh_map_preferred(const sh_map *m, uint32_t group)
+{
+	uint32_t first = 0;
+	const sh_map_group *g = sh_map_group_get(m, group);
+	for (uint32_t k = 0; g != NULL && k < g->n_replicas; k++) {
+		const sh_map_replica *r = &g->replicas[k];
+		if (!r->voter)
+			continue;
+		if (first == 0)
+			first = r->node;
+		const sh_map_node *n = sh_map_node_get(m, r->node);
+		bool going = n == NULL || n->state != SH_MAP_NODE_ACTIVE;
+		for (uint32_t j = 0; j < g->n_replicas && !going; j++)
+			going = g->replicas[j].replaces == r->node;
+		if (!going)
+			return r->node;
+	}
+	return first;
+}
+
 int sh_map_prefer(sh_map *m, uint32_t group, uint32_t node, char *errmsg)
 {
 	sh_map_group *g = (sh_map_group *)sh_map_group_get(m, group);

@@ -191,6 +191,10 @@ int sh_map_promote(sh_map *m, uint32_t group, uint32_t node, char *errmsg);
  * cleared. */
 int sh_map_remove_replica(sh_map *m, uint32_t group, uint32_t node, char *errmsg);
 
+/* The group's preferred leader: its first voter whose node is ACTIVE and
+ * whose replica no other replica is replacing; the first voter if none is;
+ * 0 if it has none (common/placement.h, node/group.c). */
+uint32_t sh_map_preferred(const sh_map *m, uint32_t group);
 /* Makes node's voter the group's first replica (its preferred leader: the
  * others keep their order behind it); SHOAL_E_IN_USE if it is already. */
 int sh_map_prefer(sh_map *m, uint32_t group, uint32_t node, char *errmsg);

@@ -121,24 +121,10 @@ uint32_t sh_place_voters(sh_place *p, uint32_t group, uint32_t *nodes, uint32_t 
 
 uint32_t sh_place_preferred(sh_place *p, uint32_t group)
 {
-	uint32_t first = 0, best = 0;
 	pthread_rwlock_rdlock(&p->lock);
-	const sh_map_group *g = sh_map_group_get(&p->map, group);
-	for (uint32_t k = 0; g != NULL && k < g->n_replicas && best == 0; k++) {
-		const sh_map_replica *r = &g->replicas[k];
-		if (!r->voter)
-			continue;
-		if (first == 0)
-			first = r->node;
-		const sh_map_node *n = sh_map_node_get(&p->map, r->node);
-		bool going = n == NULL || n->state != SH_MAP_NODE_ACTIVE;
-		for (uint32_t j = 0; j < g->n_replicas && !going; j++)
-			going = g->replicas[j].replaces == r->node;
-		if (!going)
-			best = r->node;
-	}
+	uint32_t n = sh_map_preferred(&p->map, group);
 	pthread_rwlock_unlock(&p->lock);
-	return best != 0 ? best : first;
+	return n;
 }
 
 uint32_t sh_place_replicas(sh_place *p, uint32_t group, sh_map_replica *out, uint32_t cap)

@@ -634,6 +634,18 @@ static void plan_and_act(node_elastic *e)
 		}
 		gl[gi].caught_up = caught;
 	}
+	/* Leader balance only from a whole picture: a group without a known
+	 * leader this round (an election under way, a cluster starting) would
+	 * make its leader's node look lighter than it is. */
+	bool all_led = true;
+	for (uint32_t gi = 0; gi < e->map.n_groups; gi++)
+		all_led = all_led && gl[gi].leader != 0;
+	/* ... and only once node/group.c's bias has done its part: every
+	 * group led by its preferred replica.  Until then (elections landing
+	 * elsewhere, a node just restarted) the groups move back by
+	 * themselves, and a transfer now would only fight that. */
+	for (uint32_t gi = 0; gi < e->map.n_groups && all_led; gi++)
+		all_led = gl[gi].leader == sh_map_preferred(&e->map, e->map.groups[gi].id);
 	sh_plan_input in = {.map = &e->map, .alive = e->alive, .groups = gl, .parts = NULL};
 	sh_plan_conf conf = {
 	    .max_moves = 1,
@@ -701,6 +713,8 @@ static void plan_and_act(node_elastic *e)
 			      why);
 			return;
 		case SH_PLAN_TRANSFER_LEADER:
+			if (a->reason == SH_PLAN_R_BALANCE && !all_led)
+				continue;
 			if (a->reason != SH_PLAN_R_BALANCE) {
 				s[0] = (sub){.kind = SUB_MEMBER,
 				             .action = SHOAL__MEMBER_CHANGE__ACTION__TRANSFER,

@@ -136,38 +136,74 @@ static void writer_stop(void)
 static void check_items(void)
 {
 	int n = atomic_load(&W.n), acked = 0;
-	for (int i = 0; i < n; i++) {
-		if (!W.acked[i])
-			continue;
-		acked++;
-		char body[160];
-		snprintf(body, sizeof(body),
-		         "{\"TableName\":\"elastic\",\"Key\":{\"pk\":{\"S\":\"k%d\"}},"
-		         "\"ConsistentRead\":true}",
-		         i);
-		json_t *got = call("GetItem", body);
-		json_t *item = json_object_get(got, "Item");
-		ck_assert_msg(item != NULL, "acknowledged item k%d is missing", i);
-		char want[32];
-		snprintf(want, sizeof(want), "%d", i);
-		ck_assert_str_eq(
-		    json_string_value(json_object_get(json_object_get(item, "v"), "N")), want);
-		json_decref(got);
+	static bool seen[MAX_ITEMS];
+	memset(seen, 0, sizeof(seen));
+	/* BatchGetItem, ConsistentRead, 100 keys a call (unprocessed keys
+	 * asked again). */
+	char *body = malloc(100 * 48 + 256);
+	ck_assert_ptr_nonnull(body);
+	for (int i = 0; i < n;) {
+		int len = snprintf(body, 256,
+		                   "{\"RequestItems\":{\"elastic\":{\"ConsistentRead\":true,"
+		                   "\"Keys\":[");
+		int k = 0;
+		for (; i < n && k < 100; i++) {
+			if (!W.acked[i])
+				continue;
+			acked++;
+			len += snprintf(body + len, 48, "%s{\"pk\":{\"S\":\"k%d\"}}",
+			                k > 0 ? "," : "", i);
+			k++;
+		}
+		if (k == 0)
+			break;
+		snprintf(body + len, 16, "]}}}");
+		for (int tries = 0;; tries++) {
+			json_t *got = call("BatchGetItem", body);
+			size_t x;
+			json_t *item;
+			json_array_foreach(
+			    json_object_get(json_object_get(got, "Responses"), "elastic"), x, item)
+			{
+				const char *pk = json_string_value(
+				    json_object_get(json_object_get(item, "pk"), "S"));
+				const char *v = json_string_value(
+				    json_object_get(json_object_get(item, "v"), "N"));
+				ck_assert(pk != NULL && v != NULL && pk[0] == 'k');
+				ck_assert_str_eq(pk + 1, v);
+				seen[atoi(v)] = true;
+			}
+			json_t *un =
+			    json_object_get(json_object_get(got, "UnprocessedKeys"), "elastic");
+			if (un == NULL || tries == 20) {
+				json_decref(got);
+				break;
+			}
+			/* ask again for what was not processed */
+			char *again = json_dumps(un, JSON_COMPACT);
+			snprintf(body, 100 * 48 + 256, "{\"RequestItems\":{\"elastic\":%s}}",
+			         again);
+			free(again);
+			json_decref(got);
+		}
 	}
+	free(body);
+	for (int i = 0; i < n; i++)
+		ck_assert_msg(!W.acked[i] || seen[i], "acknowledged item k%d is missing", i);
 	/* The index: the count over its 7 partition keys reaches the table's. */
 	int64_t until = now_ms() + 60000;
 	for (;;) {
 		long long total = 0;
 		for (int g = 0; g < 7; g++) {
-			char body[256];
+			char q_body[256];
 			snprintf(
-			    body, sizeof(body),
+			    q_body, sizeof(q_body),
 			    "{\"TableName\":\"elastic\",\"IndexName\":\"byg\","
 			    "\"KeyConditionExpression\":"
 			    "\"g = :g\",\"ExpressionAttributeValues\":{\":g\":{\"S\":\"g%d\"}},"
 			    "\"Select\":\"COUNT\"}",
 			    g);
-			json_t *q = call("Query", body);
+			json_t *q = call("Query", q_body);
 			total += jint(q, "Count");
 			json_decref(q);
 		}
