@@ -56,6 +56,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -843,23 +844,32 @@ static void map_proposed(node_waiter *w)
 
 static void run_map(node_elastic *e, const sub *s)
 {
-	node_group *g0 = node_group_get(e->n, 0);
+	/* Held while it is used here (this may run on an nng thread, and
+	 * group 0 may leave this node with the map). */
+	node_group *g0 = node_group_acquire(e->n, 0);
 	char msg[SH_ERRMSG_SIZE] = "";
 	sh_map m;
-	if (g0 == NULL || node_map_load(e->n, g0, &m, msg) != SHOAL_OK) {
+	if (g0 == NULL) {
+		step_failed(e, "group 0 is not here");
+		return;
+	}
+	if (node_map_load(e->n, g0, &m, msg) != SHOAL_OK) {
 		sh_map_fini(&m);
-		step_failed(e, msg[0] != '\0' ? msg : "group 0 is not here");
+		node_group_release(g0);
+		step_failed(e, msg);
 		return;
 	}
 	uint64_t prev = m.epoch;
 	int rc = mutate(&m, s, msg);
 	if (rc == SHOAL_E_IN_USE) { /* so already */
 		sh_map_fini(&m);
+		node_group_release(g0);
 		sub_done(e);
 		return;
 	}
 	if (rc != SHOAL_OK) {
 		sh_map_fini(&m);
+		node_group_release(g0);
 		step_failed(e, msg);
 		return;
 	}
@@ -867,6 +877,7 @@ static void run_map(node_elastic *e, const sub *s)
 	e->set_buf = sh_malloc(len);
 	if (e->set_buf == NULL) {
 		sh_map_fini(&m);
+		node_group_release(g0);
 		step_failed(e, "out of memory");
 		return;
 	}
@@ -883,11 +894,16 @@ static void run_map(node_elastic *e, const sub *s)
 	e->w.cb = map_proposed;
 	e->w.data = e;
 	e->w.done = false;
+	/* (A waiter in a group's queue is answered even if the group closes:
+	 * the group is not needed after the submit.) */
 	if (node_group_submit(g0, &e->w, msg) != SHOAL_OK) {
 		sh_free(e->set_buf);
 		e->set_buf = NULL;
+		node_group_release(g0);
 		step_failed(e, msg);
+		return;
 	}
+	node_group_release(g0);
 }
 
 static void run_sub(node_elastic *e)
