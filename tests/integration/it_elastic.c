@@ -3,12 +3,12 @@
  * shoal-node / shoal-router processes, real Raft and LMDB), with a workload
  * running through every step:
  *
- *  - grow 3 -> 5 nodes (`deploy/cluster.sh add-node`, twice): group 0's
- *    executor moves replicas (Raft: a standby, caught up, promoted, the old
- *    replica removed) until every node holds 2 or 3 of the 12 replicas and
- *    no node leads more than one of the 4 groups (the preferred slot moves with
- *    a replaced replica, and the planner's leader transfers make their
- *    node the group's preferred replica);
+ *  - grow 3 -> 5 nodes (`deploy/cluster.sh add-node`, twice), with group
+ *    0's leader (the executor) killed with SIGKILL while a move is in
+ *    flight and restarted: group 0's executor moves replicas (Raft: a standby, caught up, promoted,
+ * the old replica removed) until every node holds 2 or 3 of the 12 replicas and no node leads more
+ * than one of the 4 groups (the preferred slot moves with a replaced replica, and the planner's
+ * leader transfers make their node the group's preferred replica);
  *  - decommission node 1 (`shoal admin remove-node`): its replicas move
  *    away and it leaves the map;
  *  - node 2 loses its data directory (killed, directory deleted,
@@ -226,6 +226,8 @@ typedef struct shape {
 	int leaders[16];
 	int serving[16];          /* replicas whose node reports them leader or follower */
 	int groups, short_groups; /* groups; groups with fewer than 3 voters */
+	int moving;               /* non-voters in the map: moves in flight */
+	int leader0;              /* the node leading group 0 (0: none seen) */
 	bool in_map[16];
 } shape;
 
@@ -255,7 +257,7 @@ static void shape_of(shape *s)
 			if (voter)
 				s->voters[id]++, v++;
 			else
-				s->others[id]++;
+				s->others[id]++, s->moving++;
 		}
 		if (v < 3)
 			s->short_groups++;
@@ -268,6 +270,8 @@ static void shape_of(shape *s)
 			continue;
 		if (strcmp(role, "leader") == 0)
 			s->leaders[id]++;
+		if (strcmp(role, "leader") == 0 && jint(g, "Group") == 0)
+			s->leader0 = (int)id;
 		if (strcmp(role, "leader") == 0 || strcmp(role, "follower") == 0)
 			s->serving[id]++;
 	}
@@ -391,9 +395,22 @@ START_TEST(test_elastic)
 	print_shape("start", &s);
 	writer_start();
 
-	/* Grow 3 -> 5 under load. */
+	/* Grow 3 -> 5 under load; group 0's leader -- the executor -- is
+	 * killed with SIGKILL while a move is in flight, and restarted: the
+	 * next leader finds the move in the map and finishes it. */
 	add_node();
 	add_node();
+	int64_t until = now_ms() + 60000;
+	for (shape_of(&s); s.moving == 0 || s.leader0 == 0; shape_of(&s)) {
+		ck_assert_msg(now_ms() < until, "no move in flight within 60 s");
+		usleep(20000);
+	}
+	int victim = s.leader0;
+	printf("elastic: SIGKILL of node %d (group 0's leader) with %d move(s) in flight, map "
+	       "epoch %lld\n",
+	       victim, s.moving, s.epoch);
+	ck_assert(tl_cluster_stop_node(&C, victim, true));
+	ck_assert(tl_cluster_start_node(&C, victim));
 	spread five = {.nodes = {1, 2, 3, 4, 5}, .lo = 2, .hi = 3, .max_leaders = 1};
 	wait_shape("grow 3 -> 5", settled, &five, 240, &s);
 	ck_assert_int_ge(s.voters[4], 2);
