@@ -34,12 +34,6 @@ static int nomem(rt_job *j)
 	return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 }
 
-static int64_t status_deadline(const rt_job *j)
-{
-	int64_t d = rt_now_ms() + j->rt->opt.status_ms;
-	return d < j->deadline ? d : j->deadline;
-}
-
 /* A map_get (group 0's replicas, any of them; only_node: that node, once). */
 static int map_get_call(rt_job *j, uint32_t only_node, rt_call **out)
 {
@@ -52,21 +46,7 @@ static int map_get_call(rt_job *j, uint32_t only_node, rt_call **out)
 	/* Any node answers map_get: its answer says nothing of who leads. */
 	c->any_replica = true;
 	c->only_node = only_node;
-	c->deadline = status_deadline(j);
-	*out = c;
-	return rt_call_request(j, c, nr);
-}
-
-static int group_status_call(rt_job *j, uint32_t group, uint32_t node, rt_call **out)
-{
-	Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
-	rt_call *c = rt_job_call(j, group);
-	if (nr == NULL || c == NULL)
-		return nomem(j);
-	shoal__node_request__init(nr);
-	nr->group_status = true;
-	c->only_node = node;
-	c->deadline = status_deadline(j);
+	c->deadline = rt_status_deadline(j);
 	*out = c;
 	return rt_call_request(j, c, nr);
 }
@@ -125,8 +105,8 @@ static int status_calls(rt_job *j, cluster_st *s, const sh_map *m)
 		if (grp->id >= j->rt->conf->groups)
 			continue; /* a group this router cannot call (not in this step) */
 		for (uint32_t k = 0; k < grp->n_replicas; k++)
-			if ((rc = group_status_call(j, grp->id, grp->replicas[k].node,
-			                            &s->calls[s->n++])) != SHOAL_OK)
+			if ((rc = rt_status_call(j, grp->id, grp->replicas[k].node,
+			                         &s->calls[s->n++])) != SHOAL_OK)
 				return rc;
 	}
 	for (uint32_t i = 0; i < m->n_nodes; i++) {

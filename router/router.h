@@ -754,6 +754,11 @@ typedef struct rt_statuses {
 	uint32_t n_again;
 } rt_statuses;
 int rt_statuses_step(rt_job *j, rt_statuses *st);
+/* A short deadline for status questions (the router's status_ms, within
+ * the job's deadline), and a group_status call to group (only_node: that
+ * replica, once; 0: the group's leader) -- ClusterStatus and DescribeTable. */
+int64_t rt_status_deadline(const rt_job *j);
+int rt_status_call(rt_job *j, uint32_t group, uint32_t only_node, rt_call **out);
 const Shoal__GroupStatus *rt_status_of(rt_job *j, rt_call *c);
 const Shoal__TableStats *rt_table_stats(const Shoal__GroupStatus *gs, const char *table);
 

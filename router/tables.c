@@ -79,8 +79,7 @@ static int answer0(rt_job *j, rt_call *c, Shoal__NodeResponse **resp)
 	return SHOAL_OK;
 }
 
-/* A short deadline for status questions. */
-static int64_t status_deadline(const rt_job *j)
+int64_t rt_status_deadline(const rt_job *j)
 {
 	int64_t d = rt_now_ms() + j->rt->opt.status_ms;
 	return d < j->deadline ? d : j->deadline;
@@ -98,7 +97,7 @@ const Shoal__GroupStatus *rt_status_of(rt_job *j, rt_call *c)
 	return resp != NULL ? resp->status : NULL;
 }
 
-static int status_call(rt_job *j, uint32_t group, uint32_t only_node, rt_call **out)
+int rt_status_call(rt_job *j, uint32_t group, uint32_t only_node, rt_call **out)
 {
 	Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
 	rt_call *c = rt_job_call(j, group);
@@ -107,7 +106,7 @@ static int status_call(rt_job *j, uint32_t group, uint32_t only_node, rt_call **
 	shoal__node_request__init(nr);
 	nr->group_status = true;
 	c->only_node = only_node;
-	c->deadline = status_deadline(j);
+	c->deadline = rt_status_deadline(j);
 	*out = c;
 	return rt_call_request(j, c, nr);
 }
@@ -119,7 +118,7 @@ int rt_statuses_step(rt_job *j, rt_statuses *st)
 	case 0:
 		st->n = rt_data_groups(j->rt->conf, st->groups);
 		for (uint32_t i = 0; i < st->n; i++)
-			if ((rc = status_call(j, st->groups[i], 0, &st->calls[i])) != SHOAL_OK)
+			if ((rc = rt_status_call(j, st->groups[i], 0, &st->calls[i])) != SHOAL_OK)
 				return rc;
 		st->phase = 1;
 		return RT_WAIT;
@@ -131,8 +130,8 @@ int rt_statuses_step(rt_job *j, rt_statuses *st)
 			if (gs == NULL || gs->role == NULL || strcmp(gs->role, "leader") == 0 ||
 			    gs->leader_node == 0 || gs->leader_node == c->answered_by)
 				continue;
-			rc =
-			    status_call(j, st->groups[i], gs->leader_node, &st->again[st->n_again]);
+			rc = rt_status_call(j, st->groups[i], gs->leader_node,
+			                    &st->again[st->n_again]);
 			if (rc != SHOAL_OK)
 				return rc;
 			st->slot[st->n_again++] = i;
@@ -599,7 +598,7 @@ int rt_step_describe_table(rt_job *j)
 			shoal__node_request__init(nr);
 			nr->request = (Shoal__Request *)j->in;
 			c->any_replica = true;
-			c->deadline = status_deadline(j);
+			c->deadline = rt_status_deadline(j);
 			if ((rc = rt_call_request(j, c, nr)) != SHOAL_OK)
 				return rc;
 			s->calls[s->n++] = c;
