@@ -217,14 +217,6 @@ bool sh_cluster_hosts(const sh_cluster_conf *c, uint32_t node, uint32_t group)
 	return false;
 }
 
-void sh_cluster_raft_address(const sh_node_conf *n, uint32_t group, char *buf)
-{
-	/* raft_host is shorter than SH_ADDR_MAX - 7, so the port always fits. */
-	int len = snprintf(buf, SH_ADDR_MAX, "%.*s:%u", SH_ADDR_MAX - 8, n->raft_host,
-	                   (unsigned)(n->raft_port + group) & 0xffff);
-	(void)len;
-}
-
 int64_t sh_cluster_stream_retention_ms(const sh_cluster_conf *c)
 {
 	return c->stream_retention_s != 0 ? (int64_t)c->stream_retention_s * 1000

@@ -138,9 +138,6 @@ void sh_cluster_replicas(const sh_cluster_conf *c, uint32_t group, uint32_t *nod
 /* Whether node id hosts a replica of group g. */
 bool sh_cluster_hosts(const sh_cluster_conf *c, uint32_t node, uint32_t group);
 
-/* "host:port" of group g's Raft endpoint on a node, into buf (SH_ADDR_MAX). */
-void sh_cluster_raft_address(const sh_node_conf *n, uint32_t group, char *buf);
-
 /* Number of partitions of every table (D above). */
 uint32_t sh_cluster_partitions(const sh_cluster_conf *c);
 /* [cluster] stream_retention_s in ms, or DynamoDB's 24 hours when unset. */

@@ -80,8 +80,8 @@ int sh_place_copy(sh_place *p, sh_map *out);
 /* The current map encoded into a new sh_malloc'd buffer. */
 int sh_place_encode(sh_place *p, uint8_t **buf, size_t *len);
 
-/* "host:port" of group g's Raft endpoint of a map node (as
- * sh_cluster_raft_address does for the file's nodes). */
+/* "host:port" of group g's Raft endpoint of a map node (the one place this
+ * address is made: a node's own comes from the map too). */
 void sh_map_raft_address(const sh_map_node *n, uint32_t group, char *buf);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include "common/cluster.h"
 #include "common/errors.h"
+#include "common/placement.h"
 #include "tests/lib/testlib.h"
 
 static const char *write_file(const char *text)
@@ -43,7 +44,9 @@ START_TEST(test_load)
 	ck_assert_str_eq(n->dir, "/tmp/x");
 	ck_assert_str_eq(c.router_listen, "tcp://127.0.0.1:8100");
 	char addr[SH_ADDR_MAX];
-	sh_cluster_raft_address(n, 2, addr);
+	sh_map_node mn = {.id = n->id, .raft_port = n->raft_port};
+	memcpy(mn.raft_host, n->raft_host, sizeof(mn.raft_host));
+	sh_map_raft_address(&mn, 2, addr);
 	ck_assert_str_eq(addr, "127.0.0.1:7122");
 	ck_assert_ptr_null(sh_cluster_node(&c, 4));
 }
@@ -76,11 +79,10 @@ START_TEST(test_errors)
 	    SHOAL_OK);
 	ck_assert_uint_eq(c.outbox_limit, 5000);
 	ck_assert_uint_eq(c.raft_segment_mb, 0); /* not set: the node's default */
-	ck_assert_int_eq(
-	    sh_cluster_load(write_file("[cluster]\nreplication = 1\nraft_segment_mb = "
-	                               "64\n[node.1]\nraft = h:1\nrpc = tcp://h:2\n"),
-	                    &c, msg),
-	    SHOAL_OK);
+	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nreplication = 1\nraft_segment_mb = "
+	                                            "64\n[node.1]\nraft = h:1\nrpc = tcp://h:2\n"),
+	                                 &c, msg),
+	                 SHOAL_OK);
 	ck_assert_uint_eq(c.raft_segment_mb, 64);
 	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nraft_segment_mb = 0\n"), &c, msg),
 	                 SHOAL_E_VALIDATION);

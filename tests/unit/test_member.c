@@ -301,12 +301,20 @@ static Shoal__NodeRequest member_req(uint32_t group, int action, uint32_t who,
 	return nr;
 }
 
+/* A file node's Raft address for group g, as the map makes it. */
+static void raft_address(const sh_node_conf *nc, uint32_t g, char *out)
+{
+	sh_map_node mn = {.id = nc->id, .raft_port = nc->raft_port};
+	memcpy(mn.raft_host, nc->raft_host, sizeof(mn.raft_host));
+	sh_map_raft_address(&mn, g, out);
+}
+
 /* member_change on group 1's leader, following NOT_LEADER; the status. */
 static int member(int action, uint32_t who, char *msg_out, size_t msg_len)
 {
 	char address[SH_ADDR_MAX] = "";
 	const sh_node_conf *nc = sh_cluster_node(&conf4, who);
-	sh_cluster_raft_address(nc, 1, address);
+	raft_address(nc, 1, address);
 	uint64_t deadline = node_now_ns() + 60 * SEC;
 	int to = wait_leader(1), st = -1;
 	while (node_now_ns() < deadline) {
@@ -455,7 +463,7 @@ START_TEST(test_move)
 	 * configuration change at a time, so the second is refused, cleanly
 	 * and retryably, while the first is in flight. */
 	char address[SH_ADDR_MAX];
-	sh_cluster_raft_address(c4, 1, address);
+	raft_address(c4, 1, address);
 	int lead = wait_leader(1);
 	Shoal__MemberChange mc1, mc2;
 	Shoal__NodeRequest a1 = member_req(1, SHOAL__MEMBER_CHANGE__ACTION__ADD, 4, &mc1, address);
