@@ -59,7 +59,9 @@
 	X(SHOAL_E_AUTH_SIGNATURE, 28, "InvalidSignatureException",                                 \
 	  "the request's signature does not match")                                                \
 	X(SHOAL_E_EXPIRED_ITERATOR, 29, "ExpiredIteratorException", "shard iterator expired")      \
-	X(SHOAL_E_TRIMMED, 30, "TrimmedDataAccessException", "stream records trimmed")
+	X(SHOAL_E_TRIMMED, 30, "TrimmedDataAccessException", "stream records trimmed")            \
+	X(SHOAL_E_WRONG_GROUP, 31, "InternalServerError",                                         \
+	  "partition not served by this group (internal)")
 
 enum shoal_err {
 #define SH_ERR_ENUM_(name, value, exc, desc) name = value,
