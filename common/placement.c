@@ -196,6 +196,64 @@ bool sh_place_raft_address(sh_place *p, uint32_t node, uint32_t group, char *buf
 	return true;
 }
 
+void sh_place_static_part(const sh_cluster_conf *c, uint64_t hash, sh_place_part *out)
+{
+	uint32_t i = sh_cluster_partition_of(c, hash);
+	sh_cluster_partition_range(c, i, &out->lo, &out->hi);
+	out->group = sh_cluster_partition_group(c, i);
+}
+
+/* The map's partition i as an sh_place_part (lock held). */
+static void map_part(const sh_map *m, uint32_t i, sh_place_part *out)
+{
+	out->lo = m->parts[i].lo;
+	out->hi = sh_map_part_hi(m, i);
+	out->group = m->parts[i].group;
+}
+
+uint32_t sh_place_route(sh_place *p, const sh_cluster_conf *c, uint32_t table, uint64_t hash)
+{
+	pthread_rwlock_rdlock(&p->lock);
+	uint32_t g = sh_map_route(&p->map, table, hash);
+	pthread_rwlock_unlock(&p->lock);
+	if (g != SH_MAP_NONE)
+		return g;
+	return sh_cluster_partition_group(c, sh_cluster_partition_of(c, hash));
+}
+
+void sh_place_part_of(sh_place *p, const sh_cluster_conf *c, uint32_t table, uint64_t hash,
+                      sh_place_part *out)
+{
+	pthread_rwlock_rdlock(&p->lock);
+	uint32_t i = sh_map_part_of(&p->map, table, hash);
+	if (i != SH_MAP_NONE)
+		map_part(&p->map, i, out);
+	pthread_rwlock_unlock(&p->lock);
+	if (i == SH_MAP_NONE)
+		sh_place_static_part(c, hash, out);
+}
+
+uint32_t sh_place_table_parts(sh_place *p, const sh_cluster_conf *c, uint32_t table,
+                              sh_place_part *out, uint32_t cap)
+{
+	uint32_t n = 0;
+	pthread_rwlock_rdlock(&p->lock);
+	const sh_map *m = &p->map;
+	uint32_t i = sh_map_part_of(m, table, 0);
+	for (; i != SH_MAP_NONE && i < m->n_parts && m->parts[i].table == table; i++, n++)
+		if (n < cap)
+			map_part(m, i, &out[n]);
+	pthread_rwlock_unlock(&p->lock);
+	if (n > 0)
+		return n;
+	uint32_t d = sh_cluster_partitions(c);
+	for (uint32_t k = 0; k < d && k < cap; k++) {
+		sh_cluster_partition_range(c, k, &out[k].lo, &out[k].hi);
+		out[k].group = sh_cluster_partition_group(c, k);
+	}
+	return d;
+}
+
 int sh_place_copy(sh_place *p, sh_map *out)
 {
 	pthread_rwlock_rdlock(&p->lock);

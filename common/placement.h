@@ -75,6 +75,38 @@ uint32_t sh_place_nodes(sh_place *p, uint32_t *ids, uint32_t cap);
  * into buf (SH_ADDR_MAX); false if the map has no such node. */
 bool sh_place_raft_address(sh_place *p, uint32_t node, uint32_t group, char *buf);
 
+/* --- where a table's base items are (partition moves, Issue 14) -----------
+ *
+ * A table's base items, and its LSI entries (which live with them), are
+ * placed by the map's partitions of the table: hash ranges, each served by
+ * one group.  A table with no partitions in the map is placed as the
+ * cluster file places it (sh_cluster_partition_group(c,
+ * sh_cluster_partition_of(c, hash))); sh_map_add_table(t,
+ * sh_cluster_partitions(c)) gives the same answer, so the first split or
+ * move of a table changes no placement.  A partition with a pending move
+ * (to_group set) is still served by its `group`: the copy is running.
+ *
+ * GSI hash spaces (st_index_hash) never come here: they keep the static
+ * placement (sh_place_static_part), whatever the table's partitions. */
+
+/* One partition: the inclusive hash range [lo, hi] and the group serving it. */
+typedef struct sh_place_part {
+	uint64_t lo, hi;
+	uint32_t group;
+} sh_place_part;
+
+/* The static placement's partition holding hash (pure). */
+void sh_place_static_part(const sh_cluster_conf *c, uint64_t hash, sh_place_part *out);
+/* The group serving base hash `hash` of table `table`. */
+uint32_t sh_place_route(sh_place *p, const sh_cluster_conf *c, uint32_t table, uint64_t hash);
+/* The partition of table `table` holding hash (its whole range and group). */
+void sh_place_part_of(sh_place *p, const sh_cluster_conf *c, uint32_t table, uint64_t hash,
+                      sh_place_part *out);
+/* The table's partitions in hash order (they tile [0, 2^64-1]) into
+ * out[0 .. cap-1]; returns how many there are (may exceed cap). */
+uint32_t sh_place_table_parts(sh_place *p, const sh_cluster_conf *c, uint32_t table,
+                              sh_place_part *out, uint32_t cap);
+
 /* A deep copy of the current map into out (not initialised). */
 int sh_place_copy(sh_place *p, sh_map *out);
 /* The current map encoded into a new sh_malloc'd buffer. */
