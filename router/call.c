@@ -361,14 +361,19 @@ uint32_t rt_voters(rt_router *rt, uint32_t group, uint32_t *nodes)
 	return n < SH_MAX_REPLICATION ? n : SH_MAX_REPLICATION;
 }
 
-uint32_t rt_group_of_hash(const rt_router *rt, uint64_t h)
+uint32_t rt_base_group(const rt_router *rt, uint32_t table_id, uint64_t h)
+{
+	return sh_place_route(rt->place, rt->conf, table_id, h);
+}
+
+uint32_t rt_gsi_group(const rt_router *rt, uint64_t h)
 {
 	return sh_cluster_partition_group(rt->conf, sh_cluster_partition_of(rt->conf, h));
 }
 
 uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk)
 {
-	return rt_group_of_hash(rt, st_key_hash(table_id, pk));
+	return rt_base_group(rt, table_id, st_key_hash(table_id, pk));
 }
 
 uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups)

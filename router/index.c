@@ -341,7 +341,7 @@ static int sharded_issue(rt_job *j, iq_st *s, const st_query_route_plan *plan)
 	s->n = n;
 	for (uint32_t k = 0; k < n; k++) {
 		Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
-		rt_call *c = rt_job_call(j, rt_group_of_hash(j->rt, plan->hash[k]));
+		rt_call *c = rt_job_call(j, rt_gsi_group(j->rt, plan->hash[k]));
 		if (nr == NULL || c == NULL)
 			return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 		shoal__node_request__init(nr);
@@ -442,7 +442,11 @@ int rt_index_query(rt_job *j, const rt_table *t, const st_query_req *q)
 			return rc;
 		if (plan.n > 1)
 			return sharded_issue(j, s, &plan);
-		if ((s->one = rt_job_call(j, rt_group_of_hash(j->rt, plan.hash[0]))) == NULL)
+		/* An LSI's entries live with the base items (the table's
+		 * partitions); a GSI's at its own hash (the static placement). */
+		uint32_t group = x->local ? rt_base_group(j->rt, tt->id, plan.hash[0])
+		                          : rt_gsi_group(j->rt, plan.hash[0]);
+		if ((s->one = rt_job_call(j, group)) == NULL)
 			return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 		s->one->any_replica = x->local ? !s->q->consistent : true;
 		if ((rc = rt_call_forward(j, s->one, tt, 0)) != SHOAL_OK)

@@ -123,7 +123,7 @@ static int item_step(rt_job *j)
 			if ((rc = st_query_route(&p->q, &t->def, NULL, &j->arena, &plan,
 			                         j->errmsg)) != SHOAL_OK)
 				return rc;
-			group = rt_group_of_hash(j->rt, plan.hash[0]);
+			group = rt_base_group(j->rt, t->id, plan.hash[0]);
 		} else {
 			group = key_group(j->rt, t, p->key, p->item);
 		}

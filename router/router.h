@@ -4,7 +4,8 @@
  *
  * The router is stateless: clients send it shoal.Request over nng REQ/REP
  * (or DynamoDB JSON over HTTP), it finds the storage group that owns each
- * key (st_key_hash -> partition -> group, common/cluster.h), sends
+ * key (st_key_hash -> the table's partition in the cluster map -> group:
+ * rt_base_group; a GSI's hash keeps the static placement), sends
  * shoal.NodeRequest to that group's leader (or any replica for eventually
  * consistent reads), follows NOT_LEADER hints, retries with backoff until a
  * deadline, and merges what several groups answer (Scan across partitions,
@@ -350,9 +351,19 @@ uint32_t rt_voters(rt_router *rt, uint32_t group, uint32_t *nodes);
 /* A fresh 16-byte id, unique across routers and restarts (a write's
  * idempotency token, a transaction's id).  Any thread. */
 void rt_new_id(rt_router *rt, uint8_t out[16]);
-/* The group owning partition-key value pk of a table, and placement hash h. */
+/* Placement: the one answer to "which group serves this hash".
+ *   rt_base_group  a table's base hash (st_key_hash: its items and their
+ *                  LSI entries): the map's partitions of the table, or the
+ *                  static placement when the map has none
+ *                  (sh_place_route); a partition being moved is still
+ *                  served by its group until the cutover.
+ *   rt_gsi_group   a GSI hash (st_index_hash): always the static placement
+ *                  (sh_cluster_partition_*), never the table's partitions.
+ *   rt_group_of    partition-key value pk of a table: rt_base_group of its
+ *                  hash. */
+uint32_t rt_base_group(const rt_router *rt, uint32_t table_id, uint64_t h);
+uint32_t rt_gsi_group(const rt_router *rt, uint64_t h);
 uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk);
-uint32_t rt_group_of_hash(const rt_router *rt, uint64_t h);
 /* Every data group (those holding partitions), in order; returns the count. */
 uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups);
 
@@ -832,19 +843,25 @@ int rt_shard_merge(const rt_shard_page *pages, uint32_t n_pages, rt_entry_cmp cm
  * n == 0 (not segmented) covers everything. */
 void rt_segment_range(uint32_t segment, uint32_t total, uint64_t *lo, uint64_t *hi);
 
+/* A scan walks hash space: it reads the partition holding `start`, then
+ * the one holding the hash after that partition's end, and so on up to hi,
+ * looking each one up when it gets there (rt_base_group's partitions for
+ * a table or an LSI, the static ones for a GSI) -- so partitions of any
+ * size, and a map that changes between two pages, leave no gap. */
 typedef struct rt_scan_plan {
-	uint64_t lo, hi;      /* the hashes the scan covers */
-	uint32_t first, last; /* partitions intersecting [lo, hi], in hash order */
-	uint32_t start;       /* partition to begin with (the start key's, or first) */
+	uint64_t lo, hi; /* the hashes the scan covers */
+	uint64_t start;  /* where it begins: lo, or the start key's hash */
 } rt_scan_plan;
 
-/* Plans a scan of segment/total; with a start key, begins in the partition
- * of its hash.  False if that hash lies outside the segment. */
-bool rt_scan_plan_init(const sh_cluster_conf *c, uint32_t segment, uint32_t total, bool has_start,
-                       uint64_t start_hash, rt_scan_plan *out);
-/* The hashes of partition p that the scan covers (p in [first, last]). */
-void rt_scan_part_range(const sh_cluster_conf *c, const rt_scan_plan *plan, uint32_t p,
-                        uint64_t *lo, uint64_t *hi);
+/* Plans a scan of segment/total; with a start key, begins at its hash.
+ * False if that hash lies outside the segment. */
+bool rt_scan_plan_init(uint32_t segment, uint32_t total, bool has_start, uint64_t start_hash,
+                       rt_scan_plan *out);
+/* The hashes of partition part that the scan covers (part intersects
+ * [plan->lo, plan->hi]); returns whether partitions follow it in the scan
+ * (the next one holds *hi + 1). */
+bool rt_scan_part_range(const rt_scan_plan *plan, const sh_place_part *part, uint64_t *lo,
+                        uint64_t *hi);
 
 /* What to do after one partition's page. */
 typedef enum rt_scan_step {

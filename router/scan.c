@@ -5,7 +5,13 @@
  * storage group, and the engine orders items by hash, so a scan of the
  * whole table is the partitions scanned one after another in hash order.
  * The client's Segment/TotalSegments select a hash range [lo, hi] (the same
- * arithmetic as the engine's); the plan is the partitions intersecting it.
+ * arithmetic as the engine's); the plan walks the partitions intersecting
+ * it.  They come from the cluster map (common/placement.h: a table's
+ * partitions may be split or moved, so their sizes differ; a GSI's hash
+ * space keeps the static placement) and are looked up one at a time, when
+ * the walk reaches them: the next partition is the one holding the hash
+ * after the current one's end, so a map that changes between two pages (or
+ * two partitions of one page) still leaves no gap and no overlap.
  * An ExclusiveStartKey says where the previous page stopped: its partition
  * key's hash names the partition to resume in, and that partition's node
  * continues after the key.
@@ -53,29 +59,25 @@ void rt_segment_range(uint32_t segment, uint32_t total, uint64_t *lo, uint64_t *
 	*hi = (uint64_t)(((unsigned __int128)(segment + 1) * span + n - 1) / n - 1);
 }
 
-bool rt_scan_plan_init(const sh_cluster_conf *c, uint32_t segment, uint32_t total, bool has_start,
-                       uint64_t start_hash, rt_scan_plan *out)
+bool rt_scan_plan_init(uint32_t segment, uint32_t total, bool has_start, uint64_t start_hash,
+                       rt_scan_plan *out)
 {
 	rt_segment_range(segment, total, &out->lo, &out->hi);
-	out->first = sh_cluster_partition_of(c, out->lo);
-	out->last = sh_cluster_partition_of(c, out->hi);
-	out->start = out->first;
+	out->start = out->lo;
 	if (!has_start)
 		return true;
 	if (start_hash < out->lo || start_hash > out->hi)
 		return false;
-	out->start = sh_cluster_partition_of(c, start_hash);
+	out->start = start_hash;
 	return true;
 }
 
-void rt_scan_part_range(const sh_cluster_conf *c, const rt_scan_plan *plan, uint32_t p,
-                        uint64_t *lo, uint64_t *hi)
+bool rt_scan_part_range(const rt_scan_plan *plan, const sh_place_part *part, uint64_t *lo,
+                        uint64_t *hi)
 {
-	sh_cluster_partition_range(c, p, lo, hi);
-	if (*lo < plan->lo)
-		*lo = plan->lo;
-	if (*hi > plan->hi)
-		*hi = plan->hi;
+	*lo = part->lo > plan->lo ? part->lo : plan->lo;
+	*hi = part->hi < plan->hi ? part->hi : plan->hi;
+	return *hi < plan->hi;
 }
 
 rt_scan_step rt_scan_after(uint32_t limit, uint32_t scanned, size_t bytes, bool page_cut, bool more)
@@ -167,28 +169,43 @@ typedef struct scan_st {
 	st_scan_req q;
 	rt_resolve res; /* the table and index */
 	rt_scan_plan plan;
-	uint32_t p; /* the partition being read */
+	uint64_t at;        /* a hash of the partition being read */
+	bool first;         /* it is the first one (the start key's) */
+	bool more;          /* partitions follow it */
+	sh_place_part part; /* the partition being read */
 	rt_call *call;
 	scan_acc acc;
 } scan_st;
 
-/* The call for partition s->p (phase 2 next). */
+/* The partition holding hash h: a GSI's entries sit at their own hashes
+ * (the static placement), a table's items and LSI entries in the table's
+ * partitions. */
+static void scan_part_of(rt_job *j, const scan_st *s, uint64_t h, sh_place_part *out)
+{
+	const st_index_def *x = s->res.x;
+	if (x != NULL && !x->local)
+		sh_place_static_part(j->rt->conf, h, out);
+	else
+		sh_place_part_of(j->rt->place, j->rt->conf, s->res.t->id, h, out);
+}
+
+/* The call for the partition holding s->at (phase 2 next). */
 static int scan_issue(rt_job *j, scan_st *s)
 {
-	const sh_cluster_conf *conf = j->rt->conf;
 	const Shoal__ScanRequest *in = j->in->scan;
+	scan_part_of(j, s, s->at, &s->part);
 	Shoal__ScanRequest *part = sh_arena_alloc(&j->arena, sizeof(*part));
 	Shoal__Request *req = sh_arena_alloc(&j->arena, sizeof(*req));
 	Shoal__NodeRequest *nr = sh_arena_alloc(&j->arena, sizeof(*nr));
-	rt_call *c = rt_job_call(j, sh_cluster_partition_group(conf, s->p));
+	rt_call *c = rt_job_call(j, s->part.group);
 	if (part == NULL || req == NULL || nr == NULL || c == NULL)
 		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory");
 	*part = *in;
 	if (s->q.limit != 0)
 		WIRE_SET(part, limit, (int32_t)(s->q.limit - s->acc.scanned));
-	if (s->p != s->plan.start)
+	if (!s->first)
 		part->exclusive_start_key = NULL;
-	rt_scan_part_range(conf, &s->plan, s->p, &part->hash_lo, &part->hash_hi);
+	s->more = rt_scan_part_range(&s->plan, &s->part, &part->hash_lo, &part->hash_hi);
 	*req = *j->in;
 	req->scan = part;
 	shoal__node_request__init(nr);
@@ -228,15 +245,15 @@ static int scan_plan(rt_job *j, scan_st *s)
 	}
 	/* (A start key that does not match the schema goes to the first
 	 * partition, whose node refuses it in DynamoDB's words.) */
-	if (!rt_scan_plan_init(j->rt->conf, s->q.segment, s->q.total_segments, has_start,
-	                       start_hash, &s->plan))
+	if (!rt_scan_plan_init(s->q.segment, s->q.total_segments, has_start, start_hash, &s->plan))
 		return rt_job_fail(
 		    j, SHOAL_E_VALIDATION,
 		    "The provided starting key is invalid: Invalid ExclusiveStartKey. "
 		    "Please use ExclusiveStartKey with correct Segment. TotalSegments: "
 		    "%u Segment: %u",
 		    s->q.total_segments, s->q.segment);
-	s->p = s->plan.start;
+	s->at = s->plan.start;
+	s->first = true;
 	return scan_issue(j, s);
 }
 
@@ -258,9 +275,10 @@ static int scan_page(rt_job *j, scan_st *s)
 		return rt_job_fail(j, SHOAL_E_NOMEM, "out of memory merging a scan");
 	s->acc.read_bytes += resp->read_bytes;
 	rt_scan_step step = rt_scan_after(s->q.limit, s->acc.scanned, s->acc.bytes,
-	                                  sr->last_evaluated_key != NULL, s->p < s->plan.last);
+	                                  sr->last_evaluated_key != NULL, s->more);
 	if (step == RT_SCAN_NEXT) {
-		s->p++;
+		s->at = s->part.hi + 1; /* more: the partition ends before plan.hi */
+		s->first = false;
 		return scan_issue(j, s);
 	}
 	Shoal__Item *lek = NULL;
@@ -273,7 +291,9 @@ static int scan_page(rt_job *j, scan_st *s)
 		if (lek == NULL)
 			return rt_job_fail(
 			    j, SHOAL_E_INTERNAL,
-			    "partition %u ended the page but its node sent no last key", s->p);
+			    "the partition at %016llx (group %u) ended the page but its node "
+			    "sent no last key",
+			    (unsigned long long)s->part.lo, s->part.group);
 	}
 	Shoal__ScanResponse *out = sh_arena_alloc(&j->arena, sizeof(*out));
 	if (out == NULL)

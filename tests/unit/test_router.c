@@ -116,38 +116,110 @@ START_TEST(test_segment_ranges_tile)
 }
 END_TEST
 
+static rt_router *router_up(sh_cluster_conf *c, uint32_t deadline_ms);
+
+/* Walks a scan plan over the partitions sh_place gives for table (the
+ * scan's own walk, scan.c): checks the pieces tile [plan.lo, plan.hi] from
+ * plan.start, each inside one partition, and returns how many there were;
+ * groups[] gets their groups. */
+static uint32_t walk_plan(rt_router *rt, uint32_t table, const rt_scan_plan *plan, uint32_t *groups,
+                          uint32_t cap)
+{
+	uint32_t n = 0;
+	uint64_t at = plan->start;
+	for (;;) {
+		sh_place_part part;
+		sh_place_part_of(rt->place, rt->conf, table, at, &part);
+		ck_assert(part.lo <= at && at <= part.hi);
+		uint64_t lo, hi;
+		bool more = rt_scan_part_range(plan, &part, &lo, &hi);
+		ck_assert_uint_eq(lo, n == 0 ? (part.lo > plan->lo ? part.lo : plan->lo) : at);
+		ck_assert(lo <= hi && hi <= part.hi && hi <= plan->hi);
+		ck_assert_uint_eq(sh_place_route(rt->place, rt->conf, table, lo), part.group);
+		ck_assert_uint_eq(sh_place_route(rt->place, rt->conf, table, hi), part.group);
+		if (n < cap)
+			groups[n] = part.group;
+		n++;
+		if (!more) {
+			ck_assert_uint_eq(hi, plan->hi);
+			return n;
+		}
+		at = hi + 1;
+	}
+}
+
 START_TEST(test_scan_plan)
 {
 	sh_cluster_conf *c = make_conf(4, 3); /* 3 partitions in groups 1..3 */
+	rt_router *rt = router_up(c, 400);
 	rt_scan_plan p;
-	ck_assert(rt_scan_plan_init(c, 0, 0, false, 0, &p));
-	ck_assert_uint_eq(p.first, 0);
-	ck_assert_uint_eq(p.last, 2);
+	/* No map partitions for table 7: the static partitions, in order. */
+	ck_assert(rt_scan_plan_init(0, 0, false, 0, &p));
 	ck_assert_uint_eq(p.start, 0);
-	/* The partitions' parts tile [lo, hi] in order. */
-	uint64_t expect = p.lo;
-	for (uint32_t i = p.first; i <= p.last; i++) {
+	uint32_t groups[8];
+	ck_assert_uint_eq(walk_plan(rt, 7, &p, groups, 8), 3);
+	for (uint32_t i = 0; i < 3; i++) {
+		ck_assert_uint_eq(groups[i], sh_cluster_partition_group(c, i));
 		uint64_t lo, hi;
-		rt_scan_part_range(c, &p, i, &lo, &hi);
-		ck_assert_uint_eq(lo, expect);
-		expect = hi + 1;
-		ck_assert_uint_eq(sh_cluster_partition_of(c, lo), i);
-		ck_assert_uint_eq(sh_cluster_partition_of(c, hi), i);
+		sh_place_part part;
+		sh_cluster_partition_range(c, i, &lo, &hi);
+		sh_place_part_of(rt->place, c, 7, lo, &part);
+		ck_assert_uint_eq(part.lo, lo);
+		ck_assert_uint_eq(part.hi, hi);
 	}
-	ck_assert_uint_eq(expect, 0); /* wrapped past UINT64_MAX */
 
 	/* Segment 1 of 2 lies in partitions 1 and 2; a start key resumes in its
 	 * partition; a start key of another segment is refused. */
-	ck_assert(rt_scan_plan_init(c, 1, 2, false, 0, &p));
-	ck_assert_uint_eq(p.first, 1);
-	ck_assert_uint_eq(p.last, 2);
-	uint64_t lo, hi;
-	rt_scan_part_range(c, &p, 1, &lo, &hi);
-	ck_assert_uint_eq(lo, 1ull << 63);
-	ck_assert(rt_scan_plan_init(c, 1, 2, true, UINT64_MAX - 5, &p));
-	ck_assert_uint_eq(p.start, 2);
-	ck_assert(!rt_scan_plan_init(c, 1, 2, true, 5, &p));
-	sh_free(c);
+	ck_assert(rt_scan_plan_init(1, 2, false, 0, &p));
+	ck_assert_uint_eq(p.start, 1ull << 63);
+	ck_assert_uint_eq(walk_plan(rt, 7, &p, groups, 8), 2);
+	ck_assert_uint_eq(groups[0], sh_cluster_partition_group(c, 1));
+	ck_assert(rt_scan_plan_init(1, 2, true, UINT64_MAX - 5, &p));
+	ck_assert_uint_eq(p.start, UINT64_MAX - 5);
+	ck_assert_uint_eq(walk_plan(rt, 7, &p, groups, 8), 1);
+	ck_assert_uint_eq(groups[0], sh_cluster_partition_group(c, 2));
+	ck_assert(!rt_scan_plan_init(1, 2, true, 5, &p));
+
+	/* Uneven partitions from the map: table 7 split three times, a piece
+	 * moved to another group, one with a pending move (still served by its
+	 * group); every segmentation walks them without gap or overlap. */
+	sh_map m;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(sh_place_copy(rt->place, &m), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(&m, 7, sh_cluster_partitions(c), msg), SHOAL_OK);
+	uint64_t b1 = m.parts[1].lo, b2 = m.parts[2].lo;
+	ck_assert_int_eq(sh_map_split(&m, 7, 0, 1000, 3, msg), SHOAL_OK);    /* [1000, b1) -> 3 */
+	ck_assert_int_eq(sh_map_split(&m, 7, 1000, 1001, 1, msg), SHOAL_OK); /* [1001, b1) -> 1 */
+	ck_assert_int_eq(sh_map_split(&m, 7, b1, b1 + (1ull << 40), 2, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_begin_move(&m, 7, b2, 1, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_place_offer_map(rt->place, &m, msg), 1);
+	sh_place_part parts[16];
+	uint32_t np = sh_place_table_parts(rt->place, c, 7, parts, 16);
+	ck_assert_uint_eq(np, 6);
+	uint64_t los[] = {0, 1000, 1001, b1, b1 + (1ull << 40), b2};
+	uint32_t gs[] = {1, 3, 1, 2, 2, 3};
+	for (uint32_t i = 0; i < np; i++) {
+		ck_assert_uint_eq(parts[i].lo, los[i]);
+		ck_assert_uint_eq(parts[i].hi, i + 1 < np ? los[i + 1] - 1 : UINT64_MAX);
+		ck_assert_uint_eq(parts[i].group, gs[i]);
+	}
+	ck_assert(rt_scan_plan_init(0, 0, false, 0, &p));
+	ck_assert_uint_eq(walk_plan(rt, 7, &p, groups, 8), 6);
+	ck_assert_uint_eq(groups[1], 3); /* the one-hash partition [1000, 1000] */
+	ck_assert_uint_eq(groups[5], sh_cluster_partition_group(c, 2)); /* moving, not moved */
+	for (uint32_t total = 1; total < 9; total++)
+		for (uint32_t seg = 0; seg < total; seg++) {
+			ck_assert(rt_scan_plan_init(seg, total, false, 0, &p));
+			walk_plan(rt, 7, &p, groups, 8);
+		}
+	/* A start key in the one-hash partition resumes there. */
+	ck_assert(rt_scan_plan_init(0, 1, true, 1000, &p));
+	ck_assert_uint_eq(walk_plan(rt, 7, &p, groups, 8), 5);
+	ck_assert_uint_eq(groups[0], 3);
+	/* Another table is not affected. */
+	ck_assert_uint_eq(sh_place_table_parts(rt->place, c, 8, parts, 16), 3);
+	sh_map_fini(&m);
+	rt_router_fini(rt);
 }
 END_TEST
 
