@@ -15,13 +15,15 @@
  *     BatchWriteItem of just that group's keys; a part whose group answers
  *     ResourceNotFound has its tables repaired and is sent once more (job.c);
  *  4. the answers merge: items per table, and the keys or writes of parts
- *     that were throttled or whose group could not be reached come back as
+ *     that were throttled, whose group could not be reached, or whose group
+ *     no longer serves a key (WRONG_GROUP: a partition moved) come back as
  *     UnprocessedKeys / UnprocessedItems -- not an error, as DynamoDB does,
- *     unless no part at all succeeded (then ProvisionedThroughputExceeded or
- *     ServiceUnavailable).  Any other error from a part (a validation only a
- *     node can make) fails the request with that error.  Each part carries
- *     the request's ReturnConsumedCapacity; the parts' ConsumedCapacity lists
- *     add up per table (wire_capacity_list_add).
+ *     unless no part at all succeeded (then ProvisionedThroughputExceeded,
+ *     ServiceUnavailable, or for a moved partition the whole batch again on
+ *     a new map: job.c; a part that was applied is never sent twice).  Any other error from a part
+ * (a validation only a node can make) fails the request with that error.  Each part carries the
+ * request's ReturnConsumedCapacity; the parts' ConsumedCapacity lists add up per table
+ * (wire_capacity_list_add).
  *
  *   phase  what                                                   next
  *   -----  -----------------------------------------------------  ----------
@@ -120,8 +122,10 @@ static part_end part_outcome(const part *p, int *code)
 	*code = p->call->code;
 	if (*code == SHOAL_OK)
 		return PART_OK;
+	/* WRONG_GROUP: the part's group no longer serves one of its keys
+	 * (a partition moved) and did nothing. */
 	if (*code == SHOAL_E_THROUGHPUT || *code == SHOAL_E_UNAVAILABLE ||
-	    *code == SHOAL_E_REQUEST_LIMIT)
+	    *code == SHOAL_E_REQUEST_LIMIT || *code == SHOAL_E_WRONG_GROUP)
 		return PART_UNPROCESSED;
 	return PART_FAILED;
 }
@@ -131,9 +135,12 @@ static int fail_with_part(rt_job *j, part *p)
 	return rt_job_pass(j, p->call);
 }
 
-/* Every part unprocessed: the whole request fails, as DynamoDB does. */
+/* Every part unprocessed: the whole request fails, as DynamoDB does -- or,
+ * when a part met a moved partition, with WRONG_GROUP, which job.c answers
+ * by running the batch again on a new map (nothing of it was applied). */
 static int all_unprocessed(rt_job *j, const part *parts, uint32_t n)
 {
+	bool moved = false;
 	for (uint32_t i = 0; i < n; i++) {
 		int code;
 		part_outcome(&parts[i], &code);
@@ -143,7 +150,10 @@ static int all_unprocessed(rt_job *j, const part *parts, uint32_t n)
 			    "The level of configured provisioned throughput for the table "
 			    "was exceeded. Consider increasing your provisioning level "
 			    "with the UpdateTable API.");
+		moved |= code == SHOAL_E_WRONG_GROUP;
 	}
+	if (moved)
+		return rt_job_fail(j, SHOAL_E_WRONG_GROUP, "a partition of the batch moved");
 	const part *p = &parts[0];
 	if (p->call->rc != SHOAL_OK)
 		return rt_job_fail(j, SHOAL_E_UNAVAILABLE, "%s", p->call->errmsg);

@@ -649,6 +649,13 @@ static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 		            leader, code == SHOAL_E_NOT_LEADER ? "not the leader" : "unavailable");
 		return;
 	}
+	if (code == SHOAL_E_WRONG_GROUP) {
+		/* The group does not serve the range any more (a partition
+		 * moved): an answer, which the job retries after a new map
+		 * (job.c); the map is asked for now. */
+		atomic_fetch_add(&rt->metrics.wrong_group, 1);
+		rt_map_poke(rt);
+	}
 	rt_note_answer(rt, c->group, from, c->only_node != 0 || c->any_replica);
 	if (whole == NULL) {
 		if (nng_msg_alloc(&whole, len) != 0) {

@@ -35,6 +35,21 @@
  * another router) answers WRONG_EPOCH without doing anything; the job
  * refreshes the catalog and runs its step again from the start, once.
  *
+ * Wrong group.  A group that no longer serves a hash range of a table (the
+ * partition was fenced for a move, or moved away: common/placement.h)
+ * refuses with WRONG_GROUP, having done nothing; call.c counts the answer
+ * and asks the map refresher for a new map at once.  The step ends with
+ * that answer as it would with any refusal -- after its own cleanup (a
+ * transaction's aborts and finishes; batches count such a part as
+ * unprocessed, so a batch ends with WRONG_GROUP only when no part was
+ * applied) -- and here, the one place that decides, the job pauses (10 ms,
+ * doubling up to 200 ms: RT_BACKOFF_*) and runs its step again from the
+ * start, placed by the map it has then, until the request's deadline; then
+ * it fails with ServiceUnavailable.  Not per call, as NOT_LEADER is: a call
+ * cannot re-place itself, since the step chose its group from keys or a
+ * hash range that the new map may split over several groups (a batch part,
+ * a scan's partition, a transaction's participants).
+ *
  * Metrics: every request counts once under its operation's slot, with its
  * outcome's exception name when it failed, and its latency.
  */
@@ -451,6 +466,55 @@ static void job_call_done(rt_call *c)
 		job_resume(j);
 }
 
+/* Forgets the step's progress: it runs again from phase 0. */
+static void step_reset(rt_job *j)
+{
+	j->phase = 0;
+	j->st = NULL;
+	j->sub = NULL;
+	shoal__response__init(j->out);
+	if (j->out_msg != NULL) {
+		nng_msg_free(j->out_msg);
+		j->out_msg = NULL;
+	}
+	j->code = SHOAL_OK;
+	j->errmsg[0] = '\0';
+}
+
+/* The code a finished step answers with (rc: what it returned). */
+static int step_code(const rt_job *j, int rc)
+{
+	if (rc != SHOAL_OK)
+		return rc;
+	if (j->out_msg != NULL)
+		return j->code; /* a node's Response passed on (rt_job_pass) */
+	return j->out != NULL ? wire_code_from_status((int)j->out->status) : SHOAL_OK;
+}
+
+/* The step ended with a WRONG_GROUP (the file's header: "Wrong group"):
+ * a pause, then the step from the start -- or ServiceUnavailable. */
+static void wrong_group(rt_job *j)
+{
+	uint32_t wait = j->wrong_group_ms != 0 ? j->wrong_group_ms : RT_BACKOFF_MIN_MS;
+	if (rt_now_ms() + wait >= j->deadline) {
+		step_reset(j);
+		job_finish(j, rt_job_fail(j, SHOAL_E_UNAVAILABLE,
+		                          "Service unavailable: a partition of this request is "
+		                          "moving between storage groups, and its new group was "
+		                          "not known within the deadline (cluster map epoch %llu)",
+		                          (unsigned long long)sh_place_epoch(j->rt->place)));
+		return;
+	}
+	j->wrong_group_ms = wait * 2 < RT_BACKOFF_MAX_MS ? wait * 2 : RT_BACKOFF_MAX_MS;
+	step_reset(j);
+	j->calls = j->calls_tail = NULL;
+	if (rt_job_sleep(j, wait) != RT_WAIT) {
+		job_finish(j, SHOAL_E_NOMEM);
+		return;
+	}
+	job_launch(j); /* the pause's end: job_resume -> job_step, phase 0 */
+}
+
 /* STEP: runs the step until it waits or ends. */
 static void job_step(rt_job *j)
 {
@@ -459,6 +523,10 @@ static void job_step(rt_job *j)
 	j->want_refresh = false;
 	int rc = j->step(j);
 	if (rc != RT_WAIT) {
+		if (step_code(j, rc) == SHOAL_E_WRONG_GROUP) {
+			wrong_group(j);
+			return;
+		}
 		job_finish(j, rc);
 		return;
 	}
@@ -575,9 +643,7 @@ static void job_resume(rt_job *j)
 		}
 		j->restarts++;
 		atomic_fetch_add(&j->rt->metrics.restarts, 1);
-		j->phase = 0;
-		j->st = NULL;
-		shoal__response__init(j->out);
+		step_reset(j);
 		start_refresh(j, J_REFRESH);
 		return;
 	}

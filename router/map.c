@@ -5,7 +5,8 @@
  * The refresher is one thread that sleeps on a condition variable: every
  * RT_MAP_EVERY_MS, or at once when poked (rt_map_poke: a NOT_LEADER that
  * names a node the map does not have as a voter of that group, a node that
- * could not be reached), at most once per RT_MAP_MIN_MS, it asks a node for
+ * could not be reached, a WRONG_GROUP answer -- a table's partition moved),
+ * at most once per RT_MAP_MIN_MS, it asks a node for
  * map_get -- group 0's believed leader first (it applied every change),
  * then, if that one gives no map, the next node of the map in turn -- and
  * offers the answer.  Its call goes through the ordinary call machinery

@@ -14,6 +14,7 @@
  *   shoal_router_repairs_total                          counter
  *   shoal_router_leader_changes_total                   counter
  *   shoal_router_restarts_total                         counter (table recreated)
+ *   shoal_router_wrong_group_total                      counter (partition moved)
  *   shoal_router_node_messages_total{class}             counter (messages to nodes)
  *   shoal_router_node_batches_total / _batched_requests_total (NodeRequest batches)
  *   shoal_router_client_batches_total / _batched_requests_total (Request batches)
@@ -167,6 +168,13 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "# TYPE shoal_router_restarts_total counter\n"
 	    "shoal_router_restarts_total %llu\n",
 	    (unsigned long long)get(&m->restarts));
+	put(&o,
+	    "# HELP shoal_router_wrong_group_total Node answers WRONG_GROUP: the group no longer "
+	    "serves a partition (moved or being moved); the request is run again on a new "
+	    "map.\n"
+	    "# TYPE shoal_router_wrong_group_total counter\n"
+	    "shoal_router_wrong_group_total %llu\n",
+	    (unsigned long long)get(&m->wrong_group));
 	if (rt != NULL && rt->place != NULL)
 		put(&o,
 		    "# HELP shoal_router_map_epoch The epoch of the cluster map the router routes "

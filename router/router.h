@@ -154,6 +154,7 @@ typedef struct rt_metrics {
 	_Atomic uint64_t retries[SH_OUT__COUNT]; /* by the outcome that caused them */
 	_Atomic uint64_t repairs;                /* define_table re-sent to a data group */
 	_Atomic uint64_t restarts;               /* jobs run again after "table recreated" */
+	_Atomic uint64_t wrong_group;            /* node answers WRONG_GROUP (a partition moved) */
 	_Atomic uint64_t leader_changes;
 	_Atomic uint64_t client_batches; /* client messages carrying several requests */
 	_Atomic uint64_t client_batched; /* ... and the requests they carried */
@@ -464,7 +465,8 @@ void rt_call_release(rt_call *c);
  * rt_map_offer: the refresher asks a node for map_get about once a second
  * (group 0's believed leader first, then the map's nodes in turn), and at
  * once when poked (a NOT_LEADER naming a node that is not a voter of the
- * group in the router's map, a node that could not be reached); an admin
+ * group in the router's map, a node that could not be reached, a
+ * WRONG_GROUP answer: a partition moved); an admin
  * change's answer carries the new map; ClusterStatus asks group 0 first.
  * An installed map gives each of its nodes an rt_node (rt_node_add).
  */
@@ -517,6 +519,11 @@ typedef void (*rt_job_done_fn)(rt_job *j);
  *            table the catalog has (first time)          REPAIR   repair_start
  *   WAIT     a call answered WRONG_EPOCH (the table
  *            was recreated; first time)                  REFRESH  restart
+ *   STEP     step ends with WRONG_GROUP (a partition
+ *            moved), time left                           WAIT     wrong_group:
+ *                                                                 a pause, then
+ *                                                                 STEP, phase 0
+ *   STEP     ... no time left                            ANSWER   UNAVAILABLE
  *   REPAIR   catalog refreshed, definitions re-sent      WAIT     repair_resend
  *   REFRESH  the catalog refresh finished                STEP     job_refreshed
  *   ANSWER   the owner's done callback                   (owner)
@@ -547,6 +554,7 @@ struct rt_job {
 	void *st;  /* the step's state, in the arena */
 	void *sub; /* a continuation's state (index.c's query), in the arena */
 	uint32_t restarts;
+	uint32_t wrong_group_ms; /* the wait before the next WRONG_GROUP rerun (0: none yet) */
 	atomic_uint pending;
 	rt_call *calls; /* the current wave, in order */
 	rt_call *calls_tail;

@@ -128,6 +128,13 @@
  *   deadline.  tests/unit/test_txn_crash.c runs every crash point of both
  *   paths, with replicas restarting and leaders changing in between.
  *
+ * A moved partition (WRONG_GROUP: the group no longer serves an item, and
+ * did nothing).  Before any other group is touched -- the one group's
+ * write, a token's coordinator prepared alone -- the refusal is the answer,
+ * and job.c runs the request again on a new map.  Once several parts are
+ * out, the transaction is cancelled instead (TransactionConflict for that
+ * part's items), as its id may hold prepared parts elsewhere.
+ *
  * Bound: an item stays locked at most ~5 s (NODE_TXN_RECOVER_MS) plus one
  * recovery period (1 s) plus a Raft round after the router that ran its
  * transaction died, once the groups involved have leaders.
@@ -549,6 +556,19 @@ static bool collect(rt_job *j, txw *t, txw_part *pt)
 		for (size_t i = 0; i < pt->w.n_positions; i++) {
 			t->reasons[pt->w.positions[i]].code = c->code;
 			t->reasons[pt->w.positions[i]].message = r->message;
+		}
+		return false;
+	}
+	if (c->code == SHOAL_E_WRONG_GROUP) {
+		/* A part's group no longer serves one of its items (a partition
+		 * moved).  Two-phase: other parts may be prepared under this id,
+		 * so the transaction is not run again under another one; it is
+		 * cancelled as a conflict, which the client retries. */
+		t->cancelled = true;
+		for (size_t i = 0; i < pt->w.n_positions; i++) {
+			t->reasons[pt->w.positions[i]].code = SHOAL_E_TXN_CONFLICT;
+			t->reasons[pt->w.positions[i]].message =
+			    "The item's partition is moving between storage groups";
 		}
 		return false;
 	}

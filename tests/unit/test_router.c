@@ -21,6 +21,7 @@
 #include "common/alloc.h"
 #include "proto/wire_api.h"
 #include "router/router.h"
+#include "storage/index.h"
 #include "tests/lib/testlib.h"
 
 #include <nng/protocol/reqrep0/rep.h>
@@ -971,6 +972,53 @@ START_TEST(test_map_moves)
 END_TEST
 
 /* ------------------------------------------------------------------------ */
+/* Partitions that moved: what the fake cluster serves                       */
+/* ------------------------------------------------------------------------ */
+
+/* The partitions of table 7 the fake groups really serve (NULL: the static
+ * placement, no check), and the map map_get hands out (NULL: none). */
+static sh_map *truth;
+static uint8_t *served_map;
+static size_t served_len;
+
+static Shoal__NodeResponse *map_answer(sh_arena *a)
+{
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	if (served_map != NULL) {
+		sh_map m;
+		ck_assert_int_eq(sh_map_decode(served_map, served_len, &m, NULL), SHOAL_OK);
+		nr->epoch = m.epoch;
+		sh_map_fini(&m);
+		nr->map.data = served_map;
+		nr->map.len = served_len;
+	}
+	return nr;
+}
+
+static void serve_map(const sh_map *m)
+{
+	pthread_mutex_lock(&fake_mu);
+	free(served_map);
+	served_map = NULL;
+	if (m != NULL) {
+		served_len = sh_map_encoded_size(m);
+		served_map = malloc(served_len);
+		sh_map_encode(m, served_map);
+	}
+	pthread_mutex_unlock(&fake_mu);
+}
+
+/* Whether group serves every hash of [lo, hi] of table 7 -- in one of its
+ * partitions, as a node checks a scan's range against its moved ones. */
+static bool serves(uint32_t group, uint64_t lo, uint64_t hi)
+{
+	if (truth == NULL)
+		return true;
+	uint32_t p = sh_map_part_of(truth, 7, lo);
+	return p != SH_MAP_NONE && truth->parts[p].group == group && sh_map_part_hi(truth, p) >= hi;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Scan across partitions against a mini engine                              */
 /* ------------------------------------------------------------------------ */
 
@@ -1011,10 +1059,14 @@ static Shoal__NodeResponse *scanner(fake_node *self, const Shoal__NodeRequest *r
 {
 	if (req->list_catalog)
 		return catalog_answer(a);
+	if (req->map_get)
+		return map_answer(a);
 	const Shoal__ScanRequest *s = req->request->scan;
 	ck_assert_uint_eq(req->hash_lo, s->hash_lo);
 	ck_assert_uint_eq(req->hash_hi, s->hash_hi);
 	ck_assert(req->want_last_key);
+	if (!serves(req->group, req->hash_lo, req->hash_hi))
+		return answer(a, SHOAL_E_WRONG_GROUP, "partition not served by this group");
 	uint64_t after = 0;
 	bool has_after = false;
 	if (s->exclusive_start_key != NULL) {
@@ -1131,6 +1183,254 @@ START_TEST(test_scan_across_partitions)
 	sh_arena_fini(&a);
 	rt_router_fini(rt);
 	fakes_stop();
+}
+END_TEST
+
+/* Table 7 in the map (the static layout), then: partition 0 split twice at
+ * key hashes so that [scan_hash[k1], scan_hash[k2] - 1] is a small
+ * partition in group 3, the rest of partition 0 stays in group 1 (a split in
+ * place), the last partition moved to group 1 (cut over), the middle one
+ * with a pending move (still group 2). */
+static sh_map *moved_truth(const sh_cluster_conf *c)
+{
+	static sh_map m;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(sh_map_from_conf(&m, c, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(&m, 7, sh_cluster_partitions(c), msg), SHOAL_OK);
+	uint64_t b1 = m.parts[1].lo, b2 = m.parts[2].lo;
+	int in0 = 0;
+	while (in0 < SCAN_KEYS && scan_hash[in0] < b1)
+		in0++;
+	ck_assert_int_ge(in0, 4); /* ~13 of the 40 keys hash into partition 0 */
+	ck_assert_int_eq(sh_map_split(&m, 7, 0, scan_hash[1], 3, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_split(&m, 7, scan_hash[1], scan_hash[3], 1, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_move_partition(&m, 7, b2, 1, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_begin_move(&m, 7, b1, 3, msg), SHOAL_OK);
+	return &m;
+}
+
+START_TEST(test_scan_moved_partitions)
+{
+	/* The router starts with the file's placement; the groups serve the
+	 * moved partitions and answer WRONG_GROUP elsewhere: the router learns
+	 * the map and every page walks the uneven partitions exactly. */
+	scan_data_init();
+	sh_cluster_conf *c = make_conf(4, 3);
+	truth = moved_truth(c);
+	serve_map(truth);
+	fakes_start(c, scanner);
+	rt_router *rt = router_up(c, 5000);
+	for (uint32_t limit = 0; limit <= SCAN_KEYS + 1; limit++)
+		scan_all(rt, limit, 0, 0);
+	for (uint32_t total = 2; total <= 5; total++)
+		for (uint32_t seg = 0; seg < total; seg++) {
+			scan_all(rt, 0, seg, total);
+			scan_all(rt, 1, seg, total);
+		}
+	ck_assert_uint_eq(sh_place_epoch(rt->place), truth->epoch);
+	ck_assert_uint_gt(atomic_load(&rt->metrics.wrong_group), 0);
+	uint64_t wg = atomic_load(&rt->metrics.wrong_group);
+	scan_all(rt, 3, 0, 0);
+	ck_assert_uint_eq(atomic_load(&rt->metrics.wrong_group), wg); /* the map is known */
+	rt_router_fini(rt);
+	fakes_stop();
+	sh_map_fini(truth);
+	truth = NULL;
+	serve_map(NULL);
+}
+END_TEST
+
+static atomic_int placer_groups[4]; /* successful item answers, by group */
+
+/* Items of table 7 where `truth` puts them: GetItem echoes the key,
+ * BatchWriteItem succeeds; anything sent to another group: WRONG_GROUP. */
+static Shoal__NodeResponse *placer(fake_node *self, const Shoal__NodeRequest *req, sh_arena *a)
+{
+	(void)self;
+	if (req->list_catalog)
+		return catalog_answer(a);
+	if (req->map_get)
+		return map_answer(a);
+	const Shoal__Request *r = req->request;
+	if (r->op_case == SHOAL__REQUEST__OP_BATCH_WRITE_ITEM) {
+		const Shoal__TableWriteRequests *tw = r->batch_write_item->request_items[0];
+		for (size_t i = 0; i < tw->n_requests; i++) {
+			ProtobufCBinaryData d =
+			    tw->requests[i]->put_request->item->attrs[0]->value->s;
+			char pk[64] = "";
+			memcpy(pk, d.data, d.len < 63 ? d.len : 63);
+			uint64_t h = pk_hash(pk);
+			if (!serves(req->group, h, h))
+				return answer(a, SHOAL_E_WRONG_GROUP, "moved");
+		}
+		atomic_fetch_add(&placer_groups[req->group], 1);
+		Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+		Shoal__BatchWriteItemResponse *bw = sh_arena_alloc(a, sizeof(*bw));
+		shoal__batch_write_item_response__init(bw);
+		nr->response->result_case = SHOAL__RESPONSE__RESULT_BATCH_WRITE_ITEM;
+		nr->response->batch_write_item = bw;
+		return nr;
+	}
+	ck_assert_int_eq(r->op_case, SHOAL__REQUEST__OP_GET_ITEM);
+	ProtobufCBinaryData d = r->get_item->key->attrs[0]->value->s;
+	char pk[64] = "";
+	memcpy(pk, d.data, d.len < 63 ? d.len : 63);
+	uint64_t h = pk_hash(pk);
+	if (!serves(req->group, h, h))
+		return answer(a, SHOAL_E_WRONG_GROUP, "moved");
+	atomic_fetch_add(&placer_groups[req->group], 1);
+	Shoal__NodeResponse *nr = answer(a, SHOAL_OK, NULL);
+	Shoal__GetItemResponse *g = sh_arena_alloc(a, sizeof(*g));
+	shoal__get_item_response__init(g);
+	g->item = r->get_item->key;
+	nr->response->result_case = SHOAL__RESPONSE__RESULT_GET_ITEM;
+	nr->response->get_item = g;
+	return nr;
+}
+
+static Shoal__Request *batch_write(sh_arena *a, int n, bool dup);
+
+static Shoal__Request *batch_of(sh_arena *a, const char *const *pks, int n)
+{
+	Shoal__Request *req = batch_write(a, n, false);
+	Shoal__TableWriteRequests *tw = req->batch_write_item->request_items[0];
+	for (int i = 0; i < n; i++)
+		tw->requests[i]->put_request->item = key_item(a, pks[i]);
+	return req;
+}
+
+START_TEST(test_wrong_group_retry)
+{
+	scan_data_init();
+	sh_cluster_conf *c = make_conf(4, 3);
+	truth = moved_truth(c);
+	/* A key of the moved partition (its group changed) and one that
+	 * stays where the file put it. */
+	const char *moved = NULL, *stays = NULL;
+	uint32_t moved_was = 0;
+	for (int i = 0; i < SCAN_KEYS && moved == NULL; i++) {
+		uint32_t was =
+		    sh_cluster_partition_group(c, sh_cluster_partition_of(c, scan_hash[i]));
+		if (sh_map_route(truth, 7, scan_hash[i]) != was) {
+			moved = scan_pk[i];
+			moved_was = was;
+		}
+	}
+	for (int i = 0; i < SCAN_KEYS && stays == NULL; i++) {
+		uint32_t was =
+		    sh_cluster_partition_group(c, sh_cluster_partition_of(c, scan_hash[i]));
+		if (sh_map_route(truth, 7, scan_hash[i]) == was && was != moved_was)
+			stays = scan_pk[i]; /* another part of a batch with `moved` */
+	}
+	ck_assert(moved != NULL && stays != NULL);
+	serve_map(NULL); /* the router cannot learn the new map yet */
+	fakes_start(c, placer);
+	rt_router *rt = router_up(c, 600);
+	sh_arena a;
+	sh_arena_init(&a);
+
+	/* The map never comes: retried until the deadline, then
+	 * ServiceUnavailable, never the internal code. */
+	int64_t t0 = rt_now_ms();
+	Shoal__Response *resp = roundtrip(rt, &a, get_request(&a, "tbl", moved, true));
+	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_UNAVAILABLE);
+	ck_assert_ptr_nonnull(strstr(resp->message, "moving between storage groups"));
+	ck_assert_int_ge(rt_now_ms() - t0, 300);
+	ck_assert_uint_gt(atomic_load(&rt->metrics.wrong_group), 3); /* 10, 20, 40 ... ms */
+	static char text[1 << 17];
+	rt_metrics_render(&rt->metrics, rt, text, sizeof(text));
+	ck_assert_ptr_nonnull(strstr(text, "shoal_router_wrong_group_total "));
+
+	/* A batch: the part that reached its group is applied once, the moved
+	 * one comes back unprocessed (not sent again after the others). */
+	const char *both[] = {stays, moved};
+	resp = roundtrip(rt, &a, batch_of(&a, both, 2));
+	ck_assert_msg(resp->status == SHOAL__STATUS__STATUS_OK, "%s", resp->message);
+	ck_assert_uint_eq(resp->batch_write_item->n_unprocessed_items, 1);
+	ck_assert_uint_eq(resp->batch_write_item->unprocessed_items[0]->n_requests, 1);
+	int applied = 0;
+	for (int g = 0; g < 4; g++)
+		applied += atomic_load(&placer_groups[g]);
+	ck_assert_int_eq(applied, 1);
+
+	/* The map appears: the same requests succeed, at the new group. */
+	serve_map(truth);
+	uint32_t to = sh_map_route(truth, 7, pk_hash(moved));
+	resp = roundtrip(rt, &a, get_request(&a, "tbl", moved, true));
+	ck_assert_msg(resp->status == SHOAL__STATUS__STATUS_OK, "%s", resp->message);
+	ck_assert_uint_eq(sh_place_epoch(rt->place), truth->epoch);
+	ck_assert_int_eq(atomic_load(&placer_groups[to]), 1);
+	resp = roundtrip(rt, &a, batch_of(&a, &moved, 1)); /* all moved: run again */
+	ck_assert_msg(resp->status == SHOAL__STATUS__STATUS_OK, "%s", resp->message);
+	ck_assert_uint_eq(resp->batch_write_item->n_unprocessed_items, 0);
+	ck_assert_int_eq(atomic_load(&placer_groups[to]), 2);
+
+	sh_arena_fini(&a);
+	rt_router_fini(rt);
+	fakes_stop();
+	sh_map_fini(truth);
+	truth = NULL;
+	serve_map(NULL);
+}
+END_TEST
+
+START_TEST(test_place_base_and_gsi)
+{
+	/* Without map partitions a table is placed exactly as the cluster file
+	 * says, and so after sh_map_add_table; a moved partition moves its base
+	 * keys only, never a GSI hash; a pending move changes nothing yet. */
+	scan_data_init();
+	sh_cluster_conf *c = make_conf(5, 3);
+	rt_router *rt = router_up(c, 400);
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+	for (int i = 0; i < 2000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		uint64_t h = i < 4 ? (uint64_t[]){0, 1, UINT64_MAX, UINT64_MAX - 1}[i] : x;
+		uint32_t stat = sh_cluster_partition_group(c, sh_cluster_partition_of(c, h));
+		ck_assert_uint_eq(rt_base_group(rt, 7, h), stat);
+		ck_assert_uint_eq(rt_gsi_group(rt, h), stat);
+	}
+	sh_map m;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(sh_place_copy(rt->place, &m), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(&m, 7, sh_cluster_partitions(c), msg), SHOAL_OK);
+	ck_assert_int_eq(sh_place_offer_map(rt->place, &m, msg), 1);
+	x = 12345;
+	for (int i = 0; i < 2000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		ck_assert_uint_eq(rt_base_group(rt, 7, x),
+		                  sh_cluster_partition_group(c, sh_cluster_partition_of(c, x)));
+	}
+	/* Partition 1 (group 2) moved to group 4 and partition 0 (group 1)
+	 * moving to group 3. */
+	uint64_t lo1, hi1, lo0, hi0;
+	sh_cluster_partition_range(c, 1, &lo1, &hi1);
+	sh_cluster_partition_range(c, 0, &lo0, &hi0);
+	ck_assert_int_eq(sh_map_move_partition(&m, 7, lo1, 4, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_begin_move(&m, 7, lo0, 3, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_place_offer_map(rt->place, &m, msg), 1);
+	uint64_t mid = lo1 + (hi1 - lo1) / 2;
+	ck_assert_uint_eq(rt_base_group(rt, 7, lo1), 4);
+	ck_assert_uint_eq(rt_base_group(rt, 7, mid), 4);
+	ck_assert_uint_eq(rt_base_group(rt, 7, hi1), 4);
+	ck_assert_uint_eq(rt_base_group(rt, 7, hi1 + 1), 3);
+	ck_assert_uint_eq(rt_base_group(rt, 7, lo0), 1); /* pending: still its group */
+	ck_assert_uint_eq(rt_base_group(rt, 8, mid), 2); /* another table */
+	ck_assert_uint_eq(rt_gsi_group(rt, mid), 2);     /* a GSI hash */
+	/* A key through rt_group_of, and a GSI entry's hash of the same key. */
+	sh_arena a;
+	sh_arena_init(&a);
+	for (int i = 0; i < SCAN_KEYS; i++) {
+		const st_value *pk = st_new_s(&a, scan_pk[i]);
+		uint64_t h = st_key_hash(7, pk);
+		ck_assert_uint_eq(rt_group_of(rt, 7, pk), sh_map_route(&m, 7, h));
+		uint64_t gh = st_index_hash(7, 1, 0, pk);
+		ck_assert_uint_eq(rt_gsi_group(rt, gh),
+		                  sh_cluster_partition_group(c, sh_cluster_partition_of(c, gh)));
+	}
+	sh_arena_fini(&a);
+	sh_map_fini(&m);
+	rt_router_fini(rt);
 }
 END_TEST
 
@@ -2213,6 +2513,9 @@ static Suite *router_suite(void)
 	tcase_add_test(tc, test_leader_hints);
 	tcase_add_test(tc, test_map_moves);
 	tcase_add_test(tc, test_scan_across_partitions);
+	tcase_add_test(tc, test_scan_moved_partitions);
+	tcase_add_test(tc, test_wrong_group_retry);
+	tcase_add_test(tc, test_place_base_and_gsi);
 	tcase_add_test(tc, test_batch_write_split_unprocessed_repair);
 	tcase_add_test(tc, test_index_catalog_overlay);
 	tcase_add_test(tc, test_index_start_hash);
