@@ -298,6 +298,19 @@ int st_part_check_range(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, 
 	               f.r.state == ST_PART_AWAY ? "moved to" : "moving to", f.r.to_group);
 }
 
+int st_part_check_env(st_env *env, uint32_t table, uint64_t lo, uint64_t hi, char *errmsg)
+{
+	if (!any_records(env))
+		return SHOAL_OK;
+	MDB_txn *txn;
+	int rc = st_read_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = st_part_check_range(txn, env, table, lo, hi, errmsg);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
 int st_part_check(st_txn *txn, uint32_t table, uint64_t hash, char *errmsg)
 {
 	if (txn->part_raw || !any_records(txn->env))

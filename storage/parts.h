@@ -88,6 +88,12 @@ bool st_part_any(const st_env *env);
  * Scan of the base table or an LSI, TransactGetItems) call it themselves. */
 int st_part_check(st_txn *txn, uint32_t table, uint64_t hash, char *errmsg);
 
+/* The same for hashes [lo, hi] of table's base items, in a read transaction
+ * of its own (refused if the range overlaps a FENCED or AWAY one): for the
+ * node's own reads outside the storage read paths (which check already).
+ * No transaction is opened when the environment has no record. */
+int st_part_check_env(st_env *env, uint32_t table, uint64_t lo, uint64_t hi, char *errmsg);
+
 /* The write hook (write.c, applying a base write): when (table, hash) is in
  * an OUT or FENCED range, appends a log record (key, and the encoded new
  * item or vlen 0 for a delete).  One branch when the environment has no

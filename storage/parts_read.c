@@ -212,11 +212,11 @@ int st_part_log_read(st_env *env, uint32_t table, uint64_t lo, uint64_t after_se
 	     mrc == 0 && k.mv_size == PT_LOG_KEY && memcmp(k.mv_data, kb, PT_KEY) == 0;
 	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		const uint8_t *b = v.mv_data;
-		size_t klen = v.mv_size >= 4 ? st_get_be32(b) : SIZE_MAX;
-		size_t vlen = klen <= v.mv_size - 4 && v.mv_size - 4 - klen >= 4
-		                  ? st_get_be32(b + 4 + klen)
-		                  : SIZE_MAX;
-		if (vlen == SIZE_MAX || 8 + klen + vlen != v.mv_size) {
+		/* klen (4) | key | vlen (4) | value: the sizes must add up. */
+		size_t klen = v.mv_size >= 8 ? st_get_be32(b) : 0;
+		bool ok = v.mv_size >= 8 && klen <= v.mv_size - 8;
+		size_t vlen = ok ? st_get_be32(b + 4 + klen) : 0;
+		if (!ok || vlen != v.mv_size - 8 - klen) {
 			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt move-log record");
 			break;
 		}

@@ -469,6 +469,12 @@ START_TEST(test_fence_refuses)
 	ck_assert_int_eq(del(tl_env, key("a", "1")), SHOAL_E_WRONG_GROUP);
 	st_value *got;
 	ck_assert_int_eq(get(tl_env, key("a", "1"), &got), SHOAL_E_WRONG_GROUP);
+	ck_assert_int_eq(st_part_check_env(tl_env, TID, 0, UINT64_MAX, tl_msg),
+	                 SHOAL_E_WRONG_GROUP);
+	ck_assert_int_eq(st_part_check_env(tl_env, TID + 1, 0, UINT64_MAX, tl_msg), SHOAL_OK);
+	if (h < UINT64_MAX)
+		ck_assert_int_eq(st_part_check_env(tl_env, TID, h + 1, UINT64_MAX, tl_msg),
+		                 SHOAL_OK);
 	st_query_req q = {.table = "Tab",
 	                  .key_condition = "PK = :p",
 	                  .attrs = {NULL, tl_map(":p", tl_s("a"), NULL)},
