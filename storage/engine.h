@@ -14,7 +14,8 @@
  *   DBI "meta"     fixed keys: "format" -> u32 version, "applied" -> u64 Raft
  *                  index (big-endian), "next_table_id" -> u32; binary keys
  *                  starting with 0x01: the outbox and index state
- *                  (index_int.h)
+ *                  (index_int.h), 0x02 transactions (txn.c), 0x03 stream
+ *                  records (stream.h), 0x05 partition moves (parts.h)
  *   DBI "catalog"  table name -> encoded table definition and counters
  *                  (format at the top of catalog_codec.c)
  *   DBI "data"     items and index entries, keys as in keyenc.h, values as
@@ -24,6 +25,7 @@
 #define SHOAL_STORAGE_ENGINE_H
 
 #include <lmdb.h>
+#include <stdatomic.h>
 
 #include "expr.h"
 #include "keyenc.h"
@@ -60,6 +62,13 @@ struct st_env {
 	_Atomic uint64_t *wver;
 	_Atomic uint64_t wseq;
 	uint64_t instance;
+	/* Partition moves (parts.c): whether the meta DBI may hold a range
+	 * record (0x05 'R').  False means none exists, so the request path's
+	 * checks are one load and one branch.  Set to the truth at open and
+	 * after a snapshot load (st_part_refresh), set to true when a write
+	 * transaction writes a record (even one that then aborts: true only
+	 * costs a lookup); never cleared otherwise. */
+	_Atomic bool parts_any;
 	/* Rebuildable environments (env_trust.c): the directory, why the data
 	 * found at open was not trusted ("" if it was), and whether a rebuild
 	 * was asked for since. */
@@ -94,6 +103,13 @@ struct st_txn {
 	 * see st_txn_table and st_txn_catalog_flush). */
 	struct st_txn_table *tables;
 	uint64_t growth; /* bytes its writes reserved (st_txn_reserve) */
+	/* Partition moves (parts.c): the writes of st_part_ingest and
+	 * st_part_purge, which go through the write path (st_plan_raw,
+	 * st_plan_apply) for the item, its LSI entries and the counters, but
+	 * append no GSI outbox delta, no stream record, no move-log record
+	 * and skip the range fence check.  Set only for the duration of those
+	 * calls. */
+	bool part_raw;
 };
 
 /* What writing one key may add besides its bytes (the pages it touches and
@@ -201,11 +217,40 @@ const struct st_key *st_plan_key(const st_write_plan *p);
 void st_plan_sizes(const st_write_plan *p, st_write_result *res);
 const char *st_plan_table(const st_write_plan *p);
 
+/* A write of the item of key k to new_item (NULL: delete it) in table t,
+ * planned for a partition move (txn->part_raw set by the caller): no
+ * request, no condition, no lock check, no fence check; the old image is
+ * read and the LSI changes planned as for any write.  Apply with
+ * st_plan_apply. */
+int st_plan_raw(st_txn *txn, const st_table_info *t, const st_key *k, st_value *new_item,
+                sh_arena *a, st_write_plan **out, char *errmsg);
+
 /* txn.c: SHOAL_E_TXN_CONFLICT when a prepared transaction holds a lock on
  * the item of key k. */
 int st_lock_check(st_txn *txn, const struct st_key *k, char *errmsg);
 
 int st_item_read(MDB_txn *txn, st_env *env, const st_key *k, sh_arena *a, st_value **item,
                  char *errmsg);
+
+/* txn.c: whether any prepared transaction ('P' record) exists. */
+int st_txn_prepared_any(MDB_txn *txn, st_env *env, bool *any, char *errmsg);
+
+/* env.c: deletes every key of dbi that starts with prefix, in txn (an
+ * LMDB error is returned with `what`; the caller poisons). */
+int st_delete_prefix(st_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t plen, const char *what,
+                     char *errmsg);
+/* env.c: whether the meta DBI has a key starting with prefix. */
+int st_meta_has_prefix(MDB_txn *txn, st_env *env, const uint8_t *prefix, size_t len, bool *any,
+                       char *errmsg);
+
+/* parts.c, the read path's fence check: SHOAL_E_WRONG_GROUP when a hash of
+ * [lo, hi] of table's base items lies in a FENCED or AWAY range, as txn sees
+ * it (a read transaction or a write transaction's MDB_txn).  One branch when
+ * env->parts_any is false. */
+int st_part_check_range(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
+                        char *errmsg);
+/* parts.c: sets env->parts_any from the committed meta DBI (open, snapshot
+ * load). */
+int st_part_refresh(st_env *env, char *errmsg);
 
 #endif

@@ -8,6 +8,8 @@
  *                "applied"       -> u64  Raft index of the last applied entry
  *                "next_table_id" -> u32  next table id to hand out (catalog.c)
  *                0x01 ...        the outbox and per-index state (index_int.h)
+ *                0x02 / 0x03 ... transactions (txn.c), stream records (stream.h)
+ *                0x05 ...        partition moves (parts.h)
  *   "catalog"  table name -> table record (format at the top of catalog_codec.c)
  *   "data"     items and index entries (keyenc.c / codec.c)
  *
@@ -357,6 +359,9 @@ int st_env_open(const char *path, const st_env_options *opts, st_env **out, char
 	code = env_init_dbis(env, path, errmsg);
 	if (code != SHOAL_OK)
 		goto err_after_env;
+	code = st_part_refresh(env, errmsg);
+	if (code != SHOAL_OK)
+		goto err_after_env;
 	*out = env;
 	return SHOAL_OK;
 
@@ -409,6 +414,50 @@ uint64_t st_env_applied(st_env *env)
 		applied = get_be64(v.mv_data);
 	mdb_txn_abort(txn);
 	return applied;
+}
+
+int st_meta_has_prefix(MDB_txn *txn, st_env *env, const uint8_t *prefix, size_t len, bool *any,
+                       char *errmsg)
+{
+	*any = false;
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn, env->meta, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta)", errmsg);
+	MDB_val k = {len, (void *)prefix}, v;
+	mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	if (mrc == 0)
+		*any = k.mv_size >= len && memcmp(k.mv_data, prefix, len) == 0;
+	mdb_cursor_close(c);
+	if (mrc != 0 && mrc != MDB_NOTFOUND)
+		return st_lmdb_err(mrc, "mdb_cursor_get(meta)", errmsg);
+	return SHOAL_OK;
+}
+
+int st_delete_prefix(st_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t plen, const char *what,
+                     char *errmsg)
+{
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn->txn, dbi, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, what, errmsg);
+	int rc = SHOAL_OK;
+	for (;;) {
+		MDB_val k = {plen, (void *)prefix}, v;
+		mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (mrc == MDB_NOTFOUND)
+			break;
+		if (mrc == 0 && (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0))
+			break;
+		if (mrc == 0)
+			mrc = mdb_cursor_del(c, 0);
+		if (mrc != 0) {
+			rc = st_lmdb_err(mrc, what, errmsg);
+			break;
+		}
+	}
+	mdb_cursor_close(c);
+	return rc;
 }
 
 int st_txn_begin(st_env *env, st_txn **out, char *errmsg)

@@ -139,41 +139,14 @@ int st_ix_state_count(st_txn *txn, uint32_t table, uint16_t index, int64_t items
 	return st_ix_state_put(txn, table, index, &s, errmsg);
 }
 
-/* Deletes every key of dbi that starts with prefix. */
-static int delete_prefix(st_txn *txn, MDB_dbi dbi, const uint8_t *prefix, size_t plen,
-                         const char *what, char *errmsg)
-{
-	MDB_cursor *c;
-	int mrc = mdb_cursor_open(txn->txn, dbi, &c);
-	if (mrc != 0)
-		return st_lmdb_err(mrc, what, errmsg);
-	int rc = SHOAL_OK;
-	for (;;) {
-		MDB_val k = {plen, (void *)prefix}, v;
-		mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		if (mrc == MDB_NOTFOUND)
-			break;
-		if (mrc == 0 && (k.mv_size < plen || memcmp(k.mv_data, prefix, plen) != 0))
-			break;
-		if (mrc == 0)
-			mrc = mdb_cursor_del(c, 0);
-		if (mrc != 0) {
-			rc = st_lmdb_err(mrc, what, errmsg);
-			break;
-		}
-	}
-	mdb_cursor_close(c);
-	return rc;
-}
-
 int st_ix_forget_table(st_txn *txn, uint32_t table, char *errmsg)
 {
 	uint8_t p[6] = {IX_META, IX_META_STATE};
 	st_put_be32(p + 2, table);
-	int rc = delete_prefix(txn, txn->env->meta, p, 6, "delete(meta index state)", errmsg);
+	int rc = st_delete_prefix(txn, txn->env->meta, p, 6, "delete(meta index state)", errmsg);
 	p[1] = IX_META_COLL;
 	if (rc == SHOAL_OK)
-		rc = delete_prefix(txn, txn->env->meta, p, 6, "delete(meta collection)", errmsg);
+		rc = st_delete_prefix(txn, txn->env->meta, p, 6, "delete(meta collection)", errmsg);
 	return rc;
 }
 
@@ -181,7 +154,7 @@ int st_ix_drop_index(st_txn *txn, uint32_t table, uint16_t index, char *errmsg)
 {
 	st_key k;
 	st_key_table(&k, table, index);
-	int rc = delete_prefix(txn, txn->env->data, k.b, k.len, "delete(data index)", errmsg);
+	int rc = st_delete_prefix(txn, txn->env->data, k.b, k.len, "delete(data index)", errmsg);
 	uint8_t kb[8];
 	state_key(kb, table, index);
 	MDB_val mk = {sizeof(kb), kb};

@@ -19,6 +19,12 @@
  *        changes nothing an index holds (an unprojected attribute) appends
  *        nothing.  DELETING GSIs are not maintained.
  *
+ * A partition move's writes (txn->part_raw: st_part_ingest, st_part_purge)
+ * maintain LSI entries and the collection counter the same way, but append
+ * no GSI deltas (a GSI's entries live in its own hash space, which does not
+ * move) and are not held to the collection limit (the source accepted the
+ * collection).
+ *
  * The plan is computed first, reading only, so that the one client error it
  * can give (the collection limit) leaves the transaction untouched; then the
  * base write happens, then st_ix_plan_apply writes entries, deltas and
@@ -102,7 +108,9 @@ int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_it
 	for (uint32_t i = 0; i < d->n_indexes; i++) {
 		const st_index_def *x = &d->indexes[i];
 		has_lsi = has_lsi || x->local;
-		if (!x->local && x->status == ST_INDEX_DELETING)
+		/* A partition move's writes (txn->part_raw) carry no GSI
+		 * deltas: the GSI entries stay where they are. */
+		if (!x->local && (x->status == ST_INDEX_DELETING || txn->part_raw))
 			continue;
 		st_ix_entry *eo = &e[2 * i], *en = &e[2 * i + 1];
 		if (st_ix_entry_of(d, x, old_item, a, eo) != SHOAL_OK ||
@@ -146,7 +154,9 @@ int st_ix_plan_write(st_txn *txn, const st_table_info *t, const st_value *old_it
 		                            &cur, errmsg);
 		if (rc != SHOAL_OK)
 			return rc;
-		if (coll_delta > 0 && cur + (uint64_t)coll_delta > txn->env->collection_limit)
+		/* A partition move copies a collection the source accepted. */
+		if (!txn->part_raw && coll_delta > 0 &&
+		    cur + (uint64_t)coll_delta > txn->env->collection_limit)
 			return sh_errf(errmsg, SHOAL_E_COLLECTION_SIZE,
 			               "Item collection size limit exceeded. The size of an item "
 			               "collection (items and local secondary index entries of one "

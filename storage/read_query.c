@@ -297,6 +297,15 @@ static int query_exec(MDB_txn *txn, st_env *env, const st_query_req *req, const 
 		st_read_query_range_at(&h, &kc, &r);
 	}
 	r.forward = req->forward;
+	if (x == NULL || x->local) {
+		/* The base partition's hash (bytes 6..13 of its header) is not
+		 * served here while its range moves away (parts.c); a GSI's
+		 * hash space does not move. */
+		uint64_t h = st_get_be64(r.lo.b + 6);
+		rc = st_part_check_range(txn, env, t->id, h, h, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
 	rc = range_page(txn, env, &r, rt, p, p->esk != NULL ? &start : NULL, start_sk, &kc,
 	                req->select, req->limit, a, out, errmsg);
 	if (rc != SHOAL_OK)
@@ -504,6 +513,13 @@ static int scan_exec(MDB_txn *txn, st_env *env, const st_scan_req *req, const re
 		return SHOAL_OK;
 	}
 
+	/* The base items' hashes (and their LSI entries') are refused where
+	 * they overlap a range moving away (parts.c); a GSI's do not move. */
+	if (x == NULL || x->local) {
+		int rc = st_part_check_range(txn, env, table, lo, hi, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
 	st_read_range r;
 	st_key_hash_bound(&r.lo, table, index, lo);
 	if (hi != UINT64_MAX) {

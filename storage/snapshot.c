@@ -267,6 +267,10 @@ int st_load_commit(st_load *l, char *errmsg)
 	sh_free(l);
 	if (rc != 0)
 		return st_lmdb_err(rc, "mdb_txn_commit(load)", errmsg);
+	/* The loaded meta may hold partition-move records (or none). */
+	rc = st_part_refresh(env, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
 	return st_env_sync(env, errmsg);
 }
 

@@ -405,6 +405,12 @@ int st_txn_release(st_txn *txn, const uint8_t id[16], sh_arena *a, st_prepared *
 	return SHOAL_OK;
 }
 
+int st_txn_prepared_any(MDB_txn *txn, st_env *env, bool *any, char *errmsg)
+{
+	const uint8_t prefix[2] = {TX_META, TX_PREP};
+	return st_meta_has_prefix(txn, env, prefix, sizeof(prefix), any, errmsg);
+}
+
 /* Calls fn for every record whose key starts with TX_META | kind, in key
  * order, with a read-only transaction of env (LMDB's memory: valid during
  * the call). */

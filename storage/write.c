@@ -22,9 +22,18 @@
  *    changes (index_write.c: LSI entries, the item collection limit, GSI
  *    outbox deltas).
  *
+ * Partition moves (parts.c): before the item's turn, a key whose hash lies
+ * in a range being handed to another group (FENCED) or handed over (AWAY)
+ * is refused with SHOAL_E_WRONG_GROUP -- the whole request's error, so a
+ * transaction is refused as a whole and the router sends it again.
+ *
  * Applying writes the item, the index changes, the table's stream record
- * (stream.c, when it has an enabled stream) and the table's counters (item
- * count, size bytes) in the same LMDB transaction.  A transaction
+ * (stream.c, when it has an enabled stream), the move-log record (parts.c,
+ * when the key lies in a range being moved out) and the table's counters
+ * (item count, size bytes) in the same LMDB transaction.  A partition
+ * move's own writes (st_plan_raw, txn->part_raw) take the same path for
+ * the item, its LSI entries and the counters, without the GSI deltas, the
+ * stream record, the move log and the fence check.  A transaction
  * (txn.c) plans all of its actions before it applies any, so that one
  * failing action leaves nothing written.
  *
@@ -40,12 +49,14 @@
  *
  * Memory: everything, results included, is allocated in the caller's arena.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "codec.h"
 #include "engine.h"
 #include "expr.h"
 #include "index_int.h"
+#include "parts.h"
 #include "stream.h"
 
 /* ------------------------------------------------------------------------ */
@@ -312,13 +323,22 @@ const char *st_plan_table(const st_write_plan *p)
 	return p->t.def.name;
 }
 
-/* The item's turn: no transaction in progress on it, its old image, the
- * condition on it. */
+/* The placement hash of an item key (bytes 6..13, keyenc.c). */
+static uint64_t key_hash(const st_key *k)
+{
+	return st_get_be64(k->b + 6);
+}
+
+/* The item's turn: its range served here (else the request's error), no
+ * transaction in progress on it, its old image, the condition on it. */
 static int read_and_check(st_txn *txn, st_write_plan *p, const st_expr *cond, bool return_old,
                           sh_arena *a, st_write_result *res, char *errmsg)
 {
+	int rc = st_part_check(txn, p->t.def.id, key_hash(&p->k), errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
 	res->item_stage = true;
-	int rc = st_lock_check(txn, &p->k, errmsg);
+	rc = st_lock_check(txn, &p->k, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	rc = st_item_read(txn->txn, txn->env, &p->k, a, &p->old_item, errmsg);
@@ -565,6 +585,28 @@ int st_plan_check(st_txn *txn, const st_check_req *req, sh_arena *a, st_write_pl
 	return SHOAL_OK;
 }
 
+int st_plan_raw(st_txn *txn, const st_table_info *t, const st_key *k, st_value *new_item,
+                sh_arena *a, st_write_plan **out, char *errmsg)
+{
+	assert(txn->part_raw);
+	st_write_result res;
+	st_write_plan *p;
+	int rc = plan_new(txn, new_item != NULL ? PLAN_PUT : PLAN_DELETE, a, out, &res, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	p = *out;
+	p->t = *t;
+	p->k = *k;
+	rc = st_item_read(txn->txn, txn->env, &p->k, a, &p->old_item, errmsg);
+	p->new_item = new_item;
+	p->writes = new_item != NULL || p->old_item != NULL;
+	if (rc == SHOAL_OK && p->writes)
+		rc = st_ix_plan_write(txn, &p->t, p->old_item, new_item, a, &p->ix, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	return SHOAL_OK;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Applying a plan                                                           */
 /* ------------------------------------------------------------------------ */
@@ -587,9 +629,12 @@ static int store_item(st_txn *txn, const st_write_plan *p, sh_arena *a, char *er
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_put(data)", errmsg);
 	rc = st_ix_plan_apply(txn, p->ix, errmsg);
-	if (rc == SHOAL_OK)
+	if (rc == SHOAL_OK && !txn->part_raw)
 		rc = st_stream_append(txn, &p->t.def, &p->k, p->old_item, p->new_item, false, a,
 		                      errmsg);
+	if (rc == SHOAL_OK && !txn->part_raw)
+		rc = st_part_log(txn, p->t.def.id, key_hash(&p->k), p->k.b, p->k.len, buf, len,
+		                 errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
 	int64_t bytes = (int64_t)st_item_size(p->new_item);
@@ -608,9 +653,12 @@ static int delete_item(st_txn *txn, const st_write_plan *p, sh_arena *a, char *e
 		rc = st_lmdb_err(mrc, "mdb_del(data)", errmsg);
 	if (rc == SHOAL_OK)
 		rc = st_ix_plan_apply(txn, p->ix, errmsg);
-	if (rc == SHOAL_OK)
+	if (rc == SHOAL_OK && !txn->part_raw)
 		rc = st_stream_append(txn, &p->t.def, &p->k, p->old_item, NULL, p->by_ttl, a,
 		                      errmsg);
+	if (rc == SHOAL_OK && !txn->part_raw)
+		rc = st_part_log(txn, p->t.def.id, key_hash(&p->k), p->k.b, p->k.len, NULL, 0,
+		                 errmsg);
 	if (rc == SHOAL_OK)
 		rc = st_table_count(txn, p->t.def.name, -1, -(int64_t)st_item_size(p->old_item),
 		                    errmsg);

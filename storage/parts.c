@@ -1,0 +1,829 @@
+/*
+ * parts.c -- partition moves, the storage side (contract and layout:
+ * parts.h).
+ *
+ * Range records are keyed by (table, lo) and never overlap within a table,
+ * so the record that may hold a hash h is the last one with lo <= h: a
+ * lookup is one cursor positioning (walk_overlaps).  The request path first
+ * reads env->parts_any and returns at once when no record exists.
+ *
+ * The move's own writes (st_part_ingest, st_part_purge) go through the write
+ * path (write.c: st_plan_raw + st_plan_apply) with txn->part_raw set, so the
+ * item, its LSI entries, the LSI counters, the item collection size and the
+ * table's counters are maintained by the one code that maintains them for
+ * every write; part_raw leaves out the GSI deltas, the stream record, the
+ * move-log record and the fence check.
+ *
+ * The move log is appended in the write's LMDB transaction (st_part_log from
+ * write.c), so a copy read at some applied index plus the log records after
+ * the seq read in that same read transaction is exactly the range's content
+ * at any later index: the copy's read transaction and the log's watermark
+ * are one snapshot (st_part_copy_chunk).
+ */
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codec.h"
+#include "parts_int.h"
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static bool env_error(int rc)
+{
+	return rc == SHOAL_E_NOMEM || rc == SHOAL_E_IO || rc == SHOAL_E_FULL ||
+	       rc == SHOAL_E_INTERNAL;
+}
+
+/* Returns rc, poisoning txn first if rc is environmental. */
+static int fail(st_txn *txn, int rc, char *errmsg)
+{
+	if (env_error(rc))
+		st_txn_poison(txn, rc, errmsg);
+	return rc;
+}
+
+static int sticky(const st_txn *txn, char *errmsg)
+{
+	return sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
+}
+
+static bool any_records(const st_env *env)
+{
+	return atomic_load_explicit(&env->parts_any, memory_order_acquire);
+}
+
+bool st_part_any(const st_env *env)
+{
+	return any_records(env);
+}
+
+const char *st_part_state_name(uint8_t state)
+{
+	switch (state) {
+	case ST_PART_OUT:
+		return "OUT";
+	case ST_PART_FENCED:
+		return "FENCED";
+	case ST_PART_AWAY:
+		return "AWAY";
+	}
+	return "?";
+}
+
+static int meta_put(st_txn *txn, const uint8_t *key, size_t klen, const void *val, size_t vlen,
+                    const char *what, char *errmsg)
+{
+	int rc = st_txn_reserve(txn, klen + vlen + ST_RESERVE_PER_KEY, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	MDB_val k = {klen, (void *)key}, v = {vlen, (void *)val};
+	int mrc = mdb_put(txn->txn, txn->env->meta, &k, &v, 0);
+	return mrc == 0 ? SHOAL_OK : st_lmdb_err(mrc, what, errmsg);
+}
+
+static int meta_del(st_txn *txn, const uint8_t *key, size_t klen, const char *what, char *errmsg)
+{
+	MDB_val k = {klen, (void *)key};
+	int mrc = mdb_del(txn->txn, txn->env->meta, &k, NULL);
+	return mrc == 0 || mrc == MDB_NOTFOUND ? SHOAL_OK : st_lmdb_err(mrc, what, errmsg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Range records                                                             */
+/* ------------------------------------------------------------------------ */
+
+static bool is_rec_of(const MDB_val *k, uint32_t table)
+{
+	const uint8_t *b = k->mv_data;
+	return k->mv_size == PT_KEY && b[0] == PT_META && b[1] == PT_REC &&
+	       st_get_be32(b + 2) == table;
+}
+
+int st_part_rec_decode(const MDB_val *k, const MDB_val *v, st_part_rec *r, char *errmsg)
+{
+	const uint8_t *kb = k->mv_data, *vb = v->mv_data;
+	if (k->mv_size != PT_KEY || v->mv_size != PT_REC_VAL)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt partition record (sizes)");
+	r->table = st_get_be32(kb + 2);
+	r->lo = st_get_be64(kb + 6);
+	r->hi = st_get_be64(vb);
+	r->state = vb[8];
+	r->to_group = st_get_be32(vb + 9);
+	r->attempt = st_get_be64(vb + 13);
+	if (r->hi < r->lo || r->state < ST_PART_OUT || r->state > ST_PART_AWAY)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL,
+		               "corrupt partition record of table %" PRIu32 " at %016" PRIx64,
+		               r->table, r->lo);
+	return SHOAL_OK;
+}
+
+static int rec_put(st_txn *txn, const st_part_rec *r, char *errmsg)
+{
+	uint8_t k[PT_KEY], v[PT_REC_VAL];
+	st_part_key(k, PT_REC, r->table, r->lo);
+	st_put_be64(v, r->hi);
+	v[8] = r->state;
+	st_put_be32(v + 9, r->to_group);
+	st_put_be64(v + 13, r->attempt);
+	/* Before the write: a reader that sees the record sees the flag. */
+	atomic_store_explicit(&txn->env->parts_any, true, memory_order_release);
+	return meta_put(txn, k, sizeof(k), v, sizeof(v), "mdb_put(meta partition)", errmsg);
+}
+
+static int rec_get(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, st_part_rec *r,
+                   bool *found, char *errmsg)
+{
+	uint8_t kb[PT_KEY];
+	st_part_key(kb, PT_REC, table, lo);
+	MDB_val k = {sizeof(kb), kb}, v;
+	*found = false;
+	int mrc = mdb_get(txn, env->meta, &k, &v);
+	if (mrc == MDB_NOTFOUND)
+		return SHOAL_OK;
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_get(meta partition)", errmsg);
+	*found = true;
+	return st_part_rec_decode(&k, &v, r, errmsg);
+}
+
+/* Deletes the move-log records of (table, lo). */
+static int log_drop(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg)
+{
+	uint8_t k[PT_KEY];
+	st_part_key(k, PT_LOG, table, lo);
+	return st_delete_prefix(txn, txn->env->meta, k, sizeof(k), "delete(meta move log)", errmsg);
+}
+
+/* Deletes the log, its last seq ('N') and (with_rec) the record of
+ * (table, lo). */
+static int rec_forget(st_txn *txn, uint32_t table, uint64_t lo, bool with_rec, char *errmsg)
+{
+	uint8_t k[PT_KEY];
+	int rc = log_drop(txn, table, lo, errmsg);
+	st_part_key(k, PT_LAST, table, lo);
+	if (rc == SHOAL_OK)
+		rc = meta_del(txn, k, sizeof(k), "mdb_del(meta move log seq)", errmsg);
+	st_part_key(k, PT_REC, table, lo);
+	if (rc == SHOAL_OK && with_rec)
+		rc = meta_del(txn, k, sizeof(k), "mdb_del(meta partition)", errmsg);
+	return rc;
+}
+
+/* Called for each record overlapping a range; *stop ends the walk. */
+typedef int (*rec_fn)(void *arg, const st_part_rec *r, bool *stop, char *errmsg);
+
+/* Calls fn for every record of table overlapping [lo, hi], in lo order:
+ * the one starting before lo, if it reaches lo, then those starting in
+ * [lo, hi]. */
+static int walk_overlaps(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
+                         rec_fn fn, void *arg, char *errmsg)
+{
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn, env->meta, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta)", errmsg);
+	uint8_t kb[PT_KEY];
+	st_part_key(kb, PT_REC, table, lo);
+	MDB_val k = {sizeof(kb), kb}, v;
+	st_part_rec r;
+	bool stop = false;
+	int rc = SHOAL_OK;
+	mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	bool exact = mrc == 0 && k.mv_size == sizeof(kb) && memcmp(k.mv_data, kb, sizeof(kb)) == 0;
+	if ((mrc == 0 || mrc == MDB_NOTFOUND) && !exact) {
+		int prc = mdb_cursor_get(c, &k, &v, mrc == 0 ? MDB_PREV : MDB_LAST);
+		if (prc == 0 && is_rec_of(&k, table)) {
+			rc = st_part_rec_decode(&k, &v, &r, errmsg);
+			if (rc == SHOAL_OK && r.hi >= lo)
+				rc = fn(arg, &r, &stop, errmsg);
+		} else if (prc != 0 && prc != MDB_NOTFOUND) {
+			mrc = prc;
+		}
+	}
+	if (mrc == 0 || mrc == MDB_NOTFOUND) {
+		k = (MDB_val){sizeof(kb), kb};
+		mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	}
+	while (rc == SHOAL_OK && !stop && mrc == 0 && is_rec_of(&k, table)) {
+		rc = st_part_rec_decode(&k, &v, &r, errmsg);
+		if (rc != SHOAL_OK || r.lo > hi)
+			break;
+		rc = fn(arg, &r, &stop, errmsg);
+		if (rc == SHOAL_OK && !stop)
+			mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	}
+	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
+		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta partition)", errmsg);
+	mdb_cursor_close(c);
+	return rc;
+}
+
+/* The overlapping records, collected (few: records do not overlap). */
+#define PT_MAX_OVERLAPS 64
+
+typedef struct collect_arg {
+	st_part_rec r[PT_MAX_OVERLAPS];
+	size_t n;
+} collect_arg;
+
+static int collect_fn(void *arg, const st_part_rec *r, bool *stop, char *errmsg)
+{
+	collect_arg *c = arg;
+	if (c->n == PT_MAX_OVERLAPS)
+		return sh_errf(errmsg, SHOAL_E_IN_USE,
+		               "more than %d partition records overlap the range of table %" PRIu32,
+		               PT_MAX_OVERLAPS, r->table);
+	c->r[c->n++] = *r;
+	return SHOAL_OK;
+}
+
+/* The first record overlapping the range whose state is in `states` (a bit
+ * per st_part_state). */
+typedef struct first_arg {
+	unsigned states;
+	bool found;
+	st_part_rec r;
+} first_arg;
+
+static int first_fn(void *arg, const st_part_rec *r, bool *stop, char *errmsg)
+{
+	first_arg *f = arg;
+	if (f->states & 1u << r->state) {
+		f->found = true;
+		f->r = *r;
+		*stop = true;
+	}
+	return SHOAL_OK;
+}
+
+int st_part_refresh(st_env *env, char *errmsg)
+{
+	MDB_txn *txn;
+	int mrc = mdb_txn_begin(env->env, NULL, MDB_RDONLY, &txn);
+	bool any = true; /* on failure: true, which only costs lookups */
+	int rc = mrc == 0 ? SHOAL_OK : st_lmdb_err(mrc, "mdb_txn_begin(read)", errmsg);
+	if (rc == SHOAL_OK) {
+		const uint8_t prefix[2] = {PT_META, PT_REC};
+		rc = st_meta_has_prefix(txn, env, prefix, sizeof(prefix), &any, errmsg);
+		if (rc != SHOAL_OK)
+			any = true;
+		mdb_txn_abort(txn);
+	}
+	atomic_store_explicit(&env->parts_any, any, memory_order_release);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Request path                                                              */
+/* ------------------------------------------------------------------------ */
+
+int st_part_check_range(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
+                        char *errmsg)
+{
+	if (!any_records(env))
+		return SHOAL_OK;
+	first_arg f = {.states = 1u << ST_PART_FENCED | 1u << ST_PART_AWAY};
+	int rc = walk_overlaps(txn, env, table, lo, hi, first_fn, &f, errmsg);
+	if (rc != SHOAL_OK || !f.found)
+		return rc;
+	uint64_t h = lo > f.r.lo ? lo : f.r.lo;
+	return sh_errf(errmsg, SHOAL_E_WRONG_GROUP,
+	               "table %" PRIu32 " hash %016" PRIx64 " is not served by this group: its "
+	               "partition [%016" PRIx64 ", %016" PRIx64 "] is %s (%s group %" PRIu32 ")",
+	               table, h, f.r.lo, f.r.hi, st_part_state_name(f.r.state),
+	               f.r.state == ST_PART_AWAY ? "moved to" : "moving to", f.r.to_group);
+}
+
+int st_part_check_env(st_env *env, uint32_t table, uint64_t lo, uint64_t hi, char *errmsg)
+{
+	if (!any_records(env))
+		return SHOAL_OK;
+	MDB_txn *txn;
+	int rc = st_read_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = st_part_check_range(txn, env, table, lo, hi, errmsg);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int st_part_check(st_txn *txn, uint32_t table, uint64_t hash, char *errmsg)
+{
+	if (txn->part_raw || !any_records(txn->env))
+		return SHOAL_OK;
+	return st_part_check_range(txn->txn, txn->env, table, hash, hash, errmsg);
+}
+
+int st_part_log(st_txn *txn, uint32_t table, uint64_t hash, const uint8_t *key, size_t klen,
+                const uint8_t *val, size_t vlen, char *errmsg)
+{
+	if (txn->part_raw || !any_records(txn->env))
+		return SHOAL_OK;
+	first_arg f = {.states = 1u << ST_PART_OUT | 1u << ST_PART_FENCED};
+	int rc = walk_overlaps(txn->txn, txn->env, table, hash, hash, first_fn, &f, errmsg);
+	if (rc != SHOAL_OK || !f.found)
+		return rc;
+	uint8_t nk[PT_KEY], lk[PT_LOG_KEY];
+	uint64_t seq;
+	st_part_key(nk, PT_LAST, table, f.r.lo);
+	rc = st_ix_meta_get_u64(txn->txn, txn->env, nk, sizeof(nk), &seq, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_txn_reserve(txn, 2 * (klen + vlen) + 2 * ST_RESERVE_PER_KEY, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	seq++;
+	st_part_log_key(lk, table, f.r.lo, seq);
+	/* Written in place (MDB_RESERVE): no copy of the item in memory. */
+	MDB_val k = {sizeof(lk), lk}, v = {8 + klen + vlen, NULL};
+	int mrc = mdb_put(txn->txn, txn->env->meta, &k, &v, MDB_RESERVE);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_put(meta move log)", errmsg);
+	uint8_t *p = v.mv_data;
+	st_put_be32(p, (uint32_t)klen);
+	memcpy(p + 4, key, klen);
+	st_put_be32(p + 4 + klen, (uint32_t)vlen);
+	if (vlen > 0)
+		memcpy(p + 8 + klen, val, vlen);
+	return st_ix_meta_put_u64(txn, nk, sizeof(nk), seq, errmsg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Source: out, fence, purge, abort                                          */
+/* ------------------------------------------------------------------------ */
+
+int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t to_group,
+                uint64_t attempt, char *errmsg)
+{
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+	if (lo > hi)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "partition range [%016" PRIx64 ", %016" PRIx64 "] is empty", lo, hi);
+	collect_arg c = {.n = 0};
+	int rc = walk_overlaps(txn->txn, txn->env, table, lo, hi, collect_fn, &c, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	st_part_rec r = {table, lo, hi, ST_PART_OUT, to_group, attempt};
+	for (size_t i = 0; i < c.n; i++) {
+		const st_part_rec *o = &c.r[i];
+		if (o->lo != lo || o->hi != hi)
+			return sh_errf(errmsg, SHOAL_E_IN_USE,
+			               "partition range [%016" PRIx64 ", %016" PRIx64
+			               "] of table %" PRIu32 " overlaps [%016" PRIx64
+			               ", %016" PRIx64 "] (%s)",
+			               lo, hi, table, o->lo, o->hi, st_part_state_name(o->state));
+		if (o->state != ST_PART_OUT)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "partition [%016" PRIx64 ", %016" PRIx64
+			               "] of table %" PRIu32 " is %s already",
+			               lo, hi, table, st_part_state_name(o->state));
+		if (o->attempt == attempt && o->to_group == to_group)
+			return SHOAL_OK; /* the same entry again */
+		if (o->attempt != attempt) {
+			/* A new attempt copies again and ships the log from its own
+			 * watermark: the earlier records are of no use ('N', the
+			 * seq, stays). */
+			rc = log_drop(txn, table, lo, errmsg);
+			if (rc != SHOAL_OK)
+				return fail(txn, rc, errmsg);
+		}
+	}
+	rc = rec_put(txn, &r, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+}
+
+/* The record at (table, lo) that a source operation needs; VALIDATION if
+ * there is none. */
+static int source_rec(st_txn *txn, uint32_t table, uint64_t lo, const char *op, st_part_rec *r,
+                      char *errmsg)
+{
+	bool found;
+	int rc = rec_get(txn->txn, txn->env, table, lo, r, &found, errmsg);
+	if (rc == SHOAL_OK && !found)
+		rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+		             "%s: no partition move of table %" PRIu32 " at %016" PRIx64, op, table,
+		             lo);
+	return rc;
+}
+
+int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg)
+{
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+	st_part_rec r;
+	int rc = source_rec(txn, table, lo, "fence", &r, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	if (r.state == ST_PART_FENCED)
+		return SHOAL_OK;
+	if (r.state != ST_PART_OUT)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "fence: partition [%016" PRIx64 ", %016" PRIx64 "] of table %" PRIu32
+		               " is %s",
+		               r.lo, r.hi, table, st_part_state_name(r.state));
+	/* A prepared transaction may hold items of the range and commit
+	 * later; its writes must reach the log before the fence, so the fence
+	 * waits until none is left. */
+	bool prepared;
+	rc = st_txn_prepared_any(txn->txn, txn->env, &prepared, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	if (prepared)
+		return sh_errf(errmsg, SHOAL_E_IN_USE,
+		               "fence of table %" PRIu32 " at %016" PRIx64
+		               ": a prepared transaction is in progress",
+		               table, lo);
+	r.state = ST_PART_FENCED;
+	rc = rec_put(txn, &r, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+}
+
+/* The table of id `table` as txn's writes see it (st_txn_table); *found
+ * false when there is none.  Scratch in a. */
+static int table_by_id(st_txn *txn, uint32_t table, sh_arena *a, st_table_info *out, bool *found,
+                       char *errmsg)
+{
+	st_table_info *all;
+	uint32_t n;
+	*found = false;
+	int rc = st_ix_tables(txn->txn, txn->env, a, &all, &n, errmsg);
+	for (uint32_t i = 0; rc == SHOAL_OK && i < n; i++)
+		if (all[i].def.id == table) {
+			*found = true;
+			return st_txn_table(txn, all[i].def.name, out, errmsg);
+		}
+	return rc;
+}
+
+void st_part_base_range(uint32_t table, uint64_t lo, uint64_t hi, st_key *from, st_key *to,
+                        bool *has_to)
+{
+	st_key_hash_bound(from, table, 0, lo);
+	if (hi != UINT64_MAX) {
+		st_key_hash_bound(to, table, 0, hi + 1);
+		*has_to = true;
+	} else {
+		st_key_table(to, table, 0);
+		*has_to = st_key_prefix_end(to);
+	}
+}
+
+bool st_part_key_before(const MDB_val *k, const st_key *to, bool has_to)
+{
+	if (!has_to)
+		return true;
+	size_t n = k->mv_size < to->len ? k->mv_size : to->len;
+	int c = memcmp(k->mv_data, to->b, n);
+	return c < 0 || (c == 0 && k->mv_size < to->len);
+}
+
+/* Up to max base keys of [lo, hi] (all of them when max is 0), copied into
+ * a; *more: keys remain past them. */
+static int base_keys(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
+                     size_t max, sh_arena *a, st_key **out, size_t *n, bool *more, char *errmsg)
+{
+	st_key from, to;
+	bool has_to;
+	st_part_base_range(table, lo, hi, &from, &to, &has_to);
+	*out = NULL;
+	*n = 0;
+	*more = false;
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn, env->data, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(data)", errmsg);
+	size_t cap = 0;
+	int rc = SHOAL_OK;
+	MDB_val k = {from.len, from.b}, v;
+	for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	     mrc == 0 && st_part_key_before(&k, &to, has_to);
+	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (max != 0 && *n == max) {
+			*more = true;
+			break;
+		}
+		if (k.mv_size > ST_KEY_MAX) {
+			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt data key (%zu bytes)",
+			             k.mv_size);
+			break;
+		}
+		if (*n == cap) {
+			size_t ncap = cap == 0 ? 16 : 2 * cap;
+			st_key *grown = sh_arena_alloc(a, ncap * sizeof(*grown));
+			if (grown == NULL) {
+				rc =
+				    sh_errf(errmsg, SHOAL_E_NOMEM, "partition keys: out of memory");
+				break;
+			}
+			if (*n > 0)
+				memcpy(grown, *out, *n * sizeof(*grown));
+			*out = grown;
+			cap = ncap;
+		}
+		st_key *dst = &(*out)[(*n)++];
+		dst->len = (uint16_t)k.mv_size;
+		memcpy(dst->b, k.mv_data, k.mv_size);
+	}
+	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
+		rc = st_lmdb_err(mrc, "mdb_cursor_get(data)", errmsg);
+	mdb_cursor_close(c);
+	return rc;
+}
+
+/* One write of a partition move through the write path (write.c), as
+ * txn->part_raw writes: new_item NULL deletes. */
+static int raw_write(st_txn *txn, const st_table_info *t, const st_key *k, st_value *new_item,
+                     sh_arena *a, char *errmsg)
+{
+	st_write_plan *p;
+	st_write_result res;
+	int rc = st_plan_raw(txn, t, k, new_item, a, &p, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_plan_apply(txn, p, a, &res, errmsg);
+	return rc;
+}
+
+/* Deletes up to max (0: all) base items of [lo, hi]; *more: some remain. */
+static int delete_range(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, size_t max,
+                        sh_arena *a, bool *more, char *errmsg)
+{
+	st_table_info t;
+	bool found;
+	int rc = table_by_id(txn, table, a, &t, &found, errmsg);
+	*more = false;
+	if (rc != SHOAL_OK || !found) /* a dropped table's data went with it */
+		return rc;
+	st_key *keys;
+	size_t n;
+	rc = base_keys(txn->txn, txn->env, table, lo, hi, max, a, &keys, &n, more, errmsg);
+	bool raw = txn->part_raw;
+	txn->part_raw = true;
+	for (size_t i = 0; rc == SHOAL_OK && i < n; i++)
+		rc = raw_write(txn, &t, &keys[i], NULL, a, errmsg);
+	txn->part_raw = raw;
+	return rc;
+}
+
+int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items, bool *done,
+                  char *errmsg)
+{
+	*done = false;
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+	st_part_rec r;
+	int rc = source_rec(txn, table, lo, "purge", &r, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	if (r.state == ST_PART_AWAY) {
+		*done = true;
+		return SHOAL_OK;
+	}
+	if (r.state != ST_PART_FENCED)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "purge: partition [%016" PRIx64 ", %016" PRIx64 "] of table %" PRIu32
+		               " is %s, not FENCED",
+		               r.lo, r.hi, table, st_part_state_name(r.state));
+	sh_arena a;
+	sh_arena_init(&a);
+	bool more = false;
+	if (max_items > 0) {
+		/* more false: what was there fitted in max_items and is gone. */
+		rc = delete_range(txn, table, r.lo, r.hi, max_items, &a, &more, errmsg);
+	} else {
+		st_key *keys;
+		size_t n;
+		rc = base_keys(txn->txn, txn->env, table, r.lo, r.hi, 1, &a, &keys, &n, &more,
+		               errmsg);
+		more = n > 0;
+	}
+	sh_arena_fini(&a);
+	if (rc == SHOAL_OK && !more) {
+		r.state = ST_PART_AWAY;
+		rc = rec_forget(txn, table, lo, false, errmsg);
+		if (rc == SHOAL_OK)
+			rc = rec_put(txn, &r, errmsg);
+		*done = rc == SHOAL_OK;
+	}
+	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+}
+
+int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg)
+{
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+	st_part_rec r;
+	bool found;
+	int rc = rec_get(txn->txn, txn->env, table, lo, &r, &found, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	if (!found)
+		return SHOAL_OK;
+	if (r.state == ST_PART_AWAY)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "abort: partition [%016" PRIx64 ", %016" PRIx64 "] of table %" PRIu32
+		               " has moved away already",
+		               r.lo, r.hi, table);
+	rc = rec_forget(txn, table, lo, true, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Target: ingest, own                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct ingest_state {
+	bool found, owned;
+	uint64_t attempt;
+} ingest_state;
+
+static int ingest_get(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, ingest_state *s,
+                      char *errmsg)
+{
+	uint8_t kb[PT_KEY];
+	st_part_key(kb, PT_INGEST, table, lo);
+	MDB_val k = {sizeof(kb), kb}, v;
+	*s = (ingest_state){0};
+	int mrc = mdb_get(txn, env->meta, &k, &v);
+	if (mrc == MDB_NOTFOUND)
+		return SHOAL_OK;
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_get(meta ingest)", errmsg);
+	if (v.mv_size != PT_ING_VAL)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt partition ingest record");
+	s->found = true;
+	s->attempt = st_get_be64(v.mv_data);
+	s->owned = ((const uint8_t *)v.mv_data)[8] != 0;
+	return SHOAL_OK;
+}
+
+static int ingest_put(st_txn *txn, uint32_t table, uint64_t lo, uint64_t attempt, bool owned,
+                      char *errmsg)
+{
+	uint8_t kb[PT_KEY], v[PT_ING_VAL];
+	st_part_key(kb, PT_INGEST, table, lo);
+	st_put_be64(v, attempt);
+	v[8] = owned ? 1 : 0;
+	return meta_put(txn, kb, sizeof(kb), v, sizeof(v), "mdb_put(meta ingest)", errmsg);
+}
+
+int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
+                char *errmsg)
+{
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+	ingest_state s;
+	int rc = ingest_get(txn->txn, txn->env, table, lo, &s, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	if (!s.found || s.attempt != attempt)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "own: the latest ingest of table %" PRIu32 " at %016" PRIx64
+		               " is %s%" PRIu64 ", not attempt %" PRIu64,
+		               table, lo, s.found ? "attempt " : "none ", s.attempt, attempt);
+	if (s.owned)
+		return SHOAL_OK; /* the same entry again */
+	if (lo > hi)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "partition range [%016" PRIx64 ", %016" PRIx64 "] is empty", lo, hi);
+	collect_arg c = {.n = 0};
+	rc = walk_overlaps(txn->txn, txn->env, table, lo, hi, collect_fn, &c, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	for (size_t i = 0; i < c.n; i++)
+		if (c.r[i].state != ST_PART_AWAY)
+			return sh_errf(errmsg, SHOAL_E_IN_USE,
+			               "own: partition [%016" PRIx64 ", %016" PRIx64
+			               "] of table %" PRIu32 " is %s here",
+			               c.r[i].lo, c.r[i].hi, table,
+			               st_part_state_name(c.r[i].state));
+	for (size_t i = 0; rc == SHOAL_OK && i < c.n; i++) {
+		/* What lies outside [lo, hi] stays AWAY, split into the part
+		 * below lo (keeps its key) and the part above hi (a new key). */
+		st_part_rec r = c.r[i];
+		uint8_t kb[PT_KEY];
+		st_part_key(kb, PT_REC, table, r.lo);
+		if (r.lo < lo) {
+			st_part_rec below = r;
+			below.hi = lo - 1;
+			rc = rec_put(txn, &below, errmsg);
+		} else {
+			rc = meta_del(txn, kb, sizeof(kb), "mdb_del(meta partition)", errmsg);
+		}
+		if (rc == SHOAL_OK && r.hi > hi) {
+			st_part_rec above = r;
+			above.lo = hi + 1;
+			rc = rec_put(txn, &above, errmsg);
+		}
+	}
+	if (rc == SHOAL_OK)
+		rc = ingest_put(txn, table, lo, attempt, true, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+}
+
+/* Checks one key (and item) of an ingest chunk; *item is the decoded item
+ * (NULL: a delete).  Client errors: VALIDATION. */
+static int ingest_check(const st_table_info *t, uint64_t lo, uint64_t hi, size_t i,
+                        const uint8_t *key, size_t klen, const uint8_t *val, size_t vlen,
+                        sh_arena *a, st_value **item, char *errmsg)
+{
+	*item = NULL;
+	if (klen < ST_KEY_HEADER || klen > ST_KEY_MAX || st_get_be32(key) != t->def.id ||
+	    st_get_be16(key + 4) != 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "ingest: key %zu is not a base key of table %" PRIu32, i, t->def.id);
+	uint64_t h = st_get_be64(key + 6);
+	if (h < lo || h > hi)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "ingest: key %zu has hash %016" PRIx64 " outside [%016" PRIx64
+		               ", %016" PRIx64 "]",
+		               i, h, lo, hi);
+	if (vlen == 0)
+		return SHOAL_OK;
+	st_value *v = sh_arena_alloc(a, sizeof(*v));
+	if (v == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "ingest: out of memory");
+	char why[SH_ERRMSG_SIZE];
+	int rc = st_codec_decode(a, val, vlen, v, why);
+	if (rc == SHOAL_E_NOMEM)
+		return sh_errf(errmsg, rc, "%s", why);
+	if (rc != SHOAL_OK || v->type != ST_M)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "ingest: item %zu: %s", i,
+		               rc != SHOAL_OK ? why : "not a map");
+	const st_value *pk, *sk;
+	rc = st_key_check(&t->def.key, v, ST_KEYCHECK_ITEM, &pk, &sk, why);
+	st_key k;
+	if (rc == SHOAL_OK)
+		st_key_item(&k, t->def.id, 0, pk, sk);
+	if (rc != SHOAL_OK || k.len != klen || memcmp(k.b, key, klen) != 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "ingest: item %zu does not carry key %zu%s%s", i, i,
+		               rc != SHOAL_OK ? ": " : "", rc != SHOAL_OK ? why : "");
+	*item = v;
+	return SHOAL_OK;
+}
+
+int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
+                   bool reset, size_t n, const uint8_t *const *keys, const size_t *klens,
+                   const uint8_t *const *vals, const size_t *vlens, sh_arena *a, char *errmsg)
+{
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+	if (lo > hi)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "partition range [%016" PRIx64 ", %016" PRIx64 "] is empty", lo, hi);
+	st_table_info t;
+	bool found;
+	int rc = table_by_id(txn, table, a, &t, &found, errmsg);
+	if (rc == SHOAL_OK && !found)
+		rc = sh_errf(errmsg, SHOAL_E_NOT_FOUND, "ingest: no table %" PRIu32, table);
+	ingest_state s;
+	if (rc == SHOAL_OK)
+		rc = ingest_get(txn->txn, txn->env, table, lo, &s, errmsg);
+	if (rc == SHOAL_OK && !reset && (!s.found || s.attempt != attempt || s.owned))
+		rc = sh_errf(errmsg, SHOAL_E_WRONG_EPOCH,
+		             "ingest: stale chunk of attempt %" PRIu64 " for table %" PRIu32
+		             " at %016" PRIx64 " (latest: %s%" PRIu64 ")",
+		             attempt, table, lo,
+		             !s.found  ? "none "
+		             : s.owned ? "owned "
+		                       : "",
+		             s.attempt);
+	if (rc == SHOAL_OK && reset && s.found && s.owned && s.attempt == attempt)
+		rc = sh_errf(errmsg, SHOAL_E_WRONG_EPOCH,
+		             "ingest: attempt %" PRIu64 " for table %" PRIu32 " at %016" PRIx64
+		             " is owned already",
+		             attempt, table, lo);
+	/* Every key and item checked before anything is written. */
+	st_value **items = NULL;
+	if (rc == SHOAL_OK && n > 0) {
+		items = sh_arena_calloc(a, n, sizeof(*items));
+		if (items == NULL)
+			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "ingest: out of memory");
+	}
+	for (size_t i = 0; rc == SHOAL_OK && i < n; i++)
+		rc = ingest_check(&t, lo, hi, i, keys[i], klens[i], vals != NULL ? vals[i] : NULL,
+		                  vlens[i], a, &items[i], errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+
+	bool more;
+	if (reset) {
+		rc = delete_range(txn, table, lo, hi, 0, a, &more, errmsg);
+		if (rc == SHOAL_OK)
+			rc = ingest_put(txn, table, lo, attempt, false, errmsg);
+	}
+	bool raw = txn->part_raw;
+	txn->part_raw = true;
+	for (size_t i = 0; rc == SHOAL_OK && i < n; i++) {
+		st_key k;
+		k.len = (uint16_t)klens[i];
+		memcpy(k.b, keys[i], klens[i]);
+		rc = raw_write(txn, &t, &k, items[i], a, errmsg);
+	}
+	txn->part_raw = raw;
+	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+}

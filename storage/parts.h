@@ -1,0 +1,184 @@
+/*
+ * parts.h -- partition moves, the storage side (prefix st_part_; issue 14,
+ * the contract is pmove-contract.md).  An addition to the storage contract
+ * (storage.h) used by node/'s state machine and the source leader's mover.
+ *
+ * A table's base items (index id 0) and their LSI entries live in a hash
+ * range; moving [lo, hi] of table t from this group (the source) to another
+ * (the target) goes:
+ *
+ *   source, state of its range record:
+ *
+ *     (none) --st_part_out--> OUT --st_part_fence--> FENCED --st_part_purge
+ *        ^                     |                       |     (until empty)--> AWAY
+ *        +----st_part_abort----+-----------------------+
+ *
+ *   OUT     served as before; every base write of the range also appends a
+ *           move-log record (st_part_log, from write.c) in the same LMDB
+ *           transaction, which the source leader ships after its copy.
+ *   FENCED  reads and writes of the range are refused (SHOAL_E_WRONG_GROUP);
+ *           the log still takes the move's own writes (none: purge skips it).
+ *   AWAY    refused forever (until st_part_own of a move back removes it);
+ *           the items and the log are gone.
+ *
+ *   target: st_part_ingest chunks (the first with reset, which records the
+ *   attempt), then st_part_own of that attempt, which removes any AWAY
+ *   record over the range (the range comes back) and ends the attempt.
+ *
+ * Layout in the meta DBI under prefix 0x05 (0x01 index machinery, 0x02
+ * transactions, 0x03 streams; 0x04 unused), integers big-endian:
+ *
+ *   0x05 'R' | table (4) | lo (8)            -> hi (8) | state (1) |
+ *                                               to_group (4) | attempt (8)
+ *   0x05 'L' | table (4) | lo (8) | seq (8)  -> klen (4) | data key |
+ *                                               vlen (4) | encoded item
+ *                                               (vlen 0: deleted)
+ *   0x05 'N' | table (4) | lo (8)            -> u64 last log seq (absent: 0)
+ *   0x05 'I' | table (4) | lo (8)            -> target side: attempt (8) of
+ *                                               the latest ingest reset |
+ *                                               owned (1): st_part_own took it
+ *
+ * Records are replicated state: they travel in Raft snapshots with the rest
+ * of meta.  The environment keeps in memory whether any 'R' record may exist
+ * (set at open, after a snapshot load and when one is written), so that the
+ * request path's checks cost one branch when none does.
+ *
+ * Determinism: every function taking an st_txn runs in the state machine's
+ * write transaction and is a function of (state, arguments) only.  Errors
+ * as storage.h: client-class codes leave the transaction untouched;
+ * environmental ones poison it.
+ *
+ * Memory: arrays and bytes handed out are in the caller's arena; arrays
+ * handed in are borrowed for the call.
+ */
+#ifndef SHOAL_STORAGE_PARTS_H
+#define SHOAL_STORAGE_PARTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "storage.h"
+
+typedef enum { ST_PART_OUT = 1, ST_PART_FENCED = 2, ST_PART_AWAY = 3 } st_part_state;
+
+typedef struct st_part_rec {
+	uint32_t table;
+	uint64_t lo, hi; /* hash range, inclusive */
+	uint8_t state;   /* st_part_state */
+	uint32_t to_group;
+	uint64_t attempt;
+} st_part_rec;
+
+/* "OUT", "FENCED", "AWAY" ("?" otherwise). */
+const char *st_part_state_name(uint8_t state);
+
+/* Whether the environment may hold a range record (the in-memory flag): the
+ * node may skip its own work when false. */
+bool st_part_any(const st_env *env);
+
+/* ------------------------------------------------------------------------ */
+/* Request path                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* SHOAL_E_WRONG_GROUP (the message names the table, the hash and the state)
+ * if (table, hash) lies in a FENCED or AWAY range, as txn sees it.  One
+ * branch when the environment has no record.  The write planning (st_plan_*,
+ * so also transactions and TTL deletes) and the reads (GetItem, Query and
+ * Scan of the base table or an LSI, TransactGetItems) call it themselves. */
+int st_part_check(st_txn *txn, uint32_t table, uint64_t hash, char *errmsg);
+
+/* The same for hashes [lo, hi] of table's base items, in a read transaction
+ * of its own (refused if the range overlaps a FENCED or AWAY one): for the
+ * node's own reads outside the storage read paths (which check already).
+ * No transaction is opened when the environment has no record. */
+int st_part_check_env(st_env *env, uint32_t table, uint64_t lo, uint64_t hi, char *errmsg);
+
+/* The write hook (write.c, applying a base write): when (table, hash) is in
+ * an OUT or FENCED range, appends a log record (key, and the encoded new
+ * item or vlen 0 for a delete).  One branch when the environment has no
+ * record. */
+int st_part_log(st_txn *txn, uint32_t table, uint64_t hash, const uint8_t *key, size_t klen,
+                const uint8_t *val, size_t vlen, char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* Apply side (the state machine's write transaction)                        */
+/* ------------------------------------------------------------------------ */
+
+/* Source: records [lo, hi] as OUT toward to_group.  Idempotent for the same
+ * range (a new attempt updates attempt and to_group, and drops the log
+ * records of the earlier attempt, keeping the seq); SHOAL_E_IN_USE if the
+ * range overlaps another record; SHOAL_E_VALIDATION if lo > hi or the
+ * range's record is past OUT. */
+int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t to_group,
+                uint64_t attempt, char *errmsg);
+
+/* Source: OUT -> FENCED (idempotent when FENCED).  SHOAL_E_IN_USE while any
+ * prepared transaction exists (the leader tries again); SHOAL_E_VALIDATION
+ * without an OUT or FENCED record at (table, lo). */
+int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg);
+
+/* Source: deletes up to max_items base items of the FENCED range (with LSI
+ * entries, counters, collection sizes; no GSI delta, stream or log record).
+ * When none is left the record becomes AWAY, the log and 'N' are deleted
+ * and *done is true (also when it was AWAY already).  SHOAL_E_VALIDATION
+ * without a FENCED or AWAY record at (table, lo). */
+int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items, bool *done,
+                  char *errmsg);
+
+/* Source: an OUT or FENCED record and its log are removed (the range is
+ * served again).  No record: SHOAL_OK; AWAY: SHOAL_E_VALIDATION. */
+int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg);
+
+/* Target: the range is this group's.  SHOAL_E_VALIDATION unless the latest
+ * ingest reset at (table, lo) was `attempt`; removes the overlap of AWAY
+ * records with [lo, hi] (what is left of a larger one stays AWAY) and marks
+ * the attempt owned, after which ingests of it are stale.  A second own of
+ * the same attempt is SHOAL_OK and changes nothing.  SHOAL_E_IN_USE if an
+ * OUT or FENCED record overlaps the range. */
+int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
+                char *errmsg);
+
+/* Target: one chunk of the copy or of the log: n data keys, each with an
+ * encoded item (vlen > 0: put) or none (vlen 0: delete), applied through the
+ * write path with their LSI entries, item counters and collection sizes,
+ * but no GSI delta, stream record, move log or fence check.  reset: first
+ * delete every base item of [lo, hi] and record `attempt`; else a chunk of
+ * another attempt than the recorded one (or of an owned one) is stale:
+ * SHOAL_E_WRONG_EPOCH.  Every key must be a base key of `table` with its
+ * hash in [lo, hi], every item must decode and carry that key (else
+ * SHOAL_E_VALIDATION and nothing written).  SHOAL_E_NOT_FOUND if there is
+ * no such table.  Scratch memory from a. */
+int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
+                   bool reset, size_t n, const uint8_t *const *keys, const size_t *klens,
+                   const uint8_t *const *vals, const size_t *vlens, sh_arena *a, char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* Source leader's reads (each in a read transaction of its own)             */
+/* ------------------------------------------------------------------------ */
+
+/* Every range record, in (table, lo) order; *out in a (NULL when n is 0). */
+int st_part_list(st_env *env, sh_arena *a, st_part_rec **out, size_t *n, char *errmsg);
+
+/* One chunk of the copy: base items (data keys and encoded values) of table
+ * with hashes in [lo, hi], in key order, after the data key `after`
+ * (after_len 0: from lo), at least one and then as many as fit in max_bytes
+ * (keys and values).  *more: items follow.  *log_last: the move log's last
+ * seq at (table, lo) in the same read transaction (the first chunk's is the
+ * watermark after which the log is shipped). */
+int st_part_copy_chunk(st_env *env, uint32_t table, uint64_t lo, uint64_t hi, const uint8_t *after,
+                       size_t after_len, size_t max_bytes, sh_arena *a, uint8_t ***keys,
+                       size_t **klens, uint8_t ***vals, size_t **vlens, size_t *n, bool *more,
+                       uint64_t *log_last, char *errmsg);
+
+/* Move-log records of (table, lo) with seq > after_seq, in seq order, at
+ * least one (if any) and then as many as fit in max_bytes.  vlens[i] 0: a
+ * delete.  *last_seq: the seq of the last returned (after_seq when none). */
+int st_part_log_read(st_env *env, uint32_t table, uint64_t lo, uint64_t after_seq, size_t max_bytes,
+                     sh_arena *a, uint8_t ***keys, size_t **klens, uint8_t ***vals, size_t **vlens,
+                     uint64_t *last_seq, size_t *n, char *errmsg);
+
+/* The move log's last seq at (table, lo) (0: none yet). */
+int st_part_log_last(st_env *env, uint32_t table, uint64_t lo, uint64_t *seq, char *errmsg);
+
+#endif

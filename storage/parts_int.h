@@ -1,0 +1,50 @@
+/*
+ * parts_int.h -- internals shared by the partition-move files (private to
+ * storage/): parts.c (records, the request path's checks, the move log, the
+ * apply side) and parts_read.c (the source leader's reads).  The layout is
+ * at the top of parts.h.
+ */
+#ifndef SHOAL_STORAGE_PARTS_INT_H
+#define SHOAL_STORAGE_PARTS_INT_H
+
+#include "index_int.h"
+#include "parts.h"
+#include "read.h"
+
+#define PT_META    0x05
+#define PT_REC     'R'
+#define PT_LOG     'L'
+#define PT_LAST    'N'
+#define PT_INGEST  'I'
+#define PT_KEY     14 /* 0x05 | kind | table (4) | lo (8) */
+#define PT_LOG_KEY 22 /* ... | seq (8) */
+#define PT_REC_VAL 21 /* hi (8) | state (1) | to_group (4) | attempt (8) */
+#define PT_ING_VAL 9  /* attempt (8) | owned (1) */
+
+/* 0x05 | kind | table | lo. */
+static inline void st_part_key(uint8_t k[PT_KEY], char kind, uint32_t table, uint64_t lo)
+{
+	k[0] = PT_META;
+	k[1] = (uint8_t)kind;
+	st_put_be32(k + 2, table);
+	st_put_be64(k + 6, lo);
+}
+
+/* 0x05 'L' | table | lo | seq. */
+static inline void st_part_log_key(uint8_t k[PT_LOG_KEY], uint32_t table, uint64_t lo, uint64_t seq)
+{
+	st_part_key(k, PT_LOG, table, lo);
+	st_put_be64(k + PT_KEY, seq);
+}
+
+/* Decodes a range record (SHOAL_E_INTERNAL if corrupt). */
+int st_part_rec_decode(const MDB_val *k, const MDB_val *v, st_part_rec *r, char *errmsg);
+
+/* The data-key range of table's base items with hashes in [lo, hi]:
+ * [*from, *to) (has_to false: to the end of the table's base keys). */
+void st_part_base_range(uint32_t table, uint64_t lo, uint64_t hi, st_key *from, st_key *to,
+                        bool *has_to);
+/* Whether LMDB key k sorts before `to` (always when !has_to). */
+bool st_part_key_before(const MDB_val *k, const st_key *to, bool has_to);
+
+#endif

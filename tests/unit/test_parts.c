@@ -1,0 +1,925 @@
+/* Partition moves, the storage side (storage/parts.c): the move log on OUT,
+ * the fence refusing reads and writes, ingest through the write path (LSI
+ * entries and counters, no outbox delta, no stream record), stale attempts,
+ * purge to AWAY, own splitting an AWAY record, abort, the in-memory flag,
+ * and a randomised copy + log replay that must give exactly the source's
+ * range (seed printed; SHOAL_SEED=n replays it). */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/catalog.h"
+#include "storage/codec.h"
+#include "storage/engine.h"
+#include "storage/index.h"
+#include "storage/parts.h"
+#include "storage/snapshot.h"
+#include "tests/lib/testlib.h"
+#include "tests/lib/tl_store.h"
+
+#define TID   7
+#define LABEL 1700000000123ll
+
+static st_env *tgt; /* the target group's environment (tl_env is the source) */
+
+/* Table "T" (id TID) with an LSI byL (PK, L), a GSI byG (G) and a stream. */
+static void create_table(st_env *e)
+{
+	st_key_attr attrs[4] = {{"PK", ST_S}, {"SK", ST_S}, {"L", ST_N}, {"G", ST_S}};
+	st_index_def ix[2] = {{.name = "byL",
+	                       .local = true,
+	                       .key = {{"PK", ST_S}, {"L", ST_N}},
+	                       .projection = ST_PROJ_ALL,
+	                       .write_shards = 1,
+	                       .status = ST_INDEX_ACTIVE},
+	                      {.name = "byG",
+	                       .key = {{"G", ST_S}, {NULL, ST_NONE}},
+	                       .projection = ST_PROJ_ALL,
+	                       .write_shards = 1,
+	                       .status = ST_INDEX_ACTIVE}};
+	st_table_def d = {.name = "Tab",
+	                  .id = TID,
+	                  .key = {{"PK", ST_S}, {"SK", ST_S}},
+	                  .attrs = attrs,
+	                  .n_attrs = 4,
+	                  .indexes = ix,
+	                  .n_indexes = 2,
+	                  .created_ms = LABEL,
+	                  .stream = {.enabled = true,
+	                             .view = ST_VIEW_NEW_AND_OLD_IMAGES,
+	                             .label_ms = LABEL,
+	                             .changed_ms = LABEL}};
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	ck_assert_msg(st_table_create(t, &d, tl_msg) == SHOAL_OK, "%s", tl_msg);
+	ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
+}
+
+static void setup(void)
+{
+	tl_store_open("parts", NULL);
+	create_table(tl_env);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", tl_tmpdir("parts-target"));
+	ck_assert_int_eq(st_env_open(dir, NULL, &tgt, tl_msg), SHOAL_OK);
+	create_table(tgt);
+}
+
+static void teardown(void)
+{
+	st_env_close(tgt);
+	tgt = NULL;
+	tl_store_close();
+}
+
+static uint64_t hash_of(const char *pk)
+{
+	return st_key_hash(TID, tl_s(pk));
+}
+
+static st_value *item(const char *pk, const char *sk, long l, const char *g)
+{
+	st_value *it = tl_map("PK", tl_s(pk), "SK", tl_s(sk), NULL);
+	if (l >= 0)
+		st_map_set(&tl_arena, it, "L", 1, tl_ni(l));
+	if (g != NULL)
+		st_map_set(&tl_arena, it, "G", 1, tl_s(g));
+	return it;
+}
+
+static st_value *key(const char *pk, const char *sk)
+{
+	return tl_map("PK", tl_s(pk), "SK", tl_s(sk), NULL);
+}
+
+/* One write in a transaction of its own; the transaction commits only when
+ * the write succeeded. */
+static int finish(st_txn *t, int rc)
+{
+	if (rc == SHOAL_OK)
+		ck_assert_msg(st_txn_commit(t, tl_msg) == SHOAL_OK, "%s", tl_msg);
+	else
+		st_txn_abort(t);
+	return rc;
+}
+
+static int put(st_env *e, const st_value *it)
+{
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	st_txn_set_time(t, LABEL);
+	st_put_req r = {.table = "Tab", .item = it};
+	st_write_result res;
+	return finish(t, st_put(t, &r, &tl_arena, &res, tl_msg));
+}
+
+static int del(st_env *e, const st_value *k)
+{
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	st_txn_set_time(t, LABEL);
+	st_delete_req r = {.table = "Tab", .key = k};
+	st_write_result res;
+	return finish(t, st_delete(t, &r, &tl_arena, &res, tl_msg));
+}
+
+static int get(st_env *e, const st_value *k, st_value **out)
+{
+	st_get_req r = {.table = "Tab", .key = k};
+	return st_get_item(e, &r, &tl_arena, out, tl_msg);
+}
+
+/* Apply-side calls, each in a transaction of its own. */
+static int p_out(st_env *e, uint64_t lo, uint64_t hi, uint64_t attempt)
+{
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	return finish(t, st_part_out(t, TID, lo, hi, 2, attempt, tl_msg));
+}
+
+static int p_fence(st_env *e, uint64_t lo)
+{
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	return finish(t, st_part_fence(t, TID, lo, tl_msg));
+}
+
+static int p_purge(st_env *e, uint64_t lo, uint32_t max, bool *done)
+{
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	return finish(t, st_part_purge(t, TID, lo, max, done, tl_msg));
+}
+
+static int p_abort(st_env *e, uint64_t lo)
+{
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	return finish(t, st_part_abort(t, TID, lo, tl_msg));
+}
+
+static int p_own(st_env *e, uint64_t lo, uint64_t hi, uint64_t attempt)
+{
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	return finish(t, st_part_own(t, TID, lo, hi, attempt, tl_msg));
+}
+
+static int p_ingest(st_env *e, uint64_t lo, uint64_t hi, uint64_t attempt, bool reset, size_t n,
+                    uint8_t **keys, size_t *klens, uint8_t **vals, size_t *vlens)
+{
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	st_txn_set_time(t, LABEL);
+	return finish(t, st_part_ingest(t, TID, lo, hi, attempt, reset, n,
+	                                (const uint8_t *const *)keys, klens,
+	                                (const uint8_t *const *)vals, vlens, &tl_arena, tl_msg));
+}
+
+/* Every (key, value) of the source's range, as one chunk, into the target. */
+static void copy_all(uint64_t lo, uint64_t hi, uint64_t attempt, uint64_t *log_last)
+{
+	uint8_t **k, **v;
+	size_t *kl, *vl, n;
+	bool more;
+	ck_assert_int_eq(st_part_copy_chunk(tl_env, TID, lo, hi, NULL, 0, SIZE_MAX, &tl_arena, &k,
+	                                    &kl, &v, &vl, &n, &more, log_last, tl_msg),
+	                 SHOAL_OK);
+	ck_assert(!more);
+	ck_assert_msg(p_ingest(tgt, lo, hi, attempt, true, n, k, kl, v, vl) == SHOAL_OK, "%s",
+	              tl_msg);
+}
+
+/* Keys of the meta DBI that start with b0 b1. */
+typedef struct count_arg {
+	uint8_t p[2];
+	uint64_t n;
+} count_arg;
+
+static int count_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl, char *errmsg)
+{
+	count_arg *c = arg;
+	if (kl >= 2 && memcmp(k, c->p, 2) == 0)
+		c->n++;
+	return SHOAL_OK;
+}
+
+static uint64_t count_meta(st_env *e, uint8_t b0, uint8_t b1)
+{
+	st_view *v;
+	ck_assert_int_eq(st_view_begin(e, &v, tl_msg), SHOAL_OK);
+	count_arg c = {{b0, b1}, 0};
+	ck_assert_int_eq(st_view_foreach(v, ST_DBI_META, count_fn, &c, tl_msg), SHOAL_OK);
+	st_view_end(v);
+	return c.n;
+}
+
+#define OUTBOX(e)  count_meta(e, 0x01, 'O')
+#define STREAM(e)  count_meta(e, 0x03, 'R')
+#define MOVELOG(e) count_meta(e, 0x05, 'L')
+
+/* The data entries of table TID (base items and LSI entries) whose hash is
+ * inside [lo, hi] (or outside it), as one buffer of (len, key, len, value). */
+typedef struct dump_arg {
+	uint64_t lo, hi;
+	bool inside;
+	uint8_t *buf;
+	size_t len, cap;
+} dump_arg;
+
+static void dump_add(dump_arg *d, const void *p, size_t n)
+{
+	if (d->len + n + sizeof(size_t) > d->cap) {
+		d->cap = 2 * (d->len + n + sizeof(size_t)) + 4096;
+		d->buf = realloc(d->buf, d->cap);
+		ck_assert_ptr_nonnull(d->buf);
+	}
+	memcpy(d->buf + d->len, &n, sizeof(n));
+	memcpy(d->buf + d->len + sizeof(n), p, n);
+	d->len += sizeof(n) + n;
+}
+
+static int dump_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl, char *errmsg)
+{
+	dump_arg *d = arg;
+	const uint8_t *b = k;
+	if (kl < ST_KEY_HEADER || st_get_be32(b) != TID)
+		return SHOAL_OK;
+	uint64_t h = st_get_be64(b + 6);
+	if ((h >= d->lo && h <= d->hi) != d->inside)
+		return SHOAL_OK;
+	dump_add(d, k, kl);
+	dump_add(d, v, vl);
+	return SHOAL_OK;
+}
+
+static uint8_t *dump(st_env *e, uint64_t lo, uint64_t hi, bool inside, size_t *len)
+{
+	st_view *v;
+	ck_assert_int_eq(st_view_begin(e, &v, tl_msg), SHOAL_OK);
+	dump_arg d = {.lo = lo, .hi = hi, .inside = inside};
+	ck_assert_int_eq(st_view_foreach(v, ST_DBI_DATA, dump_fn, &d, tl_msg), SHOAL_OK);
+	st_view_end(v);
+	*len = d.len;
+	return d.buf;
+}
+
+static void assert_same(uint8_t *a, size_t alen, uint8_t *b, size_t blen, const char *what)
+{
+	ck_assert_msg(alen == blen && (alen == 0 || memcmp(a, b, alen) == 0),
+	              "%s differ (%zu and %zu bytes)", what, alen, blen);
+	free(a);
+	free(b);
+}
+
+/* The counters an environment keeps for table T (item count and bytes, the
+ * LSI's entry count and bytes, every item collection's size) against what
+ * its data holds. */
+typedef struct counters {
+	uint64_t items, bytes, lsi_items, lsi_bytes;
+	struct {
+		uint8_t digest[16];
+		uint64_t size;
+	} coll[512];
+	uint32_t n_coll;
+} counters;
+
+static int counters_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl, char *errmsg)
+{
+	counters *c = arg;
+	const uint8_t *b = k;
+	if (kl < ST_KEY_HEADER || st_get_be32(b) != TID || st_get_be16(b + 4) > 1)
+		return SHOAL_OK;
+	st_value it;
+	ck_assert_int_eq(st_codec_decode(&tl_arena, v, vl, &it, errmsg), SHOAL_OK);
+	uint64_t size = st_item_size(&it);
+	if (st_get_be16(b + 4) == 0) {
+		c->items++;
+		c->bytes += size;
+	} else {
+		c->lsi_items++;
+		c->lsi_bytes += size;
+	}
+	uint32_t i = 0;
+	while (i < c->n_coll && memcmp(c->coll[i].digest, b + 6, 16) != 0)
+		i++;
+	if (i == c->n_coll) {
+		ck_assert_uint_lt(c->n_coll, 512);
+		memcpy(c->coll[c->n_coll++].digest, b + 6, 16);
+	}
+	c->coll[i].size += size;
+	return SHOAL_OK;
+}
+
+static void check_counters(st_env *e)
+{
+	static counters c;
+	memset(&c, 0, sizeof(c));
+	st_view *v;
+	ck_assert_int_eq(st_view_begin(e, &v, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_view_foreach(v, ST_DBI_DATA, counters_fn, &c, tl_msg), SHOAL_OK);
+	st_view_end(v);
+	st_table_info t;
+	ck_assert_int_eq(st_table_describe(e, "Tab", &tl_arena, &t, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(t.item_count, c.items);
+	ck_assert_uint_eq(t.size_bytes, c.bytes);
+	st_index_progress *p;
+	uint32_t n;
+	ck_assert_int_eq(st_index_progress_list(e, &tl_arena, &p, &n, tl_msg), SHOAL_OK);
+	bool seen = false;
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].local) {
+			seen = true;
+			ck_assert_uint_eq(p[i].item_count, c.lsi_items);
+			ck_assert_uint_eq(p[i].size_bytes, c.lsi_bytes);
+		}
+	ck_assert(seen);
+	/* Collection sizes: one meta counter per partition-key value held. */
+	ck_assert_uint_eq(count_meta(e, 0x01, 'C'), c.n_coll);
+	MDB_txn *rt;
+	ck_assert_int_eq(mdb_txn_begin(e->env, NULL, MDB_RDONLY, &rt), 0);
+	for (uint32_t i = 0; i < c.n_coll; i++) {
+		uint8_t mk[22] = {0x01, 'C'};
+		st_put_be32(mk + 2, TID);
+		memcpy(mk + 6, c.coll[i].digest, 16);
+		MDB_val k = {sizeof(mk), mk}, val;
+		ck_assert_int_eq(mdb_get(rt, e->meta, &k, &val), 0);
+		ck_assert_uint_eq(st_get_be64(val.mv_data), c.coll[i].size);
+	}
+	mdb_txn_abort(rt);
+}
+
+static int query_rc(st_query_req *q)
+{
+	st_page p;
+	return st_query(tl_env, q, &tl_arena, &p, tl_msg);
+}
+
+static int scan_rc(st_scan_req *s)
+{
+	st_page p;
+	return st_scan(tl_env, s, &tl_arena, &p, tl_msg);
+}
+
+static void list(st_env *e, st_part_rec **r, size_t *n)
+{
+	ck_assert_int_eq(st_part_list(e, &tl_arena, r, n, tl_msg), SHOAL_OK);
+}
+
+/* ------------------------------------------------------------------------ */
+
+START_TEST(test_log_on_out)
+{
+	ck_assert(!st_part_any(tl_env));
+	ck_assert_int_eq(put(tl_env, item("a", "1", 1, "g")), SHOAL_OK);
+	uint64_t h = hash_of("a");
+	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
+	ck_assert(st_part_any(tl_env));
+	/* Idempotent; overlapping another range: IN_USE; empty: VALIDATION. */
+	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
+	ck_assert_int_eq(p_out(tl_env, h > 0 ? h - 1 : h, h, 1), SHOAL_E_IN_USE);
+	ck_assert_int_eq(p_out(tl_env, 5, 4, 1), SHOAL_E_VALIDATION);
+
+	ck_assert_int_eq(put(tl_env, item("a", "2", 2, "g")), SHOAL_OK); /* logged */
+	ck_assert_int_eq(put(tl_env, item("b", "1", 1, "g")), SHOAL_OK); /* not in range */
+	ck_assert_int_eq(del(tl_env, key("a", "1")), SHOAL_OK);          /* logged */
+	ck_assert_int_eq(del(tl_env, key("a", "9")), SHOAL_OK);          /* nothing to delete */
+	uint64_t last;
+	ck_assert_int_eq(st_part_log_last(tl_env, TID, h, &last, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(last, 2);
+
+	uint8_t **k, **v;
+	size_t *kl, *vl, n;
+	uint64_t seq;
+	ck_assert_int_eq(
+	    st_part_log_read(tl_env, TID, h, 0, 1, &tl_arena, &k, &kl, &v, &vl, &seq, &n, tl_msg),
+	    SHOAL_OK);
+	ck_assert_uint_eq(n, 1); /* max_bytes 1: still one */
+	ck_assert_uint_eq(seq, 1);
+	st_value it;
+	ck_assert_uint_gt(vl[0], 0);
+	ck_assert_int_eq(st_codec_decode(&tl_arena, v[0], vl[0], &it, tl_msg), SHOAL_OK);
+	ck_assert(tl_same(&it, item("a", "2", 2, "g")));
+	ck_assert_int_eq(st_part_log_read(tl_env, TID, h, 1, 1 << 20, &tl_arena, &k, &kl, &v, &vl,
+	                                  &seq, &n, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(seq, 2);
+	ck_assert_uint_eq(vl[0], 0); /* the delete */
+	ck_assert_uint_eq(st_get_be64(k[0] + 6), h);
+	ck_assert_int_eq(st_part_log_read(tl_env, TID, h, 2, 1 << 20, &tl_arena, &k, &kl, &v, &vl,
+	                                  &seq, &n, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(seq, 2);
+
+	/* A new attempt of the same range drops the old records, keeps the seq. */
+	ck_assert_int_eq(p_out(tl_env, h, h, 2), SHOAL_OK);
+	ck_assert_uint_eq(MOVELOG(tl_env), 0);
+	ck_assert_int_eq(put(tl_env, item("a", "3", 3, "g")), SHOAL_OK);
+	ck_assert_int_eq(st_part_log_last(tl_env, TID, h, &last, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(last, 3);
+	st_part_rec *r;
+	list(tl_env, &r, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(r[0].attempt, 2);
+	ck_assert_uint_eq(r[0].state, ST_PART_OUT);
+	check_counters(tl_env);
+}
+END_TEST
+
+START_TEST(test_fence_refuses)
+{
+	ck_assert_int_eq(put(tl_env, item("a", "1", 1, "g")), SHOAL_OK);
+	ck_assert_int_eq(put(tl_env, item("b", "1", 1, "g")), SHOAL_OK);
+	uint64_t h = hash_of("a");
+	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_E_VALIDATION); /* no record */
+	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
+
+	/* A prepared transaction holds the fence off. */
+	st_txn *t;
+	uint8_t id[ST_TXN_ID_LEN] = {1};
+	st_txn_action act = {.kind = ST_TXA_PUT,
+	                     .u.put = {.table = "Tab", .item = item("c", "1", 1, "g")}};
+	st_txn_result res[1];
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_prepare(t, id, 0, &act, 1, "x", 1, &tl_arena, res, tl_msg),
+	                 SHOAL_OK);
+	ck_assert_int_eq(finish(t, SHOAL_OK), SHOAL_OK);
+	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_E_IN_USE);
+	st_prepared prep;
+	bool found;
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_release(t, id, &tl_arena, &prep, &found, tl_msg), SHOAL_OK);
+	ck_assert(found);
+	ck_assert_int_eq(finish(t, SHOAL_OK), SHOAL_OK);
+
+	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK);
+	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK); /* idempotent */
+	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_E_VALIDATION);
+
+	/* Writes and reads of the range: WRONG_GROUP, naming table and hash. */
+	char want[64];
+	snprintf(want, sizeof(want), "table %d hash %016" PRIx64, TID, h);
+	ck_assert_int_eq(put(tl_env, item("a", "2", 1, "g")), SHOAL_E_WRONG_GROUP);
+	ck_assert_msg(strstr(tl_msg, want) != NULL && strstr(tl_msg, "FENCED") != NULL, "%s",
+	              tl_msg);
+	ck_assert_int_eq(del(tl_env, key("a", "1")), SHOAL_E_WRONG_GROUP);
+	st_value *got;
+	ck_assert_int_eq(get(tl_env, key("a", "1"), &got), SHOAL_E_WRONG_GROUP);
+	ck_assert_int_eq(st_part_check_env(tl_env, TID, 0, UINT64_MAX, tl_msg),
+	                 SHOAL_E_WRONG_GROUP);
+	ck_assert_int_eq(st_part_check_env(tl_env, TID + 1, 0, UINT64_MAX, tl_msg), SHOAL_OK);
+	if (h < UINT64_MAX)
+		ck_assert_int_eq(st_part_check_env(tl_env, TID, h + 1, UINT64_MAX, tl_msg),
+		                 SHOAL_OK);
+	st_query_req q = {.table = "Tab",
+	                  .key_condition = "PK = :p",
+	                  .attrs = {NULL, tl_map(":p", tl_s("a"), NULL)},
+	                  .forward = true};
+	ck_assert_int_eq(query_rc(&q), SHOAL_E_WRONG_GROUP);
+	q.index = "byL"; /* the LSI's entries live with the items */
+	ck_assert_int_eq(query_rc(&q), SHOAL_E_WRONG_GROUP);
+	st_scan_req s = {.table = "Tab"};
+	ck_assert_int_eq(scan_rc(&s), SHOAL_E_WRONG_GROUP);
+	/* A scan of a hash range beside it, and the other items, are served. */
+	st_page p;
+	if (h > 0) {
+		s.hash_lo = 0, s.hash_hi = h - 1;
+		tl_scan_ok(&s, &p);
+	}
+	q.index = NULL;
+	q.attrs.values = tl_map(":p", tl_s("b"), NULL);
+	tl_query_ok(&q, &p);
+	ck_assert_uint_eq(p.count, 1);
+	ck_assert_int_eq(get(tl_env, key("b", "1"), &got), SHOAL_OK);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_int_eq(put(tl_env, item("b", "2", 1, "g")), SHOAL_OK);
+	/* A GSI's hash space does not move. */
+	st_scan_req gs = {.table = "Tab", .index = "byG"};
+	tl_scan_ok(&gs, &p);
+
+	/* A transaction touching the range is refused as a whole. */
+	st_txn_action acts[2] = {
+	    {.kind = ST_TXA_PUT, .u.put = {.table = "Tab", .item = item("b", "3", 1, "g")}},
+	    {.kind = ST_TXA_PUT, .u.put = {.table = "Tab", .item = item("a", "3", 1, "g")}}};
+	st_txn_result rs[2];
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(finish(t, st_transact(t, acts, 2, &tl_arena, rs, tl_msg)),
+	                 SHOAL_E_WRONG_GROUP);
+	st_txn_get g = {.req = {.table = "Tab", .key = key("a", "1")}};
+	uint64_t inst;
+	ck_assert_int_eq(st_txn_get_items(tl_env, &g, 1, &tl_arena, &inst, tl_msg),
+	                 SHOAL_E_WRONG_GROUP);
+}
+END_TEST
+
+START_TEST(test_ingest_maintains_indexes)
+{
+	for (int i = 0; i < 20; i++) {
+		char pk[8], sk[8];
+		snprintf(pk, sizeof(pk), "p%d", i % 5);
+		snprintf(sk, sizeof(sk), "s%d", i);
+		ck_assert_int_eq(put(tl_env, item(pk, sk, i % 3 == 0 ? -1 : i, "g")), SHOAL_OK);
+	}
+	ck_assert_uint_gt(OUTBOX(tl_env), 0);
+	ck_assert_uint_gt(STREAM(tl_env), 0);
+	uint64_t last;
+	copy_all(0, UINT64_MAX, 1, &last);
+	ck_assert_uint_eq(last, 0);
+	size_t la, lb;
+	uint8_t *a = dump(tl_env, 0, UINT64_MAX, true, &la);
+	uint8_t *b = dump(tgt, 0, UINT64_MAX, true, &lb);
+	assert_same(a, la, b, lb, "source and target data");
+	check_counters(tgt);
+	ck_assert_uint_eq(OUTBOX(tgt), 0);
+	ck_assert_uint_eq(STREAM(tgt), 0);
+	ck_assert_uint_eq(MOVELOG(tgt), 0);
+	/* The target's LSI answers. */
+	st_query_req q = {.table = "Tab",
+	                  .index = "byL",
+	                  .key_condition = "PK = :p",
+	                  .attrs = {NULL, tl_map(":p", tl_s("p1"), NULL)},
+	                  .forward = true};
+	st_page p, pt;
+	tl_query_ok(&q, &p);
+	st_env *save = tl_env;
+	tl_env = tgt;
+	tl_query_ok(&q, &pt);
+	tl_env = save;
+	ck_assert_uint_eq(p.count, pt.count);
+	ck_assert_uint_gt(pt.count, 0);
+
+	/* Ingest of an update and a delete: the LSI entry moves and goes. */
+	uint8_t *k[2], *v[2];
+	size_t kl[2], vl[2];
+	st_key k0, k1;
+	st_key_item(&k0, TID, 0, tl_s("p1"), tl_s("s1"));
+	st_key_item(&k1, TID, 0, tl_s("p2"), tl_s("s2"));
+	k[0] = k0.b, kl[0] = k0.len, k[1] = k1.b, kl[1] = k1.len;
+	ck_assert_int_eq(st_codec_encode(&tl_arena, item("p1", "s1", 99, "h"), &v[0], &vl[0]),
+	                 SHOAL_OK);
+	v[1] = NULL, vl[1] = 0;
+	ck_assert_int_eq(p_ingest(tgt, 0, UINT64_MAX, 1, false, 2, k, kl, v, vl), SHOAL_OK);
+	ck_assert_int_eq(put(tl_env, item("p1", "s1", 99, "h")), SHOAL_OK);
+	ck_assert_int_eq(del(tl_env, key("p2", "s2")), SHOAL_OK);
+	a = dump(tl_env, 0, UINT64_MAX, true, &la);
+	b = dump(tgt, 0, UINT64_MAX, true, &lb);
+	assert_same(a, la, b, lb, "source and target data after updates");
+	check_counters(tgt);
+	ck_assert_uint_eq(OUTBOX(tgt), 0);
+	ck_assert_uint_eq(STREAM(tgt), 0);
+}
+END_TEST
+
+START_TEST(test_ingest_refusals)
+{
+	ck_assert_int_eq(put(tl_env, item("a", "1", 1, "g")), SHOAL_OK);
+	uint64_t h = hash_of("a"), last;
+	copy_all(h, h, 5, &last);
+	st_value *got;
+	ck_assert_int_eq(get(tgt, key("a", "1"), &got), SHOAL_OK);
+	ck_assert_ptr_nonnull(got);
+
+	st_key ka, kb;
+	st_key_item(&ka, TID, 0, tl_s("a"), tl_s("2"));
+	st_key_item(&kb, TID, 0, tl_s("b"), tl_s("2"));
+	uint8_t *k[1] = {ka.b}, *v[1];
+	size_t kl[1] = {ka.len}, vl[1];
+	ck_assert_int_eq(st_codec_encode(&tl_arena, item("a", "2", 2, "g"), &v[0], &vl[0]),
+	                 SHOAL_OK);
+	/* Stale attempt, or no reset recorded for it. */
+	ck_assert_int_eq(p_ingest(tgt, h, h, 4, false, 1, k, kl, v, vl), SHOAL_E_WRONG_EPOCH);
+	/* A key outside the range, an item that does not carry its key, a
+	 * corrupt item, a key of another table: nothing written. */
+	uint8_t *kb_[1] = {kb.b};
+	size_t kbl[1] = {kb.len};
+	ck_assert_int_eq(p_ingest(tgt, h, h, 5, false, 1, kb_, kbl, v, vl), SHOAL_E_VALIDATION);
+	uint8_t *k2[2] = {ka.b, ka.b}, *v2[2] = {v[0], v[0]};
+	size_t kl2[2] = {ka.len, ka.len}, vl2[2] = {vl[0], vl[0] - 1};
+	ck_assert_int_eq(p_ingest(tgt, h, h, 5, false, 2, k2, kl2, v2, vl2), SHOAL_E_VALIDATION);
+	uint8_t *wrong;
+	size_t wl;
+	ck_assert_int_eq(st_codec_encode(&tl_arena, item("a", "3", 2, "g"), &wrong, &wl), SHOAL_OK);
+	ck_assert_int_eq(p_ingest(tgt, h, h, 5, false, 1, k, kl, &wrong, &wl), SHOAL_E_VALIDATION);
+	uint8_t other[ST_KEY_MAX];
+	memcpy(other, ka.b, ka.len);
+	other[3] ^= 1;
+	uint8_t *ko[1] = {other};
+	ck_assert_int_eq(p_ingest(tgt, h, h, 5, false, 1, ko, kl, v, vl), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(get(tgt, key("a", "2"), &got), SHOAL_OK);
+	ck_assert_ptr_null(got);
+	/* The right attempt goes. */
+	ck_assert_int_eq(p_ingest(tgt, h, h, 5, false, 1, k, kl, v, vl), SHOAL_OK);
+	ck_assert_int_eq(get(tgt, key("a", "2"), &got), SHOAL_OK);
+	ck_assert_ptr_nonnull(got);
+	/* A new reset wipes the range first. */
+	ck_assert_int_eq(p_ingest(tgt, h, h, 6, true, 0, NULL, NULL, NULL, NULL), SHOAL_OK);
+	ck_assert_int_eq(get(tgt, key("a", "1"), &got), SHOAL_OK);
+	ck_assert_ptr_null(got);
+	ck_assert_int_eq(p_ingest(tgt, h, h, 5, false, 1, k, kl, v, vl), SHOAL_E_WRONG_EPOCH);
+	check_counters(tgt);
+	/* Own: only of the latest reset; then chunks of it are stale. */
+	ck_assert_int_eq(p_own(tgt, h, h, 5), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(p_own(tgt, h, h, 6), SHOAL_OK);
+	ck_assert_int_eq(p_own(tgt, h, h, 6), SHOAL_OK); /* the same entry again */
+	ck_assert_int_eq(p_ingest(tgt, h, h, 6, false, 1, k, kl, v, vl), SHOAL_E_WRONG_EPOCH);
+	ck_assert_int_eq(p_ingest(tgt, h, h, 6, true, 1, k, kl, v, vl), SHOAL_E_WRONG_EPOCH);
+}
+END_TEST
+
+START_TEST(test_purge_to_away)
+{
+	for (int i = 0; i < 30; i++) {
+		char pk[8], sk[8];
+		snprintf(pk, sizeof(pk), "p%d", i % 10);
+		snprintf(sk, sizeof(sk), "s%d", i);
+		ck_assert_int_eq(put(tl_env, item(pk, sk, i, "g")), SHOAL_OK);
+	}
+	/* The range: half of the hash space, holding some of the items. */
+	uint64_t lo = 0, hi = UINT64_MAX / 2;
+	size_t l0, l1;
+	uint8_t *outside = dump(tl_env, lo, hi, false, &l0);
+	uint8_t *inside = dump(tl_env, lo, hi, true, &l1);
+	ck_assert_uint_gt(l0, 0);
+	ck_assert_uint_gt(l1, 0);
+	free(inside);
+	ck_assert_int_eq(p_out(tl_env, lo, hi, 1), SHOAL_OK);
+	bool done = false;
+	ck_assert_int_eq(p_purge(tl_env, lo, 3, &done), SHOAL_E_VALIDATION); /* not fenced */
+	ck_assert_int_eq(p_fence(tl_env, lo), SHOAL_OK);
+	uint64_t ob = OUTBOX(tl_env), sb = STREAM(tl_env);
+	int rounds = 0;
+	while (!done) {
+		ck_assert_int_eq(p_purge(tl_env, lo, 3, &done), SHOAL_OK);
+		check_counters(tl_env);
+		ck_assert_int_lt(++rounds, 100);
+	}
+	ck_assert_int_gt(rounds, 1);
+	ck_assert_uint_eq(OUTBOX(tl_env), ob); /* no GSI delta */
+	ck_assert_uint_eq(STREAM(tl_env), sb); /* no stream record */
+	ck_assert_uint_eq(MOVELOG(tl_env), 0);
+	uint64_t last;
+	ck_assert_int_eq(st_part_log_last(tl_env, TID, lo, &last, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(last, 0);
+	size_t l2;
+	uint8_t *gone = dump(tl_env, lo, hi, true, &l2);
+	ck_assert_uint_eq(l2, 0);
+	free(gone);
+	uint8_t *after = dump(tl_env, lo, hi, false, &l2);
+	assert_same(outside, l0, after, l2, "items outside the range");
+	st_part_rec *r;
+	size_t n;
+	list(tl_env, &r, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(r[0].state, ST_PART_AWAY);
+	ck_assert_int_eq(p_purge(tl_env, lo, 3, &done), SHOAL_OK);
+	ck_assert(done);
+	ck_assert_int_eq(p_abort(tl_env, lo), SHOAL_E_VALIDATION);
+	/* AWAY refuses. */
+	st_scan_req s = {.table = "Tab"};
+	ck_assert_int_eq(scan_rc(&s), SHOAL_E_WRONG_GROUP);
+	ck_assert_msg(strstr(tl_msg, "AWAY") != NULL, "%s", tl_msg);
+}
+END_TEST
+
+START_TEST(test_own_splits_away)
+{
+	/* An empty range purged at once: AWAY. */
+	ck_assert_int_eq(p_out(tgt, 0x1000, 0x8fff, 1), SHOAL_OK);
+	ck_assert_int_eq(p_fence(tgt, 0x1000), SHOAL_OK);
+	bool done;
+	ck_assert_int_eq(p_purge(tgt, 0x1000, 0, &done), SHOAL_OK);
+	ck_assert(done);
+	/* Part of it comes back. */
+	ck_assert_int_eq(p_ingest(tgt, 0x3000, 0x4fff, 7, true, 0, NULL, NULL, NULL, NULL),
+	                 SHOAL_OK);
+	ck_assert_int_eq(p_own(tgt, 0x3000, 0x4fff, 8), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(p_own(tgt, 0x3000, 0x4fff, 7), SHOAL_OK);
+	st_part_rec *r;
+	size_t n;
+	list(tgt, &r, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(r[0].lo, 0x1000);
+	ck_assert_uint_eq(r[0].hi, 0x2fff);
+	ck_assert_uint_eq(r[0].state, ST_PART_AWAY);
+	ck_assert_uint_eq(r[1].lo, 0x5000);
+	ck_assert_uint_eq(r[1].hi, 0x8fff);
+	ck_assert_uint_eq(r[1].state, ST_PART_AWAY);
+	/* A range covering a whole AWAY record removes it. */
+	ck_assert_int_eq(p_ingest(tgt, 0x1000, 0x2fff, 9, true, 0, NULL, NULL, NULL, NULL),
+	                 SHOAL_OK);
+	ck_assert_int_eq(p_own(tgt, 0x1000, 0x2fff, 9), SHOAL_OK);
+	list(tgt, &r, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(r[0].lo, 0x5000);
+	/* Own over an OUT range: IN_USE. */
+	ck_assert_int_eq(p_out(tgt, 0x9000, 0x9fff, 1), SHOAL_OK);
+	ck_assert_int_eq(p_ingest(tgt, 0x9000, 0x9fff, 3, true, 0, NULL, NULL, NULL, NULL),
+	                 SHOAL_OK);
+	ck_assert_int_eq(p_own(tgt, 0x9000, 0x9fff, 3), SHOAL_E_IN_USE);
+}
+END_TEST
+
+START_TEST(test_abort)
+{
+	uint64_t h = hash_of("a");
+	ck_assert_int_eq(p_abort(tl_env, h), SHOAL_OK); /* nothing to abort */
+	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
+	ck_assert_int_eq(put(tl_env, item("a", "1", 1, "g")), SHOAL_OK);
+	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK);
+	ck_assert_uint_eq(MOVELOG(tl_env), 1);
+	ck_assert_int_eq(p_abort(tl_env, h), SHOAL_OK);
+	ck_assert_uint_eq(MOVELOG(tl_env), 0);
+	st_part_rec *r;
+	size_t n;
+	list(tl_env, &r, &n);
+	ck_assert_uint_eq(n, 0);
+	/* Served again, and not logged. */
+	ck_assert_int_eq(put(tl_env, item("a", "2", 1, "g")), SHOAL_OK);
+	ck_assert_uint_eq(MOVELOG(tl_env), 0);
+	uint64_t last;
+	ck_assert_int_eq(st_part_log_last(tl_env, TID, h, &last, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(last, 0);
+}
+END_TEST
+
+/* The flag: set by a record, found again at open and by a snapshot load. */
+static int load_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl, char *errmsg)
+{
+	return st_load_put(arg, ST_DBI_META, k, kl, v, vl, errmsg);
+}
+
+static int load_cat(void *arg, const void *k, size_t kl, const void *v, size_t vl, char *errmsg)
+{
+	return st_load_put(arg, ST_DBI_CATALOG, k, kl, v, vl, errmsg);
+}
+
+static void copy_env(st_env *from, st_env *to)
+{
+	st_view *v;
+	st_load *l;
+	ck_assert_int_eq(st_view_begin(from, &v, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_load_begin(to, &l, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_view_foreach(v, ST_DBI_CATALOG, load_cat, l, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_view_foreach(v, ST_DBI_META, load_fn, l, tl_msg), SHOAL_OK);
+	st_view_end(v);
+	ck_assert_msg(st_load_commit(l, tl_msg) == SHOAL_OK, "%s", tl_msg);
+}
+
+START_TEST(test_flag)
+{
+	uint64_t h = hash_of("a");
+	ck_assert(!st_part_any(tl_env));
+	ck_assert(!st_part_any(tgt));
+	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
+	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK);
+	ck_assert(st_part_any(tl_env));
+	/* A snapshot with a record sets it; one without clears it. */
+	copy_env(tl_env, tgt);
+	ck_assert(st_part_any(tgt));
+	st_value *got;
+	ck_assert_int_eq(get(tgt, key("a", "1"), &got), SHOAL_E_WRONG_GROUP);
+	ck_assert_int_eq(p_abort(tl_env, h), SHOAL_OK);
+	copy_env(tl_env, tgt);
+	ck_assert(!st_part_any(tgt));
+	/* Reopened: found at open. */
+	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", tl_dir);
+	st_env_close(tl_env);
+	ck_assert_int_eq(st_env_open(dir, NULL, &tl_env, tl_msg), SHOAL_OK);
+	ck_assert(st_part_any(tl_env));
+	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK);
+	ck_assert_int_eq(put(tl_env, item("a", "1", 1, "g")), SHOAL_E_WRONG_GROUP);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Copy + log replay, randomised                                             */
+/* ------------------------------------------------------------------------ */
+
+static uint64_t rng;
+
+/* One random write on the source: a put or a delete of one of 30 x 4 keys. */
+static void random_write(uint64_t lo, uint64_t hi, bool fenced)
+{
+	char pk[8], sk[8];
+	snprintf(pk, sizeof(pk), "p%u", (unsigned)(tl_rand(&rng) % 30));
+	snprintf(sk, sizeof(sk), "s%u", (unsigned)(tl_rand(&rng) % 4));
+	uint64_t h = hash_of(pk);
+	int want = fenced && h >= lo && h <= hi ? SHOAL_E_WRONG_GROUP : SHOAL_OK;
+	int rc;
+	if (tl_rand(&rng) % 4 == 0) {
+		rc = del(tl_env, key(pk, sk));
+	} else {
+		long l = (long)(tl_rand(&rng) % 6) - 1; /* -1: no L (sparse LSI) */
+		char g[4];
+		snprintf(g, sizeof(g), "g%u", (unsigned)(tl_rand(&rng) % 3));
+		rc = put(tl_env, item(pk, sk, l, g));
+	}
+	ck_assert_msg(rc == want, "write of %s/%s: %s", pk, sk, tl_msg);
+}
+
+/* Ships the log after *seq in small batches into the target. */
+static void replay(uint64_t lo, uint64_t hi, uint64_t *seq, bool writes)
+{
+	for (;;) {
+		uint8_t **k, **v;
+		size_t *kl, *vl, n;
+		ck_assert_int_eq(st_part_log_read(tl_env, TID, lo, *seq, 300, &tl_arena, &k, &kl,
+		                                  &v, &vl, seq, &n, tl_msg),
+		                 SHOAL_OK);
+		if (n == 0)
+			return;
+		ck_assert_msg(p_ingest(tgt, lo, hi, 1, false, n, k, kl, v, vl) == SHOAL_OK, "%s",
+		              tl_msg);
+		if (writes && tl_rand(&rng) % 2 == 0)
+			random_write(lo, hi, false);
+	}
+}
+
+START_TEST(test_copy_and_replay_random)
+{
+	rng = tl_seed();
+	for (int i = 0; i < 150; i++)
+		random_write(0, 0, false);
+	uint64_t a = tl_rand(&rng), b = tl_rand(&rng);
+	uint64_t lo = a < b ? a : b, hi = a < b ? b : a;
+	ck_assert_int_eq(p_out(tl_env, lo, hi, 1), SHOAL_OK);
+
+	/* The copy, in small chunks, with writes between them. */
+	uint8_t after[ST_KEY_MAX];
+	size_t after_len = 0;
+	uint64_t watermark = 0;
+	bool first = true, more = true;
+	int chunks = 0;
+	while (more) {
+		uint8_t **k, **v;
+		size_t *kl, *vl, n;
+		uint64_t log_last;
+		ck_assert_int_eq(st_part_copy_chunk(tl_env, TID, lo, hi, after, after_len, 400,
+		                                    &tl_arena, &k, &kl, &v, &vl, &n, &more,
+		                                    &log_last, tl_msg),
+		                 SHOAL_OK);
+		if (first)
+			watermark = log_last;
+		ck_assert_msg(p_ingest(tgt, lo, hi, 1, first, n, k, kl, v, vl) == SHOAL_OK, "%s",
+		              tl_msg);
+		first = false;
+		if (n > 0) {
+			memcpy(after, k[n - 1], kl[n - 1]);
+			after_len = kl[n - 1];
+		}
+		for (int i = 0; i < 5; i++)
+			random_write(lo, hi, false);
+		chunks++;
+	}
+	for (int i = 0; i < 20; i++)
+		random_write(lo, hi, false);
+	uint64_t seq = watermark;
+	replay(lo, hi, &seq, true);
+	ck_assert_int_eq(p_fence(tl_env, lo), SHOAL_OK);
+	for (int i = 0; i < 20; i++)
+		random_write(lo, hi, true); /* refused in the range, not logged outside */
+	replay(lo, hi, &seq, false);
+	uint64_t last;
+	ck_assert_int_eq(st_part_log_last(tl_env, TID, lo, &last, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(seq, last);
+
+	size_t la, lb, lc;
+	uint8_t *src = dump(tl_env, lo, hi, true, &la);
+	uint8_t *dst = dump(tgt, lo, hi, true, &lb);
+	uint8_t *stray = dump(tgt, lo, hi, false, &lc);
+	ck_assert_uint_eq(lc, 0);
+	free(stray);
+	uint8_t *outside = dump(tl_env, lo, hi, false, &lc);
+	assert_same(src, la, dst, lb, "the range at the source and the target");
+	check_counters(tgt);
+	ck_assert_uint_eq(OUTBOX(tgt), 0);
+	ck_assert_uint_eq(STREAM(tgt), 0);
+	ck_assert_int_eq(p_own(tgt, lo, hi, 1), SHOAL_OK);
+
+	/* The source purges the range; the rest is untouched. */
+	bool done = false;
+	while (!done)
+		ck_assert_int_eq(p_purge(tl_env, lo, 7, &done), SHOAL_OK);
+	check_counters(tl_env);
+	uint8_t *rest = dump(tl_env, lo, hi, false, &la);
+	assert_same(outside, lc, rest, la, "the source outside the range");
+	printf("copy and replay: %d chunks, %" PRIu64 " log records after the watermark\n", chunks,
+	       last - watermark);
+}
+END_TEST
+
+static Suite *parts_suite(void)
+{
+	return tl_suite("parts", setup, teardown, 60,
+	                TL_TESTS(test_log_on_out, test_fence_refuses, test_ingest_maintains_indexes,
+	                         test_ingest_refusals, test_purge_to_away, test_own_splits_away,
+	                         test_abort, test_flag, test_copy_and_replay_random));
+}
+
+TL_MAIN(parts_suite)
