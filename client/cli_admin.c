@@ -1,16 +1,25 @@
 /*
- * cli_admin.c -- `shoal admin add-node | remove-node`: Shoal's own
- * operation Admin (the cluster's shape, issue 14) with options in the CLI's
- * style, and remove-node's wait for the node to be emptied and leave the
- * cluster map, read from ClusterStatus (contract: cli_int.h).
+ * cli_admin.c -- `shoal admin add-node | remove-node | move-partition |
+ * split-partition`: Shoal's own operation Admin (the cluster's shape, issue
+ * 14) with options in the CLI's style, and the waits that follow: for
+ * remove-node, until the node is emptied and leaves the cluster map; for
+ * the partition commands, until the partition is served by its target
+ * group with no move pending (both read from ClusterStatus; contract:
+ * cli_int.h).
  *
- * Progress of remove-node goes to stderr, one line each time it changes, so
- * that stdout keeps the answer's JSON alone:
+ * Progress goes to stderr, one line each time it changes, so that stdout
+ * keeps the answer's JSON alone:
  *
  *   node 4: draining, 3 replicas left (groups 1 2 3)
  *   node 4: holds no replica; waiting for it to leave the cluster map
  *   node 4: removed from the cluster map (epoch 12)
+ *
+ *   orders [0x4000000000000000, 0x7fffffffffffffff]: group 2, moving to group 3
+ *   orders [0x4000000000000000, 0x7fffffffffffffff]: served by group 3
  */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,11 +48,35 @@ static const cli_opt o_remove_node[] = {
     {NULL, NULL, NULL, 0},
 };
 
+static const cli_opt o_move_partition[] = {
+    {"table-name", "TableName", &adm_str, CLI_OPT_REQUIRED},
+    {"hash", "Hash", &adm_str, CLI_OPT_REQUIRED},
+    {"to-group", "ToGroup", &adm_int, CLI_OPT_REQUIRED},
+    {"wait", "Wait", &adm_bool, CLI_OPT_BOOL_PAIR},
+    {"timeout-secs", "TimeoutSecs", &adm_int, 0},
+    {"poll-interval-ms", "PollIntervalMs", &adm_int, 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static const cli_opt o_split_partition[] = {
+    {"table-name", "TableName", &adm_str, CLI_OPT_REQUIRED},
+    {"at", "At", &adm_str, CLI_OPT_REQUIRED},
+    {"to-group", "ToGroup", &adm_int, 0},
+    {"wait", "Wait", &adm_bool, CLI_OPT_BOOL_PAIR},
+    {"timeout-secs", "TimeoutSecs", &adm_int, 0},
+    {"poll-interval-ms", "PollIntervalMs", &adm_int, 0},
+    {NULL, NULL, NULL, 0},
+};
+
 const cli_cmd cli_admin_cmds[] = {
     {"add-node", "Admin", CLI_PAGING_NONE, o_add_node,
      "register a new node in the cluster map (deploy/cluster.sh add-node runs it)", false},
     {"remove-node", "Admin", CLI_PAGING_NONE, o_remove_node,
      "decommission a node: its replicas move away, then it leaves the map", false},
+    {"move-partition", "Admin", CLI_PAGING_NONE, o_move_partition,
+     "move the table partition holding a hash to another group", false},
+    {"split-partition", "Admin", CLI_PAGING_NONE, o_split_partition,
+     "split a table partition at a hash, optionally moving the upper half", false},
     {NULL, NULL, CLI_PAGING_NONE, NULL, NULL, false},
 };
 
@@ -183,18 +216,199 @@ static int wait_removed(const cli_caller *c, long long node, const json_t *opts,
 	                 timeout, node, left == 0 ? " (it holds no replica)" : "");
 }
 
+/* ------------------------------------------------------------------------ */
+/* move-partition, split-partition                                           */
+/* ------------------------------------------------------------------------ */
+
+int cli_parse_hash(const char *opt, const char *text, uint64_t *out, cli_fail *f)
+{
+	bool hex = text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+	const char *d = hex ? text + 2 : text;
+	char *end = NULL;
+	errno = 0;
+	unsigned long long v = (*d >= '0' && *d <= '9') || (hex && isxdigit((unsigned char)*d))
+	                           ? strtoull(d, &end, hex ? 16 : 10)
+	                           : 0;
+	if (end == NULL || end == d || *end != '\0' || errno == ERANGE)
+		return cli_failf(
+		    f, CLI_EXIT_USAGE, false,
+		    "argument --%s: a hash is a decimal or 0x hexadecimal number from 0 "
+		    "to 0xffffffffffffffff (got '%s')",
+		    opt, text);
+	*out = (uint64_t)v;
+	return SHOAL_OK;
+}
+
+/* "0x..." text of a status row -> the hash (0 when absent). */
+static uint64_t row_hash(const json_t *row, const char *key)
+{
+	uint64_t v = 0;
+	cli_fail ignored;
+	const char *s = cli_jstr(row, key);
+	if (s[0] != '\0' && cli_parse_hash(key, s, &v, &ignored) != SHOAL_OK)
+		v = 0;
+	return v;
+}
+
+const json_t *cli_map_partition(const json_t *status, const char *table, uint64_t hash)
+{
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(status, "MapPartitions"), i, p)
+	{
+		if (strcmp(cli_jstr(p, "TableName"), table) == 0 && row_hash(p, "Lo") <= hash &&
+		    hash <= row_hash(p, "Hi"))
+			return p;
+	}
+	return NULL;
+}
+
+/* What the wait is for: the partition of `table` holding `hash` (starting
+ * at it when `starts`) served by `group` (-1: its own) with no move pending. */
+typedef struct part_goal {
+	const char *table;
+	uint64_t hash;
+	bool starts;
+	long long group;
+} part_goal;
+
+/* One status answer against the goal: the progress line, whether it is
+ * reached, and whether a move to the group was seen and then abandoned. */
+static bool part_reached(const json_t *st, const part_goal *g, bool *seen_moving, bool *abandoned,
+                         char *line, size_t cap)
+{
+	const json_t *p = cli_map_partition(st, g->table, g->hash);
+	if (p == NULL || (g->starts && row_hash(p, "Lo") != g->hash)) {
+		snprintf(line, cap, "%s: no partition of the cluster map %s 0x%016" PRIx64 " yet",
+		         g->table, g->starts ? "starts at" : "holds", g->hash);
+		return false;
+	}
+	long long grp = cli_jint(p, "Group"), to = cli_jint(p, "MovingTo");
+	int n =
+	    snprintf(line, cap, "%s [%s, %s]: ", g->table, cli_jstr(p, "Lo"), cli_jstr(p, "Hi"));
+	if (n < 0 || (size_t)n >= cap)
+		n = 0;
+	if (to != 0) {
+		snprintf(line + n, cap - (size_t)n, "group %lld, moving to group %lld", grp, to);
+		*seen_moving = *seen_moving || to == g->group;
+		return false;
+	}
+	snprintf(line + n, cap - (size_t)n, "served by group %lld", grp);
+	if (g->group < 0 || grp == g->group)
+		return true;
+	*abandoned = *seen_moving;
+	return false;
+}
+
+static int wait_partition(const cli_caller *c, const part_goal *g, const json_t *opts,
+                          FILE *progress, cli_fail *f)
+{
+	long long timeout = adm_opt_int(opts, "TimeoutSecs", DEFAULT_TIMEOUT_S);
+	long long poll = adm_opt_int(opts, "PollIntervalMs", DEFAULT_POLL_MS);
+	if (poll < 10)
+		poll = 10;
+	double until = adm_now_s() + (double)timeout;
+	char last[512] = "", line[512] = "";
+	json_t *empty = json_object();
+	bool seen_moving = false, abandoned = false;
+	for (;;) {
+		json_t *st = NULL;
+		shoal_error e;
+		memset(&e, 0, sizeof(e));
+		if (cli_call(c, "ClusterStatus", empty, &st, &e) == SHOAL_OK) {
+			bool done =
+			    part_reached(st, g, &seen_moving, &abandoned, line, sizeof(line));
+			json_decref(st);
+			if (strcmp(line, last) != 0) {
+				fprintf(progress, "%s\n", line);
+				fflush(progress);
+				snprintf(last, sizeof(last), "%s", line);
+			}
+			if (done || abandoned)
+				break;
+		} else if (strncmp(e.message, last, 500) != 0) {
+			/* A failed status (a router restarting): keep asking. */
+			fprintf(progress, "%s: ClusterStatus failed: %s\n", g->table, e.message);
+			snprintf(last, sizeof(last), "%.500s", e.message);
+		}
+		if (adm_now_s() + (double)poll / 1000.0 > until) {
+			json_decref(empty);
+			return cli_failf(
+			    f, CLI_EXIT_OTHER, false,
+			    "Timed out after %lld seconds waiting for the partition of "
+			    "table %s holding 0x%016" PRIx64 " to be served by group "
+			    "%lld with no move pending: %s",
+			    timeout, g->table, g->hash, g->group,
+			    line[0] != '\0' ? line : "no status");
+		}
+		adm_pause_ms(poll);
+	}
+	json_decref(empty);
+	if (abandoned)
+		return cli_failf(f, CLI_EXIT_OTHER, false,
+		                 "The move to group %lld was abandoned: %s (group 0's leader logs "
+		                 "why)",
+		                 g->group, line);
+	return SHOAL_OK;
+}
+
+static int partition_run(const cli_caller *c, const cli_cmd *cmd, const json_t *opts,
+                         FILE *progress, json_t **out, shoal_error *err, cli_fail *f)
+{
+	bool split = strcmp(cmd->name, "split-partition") == 0;
+	const char *hkey = split ? "At" : "Hash";
+	const char *table = cli_jstr(opts, "TableName");
+	part_goal g = {.table = table, .starts = split, .group = adm_opt_int(opts, "ToGroup", -1)};
+	if (cli_parse_hash(split ? "at" : "hash", cli_jstr(opts, hkey), &g.hash, f) != SHOAL_OK)
+		return -1;
+	if (g.group > 0xffffffffLL || (g.group < 0 && json_object_get(opts, "ToGroup") != NULL))
+		return cli_failf(f, CLI_EXIT_USAGE, false,
+		                 "argument --to-group: a group id is 0 to 4294967295 (got %lld)",
+		                 g.group);
+	if (split && g.group == 0)
+		g.group = -1; /* no target: the upper half stays */
+	if (split && g.hash == 0)
+		return cli_failf(f, CLI_EXIT_USAGE, false,
+		                 "argument --at: must be 1 or more (hash 0 starts the first "
+		                 "partition)");
+	char hex[24];
+	snprintf(hex, sizeof(hex), "0x%016" PRIx64, g.hash);
+	json_t *change = json_pack("{s:s,s:s}", "TableName", table, hkey, hex);
+	if (change != NULL && g.group >= 0)
+		json_object_set_new(change, "ToGroup", json_integer(g.group));
+	json_t *body = json_pack("{s:o}", split ? "SplitPartition" : "MovePartition", change);
+	if (body == NULL)
+		return cli_failf(f, CLI_EXIT_OTHER, false, "out of memory");
+	int rc = cli_call(c, "Admin", body, out, err);
+	json_decref(body);
+	if (rc != SHOAL_OK || json_is_false(json_object_get(opts, "Wait")))
+		return rc;
+	rc = wait_partition(c, &g, opts, progress, f);
+	if (rc != SHOAL_OK) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The front door                                                            */
+/* ------------------------------------------------------------------------ */
+
 int cli_admin_run(const cli_caller *c, const cli_cmd *cmd, const json_t *opts, FILE *progress,
                   json_t **out, shoal_error *err, cli_fail *f)
 {
 	*out = NULL;
-	long long node = adm_opt_int(opts, "NodeId", 0);
-	if (node < 1 || node > 0xffffffffLL)
-		return cli_failf(f, CLI_EXIT_USAGE, false,
-		                 "argument --node-id: a node id is 1 or more (got %lld)", node);
 	if (adm_opt_int(opts, "TimeoutSecs", 0) < 0 || adm_opt_int(opts, "PollIntervalMs", 0) < 0)
 		return cli_failf(
 		    f, CLI_EXIT_USAGE, false,
 		    "argument --timeout-secs / --poll-interval-ms: must not be negative");
+	if (cmd->opts == o_move_partition || cmd->opts == o_split_partition)
+		return partition_run(c, cmd, opts, progress, out, err, f);
+	long long node = adm_opt_int(opts, "NodeId", 0);
+	if (node < 1 || node > 0xffffffffLL)
+		return cli_failf(f, CLI_EXIT_USAGE, false,
+		                 "argument --node-id: a node id is 1 or more (got %lld)", node);
 	json_t *body;
 	bool add = strcmp(cmd->name, "add-node") == 0;
 	if (add)

@@ -446,9 +446,15 @@ static const cli_opt o_update_time_to_live[] = {
 static const cli_member m_node_spec[] = {
     {"Id", &s_int}, {"Raft", &s_str}, {"Rpc", &s_str}, {NULL, NULL}};
 static const cli_shape s_node_spec = {CLI_STRUCT, NULL, m_node_spec};
+/* Hashes as text: decimal or 0x hex, up to 2^64-1 (a JSON integer is not). */
+static const cli_member m_part_change[] = {
+    {"TableName", &s_str}, {"Hash", &s_str}, {"At", &s_str}, {"ToGroup", &s_int}, {NULL, NULL}};
+static const cli_shape s_part_change = {CLI_STRUCT, NULL, m_part_change};
 static const cli_opt o_admin[] = {
     {"add-node", "AddNode", &s_node_spec, 0},
     {"drain-node", "DrainNode", &s_int, 0},
+    {"move-partition", "MovePartition", &s_part_change, 0},
+    {"split-partition", "SplitPartition", &s_part_change, 0},
     OPT_END,
 };
 

@@ -27,6 +27,7 @@
 #define SHOAL_CLIENT_CLI_INT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -303,9 +304,11 @@ int cli_top_run(const cli_caller *c, FILE *out, FILE *err, int in_fd, const cli_
 /* The subcommands of `shoal admin` (operation "Admin"), ended by {NULL}:
  *   add-node --node-id N --raft HOST:PORT --rpc URL
  *   remove-node --node-id N [--no-wait] [--timeout-secs S] [--poll-interval-ms M]
- * Their options fill a body of their own members (NodeId, Raft, Rpc, Wait,
- * TimeoutSecs, PollIntervalMs), which cli_admin_run turns into the
- * AdminRequest. */
+ *   move-partition --table-name T --hash H --to-group G [--no-wait] [...]
+ *   split-partition --table-name T --at H [--to-group G] [--no-wait] [...]
+ * Their options fill a body of their own members (NodeId, Raft, Rpc,
+ * TableName, Hash, At, ToGroup, Wait, TimeoutSecs, PollIntervalMs), which
+ * cli_admin_run turns into the AdminRequest. */
 extern const cli_cmd cli_admin_cmds[];
 const cli_cmd *cli_admin_find(const char *name);
 bool cli_is_admin_sub(const cli_cmd *cmd);
@@ -314,9 +317,14 @@ bool cli_is_admin_sub(const cli_cmd *cmd);
  * sends DrainNode and then, unless Wait is false, asks ClusterStatus every
  * PollIntervalMs (default 1000) until the node holds no replica and has
  * left the map, writing progress lines to `progress`, for at most
- * TimeoutSecs (default 600).  *out: the AdminResponse ({"MapEpoch": N}).
- * Returns SHOAL_OK, a service error (err filled), or -1 with f filled
- * (timed out: CLI_EXIT_OTHER). */
+ * TimeoutSecs (default 600).  move-partition / split-partition send
+ * MovePartition / SplitPartition and then, unless Wait is false, wait the
+ * same way until the MapPartitions row holding the hash (split: starting at
+ * At) is in ToGroup (split without one: exists) with MovingTo 0; a move
+ * seen and then gone with the partition elsewhere is "abandoned".
+ * *out: the AdminResponse ({"MapEpoch": N}).  Returns SHOAL_OK, a service
+ * error (err filled), or -1 with f filled (timed out, abandoned:
+ * CLI_EXIT_OTHER). */
 int cli_admin_run(const cli_caller *c, const cli_cmd *cmd, const json_t *opts, FILE *progress,
                   json_t **out, shoal_error *err, cli_fail *f);
 
@@ -324,6 +332,13 @@ int cli_admin_run(const cli_caller *c, const cli_cmd *cmd, const json_t *opts, F
  * (their groups into groups[0 .. cap-1]), and whether Nodes lists it. */
 int cli_node_replicas(const json_t *status, long long node, long long *groups, int cap,
                       bool *listed);
+
+/* A placement hash from an option's text: decimal or 0x hex, 0 ..
+ * 2^64-1 (else CLI_EXIT_USAGE naming --opt; returns -1). */
+int cli_parse_hash(const char *opt, const char *text, uint64_t *out, cli_fail *f);
+/* From a ClusterStatus response: the MapPartitions row of `table` whose
+ * [Lo, Hi] holds hash, or NULL (borrowed from status). */
+const json_t *cli_map_partition(const json_t *status, const char *table, uint64_t hash);
 
 /* ------------------------------------------------------------------------ */
 /* The program (cli_main.c)                                                  */

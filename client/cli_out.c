@@ -437,6 +437,25 @@ void cli_print_status(FILE *out, const json_t *resp)
 	}
 	free(sorted);
 
+	/* The cluster map's table partitions: tables that were split or moved
+	 * (the others are placed statically, Partitions per table). */
+	json_t *parts = json_object_get(resp, "MapPartitions");
+	if (json_array_size(parts) > 0)
+		fprintf(out, "\nPartitions (cluster map)\n%-32s %-18s %-18s %-6s %s\n", "TABLE",
+		        "LO", "HI", "GROUP", "MOVING_TO");
+	json_array_foreach(parts, i, v)
+	{
+		char name[48], moving[24] = "-";
+		if (cli_jstr(v, "TableName")[0] != '\0')
+			snprintf(name, sizeof(name), "%s", cli_jstr(v, "TableName"));
+		else
+			snprintf(name, sizeof(name), "#%lld", cli_jint(v, "TableId"));
+		if (cli_jint(v, "MovingTo") != 0)
+			snprintf(moving, sizeof(moving), "%lld", cli_jint(v, "MovingTo"));
+		fprintf(out, "%-32s %-18s %-18s %-6lld %s\n", name, cli_jstr(v, "Lo"),
+		        cli_jstr(v, "Hi"), cli_jint(v, "Group"), moving);
+	}
+
 	/* Item counts: every table, every group that reports it. */
 	json_t *tables = json_object(); /* name -> total items */
 	bool header = false;

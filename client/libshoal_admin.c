@@ -3,7 +3,9 @@
  * administration"): the Admin operation's JSON body built and its answer
  * read with jansson, through shoal_call_json like any operation.
  */
+#include <inttypes.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "client/libshoal_int.h"
@@ -50,4 +52,46 @@ int shoal_admin_add_node(shoal_client *c, uint32_t node_id, const char *raft, co
 int shoal_admin_drain_node(shoal_client *c, uint32_t node_id, uint64_t *map_epoch, shoal_error *err)
 {
 	return admin_call(c, json_pack("{s:I}", "DrainNode", (json_int_t)node_id), map_epoch, err);
+}
+
+/* Hashes travel as "0x..." text: a JSON integer stops at 2^63-1. */
+static int partition_call(shoal_client *c, const char *action, const char *what,
+                          const char *table_name, uint64_t h, uint32_t to_group,
+                          uint64_t *map_epoch, shoal_error *err)
+{
+	char hex[24];
+	snprintf(hex, sizeof(hex), "0x%016" PRIx64, h);
+	json_t *body = json_pack("{s:{s:s,s:s}}", action, "TableName", table_name, what, hex);
+	json_t *change = json_object_get(body, action);
+	if (body != NULL && to_group != 0 &&
+	    json_object_set_new(change, "ToGroup", json_integer(to_group)) != 0) {
+		json_decref(body);
+		body = NULL;
+	}
+	return admin_call(c, body, map_epoch, err);
+}
+
+int shoal_admin_move_partition(shoal_client *c, const char *table_name, uint64_t hash,
+                               uint32_t to_group, uint64_t *map_epoch, shoal_error *err)
+{
+	/* to_group 0 (no ToGroup) goes as is: group 0 says whether it may
+	 * hold table data. */
+	if (table_name == NULL) {
+		lib_set_err(err, SHOAL_E_VALIDATION, SHOAL_SRC_LOCAL,
+		            "shoal_admin_move_partition: table_name is required");
+		return SHOAL_E_VALIDATION;
+	}
+	return partition_call(c, "MovePartition", "Hash", table_name, hash, to_group, map_epoch,
+	                      err);
+}
+
+int shoal_admin_split_partition(shoal_client *c, const char *table_name, uint64_t at,
+                                uint32_t to_group, uint64_t *map_epoch, shoal_error *err)
+{
+	if (table_name == NULL) {
+		lib_set_err(err, SHOAL_E_VALIDATION, SHOAL_SRC_LOCAL,
+		            "shoal_admin_split_partition: table_name is required");
+		return SHOAL_E_VALIDATION;
+	}
+	return partition_call(c, "SplitPartition", "At", table_name, at, to_group, map_epoch, err);
 }

@@ -331,10 +331,26 @@ SHOAL_API unsigned shoal_in_flight(shoal_client *c);
  * replicas move away, and group 0 removes it from the map once it holds
  * none (poll ClusterStatus: `shoal admin remove-node` does).  A node the map
  * does not have is SHOAL_E_NOT_FOUND.
+ *
+ * shoal_admin_move_partition begins moving the partition of table_name that
+ * holds placement hash `hash` to data group to_group; shoal_admin_split_
+ * partition splits the partition holding `at` (>= 1) into [lo, at-1] and
+ * [at, hi], and with a to_group other than 0 and the partition's own group
+ * begins moving [at, hi] there.  Both return once group 0 has recorded the
+ * change in the map: the move itself (copying the data) goes on in the
+ * background; the partition is served by to_group once ClusterStatus lists
+ * it there with ToGroup 0 (`shoal admin move-partition` waits for that).
+ * A change already made is SHOAL_OK.  Errors: SHOAL_E_NOT_FOUND (no such
+ * table), SHOAL_E_VALIDATION (to_group is not a data group, at 0),
+ * SHOAL_E_IN_USE (the partition is moving already).
  */
 SHOAL_API int shoal_admin_add_node(shoal_client *c, uint32_t node_id, const char *raft,
                                    const char *rpc, uint64_t *map_epoch, shoal_error *err);
 SHOAL_API int shoal_admin_drain_node(shoal_client *c, uint32_t node_id, uint64_t *map_epoch,
                                      shoal_error *err);
+SHOAL_API int shoal_admin_move_partition(shoal_client *c, const char *table_name, uint64_t hash,
+                                         uint32_t to_group, uint64_t *map_epoch, shoal_error *err);
+SHOAL_API int shoal_admin_split_partition(shoal_client *c, const char *table_name, uint64_t at,
+                                          uint32_t to_group, uint64_t *map_epoch, shoal_error *err);
 
 #endif

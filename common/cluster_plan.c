@@ -575,9 +575,22 @@ int sh_plan_next(const sh_plan_input *in, const sh_plan_conf *conf, sh_plan_acti
 {
 	plan p;
 	*n = 0;
+	/* No loads given: every partition's is zero (an array of zeros, so
+	 * that the rest reads in->parts[i] without asking). */
+	sh_plan_input zeroed;
+	sh_plan_part_load *none = NULL;
+	if (in->parts == NULL && in->map->n_parts > 0) {
+		if ((none = sh_calloc(in->map->n_parts, sizeof(*none))) == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "planner: out of memory");
+		zeroed = *in;
+		zeroed.parts = none;
+		in = &zeroed;
+	}
 	int rc = plan_init(&p, in, conf, conf->tolerance);
-	if (rc != SHOAL_OK)
+	if (rc != SHOAL_OK) {
+		sh_free(none);
 		return sh_errf(errmsg, rc, "planner: out of memory");
+	}
 	p.out = out;
 	p.cap = cap;
 	const sh_map *m = in->map;
@@ -601,6 +614,7 @@ int sh_plan_next(const sh_plan_input *in, const sh_plan_conf *conf, sh_plan_acti
 	balance_replicas(&p);
 	*n = p.n;
 	plan_fini(&p);
+	sh_free(none);
 	if (rc != SHOAL_OK)
 		return sh_errf(errmsg, rc, "planner: out of memory");
 	return SHOAL_OK;

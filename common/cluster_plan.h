@@ -166,7 +166,7 @@ typedef struct sh_plan_input {
 	const sh_map *map;
 	const bool *alive;                /* parallel to map->nodes */
 	const sh_plan_group_load *groups; /* parallel to map->groups */
-	const sh_plan_part_load *parts;   /* parallel to map->parts */
+	const sh_plan_part_load *parts;   /* parallel to map->parts; NULL: all zero */
 } sh_plan_input;
 
 typedef struct sh_plan_conf {

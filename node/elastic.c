@@ -104,10 +104,16 @@ static int parse_raft(const char *s, sh_map_node *n, char *errmsg)
 	return SHOAL_OK;
 }
 
-/* Applies an operator's change to m (validated by the sh_map mutation). */
-static int apply_admin(sh_map *m, const Shoal__AdminRequest *a, char *errmsg)
+/* Applies an operator's change to m (validated by the sh_map mutation);
+ * *already: it is so already (a retried change), m unchanged. */
+static int apply_admin(node_call *c, sh_map *m, const Shoal__AdminRequest *a, bool *already,
+                       char *errmsg)
 {
 	switch (a->action_case) {
+	case SHOAL__ADMIN_REQUEST__ACTION_MOVE_PARTITION:
+	case SHOAL__ADMIN_REQUEST__ACTION_SPLIT_PARTITION:
+		return node_part_admin(m, c->node->conf, a, node_part_catalog_id,
+		                       node_group_env(c->group), already, errmsg);
 	case SHOAL__ADMIN_REQUEST__ACTION_ADD_NODE: {
 		const Shoal__NodeSpec *s = a->add_node;
 		sh_map_node n = {.id = s->id, .state = SH_MAP_NODE_ACTIVE};
@@ -127,7 +133,7 @@ static int apply_admin(sh_map *m, const Shoal__AdminRequest *a, char *errmsg)
 			if (strcmp(old->raft_host, n.raft_host) == 0 &&
 			    old->raft_port == n.raft_port && strcmp(old->rpc, n.rpc) == 0 &&
 			    old->state == SH_MAP_NODE_ACTIVE)
-				return SHOAL_E_IN_USE;
+				return *already = true, SHOAL_OK;
 			return sh_errf(errmsg, SHOAL_E_VALIDATION,
 			               "add_node: node %u is already in the cluster with other "
 			               "addresses or draining",
@@ -141,7 +147,7 @@ static int apply_admin(sh_map *m, const Shoal__AdminRequest *a, char *errmsg)
 			return sh_errf(errmsg, SHOAL_E_NOT_FOUND,
 			               "node %u is not in the cluster map", a->drain_node);
 		if (old->state == SH_MAP_NODE_DRAINING)
-			return SHOAL_E_IN_USE;
+			return *already = true, SHOAL_OK;
 		return sh_map_drain_node(m, a->drain_node, errmsg);
 	}
 	default:
@@ -158,12 +164,12 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op)
 		return rc;
 	}
 	uint64_t prev = m.epoch;
-	rc = apply_admin(&m, c->req->map_change, c->errmsg);
-	if (rc == SHOAL_E_IN_USE) {
+	bool already = false;
+	rc = apply_admin(c, &m, c->req->map_change, &already, c->errmsg);
+	if (rc == SHOAL_OK && already) {
 		/* Already so (a retried change): the same map under the next
 		 * epoch, so the answer comes through the log like any. */
 		m.epoch++;
-		rc = SHOAL_OK;
 	} else if (rc != SHOAL_OK) {
 		sh_map_fini(&m);
 		return rc;

@@ -501,6 +501,19 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op);
 /* out (not initialised) becomes the cluster map group 0's replica g0 has
  * applied, or the cluster file's birth map when none is stored yet. */
 int node_map_load(node *n, node_group *g0, sh_map *out, char *errmsg);
+/* partadmin.c: an operator's move_partition / split_partition (a's action)
+ * applied to m, group 0's map: the table's id from `catalog` through
+ * table_id (SHOAL_E_NOT_FOUND: no such table), the table added to the map
+ * with the static placement if it has no partitions there (conf's
+ * partitions), then the move or split.  *already: the change is in m
+ * already (a retry), m unchanged.  Errors: VALIDATION (to_group is not a
+ * data group, at 0), NOT_FOUND (no such table), IN_USE (the partition is
+ * moving), NOMEM; m is then unchanged.  Pure: no I/O but table_id. */
+typedef int (*node_table_id_fn)(void *catalog, const char *name, uint32_t *id, char *errmsg);
+int node_part_admin(sh_map *m, const sh_cluster_conf *conf, const Shoal__AdminRequest *a,
+                    node_table_id_fn table_id, void *catalog, bool *already, char *errmsg);
+/* A node_table_id_fn over a group's storage (catalog: its st_env). */
+int node_part_catalog_id(void *catalog, const char *name, uint32_t *id, char *errmsg);
 /* mapsync.c: map_get and node_status (node-level: no group). */
 int node_handle_map_get(node_call *c);
 int node_handle_node_status(node_call *c);

@@ -40,6 +40,9 @@
 
 #define MSG_STRUCT "Start of structure or map found where not expected"
 #define MSG_LIST   "Start of list found where not expected"
+#define MSG_HASH                                                                                   \
+	"1 validation error detected: Value '%.40s' at '%s' failed to satisfy constraint: "        \
+	"Member must be a 64-bit hash, decimal or 0x hexadecimal, at most 0xffffffffffffffff"
 #define MSG_NULL                                                                                   \
 	"1 validation error detected: Value null at '%s' failed to satisfy constraint: Member "    \
 	"must not be null"
@@ -269,6 +272,44 @@ static int int_from_json(wire_api_in *c, const json_t *j, long long min, long lo
 	return SHOAL_OK;
 }
 
+/* A placement hash (WIRE_API_HASH): "0x" and 1..16 hex digits, or decimal
+ * digits up to 2^64-1, as a string; or a non-negative JSON integer. */
+static int hash_from_json(wire_api_in *c, const json_t *j, uint64_t *out)
+{
+	if (json_is_integer(j)) {
+		long long v = 0;
+		int rc = int_from_json(c, j, 0, INT64_MAX, "Long", &v);
+		*out = (uint64_t)v;
+		return rc;
+	}
+	if (!json_is_string(j))
+		return mismatch(c, j, "String");
+	const char *s = json_string_value(j);
+	bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+	const char *d = hex ? s + 2 : s;
+	uint64_t v = 0;
+	size_t n = 0;
+	for (; d[n] != '\0'; n++) {
+		unsigned digit;
+		if (d[n] >= '0' && d[n] <= '9')
+			digit = (unsigned)(d[n] - '0');
+		else if (hex && d[n] >= 'a' && d[n] <= 'f')
+			digit = (unsigned)(d[n] - 'a' + 10);
+		else if (hex && d[n] >= 'A' && d[n] <= 'F')
+			digit = (unsigned)(d[n] - 'A' + 10);
+		else
+			break;
+		uint64_t base = hex ? 16 : 10;
+		if (v > (UINT64_MAX - digit) / base)
+			return wire_api_in_invalid(c, MSG_HASH, s, c->path);
+		v = v * base + digit;
+	}
+	if (n == 0 || d[n] != '\0')
+		return wire_api_in_invalid(c, MSG_HASH, s, c->path);
+	*out = v;
+	return SHOAL_OK;
+}
+
 static int double_from_json(wire_api_in *c, const json_t *j, const char *java, double *out)
 {
 	if (!json_is_number(j))
@@ -493,6 +534,8 @@ static int single_from_json(wire_api_in *c, const ProtobufCFieldDescriptor *f,
 		return rc;
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
+		if (sp != NULL && sp->kind == WIRE_API_HASH)
+			return hash_from_json(c, j, &out->u64);
 		rc = int_from_json(c, j, 0, INT64_MAX, "Long", &v);
 		out->u64 = (uint64_t)v;
 		return rc;

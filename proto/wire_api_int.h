@@ -35,6 +35,9 @@ typedef enum wire_api_kind {
 	WIRE_API_REQUIRED,   /* a request member DynamoDB's model requires where protobuf
 	                        cannot tell it absent from empty (Tag.Value, a plain
 	                        string): absent or null is "Value null at ..." */
+	WIRE_API_HASH,       /* uint64 placement hash: all 64 bits, which a JSON integer
+	                        (signed) cannot hold.  Out: a string "0x%016x"; in: that,
+	                        a decimal string, or a non-negative JSON integer */
 } wire_api_kind;
 
 typedef struct wire_api_special {

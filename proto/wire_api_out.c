@@ -17,7 +17,9 @@
  * those are SHOAL_E_VALIDATION.  Every jansson allocation is checked, and
  * a failure releases the partial tree before returning SHOAL_E_NOMEM.
  */
+#include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "proto/wire_api_int.h"
@@ -200,8 +202,15 @@ static int single_to_json(wire_api_out *c, const ProtobufCFieldDescriptor *f,
 	}
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64: {
-		/* JSON integers here are 64-bit signed: counters never get there. */
+		/* JSON integers here are 64-bit signed: counters never get there;
+		 * hashes do, so they are written as text. */
 		uint64_t x = *(const uint64_t *)p;
+		if (sp != NULL && sp->kind == WIRE_API_HASH) {
+			char hex[24];
+			snprintf(hex, sizeof(hex), "0x%016" PRIx64, x);
+			v = json_string(hex);
+			break;
+		}
 		v = json_integer(x > INT64_MAX ? INT64_MAX : (json_int_t)x);
 		break;
 	}

@@ -156,6 +156,14 @@ static const wire_api_special specials[] = {
     {D(map_replica), "voter", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
     {D(map_replica), "replaces", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
     {D(admin_response), "map_epoch", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(map_partition), "table_id", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(map_partition), "lo", WIRE_API_HASH, true, NULL, NULL, NULL, NULL},
+    {D(map_partition), "hi", WIRE_API_HASH, true, NULL, NULL, NULL, NULL},
+    {D(map_partition), "group", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(map_partition), "to_group", WIRE_API_PLAIN, true, "MovingTo", NULL, NULL, NULL},
+    /* Admin's partition changes: hashes past 2^63 (see WIRE_API_HASH). */
+    {D(partition_change), "hash", WIRE_API_HASH, false, NULL, NULL, NULL, NULL},
+    {D(partition_change), "at", WIRE_API_HASH, false, NULL, NULL, NULL, NULL},
 };
 
 const wire_api_special *wire_api_special_of(const ProtobufCMessageDescriptor *desc,

@@ -11,8 +11,9 @@
  *                  holds no replica (is it up?), all in parallel with the
  *                  short status timeout; phase 2: the answer -- the map's
  *                  epoch, nodes (active / draining, reachable) and each
- *                  group's replicas, and the rows the nodes reported (a
- *                  node that does not answer: "unreachable").
+ *                  group's replicas, its table partitions (named from the
+ *                  catalog), and the rows the nodes reported (a node that
+ *                  does not answer: "unreachable").
  *   Admin          the AdminRequest to group 0's leader as map_change (the
  *                  node applies it to the stored map, node/elastic.c); a
  *                  WRONG_EPOCH (another change landed first) is asked again;
@@ -119,6 +120,42 @@ static int status_calls(rt_job *j, cluster_st *s, const sh_map *m)
 	return SHOAL_OK;
 }
 
+/* The map's table partitions, named from the router's catalog (a table it
+ * does not know, dropped or not loaded yet: no name). */
+static int status_partitions(rt_job *j, const sh_map *m, Shoal__ClusterStatusResponse *out)
+{
+	out->map_partitions =
+	    sh_arena_calloc(&j->arena, m->n_parts + 1, sizeof(*out->map_partitions));
+	Shoal__MapPartition *slab = sh_arena_calloc(&j->arena, m->n_parts + 1, sizeof(*slab));
+	if (out->map_partitions == NULL || slab == NULL)
+		return nomem(j);
+	rt_catalog_snap *cat = rt_catalog_acquire(&j->rt->catalog);
+	const char *name = "";
+	for (uint32_t i = 0; i < m->n_parts; i++) {
+		const sh_map_part *p = &m->parts[i];
+		if (i == 0 || m->parts[i - 1].table != p->table) {
+			name = "";
+			for (uint32_t k = 0; cat != NULL && k < cat->n; k++)
+				if (cat->tables[k].id == p->table)
+					name = cat->tables[k].name;
+			if ((name = sh_arena_strndup(&j->arena, name, strlen(name))) == NULL)
+				break;
+		}
+		Shoal__MapPartition *mp = &slab[i];
+		shoal__map_partition__init(mp);
+		mp->table_id = p->table;
+		mp->table_name = (char *)name;
+		mp->lo = p->lo;
+		mp->hi = sh_map_part_hi(m, i);
+		mp->group = p->group;
+		mp->to_group = p->to_group == SH_MAP_NONE ? 0 : p->to_group;
+		out->map_partitions[out->n_map_partitions++] = mp;
+	}
+	if (cat != NULL)
+		rt_catalog_release(cat);
+	return name != NULL ? SHOAL_OK : nomem(j);
+}
+
 /* Phase 2: the answer. */
 static int status_answer(rt_job *j, cluster_st *s, const sh_map *m)
 {
@@ -177,6 +214,9 @@ static int status_answer(rt_job *j, cluster_st *s, const sh_map *m)
 		}
 		out->map_groups[out->n_map_groups++] = mg;
 	}
+	int rc = status_partitions(j, m, out);
+	if (rc != SHOAL_OK)
+		return rc;
 	for (uint32_t i = 0; i < m->n_nodes; i++) {
 		const sh_map_node *mn = &m->nodes[i];
 		Shoal__NodeInfo *ni = sh_arena_alloc(&j->arena, sizeof(*ni));
@@ -256,8 +296,21 @@ static int admin_check(rt_job *j, const Shoal__AdminRequest *a)
 	if (a == NULL || a->action_case == SHOAL__ADMIN_REQUEST__ACTION__NOT_SET)
 		return rt_job_fail(
 		    j, SHOAL_E_VALIDATION,
-		    "1 validation error detected: Admin needs exactly one of AddNode "
-		    "and DrainNode");
+		    "1 validation error detected: Admin needs exactly one of AddNode, "
+		    "DrainNode, MovePartition and SplitPartition");
+	if (a->action_case == SHOAL__ADMIN_REQUEST__ACTION_MOVE_PARTITION ||
+	    a->action_case == SHOAL__ADMIN_REQUEST__ACTION_SPLIT_PARTITION) {
+		/* Group 0 checks the rest against its catalog and map. */
+		const Shoal__PartitionChange *pc =
+		    a->action_case == SHOAL__ADMIN_REQUEST__ACTION_MOVE_PARTITION
+		        ? a->move_partition
+		        : a->split_partition;
+		if (pc == NULL || pc->table_name == NULL || pc->table_name[0] == '\0')
+			return rt_job_fail(j, SHOAL_E_VALIDATION,
+			                   "1 validation error detected: Value null at 'tableName' "
+			                   "failed to satisfy constraint: Member must not be null");
+		return SHOAL_OK;
+	}
 	if (a->action_case == SHOAL__ADMIN_REQUEST__ACTION_DRAIN_NODE) {
 		if (a->drain_node == 0)
 			return rt_job_fail(j, SHOAL_E_VALIDATION,

@@ -14,7 +14,10 @@
  *    accepted (the node is then draining, or already gone when group 0's
  *    executor removed it: it holds no replica);
  *  - an unsigned request, and a key with grants (even the admin grant,
- *    which reads the status) cannot call Admin.
+ *    which reads the status) cannot call Admin;
+ *  - `shoal admin split-partition` / `move-partition` change the map
+ *    (status lists the table's partitions, the move pending or done), a
+ *    retry is OK, a bad target or table is refused, the table answers.
  *
  * The cluster runs with a credentials file of two keys: ADMIN (no grants:
  * everything) and READER (read:* admin).
@@ -310,6 +313,106 @@ END_TEST
 
 /* deploy/cluster.sh add-node, replicas moving to the node (group 0's
  * executor), remove-node waiting for it to be emptied and removed. */
+/* MapPartitions row of table `name` starting at lo, or NULL. */
+static json_t *part_row(json_t *st, const char *name, const char *lo)
+{
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(st, "MapPartitions"), i, p)
+	{
+		if (strcmp(json_string_value(json_object_get(p, "TableName")), name) == 0 &&
+		    strcmp(json_string_value(json_object_get(p, "Lo")), lo) == 0)
+			return p;
+	}
+	return NULL;
+}
+
+/* split-partition and move-partition through the CLI: group 0 records them
+ * in the map (the data moves in the background: only what the map says is
+ * checked, a pending move or a finished one), status lists the partitions,
+ * and the table keeps answering. */
+START_TEST(test_partition_changes)
+{
+	char *err = NULL;
+	int rc = run(NULL, &err,
+	             "create-table --table-name pmv --attribute-definitions "
+	             "AttributeName=pk,AttributeType=S --key-schema AttributeName=pk,KeyType=HASH "
+	             "--billing-mode PAY_PER_REQUEST");
+	ck_assert_msg(rc == 0, "create-table: %s", err);
+	free(err);
+	for (int i = 0; i < 20; i++)
+		ck_assert_int_eq(run(NULL, NULL,
+		                     "put-item --table-name pmv --item '{\"pk\":{\"S\":\"k%d\"}}'",
+		                     i),
+		                 0);
+	json_t *st = status();
+	long long e0 = jint(st, "MapEpoch");
+	ck_assert_ptr_null(part_row(st, "pmv", "0x0000000000000000")); /* placed statically */
+	json_decref(st);
+
+	/* 3 data groups: [0x5555555555555556, 0xaaaaaaaaaaaaaaaa] is group 2's. */
+	json_t *out;
+	rc = run(&out, &err,
+	         "admin split-partition --table-name pmv --at 0x8000000000000000 --no-wait");
+	ck_assert_msg(rc == 0, "split-partition: %s", err);
+	free(err);
+	ck_assert_int_gt(jint(out, "MapEpoch"), e0);
+	json_decref(out);
+	st = status();
+	ck_assert_uint_eq(json_array_size(json_object_get(st, "MapPartitions")), 4);
+	json_t *p = part_row(st, "pmv", "0x8000000000000000");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_str_eq(json_string_value(json_object_get(p, "Hi")), "0xaaaaaaaaaaaaaaaa");
+	ck_assert_int_eq(jint(p, "Group"), 2);
+	ck_assert_int_eq(jint(p, "MovingTo"), 0);
+	json_decref(st);
+
+	rc = run(NULL, &err,
+	         "admin move-partition --table-name pmv --hash 0x9000000000000000 --to-group 3 "
+	         "--no-wait");
+	ck_assert_msg(rc == 0, "move-partition: %s", err);
+	free(err);
+	st = status();
+	p = part_row(st, "pmv", "0x8000000000000000");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_msg((jint(p, "Group") == 2 && jint(p, "MovingTo") == 3) ||
+	                  (jint(p, "Group") == 3 && jint(p, "MovingTo") == 0),
+	              "group %lld, moving to %lld", jint(p, "Group"), jint(p, "MovingTo"));
+	json_decref(st);
+	/* The same move again (a retry) is OK. */
+	ck_assert_int_eq(run(NULL, NULL,
+	                     "admin move-partition --table-name pmv --hash 0x8000000000000000 "
+	                     "--to-group 3 --no-wait"),
+	                 0);
+	char *text = NULL;
+	ck_assert_int_eq(tl_shoal(&C, &text, NULL, "status"), 0);
+	ck_assert_msg(strstr(text, "Partitions (cluster map)") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "0x8000000000000000 0xaaaaaaaaaaaaaaaa") != NULL, "%s", text);
+	free(text);
+
+	expect_fail(254, "ValidationException",
+	            "admin move-partition --table-name pmv --hash 1 --to-group 0 --no-wait");
+	expect_fail(254, "ToGroup 7 is not a data group",
+	            "admin move-partition --table-name pmv --hash 1 --to-group 7 --no-wait");
+	expect_fail(254, "Requested resource not found: Table: nope not found",
+	            "admin split-partition --table-name nope --at 5 --no-wait");
+	expect_fail(252, "a hash is a decimal or 0x hexadecimal number",
+	            "admin split-partition --table-name pmv --at 0x1ffffffffffffffff");
+
+	/* The table still answers, every key. */
+	for (int i = 0; i < 20; i++) {
+		json_t *got;
+		rc = run(
+		    &got, NULL,
+		    "get-item --table-name pmv --key '{\"pk\":{\"S\":\"k%d\"}}' --consistent-read",
+		    i);
+		ck_assert_int_eq(rc, 0);
+		ck_assert_ptr_nonnull(json_object_get(got, "Item"));
+		json_decref(got);
+	}
+}
+END_TEST
+
 START_TEST(test_join_and_remove)
 {
 	char *err = NULL;
@@ -320,8 +423,8 @@ START_TEST(test_join_and_remove)
 	ck_assert_msg(rc == 0, "create-table: %s", err);
 	free(err);
 	for (int i = 0; i < 50; i++) {
-		rc =
-		    run(NULL, NULL, "put-item --table-name joined --item '{\"pk\":{\"S\":\"k%d\"}}'", i);
+		rc = run(NULL, NULL,
+		         "put-item --table-name joined --item '{\"pk\":{\"S\":\"k%d\"}}'", i);
 		ck_assert_int_eq(rc, 0);
 	}
 	rc = tl_sh("SHOAL_BIN='%s' '%s/deploy/cluster.sh' add-node --dir '%s' >'%s/add.out' 2>&1",
@@ -365,10 +468,10 @@ START_TEST(test_join_and_remove)
 	json_decref(st);
 	for (int i = 0; i < 50; i++) {
 		json_t *got;
-		rc = run(
-		    &got, NULL,
-		    "get-item --table-name joined --key '{\"pk\":{\"S\":\"k%d\"}}' --consistent-read",
-		    i);
+		rc = run(&got, NULL,
+		         "get-item --table-name joined --key '{\"pk\":{\"S\":\"k%d\"}}' "
+		         "--consistent-read",
+		         i);
 		ck_assert_int_eq(rc, 0);
 		ck_assert_ptr_nonnull(json_object_get(got, "Item"));
 		json_decref(got);
@@ -386,6 +489,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_add_node);
 	tcase_add_test(tc, test_admin_authorization);
 	tcase_add_test(tc, test_join_and_remove);
+	/* Last: a pending partition move counts against the executor's one
+	 * move in flight, so replica moves wait until it is done. */
+	tcase_add_test(tc, test_partition_changes);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -868,6 +868,130 @@ START_TEST(test_admin)
 	result_free(&r);
 	svc_fini(&s);
 
+	/* move-partition / split-partition: hashes as 0x text whatever was typed. */
+	CHECK_BODY("Admin",
+	           "{\"MovePartition\":{\"TableName\":\"orders\",\"Hash\":\"0xffffffffffffffff\","
+	           "\"ToGroup\":2}}",
+	           "admin", "move-partition", "--table-name", "orders", "--hash",
+	           "18446744073709551615", "--to-group", "2", "--no-wait");
+	CHECK_BODY("Admin",
+	           "{\"SplitPartition\":{\"TableName\":\"orders\",\"At\":\"0x8000000000000000\"}}",
+	           "admin", "split-partition", "--table-name", "orders", "--at",
+	           "0X8000000000000000", "--no-wait");
+	CHECK_BODY("Admin",
+	           "{\"SplitPartition\":{\"TableName\":\"o\",\"At\":\"0x0000000000000010\","
+	           "\"ToGroup\":3}}",
+	           "admin", "split-partition", "--table-name", "o", "--at", "16", "--to-group", "3",
+	           "--no-wait");
+	CHECK_BODY("Admin",
+	           "{\"MovePartition\":{\"TableName\":\"t\",\"Hash\":\"0x10\",\"ToGroup\":2}}",
+	           "admin", "--move-partition", "TableName=t,Hash=0x10,ToGroup=2");
+	CHECK_FAIL(252, "argument --hash: a hash is a decimal or 0x hexadecimal number", "admin",
+	           "move-partition", "--table-name", "t", "--hash", "0x1ffffffffffffffff",
+	           "--to-group", "1");
+	CHECK_FAIL(252, "(got '-1')", "admin", "move-partition", "--table-name", "t", "--hash",
+	           "-1", "--to-group", "1");
+	CHECK_FAIL(252, "(got '08z')", "admin", "split-partition", "--table-name", "t", "--at",
+	           "08z");
+	CHECK_FAIL(252, "argument --at: must be 1 or more", "admin", "split-partition",
+	           "--table-name", "t", "--at", "0x0");
+	CHECK_FAIL(252, "the following arguments are required: --to-group", "admin",
+	           "move-partition", "--table-name", "t", "--hash", "1");
+	CHECK_FAIL(252, "argument --to-group: a group id is 0 to 4294967295", "admin",
+	           "move-partition", "--table-name", "t", "--hash", "1", "--to-group", "-2");
+
+	/* move-partition waits until the partition is served by the target. */
+#define PART_ROW(group, moving)                                                                    \
+	"{\"MapEpoch\":5,\"MapPartitions\":[{\"TableId\":7,\"TableName\":\"orders\",\"Lo\":"       \
+	"\"0x0000000000000000\",\"Hi\":\"0x7fffffffffffffff\",\"Group\":1,\"MovingTo\":0},"        \
+	"{\"TableId\":7,\"TableName\":\"orders\",\"Lo\":\"0x8000000000000000\",\"Hi\":"            \
+	"\"0xffffffffffffffff\",\"Group\":" group ",\"MovingTo\":" moving "}]}"
+	static const char *const moves[] = {PART_ROW("2", "0"), PART_ROW("2", "3"),
+	                                    PART_ROW("3", "0")};
+	svc_init(&s);
+	s.canned = "{\"MapEpoch\":5}";
+	s.status_seq = moves;
+	s.n_status = 3;
+	r = run_cmd(&s, "admin", "move-partition", "--table-name", "orders", "--hash",
+	            "0x9000000000000000", "--to-group", "3", "--poll-interval-ms", "10", NULL);
+	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+	ck_assert_int_eq(s.calls, 4); /* Admin, then ClusterStatus until served */
+	ck_assert_str_eq(r.err,
+	                 "orders [0x8000000000000000, 0xffffffffffffffff]: served by group 2\n"
+	                 "orders [0x8000000000000000, 0xffffffffffffffff]: group 2, moving "
+	                 "to group 3\n"
+	                 "orders [0x8000000000000000, 0xffffffffffffffff]: served by group "
+	                 "3\n");
+	result_free(&r);
+	svc_fini(&s);
+	/* ... gives up at its timeout, non-zero, saying where the partition is ... */
+	svc_init(&s);
+	s.status_seq = moves + 1;
+	s.n_status = 1;
+	r = run_cmd(&s, "admin", "move-partition", "--table-name", "orders", "--hash",
+	            "0x9000000000000000", "--to-group", "3", "--timeout-secs", "0", NULL);
+	ck_assert_int_eq(r.code, 255);
+	ck_assert_msg(strstr(r.err, "Timed out after 0 seconds waiting for the partition of table "
+	                            "orders holding 0x9000000000000000 to be served by group 3 "
+	                            "with no move pending: orders [0x8000000000000000, "
+	                            "0xffffffffffffffff]: group 2, moving to group 3") != NULL,
+	              "%s", r.err);
+	ck_assert_str_eq(r.out, "");
+	result_free(&r);
+	svc_fini(&s);
+	/* ... and stops when the move it saw is abandoned. */
+	static const char *const aborted[] = {PART_ROW("2", "3"), PART_ROW("2", "0")};
+	svc_init(&s);
+	s.status_seq = aborted;
+	s.n_status = 2;
+	r = run_cmd(&s, "admin", "move-partition", "--table-name", "orders", "--hash",
+	            "0x9000000000000000", "--to-group", "3", "--poll-interval-ms", "10", NULL);
+	ck_assert_int_eq(r.code, 255);
+	ck_assert_msg(strstr(r.err, "The move to group 3 was abandoned") != NULL, "%s", r.err);
+	result_free(&r);
+	svc_fini(&s);
+	/* split-partition waits for the upper half, starting at At. */
+	svc_init(&s);
+	s.status_seq = moves;
+	s.n_status = 3;
+	r = run_cmd(&s, "admin", "split-partition", "--table-name", "orders", "--at",
+	            "0x8000000000000000", "--to-group", "3", "--poll-interval-ms", "10", NULL);
+	ck_assert_msg(r.code == 0, "exit %d: %s", r.code, r.err);
+	ck_assert_int_eq(s.calls, 4);
+	result_free(&r);
+	svc_fini(&s);
+	svc_init(&s);
+	s.status_seq = moves;
+	s.n_status = 1;
+	r = run_cmd(&s, "admin", "split-partition", "--table-name", "orders", "--at",
+	            "0x9000000000000000", "--timeout-secs", "0", NULL);
+	ck_assert_int_eq(r.code, 255);
+	ck_assert_msg(strstr(r.err, "orders: no partition of the cluster map starts at "
+	                            "0x9000000000000000 yet") != NULL,
+	              "%s", r.err);
+	result_free(&r);
+	svc_fini(&s);
+
+	/* shoal status lists the map's partitions. */
+	svc_init(&s);
+	s.canned = PART_ROW("2", "3");
+	r = run_cmd(&s, "status", NULL);
+	ck_assert_int_eq(r.code, 0);
+	ck_assert_msg(strstr(r.out, "Partitions (cluster map)\nTABLE                            LO "
+	                            "                HI                 GROUP  MOVING_TO\n"
+	                            "orders                           0x0000000000000000 "
+	                            "0x7fffffffffffffff 1      -\n"
+	                            "orders                           0x8000000000000000 "
+	                            "0xffffffffffffffff 2      3\n") != NULL,
+	              "%s", r.out);
+	result_free(&r);
+	r = run_cmd(&s, "status", "--output", "json", NULL);
+	ck_assert_msg(strstr(r.out, "\"Hi\": \"0xffffffffffffffff\"") != NULL, "%s", r.out);
+	ck_assert_msg(strstr(r.out, "\"MovingTo\": 3") != NULL, "%s", r.out);
+	result_free(&r);
+	svc_fini(&s);
+#undef PART_ROW
+
 	/* shoal status: the map's epoch, each node's state, each replica's role. */
 	svc_init(&s);
 	s.canned = "{\"Nodes\":[{\"Id\":1,\"Rpc\":\"tcp://h:1\",\"Raft\":\"h:2\",\"Reachable\":"

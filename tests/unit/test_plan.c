@@ -81,6 +81,24 @@ START_TEST(test_balanced_is_empty)
 }
 END_TEST
 
+/* Without partition loads (node/elastic.c passes none), a map holding a
+ * table's partitions, one with a pending move, plans as with zero loads:
+ * no split, no read of the missing array. */
+START_TEST(test_no_part_loads)
+{
+	fixture f;
+	char msg[SH_ERRMSG_SIZE];
+	fx_init(&f, 6, 7, 6);
+	ck_assert_int_eq(sh_map_begin_move(&f.m, 1, f.m.parts[1].lo, 3, msg), SHOAL_OK);
+	sh_plan_conf c = small_plan;
+	c.split_bytes = 1, c.split_units = 1;
+	sh_plan_input in = {.map = &f.m, .alive = f.alive, .groups = f.gl, .parts = NULL};
+	ck_assert_int_eq(sh_plan_next(&in, &c, f.out, 256, &f.n, msg), SHOAL_OK);
+	ck_assert_uint_eq(count(&f, SH_PLAN_SPLIT), 0);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
 /* A dead node's replicas are re-created on other live nodes, replacing it;
  * with max_moves_per_node 1 no node takes two. */
 START_TEST(test_repair_dead_node)
@@ -370,9 +388,10 @@ END_TEST
 static Suite *plan_suite(void)
 {
 	return tl_suite("plan", NULL, NULL, 0,
-	                TL_TESTS(test_balanced_is_empty, test_repair_dead_node, test_move_sequence,
-	                         test_split_point_and_hot_key, test_no_quorum_reported, test_nomem,
-	                         test_sim_converges, test_sim_tight_limits));
+	                TL_TESTS(test_balanced_is_empty, test_no_part_loads, test_repair_dead_node,
+	                         test_move_sequence, test_split_point_and_hot_key,
+	                         test_no_quorum_reported, test_nomem, test_sim_converges,
+	                         test_sim_tight_limits));
 }
 
 TL_MAIN(plan_suite)

@@ -731,6 +731,75 @@ static Shoal__ConsumedCapacity *capacity(const char *table, double units)
 
 #define ITEM_S1 "{'PK':{'S':'STUDENT#s1'},'SK':{'S':'PROFILE'},'name':{'S':'Ana Souza'}}"
 
+/* Placement hashes use all 64 bits: text in JSON (WIRE_API_HASH), both ways. */
+START_TEST(test_partition_hashes)
+{
+	Shoal__Request *r = round_trip(
+	    "Admin", "{'MovePartition':{'TableName':'t','Hash':'0xffffffffffffffff','ToGroup':2}}");
+	ck_assert_int_eq(r->admin->action_case, SHOAL__ADMIN_REQUEST__ACTION_MOVE_PARTITION);
+	ck_assert_uint_eq(r->admin->move_partition->hash, UINT64_MAX);
+	ck_assert_uint_eq(r->admin->move_partition->to_group, 2);
+	r = round_trip("Admin", "{'SplitPartition':{'TableName':'t','At':'0x8000000000000000'}}");
+	ck_assert_uint_eq(r->admin->split_partition->at, 0x8000000000000000ull);
+	/* Decimal text, hex in either case, and a plain JSON integer. */
+	static const struct {
+		const char *body;
+		uint64_t want;
+	} in[] = {
+	    {"{'MovePartition':{'TableName':'t','Hash':'18446744073709551615'}}", UINT64_MAX},
+	    {"{'MovePartition':{'TableName':'t','Hash':'0XaB'}}", 0xab},
+	    {"{'MovePartition':{'TableName':'t','Hash':'0'}}", 0},
+	    {"{'MovePartition':{'TableName':'t','Hash':12345}}", 12345},
+	};
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		ck_assert_int_eq(wire_api_request_from_json(&A, "Admin", J(in[i].body), &r, msg),
+		                 SHOAL_OK);
+		ck_assert_uint_eq(r->admin->move_partition->hash, in[i].want);
+	}
+	static const char *const bad[] = {
+	    "{'MovePartition':{'TableName':'t','Hash':'18446744073709551616'}}",
+	    "{'MovePartition':{'TableName':'t','Hash':'0x10000000000000000'}}",
+	    "{'MovePartition':{'TableName':'t','Hash':'0x'}}",
+	    "{'MovePartition':{'TableName':'t','Hash':''}}",
+	    "{'MovePartition':{'TableName':'t','Hash':'-1'}}",
+	    "{'MovePartition':{'TableName':'t','Hash':'12z'}}",
+	    "{'SplitPartition':{'TableName':'t','At':' 1'}}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(wire_api_request_from_json(&A, "Admin", J(bad[i]), &r, msg),
+		                 SHOAL_E_VALIDATION);
+		ck_assert_msg(strstr(msg, "Member must be a 64-bit hash") != NULL, "%s", msg);
+	}
+	ck_assert_int_eq(
+	    wire_api_request_from_json(&A, "Admin",
+	                               J("{'MovePartition':{'TableName':'t','Hash':-1}}"), &r, msg),
+	    SHOAL_E_SERIALIZATION);
+
+	/* ClusterStatus's map partitions: every member written, zero or not. */
+	Shoal__Response *resp = resp_new();
+	Shoal__ClusterStatusResponse *cs = sh_arena_alloc(&A, sizeof(*cs));
+	Shoal__MapPartition *mp = sh_arena_alloc(&A, sizeof(*mp));
+	Shoal__MapPartition **mps = sh_arena_alloc(&A, sizeof(*mps));
+	shoal__cluster_status_response__init(cs);
+	shoal__map_partition__init(mp);
+	mp->table_id = 7;
+	mp->table_name = "orders";
+	mp->lo = 0xAAAAAAAAAAAAAAABull;
+	mp->hi = UINT64_MAX;
+	mp->group = 3;
+	mps[0] = mp;
+	cs->map_partitions = mps;
+	cs->n_map_partitions = 1;
+	resp->result_case = SHOAL__RESPONSE__RESULT_CLUSTER_STATUS;
+	resp->cluster_status = cs;
+	const char *text = resp_text(resp, "ClusterStatus");
+	ck_assert_msg(strstr(text, "\"MapPartitions\":[{\"TableId\":7,\"TableName\":\"orders\","
+	                           "\"Lo\":\"0xaaaaaaaaaaaaaaab\",\"Hi\":\"0xffffffffffffffff\","
+	                           "\"Group\":3,\"MovingTo\":0}]") != NULL,
+	              "%s", text);
+}
+END_TEST
+
 START_TEST(test_item_responses)
 {
 	Shoal__Response *r = resp_new();
@@ -1956,6 +2025,7 @@ static Suite *wire_api_suite(void)
 	tcase_add_test(tc, test_update_table_checks);
 	tcase_add_test(tc, test_ignored);
 	tcase_add_test(tc, test_request_errors);
+	tcase_add_test(tc, test_partition_hashes);
 	tcase_add_test(tc, test_item_responses);
 	tcase_add_test(tc, test_item_collection_metrics);
 	tcase_add_test(tc, test_page_responses);
