@@ -202,6 +202,7 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op)
 #define ELASTIC_CHANGE_MS   5000  /* ADD, REMOVE, TRANSFER */
 #define ELASTIC_PROMOTE_MS  60000 /* PROMOTE: raft's catch-up rounds */
 #define ELASTIC_CAUGHT_UP   64    /* a standby this close to the leader's last index */
+#define ELASTIC_FENCED_POLL_MS 20 /* the next round while a move's range is fenced */
 #define ELASTIC_MAX_MEMBERS 16
 #define SH_MAP_MAX_SEEN     SH_MAX_NODES * 4 /* nodes whose last answer is remembered */
 
@@ -218,15 +219,23 @@ typedef struct group_fact {
 	} members[ELASTIC_MAX_MEMBERS];
 } group_fact;
 
+/* A partition move its source's leader reported READY (pmove.c). */
+typedef struct ready_move {
+	bool valid;
+	uint32_t table, from, to;
+	uint64_t lo, hi, attempt;
+} ready_move;
+
 /* One exchange with a node (lanes item). */
 typedef struct ask {
 	wire_lane_item item; /* first: the lanes hand it back */
 	node_elastic *e;
 	uint32_t node;
 	uint8_t *buf;
+	ready_move move; /* part_move: the move asked about */
 } ask;
 
-typedef enum sub_kind { SUB_NONE, SUB_MEMBER, SUB_MAP } sub_kind;
+typedef enum sub_kind { SUB_NONE, SUB_MEMBER, SUB_MAP, SUB_OWN } sub_kind;
 
 /* A map mutation, computed on the map current when it is proposed. */
 typedef enum map_mut {
@@ -235,6 +244,7 @@ typedef enum map_mut {
 	MUT_REMOVE_REPLICA,
 	MUT_REMOVE_NODE,
 	MUT_PREFER,
+	MUT_FINISH_MOVE,
 } map_mut;
 
 typedef struct sub {
@@ -242,6 +252,9 @@ typedef struct sub {
 	int action; /* SUB_MEMBER: Shoal__MemberChange__Action */
 	map_mut mut;
 	uint32_t group, node, replaces;
+	/* MUT_FINISH_MOVE, SUB_OWN (group: the target): a partition move. */
+	uint32_t table;
+	uint64_t lo, hi, attempt;
 } sub;
 
 struct node_elastic {
@@ -277,6 +290,8 @@ struct node_elastic {
 	bool w_init;
 	Shoal__MapSet set;
 	uint8_t *set_buf;
+
+	ready_move ready; /* (mu) */
 
 	/* Statistics. */
 	atomic_uint_fast64_t steps, failures;
@@ -320,7 +335,8 @@ static void ask_free(ask *a)
 /* Packs nr and sends it to node dest; done called on an nng thread with the
  * unpacked answer (NULL: no answer). */
 static bool send_to(node_elastic *e, uint32_t dest, Shoal__NodeRequest *nr, int64_t ms,
-                    void (*done)(wire_lane_item *, int, nng_msg *, const uint8_t *, size_t))
+                    void (*done)(wire_lane_item *, int, nng_msg *, const uint8_t *, size_t),
+                    const ready_move *move)
 {
 	wire_lanes *l = node_ship_lanes_to(e->s, dest);
 	ask *a = sh_calloc(1, sizeof(*a));
@@ -334,6 +350,8 @@ static bool send_to(node_elastic *e, uint32_t dest, Shoal__NodeRequest *nr, int6
 	}
 	a->e = e;
 	a->node = dest;
+	if (move != NULL)
+		a->move = *move;
 	a->item.part[0] = a->buf;
 	a->item.len[0] = shoal__node_request__pack(nr, a->buf);
 	a->item.deadline = sh_now_ms() + ms;
@@ -500,7 +518,7 @@ static void round_start(node_elastic *e)
 	e->pending = 1; /* held while sending */
 	for (uint32_t i = 0; i < e->map.n_nodes; i++) {
 		e->pending++;
-		if (!send_to(e, e->map.nodes[i].id, &nr, ELASTIC_STATUS_MS, status_done))
+		if (!send_to(e, e->map.nodes[i].id, &nr, ELASTIC_STATUS_MS, status_done, NULL))
 			e->pending--;
 	}
 	if (--e->pending == 0)
@@ -605,6 +623,91 @@ static bool repair(node_elastic *e)
 	return false;
 }
 
+/* part_move answered: a READY move is remembered for the next round, which
+ * comes at once. */
+static void part_asked(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
+{
+	ask *a = (ask *)it;
+	node_elastic *e = a->e;
+	Shoal__NodeResponse *nr = answer_of(rv, whole, ans, len);
+	char msg[SH_ERRMSG_SIZE];
+	int code = code_of(nr, msg, sizeof(msg));
+	int phase = code == SHOAL_OK && nr->part_status != NULL ? (int)nr->part_status->phase : 0;
+	if (phase == SHOAL__PART_STATUS__PHASE__READY || phase == SHOAL__PART_STATUS__PHASE__FENCED) {
+		/* The range is refused while fenced: the cutover comes as soon
+		 * as it is ready, not a round later. */
+		uint64_t soon = node_now_ns() + ELASTIC_FENCED_POLL_MS * 1000000ull;
+		pthread_mutex_lock(&e->mu);
+		if (phase == SHOAL__PART_STATUS__PHASE__READY) {
+			e->ready = a->move;
+			e->ready.attempt = nr->part_status->attempt;
+			e->ready.valid = true;
+			soon = 0;
+		}
+		if (!e->busy && e->next_ns > soon)
+			e->next_ns = soon;
+		pthread_mutex_unlock(&e->mu);
+	}
+	if (nr != NULL)
+		shoal__node_response__free_unpacked(nr, wire_heap_allocator());
+	ask_free(a);
+}
+
+/* Partition moves begun in the map (shoal admin, or the planner): the
+ * source group's leader is asked how each goes (pmove.c drives it); one
+ * reported READY is cut over as a step: the map's finish (routers go to
+ * the target), then part_own on the target with the attempt whose data is
+ * complete.  Asking is not a step: the planner goes on meanwhile. */
+static bool partition_moves(node_elastic *e)
+{
+	if (e->ready.valid) {
+		ready_move r = e->ready;
+		e->ready.valid = false;
+		uint32_t i = sh_map_part_find(&e->map, r.table, r.lo);
+		if (i != SH_MAP_NONE && e->map.parts[i].group == r.from &&
+		    e->map.parts[i].to_group == r.to && sh_map_part_hi(&e->map, i) == r.hi) {
+			sub s[2] = {{.kind = SUB_MAP,
+			             .mut = MUT_FINISH_MOVE,
+			             .group = r.to,
+			             .table = r.table,
+			             .lo = r.lo,
+			             .hi = r.hi},
+			            {.kind = SUB_OWN,
+			             .group = r.to,
+			             .table = r.table,
+			             .lo = r.lo,
+			             .hi = r.hi,
+			             .attempt = r.attempt}};
+			begin(e, s, 2,
+			      "table %u [%016" PRIx64 ", %016" PRIx64
+			      "]: cut over from group %u to group %u",
+			      r.table, r.lo, r.hi, r.from, r.to);
+			return true;
+		}
+	}
+	for (uint32_t i = 0; i < e->map.n_parts; i++) {
+		const sh_map_part *p = &e->map.parts[i];
+		if (p->to_group == SH_MAP_NONE)
+			continue;
+		const group_fact *f = fact_of(e, p->group);
+		if (f == NULL || f->leader == 0)
+			continue;
+		Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
+		r.table = p->table;
+		r.lo = p->lo;
+		r.hi = sh_map_part_hi(&e->map, i);
+		r.to_group = p->to_group;
+		r.attempt = e->map.epoch; /* part_move: the map the move is in */
+		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+		nr.group = p->group;
+		nr.part_move = &r;
+		ready_move mv = {
+		    .table = r.table, .from = p->group, .to = r.to_group, .lo = r.lo, .hi = r.hi};
+		send_to(e, f->leader, &nr, ELASTIC_STATUS_MS, part_asked, &mv);
+	}
+	return false;
+}
+
 static void plan_and_act(node_elastic *e)
 {
 	/* Judge only from a majority's view: a node that cannot hear most of
@@ -618,6 +721,8 @@ static void plan_and_act(node_elastic *e)
 		return;
 	}
 	if (repair(e))
+		return;
+	if (partition_moves(e))
 		return;
 	/* The planner's notion: live unless unheard of for dead_after. */
 	uint64_t now = node_now_ns();
@@ -800,7 +905,7 @@ static void run_member(node_elastic *e, const sub *s)
 	nr.member_change = &mc;
 	int64_t ms = s->action == SHOAL__MEMBER_CHANGE__ACTION__PROMOTE ? ELASTIC_PROMOTE_MS
 	                                                                : ELASTIC_CHANGE_MS;
-	if (!send_to(e, f->leader, &nr, ms, member_done))
+	if (!send_to(e, f->leader, &nr, ms, member_done, NULL))
 		step_failed(e, "cannot reach the group's leader");
 }
 
@@ -826,6 +931,18 @@ static int mutate(sh_map *m, const sub *s, char *errmsg)
 		return sh_map_remove_node(m, s->node, errmsg);
 	case MUT_PREFER:
 		return sh_map_prefer(m, s->group, s->node, errmsg);
+	case MUT_FINISH_MOVE: {
+		uint32_t i = sh_map_part_find(m, s->table, s->lo);
+		if (i != SH_MAP_NONE && m->parts[i].group == s->group)
+			return SHOAL_E_IN_USE; /* done already */
+		if (i == SH_MAP_NONE || m->parts[i].to_group != s->group ||
+		    sh_map_part_hi(m, i) != s->hi)
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "the move of table %u's partition at %016" PRIx64
+			               " is no longer in the map",
+			               s->table, s->lo);
+		return sh_map_finish_move(m, s->table, s->lo, errmsg);
+	}
 	}
 	return SHOAL_E_INTERNAL;
 }
@@ -912,11 +1029,54 @@ static void run_map(node_elastic *e, const sub *s)
 	node_group_release(g0);
 }
 
+/* part_own answered (the target serves the range, or did already). */
+static void own_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
+{
+	ask *a = (ask *)it;
+	node_elastic *e = a->e;
+	Shoal__NodeResponse *nr = answer_of(rv, whole, ans, len);
+	char msg[SH_ERRMSG_SIZE];
+	int code = code_of(nr, msg, sizeof(msg));
+	pthread_mutex_lock(&e->mu);
+	if (e->closing)
+		e->busy = false;
+	else if (code == SHOAL_OK || code == SHOAL_E_IN_USE)
+		sub_done(e);
+	else /* the source's driver tells the target too, once it sees the map */
+		step_failed(e, msg[0] != '\0' ? msg : shoal_err_name(code));
+	pthread_mutex_unlock(&e->mu);
+	if (nr != NULL)
+		shoal__node_response__free_unpacked(nr, wire_heap_allocator());
+	ask_free(a);
+}
+
+static void run_own(node_elastic *e, const sub *s)
+{
+	const group_fact *f = fact_of(e, s->group);
+	if (f == NULL || f->leader == 0) {
+		step_failed(e, "the target group has no known leader");
+		return;
+	}
+	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
+	r.table = s->table;
+	r.lo = s->lo;
+	r.hi = s->hi;
+	r.to_group = s->group;
+	r.attempt = s->attempt;
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	nr.group = s->group;
+	nr.part_own = &r;
+	if (!send_to(e, f->leader, &nr, ELASTIC_CHANGE_MS, own_done, NULL))
+		step_failed(e, "cannot reach the target group's leader");
+}
+
 static void run_sub(node_elastic *e)
 {
 	const sub *s = &e->subs[e->at];
 	if (s->kind == SUB_MEMBER)
 		run_member(e, s);
+	else if (s->kind == SUB_OWN)
+		run_own(e, s);
 	else
 		run_map(e, s);
 }

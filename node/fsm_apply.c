@@ -83,6 +83,11 @@
  *   map_set                 group 0: st_cluster_map_set, the cluster map
  *                           replaced if it is still prev_epoch's (issue 14;
  *                           node/elastic.c proposes it).
+ *   part_out, part_fence,   a partition move's steps on its source and
+ *   part_ingest, part_own,  target groups (node/pmove.c has the protocol;
+ *   part_purge, part_abort  storage/parts.h the records).  part_purge's
+ *                           result: part_status AWAY once the range is
+ *                           empty, FENCED while items are left.
  *   scrub                   any group: st_txn_scrub of up to max_keys pairs
  *                           from `start`, at this entry's index; the result
  *                           is kept in memory (node_fsm_scrub_record), never
@@ -663,6 +668,13 @@ static int run_op(op_ctx *c, const Shoal__CommandOp *op)
 		}
 		return rc;
 	}
+	case SHOAL__COMMAND_OP__OP_PART_OUT:
+	case SHOAL__COMMAND_OP__OP_PART_FENCE:
+	case SHOAL__COMMAND_OP__OP_PART_INGEST:
+	case SHOAL__COMMAND_OP__OP_PART_OWN:
+	case SHOAL__COMMAND_OP__OP_PART_PURGE:
+	case SHOAL__COMMAND_OP__OP_PART_ABORT:
+		return node_op_part(c, op);
 	default:
 		/* Unset, or an operation of a newer build: the same on every
 		 * replica, so a per-operation error, not a failure. */

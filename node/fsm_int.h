@@ -78,6 +78,9 @@ void node_fsm_charge_write(op_ctx *c, const char *table, const st_write_result *
 
 /* fsm_txn.c: the transaction operations (router/txn.c has the protocol). */
 int node_op_txn_write(op_ctx *c, const Shoal__TxnWrite *w);
+/* pmove.c: part_out, part_fence, part_ingest, part_own, part_purge,
+ * part_abort (storage/parts.h). */
+int node_op_part(op_ctx *c, const Shoal__CommandOp *op);
 int node_op_txn_decide(op_ctx *c, const Shoal__TxnDecide *d);
 int node_op_txn_finish(op_ctx *c, const Shoal__TxnFinish *x);
 int node_op_txn_acks(op_ctx *c, const Shoal__TxnAcks *x);

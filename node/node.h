@@ -414,6 +414,9 @@ enum node_op {
 	NODE_OP_MAP_GET,       /* any node: its cluster map (mapsync.c) */
 	NODE_OP_NODE_STATUS,   /* any node: every hosted group's status (mapsync.c) */
 	NODE_OP_MEMBER_CHANGE, /* a group's leader: a Raft membership change (member.c) */
+	NODE_OP_PART_MOVE,     /* a source group's leader: a partition move (pmove.c) */
+	NODE_OP_PART_INGEST,   /* a target group's leader: a chunk of a move */
+	NODE_OP_PART_OWN,      /* a target group's leader: serve the moved range */
 	NODE_OP_INVALID,       /* undecodable or unknown requests */
 	NODE_OP__COUNT
 };
@@ -514,6 +517,10 @@ int node_part_admin(sh_map *m, const sh_cluster_conf *conf, const Shoal__AdminRe
                     node_table_id_fn table_id, void *catalog, bool *already, char *errmsg);
 /* A node_table_id_fn over a group's storage (catalog: its st_env). */
 int node_part_catalog_id(void *catalog, const char *name, uint32_t *id, char *errmsg);
+/* Partition moves (pmove.c). */
+int node_handle_part_move(node_call *c);
+int node_prepare_part_ingest(node_call *c, Shoal__CommandOp *op);
+int node_prepare_part_own(node_call *c, Shoal__CommandOp *op);
 /* mapsync.c: map_get and node_status (node-level: no group). */
 int node_handle_map_get(node_call *c);
 int node_handle_node_status(node_call *c);

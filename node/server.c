@@ -168,6 +168,12 @@ static const op_def ops[NODE_OP__COUNT] = {
     [NODE_OP_MAP_GET] = {"map_get", OP_NODE, node_handle_map_get, NULL},
     [NODE_OP_NODE_STATUS] = {"node_status", OP_NODE, node_handle_node_status, NULL},
     [NODE_OP_MEMBER_CHANGE] = {"member_change", OP_MEMBER | OP_FROM_NODE, NULL, NULL},
+    /* Partition moves (pmove.c): from group 0's executor and from the
+     * source group's leader only. */
+    [NODE_OP_PART_MOVE] = {"part_move", OP_LOCAL | OP_FROM_NODE, node_handle_part_move, NULL},
+    [NODE_OP_PART_INGEST] = {"part_ingest", OP_WRITE | OP_FROM_NODE, NULL,
+                             node_prepare_part_ingest},
+    [NODE_OP_PART_OWN] = {"part_own", OP_WRITE | OP_FROM_NODE, NULL, node_prepare_part_own},
     [NODE_OP_INVALID] = {"invalid", 0, NULL, NULL},
 };
 
@@ -476,7 +482,8 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 	          (req->txn_finish != NULL) + (req->txn_acks != NULL) + (req->txn_status != NULL) +
 	          (req->cap_report != NULL) + (req->scrub_check != NULL) +
 	          (req->map_change != NULL) + (req->map_get != 0) + (req->node_status != 0) +
-	          (req->member_change != NULL);
+	          (req->member_change != NULL) + (req->part_move != NULL) +
+	          (req->part_ingest != NULL) + (req->part_own != NULL);
 	if (set != 1)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "a NodeRequest carries exactly one operation (found %d)", set);
@@ -516,6 +523,12 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 		*op = NODE_OP_NODE_STATUS;
 	} else if (req->member_change != NULL) {
 		*op = NODE_OP_MEMBER_CHANGE;
+	} else if (req->part_move != NULL) {
+		*op = NODE_OP_PART_MOVE;
+	} else if (req->part_ingest != NULL) {
+		*op = NODE_OP_PART_INGEST;
+	} else if (req->part_own != NULL) {
+		*op = NODE_OP_PART_OWN;
 	} else {
 		if (req->request->op_case == SHOAL__REQUEST__OP__NOT_SET)
 			return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,

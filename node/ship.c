@@ -436,6 +436,8 @@ int node_ship_open(node *n, node_ship **out, char *errmsg)
 		goto nomem;
 	if (node_elastic_open(s, &s->elastic, errmsg) != SHOAL_OK)
 		goto nomem;
+	if (node_pmove_open(s, &s->pmove, errmsg) != SHOAL_OK)
+		goto nomem;
 	uv_timer_init(&n->loop, &s->timer);
 	s->timer.data = s;
 	s->timer_init = true;
@@ -458,6 +460,7 @@ void node_ship_close(node_ship *s)
 		return;
 	s->closing = true;
 	node_elastic_close(s->elastic);
+	node_pmove_close(s->pmove);
 	pthread_mutex_lock(&s->mu);
 	s->async_open = false;
 	pthread_mutex_unlock(&s->mu);
@@ -477,7 +480,9 @@ void node_ship_free(node_ship *s)
 	if (s == NULL)
 		return;
 	/* The loop has ended (or never ran): the lanes stop (waiting for
-	 * their callbacks), then nothing touches the links any more. */
+	 * their callbacks), then nothing touches the links any more.  The
+	 * move driver first: it may still be sending on them. */
+	node_pmove_free(s->pmove);
 	node_ship_lanes_free(s);
 	node_txnrec_free(s->rec);
 	node_elastic_free(s->elastic);

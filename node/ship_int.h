@@ -100,6 +100,8 @@ typedef struct lag_slot {
 	int64_t last_ms; /* the most recent sample */
 } lag_slot;
 
+typedef struct node_pmove node_pmove;
+
 struct node_ship {
 	node *n;
 	const sh_cluster_conf *conf;
@@ -129,6 +131,7 @@ struct node_ship {
 	ship_src *retired;     /* sources of groups closed or reopened (loop) */
 	node_txnrec *rec;      /* transaction recovery (txn_recover.c), on these lanes */
 	node_elastic *elastic; /* the cluster's shape (elastic.c), on these lanes */
+	node_pmove *pmove;     /* partition moves (pmove.c), on these lanes */
 
 	pthread_mutex_t lag_mu;
 	lag_slot lag[LAG_SLOTS];
@@ -149,6 +152,15 @@ void node_elastic_tick(node_elastic *e, uint64_t now_ns);
 void node_elastic_metrics(node_elastic *e, node_appendf_fn appendf, void *buf);
 void node_elastic_close(node_elastic *e);
 void node_elastic_free(node_elastic *e);
+
+/* pmove.c: partition moves whose source group this node leads, driven by a
+ * thread of their own (it blocks on proposals and on the target's answers).
+ * close asks it to stop (loop, with the ship); free joins it, before the
+ * lanes are freed. */
+int node_pmove_open(node_ship *s, node_pmove **out, char *errmsg);
+void node_pmove_metrics(node_pmove *pm, node_appendf_fn appendf, void *buf);
+void node_pmove_close(node_pmove *pm);
+void node_pmove_free(node_pmove *pm);
 
 /* The lanes to node id (opened on first use), or NULL (closing).  Loop. */
 wire_lanes *node_ship_lanes_to(node_ship *s, uint32_t id);

@@ -505,6 +505,7 @@ void node_ship_metrics(node_ship *s, node_appendf_fn appendf, void *buf)
 		return;
 	node_txnrec_metrics(s->rec, appendf, buf);
 	node_elastic_metrics(s->elastic, appendf, buf);
+	node_pmove_metrics(s->pmove, appendf, buf);
 	appendf(buf, "# HELP shoal_index_deltas_shipped_total Index deltas of this group's "
 	             "outbox acknowledged by their target groups (while leader).\n"
 	             "# TYPE shoal_index_deltas_shipped_total counter\n");

@@ -355,6 +355,29 @@ int st_part_log(st_txn *txn, uint32_t table, uint64_t hash, const uint8_t *key, 
 /* Source: out, fence, purge, abort                                          */
 /* ------------------------------------------------------------------------ */
 
+/* Deletes the ingest records ('I') of table whose lo is in [lo, hi]. */
+static int ingest_drop(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, char *errmsg)
+{
+	uint8_t kb[PT_KEY];
+	st_part_key(kb, PT_INGEST, table, lo);
+	MDB_cursor *cur;
+	int mrc = mdb_cursor_open(txn->txn, txn->env->meta, &cur);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta)", errmsg);
+	MDB_val k = {sizeof(kb), kb}, v;
+	for (mrc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); mrc == 0;
+	     mrc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		if (k.mv_size != PT_KEY || memcmp(k.mv_data, kb, 6) != 0 ||
+		    st_get_be64((const uint8_t *)k.mv_data + 6) > hi)
+			break;
+		if ((mrc = mdb_cursor_del(cur, 0)) != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return mrc == 0 || mrc == MDB_NOTFOUND ? SHOAL_OK
+	                                       : st_lmdb_err(mrc, "ingest records", errmsg);
+}
+
 int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t to_group,
                 uint64_t attempt, char *errmsg)
 {
@@ -368,6 +391,13 @@ int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t 
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
 	st_part_rec r = {table, lo, hi, ST_PART_OUT, to_group, attempt};
+	if (c.n == 0) {
+		/* A range that once moved in leaves: its ingest records go, so
+		 * that it can come in again some day. */
+		rc = ingest_drop(txn, table, lo, hi, errmsg);
+		if (rc != SHOAL_OK)
+			return fail(txn, rc, errmsg);
+	}
 	for (size_t i = 0; i < c.n; i++) {
 		const st_part_rec *o = &c.r[i];
 		if (o->lo != lo || o->hi != hi)
@@ -670,6 +700,52 @@ static int ingest_put(st_txn *txn, uint32_t table, uint64_t lo, uint64_t attempt
 	return meta_put(txn, kb, sizeof(kb), v, sizeof(v), "mdb_put(meta ingest)", errmsg);
 }
 
+/* Removes the overlap of the AWAY records c (those overlapping [lo, hi])
+ * with [lo, hi]: what lies outside stays AWAY, split into the part below lo
+ * (keeps its key) and the part above hi (a new key). */
+static int away_carve(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, const collect_arg *c,
+                      char *errmsg)
+{
+	int rc = SHOAL_OK;
+	for (size_t i = 0; rc == SHOAL_OK && i < c->n; i++) {
+		st_part_rec r = c->r[i];
+		uint8_t kb[PT_KEY];
+		st_part_key(kb, PT_REC, table, r.lo);
+		if (r.lo < lo) {
+			st_part_rec below = r;
+			below.hi = lo - 1;
+			rc = rec_put(txn, &below, errmsg);
+		} else {
+			rc = meta_del(txn, kb, sizeof(kb), "mdb_del(meta partition)", errmsg);
+		}
+		if (rc == SHOAL_OK && r.hi > hi) {
+			st_part_rec above = r;
+			above.lo = hi + 1;
+			rc = rec_put(txn, &above, errmsg);
+		}
+	}
+	return rc;
+}
+
+/* Records of [lo, hi] that are not AWAY: SHOAL_E_IN_USE (what: the
+ * operation, for the message); else c holds the AWAY ones. */
+static int only_away(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, const char *what,
+                     collect_arg *c, char *errmsg)
+{
+	c->n = 0;
+	int rc = walk_overlaps(txn->txn, txn->env, table, lo, hi, collect_fn, c, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	for (size_t i = 0; i < c->n; i++)
+		if (c->r[i].state != ST_PART_AWAY)
+			return sh_errf(errmsg, SHOAL_E_IN_USE,
+			               "%s: partition [%016" PRIx64 ", %016" PRIx64
+			               "] of table %" PRIu32 " is %s here",
+			               what, c->r[i].lo, c->r[i].hi, table,
+			               st_part_state_name(c->r[i].state));
+	return SHOAL_OK;
+}
+
 int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
                 char *errmsg)
 {
@@ -689,36 +765,11 @@ int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t 
 	if (lo > hi)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "partition range [%016" PRIx64 ", %016" PRIx64 "] is empty", lo, hi);
-	collect_arg c = {.n = 0};
-	rc = walk_overlaps(txn->txn, txn->env, table, lo, hi, collect_fn, &c, errmsg);
+	collect_arg c;
+	rc = only_away(txn, table, lo, hi, "own", &c, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
-	for (size_t i = 0; i < c.n; i++)
-		if (c.r[i].state != ST_PART_AWAY)
-			return sh_errf(errmsg, SHOAL_E_IN_USE,
-			               "own: partition [%016" PRIx64 ", %016" PRIx64
-			               "] of table %" PRIu32 " is %s here",
-			               c.r[i].lo, c.r[i].hi, table,
-			               st_part_state_name(c.r[i].state));
-	for (size_t i = 0; rc == SHOAL_OK && i < c.n; i++) {
-		/* What lies outside [lo, hi] stays AWAY, split into the part
-		 * below lo (keeps its key) and the part above hi (a new key). */
-		st_part_rec r = c.r[i];
-		uint8_t kb[PT_KEY];
-		st_part_key(kb, PT_REC, table, r.lo);
-		if (r.lo < lo) {
-			st_part_rec below = r;
-			below.hi = lo - 1;
-			rc = rec_put(txn, &below, errmsg);
-		} else {
-			rc = meta_del(txn, kb, sizeof(kb), "mdb_del(meta partition)", errmsg);
-		}
-		if (rc == SHOAL_OK && r.hi > hi) {
-			st_part_rec above = r;
-			above.lo = hi + 1;
-			rc = rec_put(txn, &above, errmsg);
-		}
-	}
+		return rc == SHOAL_E_IN_USE ? rc : fail(txn, rc, errmsg);
+	rc = away_carve(txn, table, lo, hi, &c, errmsg);
 	if (rc == SHOAL_OK)
 		rc = ingest_put(txn, table, lo, attempt, true, errmsg);
 	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
@@ -792,11 +843,18 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 		             : s.owned ? "owned "
 		                       : "",
 		             s.attempt);
-	if (rc == SHOAL_OK && reset && s.found && s.owned && s.attempt == attempt)
-		rc = sh_errf(errmsg, SHOAL_E_WRONG_EPOCH,
-		             "ingest: attempt %" PRIu64 " for table %" PRIu32 " at %016" PRIx64
-		             " is owned already",
-		             attempt, table, lo);
+	/* Once owned, the range is served here: no attempt may reset it
+	 * (a late one of a source's earlier leader would wipe served data).
+	 * It can come in again only after it moved out (st_part_out drops
+	 * the record). */
+	if (rc == SHOAL_OK && reset && s.found && s.owned)
+		rc = sh_errf(errmsg, SHOAL_E_IN_USE,
+		             "ingest: table %" PRIu32 " at %016" PRIx64
+		             " is served here already (attempt %" PRIu64 " was owned)",
+		             table, lo, s.attempt);
+	collect_arg c;
+	if (rc == SHOAL_OK && reset)
+		rc = only_away(txn, table, lo, hi, "ingest", &c, errmsg);
 	/* Every key and item checked before anything is written. */
 	st_value **items = NULL;
 	if (rc == SHOAL_OK && n > 0) {
@@ -812,7 +870,16 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 
 	bool more;
 	if (reset) {
-		rc = delete_range(txn, table, lo, hi, 0, a, &more, errmsg);
+		/* Until st_part_own the range is refused here: a router with a
+		 * map from before some earlier move must not read or write a
+		 * half-copied range.  One AWAY record over [lo, hi]. */
+		rc = away_carve(txn, table, lo, hi, &c, errmsg);
+		if (rc == SHOAL_OK) {
+			st_part_rec r = {table, lo, hi, ST_PART_AWAY, 0, 0};
+			rc = rec_put(txn, &r, errmsg);
+		}
+		if (rc == SHOAL_OK)
+			rc = delete_range(txn, table, lo, hi, 0, a, &more, errmsg);
 		if (rc == SHOAL_OK)
 			rc = ingest_put(txn, table, lo, attempt, false, errmsg);
 	}

@@ -1,0 +1,973 @@
+/*
+ * pmove.c -- partition moves on the node side (issue 14): a hash range of a
+ * table's base items moves from its group (the source) to another (the
+ * target) while it keeps being served, then cuts over under a new map epoch.
+ *
+ * Who does what
+ * -------------
+ *   group 0's executor (elastic.c)  begins a move in the map
+ *                                   (sh_map_begin_move: routing stays on the
+ *                                   source), asks the source's leader
+ *                                   `part_move` every round, and once it
+ *                                   answers READY flips the map
+ *                                   (sh_map_finish_move: routers go to the
+ *                                   target from then on).
+ *   the source's leader (here)      everything else, from a thread of its
+ *                                   own (the driver), one move at a time:
+ *
+ *   phase    what the driver does                               replicated by
+ *   -------  ---------------------------------------------------  ------------------
+ *   OUT      records the range as moving out: from that entry on  part_out
+ *            every base write in it also appends to the range's
+ *            move log (storage/parts.h), in the write's LMDB txn
+ *   COPYING  a new attempt (a random id): the range's items in    part_ingest on the
+ *            chunks (a fresh read txn each, resuming after the     target (its first
+ *            last key) to the target, the first with `reset`;     chunk resets the
+ *            then the log's records after W, the log's last seq   range there)
+ *            seen in the first chunk's read txn (whatever
+ *            changed after W is in the log; a chunk read later
+ *            holds states newer than W, replaying the log in
+ *            order after it converges on the source's)
+ *   FENCED   once the log's backlog is small: reads and writes of  part_fence
+ *            the range are refused (SHOAL_E_WRONG_GROUP: routers
+ *            refresh their map and retry); the rest of the log
+ *            goes; then the wait for the GSI outbox to be shipped
+ *            up to the fence (the target's later deltas for those
+ *            items must not overtake the source's)
+ *   READY    reported to the executor, which flips the map
+ *   OWN      seeing the flip, the driver tells the target to       part_own on the
+ *            serve the range (with the attempt whose data is       target
+ *            complete: a target that took a later reset refuses)
+ *   PURGE    the range's items are deleted from the source in     part_purge
+ *            chunks; the range stays refused for good (AWAY)
+ *
+ * The target refuses client requests for the range from its first reset
+ * until part_own (storage/parts.h), so a router with a map older than some
+ * earlier move cannot read or write a half-copied range; after part_own it
+ * refuses further ingest, so a late attempt can never reset data it serves.
+ *
+ * Failures: every step is "make it so" and the state is in the source's
+ * records and the map.  A new source leader finds the OUT/FENCED record,
+ * starts a new attempt (the target's reset throws away the old one's
+ * chunks, and refuses any that arrive late), and goes on.  A move the map
+ * aborted (sh_map_abort_move) is forgotten by the source (part_abort: the
+ * range is served as before); what the target had received stays refused
+ * there and is reset by the next move into it.
+ *
+ * Not moved: GSI entries (their hash spaces stay on the cluster file's
+ * placement: the GSI partitions do not move); DynamoDB Streams records (the
+ * source's stream log keeps the range's records from before the cutover,
+ * the target's has those after).
+ *
+ * Threads: the driver is one thread per node (it blocks on proposals and on
+ * the target's answers); node_handle_part_move runs on nng threads; they
+ * meet under pm->mu.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/alloc.h"
+#include "common/clock.h"
+#include "common/cluster_map.h"
+#include "common/placement.h"
+#include "node/fsm_int.h"
+#include "node/node.h"
+#include "node/ship_int.h"
+#include "proto/lanes.h"
+#include "proto/wire.h"
+#include "storage/index.h"
+#include "storage/parts.h"
+
+#define PM_MAX_MOVES     16
+#define PM_CHUNK_BYTES   (1u << 20) /* items per part_ingest, about */
+#define PM_PURGE_ITEMS   2000       /* items per part_purge entry */
+#define PM_FENCE_BACKLOG 256        /* log records left when the fence goes up */
+#define PM_RPC_MS        10000      /* a part_ingest / part_own answer, at most */
+#define PM_IDLE_MS       100        /* the driver's pause between passes */
+#define PM_WANT_MS       10000      /* a move the executor stopped asking about */
+#define PM_OUTBOX_MS     30000      /* the wait for the GSI outbox after the fence */
+
+typedef struct pm_move {
+	uint32_t group, table, to_group;
+	uint64_t lo, hi;
+	uint64_t map_epoch; /* the executor's map when it asked */
+	uint64_t want_ns;   /* when the executor last asked (0: found in a record) */
+	/* The driver's progress (this node's leadership only). */
+	int phase; /* Shoal__PartStatus__Phase */
+	uint64_t attempt, copied, log_acked, log_last;
+	uint64_t fence_outbox; /* the outbox's last seq once fenced (0: not yet) */
+	uint64_t term;         /* the leadership the progress belongs to */
+} pm_move;
+
+struct node_pmove {
+	node *n;
+	node_ship *s;
+	pthread_t th;
+	bool started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	pm_move moves[PM_MAX_MOVES];
+	uint32_t n_moves;
+	node_waiter w; /* the driver's proposals */
+	/* $SHOAL_PMOVE_TEST_PAUSE_MS (tests only: 0 otherwise): 4 KiB chunks and
+	 * this pause after each and before the fence, so that a test can act
+	 * in the middle of a copy. */
+	uint32_t test_pause_ms;
+	size_t chunk_bytes;
+	atomic_uint_fast64_t done, copied, purged, attempts;
+};
+
+/* --- the wire: requests to the target ---------------------------------------- */
+
+typedef struct pm_rpc {
+	wire_lane_item item; /* first */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	Shoal__NodeResponse *nr;
+} pm_rpc;
+
+static void rpc_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
+{
+	pm_rpc *r = (pm_rpc *)it;
+	Shoal__NodeResponse *nr = NULL;
+	if (rv == WIRE_LANE_OK)
+		wire_unpack_node_response(NULL, ans, len, &nr, NULL);
+	if (whole != NULL)
+		nng_msg_free(whole);
+	pthread_mutex_lock(&r->mu);
+	r->nr = nr;
+	r->done = true;
+	pthread_cond_signal(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* Sends nr to node dest and waits for the answer; the code of the answer
+ * (SHOAL_E_UNAVAILABLE: none), *leader the NOT_LEADER hint. */
+static int rpc(node_pmove *pm, uint32_t dest, Shoal__NodeRequest *nr, uint32_t *leader, char *msg)
+{
+	*leader = 0;
+	wire_lanes *l = node_ship_lanes_to(pm->s, dest);
+	size_t len = shoal__node_request__get_packed_size(nr);
+	uint8_t *buf = sh_malloc(len > 0 ? len : 1);
+	if (l == NULL || buf == NULL) {
+		sh_free(buf);
+		return sh_errf(msg, SHOAL_E_UNAVAILABLE, "no lane to node %u", dest);
+	}
+	pm_rpc r;
+	memset(&r, 0, sizeof(r));
+	pthread_mutex_init(&r.mu, NULL);
+	pthread_cond_init(&r.cv, NULL);
+	r.item.part[0] = buf;
+	r.item.len[0] = shoal__node_request__pack(nr, buf);
+	r.item.deadline = sh_now_ms() + PM_RPC_MS;
+	r.item.done = rpc_done;
+	int rc = wire_lanes_submit(l, &r.item);
+	if (rc == SHOAL_OK) {
+		pthread_mutex_lock(&r.mu);
+		while (!r.done)
+			pthread_cond_wait(&r.cv, &r.mu);
+		pthread_mutex_unlock(&r.mu);
+	}
+	pthread_mutex_destroy(&r.mu);
+	pthread_cond_destroy(&r.cv);
+	sh_free(buf);
+	if (rc != SHOAL_OK || r.nr == NULL) {
+		if (r.nr != NULL)
+			shoal__node_response__free_unpacked(r.nr, wire_heap_allocator());
+		return sh_errf(msg, SHOAL_E_UNAVAILABLE, "node %u did not answer", dest);
+	}
+	int code = SHOAL_E_INTERNAL;
+	if (r.nr->response != NULL) {
+		code = wire_code_from_status(r.nr->response->status);
+		snprintf(msg, SH_ERRMSG_SIZE, "%s",
+		         r.nr->response->message != NULL ? r.nr->response->message : "");
+	}
+	*leader = r.nr->leader_node;
+	shoal__node_response__free_unpacked(r.nr, wire_heap_allocator());
+	return code;
+}
+
+static bool stopping(node_pmove *pm)
+{
+	pthread_mutex_lock(&pm->mu);
+	bool s = pm->stop;
+	pthread_mutex_unlock(&pm->mu);
+	return s;
+}
+
+/* Sends nr to group g's leader: the preferred voter first, then the leader
+ * each NOT_LEADER names, then every voter in turn. */
+static int rpc_leader(node_pmove *pm, uint32_t g, Shoal__NodeRequest *nr, char *msg)
+{
+	uint32_t voters[SH_MAP_GROUP_REPLICAS];
+	uint32_t nv = sh_place_voters(pm->n->place, g, voters, SH_MAP_GROUP_REPLICAS);
+	if (nv == 0)
+		return sh_errf(msg, SHOAL_E_UNAVAILABLE, "group %u has no voters in the map", g);
+	uint32_t dest = sh_place_preferred(pm->n->place, g);
+	int rc = SHOAL_E_UNAVAILABLE;
+	for (uint32_t tries = 0; tries < 2 * nv + 2 && !stopping(pm); tries++) {
+		nr->group = g;
+		uint32_t leader;
+		rc = rpc(pm, dest, nr, &leader, msg);
+		if (rc != SHOAL_E_NOT_LEADER && rc != SHOAL_E_UNAVAILABLE)
+			return rc;
+		dest = leader != 0 ? leader : voters[tries % nv];
+	}
+	return rc;
+}
+
+/* --- proposals on the source -------------------------------------------------- */
+
+/* Proposes op on g and waits; the operation's own code (its response's). */
+static int propose(node_pmove *pm, node_group *g, Shoal__CommandOp *op, size_t size,
+                   Shoal__PartStatus__Phase *phase, char *msg)
+{
+	node_waiter *w = &pm->w;
+	w->kind = NODE_WAIT_WRITE;
+	w->op = *op;
+	w->size = size + 64;
+	w->cb = NULL;
+	w->data = NULL;
+	w->done = false;
+	int rc = node_group_submit(g, w, msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = node_waiter_wait(w);
+	if (rc != SHOAL_OK) {
+		snprintf(msg, SH_ERRMSG_SIZE, "%s", w->msg);
+		sh_free(w->resp);
+		w->resp = NULL;
+		return rc;
+	}
+	Shoal__NodeResponse *nr = NULL;
+	if (w->resp != NULL)
+		wire_unpack_node_response(NULL, w->resp, w->resp_len, &nr, NULL);
+	sh_free(w->resp);
+	w->resp = NULL;
+	if (nr == NULL)
+		return sh_errf(msg, SHOAL_E_INTERNAL, "an unreadable result");
+	if (nr->response != NULL) {
+		rc = wire_code_from_status(nr->response->status);
+		snprintf(msg, SH_ERRMSG_SIZE, "%s",
+		         nr->response->message != NULL ? nr->response->message : "");
+	}
+	if (phase != NULL && nr->part_status != NULL)
+		*phase = nr->part_status->phase;
+	shoal__node_response__free_unpacked(nr, wire_heap_allocator());
+	return rc;
+}
+
+static int propose_range(node_pmove *pm, node_group *g, Shoal__CommandOp__OpCase kind,
+                         const pm_move *m, uint64_t attempt, Shoal__PartStatus__Phase *phase,
+                         char *msg)
+{
+	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
+	r.table = m->table;
+	r.lo = m->lo;
+	r.hi = m->hi;
+	r.to_group = m->to_group;
+	r.attempt = attempt;
+	Shoal__CommandOp op = SHOAL__COMMAND_OP__INIT;
+	op.op_case = kind;
+	switch (kind) {
+	case SHOAL__COMMAND_OP__OP_PART_OUT:
+		op.part_out = &r;
+		break;
+	case SHOAL__COMMAND_OP__OP_PART_FENCE:
+		op.part_fence = &r;
+		break;
+	case SHOAL__COMMAND_OP__OP_PART_PURGE:
+		op.part_purge = &r;
+		break;
+	case SHOAL__COMMAND_OP__OP_PART_ABORT:
+		op.part_abort = &r;
+		break;
+	default:
+		return SHOAL_E_INTERNAL;
+	}
+	return propose(pm, g, &op, 64, phase, msg);
+}
+
+/* --- the driver's steps --------------------------------------------------------- */
+
+/* Whether this node still leads g in the term the move's progress is from. */
+static bool still_leading(node_group *g, const pm_move *m)
+{
+	uint64_t term;
+	return node_group_leading(g, &term) && term == m->term;
+}
+
+/* Sends one PartIngest to the target. */
+static int send_ingest(node_pmove *pm, const pm_move *m, bool reset, uint8_t **keys, size_t *klens,
+                       uint8_t **vals, size_t *vlens, size_t n, char *msg)
+{
+	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
+	r.table = m->table;
+	r.lo = m->lo;
+	r.hi = m->hi;
+	r.to_group = m->to_group;
+	r.attempt = m->attempt;
+	Shoal__PartIngest pi = SHOAL__PART_INGEST__INIT;
+	pi.range = &r;
+	pi.reset = reset;
+	ProtobufCBinaryData *k = NULL, *v = NULL;
+	if (n > 0) {
+		k = sh_calloc(n, sizeof(*k));
+		v = sh_calloc(n, sizeof(*v));
+		if (k == NULL || v == NULL) {
+			sh_free(k);
+			sh_free(v);
+			return sh_errf(msg, SHOAL_E_NOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < n; i++) {
+			k[i] = (ProtobufCBinaryData){klens[i], keys[i]};
+			v[i] = (ProtobufCBinaryData){vlens[i], vals[i]};
+		}
+	}
+	pi.n_keys = pi.n_values = n;
+	pi.keys = k;
+	pi.values = v;
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	nr.part_ingest = &pi;
+	int rc = rpc_leader(pm, m->to_group, &nr, msg);
+	sh_free(k);
+	sh_free(v);
+	return rc;
+}
+
+static void test_pause(node_pmove *pm)
+{
+	if (pm->test_pause_ms == 0)
+		return;
+	pthread_mutex_lock(&pm->mu);
+	if (!pm->stop) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)pm->test_pause_ms * 1000000u;
+		ts.tv_sec += (time_t)(ns / 1000000000u);
+		ts.tv_nsec = (long)(ns % 1000000000u);
+		pthread_cond_timedwait(&pm->cv, &pm->mu, &ts);
+	}
+	pthread_mutex_unlock(&pm->mu);
+}
+
+/* Copies the range to the target: a new attempt from its reset.  Leaves
+ * m->log_acked at the watermark W. */
+static int copy_range(node_pmove *pm, node_group *g, pm_move *m, char *msg)
+{
+	st_env *env = node_group_env(g);
+	m->attempt = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 2) ^ node_now_ns();
+	if (m->attempt == 0)
+		m->attempt = 1;
+	m->copied = 0;
+	m->log_acked = 0;
+	atomic_fetch_add(&pm->attempts, 1);
+	uint8_t *after = NULL;
+	size_t after_len = 0;
+	bool first = true, more = true;
+	int rc = SHOAL_OK;
+	sh_arena a;
+	sh_arena_init(&a);
+	while (more && rc == SHOAL_OK) {
+		if (stopping(pm) || !still_leading(g, m)) {
+			rc = sh_errf(msg, SHOAL_E_NOT_LEADER, "no longer leading");
+			break;
+		}
+		sh_arena_reset(&a);
+		uint8_t **keys, **vals;
+		size_t *klens, *vlens, n;
+		uint64_t log_last;
+		rc = st_part_copy_chunk(env, m->table, m->lo, m->hi, after, after_len,
+		                        PM_CHUNK_BYTES, &a, &keys, &klens, &vals, &vlens, &n, &more,
+		                        &log_last, msg);
+		if (rc != SHOAL_OK)
+			break;
+		if (first)
+			m->log_acked = log_last;
+		rc = send_ingest(pm, m, first, keys, klens, vals, vlens, n, msg);
+		if (rc != SHOAL_OK)
+			break;
+		first = false;
+		test_pause(pm);
+		m->copied += n;
+		atomic_fetch_add(&pm->copied, n);
+		if (n > 0) {
+			uint8_t *nk = sh_malloc(klens[n - 1]);
+			if (nk == NULL) {
+				rc = sh_errf(msg, SHOAL_E_NOMEM, "out of memory");
+				break;
+			}
+			memcpy(nk, keys[n - 1], klens[n - 1]);
+			sh_free(after);
+			after = nk;
+			after_len = klens[n - 1];
+		}
+	}
+	sh_free(after);
+	sh_arena_fini(&a);
+	return rc;
+}
+
+/* Ships the log after m->log_acked until it is drained (or `max` records
+ * are left when not fenced). */
+static int ship_log(node_pmove *pm, node_group *g, pm_move *m, uint64_t max_left, char *msg)
+{
+	st_env *env = node_group_env(g);
+	sh_arena a;
+	sh_arena_init(&a);
+	int rc = SHOAL_OK;
+	for (;;) {
+		if (stopping(pm) || !still_leading(g, m)) {
+			rc = sh_errf(msg, SHOAL_E_NOT_LEADER, "no longer leading");
+			break;
+		}
+		if ((rc = st_part_log_last(env, m->table, m->lo, &m->log_last, msg)) != SHOAL_OK)
+			break;
+		if (m->log_last <= m->log_acked + max_left)
+			break;
+		sh_arena_reset(&a);
+		uint8_t **keys, **vals;
+		size_t *klens, *vlens, n;
+		uint64_t last;
+		rc = st_part_log_read(env, m->table, m->lo, m->log_acked, PM_CHUNK_BYTES, &a, &keys,
+		                      &klens, &vals, &vlens, &last, &n, msg);
+		if (rc != SHOAL_OK || n == 0)
+			break;
+		if ((rc = send_ingest(pm, m, false, keys, klens, vals, vlens, n, msg)) != SHOAL_OK)
+			break;
+		m->log_acked = last;
+	}
+	sh_arena_fini(&a);
+	return rc;
+}
+
+static void set_phase(node_pmove *pm, pm_move *m, int phase)
+{
+	pthread_mutex_lock(&pm->mu);
+	m->phase = phase;
+	pthread_mutex_unlock(&pm->mu);
+}
+
+/* The map's view of the move: 1 pending (begun, to m->to_group), 2 done
+ * (the partition holding m->lo is served by the target, whatever happened
+ * to it since), 0 neither (aborted, or the map is older than the move). */
+static int map_view(node_pmove *pm, const pm_move *m, uint64_t *epoch)
+{
+	sh_map map;
+	if (sh_place_copy(pm->n->place, &map) != SHOAL_OK)
+		return -1;
+	*epoch = map.epoch;
+	int v = 0;
+	uint32_t i = sh_map_part_of(&map, m->table, m->lo);
+	if (i != SH_MAP_NONE) {
+		const sh_map_part *p = &map.parts[i];
+		if (p->group == m->group && p->to_group == m->to_group && p->lo == m->lo &&
+		    sh_map_part_hi(&map, i) == m->hi)
+			v = 1;
+		else if (p->group == m->to_group)
+			v = 2;
+	}
+	sh_map_fini(&map);
+	return v;
+}
+
+/* Copy, log, fence, drain: up to READY.  SHOAL_OK also when it has to wait
+ * (the next pass goes on); SHOAL_E_IN_USE: the target already serves the
+ * range (it refused the reset). */
+static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *rec, char *msg)
+{
+	int rc;
+	if (m->phase == SHOAL__PART_STATUS__PHASE__NONE) {
+		set_phase(pm, m, SHOAL__PART_STATUS__PHASE__COPYING);
+		m->fence_outbox = 0;
+		if ((rc = copy_range(pm, g, m, msg)) != SHOAL_OK)
+			return rc;
+		node_logf(NODE_LOG_INFO,
+		          "pmove: group %u table %u [%016" PRIx64 ", %016" PRIx64
+		          "]: copied %" PRIu64 " items to group %u (attempt %016" PRIx64 ")",
+		          m->group, m->table, m->lo, m->hi, m->copied, m->to_group, m->attempt);
+	}
+	if (rec->state == ST_PART_OUT && m->phase == SHOAL__PART_STATUS__PHASE__COPYING) {
+		if ((rc = ship_log(pm, g, m, PM_FENCE_BACKLOG, msg)) != SHOAL_OK)
+			return rc;
+		test_pause(pm);
+		rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_FENCE, m, 0, NULL, msg);
+		if (rc == SHOAL_E_IN_USE) /* a prepared transaction: the next pass */
+			return SHOAL_OK;
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__FENCED);
+	if ((rc = ship_log(pm, g, m, 0, msg)) != SHOAL_OK)
+		return rc;
+	/* The GSI deltas of the range's writes before the fence must reach
+	 * their index partitions before the target's later ones can. */
+	st_outbox_info oi;
+	if ((rc = st_outbox_get_info(node_group_env(g), &oi, msg)) != SHOAL_OK)
+		return rc;
+	if (m->fence_outbox == 0)
+		m->fence_outbox = oi.last_seq + 1;
+	if (oi.shipped + 1 < m->fence_outbox)
+		return SHOAL_OK; /* the next pass looks again */
+	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__READY);
+	node_logf(NODE_LOG_INFO,
+	          "pmove: group %u table %u [%016" PRIx64 "]: fenced and drained, ready for the "
+	          "cutover to group %u",
+	          m->group, m->table, m->lo, m->to_group);
+	return SHOAL_OK;
+}
+
+/* Tells the target to serve the range (the attempt's data is complete). */
+static int own(node_pmove *pm, const pm_move *m, char *msg)
+{
+	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
+	r.table = m->table;
+	r.lo = m->lo;
+	r.hi = m->hi;
+	r.to_group = m->to_group;
+	r.attempt = m->attempt;
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	nr.part_own = &r;
+	return rpc_leader(pm, m->to_group, &nr, msg);
+}
+
+/* Deletes the range here, chunk by chunk, until it is AWAY. */
+static void purge(node_pmove *pm, node_group *g, pm_move *m)
+{
+	char msg[SH_ERRMSG_SIZE] = "";
+	Shoal__PartStatus__Phase ph = SHOAL__PART_STATUS__PHASE__FENCED;
+	while (ph != SHOAL__PART_STATUS__PHASE__AWAY && !stopping(pm) && still_leading(g, m)) {
+		int rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_PURGE, m, 0, &ph, msg);
+		if (rc != SHOAL_OK) {
+			node_logf(NODE_LOG_WARN,
+			          "pmove: group %u table %u [%016" PRIx64 "]: purge: %s", m->group,
+			          m->table, m->lo, msg);
+			return;
+		}
+	}
+	if (ph != SHOAL__PART_STATUS__PHASE__AWAY)
+		return;
+	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__AWAY);
+	atomic_fetch_add(&pm->done, 1);
+	node_logf(NODE_LOG_INFO,
+	          "pmove: group %u table %u [%016" PRIx64 ", %016" PRIx64
+	          "]: moved to group %u, purged here",
+	          m->group, m->table, m->lo, m->hi, m->to_group);
+}
+
+/* One pass over one move whose source this node leads. */
+static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *rec)
+{
+	char msg[SH_ERRMSG_SIZE] = "";
+	uint64_t epoch;
+	int view = map_view(pm, m, &epoch);
+	if (view < 0)
+		return;
+	int rc;
+	if (rec == NULL) {
+		/* Asked to move, nothing recorded yet: the range starts
+		 * moving out (its record keeps the executor's map epoch). */
+		if (view != 1)
+			return;
+		rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_OUT, m, m->map_epoch, NULL,
+		                   msg);
+		if (rc != SHOAL_OK)
+			node_logf(NODE_LOG_WARN,
+			          "pmove: group %u table %u [%016" PRIx64 "]: out: %s", m->group,
+			          m->table, m->lo, msg);
+		return;
+	}
+	if (rec->state == ST_PART_AWAY)
+		return;
+	if (view == 0) {
+		/* Only a map at least as new as the move's beginning that
+		 * neither moves the range nor gave it to the target says the
+		 * move was aborted: forget it, serve the range again.  A
+		 * fenced range never goes back (the target may have served it). */
+		if (epoch < rec->attempt || rec->state != ST_PART_OUT)
+			return;
+		rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_ABORT, m, 0, NULL, msg);
+		node_logf(rc == SHOAL_OK ? NODE_LOG_INFO : NODE_LOG_WARN,
+		          "pmove: group %u table %u [%016" PRIx64 "]: the map aborted the move: %s",
+		          m->group, m->table, m->lo, rc == SHOAL_OK ? "forgotten" : msg);
+		return;
+	}
+	if (view == 2 && m->phase == SHOAL__PART_STATUS__PHASE__AWAY) {
+		purge(pm, g, m); /* owned by the target: only the purge is left */
+		return;
+	}
+	if (m->phase != SHOAL__PART_STATUS__PHASE__READY) {
+		rc = advance(pm, g, m, rec, msg);
+		if (rc == SHOAL_E_IN_USE && view == 2) {
+			/* The target refused the reset: it serves the range
+			 * already (a previous leader's attempt was owned). */
+			set_phase(pm, m, SHOAL__PART_STATUS__PHASE__AWAY);
+			purge(pm, g, m);
+			return;
+		}
+		if (rc != SHOAL_OK) {
+			node_logf(NODE_LOG_WARN,
+			          "pmove: group %u table %u [%016" PRIx64 "]: attempt stopped: %s",
+			          m->group, m->table, m->lo, msg);
+			set_phase(pm, m, SHOAL__PART_STATUS__PHASE__NONE);
+			return;
+		}
+		if (m->phase != SHOAL__PART_STATUS__PHASE__READY)
+			return;
+	}
+	if (view == 1)
+		return; /* READY: the executor flips the map */
+	rc = own(pm, m, msg);
+	if (rc == SHOAL_OK || rc == SHOAL_E_IN_USE) {
+		set_phase(pm, m, SHOAL__PART_STATUS__PHASE__AWAY);
+		purge(pm, g, m);
+		return;
+	}
+	node_logf(NODE_LOG_WARN, "pmove: group %u table %u [%016" PRIx64 "]: own on group %u: %s",
+	          m->group, m->table, m->lo, m->to_group, msg);
+	if (rc == SHOAL_E_VALIDATION) /* another attempt's data there: copy again */
+		set_phase(pm, m, SHOAL__PART_STATUS__PHASE__NONE);
+}
+
+/* The move slot for (group, table, lo), created if asked (mu held). */
+static pm_move *slot(node_pmove *pm, uint32_t group, uint32_t table, uint64_t lo, bool create)
+{
+	for (uint32_t i = 0; i < pm->n_moves; i++)
+		if (pm->moves[i].group == group && pm->moves[i].table == table &&
+		    pm->moves[i].lo == lo)
+			return &pm->moves[i];
+	if (!create || pm->n_moves == PM_MAX_MOVES)
+		return NULL;
+	pm_move *m = &pm->moves[pm->n_moves++];
+	memset(m, 0, sizeof(*m));
+	m->group = group;
+	m->table = table;
+	m->lo = lo;
+	return m;
+}
+
+static void pass_group(node_pmove *pm, uint32_t gid)
+{
+	node_group *g = node_group_acquire(pm->n, gid);
+	if (g == NULL)
+		return;
+	uint64_t term;
+	if (!node_group_leading(g, &term)) {
+		node_group_release(g);
+		return;
+	}
+	sh_arena a;
+	sh_arena_init(&a);
+	st_part_rec *recs = NULL;
+	size_t n = 0;
+	char msg[SH_ERRMSG_SIZE];
+	if (st_part_list(node_group_env(g), &a, &recs, &n, msg) != SHOAL_OK)
+		n = 0;
+	/* Records this leadership has not seen yet become moves to drive;
+	 * moves asked for get their record's state. */
+	pthread_mutex_lock(&pm->mu);
+	for (size_t i = 0; i < n; i++) {
+		if (recs[i].state == ST_PART_AWAY)
+			continue;
+		pm_move *m = slot(pm, gid, recs[i].table, recs[i].lo, true);
+		if (m == NULL)
+			continue;
+		m->hi = recs[i].hi;
+		m->to_group = recs[i].to_group;
+	}
+	for (uint32_t i = 0; i < pm->n_moves; i++)
+		if (pm->moves[i].group == gid && pm->moves[i].term != term) {
+			/* A new leadership: its own attempt from the start. */
+			pm->moves[i].term = term;
+			pm->moves[i].phase = SHOAL__PART_STATUS__PHASE__NONE;
+			pm->moves[i].attempt = 0;
+		}
+	pthread_mutex_unlock(&pm->mu);
+	for (uint32_t i = 0; i < PM_MAX_MOVES && !stopping(pm); i++) {
+		pthread_mutex_lock(&pm->mu);
+		if (i >= pm->n_moves) {
+			pthread_mutex_unlock(&pm->mu);
+			break;
+		}
+		pm_move *m = &pm->moves[i];
+		bool mine = m->group == gid;
+		pthread_mutex_unlock(&pm->mu);
+		if (!mine)
+			continue;
+		const st_part_rec *rec = NULL;
+		for (size_t k = 0; k < n; k++)
+			if (recs[k].table == m->table && recs[k].lo == m->lo)
+				rec = &recs[k];
+		drive(pm, g, m, rec);
+	}
+	/* Moves that are over (AWAY here, or neither asked nor recorded)
+	 * leave the table. */
+	pthread_mutex_lock(&pm->mu);
+	uint64_t now = node_now_ns();
+	for (uint32_t i = 0; i < pm->n_moves;) {
+		pm_move *m = &pm->moves[i];
+		bool recorded = false;
+		for (size_t k = 0; k < n; k++)
+			if (m->group == gid && recs[k].table == m->table && recs[k].lo == m->lo &&
+			    recs[k].state != ST_PART_AWAY)
+				recorded = true;
+		bool asked = m->want_ns != 0 && now < m->want_ns + PM_WANT_MS * 1000000ull;
+		if (m->group == gid && !recorded && !asked &&
+		    m->phase != SHOAL__PART_STATUS__PHASE__READY)
+			pm->moves[i] = pm->moves[--pm->n_moves];
+		else
+			i++;
+	}
+	pthread_mutex_unlock(&pm->mu);
+	sh_arena_fini(&a);
+	node_group_release(g);
+}
+
+static void *driver(void *arg)
+{
+	node_pmove *pm = arg;
+	for (;;) {
+		pthread_mutex_lock(&pm->mu);
+		if (!pm->stop) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += PM_IDLE_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&pm->cv, &pm->mu, &ts);
+		}
+		bool stop = pm->stop;
+		pthread_mutex_unlock(&pm->mu);
+		if (stop)
+			break;
+		for (uint32_t gid = 1; gid < pm->n->conf->groups; gid++)
+			pass_group(pm, gid);
+	}
+	return NULL;
+}
+
+/* --- requests ------------------------------------------------------------------- */
+
+int node_handle_part_move(node_call *c)
+{
+	const Shoal__PartRange *r = c->req->part_move;
+	node_pmove *pm = c->node->ship != NULL ? c->node->ship->pmove : NULL;
+	if (pm == NULL)
+		return sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE, "this node moves no partitions");
+	uint32_t gid = node_group_id(c->group);
+	if (r->to_group == gid || r->to_group >= c->node->conf->groups || r->lo > r->hi)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "part_move: bad range or target group %u", r->to_group);
+	uint64_t term;
+	if (!node_group_leading(c->group, &term)) {
+		node_group_status st;
+		node_group_status_get(c->group, &st);
+		c->nresp->leader_node = st.leader;
+		return sh_errf(c->errmsg, SHOAL_E_NOT_LEADER, "not the leader of group %u", gid);
+	}
+	Shoal__PartStatus *ps = sh_arena_alloc(c->arena, sizeof(*ps));
+	if (ps == NULL)
+		return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
+	shoal__part_status__init(ps);
+	pthread_mutex_lock(&pm->mu);
+	pm_move *m = slot(pm, gid, r->table, r->lo, true);
+	if (m != NULL) {
+		if (m->to_group != r->to_group || m->hi != r->hi) {
+			/* Another move of the range than the one in progress
+			 * (the map aborted it and began this one). */
+			m->to_group = r->to_group;
+			m->hi = r->hi;
+			m->phase = SHOAL__PART_STATUS__PHASE__NONE;
+			m->attempt = 0;
+		}
+		m->map_epoch = r->attempt;
+		m->want_ns = node_now_ns();
+		ps->phase = (Shoal__PartStatus__Phase)m->phase;
+		ps->attempt = m->attempt;
+		ps->copied = m->copied;
+		ps->log_pending = m->log_last > m->log_acked ? m->log_last - m->log_acked : 0;
+	}
+	pthread_cond_signal(&pm->cv);
+	pthread_mutex_unlock(&pm->mu);
+	if (m == NULL)
+		return sh_errf(c->errmsg, SHOAL_E_LIMIT_EXCEEDED,
+		               "group %u is already moving %d partitions", gid, PM_MAX_MOVES);
+	c->nresp->part_status = ps;
+	return SHOAL_OK;
+}
+
+static int check_range(node_call *c, const Shoal__PartRange *r)
+{
+	if (r == NULL || r->lo > r->hi || r->attempt == 0)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "a partition move needs a range (lo <= hi) and an attempt");
+	if (r->to_group != node_group_id(c->group))
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "the move's target is group %u, this is group %u", r->to_group,
+		               node_group_id(c->group));
+	return SHOAL_OK;
+}
+
+int node_prepare_part_ingest(node_call *c, Shoal__CommandOp *op)
+{
+	const Shoal__PartIngest *pi = c->req->part_ingest;
+	int rc = check_range(c, pi->range);
+	if (rc != SHOAL_OK)
+		return rc;
+	if (pi->n_keys != pi->n_values)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "part_ingest: %zu keys and %zu values", pi->n_keys, pi->n_values);
+	op->op_case = SHOAL__COMMAND_OP__OP_PART_INGEST;
+	op->part_ingest = (Shoal__PartIngest *)pi;
+	return SHOAL_OK;
+}
+
+int node_prepare_part_own(node_call *c, Shoal__CommandOp *op)
+{
+	int rc = check_range(c, c->req->part_own);
+	if (rc != SHOAL_OK)
+		return rc;
+	op->op_case = SHOAL__COMMAND_OP__OP_PART_OWN;
+	op->part_own = (Shoal__PartRange *)c->req->part_own;
+	return SHOAL_OK;
+}
+
+/* --- apply (fsm_apply.c's run_op) ------------------------------------------------ */
+
+int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
+{
+	switch (op->op_case) {
+	case SHOAL__COMMAND_OP__OP_PART_OUT: {
+		const Shoal__PartRange *r = op->part_out;
+		return st_part_out(c->txn, r->table, r->lo, r->hi, r->to_group, r->attempt, c->msg);
+	}
+	case SHOAL__COMMAND_OP__OP_PART_FENCE:
+		return st_part_fence(c->txn, op->part_fence->table, op->part_fence->lo, c->msg);
+	case SHOAL__COMMAND_OP__OP_PART_ABORT:
+		return st_part_abort(c->txn, op->part_abort->table, op->part_abort->lo, c->msg);
+	case SHOAL__COMMAND_OP__OP_PART_OWN: {
+		const Shoal__PartRange *r = op->part_own;
+		return st_part_own(c->txn, r->table, r->lo, r->hi, r->attempt, c->msg);
+	}
+	case SHOAL__COMMAND_OP__OP_PART_PURGE: {
+		bool done = false;
+		int rc = st_part_purge(c->txn, op->part_purge->table, op->part_purge->lo,
+		                       PM_PURGE_ITEMS, &done, c->msg);
+		if (rc == SHOAL_OK && c->r != NULL) {
+			Shoal__PartStatus *ps = sh_arena_alloc(c->a, sizeof(*ps));
+			if (ps == NULL)
+				return sh_errf(c->msg, SHOAL_E_NOMEM, "out of memory");
+			shoal__part_status__init(ps);
+			ps->phase = done ? SHOAL__PART_STATUS__PHASE__AWAY
+			                 : SHOAL__PART_STATUS__PHASE__FENCED;
+			c->nr->part_status = ps;
+		}
+		return rc;
+	}
+	case SHOAL__COMMAND_OP__OP_PART_INGEST: {
+		const Shoal__PartIngest *pi = op->part_ingest;
+		const Shoal__PartRange *r = pi->range;
+		if (r == NULL || pi->n_keys != pi->n_values)
+			return sh_errf(c->msg, SHOAL_E_VALIDATION, "part_ingest: malformed");
+		size_t n = pi->n_keys;
+		const uint8_t **k = sh_arena_calloc(c->a, n + 1, sizeof(*k));
+		const uint8_t **v = sh_arena_calloc(c->a, n + 1, sizeof(*v));
+		size_t *kl = sh_arena_calloc(c->a, n + 1, sizeof(*kl));
+		size_t *vl = sh_arena_calloc(c->a, n + 1, sizeof(*vl));
+		if (k == NULL || v == NULL || kl == NULL || vl == NULL)
+			return sh_errf(c->msg, SHOAL_E_NOMEM, "out of memory");
+		for (size_t i = 0; i < n; i++) {
+			k[i] = pi->keys[i].data;
+			kl[i] = pi->keys[i].len;
+			v[i] = pi->values[i].data;
+			vl[i] = pi->values[i].len;
+		}
+		return st_part_ingest(c->txn, r->table, r->lo, r->hi, r->attempt, pi->reset, n, k,
+		                      kl, v, vl, c->a, c->msg);
+	}
+	default:
+		return sh_errf(c->msg, SHOAL_E_INTERNAL, "not a partition operation");
+	}
+}
+
+/* --- lifecycle ------------------------------------------------------------------- */
+
+int node_pmove_open(node_ship *s, node_pmove **out, char *errmsg)
+{
+	*out = NULL;
+	node_pmove *pm = sh_calloc(1, sizeof(*pm));
+	if (pm == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "pmove: out of memory");
+	pm->n = s->n;
+	pm->s = s;
+	pthread_mutex_init(&pm->mu, NULL);
+	pthread_cond_init(&pm->cv, NULL);
+	pm->chunk_bytes = PM_CHUNK_BYTES;
+	const char *pause = getenv("SHOAL_PMOVE_TEST_PAUSE_MS");
+	if (pause != NULL && atoi(pause) > 0) {
+		pm->test_pause_ms = (uint32_t)atoi(pause);
+		pm->chunk_bytes = 4096;
+		node_logf(NODE_LOG_WARN, "pmove: test pauses of %u ms in every partition move",
+		          pm->test_pause_ms);
+	}
+	if (node_waiter_init(&pm->w) != SHOAL_OK) {
+		node_pmove_free(pm);
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "pmove: out of memory");
+	}
+	if (pthread_create(&pm->th, NULL, driver, pm) != 0) {
+		node_pmove_free(pm);
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "pmove: cannot start its thread");
+	}
+	pm->started = true;
+	*out = pm;
+	return SHOAL_OK;
+}
+
+void node_pmove_close(node_pmove *pm)
+{
+	if (pm == NULL)
+		return;
+	pthread_mutex_lock(&pm->mu);
+	pm->stop = true;
+	pthread_cond_signal(&pm->cv);
+	pthread_mutex_unlock(&pm->mu);
+}
+
+void node_pmove_free(node_pmove *pm)
+{
+	if (pm == NULL)
+		return;
+	node_pmove_close(pm);
+	if (pm->started)
+		pthread_join(pm->th, NULL);
+	node_waiter_fini(&pm->w);
+	pthread_mutex_destroy(&pm->mu);
+	pthread_cond_destroy(&pm->cv);
+	sh_free(pm);
+}
+
+void node_pmove_metrics(node_pmove *pm, node_appendf_fn appendf, void *buf)
+{
+	if (pm == NULL)
+		return;
+	appendf(buf,
+	        "# HELP shoal_node_partition_moves_total Partition moves this node finished as "
+	        "the source group's leader.\n"
+	        "# TYPE shoal_node_partition_moves_total counter\n"
+	        "shoal_node_partition_moves_total %" PRIu64 "\n"
+	        "# HELP shoal_node_partition_move_attempts_total Copy attempts begun (a new "
+	        "source leader, or a failed attempt, begins another).\n"
+	        "# TYPE shoal_node_partition_move_attempts_total counter\n"
+	        "shoal_node_partition_move_attempts_total %" PRIu64 "\n"
+	        "# HELP shoal_node_partition_items_copied_total Items sent to target groups.\n"
+	        "# TYPE shoal_node_partition_items_copied_total counter\n"
+	        "shoal_node_partition_items_copied_total %" PRIu64 "\n",
+	        (uint64_t)atomic_load(&pm->done), (uint64_t)atomic_load(&pm->attempts),
+	        (uint64_t)atomic_load(&pm->copied));
+}
