@@ -198,13 +198,14 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op)
 /* The executor                                                              */
 /* ------------------------------------------------------------------------ */
 
-#define ELASTIC_STATUS_MS   1500  /* a node's node_status answer, at most */
-#define ELASTIC_CHANGE_MS   5000  /* ADD, REMOVE, TRANSFER */
-#define ELASTIC_PROMOTE_MS  60000 /* PROMOTE: raft's catch-up rounds */
-#define ELASTIC_CAUGHT_UP   64    /* a standby this close to the leader's last index */
-#define ELASTIC_FENCED_POLL_MS 20 /* the next round while a move's range is fenced */
-#define ELASTIC_MAX_MEMBERS 16
-#define SH_MAP_MAX_SEEN     SH_MAX_NODES * 4 /* nodes whose last answer is remembered */
+#define ELASTIC_STATUS_MS       1500  /* a node's node_status answer, at most */
+#define ELASTIC_CHANGE_MS       5000  /* ADD, REMOVE, TRANSFER */
+#define ELASTIC_PROMOTE_MS      60000 /* PROMOTE: raft's catch-up rounds */
+#define ELASTIC_CAUGHT_UP       64    /* a standby this close to the leader's last index */
+#define ELASTIC_FENCED_POLL_MS  20    /* the next round while a move's range is fenced */
+#define ELASTIC_MOVING_ROUND_MS 100   /* rounds while a partition move is in flight */
+#define ELASTIC_MAX_MEMBERS     16
+#define SH_MAP_MAX_SEEN         SH_MAX_NODES * 4 /* nodes whose last answer is remembered */
 
 typedef struct group_fact {
 	uint32_t lost[SH_MAP_GROUP_REPLICAS]; /* nodes that lost their replica's data */
@@ -299,6 +300,12 @@ struct node_elastic {
 
 static void round_end(node_elastic *e, uint64_t pause_ms)
 {
+	/* While a partition move is in flight its cutover waits for a round
+	 * (the source's READY is asked each round): rounds come quickly. */
+	for (uint32_t i = 0;
+	     e->map_init && pause_ms > ELASTIC_MOVING_ROUND_MS && i < e->map.n_parts; i++)
+		if (e->map.parts[i].to_group != SH_MAP_NONE)
+			pause_ms = ELASTIC_MOVING_ROUND_MS;
 	e->busy = false;
 	e->next_ns = node_now_ns() + pause_ms * 1000000u;
 }
@@ -633,7 +640,8 @@ static void part_asked(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t
 	char msg[SH_ERRMSG_SIZE];
 	int code = code_of(nr, msg, sizeof(msg));
 	int phase = code == SHOAL_OK && nr->part_status != NULL ? (int)nr->part_status->phase : 0;
-	if (phase == SHOAL__PART_STATUS__PHASE__READY || phase == SHOAL__PART_STATUS__PHASE__FENCED) {
+	if (phase == SHOAL__PART_STATUS__PHASE__READY ||
+	    phase == SHOAL__PART_STATUS__PHASE__FENCED) {
 		/* The range is refused while fenced: the cutover comes as soon
 		 * as it is ready, not a round later. */
 		uint64_t soon = node_now_ns() + ELASTIC_FENCED_POLL_MS * 1000000ull;

@@ -67,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -80,14 +81,14 @@
 #include "storage/index.h"
 #include "storage/parts.h"
 
-#define PM_MAX_MOVES     16
-#define PM_CHUNK_BYTES   (1u << 20) /* items per part_ingest, about */
-#define PM_PURGE_ITEMS   2000       /* items per part_purge entry */
-#define PM_FENCE_BACKLOG 256        /* log records left when the fence goes up */
-#define PM_RPC_MS        10000      /* a part_ingest / part_own answer, at most */
-#define PM_IDLE_MS       100        /* the driver's pause between passes */
-#define PM_WANT_MS       10000      /* a move the executor stopped asking about */
-#define PM_OUTBOX_MS     30000      /* the wait for the GSI outbox after the fence */
+#define PM_MAX_MOVES      16
+#define PM_CHUNK_BYTES    (1u << 20) /* items per part_ingest, about */
+#define PM_PURGE_ITEMS    2000       /* items per part_purge entry */
+#define PM_FENCE_BACKLOG  256        /* log records left when the fence goes up */
+#define PM_RPC_MS         10000      /* a part_ingest / part_own answer, at most */
+#define PM_IDLE_MS        100        /* the driver's pause between passes */
+#define PM_WANT_MS        10000      /* a move the executor stopped asking about */
+#define PM_OUTBOX_WAIT_MS 500        /* a pass's wait for the GSI outbox after the fence */
 
 typedef struct pm_move {
 	uint32_t group, table, to_group;
@@ -507,12 +508,16 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 	/* The GSI deltas of the range's writes before the fence must reach
 	 * their index partitions before the target's later ones can. */
 	st_outbox_info oi;
-	if ((rc = st_outbox_get_info(node_group_env(g), &oi, msg)) != SHOAL_OK)
-		return rc;
-	if (m->fence_outbox == 0)
-		m->fence_outbox = oi.last_seq + 1;
-	if (oi.shipped + 1 < m->fence_outbox)
-		return SHOAL_OK; /* the next pass looks again */
+	for (int64_t until = sh_now_ms() + PM_OUTBOX_WAIT_MS;; usleep(2000)) {
+		if ((rc = st_outbox_get_info(node_group_env(g), &oi, msg)) != SHOAL_OK)
+			return rc;
+		if (m->fence_outbox == 0)
+			m->fence_outbox = oi.last_seq + 1;
+		if (oi.shipped + 1 >= m->fence_outbox)
+			break;
+		if (sh_now_ms() >= until || stopping(pm))
+			return SHOAL_OK; /* the next pass looks again */
+	}
 	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__READY);
 	node_logf(NODE_LOG_INFO,
 	          "pmove: group %u table %u [%016" PRIx64 "]: fenced and drained, ready for the "
