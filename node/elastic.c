@@ -39,6 +39,21 @@
  *                         `prefer` first (the node becomes the group's first
  *                         voter), since node/group.c hands the leadership to
  *                         the preferred replica (sh_place_preferred)
+ *        SPLIT            map split at `at` (and, when the upper half goes
+ *                         to another group, its move begun in the same
+ *                         MapSet)
+ *        MOVE_PARTITION   map begin_move; partition_moves() and pmove.c
+ *                         carry every begun move out
+ *        HOT_KEY          no step: a WARN once per key an hour, a counter
+ *      The planner is given each map partition's load: the group leaders'
+ *      per-table bytes, request units and requests throttled at the
+ *      partition limit, shared among the table's partitions in the group by
+ *      hash width (sh_plan_apportion), units and throttled averaged over
+ *      the last ELASTIC_HEAT_WINDOW seconds (a window per (group, table),
+ *      one sample a second), and the leaders' hot keys as samples.  A table
+ *      not in the map yet (static placement) whose figures in a group pass
+ *      a split threshold is first added to it (node_part_add_table, which
+ *      moves nothing), so that the planner sees its partitions.
  *      Map changes are proposed on group 0 as MapSet from the map they were
  *      computed on (a compare-and-set), so an operator's change landing in
  *      between makes the step fail and the next round start over.
@@ -54,6 +69,7 @@
  * callbacks on the loop meet under e->mu.
  */
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +80,7 @@
 #include "common/cluster_map.h"
 #include "common/cluster_plan.h"
 #include "common/placement.h"
+#include "node/capacity.h"
 #include "node/node.h"
 #include "node/ship_int.h"
 #include "proto/lanes.h"
@@ -206,6 +223,11 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op)
 #define ELASTIC_MOVING_ROUND_MS 100   /* rounds while a partition move is in flight */
 #define ELASTIC_MAX_MEMBERS     16
 #define SH_MAP_MAX_SEEN         SH_MAX_NODES * 4 /* nodes whose last answer is remembered */
+#define ELASTIC_HEAT_WINDOW     5                /* load samples averaged for heat splits */
+#define ELASTIC_HEAT_SAMPLE_MS  1000 /* at most one sample a second per (group, table) */
+#define ELASTIC_HEAT_MAX        256  /* (group, table) windows remembered */
+#define ELASTIC_HOT_SEEN        64   /* hot keys whose report is remembered */
+#define ELASTIC_HOT_QUIET_S     3600 /* one warning per hot key per hour */
 
 typedef struct group_fact {
 	uint32_t lost[SH_MAP_GROUP_REPLICAS]; /* nodes that lost their replica's data */
@@ -218,7 +240,22 @@ typedef struct group_fact {
 		bool voter, standby;
 		uint64_t match;
 	} members[ELASTIC_MAX_MEMBERS];
+	/* The leader's load figures (sh_malloc'd): bytes, units and
+	 * throttled requests of each table in the group, and its hot keys. */
+	sh_plan_table_load *tables;
+	uint32_t n_tables;
+	sh_plan_key_load *keys;
+	uint32_t n_keys;
 } group_fact;
+
+/* The last ELASTIC_HEAT_WINDOW samples of one (group, table)'s units and
+ * throttled requests per second (a ring; missing samples count as 0). */
+typedef struct heat_window {
+	uint32_t group, table;
+	uint64_t last_ns; /* the last sample; 0: a free slot */
+	uint32_t next;
+	double units[ELASTIC_HEAT_WINDOW], throttled[ELASTIC_HEAT_WINDOW];
+} heat_window;
 
 /* A partition move its source's leader reported READY (pmove.c). */
 typedef struct ready_move {
@@ -246,6 +283,9 @@ typedef enum map_mut {
 	MUT_REMOVE_NODE,
 	MUT_PREFER,
 	MUT_FINISH_MOVE,
+	MUT_ADD_TABLE,  /* a table into the map with its static placement */
+	MUT_SPLIT,      /* (table, lo) split at `at`; the upper half to to_group */
+	MUT_BEGIN_MOVE, /* (table, lo) begins moving to to_group */
 } map_mut;
 
 typedef struct sub {
@@ -253,9 +293,10 @@ typedef struct sub {
 	int action; /* SUB_MEMBER: Shoal__MemberChange__Action */
 	map_mut mut;
 	uint32_t group, node, replaces;
-	/* MUT_FINISH_MOVE, SUB_OWN (group: the target): a partition move. */
-	uint32_t table;
-	uint64_t lo, hi, attempt;
+	/* MUT_FINISH_MOVE, SUB_OWN (group: the target): a partition move.
+	 * MUT_SPLIT, MUT_BEGIN_MOVE: group is the partition's. */
+	uint32_t table, to_group;
+	uint64_t lo, hi, attempt, at;
 } sub;
 
 struct node_elastic {
@@ -281,7 +322,8 @@ struct node_elastic {
 	bool map_init;
 	bool *alive;       /* parallel to map.nodes */
 	group_fact *facts; /* parallel to map.groups */
-	uint32_t pending;  /* node_status answers outstanding */
+	uint32_t facts_n;
+	uint32_t pending; /* node_status answers outstanding */
 
 	/* The step (mu): up to three sub-operations, run in order. */
 	char what[160];
@@ -294,8 +336,19 @@ struct node_elastic {
 
 	ready_move ready; /* (mu) */
 
+	/* Automatic splits: thresholds ([cluster] split_*; 0: off), the
+	 * load windows, and the hot keys reported lately (mu). */
+	uint64_t split_bytes;
+	double split_units, split_throttled;
+	double part_max[2]; /* partition_rcu, partition_wcu */
+	heat_window *heat;  /* [ELASTIC_HEAT_MAX] */
+	struct {
+		uint32_t table;
+		uint64_t hash, until_ns;
+	} hot_seen[ELASTIC_HOT_SEEN];
+
 	/* Statistics. */
-	atomic_uint_fast64_t steps, failures;
+	atomic_uint_fast64_t steps, failures, splits, hot_keys;
 };
 
 static void round_end(node_elastic *e, uint64_t pause_ms)
@@ -450,6 +503,130 @@ static bool live(node_elastic *e, uint32_t id, uint64_t now)
 	return now < t + e->dead_after_ns;
 }
 
+/* --- the round: load figures ---------------------------------------------- */
+
+static void fact_load_free(group_fact *f)
+{
+	sh_free(f->tables);
+	sh_free(f->keys);
+	f->tables = NULL;
+	f->keys = NULL;
+	f->n_tables = f->n_keys = 0;
+}
+
+static sh_plan_table_load *table_of(const Shoal__GroupStatus *gs, group_fact *f, const char *name)
+{
+	for (size_t k = 0; k < gs->n_tables && k < f->n_tables; k++)
+		if (gs->tables[k]->table_name != NULL &&
+		    strcmp(gs->tables[k]->table_name, name) == 0)
+			return &f->tables[k];
+	return NULL;
+}
+
+/* The placement hash of a hot key as the leader's sketch names it (its
+ * DynamoDB JSON).  false when it cannot be known: the sketch keeps only a
+ * key's first CAP_HOT_RAW_MAX bytes, so a key that long may have been cut. */
+static bool hot_key_hash(uint32_t table, const char *json, uint64_t *hash)
+{
+	json_t *j = NULL;
+	sh_arena a;
+	st_value v;
+	bool ok = false;
+	sh_arena_init(&a);
+	if (json != NULL && wire_json_parse(json, strlen(json), &j, NULL) == SHOAL_OK &&
+	    wire_value_from_json(&a, j, &v, NULL) == SHOAL_OK &&
+	    (v.type == ST_S || v.type == ST_N || v.type == ST_B) && v.u.str.len < CAP_HOT_RAW_MAX) {
+		*hash = st_key_hash(table, &v);
+		ok = true;
+	}
+	if (j != NULL)
+		json_decref(j);
+	sh_arena_fini(&a);
+	return ok;
+}
+
+/*
+ * Keeps a group leader's load figures in f: each table's bytes in the group
+ * (TableStats: this replica's, the leader's), its request units and the
+ * requests throttled at the partition limit (PartitionLoad names a
+ * partition by (table, index) within the group: the base table is index
+ * ""; throttling below the partition limit -- a provisioned table at its
+ * provisioned rate -- is not a reason to split, since a split does not
+ * raise the table's rate), and its hot keys with their placement hashes.
+ */
+static void collect_load(node_elastic *e, group_fact *f, const Shoal__GroupStatus *gs)
+{
+	fact_load_free(f);
+	if (gs->n_tables > 0 && (f->tables = sh_calloc(gs->n_tables, sizeof(*f->tables))) == NULL)
+		return;
+	for (size_t k = 0; k < gs->n_tables; k++)
+		f->tables[f->n_tables++] =
+		    (sh_plan_table_load){.group = gs->group,
+		                         .table = gs->tables[k]->table_number,
+		                         .bytes = gs->tables[k]->size_bytes};
+	for (size_t k = 0; k < gs->n_load; k++) {
+		const Shoal__PartitionLoad *l = gs->load[k];
+		if (l->table == NULL || (l->index != NULL && l->index[0] != '\0'))
+			continue;
+		sh_plan_table_load *t = table_of(gs, f, l->table);
+		if (t == NULL)
+			continue;
+		t->units += l->read_units + l->write_units;
+		if (l->read_limit >= e->part_max[CAP_READ] * 0.999)
+			t->throttled += (double)l->read_throttled;
+		if (l->write_limit >= e->part_max[CAP_WRITE] * 0.999)
+			t->throttled += (double)l->write_throttled;
+	}
+	if (gs->n_hot_keys > 0 && (f->keys = sh_calloc(gs->n_hot_keys, sizeof(*f->keys))) == NULL)
+		return;
+	for (size_t k = 0; k < gs->n_hot_keys; k++) {
+		const Shoal__HotKey *h = gs->hot_keys[k];
+		const sh_plan_table_load *t;
+		uint64_t hash;
+		if (h->table == NULL || (h->index != NULL && h->index[0] != '\0') ||
+		    (t = table_of(gs, f, h->table)) == NULL ||
+		    !hot_key_hash(t->table, h->key, &hash))
+			continue;
+		f->keys[f->n_keys++] = (sh_plan_key_load){.group = gs->group,
+		                                          .table = t->table,
+		                                          .hash = hash,
+		                                          .units = h->read_units + h->write_units};
+	}
+}
+
+/* Replaces t's units and throttled requests by their average over the last
+ * ELASTIC_HEAT_WINDOW samples of (t->group, t->table), taking this one as
+ * a sample if the last is a second old: the leader's figures are per
+ * second, and a window of whole seconds makes one busy second weigh a
+ * fifth, so a spike does not split.  A window begins all zero. */
+static void heat_average(node_elastic *e, sh_plan_table_load *t, uint64_t now)
+{
+	heat_window *w = NULL, *oldest = &e->heat[0];
+	for (uint32_t i = 0; i < ELASTIC_HEAT_MAX && w == NULL; i++) {
+		if (e->heat[i].last_ns != 0 && e->heat[i].group == t->group &&
+		    e->heat[i].table == t->table)
+			w = &e->heat[i];
+		else if (e->heat[i].last_ns < oldest->last_ns)
+			oldest = &e->heat[i];
+	}
+	if (w == NULL) {
+		w = oldest;
+		memset(w, 0, sizeof(*w));
+		w->group = t->group, w->table = t->table;
+	}
+	if (w->last_ns == 0 || now >= w->last_ns + ELASTIC_HEAT_SAMPLE_MS * 1000000ull * 9 / 10) {
+		w->units[w->next] = t->units;
+		w->throttled[w->next] = t->throttled;
+		w->next = (w->next + 1) % ELASTIC_HEAT_WINDOW;
+		w->last_ns = now;
+	}
+	double u = 0, th = 0;
+	for (uint32_t i = 0; i < ELASTIC_HEAT_WINDOW; i++)
+		u += w->units[i], th += w->throttled[i];
+	t->units = u / ELASTIC_HEAT_WINDOW;
+	t->throttled = th / ELASTIC_HEAT_WINDOW;
+}
+
 static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
 {
 	ask *a = (ask *)it;
@@ -479,6 +656,7 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 			f->leader = a->node;
 			f->term = gs->term;
 			f->last_index = gs->last_index;
+			collect_load(e, f, gs);
 			f->n_members = 0;
 			for (size_t j = 0; j < gs->n_members && j < ELASTIC_MAX_MEMBERS; j++) {
 				const Shoal__RaftMember *rm = gs->members[j];
@@ -501,6 +679,15 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 	ask_free(a);
 }
 
+static void facts_free(node_elastic *e)
+{
+	for (uint32_t gi = 0; e->facts != NULL && gi < e->facts_n; gi++)
+		fact_load_free(&e->facts[gi]);
+	sh_free(e->facts);
+	e->facts = NULL;
+	e->facts_n = 0;
+}
+
 static void round_start(node_elastic *e)
 {
 	node_group *g0 = node_group_get(e->n, 0);
@@ -512,10 +699,11 @@ static void round_start(node_elastic *e)
 		round_end(e, NODE_ELASTIC_ROUND_MS);
 		return;
 	}
+	facts_free(e);
 	sh_free(e->alive);
-	sh_free(e->facts);
 	e->alive = sh_calloc(e->map.n_nodes + 1, sizeof(*e->alive));
 	e->facts = sh_calloc(e->map.n_groups + 1, sizeof(*e->facts));
+	e->facts_n = e->facts != NULL ? e->map.n_groups : 0;
 	if (e->alive == NULL || e->facts == NULL) {
 		round_end(e, NODE_ELASTIC_ROUND_MS);
 		return;
@@ -716,6 +904,85 @@ static bool partition_moves(node_elastic *e)
 	return false;
 }
 
+/* The round's loads: every group leader's per-table figures (units and
+ * throttled requests averaged over the window) in *tables, and their
+ * shares of the map's partitions in *parts (parallel to map.parts; the
+ * samples they point to in *samples).  Everything sh_malloc'd. */
+static int round_loads(node_elastic *e, sh_plan_table_load **tables, uint32_t *n_tables,
+                       sh_plan_part_load **parts, sh_plan_sample **samples)
+{
+	uint32_t nt = 0, nk = 0;
+	for (uint32_t gi = 0; gi < e->map.n_groups; gi++)
+		nt += e->facts[gi].n_tables, nk += e->facts[gi].n_keys;
+	*tables = sh_calloc(nt + 1, sizeof(**tables));
+	sh_plan_key_load *keys = sh_calloc(nk + 1, sizeof(*keys));
+	*parts = sh_calloc(e->map.n_parts + 1, sizeof(**parts));
+	*samples = NULL;
+	*n_tables = 0;
+	if (*tables == NULL || keys == NULL || *parts == NULL) {
+		sh_free(keys);
+		return SHOAL_E_NOMEM;
+	}
+	uint64_t now = node_now_ns();
+	nk = 0;
+	for (uint32_t gi = 0; gi < e->map.n_groups; gi++) {
+		const group_fact *f = &e->facts[gi];
+		if (f->leader == 0)
+			continue;
+		for (uint32_t k = 0; k < f->n_tables; k++) {
+			(*tables)[*n_tables] = f->tables[k];
+			heat_average(e, &(*tables)[(*n_tables)++], now);
+		}
+		memcpy(keys + nk, f->keys, f->n_keys * sizeof(*keys));
+		nk += f->n_keys;
+	}
+	int rc = sh_plan_apportion(&e->map, *tables, *n_tables, keys, nk, *parts, samples);
+	sh_free(keys);
+	return rc;
+}
+
+/* A table the map does not list yet (its partitions are the cluster file's
+ * static ones, one per data group) whose figures in some group pass a
+ * split threshold: the index of that figure, or -1.  The planner sees only
+ * the map's partitions, so such a table enters the map first. */
+static int table_to_add(const node_elastic *e, const sh_plan_table_load *t, uint32_t n)
+{
+	for (uint32_t k = 0; k < n; k++) {
+		if (!sh_map_is_data_group(&e->map, t[k].group) ||
+		    sh_map_part_of(&e->map, t[k].table, 0) != SH_MAP_NONE)
+			continue;
+		if ((e->split_bytes != 0 && t[k].bytes > e->split_bytes) ||
+		    (e->split_units > 0 && t[k].units > e->split_units) ||
+		    (e->split_throttled > 0 && t[k].throttled > e->split_throttled))
+			return (int)k;
+	}
+	return -1;
+}
+
+/* HOT_KEY: a key splitting cannot divide.  Logged once per (table, hash)
+ * an hour, and counted. */
+static void hot_key(node_elastic *e, const sh_plan_action *a)
+{
+	uint64_t now = node_now_ns();
+	uint32_t slot = 0;
+	for (uint32_t i = 0; i < ELASTIC_HOT_SEEN; i++) {
+		if (e->hot_seen[i].table == a->table && e->hot_seen[i].hash == a->at &&
+		    now < e->hot_seen[i].until_ns)
+			return;
+		if (e->hot_seen[i].until_ns < e->hot_seen[slot].until_ns)
+			slot = i;
+	}
+	e->hot_seen[slot].table = a->table;
+	e->hot_seen[slot].hash = a->at;
+	e->hot_seen[slot].until_ns = now + ELASTIC_HOT_QUIET_S * 1000000000ull;
+	atomic_fetch_add(&e->hot_keys, 1);
+	node_logf(NODE_LOG_WARN,
+	          "elastic: table %u partition at %016" PRIx64 " in group %u: a single hot key "
+	          "(hash %016" PRIx64 ") carries most of its %s; it is not split (a split cannot "
+	          "divide one key's load)",
+	          a->table, a->lo, a->group, a->at, a->reason == SH_PLAN_R_SIZE ? "size" : "load");
+}
+
 static void plan_and_act(node_elastic *e)
 {
 	/* Judge only from a majority's view: a node that cannot hear most of
@@ -766,10 +1033,40 @@ static void plan_and_act(node_elastic *e)
 	 * themselves, and a transfer now would only fight that. */
 	for (uint32_t gi = 0; gi < e->map.n_groups && all_led; gi++)
 		all_led = gl[gi].leader == sh_map_preferred(&e->map, e->map.groups[gi].id);
-	sh_plan_input in = {.map = &e->map, .alive = e->alive, .groups = gl, .parts = NULL};
+	sh_plan_table_load *tables;
+	sh_plan_part_load *parts;
+	sh_plan_sample *samples;
+	uint32_t n_tables;
+	if (round_loads(e, &tables, &n_tables, &parts, &samples) != SHOAL_OK) {
+		sh_free(tables);
+		sh_free(parts);
+		sh_free(gl);
+		round_end(e, NODE_ELASTIC_ROUND_MS);
+		return;
+	}
+	int add = table_to_add(e, tables, n_tables);
+	if (add >= 0) {
+		sub s = {.kind = SUB_MAP, .mut = MUT_ADD_TABLE, .table = tables[add].table};
+		begin(e, &s, 1,
+		      "table %u: into the cluster map (%" PRIu64 " bytes, %.0f units/s, %.1f "
+		      "throttled/s in group %u), so that its partitions can split",
+		      tables[add].table, tables[add].bytes, tables[add].units,
+		      tables[add].throttled, tables[add].group);
+		sh_free(tables);
+		sh_free(parts);
+		sh_free(samples);
+		sh_free(gl);
+		return;
+	}
+	sh_free(tables);
+	sh_plan_input in = {.map = &e->map, .alive = e->alive, .groups = gl, .parts = parts};
 	sh_plan_conf conf = {
 	    .max_moves = 1,
 	    .max_moves_per_node = 1,
+	    .max_splits = 1,
+	    .split_bytes = e->split_bytes,
+	    .split_units = e->split_units,
+	    .split_throttled = e->split_throttled,
 	    .hot_key_share = 0.5,
 	    .tolerance = {[SH_PLAN_REPLICAS] = 0.1,
 	                  [SH_PLAN_LEADERS] = 0.25,
@@ -781,6 +1078,17 @@ static void plan_and_act(node_elastic *e)
 	char msg[SH_ERRMSG_SIZE];
 	int rc = sh_plan_next(&in, &conf, acts, 8, &n, msg);
 	sh_free(gl);
+	/* The loads, for the step's log line; the samples die with them. */
+	double load_units[8] = {0};
+	uint64_t load_bytes[8] = {0};
+	for (uint32_t i = 0; rc == SHOAL_OK && i < n; i++) {
+		uint32_t pi = sh_map_part_find(&e->map, acts[i].table, acts[i].lo);
+		if ((acts[i].kind == SH_PLAN_SPLIT || acts[i].kind == SH_PLAN_MOVE_PARTITION) &&
+		    pi != SH_MAP_NONE)
+			load_units[i] = parts[pi].units, load_bytes[i] = parts[pi].bytes;
+	}
+	sh_free(parts);
+	sh_free(samples);
 	if (rc != SHOAL_OK) {
 		round_end(e, NODE_ELASTIC_ROUND_MS);
 		return;
@@ -865,7 +1173,41 @@ static void plan_and_act(node_elastic *e)
 				e->quorum_log_ns = node_now_ns() + 60ull * 1000000000u;
 			}
 			continue;
-		default: /* splits and partition moves: not executed yet (issue 14) */
+		case SH_PLAN_SPLIT:
+			/* The map's split, and when the upper half goes elsewhere
+			 * its move begun, in one MapSet; pmove.c and
+			 * partition_moves() carry the move out. */
+			s[0] = (sub){.kind = SUB_MAP,
+			             .mut = MUT_SPLIT,
+			             .group = a->group,
+			             .table = a->table,
+			             .lo = a->lo,
+			             .at = a->at,
+			             .to_group = a->to_group};
+			begin(e, s, 1,
+			      "table %u [%016" PRIx64 ", ...] in group %u: split at %016" PRIx64
+			      ", upper half to group %u (%s: %" PRIu64 " bytes, %.0f units/s)",
+			      a->table, a->lo, a->group, a->at, a->to_group, why, load_bytes[i],
+			      load_units[i]);
+			return;
+		case SH_PLAN_MOVE_PARTITION:
+			s[0] = (sub){.kind = SUB_MAP,
+			             .mut = MUT_BEGIN_MOVE,
+			             .group = a->group,
+			             .table = a->table,
+			             .lo = a->lo,
+			             .to_group = a->to_group};
+			begin(e, s, 1,
+			      "table %u partition at %016" PRIx64
+			      ": begin its move from group %u to group %u (%s: %" PRIu64
+			      " bytes, %.0f units/s)",
+			      a->table, a->lo, a->group, a->to_group, why, load_bytes[i],
+			      load_units[i]);
+			return;
+		case SH_PLAN_HOT_KEY:
+			hot_key(e, a);
+			continue;
+		default:
 			continue;
 		}
 	}
@@ -917,9 +1259,51 @@ static void run_member(node_elastic *e, const sub *s)
 		step_failed(e, "cannot reach the group's leader");
 }
 
-static int mutate(sh_map *m, const sub *s, char *errmsg)
+/* The partition (table, lo) as the step saw it: in `group`, not moving. */
+static int part_as_planned(const sh_map *m, const sub *s, uint32_t *i, char *errmsg)
 {
+	*i = sh_map_part_find(m, s->table, s->lo);
+	if (*i == SH_MAP_NONE || m->parts[*i].group != s->group ||
+	    m->parts[*i].to_group != SH_MAP_NONE)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "table %u's partition at %016" PRIx64
+		               " is no longer in group %u, or is moving",
+		               s->table, s->lo, s->group);
+	return SHOAL_OK;
+}
+
+static int mutate(sh_map *m, const sh_cluster_conf *conf, const sub *s, char *errmsg)
+{
+	uint32_t i;
 	switch (s->mut) {
+	case MUT_ADD_TABLE:
+		if (sh_map_part_of(m, s->table, 0) != SH_MAP_NONE)
+			return SHOAL_E_IN_USE; /* in the map already */
+		return node_part_add_table(m, conf, s->table, errmsg);
+	case MUT_SPLIT: {
+		/* The boundary at `at` there already: this split (its move
+		 * was begun in the same MapSet) landed. */
+		uint32_t j = sh_map_part_find(m, s->table, s->at);
+		if (j != SH_MAP_NONE && j > 0 && m->parts[j - 1].table == s->table &&
+		    m->parts[j - 1].lo == s->lo)
+			return SHOAL_E_IN_USE;
+		int rc = part_as_planned(m, s, &i, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		rc = sh_map_split(m, s->table, s->lo, s->at, s->group, errmsg);
+		if (rc == SHOAL_OK && s->to_group != s->group)
+			rc = sh_map_begin_move(m, s->table, s->at, s->to_group, errmsg);
+		return rc;
+	}
+	case MUT_BEGIN_MOVE:
+		i = sh_map_part_find(m, s->table, s->lo);
+		if (i != SH_MAP_NONE &&
+		    (m->parts[i].to_group == s->to_group ||
+		     (m->parts[i].to_group == SH_MAP_NONE && m->parts[i].group == s->to_group)))
+			return SHOAL_E_IN_USE; /* begun, or done, already */
+		if (part_as_planned(m, s, &i, errmsg) != SHOAL_OK)
+			return SHOAL_E_VALIDATION;
+		return sh_map_begin_move(m, s->table, s->lo, s->to_group, errmsg);
 	case MUT_ADD_REPLICA:
 		return sh_map_add_replica(m, s->group, s->node, s->replaces, errmsg);
 	case MUT_PROMOTE: {
@@ -940,7 +1324,7 @@ static int mutate(sh_map *m, const sub *s, char *errmsg)
 	case MUT_PREFER:
 		return sh_map_prefer(m, s->group, s->node, errmsg);
 	case MUT_FINISH_MOVE: {
-		uint32_t i = sh_map_part_find(m, s->table, s->lo);
+		i = sh_map_part_find(m, s->table, s->lo);
 		if (i != SH_MAP_NONE && m->parts[i].group == s->group)
 			return SHOAL_E_IN_USE; /* done already */
 		if (i == SH_MAP_NONE || m->parts[i].to_group != s->group ||
@@ -966,10 +1350,13 @@ static void map_proposed(node_waiter *w)
 	e->set_buf = NULL;
 	if (e->closing)
 		e->busy = false;
-	else if (w->code == SHOAL_OK)
+	else if (w->code == SHOAL_OK) {
+		if (e->subs[e->at].mut == MUT_SPLIT)
+			atomic_fetch_add(&e->splits, 1);
 		sub_done(e);
-	else
+	} else {
 		step_failed(e, w->msg[0] != '\0' ? w->msg : shoal_err_name(w->code));
+	}
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -991,7 +1378,7 @@ static void run_map(node_elastic *e, const sub *s)
 		return;
 	}
 	uint64_t prev = m.epoch;
-	int rc = mutate(&m, s, msg);
+	int rc = mutate(&m, e->n->conf, s, msg);
 	if (rc == SHOAL_E_IN_USE) { /* so already */
 		sh_map_fini(&m);
 		node_group_release(g0);
@@ -1110,6 +1497,21 @@ int node_elastic_open(node_ship *s, node_elastic **out, char *errmsg)
 	uint32_t dead_ms =
 	    s->n->conf->dead_after_ms != 0 ? s->n->conf->dead_after_ms : SH_DEAD_AFTER_MS;
 	e->dead_after_ns = (uint64_t)dead_ms * 1000000u;
+	const sh_cluster_conf *conf = s->n->conf;
+	e->split_bytes = sh_cluster_split_bytes(conf);
+	e->split_units = (double)conf->split_units;
+	e->split_throttled = (double)sh_cluster_split_throttled(conf);
+	e->part_max[CAP_READ] =
+	    (double)(conf->partition_rcu != 0 ? conf->partition_rcu : SH_PARTITION_RCU);
+	e->part_max[CAP_WRITE] =
+	    (double)(conf->partition_wcu != 0 ? conf->partition_wcu : SH_PARTITION_WCU);
+	e->heat = sh_calloc(ELASTIC_HEAT_MAX, sizeof(*e->heat));
+	if (e->heat == NULL) {
+		node_waiter_fini(&e->w);
+		pthread_mutex_destroy(&e->mu);
+		sh_free(e);
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "elastic: out of memory");
+	}
 	*out = e;
 	return SHOAL_OK;
 }
@@ -1150,8 +1552,17 @@ void node_elastic_metrics(node_elastic *e, node_appendf_fn appendf, void *buf)
 	    "# HELP shoal_node_elastic_failures_total Steps that stopped before the end (the "
 	    "next round starts over).\n"
 	    "# TYPE shoal_node_elastic_failures_total counter\n"
-	    "shoal_node_elastic_failures_total %" PRIu64 "\n",
-	    (uint64_t)atomic_load(&e->steps), (uint64_t)atomic_load(&e->failures));
+	    "shoal_node_elastic_failures_total %" PRIu64 "\n"
+	    "# HELP shoal_node_elastic_splits_total Partitions this node's executor split "
+	    "automatically (by size or heat) while leading group 0.\n"
+	    "# TYPE shoal_node_elastic_splits_total counter\n"
+	    "shoal_node_elastic_splits_total %" PRIu64 "\n"
+	    "# HELP shoal_node_elastic_hot_keys_total Single keys found carrying most of a "
+	    "partition's load, which a split cannot divide (each logged once an hour).\n"
+	    "# TYPE shoal_node_elastic_hot_keys_total counter\n"
+	    "shoal_node_elastic_hot_keys_total %" PRIu64 "\n",
+	    (uint64_t)atomic_load(&e->steps), (uint64_t)atomic_load(&e->failures),
+	    (uint64_t)atomic_load(&e->splits), (uint64_t)atomic_load(&e->hot_keys));
 }
 
 void node_elastic_close(node_elastic *e)
@@ -1173,7 +1584,8 @@ void node_elastic_free(node_elastic *e)
 	if (e->map_init)
 		sh_map_fini(&e->map);
 	sh_free(e->alive);
-	sh_free(e->facts);
+	facts_free(e);
+	sh_free(e->heat);
 	pthread_mutex_destroy(&e->mu);
 	sh_free(e);
 }
