@@ -525,7 +525,10 @@ static sh_plan_table_load *table_of(const Shoal__GroupStatus *gs, group_fact *f,
 
 /* The placement hash of a hot key as the leader's sketch names it (its
  * DynamoDB JSON).  false when it cannot be known: the sketch keeps only a
- * key's first CAP_HOT_RAW_MAX bytes, so a key that long may have been cut. */
+ * key's first CAP_HOT_RAW_MAX bytes (an S cut at a UTF-8 boundary, up to 3
+ * bytes short of that), so a key that long may have been cut.  (A short
+ * key whose JSON escapes overflow CAP_HOT_KEY_MAX is cut too and gets a
+ * wrong hash: its sample lands in the wrong partition, or none.) */
 static bool hot_key_hash(uint32_t table, const char *json, uint64_t *hash)
 {
 	json_t *j = NULL;
@@ -535,7 +538,8 @@ static bool hot_key_hash(uint32_t table, const char *json, uint64_t *hash)
 	sh_arena_init(&a);
 	if (json != NULL && wire_json_parse(json, strlen(json), &j, NULL) == SHOAL_OK &&
 	    wire_value_from_json(&a, j, &v, NULL) == SHOAL_OK &&
-	    (v.type == ST_S || v.type == ST_N || v.type == ST_B) && v.u.str.len < CAP_HOT_RAW_MAX) {
+	    (v.type == ST_S || v.type == ST_N || v.type == ST_B) &&
+	    v.u.str.len + 3 < CAP_HOT_RAW_MAX) {
 		*hash = st_key_hash(table, &v);
 		ok = true;
 	}
@@ -948,7 +952,7 @@ static int round_loads(node_elastic *e, sh_plan_table_load **tables, uint32_t *n
 static int table_to_add(const node_elastic *e, const sh_plan_table_load *t, uint32_t n)
 {
 	for (uint32_t k = 0; k < n; k++) {
-		if (!sh_map_is_data_group(&e->map, t[k].group) ||
+		if (t[k].table == 0 || !sh_map_is_data_group(&e->map, t[k].group) ||
 		    sh_map_part_of(&e->map, t[k].table, 0) != SH_MAP_NONE)
 			continue;
 		if ((e->split_bytes != 0 && t[k].bytes > e->split_bytes) ||
