@@ -49,8 +49,9 @@
  *      per-table bytes, request units and requests throttled at the
  *      partition limit, shared among the table's partitions in the group by
  *      hash width (sh_plan_apportion), units and throttled averaged over
- *      the last ELASTIC_HEAT_WINDOW seconds (a window per (group, table),
- *      one sample a second), and the leaders' hot keys as samples.  A table
+ *      the last EL_HEAT_WINDOW seconds (a window per (group, table), one
+ *      sample a second), and the leaders' hot keys as samples -- kept by
+ *      elastic_load.c, the executor's load book.  A table
  *      not in the map yet (static placement) whose figures in a group pass
  *      a split threshold is first added to it (node_part_add_table, which
  *      moves nothing), so that the planner sees its partitions.
@@ -69,7 +70,6 @@
  * callbacks on the loop meet under e->mu.
  */
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +80,7 @@
 #include "common/cluster_map.h"
 #include "common/cluster_plan.h"
 #include "common/placement.h"
-#include "node/capacity.h"
+#include "node/elastic_int.h"
 #include "node/node.h"
 #include "node/ship_int.h"
 #include "proto/lanes.h"
@@ -223,11 +223,6 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op)
 #define ELASTIC_MOVING_ROUND_MS 100   /* rounds while a partition move is in flight */
 #define ELASTIC_MAX_MEMBERS     16
 #define SH_MAP_MAX_SEEN         SH_MAX_NODES * 4 /* nodes whose last answer is remembered */
-#define ELASTIC_HEAT_WINDOW     5                /* load samples averaged for heat splits */
-#define ELASTIC_HEAT_SAMPLE_MS  1000 /* at most one sample a second per (group, table) */
-#define ELASTIC_HEAT_MAX        256  /* (group, table) windows remembered */
-#define ELASTIC_HOT_SEEN        64   /* hot keys whose report is remembered */
-#define ELASTIC_HOT_QUIET_S     3600 /* one warning per hot key per hour */
 
 typedef struct group_fact {
 	uint32_t lost[SH_MAP_GROUP_REPLICAS]; /* nodes that lost their replica's data */
@@ -240,22 +235,8 @@ typedef struct group_fact {
 		bool voter, standby;
 		uint64_t match;
 	} members[ELASTIC_MAX_MEMBERS];
-	/* The leader's load figures (sh_malloc'd): bytes, units and
-	 * throttled requests of each table in the group, and its hot keys. */
-	sh_plan_table_load *tables;
-	uint32_t n_tables;
-	sh_plan_key_load *keys;
-	uint32_t n_keys;
+	el_figures load; /* the leader's */
 } group_fact;
-
-/* The last ELASTIC_HEAT_WINDOW samples of one (group, table)'s units and
- * throttled requests per second (a ring; missing samples count as 0). */
-typedef struct heat_window {
-	uint32_t group, table;
-	uint64_t last_ns; /* the last sample; 0: a free slot */
-	uint32_t next;
-	double units[ELASTIC_HEAT_WINDOW], throttled[ELASTIC_HEAT_WINDOW];
-} heat_window;
 
 /* A partition move its source's leader reported READY (pmove.c). */
 typedef struct ready_move {
@@ -336,16 +317,7 @@ struct node_elastic {
 
 	ready_move ready; /* (mu) */
 
-	/* Automatic splits: thresholds ([cluster] split_*; 0: off), the
-	 * load windows, and the hot keys reported lately (mu). */
-	uint64_t split_bytes;
-	double split_units, split_throttled;
-	double part_max[2]; /* partition_rcu, partition_wcu */
-	heat_window *heat;  /* [ELASTIC_HEAT_MAX] */
-	struct {
-		uint32_t table;
-		uint64_t hash, until_ns;
-	} hot_seen[ELASTIC_HOT_SEEN];
+	el_book *book; /* what the executor knows of load (mu) */
 
 	/* Statistics. */
 	atomic_uint_fast64_t steps, failures, splits, hot_keys;
@@ -503,134 +475,6 @@ static bool live(node_elastic *e, uint32_t id, uint64_t now)
 	return now < t + e->dead_after_ns;
 }
 
-/* --- the round: load figures ---------------------------------------------- */
-
-static void fact_load_free(group_fact *f)
-{
-	sh_free(f->tables);
-	sh_free(f->keys);
-	f->tables = NULL;
-	f->keys = NULL;
-	f->n_tables = f->n_keys = 0;
-}
-
-static sh_plan_table_load *table_of(const Shoal__GroupStatus *gs, group_fact *f, const char *name)
-{
-	for (size_t k = 0; k < gs->n_tables && k < f->n_tables; k++)
-		if (gs->tables[k]->table_name != NULL &&
-		    strcmp(gs->tables[k]->table_name, name) == 0)
-			return &f->tables[k];
-	return NULL;
-}
-
-/* The placement hash of a hot key as the leader's sketch names it (its
- * DynamoDB JSON).  false when it cannot be known: the sketch keeps only a
- * key's first CAP_HOT_RAW_MAX bytes (an S cut at a UTF-8 boundary, up to 3
- * bytes short of that), so a key that long may have been cut.  (A short
- * key whose JSON escapes overflow CAP_HOT_KEY_MAX is cut too and gets a
- * wrong hash: its sample lands in the wrong partition, or none.) */
-static bool hot_key_hash(uint32_t table, const char *json, uint64_t *hash)
-{
-	json_t *j = NULL;
-	sh_arena a;
-	st_value v;
-	bool ok = false;
-	sh_arena_init(&a);
-	if (json != NULL && wire_json_parse(json, strlen(json), &j, NULL) == SHOAL_OK &&
-	    wire_value_from_json(&a, j, &v, NULL) == SHOAL_OK &&
-	    (v.type == ST_S || v.type == ST_N || v.type == ST_B) &&
-	    v.u.str.len + 3 < CAP_HOT_RAW_MAX) {
-		*hash = st_key_hash(table, &v);
-		ok = true;
-	}
-	if (j != NULL)
-		json_decref(j);
-	sh_arena_fini(&a);
-	return ok;
-}
-
-/*
- * Keeps a group leader's load figures in f: each table's bytes in the group
- * (TableStats: this replica's, the leader's), its request units and the
- * requests throttled at the partition limit (PartitionLoad names a
- * partition by (table, index) within the group: the base table is index
- * ""; throttling below the partition limit -- a provisioned table at its
- * provisioned rate -- is not a reason to split, since a split does not
- * raise the table's rate), and its hot keys with their placement hashes.
- */
-static void collect_load(node_elastic *e, group_fact *f, const Shoal__GroupStatus *gs)
-{
-	fact_load_free(f);
-	if (gs->n_tables > 0 && (f->tables = sh_calloc(gs->n_tables, sizeof(*f->tables))) == NULL)
-		return;
-	for (size_t k = 0; k < gs->n_tables; k++)
-		f->tables[f->n_tables++] =
-		    (sh_plan_table_load){.group = gs->group,
-		                         .table = gs->tables[k]->table_number,
-		                         .bytes = gs->tables[k]->size_bytes};
-	for (size_t k = 0; k < gs->n_load; k++) {
-		const Shoal__PartitionLoad *l = gs->load[k];
-		if (l->table == NULL || (l->index != NULL && l->index[0] != '\0'))
-			continue;
-		sh_plan_table_load *t = table_of(gs, f, l->table);
-		if (t == NULL)
-			continue;
-		t->units += l->read_units + l->write_units;
-		if (l->read_limit >= e->part_max[CAP_READ] * 0.999)
-			t->throttled += (double)l->read_throttled;
-		if (l->write_limit >= e->part_max[CAP_WRITE] * 0.999)
-			t->throttled += (double)l->write_throttled;
-	}
-	if (gs->n_hot_keys > 0 && (f->keys = sh_calloc(gs->n_hot_keys, sizeof(*f->keys))) == NULL)
-		return;
-	for (size_t k = 0; k < gs->n_hot_keys; k++) {
-		const Shoal__HotKey *h = gs->hot_keys[k];
-		const sh_plan_table_load *t;
-		uint64_t hash;
-		if (h->table == NULL || (h->index != NULL && h->index[0] != '\0') ||
-		    (t = table_of(gs, f, h->table)) == NULL ||
-		    !hot_key_hash(t->table, h->key, &hash))
-			continue;
-		f->keys[f->n_keys++] = (sh_plan_key_load){.group = gs->group,
-		                                          .table = t->table,
-		                                          .hash = hash,
-		                                          .units = h->read_units + h->write_units};
-	}
-}
-
-/* Replaces t's units and throttled requests by their average over the last
- * ELASTIC_HEAT_WINDOW samples of (t->group, t->table), taking this one as
- * a sample if the last is a second old: the leader's figures are per
- * second, and a window of whole seconds makes one busy second weigh a
- * fifth, so a spike does not split.  A window begins all zero. */
-static void heat_average(node_elastic *e, sh_plan_table_load *t, uint64_t now)
-{
-	heat_window *w = NULL, *oldest = &e->heat[0];
-	for (uint32_t i = 0; i < ELASTIC_HEAT_MAX && w == NULL; i++) {
-		if (e->heat[i].last_ns != 0 && e->heat[i].group == t->group &&
-		    e->heat[i].table == t->table)
-			w = &e->heat[i];
-		else if (e->heat[i].last_ns < oldest->last_ns)
-			oldest = &e->heat[i];
-	}
-	if (w == NULL) {
-		w = oldest;
-		memset(w, 0, sizeof(*w));
-		w->group = t->group, w->table = t->table;
-	}
-	if (w->last_ns == 0 || now >= w->last_ns + ELASTIC_HEAT_SAMPLE_MS * 1000000ull * 9 / 10) {
-		w->units[w->next] = t->units;
-		w->throttled[w->next] = t->throttled;
-		w->next = (w->next + 1) % ELASTIC_HEAT_WINDOW;
-		w->last_ns = now;
-	}
-	double u = 0, th = 0;
-	for (uint32_t i = 0; i < ELASTIC_HEAT_WINDOW; i++)
-		u += w->units[i], th += w->throttled[i];
-	t->units = u / ELASTIC_HEAT_WINDOW;
-	t->throttled = th / ELASTIC_HEAT_WINDOW;
-}
-
 static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
 {
 	ask *a = (ask *)it;
@@ -660,7 +504,7 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 			f->leader = a->node;
 			f->term = gs->term;
 			f->last_index = gs->last_index;
-			collect_load(e, f, gs);
+			el_figures_of(e->book, gs, &f->load);
 			f->n_members = 0;
 			for (size_t j = 0; j < gs->n_members && j < ELASTIC_MAX_MEMBERS; j++) {
 				const Shoal__RaftMember *rm = gs->members[j];
@@ -686,7 +530,7 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 static void facts_free(node_elastic *e)
 {
 	for (uint32_t gi = 0; e->facts != NULL && gi < e->facts_n; gi++)
-		fact_load_free(&e->facts[gi]);
+		el_figures_fini(&e->facts[gi].load);
 	sh_free(e->facts);
 	e->facts = NULL;
 	e->facts_n = 0;
@@ -908,77 +752,12 @@ static bool partition_moves(node_elastic *e)
 	return false;
 }
 
-/* The round's loads: every group leader's per-table figures (units and
- * throttled requests averaged over the window) in *tables, and their
- * shares of the map's partitions in *parts (parallel to map.parts; the
- * samples they point to in *samples).  Everything sh_malloc'd. */
-static int round_loads(node_elastic *e, sh_plan_table_load **tables, uint32_t *n_tables,
-                       sh_plan_part_load **parts, sh_plan_sample **samples)
-{
-	uint32_t nt = 0, nk = 0;
-	for (uint32_t gi = 0; gi < e->map.n_groups; gi++)
-		nt += e->facts[gi].n_tables, nk += e->facts[gi].n_keys;
-	*tables = sh_calloc(nt + 1, sizeof(**tables));
-	sh_plan_key_load *keys = sh_calloc(nk + 1, sizeof(*keys));
-	*parts = sh_calloc(e->map.n_parts + 1, sizeof(**parts));
-	*samples = NULL;
-	*n_tables = 0;
-	if (*tables == NULL || keys == NULL || *parts == NULL) {
-		sh_free(keys);
-		return SHOAL_E_NOMEM;
-	}
-	uint64_t now = node_now_ns();
-	nk = 0;
-	for (uint32_t gi = 0; gi < e->map.n_groups; gi++) {
-		const group_fact *f = &e->facts[gi];
-		if (f->leader == 0)
-			continue;
-		for (uint32_t k = 0; k < f->n_tables; k++) {
-			(*tables)[*n_tables] = f->tables[k];
-			heat_average(e, &(*tables)[(*n_tables)++], now);
-		}
-		memcpy(keys + nk, f->keys, f->n_keys * sizeof(*keys));
-		nk += f->n_keys;
-	}
-	int rc = sh_plan_apportion(&e->map, *tables, *n_tables, keys, nk, *parts, samples);
-	sh_free(keys);
-	return rc;
-}
-
-/* A table the map does not list yet (its partitions are the cluster file's
- * static ones, one per data group) whose figures in some group pass a
- * split threshold: the index of that figure, or -1.  The planner sees only
- * the map's partitions, so such a table enters the map first. */
-static int table_to_add(const node_elastic *e, const sh_plan_table_load *t, uint32_t n)
-{
-	for (uint32_t k = 0; k < n; k++) {
-		if (t[k].table == 0 || !sh_map_is_data_group(&e->map, t[k].group) ||
-		    sh_map_part_of(&e->map, t[k].table, 0) != SH_MAP_NONE)
-			continue;
-		if ((e->split_bytes != 0 && t[k].bytes > e->split_bytes) ||
-		    (e->split_units > 0 && t[k].units > e->split_units) ||
-		    (e->split_throttled > 0 && t[k].throttled > e->split_throttled))
-			return (int)k;
-	}
-	return -1;
-}
-
 /* HOT_KEY: a key splitting cannot divide.  Logged once per (table, hash)
  * an hour, and counted. */
 static void hot_key(node_elastic *e, const sh_plan_action *a)
 {
-	uint64_t now = node_now_ns();
-	uint32_t slot = 0;
-	for (uint32_t i = 0; i < ELASTIC_HOT_SEEN; i++) {
-		if (e->hot_seen[i].table == a->table && e->hot_seen[i].hash == a->at &&
-		    now < e->hot_seen[i].until_ns)
-			return;
-		if (e->hot_seen[i].until_ns < e->hot_seen[slot].until_ns)
-			slot = i;
-	}
-	e->hot_seen[slot].table = a->table;
-	e->hot_seen[slot].hash = a->at;
-	e->hot_seen[slot].until_ns = now + ELASTIC_HOT_QUIET_S * 1000000000ull;
+	if (!el_hot_key_report(e->book, a->table, a->at, node_now_ns()))
+		return;
 	atomic_fetch_add(&e->hot_keys, 1);
 	node_logf(NODE_LOG_WARN,
 	          "elastic: table %u partition at %016" PRIx64 " in group %u: a single hot key "
@@ -1041,14 +820,24 @@ static void plan_and_act(node_elastic *e)
 	sh_plan_part_load *parts;
 	sh_plan_sample *samples;
 	uint32_t n_tables;
-	if (round_loads(e, &tables, &n_tables, &parts, &samples) != SHOAL_OK) {
-		sh_free(tables);
-		sh_free(parts);
+	el_figures *figs = sh_calloc(e->map.n_groups + 1, sizeof(*figs));
+	for (uint32_t gi = 0; figs != NULL && gi < e->map.n_groups; gi++)
+		if (e->facts[gi].leader != 0)
+			figs[gi] = e->facts[gi].load; /* shallow: facts keep them */
+	if (figs == NULL || el_round_loads(e->book, &e->map, figs, node_now_ns(), &tables,
+	                                   &n_tables, &parts, &samples) != SHOAL_OK) {
+		if (figs != NULL) {
+			sh_free(tables);
+			sh_free(parts);
+			sh_free(samples);
+		}
+		sh_free(figs);
 		sh_free(gl);
 		round_end(e, NODE_ELASTIC_ROUND_MS);
 		return;
 	}
-	int add = table_to_add(e, tables, n_tables);
+	sh_free(figs);
+	int add = el_table_to_add(e->book, &e->map, tables, n_tables);
 	if (add >= 0) {
 		sub s = {.kind = SUB_MAP, .mut = MUT_ADD_TABLE, .table = tables[add].table};
 		begin(e, &s, 1,
@@ -1068,15 +857,13 @@ static void plan_and_act(node_elastic *e)
 	    .max_moves = 1,
 	    .max_moves_per_node = 1,
 	    .max_splits = 1,
-	    .split_bytes = e->split_bytes,
-	    .split_units = e->split_units,
-	    .split_throttled = e->split_throttled,
 	    .hot_key_share = 0.5,
 	    .tolerance = {[SH_PLAN_REPLICAS] = 0.1,
 	                  [SH_PLAN_LEADERS] = 0.25,
 	                  [SH_PLAN_BYTES] = 0.1,
 	                  [SH_PLAN_UNITS] = 0.2},
 	};
+	el_plan_conf(e->book, &conf);
 	sh_plan_action acts[8];
 	uint32_t n = 0;
 	char msg[SH_ERRMSG_SIZE];
@@ -1501,20 +1288,11 @@ int node_elastic_open(node_ship *s, node_elastic **out, char *errmsg)
 	uint32_t dead_ms =
 	    s->n->conf->dead_after_ms != 0 ? s->n->conf->dead_after_ms : SH_DEAD_AFTER_MS;
 	e->dead_after_ns = (uint64_t)dead_ms * 1000000u;
-	const sh_cluster_conf *conf = s->n->conf;
-	e->split_bytes = sh_cluster_split_bytes(conf);
-	e->split_units = (double)conf->split_units;
-	e->split_throttled = (double)sh_cluster_split_throttled(conf);
-	e->part_max[CAP_READ] =
-	    (double)(conf->partition_rcu != 0 ? conf->partition_rcu : SH_PARTITION_RCU);
-	e->part_max[CAP_WRITE] =
-	    (double)(conf->partition_wcu != 0 ? conf->partition_wcu : SH_PARTITION_WCU);
-	e->heat = sh_calloc(ELASTIC_HEAT_MAX, sizeof(*e->heat));
-	if (e->heat == NULL) {
+	if (el_book_new(s->n->conf, &e->book, errmsg) != SHOAL_OK) {
 		node_waiter_fini(&e->w);
 		pthread_mutex_destroy(&e->mu);
 		sh_free(e);
-		return sh_errf(errmsg, SHOAL_E_NOMEM, "elastic: out of memory");
+		return SHOAL_E_NOMEM;
 	}
 	*out = e;
 	return SHOAL_OK;
@@ -1589,7 +1367,7 @@ void node_elastic_free(node_elastic *e)
 		sh_map_fini(&e->map);
 	sh_free(e->alive);
 	facts_free(e);
-	sh_free(e->heat);
+	el_book_free(e->book);
 	pthread_mutex_destroy(&e->mu);
 	sh_free(e);
 }
