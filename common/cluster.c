@@ -95,6 +95,13 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		else if (strcmp(name, "dead_after_ms") == 0 &&
 		         parse_uint(value, 7UL * 86400000, &v) && v >= 1000)
 			c->dead_after_ms = (uint32_t)v;
+		else if (strcmp(name, "split_bytes") == 0 && parse_uint(value, 1UL << 50, &v))
+			c->split_bytes = (uint64_t)v, c->split_bytes_set = true;
+		else if (strcmp(name, "split_units") == 0 && parse_uint(value, 1000000000UL, &v))
+			c->split_units = (uint64_t)v;
+		else if (strcmp(name, "split_throttled") == 0 &&
+		         parse_uint(value, 1000000000UL, &v))
+			c->split_throttled = (uint32_t)v, c->split_throttled_set = true;
 		else
 			goto bad;
 		return 1;
@@ -221,6 +228,16 @@ int64_t sh_cluster_stream_retention_ms(const sh_cluster_conf *c)
 {
 	return c->stream_retention_s != 0 ? (int64_t)c->stream_retention_s * 1000
 	                                  : 24LL * 3600 * 1000;
+}
+
+uint64_t sh_cluster_split_bytes(const sh_cluster_conf *c)
+{
+	return c->split_bytes_set ? c->split_bytes : SH_SPLIT_BYTES;
+}
+
+uint32_t sh_cluster_split_throttled(const sh_cluster_conf *c)
+{
+	return c->split_throttled_set ? c->split_throttled : SH_SPLIT_THROTTLED;
 }
 
 uint32_t sh_cluster_partitions(const sh_cluster_conf *c)

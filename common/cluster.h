@@ -50,10 +50,12 @@
 #define SH_PARTITION_RCU   3000
 #define SH_PARTITION_WCU   1000
 #define SH_BURST_SECS      300
-#define SH_SCRUB_MS        10000  /* [cluster] scrub_ms by default */
-#define SH_TTL_SCAN_MS     60000  /* [cluster] ttl_scan_ms by default */
-#define SH_TTL_SHARE       10     /* [cluster] ttl_share by default (percent) */
-#define SH_DEAD_AFTER_MS   300000 /* [cluster] dead_after_ms by default (5 minutes) */
+#define SH_SCRUB_MS        10000         /* [cluster] scrub_ms by default */
+#define SH_TTL_SCAN_MS     60000         /* [cluster] ttl_scan_ms by default */
+#define SH_TTL_SHARE       10            /* [cluster] ttl_share by default (percent) */
+#define SH_DEAD_AFTER_MS   300000        /* [cluster] dead_after_ms by default (5 minutes) */
+#define SH_SPLIT_BYTES     (10ull << 30) /* [cluster] split_bytes by default (10 GiB) */
+#define SH_SPLIT_THROTTLED 10            /* [cluster] split_throttled by default (requests/s) */
 
 typedef struct sh_node_conf {
 	uint32_t id;                 /* from the section name [node.<id>], >= 1 */
@@ -117,6 +119,24 @@ typedef struct sh_cluster_conf {
 	 * burst_set, the default SH_BURST_SECS. */
 	uint32_t burst_secs;
 	bool burst_set;
+	/* Automatic splits by group 0's executor (node/elastic.c):
+	 * [cluster] split_bytes: a map partition larger than this is split
+	 *   (0: no size splits); without split_bytes_set, SH_SPLIT_BYTES,
+	 *   DynamoDB's 10 GiB partitions.
+	 * [cluster] split_units: read + write units per second, averaged over
+	 *   the executor's window, above which a partition is split for heat
+	 *   (0, the default: off -- a partition's limits are partition_rcu
+	 *   for reads and partition_wcu for writes, so one sum cannot say when
+	 *   it is at its limit; split_throttled does).
+	 * [cluster] split_throttled: requests per second throttled at the
+	 *   partition limit (partition_rcu / partition_wcu), averaged over the
+	 *   window, above which a partition is split for heat (0: off); without
+	 *   split_throttled_set, SH_SPLIT_THROTTLED. */
+	uint64_t split_bytes;
+	bool split_bytes_set;
+	uint64_t split_units;
+	uint32_t split_throttled;
+	bool split_throttled_set;
 	uint32_t n_nodes;
 	sh_node_conf nodes[SH_MAX_NODES]; /* in file order */
 	char router_listen[SH_ADDR_MAX];
@@ -137,6 +157,10 @@ void sh_cluster_replicas(const sh_cluster_conf *c, uint32_t group, uint32_t *nod
 
 /* Whether node id hosts a replica of group g. */
 bool sh_cluster_hosts(const sh_cluster_conf *c, uint32_t node, uint32_t group);
+
+/* [cluster] split_bytes / split_throttled with their defaults (0: off). */
+uint64_t sh_cluster_split_bytes(const sh_cluster_conf *c);
+uint32_t sh_cluster_split_throttled(const sh_cluster_conf *c);
 
 /* Number of partitions of every table (D above). */
 uint32_t sh_cluster_partitions(const sh_cluster_conf *c);

@@ -7,10 +7,10 @@
  * to_group is a partition move under way), so a new group-0 leader that
  * calls the planner continues where the old one stopped.
  *
- * Not wired yet: nothing executes the steps (issue 14's executor will apply
- * them through group 0 and canonical/raft's raft_add / raft_assign /
- * raft_remove / raft_transfer).  tests/lib/tl_plansim.c executes them in a
- * simulation (test_plan, make bench-plan).
+ * Group 0's executor (node/elastic.c) carries the steps out with
+ * canonical/raft's raft_add / raft_assign / raft_remove / raft_transfer and
+ * map changes; tests/lib/tl_plansim.c executes them in a simulation
+ * (test_plan, make bench-plan).
  *
  * What one call returns, in this order (each a sh_plan_action):
  *   1. continue moves in flight: remove a non-voter on a dead or draining
@@ -179,6 +179,41 @@ typedef struct sh_plan_conf {
 	double hot_key_share;        /* e.g. 0.5 */
 	double tolerance[SH_PLAN_DIM__COUNT]; /* per dimension, e.g. 0.1 */
 } sh_plan_conf;
+
+/*
+ * The planner's per-partition loads from what storage groups report: a
+ * group's leader knows each table's bytes, request units and throttled
+ * requests in the group as a whole (one figure per (group, table)) and a few
+ * hot keys.  sh_plan_apportion gives each map partition of table t in group
+ * g the share of (g, t)'s figures that its hash range's width is of the
+ * width of all t's partitions in g (placement hashes are uniform, so bytes
+ * and requests spread over a table's hash space in proportion to width),
+ * and the keys whose hash falls inside it as samples (sorted by hash, one
+ * per hash, their units summed).  A partition counts in its map group also
+ * while moving (the source serves it until the cutover).  Figures of a
+ * (group, table) without a partition of t in g (a table not in the map, a
+ * move's target before the cutover) are left out.  Shares of bytes are
+ * rounded so that a group's partitions sum to its figure exactly.
+ */
+typedef struct sh_plan_table_load {
+	uint32_t group, table;
+	uint64_t bytes;
+	double units, throttled;
+} sh_plan_table_load;
+
+typedef struct sh_plan_key_load {
+	uint32_t group, table;
+	uint64_t hash;
+	double units;
+} sh_plan_key_load;
+
+/* Fills out[0 .. m->n_parts) (parallel to m->parts); the samples they point
+ * to are in *samples (sh_malloc'd, the caller frees it with sh_free after
+ * the last use of out; NULL when there are none).  Returns SHOAL_OK, or
+ * SHOAL_E_NOMEM (out all zero, *samples NULL). */
+int sh_plan_apportion(const sh_map *m, const sh_plan_table_load *tables, uint32_t n_tables,
+                      const sh_plan_key_load *keys, uint32_t n_keys, sh_plan_part_load *out,
+                      sh_plan_sample **samples);
 
 /* Writes up to cap steps into out and their number into *n.  Returns
  * SHOAL_OK, or SHOAL_E_NOMEM (working memory; nothing planned). */

@@ -39,6 +39,22 @@
  *                         `prefer` first (the node becomes the group's first
  *                         voter), since node/group.c hands the leadership to
  *                         the preferred replica (sh_place_preferred)
+ *        SPLIT            map split at `at` (and, when the upper half goes
+ *                         to another group, its move begun in the same
+ *                         MapSet)
+ *        MOVE_PARTITION   map begin_move; partition_moves() and pmove.c
+ *                         carry every begun move out
+ *        HOT_KEY          no step: a WARN once per key an hour, a counter
+ *      The planner is given each map partition's load: the group leaders'
+ *      per-table bytes, request units and requests throttled at the
+ *      partition limit, shared among the table's partitions in the group by
+ *      hash width (sh_plan_apportion), units and throttled averaged over
+ *      the last EL_HEAT_WINDOW seconds (a window per (group, table), one
+ *      sample a second), and the leaders' hot keys as samples -- kept by
+ *      elastic_load.c, the executor's load book.  A table
+ *      not in the map yet (static placement) whose figures in a group pass
+ *      a split threshold is first added to it (node_part_add_table, which
+ *      moves nothing), so that the planner sees its partitions.
  *      Map changes are proposed on group 0 as MapSet from the map they were
  *      computed on (a compare-and-set), so an operator's change landing in
  *      between makes the step fail and the next round start over.
@@ -64,6 +80,7 @@
 #include "common/cluster_map.h"
 #include "common/cluster_plan.h"
 #include "common/placement.h"
+#include "node/elastic_int.h"
 #include "node/node.h"
 #include "node/ship_int.h"
 #include "proto/lanes.h"
@@ -218,6 +235,7 @@ typedef struct group_fact {
 		bool voter, standby;
 		uint64_t match;
 	} members[ELASTIC_MAX_MEMBERS];
+	el_figures load; /* the leader's */
 } group_fact;
 
 /* A partition move its source's leader reported READY (pmove.c). */
@@ -246,6 +264,9 @@ typedef enum map_mut {
 	MUT_REMOVE_NODE,
 	MUT_PREFER,
 	MUT_FINISH_MOVE,
+	MUT_ADD_TABLE,  /* a table into the map with its static placement */
+	MUT_SPLIT,      /* (table, lo) split at `at`; the upper half to to_group */
+	MUT_BEGIN_MOVE, /* (table, lo) begins moving to to_group */
 } map_mut;
 
 typedef struct sub {
@@ -253,9 +274,10 @@ typedef struct sub {
 	int action; /* SUB_MEMBER: Shoal__MemberChange__Action */
 	map_mut mut;
 	uint32_t group, node, replaces;
-	/* MUT_FINISH_MOVE, SUB_OWN (group: the target): a partition move. */
-	uint32_t table;
-	uint64_t lo, hi, attempt;
+	/* MUT_FINISH_MOVE, SUB_OWN (group: the target): a partition move.
+	 * MUT_SPLIT, MUT_BEGIN_MOVE: group is the partition's. */
+	uint32_t table, to_group;
+	uint64_t lo, hi, attempt, at;
 } sub;
 
 struct node_elastic {
@@ -281,7 +303,8 @@ struct node_elastic {
 	bool map_init;
 	bool *alive;       /* parallel to map.nodes */
 	group_fact *facts; /* parallel to map.groups */
-	uint32_t pending;  /* node_status answers outstanding */
+	uint32_t facts_n;
+	uint32_t pending; /* node_status answers outstanding */
 
 	/* The step (mu): up to three sub-operations, run in order. */
 	char what[160];
@@ -294,8 +317,10 @@ struct node_elastic {
 
 	ready_move ready; /* (mu) */
 
+	el_book *book; /* what the executor knows of load (mu) */
+
 	/* Statistics. */
-	atomic_uint_fast64_t steps, failures;
+	atomic_uint_fast64_t steps, failures, splits, hot_keys;
 };
 
 static void round_end(node_elastic *e, uint64_t pause_ms)
@@ -479,6 +504,7 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 			f->leader = a->node;
 			f->term = gs->term;
 			f->last_index = gs->last_index;
+			el_figures_of(e->book, gs, &f->load);
 			f->n_members = 0;
 			for (size_t j = 0; j < gs->n_members && j < ELASTIC_MAX_MEMBERS; j++) {
 				const Shoal__RaftMember *rm = gs->members[j];
@@ -501,6 +527,15 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 	ask_free(a);
 }
 
+static void facts_free(node_elastic *e)
+{
+	for (uint32_t gi = 0; e->facts != NULL && gi < e->facts_n; gi++)
+		el_figures_fini(&e->facts[gi].load);
+	sh_free(e->facts);
+	e->facts = NULL;
+	e->facts_n = 0;
+}
+
 static void round_start(node_elastic *e)
 {
 	node_group *g0 = node_group_get(e->n, 0);
@@ -512,10 +547,11 @@ static void round_start(node_elastic *e)
 		round_end(e, NODE_ELASTIC_ROUND_MS);
 		return;
 	}
+	facts_free(e);
 	sh_free(e->alive);
-	sh_free(e->facts);
 	e->alive = sh_calloc(e->map.n_nodes + 1, sizeof(*e->alive));
 	e->facts = sh_calloc(e->map.n_groups + 1, sizeof(*e->facts));
+	e->facts_n = e->facts != NULL ? e->map.n_groups : 0;
 	if (e->alive == NULL || e->facts == NULL) {
 		round_end(e, NODE_ELASTIC_ROUND_MS);
 		return;
@@ -716,6 +752,20 @@ static bool partition_moves(node_elastic *e)
 	return false;
 }
 
+/* HOT_KEY: a key splitting cannot divide.  Logged once per (table, hash)
+ * an hour, and counted. */
+static void hot_key(node_elastic *e, const sh_plan_action *a)
+{
+	if (!el_hot_key_report(e->book, a->table, a->at, node_now_ns()))
+		return;
+	atomic_fetch_add(&e->hot_keys, 1);
+	node_logf(NODE_LOG_WARN,
+	          "elastic: table %u partition at %016" PRIx64 " in group %u: a single hot key "
+	          "(hash %016" PRIx64 ") carries most of its %s; it is not split (a split cannot "
+	          "divide one key's load)",
+	          a->table, a->lo, a->group, a->at, a->reason == SH_PLAN_R_SIZE ? "size" : "load");
+}
+
 static void plan_and_act(node_elastic *e)
 {
 	/* Judge only from a majority's view: a node that cannot hear most of
@@ -766,21 +816,70 @@ static void plan_and_act(node_elastic *e)
 	 * themselves, and a transfer now would only fight that. */
 	for (uint32_t gi = 0; gi < e->map.n_groups && all_led; gi++)
 		all_led = gl[gi].leader == sh_map_preferred(&e->map, e->map.groups[gi].id);
-	sh_plan_input in = {.map = &e->map, .alive = e->alive, .groups = gl, .parts = NULL};
+	sh_plan_table_load *tables;
+	sh_plan_part_load *parts;
+	sh_plan_sample *samples;
+	uint32_t n_tables;
+	el_figures *figs = sh_calloc(e->map.n_groups + 1, sizeof(*figs));
+	for (uint32_t gi = 0; figs != NULL && gi < e->map.n_groups; gi++)
+		if (e->facts[gi].leader != 0)
+			figs[gi] = e->facts[gi].load; /* shallow: facts keep them */
+	if (figs == NULL || el_round_loads(e->book, &e->map, figs, node_now_ns(), &tables,
+	                                   &n_tables, &parts, &samples) != SHOAL_OK) {
+		if (figs != NULL) {
+			sh_free(tables);
+			sh_free(parts);
+			sh_free(samples);
+		}
+		sh_free(figs);
+		sh_free(gl);
+		round_end(e, NODE_ELASTIC_ROUND_MS);
+		return;
+	}
+	sh_free(figs);
+	int add = el_table_to_add(e->book, &e->map, tables, n_tables);
+	if (add >= 0) {
+		sub s = {.kind = SUB_MAP, .mut = MUT_ADD_TABLE, .table = tables[add].table};
+		begin(e, &s, 1,
+		      "table %u: into the cluster map (%" PRIu64 " bytes, %.0f units/s, %.1f "
+		      "throttled/s in group %u), so that its partitions can split",
+		      tables[add].table, tables[add].bytes, tables[add].units,
+		      tables[add].throttled, tables[add].group);
+		sh_free(tables);
+		sh_free(parts);
+		sh_free(samples);
+		sh_free(gl);
+		return;
+	}
+	sh_free(tables);
+	sh_plan_input in = {.map = &e->map, .alive = e->alive, .groups = gl, .parts = parts};
 	sh_plan_conf conf = {
 	    .max_moves = 1,
 	    .max_moves_per_node = 1,
+	    .max_splits = 1,
 	    .hot_key_share = 0.5,
 	    .tolerance = {[SH_PLAN_REPLICAS] = 0.1,
 	                  [SH_PLAN_LEADERS] = 0.25,
 	                  [SH_PLAN_BYTES] = 0.1,
 	                  [SH_PLAN_UNITS] = 0.2},
 	};
+	el_plan_conf(e->book, &conf);
 	sh_plan_action acts[8];
 	uint32_t n = 0;
 	char msg[SH_ERRMSG_SIZE];
 	int rc = sh_plan_next(&in, &conf, acts, 8, &n, msg);
 	sh_free(gl);
+	/* The loads, for the step's log line; the samples die with them. */
+	double load_units[8] = {0};
+	uint64_t load_bytes[8] = {0};
+	for (uint32_t i = 0; rc == SHOAL_OK && i < n; i++) {
+		uint32_t pi = sh_map_part_find(&e->map, acts[i].table, acts[i].lo);
+		if ((acts[i].kind == SH_PLAN_SPLIT || acts[i].kind == SH_PLAN_MOVE_PARTITION) &&
+		    pi != SH_MAP_NONE)
+			load_units[i] = parts[pi].units, load_bytes[i] = parts[pi].bytes;
+	}
+	sh_free(parts);
+	sh_free(samples);
 	if (rc != SHOAL_OK) {
 		round_end(e, NODE_ELASTIC_ROUND_MS);
 		return;
@@ -865,7 +964,41 @@ static void plan_and_act(node_elastic *e)
 				e->quorum_log_ns = node_now_ns() + 60ull * 1000000000u;
 			}
 			continue;
-		default: /* splits and partition moves: not executed yet (issue 14) */
+		case SH_PLAN_SPLIT:
+			/* The map's split, and when the upper half goes elsewhere
+			 * its move begun, in one MapSet; pmove.c and
+			 * partition_moves() carry the move out. */
+			s[0] = (sub){.kind = SUB_MAP,
+			             .mut = MUT_SPLIT,
+			             .group = a->group,
+			             .table = a->table,
+			             .lo = a->lo,
+			             .at = a->at,
+			             .to_group = a->to_group};
+			begin(e, s, 1,
+			      "table %u [%016" PRIx64 ", ...] in group %u: split at %016" PRIx64
+			      ", upper half to group %u (%s: %" PRIu64 " bytes, %.0f units/s)",
+			      a->table, a->lo, a->group, a->at, a->to_group, why, load_bytes[i],
+			      load_units[i]);
+			return;
+		case SH_PLAN_MOVE_PARTITION:
+			s[0] = (sub){.kind = SUB_MAP,
+			             .mut = MUT_BEGIN_MOVE,
+			             .group = a->group,
+			             .table = a->table,
+			             .lo = a->lo,
+			             .to_group = a->to_group};
+			begin(e, s, 1,
+			      "table %u partition at %016" PRIx64
+			      ": begin its move from group %u to group %u (%s: %" PRIu64
+			      " bytes, %.0f units/s)",
+			      a->table, a->lo, a->group, a->to_group, why, load_bytes[i],
+			      load_units[i]);
+			return;
+		case SH_PLAN_HOT_KEY:
+			hot_key(e, a);
+			continue;
+		default:
 			continue;
 		}
 	}
@@ -917,9 +1050,51 @@ static void run_member(node_elastic *e, const sub *s)
 		step_failed(e, "cannot reach the group's leader");
 }
 
-static int mutate(sh_map *m, const sub *s, char *errmsg)
+/* The partition (table, lo) as the step saw it: in `group`, not moving. */
+static int part_as_planned(const sh_map *m, const sub *s, uint32_t *i, char *errmsg)
 {
+	*i = sh_map_part_find(m, s->table, s->lo);
+	if (*i == SH_MAP_NONE || m->parts[*i].group != s->group ||
+	    m->parts[*i].to_group != SH_MAP_NONE)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "table %u's partition at %016" PRIx64
+		               " is no longer in group %u, or is moving",
+		               s->table, s->lo, s->group);
+	return SHOAL_OK;
+}
+
+static int mutate(sh_map *m, const sh_cluster_conf *conf, const sub *s, char *errmsg)
+{
+	uint32_t i;
 	switch (s->mut) {
+	case MUT_ADD_TABLE:
+		if (sh_map_part_of(m, s->table, 0) != SH_MAP_NONE)
+			return SHOAL_E_IN_USE; /* in the map already */
+		return node_part_add_table(m, conf, s->table, errmsg);
+	case MUT_SPLIT: {
+		/* The boundary at `at` there already: this split (its move
+		 * was begun in the same MapSet) landed. */
+		uint32_t j = sh_map_part_find(m, s->table, s->at);
+		if (j != SH_MAP_NONE && j > 0 && m->parts[j - 1].table == s->table &&
+		    m->parts[j - 1].lo == s->lo)
+			return SHOAL_E_IN_USE;
+		int rc = part_as_planned(m, s, &i, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		rc = sh_map_split(m, s->table, s->lo, s->at, s->group, errmsg);
+		if (rc == SHOAL_OK && s->to_group != s->group)
+			rc = sh_map_begin_move(m, s->table, s->at, s->to_group, errmsg);
+		return rc;
+	}
+	case MUT_BEGIN_MOVE:
+		i = sh_map_part_find(m, s->table, s->lo);
+		if (i != SH_MAP_NONE &&
+		    (m->parts[i].to_group == s->to_group ||
+		     (m->parts[i].to_group == SH_MAP_NONE && m->parts[i].group == s->to_group)))
+			return SHOAL_E_IN_USE; /* begun, or done, already */
+		if (part_as_planned(m, s, &i, errmsg) != SHOAL_OK)
+			return SHOAL_E_VALIDATION;
+		return sh_map_begin_move(m, s->table, s->lo, s->to_group, errmsg);
 	case MUT_ADD_REPLICA:
 		return sh_map_add_replica(m, s->group, s->node, s->replaces, errmsg);
 	case MUT_PROMOTE: {
@@ -940,7 +1115,7 @@ static int mutate(sh_map *m, const sub *s, char *errmsg)
 	case MUT_PREFER:
 		return sh_map_prefer(m, s->group, s->node, errmsg);
 	case MUT_FINISH_MOVE: {
-		uint32_t i = sh_map_part_find(m, s->table, s->lo);
+		i = sh_map_part_find(m, s->table, s->lo);
 		if (i != SH_MAP_NONE && m->parts[i].group == s->group)
 			return SHOAL_E_IN_USE; /* done already */
 		if (i == SH_MAP_NONE || m->parts[i].to_group != s->group ||
@@ -966,10 +1141,13 @@ static void map_proposed(node_waiter *w)
 	e->set_buf = NULL;
 	if (e->closing)
 		e->busy = false;
-	else if (w->code == SHOAL_OK)
+	else if (w->code == SHOAL_OK) {
+		if (e->subs[e->at].mut == MUT_SPLIT)
+			atomic_fetch_add(&e->splits, 1);
 		sub_done(e);
-	else
+	} else {
 		step_failed(e, w->msg[0] != '\0' ? w->msg : shoal_err_name(w->code));
+	}
 	pthread_mutex_unlock(&e->mu);
 }
 
@@ -991,7 +1169,7 @@ static void run_map(node_elastic *e, const sub *s)
 		return;
 	}
 	uint64_t prev = m.epoch;
-	int rc = mutate(&m, s, msg);
+	int rc = mutate(&m, e->n->conf, s, msg);
 	if (rc == SHOAL_E_IN_USE) { /* so already */
 		sh_map_fini(&m);
 		node_group_release(g0);
@@ -1110,6 +1288,12 @@ int node_elastic_open(node_ship *s, node_elastic **out, char *errmsg)
 	uint32_t dead_ms =
 	    s->n->conf->dead_after_ms != 0 ? s->n->conf->dead_after_ms : SH_DEAD_AFTER_MS;
 	e->dead_after_ns = (uint64_t)dead_ms * 1000000u;
+	if (el_book_new(s->n->conf, &e->book, errmsg) != SHOAL_OK) {
+		node_waiter_fini(&e->w);
+		pthread_mutex_destroy(&e->mu);
+		sh_free(e);
+		return SHOAL_E_NOMEM;
+	}
 	*out = e;
 	return SHOAL_OK;
 }
@@ -1150,8 +1334,17 @@ void node_elastic_metrics(node_elastic *e, node_appendf_fn appendf, void *buf)
 	    "# HELP shoal_node_elastic_failures_total Steps that stopped before the end (the "
 	    "next round starts over).\n"
 	    "# TYPE shoal_node_elastic_failures_total counter\n"
-	    "shoal_node_elastic_failures_total %" PRIu64 "\n",
-	    (uint64_t)atomic_load(&e->steps), (uint64_t)atomic_load(&e->failures));
+	    "shoal_node_elastic_failures_total %" PRIu64 "\n"
+	    "# HELP shoal_node_elastic_splits_total Partitions this node's executor split "
+	    "automatically (by size or heat) while leading group 0.\n"
+	    "# TYPE shoal_node_elastic_splits_total counter\n"
+	    "shoal_node_elastic_splits_total %" PRIu64 "\n"
+	    "# HELP shoal_node_elastic_hot_keys_total Single keys found carrying most of a "
+	    "partition's load, which a split cannot divide (each logged once an hour).\n"
+	    "# TYPE shoal_node_elastic_hot_keys_total counter\n"
+	    "shoal_node_elastic_hot_keys_total %" PRIu64 "\n",
+	    (uint64_t)atomic_load(&e->steps), (uint64_t)atomic_load(&e->failures),
+	    (uint64_t)atomic_load(&e->splits), (uint64_t)atomic_load(&e->hot_keys));
 }
 
 void node_elastic_close(node_elastic *e)
@@ -1173,7 +1366,8 @@ void node_elastic_free(node_elastic *e)
 	if (e->map_init)
 		sh_map_fini(&e->map);
 	sh_free(e->alive);
-	sh_free(e->facts);
+	facts_free(e);
+	el_book_free(e->book);
 	pthread_mutex_destroy(&e->mu);
 	sh_free(e);
 }

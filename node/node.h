@@ -517,6 +517,12 @@ int node_part_admin(sh_map *m, const sh_cluster_conf *conf, const Shoal__AdminRe
                     node_table_id_fn table_id, void *catalog, bool *already, char *errmsg);
 /* A node_table_id_fn over a group's storage (catalog: its st_env). */
 int node_part_catalog_id(void *catalog, const char *name, uint32_t *id, char *errmsg);
+/* Table t into m with the static placement (sh_map_add_table with conf's
+ * partitions) if it has no partitions there yet; a table in m already is
+ * left as it is.  SHOAL_OK or the sh_map error (m then unchanged).  The one
+ * way a table enters the map: an operator's partition change and the
+ * executor's automatic split (elastic.c) both come here. */
+int node_part_add_table(sh_map *m, const sh_cluster_conf *conf, uint32_t t, char *errmsg);
 /* Partition moves (pmove.c). */
 int node_handle_part_move(node_call *c);
 int node_prepare_part_ingest(node_call *c, Shoal__CommandOp *op);

@@ -122,6 +122,13 @@ static int split(sh_map *m, uint32_t t, const Shoal__PartitionChange *pc, bool *
 	return rc;
 }
 
+int node_part_add_table(sh_map *m, const sh_cluster_conf *conf, uint32_t t, char *errmsg)
+{
+	if (sh_map_part_of(m, t, 0) != SH_MAP_NONE)
+		return SHOAL_OK;
+	return sh_map_add_table(m, t, sh_cluster_partitions(conf), errmsg);
+}
+
 int node_part_admin(sh_map *m, const sh_cluster_conf *conf, const Shoal__AdminRequest *a,
                     node_table_id_fn table_id, void *catalog, bool *already, char *errmsg)
 {
@@ -150,8 +157,7 @@ int node_part_admin(sh_map *m, const sh_cluster_conf *conf, const Shoal__AdminRe
 		sh_map_fini(&w);
 		return sh_errf(errmsg, rc, "partition change: out of memory");
 	}
-	if (sh_map_part_of(&w, t, 0) == SH_MAP_NONE)
-		rc = sh_map_add_table(&w, t, sh_cluster_partitions(conf), errmsg);
+	rc = node_part_add_table(&w, conf, t, errmsg);
 	if (rc == SHOAL_OK)
 		rc =
 		    is_split ? split(&w, t, pc, already, errmsg) : move(&w, t, pc, already, errmsg);

@@ -115,6 +115,33 @@ START_TEST(test_errors)
 	                 SHOAL_E_VALIDATION);
 	ck_assert_int_eq(sh_cluster_load(write_file("[cluster]\nttl_scan_ms = -5\n"), &c, msg),
 	                 SHOAL_E_VALIDATION);
+	/* Automatic splits: unset is DynamoDB's 10 GiB and a few throttled
+	 * requests a second, heat by units off; 0 turns each off; anything
+	 * but a non-negative integer is refused, naming the key. */
+	snprintf(buf, sizeof(buf), "[cluster]\nreplication = 1\n%s", one);
+	ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_OK);
+	ck_assert_uint_eq(sh_cluster_split_bytes(&c), 10ull << 30);
+	ck_assert_uint_eq(sh_cluster_split_throttled(&c), SH_SPLIT_THROTTLED);
+	ck_assert_uint_eq(c.split_units, 0);
+	snprintf(buf, sizeof(buf),
+	         "[cluster]\nreplication = 1\nsplit_bytes = 0\nsplit_units = 2500\n"
+	         "split_throttled = 0\n%s",
+	         one);
+	ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_OK);
+	ck_assert_uint_eq(sh_cluster_split_bytes(&c), 0);
+	ck_assert_uint_eq(sh_cluster_split_throttled(&c), 0);
+	ck_assert_uint_eq(c.split_units, 2500);
+	snprintf(buf, sizeof(buf), "[cluster]\nreplication = 1\nsplit_bytes = 300000\n%s", one);
+	ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_OK);
+	ck_assert_uint_eq(sh_cluster_split_bytes(&c), 300000);
+	const char *bad[] = {"split_bytes = -1",    "split_bytes = 10G",
+	                     "split_bytes = ",      "split_units = 1.5",
+	                     "split_throttled = x", "split_bytes = 99999999999999999999"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(buf, sizeof(buf), "[cluster]\n%s\n", bad[i]);
+		ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_E_VALIDATION);
+		ck_assert_ptr_nonnull(strstr(msg, "split_"));
+	}
 }
 END_TEST
 

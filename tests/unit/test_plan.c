@@ -239,6 +239,89 @@ START_TEST(test_split_point_and_hot_key)
 }
 END_TEST
 
+/* A group's figures for a table go to the table's partitions in that group
+ * by hash width (exact in bytes), keys to the partition holding them in the
+ * group that reports them, sorted and one per hash; a table or group without
+ * a partition of its own gets nothing. */
+START_TEST(test_apportion)
+{
+	fixture f;
+	char msg[SH_ERRMSG_SIZE];
+	fx_init(&f, 3, 4, 3); /* table 1: partitions in groups 1, 2, 3 */
+	uint64_t hi0 = sh_map_part_hi(&f.m, 0);
+	uint64_t at = hi0 / 4 + 1; /* group 1 holds [0, at-1] and [at, hi0] */
+	ck_assert_int_eq(sh_map_split(&f.m, 1, 0, at, 1, msg), SHOAL_OK);
+	/* The last partition is moving to group 1: still group 3's. */
+	ck_assert_int_eq(sh_map_begin_move(&f.m, 1, f.m.parts[3].lo, 1, msg), SHOAL_OK);
+	ck_assert_uint_eq(f.m.n_parts, 4);
+	const sh_plan_table_load tl[] = {
+	    {.group = 1, .table = 1, .bytes = 1001, .units = 400, .throttled = 8},
+	    {.group = 3, .table = 1, .bytes = 77, .units = 5},
+	    {.group = 2, .table = 9, .bytes = 1u << 30}, /* not in the map */
+	    {.group = 0, .table = 1, .bytes = 5},        /* no partition there */
+	};
+	const sh_plan_key_load keys[] = {
+	    {.group = 1, .table = 1, .hash = at + 7, .units = 3},
+	    {.group = 1, .table = 1, .hash = 5, .units = 1},
+	    {.group = 1, .table = 1, .hash = at + 7, .units = 2}, /* the same key again */
+	    {.group = 2, .table = 1, .hash = 6, .units = 50},     /* not group 2's */
+	    {.group = 1, .table = 1, .hash = at + 1, .units = 4},
+	    {.group = 1, .table = 9, .hash = 1, .units = 4},
+	};
+	sh_plan_part_load out[4];
+	sh_plan_sample *samples;
+	ck_assert_int_eq(sh_plan_apportion(&f.m, tl, 4, keys, 6, out, &samples), SHOAL_OK);
+	ck_assert_ptr_nonnull(samples);
+	ck_assert_uint_eq(out[0].bytes + out[1].bytes, 1001);
+	ck_assert_uint_ge(out[0].bytes, 249);
+	ck_assert_uint_le(out[0].bytes, 251);
+	ck_assert_double_eq_tol(out[0].units, 100, 0.01);
+	ck_assert_double_eq_tol(out[1].units, 300, 0.01);
+	ck_assert_double_eq_tol(out[0].throttled + out[1].throttled, 8, 1e-9);
+	ck_assert_uint_eq(out[2].bytes, 0); /* group 2 reported nothing of table 1 */
+	ck_assert_uint_eq(out[3].bytes, 77);
+	ck_assert_double_eq(out[3].units, 5);
+	ck_assert_uint_eq(out[0].n_samples, 1);
+	ck_assert_uint_eq(out[0].samples[0].hash, 5);
+	ck_assert_uint_eq(out[1].n_samples, 2);
+	ck_assert_uint_eq(out[1].samples[0].hash, at + 1);
+	ck_assert_uint_eq(out[1].samples[1].hash, at + 7);
+	ck_assert_double_eq(out[1].samples[1].units, 5);
+	ck_assert_uint_eq(out[2].n_samples + out[3].n_samples, 0);
+	sh_free(samples);
+	/* Width shares of the whole 64-bit space: one partition gets it all. */
+	sh_map one;
+	sh_map_init(&one, 3);
+	for (uint32_t i = 1; i <= 3; i++) {
+		sh_map_node n = {.id = i};
+		ck_assert_int_eq(sh_map_add_node(&one, &n, msg), SHOAL_OK);
+	}
+	uint32_t ids[3] = {1, 2, 3};
+	ck_assert_int_eq(sh_map_add_group(&one, 0, ids, 3, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_group(&one, 1, ids, 3, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(&one, 4, 1, msg), SHOAL_OK);
+	sh_plan_table_load all = {.group = 1, .table = 4, .bytes = UINT64_MAX, .units = 1};
+	ck_assert_int_eq(sh_plan_apportion(&one, &all, 1, NULL, 0, out, &samples), SHOAL_OK);
+	ck_assert_uint_eq(out[0].bytes, UINT64_MAX);
+	ck_assert_ptr_null(samples);
+	sh_map_fini(&one);
+	/* Out of memory: NOMEM, nothing handed out. */
+	for (long k = 1; k <= 3; k++) {
+		sh_fault_arm(SH_FAULT_ALLOC, k, false);
+		int rc = sh_plan_apportion(&f.m, tl, 4, keys, 6, out, &samples);
+		sh_fault_reset();
+		if (rc == SHOAL_OK) {
+			sh_free(samples);
+			continue;
+		}
+		ck_assert_int_eq(rc, SHOAL_E_NOMEM);
+		ck_assert_ptr_null(samples);
+		ck_assert_uint_eq(out[0].bytes, 0);
+	}
+	sh_map_fini(&f.m);
+}
+END_TEST
+
 /* Out of memory at any allocation: SHOAL_E_NOMEM or a (shorter) plan,
  * never a crash or a leak (run under ASan). */
 START_TEST(test_nomem)
@@ -389,7 +472,7 @@ static Suite *plan_suite(void)
 {
 	return tl_suite("plan", NULL, NULL, 0,
 	                TL_TESTS(test_balanced_is_empty, test_no_part_loads, test_repair_dead_node,
-	                         test_move_sequence, test_split_point_and_hot_key,
+	                         test_move_sequence, test_split_point_and_hot_key, test_apportion,
 	                         test_no_quorum_reported, test_nomem, test_sim_converges,
 	                         test_sim_tight_limits));
 }

@@ -1,0 +1,70 @@
+/*
+ * elastic_int.h -- what elastic.c (group 0's executor: rounds and steps)
+ * and elastic_load.c (what the executor knows of the partitions' load)
+ * share.  Prefix el_.
+ *
+ * The load book keeps, across rounds, what one round's node_status answers
+ * cannot say alone: a window of the last EL_HEAT_WINDOW one-second samples
+ * of each (group, table)'s units and throttled requests, and the hot keys
+ * reported lately.  Not thread-safe: the executor calls it under its mutex.
+ */
+#ifndef SHOAL_NODE_ELASTIC_INT_H
+#define SHOAL_NODE_ELASTIC_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/cluster.h"
+#include "common/cluster_plan.h"
+#include "node/node.h"
+
+#define EL_HEAT_WINDOW    5    /* load samples averaged for heat splits */
+#define EL_HEAT_SAMPLE_MS 1000 /* at most one sample a second per (group, table) */
+#define EL_HEAT_MAX       256  /* (group, table) windows remembered */
+#define EL_HOT_SEEN       64   /* hot keys whose report is remembered */
+#define EL_HOT_QUIET_S    3600 /* one report per hot key an hour */
+
+/* One group leader's figures (arrays sh_malloc'd, owned by the struct):
+ * bytes, units and requests throttled at the partition limit of each table
+ * in the group, and its hot keys with their placement hashes. */
+typedef struct el_figures {
+	sh_plan_table_load *tables;
+	uint32_t n_tables;
+	sh_plan_key_load *keys;
+	uint32_t n_keys;
+} el_figures;
+
+typedef struct el_book el_book;
+
+/* The book with conf's thresholds ([cluster] split_*) and partition limits. */
+int el_book_new(const sh_cluster_conf *conf, el_book **out, char *errmsg);
+void el_book_free(el_book *b);
+
+/* f (whose old arrays are freed) becomes the figures of gs, a group
+ * leader's GroupStatus (read during the call only).  Out of memory leaves
+ * f with fewer figures, never a dangling one. */
+void el_figures_of(const el_book *b, const Shoal__GroupStatus *gs, el_figures *f);
+void el_figures_fini(el_figures *f);
+
+/* The round's loads from figs (parallel to m->groups; empty for a group
+ * whose leader is unknown): every (group, table) figure, its units and
+ * throttled requests averaged over its window (this round a sample if the
+ * last is a second old), in *tables (*n of them), and their shares of m's
+ * partitions in *parts (parallel to m->parts; samples in *samples).  All
+ * sh_malloc'd, the caller frees them (also on failure: SHOAL_E_NOMEM). */
+int el_round_loads(el_book *b, const sh_map *m, const el_figures *figs, uint64_t now_ns,
+                   sh_plan_table_load **tables, uint32_t *n, sh_plan_part_load **parts,
+                   sh_plan_sample **samples);
+
+/* A table not in m yet (placed statically) whose figure in a data group
+ * passes a split threshold: the index into t of that figure, or -1. */
+int el_table_to_add(const el_book *b, const sh_map *m, const sh_plan_table_load *t, uint32_t n);
+
+/* conf's split thresholds. */
+void el_plan_conf(const el_book *b, sh_plan_conf *conf);
+
+/* Whether the hot key (table, hash) is to be reported now: true once per
+ * EL_HOT_QUIET_S for a key (remembering EL_HOT_SEEN keys). */
+bool el_hot_key_report(el_book *b, uint32_t table, uint64_t hash, uint64_t now_ns);
+
+#endif

@@ -1,0 +1,297 @@
+/*
+ * it_autosplit -- issue 14's automatic splits by size on a real local cluster
+ * (3 nodes, 3 data groups, `cluster.sh up --split-bytes 300000`):
+ *
+ *  - ~1.5 MB is written into table `auto` through libshoal (BatchWriteItem),
+ *    about 500 KB in each data group; nobody asks for a split;
+ *  - group 0's executor sees each group's copy of the table over
+ *    split_bytes, adds the table to the cluster map (its 3 static
+ *    partitions) and splits each partition: the test waits, polling `shoal
+ *    status --output json` with a deadline, until the map holds at least 6
+ *    partitions of the table (each group's share split once) and none is
+ *    moving;
+ *  - every item is read back with ConsistentRead, a Scan counts each item
+ *    exactly once, and table `small` (a few KB, under the threshold) is
+ *    still not in the map.
+ *
+ * And heat on one key (`--split-bytes 0 --split-units 100`): the table
+ * enters the map, its hot partition is not split, the key is reported once.
+ *
+ * Times (writing, the last write to the first split, to all splits done)
+ * are printed, never asserted.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/shoal.h"
+#include "tests/lib/testlib.h"
+#include "tests/lib/tl_cluster.h"
+
+#define TABLE       "auto"
+#define SMALL       "small"
+#define ITEMS       1500
+#define PAYLOAD     1000 /* bytes of each item's d */
+#define SPLIT_BYTES 300000
+
+static tl_cluster C;
+static shoal_client *client;
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static json_t *call(const char *op, const char *body)
+{
+	char *o = NULL;
+	shoal_error err;
+	int rc = shoal_call_json(client, op, body, &o, &err);
+	ck_assert_msg(rc == SHOAL_OK, "%s: %s: %s", op, err.exception, err.message);
+	json_t *j = json_loads(o, 0, NULL);
+	shoal_free(o);
+	ck_assert_ptr_nonnull(j);
+	return j;
+}
+
+static void create_table(const char *name)
+{
+	char body[512];
+	snprintf(body, sizeof(body),
+	         "{\"TableName\":\"%s\",\"AttributeDefinitions\":["
+	         "{\"AttributeName\":\"pk\",\"AttributeType\":\"S\"}],"
+	         "\"KeySchema\":[{\"AttributeName\":\"pk\",\"KeyType\":\"HASH\"}],"
+	         "\"BillingMode\":\"PAY_PER_REQUEST\"}",
+	         name);
+	json_decref(call("CreateTable", body));
+}
+
+/* Items k0 .. k0+n-1 of table name (n <= 25), each with PAYLOAD bytes. */
+static void write_batch(const char *name, int k0, int n)
+{
+	static char body[32 * (PAYLOAD + 128)];
+	static char pad[PAYLOAD + 1];
+	memset(pad, 'x', PAYLOAD);
+	int len = snprintf(body, sizeof(body), "{\"RequestItems\":{\"%s\":[", name);
+	for (int k = k0; k < k0 + n; k++)
+		len += snprintf(body + len, sizeof(body) - (size_t)len,
+		                "%s{\"PutRequest\":{\"Item\":{\"pk\":{\"S\":\"k%d\"},"
+		                "\"d\":{\"S\":\"%s\"}}}}",
+		                k > k0 ? "," : "", k, pad);
+	snprintf(body + len, sizeof(body) - (size_t)len, "]}}");
+	/* The client library retries unprocessed items itself; what is left
+	 * is sent again here. */
+	json_t *r = call("BatchWriteItem", body);
+	json_t *left = json_object_get(json_object_get(r, "UnprocessedItems"), name);
+	ck_assert_msg(json_array_size(left) == 0, "%zu items left unprocessed",
+	              json_array_size(left));
+	json_decref(r);
+}
+
+/* The map's partitions of table id `t` (TableId) and how many are moving. */
+static int map_parts(long long t, int *moving)
+{
+	char *o = NULL, *e = NULL;
+	int rc = tl_shoal(&C, &o, &e, "status --output json");
+	ck_assert_msg(rc == 0, "status: exit %d: %s", rc, e);
+	json_t *st = json_loads(o, 0, NULL);
+	ck_assert_ptr_nonnull(st);
+	free(o);
+	free(e);
+	int n = 0;
+	*moving = 0;
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(st, "MapPartitions"), i, p)
+	{
+		if (json_integer_value(json_object_get(p, "TableId")) != t)
+			continue;
+		n++;
+		*moving += json_integer_value(json_object_get(p, "MovingTo")) != 0;
+	}
+	json_decref(st);
+	return n;
+}
+
+/* Every item of TABLE once: ConsistentRead GetItem of each, and a Scan
+ * (all pages) that returns each key exactly once. */
+static void check_items(void)
+{
+	for (int k = 0; k < ITEMS; k++) {
+		char body[256];
+		snprintf(body, sizeof(body),
+		         "{\"TableName\":\"" TABLE "\",\"ConsistentRead\":true,"
+		         "\"Key\":{\"pk\":{\"S\":\"k%d\"}}}",
+		         k);
+		json_t *r = call("GetItem", body);
+		const char *d = json_string_value(
+		    json_object_get(json_object_get(json_object_get(r, "Item"), "d"), "S"));
+		ck_assert_msg(d != NULL && strlen(d) == PAYLOAD, "item k%d is missing", k);
+		json_decref(r);
+	}
+	static int seen[ITEMS];
+	memset(seen, 0, sizeof(seen));
+	long long scanned = 0;
+	char *start = NULL;
+	do {
+		char body[512];
+		snprintf(body, sizeof(body),
+		         "{\"TableName\":\"" TABLE "\",\"ProjectionExpression\":\"pk\"%s%s}",
+		         start != NULL ? ",\"ExclusiveStartKey\":" : "",
+		         start != NULL ? start : "");
+		free(start);
+		start = NULL;
+		json_t *q = call("Scan", body);
+		size_t x;
+		json_t *it;
+		json_array_foreach(json_object_get(q, "Items"), x, it)
+		{
+			const char *pk =
+			    json_string_value(json_object_get(json_object_get(it, "pk"), "S"));
+			ck_assert_ptr_nonnull(pk);
+			int k = atoi(pk + 1);
+			ck_assert(k >= 0 && k < ITEMS);
+			ck_assert_msg(seen[k] == 0, "Scan returned k%d twice", k);
+			seen[k]++;
+			scanned++;
+		}
+		json_t *lek = json_object_get(q, "LastEvaluatedKey");
+		if (lek != NULL)
+			start = json_dumps(lek, JSON_COMPACT);
+		json_decref(q);
+	} while (start != NULL);
+	ck_assert_msg(scanned == ITEMS, "Scan returned %lld items of %d", scanned, ITEMS);
+}
+
+START_TEST(test_autosplit)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	char opts[64];
+	snprintf(opts, sizeof(opts), "--split-bytes %d", SPLIT_BYTES);
+	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, opts), "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	create_table(TABLE);
+	create_table(SMALL);
+	write_batch(SMALL, 0, 10);
+	long long t = tl_table_number(client, TABLE), small = tl_table_number(client, SMALL);
+	ck_assert_int_ne(t, 0);
+	ck_assert_int_ne(small, 0);
+	int moving;
+	ck_assert_int_eq(map_parts(t, &moving), 0); /* placed statically */
+
+	int64_t t0 = now_ms();
+	for (int k = 0; k < ITEMS; k += 25)
+		write_batch(TABLE, k, 25);
+	int64_t written = now_ms();
+	printf("autosplit: %d items of %d bytes written in %lld ms\n", ITEMS, PAYLOAD,
+	       (long long)(written - t0));
+
+	/* The executor adds the table to the map and splits each group's
+	 * partition (each holds ~500 KB, over 300,000 bytes). */
+	int64_t first = 0, until = written + 120000;
+	int n;
+	for (;;) {
+		n = map_parts(t, &moving);
+		if (n > 3 && first == 0)
+			first = now_ms();
+		if (n >= 6 && moving == 0)
+			break;
+		ck_assert_msg(now_ms() < until,
+		              "after 120 s the map has %d partitions of " TABLE ", %d moving", n,
+		              moving);
+		usleep(100000);
+	}
+	int64_t done = now_ms();
+	printf("autosplit: the last write to the first split in the map: %lld ms; to %d "
+	       "partitions, none moving: %lld ms\n",
+	       (long long)(first - written), n, (long long)(done - written));
+	double splits = tl_cluster_metric(&C, "shoal_node_elastic_splits_total", -1);
+	ck_assert_msg(splits >= 3, "shoal_node_elastic_splits_total is %.0f", splits);
+
+	check_items();
+	printf("autosplit: %d items each read with ConsistentRead, a Scan counts each once\n",
+	       ITEMS);
+	ck_assert_int_eq(map_parts(small, &moving), 0); /* under the threshold: not added */
+
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+END_TEST
+
+/* Heat on one key: the table enters the map (its group's units pass
+ * split_units), but its partition is not split -- the planner's samples (the
+ * leader's hot keys, their hashes recomputed by the executor) show one key
+ * carrying the load -- and the executor reports the key once. */
+START_TEST(test_hot_key)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, "--split-bytes 0 --split-units 100"),
+	              "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	create_table(TABLE);
+	long long t = tl_table_number(client, TABLE);
+	ck_assert_int_ne(t, 0);
+	int64_t t0 = now_ms(), until = t0 + 60000;
+	long long puts = 0;
+	int n = 0, moving;
+	for (;;) {
+		char body[256];
+		snprintf(body, sizeof(body),
+		         "{\"TableName\":\"" TABLE "\",\"Item\":{\"pk\":{\"S\":\"hot\"},"
+		         "\"v\":{\"N\":\"%lld\"}}}",
+		         puts++);
+		json_decref(call("PutItem", body));
+		if (puts % 200 != 0)
+			continue;
+		if (tl_cluster_metric(&C, "shoal_node_elastic_hot_keys_total", -1) >= 1)
+			break;
+		ck_assert_msg(now_ms() < until, "no hot key reported after 60 s (%lld puts)", puts);
+	}
+	int64_t found = now_ms();
+	/* The router's map (shoal status) follows group 0's within a refresh. */
+	for (until = now_ms() + 10000; (n = map_parts(t, &moving)) == 0; usleep(100000))
+		ck_assert_msg(now_ms() < until,
+		              "the table is not in the map 10 s after its hot key");
+	printf("autosplit: one key written %lld times: reported hot after %lld ms; the table has "
+	       "%d partitions in the map\n",
+	       puts, (long long)(found - t0), n);
+	ck_assert_int_eq(n, 3); /* in the map, not split */
+	ck_assert_int_eq(moving, 0);
+	int splits = 0;
+	for (int id = 1; id <= 3; id++)
+		splits += tl_cluster_log_count(&C, id, ": split at");
+	ck_assert_int_eq(splits, 0);
+	int logged = 0;
+	for (int id = 1; id <= 3; id++)
+		logged += tl_cluster_log_count(&C, id, "a single hot key");
+	/* Once per executor (a new group-0 leader would report it again). */
+	ck_assert_int_ge(logged, 1);
+	printf("autosplit: the hot key logged %d time(s)\n", logged);
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+END_TEST
+
+static Suite *autosplit_suite(void)
+{
+	Suite *s = suite_create("autosplit");
+	TCase *tc = tcase_create("size");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_autosplit);
+	tcase_add_test(tc, test_hot_key);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TL_MAIN(autosplit_suite)
