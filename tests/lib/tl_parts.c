@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cluster.h"
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_items.h"
 #include "tests/lib/tl_parts.h"
@@ -64,6 +65,20 @@ int tl_parts_list(tl_parts *p, tl_part *out, int cap)
 		n++;
 	}
 	json_decref(st);
+	if (n == 0) {
+		/* No partition of the table in the map: none moved yet, so the
+		 * cluster file's placement holds (partition i of every table in
+		 * its group). */
+		sh_cluster_conf conf;
+		memset(&conf, 0, sizeof(conf));
+		conf.groups = (uint32_t)p->c->groups;
+		uint32_t np = sh_cluster_partitions(&conf);
+		for (uint32_t k = 0; k < np && n < cap; k++, n++) {
+			sh_cluster_partition_range(&conf, k, &out[n].lo, &out[n].hi);
+			out[n].group = (int)sh_cluster_partition_group(&conf, k);
+			out[n].moving = 0;
+		}
+	}
 	/* hash order (status lists them so; made sure of here) */
 	for (int a = 1; a < n; a++)
 		for (int b = a; b > 0 && out[b].lo < out[b - 1].lo; b--) {

@@ -29,7 +29,10 @@ typedef struct tl_part {
 void tl_parts_init(tl_parts *p, tl_cluster *c, const char *table);
 /* The partition holding hash h (false if the table has none in the map). */
 bool tl_parts_of(tl_parts *p, uint64_t h, tl_part *out);
-/* The table's partitions in hash order, up to cap; returns how many. */
+/* The table's partitions in hash order, up to cap; returns how many.  A
+ * table the map has no partitions of (none of its partitions moved yet, or
+ * the router's catalog does not name it yet) has the cluster file's
+ * placement: partition i of D in data group i + 1. */
 int tl_parts_list(tl_parts *p, tl_part *out, int cap);
 /* The node leading group g (0: none known). */
 int tl_parts_leader_of(tl_parts *p, int g);
