@@ -587,7 +587,13 @@ static void purge(node_pmove *pm, node_group *g, pm_move *m)
 	}
 	if (ph != SHOAL__PART_STATUS__PHASE__AWAY)
 		return;
-	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__AWAY);
+	/* The move is over here: its slot leaves the table at the next pass
+	 * (its record is AWAY, and it counts as not asked), so that a later
+	 * move of the same range starts from a slot of its own. */
+	pthread_mutex_lock(&pm->mu);
+	m->phase = SHOAL__PART_STATUS__PHASE__AWAY;
+	m->want_ns = 0;
+	pthread_mutex_unlock(&pm->mu);
 	atomic_fetch_add(&pm->done, 1);
 	node_logf(NODE_LOG_INFO,
 	          "pmove: group %u table %u [%016" PRIx64 ", %016" PRIx64
@@ -619,6 +625,16 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 	}
 	if (rec->state == ST_PART_AWAY)
 		return;
+	if (rec->state == ST_PART_OUT && m->phase >= SHOAL__PART_STATUS__PHASE__FENCED) {
+		/* Progress past the fence while the record says the range is
+		 * only moving out belongs to an earlier move of this range
+		 * (moved away and back under this leadership): this move
+		 * copies and fences from the start. */
+		pthread_mutex_lock(&pm->mu);
+		m->phase = SHOAL__PART_STATUS__PHASE__NONE;
+		m->attempt = 0;
+		pthread_mutex_unlock(&pm->mu);
+	}
 	if (view == 0) {
 		/* Only a map at least as new as the move's beginning that
 		 * neither moves the range nor gave it to the target says the
