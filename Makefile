@@ -7,6 +7,10 @@
 #   bench          storage-engine benchmark (1M items; prints figures, asserts nothing)
 #   bench-cluster  shoal_bench against a local 3-node cluster (prints figures)
 #   bench-http     the HTTP endpoint vs the native protocol on one cluster (ratios)
+#   bench-move     a partition move and a split of MOVE_BENCH_MB MiB (default 1024) under a
+#                  writer at a fixed rate: their times, the writer's throughput and p50/p99
+#                  before/during/after and at the cutover, the longest write pause
+#                  (tests/bench/move_bench.c; needs ~20x MOVE_BENCH_MB of free disk)
 #   bench-plan     the rebalancer and split planner in simulation: 1,000 nodes, 100,000
 #                  partitions, nodes joining, draining and failing mid-plan (prints figures)
 #   hot            the hot-partition load tests at length (tests/integration/it_hot.c, HOT_SECS
@@ -36,6 +40,8 @@
 #   V=1                       show full compiler command lines
 #   SHOAL_SEED=n              seed for randomised tests (printed by every such test)
 #   BENCH_ARGS='-n 100000'    arguments for st_bench (see tests/bench/st_bench.c)
+#   MOVE_BENCH_MB=1024        bench-move's partition size (also MOVE_BENCH_RATE, _ITEM, _IDLE,
+#                             _LOADERS: see tests/bench/move_bench.c)
 #   PLAN_ARGS='-n 90 -j 10 -g 1000 -p 10000'  arguments for plan_sim (tests/bench/plan_sim.c)
 #   FUZZ_SECS=60              seconds per target for make fuzz
 #   FUZZ_ARGS='-jobs=2'       extra libFuzzer options for make fuzz
@@ -114,7 +120,7 @@ PROG_BIN := $(if $(wildcard node/main.c),$(BUILD)/bin/shoal-node) \
 TOOL_BIN := $(patsubst tests/tools/%.c,$(BUILD)/bin/%,$(TOOL_SRC))
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bin/%,$(BENCH_SRC))
 
-.PHONY: all test unit demo bench bench-cluster bench-http bench-plan bench-peers chaos format clean deps
+.PHONY: all test unit demo bench bench-cluster bench-http bench-move bench-plan bench-peers chaos format clean deps
 .DELETE_ON_ERROR:
 
 all: deps-checked $(CORE_LIB) $(PART_LIBS) $(PROG_BIN) $(UNIT_BIN) $(IT_BIN) $(TOOL_BIN) $(BENCH_BIN)
@@ -223,14 +229,22 @@ bench-http: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	tests/tools/bench-http.sh $(BUILD)
 
+MOVE_BENCH_MB ?= 1024
+bench-move: deps-checked
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	MOVE_BENCH_MB=$(MOVE_BENCH_MB) $(BUILD)/bin/move_bench
+
 # The long chaos runs (tests/integration/it_chaos.c, it_bank.c and it_jepsen.c; `make test`
-# runs 20 s of the first two and 30 s of it_jepsen).
+# runs 20 s of the first two and 30 s of it_jepsen), and every fault case of
+# it_pmove_chaos.c, 5 rounds (partition moves with a process killed at each phase; `make
+# test` runs cases b, c, e and f once).
 CHAOS_SECS ?= 600
 chaos: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	CHAOS_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_chaos
 	BANK_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_bank
 	CHAOS_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_jepsen
+	PMOVE_CHAOS_CASES=abcdef PMOVE_CHAOS_ROUNDS=5 $(BUILD)/tests/it_pmove_chaos
 
 # The long hot-partition load tests (tests/integration/it_hot.c; `make test` runs 6 s of each
 # phase): figures on stdout, $(BUILD)/hot/{partitions,client,rss}.csv and hot.png.

@@ -117,6 +117,10 @@ struct node_pmove {
 	 * this pause after each and before the fence, so that a test can act
 	 * in the middle of a copy. */
 	uint32_t test_pause_ms;
+	/* $SHOAL_PMOVE_TEST_FENCED_MS (tests only: 0 otherwise): how long each
+	 * attempt holds the range FENCED before it drains the GSI outbox and
+	 * reports READY, so that a test can act between fence and cutover. */
+	uint32_t test_fenced_ms;
 	size_t chunk_bytes;
 	atomic_uint_fast64_t done, copied, purged, attempts;
 };
@@ -356,6 +360,31 @@ static void test_pause(node_pmove *pm)
 	pthread_mutex_unlock(&pm->mu);
 }
 
+/* The test hold in FENCED: the whole of test_fenced_ms (the executor's
+ * asks signal cv, so test_pause's single wait would end early), or until
+ * the node stops. */
+static void test_hold_fenced(node_pmove *pm, const pm_move *m)
+{
+	if (pm->test_fenced_ms == 0)
+		return;
+	node_logf(NODE_LOG_WARN,
+	          "pmove: group %u table %u [%016" PRIx64 "]: test hold of %u ms in FENCED",
+	          m->group, m->table, m->lo, pm->test_fenced_ms);
+	int64_t until = sh_now_ms() + (int64_t)pm->test_fenced_ms;
+	pthread_mutex_lock(&pm->mu);
+	while (!pm->stop && sh_now_ms() < until) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&pm->cv, &pm->mu, &ts);
+	}
+	pthread_mutex_unlock(&pm->mu);
+}
+
 /* Copies the range to the target: a new attempt from its reset.  Leaves
  * m->log_acked at the watermark W. */
 static int copy_range(node_pmove *pm, node_group *g, pm_move *m, char *msg)
@@ -507,6 +536,8 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 		return rc;
 	/* The GSI deltas of the range's writes before the fence must reach
 	 * their index partitions before the target's later ones can. */
+	if (m->fence_outbox == 0)
+		test_hold_fenced(pm, m); /* once per attempt */
 	st_outbox_info oi;
 	for (int64_t until = sh_now_ms() + PM_OUTBOX_WAIT_MS;; usleep(2000)) {
 		if ((rc = st_outbox_get_info(node_group_env(g), &oi, msg)) != SHOAL_OK)
@@ -556,7 +587,13 @@ static void purge(node_pmove *pm, node_group *g, pm_move *m)
 	}
 	if (ph != SHOAL__PART_STATUS__PHASE__AWAY)
 		return;
-	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__AWAY);
+	/* The move is over here: its slot leaves the table at the next pass
+	 * (its record is AWAY, and it counts as not asked), so that a later
+	 * move of the same range starts from a slot of its own. */
+	pthread_mutex_lock(&pm->mu);
+	m->phase = SHOAL__PART_STATUS__PHASE__AWAY;
+	m->want_ns = 0;
+	pthread_mutex_unlock(&pm->mu);
 	atomic_fetch_add(&pm->done, 1);
 	node_logf(NODE_LOG_INFO,
 	          "pmove: group %u table %u [%016" PRIx64 ", %016" PRIx64
@@ -588,6 +625,16 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 	}
 	if (rec->state == ST_PART_AWAY)
 		return;
+	if (rec->state == ST_PART_OUT && m->phase >= SHOAL__PART_STATUS__PHASE__FENCED) {
+		/* Progress past the fence while the record says the range is
+		 * only moving out belongs to an earlier move of this range
+		 * (moved away and back under this leadership): this move
+		 * copies and fences from the start. */
+		pthread_mutex_lock(&pm->mu);
+		m->phase = SHOAL__PART_STATUS__PHASE__NONE;
+		m->attempt = 0;
+		pthread_mutex_unlock(&pm->mu);
+	}
 	if (view == 0) {
 		/* Only a map at least as new as the move's beginning that
 		 * neither moves the range nor gave it to the target says the
@@ -920,6 +967,13 @@ int node_pmove_open(node_ship *s, node_pmove **out, char *errmsg)
 		pm->chunk_bytes = 4096;
 		node_logf(NODE_LOG_WARN, "pmove: test pauses of %u ms in every partition move",
 		          pm->test_pause_ms);
+	}
+	const char *fenced = getenv("SHOAL_PMOVE_TEST_FENCED_MS");
+	if (fenced != NULL && atoi(fenced) > 0) {
+		pm->test_fenced_ms = (uint32_t)atoi(fenced);
+		node_logf(NODE_LOG_WARN,
+		          "pmove: test holds of %u ms in FENCED in every partition move",
+		          pm->test_fenced_ms);
 	}
 	if (node_waiter_init(&pm->w) != SHOAL_OK) {
 		node_pmove_free(pm);

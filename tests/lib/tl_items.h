@@ -1,0 +1,74 @@
+/*
+ * tl_items.h -- a table of items with an exactly known state, for tests that
+ * move data under load (it_pmove, it_pmove_chaos): a writer thread of puts,
+ * overwrites and deletes through libshoal that keeps what it was
+ * acknowledged, and the exact check of the table against it.
+ *
+ * The table (tl_items_create_table): pk S, sk N; LSI `byl` (pk, l) and GSI
+ * `byg` (g, pk), both KEYS_ONLY; on demand.  Items are (pk "p<i>", sk n)
+ * with attributes v (the value), l = v % 10 and g = "g<v % 7>":
+ *   - preloaded: sk 0 .. pre_sks-1 of each of pks partition keys, v = sk
+ *     (tl_items_preload, BatchWriteItem);
+ *   - the writer's operation i: i % 5 == 1 deletes preloaded item
+ *     (p<i % pks>, (i / pks) % pre_sks), i % 5 == 2 rewrites it with
+ *     v = 100000 + i, otherwise it puts the new item (p<i % pks>, 1000 + i)
+ *     with v = i; one at a time, ~every 2 ms (its retries are libshoal's).
+ * An operation that fails makes its item uncertain: either outcome passes.
+ *
+ * The check (tl_items_check): for every partition key a ConsistentRead
+ * Query (all pages) returns exactly the acknowledged items (none lost, none
+ * returned twice, no deleted one back, every value the last acknowledged);
+ * a Scan counts each item once (a source still serving a moved copy would
+ * count it twice); the LSI holds one entry per item; the GSI converges to
+ * the same count within 60 s.  Failures go through tl_fail (the running
+ * Check test fails).
+ *
+ * Threads: the writer runs on a thread of its own between writer_start and
+ * writer_stop; everything else is called from one thread, with the writer
+ * stopped for tl_items_check.  The client is the caller's (borrowed; it must
+ * outlive the tl_items) and is shared with the writer (libshoal clients are
+ * thread-safe).
+ */
+#ifndef SHOAL_TL_ITEMS_H
+#define SHOAL_TL_ITEMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client/shoal.h"
+
+typedef struct tl_items tl_items;
+
+/* Items of `table` (copied) through client c: pks partition keys of pre_sks
+ * preloaded items each, at most max_ops writer operations in all; `tag`
+ * (copied) starts every line printed.  NULL when out of memory. */
+tl_items *tl_items_new(shoal_client *c, const char *table, int pks, int pre_sks, int max_ops,
+                       const char *tag);
+void tl_items_free(tl_items *t);
+
+/* Creates the table (PAY_PER_REQUEST, the LSI and the GSI above). */
+void tl_items_create_table(tl_items *t);
+/* Writes the preloaded items. */
+void tl_items_preload(tl_items *t);
+
+/* Starts the writer (its worst latency and its failures are counted anew;
+ * the operations go on from where the last run stopped). */
+void tl_items_writer_start(tl_items *t);
+/* Stops it and prints "<tag>: writer during <when>: N operations so far, F
+ * failed, worst latency W ms[, first error ...]". */
+void tl_items_writer_stop(tl_items *t, const char *when);
+/* The writer's failed operations and worst latency (ms) since its start. */
+int tl_items_failed(const tl_items *t);
+int64_t tl_items_worst_ms(const tl_items *t);
+/* The first failure's "Operation #i: Exception: message" ("" if none). */
+const char *tl_items_first_error(const tl_items *t);
+/* Operations done so far (all runs). */
+int tl_items_ops(const tl_items *t);
+
+/* The exact check above (the writer stopped); prints a line naming `when`. */
+void tl_items_check(tl_items *t, const char *when);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t tl_items_now_ms(void);
+
+#endif
