@@ -733,7 +733,13 @@ static void pass_group(node_pmove *pm, uint32_t gid)
 	}
 	for (uint32_t i = 0; i < pm->n_moves; i++)
 		if (pm->moves[i].group == gid && pm->moves[i].term != term) {
-			/* A new leadership: its own attempt from the start. */
+			/* A new leadership: its own attempt from the start.
+			 * (Logged: a move that goes quiet after a leader change
+			 * shows where it was picked up.) */
+			node_logf(NODE_LOG_INFO,
+			          "pmove: group %u table %u [%016" PRIx64
+			          "]: driving the move to group %u from term %" PRIu64,
+			          gid, pm->moves[i].table, pm->moves[i].lo, pm->moves[i].to_group, term);
 			pm->moves[i].term = term;
 			pm->moves[i].phase = SHOAL__PART_STATUS__PHASE__NONE;
 			pm->moves[i].attempt = 0;
