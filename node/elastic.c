@@ -221,6 +221,7 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op)
 #define ELASTIC_CAUGHT_UP       64    /* a standby this close to the leader's last index */
 #define ELASTIC_FENCED_POLL_MS  20    /* the next round while a move's range is fenced */
 #define ELASTIC_MOVING_ROUND_MS 100   /* rounds while a partition move is in flight */
+#define ELASTIC_SETTLE_MS       10000 /* a new leadership's wait before leader balance */
 #define ELASTIC_MAX_MEMBERS     16
 #define SH_MAP_MAX_SEEN         SH_MAX_NODES * 4 /* nodes whose last answer is remembered */
 
@@ -933,6 +934,17 @@ static void plan_and_act(node_elastic *e)
 			return;
 		case SH_PLAN_TRANSFER_LEADER:
 			if (a->reason == SH_PLAN_R_BALANCE && !all_led)
+				continue;
+			/* None for balance before this leadership has watched
+			 * the loads for a while: group 0's leader is this
+			 * executor, and a new one judging from figures it has only
+			 * begun to average handed group 0 straight back -- under
+			 * load two executors passed it back and forth twice a
+			 * second (423 transfers in 4 minutes in it_elastic beside
+			 * another test).  At most one such hand-over per
+			 * ELASTIC_SETTLE_MS now. */
+			if (a->reason == SH_PLAN_R_BALANCE &&
+			    now < e->lead_since_ns + (uint64_t)ELASTIC_SETTLE_MS * 1000000u)
 				continue;
 			if (a->reason != SH_PLAN_R_BALANCE) {
 				s[0] = (sub){.kind = SUB_MEMBER,
