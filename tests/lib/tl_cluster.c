@@ -230,9 +230,13 @@ bool tl_cluster_up_opts(tl_cluster *c, int nodes, int routers, int groups, const
 	/* A cluster uses < 400 ports.  Stay below Linux's ephemeral range
 	 * (32768-60999): an outgoing connection's local port there would make
 	 * a later listen on it fail with "address in use". */
-	/* Blocks in use (another test's cluster) are skipped. */
+	/* Blocks in use or claimed (another test's cluster, maybe not
+	 * listening yet) are skipped; the block is claimed until
+	 * tl_cluster_down. */
 	c->base_port = 10000 + (int)(getpid() % 55) * 400;
-	for (int tries = 0; tries < 55 && !tl_ports_free(c->base_port, 400); tries++)
+	for (int tries = 0;
+	     tries < 55 && !(tl_ports_free(c->base_port, 400) && tl_ports_claim(c->base_port, 400));
+	     tries++)
 		c->base_port = 10000 + (c->base_port - 10000 + 400) % (55 * 400);
 	c->nodes = nodes;
 	c->routers = routers;
@@ -276,6 +280,7 @@ void tl_cluster_down(tl_cluster *c)
 	if (c->dir[0] == '\0')
 		return;
 	script(c, "down");
+	tl_ports_unclaim(c->base_port, 400);
 	/* File systems of tl_cluster_node_fs: a post-mortem (SHOAL_KEEP_CLUSTER)
 	 * keeps a copy of what they hold. */
 	const char *keep = getenv("SHOAL_KEEP_CLUSTER");
