@@ -37,6 +37,7 @@
 #   OPT=-O2                   optimisation flags
 #   CC=cc                     compiler
 #   TESTS='test_num test_expr'  run only these unit test binaries
+#   TEST_JOBS=n               test binaries make test runs at once (default 2; tests/run-tests.sh)
 #   V=1                       show full compiler command lines
 #   SHOAL_SEED=n              seed for randomised tests (printed by every such test)
 #   BENCH_ARGS='-n 100000'    arguments for st_bench (see tests/bench/st_bench.c)

@@ -2,6 +2,8 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <stdbool.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -144,12 +146,53 @@ bool tl_ports_free(int base, int n)
 	return true;
 }
 
+/* tl_ports_claim's locks: the descriptor + 1 of each 100-port chunk this
+ * process claimed, 0 for none. */
+#define PORT_CHUNK 100
+static int claimed[65536 / PORT_CHUNK + 1];
+
+void tl_ports_unclaim(int base, int n)
+{
+	for (int c = base / PORT_CHUNK; n > 0 && c <= (base + n - 1) / PORT_CHUNK; c++)
+		if (c >= 0 && c < (int)(sizeof(claimed) / sizeof(claimed[0])) && claimed[c] != 0) {
+			close(claimed[c] - 1); /* releases the flock */
+			claimed[c] = 0;
+		}
+}
+
+bool tl_ports_claim(int base, int n)
+{
+	const char *dir = "/tmp/shoal-test-ports";
+	if (mkdir(dir, 0777) == 0)
+		chmod(dir, 0777); /* whoever runs the next test may be another user */
+	int first = base / PORT_CHUNK, last = (base + n - 1) / PORT_CHUNK;
+	if (n <= 0 || first < 0 || last >= (int)(sizeof(claimed) / sizeof(claimed[0])))
+		return false;
+	for (int c = first; c <= last; c++) {
+		char path[64];
+		snprintf(path, sizeof(path), "%s/%d", dir, c);
+		int fd = claimed[c] != 0 ? -1 : open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			(void)fchmod(fd, 0666); /* past the umask: any user's test may lock it */
+		if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+			close(fd);
+			fd = -1;
+		}
+		if (fd < 0) {
+			tl_ports_unclaim(first * PORT_CHUNK, (c - first) * PORT_CHUNK);
+			return false;
+		}
+		claimed[c] = fd + 1;
+	}
+	return true;
+}
+
 int tl_free_ports(int n)
 {
 	const int lo = 20000, span = 12000, step = 200;
 	int base = lo + (int)(getpid() % (span / step)) * step;
 	for (int tries = 0; tries < span / step; tries++) {
-		if (tl_ports_free(base, n))
+		if (tl_ports_free(base, n) && tl_ports_claim(base, n))
 			return base;
 		base = lo + (base - lo + step) % span;
 	}

@@ -21,10 +21,26 @@ const char *tl_tmpdir(const char *tag);
  * listened on now, in 20000..31999: below the ephemeral range (32768+), where
  * a port may be the local end of some connection, and chosen from the pid so
  * that test processes running side by side (Check forks one per test) start
- * in different places; ports other processes hold are skipped. */
+ * in different places; ports other processes hold or claimed are skipped.
+ * The ports are claimed for this process (tl_ports_claim) until it exits. */
 int tl_free_ports(int n);
 /* Whether every port of base .. base + n - 1 can be listened on now. */
 bool tl_ports_free(int base, int n);
+/*
+ * Claims ports base .. base + n - 1 for this process, or returns false if
+ * another process holds a claim on any of them.  A port that is free now may
+ * still be taken before whoever chose it listens (a cluster's processes start
+ * seconds after the choice), so test processes running side by side --
+ * tests/run-tests.sh runs two at a time, and two checkouts may run `make
+ * test` at once -- claim what they choose: an flock(2) per 100 ports on
+ * /tmp/shoal-test-ports/<port / 100> (tests/integration/http/run.sh takes
+ * the same locks with flock(1)).  The descriptors are close-on-exec and
+ * the locks last until tl_ports_unclaim or the exit of this process and of
+ * the children it forked (Check's test cases share their parent's claims).
+ * A block this process claimed already counts as taken.
+ */
+bool tl_ports_claim(int base, int n);
+void tl_ports_unclaim(int base, int n);
 /* Keeps a directory made by tl_tmpdir past the process's exit. */
 void tl_tmpdir_keep(const char *path);
 /* Removes a directory tree made by tl_tmpdir. */

@@ -216,6 +216,8 @@ uint8_t *tl_cluster_sign(const tl_cluster *c, const uint8_t *msg, size_t len, si
 	return out;
 }
 
+#define CLUSTER_PORTS 800
+
 bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups)
 {
 	return tl_cluster_up_opts(c, nodes, routers, groups, NULL);
@@ -227,12 +229,18 @@ bool tl_cluster_up_opts(tl_cluster *c, int nodes, int routers, int groups, const
 	tl_cluster_locate(c);
 	snprintf(c->dir, sizeof(c->dir), "%s", tl_tmpdir("cluster"));
 
-	/* A cluster uses < 400 ports.  Stay below Linux's ephemeral range
-	 * (32768-60999): an outgoing connection's local port there would make
-	 * a later listen on it fail with "address in use". */
-	/* Blocks in use (another test's cluster) are skipped. */
+	/* cluster.sh places router r on P + 2(r-1) and node i on P + 100 i
+	 * .. P + 100 i + 90, so 800 ports hold a cluster grown to 7 nodes by
+	 * `cluster.sh add-node` (it_elastic grows to 5, it_admin to 4).  Stay
+	 * below Linux's ephemeral range (32768-60999): an outgoing
+	 * connection's local port there would make a later listen on it fail
+	 * with "address in use".  Blocks in use or claimed (another test's
+	 * cluster, maybe not listening yet) are skipped; the block is claimed
+	 * until tl_cluster_down. */
 	c->base_port = 10000 + (int)(getpid() % 55) * 400;
-	for (int tries = 0; tries < 55 && !tl_ports_free(c->base_port, 400); tries++)
+	for (int tries = 0; tries < 55 && !(tl_ports_free(c->base_port, CLUSTER_PORTS) &&
+	                                    tl_ports_claim(c->base_port, CLUSTER_PORTS));
+	     tries++)
 		c->base_port = 10000 + (c->base_port - 10000 + 400) % (55 * 400);
 	c->nodes = nodes;
 	c->routers = routers;
@@ -276,6 +284,7 @@ void tl_cluster_down(tl_cluster *c)
 	if (c->dir[0] == '\0')
 		return;
 	script(c, "down");
+	tl_ports_unclaim(c->base_port, CLUSTER_PORTS);
 	/* File systems of tl_cluster_node_fs: a post-mortem (SHOAL_KEEP_CLUSTER)
 	 * keeps a copy of what they hold. */
 	const char *keep = getenv("SHOAL_KEEP_CLUSTER");

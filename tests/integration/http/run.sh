@@ -33,6 +33,21 @@ s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 try: s.bind(("127.0.0.1", int(sys.argv[1])))
 except OSError: sys.exit(1)' "$1"
 }
+# A window is claimed as tl_ports_claim claims ports (tests/lib/testlib.h):
+# an flock per 100 ports on /tmp/shoal-test-ports/<port / 100>, so that two
+# suites started side by side (it_http_boto3 and it_conformance, which
+# tests/run-tests.sh may run at once, or two checkouts' `make test`) never
+# pick the same window before either listens.  The descriptors stay open in
+# this shell and in what it starts, so the claim lasts as long as the cluster.
+claim() { # base
+	mkdir -p /tmp/shoal-test-ports && chmod 0777 /tmp/shoal-test-ports 2>/dev/null
+	local c fd fds=()
+	for ((c = $1 / 100; c < ($1 + 400) / 100; c++)); do
+		exec {fd}>>"/tmp/shoal-test-ports/$c" && fds+=("$fd") && flock -n "$fd" && continue
+		for fd in "${fds[@]}"; do exec {fd}>&-; done
+		return 1
+	done
+}
 base=
 for b in 7100 6100 5100 4100; do
 	ok=1
@@ -40,7 +55,7 @@ for b in 7100 6100 5100 4100; do
 		$((b + 201)) $((b + 280)) $((b + 301)) $((b + 380)); do
 		port_free "$p" || { ok=0; break; }
 	done
-	((ok)) && { base=$b; break; }
+	((ok)) && claim "$b" && { base=$b; break; }
 done
 if [[ -z $base ]]; then
 	echo "no free port window for the HTTP test cluster"
