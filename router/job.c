@@ -43,7 +43,7 @@
  * transaction's aborts and finishes; batches count such a part as
  * unprocessed, so a batch ends with WRONG_GROUP only when no part was
  * applied) -- and here, the one place that decides, the job pauses (10 ms,
- * doubling up to 40 ms: RT_WRONG_GROUP_MAX_MS) and runs its step again from the
+ * doubling up to 200 ms: RT_BACKOFF_*) and runs its step again from the
  * start, placed by the map it has then, until the request's deadline; then
  * it fails with ServiceUnavailable.  Not per call, as NOT_LEADER is: a call
  * cannot re-place itself, since the step chose its group from keys or a
@@ -505,7 +505,7 @@ static void wrong_group(rt_job *j)
 		                          (unsigned long long)sh_place_epoch(j->rt->place)));
 		return;
 	}
-	j->wrong_group_ms = wait * 2 < RT_WRONG_GROUP_MAX_MS ? wait * 2 : RT_WRONG_GROUP_MAX_MS;
+	j->wrong_group_ms = wait * 2 < RT_BACKOFF_MAX_MS ? wait * 2 : RT_BACKOFF_MAX_MS;
 	step_reset(j);
 	j->calls = j->calls_tail = NULL;
 	if (rt_job_sleep(j, wait) != RT_WAIT) {

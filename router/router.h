@@ -136,10 +136,6 @@ void rt_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Backoff between rounds of attempts at a group's replicas. */
 #define RT_BACKOFF_MIN_MS 10
 #define RT_BACKOFF_MAX_MS 200
-/* A partition's cutover: the range is refused for a fraction of a second, a
- * refusal costs the node one lookup, so the rerun waits at most this long
- * (router/job.c, wrong_group). */
-#define RT_WRONG_GROUP_MAX_MS 40
 
 /* ------------------------------------------------------------------------ */
 /* Metrics (metrics.c)                                                       */
@@ -491,7 +487,7 @@ void rt_map_poke(rt_router *rt);
 uint64_t rt_map_refreshes(const rt_router *rt);
 
 #define RT_MAP_EVERY_MS 1000
-#define RT_MAP_MIN_MS   25
+#define RT_MAP_MIN_MS   100
 
 /* ------------------------------------------------------------------------ */
 /* Jobs (job.c)                                                              */
