@@ -55,7 +55,7 @@
 #define SH_TTL_SHARE       10            /* [cluster] ttl_share by default (percent) */
 #define SH_DEAD_AFTER_MS   300000        /* [cluster] dead_after_ms by default (5 minutes) */
 #define SH_SPLIT_BYTES     (10ull << 30) /* [cluster] split_bytes by default (10 GiB) */
-#define SH_SPLIT_THROTTLED 10            /* [cluster] split_throttled by default (requests/s) */
+#define SH_SPLIT_THROTTLED 0             /* [cluster] split_throttled by default: off */
 
 typedef struct sh_node_conf {
 	uint32_t id;                 /* from the section name [node.<id>], >= 1 */

@@ -44,7 +44,7 @@
 #       partition (split_bytes; default 10 GiB; 0: no size splits);
 #       --split-units / --split-throttled: units/s and requests/s throttled
 #       at the partition limit, over 5 s, at which it splits for heat
-#       (split_units, default 0: off; split_throttled, default 10).
+#       (split_units, default 0: off; split_throttled, default 0: off).
 #       Traffic between nodes and routers (Raft, node RPC) is mutually
 #       authenticated TLS: `up` makes a CA and certificates in D/tls with
 #       deploy/certs.sh (kept across runs) and names it in cluster.ini's
