@@ -125,11 +125,11 @@ START_TEST(test_errors)
 	ck_assert_uint_eq(c.split_units, 0);
 	snprintf(buf, sizeof(buf),
 	         "[cluster]\nreplication = 1\nsplit_bytes = 0\nsplit_units = 2500\n"
-	         "split_throttled = 0\n%s",
+	         "split_throttled = 7\n%s",
 	         one);
 	ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_OK);
 	ck_assert_uint_eq(sh_cluster_split_bytes(&c), 0);
-	ck_assert_uint_eq(sh_cluster_split_throttled(&c), 0);
+	ck_assert_uint_eq(sh_cluster_split_throttled(&c), 7);
 	ck_assert_uint_eq(c.split_units, 2500);
 	snprintf(buf, sizeof(buf), "[cluster]\nreplication = 1\nsplit_bytes = 300000\n%s", one);
 	ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_OK);
