@@ -28,7 +28,9 @@
  *      show (DynamoDB's split for heat, ATC'22); a key that carries at least
  *      hot_key_share of the load cannot be split: SH_PLAN_HOT_KEY reports it;
  *   4. partition moves: a group with more than twice the mean group bytes or
- *      units sends one of its partitions to the lightest group;
+ *      units sends one of its partitions to the lightest group -- only when
+ *      every data group's leader is known (groups[].leader), the caller's
+ *      sign that each group's figures are in the loads;
  *   5. leader transfers: leaders off draining nodes, then from nodes over the
  *      band on leaders or units to a voter of the same group under it;
  *   6. replica moves: from the node furthest over the band on replicas or

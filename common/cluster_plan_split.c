@@ -130,6 +130,13 @@ int plan_partition_moves(plan *p)
 		}
 	if (data < 2 || (sum_b <= 0 && sum_u <= 0))
 		return SHOAL_OK;
+	/* Only from a whole picture: a data group whose leader is not known
+	 * this round reported no figures, and would look like the lightest
+	 * group while the others look like twice the mean (a cluster
+	 * restarting moved a partition that way). */
+	for (uint32_t gi = 0; gi < m->n_groups; gi++)
+		if (sh_map_is_data_group(m, m->groups[gi].id) && p->in->groups[gi].leader == 0)
+			return SHOAL_OK;
 	double mean[2] = {sum_b / data, sum_u / data};
 	/* The idle partitions of each group: by_group[off[g] .. off[g + 1]). */
 	uint32_t *off = sh_calloc(m->n_groups + 2, sizeof(uint32_t));
@@ -159,16 +166,6 @@ int plan_partition_moves(plan *p)
 			continue;
 		int d = ru >= rb ? 1 : 0;
 		double excess = load[d] - mean[d];
-		uint32_t pick = SH_MAP_NONE;
-		double pick_w = 0;
-		for (uint32_t j = off[gi]; j < off[gi + 1]; j++) {
-			const sh_plan_part_load *l = &p->in->parts[by_group[j]];
-			double w = d ? l->units : (double)l->bytes;
-			if (w > 0 && w <= excess && w > pick_w)
-				pick = by_group[j], pick_w = w;
-		}
-		if (pick == SH_MAP_NONE)
-			continue;
 		uint32_t to = SH_MAP_NONE;
 		for (uint32_t ti = 0; ti < m->n_groups; ti++) {
 			if (ti == gi || !sh_map_is_data_group(m, m->groups[ti].id) ||
@@ -179,8 +176,21 @@ int plan_partition_moves(plan *p)
 			    tl < (d ? p->groups[to].units : p->groups[to].bytes))
 				to = ti;
 		}
-		double tl = to == SH_MAP_NONE ? 0 : d ? p->groups[to].units : p->groups[to].bytes;
-		if (to == SH_MAP_NONE || tl + pick_w >= load[d] - pick_w)
+		if (to == SH_MAP_NONE)
+			continue;
+		/* The largest partition that takes the group towards the mean
+		 * and leaves the target no heavier than the source: a move that
+		 * would only swap which group is heavy is not made. */
+		double tl = d ? p->groups[to].units : p->groups[to].bytes;
+		uint32_t pick = SH_MAP_NONE;
+		double pick_w = 0;
+		for (uint32_t j = off[gi]; j < off[gi + 1]; j++) {
+			const sh_plan_part_load *l = &p->in->parts[by_group[j]];
+			double w = d ? l->units : (double)l->bytes;
+			if (w > 0 && w <= excess && tl + w <= load[d] - w && w > pick_w)
+				pick = by_group[j], pick_w = w;
+		}
+		if (pick == SH_MAP_NONE)
 			continue;
 		const sh_map_part *x = &m->parts[pick];
 		if (!plan_emit(p, (sh_plan_action){.kind = SH_PLAN_MOVE_PARTITION,

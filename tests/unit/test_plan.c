@@ -99,6 +99,36 @@ START_TEST(test_no_part_loads)
 }
 END_TEST
 
+/* A group carrying every byte sends a partition to a lighter group -- but
+ * not while another data group's leader (and with it its figures) is
+ * unknown: that group would only look light. */
+START_TEST(test_partition_move_whole_picture)
+{
+	fixture f;
+	fx_init(&f, 3, 4, 6);
+	uint32_t heavy = f.m.parts[0].group, other = 0;
+	for (uint32_t i = 0; i < f.m.n_parts; i++) {
+		f.pl[i] = (sh_plan_part_load){0};
+		if (f.m.parts[i].group == heavy)
+			f.pl[i].bytes = 1000000000;
+		else
+			other = f.m.parts[i].group;
+	}
+	ck_assert_uint_ne(other, 0);
+	fx_plan(&f, &small_plan);
+	ck_assert_uint_eq(count(&f, SH_PLAN_MOVE_PARTITION), 1);
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.out[i].kind == SH_PLAN_MOVE_PARTITION) {
+			ck_assert_uint_eq(f.out[i].group, heavy);
+			ck_assert_uint_ne(f.out[i].to_group, heavy);
+		}
+	f.gl[other].leader = 0; /* groups are 0..3, in map order */
+	fx_plan(&f, &small_plan);
+	ck_assert_uint_eq(count(&f, SH_PLAN_MOVE_PARTITION), 0);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
 /* A dead node's replicas are re-created on other live nodes, replacing it;
  * with max_moves_per_node 1 no node takes two. */
 START_TEST(test_repair_dead_node)
@@ -471,7 +501,8 @@ END_TEST
 static Suite *plan_suite(void)
 {
 	return tl_suite("plan", NULL, NULL, 0,
-	                TL_TESTS(test_balanced_is_empty, test_no_part_loads, test_repair_dead_node,
+	                TL_TESTS(test_balanced_is_empty, test_no_part_loads,
+	                         test_partition_move_whole_picture, test_repair_dead_node,
 	                         test_move_sequence, test_split_point_and_hot_key, test_apportion,
 	                         test_no_quorum_reported, test_nomem, test_sim_converges,
 	                         test_sim_tight_limits));
