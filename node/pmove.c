@@ -739,7 +739,8 @@ static void pass_group(node_pmove *pm, uint32_t gid)
 			node_logf(NODE_LOG_INFO,
 			          "pmove: group %u table %u [%016" PRIx64
 			          "]: driving the move to group %u from term %" PRIu64,
-			          gid, pm->moves[i].table, pm->moves[i].lo, pm->moves[i].to_group, term);
+			          gid, pm->moves[i].table, pm->moves[i].lo, pm->moves[i].to_group,
+			          term);
 			pm->moves[i].term = term;
 			pm->moves[i].phase = SHOAL__PART_STATUS__PHASE__NONE;
 			pm->moves[i].attempt = 0;
@@ -905,13 +906,20 @@ int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 		const Shoal__PartRange *r = op->part_out;
 		return st_part_out(c->txn, r->table, r->lo, r->hi, r->to_group, r->attempt, c->msg);
 	}
-	case SHOAL__COMMAND_OP__OP_PART_FENCE:
-		return st_part_fence(c->txn, op->part_fence->table, op->part_fence->lo, c->msg);
-	case SHOAL__COMMAND_OP__OP_PART_ABORT:
-		return st_part_abort(c->txn, op->part_abort->table, op->part_abort->lo, c->msg);
+	case SHOAL__COMMAND_OP__OP_PART_FENCE: {
+		bool fenced_now;
+		return st_part_fence(c->txn, op->part_fence->table, op->part_fence->lo, &fenced_now,
+		                     c->msg);
+	}
+	case SHOAL__COMMAND_OP__OP_PART_ABORT: {
+		uint8_t was;
+		return st_part_abort(c->txn, op->part_abort->table, op->part_abort->lo, &was,
+		                     c->msg);
+	}
 	case SHOAL__COMMAND_OP__OP_PART_OWN: {
 		const Shoal__PartRange *r = op->part_own;
-		return st_part_own(c->txn, r->table, r->lo, r->hi, r->attempt, c->msg);
+		bool owned_now;
+		return st_part_own(c->txn, r->table, r->lo, r->hi, r->attempt, &owned_now, c->msg);
 	}
 	case SHOAL__COMMAND_OP__OP_PART_PURGE: {
 		bool done = false;

@@ -440,8 +440,9 @@ static int source_rec(st_txn *txn, uint32_t table, uint64_t lo, const char *op, 
 	return rc;
 }
 
-int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg)
+int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, bool *fenced_now, char *errmsg)
 {
+	*fenced_now = false;
 	if (txn->sticky != SHOAL_OK)
 		return sticky(txn, errmsg);
 	st_part_rec r;
@@ -469,7 +470,10 @@ int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg)
 		               table, lo);
 	r.state = ST_PART_FENCED;
 	rc = rec_put(txn, &r, errmsg);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	*fenced_now = true;
+	return SHOAL_OK;
 }
 
 /* The table of id `table` as txn's writes see it (st_txn_table); *found
@@ -641,8 +645,9 @@ int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items, 
 	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
 }
 
-int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg)
+int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, uint8_t *was, char *errmsg)
 {
+	*was = 0;
 	if (txn->sticky != SHOAL_OK)
 		return sticky(txn, errmsg);
 	st_part_rec r;
@@ -658,7 +663,10 @@ int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg)
 		               " has moved away already",
 		               r.lo, r.hi, table);
 	rc = rec_forget(txn, table, lo, true, errmsg);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	*was = r.state;
+	return SHOAL_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -747,8 +755,9 @@ static int only_away(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, cons
 }
 
 int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
-                char *errmsg)
+                bool *owned_now, char *errmsg)
 {
+	*owned_now = false;
 	if (txn->sticky != SHOAL_OK)
 		return sticky(txn, errmsg);
 	ingest_state s;
@@ -772,7 +781,10 @@ int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t 
 	rc = away_carve(txn, table, lo, hi, &c, errmsg);
 	if (rc == SHOAL_OK)
 		rc = ingest_put(txn, table, lo, attempt, true, errmsg);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	*owned_now = true;
+	return SHOAL_OK;
 }
 
 /* Checks one key (and item) of an ingest chunk; *item is the decoded item

@@ -115,8 +115,11 @@ int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t 
 
 /* Source: OUT -> FENCED (idempotent when FENCED).  SHOAL_E_IN_USE while any
  * prepared transaction exists (the leader tries again); SHOAL_E_VALIDATION
- * without an OUT or FENCED record at (table, lo). */
-int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg);
+ * without an OUT or FENCED record at (table, lo).  *fenced_now: this call
+ * made the change (false when FENCED already, or on error), so that the
+ * caller hooks what follows a fence (the stream's shards, stream.h) once
+ * although the entry may be applied again. */
+int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, bool *fenced_now, char *errmsg);
 
 /* Source: deletes up to max_items base items of the FENCED range (with LSI
  * entries, counters, collection sizes; no GSI delta, stream or log record).
@@ -127,17 +130,21 @@ int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items, 
                   char *errmsg);
 
 /* Source: an OUT or FENCED record and its log are removed (the range is
- * served again).  No record: SHOAL_OK; AWAY: SHOAL_E_VALIDATION. */
-int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg);
+ * served again).  No record: SHOAL_OK; AWAY: SHOAL_E_VALIDATION.  *was: the
+ * state this call removed (ST_PART_OUT or ST_PART_FENCED; 0 when there was
+ * no record, or on error): only the abort of a FENCED range gives it back
+ * to this group's stream (a repeated abort finds no record). */
+int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, uint8_t *was, char *errmsg);
 
 /* Target: the range is this group's.  SHOAL_E_VALIDATION unless the latest
  * ingest reset at (table, lo) was `attempt`; removes the overlap of AWAY
  * records with [lo, hi] (what is left of a larger one stays AWAY) and marks
  * the attempt owned, after which ingests of it are stale.  A second own of
  * the same attempt is SHOAL_OK and changes nothing.  SHOAL_E_IN_USE if an
- * OUT or FENCED record overlaps the range. */
+ * OUT or FENCED record overlaps the range.  *owned_now: this call marked the
+ * attempt owned (false for a repeated own, or on error). */
 int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
-                char *errmsg);
+                bool *owned_now, char *errmsg);
 
 /* Target: one chunk of the copy or of the log: n data keys, each with an
  * encoded item (vlen > 0: put) or none (vlen 0: delete), applied through the

@@ -139,11 +139,15 @@ static int p_out(st_env *e, uint64_t lo, uint64_t hi, uint64_t attempt)
 	return finish(t, st_part_out(t, TID, lo, hi, 2, attempt, tl_msg));
 }
 
+/* What the last p_fence, p_abort and p_own said had happened. */
+static bool fenced_now, owned_now;
+static uint8_t abort_was;
+
 static int p_fence(st_env *e, uint64_t lo)
 {
 	st_txn *t;
 	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
-	return finish(t, st_part_fence(t, TID, lo, tl_msg));
+	return finish(t, st_part_fence(t, TID, lo, &fenced_now, tl_msg));
 }
 
 static int p_purge(st_env *e, uint64_t lo, uint32_t max, bool *done)
@@ -157,14 +161,14 @@ static int p_abort(st_env *e, uint64_t lo)
 {
 	st_txn *t;
 	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
-	return finish(t, st_part_abort(t, TID, lo, tl_msg));
+	return finish(t, st_part_abort(t, TID, lo, &abort_was, tl_msg));
 }
 
 static int p_own(st_env *e, uint64_t lo, uint64_t hi, uint64_t attempt)
 {
 	st_txn *t;
 	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
-	return finish(t, st_part_own(t, TID, lo, hi, attempt, tl_msg));
+	return finish(t, st_part_own(t, TID, lo, hi, attempt, &owned_now, tl_msg));
 }
 
 static int p_ingest(st_env *e, uint64_t lo, uint64_t hi, uint64_t attempt, bool reset, size_t n,
@@ -484,7 +488,9 @@ START_TEST(test_fence_refuses)
 	ck_assert_int_eq(finish(t, SHOAL_OK), SHOAL_OK);
 
 	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK);
+	ck_assert(fenced_now);
 	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK); /* idempotent */
+	ck_assert(!fenced_now);
 	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_E_VALIDATION);
 
 	/* Writes and reads of the range: WRONG_GROUP, naming table and hash. */
@@ -649,8 +655,11 @@ START_TEST(test_ingest_refusals)
 	check_counters(tgt);
 	/* Own: only of the latest reset; then chunks of it are stale. */
 	ck_assert_int_eq(p_own(tgt, h, h, 5), SHOAL_E_VALIDATION);
+	ck_assert(!owned_now);
 	ck_assert_int_eq(p_own(tgt, h, h, 6), SHOAL_OK);
+	ck_assert(owned_now);
 	ck_assert_int_eq(p_own(tgt, h, h, 6), SHOAL_OK); /* the same entry again */
+	ck_assert(!owned_now);
 	ck_assert_int_eq(p_ingest(tgt, h, h, 6, false, 1, k, kl, v, vl), SHOAL_E_WRONG_EPOCH);
 	/* Owned: served here, no reset of any attempt wipes it. */
 	ck_assert_int_eq(p_ingest(tgt, h, h, 6, true, 1, k, kl, v, vl), SHOAL_E_IN_USE);
@@ -755,12 +764,21 @@ START_TEST(test_abort)
 {
 	uint64_t h = hash_of("a");
 	ck_assert_int_eq(p_abort(tl_env, h), SHOAL_OK); /* nothing to abort */
+	ck_assert_uint_eq(abort_was, 0);
+	/* An OUT range's abort says OUT. */
+	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
+	ck_assert_int_eq(p_abort(tl_env, h), SHOAL_OK);
+	ck_assert_uint_eq(abort_was, ST_PART_OUT);
 	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
 	ck_assert_int_eq(put(tl_env, item("a", "1", 1, "g")), SHOAL_OK);
 	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK);
 	ck_assert_uint_eq(MOVELOG(tl_env), 1);
 	ck_assert_int_eq(p_abort(tl_env, h), SHOAL_OK);
+	ck_assert_uint_eq(abort_was, ST_PART_FENCED);
 	ck_assert_uint_eq(MOVELOG(tl_env), 0);
+	/* Applied again: no record, nothing was. */
+	ck_assert_int_eq(p_abort(tl_env, h), SHOAL_OK);
+	ck_assert_uint_eq(abort_was, 0);
 	st_part_rec *r;
 	size_t n;
 	list(tl_env, &r, &n);
