@@ -13,35 +13,22 @@
 #include "codec.h"
 #include "engine.h"
 #include "index_int.h"
-#include "stream.h"
+#include "stream_int.h"
 
-#define ST_STREAM_META 0x03
-#define KIND_LAST      'N'
-#define KIND_TRIMMED   'H'
-#define KIND_REC       'R'
-#define KIND_FIRST     'F'
-#define KIND_DROPPED   'D'
-#define REC_VERSION    1
-#define REC_FIXED      31
-#define REC_BY_TTL     0x80 /* in the event byte: a REMOVE by Time to Live */
-
-static void meta_key(uint8_t k[6], char kind, uint32_t table)
-{
-	k[0] = ST_STREAM_META;
-	k[1] = (uint8_t)kind;
-	st_put_be32(k + 2, table);
-}
+#define REC_VERSION 1
+#define REC_FIXED   31
+#define REC_BY_TTL  0x80 /* in the event byte: a REMOVE by Time to Live */
 
 static void rec_key(uint8_t k[14], uint32_t table, uint64_t seq)
 {
-	meta_key(k, KIND_REC, table);
+	st_stream_meta_key(k, KIND_REC, table);
 	st_put_be64(k + 6, seq);
 }
 
 /* 0x03 'F' | table | label_ms: the first seq of that stream's records. */
 static void first_key(uint8_t k[14], uint32_t table, int64_t label_ms)
 {
-	meta_key(k, KIND_FIRST, table);
+	st_stream_meta_key(k, KIND_FIRST, table);
 	st_put_be64(k + 6, (uint64_t)label_ms);
 }
 
@@ -49,14 +36,14 @@ static int get_u64(MDB_txn *txn, st_env *env, char kind, uint32_t table, uint64_
                    char *errmsg)
 {
 	uint8_t k[6];
-	meta_key(k, kind, table);
+	st_stream_meta_key(k, kind, table);
 	return st_ix_meta_get_u64(txn, env, k, sizeof(k), out, errmsg);
 }
 
 static int put_u64(st_txn *txn, char kind, uint32_t table, uint64_t v, char *errmsg)
 {
 	uint8_t k[6];
-	meta_key(k, kind, table);
+	st_stream_meta_key(k, kind, table);
 	return st_ix_meta_put_u64(txn, k, sizeof(k), v, errmsg);
 }
 
@@ -156,6 +143,16 @@ int st_stream_append(st_txn *txn, const st_table_def *t, const st_key *k, const 
 	return put_u64(txn, KIND_LAST, t->id, seq, errmsg);
 }
 
+int st_stream_seq_reserve(st_txn *txn, uint32_t table, uint64_t *seq, char *errmsg)
+{
+	uint64_t last = 0;
+	int rc = get_u64(txn->txn, txn->env, KIND_LAST, table, &last, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	*seq = last + 1;
+	return put_u64(txn, KIND_LAST, table, *seq, errmsg);
+}
+
 int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max, uint32_t *removed,
                    char *errmsg)
 {
@@ -192,19 +189,23 @@ int st_stream_trim(st_txn *txn, uint32_t table, int64_t before_ms, uint32_t max,
 	mdb_cursor_close(c);
 	if (rc == SHOAL_OK && highest != 0)
 		rc = put_u64(txn, KIND_TRIMMED, table, highest, errmsg);
+	/* Only when the head moved: most appends trim nothing. */
+	if (rc == SHOAL_OK && highest != 0)
+		rc = st_stream_shards_trimmed(txn, table, highest, errmsg);
 	return rc;
 }
 
 int st_stream_forget_table(st_txn *txn, uint32_t table, char *errmsg)
 {
-	static const char kinds[] = {KIND_LAST, KIND_TRIMMED, KIND_REC, KIND_FIRST, KIND_DROPPED};
+	static const char kinds[] = {KIND_LAST,  KIND_TRIMMED, KIND_REC,
+	                             KIND_FIRST, KIND_DROPPED, KIND_SHARD};
 	MDB_cursor *c;
 	int mrc = mdb_cursor_open(txn->txn, txn->env->meta, &c);
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_cursor_open(meta stream)", errmsg);
 	for (size_t i = 0; i < sizeof(kinds) && mrc == 0; i++) {
 		uint8_t prefix[6];
-		meta_key(prefix, kinds[i], table);
+		st_stream_meta_key(prefix, kinds[i], table);
 		for (;;) {
 			MDB_val k = {sizeof(prefix), prefix}, v;
 			mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
@@ -365,12 +366,15 @@ static int label_range(MDB_txn *txn, st_env *env, MDB_cursor *c, uint32_t table,
 }
 
 /*
- * A table's records are dense in seq (every seq given has its record until
- * trimmed, and trimming takes the head in order) and a stream's records are
- * one run of them (a group's copy of the table has one stream at a time and
- * a new stream has a later label), so the stream of label_ms holds
+ * A table's records are dense in seq but for the seqs reserved by shard
+ * changes, which no record has (every other seq given has its record until
+ * trimmed, and trimming takes the head in order), and a stream's records
+ * are one run of them (a group's copy of the table has one stream at a time
+ * and a new stream has a later label), so the stream of label_ms holds
  * [max(first, trimmed + 1), (next stream's first or newest + 1) - 1]: two
- * lookups, whatever the other streams hold.  A log from before the 'F' keys
+ * lookups, whatever the other streams hold.  Either bound may be a reserved
+ * seq: they bound positions, and reads pass over the gaps (a read that
+ * reaches the log's end moves *next past the newest).  A log from before the 'F' keys
  * falls back to walking it (find_label).
  */
 int st_stream_bounds_get(st_env *env, uint32_t table, int64_t label_ms, st_stream_bounds *out,
@@ -417,13 +421,26 @@ uint64_t st_stream_latest(const st_stream_bounds *b)
 	return (b->trimmed > b->newest ? b->trimmed : b->newest) + 1;
 }
 
-int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from, uint32_t max_n,
-                   size_t max_bytes, sh_arena *a, st_stream_rec **out, uint32_t *n, uint64_t *next,
-                   char *errmsg)
+/* Records a read examines at least, whatever max_n, when it reads one
+ * shard: a small range of a busy log is mostly other ranges' records. */
+#define SHARD_EXAMINED_MIN 1024
+
+int st_stream_read_shard(st_env *env, uint32_t table, int64_t label_ms, const st_shard *s,
+                         uint64_t from, uint32_t max_n, size_t max_bytes, sh_arena *a,
+                         st_stream_rec **out, uint32_t *n, uint64_t *next, char *errmsg)
 {
 	*out = NULL;
 	*n = 0;
+	/* Seq 0 is no record's: a shard from the log's beginning starts at 1. */
+	if (s != NULL && from < s->start)
+		from = s->start;
+	if (s != NULL && from == 0)
+		from = 1;
 	*next = from;
+	/* A closed shard read past its end: done, nothing there (its records
+	 * may be trimmed since, and that is no reason to refuse). */
+	if (s != NULL && s->end != 0 && from >= s->end)
+		return SHOAL_OK;
 	st_stream_rec *v = max_n > 0 ? sh_arena_calloc(a, max_n, sizeof(*v)) : NULL;
 	if (max_n > 0 && v == NULL)
 		return nomem(errmsg);
@@ -432,8 +449,10 @@ int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from,
 	int rc = read_begin(env, &txn, &c, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
-	uint64_t trimmed = 0;
+	uint64_t trimmed = 0, newest = 0;
 	rc = get_u64(txn, env, KIND_TRIMMED, table, &trimmed, errmsg);
+	if (rc == SHOAL_OK)
+		rc = get_u64(txn, env, KIND_LAST, table, &newest, errmsg);
 	if (rc == SHOAL_OK && from <= trimmed)
 		rc = sh_errf(errmsg, SHOAL_E_TRIMMED,
 		             "Attempting to access data that has been trimmed (sequence number "
@@ -444,22 +463,33 @@ int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from,
 	MDB_val k = {sizeof(kb), kb}, val;
 	uint32_t count = 0;
 	size_t bytes = 0;
-	/* Records of other streams of the table skipped over are bounded too, so
-	 * a read never walks the whole log. */
+	/* Records skipped over (other streams', other ranges') are bounded too,
+	 * so a read never walks the whole log. */
 	uint32_t examined = 0, max_examined = max_n * 4 + 64;
+	if (s != NULL && max_examined < SHARD_EXAMINED_MIN)
+		max_examined = SHARD_EXAMINED_MIN;
+	/* The loop ran out of log (rather than of room or of the span). */
+	bool at_end = false;
 	int mrc = rc == SHOAL_OK ? mdb_cursor_get(c, &k, &val, MDB_SET_RANGE) : MDB_NOTFOUND;
 	for (; mrc == 0 && count < max_n && examined < max_examined;
 	     mrc = mdb_cursor_get(c, &k, &val, MDB_NEXT)) {
-		if (k.mv_size != 14 || memcmp(k.mv_data, kb, 6) != 0)
+		if (k.mv_size != 14 || memcmp(k.mv_data, kb, 6) != 0) {
+			at_end = true;
 			break;
+		}
 		uint64_t seq = st_get_be64((const uint8_t *)k.mv_data + 6);
+		if (s != NULL && s->end != 0 && seq >= s->end) {
+			*next = s->end;
+			break;
+		}
 		int64_t label;
 		if (!rec_head(&val, &label)) {
 			rc = corrupt(seq, errmsg);
 			break;
 		}
 		examined++;
-		if (label != label_ms) {
+		uint64_t hash = st_get_be64((const uint8_t *)val.mv_data + 19);
+		if (label != label_ms || (s != NULL && (hash < s->lo || hash > s->hi))) {
 			*next = seq + 1;
 			continue;
 		}
@@ -471,8 +501,20 @@ int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from,
 		bytes += val.mv_size;
 		*next = seq + 1;
 	}
-	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
+	if (mrc == MDB_NOTFOUND)
+		at_end = true;
+	else if (rc == SHOAL_OK && mrc != 0)
 		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta stream)", errmsg);
+	/* Past the last record: the seqs up to the newest that no record has
+	 * (reserved by shard changes, stream_shards.c) are passed over too, so
+	 * that a reader gets past a span's end (and a disabled stream's last
+	 * seq, st_stream_bounds_get) with no record after it.  Safe on a
+	 * lagging replica: whatever is committed later gets a seq above this
+	 * transaction's newest. */
+	if (rc == SHOAL_OK && at_end && *next <= newest)
+		*next = newest + 1;
+	if (s != NULL && s->end != 0 && *next > s->end)
+		*next = s->end;
 	mdb_cursor_close(c);
 	mdb_txn_abort(txn);
 	if (rc == SHOAL_OK) {
@@ -480,6 +522,14 @@ int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from,
 		*n = count;
 	}
 	return rc;
+}
+
+int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from, uint32_t max_n,
+                   size_t max_bytes, sh_arena *a, st_stream_rec **out, uint32_t *n, uint64_t *next,
+                   char *errmsg)
+{
+	return st_stream_read_shard(env, table, label_ms, NULL, from, max_n, max_bytes, a, out, n,
+	                            next, errmsg);
 }
 
 /* The 'D' record of the first deleted table >= *table: *table and its
@@ -606,7 +656,7 @@ int st_stream_trim_expired(st_txn *txn, uint32_t max, uint32_t *removed, char *e
 static int next_dropped(MDB_cursor *c, uint32_t *table, int64_t *deleted_ms, char *errmsg)
 {
 	uint8_t kb[6];
-	meta_key(kb, KIND_DROPPED, *table);
+	st_stream_meta_key(kb, KIND_DROPPED, *table);
 	MDB_val k = {sizeof(kb), kb}, v;
 	int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
 	if (mrc == MDB_NOTFOUND)
@@ -640,7 +690,7 @@ int st_stream_table_dropped(st_txn *txn, const char *name, uint32_t id, const ui
 	}
 	size_t nl = strlen(name);
 	uint8_t key[6];
-	meta_key(key, KIND_DROPPED, id);
+	st_stream_meta_key(key, KIND_DROPPED, id);
 	MDB_val mk = {sizeof(key), key}, mv = {8 + 2 + nl + len, NULL};
 	int mrc = mdb_put(txn->txn, txn->env->meta, &mk, &mv, MDB_RESERVE);
 	if (mrc != 0) {

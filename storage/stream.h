@@ -28,10 +28,28 @@
  * operation").  INSERT: no old image; MODIFY: both; REMOVE: no new image.
  *
  * Sequence numbers are per (group, table): 1, 2, 3, ... never reused, in
- * apply order, hence in per-item order (one item lives in one group).  A
- * shard of the stream is one partition of the table, i.e. one group's log
- * of it; its records are those of the stream's label (a table re-enabled
- * later gets a new stream whose records carry another label).
+ * apply order, hence in per-item order (one item lives in one group).  The
+ * records of a group's log are those of the stream's label (a table
+ * re-enabled later gets a new stream whose records carry another label).
+ *
+ * Shards (stream_shards.c).  A shard is one hash range [lo, hi] of the table
+ * held by this group over a span [start, end) of this group's log: its
+ * records are the log's records with seq in the span and hash in the range
+ * (st_stream_read_shard).  A group holding a static partition of the table
+ * has its static shard {that range, start 0, open} without any record of it
+ * (the caller says whether it holds one: has_static).  Partitions move
+ * between groups (parts.h), and DynamoDB's model for it is the split: the
+ * shard closes and child shards name it as their parent.  So when a range
+ * leaves (the source's fence) the open shard holding it closes and what is
+ * left of its range opens again as new shards, children of the closed one
+ * (st_stream_shard_leave); when a range arrives (the target's own, or an
+ * aborted fence on the source) it opens as a new shard whose parent is the
+ * shard that range last closed in, in whichever group (st_stream_shard_arrive).
+ * Each change reserves a seq of the table's counter, which no record gets:
+ * span bounds are then unique and strictly increasing even with no record
+ * between two changes, so (lo, start) names a shard in its group for good.
+ * A closed shard's record goes when its whole span is trimmed (the static
+ * shard's excepted: without it the static shard would be open again).
  *
  * Retention: each append first deletes up to ST_STREAM_TRIM_PER_APPEND
  * records of the same table older than (entry time - retention) from the
@@ -65,6 +83,11 @@
  *   0x03 'F' | table (4) | label (8) -> u64 first seq given to a record of the
  *                                      stream of that label (written by its
  *                                      first append; st_stream_bounds_get)
+ *   0x03 'S' | table (4) | lo (8) | start (8)
+ *                                   -> a shard of this group (st_shard):
+ *                                      hi (8) | end (8) | has_parent (1) |
+ *                                      parent_group (4) | parent_lo (8) |
+ *                                      parent_start (8)
  *   0x03 'R' | table (4) | seq (8)  -> one record:
  *
  *   offset  size  field
@@ -191,11 +214,90 @@ uint64_t st_stream_latest(const st_stream_bounds *b);
  * Up to max_n records (and about max_bytes of encoded records; at least one)
  * of the stream of label_ms with seq >= from, in seq order, decoded into a.
  * *next is where the next read starts: after the last record examined
- * (records of other streams are skipped over).  SHOAL_E_TRIMMED when
- * from <= the highest trimmed seq (the records there are gone).
+ * (records of other streams are skipped over), and past the newest seq when
+ * the read reached the log's end (seqs reserved by shard changes have no
+ * record).  SHOAL_E_TRIMMED when from <= the highest trimmed seq (the
+ * records there are gone).
  */
 int st_stream_read(st_env *env, uint32_t table, int64_t label_ms, uint64_t from, uint32_t max_n,
                    size_t max_bytes, sh_arena *a, st_stream_rec **out, uint32_t *n, uint64_t *next,
                    char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* Shards                                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct st_shard {
+	uint64_t lo, hi; /* hash range, inclusive */
+	uint64_t start;  /* first seq of the span; 0: from the log's beginning (the static shard) */
+	uint64_t end;    /* first seq NOT in the span (exclusive); 0: open */
+	bool has_parent;
+	uint32_t parent_group; /* the parent's (group, lo, start) */
+	uint64_t parent_lo, parent_start;
+} st_shard;
+
+/*
+ * st_stream_read restricted to one shard: records with seq in
+ * [max(from, s->start), s->end or unbounded) and hash in [s->lo, s->hi]
+ * (s NULL: no restriction, st_stream_read's behaviour).  Records outside the
+ * range count toward the examined bound like other streams' do (at least
+ * 1024 are examined per call with s), and *next moves past them; a closed
+ * shard read to its end leaves *next == s->end (done: *next >= s->end).
+ * from >= s->end of a closed shard: no record, no error.
+ */
+int st_stream_read_shard(st_env *env, uint32_t table, int64_t label_ms, const st_shard *s,
+                         uint64_t from, uint32_t max_n, size_t max_bytes, sh_arena *a,
+                         st_stream_rec **out, uint32_t *n, uint64_t *next, char *errmsg);
+
+/*
+ * The apply side: each runs in the state machine's write transaction and is
+ * a deterministic function of (state, arguments).  Errors as storage.h:
+ * SHOAL_E_VALIDATION (an empty range) leaves txn untouched; environmental
+ * ones poison it.  Each change reserves one seq of the table's counter
+ * first (see "Shards" above); nothing is reserved when nothing is written.
+ */
+
+/* The range [mlo, mhi] of table stops being this group's here (a move's
+ * fence): the open shard containing it (an 'S' record with end 0 and
+ * [lo, hi] containing [mlo, mhi], else the implicit static shard if
+ * has_static and [static_lo, static_hi] contains it) is closed at the
+ * reserved seq, and what is left of its range ([lo, mlo - 1] and/or
+ * [mhi + 1, hi], each only if non-empty) opens at the same seq as new
+ * shard(s) whose parent is the closed one (parent_group = group, this
+ * group's id).  *closed: the closed shard, with its end.  *found false
+ * (nothing written) when no open shard contains the range. */
+int st_stream_shard_leave(st_txn *txn, uint32_t group, uint32_t table, uint64_t mlo, uint64_t mhi,
+                          bool has_static, uint64_t static_lo, uint64_t static_hi, st_shard *closed,
+                          bool *found, char *errmsg);
+
+/* The range [lo, hi] of table becomes this group's here (a move's own on
+ * the target, or an aborted fence on the source): a new open shard at
+ * (lo, reserved seq) with the given parent (has_parent false: none; the
+ * parent is what st_stream_shard_last_closed finds in the source group).
+ * Idempotent: if an open shard with the same lo, hi and parent exists,
+ * nothing is written. */
+int st_stream_shard_arrive(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, bool has_parent,
+                           uint32_t parent_group, uint64_t parent_lo, uint64_t parent_start,
+                           char *errmsg);
+
+/* The reads, each in a read transaction of its own (but the _txn form). */
+
+/* Every shard of table in this group: the 'S' records, plus the implicit
+ * static shard, in (lo, start) order; *out in a (NULL when *n is 0). */
+int st_stream_shard_list(st_env *env, uint32_t table, bool has_static, uint64_t static_lo,
+                         uint64_t static_hi, sh_arena *a, st_shard **out, uint32_t *n,
+                         char *errmsg);
+/* The shard at (lo, start) (the implicit static one included);
+ * SHOAL_E_NOT_FOUND if none. */
+int st_stream_shard_get(st_env *env, uint32_t table, uint64_t lo, uint64_t start, bool has_static,
+                        uint64_t static_lo, uint64_t static_hi, st_shard *out, char *errmsg);
+/* The closed shard containing [mlo, mhi] with the largest end (what a leave
+ * closed last): the parent a target names when it owns the range.  *found
+ * false if none.  The _txn form reads in the caller's write transaction
+ * (and poisons it on an environmental error). */
+int st_stream_shard_last_closed(st_env *env, uint32_t table, uint64_t mlo, uint64_t mhi,
+                                st_shard *out, bool *found, char *errmsg);
+int st_stream_shard_last_closed_txn(st_txn *txn, uint32_t table, uint64_t mlo, uint64_t mhi,
+                                    st_shard *out, bool *found, char *errmsg);
 
 #endif
