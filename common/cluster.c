@@ -275,3 +275,12 @@ uint32_t sh_cluster_partition_group(const sh_cluster_conf *c, uint32_t p)
 {
 	return c->groups > 1 ? 1 + p : 0;
 }
+
+bool sh_cluster_group_partition(const sh_cluster_conf *c, uint32_t g, uint32_t *p)
+{
+	uint32_t k = c->groups > 1 ? g - 1 : g;
+	if ((c->groups > 1 && g == 0) || k >= sh_cluster_partitions(c))
+		return false;
+	*p = k;
+	return true;
+}

@@ -172,5 +172,8 @@ uint32_t sh_cluster_partition_of(const sh_cluster_conf *c, uint64_t hash);
 void sh_cluster_partition_range(const sh_cluster_conf *c, uint32_t p, uint64_t *lo, uint64_t *hi);
 /* The storage group holding partition p. */
 uint32_t sh_cluster_partition_group(const sh_cluster_conf *c, uint32_t p);
+/* The static partition group g holds (the inverse of the above): false for
+ * a group that holds none (group 0 of a cluster with data groups). */
+bool sh_cluster_group_partition(const sh_cluster_conf *c, uint32_t g, uint32_t *p);
 
 #endif

@@ -244,6 +244,8 @@ typedef struct ready_move {
 	bool valid;
 	uint32_t table, from, to;
 	uint64_t lo, hi, attempt;
+	bool has_shard; /* the stream shard the source's fence closed */
+	uint64_t shard_lo, shard_start;
 } ready_move;
 
 /* One exchange with a node (lanes item). */
@@ -279,6 +281,11 @@ typedef struct sub {
 	 * MUT_SPLIT, MUT_BEGIN_MOVE: group is the partition's. */
 	uint32_t table, to_group;
 	uint64_t lo, hi, attempt, at;
+	/* SUB_OWN: the stream shard the source closed (the new one's
+	 * parent), in group `from` */
+	bool has_shard;
+	uint32_t from;
+	uint64_t shard_lo, shard_start;
 } sub;
 
 struct node_elastic {
@@ -684,8 +691,12 @@ static void part_asked(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t
 		uint64_t soon = node_now_ns() + ELASTIC_FENCED_POLL_MS * 1000000ull;
 		pthread_mutex_lock(&e->mu);
 		if (phase == SHOAL__PART_STATUS__PHASE__READY) {
+			const Shoal__StreamShardRef *sc = nr->part_status->stream_closed;
 			e->ready = a->move;
 			e->ready.attempt = nr->part_status->attempt;
+			e->ready.has_shard = sc != NULL;
+			e->ready.shard_lo = sc != NULL ? sc->lo : 0;
+			e->ready.shard_start = sc != NULL ? sc->start : 0;
 			e->ready.valid = true;
 			soon = 0;
 		}
@@ -722,7 +733,11 @@ static bool partition_moves(node_elastic *e)
 			             .table = r.table,
 			             .lo = r.lo,
 			             .hi = r.hi,
-			             .attempt = r.attempt}};
+			             .attempt = r.attempt,
+			             .has_shard = r.has_shard,
+			             .from = r.from,
+			             .shard_lo = r.shard_lo,
+			             .shard_start = r.shard_start}};
 			begin(e, s, 2,
 			      "table %u [%016" PRIx64 ", %016" PRIx64
 			      "]: cut over from group %u to group %u",
@@ -1261,6 +1276,13 @@ static void run_own(node_elastic *e, const sub *s)
 	r.hi = s->hi;
 	r.to_group = s->group;
 	r.attempt = s->attempt;
+	Shoal__StreamShardRef parent = SHOAL__STREAM_SHARD_REF__INIT;
+	if (s->has_shard) {
+		parent.group = s->from;
+		parent.lo = s->shard_lo;
+		parent.start = s->shard_start;
+		r.stream_parent = &parent;
+	}
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.group = s->group;
 	nr.part_own = &r;

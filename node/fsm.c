@@ -193,6 +193,13 @@ void node_fsm_set_cap(node_fsm *f, struct node_cap *cap)
 	f->cap = cap;
 }
 
+void node_fsm_set_static(node_fsm *f, bool has, uint64_t lo, uint64_t hi)
+{
+	f->static_has = has;
+	f->static_lo = lo;
+	f->static_hi = hi;
+}
+
 int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **out, char *errmsg)
 {
 	*out = NULL;
@@ -213,11 +220,12 @@ int node_fsm_open(const char *dir, uint32_t group, uint32_t node_id, node_fsm **
 	f->node_id = node_id;
 	f->applied = st_env_applied(f->env);
 	if (st_env_rebuilt(f->env) != NULL)
-		node_logf(NODE_LOG_WARN,
-		          "group %u: storage in %s not trusted and emptied (%s): it is rebuilt from "
-		          "the Raft snapshot and log, and serves no eventually consistent read "
-		          "until it has caught up",
-		          group, dir, st_env_rebuilt(f->env));
+		node_logf(
+		    NODE_LOG_WARN,
+		    "group %u: storage in %s not trusted and emptied (%s): it is rebuilt from "
+		    "the Raft snapshot and log, and serves no eventually consistent read "
+		    "until it has caught up",
+		    group, dir, st_env_rebuilt(f->env));
 	f->failed = SHOAL_OK;
 	pthread_mutex_init(&f->scrub_mu, NULL);
 	sh_arena_init(&f->scratch);

@@ -84,6 +84,10 @@ struct node_cap;
 /* Where the proposer's applies charge the units of its writes (capacity.c;
  * NULL: nowhere, as in unit tests without a node). */
 void node_fsm_set_cap(node_fsm *f, struct node_cap *cap);
+/* The hash range of the static partition the group holds (has false:
+ * none), for the stream shards' bookkeeping at a move's fence.  Before the
+ * first apply. */
+void node_fsm_set_static(node_fsm *f, bool has, uint64_t lo, uint64_t hi);
 /* Closes the environment. Raft must be closed first. */
 void node_fsm_close(node_fsm *f);
 

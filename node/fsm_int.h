@@ -37,6 +37,10 @@ struct node_fsm {
 	 * thread touches it between those two calls. */
 	st_view *snap;
 	struct node_cap *cap; /* node_fsm_set_cap */
+	/* The static partition this group holds (node_fsm_set_static): its
+	 * stream shard is the implicit one (storage/stream.h "Shards"). */
+	bool static_has;
+	uint64_t static_lo, static_hi;
 	/* Scrub results, newest at scrub_next - 1 (apply writes on the loop,
 	 * node_fsm_scrub_result reads from any thread: scrub_mu). */
 	pthread_mutex_t scrub_mu;

@@ -351,6 +351,8 @@ int node_group_open_ex(node *n, uint32_t gid, bool boot, node_group **out, char 
 		goto err_after_alloc;
 	}
 	node_fsm_set_cap(g->fsm, n->cap);
+	node_stream_static st = node_stream_static_of(n->conf, gid);
+	node_fsm_set_static(g->fsm, st.has, st.lo, st.hi);
 	st_env_set_stream_retention(node_fsm_env(g->fsm),
 	                            (int64_t)n->conf->stream_retention_s * 1000);
 	st_env_set_ttl_change_interval(

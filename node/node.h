@@ -531,6 +531,14 @@ int node_prepare_part_own(node_call *c, Shoal__CommandOp *op);
 int node_handle_map_get(node_call *c);
 int node_handle_node_status(node_call *c);
 /* DynamoDB Streams (stream.c). */
+/* The static partition group g holds (has false: none): its hash range is
+ * the implicit stream shard's (storage/stream.h "Shards"). */
+typedef struct node_stream_static {
+	bool has;
+	uint32_t partition;
+	uint64_t lo, hi;
+} node_stream_static;
+node_stream_static node_stream_static_of(const sh_cluster_conf *conf, uint32_t g);
 int node_handle_describe_stream(node_call *c);
 int node_handle_get_shard_iterator(node_call *c);
 int node_handle_get_records(node_call *c);

@@ -80,6 +80,7 @@
 #include "proto/wire.h"
 #include "storage/index.h"
 #include "storage/parts.h"
+#include "storage/stream.h"
 
 #define PM_MAX_MOVES      16
 #define PM_CHUNK_BYTES    (1u << 20) /* items per part_ingest, about */
@@ -557,8 +558,26 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 	return SHOAL_OK;
 }
 
+/* The stream shard group gid's fence closed for [lo, hi] of table (the
+ * target's new shard names it as its parent): false if none (or it cannot be
+ * read: the child is then listed without a parent). */
+static bool closed_shard(uint32_t gid, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
+                         Shoal__StreamShardRef *out)
+{
+	st_shard sh;
+	bool found = false;
+	char msg[SH_ERRMSG_SIZE];
+	if (st_stream_shard_last_closed(env, table, lo, hi, &sh, &found, msg) != SHOAL_OK || !found)
+		return false;
+	shoal__stream_shard_ref__init(out);
+	out->group = gid;
+	out->lo = sh.lo;
+	out->start = sh.start;
+	return true;
+}
+
 /* Tells the target to serve the range (the attempt's data is complete). */
-static int own(node_pmove *pm, const pm_move *m, char *msg)
+static int own(node_pmove *pm, node_group *g, const pm_move *m, char *msg)
 {
 	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
 	r.table = m->table;
@@ -566,6 +585,9 @@ static int own(node_pmove *pm, const pm_move *m, char *msg)
 	r.hi = m->hi;
 	r.to_group = m->to_group;
 	r.attempt = m->attempt;
+	Shoal__StreamShardRef parent;
+	if (closed_shard(m->group, node_group_env(g), m->table, m->lo, m->hi, &parent))
+		r.stream_parent = &parent;
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.part_own = &r;
 	return rpc_leader(pm, m->to_group, &nr, msg);
@@ -673,7 +695,7 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 	}
 	if (view == 1)
 		return; /* READY: the executor flips the map */
-	rc = own(pm, m, msg);
+	rc = own(pm, g, m, msg);
 	if (rc == SHOAL_OK || rc == SHOAL_E_IN_USE) {
 		set_phase(pm, m, SHOAL__PART_STATUS__PHASE__AWAY);
 		purge(pm, g, m);
@@ -857,6 +879,10 @@ int node_handle_part_move(node_call *c)
 	if (m == NULL)
 		return sh_errf(c->errmsg, SHOAL_E_LIMIT_EXCEEDED,
 		               "group %u is already moving %d partitions", gid, PM_MAX_MOVES);
+	Shoal__StreamShardRef *sc = sh_arena_alloc(c->arena, sizeof(*sc));
+	if (ps->phase == SHOAL__PART_STATUS__PHASE__READY && sc != NULL &&
+	    closed_shard(gid, node_group_env(c->group), r->table, r->lo, r->hi, sc))
+		ps->stream_closed = sc;
 	c->nresp->part_status = ps;
 	return SHOAL_OK;
 }
@@ -907,19 +933,38 @@ int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 		return st_part_out(c->txn, r->table, r->lo, r->hi, r->to_group, r->attempt, c->msg);
 	}
 	case SHOAL__COMMAND_OP__OP_PART_FENCE: {
-		bool fenced_now;
-		return st_part_fence(c->txn, op->part_fence->table, op->part_fence->lo, &fenced_now,
-		                     c->msg);
+		/* The range's stream shard here closes where the fence is in the
+		 * log: no write of the range comes after it in this group. */
+		const Shoal__PartRange *r = op->part_fence;
+		bool now = false, found;
+		int rc = st_part_fence(c->txn, r->table, r->lo, &now, c->msg);
+		if (rc != SHOAL_OK || !now)
+			return rc;
+		const node_fsm *f = c->f;
+		st_shard closed;
+		return st_stream_shard_leave(c->txn, f->group, r->table, r->lo, r->hi,
+		                             f->static_has, f->static_lo, f->static_hi, &closed,
+		                             &found, c->msg);
 	}
 	case SHOAL__COMMAND_OP__OP_PART_ABORT: {
+		/* Only an OUT range is aborted (a fenced one never goes back:
+		 * the driver's rule), so no stream shard was closed. */
 		uint8_t was;
 		return st_part_abort(c->txn, op->part_abort->table, op->part_abort->lo, &was,
 		                     c->msg);
 	}
 	case SHOAL__COMMAND_OP__OP_PART_OWN: {
+		/* The range's stream shard here begins where the own is in the
+		 * log, a child of the one the source's fence closed. */
 		const Shoal__PartRange *r = op->part_own;
-		bool owned_now;
-		return st_part_own(c->txn, r->table, r->lo, r->hi, r->attempt, &owned_now, c->msg);
+		const Shoal__StreamShardRef *p = r->stream_parent;
+		bool now = false;
+		int rc = st_part_own(c->txn, r->table, r->lo, r->hi, r->attempt, &now, c->msg);
+		if (rc != SHOAL_OK || !now)
+			return rc;
+		return st_stream_shard_arrive(c->txn, r->table, r->lo, r->hi, p != NULL,
+		                              p != NULL ? p->group : 0, p != NULL ? p->lo : 0,
+		                              p != NULL ? p->start : 0, c->msg);
 	}
 	case SHOAL__COMMAND_OP__OP_PART_PURGE: {
 		bool done = false;

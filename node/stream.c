@@ -1,9 +1,12 @@
 /*
  * stream.c -- a storage node's half of DynamoDB Streams: DescribeStream (this
- * group's shard), GetShardIterator and GetRecords, served by any replica
- * from its own LMDB (the stream log is replicated state: storage/stream.h
- * has the design).  The router (router/stream.c) routes a shard to the
- * group that holds its partition and merges DescribeStream's shards.
+ * group's shards), GetShardIterator and GetRecords, served by any replica
+ * from its own LMDB (the stream log and its shards are replicated state:
+ * storage/stream.h has the design).  A group's shards are its static
+ * partition's (implicit until a move closes it) and one per range that
+ * moved here or stayed when one left (written at the move's fence and own:
+ * pmove.c's node_op_part).  The router (router/stream.c) routes a shard to
+ * the group whose log holds it and merges DescribeStream's shards.
  *
  * Each handler checks that the stream is one of the table's (the label in
  * the ARN or iterator is the table's latest stream or one it replaced, still
@@ -60,12 +63,51 @@ static int load_stream(node_call *c, const char *arn, const char *table, int64_t
 	return rc;
 }
 
-/* Whether this group holds partition p of every table. */
-static bool holds_partition(node_call *c, uint32_t p)
+node_stream_static node_stream_static_of(const sh_cluster_conf *conf, uint32_t g)
 {
-	const sh_cluster_conf *conf = c->node->conf;
-	return p < sh_cluster_partitions(conf) &&
-	       sh_cluster_partition_group(conf, p) == node_group_id(c->group);
+	node_stream_static st = {0};
+	if (sh_cluster_group_partition(conf, g, &st.partition)) {
+		st.has = true;
+		sh_cluster_partition_range(conf, st.partition, &st.lo, &st.hi);
+	}
+	return st;
+}
+
+/* The shard `w` names, if it is one of this group's shards of table:
+ * SHOAL_OK with *out, or ResourceNotFound. */
+static int shard_here(node_call *c, uint32_t table, const wire_shard *w, st_shard *out)
+{
+	uint32_t gid = node_group_id(c->group);
+	node_stream_static st = node_stream_static_of(c->node->conf, gid);
+	int rc = SHOAL_E_NOT_FOUND;
+	if (w->is_static ? st.has && w->partition == st.partition : w->group == gid)
+		rc = st_stream_shard_get(node_group_env(c->group), table,
+		                         w->is_static ? st.lo : w->lo, w->is_static ? 0 : w->start,
+		                         st.has, st.lo, st.hi, out, c->errmsg);
+	if (rc == SHOAL_E_NOT_FOUND)
+		return sh_errf(c->errmsg, SHOAL_E_NOT_FOUND,
+		               "Requested resource not found: Shard does not exist");
+	return rc;
+}
+
+/* The wire name of shard (lo, start) of group gid (start 0: the group's
+ * static partition's). */
+static wire_shard wire_of(const sh_cluster_conf *conf, uint32_t gid, uint64_t lo, uint64_t start)
+{
+	wire_shard w = {.group = gid, .lo = lo, .start = start};
+	if (start == 0) /* only a static partition's shard starts at 0 */
+		w.is_static = sh_cluster_group_partition(conf, gid, &w.partition);
+	return w;
+}
+
+static char *shard_id(node_call *c, int64_t label_ms, uint32_t gid, uint64_t lo, uint64_t start)
+{
+	char *id = sh_arena_alloc(c->arena, WIRE_SHARD_ID_MAX);
+	if (id != NULL) {
+		wire_shard w = wire_of(c->node->conf, gid, lo, start);
+		wire_shard_id(label_ms, &w, id);
+	}
+	return id;
 }
 
 /* The region of an ARN ("arn:aws:dynamodb:<region>:..."), in the arena. */
@@ -102,8 +144,17 @@ int node_handle_describe_stream(node_call *c)
 	Shoal__DescribeStreamResponse *out = sh_arena_alloc(c->arena, sizeof(*out));
 	Shoal__StreamDescription *d = sh_arena_alloc(c->arena, sizeof(*d));
 	char *label = sh_arena_alloc(c->arena, WIRE_STREAM_LABEL_MAX);
-	uint32_t parts = sh_cluster_partitions(c->node->conf);
-	Shoal__Shard **shards = sh_arena_calloc(c->arena, parts + 1, sizeof(*shards));
+	uint32_t gid = node_group_id(c->group);
+	node_stream_static st = node_stream_static_of(c->node->conf, gid);
+	st_shard *sh;
+	uint32_t n_sh;
+	st_stream_bounds b;
+	if ((rc = st_stream_shard_list(node_group_env(c->group), t.def.id, st.has, st.lo, st.hi,
+	                               c->arena, &sh, &n_sh, c->errmsg)) != SHOAL_OK ||
+	    (rc = st_stream_bounds_get(node_group_env(c->group), t.def.id, r.label_ms, &b,
+	                               c->errmsg)) != SHOAL_OK)
+		return rc;
+	Shoal__Shard **shards = sh_arena_calloc(c->arena, n_sh + 1, sizeof(*shards));
 	if (out == NULL || d == NULL || label == NULL || shards == NULL)
 		return nomem(c);
 	shoal__describe_stream_response__init(out);
@@ -116,32 +167,41 @@ int node_handle_describe_stream(node_call *c)
 	d->creation_request_date_time = r.label_ms;
 	d->table_name = (char *)t.def.name;
 	d->shards = shards;
-	/* This group's shards (one per partition it holds). */
-	for (uint32_t p = 0; p < parts; p++) {
-		if (!holds_partition(c, p))
+	/* This group's shards: its static partition's, and a span of its log
+	 * for each range that moved here or stayed when one left.  The
+	 * stream's records begin at its first (else where the next one will
+	 * be); a shard closed before that holds none of them and is left out. */
+	uint64_t first = b.first != 0 ? b.first : st_stream_latest(&b);
+	for (uint32_t i = 0; i < n_sh; i++) {
+		uint64_t from = sh[i].start > first ? sh[i].start : first;
+		if (sh[i].end != 0 && from >= sh[i].end)
 			continue;
-		st_stream_bounds b;
-		rc = st_stream_bounds_get(node_group_env(c->group), t.def.id, r.label_ms, &b,
-		                          c->errmsg);
-		if (rc != SHOAL_OK)
-			return rc;
 		Shoal__Shard *s = sh_arena_alloc(c->arena, sizeof(*s));
 		Shoal__SequenceNumberRange *range = sh_arena_alloc(c->arena, sizeof(*range));
-		char *id = sh_arena_alloc(c->arena, WIRE_SHARD_ID_MAX);
-		if (s == NULL || range == NULL || id == NULL)
+		char *id = shard_id(c, r.label_ms, gid, sh[i].lo, sh[i].start);
+		char *start = seqno(c, from);
+		if (s == NULL || range == NULL || id == NULL || start == NULL)
 			return nomem(c);
 		shoal__shard__init(s);
 		shoal__sequence_number_range__init(range);
-		wire_shard_id(r.label_ms, p, id);
 		s->shard_id = id;
-		/* The oldest record there, else where the next one will be. */
-		uint64_t first = b.first != 0 ? b.first : st_stream_latest(&b);
-		char *start = seqno(c, first);
-		if (start == NULL)
-			return nomem(c);
+		if (sh[i].has_parent) {
+			char *pid = shard_id(c, r.label_ms, sh[i].parent_group, sh[i].parent_lo,
+			                     sh[i].parent_start);
+			if (pid == NULL)
+				return nomem(c);
+			WIRE_SET(s, parent_shard_id, pid);
+		}
 		WIRE_SET(range, starting_sequence_number, start);
-		if (!enabled) {
-			char *end = seqno(c, b.last != 0 ? b.last : first);
+		/* Closed: the shard's span ended (a move), or the stream was
+		 * disabled (its last record, or where it began if none). */
+		uint64_t last = 0;
+		if (sh[i].end != 0)
+			last = sh[i].end - 1;
+		if (!enabled && (last == 0 || (b.last != 0 ? b.last : from) < last))
+			last = b.last != 0 ? b.last : from;
+		if (last != 0) {
+			char *end = seqno(c, last < from ? from : last);
 			if (end == NULL)
 				return nomem(c);
 			WIRE_SET(range, ending_sequence_number, end);
@@ -165,22 +225,22 @@ int node_handle_get_shard_iterator(node_call *c)
 	                                         c->errmsg);
 	if (rc == SHOAL_OK)
 		rc = load_stream(c, r.stream_arn, r.table, r.label_ms, &t, &enabled, &view);
-	if (rc == SHOAL_OK && !holds_partition(c, r.partition))
-		rc = sh_errf(c->errmsg, SHOAL_E_NOT_FOUND,
-		             "Requested resource not found: Shard does not exist");
+	st_shard sh;
+	if (rc == SHOAL_OK)
+		rc = shard_here(c, t.def.id, &r.shard, &sh);
 	st_stream_bounds b;
 	if (rc == SHOAL_OK)
 		rc = st_stream_bounds_get(node_group_env(c->group), t.def.id, r.label_ms, &b,
 		                          c->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
-	wire_iter it = {.table_id = t.def.id, .partition = r.partition};
+	wire_iter it = {.table_id = t.def.id, .shard = r.shard};
 	switch (r.type) {
 	case WIRE_ITER_TRIM_HORIZON:
-		it.pos = b.trimmed + 1;
+		it.pos = b.trimmed + 1 > sh.start ? b.trimmed + 1 : sh.start;
 		break;
 	case WIRE_ITER_LATEST: /* safe on a lagging replica: st_stream_latest */
-		it.pos = st_stream_latest(&b);
+		it.pos = sh.end != 0 ? sh.end : st_stream_latest(&b);
 		break;
 	case WIRE_ITER_AT:
 		it.pos = r.seq;
@@ -189,7 +249,13 @@ int node_handle_get_shard_iterator(node_call *c)
 		it.pos = r.seq + 1;
 		break;
 	}
-	if ((r.type == WIRE_ITER_AT || r.type == WIRE_ITER_AFTER) && it.pos <= b.trimmed)
+	bool at_seq = r.type == WIRE_ITER_AT || r.type == WIRE_ITER_AFTER;
+	if (at_seq && (r.seq < sh.start || (sh.end != 0 && r.seq >= sh.end)))
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
+		               "Invalid SequenceNumber: %s is not in shard %s",
+		               WIRE_OPT(c->req->request->get_shard_iterator, sequence_number),
+		               WIRE_OPT(c->req->request->get_shard_iterator, shard_id));
+	if (at_seq && it.pos <= b.trimmed)
 		return sh_errf(c->errmsg, SHOAL_E_TRIMMED,
 		               "Attempting to access data that has been trimmed: sequence number "
 		               "%s is before the shard's oldest record",
@@ -225,30 +291,34 @@ int node_handle_get_records(node_call *c)
 		rc = wire_iter_check_age(&it, now, c->errmsg);
 	if (rc == SHOAL_OK)
 		rc = load_stream(c, it.stream_arn, it.table, it.label_ms, &t, &enabled, &view);
-	if (rc == SHOAL_OK && (t.def.id != it.table_id || !holds_partition(c, it.partition)))
+	if (rc == SHOAL_OK && t.def.id != it.table_id)
 		rc = stream_not_found(c, it.stream_arn);
+	st_shard sh;
+	if (rc == SHOAL_OK)
+		rc = shard_here(c, t.def.id, &it.shard, &sh);
 	st_stream_rec *recs;
 	uint32_t n;
 	uint64_t next;
 	if (rc == SHOAL_OK)
-		rc = st_stream_read(node_group_env(c->group), t.def.id, it.label_ms, it.pos, limit,
-		                    RECORDS_MAX_BYTES, c->arena, &recs, &n, &next, c->errmsg);
+		rc = st_stream_read_shard(node_group_env(c->group), t.def.id, it.label_ms, &sh,
+		                          it.pos, limit, RECORDS_MAX_BYTES, c->arena, &recs, &n,
+		                          &next, c->errmsg);
 	Shoal__GetRecordsResponse *out = sh_arena_alloc(c->arena, sizeof(*out));
 	if (rc == SHOAL_OK && out == NULL)
 		rc = nomem(c);
 	if (rc == SHOAL_OK) {
 		shoal__get_records_response__init(out);
-		rc = wire_stream_records_to_pb(c->arena, recs, n, t.def.id, it.partition,
+		rc = wire_stream_records_to_pb(c->arena, recs, n, t.def.id, node_group_id(c->group),
 		                               arn_region(c->arena, it.stream_arn), &out->records,
 		                               c->errmsg);
 		out->n_records = n;
 	}
 	if (rc != SHOAL_OK)
 		return rc;
-	/* A closed shard (the stream is disabled) read to its end has no next
-	 * iterator; an open one always has. */
-	bool closed = false;
-	if (!enabled) {
+	/* A closed shard (its span ended: a move; or the stream is disabled)
+	 * read to its end has no next iterator; an open one always has. */
+	bool closed = sh.end != 0 && next >= sh.end;
+	if (!enabled && !closed) {
 		st_stream_bounds b;
 		rc = st_stream_bounds_get(node_group_env(c->group), t.def.id, it.label_ms, &b,
 		                          c->errmsg);

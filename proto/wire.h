@@ -700,7 +700,7 @@ int wire_b64_decode(sh_arena *a, const char *src, size_t n, uint8_t **out, size_
 /* ------------------------------------------------------------------------ */
 
 #define WIRE_STREAM_LABEL_MAX 64
-#define WIRE_SHARD_ID_MAX     48
+#define WIRE_SHARD_ID_MAX     72
 #define WIRE_SEQNO_MAX        24
 #define WIRE_ITER_TTL_MS      (15 * 60 * 1000) /* DynamoDB: iterators expire after 15 minutes */
 
@@ -719,8 +719,19 @@ char *wire_stream_arn(sh_arena *a, const char *table, int64_t label_ms);
 /* The table and label of a StreamArn (ValidationException otherwise). */
 int wire_stream_arn_parse(sh_arena *a, const char *arn, const char **table, int64_t *label_ms,
                           char *errmsg);
-void wire_shard_id(int64_t label_ms, uint32_t partition, char out[WIRE_SHARD_ID_MAX]);
-bool wire_shard_id_parse(const char *s, int64_t *label_ms, uint32_t *partition);
+/* A shard of a stream (storage/stream.h, "Shards"): a table's static
+ * partition's, which every table starts with and which lives in that
+ * partition's group from the log's beginning (is_static), or a span of one
+ * group's log of one hash range, begun when a range moved (group, lo and
+ * the span's first seq). */
+typedef struct wire_shard {
+	bool is_static;
+	uint32_t partition; /* is_static */
+	uint32_t group;     /* !is_static */
+	uint64_t lo, start; /* !is_static */
+} wire_shard;
+void wire_shard_id(int64_t label_ms, const wire_shard *s, char out[WIRE_SHARD_ID_MAX]);
+bool wire_shard_id_parse(const char *s, int64_t *label_ms, wire_shard *out);
 void wire_seqno(uint64_t seq, char out[WIRE_SEQNO_MAX]);
 bool wire_seqno_parse(const char *s, uint64_t *seq);
 
@@ -730,7 +741,7 @@ typedef struct wire_iter {
 	const char *table;
 	int64_t label_ms;
 	uint32_t table_id;
-	uint32_t partition;
+	wire_shard shard;
 	uint64_t pos;      /* the next seq to read */
 	int64_t issued_ms; /* wall clock of the node that issued it */
 } wire_iter;
@@ -740,7 +751,7 @@ int wire_iter_decode(sh_arena *a, const char *s, wire_iter *out, char *errmsg);
 int wire_iter_check_age(const wire_iter *it, int64_t now_ms, char *errmsg);
 /* Stream records as GetRecords returns them; *out has n entries. */
 int wire_stream_records_to_pb(sh_arena *a, const st_stream_rec *recs, uint32_t n, uint32_t table_id,
-                              uint32_t partition, const char *region, Shoal__Record ***out,
+                              uint32_t group, const char *region, Shoal__Record ***out,
                               char *errmsg);
 
 /* The table name inside a StreamArn or a shard iterator (which starts with
@@ -757,7 +768,7 @@ typedef struct wire_shard_iter_req {
 	const char *stream_arn;
 	const char *table;
 	int64_t label_ms;
-	uint32_t partition;
+	wire_shard shard;
 	wire_iter_type type;
 	uint64_t seq; /* AT / AFTER */
 } wire_shard_iter_req;
@@ -771,9 +782,9 @@ typedef struct wire_describe_stream_req {
 	const char *stream_arn;
 	const char *table;
 	int64_t label_ms;
-	uint32_t limit; /* shards, 1..100 */
-	bool has_start;
-	uint32_t start_partition; /* ExclusiveStartShardId's */
+	uint32_t limit;       /* shards, 1..100 */
+	const char *start_id; /* ExclusiveStartShardId (NULL: none), checked */
+	const char *child_of; /* ShardFilter CHILD_SHARDS' ShardId (NULL: none), checked */
 } wire_describe_stream_req;
 int wire_describe_stream_from_pb(sh_arena *a, const Shoal__DescribeStreamRequest *pb,
                                  wire_describe_stream_req *out, char *errmsg);

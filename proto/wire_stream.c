@@ -10,12 +10,20 @@
  *                   milliseconds and no zone, as DynamoDB writes it:
  *                   "2026-11-26T01:41:11.123"
  *   StreamArn       <TableArn>/stream/<label>
- *   ShardId         "shardId-" <label ms, 20 digits> "-" <partition, 8 hex>
- *                   (one shard per partition of the table)
+ *   ShardId         a static partition's shard (wire_shard):
+ *                     "shardId-" <label ms, 20 digits> "-" <partition, 8 hex>
+ *                   a span of one group's log of one hash range (a range
+ *                   that moved, or what stayed when one left):
+ *                     "shardId-" <label ms, 20 digits> "-" <group, 4 hex>
+ *                     <lo, 16 hex> <first seq of the span, 16 hex>
+ *                   (65 characters: DynamoDB's ShardId is 28..65)
  *   SequenceNumber  "1" then the per-(group, table) seq in 20 digits: 21
  *                   characters (DynamoDB: 21..40), ordered as numbers
  *   ShardIterator   <StreamArn> "|1|" <table id> "|" <partition> "|"
- *                   <next seq to read> "|" <issue time ms>: opaque to
+ *                   <next seq to read> "|" <issue time ms> for a static
+ *                   partition's shard, <StreamArn> "|2|" <table id> "|"
+ *                   <group> "|" <lo> "|" <span start> "|" <next seq> "|"
+ *                   <issue time ms> for a span's: opaque to
  *                   clients, checked on use (table id and label against the
  *                   catalog, expiry after 15 minutes as DynamoDB's)
  */
@@ -109,9 +117,10 @@ static bool digits(const char *s, size_t n, uint64_t *out)
 {
 	uint64_t v = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - 9) / 10)
+		uint64_t d = (uint64_t)(s[i] - '0');
+		if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - d) / 10)
 			return false;
-		v = v * 10 + (uint64_t)(s[i] - '0');
+		v = v * 10 + d;
 	}
 	*out = v;
 	return true;
@@ -138,27 +147,52 @@ bool wire_stream_label_parse(const char *s, int64_t *ms)
 	return true;
 }
 
-void wire_shard_id(int64_t label_ms, uint32_t partition, char out[WIRE_SHARD_ID_MAX])
+void wire_shard_id(int64_t label_ms, const wire_shard *s, char out[WIRE_SHARD_ID_MAX])
 {
-	snprintf(out, WIRE_SHARD_ID_MAX, "shardId-%020" PRId64 "-%08" PRIx32, label_ms, partition);
+	if (s->is_static)
+		snprintf(out, WIRE_SHARD_ID_MAX, "shardId-%020" PRId64 "-%08" PRIx32, label_ms,
+		         s->partition);
+	else
+		snprintf(out, WIRE_SHARD_ID_MAX,
+		         "shardId-%020" PRId64 "-%04" PRIx32 "%016" PRIx64 "%016" PRIx64, label_ms,
+		         s->group, s->lo, s->start);
 }
 
-bool wire_shard_id_parse(const char *s, int64_t *label_ms, uint32_t *partition)
+/* n lower-case hex digits (at most 16) into *v. */
+static bool hex(const char *s, int n, uint64_t *v)
 {
-	uint64_t label;
-	if (s == NULL || strlen(s) != 37 || strncmp(s, "shardId-", 8) != 0 || s[28] != '-' ||
+	*v = 0;
+	for (int i = 0; i < n; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return false;
+		*v = *v << 4 | (uint64_t)d;
+	}
+	return true;
+}
+
+bool wire_shard_id_parse(const char *s, int64_t *label_ms, wire_shard *out)
+{
+	uint64_t label, a, b, c;
+	size_t n = s != NULL ? strlen(s) : 0;
+	if ((n != 37 && n != 65) || strncmp(s, "shardId-", 8) != 0 || s[28] != '-' ||
 	    !digits(s + 8, 20, &label) || label > INT64_MAX)
 		return false;
-	uint32_t p = 0;
-	for (int i = 29; i < 37; i++) {
-		char c = s[i];
-		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-		if (v < 0)
+	memset(out, 0, sizeof(*out));
+	if (n == 37) {
+		if (!hex(s + 29, 8, &a))
 			return false;
-		p = p << 4 | (uint32_t)v;
+		out->is_static = true;
+		out->partition = (uint32_t)a;
+	} else {
+		if (!hex(s + 29, 4, &a) || !hex(s + 33, 16, &b) || !hex(s + 49, 16, &c) || c == 0)
+			return false;
+		out->group = (uint32_t)a;
+		out->lo = b;
+		out->start = c;
 	}
 	*label_ms = (int64_t)label;
-	*partition = p;
 	return true;
 }
 
@@ -204,11 +238,17 @@ int wire_stream_arn_parse(sh_arena *a, const char *arn, const char **table, int6
 
 char *wire_iter_encode(sh_arena *a, const char *stream_arn, const wire_iter *it)
 {
-	size_t n = strlen(stream_arn) + 96;
+	size_t n = strlen(stream_arn) + 128;
 	char *s = sh_arena_alloc(a, n);
-	if (s != NULL)
+	if (s != NULL && it->shard.is_static)
 		snprintf(s, n, "%s|1|%" PRIu32 "|%" PRIu32 "|%" PRIu64 "|%" PRId64, stream_arn,
-		         it->table_id, it->partition, it->pos, it->issued_ms);
+		         it->table_id, it->shard.partition, it->pos, it->issued_ms);
+	else if (s != NULL)
+		snprintf(s, n,
+		         "%s|2|%" PRIu32 "|%" PRIu32 "|%" PRIu64 "|%" PRIu64 "|%" PRIu64
+		         "|%" PRId64,
+		         stream_arn, it->table_id, it->shard.group, it->shard.lo, it->shard.start,
+		         it->pos, it->issued_ms);
 	return s;
 }
 
@@ -226,24 +266,27 @@ int wire_iter_decode(sh_arena *a, const char *s, wire_iter *out, char *errmsg)
 		               "satisfy constraint: Member must have length %s",
 		               n < 1 ? "greater than or equal to 1" : "less than or equal to 2048");
 	const char *bar = strchr(s, '|');
-	uint64_t id, part, pos, at;
-	char tail[160];
+	char tail[200];
 	if (bar == NULL || strlen(bar) >= sizeof(tail))
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "Invalid ShardIterator");
 	memcpy(tail, bar, strlen(bar) + 1);
-	char *f[6];
+	/* The fields after the version, all decimal: v1 table, partition, pos,
+	 * issued; v2 table, group, lo, start, pos, issued. */
+	char *f[8];
+	uint64_t v[8];
 	int nf = 0;
-	for (char *p = tail + 1, *q; nf < 6; p = q + 1) {
+	for (char *p = tail + 1, *q; nf < 8; p = q + 1) {
 		f[nf++] = p;
 		if ((q = strchr(p, '|')) == NULL)
 			break;
 		*q = '\0';
 	}
-	if (nf != 5 || strcmp(f[0], "1") != 0 || !digits(f[1], strlen(f[1]), &id) ||
-	    !digits(f[2], strlen(f[2]), &part) || !digits(f[3], strlen(f[3]), &pos) ||
-	    !digits(f[4], strlen(f[4]), &at) || f[1][0] == '\0' || f[2][0] == '\0' ||
-	    f[3][0] == '\0' || f[4][0] == '\0' || id > UINT32_MAX || part > UINT32_MAX ||
-	    at > INT64_MAX)
+	bool v2 = nf == 7 && strcmp(f[0], "2") == 0;
+	bool ok = v2 || (nf == 5 && strcmp(f[0], "1") == 0);
+	for (int i = 1; ok && i < nf; i++)
+		ok = f[i][0] != '\0' && digits(f[i], strlen(f[i]), &v[i]);
+	if (!ok || v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[nf - 1] > INT64_MAX ||
+	    (v2 && v[4] == 0))
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "Invalid ShardIterator");
 	char *arn = sh_arena_strndup(a, s, (size_t)(bar - s));
 	if (arn == NULL)
@@ -254,10 +297,17 @@ int wire_iter_decode(sh_arena *a, const char *s, wire_iter *out, char *errmsg)
 		           ? sh_errf(errmsg, SHOAL_E_VALIDATION, "Invalid ShardIterator")
 		           : rc;
 	out->stream_arn = arn;
-	out->table_id = (uint32_t)id;
-	out->partition = (uint32_t)part;
-	out->pos = pos;
-	out->issued_ms = (int64_t)at;
+	out->table_id = (uint32_t)v[1];
+	if (v2) {
+		out->shard.group = (uint32_t)v[2];
+		out->shard.lo = v[3];
+		out->shard.start = v[4];
+	} else {
+		out->shard.is_static = true;
+		out->shard.partition = (uint32_t)v[2];
+	}
+	out->pos = v[nf - 2];
+	out->issued_ms = (int64_t)v[nf - 1];
 	return SHOAL_OK;
 }
 
@@ -289,7 +339,7 @@ static int nomem(char *errmsg)
 }
 
 int wire_stream_records_to_pb(sh_arena *a, const st_stream_rec *recs, uint32_t n, uint32_t table_id,
-                              uint32_t partition, const char *region, Shoal__Record ***out,
+                              uint32_t group, const char *region, Shoal__Record ***out,
                               char *errmsg)
 {
 	Shoal__Record **v = sh_arena_calloc(a, n + 1, sizeof(*v));
@@ -304,9 +354,9 @@ int wire_stream_records_to_pb(sh_arena *a, const st_stream_rec *recs, uint32_t n
 			return nomem(errmsg);
 		shoal__record__init(pb);
 		shoal__stream_record__init(d);
-		/* 32 hex digits, unique per record of the cluster. */
-		snprintf(id, 40, "%08" PRIx32 "%08" PRIx32 "%016" PRIx64, table_id, partition,
-		         r->seq);
+		/* 32 hex digits, unique per record of the cluster (seqs are per
+		 * (group, table)). */
+		snprintf(id, 40, "%08" PRIx32 "%08" PRIx32 "%016" PRIx64, table_id, group, r->seq);
 		wire_seqno(r->seq, seq);
 		pb->event_id = id;
 		pb->event_name = (char *)event_names[r->event];
@@ -369,21 +419,23 @@ static const char *const iter_types[] = {
     [WIRE_ITER_AFTER] = "AFTER_SEQUENCE_NUMBER",
 };
 
-static int shard_check(const char *shard, int64_t label_ms, uint32_t *partition, char *errmsg)
+static int shard_check(const char *shard, const char *field, int64_t label_ms, wire_shard *out,
+                       char *errmsg)
 {
 	if (shard == NULL)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
-		               "1 validation error detected: Value null at 'shardId' failed to "
-		               "satisfy constraint: Member must not be null");
+		               "1 validation error detected: Value null at '%s' failed to "
+		               "satisfy constraint: Member must not be null",
+		               field);
 	size_t n = strlen(shard);
 	if (n < 28 || n > 65)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
-		               "1 validation error detected: Value '%.80s' at 'shardId' failed to "
+		               "1 validation error detected: Value '%.80s' at '%s' failed to "
 		               "satisfy constraint: Member must have length %s",
-		               shard,
+		               shard, field,
 		               n < 28 ? "greater than or equal to 28" : "less than or equal to 65");
 	int64_t l;
-	if (!wire_shard_id_parse(shard, &l, partition) || l != label_ms)
+	if (!wire_shard_id_parse(shard, &l, out) || l != label_ms)
 		return sh_errf(errmsg, SHOAL_E_NOT_FOUND,
 		               "Requested resource not found: Shard does not exist");
 	return SHOAL_OK;
@@ -414,8 +466,8 @@ int wire_get_shard_iterator_from_pb(sh_arena *a, const Shoal__GetShardIteratorRe
 		               "[AFTER_SEQUENCE_NUMBER, LATEST, AT_SEQUENCE_NUMBER, TRIM_HORIZON]",
 		               type);
 	out->type = (wire_iter_type)t;
-	if ((rc = shard_check(WIRE_OPT(pb, shard_id), out->label_ms, &out->partition, errmsg)) !=
-	    SHOAL_OK)
+	if ((rc = shard_check(WIRE_OPT(pb, shard_id), "shardId", out->label_ms, &out->shard,
+	                      errmsg)) != SHOAL_OK)
 		return rc;
 	const char *seq = WIRE_OPT(pb, sequence_number);
 	bool needs = out->type == WIRE_ITER_AT || out->type == WIRE_ITER_AFTER;
@@ -449,12 +501,35 @@ int wire_describe_stream_from_pb(sh_arena *a, const Shoal__DescribeStreamRequest
 		rc = limit_check(WIRE_HAS(pb, limit), pb->limit, 100, 100, &out->limit, errmsg);
 	out->stream_arn = WIRE_OPT(pb, stream_arn);
 	const char *start = WIRE_OPT(pb, exclusive_start_shard_id);
-	out->has_start = start != NULL;
+	wire_shard sh;
+	out->start_id = start;
 	if (rc == SHOAL_OK && start != NULL &&
-	    (rc = shard_check(start, out->label_ms, &out->start_partition, errmsg)) ==
+	    (rc = shard_check(start, "exclusiveStartShardId", out->label_ms, &sh, errmsg)) ==
 	        SHOAL_E_NOT_FOUND)
 		rc = sh_errf(errmsg, SHOAL_E_VALIDATION, "Invalid ExclusiveStartShardId: %.80s",
 		             start);
+	const Shoal__ShardFilter *f = pb->shard_filter;
+	if (rc != SHOAL_OK || f == NULL)
+		return rc;
+	const char *type = WIRE_OPT(f, type);
+	if (type == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "1 validation error detected: Value null at 'shardFilter.type' "
+		               "failed to satisfy constraint: Member must not be null");
+	if (strcmp(type, "CHILD_SHARDS") != 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "1 validation error detected: Value '%.80s' at 'shardFilter.type' "
+		               "failed to satisfy constraint: Member must satisfy enum value set: "
+		               "[CHILD_SHARDS]",
+		               type);
+	out->child_of = WIRE_OPT(f, shard_id);
+	if (out->child_of == NULL)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "ShardFilter of type CHILD_SHARDS needs a ShardId");
+	if ((rc = shard_check(out->child_of, "shardFilter.shardId", out->label_ms, &sh, errmsg)) ==
+	    SHOAL_E_NOT_FOUND)
+		rc = sh_errf(errmsg, SHOAL_E_VALIDATION, "Invalid ShardId in ShardFilter: %.80s",
+		             out->child_of);
 	return rc;
 }
 

@@ -5,10 +5,13 @@
  *   ListStreams       from the catalog (a fresh one): every table whose
  *                     definition names a stream (enabled or not), by name
  *   DescribeStream    the table from the catalog, then every data group's
- *                     shard(s), read from any replica, merged in partition
- *                     order; Limit / ExclusiveStartShardId page the merge
- *   GetShardIterator  the shard's partition -> its group (any replica)
- *   GetRecords        the iterator's partition -> its group (any replica)
+ *                     shards, read from any replica, merged in group order;
+ *                     ShardFilter (CHILD_SHARDS) keeps a shard's children,
+ *                     Limit / ExclusiveStartShardId page the result
+ *   GetShardIterator  the shard -> the group whose log holds it (shard_group:
+ *                     a static partition's is its cluster-file group for
+ *                     good, a span names its group), any replica
+ *   GetRecords        the iterator's shard -> its group, the same way
  *
  * A stream is named by its table and label: the table's latest stream or
  * one it replaced within the retention (st_stream_spec_find); a label
@@ -76,14 +79,18 @@ static int stream_table(rt_job *j, const char *arn, const char *table, int64_t l
 	return stream_not_found(j, arn);
 }
 
-/* The group of a stream's shard, or ResourceNotFound. */
-static int shard_group(rt_job *j, uint32_t partition, uint32_t *group)
+/* The group whose log holds a stream's shard (a static partition's: the
+ * partition's group from the cluster file, for good -- a move closes the
+ * shard there; a span's: the group it names), or ResourceNotFound. */
+static int shard_group(rt_job *j, const wire_shard *s, uint32_t *group)
 {
 	const sh_cluster_conf *conf = j->rt->conf;
-	if (partition >= sh_cluster_partitions(conf))
+	uint32_t p;
+	if (s->is_static ? s->partition >= sh_cluster_partitions(conf)
+	                 : !sh_cluster_group_partition(conf, s->group, &p))
 		return rt_job_fail(j, SHOAL_E_NOT_FOUND,
 		                   "Requested resource not found: Shard does not exist");
-	*group = sh_cluster_partition_group(conf, partition);
+	*group = s->is_static ? sh_cluster_partition_group(conf, s->partition) : s->group;
 	return SHOAL_OK;
 }
 
@@ -115,7 +122,7 @@ int rt_step_get_shard_iterator(rt_job *j)
 		return rc;
 	if ((rc = stream_table(j, r.stream_arn, r.table, r.label_ms, &t)) != SHOAL_OK)
 		return rc;
-	if ((rc = shard_group(j, r.partition, &group)) != SHOAL_OK)
+	if ((rc = shard_group(j, &r.shard, &group)) != SHOAL_OK)
 		return rc;
 	return forward(j, group);
 }
@@ -131,7 +138,7 @@ int rt_step_get_records(rt_job *j)
 		rc = wire_iter_check_age(&it, rt_wall_ms(), j->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
-	if ((rc = shard_group(j, it.partition, &group)) != SHOAL_OK)
+	if ((rc = shard_group(j, &it.shard, &group)) != SHOAL_OK)
 		return rc;
 	return forward(j, group);
 }
@@ -170,16 +177,22 @@ int rt_step_describe_stream(rt_job *j)
 		j->phase = 1;
 		return RT_WAIT;
 	}
-	/* Every group's shards, in partition order (groups hold partitions in
-	 * order: rt_data_groups), then the page. */
+	/* Every group's shards (groups in order: rt_data_groups; each group's
+	 * in (lo, start) order), the ShardFilter, then the page. */
 	Shoal__StreamDescription *d = NULL;
 	Shoal__Shard **all = NULL;
-	size_t n_all = 0;
+	size_t n_all = 0, cap = 0;
+	Shoal__NodeResponse *resps[SH_MAX_GROUPS];
 	for (uint32_t i = 0; i < s->n; i++) {
-		Shoal__NodeResponse *resp;
-		if (!rt_call_ok(j, s->calls[i], &resp, &rc))
+		if (!rt_call_ok(j, s->calls[i], &resps[i], &rc))
 			return rc;
-		const Shoal__Response *r = resp->response;
+		const Shoal__Response *r = resps[i]->response;
+		if (r != NULL && r->describe_stream != NULL &&
+		    r->describe_stream->stream_description != NULL)
+			cap += r->describe_stream->stream_description->n_shards;
+	}
+	for (uint32_t i = 0; i < s->n; i++) {
+		const Shoal__Response *r = resps[i]->response;
 		if (r == NULL || r->describe_stream == NULL ||
 		    r->describe_stream->stream_description == NULL)
 			return rt_job_fail(j, SHOAL_E_INTERNAL, "group %u answered no description",
@@ -187,25 +200,23 @@ int rt_step_describe_stream(rt_job *j)
 		const Shoal__StreamDescription *g = r->describe_stream->stream_description;
 		if (d == NULL) {
 			d = r->describe_stream->stream_description;
-			all = sh_arena_calloc(&j->arena, sh_cluster_partitions(j->rt->conf) + 1,
-			                      sizeof(*all));
-			if (all == NULL)
+			if ((all = sh_arena_calloc(&j->arena, cap + 1, sizeof(*all))) == NULL)
 				return nomem(j);
 		}
-		for (size_t k = 0; k < g->n_shards && n_all < sh_cluster_partitions(j->rt->conf);
-		     k++)
-			all[n_all++] = g->shards[k];
+		for (size_t k = 0; k < g->n_shards && n_all < cap; k++) {
+			const Shoal__Shard *x = g->shards[k];
+			const char *parent = WIRE_OPT(x, parent_shard_id);
+			if (s->r.child_of == NULL ||
+			    (parent != NULL && strcmp(parent, s->r.child_of) == 0))
+				all[n_all++] = g->shards[k];
+		}
 	}
 	if (d == NULL)
 		return stream_not_found(j, s->r.stream_arn);
 	size_t from = 0;
-	if (s->r.has_start) {
-		char id[WIRE_SHARD_ID_MAX];
-		wire_shard_id(s->r.label_ms, s->r.start_partition, id);
-		for (size_t k = 0; k < n_all; k++)
-			if (strcmp(all[k]->shard_id, id) == 0)
-				from = k + 1;
-	}
+	for (size_t k = 0; s->r.start_id != NULL && k < n_all; k++)
+		if (strcmp(all[k]->shard_id, s->r.start_id) == 0)
+			from = k + 1;
 	size_t n = n_all - from < s->r.limit ? n_all - from : s->r.limit;
 	d->shards = all + from;
 	d->n_shards = n;

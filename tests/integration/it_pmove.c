@@ -17,8 +17,11 @@
  * a ConsistentRead Query returns exactly the acknowledged items (none lost,
  * none duplicated, no deleted one back), the LSI counts agree, a Scan counts
  * each item once (the source's copy is gone), and the GSI converges to the
- * same count.  Times and the writer's worst latency (the cutover pauses) are
- * printed, never asserted.
+ * same count.  The table has a NEW_AND_OLD_IMAGES stream: read shard by
+ * shard, parents before children, every item's records form one unbroken
+ * chain of images ending at its state (tl_items_stream_check), and the three
+ * shards the moves began name their parents.  Times and the writer's worst
+ * latency (the cutover pauses) are printed, never asserted.
  */
 #include <check.h>
 #include <inttypes.h>
@@ -54,6 +57,7 @@ START_TEST(test_pmove)
 	items = tl_items_new(client, TABLE, PKS, PRE_SKS, MAX_OPS, "pmove");
 	ck_assert_ptr_nonnull(items);
 	tl_parts_init(&P, &C, TABLE);
+	tl_items_with_stream(items);
 	tl_items_create_table(items);
 	tl_items_preload(items);
 	tl_items_check(items, "preload");
@@ -108,6 +112,11 @@ START_TEST(test_pmove)
 	ck_assert_msg(tl_items_failed(items) == 0, "the client saw %d errors: %s",
 	              tl_items_failed(items), tl_items_first_error(items));
 	tl_items_check(items, "after the move");
+	/* The stream follows: the split closed partition 0's shard (its
+	 * halves' shards name it as their parent) and the move closed
+	 * partition 1's (its shard in group 1 names it). */
+	tl_items_stream_check(items, "after the move");
+	ck_assert_int_eq(tl_items_stream_parents(items), 3);
 
 	/* Every process restarts: the shape and the items survive. */
 	for (int id = 1; id <= 3; id++)
@@ -119,6 +128,8 @@ START_TEST(test_pmove)
 	tl_parts_wait_served(&P, in1, 1, 60);
 	tl_parts_wait_served(&P, mid0, 3, 60);
 	tl_items_check(items, "after a restart of every process");
+	tl_items_stream_check(items, "after a restart of every process");
+	ck_assert_int_eq(tl_items_stream_parents(items), 3);
 
 	tl_items_free(items);
 	items = NULL;

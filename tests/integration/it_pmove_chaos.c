@@ -26,9 +26,11 @@
  * completes (the partition is served by the target with no move pending,
  * and a leader of the source group logged the end of its purge) and that tl_items_check passes
  * (every partition key's items exactly as acknowledged, a Scan counts each once, the LSI agrees,
- * the GSI converges); the writer must see no error except in case d, where a request in flight at
- * the router's death may fail (its item becomes uncertain and either outcome passes).  The move's
- * time, when the fault landed and the writer's worst latency are printed, never asserted.
+ * the GSI converges) and tl_items_stream_check (the table's stream, read parents before
+ * children, gives every item one unbroken chain of images); the writer must see no error except in
+ * case d, where a request in flight at the router's death may fail (its item becomes uncertain and
+ * either outcome passes).  The move's time, when the fault landed and the writer's worst latency
+ * are printed, never asserted.
  *
  * Phases are seen, never slept for: COPYING by the cluster's
  * shoal_node_partition_items_copied_total growing, FENCED by the source
@@ -294,6 +296,7 @@ static void run_case(const chaos_case *cc)
 		              cc->id, tl_items_failed(items), tl_items_first_error(items));
 	snprintf(when, sizeof(when), "after case %c", cc->id);
 	tl_items_check(items, when);
+	tl_items_stream_check(items, when);
 	const char *what;
 	int id;
 	ck_assert_msg(tl_cluster_alive(&C, &what, &id), "case %c: %s %d died", cc->id, what, id);
@@ -318,6 +321,7 @@ START_TEST(test_pmove_chaos)
 	items = tl_items_new(client, TABLE, PKS, PRE_SKS, MAX_OPS, "pchaos");
 	ck_assert_ptr_nonnull(items);
 	tl_parts_init(&P, &C, TABLE);
+	tl_items_with_stream(items);
 	tl_items_create_table(items);
 	tl_items_preload(items);
 	tl_items_check(items, "preload");

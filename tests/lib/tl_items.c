@@ -37,8 +37,10 @@ struct tl_items {
 	char table[256];
 	char tag[64];
 	int pks, pre_sks, max_ops;
-	item_state *pre;   /* [pks * pre_sks] */
-	item_state *fresh; /* [max_ops] */
+	bool stream;        /* created with a NEW_AND_OLD_IMAGES stream */
+	int stream_parents; /* shards with a parent at the last stream check */
+	item_state *pre;    /* [pks * pre_sks] */
+	item_state *fresh;  /* [max_ops] */
 	pthread_t thread;
 	bool running;
 	atomic_bool stop;
@@ -109,6 +111,11 @@ static json_t *call(tl_items *t, const char *op, const char *body)
 	return j;
 }
 
+void tl_items_with_stream(tl_items *t)
+{
+	t->stream = true;
+}
+
 void tl_items_create_table(tl_items *t)
 {
 	char body[4096];
@@ -126,8 +133,11 @@ void tl_items_create_table(tl_items *t)
 	         "\"GlobalSecondaryIndexes\":[{\"IndexName\":\"byg\",\"KeySchema\":["
 	         "{\"AttributeName\":\"g\",\"KeyType\":\"HASH\"},{\"AttributeName\":\"pk\","
 	         "\"KeyType\":\"RANGE\"}],\"Projection\":{\"ProjectionType\":\"KEYS_ONLY\"}}],"
-	         "\"BillingMode\":\"PAY_PER_REQUEST\"}",
-	         t->table);
+	         "\"BillingMode\":\"PAY_PER_REQUEST\"%s}",
+	         t->table,
+	         t->stream ? ",\"StreamSpecification\":{\"StreamEnabled\":true,"
+	                     "\"StreamViewType\":\"NEW_AND_OLD_IMAGES\"}"
+	                   : "");
 	json_decref(call(t, "CreateTable", body));
 }
 
@@ -440,4 +450,242 @@ void tl_items_check(tl_items *t, const char *when)
 	printf("%s: %s: %lld items (%lld certain, %lld uncertain), each read once, LSI and GSI "
 	       "agree\n",
 	       t->tag, when, expected, certain_total, uncertain);
+}
+
+/* --- the stream ----------------------------------------------------------------- */
+
+#define STREAM_SHARDS_MAX 256
+
+typedef struct shard_row {
+	char id[80], parent[80];
+	bool done;
+} shard_row;
+
+/* The position inside a shard iterator (tl_items reads what it wrote: the
+ * field before the issue time, wire_stream.c's format). */
+static unsigned long long iter_pos(const char *it)
+{
+	const char *last = strrchr(it, '|');
+	const char *p = last;
+	while (p != NULL && p > it && p[-1] != '|')
+		p--;
+	return p != NULL ? strtoull(p, NULL, 10) : 0;
+}
+
+/* One item's chain of images: what its last record left. */
+typedef struct chain {
+	bool present;
+	long long v;
+	int records;
+} chain;
+
+static chain *chain_of(tl_items *t, chain *pre, chain *fresh, int ops, json_t *keys,
+                       const char *when)
+{
+	const char *pk = json_string_value(json_object_get(json_object_get(keys, "pk"), "S"));
+	const char *sk = json_string_value(json_object_get(json_object_get(keys, "sk"), "N"));
+	tl_assert_msg(pk != NULL && sk != NULL && pk[0] == 'p', "%s: %s: a record without keys",
+	              t->tag, when);
+	int p = atoi(pk + 1);
+	long long k = atoll(sk);
+	if (k < FRESH_SK) {
+		tl_assert(p >= 0 && p < t->pks && k >= 0 && k < t->pre_sks);
+		return &pre[p * t->pre_sks + k];
+	}
+	tl_assert(k - FRESH_SK < ops);
+	return &fresh[k - FRESH_SK];
+}
+
+static bool image_v(json_t *img, long long *v)
+{
+	if (img == NULL)
+		return false;
+	const char *s = json_string_value(json_object_get(json_object_get(img, "v"), "N"));
+	tl_assert(s != NULL);
+	*v = atoll(s);
+	return true;
+}
+
+void tl_items_stream_check(tl_items *t, const char *when)
+{
+	tl_assert_msg(t->stream && !t->running,
+	              "%s: the stream check needs the stream and the "
+	              "writer stopped",
+	              t->tag);
+	char body[1024];
+	snprintf(body, sizeof(body), "{\"TableName\":\"%s\"}", t->table);
+	json_t *dt = call(t, "DescribeTable", body);
+	const char *arn0 =
+	    json_string_value(json_object_get(json_object_get(dt, "Table"), "LatestStreamArn"));
+	tl_assert_msg(arn0 != NULL, "%s: %s: the table has no LatestStreamArn", t->tag, when);
+	char arn[512];
+	snprintf(arn, sizeof(arn), "%s", arn0);
+	json_decref(dt);
+
+	/* Every shard, all pages. */
+	shard_row *sh = calloc(STREAM_SHARDS_MAX, sizeof(*sh));
+	tl_assert(sh != NULL);
+	int n = 0, with_parent = 0, closed = 0;
+	char start[80] = "";
+	do {
+		snprintf(body, sizeof(body), "{\"StreamArn\":\"%s\",\"Limit\":2%s%s%s}", arn,
+		         start[0] != '\0' ? ",\"ExclusiveStartShardId\":\"" : "", start,
+		         start[0] != '\0' ? "\"" : "");
+		json_t *root = call(t, "DescribeStream", body);
+		json_t *d = json_object_get(root, "StreamDescription");
+		size_t i;
+		json_t *row;
+		json_array_foreach(json_object_get(d, "Shards"), i, row)
+		{
+			tl_assert(n < STREAM_SHARDS_MAX);
+			const char *id = json_string_value(json_object_get(row, "ShardId"));
+			const char *par = json_string_value(json_object_get(row, "ParentShardId"));
+			for (int k = 0; k < n; k++)
+				tl_assert_msg(strcmp(sh[k].id, id) != 0,
+				              "%s: %s: shard %s listed twice", t->tag, when, id);
+			snprintf(sh[n].id, sizeof(sh[n].id), "%s", id);
+			snprintf(sh[n].parent, sizeof(sh[n].parent), "%s", par != NULL ? par : "");
+			with_parent += par != NULL;
+			closed += json_object_get(json_object_get(row, "SequenceNumberRange"),
+			                          "EndingSequenceNumber") != NULL;
+			n++;
+		}
+		const char *last = json_string_value(json_object_get(d, "LastEvaluatedShardId"));
+		snprintf(start, sizeof(start), "%s", last != NULL ? last : "");
+		json_decref(root);
+	} while (start[0] != '\0');
+
+	/* DescribeStream's ShardFilter CHILD_SHARDS names exactly the shards
+	 * listed with that parent. */
+	for (int k = 0; k < n; k++) {
+		if (sh[k].parent[0] == '\0')
+			continue;
+		snprintf(body, sizeof(body),
+		         "{\"StreamArn\":\"%s\",\"ShardFilter\":{\"Type\":\"CHILD_SHARDS\","
+		         "\"ShardId\":\"%s\"}}",
+		         arn, sh[k].parent);
+		json_t *root = call(t, "DescribeStream", body);
+		json_t *kids =
+		    json_object_get(json_object_get(root, "StreamDescription"), "Shards");
+		int want = 0, found = 0;
+		for (int q = 0; q < n; q++)
+			want += strcmp(sh[q].parent, sh[k].parent) == 0;
+		size_t i;
+		json_t *row;
+		json_array_foreach(kids, i, row)
+		{
+			const char *par = json_string_value(json_object_get(row, "ParentShardId"));
+			tl_assert_msg(
+			    par != NULL && strcmp(par, sh[k].parent) == 0,
+			    "%s: %s: ShardFilter CHILD_SHARDS of %s gave a shard of another "
+			    "parent",
+			    t->tag, when, sh[k].parent);
+			found++;
+		}
+		tl_assert_msg(found == want,
+		              "%s: %s: ShardFilter CHILD_SHARDS of %s: %d shards, %d "
+		              "listed with that parent",
+		              t->tag, when, sh[k].parent, found, want);
+		json_decref(root);
+	}
+
+	int ops = atomic_load(&t->ops);
+	chain *pre = calloc((size_t)t->pks * (size_t)t->pre_sks, sizeof(*pre));
+	chain *fresh = calloc((size_t)ops + 1, sizeof(*fresh));
+	tl_assert(pre != NULL && fresh != NULL);
+	long long records = 0;
+	/* Parents before children (a parent not listed -- trimmed -- counts
+	 * as read), each shard from TRIM_HORIZON to its end: a closed one until
+	 * it has no next iterator, an open one until a page adds nothing. */
+	for (int done = 0; done < n;) {
+		int pick = -1;
+		for (int k = 0; k < n && pick < 0; k++) {
+			if (sh[k].done)
+				continue;
+			bool ready = true;
+			for (int q = 0; q < n; q++)
+				if (!sh[q].done && strcmp(sh[q].id, sh[k].parent) == 0)
+					ready = false;
+			if (ready)
+				pick = k;
+		}
+		tl_assert_msg(pick >= 0, "%s: %s: the shards' parents form a cycle", t->tag, when);
+		snprintf(body, sizeof(body),
+		         "{\"StreamArn\":\"%s\",\"ShardId\":\"%s\",\"ShardIteratorType\":"
+		         "\"TRIM_HORIZON\"}",
+		         arn, sh[pick].id);
+		json_t *gi = call(t, "GetShardIterator", body);
+		char *it = strdup(json_string_value(json_object_get(gi, "ShardIterator")));
+		json_decref(gi);
+		while (it != NULL) {
+			char *rb = malloc(strlen(it) + 64);
+			tl_assert(rb != NULL);
+			sprintf(rb, "{\"ShardIterator\":\"%s\"}", it);
+			json_t *gr = call(t, "GetRecords", rb);
+			free(rb);
+			size_t i;
+			json_t *rec;
+			json_t *recs = json_object_get(gr, "Records");
+			json_array_foreach(recs, i, rec)
+			{
+				json_t *db = json_object_get(rec, "dynamodb");
+				chain *c =
+				    chain_of(t, pre, fresh, ops, json_object_get(db, "Keys"), when);
+				long long ov = 0, nv = 0;
+				bool has_old = image_v(json_object_get(db, "OldImage"), &ov);
+				bool has_new = image_v(json_object_get(db, "NewImage"), &nv);
+				const char *keys =
+				    json_dumps(json_object_get(db, "Keys"), JSON_COMPACT);
+				tl_assert_msg(
+				    has_old == c->present && (!has_old || ov == c->v),
+				    "%s: %s: shard %s: a record of %s (%s) follows %s%lld: "
+				    "a record lost, repeated or out of order",
+				    t->tag, when, sh[pick].id, keys,
+				    json_string_value(json_object_get(rec, "eventName")),
+				    c->present ? "v=" : "no item", c->present ? c->v : 0);
+				free((void *)keys);
+				c->present = has_new;
+				c->v = nv;
+				c->records++;
+				records++;
+			}
+			const char *next =
+			    json_string_value(json_object_get(gr, "NextShardIterator"));
+			char *nx = next != NULL ? strdup(next) : NULL;
+			bool stalled = nx != NULL && json_array_size(recs) == 0 &&
+			               iter_pos(nx) == iter_pos(it);
+			json_decref(gr);
+			free(it);
+			it = stalled ? (free(nx), NULL) : nx;
+		}
+		sh[pick].done = true;
+		done++;
+	}
+	/* Every item's chain ends where the table is. */
+	for (int k = 0; k < t->pks * t->pre_sks; k++)
+		tl_assert_msg(t->pre[k].uncertain || (pre[k].present == t->pre[k].present &&
+		                                      (!pre[k].present || pre[k].v == t->pre[k].v)),
+		              "%s: %s: the stream leaves p%d/%d %s%lld, the table holds %s%lld",
+		              t->tag, when, k / t->pre_sks, k % t->pre_sks,
+		              pre[k].present ? "v=" : "deleted ", pre[k].v,
+		              t->pre[k].present ? "v=" : "deleted ", t->pre[k].v);
+	for (int i = 0; i < ops; i++)
+		tl_assert_msg(t->fresh[i].uncertain ||
+		                  (fresh[i].present == t->fresh[i].present &&
+		                   (!fresh[i].present || fresh[i].v == t->fresh[i].v)),
+		              "%s: %s: the stream leaves p%d/%d %s, the table %s", t->tag, when,
+		              i % t->pks, FRESH_SK + i, fresh[i].present ? "present" : "absent",
+		              t->fresh[i].present ? "holds it" : "does not");
+	printf("%s: %s: stream: %lld records in %d shards (%d closed, %d with a parent), every "
+	       "item's chain of images unbroken and ending at the table's state\n",
+	       t->tag, when, records, n, closed, with_parent);
+	t->stream_parents = with_parent;
+	free(pre);
+	free(fresh);
+	free(sh);
+}
+
+int tl_items_stream_parents(const tl_items *t)
+{
+	return t->stream_parents;
 }

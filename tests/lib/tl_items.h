@@ -46,6 +46,8 @@ tl_items *tl_items_new(shoal_client *c, const char *table, int pks, int pre_sks,
                        const char *tag);
 void tl_items_free(tl_items *t);
 
+/* Before tl_items_create_table: the table gets a NEW_AND_OLD_IMAGES stream. */
+void tl_items_with_stream(tl_items *t);
 /* Creates the table (PAY_PER_REQUEST, the LSI and the GSI above). */
 void tl_items_create_table(tl_items *t);
 /* Writes the preloaded items. */
@@ -67,6 +69,17 @@ int tl_items_ops(const tl_items *t);
 
 /* The exact check above (the writer stopped); prints a line naming `when`. */
 void tl_items_check(tl_items *t, const char *when);
+
+/* The stream check (the writer stopped; the table made with a stream): every
+ * shard of DescribeStream (all pages) read from TRIM_HORIZON to its end,
+ * parents before children, as a consumer following the lineage would; each
+ * item's records must form one unbroken chain of images -- every record's
+ * OldImage is the NewImage of the item's record before it (none before the
+ * first), so a record lost, repeated or out of order across a split fails --
+ * ending at the item's acknowledged state.  Prints a line naming `when`. */
+void tl_items_stream_check(tl_items *t, const char *when);
+/* Shards with a ParentShardId at the last stream check. */
+int tl_items_stream_parents(const tl_items *t);
 
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t tl_items_now_ms(void);

@@ -640,13 +640,27 @@ START_TEST(test_names_and_tokens)
 	ck_assert_int_eq(ms, LABEL);
 	ck_assert(!wire_stream_label_parse("2023-11-14T22:13:20.12", &ms));
 	ck_assert(!wire_stream_label_parse("2023-13-14T22:13:20.123", &ms));
-	wire_shard_id(LABEL, 0x1234abcd, id);
+	wire_shard w = {.is_static = true, .partition = 0x1234abcd}, p;
+	wire_shard_id(LABEL, &w, id);
 	ck_assert_str_eq(id, "shardId-00000001700000000123-1234abcd");
-	uint32_t p;
 	ck_assert(wire_shard_id_parse(id, &ms, &p));
 	ck_assert_int_eq(ms, LABEL);
-	ck_assert_uint_eq(p, 0x1234abcd);
+	ck_assert(p.is_static);
+	ck_assert_uint_eq(p.partition, 0x1234abcd);
 	ck_assert(!wire_shard_id_parse("shardId-00000001700000000123-1234abcX", &ms, &p));
+	/* A span of a group's log: 65 characters, DynamoDB's longest. */
+	w = (wire_shard){.group = 0xab, .lo = 0xfedcba9876543210ull, .start = 77};
+	wire_shard_id(LABEL, &w, id);
+	ck_assert_str_eq(id, "shardId-00000001700000000123-00abfedcba9876543210000000000000004d");
+	ck_assert_uint_eq(strlen(id), 65);
+	ck_assert(wire_shard_id_parse(id, &ms, &p));
+	ck_assert(!p.is_static);
+	ck_assert_uint_eq(p.group, 0xab);
+	ck_assert_uint_eq(p.lo, 0xfedcba9876543210ull);
+	ck_assert_uint_eq(p.start, 77);
+	/* A span never starts at 0 (that is the static partition's shard). */
+	ck_assert(!wire_shard_id_parse(
+	    "shardId-00000001700000000123-00abfedcba98765432100000000000000000", &ms, &p));
 	wire_seqno(42, seq);
 	ck_assert_str_eq(seq, "100000000000000000042");
 	uint64_t s;
@@ -670,18 +684,38 @@ START_TEST(test_names_and_tokens)
 	                         "satisfy constraint: Member must have length greater than or "
 	                         "equal to 37");
 
-	wire_iter it = {.table_id = 7, .partition = 2, .pos = 99, .issued_ms = 5000}, back;
+	wire_iter it = {.table_id = 7,
+	                .shard = {.is_static = true, .partition = 2},
+	                .pos = 99,
+	                .issued_ms = 5000},
+	          back;
 	char *s_it = wire_iter_encode(&tl_arena, arn, &it);
 	ck_assert_int_eq(wire_iter_decode(&tl_arena, s_it, &back, tl_msg), SHOAL_OK);
 	ck_assert_str_eq(back.table, "Music");
 	ck_assert_str_eq(back.stream_arn, arn);
 	ck_assert_uint_eq(back.table_id, 7);
-	ck_assert_uint_eq(back.partition, 2);
+	ck_assert(back.shard.is_static);
+	ck_assert_uint_eq(back.shard.partition, 2);
 	ck_assert_uint_eq(back.pos, 99);
 	ck_assert_int_eq(back.issued_ms, 5000);
 	ck_assert_int_eq(wire_iter_check_age(&back, 5000 + WIRE_ITER_TTL_MS, tl_msg), SHOAL_OK);
 	ck_assert_int_eq(wire_iter_check_age(&back, 5001 + WIRE_ITER_TTL_MS, tl_msg),
 	                 SHOAL_E_EXPIRED_ITERATOR);
+	wire_iter sb;
+	/* A span's iterator, with a lo past 2^63 (decimal, all 64 bits). */
+	wire_iter sp = {.table_id = 7,
+	                .shard = {.group = 3, .lo = UINT64_MAX - 5, .start = 12},
+	                .pos = 40,
+	                .issued_ms = 6000};
+	ck_assert_int_eq(
+	    wire_iter_decode(&tl_arena, wire_iter_encode(&tl_arena, arn, &sp), &sb, tl_msg),
+	    SHOAL_OK);
+	ck_assert(!sb.shard.is_static);
+	ck_assert_uint_eq(sb.shard.group, 3);
+	ck_assert_uint_eq(sb.shard.lo, UINT64_MAX - 5);
+	ck_assert_uint_eq(sb.shard.start, 12);
+	ck_assert_uint_eq(sb.pos, 40);
+	ck_assert_int_eq(sb.issued_ms, 6000);
 	const char *bad[] = {"", "x", "abc|1|2|3|4|5", NULL};
 	for (int i = 0; bad[i] != NULL; i++)
 		ck_assert_int_eq(wire_iter_decode(&tl_arena, bad[i], &back, tl_msg),
@@ -691,6 +725,10 @@ START_TEST(test_names_and_tokens)
 	snprintf(buf, sizeof(buf), "%s|1|99999999999|2|3|4", arn);
 	ck_assert_int_eq(wire_iter_decode(&tl_arena, buf, &back, tl_msg), SHOAL_E_VALIDATION);
 	snprintf(buf, sizeof(buf), "%s|1|7|2|3|4|5", arn);
+	ck_assert_int_eq(wire_iter_decode(&tl_arena, buf, &back, tl_msg), SHOAL_E_VALIDATION);
+	snprintf(buf, sizeof(buf), "%s|2|7|2|18446744073709551616|1|4|5", arn);
+	ck_assert_int_eq(wire_iter_decode(&tl_arena, buf, &back, tl_msg), SHOAL_E_VALIDATION);
+	snprintf(buf, sizeof(buf), "%s|2|7|2|3|0|4|5", arn); /* a span starting at 0 */
 	ck_assert_int_eq(wire_iter_decode(&tl_arena, buf, &back, tl_msg), SHOAL_E_VALIDATION);
 }
 END_TEST
@@ -714,9 +752,49 @@ START_TEST(test_json)
 	    wire_get_shard_iterator_from_pb(&tl_arena, r->get_shard_iterator, &q, tl_msg),
 	    SHOAL_OK);
 	ck_assert_str_eq(q.table, "M");
-	ck_assert_uint_eq(q.partition, 1);
+	ck_assert(q.shard.is_static);
+	ck_assert_uint_eq(q.shard.partition, 1);
 	ck_assert_int_eq(q.type, WIRE_ITER_AFTER);
 	ck_assert_uint_eq(q.seq, 42);
+	/* DescribeStream's ShardFilter: CHILD_SHARDS of a shard of the stream. */
+	static const struct {
+		const char *filter;
+		int rc;
+		const char *msg;
+	} filters[] = {
+	    {"{\"Type\":\"CHILD_SHARDS\",\"ShardId\":\"shardId-00000001700000000123-00000001\"}",
+	     SHOAL_OK, NULL},
+	    {"{\"Type\":\"PARENT\",\"ShardId\":\"shardId-00000001700000000123-00000001\"}",
+	     SHOAL_E_VALIDATION,
+	     "1 validation error detected: Value 'PARENT' at 'shardFilter.type' failed to satisfy "
+	     "constraint: Member must satisfy enum value set: [CHILD_SHARDS]"},
+	    {"{\"Type\":\"CHILD_SHARDS\"}", SHOAL_E_VALIDATION,
+	     "ShardFilter of type CHILD_SHARDS needs a ShardId"},
+	    {"{\"Type\":\"CHILD_SHARDS\",\"ShardId\":\"shardId-00000001700000000999-00000001\"}",
+	     SHOAL_E_VALIDATION,
+	     "Invalid ShardId in ShardFilter: shardId-00000001700000000999-00000001"},
+	};
+	for (size_t i = 0; i < sizeof(filters) / sizeof(filters[0]); i++) {
+		char buf[512];
+		snprintf(buf, sizeof(buf),
+		         "{\"StreamArn\":\"arn:aws:dynamodb:shoal:000000000000:table/M/stream/"
+		         "2023-11-14T22:13:20.123\",\"ShardFilter\":%s}",
+		         filters[i].filter);
+		j = json_loads(buf, 0, NULL);
+		ck_assert_int_eq(
+		    wire_api_request_from_json(&tl_arena, "DescribeStream", j, &r, tl_msg),
+		    SHOAL_OK);
+		json_decref(j);
+		wire_describe_stream_req dq;
+		ck_assert_int_eq(
+		    wire_describe_stream_from_pb(&tl_arena, r->describe_stream, &dq, tl_msg),
+		    filters[i].rc);
+		if (filters[i].msg != NULL)
+			ck_assert_str_eq(tl_msg, filters[i].msg);
+		else
+			ck_assert_str_eq(dq.child_of, "shardId-00000001700000000123-00000001");
+	}
+
 	/* The target prefix decides the service: GetRecords is Streams'. */
 	ck_assert_ptr_nonnull(wire_op_by_name("DynamoDBStreams_20120810.GetRecords"));
 	ck_assert(wire_op_by_name("GetRecords")->flags & SHOAL_OPF_STREAMS);
