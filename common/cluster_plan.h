@@ -30,7 +30,8 @@
  *   4. partition moves: a group with more than twice the mean group bytes or
  *      units sends one of its partitions to the lightest group -- only when
  *      every data group's leader is known (groups[].leader), the caller's
- *      sign that each group's figures are in the loads;
+ *      sign that each group's figures are in the loads, and not while
+ *      conf.hold_partition_moves says the figures lag the map;
  *   5. leader transfers: leaders off draining nodes, then from nodes over the
  *      band on leaders or units to a voter of the same group under it;
  *   6. replica moves: from the node furthest over the band on replicas or
@@ -179,6 +180,10 @@ typedef struct sh_plan_conf {
 	double split_units;          /* 0: no heat splits by load */
 	double split_throttled;      /* 0: no heat splits by throttling */
 	double hot_key_share;        /* e.g. 0.5 */
+	/* No partition moves this call: the caller's per-group figures do not
+	 * reflect the map's partitions yet (a partition changed group less than
+	 * a load window ago: its load is still counted where it was). */
+	bool hold_partition_moves;
 	double tolerance[SH_PLAN_DIM__COUNT]; /* per dimension, e.g. 0.1 */
 } sh_plan_conf;
 

@@ -128,7 +128,7 @@ int plan_partition_moves(plan *p)
 			sum_b += p->groups[gi].bytes;
 			sum_u += p->groups[gi].units;
 		}
-	if (data < 2 || (sum_b <= 0 && sum_u <= 0))
+	if (data < 2 || (sum_b <= 0 && sum_u <= 0) || p->conf->hold_partition_moves)
 		return SHOAL_OK;
 	/* Only from a whole picture: a data group whose leader is not known
 	 * this round reported no figures, and would look like the lightest
@@ -179,15 +179,16 @@ int plan_partition_moves(plan *p)
 		if (to == SH_MAP_NONE)
 			continue;
 		/* The largest partition that takes the group towards the mean
-		 * and leaves the target no heavier than the source: a move that
-		 * would only swap which group is heavy is not made. */
+		 * and leaves the target lighter than the source: a move that
+		 * would only swap which group is heavy (or even them out by
+		 * moving one of two equal partitions) is not made. */
 		double tl = d ? p->groups[to].units : p->groups[to].bytes;
 		uint32_t pick = SH_MAP_NONE;
 		double pick_w = 0;
 		for (uint32_t j = off[gi]; j < off[gi + 1]; j++) {
 			const sh_plan_part_load *l = &p->in->parts[by_group[j]];
 			double w = d ? l->units : (double)l->bytes;
-			if (w > 0 && w <= excess && tl + w <= load[d] - w && w > pick_w)
+			if (w > 0 && w <= excess && tl + w < load[d] - w && w > pick_w)
 				pick = by_group[j], pick_w = w;
 		}
 		if (pick == SH_MAP_NONE)

@@ -222,6 +222,13 @@ int node_prepare_map_change(node_call *c, Shoal__CommandOp *op)
 #define ELASTIC_FENCED_POLL_MS  20    /* the next round while a move's range is fenced */
 #define ELASTIC_MOVING_ROUND_MS 100   /* rounds while a partition move is in flight */
 #define ELASTIC_SETTLE_MS       10000 /* a new leadership's wait before leader balance */
+/* No load-based partition move until the map's partitions have stayed as
+ * they are for the load window and a little more: a (group, table) figure
+ * is spread over the partitions the map gives that group now, so right
+ * after a move the source's load is counted nowhere and the target's is
+ * spread over one partition more (it_pmove_chaos once saw an operator's
+ * move undone 8 ms after its cutover). */
+#define ELASTIC_PARTS_SETTLE_MS ((EL_HEAT_WINDOW + 2) * EL_HEAT_SAMPLE_MS)
 #define ELASTIC_MAX_MEMBERS     16
 #define SH_MAP_MAX_SEEN         SH_MAX_NODES * 4 /* nodes whose last answer is remembered */
 
@@ -324,6 +331,10 @@ struct node_elastic {
 	uint8_t *set_buf;
 
 	ready_move ready; /* (mu) */
+	/* The map's partitions as of the last round (a digest of each one's
+	 * table, lo, group and target) and when they last changed; 0: not
+	 * since this node started, which counts as a change. */
+	uint64_t parts_digest, parts_changed_ns;
 
 	el_book *book; /* what the executor knows of load (mu) */
 
@@ -333,6 +344,10 @@ struct node_elastic {
 
 static void round_end(node_elastic *e, uint64_t pause_ms)
 {
+	/* A move reported READY (asked, or pushed by its source: part_ready)
+	 * is cut over by the next round, at once. */
+	if (e->ready.valid)
+		pause_ms = 0;
 	/* While a partition move is in flight its cutover waits for a round
 	 * (the source's READY is asked each round): rounds come quickly. */
 	for (uint32_t i = 0;
@@ -555,6 +570,17 @@ static void round_start(node_elastic *e)
 		round_end(e, NODE_ELASTIC_ROUND_MS);
 		return;
 	}
+	uint64_t digest = 1469598103934665603ull; /* FNV-1a over the partitions */
+	for (uint32_t i = 0; i < e->map.n_parts; i++) {
+		const sh_map_part *p = &e->map.parts[i];
+		uint64_t v[4] = {p->table, p->lo, p->group, p->to_group};
+		for (int k = 0; k < 4; k++)
+			digest = (digest ^ v[k]) * 1099511628211ull;
+	}
+	if (digest != e->parts_digest || e->parts_changed_ns == 0) {
+		e->parts_digest = digest;
+		e->parts_changed_ns = node_now_ns();
+	}
 	facts_free(e);
 	sh_free(e->alive);
 	e->alive = sh_calloc(e->map.n_nodes + 1, sizeof(*e->alive));
@@ -707,6 +733,41 @@ static void part_asked(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t
 	if (nr != NULL)
 		shoal__node_response__free_unpacked(nr, wire_heap_allocator());
 	ask_free(a);
+}
+
+int node_handle_part_ready(node_call *c)
+{
+	const Shoal__PartRange *r = c->req->part_ready;
+	node_elastic *e = c->node->ship != NULL ? c->node->ship->elastic : NULL;
+	uint64_t term;
+	if (node_group_id(c->group) != 0)
+		return sh_errf(c->errmsg, SHOAL_E_VALIDATION, "part_ready goes to group 0");
+	if (!node_group_leading(c->group, &term)) {
+		node_group_status st;
+		node_group_status_get(c->group, &st);
+		c->nresp->leader_node = st.leader;
+		return sh_errf(c->errmsg, SHOAL_E_NOT_LEADER, "not the leader of group 0");
+	}
+	if (e == NULL)
+		return SHOAL_OK;
+	/* Believed as a polled READY is: partition_moves checks it against
+	 * the map, and the target's own against its attempt. */
+	const Shoal__StreamShardRef *sc = r->stream_parent;
+	pthread_mutex_lock(&e->mu);
+	e->ready = (ready_move){.valid = true,
+	                        .table = r->table,
+	                        .from = r->from_group,
+	                        .to = r->to_group,
+	                        .lo = r->lo,
+	                        .hi = r->hi,
+	                        .attempt = r->attempt,
+	                        .has_shard = sc != NULL,
+	                        .shard_lo = sc != NULL ? sc->lo : 0,
+	                        .shard_start = sc != NULL ? sc->start : 0};
+	if (!e->busy)
+		e->next_ns = 0;
+	pthread_mutex_unlock(&e->mu);
+	return SHOAL_OK;
 }
 
 /* Partition moves begun in the map (shoal admin, or the planner): the
@@ -880,6 +941,8 @@ static void plan_and_act(node_elastic *e)
 	                  [SH_PLAN_UNITS] = 0.2},
 	};
 	el_plan_conf(e->book, &conf);
+	conf.hold_partition_moves =
+	    node_now_ns() < e->parts_changed_ns + (uint64_t)ELASTIC_PARTS_SETTLE_MS * 1000000u;
 	sh_plan_action acts[8];
 	uint32_t n = 0;
 	char msg[SH_ERRMSG_SIZE];

@@ -193,6 +193,12 @@ void node_fsm_set_cap(node_fsm *f, struct node_cap *cap)
 	f->cap = cap;
 }
 
+void node_fsm_set_map_hook(node_fsm *f, node_fsm_map_fn fn, void *arg)
+{
+	f->map_hook = fn;
+	f->map_hook_arg = arg;
+}
+
 void node_fsm_set_static(node_fsm *f, bool has, uint64_t lo, uint64_t hi)
 {
 	f->static_has = has;

@@ -88,6 +88,13 @@ void node_fsm_set_cap(node_fsm *f, struct node_cap *cap);
  * none), for the stream shards' bookkeeping at a move's fence.  Before the
  * first apply. */
 void node_fsm_set_static(node_fsm *f, bool has, uint64_t lo, uint64_t hi);
+/* Group 0: fn(arg, map, len) is called with each cluster map the replica
+ * applies (the encoded map, valid during the call), on the applying thread:
+ * the node's own map follows its replica at once rather than at its next
+ * look (mapsync.c), so that a map_get right after a change has it.  Before
+ * the first apply. */
+typedef void (*node_fsm_map_fn)(void *arg, const uint8_t *map, size_t len);
+void node_fsm_set_map_hook(node_fsm *f, node_fsm_map_fn fn, void *arg);
 /* Closes the environment. Raft must be closed first. */
 void node_fsm_close(node_fsm *f);
 

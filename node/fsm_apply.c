@@ -666,6 +666,9 @@ static int run_op(op_ctx *c, const Shoal__CommandOp *op)
 			c->nr->map = op->map_set->map;
 			c->nr->epoch = op->map_set->prev_epoch + 1;
 		}
+		if (rc == SHOAL_OK && c->f->map_hook != NULL)
+			c->f->map_hook(c->f->map_hook_arg, op->map_set->map.data,
+			               op->map_set->map.len);
 		return rc;
 	}
 	case SHOAL__COMMAND_OP__OP_PART_OUT:

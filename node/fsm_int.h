@@ -41,6 +41,10 @@ struct node_fsm {
 	 * stream shard is the implicit one (storage/stream.h "Shards"). */
 	bool static_has;
 	uint64_t static_lo, static_hi;
+	/* Group 0: told every cluster map this replica applies
+	 * (node_fsm_set_map_hook). */
+	node_fsm_map_fn map_hook;
+	void *map_hook_arg;
 	/* Scrub results, newest at scrub_next - 1 (apply writes on the loop,
 	 * node_fsm_scrub_result reads from any thread: scrub_mu). */
 	pthread_mutex_t scrub_mu;

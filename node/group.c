@@ -297,6 +297,14 @@ static void group_destroy(node_group *g)
 	sh_free(g);
 }
 
+/* Group 0's applied maps go to the node's own map at once (node_fsm.h). */
+static void map_applied(void *arg, const uint8_t *map, size_t len)
+{
+	char msg[SH_ERRMSG_SIZE];
+	if (node_map_offer(arg, map, len, msg) < 0)
+		node_logf(NODE_LOG_WARN, "cluster map applied by group 0: %s", msg);
+}
+
 int node_group_open(node *n, uint32_t gid, node_group **out, char *errmsg)
 {
 	return node_group_open_ex(n, gid, true, out, errmsg);
@@ -353,6 +361,8 @@ int node_group_open_ex(node *n, uint32_t gid, bool boot, node_group **out, char 
 	node_fsm_set_cap(g->fsm, n->cap);
 	node_stream_static st = node_stream_static_of(n->conf, gid);
 	node_fsm_set_static(g->fsm, st.has, st.lo, st.hi);
+	if (gid == 0)
+		node_fsm_set_map_hook(g->fsm, map_applied, n);
 	st_env_set_stream_retention(node_fsm_env(g->fsm),
 	                            (int64_t)n->conf->stream_retention_s * 1000);
 	st_env_set_ttl_change_interval(

@@ -415,6 +415,7 @@ enum node_op {
 	NODE_OP_NODE_STATUS,   /* any node: every hosted group's status (mapsync.c) */
 	NODE_OP_MEMBER_CHANGE, /* a group's leader: a Raft membership change (member.c) */
 	NODE_OP_PART_MOVE,     /* a source group's leader: a partition move (pmove.c) */
+	NODE_OP_PART_READY,    /* group 0's leader: a source's move is READY (elastic.c) */
 	NODE_OP_PART_INGEST,   /* a target group's leader: a chunk of a move */
 	NODE_OP_PART_OWN,      /* a target group's leader: serve the moved range */
 	NODE_OP_INVALID,       /* undecodable or unknown requests */
@@ -525,6 +526,8 @@ int node_part_catalog_id(void *catalog, const char *name, uint32_t *id, char *er
 int node_part_add_table(sh_map *m, const sh_cluster_conf *conf, uint32_t t, char *errmsg);
 /* Partition moves (pmove.c). */
 int node_handle_part_move(node_call *c);
+/* elastic.c: a source leader's READY, pushed to group 0's leader. */
+int node_handle_part_ready(node_call *c);
 int node_prepare_part_ingest(node_call *c, Shoal__CommandOp *op);
 int node_prepare_part_own(node_call *c, Shoal__CommandOp *op);
 /* mapsync.c: map_get and node_status (node-level: no group). */

@@ -506,6 +506,24 @@ static int map_view(node_pmove *pm, const pm_move *m, uint64_t *epoch)
 	return v;
 }
 
+/* The stream shard group gid's fence closed for [lo, hi] of table (the
+ * target's new shard names it as its parent): false if none (or it cannot be
+ * read: the child is then listed without a parent). */
+static bool closed_shard(uint32_t gid, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
+                         Shoal__StreamShardRef *out)
+{
+	st_shard sh;
+	bool found = false;
+	char msg[SH_ERRMSG_SIZE];
+	if (st_stream_shard_last_closed(env, table, lo, hi, &sh, &found, msg) != SHOAL_OK || !found)
+		return false;
+	shoal__stream_shard_ref__init(out);
+	out->group = gid;
+	out->lo = sh.lo;
+	out->start = sh.start;
+	return true;
+}
+
 /* Copy, log, fence, drain: up to READY.  SHOAL_OK also when it has to wait
  * (the next pass goes on); SHOAL_E_IN_USE: the target already serves the
  * range (it refused the reset). */
@@ -531,6 +549,10 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 			return SHOAL_OK;
 		if (rc != SHOAL_OK)
 			return rc;
+		node_logf(NODE_LOG_INFO,
+		          "pmove: group %u table %u [%016" PRIx64 "]: fenced (reads and writes of the "
+		          "range refused until the cutover)",
+		          m->group, m->table, m->lo);
 	}
 	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__FENCED);
 	if ((rc = ship_log(pm, g, m, 0, msg)) != SHOAL_OK)
@@ -555,25 +577,26 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 	          "pmove: group %u table %u [%016" PRIx64 "]: fenced and drained, ready for the "
 	          "cutover to group %u",
 	          m->group, m->table, m->lo, m->to_group);
+	/* The range is refused until the cutover: tell the executor now
+	 * rather than at its next poll (a lost push costs only that poll). */
+	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
+	r.table = m->table;
+	r.lo = m->lo;
+	r.hi = m->hi;
+	r.to_group = m->to_group;
+	r.from_group = m->group;
+	r.attempt = m->attempt;
+	Shoal__StreamShardRef parent;
+	if (closed_shard(m->group, node_group_env(g), m->table, m->lo, m->hi, &parent))
+		r.stream_parent = &parent;
+	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+	nr.part_ready = &r;
+	char why[SH_ERRMSG_SIZE];
+	if (rpc_leader(pm, 0, &nr, why) != SHOAL_OK)
+		node_logf(NODE_LOG_DEBUG,
+		          "pmove: group %u table %u [%016" PRIx64 "]: part_ready: %s", m->group,
+		          m->table, m->lo, why);
 	return SHOAL_OK;
-}
-
-/* The stream shard group gid's fence closed for [lo, hi] of table (the
- * target's new shard names it as its parent): false if none (or it cannot be
- * read: the child is then listed without a parent). */
-static bool closed_shard(uint32_t gid, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
-                         Shoal__StreamShardRef *out)
-{
-	st_shard sh;
-	bool found = false;
-	char msg[SH_ERRMSG_SIZE];
-	if (st_stream_shard_last_closed(env, table, lo, hi, &sh, &found, msg) != SHOAL_OK || !found)
-		return false;
-	shoal__stream_shard_ref__init(out);
-	out->group = gid;
-	out->lo = sh.lo;
-	out->start = sh.start;
-	return true;
 }
 
 /* Tells the target to serve the range (the attempt's data is complete). */

@@ -171,6 +171,7 @@ static const op_def ops[NODE_OP__COUNT] = {
     /* Partition moves (pmove.c): from group 0's executor and from the
      * source group's leader only. */
     [NODE_OP_PART_MOVE] = {"part_move", OP_LOCAL | OP_FROM_NODE, node_handle_part_move, NULL},
+    [NODE_OP_PART_READY] = {"part_ready", OP_LOCAL | OP_FROM_NODE, node_handle_part_ready, NULL},
     [NODE_OP_PART_INGEST] = {"part_ingest", OP_WRITE | OP_FROM_NODE, NULL,
                              node_prepare_part_ingest},
     [NODE_OP_PART_OWN] = {"part_own", OP_WRITE | OP_FROM_NODE, NULL, node_prepare_part_own},
@@ -483,7 +484,7 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 	          (req->cap_report != NULL) + (req->scrub_check != NULL) +
 	          (req->map_change != NULL) + (req->map_get != 0) + (req->node_status != 0) +
 	          (req->member_change != NULL) + (req->part_move != NULL) +
-	          (req->part_ingest != NULL) + (req->part_own != NULL);
+	          (req->part_ingest != NULL) + (req->part_own != NULL) + (req->part_ready != NULL);
 	if (set != 1)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "a NodeRequest carries exactly one operation (found %d)", set);
@@ -529,6 +530,8 @@ static int classify(const Shoal__NodeRequest *req, int *op, char *errmsg)
 		*op = NODE_OP_PART_INGEST;
 	} else if (req->part_own != NULL) {
 		*op = NODE_OP_PART_OWN;
+	} else if (req->part_ready != NULL) {
+		*op = NODE_OP_PART_READY;
 	} else {
 		if (req->request->op_case == SHOAL__REQUEST__OP__NOT_SET)
 			return sh_errf(errmsg, SHOAL_E_UNKNOWN_OPERATION,

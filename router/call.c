@@ -654,7 +654,7 @@ static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 		 * moved): an answer, which the job retries after a new map
 		 * (job.c); the map is asked for now. */
 		atomic_fetch_add(&rt->metrics.wrong_group, 1);
-		rt_map_poke(rt);
+		rt_map_poke_moved(rt);
 	}
 	rt_note_answer(rt, c->group, from, c->only_node != 0 || c->any_replica);
 	if (whole == NULL) {

@@ -42,8 +42,8 @@
  * that answer as it would with any refusal -- after its own cleanup (a
  * transaction's aborts and finishes; batches count such a part as
  * unprocessed, so a batch ends with WRONG_GROUP only when no part was
- * applied) -- and here, the one place that decides, the job pauses (10 ms,
- * doubling up to 200 ms: RT_BACKOFF_*) and runs its step again from the
+ * applied) -- and here, the one place that decides, the job pauses (5 ms,
+ * doubling up to 40 ms: RT_MOVED_*) and runs its step again from the
  * start, placed by the map it has then, until the request's deadline; then
  * it fails with ServiceUnavailable.  Not per call, as NOT_LEADER is: a call
  * cannot re-place itself, since the step chose its group from keys or a
@@ -495,7 +495,7 @@ static int step_code(const rt_job *j, int rc)
  * a pause, then the step from the start -- or ServiceUnavailable. */
 static void wrong_group(rt_job *j)
 {
-	uint32_t wait = j->wrong_group_ms != 0 ? j->wrong_group_ms : RT_BACKOFF_MIN_MS;
+	uint32_t wait = j->wrong_group_ms != 0 ? j->wrong_group_ms : RT_MOVED_MIN_MS;
 	if (rt_now_ms() + wait >= j->deadline) {
 		step_reset(j);
 		job_finish(j, rt_job_fail(j, SHOAL_E_UNAVAILABLE,
@@ -505,7 +505,7 @@ static void wrong_group(rt_job *j)
 		                          (unsigned long long)sh_place_epoch(j->rt->place)));
 		return;
 	}
-	j->wrong_group_ms = wait * 2 < RT_BACKOFF_MAX_MS ? wait * 2 : RT_BACKOFF_MAX_MS;
+	j->wrong_group_ms = wait * 2 < RT_MOVED_MAX_MS ? wait * 2 : RT_MOVED_MAX_MS;
 	step_reset(j);
 	j->calls = j->calls_tail = NULL;
 	if (rt_job_sleep(j, wait) != RT_WAIT) {

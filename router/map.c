@@ -5,8 +5,9 @@
  * The refresher is one thread that sleeps on a condition variable: every
  * RT_MAP_EVERY_MS, or at once when poked (rt_map_poke: a NOT_LEADER that
  * names a node the map does not have as a voter of that group, a node that
- * could not be reached, a WRONG_GROUP answer -- a table's partition moved),
- * at most once per RT_MAP_MIN_MS, it asks a node for
+ * could not be reached; rt_map_poke_moved: a WRONG_GROUP answer -- a
+ * table's partition is being cut over), at most once per RT_MAP_MIN_MS
+ * (RT_MAP_MOVED_MS after a WRONG_GROUP's), it asks a node for
  * map_get -- group 0's believed leader first (it applied every change),
  * then, if that one gives no map, the next node of the map in turn -- and
  * offers the answer.  Its call goes through the ordinary call machinery
@@ -16,6 +17,7 @@
  *   state    event                                   next
  *   -------  --------------------------------------  --------
  *   SLEEP    poke (and RT_MAP_MIN_MS since the last)  ASK
+ *   SLEEP    poke_moved (RT_MAP_MOVED_MS since)       ASK
  *   SLEEP    RT_MAP_EVERY_MS since the last           ASK
  *   ASK      an answer with a map (offered) or none   SLEEP
  *   any      the router stops (rt_map_stop)           (joined)
@@ -40,6 +42,7 @@ typedef struct rt_mapper {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* poke, stop, the refresh call's end */
 	bool poke;         /* mu */
+	bool poke_moved;   /* mu: a WRONG_GROUP's poke (RT_MAP_MOVED_MS) */
 	bool stop;         /* mu */
 	bool call_done;    /* mu */
 	uint32_t next;     /* the refresher's turn among the map's nodes */
@@ -96,15 +99,26 @@ uint64_t rt_map_refreshes(const rt_router *rt)
 	return rt->mapper != NULL ? atomic_load(&rt->mapper->refreshes) : 0;
 }
 
-void rt_map_poke(rt_router *rt)
+static void poke(rt_router *rt, bool moved)
 {
 	rt_mapper *m = rt->mapper;
 	if (m == NULL)
 		return;
 	pthread_mutex_lock(&m->mu);
 	m->poke = true;
+	m->poke_moved |= moved;
 	pthread_cond_broadcast(&m->cv);
 	pthread_mutex_unlock(&m->mu);
+}
+
+void rt_map_poke(rt_router *rt)
+{
+	poke(rt, false);
+}
+
+void rt_map_poke_moved(rt_router *rt)
+{
+	poke(rt, true);
 }
 
 /* Every node of the map gets an rt_node. */
@@ -239,7 +253,9 @@ static void *refresher(void *arg)
 	pthread_mutex_lock(&m->mu);
 	while (!m->stop && !atomic_load(&rt->stopping)) {
 		int64_t now = rt_now_ms();
-		int64_t due = last + (m->poke ? RT_MAP_MIN_MS : RT_MAP_EVERY_MS);
+		int64_t due = last + (m->poke_moved ? RT_MAP_MOVED_MS
+		                      : m->poke     ? RT_MAP_MIN_MS
+		                                    : RT_MAP_EVERY_MS);
 		if (now < due) {
 			struct timespec ts;
 			deadline_ts(due - now, &ts);
@@ -248,7 +264,7 @@ static void *refresher(void *arg)
 				break;
 			continue; /* poked, stopped or due: look again */
 		}
-		m->poke = false;
+		m->poke = m->poke_moved = false;
 		pthread_mutex_unlock(&m->mu);
 		refresh_once(rt);
 		last = rt_now_ms();

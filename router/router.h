@@ -483,11 +483,22 @@ void rt_map_fini(rt_router *rt);
 int rt_map_offer(rt_router *rt, const uint8_t *buf, size_t len, char *errmsg);
 /* Asks the refresher for a refresh now (at most one each RT_MAP_MIN_MS). */
 void rt_map_poke(rt_router *rt);
+/* The same for a WRONG_GROUP answer (a partition is being cut over: its
+ * range is refused until the router has the map that moved it), at most one
+ * each RT_MAP_MOVED_MS -- kept apart from the other pokes (nodes down,
+ * leaders unknown) so that a partitioned network never polls this fast. */
+void rt_map_poke_moved(rt_router *rt);
 /* Refreshes done and maps installed (metrics, tests). */
 uint64_t rt_map_refreshes(const rt_router *rt);
 
 #define RT_MAP_EVERY_MS 1000
 #define RT_MAP_MIN_MS   100
+#define RT_MAP_MOVED_MS 20
+/* A step refused with WRONG_GROUP runs again after RT_MOVED_MIN_MS,
+ * doubling up to RT_MOVED_MAX_MS: the range is refused only for its
+ * cutover, and each rerun finds the map the last refresh brought. */
+#define RT_MOVED_MIN_MS 5
+#define RT_MOVED_MAX_MS 40
 
 /* ------------------------------------------------------------------------ */
 /* Jobs (job.c)                                                              */

@@ -99,29 +99,41 @@ START_TEST(test_no_part_loads)
 }
 END_TEST
 
-/* A group carrying every byte sends a partition to a lighter group -- but
- * not while another data group's leader (and with it its figures) is
- * unknown: that group would only look light. */
+/* A group carrying every byte sends a partition to a lighter group -- the
+ * largest that does not overshoot -- but not while another data group's
+ * leader (and with it its figures) is unknown: that group would only look
+ * light; nor while the caller holds partition moves. */
 START_TEST(test_partition_move_whole_picture)
 {
 	fixture f;
 	fx_init(&f, 3, 4, 6);
-	uint32_t heavy = f.m.parts[0].group, other = 0;
+	uint32_t heavy = f.m.parts[0].group, other = 0, small = UINT32_MAX, n_heavy = 0;
 	for (uint32_t i = 0; i < f.m.n_parts; i++) {
 		f.pl[i] = (sh_plan_part_load){0};
-		if (f.m.parts[i].group == heavy)
-			f.pl[i].bytes = 1000000000;
-		else
+		if (f.m.parts[i].group == heavy) {
+			/* 2 GB, then 1 GB: moving the 2 GB one would only swap
+			 * which group is heavy */
+			f.pl[i].bytes = n_heavy++ == 0 ? 2000000000 : 1000000000;
+			if (n_heavy == 2)
+				small = i;
+		} else {
 			other = f.m.parts[i].group;
+		}
 	}
+	ck_assert_uint_eq(n_heavy, 2);
 	ck_assert_uint_ne(other, 0);
 	fx_plan(&f, &small_plan);
 	ck_assert_uint_eq(count(&f, SH_PLAN_MOVE_PARTITION), 1);
 	for (uint32_t i = 0; i < f.n; i++)
 		if (f.out[i].kind == SH_PLAN_MOVE_PARTITION) {
 			ck_assert_uint_eq(f.out[i].group, heavy);
+			ck_assert_uint_eq(f.out[i].lo, f.m.parts[small].lo);
 			ck_assert_uint_ne(f.out[i].to_group, heavy);
 		}
+	sh_plan_conf held = small_plan;
+	held.hold_partition_moves = true;
+	fx_plan(&f, &held);
+	ck_assert_uint_eq(count(&f, SH_PLAN_MOVE_PARTITION), 0);
 	f.gl[other].leader = 0; /* groups are 0..3, in map order */
 	fx_plan(&f, &small_plan);
 	ck_assert_uint_eq(count(&f, SH_PLAN_MOVE_PARTITION), 0);
