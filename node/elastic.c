@@ -277,6 +277,7 @@ typedef enum map_mut {
 	MUT_ADD_TABLE,  /* a table into the map with its static placement */
 	MUT_SPLIT,      /* (table, lo) split at `at`; the upper half to to_group */
 	MUT_BEGIN_MOVE, /* (table, lo) begins moving to to_group */
+	MUT_DROP_TABLE, /* a deleted table's partitions out of the map */
 } map_mut;
 
 typedef struct sub {
@@ -770,6 +771,64 @@ int node_handle_part_ready(node_call *c)
 	return SHOAL_OK;
 }
 
+/* A table with partitions in the map that group 0's catalog (this
+ * leader's replica) no longer has -- deleted, as table ids are never
+ * reused and a table enters the map only once the catalog has it -- or 0
+ * (none, or the catalog could not be read: the next round looks again). */
+static uint32_t dropped_table(node_elastic *e)
+{
+	if (e->map.n_parts == 0)
+		return 0;
+	node_group *g0 = node_group_get(e->n, 0);
+	if (g0 == NULL)
+		return 0;
+	st_env *env = node_group_env(g0);
+	sh_arena a;
+	sh_arena_init(&a);
+	uint32_t *ids = NULL, n_ids = 0, cap = 0, gone = 0;
+	const char *start = NULL, *last;
+	char msg[SH_ERRMSG_SIZE];
+	bool ok = true;
+	do {
+		const char **names;
+		uint32_t n;
+		if (st_table_list(env, start, 100, &a, &names, &n, &last, msg) != SHOAL_OK) {
+			ok = false;
+			break;
+		}
+		for (uint32_t k = 0; k < n && ok; k++) {
+			uint32_t id;
+			if (st_table_id(env, names[k], &id, msg) != SHOAL_OK)
+				continue; /* deleted meanwhile */
+			if (n_ids == cap) {
+				uint32_t *v = sh_arena_calloc(&a, cap * 2 + 16, sizeof(*v));
+				if (v == NULL) {
+					ok = false;
+					break;
+				}
+				if (n_ids > 0)
+					memcpy(v, ids, n_ids * sizeof(*v));
+				ids = v;
+				cap = cap * 2 + 16;
+			}
+			ids[n_ids++] = id;
+		}
+		start = last;
+	} while (ok && last != NULL);
+	for (uint32_t i = 0; ok && gone == 0 && i < e->map.n_parts; i++) {
+		uint32_t t = e->map.parts[i].table;
+		if (i > 0 && e->map.parts[i - 1].table == t)
+			continue;
+		bool live = false;
+		for (uint32_t k = 0; k < n_ids && !live; k++)
+			live = ids[k] == t;
+		if (!live)
+			gone = t;
+	}
+	sh_arena_fini(&a);
+	return gone;
+}
+
 /* Partition moves begun in the map (shoal admin, or the planner): the
  * source group's leader is asked how each goes (pmove.c drives it); one
  * reported READY is cut over as a step: the map's finish (routers go to
@@ -914,6 +973,18 @@ static void plan_and_act(node_elastic *e)
 		return;
 	}
 	sh_free(figs);
+	/* A table deleted since its partitions entered the map: they go (a
+	 * move of one is abandoned: its source forgets it, storage/parts.h). */
+	uint32_t gone = dropped_table(e);
+	if (gone != 0) {
+		sub s = {.kind = SUB_MAP, .mut = MUT_DROP_TABLE, .table = gone};
+		begin(e, &s, 1, "table %u: deleted, its partitions out of the cluster map", gone);
+		sh_free(tables);
+		sh_free(parts);
+		sh_free(samples);
+		sh_free(gl);
+		return;
+	}
 	int add = el_table_to_add(e->book, &e->map, tables, n_tables);
 	if (add >= 0) {
 		sub s = {.kind = SUB_MAP, .mut = MUT_ADD_TABLE, .table = tables[add].table};
@@ -1157,6 +1228,10 @@ static int mutate(sh_map *m, const sh_cluster_conf *conf, const sub *s, char *er
 {
 	uint32_t i;
 	switch (s->mut) {
+	case MUT_DROP_TABLE:
+		if (sh_map_part_of(m, s->table, 0) == SH_MAP_NONE)
+			return SHOAL_E_IN_USE; /* gone already */
+		return sh_map_drop_table(m, s->table, errmsg);
 	case MUT_ADD_TABLE:
 		if (sh_map_part_of(m, s->table, 0) != SH_MAP_NONE)
 			return SHOAL_E_IN_USE; /* in the map already */

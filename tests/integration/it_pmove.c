@@ -131,6 +131,21 @@ START_TEST(test_pmove)
 	tl_items_stream_check(items, "after a restart of every process");
 	ck_assert_int_eq(tl_items_stream_parents(items), 3);
 
+	/* DeleteTable: group 0's executor takes its partitions out of the map. */
+	ck_assert_int_gt(tl_parts_in_map(&P), 0);
+	char *o = NULL, *e = NULL;
+	ck_assert_int_eq(tl_shoal(&C, &o, &e, "delete-table --table-name " TABLE), 0);
+	free(o);
+	free(e);
+	t0 = tl_items_now_ms();
+	while (tl_parts_in_map(&P) > 0) {
+		ck_assert_msg(tl_items_now_ms() - t0 < 30000,
+		              "the deleted table's partitions are still in the map after 30 s");
+		usleep(50000);
+	}
+	printf("pmove: the deleted table's partitions left the map %lld ms after DeleteTable\n",
+	       (long long)(tl_items_now_ms() - t0));
+
 	tl_items_free(items);
 	items = NULL;
 	shoal_client_free(client);

@@ -101,6 +101,18 @@ bool tl_parts_of(tl_parts *p, uint64_t h, tl_part *out)
 	return false;
 }
 
+int tl_parts_in_map(tl_parts *p)
+{
+	json_t *st = status_json(p);
+	size_t i;
+	json_t *row;
+	int n = 0;
+	json_array_foreach(json_object_get(st, "MapPartitions"), i, row) n +=
+	    p->table_id != 0 && json_integer_value(json_object_get(row, "TableId")) == p->table_id;
+	json_decref(st);
+	return n;
+}
+
 int tl_parts_leader_of(tl_parts *p, int g)
 {
 	json_t *st = status_json(p);

@@ -34,6 +34,9 @@ bool tl_parts_of(tl_parts *p, uint64_t h, tl_part *out);
  * the router's catalog does not name it yet) has the cluster file's
  * placement: partition i of D in data group i + 1. */
 int tl_parts_list(tl_parts *p, tl_part *out, int cap);
+/* How many partitions the map itself lists for the table (its id, learnt
+ * by an earlier tl_parts_list), without the cluster file's fallback. */
+int tl_parts_in_map(tl_parts *p);
 /* The node leading group g (0: none known). */
 int tl_parts_leader_of(tl_parts *p, int g);
 /* Waits (polling every 50 ms) until hash h's partition is served by group
