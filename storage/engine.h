@@ -212,6 +212,8 @@ int st_plan_check(st_txn *txn, const st_check_req *req, sh_arena *a, st_write_pl
 int st_plan_apply(st_txn *txn, const st_write_plan *p, sh_arena *a, st_write_result *res,
                   char *errmsg);
 const struct st_key *st_plan_key(const st_write_plan *p);
+/* The table id and placement hash of p's item. */
+void st_plan_place(const st_write_plan *p, uint32_t *table, uint64_t *hash);
 /* What applying p would report in res: sizes and index writes (a prepared
  * transaction's capacity, before it applies). */
 void st_plan_sizes(const st_write_plan *p, st_write_result *res);
@@ -234,6 +236,12 @@ int st_item_read(MDB_txn *txn, st_env *env, const st_key *k, sh_arena *a, st_val
 
 /* txn.c: whether any prepared transaction ('P' record) exists. */
 int st_txn_prepared_any(MDB_txn *txn, st_env *env, bool *any, char *errmsg);
+/* The ids of the transactions prepared in txn's view (16 bytes each, in a). */
+int st_txn_prepared_ids(MDB_txn *txn, st_env *env, sh_arena *a, uint8_t **ids, uint32_t *n,
+                        char *errmsg);
+/* Whether transaction id is prepared in txn's view. */
+int st_txn_is_prepared(MDB_txn *txn, st_env *env, const uint8_t id[16], bool *prepared,
+                       char *errmsg);
 
 /* env.c: deletes every key of dbi that starts with prefix, in txn (an
  * LMDB error is returned with `what`; the caller poisons). */

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "codec.h"
+#include "common/alloc.h"
 #include "parts_int.h"
 
 /* ------------------------------------------------------------------------ */
@@ -167,6 +168,9 @@ static int rec_forget(st_txn *txn, uint32_t table, uint64_t lo, bool with_rec, c
 	st_part_key(k, PT_LAST, table, lo);
 	if (rc == SHOAL_OK)
 		rc = meta_del(txn, k, sizeof(k), "mdb_del(meta move log seq)", errmsg);
+	st_part_key(k, PT_WAITS, table, lo);
+	if (rc == SHOAL_OK)
+		rc = meta_del(txn, k, sizeof(k), "mdb_del(meta fence waits)", errmsg);
 	st_part_key(k, PT_REC, table, lo);
 	if (rc == SHOAL_OK && with_rec)
 		rc = meta_del(txn, k, sizeof(k), "mdb_del(meta partition)", errmsg);
@@ -378,6 +382,131 @@ static int ingest_drop(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, ch
 	                                       : st_lmdb_err(mrc, "ingest records", errmsg);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Prepared transactions and the fence                                       */
+/* ------------------------------------------------------------------------ */
+
+/* 'W' of (table, lo): the ids of the transactions prepared now. */
+static int waits_put(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	uint8_t *ids;
+	uint32_t n;
+	int rc = st_txn_prepared_ids(txn->txn, txn->env, &a, &ids, &n, errmsg);
+	uint8_t k[PT_KEY];
+	st_part_key(k, PT_WAITS, table, lo);
+	if (rc == SHOAL_OK && n > 0)
+		rc = meta_put(txn, k, sizeof(k), ids, 16 * (size_t)n, "mdb_put(meta fence waits)",
+		              errmsg);
+	sh_arena_fini(&a);
+	return rc;
+}
+
+/* Whether a prepared transaction may hold items of (table, lo)'s range:
+ * one of its 'W' list still prepared, or any 'X' note of it. */
+static int range_txns(st_txn *txn, uint32_t table, uint64_t lo, bool *busy, char *errmsg)
+{
+	*busy = false;
+	uint8_t k[PT_KEY];
+	st_part_key(k, PT_WAITS, table, lo);
+	MDB_val kv = {sizeof(k), k}, v;
+	int mrc = mdb_get(txn->txn, txn->env->meta, &kv, &v);
+	if (mrc != 0 && mrc != MDB_NOTFOUND)
+		return st_lmdb_err(mrc, "mdb_get(meta fence waits)", errmsg);
+	for (size_t off = 0; mrc == 0 && !*busy && off + 16 <= v.mv_size; off += 16) {
+		int rc = st_txn_is_prepared(txn->txn, txn->env, (const uint8_t *)v.mv_data + off,
+		                            busy, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+	}
+	if (*busy)
+		return SHOAL_OK;
+	st_part_key(k, PT_TXN_IN, table, lo);
+	MDB_cursor *c;
+	if ((mrc = mdb_cursor_open(txn->txn, txn->env->meta, &c)) != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta)", errmsg);
+	kv = (MDB_val){sizeof(k), k};
+	mrc = mdb_cursor_get(c, &kv, &v, MDB_SET_RANGE);
+	*busy = mrc == 0 && kv.mv_size == sizeof(k) + 16 && memcmp(kv.mv_data, k, sizeof(k)) == 0;
+	mdb_cursor_close(c);
+	return mrc == 0 || mrc == MDB_NOTFOUND ? SHOAL_OK
+	                                       : st_lmdb_err(mrc, "mdb_cursor_get(meta)", errmsg);
+}
+
+int st_part_txn_note(st_txn *txn, const uint8_t id[16], const struct st_write_plan *const *plans,
+                     uint32_t n, char *errmsg)
+{
+	if (txn->part_raw || !any_records(txn->env))
+		return SHOAL_OK;
+	/* The distinct OUT ranges of the items: (table (4) | lo (8)) each. */
+	uint8_t *list = n > 0 ? sh_malloc(12 * (size_t)n) : NULL;
+	if (n > 0 && list == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "prepare: out of memory");
+	uint32_t m = 0;
+	int rc = SHOAL_OK;
+	for (uint32_t i = 0; i < n && rc == SHOAL_OK; i++) {
+		uint32_t table;
+		uint64_t hash;
+		st_plan_place(plans[i], &table, &hash);
+		first_arg f = {.states = 1u << ST_PART_OUT};
+		rc = walk_overlaps(txn->txn, txn->env, table, hash, hash, first_fn, &f, errmsg);
+		if (rc != SHOAL_OK || !f.found)
+			continue;
+		uint8_t e[12];
+		st_put_be32(e, table);
+		st_put_be64(e + 4, f.r.lo);
+		bool seen = false;
+		for (uint32_t j = 0; j < m && !seen; j++)
+			seen = memcmp(list + 12 * (size_t)j, e, 12) == 0;
+		if (seen)
+			continue;
+		memcpy(list + 12 * (size_t)m++, e, 12);
+		uint8_t xk[PT_KEY + 16];
+		st_part_key(xk, PT_TXN_IN, table, f.r.lo);
+		memcpy(xk + PT_KEY, id, 16);
+		rc = meta_put(txn, xk, sizeof(xk), "", 0, "mdb_put(meta txn in range)", errmsg);
+	}
+	if (rc == SHOAL_OK && m > 0) {
+		uint8_t yk[2 + 16] = {PT_META, PT_TXN};
+		memcpy(yk + 2, id, 16);
+		rc = meta_put(txn, yk, sizeof(yk), list, 12 * (size_t)m, "mdb_put(meta txn ranges)",
+		              errmsg);
+	}
+	sh_free(list);
+	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+}
+
+int st_part_txn_forget(st_txn *txn, const uint8_t id[16], char *errmsg)
+{
+	uint8_t yk[2 + 16] = {PT_META, PT_TXN};
+	memcpy(yk + 2, id, 16);
+	MDB_val k = {sizeof(yk), yk}, v;
+	int mrc = mdb_get(txn->txn, txn->env->meta, &k, &v);
+	if (mrc == MDB_NOTFOUND)
+		return SHOAL_OK;
+	if (mrc != 0)
+		return fail(txn, st_lmdb_err(mrc, "mdb_get(meta txn ranges)", errmsg), errmsg);
+	/* Copied: deleting changes LMDB's pages under v. */
+	size_t len = v.mv_size - v.mv_size % 12;
+	uint8_t *list = len > 0 ? sh_malloc(len) : NULL;
+	if (len > 0 && list == NULL)
+		return fail(txn, sh_errf(errmsg, SHOAL_E_NOMEM, "release: out of memory"), errmsg);
+	if (len > 0)
+		memcpy(list, v.mv_data, len);
+	int rc = SHOAL_OK;
+	for (size_t off = 0; off < len && rc == SHOAL_OK; off += 12) {
+		uint8_t xk[PT_KEY + 16];
+		st_part_key(xk, PT_TXN_IN, st_get_be32(list + off), st_get_be64(list + off + 4));
+		memcpy(xk + PT_KEY, id, 16);
+		rc = meta_del(txn, xk, sizeof(xk), "mdb_del(meta txn in range)", errmsg);
+	}
+	if (rc == SHOAL_OK)
+		rc = meta_del(txn, yk, sizeof(yk), "mdb_del(meta txn ranges)", errmsg);
+	sh_free(list);
+	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+}
+
 int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t to_group,
                 uint64_t attempt, char *errmsg)
 {
@@ -395,6 +524,11 @@ int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t 
 		/* A range that once moved in leaves: its ingest records go, so
 		 * that it can come in again some day. */
 		rc = ingest_drop(txn, table, lo, hi, errmsg);
+		/* The transactions prepared now may hold items of the range
+		 * (they noted nothing: no range was OUT): the fence waits for
+		 * them as for those that note it from now on. */
+		if (rc == SHOAL_OK)
+			rc = waits_put(txn, table, lo, errmsg);
 		if (rc != SHOAL_OK)
 			return fail(txn, rc, errmsg);
 	}
@@ -456,20 +590,26 @@ int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, bool *fenced_now, ch
 		               "fence: partition [%016" PRIx64 ", %016" PRIx64 "] of table %" PRIu32
 		               " is %s",
 		               r.lo, r.hi, table, st_part_state_name(r.state));
-	/* A prepared transaction may hold items of the range and commit
+	/* A prepared transaction holding items of the range may commit
 	 * later; its writes must reach the log before the fence, so the fence
-	 * waits until none is left. */
-	bool prepared;
-	rc = st_txn_prepared_any(txn->txn, txn->env, &prepared, errmsg);
+	 * waits until none is left -- only those that may hold some: the ones
+	 * prepared before the range went OUT, and those that noted it since
+	 * (transactions elsewhere in the group do not hold the fence back). */
+	bool busy;
+	rc = range_txns(txn, table, lo, &busy, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
-	if (prepared)
+	if (busy)
 		return sh_errf(errmsg, SHOAL_E_IN_USE,
 		               "fence of table %" PRIu32 " at %016" PRIx64
-		               ": a prepared transaction is in progress",
+		               ": a prepared transaction holds items of the range",
 		               table, lo);
 	r.state = ST_PART_FENCED;
+	uint8_t wk[PT_KEY];
+	st_part_key(wk, PT_WAITS, table, lo);
 	rc = rec_put(txn, &r, errmsg);
+	if (rc == SHOAL_OK)
+		rc = meta_del(txn, wk, sizeof(wk), "mdb_del(meta fence waits)", errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
 	*fenced_now = true;

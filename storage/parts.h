@@ -37,6 +37,16 @@
  *   0x05 'I' | table (4) | lo (8)            -> target side: attempt (8) of
  *                                               the latest ingest reset |
  *                                               owned (1): st_part_own took it
+ *   0x05 'W' | table (4) | lo (8)            -> n x txn id (16): transactions
+ *                                               prepared when the range went
+ *                                               OUT (until its fence)
+ *   0x05 'X' | table (4) | lo (8) | id (16)  -> (empty): transaction id,
+ *                                               prepared while the range was
+ *                                               OUT, holds items of it
+ *   0x05 'Y' | id (16)                       -> n x (table (4) | lo (8)): the
+ *                                               'X' records of transaction id
+ *                                               (st_txn_prepare writes them,
+ *                                               st_txn_release deletes them)
  *
  * Records are replicated state: they travel in Raft snapshots with the rest
  * of meta.  The environment keeps in memory whether any 'R' record may exist
@@ -113,8 +123,10 @@ int st_part_log(st_txn *txn, uint32_t table, uint64_t hash, const uint8_t *key, 
 int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t to_group,
                 uint64_t attempt, char *errmsg);
 
-/* Source: OUT -> FENCED (idempotent when FENCED).  SHOAL_E_IN_USE while any
- * prepared transaction exists (the leader tries again); SHOAL_E_VALIDATION
+/* Source: OUT -> FENCED (idempotent when FENCED).  SHOAL_E_IN_USE while a
+ * prepared transaction may hold items of the range -- one prepared before
+ * the range went OUT (the 'W' list st_part_out wrote), or one that noted the
+ * range since ('X') -- the leader tries again; SHOAL_E_VALIDATION
  * without an OUT or FENCED record at (table, lo).  *fenced_now: this call
  * made the change (false when FENCED already, or on error), so that the
  * caller hooks what follows a fence (the stream's shards, stream.h) once

@@ -16,10 +16,13 @@
 #define PT_LOG     'L'
 #define PT_LAST    'N'
 #define PT_INGEST  'I'
-#define PT_KEY     14 /* 0x05 | kind | table (4) | lo (8) */
-#define PT_LOG_KEY 22 /* ... | seq (8) */
-#define PT_REC_VAL 21 /* hi (8) | state (1) | to_group (4) | attempt (8) */
-#define PT_ING_VAL 9  /* attempt (8) | owned (1) */
+#define PT_WAITS   'W' /* | table | lo -> n x txn id (16), prepared at the OUT */
+#define PT_TXN_IN  'X' /* | table | lo | txn id (16) -> (empty) */
+#define PT_TXN     'Y' /* | txn id (16) -> n x (table (4) | lo (8)) */
+#define PT_KEY     14  /* 0x05 | kind | table (4) | lo (8) */
+#define PT_LOG_KEY 22  /* ... | seq (8) */
+#define PT_REC_VAL 21  /* hi (8) | state (1) | to_group (4) | attempt (8) */
+#define PT_ING_VAL 9   /* attempt (8) | owned (1) */
 
 /* 0x05 | kind | table | lo. */
 static inline void st_part_key(uint8_t k[PT_KEY], char kind, uint32_t table, uint64_t lo)
@@ -36,6 +39,17 @@ static inline void st_part_log_key(uint8_t k[PT_LOG_KEY], uint32_t table, uint64
 	st_part_key(k, PT_LOG, table, lo);
 	st_put_be64(k + PT_KEY, seq);
 }
+
+/* Transactions and the fence (st_part_fence waits only for the prepared
+ * transactions that may hold items of its range).  st_txn_prepare calls
+ * note with its plans: for every OUT range holding one of their items, a
+ * 'X' record (range, txn) and the txn's 'Y' list of them -- nothing when no
+ * item is in an OUT range (the request path's one branch when there are no
+ * range records).  st_txn_release calls forget, which deletes them. */
+struct st_write_plan;
+int st_part_txn_note(st_txn *txn, const uint8_t id[16], const struct st_write_plan *const *plans,
+                     uint32_t n, char *errmsg);
+int st_part_txn_forget(st_txn *txn, const uint8_t id[16], char *errmsg);
 
 /* Decodes a range record (SHOAL_E_INTERNAL if corrupt). */
 int st_part_rec_decode(const MDB_val *k, const MDB_val *v, st_part_rec *r, char *errmsg);

@@ -47,6 +47,7 @@
 #include "catalog.h"
 #include "engine.h"
 #include "keyenc.h"
+#include "parts_int.h"
 #include "read.h"
 
 #define TX_META 0x02
@@ -346,6 +347,11 @@ int st_txn_prepare(st_txn *txn, const uint8_t id[16], uint32_t coord_group,
 		return rc;
 	for (uint32_t i = 0; i < n; i++)
 		st_plan_sizes(plans[i], &results[i].res);
+	/* Items in a range that is moving out: the range's fence waits for
+	 * this transaction (parts.h). */
+	if ((rc = st_part_txn_note(txn, id, (const st_write_plan *const *)plans, n, errmsg)) !=
+	    SHOAL_OK)
+		return rc;
 	/* Every item locked, the actions kept for the decision. */
 	size_t vlen = 14 + 16 * (size_t)n + len;
 	uint8_t *v = sh_arena_alloc(a, vlen);
@@ -402,13 +408,59 @@ int st_txn_release(st_txn *txn, const uint8_t id[16], sh_arena *a, st_prepared *
 	}
 	if ((rc = meta_del(txn, &pk, "mdb_del(prepared)", errmsg)) != SHOAL_OK)
 		return fail(txn, rc, errmsg);
-	return SHOAL_OK;
+	return st_part_txn_forget(txn, id, errmsg);
 }
 
 int st_txn_prepared_any(MDB_txn *txn, st_env *env, bool *any, char *errmsg)
 {
 	const uint8_t prefix[2] = {TX_META, TX_PREP};
 	return st_meta_has_prefix(txn, env, prefix, sizeof(prefix), any, errmsg);
+}
+
+int st_txn_prepared_ids(MDB_txn *txn, st_env *env, sh_arena *a, uint8_t **ids, uint32_t *n,
+                        char *errmsg)
+{
+	*ids = NULL;
+	*n = 0;
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn, env->meta, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(meta)", errmsg);
+	uint8_t prefix[2] = {TX_META, TX_PREP};
+	MDB_val k = {2, prefix}, v;
+	uint32_t cap = 0;
+	int rc = SHOAL_OK;
+	for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	     mrc == 0 && k.mv_size == 18 && memcmp(k.mv_data, prefix, 2) == 0;
+	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (*n == cap) {
+			uint8_t *more = sh_arena_alloc(a, 16 * (size_t)(cap * 2 + 8));
+			if (more == NULL) {
+				rc = sh_errf(errmsg, SHOAL_E_NOMEM, "prepared ids: out of memory");
+				break;
+			}
+			if (*n > 0)
+				memcpy(more, *ids, 16 * (size_t)*n);
+			*ids = more;
+			cap = cap * 2 + 8;
+		}
+		memcpy(*ids + 16 * (size_t)(*n)++, (const uint8_t *)k.mv_data + 2, 16);
+	}
+	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
+		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta)", errmsg);
+	mdb_cursor_close(c);
+	return rc;
+}
+
+int st_txn_is_prepared(MDB_txn *txn, st_env *env, const uint8_t id[16], bool *prepared,
+                       char *errmsg)
+{
+	uint8_t kb[18];
+	MDB_val k = id_key(kb, TX_PREP, id), v;
+	int mrc = mdb_get(txn, env->meta, &k, &v);
+	*prepared = mrc == 0;
+	return mrc == 0 || mrc == MDB_NOTFOUND ? SHOAL_OK
+	                                       : st_lmdb_err(mrc, "mdb_get(prepared)", errmsg);
 }
 
 /* Calls fn for every record whose key starts with TX_META | kind, in key

@@ -329,6 +329,12 @@ static uint64_t key_hash(const st_key *k)
 	return st_get_be64(k->b + 6);
 }
 
+void st_plan_place(const st_write_plan *p, uint32_t *table, uint64_t *hash)
+{
+	*table = p->t.def.id;
+	*hash = key_hash(&p->k);
+}
+
 /* The item's turn: its range served here (else the request's error), no
  * transaction in progress on it, its old image, the condition on it. */
 static int read_and_check(st_txn *txn, st_write_plan *p, const st_expr *cond, bool return_old,

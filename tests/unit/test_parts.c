@@ -15,6 +15,7 @@
 #include "storage/engine.h"
 #include "storage/index.h"
 #include "storage/parts.h"
+#include "storage/read.h"
 #include "storage/snapshot.h"
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_store.h"
@@ -461,6 +462,49 @@ START_TEST(test_log_on_out)
 }
 END_TEST
 
+/* A two-phase transaction of one put prepared here as id {n}. */
+static int prepare_put(uint8_t n, st_value *it)
+{
+	st_txn *t;
+	uint8_t id[ST_TXN_ID_LEN] = {n};
+	st_txn_action act = {.kind = ST_TXA_PUT, .u.put = {.table = "Tab", .item = it}};
+	st_txn_result res[1];
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	return finish(t, st_txn_prepare(t, id, 0, &act, 1, "x", 1, &tl_arena, res, tl_msg));
+}
+
+/* Transaction {n}'s decision applied: its prepared record released. */
+static int release(uint8_t n)
+{
+	st_txn *t;
+	uint8_t id[ST_TXN_ID_LEN] = {n};
+	st_prepared prep;
+	bool found;
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	int rc = finish(t, st_txn_release(t, id, &tl_arena, &prep, &found, tl_msg));
+	ck_assert(found);
+	return rc;
+}
+
+/* Meta records whose key starts with prefix | kind. */
+static uint32_t meta_count(uint8_t prefix, char kind)
+{
+	MDB_txn *rtx;
+	MDB_cursor *c;
+	ck_assert_int_eq(st_read_txn_begin(tl_env, &rtx, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(mdb_cursor_open(rtx, tl_env->meta, &c), 0);
+	uint8_t p[2] = {prefix, (uint8_t)kind};
+	MDB_val k = {2, p}, v;
+	uint32_t n = 0;
+	for (int mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	     mrc == 0 && k.mv_size >= 2 && memcmp(k.mv_data, p, 2) == 0;
+	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT))
+		n++;
+	mdb_cursor_close(c);
+	mdb_txn_abort(rtx);
+	return n;
+}
+
 START_TEST(test_fence_refuses)
 {
 	ck_assert_int_eq(put(tl_env, item("a", "1", 1, "g")), SHOAL_OK);
@@ -469,23 +513,35 @@ START_TEST(test_fence_refuses)
 	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_E_VALIDATION); /* no record */
 	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
 
-	/* A prepared transaction holds the fence off. */
-	st_txn *t;
-	uint8_t id[ST_TXN_ID_LEN] = {1};
-	st_txn_action act = {.kind = ST_TXA_PUT,
-	                     .u.put = {.table = "Tab", .item = item("c", "1", 1, "g")}};
-	st_txn_result res[1];
-	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
-	ck_assert_int_eq(st_txn_prepare(t, id, 0, &act, 1, "x", 1, &tl_arena, res, tl_msg),
-	                 SHOAL_OK);
-	ck_assert_int_eq(finish(t, SHOAL_OK), SHOAL_OK);
+	/* The fence waits for the prepared transactions that may hold items
+	 * of its range: those prepared before the range went OUT (whatever
+	 * they hold: they noted nothing), and those that noted it since --
+	 * not for one prepared since on an item elsewhere. */
+	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK);
+	ck_assert(fenced_now);
+	ck_assert_int_eq(p_abort(tl_env, h), SHOAL_OK);                     /* back to no record */
+	ck_assert_int_eq(prepare_put(1, item("c", "1", 1, "g")), SHOAL_OK); /* before the OUT */
+	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
 	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_E_IN_USE);
-	st_prepared prep;
-	bool found;
-	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
-	ck_assert_int_eq(st_txn_release(t, id, &tl_arena, &prep, &found, tl_msg), SHOAL_OK);
-	ck_assert(found);
-	ck_assert_int_eq(finish(t, SHOAL_OK), SHOAL_OK);
+	ck_assert_int_eq(prepare_put(2, item("a", "9", 1, "g")), SHOAL_OK); /* in the range */
+	ck_assert_int_eq(release(1), SHOAL_OK);
+	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_E_IN_USE);
+	ck_assert_int_eq(prepare_put(3, item("c", "2", 1, "g")), SHOAL_OK); /* elsewhere */
+	ck_assert_int_eq(release(2), SHOAL_OK);
+	ck_assert_uint_eq(meta_count(0x05, 'X'), 0); /* transaction 3 noted nothing */
+	ck_assert_uint_eq(meta_count(0x05, 'Y'), 0);
+	ck_assert_int_eq(prepare_put(4, item("a", "8", 1, "g")), SHOAL_OK);
+	ck_assert_uint_eq(meta_count(0x05, 'X'), 1);
+	ck_assert_uint_eq(meta_count(0x05, 'Y'), 1);
+	ck_assert_int_eq(release(4), SHOAL_OK);
+	ck_assert_uint_eq(meta_count(0x05, 'X'), 0);
+	ck_assert_uint_eq(meta_count(0x05, 'Y'), 0);
+	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK); /* transaction 3 still prepared */
+	ck_assert(fenced_now);
+	ck_assert_uint_eq(meta_count(0x05, 'W'), 0); /* the fence's wait list went with it */
+	ck_assert_int_eq(release(3), SHOAL_OK);
+	ck_assert_int_eq(p_abort(tl_env, h), SHOAL_OK);
+	ck_assert_int_eq(p_out(tl_env, h, h, 1), SHOAL_OK);
 
 	ck_assert_int_eq(p_fence(tl_env, h), SHOAL_OK);
 	ck_assert(fenced_now);
@@ -539,6 +595,7 @@ START_TEST(test_fence_refuses)
 	    {.kind = ST_TXA_PUT, .u.put = {.table = "Tab", .item = item("b", "3", 1, "g")}},
 	    {.kind = ST_TXA_PUT, .u.put = {.table = "Tab", .item = item("a", "3", 1, "g")}}};
 	st_txn_result rs[2];
+	st_txn *t;
 	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
 	ck_assert_int_eq(finish(t, st_transact(t, acts, 2, &tl_arena, rs, tl_msg)),
 	                 SHOAL_E_WRONG_GROUP);
