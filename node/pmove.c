@@ -524,6 +524,23 @@ static bool closed_shard(uint32_t gid, st_env *env, uint32_t table, uint64_t lo,
 	return true;
 }
 
+/* The move as its data is complete (part_ready to group 0, part_own to the
+ * target): range, source, target, attempt, and the stream shard the fence
+ * closed (in *parent, which r then points to). */
+static void complete_range(node_group *g, const pm_move *m, Shoal__PartRange *r,
+                           Shoal__StreamShardRef *parent)
+{
+	shoal__part_range__init(r);
+	r->table = m->table;
+	r->lo = m->lo;
+	r->hi = m->hi;
+	r->to_group = m->to_group;
+	r->from_group = m->group;
+	r->attempt = m->attempt;
+	if (closed_shard(m->group, node_group_env(g), m->table, m->lo, m->hi, parent))
+		r->stream_parent = parent;
+}
+
 /* Copy, log, fence, drain: up to READY.  SHOAL_OK also when it has to wait
  * (the next pass goes on); SHOAL_E_IN_USE: the target already serves the
  * range (it refused the reset). */
@@ -550,7 +567,8 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 		if (rc != SHOAL_OK)
 			return rc;
 		node_logf(NODE_LOG_INFO,
-		          "pmove: group %u table %u [%016" PRIx64 "]: fenced (reads and writes of the "
+		          "pmove: group %u table %u [%016" PRIx64
+		          "]: fenced (reads and writes of the "
 		          "range refused until the cutover)",
 		          m->group, m->table, m->lo);
 	}
@@ -579,16 +597,9 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 	          m->group, m->table, m->lo, m->to_group);
 	/* The range is refused until the cutover: tell the executor now
 	 * rather than at its next poll (a lost push costs only that poll). */
-	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
-	r.table = m->table;
-	r.lo = m->lo;
-	r.hi = m->hi;
-	r.to_group = m->to_group;
-	r.from_group = m->group;
-	r.attempt = m->attempt;
+	Shoal__PartRange r;
 	Shoal__StreamShardRef parent;
-	if (closed_shard(m->group, node_group_env(g), m->table, m->lo, m->hi, &parent))
-		r.stream_parent = &parent;
+	complete_range(g, m, &r, &parent);
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.part_ready = &r;
 	char why[SH_ERRMSG_SIZE];
@@ -602,15 +613,9 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 /* Tells the target to serve the range (the attempt's data is complete). */
 static int own(node_pmove *pm, node_group *g, const pm_move *m, char *msg)
 {
-	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
-	r.table = m->table;
-	r.lo = m->lo;
-	r.hi = m->hi;
-	r.to_group = m->to_group;
-	r.attempt = m->attempt;
+	Shoal__PartRange r;
 	Shoal__StreamShardRef parent;
-	if (closed_shard(m->group, node_group_env(g), m->table, m->lo, m->hi, &parent))
-		r.stream_parent = &parent;
+	complete_range(g, m, &r, &parent);
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.part_own = &r;
 	return rpc_leader(pm, m->to_group, &nr, msg);

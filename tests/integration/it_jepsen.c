@@ -278,6 +278,17 @@ static int64_t num_attr(json_t *item, const char *name)
 }
 
 /* A read of register key; true if ok (its value in *v). */
+/* The last failed final read's error (their failure names it; only the
+ * final reads' process writes it, after the workers stopped). */
+static char last_read_error[SHOAL_EXCEPTION_MAX + SHOAL_MESSAGE_MAX + 8];
+
+static void read_failed(int proc, const shoal_error *err)
+{
+	if (proc == FINAL_PROC)
+		snprintf(last_read_error, sizeof(last_read_error), "%s: %s", err->exception,
+		         err->message);
+}
+
 static bool do_read(int proc, const char *key, int64_t *v)
 {
 	size_t id = tl_history_invoke(H, proc, TL_READ, key, 0, 0);
@@ -285,6 +296,7 @@ static bool do_read(int proc, const char *key, int64_t *v)
 	shoal_error err;
 	int rc = get_item(key, &item, &err);
 	if (rc != SHOAL_OK) {
+		read_failed(proc, &err);
 		tl_history_complete(H, id, TL_FAIL, 0);
 		return false;
 	}
@@ -362,6 +374,7 @@ static bool do_read_list(int proc, const char *key)
 	json_t *item;
 	shoal_error err;
 	if (get_item(key, &item, &err) != SHOAL_OK) {
+		read_failed(proc, &err);
 		tl_history_complete(H, id, TL_FAIL, 0);
 		return false;
 	}
@@ -441,6 +454,26 @@ static pid_t node_pid(int id)
 	free(text);
 	ck_assert_int_gt(pid, 1);
 	return pid;
+}
+
+/* For a post-mortem of a cluster that stopped answering: every thread's
+ * stack of every node and of the router (gdb, when installed), into
+ * <dir>/<process>.stacks, and the nodes' metrics into <dir>/node-<id>.metrics;
+ * prints where they are. */
+static void stacks_postmortem(void)
+{
+	if (tl_sh("command -v gdb >/dev/null 2>&1") != 0) {
+		printf("it_jepsen: no gdb: no stacks for the post-mortem\n");
+		return;
+	}
+	const char *what[] = {"node-1", "node-2", "node-3", "router-1"};
+	for (size_t i = 0; i < sizeof(what) / sizeof(what[0]); i++) {
+		tl_sh(
+		    "p=$(cat '%s/%s.pid' 2>/dev/null) && [ -n \"$p\" ] && timeout 60 gdb -p \"$p\" "
+		    "-batch -ex 'thread apply all bt' >'%s/%s.stacks' 2>&1",
+		    C.dir, what[i], C.dir, what[i]);
+		printf("it_jepsen: post-mortem: %s/%s.stacks\n", C.dir, what[i]);
+	}
 }
 
 /* The node that leads group g according to ClusterStatus, or 0. */
@@ -837,9 +870,13 @@ START_TEST(test_jepsen)
 				if (!ok)
 					pause_ms(200);
 			}
-			ck_assert_msg(ok,
-			              "key %s could not be read within 60 s of healing (seed %u)",
-			              key, seed);
+			if (!ok)
+				stacks_postmortem();
+			ck_assert_msg(
+			    ok,
+			    "key %s could not be read within 60 s of healing (seed %u; the "
+			    "last error: %s)",
+			    key, seed, last_read_error);
 			if (first_ok_ms < 0)
 				first_ok_ms = (int)(now_ms() - t_heal);
 			keys++;
