@@ -27,8 +27,11 @@
  *     RPC port takes nodes and routers only, a member's dials take nodes
  *     only (anyone else fails the handshake), and the node's request
  *     handler tells a node from a router by sh_tls_pipe_peer, so operations
- *     only nodes send are refused from a router's certificate.
- * Server names are not checked (the CN says which member, not which host).
+ *     only nodes send are refused from a router's certificate.  A dial of
+ *     node <id> (the router's node requests, index shipping) uses
+ *     sh_tls_client_for(id), which takes node <id>'s certificate only:
+ *     one node's key does not answer at another node's address.
+ * Host names are not checked (the CN says which member, not which host).
  * Keep ca.pem's private key off the cluster's machines.
  *
  * Client-facing ports (the router's native --listen, when its URL is
@@ -41,6 +44,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
@@ -56,11 +60,19 @@ typedef enum sh_tls_peer {
 
 #define SH_TLS_PEERS(p) (1u << (p))
 
+/* A client configuration for dials of one node (sh_tls_client_for). */
+typedef struct sh_tls_named {
+	uint32_t node_id;
+	nng_tls_config *cfg;
+} sh_tls_named;
+
 /* A member's TLS configurations: server (for its listeners) and client (for
  * its dials); both present the member's certificate and require the peer's.
  * For a client-facing listener, `public_server` asks nothing of the peer.
  * `peers_checked`: made by Shoal's engine, so server takes nodes and
- * routers only and client nodes only (else any certificate of the CA). */
+ * routers only and client nodes only (else any certificate of the CA).
+ * `named`: the client configurations of sh_tls_client_for, made on first
+ * use (nodes join at run time), under `mu`. */
 typedef struct sh_tls {
 	nng_tls_config *server;
 	nng_tls_config *client;
@@ -68,6 +80,10 @@ typedef struct sh_tls {
 	bool peers_checked;
 	char dir[1024];
 	char cert[1100]; /* dir/<name>.pem */
+	pthread_mutex_t mu;
+	bool mu_init;
+	sh_tls_named *named;
+	size_t n_named, cap_named;
 } sh_tls;
 
 /* Loads dir/ca.pem and dir/<name>.pem (name: "node-3", "router").  Warns
@@ -77,6 +93,16 @@ typedef struct sh_tls {
 int sh_tls_load(sh_tls *t, const char *dir, const char *name, void (*warn)(const char *msg),
                 char *errmsg);
 void sh_tls_free(sh_tls *t);
+
+/* The client configuration for dials of node node_id (> 0): as t->client,
+ * and the server must present node <node_id>'s certificate (its server
+ * name is "node-<id>", which Shoal's engine checks against the
+ * certificate's CN, not against its SANs).  Made on first use (reading t's files again) and
+ * kept: owned by t, valid until sh_tls_free (a dialer holds its own
+ * reference).  Without peers_checked (nng's engine: it cannot check)
+ * t->client.  NULL on failure, with errmsg saying why; the caller must not
+ * dial then.  Any thread. */
+nng_tls_config *sh_tls_client_for(sh_tls *t, uint32_t node_id, char *errmsg);
 
 /* The URL to use for a cluster-internal nng address: "tcp://h:p" becomes
  * "tls+tcp://h:p" when tls is true; anything else is copied.  Returns false

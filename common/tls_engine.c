@@ -23,6 +23,14 @@
  *    two apart (sh_tls_pipe_peer).  Without a set the bit keeps nng's
  *    meaning (the chain verified).
  *
+ *    A client configuration can also name the one node it must reach: a
+ *    server name (nng_tls_config_server_name) of the form "node-<id>" is
+ *    that node's identity, not a host name.  It is not given to mbedtls
+ *    (the certificates' SANs name hosts, not nodes), and the verify
+ *    callback refuses a leaf certificate that is not node <id>'s: holding
+ *    one node's key is not enough to answer at another node's address.
+ *    Any other server name is a host name, as in nng's engine.
+ *
  * 2. One record per SP message.  nng's SP transport sends a message as up to
  *    three pieces (8-byte length, protocol header, body) and the framework
  *    hands the engine one piece at a time; nng's engine makes each its own
@@ -51,6 +59,7 @@
  */
 #include "tls.h"
 
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -85,6 +94,7 @@ struct nng_tls_engine_config {
 	mbedtls_pk_context key[OWN_MAX];
 	unsigned n_own;
 	char *server_name;
+	uint64_t node;  /* the node server_name names ("node-<id>"), else 0 */
 	unsigned peers; /* SH_TLS_PEERS mask; 0: any certificate the CA signed */
 };
 
@@ -174,7 +184,8 @@ static int conn_init(nng_tls_engine_conn *ec, void *tls, nng_tls_engine_config *
 	mbedtls_ssl_init(&ec->ssl);
 	mbedtls_ssl_set_bio(&ec->ssl, tls, net_send, net_recv, NULL);
 	int rv = mbedtls_ssl_setup(&ec->ssl, &cfg->conf);
-	if (rv == 0 && cfg->server_name != NULL)
+	/* (A node's name is checked by verify_peer, not against SANs.) */
+	if (rv == 0 && cfg->server_name != NULL && cfg->node == 0)
 		rv = mbedtls_ssl_set_hostname(&ec->ssl, cfg->server_name);
 	return rv == 0 ? 0 : nng_err(rv);
 }
@@ -327,37 +338,54 @@ static bool conn_verified(nng_tls_engine_conn *ec)
 /* Configurations                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* Whose a certificate of holder p is. */
 static const char *peer_name(sh_tls_peer p)
 {
-	return p == SH_TLS_PEER_NODE     ? "a node"
-	       : p == SH_TLS_PEER_ROUTER ? "the routers"
-	                                 : "no member";
+	return p == SH_TLS_PEER_NODE     ? "a node's"
+	       : p == SH_TLS_PEER_ROUTER ? "the routers'"
+	                                 : "no member's";
+}
+
+/* Tells log (when set) about a refused leaf certificate: its subject and
+ * what was wanted. */
+static void refused(const mbedtls_x509_crt *crt, const char *is, const char *wanted)
+{
+	if (engine_log == NULL)
+		return;
+	char dn[256], msg[512];
+	if (mbedtls_x509_dn_gets(dn, sizeof(dn), &crt->subject) < 0)
+		snprintf(dn, sizeof(dn), "?");
+	snprintf(msg, sizeof(msg), "TLS: refused a peer whose certificate (%s) is %s: %s", dn, is,
+	         wanted);
+	engine_log(msg);
 }
 
 /* mbedtls's verify callback, per certificate of the peer's chain: the
- * leaf's holder must be one this configuration accepts. */
+ * leaf's holder must be one this configuration accepts and, when the
+ * configuration names a node, that node. */
 static int verify_peer(void *arg, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
 {
 	nng_tls_engine_config *cfg = arg;
-	if (depth != 0 || cfg->peers == 0)
+	if (depth != 0 || (cfg->peers == 0 && cfg->node == 0))
 		return 0;
-	sh_tls_peer p = sh_tls_cert_peer(crt, NULL);
-	if (cfg->peers & SH_TLS_PEERS(p))
-		return 0;
-	/* (A chain that did not verify is refused anyway: say nothing.) */
-	if (*flags == 0 && engine_log != NULL) {
-		char dn[256], msg[512];
-		if (mbedtls_x509_dn_gets(dn, sizeof(dn), &crt->subject) < 0)
-			snprintf(dn, sizeof(dn), "?");
-		snprintf(msg, sizeof(msg),
-		         "TLS: refused a peer whose certificate (%s) is %s's: this %s takes %s%s "
-		         "only",
-		         dn, peer_name(p),
+	uint64_t id;
+	sh_tls_peer p = sh_tls_cert_peer(crt, &id);
+	char is[64], wanted[128];
+	if (cfg->peers != 0 && !(cfg->peers & SH_TLS_PEERS(p))) {
+		snprintf(is, sizeof(is), "%s", peer_name(p));
+		snprintf(wanted, sizeof(wanted), "this %s takes %s%s only",
 		         cfg->conf.endpoint == MBEDTLS_SSL_IS_SERVER ? "port" : "connection",
 		         (cfg->peers & SH_TLS_PEERS(SH_TLS_PEER_NODE)) ? "nodes" : "",
 		         (cfg->peers & SH_TLS_PEERS(SH_TLS_PEER_ROUTER)) ? " and routers" : "");
-		engine_log(msg);
+	} else if (cfg->node != 0 && id != cfg->node) {
+		snprintf(is, sizeof(is), "not node %" PRIu64 "'s", cfg->node);
+		snprintf(wanted, sizeof(wanted), "this connection is for node %" PRIu64, cfg->node);
+	} else {
+		return 0;
 	}
+	/* (A chain that did not verify is refused anyway: say nothing.) */
+	if (*flags == 0)
+		refused(crt, is, wanted);
 	*flags |= MBEDTLS_X509_BADCERT_OTHER;
 	return 0;
 }
@@ -413,6 +441,7 @@ static int config_server(nng_tls_engine_config *cfg, const char *name)
 	memcpy(dup, name, len + 1);
 	sh_free(cfg->server_name);
 	cfg->server_name = dup;
+	(void)sh_tls_name_peer(name, len, &cfg->node); /* 0 unless a node's name */
 	return 0;
 }
 

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "alloc.h"
 #include "errors.h"
 
 static int config(nng_tls_config **out, nng_tls_mode mode, const char *cert, const char *ca,
@@ -69,11 +70,16 @@ int sh_tls_load(sh_tls *t, const char *dir, const char *name, void (*warn)(const
                 char *errmsg)
 {
 	memset(t, 0, sizeof(*t));
+	if (pthread_mutex_init(&t->mu, NULL) != 0)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "TLS: pthread_mutex_init failed");
+	t->mu_init = true;
 	char ca[1100];
 	if (snprintf(t->dir, sizeof(t->dir), "%s", dir) >= (int)sizeof(t->dir) ||
 	    snprintf(t->cert, sizeof(t->cert), "%s/%s.pem", dir, name) >= (int)sizeof(t->cert) ||
-	    snprintf(ca, sizeof(ca), "%s/ca.pem", dir) >= (int)sizeof(ca))
+	    snprintf(ca, sizeof(ca), "%s/ca.pem", dir) >= (int)sizeof(ca)) {
+		sh_tls_free(t);
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "TLS: directory name too long: %s", dir);
+	}
 	/* With Shoal's engine: a member's listeners (node RPC) take nodes and
 	 * routers, its dials reach nodes only. */
 	t->peers_checked = sh_tls_engine_ours();
@@ -99,8 +105,57 @@ int sh_tls_load(sh_tls *t, const char *dir, const char *name, void (*warn)(const
 	return rc;
 }
 
+nng_tls_config *sh_tls_client_for(sh_tls *t, uint32_t node_id, char *errmsg)
+{
+	if (!t->peers_checked)
+		return t->client;
+	nng_tls_config *c = NULL;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->n_named && c == NULL; i++)
+		if (t->named[i].node_id == node_id)
+			c = t->named[i].cfg;
+	if (c != NULL)
+		goto out;
+	if (t->n_named == t->cap_named) {
+		size_t cap = t->cap_named != 0 ? 2 * t->cap_named : 8;
+		sh_tls_named *grown = sh_realloc(t->named, cap * sizeof(*grown));
+		if (grown == NULL) {
+			sh_errf(errmsg, SHOAL_E_INTERNAL, "TLS: out of memory (node %u)", node_id);
+			goto out;
+		}
+		t->named = grown;
+		t->cap_named = cap;
+	}
+	char ca[1100], name[32];
+	snprintf(ca, sizeof(ca), "%s/ca.pem", t->dir); /* (fitted in sh_tls_load) */
+	snprintf(name, sizeof(name), "node-%u", node_id);
+	if (config(&c, NNG_TLS_MODE_CLIENT, t->cert, ca, NNG_TLS_AUTH_MODE_REQUIRED,
+	           SH_TLS_PEERS(SH_TLS_PEER_NODE), errmsg) != SHOAL_OK)
+		goto out;
+	int rv = nng_tls_config_server_name(c, name);
+	if (rv != 0) {
+		nng_tls_config_free(c);
+		c = NULL;
+		sh_errf(errmsg, SHOAL_E_INTERNAL, "TLS: server name %s: %s", name,
+		        nng_strerror(rv));
+		goto out;
+	}
+	t->named[t->n_named++] = (sh_tls_named){.node_id = node_id, .cfg = c};
+out:
+	pthread_mutex_unlock(&t->mu);
+	return c;
+}
+
 void sh_tls_free(sh_tls *t)
 {
+	for (size_t i = 0; i < t->n_named; i++)
+		nng_tls_config_free(t->named[i].cfg);
+	sh_free(t->named);
+	t->named = NULL;
+	t->n_named = t->cap_named = 0;
+	if (t->mu_init)
+		pthread_mutex_destroy(&t->mu);
+	t->mu_init = false;
 	if (t->server != NULL)
 		nng_tls_config_free(t->server);
 	if (t->client != NULL)

@@ -10,33 +10,36 @@
 #include <mbedtls/entropy.h>
 #include <mbedtls/oid.h>
 
+sh_tls_peer sh_tls_name_peer(const char *v, size_t len, uint64_t *node_id)
+{
+	if (node_id != NULL)
+		*node_id = 0;
+	if (len == 6 && memcmp(v, "router", 6) == 0)
+		return SH_TLS_PEER_ROUTER;
+	if (len < 6 || len > 25 || memcmp(v, "node-", 5) != 0)
+		return SH_TLS_PEER_OTHER;
+	uint64_t id = 0;
+	for (size_t i = 5; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9' || id > UINT64_MAX / 10 - 1)
+			return SH_TLS_PEER_OTHER;
+		id = id * 10 + (uint64_t)(v[i] - '0');
+	}
+	if (id == 0)
+		return SH_TLS_PEER_OTHER;
+	if (node_id != NULL)
+		*node_id = id;
+	return SH_TLS_PEER_NODE;
+}
+
 sh_tls_peer sh_tls_cert_peer(const mbedtls_x509_crt *crt, uint64_t *node_id)
 {
 	if (node_id != NULL)
 		*node_id = 0;
 	if (crt == NULL)
 		return SH_TLS_PEER_OTHER;
-	for (const mbedtls_x509_name *n = &crt->subject; n != NULL; n = n->next) {
-		if (MBEDTLS_OID_CMP(MBEDTLS_OID_AT_CN, &n->oid) != 0)
-			continue;
-		const char *v = (const char *)n->val.p;
-		size_t len = n->val.len;
-		if (len == 6 && memcmp(v, "router", 6) == 0)
-			return SH_TLS_PEER_ROUTER;
-		if (len < 6 || len > 25 || memcmp(v, "node-", 5) != 0)
-			return SH_TLS_PEER_OTHER;
-		uint64_t id = 0;
-		for (size_t i = 5; i < len; i++) {
-			if (v[i] < '0' || v[i] > '9' || id > UINT64_MAX / 10 - 1)
-				return SH_TLS_PEER_OTHER;
-			id = id * 10 + (uint64_t)(v[i] - '0');
-		}
-		if (id == 0)
-			return SH_TLS_PEER_OTHER;
-		if (node_id != NULL)
-			*node_id = id;
-		return SH_TLS_PEER_NODE;
-	}
+	for (const mbedtls_x509_name *n = &crt->subject; n != NULL; n = n->next)
+		if (MBEDTLS_OID_CMP(MBEDTLS_OID_AT_CN, &n->oid) == 0)
+			return sh_tls_name_peer((const char *)n->val.p, n->val.len, node_id);
 	return SH_TLS_PEER_OTHER;
 }
 

@@ -24,6 +24,11 @@
  * is set to the id for a node, else 0.  Only the first CN counts. */
 sh_tls_peer sh_tls_cert_peer(const mbedtls_x509_crt *crt, uint64_t *node_id);
 
+/* The same for a CN's text v[0..len) (not NUL-terminated): the one parser
+ * of member names, also used for a server name that names a node
+ * (tls_engine.c). */
+sh_tls_peer sh_tls_name_peer(const char *v, size_t len, uint64_t *node_id);
+
 /* mbedtls's f_rng: one CTR-DRBG for the process, seeded from the system's
  * entropy on first use, behind a mutex (so any thread may call it; it is
  * used in handshakes, not per record).  p is unused.  0 or an mbedtls

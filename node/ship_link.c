@@ -181,6 +181,14 @@ static wire_lanes *lanes_for(node_ship *s, uint32_t id)
 	if (s->lanes_init[i])
 		return &s->lanes[i];
 	if (!s->sock_open[i]) {
+		/* TLS: only node id's certificate answers as node id. */
+		sh_tls *tls = s->n->tls;
+		nng_tls_config *cfg = NULL;
+		char msg[SH_ERRMSG_SIZE];
+		if (tls != NULL && (cfg = sh_tls_client_for(tls, id, msg)) == NULL) {
+			node_logf(NODE_LOG_WARN, "ship: lanes to node %u: %s", id, msg);
+			return NULL;
+		}
 		int rv = nng_req0_open(&s->socks[i]);
 		if (rv != 0) {
 			node_logf(NODE_LOG_WARN, "ship: nng_req0_open: %s", nng_strerror(rv));
@@ -192,10 +200,8 @@ static wire_lanes *lanes_for(node_ship *s, uint32_t id)
 		/* Our own retries decide when a batch goes again. */
 		nng_socket_set_ms(s->socks[i], NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
 		char url[SH_ADDR_MAX + 8];
-		const sh_tls *tls = s->n->tls;
 		rv = sh_tls_url(tls != NULL, rpc, url, sizeof(url))
-		         ? sh_tls_dial(s->socks[i], url, tls != NULL ? tls->client : NULL,
-		                       NNG_FLAG_NONBLOCK)
+		         ? sh_tls_dial(s->socks[i], url, cfg, NNG_FLAG_NONBLOCK)
 		         : NNG_EINVAL;
 		if (rv != 0) {
 			node_logf(NODE_LOG_WARN, "ship: dial %s: %s", rpc, nng_strerror(rv));

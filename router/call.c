@@ -88,6 +88,10 @@ void rt_new_id(rt_router *rt, uint8_t out[16])
 
 static int node_open(rt_router *rt, rt_node *n, char *errmsg)
 {
+	/* TLS: only node n->id's certificate answers as node n->id. */
+	nng_tls_config *cfg = NULL;
+	if (rt->tls != NULL && (cfg = sh_tls_client_for(rt->tls, n->id, errmsg)) == NULL)
+		return SHOAL_E_INTERNAL;
 	int nrv = nng_req0_open(&n->sock);
 	if (nrv != 0)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "nng_req0_open(node %u): %s", n->id,
@@ -101,8 +105,7 @@ static int node_open(rt_router *rt, rt_node *n, char *errmsg)
 	if (nrv == 0)
 		nrv = nng_socket_set_ms(n->sock, NNG_OPT_RECONNMAXT, 1000);
 	if (nrv == 0)
-		nrv = sh_tls_dial(n->sock, n->url, rt->tls != NULL ? rt->tls->client : NULL,
-		                  NNG_FLAG_NONBLOCK);
+		nrv = sh_tls_dial(n->sock, n->url, cfg, NNG_FLAG_NONBLOCK);
 	if (nrv != 0)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "node %u (%s): %s", n->id, n->url,
 		               nng_strerror(nrv));

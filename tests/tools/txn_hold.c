@@ -57,7 +57,9 @@ static int send_to(const sh_node_conf *n, Shoal__NodeRequest *nr, uint32_t *stat
 	uint8_t *buf = malloc(len + 1);
 	void *rb = NULL;
 	size_t rl = 0;
-	if (buf != NULL && sh_tls_dial(s, url, tls != NULL ? tls->client : NULL, 0) == 0) {
+	char err[SH_ERRMSG_SIZE];
+	nng_tls_config *cfg = tls != NULL ? sh_tls_client_for(tls, n->id, err) : NULL;
+	if (buf != NULL && (tls == NULL || cfg != NULL) && sh_tls_dial(s, url, cfg, 0) == 0) {
 		shoal__node_request__pack(nr, buf);
 		if (nng_send(s, buf, len, 0) == 0 && nng_recv(s, &rb, &rl, NNG_FLAG_ALLOC) == 0) {
 			Shoal__NodeResponse *r = shoal__node_response__unpack(NULL, rl, rb);

@@ -1,0 +1,288 @@
+/* Which node a dial reaches (security issue 15): sh_tls_client_for(id)
+ * (common/tls_load.c) names node <id> as the server name, and Shoal's
+ * engine (common/tls_engine.c) refuses any other certificate of the
+ * cluster CA at that address.  Real nng sockets on 127.0.0.1, certificates
+ * made by deploy/certs.sh for nodes 1-3 and the routers. */
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/rep.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "common/errors.h"
+#include "common/tls.h"
+#include "tests/lib/testlib.h"
+
+/* T[0..2]: nodes 1-3; T[ROUTER]: the routers.  Node 1 dials. */
+#define ROUTER 3
+static sh_tls T[4];
+static char dir[1100];
+static int port;
+
+/* What the engine logged (any of nng's threads). */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char logged[8192];
+
+static void log_line(const char *msg)
+{
+	pthread_mutex_lock(&log_mu);
+	size_t len = strlen(logged);
+	snprintf(logged + len, sizeof(logged) - len, "%s\n", msg);
+	pthread_mutex_unlock(&log_mu);
+}
+
+static bool log_has(const char *what)
+{
+	pthread_mutex_lock(&log_mu);
+	bool has = strstr(logged, what) != NULL;
+	pthread_mutex_unlock(&log_mu);
+	return has;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void pause_ms(long ms)
+{
+	nanosleep(&(struct timespec){0, ms * 1000000}, NULL);
+}
+
+static void setup(void)
+{
+	char err[SH_ERRMSG_SIZE], cmd[2048];
+	snprintf(dir, sizeof(dir), "%s/tls", tl_tmpdir("tls-name"));
+	snprintf(cmd, sizeof(cmd), "deploy/certs.sh --dir '%s' --nodes 3 >/dev/null", dir);
+	ck_assert_msg(system(cmd) == 0, "%s", cmd);
+	ck_assert_msg(sh_tls_engine_register(log_line, err) == SHOAL_OK, "%s", err);
+	static const char *names[] = {"node-1", "node-2", "node-3", "router"};
+	for (int i = 0; i < 4; i++) {
+		ck_assert_msg(sh_tls_load(&T[i], dir, names[i], NULL, err) == SHOAL_OK, "%s", err);
+		ck_assert(T[i].peers_checked);
+	}
+	port = tl_free_ports(4);
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < 4; i++)
+		sh_tls_free(&T[i]);
+}
+
+static void count_pipe(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	(void)p, (void)ev;
+	atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+/* A REP socket listening on port + off with cfg; *pipes counts its
+ * connections. */
+static nng_socket listen_with(nng_tls_config *cfg, int off, atomic_int *pipes)
+{
+	nng_socket s;
+	char url[64];
+	snprintf(url, sizeof(url), "tls+tcp://127.0.0.1:%d", port + off);
+	ck_assert_int_eq(nng_rep0_open(&s), 0);
+	ck_assert_int_eq(nng_pipe_notify(s, NNG_PIPE_EV_ADD_POST, count_pipe, pipes), 0);
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 5000);
+	nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, 5000);
+	int rv = sh_tls_listen(s, url, cfg, NULL);
+	ck_assert_msg(rv == 0, "listen %s: %s", url, nng_strerror(rv));
+	return s;
+}
+
+/* A REQ socket dialling port + off with cfg (retrying every 20 ms); *pipes
+ * counts its connections. */
+static nng_socket dial_with(nng_tls_config *cfg, int off, atomic_int *pipes)
+{
+	nng_socket s;
+	char url[64];
+	snprintf(url, sizeof(url), "tls+tcp://127.0.0.1:%d", port + off);
+	ck_assert_int_eq(nng_req0_open(&s), 0);
+	ck_assert_int_eq(nng_pipe_notify(s, NNG_PIPE_EV_ADD_POST, count_pipe, pipes), 0);
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 5000);
+	nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, 5000);
+	nng_socket_set_ms(s, NNG_OPT_RECONNMINT, 20);
+	nng_socket_set_ms(s, NNG_OPT_RECONNMAXT, 20);
+	ck_assert_ptr_nonnull(cfg);
+	int rv = sh_tls_dial(s, url, cfg, NNG_FLAG_NONBLOCK);
+	ck_assert_msg(rv == 0, "dial %s: %s", url, nng_strerror(rv));
+	return s;
+}
+
+/* A request from req answered by rep. */
+static void round_trip(nng_socket req, nng_socket rep)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	ck_assert_int_eq(nng_send(req, "ping", 5, 0), 0);
+	ck_assert_int_eq(nng_recv(rep, &buf, &len, NNG_FLAG_ALLOC), 0);
+	ck_assert_str_eq(buf, "ping");
+	nng_free(buf, len);
+	ck_assert_int_eq(nng_send(rep, "pong", 5, 0), 0);
+	ck_assert_int_eq(nng_recv(req, &buf, &len, NNG_FLAG_ALLOC), 0);
+	ck_assert_str_eq(buf, "pong");
+	nng_free(buf, len);
+}
+
+/* Neither end has ever had a pipe. */
+static void no_pipe(atomic_int *a, atomic_int *b)
+{
+	ck_assert_msg(atomic_load(a) == 0 && atomic_load(b) == 0, "a pipe was made (%d, %d)",
+	              atomic_load(a), atomic_load(b));
+}
+
+/* Waits (up to 10 s) for the engine to log a refusal containing both
+ * strings, then checks that in 2 s more neither end ever had a pipe (a or
+ * b). */
+static void refused(const char *subject, const char *reason, atomic_int *a, atomic_int *b)
+{
+	uint64_t deadline = now_ms() + 10000;
+	while (!(log_has(subject) && log_has(reason)) && now_ms() < deadline) {
+		no_pipe(a, b);
+		pause_ms(10);
+	}
+	pthread_mutex_lock(&log_mu);
+	ck_assert_msg(strstr(logged, subject) != NULL && strstr(logged, reason) != NULL,
+	              "no refusal of %s (%s) logged; the log:\n%s", subject, reason, logged);
+	pthread_mutex_unlock(&log_mu);
+	for (deadline = now_ms() + 2000; now_ms() < deadline; pause_ms(10))
+		no_pipe(a, b);
+	no_pipe(a, b);
+}
+
+/* Node 2's certificate answers a dial of node 2. */
+START_TEST(test_named_node_answers)
+{
+	char err[SH_ERRMSG_SIZE];
+	atomic_int lp = 0, dp = 0;
+	nng_socket rep = listen_with(T[1].server, 0, &lp);
+	nng_socket req = dial_with(sh_tls_client_for(&T[0], 2, err), 0, &dp);
+	round_trip(req, rep);
+	ck_assert_int_eq(atomic_load(&dp), 1);
+	ck_assert_msg(!log_has("refused"), "%s", logged);
+	nng_close(req);
+	nng_close(rep);
+}
+END_TEST
+
+/* Node 2's certificate at the address dialled as node 3's is refused by the
+ * dialler; the same listener answers a dial of node 2 (so the refusal is the
+ * name's). */
+START_TEST(test_other_node_refused)
+{
+	char err[SH_ERRMSG_SIZE];
+	atomic_int lp = 0, dp = 0, lp2 = 0, dp2 = 0;
+	nng_socket rep = listen_with(T[1].server, 0, &lp);
+	nng_socket req = dial_with(sh_tls_client_for(&T[0], 3, err), 0, &dp);
+	refused("CN=node-2", "is not node 3's: this connection is for node 3", &lp, &dp);
+	nng_close(req);
+	nng_close(rep);
+
+	rep = listen_with(T[1].server, 1, &lp2);
+	req = dial_with(sh_tls_client_for(&T[0], 2, err), 1, &dp2);
+	round_trip(req, rep);
+	nng_close(req);
+	nng_close(rep);
+}
+END_TEST
+
+/* The routers' certificate does not answer as node 2 either. */
+START_TEST(test_router_refused)
+{
+	char err[SH_ERRMSG_SIZE];
+	atomic_int lp = 0, dp = 0;
+	nng_socket rep = listen_with(T[ROUTER].server, 0, &lp);
+	nng_socket req = dial_with(sh_tls_client_for(&T[0], 2, err), 0, &dp);
+	refused("CN=router", "the routers'", &lp, &dp);
+	nng_close(req);
+	nng_close(rep);
+}
+END_TEST
+
+/* A server name that is not a node's keeps its meaning: a host name,
+ * checked against the certificate's SANs (localhost, 127.0.0.1). */
+START_TEST(test_host_name_kept)
+{
+	char ca[1200];
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	static const char *hosts[] = {"localhost", "elsewhere.example", "node-x"};
+	for (int i = 0; i < 3; i++) {
+		nng_tls_config *cfg;
+		ck_assert_int_eq(nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT), 0);
+		ck_assert_int_eq(nng_tls_config_cert_key_file(cfg, T[0].cert, NULL), 0);
+		ck_assert_int_eq(nng_tls_config_ca_file(cfg, ca), 0);
+		ck_assert_int_eq(nng_tls_config_server_name(cfg, hosts[i]), 0);
+		atomic_int lp = 0, dp = 0;
+		nng_socket rep = listen_with(T[1].server, i, &lp);
+		nng_socket req = dial_with(cfg, i, &dp);
+		nng_tls_config_free(cfg); /* (the dialer holds it) */
+		if (i == 0) {
+			round_trip(req, rep);
+		} else {
+			/* mbedtls refuses the name (nothing logged): no pipe
+			 * in 2 s. */
+			uint64_t deadline = now_ms() + 2000;
+			while (atomic_load(&dp) == 0 && now_ms() < deadline)
+				pause_ms(10);
+			ck_assert_msg(atomic_load(&dp) == 0, "%s reached localhost", hosts[i]);
+		}
+		nng_close(req);
+		nng_close(rep);
+	}
+}
+END_TEST
+
+static void *client_for_thread(void *arg)
+{
+	char err[SH_ERRMSG_SIZE];
+	nng_tls_config **out = arg;
+	for (uint32_t id = 1; id <= 8; id++)
+		out[id - 1] = sh_tls_client_for(&T[0], id, err);
+	return NULL;
+}
+
+/* One configuration per node, made once however many threads ask; with
+ * nng's engine (no peers_checked) the plain client configuration. */
+START_TEST(test_configs_kept)
+{
+	enum { THREADS = 8 };
+	pthread_t th[THREADS];
+	static nng_tls_config *got[THREADS][8];
+	for (int i = 0; i < THREADS; i++)
+		ck_assert_int_eq(pthread_create(&th[i], NULL, client_for_thread, got[i]), 0);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(th[i], NULL);
+	for (int id = 0; id < 8; id++) {
+		ck_assert_ptr_nonnull(got[0][id]);
+		ck_assert_ptr_ne(got[0][id], T[0].client);
+		for (int i = 1; i < THREADS; i++)
+			ck_assert_ptr_eq(got[i][id], got[0][id]);
+		for (int other = 0; other < id; other++)
+			ck_assert_ptr_ne(got[0][other], got[0][id]);
+	}
+	ck_assert_uint_eq(T[0].n_named, 8);
+
+	sh_tls stock = {.client = T[0].client, .peers_checked = false};
+	char err[SH_ERRMSG_SIZE];
+	ck_assert_ptr_eq(sh_tls_client_for(&stock, 2, err), T[0].client);
+}
+END_TEST
+
+static Suite *tls_name_suite(void)
+{
+	return tl_suite("tls_name", setup, teardown, 60,
+	                TL_TESTS(test_named_node_answers, test_other_node_refused,
+	                         test_router_refused, test_host_name_kept, test_configs_kept));
+}
+
+TL_MAIN(tls_name_suite)
