@@ -117,6 +117,9 @@ typedef struct node_ttl node_ttl;
  * number of server contexts (requests handled at once; no thread each). */
 #define NODE_RECV_MAX        (16u * 1024 * 1024)
 #define NODE_DEFAULT_WORKERS 128
+/* A reply not sent within this long is given up and its connection closed
+ * (server.c): every caller's own deadline is shorter. */
+#define NODE_REPLY_SEND_MS 5000
 /* A NodeRequest batch holds at most this many requests; a batch member
  * whose arena grew past NODE_BATCH_ARENA_KEEP frees it when done.  Idle
  * members are pooled for the next batch: at most NODE_BATCH_POOL_KEEP of

@@ -15,6 +15,9 @@
  *   WAIT    the loop completed the waiter: write   SEND    loop thread
  *           result / barrier passed (read served)
  *   SEND    reply sent (or failed)                 RECV    nng callback
+ *   SEND    not sent in NODE_REPLY_SEND_MS: its    RECV    nng callback
+ *           connection is closed (a peer that stopped reading must not
+ *           hold contexts: REP queues replies behind a stuck one)
  *
  * An eventually consistent read is served from LMDB inside the receive
  * callback (microseconds); a write's answer is sent by the loop thread
@@ -228,8 +231,9 @@ struct rctx {
 	nng_ctx ctx;
 	nng_aio *aio;
 	rctx_state state;
-	nng_msg *msg; /* the request message, until the reply is built */
-	nreq one;     /* a message with one request */
+	nng_msg *msg;  /* the request message, until the reply is built */
+	nng_pipe pipe; /* the connection it came on (the reply leaves on it) */
+	nreq one;      /* a message with one request */
 	/* A batch: its members (from the server's pool) and how many are
 	 * still being handled (+1 while they are being started). */
 	nreq **members;
@@ -752,6 +756,7 @@ static void rearm(rctx *x)
 		pthread_cond_broadcast(&s->idle);
 	pthread_mutex_unlock(&s->mu);
 	x->state = RCTX_RECV;
+	nng_aio_set_timeout(x->aio, NNG_DURATION_INFINITE);
 	nng_ctx_recv(x->ctx, x->aio);
 }
 
@@ -767,6 +772,12 @@ static void send_reply(rctx *x, nng_msg *m)
 		rearm(x);
 		return;
 	}
+	/* REP queues a reply behind the pipe's previous one without a limit:
+	 * a peer that stopped reading (or a connection stuck under it) would
+	 * hold this context, and soon all of them -- the node would answer no
+	 * one.  A reply that cannot leave in NODE_REPLY_SEND_MS is given up,
+	 * and its pipe closed (rctx_cb) so that the peer connects again. */
+	nng_aio_set_timeout(x->aio, NODE_REPLY_SEND_MS);
 	nng_aio_set_msg(x->aio, m);
 	nng_ctx_send(x->ctx, x->aio);
 }
@@ -1090,6 +1101,7 @@ static void rctx_cb(void *arg)
 			return;
 		}
 		x->msg = nng_aio_get_msg(x->aio);
+		x->pipe = nng_msg_get_pipe(x->msg);
 		nng_aio_set_msg(x->aio, NULL);
 		pthread_mutex_lock(&s->mu);
 		s->busy++;
@@ -1116,10 +1128,17 @@ static void rctx_cb(void *arg)
 	case RCTX_SEND:
 		if (rv != 0) {
 			nng_msg *m = nng_aio_get_msg(x->aio);
+			if (rv == NNG_ETIMEDOUT) {
+				node_logf(NODE_LOG_WARN,
+				          "server: a reply could not be sent in %d ms: closing its "
+				          "connection (pipe %d), whose peer connects again",
+				          NODE_REPLY_SEND_MS, nng_pipe_id(x->pipe));
+				nng_pipe_close(x->pipe);
+			} else if (rv != NNG_ECLOSED) {
+				node_logf(NODE_LOG_WARN, "server: send: %s", nng_strerror(rv));
+			}
 			if (m != NULL)
 				nng_msg_free(m);
-			if (rv != NNG_ECLOSED)
-				node_logf(NODE_LOG_WARN, "server: send: %s", nng_strerror(rv));
 		}
 		rearm(x);
 		return;

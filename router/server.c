@@ -26,6 +26,8 @@
  *   RECV      socket closed                        DONE
  *   JOB       the job (every member) answered      SEND      send_answer
  *   SEND      sent (or failed: the client left)    RECV      rearm
+ *   SEND      not sent in RT_REPLY_SEND_MS: the    RECV      rearm
+ *             client's connection is closed (it stopped reading)
  *
  * Stopping (rt_server_stop, main thread): the listener closes (no new
  * connections), requests in progress finish (bounded by the drain time),
@@ -42,6 +44,12 @@
 #include <nng/protocol/reqrep0/rep.h>
 
 #define RT_RECVMAXSZ (16u * 1024 * 1024)
+/* An answer not sent within this long is given up and its client's
+ * connection closed: REP queues answers behind the connection's previous
+ * one without a limit, so a client that stops reading (or a connection
+ * stuck under it) would otherwise hold this context -- and, as it keeps
+ * sending, every context: the router would answer no one. */
+#define RT_REPLY_SEND_MS 5000
 
 enum rctx_state { RC_RECV = 0, RC_JOB, RC_SEND, RC_DONE };
 
@@ -50,6 +58,7 @@ struct rt_rctx {
 	nng_ctx ctx;
 	nng_aio *aio;
 	int state;
+	nng_pipe pipe; /* the client's connection the message came on */
 	/* A batch: its member jobs, and how many have not answered (+1 while
 	 * they are being started). */
 	rt_job **members;
@@ -63,6 +72,7 @@ static void rearm(rt_rctx *x)
 	nng_aio_set_msg(x->aio, NULL);
 	x->state = RC_RECV;
 	atomic_fetch_sub(&x->s->busy, 1);
+	nng_aio_set_timeout(x->aio, NNG_DURATION_INFINITE);
 	nng_ctx_recv(x->ctx, x->aio);
 }
 
@@ -74,6 +84,7 @@ static void send_answer(rt_rctx *x, nng_msg *m)
 		return;
 	}
 	x->state = RC_SEND;
+	nng_aio_set_timeout(x->aio, RT_REPLY_SEND_MS);
 	nng_aio_set_msg(x->aio, m);
 	nng_ctx_send(x->ctx, x->aio);
 }
@@ -250,6 +261,7 @@ static void rctx_cb(void *arg)
 			return;
 		}
 		nng_msg *msg = nng_aio_get_msg(x->aio);
+		x->pipe = nng_msg_get_pipe(msg);
 		nng_aio_set_msg(x->aio, NULL);
 		atomic_fetch_add(&s->busy, 1);
 		int64_t t0 = sh_now_us();
@@ -291,6 +303,12 @@ static void rctx_cb(void *arg)
 			nng_msg *m = nng_aio_get_msg(x->aio);
 			if (m != NULL)
 				nng_msg_free(m);
+			if (rv == NNG_ETIMEDOUT) {
+				rt_log("server: an answer could not be sent in %d ms: closing the "
+				       "client's connection (pipe %d)",
+				       RT_REPLY_SEND_MS, nng_pipe_id(x->pipe));
+				nng_pipe_close(x->pipe);
+			}
 		}
 		rearm(x);
 		return;

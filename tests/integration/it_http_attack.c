@@ -19,7 +19,12 @@
  *     the decode's allocation budget, and the growth stays under
  *     JSON_BOUND (the body, the JSON decode pool and slack); both grew it
  *     by more than 1.1 GB;
- *   - session tokens and presigned URLs are refused by name.
+ *   - session tokens and presigned URLs are refused by name;
+ *   - a native client that sends thousands of requests and never reads the
+ *     answers: REP queues answers behind a connection's unsent one, so the
+ *     router's every context used to wait on it and no other native client
+ *     was answered, for as long as the attacker kept the connection open;
+ *     now an answer not sent in 5 s closes that connection.
  *
  * Peer addresses: Linux routes all of 127/8 to lo, so a client that binds
  * 127.0.0.2 before connecting is another peer address to the router.
@@ -458,6 +463,110 @@ START_TEST(test_json_flood)
 }
 END_TEST
 
+/* The router's native port from C.endpoint ("tcp://127.0.0.1:P[,...]"). */
+static int native_port(void)
+{
+	const char *colon = strrchr(C.endpoint, ':');
+	ck_assert_ptr_nonnull(colon);
+	ck_assert_msg(strncmp(C.endpoint, "tcp://", 6) == 0, "endpoint %s", C.endpoint);
+	return atoi(colon + 1);
+}
+
+/* Whether a signed native DescribeTable through the CLI is answered. */
+static bool native_served(void)
+{
+	char *o = NULL, *e = NULL;
+	int rc = tl_shoal(&C, &o, &e,
+	                  "--cli-read-timeout 2 describe-table --table-name atk 2>/dev/null");
+	free(o);
+	free(e);
+	return rc == 0;
+}
+
+START_TEST(test_native_unread)
+{
+	setenv("AWS_ACCESS_KEY_ID", AKID, 1);
+	setenv("AWS_SECRET_ACCESS_KEY", SECRET, 1);
+	ck_assert_msg(native_served(), "a native client is not served before the attack");
+	/* An SP/REQ peer with a tiny receive buffer, from 127.0.0.3. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	int small = 4096;
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	struct sockaddr_in b = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000003u)};
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&b, sizeof(b)), 0);
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)native_port()),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	static const uint8_t hello[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0}; /* REQ0 */
+	ck_assert_int_eq(send_all(fd, hello, sizeof(hello)), sizeof(hello));
+	/* Requests of an empty body (each answered with an error of ~100
+	 * bytes), sent until the router stops taking them; never read. */
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
+	enum { BATCH = 4096, MSG = 12 };
+	uint8_t *buf = sh_malloc(BATCH * MSG);
+	ck_assert_ptr_nonnull(buf);
+	uint32_t id = 0;
+	size_t sent = 0, pending = 0, off = 0;
+	int64_t stuck_since = 0, t0 = now_ms();
+	while (now_ms() - t0 < 20000) {
+		if (off == pending) {
+			for (int i = 0; i < BATCH; i++) {
+				uint8_t *m = buf + (size_t)i * MSG;
+				memset(m, 0, 8);
+				m[7] = 4; /* length: the 4-byte request id */
+				uint32_t r = 0x80000000u | ++id;
+				m[8] = (uint8_t)(r >> 24), m[9] = (uint8_t)(r >> 16);
+				m[10] = (uint8_t)(r >> 8), m[11] = (uint8_t)r;
+			}
+			pending = BATCH * MSG;
+			off = 0;
+		}
+		ssize_t w = send(fd, buf + off, pending - off, MSG_NOSIGNAL);
+		if (w > 0) {
+			off += (size_t)w, sent += (size_t)w, stuck_since = 0;
+			continue;
+		}
+		if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			break; /* the router closed the connection */
+		if (stuck_since == 0)
+			stuck_since = now_ms();
+		if (now_ms() - stuck_since > 1000)
+			break; /* the router stopped reading: its contexts are taken */
+		struct pollfd pf = {.fd = fd, .events = POLLOUT};
+		poll(&pf, 1, 50);
+	}
+	sh_free(buf);
+	printf("native unread: %zu requests sent in %lld ms, none of their answers read\n",
+	       sent / MSG, (long long)(now_ms() - t0));
+	fflush(stdout);
+	ck_assert_msg(sent / MSG > 1000, "the attack did not get going (%zu requests)", sent / MSG);
+	/* Others are answered again within the reply deadline (and the
+	 * client's retries): the router gave the attacker's answers up and
+	 * closed its connection. */
+	int64_t t1 = now_ms(), until = t1 + 30000;
+	bool ok = false;
+	while (!ok && now_ms() < until)
+		ok = native_served();
+	printf("native unread: another client served %lld ms after the attack stalled\n",
+	       (long long)(now_ms() - t1));
+	ck_assert_msg(ok, "no native client was answered for 30 s while a client did not read");
+	/* The attacker's connection was closed by the router. */
+	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);
+	struct timeval tv = {.tv_sec = 20};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	char sink[65536];
+	ssize_t r;
+	while ((r = recv(fd, sink, sizeof(sink), 0)) > 0)
+		;
+	ck_assert_msg(r == 0 || (r < 0 && errno == ECONNRESET),
+	              "the attacker's connection is still open (recv: %s)",
+	              r < 0 ? strerror(errno) : "data");
+	close(fd);
+}
+END_TEST
+
 START_TEST(test_token_presigned)
 {
 	const char *body = "{\"TableName\":\"atk\",\"Key\":{\"pk\":{\"S\":\"v\"}}}";
@@ -501,6 +610,7 @@ static Suite *attack_suite(void)
 	tcase_add_test(tc, test_auth_before_body);
 	tcase_add_test(tc, test_big_headers);
 	tcase_add_test(tc, test_token_presigned);
+	tcase_add_test(tc, test_native_unread);
 	suite_add_tcase(s, tc);
 	return s;
 }
