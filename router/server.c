@@ -49,7 +49,12 @@
  * one without a limit, so a client that stops reading (or a connection
  * stuck under it) would otherwise hold this context -- and, as it keeps
  * sending, every context: the router would answer no one. */
-#define RT_REPLY_SEND_MS 5000
+#define RT_REPLY_SEND_MS 30000
+/* One client connection holds at most n_ctxs / RT_PIPE_SHARE contexts; a
+ * message past that is dropped unanswered (its client, which is not reading
+ * its answers or sends faster than it reads them, times out on it): a client
+ * that stops reading can never take the contexts the others need. */
+#define RT_PIPE_SHARE 4
 
 enum rctx_state { RC_RECV = 0, RC_JOB, RC_SEND, RC_DONE };
 
@@ -66,9 +71,42 @@ struct rt_rctx {
 	atomic_uint pending;
 };
 
+/* Counts a message of connection p in (+1) or out (-1); false, and nothing
+ * counted, when the connection holds its share already. */
+static bool pipe_count(rt_server *s, nng_pipe p, int delta)
+{
+	uint32_t id = (uint32_t)nng_pipe_id(p), cap = s->n_ctxs / RT_PIPE_SHARE;
+	if (s->pipes == NULL || id == 0 || (int)id < 0)
+		return true;
+	bool ok = true;
+	pthread_mutex_lock(&s->pipes_mu);
+	uint32_t at = UINT32_MAX, free_at = UINT32_MAX;
+	for (uint32_t i = 0; i < s->n_ctxs && at == UINT32_MAX; i++) {
+		if (s->pipes[i].count > 0 && s->pipes[i].id == id)
+			at = i;
+		else if (s->pipes[i].count == 0 && free_at == UINT32_MAX)
+			free_at = i;
+	}
+	if (delta > 0) {
+		if (at == UINT32_MAX)
+			at = free_at; /* one slot per context: a free one is there */
+		if (at == UINT32_MAX || s->pipes[at].count >= (cap > 0 ? cap : 1)) {
+			ok = false;
+		} else {
+			s->pipes[at].id = id;
+			s->pipes[at].count++;
+		}
+	} else if (at != UINT32_MAX) {
+		s->pipes[at].count--;
+	}
+	pthread_mutex_unlock(&s->pipes_mu);
+	return ok;
+}
+
 /* The message is answered (or dropped): receive the next one. */
 static void rearm(rt_rctx *x)
 {
+	pipe_count(x->s, x->pipe, -1);
 	nng_aio_set_msg(x->aio, NULL);
 	x->state = RC_RECV;
 	atomic_fetch_sub(&x->s->busy, 1);
@@ -263,6 +301,19 @@ static void rctx_cb(void *arg)
 		nng_msg *msg = nng_aio_get_msg(x->aio);
 		x->pipe = nng_msg_get_pipe(msg);
 		nng_aio_set_msg(x->aio, NULL);
+		if (!pipe_count(s, x->pipe, +1)) {
+			/* Its connection holds its share of the contexts. */
+			if (atomic_fetch_add(&s->pipe_drops, 1) % 10000 == 0)
+				rt_log(
+				    "server: a client connection (pipe %d) holds %u messages "
+				    "unanswered (it does not read its answers?): its next ones are "
+				    "dropped",
+				    nng_pipe_id(x->pipe), s->n_ctxs / RT_PIPE_SHARE);
+			nng_msg_free(msg);
+			nng_aio_set_timeout(x->aio, NNG_DURATION_INFINITE);
+			nng_ctx_recv(x->ctx, x->aio);
+			return;
+		}
 		atomic_fetch_add(&s->busy, 1);
 		int64_t t0 = sh_now_us();
 		int64_t deadline = t0 / 1000 + rt->opt.deadline_ms;
@@ -336,6 +387,11 @@ static void free_ctxs(rt_server *s)
 	sh_free(s->ctxs);
 	s->ctxs = NULL;
 	s->n_ctxs = 0;
+	sh_free(s->pipes);
+	s->pipes = NULL;
+	if (s->pipes_mu_init)
+		pthread_mutex_destroy(&s->pipes_mu);
+	s->pipes_mu_init = false;
 }
 
 int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
@@ -354,7 +410,10 @@ int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
 	}
 	uint32_t n = rt->opt.contexts > 0 ? rt->opt.contexts : 1;
 	s->ctxs = sh_calloc(n, sizeof(*s->ctxs));
-	if (s->ctxs == NULL) {
+	s->pipes = sh_calloc(n, sizeof(*s->pipes));
+	if (pthread_mutex_init(&s->pipes_mu, NULL) == 0)
+		s->pipes_mu_init = true;
+	if (s->ctxs == NULL || s->pipes == NULL || !s->pipes_mu_init) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_socket;
 	}

@@ -24,7 +24,8 @@
  *     answers: REP queues answers behind a connection's unsent one, so the
  *     router's every context used to wait on it and no other native client
  *     was answered, for as long as the attacker kept the connection open;
- *     now an answer not sent in 5 s closes that connection.
+ *     now one connection holds at most a quarter of the contexts (its
+ *     further messages are dropped) and others are served throughout.
  *
  * Peer addresses: Linux routes all of 127/8 to lo, so a client that binds
  * 127.0.0.2 before connecting is another peer address to the router.
@@ -502,7 +503,7 @@ START_TEST(test_native_unread)
 	static const uint8_t hello[8] = {0, 'S', 'P', 0, 0, 0x30, 0, 0}; /* REQ0 */
 	ck_assert_int_eq(send_all(fd, hello, sizeof(hello)), sizeof(hello));
 	/* Requests of an empty body (each answered with an error of ~100
-	 * bytes), sent until the router stops taking them; never read. */
+	 * bytes), 500,000 or until the router stops taking them; never read. */
 	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
 	enum { BATCH = 4096, MSG = 12 };
 	uint8_t *buf = sh_malloc(BATCH * MSG);
@@ -510,7 +511,7 @@ START_TEST(test_native_unread)
 	uint32_t id = 0;
 	size_t sent = 0, pending = 0, off = 0;
 	int64_t stuck_since = 0, t0 = now_ms();
-	while (now_ms() - t0 < 20000) {
+	while (now_ms() - t0 < 20000 && sent / MSG < 500000) {
 		if (off == pending) {
 			for (int i = 0; i < BATCH; i++) {
 				uint8_t *m = buf + (size_t)i * MSG;
@@ -542,27 +543,14 @@ START_TEST(test_native_unread)
 	       sent / MSG, (long long)(now_ms() - t0));
 	fflush(stdout);
 	ck_assert_msg(sent / MSG > 1000, "the attack did not get going (%zu requests)", sent / MSG);
-	/* Others are answered again within the reply deadline (and the
-	 * client's retries): the router gave the attacker's answers up and
-	 * closed its connection. */
-	int64_t t1 = now_ms(), until = t1 + 30000;
-	bool ok = false;
-	while (!ok && now_ms() < until)
-		ok = native_served();
-	printf("native unread: another client served %lld ms after the attack stalled\n",
-	       (long long)(now_ms() - t1));
-	ck_assert_msg(ok, "no native client was answered for 30 s while a client did not read");
-	/* The attacker's connection was closed by the router. */
-	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK), 0);
-	struct timeval tv = {.tv_sec = 20};
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	char sink[65536];
-	ssize_t r;
-	while ((r = recv(fd, sink, sizeof(sink), 0)) > 0)
-		;
-	ck_assert_msg(r == 0 || (r < 0 && errno == ECONNRESET),
-	              "the attacker's connection is still open (recv: %s)",
-	              r < 0 ? strerror(errno) : "data");
+	/* Others are answered while the attacker holds on (the first try:
+	 * the CLI's own 2 s read deadline, no waiting for the router to give
+	 * the attacker's answers up). */
+	int64_t t1 = now_ms();
+	bool ok = native_served();
+	printf("native unread: another client %s in %lld ms during the attack\n",
+	       ok ? "served" : "not served", (long long)(now_ms() - t1));
+	ck_assert_msg(ok, "no native client was answered while a client did not read");
 	close(fd);
 }
 END_TEST
