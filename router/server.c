@@ -50,10 +50,12 @@
  * stuck under it) would otherwise hold this context -- and, as it keeps
  * sending, every context: the router would answer no one. */
 #define RT_REPLY_SEND_MS 30000
-/* One client connection holds at most n_ctxs / RT_PIPE_SHARE contexts; a
- * message past that is dropped unanswered (its client, which is not reading
- * its answers or sends faster than it reads them, times out on it): a client
- * that stops reading can never take the contexts the others need. */
+/* One client connection holds at most n_ctxs / RT_PIPE_SHARE contexts with
+ * an answer waiting to be sent; a message that arrives on it past that is
+ * dropped unanswered (its client, which is not reading its answers, times
+ * out on it): a client that stops reading can never take the contexts the
+ * others need.  A client that reads keeps none waiting (an answer leaves as
+ * soon as the connection is free), however many requests it has in flight. */
 #define RT_PIPE_SHARE 4
 
 enum rctx_state { RC_RECV = 0, RC_JOB, RC_SEND, RC_DONE };
@@ -71,14 +73,13 @@ struct rt_rctx {
 	atomic_uint pending;
 };
 
-/* Counts a message of connection p in (+1) or out (-1); false, and nothing
- * counted, when the connection holds its share already. */
-static bool pipe_count(rt_server *s, nng_pipe p, int delta)
+/* Answers of connection p waiting to be sent: counted in (+1), out (-1), or
+ * asked (0); the count after. */
+static uint32_t pipe_count(rt_server *s, nng_pipe p, int delta)
 {
-	uint32_t id = (uint32_t)nng_pipe_id(p), cap = s->n_ctxs / RT_PIPE_SHARE;
+	uint32_t id = (uint32_t)nng_pipe_id(p), n = 0;
 	if (s->pipes == NULL || id == 0 || (int)id < 0)
-		return true;
-	bool ok = true;
+		return 0;
 	pthread_mutex_lock(&s->pipes_mu);
 	uint32_t at = UINT32_MAX, free_at = UINT32_MAX;
 	for (uint32_t i = 0; i < s->n_ctxs && at == UINT32_MAX; i++) {
@@ -87,26 +88,22 @@ static bool pipe_count(rt_server *s, nng_pipe p, int delta)
 		else if (s->pipes[i].count == 0 && free_at == UINT32_MAX)
 			free_at = i;
 	}
-	if (delta > 0) {
-		if (at == UINT32_MAX)
-			at = free_at; /* one slot per context: a free one is there */
-		if (at == UINT32_MAX || s->pipes[at].count >= (cap > 0 ? cap : 1)) {
-			ok = false;
-		} else {
-			s->pipes[at].id = id;
-			s->pipes[at].count++;
-		}
-	} else if (at != UINT32_MAX) {
-		s->pipes[at].count--;
+	if (delta > 0 && at == UINT32_MAX && free_at != UINT32_MAX) {
+		at = free_at; /* one slot per context: a free one is there */
+		s->pipes[at].id = id;
+	}
+	if (at != UINT32_MAX) {
+		if (delta > 0 || (delta < 0 && s->pipes[at].count > 0))
+			s->pipes[at].count += (uint32_t)delta;
+		n = s->pipes[at].count;
 	}
 	pthread_mutex_unlock(&s->pipes_mu);
-	return ok;
+	return n;
 }
 
 /* The message is answered (or dropped): receive the next one. */
 static void rearm(rt_rctx *x)
 {
-	pipe_count(x->s, x->pipe, -1);
 	nng_aio_set_msg(x->aio, NULL);
 	x->state = RC_RECV;
 	atomic_fetch_sub(&x->s->busy, 1);
@@ -122,6 +119,7 @@ static void send_answer(rt_rctx *x, nng_msg *m)
 		return;
 	}
 	x->state = RC_SEND;
+	pipe_count(x->s, x->pipe, +1);
 	nng_aio_set_timeout(x->aio, RT_REPLY_SEND_MS);
 	nng_aio_set_msg(x->aio, m);
 	nng_ctx_send(x->ctx, x->aio);
@@ -301,14 +299,15 @@ static void rctx_cb(void *arg)
 		nng_msg *msg = nng_aio_get_msg(x->aio);
 		x->pipe = nng_msg_get_pipe(msg);
 		nng_aio_set_msg(x->aio, NULL);
-		if (!pipe_count(s, x->pipe, +1)) {
+		uint32_t cap = s->n_ctxs / RT_PIPE_SHARE;
+		if (pipe_count(s, x->pipe, 0) >= (cap > 0 ? cap : 1)) {
 			/* Its connection holds its share of the contexts. */
 			if (atomic_fetch_add(&s->pipe_drops, 1) % 10000 == 0)
 				rt_log(
-				    "server: a client connection (pipe %d) holds %u messages "
-				    "unanswered (it does not read its answers?): its next ones are "
+				    "server: a client connection (pipe %d) has %u answers waiting "
+				    "to be sent (it does not read them?): its next messages are "
 				    "dropped",
-				    nng_pipe_id(x->pipe), s->n_ctxs / RT_PIPE_SHARE);
+				    nng_pipe_id(x->pipe), cap);
 			nng_msg_free(msg);
 			nng_aio_set_timeout(x->aio, NNG_DURATION_INFINITE);
 			nng_ctx_recv(x->ctx, x->aio);
@@ -350,6 +349,7 @@ static void rctx_cb(void *arg)
 		return;
 	}
 	case RC_SEND:
+		pipe_count(s, x->pipe, -1);
 		if (rv != 0) {
 			nng_msg *m = nng_aio_get_msg(x->aio);
 			if (m != NULL)
