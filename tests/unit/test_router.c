@@ -30,36 +30,14 @@
 /* Cluster fixtures                                                          */
 /* ------------------------------------------------------------------------ */
 
-static bool port_free(int port)
-{
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	if (fd < 0)
-		return false;
-	int one = 1;
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	bool ok = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
-	close(fd);
-	return ok;
-}
-
-/* A block of 8 ports starting at the returned one, free when we looked:
- * derived from the pid (each forked test has its own), probing onwards. */
+/* A block of 8 ports starting at the returned one, claimed as every test
+ * claims its ports (tl_free_ports: the test binaries running at once stay
+ * off each other's; each forked test claims its own). */
 static int base_port(void)
 {
 	static int chosen;
-	if (chosen != 0)
-		return chosen;
-	int base = 20000 + (int)((getpid() * 8) % 20000);
-	for (int tries = 0; tries < 200; tries++, base = 20000 + (base - 20000 + 8) % 20000) {
-		bool ok = true;
-		for (int i = 1; i <= 4 && ok; i++)
-			ok = port_free(base + i);
-		if (ok)
-			break;
-	}
-	chosen = base;
+	if (chosen == 0)
+		chosen = tl_free_ports(8);
 	return chosen;
 }
 
