@@ -7,6 +7,7 @@
  * done (their callbacks run) with no lock held, so a callback may submit
  * again, to these lanes or others.
  */
+#include <stdatomic.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -356,6 +357,14 @@ void wire_lanes_fini(wire_lanes *l)
  *   FAIL   (a context could not open)    IDLE   UNREACHABLE, from a 0 ms sleep
  *                                               so that cb never runs in send
  * A failed exchange closes the context; the next send opens a new one.
+ *
+ * Stopping (wire_lanes_close) cancels the exchange in flight and marks the
+ * channel stopping: its callback ends the exchange CLOSED instead of posting
+ * the receive, and a send that comes after (a lane taken just before the
+ * close) ends CLOSED through a 0 ms sleep.  Not nng_aio_stop: in nng 1.5.2
+ * an operation started on a stopped aio returns without ever calling back,
+ * so the lane's items -- a router's calls -- would never end (test_pipeline
+ * saw a stop wait 10 s for them, or free them under a late answer).
  */
 enum chan_state { CH_IDLE = 0, CH_SEND, CH_RECV, CH_FAIL };
 
@@ -368,6 +377,7 @@ typedef struct nng_chan {
 	int64_t answer_by;
 	wire_lane_io_cb cb;
 	void *arg;
+	atomic_bool stopping; /* chan_stop: no new exchange */
 } nng_chan;
 
 static void chan_end(nng_chan *c, int rv, nng_msg *reply)
@@ -397,6 +407,10 @@ static void chan_aio_cb(void *arg)
 			         NULL);
 			return;
 		}
+		if (atomic_load(&c->stopping)) {
+			chan_end(c, WIRE_LANE_CLOSED, NULL);
+			return;
+		}
 		c->state = CH_RECV;
 		int64_t left = c->answer_by - sh_now_ms();
 		nng_aio_set_timeout(c->aio, (nng_duration)(left > 1 ? left : 1));
@@ -417,8 +431,9 @@ static void chan_aio_cb(void *arg)
 		return;
 	case CH_FAIL:
 		chan_end(c,
-		         rv == NNG_ECLOSED || rv == NNG_ECANCELED ? WIRE_LANE_CLOSED
-		                                                  : WIRE_LANE_UNREACHABLE,
+		         atomic_load(&c->stopping) || rv == NNG_ECLOSED || rv == NNG_ECANCELED
+		             ? WIRE_LANE_CLOSED
+		             : WIRE_LANE_UNREACHABLE,
 		         NULL);
 		return;
 	default:
@@ -448,7 +463,7 @@ static void chan_send(void *chan, nng_msg *msg, int64_t send_by, int64_t answer_
 	c->answer_by = answer_by;
 	if (!c->ctx_open && nng_ctx_open(&c->ctx, *c->sock) == 0)
 		c->ctx_open = true;
-	if (!c->ctx_open || sh_fault_check(SH_FAULT_SEND)) {
+	if (!c->ctx_open || atomic_load(&c->stopping) || sh_fault_check(SH_FAULT_SEND)) {
 		nng_msg_free(msg);
 		c->state = CH_FAIL;
 		nng_sleep_aio(0, c->aio);
@@ -464,7 +479,9 @@ static void chan_send(void *chan, nng_msg *msg, int64_t send_by, int64_t answer_
 static void chan_stop(void *chan)
 {
 	nng_chan *c = chan;
-	nng_aio_stop(c->aio);
+	atomic_store(&c->stopping, true);
+	nng_aio_cancel(c->aio);
+	nng_aio_wait(c->aio);
 }
 
 static void chan_free(void *chan)

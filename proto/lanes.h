@@ -109,8 +109,9 @@ typedef struct wire_lane_io {
 	/* Sends msg (taken over); it must be handed to a connection by send_by
 	 * and answered by answer_by (monotonic ms). */
 	void (*send)(void *chan, nng_msg *msg, int64_t send_by, int64_t answer_by);
-	/* Cancels the exchange in flight (its cb runs, with a failure) and
-	 * waits until no cb of this channel is running or will run. */
+	/* Cancels the exchange in flight (its cb runs, with a failure), waits
+	 * for that cb, and makes every later send end at once with a failure
+	 * (its cb runs, never inside send). */
 	void (*stop)(void *chan);
 	void (*free)(void *chan);
 } wire_lane_io;
@@ -161,8 +162,10 @@ void wire_lanes_uncork(void);
  * wait for those answers inside a cork). */
 void wire_lanes_flush(void);
 /* No new sends: queued items are done with WIRE_LANE_CLOSED, exchanges in
- * flight are cancelled (their items done with a failure); returns when no
- * callback of these lanes runs any more. */
+ * flight are cancelled (their items done with a failure); returns when
+ * their callbacks have run -- but for a lane that was taking its next
+ * message as the close came, whose items end WIRE_LANE_CLOSED right after.
+ * Every item ends: wire_lanes_fini waits for the last callback. */
 void wire_lanes_close(wire_lanes *l);
 /* Frees what init allocated (after close). */
 void wire_lanes_fini(wire_lanes *l);
