@@ -932,13 +932,9 @@ struct rt_server {
 	rt_rctx *ctxs;
 	uint32_t n_ctxs;
 	atomic_uint busy; /* messages received and not yet answered */
-	/* Messages in progress per client connection (server.c, at most
-	 * n_ctxs / RT_PIPE_SHARE each): {pipe id, count}, count 0 free (mu). */
-	pthread_mutex_t pipes_mu;
-	bool pipes_mu_init;
-	struct {
-		uint32_t id, count;
-	} * pipes;
+	/* Contexts whose answer waits to be sent (server.c: a connection may
+	 * hold at most n_ctxs / RT_PIPE_SHARE of them). */
+	atomic_uint sending;
 	_Atomic uint64_t pipe_drops; /* messages dropped for their connection's share */
 };
 

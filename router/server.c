@@ -65,7 +65,8 @@ struct rt_rctx {
 	nng_ctx ctx;
 	nng_aio *aio;
 	int state;
-	nng_pipe pipe; /* the client's connection the message came on */
+	nng_pipe pipe;                 /* the client's connection the message came on */
+	_Atomic uint32_t sending_pipe; /* its id while an answer waits to be sent, else 0 */
 	/* A batch: its member jobs, and how many have not answered (+1 while
 	 * they are being started). */
 	rt_job **members;
@@ -73,32 +74,17 @@ struct rt_rctx {
 	atomic_uint pending;
 };
 
-/* Answers of connection p waiting to be sent: counted in (+1), out (-1), or
- * asked (0); the count after. */
-static uint32_t pipe_count(rt_server *s, nng_pipe p, int delta)
+/* Whether connection p has its share of contexts waiting to send answers.
+ * The fast path is one load: only when that many contexts wait in all (a
+ * client not reading, or a stuck connection) are they counted by pipe. */
+static bool pipe_full(rt_server *s, nng_pipe p, uint32_t cap)
 {
+	if (atomic_load(&s->sending) < cap)
+		return false;
 	uint32_t id = (uint32_t)nng_pipe_id(p), n = 0;
-	if (s->pipes == NULL || id == 0 || (int)id < 0)
-		return 0;
-	pthread_mutex_lock(&s->pipes_mu);
-	uint32_t at = UINT32_MAX, free_at = UINT32_MAX;
-	for (uint32_t i = 0; i < s->n_ctxs && at == UINT32_MAX; i++) {
-		if (s->pipes[i].count > 0 && s->pipes[i].id == id)
-			at = i;
-		else if (s->pipes[i].count == 0 && free_at == UINT32_MAX)
-			free_at = i;
-	}
-	if (delta > 0 && at == UINT32_MAX && free_at != UINT32_MAX) {
-		at = free_at; /* one slot per context: a free one is there */
-		s->pipes[at].id = id;
-	}
-	if (at != UINT32_MAX) {
-		if (delta > 0 || (delta < 0 && s->pipes[at].count > 0))
-			s->pipes[at].count += (uint32_t)delta;
-		n = s->pipes[at].count;
-	}
-	pthread_mutex_unlock(&s->pipes_mu);
-	return n;
+	for (uint32_t i = 0; i < s->n_ctxs && n < cap; i++)
+		n += atomic_load(&s->ctxs[i].sending_pipe) == id;
+	return n >= cap;
 }
 
 /* The message is answered (or dropped): receive the next one. */
@@ -119,7 +105,8 @@ static void send_answer(rt_rctx *x, nng_msg *m)
 		return;
 	}
 	x->state = RC_SEND;
-	pipe_count(x->s, x->pipe, +1);
+	atomic_fetch_add(&x->s->sending, 1);
+	atomic_store(&x->sending_pipe, (uint32_t)nng_pipe_id(x->pipe));
 	nng_aio_set_timeout(x->aio, RT_REPLY_SEND_MS);
 	nng_aio_set_msg(x->aio, m);
 	nng_ctx_send(x->ctx, x->aio);
@@ -300,7 +287,7 @@ static void rctx_cb(void *arg)
 		x->pipe = nng_msg_get_pipe(msg);
 		nng_aio_set_msg(x->aio, NULL);
 		uint32_t cap = s->n_ctxs / RT_PIPE_SHARE;
-		if (pipe_count(s, x->pipe, 0) >= (cap > 0 ? cap : 1)) {
+		if (pipe_full(s, x->pipe, cap > 0 ? cap : 1)) {
 			/* Its connection holds its share of the contexts. */
 			if (atomic_fetch_add(&s->pipe_drops, 1) % 10000 == 0)
 				rt_log(
@@ -349,7 +336,8 @@ static void rctx_cb(void *arg)
 		return;
 	}
 	case RC_SEND:
-		pipe_count(s, x->pipe, -1);
+		atomic_store(&x->sending_pipe, 0);
+		atomic_fetch_sub(&s->sending, 1);
 		if (rv != 0) {
 			nng_msg *m = nng_aio_get_msg(x->aio);
 			if (m != NULL)
@@ -387,11 +375,6 @@ static void free_ctxs(rt_server *s)
 	sh_free(s->ctxs);
 	s->ctxs = NULL;
 	s->n_ctxs = 0;
-	sh_free(s->pipes);
-	s->pipes = NULL;
-	if (s->pipes_mu_init)
-		pthread_mutex_destroy(&s->pipes_mu);
-	s->pipes_mu_init = false;
 }
 
 int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
@@ -410,10 +393,7 @@ int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
 	}
 	uint32_t n = rt->opt.contexts > 0 ? rt->opt.contexts : 1;
 	s->ctxs = sh_calloc(n, sizeof(*s->ctxs));
-	s->pipes = sh_calloc(n, sizeof(*s->pipes));
-	if (pthread_mutex_init(&s->pipes_mu, NULL) == 0)
-		s->pipes_mu_init = true;
-	if (s->ctxs == NULL || s->pipes == NULL || !s->pipes_mu_init) {
+	if (s->ctxs == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_socket;
 	}
