@@ -29,6 +29,20 @@ static double node_gain(const plan *p, uint32_t x, double dl, double du)
 	return pen(l2) - pen(l) + pen(u2) - pen(u);
 }
 
+/* What a transfer costs, in the potential's units: a short write pause at
+ * the group, so that of two plans worth the same the one with fewer
+ * transfers wins -- without it a chain through a third node tied with the
+ * direct transfer it imitates and, found first, was chosen.  Group 0's costs
+ * twice as much: its leader runs the plan (node/elastic.c), and a new leader
+ * starts its load averages over, so among equals the executor keeps its
+ * place and finishes the chain it began. */
+#define TRANSFER_COST 1e-3
+
+static double cost(const plan *p, uint32_t gi)
+{
+	return p->map->groups[gi].id == 0 ? 2 * TRANSFER_COST : TRANSFER_COST;
+}
+
 /* A planned change of leadership: one transfer, or two in a chain (n gives
  * g1 to b, b gives g2 to c: b keeps its count, n gives one to c -- what a
  * surplus of one needs when every peer of n is one below it). */
@@ -57,7 +71,7 @@ static void best_chain(const plan *p, uint32_t n, chain *best)
 			uint32_t b = plan_node_index(p, grp1->replicas[k].node);
 			if (b == n || !grp1->replicas[k].voter || !plan_eligible(p, b))
 				continue;
-			double x = give + node_gain(p, b, 1, u1);
+			double x = give + node_gain(p, b, 1, u1) + cost(p, g1);
 			if (x < best->gain)
 				*best = (chain){g1, b, SH_MAP_NONE, SH_MAP_NONE, x};
 			if (draining)
@@ -78,6 +92,7 @@ static void best_chain(const plan *p, uint32_t n, chain *best)
 					double y = c == n ? node_gain(p, n, 0, p2->units - u1) +
 					                        node_gain(p, b, 0, u1 - p2->units)
 					                  : mid + node_gain(p, c, 1, p2->units);
+					y += cost(p, g1) + cost(p, g2);
 					if (y < best->gain)
 						*best = (chain){g1, b, g2, c, y};
 				}
@@ -100,7 +115,7 @@ static void best_pull(const plan *p, uint32_t n, chain *best, uint32_t *a_out)
 		    !grp2->replicas[sh_map_replica_index(grp2, m->nodes[n].id)].voter)
 			continue;
 		double u2 = p2->units, take = node_gain(p, n, 1, u2);
-		double x = node_gain(p, b, -1, -u2) + take;
+		double x = node_gain(p, b, -1, -u2) + take + cost(p, g2);
 		if (x < best->gain) /* b gives g2 to n */
 			*best = (chain){g2, n, SH_MAP_NONE, SH_MAP_NONE, x}, *a_out = b;
 		for (uint32_t j = p->by_node_off[b]; j < p->by_node_off[b + 1]; j++) {
@@ -113,7 +128,8 @@ static void best_pull(const plan *p, uint32_t n, chain *best, uint32_t *a_out)
 			    !grp1->replicas[sh_map_replica_index(grp1, m->nodes[b].id)].voter)
 				continue;
 			double y = node_gain(p, a, -1, -p1->units) +
-			           node_gain(p, b, 0, p1->units - u2) + take;
+			           node_gain(p, b, 0, p1->units - u2) + take + cost(p, g1) +
+			           cost(p, g2);
 			if (y < best->gain)
 				*best = (chain){g1, b, g2, n, y}, *a_out = a;
 		}
@@ -189,6 +205,8 @@ static bool leader_path(plan *p, uint32_t n, bool give)
 		double dl = i == 0 ? -1 : i == k ? 1 : 0;
 		gain += node_gain(p, v, sign * dl, sign * (in - out));
 	}
+	for (uint32_t y = found; y != SH_MAP_NONE && y != n; y = prev[y])
+		gain += cost(p, via[y]);
 	if (found != SH_MAP_NONE && gain < -1e-9) {
 		for (uint32_t y = found; y != n; y = prev[y])
 			plan_transfer(p, via[y], give ? y : prev[y], SH_PLAN_R_BALANCE);
@@ -221,10 +239,15 @@ void plan_balance_leaders(plan *p)
 				budget -= leader_path(p, n, l > 1);
 			continue;
 		}
+		/* A chain's last transfer first: the executor takes one step a
+		 * round, and after "b gives g2 to c" the next round still sees n
+		 * over and b under and plans the direct "n gives g1 to b" -- where
+		 * "n gives g1 to b" first left b over, and when g1 was group 0 the
+		 * new executor's first step could be to give it back. */
 		sh_plan_reason why = draining ? SH_PLAN_R_DRAIN : SH_PLAN_R_BALANCE;
-		plan_transfer(p, c.g1, c.b, why);
 		if (c.g2 != SH_MAP_NONE)
 			plan_transfer(p, c.g2, c.c, why);
+		plan_transfer(p, c.g1, c.b, why);
 		budget--;
 	}
 }

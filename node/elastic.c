@@ -902,6 +902,46 @@ static void hot_key(node_elastic *e, const sh_plan_action *a)
 	          a->table, a->lo, a->group, a->at, a->reason == SH_PLAN_R_SIZE ? "size" : "load");
 }
 
+/* The planner's view as one log phrase: each node's leaders and units, then
+ * the steps planned ("leaders/units per node 1:2/310 2:1/95 ...; plan g0->1
+ * g3->2"), so that a leader transfer can be checked against its figures. */
+static void plan_view(const node_elastic *e, const sh_plan_group_load *gl,
+                      const sh_plan_part_load *parts, const sh_plan_action *acts, uint32_t n,
+                      char *buf, size_t size)
+{
+	size_t at = 0;
+	buf[0] = '\0';
+#define VIEW(...)                                                                                  \
+	do {                                                                                       \
+		if (at < size)                                                                     \
+			at += (size_t)snprintf(buf + at, size - at, __VA_ARGS__);                  \
+	} while (0)
+	VIEW("leaders/units per node");
+	for (uint32_t ni = 0; ni < e->map.n_nodes; ni++) {
+		uint32_t id = e->map.nodes[ni].id, led = 0;
+		double units = 0;
+		for (uint32_t gi = 0; gi < e->map.n_groups; gi++) {
+			if (gl[gi].leader != id)
+				continue;
+			led++;
+			for (uint32_t i = 0; parts != NULL && i < e->map.n_parts; i++) {
+				const sh_map_part *x = &e->map.parts[i];
+				uint32_t g = x->to_group != SH_MAP_NONE ? x->to_group : x->group;
+				if (g == e->map.groups[gi].id)
+					units += parts[i].units;
+			}
+		}
+		VIEW(" %u:%u/%.0f%s", id, led, units, e->alive[ni] ? "" : "(dead)");
+	}
+	VIEW("; plan");
+	for (uint32_t i = 0; i < n; i++)
+		if (acts[i].kind == SH_PLAN_TRANSFER_LEADER)
+			VIEW(" g%u->%u", acts[i].group, acts[i].node);
+		else
+			VIEW(" %s", sh_plan_kind_name(acts[i].kind));
+#undef VIEW
+}
+
 static void plan_and_act(node_elastic *e)
 {
 	/* Judge only from a majority's view: a node that cannot hear most of
@@ -1018,6 +1058,11 @@ static void plan_and_act(node_elastic *e)
 	uint32_t n = 0;
 	char msg[SH_ERRMSG_SIZE];
 	int rc = sh_plan_next(&in, &conf, acts, 8, &n, msg);
+	/* What a balance transfer was judged from, for its log line. */
+	char view[512] = "";
+	for (uint32_t i = 0; rc == SHOAL_OK && i < n && view[0] == '\0'; i++)
+		if (acts[i].kind == SH_PLAN_TRANSFER_LEADER && acts[i].reason == SH_PLAN_R_BALANCE)
+			plan_view(e, gl, parts, acts, n, view, sizeof(view));
 	sh_free(gl);
 	/* The loads, for the step's log line; the samples die with them. */
 	double load_units[8] = {0};
@@ -1114,8 +1159,8 @@ static void plan_and_act(node_elastic *e)
 			             .action = SHOAL__MEMBER_CHANGE__ACTION__TRANSFER,
 			             .group = a->group,
 			             .node = a->node};
-			begin(e, s, 2, "group %u: node %u preferred, leadership to it (%s)",
-			      a->group, a->node, why);
+			begin(e, s, 2, "group %u: node %u preferred, leadership to it (%s; %s)",
+			      a->group, a->node, why, view);
 			return;
 		case SH_PLAN_NO_QUORUM:
 			if (node_now_ns() >= e->quorum_log_ns) {

@@ -141,6 +141,60 @@ START_TEST(test_partition_move_whole_picture)
 }
 END_TEST
 
+/* Five nodes and four groups with the replicas and leaders given (group g's
+ * replicas ids[g], leader leaders[g]); no load at all, as in it_elastic. */
+static void fx_shape(fixture *f, const uint32_t ids[4][3], const uint32_t leaders[4])
+{
+	char msg[SH_ERRMSG_SIZE];
+	memset(f, 0, sizeof(*f));
+	sh_map_init(&f->m, 3);
+	for (uint32_t i = 1; i <= 5; i++) {
+		sh_map_node n = {.id = i};
+		ck_assert_int_eq(sh_map_add_node(&f->m, &n, msg), SHOAL_OK);
+		f->alive[i - 1] = true;
+	}
+	for (uint32_t g = 0; g < 4; g++) {
+		ck_assert_int_eq(sh_map_add_group(&f->m, g, ids[g], 3, msg), SHOAL_OK);
+		f->gl[g].leader = leaders[g];
+	}
+}
+
+/* Leader balance after a grow 3 -> 5 (it_elastic, 2026-11-26): node 2 leads
+ * two groups.  Giving group 1 to node 4 or 5 directly and the chain "group 0
+ * to node 1, which gives group 2 to node 4" are worth the same; the chain was
+ * found first and chosen, and the executor (group 0's leader) took its first
+ * step only, so group 0's new leader planned the mirror image and gave group 0
+ * back, every 10 s for minutes.  Now fewer transfers win, group 0 is not
+ * moved when an equal plan does not move it, and a chain is emitted last
+ * transfer first, so that its first step never leaves its middle node over. */
+START_TEST(test_leader_transfers_short_and_end_first)
+{
+	fixture f;
+	const uint32_t tie[4][3] = {{1, 2, 3}, {2, 4, 5}, {1, 4, 5}, {3, 4, 5}};
+	fx_shape(&f, tie, (const uint32_t[4]){2, 2, 1, 3});
+	fx_plan(&f, &small_plan);
+	ck_assert_uint_eq(count(&f, SH_PLAN_TRANSFER_LEADER), 1);
+	ck_assert_uint_eq(count(&f, SH_PLAN_TRANSFER_LEADER), f.n);
+	ck_assert_uint_eq(f.out[0].group, 1);
+	ck_assert(f.out[0].node == 4 || f.out[0].node == 5);
+	sh_map_fini(&f.m);
+
+	/* Node 1 leads groups 0 and 1, where neither node 4 nor 5 is a voter:
+	 * only a chain helps.  Its end (node 2 or 3 giving group 2 or 3 to
+	 * node 4 or 5) comes first, then node 1 gives group 1, not group 0. */
+	const uint32_t chain[4][3] = {{1, 2, 3}, {1, 2, 3}, {2, 4, 5}, {3, 4, 5}};
+	fx_shape(&f, chain, (const uint32_t[4]){1, 1, 2, 3});
+	fx_plan(&f, &small_plan);
+	ck_assert_uint_eq(count(&f, SH_PLAN_TRANSFER_LEADER), 2);
+	ck_assert_uint_eq(count(&f, SH_PLAN_TRANSFER_LEADER), f.n);
+	ck_assert(f.out[0].group == 2 || f.out[0].group == 3);
+	ck_assert(f.out[0].node == 4 || f.out[0].node == 5);
+	ck_assert_uint_eq(f.out[1].group, 1);
+	ck_assert_uint_eq(f.out[1].node, f.out[0].group == 2 ? 2 : 3);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
 /* A dead node's replicas are re-created on other live nodes, replacing it;
  * with max_moves_per_node 1 no node takes two. */
 START_TEST(test_repair_dead_node)
@@ -514,7 +568,8 @@ static Suite *plan_suite(void)
 {
 	return tl_suite("plan", NULL, NULL, 0,
 	                TL_TESTS(test_balanced_is_empty, test_no_part_loads,
-	                         test_partition_move_whole_picture, test_repair_dead_node,
+	                         test_partition_move_whole_picture,
+	                         test_leader_transfers_short_and_end_first, test_repair_dead_node,
 	                         test_move_sequence, test_split_point_and_hot_key, test_apportion,
 	                         test_no_quorum_reported, test_nomem, test_sim_converges,
 	                         test_sim_tight_limits));
