@@ -174,6 +174,13 @@ void node_logf(enum node_log_level level, const char *fmt, ...)
  */
 int node_transport_init(struct raft_uv_transport *t, uv_loop_t *loop, const sh_tls *tls,
                         char *errmsg);
+/* "host:port" (or "[v6]:port") into host and port; 0, or -1 when it is not
+ * one (transport.c, for both transports). */
+int node_split_hostport(const char *address, char host[SH_ADDR_MAX], char port[8]);
+/* Resolves address ("host:port", synchronously) and binds and listens on
+ * listener (initialised) with cb; 0 or a libuv error, errmsg saying what. */
+int node_tcp_listen(uv_tcp_t *listener, const char *address, uv_connection_cb cb, char *errmsg,
+                    size_t size);
 /* transport_tls.c (node_transport_init/close call these). */
 int node_transport_tls_init(struct raft_uv_transport *t, uv_loop_t *loop, const sh_tls *tls,
                             char *errmsg);

@@ -179,23 +179,6 @@ static void log_tls(const conn *c, const char *what, int rv)
 	          (unsigned long long)c->peer_id, buf);
 }
 
-/* "host:port" (or "[v6]:port") into c->host and c->port. */
-static bool split_address(conn *c, const char *address)
-{
-	const char *colon = strrchr(address, ':');
-	if (colon == NULL || colon == address || strlen(colon + 1) == 0 ||
-	    strlen(colon + 1) >= sizeof(c->port) || (size_t)(colon - address) >= sizeof(c->host))
-		return false;
-	const char *h = address;
-	size_t hl = (size_t)(colon - address);
-	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']')
-		h++, hl -= 2;
-	memcpy(c->host, h, hl);
-	c->host[hl] = '\0';
-	snprintf(c->port, sizeof(c->port), "%s", colon + 1);
-	return true;
-}
-
 /* The node id in a peer certificate's subject CN ("node-<id>"), or 0. */
 static raft_id cert_node_id(const mbedtls_ssl_context *ssl)
 {
@@ -885,36 +868,21 @@ static int open_timer(tls_transport *t)
 static int tls_listen(struct raft_uv_transport *outer, raft_uv_accept_cb cb)
 {
 	tls_transport *t = outer->impl;
-	conn probe; /* (only for split_address) */
-	struct addrinfo hints = {
-	    .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
-	struct addrinfo *res = NULL;
-	int rv = 0;
-	if (!split_address(&probe, t->address) ||
-	    (rv = getaddrinfo(probe.host, probe.port, &hints, &res)) != 0) {
-		snprintf(outer->errmsg, sizeof(outer->errmsg), "cannot resolve %s: %s", t->address,
-		         rv != 0 ? gai_strerror(rv) : "not host:port");
-		return RAFT_IOERR;
-	}
-	rv = open_timer(t);
+	int rv = open_timer(t);
 	if (rv == 0)
 		rv = uv_tcp_init(t->loop, &t->listener);
-	if (rv == 0) {
-		t->listener.data = t;
-		t->listener_open = true;
-		t->handles++;
-		rv = uv_tcp_bind(&t->listener, res->ai_addr, 0);
-		if (rv == 0)
-			rv = uv_listen((uv_stream_t *)&t->listener, 128, on_connection);
-	}
-	freeaddrinfo(res);
 	if (rv != 0) {
 		snprintf(outer->errmsg, sizeof(outer->errmsg), "cannot listen on %s: %s",
 		         t->address, uv_strerror(rv));
-		if (t->listener_open) {
-			t->listener_open = false;
-			uv_close((uv_handle_t *)&t->listener, on_transport_handle_closed);
-		}
+		return RAFT_IOERR;
+	}
+	t->listener.data = t;
+	t->listener_open = true;
+	t->handles++;
+	if (node_tcp_listen(&t->listener, t->address, on_connection, outer->errmsg,
+	                    sizeof(outer->errmsg)) != 0) {
+		t->listener_open = false;
+		uv_close((uv_handle_t *)&t->listener, on_transport_handle_closed);
 		return RAFT_IOERR;
 	}
 	t->accept_cb = cb;
@@ -938,7 +906,7 @@ static int tls_connect(struct raft_uv_transport *outer, struct raft_uv_connect *
 	c->peer_id = id;
 	req->cb = cb;
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-	int rv = split_address(c, address) ? 0 : UV_EINVAL;
+	int rv = node_split_hostport(address, c->host, c->port) == 0 ? 0 : UV_EINVAL;
 	if (rv == 0) {
 		c->gai.data = c;
 		rv = uv_getaddrinfo(t->loop, &c->gai, on_resolved, c->host, c->port, &hints);

@@ -18,11 +18,18 @@
  * One cluster serves the suite (started in the parent, shared by the
  * forked test cases).
  */
+#include <arpa/inet.h>
 #include <check.h>
+#include <errno.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -111,24 +118,30 @@ static void reset_peak(int pid)
 	ck_assert_int_eq(tl_sh("echo 5 > /proc/%d/clear_refs", pid), 0);
 }
 
-/* The rpc address of node id, from D/cluster.ini. */
-static void node_rpc(int id, char *out, size_t cap)
+/* Key `key` ("rpc", "raft") of node id's section of D/cluster.ini. */
+static void node_key(int id, const char *key, char *out, size_t cap)
 {
-	char path[1200], head[32];
+	char path[1200], head[32], k[32];
 	snprintf(path, sizeof(path), "%s/cluster.ini", C.dir);
 	snprintf(head, sizeof(head), "[node.%d]", id);
+	snprintf(k, sizeof(k), "\n%s = ", key);
 	char *ini = tl_read_file(path);
 	ck_assert_ptr_nonnull(ini);
 	const char *sec = strstr(ini, head);
 	ck_assert_ptr_nonnull(sec);
-	const char *r = strstr(sec, "rpc = ");
+	const char *r = strstr(sec, k);
 	ck_assert_ptr_nonnull(r);
-	r += 6;
+	r += strlen(k);
 	size_t n = strcspn(r, "\r\n");
 	ck_assert_uint_lt(n, cap);
 	memcpy(out, r, n);
 	out[n] = '\0';
 	free(ini);
+}
+
+static void node_rpc(int id, char *out, size_t cap)
+{
+	node_key(id, "rpc", out, cap);
 }
 
 /* A metric of the router (its metrics address is the next port). */
@@ -292,6 +305,92 @@ START_TEST(test_node_unknown_field_flood)
 	int pid = pid_of("node", 1);
 	double grew = flood(pid, url, 2, true);
 	ck_assert_msg(grew < BOUND_ATTACK_MIB, "the node grew by %.0f MiB", grew);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Raft's port (plain: raft-uv's handshake, read by node/transport.c)        */
+/* ------------------------------------------------------------------------ */
+
+/* A TCP connection to node 1's Raft port of group 1 (the node's raft
+ * address is group 0's; group g listens g ports above). */
+static int raft_conn(void)
+{
+	char hp[256];
+	node_key(1, "raft", hp, sizeof(hp));
+	char *colon = strrchr(hp, ':');
+	ck_assert_ptr_nonnull(colon);
+	*colon = '\0';
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(atoi(colon + 1) + 1)};
+	ck_assert_int_eq(inet_pton(AF_INET, hp, &a.sin_addr), 1);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Whether the node closed fd within ms (polled; what it sends is read). */
+static bool closed_within(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int64_t end = now_ms() + ms;
+	for (int64_t now = now_ms(); now < end; now = now_ms()) {
+		if (poll(&p, 1, (int)(end - now)) <= 0)
+			continue;
+		char b[64];
+		ssize_t n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return true;
+	}
+	return false;
+}
+
+/* Issue 15: raft-uv's own listener allocated whatever address length a
+ * handshake announced (8 GiB raised a node's virtual size by 8 GiB) and
+ * waited for a handshake forever.  On a plain cluster the node's listener
+ * (node/transport.c) refuses the length before reading it, drops a
+ * handshake not done in 5 s, and past 64 handshakes at once closes new
+ * connections at once; Raft keeps working through all of it. */
+START_TEST(test_raft_handshake_bounds)
+{
+	int pid = pid_of("node", 1);
+	double size0 = status_mib(pid, "VmSize");
+	/* Protocol 1, id 2, an address of 2^33 bytes. */
+	uint8_t hs[24] = {1, [8] = 2, [16 + 4] = 2};
+	int fd = raft_conn();
+	ck_assert_int_eq(send(fd, hs, sizeof(hs), 0), (ssize_t)sizeof(hs));
+	ck_assert_msg(closed_within(fd, 5000), "an 8 GiB address was not refused");
+	close(fd);
+	double size1 = status_mib(pid, "VmSize");
+	ck_assert_msg(size1 < size0 + 256, "VmSize %.0f -> %.0f MiB", size0, size1);
+
+	/* 70 connections that send nothing: past 64 closed at once, the
+	 * rest when their 5 s are up. */
+	int fds[70], early = 0;
+	for (int i = 0; i < 70; i++)
+		fds[i] = raft_conn();
+	for (int i = 0; i < 70; i++)
+		early += closed_within(fds[i], 10);
+	printf("  raft port: %d of 70 silent connections closed at once\n", early);
+	ck_assert_int_ge(early, 70 - 64);
+	for (int i = 0; i < 70; i++) {
+		ck_assert_msg(closed_within(fds[i], 15000), "a silent connection was kept");
+		close(fds[i]);
+	}
+	/* Raft still replicates (a write needs a majority of group 1). */
+	for (int i = 0; i < 20; i++)
+		ck_assert_int_eq(tl_shoal(&C, NULL, NULL,
+		                          "put-item --table-name mem --item "
+		                          "'{\"pk\":{\"S\":\"raft-%d\"}}'",
+		                          i),
+		                 0);
 }
 END_TEST
 
@@ -462,6 +561,7 @@ static Suite *memory_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_router_unknown_field_flood);
 	tcase_add_test(tc, test_node_unknown_field_flood);
+	tcase_add_test(tc, test_raft_handshake_bounds);
 	tcase_add_test(tc, test_dense_batch_still_works);
 	tcase_add_test(tc, test_pools_shrink_after_large_batches);
 	suite_add_tcase(s, tc);
