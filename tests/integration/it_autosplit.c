@@ -227,6 +227,57 @@ START_TEST(test_autosplit)
 }
 END_TEST
 
+/* Heat over many keys (`--split-bytes 0 --split-units 100`): writes spread
+ * evenly over 1500 keys, rewritten again and again, put each group's share of
+ * the table over split_units; the executor adds the table to the map and
+ * splits partitions for load (no key carries most of it), at the hash point
+ * its samples of the leaders' keys balance; writes go on through the splits
+ * and every item is read back afterwards, each once in a Scan. */
+START_TEST(test_heat_split)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, "--split-bytes 0 --split-units 100"),
+	              "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	create_table(TABLE);
+	long long t = tl_table_number(client, TABLE);
+	ck_assert_int_ne(t, 0);
+	int64_t t0 = now_ms(), until = t0 + 120000, first = 0;
+	int n = 0, moving = 0, rounds = 0;
+	for (;;) {
+		for (int k = 0; k < ITEMS; k += 25)
+			write_batch(TABLE, k, 25);
+		rounds++;
+		n = map_parts(t, &moving);
+		if (n > 3 && first == 0)
+			first = now_ms();
+		if (n > 3 && moving == 0)
+			break;
+		ck_assert_msg(now_ms() < until,
+		              "after 120 s of writes the map has %d partitions of " TABLE
+		              ", %d moving",
+		              n, moving);
+	}
+	int64_t done = now_ms();
+	int by_load = 0;
+	for (int id = 1; id <= 3; id++)
+		by_load += tl_cluster_log_count(&C, id, "(heat:");
+	printf("autosplit: %d rounds of %d writes; the table split for load after %lld ms (%d "
+	       "split log line(s)), %d partitions, none moving after %lld ms\n",
+	       rounds, ITEMS, (long long)(first - t0), by_load, n, (long long)(done - t0));
+	ck_assert_int_ge(by_load, 1);
+	ck_assert_int_eq(tl_cluster_log_count(&C, 1, "a single hot key") +
+	                     tl_cluster_log_count(&C, 2, "a single hot key") +
+	                     tl_cluster_log_count(&C, 3, "a single hot key"),
+	                 0);
+	check_items();
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+END_TEST
+
 /* Heat on one key: the table enters the map (its group's units pass
  * split_units), but its partition is not split -- the planner's samples (the
  * leader's hot keys, their hashes recomputed by the executor) show one key
@@ -290,6 +341,7 @@ static Suite *autosplit_suite(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_autosplit);
 	tcase_add_test(tc, test_hot_key);
+	tcase_add_test(tc, test_heat_split);
 	suite_add_tcase(s, tc);
 	return s;
 }
