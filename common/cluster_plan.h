@@ -27,6 +27,7 @@
  *      halves its bytes (size) or request units (heat) as its key samples
  *      show (DynamoDB's split for heat, ATC'22); a key that carries at least
  *      hot_key_share of the load cannot be split: SH_PLAN_HOT_KEY reports it;
+ *      none while conf.hold_splits says the figures lag the map;
  *   4. partition moves: a group with more than twice the mean group bytes or
  *      units sends one of its partitions to the lightest group -- only when
  *      every data group's leader is known (groups[].leader), the caller's
@@ -184,6 +185,12 @@ typedef struct sh_plan_conf {
 	 * reflect the map's partitions yet (a partition changed group less than
 	 * a load window ago: its load is still counted where it was). */
 	bool hold_partition_moves;
+	/* No splits this call: a partition changed group less than a load
+	 * window ago, so the figures of the groups it left and entered, spread
+	 * over their partitions now, are wrong for both (a group's remaining
+	 * partition looked as big as the whole group had been and was split
+	 * at once, in it_autosplit). */
+	bool hold_splits;
 	double tolerance[SH_PLAN_DIM__COUNT]; /* per dimension, e.g. 0.1 */
 } sh_plan_conf;
 

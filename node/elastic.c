@@ -336,6 +336,17 @@ struct node_elastic {
 	 * table, lo, group and target) and when they last changed; 0: not
 	 * since this node started, which counts as a change. */
 	uint64_t parts_digest, parts_changed_ns;
+	/* Per map table, a digest of which group owns how much of its hash
+	 * space (split-invariant: a split in place leaves it as it is), and
+	 * when one of them last changed: a partition changed group (0: not
+	 * since this node started).  A table that enters the map changes no
+	 * owner. */
+	struct table_owners {
+		uint32_t table;
+		uint64_t owners;
+	} * owners;
+	uint32_t n_owners;
+	uint64_t owners_changed_ns;
 
 	el_book *book; /* what the executor knows of load (mu) */
 
@@ -560,6 +571,51 @@ static void facts_free(node_elastic *e)
 	e->facts_n = 0;
 }
 
+/* A table's owners digest: the sum over its partitions of a mix of (table,
+ * group) times the partition's width, so that two halves of a split in
+ * place sum to the whole (mod 2^64) and a partition changing group changes
+ * it. */
+static uint64_t owner_mix(uint32_t table, uint32_t group)
+{
+	uint64_t x = ((uint64_t)table << 32 | group) + 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Recomputes e->owners from e->map (parts are sorted by table, then lo)
+ * and notes when a table's owners changed. */
+static void note_owners(node_elastic *e)
+{
+	const sh_map *m = &e->map;
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < m->n_parts; i++)
+		n += i == 0 || m->parts[i].table != m->parts[i - 1].table;
+	struct table_owners *now = sh_calloc(n + 1, sizeof(*now));
+	if (now == NULL)
+		return; /* (the next round tries again) */
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < m->n_parts; i++) {
+		const sh_map_part *p = &m->parts[i];
+		if (i == 0 || p->table != m->parts[i - 1].table)
+			now[k++] = (struct table_owners){.table = p->table};
+		now[k - 1].owners +=
+		    owner_mix(p->table, p->group) * (sh_map_part_hi(m, i) - p->lo + 1);
+	}
+	bool changed = false;
+	for (uint32_t i = 0; i < n && !changed; i++)
+		for (uint32_t j = 0; j < e->n_owners; j++)
+			if (e->owners[j].table == now[i].table) {
+				changed = e->owners[j].owners != now[i].owners;
+				break;
+			}
+	if (changed)
+		e->owners_changed_ns = node_now_ns();
+	sh_free(e->owners);
+	e->owners = now;
+	e->n_owners = n;
+}
+
 static void round_start(node_elastic *e)
 {
 	node_group *g0 = node_group_get(e->n, 0);
@@ -582,6 +638,7 @@ static void round_start(node_elastic *e)
 		e->parts_digest = digest;
 		e->parts_changed_ns = node_now_ns();
 	}
+	note_owners(e);
 	facts_free(e);
 	sh_free(e->alive);
 	e->alive = sh_calloc(e->map.n_nodes + 1, sizeof(*e->alive));
@@ -1054,6 +1111,8 @@ static void plan_and_act(node_elastic *e)
 	el_plan_conf(e->book, &conf);
 	conf.hold_partition_moves =
 	    node_now_ns() < e->parts_changed_ns + (uint64_t)ELASTIC_PARTS_SETTLE_MS * 1000000u;
+	conf.hold_splits =
+	    node_now_ns() < e->owners_changed_ns + (uint64_t)ELASTIC_PARTS_SETTLE_MS * 1000000u;
 	sh_plan_action acts[8];
 	uint32_t n = 0;
 	char msg[SH_ERRMSG_SIZE];
@@ -1583,6 +1642,7 @@ void node_elastic_free(node_elastic *e)
 	if (e->map_init)
 		sh_map_fini(&e->map);
 	sh_free(e->alive);
+	sh_free(e->owners);
 	facts_free(e);
 	el_book_free(e->book);
 	pthread_mutex_destroy(&e->mu);

@@ -120,6 +120,33 @@ static int map_parts(long long t, int *moving)
 	return n;
 }
 
+/* The Lo ("0x...") of each map partition of table id `t` in group g, into
+ * los (at most cap); how many. */
+static int parts_in_group(long long t, long long g, char los[][24], int cap)
+{
+	char *o = NULL, *e = NULL;
+	int rc = tl_shoal(&C, &o, &e, "status --output json");
+	ck_assert_msg(rc == 0, "status: exit %d: %s", rc, e);
+	json_t *st = json_loads(o, 0, NULL);
+	ck_assert_ptr_nonnull(st);
+	free(o);
+	free(e);
+	int n = 0;
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(st, "MapPartitions"), i, p)
+	{
+		if (json_integer_value(json_object_get(p, "TableId")) != t ||
+		    json_integer_value(json_object_get(p, "Group")) != g)
+			continue;
+		if (n < cap)
+			snprintf(los[n], 24, "%s", json_string_value(json_object_get(p, "Lo")));
+		n++;
+	}
+	json_decref(st);
+	return n;
+}
+
 /* Every item of TABLE once: ConsistentRead GetItem of each, and a Scan
  * (all pages) that returns each key exactly once. */
 static void check_items(void)
@@ -220,6 +247,43 @@ START_TEST(test_autosplit)
 	printf("autosplit: %d items each read with ConsistentRead, a Scan counts each once\n",
 	       ITEMS);
 	ck_assert_int_eq(map_parts(small, &moving), 0); /* under the threshold: not added */
+
+	/* The planner balances bytes between groups by moving partitions: an
+	 * operator moves every partition of groups 1 and 3 to group 2, which
+	 * then holds all the table (more than twice the mean group: the
+	 * planner's threshold); the executor moves partitions out of it
+	 * (after the map has settled for its load window). */
+	char los[16][24];
+	int moved = 0;
+	for (int g = 1; g <= 3; g += 2) {
+		int in = parts_in_group(t, g, los, 16);
+		ck_assert_int_le(in, 16);
+		for (int i = 0; i < in; i++, moved++) {
+			char *e = NULL;
+			int rc = tl_shoal(&C, NULL, &e,
+			                  "admin move-partition --table-name " TABLE
+			                  " --hash %s --to-group 2 --timeout-secs 120",
+			                  los[i]);
+			ck_assert_msg(rc == 0, "move-partition %s: %s", los[i], e != NULL ? e : "");
+			free(e);
+		}
+	}
+	int64_t emptied = now_ms();
+	int out = 0;
+	for (until = emptied + 120000;
+	     (out = parts_in_group(t, 1, los, 16) + parts_in_group(t, 3, los, 16)) == 0 ||
+	     map_parts(t, &moving) == 0 || moving != 0;
+	     usleep(200000))
+		ck_assert_msg(now_ms() < until,
+		              "120 s after group 2 took the whole table the planner moved nothing");
+	int planned = 0;
+	for (int id = 1; id <= 3; id++)
+		planned += tl_cluster_log_count(&C, id, "from group 2 to group");
+	printf("autosplit: %d partitions moved to group 2 by the operator; the planner moved %d "
+	       "out %lld ms later\n",
+	       moved, out, (long long)(now_ms() - emptied));
+	ck_assert_int_ge(planned, 1);
+	check_items();
 
 	shoal_client_free(client);
 	client = NULL;

@@ -331,6 +331,22 @@ START_TEST(test_split_point_and_hot_key)
 		throttled |= f.out[i].kind == SH_PLAN_SPLIT && f.out[i].lo == f.m.parts[3].lo &&
 		             f.out[i].reason == SH_PLAN_R_HEAT;
 	ck_assert(throttled);
+	/* One sample, a tenth of the partition's load (a partition of many
+	 * evenly loaded keys, of which the group-wide busiest-keys sketch
+	 * caught one): split, not "a single hot key". */
+	sh_plan_sample one = {.hash = f.m.parts[4].lo + 5, .units = 100};
+	f.pl[4] = (sh_plan_part_load){.bytes = 1, .units = 1000, .samples = &one, .n_samples = 1};
+	fx_plan(&f, &c);
+	bool split4 = false;
+	for (uint32_t i = 0; i < f.n; i++) {
+		ck_assert(f.out[i].kind != SH_PLAN_HOT_KEY || f.out[i].lo != f.m.parts[4].lo);
+		split4 |= f.out[i].kind == SH_PLAN_SPLIT && f.out[i].lo == f.m.parts[4].lo;
+	}
+	ck_assert(split4);
+	/* Nor any while the caller says a partition changed group lately. */
+	c.hold_splits = true;
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_SPLIT), 0);
 	sh_map_fini(&f.m);
 }
 END_TEST
