@@ -99,6 +99,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 			c->split_bytes = (uint64_t)v, c->split_bytes_set = true;
 		else if (strcmp(name, "split_units") == 0 && parse_uint(value, 1000000000UL, &v))
 			c->split_units = (uint64_t)v;
+		else if (strcmp(name, "table_partitions") == 0 &&
+		         parse_uint(value, SH_TABLE_PARTITIONS_MAX, &v))
+			c->table_partitions = (uint32_t)v;
 		else if (strcmp(name, "split_throttled") == 0 &&
 		         parse_uint(value, 1000000000UL, &v))
 			c->split_throttled = (uint32_t)v, c->split_throttled_set = true;
@@ -243,6 +246,13 @@ uint32_t sh_cluster_split_throttled(const sh_cluster_conf *c)
 uint32_t sh_cluster_partitions(const sh_cluster_conf *c)
 {
 	return c->groups > 1 ? c->groups - 1 : 1;
+}
+
+uint32_t sh_cluster_table_partitions(const sh_cluster_conf *c)
+{
+	uint32_t d = sh_cluster_partitions(c);
+	uint32_t per = c->table_partitions > d ? (c->table_partitions + d - 1) / d : 1;
+	return d * per;
 }
 
 /* ceil(i * 2^64 / d) for 0 <= i <= d, as a 128-bit value (2^64 when i == d). */

@@ -42,20 +42,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define SH_MAX_NODES       64
-#define SH_MAX_GROUPS      1024
-#define SH_MAX_REPLICATION 7
-#define SH_ADDR_MAX        128
-#define SH_PATH_MAX        1024
-#define SH_PARTITION_RCU   3000
-#define SH_PARTITION_WCU   1000
-#define SH_BURST_SECS      300
-#define SH_SCRUB_MS        10000         /* [cluster] scrub_ms by default */
-#define SH_TTL_SCAN_MS     60000         /* [cluster] ttl_scan_ms by default */
-#define SH_TTL_SHARE       10            /* [cluster] ttl_share by default (percent) */
-#define SH_DEAD_AFTER_MS   300000        /* [cluster] dead_after_ms by default (5 minutes) */
-#define SH_SPLIT_BYTES     (10ull << 30) /* [cluster] split_bytes by default (10 GiB) */
-#define SH_SPLIT_THROTTLED 0             /* [cluster] split_throttled by default: off */
+#define SH_MAX_NODES            64
+#define SH_MAX_GROUPS           1024
+#define SH_MAX_REPLICATION      7
+#define SH_ADDR_MAX             128
+#define SH_PATH_MAX             1024
+#define SH_PARTITION_RCU        3000
+#define SH_PARTITION_WCU        1000
+#define SH_BURST_SECS           300
+#define SH_SCRUB_MS             10000         /* [cluster] scrub_ms by default */
+#define SH_TTL_SCAN_MS          60000         /* [cluster] ttl_scan_ms by default */
+#define SH_TTL_SHARE            10            /* [cluster] ttl_share by default (percent) */
+#define SH_DEAD_AFTER_MS        300000        /* [cluster] dead_after_ms by default (5 minutes) */
+#define SH_SPLIT_BYTES          (10ull << 30) /* [cluster] split_bytes by default (10 GiB) */
+#define SH_TABLE_PARTITIONS_MAX 4096          /* [cluster] table_partitions at most */
+#define SH_SPLIT_THROTTLED      0             /* [cluster] split_throttled by default: off */
 
 typedef struct sh_node_conf {
 	uint32_t id;                 /* from the section name [node.<id>], >= 1 */
@@ -137,6 +138,14 @@ typedef struct sh_cluster_conf {
 	uint64_t split_units;
 	uint32_t split_throttled;
 	bool split_throttled_set;
+	/* [cluster] table_partitions: how many partitions a new table starts
+	 *   with (0, the default: D, placed statically until a split needs the
+	 *   map).  Rounded up to a multiple of D, each static range cut into
+	 *   equal parts that stay in its group (sh_cluster_table_partitions),
+	 *   so nothing moves; group 0's executor writes them into the cluster
+	 *   map as the table appears, and the planner moves and splits them one
+	 *   by one. */
+	uint32_t table_partitions;
 	uint32_t n_nodes;
 	sh_node_conf nodes[SH_MAX_NODES]; /* in file order */
 	char router_listen[SH_ADDR_MAX];
@@ -164,6 +173,9 @@ uint32_t sh_cluster_split_throttled(const sh_cluster_conf *c);
 
 /* Number of partitions of every table (D above). */
 uint32_t sh_cluster_partitions(const sh_cluster_conf *c);
+/* How many partitions a new table starts with: table_partitions rounded up
+ * to a multiple of D (D when unset or smaller). */
+uint32_t sh_cluster_table_partitions(const sh_cluster_conf *c);
 /* [cluster] stream_retention_s in ms, or DynamoDB's 24 hours when unset. */
 int64_t sh_cluster_stream_retention_ms(const sh_cluster_conf *c);
 /* Partition index of a placement hash. */

@@ -373,10 +373,11 @@ int sh_map_add_table(sh_map *m, uint32_t table, uint32_t n, char *errmsg)
 	uint32_t at = part_upper(m, table, UINT64_MAX);
 	memmove(&m->parts[at + n], &m->parts[at], (m->n_parts - at) * sizeof(sh_map_part));
 	for (uint32_t i = 0; i < n; i++)
-		m->parts[at + i] = (sh_map_part){.table = table,
-		                                 .lo = boundary(i, n),
-		                                 .group = m->groups[first + i % data].id,
-		                                 .to_group = SH_MAP_NONE};
+		m->parts[at + i] =
+		    (sh_map_part){.table = table,
+		                  .lo = boundary(i, n),
+		                  .group = m->groups[first + (uint32_t)((uint64_t)i * data / n)].id,
+		                  .to_group = SH_MAP_NONE};
 	m->n_parts += n;
 	m->epoch++;
 	return SHOAL_OK;

@@ -166,8 +166,11 @@ int sh_map_decode(const uint8_t *buf, size_t len, sh_map *out, char *errmsg);
 /* --- mutations (validate, then apply and bump the epoch) ------------------ */
 
 /* A table's first partitions: n equal hash ranges (cluster.h's boundaries),
- * partition i in data group 1 + (i mod (groups - 1)) by position among the
- * groups after group 0 (group 0 itself if it is the only group). */
+ * partition i in data group floor(i * D / n) by position among the D groups
+ * after group 0 (group 0 itself if it is the only group) -- consecutive
+ * ranges share a group, so with n a multiple of D every partition lies in
+ * the static range of its group (cluster.h) and adding a table moves
+ * nothing. */
 int sh_map_add_table(sh_map *m, uint32_t table, uint32_t n, char *errmsg);
 int sh_map_drop_table(sh_map *m, uint32_t table, char *errmsg);
 

@@ -45,6 +45,9 @@
 #       --split-units / --split-throttled: units/s and requests/s throttled
 #       at the partition limit, over 5 s, at which it splits for heat
 #       (split_units, default 0: off; split_throttled, default 0: off).
+#       --table-partitions: how many partitions a new table starts with
+#       (table_partitions; default: one per data group; rounded up to a
+#       multiple of the data groups).
 #       Traffic between nodes and routers (Raft, node RPC) is mutually
 #       authenticated TLS: `up` makes a CA and certificates in D/tls with
 #       deploy/certs.sh (kept across runs) and names it in cluster.ini's
@@ -105,7 +108,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${SHOAL_BIN:-$here/../build/bin}
 dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
-nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= scrub_ms= ttl_scan_ms= ttl_interval_ms= dead_after_ms= split_bytes= split_units= split_throttled= stream_retention_s= segment_mb= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
+nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= scrub_ms= ttl_scan_ms= ttl_interval_ms= dead_after_ms= split_bytes= table_partitions= split_units= split_throttled= stream_retention_s= segment_mb= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
 netns= netns_subnet= plain=0 client_tls=0
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -137,6 +140,7 @@ while (($#)); do
 	--ttl-change-interval-ms) ttl_interval_ms=$2; shift 2 ;;
 	--dead-after-ms) dead_after_ms=$2; shift 2 ;;
 	--split-bytes) split_bytes=$2; shift 2 ;;
+	--table-partitions) table_partitions=$2; shift 2 ;;
 	--split-units) split_units=$2; shift 2 ;;
 	--split-throttled) split_throttled=$2; shift 2 ;;
 	--stream-retention-s) stream_retention_s=$2; shift 2 ;;
@@ -380,6 +384,7 @@ write_config() {
 		[[ -z $ttl_interval_ms ]] || echo "ttl_change_interval_ms = $ttl_interval_ms"
 		[[ -z $dead_after_ms ]] || echo "dead_after_ms = $dead_after_ms"
 		[[ -z $split_bytes ]] || echo "split_bytes = $split_bytes"
+		[[ -z $table_partitions ]] || echo "table_partitions = $table_partitions"
 		[[ -z $split_units ]] || echo "split_units = $split_units"
 		[[ -z $split_throttled ]] || echo "split_throttled = $split_throttled"
 		[[ -z $stream_retention_s ]] || echo "stream_retention_s = $stream_retention_s"

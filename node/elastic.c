@@ -828,21 +828,26 @@ int node_handle_part_ready(node_call *c)
 	return SHOAL_OK;
 }
 
-/* A table with partitions in the map that group 0's catalog (this
- * leader's replica) no longer has -- deleted, as table ids are never
- * reused and a table enters the map only once the catalog has it -- or 0
- * (none, or the catalog could not be read: the next round looks again). */
-static uint32_t dropped_table(node_elastic *e)
+/* Group 0's catalog (this leader's replica) against the map: *gone, a
+ * table with partitions in the map that the catalog no longer has --
+ * deleted, as table ids are never reused and a table enters the map only
+ * once the catalog has it; *missing, when new tables start with more
+ * partitions than the static D ([cluster] table_partitions), a catalog
+ * table not in the map yet.  0: none, or the catalog could not be read (the
+ * next round looks again). */
+static void catalog_vs_map(node_elastic *e, uint32_t *gone_out, uint32_t *missing_out)
 {
-	if (e->map.n_parts == 0)
-		return 0;
+	*gone_out = *missing_out = 0;
+	bool want_all = sh_cluster_table_partitions(e->n->conf) > sh_cluster_partitions(e->n->conf);
+	if (e->map.n_parts == 0 && !want_all)
+		return;
 	node_group *g0 = node_group_get(e->n, 0);
 	if (g0 == NULL)
-		return 0;
+		return;
 	st_env *env = node_group_env(g0);
 	sh_arena a;
 	sh_arena_init(&a);
-	uint32_t *ids = NULL, n_ids = 0, cap = 0, gone = 0;
+	uint32_t *ids = NULL, n_ids = 0, cap = 0, gone = 0, missing = 0;
 	const char *start = NULL, *last;
 	char msg[SH_ERRMSG_SIZE];
 	bool ok = true;
@@ -882,8 +887,12 @@ static uint32_t dropped_table(node_elastic *e)
 		if (!live)
 			gone = t;
 	}
+	for (uint32_t k = 0; ok && want_all && missing == 0 && k < n_ids; k++)
+		if (sh_map_part_of(&e->map, ids[k], 0) == SH_MAP_NONE)
+			missing = ids[k];
 	sh_arena_fini(&a);
-	return gone;
+	*gone_out = gone;
+	*missing_out = missing;
 }
 
 /* Partition moves begun in the map (shoal admin, or the planner): the
@@ -1072,7 +1081,19 @@ static void plan_and_act(node_elastic *e)
 	sh_free(figs);
 	/* A table deleted since its partitions entered the map: they go (a
 	 * move of one is abandoned: its source forgets it, storage/parts.h). */
-	uint32_t gone = dropped_table(e);
+	uint32_t gone, missing;
+	catalog_vs_map(e, &gone, &missing);
+	if (missing != 0) {
+		sub s = {.kind = SUB_MAP, .mut = MUT_ADD_TABLE, .table = missing};
+		begin(e, &s, 1,
+		      "table %u: into the cluster map with %u partitions (table_partitions)",
+		      missing, sh_cluster_table_partitions(e->n->conf));
+		sh_free(tables);
+		sh_free(parts);
+		sh_free(samples);
+		sh_free(gl);
+		return;
+	}
 	if (gone != 0) {
 		sub s = {.kind = SUB_MAP, .mut = MUT_DROP_TABLE, .table = gone};
 		begin(e, &s, 1, "table %u: deleted, its partitions out of the cluster map", gone);

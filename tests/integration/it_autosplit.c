@@ -291,6 +291,58 @@ START_TEST(test_autosplit)
 }
 END_TEST
 
+/* A table starting with more partitions (`--table-partitions 5`, 3 data
+ * groups: rounded up to 6): items written right after CreateTable (before
+ * the executor has written the table into the map) and after it are all
+ * there; the map holds 6 partitions of the table, two in each data group,
+ * each inside its group's static range (so nothing moved), and the planner
+ * can then move one of them alone. */
+START_TEST(test_table_partitions)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, "--table-partitions 5"),
+	              "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	int64_t t0 = now_ms();
+	create_table(TABLE);
+	for (int k = 0; k < ITEMS / 2; k += 25)
+		write_batch(TABLE, k, 25);
+	long long t = tl_table_number(client, TABLE);
+	ck_assert_int_ne(t, 0);
+	int n, moving;
+	for (int64_t until = now_ms() + 30000; (n = map_parts(t, &moving)) == 0; usleep(100000))
+		ck_assert_msg(now_ms() < until,
+		              "the table is not in the map 30 s after CreateTable");
+	printf("autosplit: CreateTable to %d partitions in the map: %lld ms\n", n,
+	       (long long)(now_ms() - t0));
+	ck_assert_int_eq(n, 6);
+	char los[8][24];
+	for (int g = 1; g <= 3; g++)
+		ck_assert_int_eq(parts_in_group(t, g, los, 8), 2);
+	for (int k = ITEMS / 2; k < ITEMS; k += 25)
+		write_batch(TABLE, k, 25);
+	check_items();
+	/* One partition alone moves (an operator's move here). */
+	parts_in_group(t, 1, los, 8);
+	char *e = NULL;
+	int rc = tl_shoal(&C, NULL, &e,
+	                  "admin move-partition --table-name " TABLE
+	                  " --hash %s --to-group 3 --timeout-secs 120",
+	                  los[1]);
+	ck_assert_msg(rc == 0, "move-partition %s: %s", los[1], e != NULL ? e : "");
+	free(e);
+	ck_assert_int_eq(parts_in_group(t, 1, los, 8), 1);
+	ck_assert_int_eq(parts_in_group(t, 3, los, 8), 3);
+	check_items();
+	printf("autosplit: %d items read back; one of group 1's two partitions moved alone\n",
+	       ITEMS);
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+END_TEST
+
 /* Heat over many keys (`--split-bytes 0 --split-units 100`): writes spread
  * evenly over 1500 keys, rewritten again and again, put each group's share of
  * the table over split_units; the executor adds the table to the map and
@@ -406,6 +458,7 @@ static Suite *autosplit_suite(void)
 	tcase_add_test(tc, test_autosplit);
 	tcase_add_test(tc, test_hot_key);
 	tcase_add_test(tc, test_heat_split);
+	tcase_add_test(tc, test_table_partitions);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -131,6 +131,20 @@ START_TEST(test_errors)
 	ck_assert_uint_eq(sh_cluster_split_bytes(&c), 0);
 	ck_assert_uint_eq(sh_cluster_split_throttled(&c), 7);
 	ck_assert_uint_eq(c.split_units, 2500);
+	/* table_partitions: unset is D (groups - 1), else rounded up to a
+	 * multiple of it. */
+	ck_assert_uint_eq(c.table_partitions, 0);
+	snprintf(buf, sizeof(buf),
+	         "[cluster]\ngroups = 4\nreplication = 1\ntable_partitions = 7\n%s", one);
+	ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_OK);
+	ck_assert_uint_eq(sh_cluster_table_partitions(&c), 9);
+	c.table_partitions = 0;
+	ck_assert_uint_eq(sh_cluster_table_partitions(&c), 3);
+	c.table_partitions = 2;
+	ck_assert_uint_eq(sh_cluster_table_partitions(&c), 3);
+	snprintf(buf, sizeof(buf), "[cluster]\ntable_partitions = 5000\n%s", one);
+	ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_E_VALIDATION);
+	ck_assert_ptr_nonnull(strstr(msg, "table_partitions"));
 	snprintf(buf, sizeof(buf), "[cluster]\nreplication = 1\nsplit_bytes = 300000\n%s", one);
 	ck_assert_int_eq(sh_cluster_load(write_file(buf), &c, msg), SHOAL_OK);
 	ck_assert_uint_eq(sh_cluster_split_bytes(&c), 300000);

@@ -100,6 +100,24 @@ START_TEST(test_from_conf_is_todays_placement)
 						}
 					}
 				ck_assert_uint_eq(sh_map_route(&m, 8, 5), SH_MAP_NONE);
+				/* [cluster] table_partitions: more partitions, each
+				 * inside its group's static range, so any hash
+				 * routes as statically. */
+				c.table_partitions = 2 * d + 1; /* rounds up to 3 d */
+				uint32_t tp = sh_cluster_table_partitions(&c);
+				ck_assert_uint_eq(tp, 3 * d);
+				ck_assert_int_eq(sh_map_add_table(&m, 50, tp, msg), SHOAL_OK);
+				ck_assert(sh_map_check(&m, msg));
+				for (uint32_t i = sh_map_part_of(&m, 50, 0), k = 0; k < tp;
+				     k++, i++) {
+					ck_assert_uint_eq(m.parts[i].table, 50);
+					uint64_t ends[2] = {m.parts[i].lo, sh_map_part_hi(&m, i)};
+					for (int e = 0; e < 2; e++)
+						ck_assert_uint_eq(
+						    m.parts[i].group,
+						    sh_cluster_partition_group(
+						        &c, sh_cluster_partition_of(&c, ends[e])));
+				}
 				sh_map_fini(&m);
 			}
 }
