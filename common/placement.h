@@ -107,6 +107,12 @@ void sh_place_part_of(sh_place *p, const sh_cluster_conf *c, uint32_t table, uin
 uint32_t sh_place_table_parts(sh_place *p, const sh_cluster_conf *c, uint32_t table,
                               sh_place_part *out, uint32_t cap);
 
+/* How much of table `table` group `group` serves: *held, its partitions
+ * there; *frac, their share of the table's hash space (0..1).  A table
+ * placed statically: one partition of D, in its group (none elsewhere). */
+void sh_place_table_share(sh_place *p, const sh_cluster_conf *c, uint32_t table, uint32_t group,
+                          uint32_t *held, double *frac);
+
 /* A deep copy of the current map into out (not initialised). */
 int sh_place_copy(sh_place *p, sh_map *out);
 /* The current map encoded into a new sh_malloc'd buffer. */

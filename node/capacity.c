@@ -5,8 +5,10 @@
  * metrics in capacity_load.c).
  *
  * State: one cap_group per hosted group, under its own mutex (requests of
- * different groups never contend), holding one cap_part per partition of a
- * table or GSI in that group and the group's hot-key sketch.
+ * different groups never contend), holding one cap_part per table or GSI
+ * -- its share of that group: one static partition, or the table's map
+ * partitions there, whose count and hash space set its limits at each tick
+ * (cap_limits) -- and the group's hot-key sketch.
  *
  *   who                         does what                            thread
  *   --------------------------  -----------------------------------  ----------

@@ -62,18 +62,24 @@ bool cap_bucket_admit(cap_bucket *b, int64_t now_ms);
 /* Takes `units` (may leave a debt of at most one second of rate). */
 void cap_bucket_take(cap_bucket *b, double units, int64_t now_ms);
 
+/* The limits of one group's share of a table or GSI: `held` partitions
+ * covering `frac` of its hash space (a GSI, or a table placed statically:
+ * one partition of D, frac 1/D; a table in the cluster map: its partitions
+ * in the group, so that a split raises the limit as DynamoDB's does). */
 typedef struct cap_limits {
 	double table_rate; /* provisioned or on-demand maximum of the table/GSI; 0: none */
-	uint32_t parts;    /* the table's partitions (>= 1) */
+	double frac;       /* the share of the table's hash space here (0 < frac <= 1) */
+	uint32_t held;     /* partitions here (>= 1) */
 	double part_max;   /* the partition limit */
-	double others;     /* units/s the other partitions use; < 0: unknown */
+	double others;     /* units/s the other groups use; < 0: unknown */
 } cap_limits;
 
-/* A partition's share: table_rate / parts, at most part_max (part_max
- * without a table rate). */
+/* The group's share: table_rate x frac, at most held x part_max (held x
+ * part_max without a table rate). */
 double cap_share(const cap_limits *l);
 /* The rate with adaptive capacity: max(share, table_rate - others), at most
- * part_max; the share when others is unknown or there is no table rate. */
+ * held x part_max; the share when others is unknown or there is no table
+ * rate. */
 double cap_adaptive_rate(const cap_limits *l);
 
 /* ------------------------------------------------------------------------ */

@@ -128,7 +128,8 @@ static int merge_defs(node_cap *c, cap_group *cg, const cap_def *defs, uint32_t 
 			p->index_id = d->index_id;
 			for (int k = 0; k < 2; k++) {
 				p->lim[k].part_max = c->part_max[k];
-				p->lim[k].parts = sh_cluster_partitions(c->n->conf);
+				p->lim[k].frac = 1.0 / sh_cluster_partitions(c->n->conf);
+				p->lim[k].held = 1;
 				p->lim[k].table_rate = d->table_rate[k];
 				p->lim[k].others = -1;
 				double share = cap_share(&p->lim[k]);
@@ -420,8 +421,20 @@ void node_cap_tick(node_cap *c)
 				others[1] += use[u].last[1];
 			}
 			bool all = known + 1 >= data_groups;
+			/* A table's share here follows the cluster map (its
+			 * partitions in this group); a GSI's, and a group that
+			 * holds none of the table (a request routed on an old
+			 * map), one static partition's. */
+			uint32_t held = 0;
+			double frac = 0;
+			if (p->index_id == 0)
+				sh_place_table_share(c->n->place, c->n->conf, p->table_id, g, &held,
+				                     &frac);
+			if (held == 0)
+				held = 1, frac = 1.0 / (data_groups > 0 ? data_groups : 1);
 			for (int k = 0; k < 2; k++) {
-				p->lim[k].parts = data_groups > 0 ? data_groups : 1;
+				p->lim[k].frac = frac;
+				p->lim[k].held = held;
 				p->lim[k].others = all ? others[k] : -1;
 				double share = cap_share(&p->lim[k]);
 				cap_bucket_set(&p->b[k], cap_adaptive_rate(&p->lim[k]),

@@ -62,22 +62,28 @@ void cap_bucket_take(cap_bucket *b, double units, int64_t now_ms)
 		b->tokens = -b->rate;
 }
 
+static double cap_max(const cap_limits *l)
+{
+	return l->part_max * (l->held > 0 ? l->held : 1);
+}
+
 double cap_share(const cap_limits *l)
 {
+	double max = cap_max(l);
 	if (l->table_rate <= 0)
-		return l->part_max;
-	double s = l->table_rate / (l->parts > 0 ? l->parts : 1);
-	return s < l->part_max ? s : l->part_max;
+		return max;
+	double s = l->table_rate * (l->frac > 0 && l->frac <= 1 ? l->frac : 1);
+	return s < max ? s : max;
 }
 
 double cap_adaptive_rate(const cap_limits *l)
 {
-	double share = cap_share(l);
+	double share = cap_share(l), max = cap_max(l);
 	if (l->table_rate <= 0 || l->others < 0)
 		return share;
 	double spare = l->table_rate - l->others;
 	double r = spare > share ? spare : share;
-	return r < l->part_max ? r : l->part_max;
+	return r < max ? r : max;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -255,7 +255,8 @@ static double table_rate(const node_ttl *t, const st_table_def *d)
 	cap_limits l = {
 	    .table_rate =
 	        (double)(d->billing == ST_BILLING_PROVISIONED ? d->tp.wcu : d->tp.max_wcu),
-	    .parts = sh_cluster_partitions(t->n->conf),
+	    .frac = 1.0 / sh_cluster_partitions(t->n->conf),
+	    .held = 1,
 	    .part_max = t->part_wcu,
 	    .others = -1};
 	return cap_share(&l) * t->share;

@@ -32,6 +32,7 @@
 #include "client/shoal.h"
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
+#include "tests/lib/tl_metrics.h"
 
 #define TABLE       "auto"
 #define SMALL       "small"
@@ -145,6 +146,52 @@ static int parts_in_group(long long t, long long g, char los[][24], int cap)
 	}
 	json_decref(st);
 	return n;
+}
+
+/* The write limit (units/s) of TABLE's share of group g, as the group's
+ * leader shows it (shoal_partition_limit_units). */
+typedef struct limit_q {
+	char group[16];
+	double v;
+} limit_q;
+
+static void limit_each(void *arg, const char *name, size_t len, const char *labels, double value)
+{
+	limit_q *q = arg;
+	char g[16], t[64], kind[16], index[64];
+	if (len != strlen("shoal_partition_limit_units") ||
+	    strncmp(name, "shoal_partition_limit_units", len) != 0 ||
+	    !tl_metrics_label(labels, "group", g, sizeof(g)) ||
+	    !tl_metrics_label(labels, "table", t, sizeof(t)) ||
+	    !tl_metrics_label(labels, "kind", kind, sizeof(kind)) ||
+	    !tl_metrics_label(labels, "index", index, sizeof(index)))
+		return;
+	if (strcmp(g, q->group) == 0 && strcmp(t, TABLE) == 0 && strcmp(kind, "write") == 0 &&
+	    index[0] == '\0')
+		q->v += value;
+}
+
+static double write_limit(int g)
+{
+	limit_q q = {.v = 0};
+	snprintf(q.group, sizeof(q.group), "%d", g);
+	for (int id = 1; id <= 3; id++) {
+		char *text = tl_cluster_metrics_text(&C, id);
+		if (text != NULL)
+			tl_metrics_each(text, limit_each, &q);
+		free(text);
+	}
+	return q.v;
+}
+
+/* Polls until group g's write limit for TABLE is want (the limits follow
+ * the map at the capacity tick, once a second); fails after 15 s. */
+static void await_write_limit(int g, double want)
+{
+	double v = 0;
+	for (int64_t until = now_ms() + 15000; (v = write_limit(g)) != want; usleep(100000))
+		ck_assert_msg(now_ms() < until, "group %d's write limit is %.0f, not %.0f", g, v,
+		              want);
 }
 
 /* Every item of TABLE once: ConsistentRead GetItem of each, and a Scan
@@ -295,12 +342,13 @@ END_TEST
  * groups: rounded up to 6): items written right after CreateTable (before
  * the executor has written the table into the map) and after it are all
  * there; the map holds 6 partitions of the table, two in each data group,
- * each inside its group's static range (so nothing moved), and the planner
- * can then move one of them alone. */
+ * each inside its group's static range (so nothing moved), and one of them
+ * can then move alone.  A group's write limit is its partitions' (100 WCU
+ * each here): 200 in each group, then 100 and 300 after the move. */
 START_TEST(test_table_partitions)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, "--table-partitions 5"),
+	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, "--table-partitions 5 --partition-wcu 100"),
 	              "the cluster did not start");
 	char msg[SH_ERRMSG_SIZE];
 	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
@@ -318,8 +366,11 @@ START_TEST(test_table_partitions)
 	       (long long)(now_ms() - t0));
 	ck_assert_int_eq(n, 6);
 	char los[8][24];
-	for (int g = 1; g <= 3; g++)
+	/* Capacity follows the partitions: two of 100 WCU in each group. */
+	for (int g = 1; g <= 3; g++) {
 		ck_assert_int_eq(parts_in_group(t, g, los, 8), 2);
+		await_write_limit(g, 200);
+	}
 	for (int k = ITEMS / 2; k < ITEMS; k += 25)
 		write_batch(TABLE, k, 25);
 	check_items();
@@ -334,6 +385,8 @@ START_TEST(test_table_partitions)
 	free(e);
 	ck_assert_int_eq(parts_in_group(t, 1, los, 8), 1);
 	ck_assert_int_eq(parts_in_group(t, 3, los, 8), 3);
+	await_write_limit(1, 100);
+	await_write_limit(3, 300);
 	check_items();
 	printf("autosplit: %d items read back; one of group 1's two partitions moved alone\n",
 	       ITEMS);

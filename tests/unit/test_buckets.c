@@ -80,7 +80,8 @@ END_TEST
 START_TEST(test_share_adaptive)
 {
 	/* PROVISIONED 300 WCU over 3 partitions: 100 each. */
-	cap_limits l = {.table_rate = 300, .parts = 3, .part_max = 1000, .others = -1};
+	cap_limits l = {
+	    .table_rate = 300, .frac = 1.0 / 3, .held = 1, .part_max = 1000, .others = -1};
 	ck_assert_double_eq(cap_share(&l), 100);
 	/* Others unknown: nothing is lent. */
 	ck_assert_double_eq(cap_adaptive_rate(&l), 100);
@@ -95,13 +96,28 @@ START_TEST(test_share_adaptive)
 	l.part_max = 200;
 	ck_assert_double_eq(cap_adaptive_rate(&l), 200);
 	/* A big table: every partition at the limit. */
-	cap_limits big = {.table_rate = 90000, .parts = 3, .part_max = 1000, .others = 0};
+	cap_limits big = {
+	    .table_rate = 90000, .frac = 1.0 / 3, .held = 1, .part_max = 1000, .others = 0};
 	ck_assert_double_eq(cap_share(&big), 1000);
 	ck_assert_double_eq(cap_adaptive_rate(&big), 1000);
 	/* PAY_PER_REQUEST without a maximum: the partition limit. */
-	cap_limits od = {.table_rate = 0, .parts = 3, .part_max = 3000, .others = 10};
+	cap_limits od = {
+	    .table_rate = 0, .frac = 1.0 / 3, .held = 1, .part_max = 3000, .others = 10};
 	ck_assert_double_eq(cap_share(&od), 3000);
 	ck_assert_double_eq(cap_adaptive_rate(&od), 3000);
+	/* A group holding two of the table's partitions (a split, or
+	 * table_partitions): twice the partition limit, and the table's rate
+	 * by the hash space they cover. */
+	od.held = 2;
+	ck_assert_double_eq(cap_share(&od), 6000);
+	ck_assert_double_eq(cap_adaptive_rate(&od), 6000);
+	big.held = 2;
+	ck_assert_double_eq(cap_share(&big), 2000);
+	big.others = 89000;
+	ck_assert_double_eq(cap_adaptive_rate(&big), 2000);
+	cap_limits half = {
+	    .table_rate = 3000, .frac = 0.5, .held = 2, .part_max = 1000, .others = -1};
+	ck_assert_double_eq(cap_share(&half), 1500);
 }
 END_TEST
 
