@@ -244,20 +244,40 @@ static void check_items(void)
 	ck_assert_msg(scanned == ITEMS, "Scan returned %lld items of %d", scanned, ITEMS);
 }
 
-START_TEST(test_autosplit)
+/* A cluster of 3 nodes, 1 router and 4 groups with `opts` (cluster.sh up),
+ * and a client of it. */
+static void up(const char *opts)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	char opts[64];
-	snprintf(opts, sizeof(opts), "--split-bytes %d", SPLIT_BYTES);
 	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, opts), "the cluster did not start");
 	char msg[SH_ERRMSG_SIZE];
 	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+}
+
+static void down(void)
+{
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+
+/* Table `name`'s id (its TableNumber in ClusterStatus). */
+static long long table_id(const char *name)
+{
+	long long t = tl_table_number(client, name);
+	ck_assert_msg(t != 0, "no table number for %s", name);
+	return t;
+}
+
+START_TEST(test_autosplit)
+{
+	char opts[64];
+	snprintf(opts, sizeof(opts), "--split-bytes %d", SPLIT_BYTES);
+	up(opts);
 	create_table(TABLE);
 	create_table(SMALL);
 	write_batch(SMALL, 0, 10);
-	long long t = tl_table_number(client, TABLE), small = tl_table_number(client, SMALL);
-	ck_assert_int_ne(t, 0);
-	ck_assert_int_ne(small, 0);
+	long long t = table_id(TABLE), small = table_id(SMALL);
 	int moving;
 	ck_assert_int_eq(map_parts(t, &moving), 0); /* placed statically */
 
@@ -332,9 +352,7 @@ START_TEST(test_autosplit)
 	ck_assert_int_ge(planned, 1);
 	check_items();
 
-	shoal_client_free(client);
-	client = NULL;
-	tl_cluster_down(&C);
+	down();
 }
 END_TEST
 
@@ -343,21 +361,16 @@ END_TEST
  * the executor has written the table into the map) and after it are all
  * there; the map holds 6 partitions of the table, two in each data group,
  * each inside its group's static range (so nothing moved), and one of them
- * can then move alone.  A group's write limit is its partitions' (100 WCU
- * each here): 200 in each group, then 100 and 300 after the move. */
+ * can then move alone.  A group's write limit is its partitions' (1000 WCU
+ * each): 2000 in each group, then 1000 and 3000 after the move. */
 START_TEST(test_table_partitions)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, "--table-partitions 5 --partition-wcu 100"),
-	              "the cluster did not start");
-	char msg[SH_ERRMSG_SIZE];
-	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	up("--table-partitions 5 --partition-wcu 1000");
 	int64_t t0 = now_ms();
 	create_table(TABLE);
 	for (int k = 0; k < ITEMS / 2; k += 25)
 		write_batch(TABLE, k, 25);
-	long long t = tl_table_number(client, TABLE);
-	ck_assert_int_ne(t, 0);
+	long long t = table_id(TABLE);
 	int n, moving;
 	for (int64_t until = now_ms() + 30000; (n = map_parts(t, &moving)) == 0; usleep(100000))
 		ck_assert_msg(now_ms() < until,
@@ -366,10 +379,12 @@ START_TEST(test_table_partitions)
 	       (long long)(now_ms() - t0));
 	ck_assert_int_eq(n, 6);
 	char los[8][24];
-	/* Capacity follows the partitions: two of 100 WCU in each group. */
+	/* Capacity follows the partitions: two of 1000 WCU (DynamoDB's
+	 * partition limit; test clusters' is unlimited unless set) in each
+	 * group. */
 	for (int g = 1; g <= 3; g++) {
 		ck_assert_int_eq(parts_in_group(t, g, los, 8), 2);
-		await_write_limit(g, 200);
+		await_write_limit(g, 2000);
 	}
 	for (int k = ITEMS / 2; k < ITEMS; k += 25)
 		write_batch(TABLE, k, 25);
@@ -385,14 +400,12 @@ START_TEST(test_table_partitions)
 	free(e);
 	ck_assert_int_eq(parts_in_group(t, 1, los, 8), 1);
 	ck_assert_int_eq(parts_in_group(t, 3, los, 8), 3);
-	await_write_limit(1, 100);
-	await_write_limit(3, 300);
+	await_write_limit(1, 1000);
+	await_write_limit(3, 3000);
 	check_items();
 	printf("autosplit: %d items read back; one of group 1's two partitions moved alone\n",
 	       ITEMS);
-	shoal_client_free(client);
-	client = NULL;
-	tl_cluster_down(&C);
+	down();
 }
 END_TEST
 
@@ -404,14 +417,9 @@ END_TEST
  * and every item is read back afterwards, each once in a Scan. */
 START_TEST(test_heat_split)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, "--split-bytes 0 --split-units 100"),
-	              "the cluster did not start");
-	char msg[SH_ERRMSG_SIZE];
-	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	up("--split-bytes 0 --split-units 100");
 	create_table(TABLE);
-	long long t = tl_table_number(client, TABLE);
-	ck_assert_int_ne(t, 0);
+	long long t = table_id(TABLE);
 	int64_t t0 = now_ms(), until = t0 + 120000, first = 0;
 	int n = 0, moving = 0, rounds = 0;
 	for (;;) {
@@ -441,9 +449,7 @@ START_TEST(test_heat_split)
 	                     tl_cluster_log_count(&C, 3, "a single hot key"),
 	                 0);
 	check_items();
-	shoal_client_free(client);
-	client = NULL;
-	tl_cluster_down(&C);
+	down();
 }
 END_TEST
 
@@ -453,14 +459,9 @@ END_TEST
  * carrying the load -- and the executor reports the key once. */
 START_TEST(test_hot_key)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, "--split-bytes 0 --split-units 100"),
-	              "the cluster did not start");
-	char msg[SH_ERRMSG_SIZE];
-	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	up("--split-bytes 0 --split-units 100");
 	create_table(TABLE);
-	long long t = tl_table_number(client, TABLE);
-	ck_assert_int_ne(t, 0);
+	long long t = table_id(TABLE);
 	int64_t t0 = now_ms(), until = t0 + 60000;
 	long long puts = 0;
 	int n = 0, moving;
@@ -497,9 +498,7 @@ START_TEST(test_hot_key)
 	/* Once per executor (a new group-0 leader would report it again). */
 	ck_assert_int_ge(logged, 1);
 	printf("autosplit: the hot key logged %d time(s)\n", logged);
-	shoal_client_free(client);
-	client = NULL;
-	tl_cluster_down(&C);
+	down();
 }
 END_TEST
 
