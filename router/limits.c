@@ -2,14 +2,15 @@
  * limits.c -- DescribeLimits and DescribeEndpoints: what the router knows
  * without asking a node.
  *
- * DescribeLimits answers the capacity Shoal enforces.  A table has one
- * partition per data group (common/cluster.h) and each partition serves at
- * most the cluster file's partition_rcu / partition_wcu units per second
- * (node/capacity.c, DynamoDB's 3000 / 1000 by default), so a table gets at
- * most that many units times the number of data groups, whatever it is
- * provisioned with: TableMax*CapacityUnits.  Shoal has no account-wide
- * limit beyond that (every table spans every data group), so the account
- * maxima are the same figures.
+ * DescribeLimits answers the capacity Shoal enforces.  A new table has one
+ * partition per data group, or [cluster] table_partitions rounded up to a
+ * multiple of them (sh_cluster_table_partitions), and each partition serves
+ * at most the cluster file's partition_rcu / partition_wcu units per second
+ * (node/capacity.c, DynamoDB's 3000 / 1000 by default), so a new table gets
+ * at most that many units times its partitions, whatever it is provisioned
+ * with: TableMax*CapacityUnits (a table that splits later serves more, as
+ * in DynamoDB).  Shoal has no account-wide limit beyond that (every table
+ * spans every data group), so the account maxima are the same figures.
  *
  * DescribeEndpoints answers this router's client endpoint (rt->endpoint,
  * set by main.c: the HTTP(S) address when it serves DynamoDB's HTTP API,
@@ -23,10 +24,7 @@
 int rt_step_describe_limits(rt_job *j)
 {
 	const sh_cluster_conf *conf = j->rt->conf;
-	uint32_t groups[SH_MAX_GROUPS];
-	uint32_t parts = rt_data_groups(conf, groups);
-	if (parts == 0)
-		parts = 1;
+	uint32_t parts = sh_cluster_table_partitions(conf);
 	uint64_t rcu = conf->partition_rcu != 0 ? conf->partition_rcu : SH_PARTITION_RCU;
 	uint64_t wcu = conf->partition_wcu != 0 ? conf->partition_wcu : SH_PARTITION_WCU;
 	Shoal__DescribeLimitsResponse *r = sh_arena_alloc(&j->arena, sizeof(*r));

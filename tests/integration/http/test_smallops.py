@@ -390,6 +390,9 @@ class SmallOps(unittest.TestCase):
         ini.read(os.path.join(DIR, "cluster.ini"))
         groups = int(ini["cluster"]["groups"])
         parts = groups - 1 if groups > 1 else 1
+        # table_partitions, rounded up to a multiple of the data groups
+        tp = int(ini["cluster"].get("table_partitions", "0"))
+        parts = max(parts, -(-tp // parts) * parts)
         rcu = int(ini["cluster"].get("partition_rcu", "3000"))
         wcu = int(ini["cluster"].get("partition_wcu", "1000"))
         got = self.c.describe_limits()
