@@ -93,3 +93,16 @@ void node_logf(enum node_log_level level, const char *fmt, ...)
 		len -= (size_t)w;
 	}
 }
+
+bool node_log_allow(node_log_budget *b, uint64_t now_ms, uint64_t *skipped)
+{
+	if (b->logged && now_ms - b->last_ms < NODE_LOG_EVERY_MS) {
+		b->skipped++;
+		return false;
+	}
+	*skipped = b->skipped;
+	b->skipped = 0;
+	b->last_ms = now_ms;
+	b->logged = true;
+	return true;
+}

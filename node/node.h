@@ -152,6 +152,17 @@ void node_log_set_level(enum node_log_level level);
 void node_logf(enum node_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* A line a peer can cause at will (a refused connection) is logged at most
+ * once per NODE_LOG_EVERY_MS per budget, with how many were left out since:
+ * a stranger must not fill the disk.  node_log_allow says whether to log now
+ * (*skipped: the lines left out since the last one).  One thread per budget. */
+#define NODE_LOG_EVERY_MS 10000
+typedef struct node_log_budget {
+	uint64_t last_ms, skipped;
+	bool logged;
+} node_log_budget;
+bool node_log_allow(node_log_budget *b, uint64_t now_ms, uint64_t *skipped);
+
 /* ------------------------------------------------------------------------ */
 /* Raft transport (transport.c)                                              */
 /* ------------------------------------------------------------------------ */

@@ -72,6 +72,7 @@ typedef struct transport {
 	unsigned handles; /* ours still open: listener, timer, connections not handed over */
 	incoming *accepting;
 	unsigned n_accepting;
+	node_log_budget refused; /* bad handshakes' log lines */
 } transport;
 
 /* A connection whose handshake is arriving. */
@@ -191,11 +192,15 @@ static void on_incoming_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	if (in->need == 24) {
 		uint64_t protocol = get64(in->buf), len = get64(in->buf + 16);
 		if (protocol != UV_TCP_PROTOCOL || len == 0 || len > ADDR_PADDED_MAX) {
-			node_logf(
-			    NODE_LOG_WARN,
-			    "raft transport: a handshake of protocol %llu announcing a %llu-byte "
-			    "address refused",
-			    (unsigned long long)protocol, (unsigned long long)len);
+			uint64_t skipped;
+			if (node_log_allow(&t->refused, uv_now(t->loop), &skipped))
+				node_logf(
+				    NODE_LOG_WARN,
+				    "raft transport: a handshake of protocol %llu announcing a "
+				    "%llu-byte address refused (%llu more refused since the last "
+				    "such line)",
+				    (unsigned long long)protocol, (unsigned long long)len,
+				    (unsigned long long)skipped);
 			drop(in);
 			return;
 		}

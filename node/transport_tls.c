@@ -91,6 +91,7 @@ typedef struct tls_transport {
 	char address[SH_ADDR_MAX];
 	raft_uv_accept_cb accept_cb;
 	raft_uv_transport_close_cb close_cb;
+	node_log_budget refused; /* inbound TLS handshakes' failures, logged */
 
 	mbedtls_x509_crt ca, own;
 	mbedtls_pk_context key;
@@ -514,7 +515,21 @@ static void handshake(conn *c)
 		if (rv == MBEDTLS_ERR_SSL_WANT_READ || rv == MBEDTLS_ERR_SSL_WANT_WRITE)
 			return;
 		if (rv != 0) {
-			log_tls(c, "TLS handshake with", rv);
+			/* An inbound one may be anyone's: its lines are budgeted. */
+			uint64_t skipped = 0;
+			char what[96] = "TLS handshake with";
+			if (!c->outbound &&
+			    !node_log_allow(&c->t->refused, uv_now(c->t->loop), &skipped)) {
+				conn_close(c);
+				return;
+			}
+			if (skipped > 0)
+				snprintf(
+				    what, sizeof(what),
+				    "TLS handshake (%llu more failed since the last such line) "
+				    "with",
+				    (unsigned long long)skipped);
+			log_tls(c, what, rv);
 			conn_close(c);
 			return;
 		}

@@ -370,6 +370,15 @@ START_TEST(test_raft_handshake_bounds)
 	close(fd);
 	double size1 = status_mib(pid, "VmSize");
 	ck_assert_msg(size1 < size0 + 256, "VmSize %.0f -> %.0f MiB", size0, size1);
+	/* Three more at once: refused, and logged with the first at most
+	 * (one line per 10 s: a stranger must not fill the disk). */
+	for (int i = 0; i < 3; i++) {
+		fd = raft_conn();
+		ck_assert_int_eq(send(fd, hs, sizeof(hs), 0), (ssize_t)sizeof(hs));
+		ck_assert_msg(closed_within(fd, 5000), "an 8 GiB address was not refused");
+		close(fd);
+	}
+	ck_assert_int_eq(tl_cluster_log_count(&C, 1, "address refused"), 1);
 
 	/* 70 connections that send nothing: past 64 closed at once, the
 	 * rest when their 5 s are up. */
