@@ -96,8 +96,8 @@ static void write_batch(const char *name, int k0, int n)
 	json_decref(r);
 }
 
-/* The map's partitions of table id `t` (TableId) and how many are moving. */
-static int map_parts(long long t, int *moving)
+/* `shoal status --output json`, parsed. */
+static json_t *status_json(void)
 {
 	char *o = NULL, *e = NULL;
 	int rc = tl_shoal(&C, &o, &e, "status --output json");
@@ -106,6 +106,13 @@ static int map_parts(long long t, int *moving)
 	ck_assert_ptr_nonnull(st);
 	free(o);
 	free(e);
+	return st;
+}
+
+/* The map's partitions of table id `t` (TableId) and how many are moving. */
+static int map_parts(long long t, int *moving)
+{
+	json_t *st = status_json();
 	int n = 0;
 	*moving = 0;
 	size_t i;
@@ -125,13 +132,7 @@ static int map_parts(long long t, int *moving)
  * los (at most cap); how many. */
 static int parts_in_group(long long t, long long g, char los[][24], int cap)
 {
-	char *o = NULL, *e = NULL;
-	int rc = tl_shoal(&C, &o, &e, "status --output json");
-	ck_assert_msg(rc == 0, "status: exit %d: %s", rc, e);
-	json_t *st = json_loads(o, 0, NULL);
-	ck_assert_ptr_nonnull(st);
-	free(o);
-	free(e);
+	json_t *st = status_json();
 	int n = 0;
 	size_t i;
 	json_t *p;
