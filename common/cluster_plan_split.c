@@ -35,13 +35,18 @@ static bool split_point(uint64_t lo, uint64_t hi, const sh_plan_part_load *l, bo
 		if (w > top)
 			top = w, *key = l->samples[j].hash;
 	}
-	/* One key's share of the partition's load, not of what was sampled:
-	 * the samples are the leader's busiest keys group-wide, so a
-	 * partition of many evenly loaded keys may have one sample or two --
-	 * each "most of the samples" -- and such a partition was reported as
-	 * one hot key and never split (it_autosplit test_heat_split). */
+	/* One key's share of what was sampled -- unless the samples cover
+	 * under a quarter of the partition's load: they are the leader's
+	 * busiest keys group-wide, so a partition of many evenly loaded keys
+	 * may have one sample or two, each "most of the samples", and such a
+	 * partition was reported as one hot key and never split
+	 * (it_autosplit test_heat_split); then the key's share of the whole
+	 * load.  (Not always the whole: the samples' rates decay and lag the
+	 * partition's window, so a real hot key may show less than half of
+	 * it -- test_hot_key's partition was split twice that way.) */
 	double whole = heat ? l->units : (double)l->bytes;
-	if (total > 0 && top >= share * (whole > total ? whole : total)) {
+	double of = total >= 0.25 * whole ? total : whole;
+	if (total > 0 && top >= share * of) {
 		return false;
 	}
 	if (total <= 0 || l->n_samples < 2) {
