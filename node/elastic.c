@@ -602,13 +602,16 @@ static void note_owners(node_elastic *e)
 		now[k - 1].owners +=
 		    owner_mix(p->table, p->group) * (sh_map_part_hi(m, i) - p->lo + 1);
 	}
+	/* Both lists are in table order: one merge. */
 	bool changed = false;
-	for (uint32_t i = 0; i < n && !changed; i++)
-		for (uint32_t j = 0; j < e->n_owners; j++)
-			if (e->owners[j].table == now[i].table) {
-				changed = e->owners[j].owners != now[i].owners;
-				break;
-			}
+	for (uint32_t i = 0, j = 0; i < n && j < e->n_owners && !changed;) {
+		if (now[i].table < e->owners[j].table)
+			i++;
+		else if (now[i].table > e->owners[j].table)
+			j++;
+		else
+			changed = now[i++].owners != e->owners[j++].owners;
+	}
 	if (changed)
 		e->owners_changed_ns = node_now_ns();
 	sh_free(e->owners);
