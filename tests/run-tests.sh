@@ -60,7 +60,7 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$(dirname "$0")" && pwd)/
 
 outdir=$(mktemp -d "${TMPDIR:-/tmp}/shoal-tests-XXXXXX")
 trap 'rm -rf "$outdir"' EXIT
-passed=0 failed=0 failed_bins=()
+passed=0 failed=0 failed_bins=() failed_why=()
 declare -A running=() started=() # pid -> name; name -> $SECONDS at start
 
 # Judges and prints a test that ended: its Check summary line, else one
@@ -79,6 +79,10 @@ finish() { # name rc
 		failed_bins+=("$name")
 		echo "FAIL $name ($((SECONDS - started[$name])) s)"
 		cat "$out"
+		# Its failed checks again at the end: a long log may be read
+		# only from its head and its tail.
+		why=$(grep -E ':[0-9]+:[FE]:' "$out" | head -n 5)
+		failed_why+=("$name: ${why:-no failed check printed; exit status $rc}")
 	else
 		echo "ok   $name: $summary ($((SECONDS - started[$name])) s)"
 	fi
@@ -110,6 +114,9 @@ for name in "${bins[@]}"; do
 	[[ -n ${alone[$name]:-} ]] && while ((${#running[@]} > 0)); do reap; done
 done
 while ((${#running[@]} > 0)); do reap; done
-((failed)) && echo "failed: ${failed_bins[*]}"
+if ((failed)); then
+	echo "failed: ${failed_bins[*]}"
+	printf '%s\n' "${failed_why[@]}"
+fi
 echo "$passed passed, $failed failed"
 ((failed == 0))
