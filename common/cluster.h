@@ -56,7 +56,7 @@
 #define SH_DEAD_AFTER_MS        300000        /* [cluster] dead_after_ms by default (5 minutes) */
 #define SH_SPLIT_BYTES          (10ull << 30) /* [cluster] split_bytes by default (10 GiB) */
 #define SH_TABLE_PARTITIONS_MAX 4096          /* [cluster] table_partitions at most */
-#define SH_SPLIT_THROTTLED      0             /* [cluster] split_throttled by default: off */
+#define SH_SPLIT_THROTTLED      10            /* [cluster] split_throttled by default */
 
 typedef struct sh_node_conf {
 	uint32_t id;                 /* from the section name [node.<id>], >= 1 */
@@ -130,9 +130,11 @@ typedef struct sh_cluster_conf {
 	 *   for reads and partition_wcu for writes, so one sum cannot say when
 	 *   it is at its limit; split_throttled does).
 	 * [cluster] split_throttled: requests per second throttled at the
-	 *   partition limit (partition_rcu / partition_wcu), averaged over the
-	 *   window, above which a partition is split for heat (0: off); without
-	 *   split_throttled_set, SH_SPLIT_THROTTLED. */
+	 *   partitions' limit (partition_rcu / partition_wcu times the
+	 *   partitions a group holds; not at a provisioned table's rate, which a
+	 *   split does not raise), averaged over the window, above which a
+	 *   partition is split for heat, as DynamoDB splits for heat by itself
+	 *   (0: off); without split_throttled_set, SH_SPLIT_THROTTLED. */
 	uint64_t split_bytes;
 	bool split_bytes_set;
 	uint64_t split_units;

@@ -44,7 +44,7 @@
 #       partition (split_bytes; default 10 GiB; 0: no size splits);
 #       --split-units / --split-throttled: units/s and requests/s throttled
 #       at the partition limit, over 5 s, at which it splits for heat
-#       (split_units, default 0: off; split_throttled, default 0: off).
+#       (split_units, default 0: off; split_throttled, default 10).
 #       --table-partitions: how many partitions a new table starts with
 #       (table_partitions; default: one per data group; rounded up to a
 #       multiple of the data groups).

@@ -340,6 +340,8 @@ static int admit_one(cap_group *cg, uint32_t gid, const char *table, const char 
 		return SHOAL_OK;
 	p->thr_total[kind]++;
 	p->thr_win[kind]++;
+	if (!gsi && cap_at_partition_limit(&p->lim[kind], p->b[kind].rate))
+		p->thr_split_win[kind]++;
 	char type;
 	const char *k;
 	uint32_t len;

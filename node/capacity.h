@@ -81,6 +81,10 @@ double cap_share(const cap_limits *l);
  * held x part_max; the share when others is unknown or there is no table
  * rate. */
 double cap_adaptive_rate(const cap_limits *l);
+/* Whether a bucket of `rate` is held down by the partitions' limit (held x
+ * part_max), which a split raises -- not by the table's rate, which no split
+ * changes. */
+bool cap_at_partition_limit(const cap_limits *l, double rate);
 
 /* ------------------------------------------------------------------------ */
 /* Hot keys                                                                  */

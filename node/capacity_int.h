@@ -28,6 +28,11 @@ typedef struct cap_part {
 	uint64_t thr_win[2];
 	double last[2]; /* the last tick's figures, per second */
 	double thr_last[2];
+	/* Of the throttled, those refused by a bucket at the partitions' limit
+	 * (cap_at_partition_limit; not a GSI's backpressure): what a split for
+	 * heat relieves. */
+	uint64_t thr_split_win[2];
+	double thr_split_last[2];
 	int64_t gsi_behind_until_ms; /* base: a GSI partition of the table is over */
 	bool seen;
 } cap_part;

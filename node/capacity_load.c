@@ -165,8 +165,10 @@ static void roll_group(cap_group *cg, double dt)
 		for (int k = 0; k < 2; k++) {
 			p->last[k] = p->win[k] / dt;
 			p->thr_last[k] = (double)p->thr_win[k] / dt;
+			p->thr_split_last[k] = (double)p->thr_split_win[k] / dt;
 			p->win[k] = 0;
 			p->thr_win[k] = 0;
+			p->thr_split_win[k] = 0;
 		}
 	}
 	cap_sketch_roll(&cg->hot, dt);
@@ -481,6 +483,8 @@ int node_cap_status(node_cap *c, uint32_t gid, sh_arena *a, Shoal__GroupStatus *
 		l->write_units = p->last[CAP_WRITE];
 		l->read_throttled = (uint64_t)llround(p->thr_last[CAP_READ]);
 		l->write_throttled = (uint64_t)llround(p->thr_last[CAP_WRITE]);
+		l->read_throttled_at_limit = (uint64_t)llround(p->thr_split_last[CAP_READ]);
+		l->write_throttled_at_limit = (uint64_t)llround(p->thr_split_last[CAP_WRITE]);
 		cap_bucket_refill(&p->b[CAP_READ], now);
 		cap_bucket_refill(&p->b[CAP_WRITE], now);
 		l->read_limit = p->b[CAP_READ].rate;

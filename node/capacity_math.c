@@ -86,6 +86,11 @@ double cap_adaptive_rate(const cap_limits *l)
 	return r < max ? r : max;
 }
 
+bool cap_at_partition_limit(const cap_limits *l, double rate)
+{
+	return rate >= cap_max(l) * 0.999;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Hot keys                                                                  */
 /* ------------------------------------------------------------------------ */

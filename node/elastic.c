@@ -539,7 +539,7 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 			f->leader = a->node;
 			f->term = gs->term;
 			f->last_index = gs->last_index;
-			el_figures_of(e->book, gs, &f->load);
+			el_figures_of(gs, &f->load);
 			f->n_members = 0;
 			for (size_t j = 0; j < gs->n_members && j < ELASTIC_MAX_MEMBERS; j++) {
 				const Shoal__RaftMember *rm = gs->members[j];
@@ -1148,13 +1148,14 @@ static void plan_and_act(node_elastic *e)
 			plan_view(e, gl, parts, acts, n, view, sizeof(view));
 	sh_free(gl);
 	/* The loads, for the step's log line; the samples die with them. */
-	double load_units[8] = {0};
+	double load_units[8] = {0}, load_throttled[8] = {0};
 	uint64_t load_bytes[8] = {0};
 	for (uint32_t i = 0; rc == SHOAL_OK && i < n; i++) {
 		uint32_t pi = sh_map_part_find(&e->map, acts[i].table, acts[i].lo);
 		if ((acts[i].kind == SH_PLAN_SPLIT || acts[i].kind == SH_PLAN_MOVE_PARTITION) &&
 		    pi != SH_MAP_NONE)
-			load_units[i] = parts[pi].units, load_bytes[i] = parts[pi].bytes;
+			load_units[i] = parts[pi].units, load_bytes[i] = parts[pi].bytes,
+			load_throttled[i] = parts[pi].throttled;
 	}
 	sh_free(parts);
 	sh_free(samples);
@@ -1266,9 +1267,10 @@ static void plan_and_act(node_elastic *e)
 			             .to_group = a->to_group};
 			begin(e, s, 1,
 			      "table %u [%016" PRIx64 ", ...] in group %u: split at %016" PRIx64
-			      ", upper half to group %u (%s: %" PRIu64 " bytes, %.0f units/s)",
+			      ", upper half to group %u (%s: %" PRIu64
+			      " bytes, %.0f units/s, %.0f throttled/s)",
 			      a->table, a->lo, a->group, a->at, a->to_group, why, load_bytes[i],
-			      load_units[i]);
+			      load_units[i], load_throttled[i]);
 			return;
 		case SH_PLAN_MOVE_PARTITION:
 			s[0] = (sub){.kind = SUB_MAP,

@@ -43,7 +43,7 @@ void el_book_free(el_book *b);
 /* f (whose old arrays are freed) becomes the figures of gs, a group
  * leader's GroupStatus (read during the call only).  Out of memory leaves
  * f with fewer figures, never a dangling one. */
-void el_figures_of(const el_book *b, const Shoal__GroupStatus *gs, el_figures *f);
+void el_figures_of(const Shoal__GroupStatus *gs, el_figures *f);
 void el_figures_fini(el_figures *f);
 
 /* The round's loads from figs (parallel to m->groups; empty for a group

@@ -24,7 +24,6 @@ typedef struct heat_window {
 struct el_book {
 	uint64_t split_bytes; /* 0: off */
 	double split_units, split_throttled;
-	double part_max[2]; /* partition_rcu, partition_wcu */
 	heat_window heat[EL_HEAT_MAX];
 	struct {
 		uint32_t table;
@@ -41,10 +40,6 @@ int el_book_new(const sh_cluster_conf *conf, el_book **out, char *errmsg)
 	b->split_bytes = sh_cluster_split_bytes(conf);
 	b->split_units = (double)conf->split_units;
 	b->split_throttled = (double)sh_cluster_split_throttled(conf);
-	b->part_max[CAP_READ] =
-	    (double)(conf->partition_rcu != 0 ? conf->partition_rcu : SH_PARTITION_RCU);
-	b->part_max[CAP_WRITE] =
-	    (double)(conf->partition_wcu != 0 ? conf->partition_wcu : SH_PARTITION_WCU);
 	return SHOAL_OK;
 }
 
@@ -106,13 +101,13 @@ static bool hot_key_hash(uint32_t table, const char *json, uint64_t *hash)
 
 /*
  * Each table's bytes in the group (TableStats: the leader's replica's), its
- * request units and the requests throttled at the partition limit
+ * request units and the requests throttled at the partitions' limit
  * (PartitionLoad names a partition by (table, index) within the group: the
- * base table is index ""; throttling below the partition limit -- a
- * provisioned table at its provisioned rate -- is no reason to split, since
- * a split does not raise the table's rate), and its hot keys.
+ * base table is index ""; throttling below that limit -- a provisioned
+ * table at its provisioned rate, a base table held back for its GSI -- is no
+ * reason to split, since a split raises neither), and its hot keys.
  */
-void el_figures_of(const el_book *b, const Shoal__GroupStatus *gs, el_figures *f)
+void el_figures_of(const Shoal__GroupStatus *gs, el_figures *f)
 {
 	el_figures_fini(f);
 	if (gs->n_tables > 0 && (f->tables = sh_calloc(gs->n_tables, sizeof(*f->tables))) == NULL)
@@ -130,10 +125,7 @@ void el_figures_of(const el_book *b, const Shoal__GroupStatus *gs, el_figures *f
 		if (t == NULL)
 			continue;
 		t->units += l->read_units + l->write_units;
-		if (l->read_limit >= b->part_max[CAP_READ] * 0.999)
-			t->throttled += (double)l->read_throttled;
-		if (l->write_limit >= b->part_max[CAP_WRITE] * 0.999)
-			t->throttled += (double)l->write_throttled;
+		t->throttled += (double)(l->read_throttled_at_limit + l->write_throttled_at_limit);
 	}
 	if (gs->n_hot_keys > 0 && (f->keys = sh_calloc(gs->n_hot_keys, sizeof(*f->keys))) == NULL)
 		return;

@@ -88,11 +88,21 @@ static void write_batch(const char *name, int k0, int n)
 		                k > k0 ? "," : "", k, pad);
 	snprintf(body + len, sizeof(body) - (size_t)len, "]}}");
 	/* The client library retries unprocessed items itself; what is left
-	 * is sent again here. */
+	 * (throttled past its retries) is sent again here, for 60 s at most. */
 	json_t *r = call("BatchWriteItem", body);
-	json_t *left = json_object_get(json_object_get(r, "UnprocessedItems"), name);
-	ck_assert_msg(json_array_size(left) == 0, "%zu items left unprocessed",
-	              json_array_size(left));
+	for (int64_t until = now_ms() + 60000;;) {
+		json_t *left = json_object_get(json_object_get(r, "UnprocessedItems"), name);
+		if (json_array_size(left) == 0)
+			break;
+		ck_assert_msg(now_ms() < until, "%zu items left unprocessed for 60 s",
+		              json_array_size(left));
+		json_t *again = json_pack("{s:{s:O}}", "RequestItems", name, left);
+		char *text = json_dumps(again, JSON_COMPACT);
+		json_decref(again);
+		json_decref(r);
+		r = call("BatchWriteItem", text);
+		free(text);
+	}
 	json_decref(r);
 }
 
@@ -454,6 +464,62 @@ START_TEST(test_heat_split)
 }
 END_TEST
 
+/* Heat by throttling, with the default settings (split_throttled 10
+ * requests/s): partitions of 100 WCU (`--partition-wcu 100`) take writes of
+ * 1 KB items spread evenly over 1500 keys, from one client retrying what is
+ * throttled (libshoal's backoff), several hundred units a second per group:
+ * each group throttles at its partition limit, the executor splits its
+ * partition for heat, and the group's limit rises with its partitions
+ * (shoal_partition_limit_units: 100 WCU times the table's partitions in the
+ * cluster, summed over the groups) -- what DynamoDB does by itself. Every
+ * item is read back after. */
+START_TEST(test_throttle_split)
+{
+	up("--split-bytes 0 --partition-wcu 100");
+	create_table(TABLE);
+	long long t = table_id(TABLE);
+	int64_t t0 = now_ms(), until = t0 + 120000, first = 0;
+	int n = 0, moving = 0, rounds = 0;
+	for (;;) {
+		for (int k = 0; k < ITEMS; k += 25)
+			write_batch(TABLE, k, 25);
+		rounds++;
+		n = map_parts(t, &moving);
+		if (n > 3 && first == 0)
+			first = now_ms();
+		if (n >= 6 && moving == 0)
+			break;
+		ck_assert_msg(now_ms() < until,
+		              "after 120 s of throttled writes the map has %d partitions of " TABLE
+		              ", %d moving",
+		              n, moving);
+	}
+	int64_t done = now_ms();
+	int by_heat = 0;
+	for (int id = 1; id <= 3; id++)
+		by_heat += tl_cluster_log_count(&C, id, "(heat:");
+	printf("autosplit: %d rounds of %d throttled writes; the first split for heat after %lld "
+	       "ms (%d split log line(s)), %d partitions, none moving after %lld ms\n",
+	       rounds, ITEMS, (long long)(first - t0), by_heat, n, (long long)(done - t0));
+	ck_assert_int_ge(by_heat, 1);
+	ck_assert(tl_cluster_metric(&C, "shoal_partition_throttled_total", -1) > 0);
+	/* The limits follow the partitions (the map may have split again
+	 * since: read both until they agree). */
+	double sum = 0;
+	for (int64_t lim = now_ms() + 15000;; usleep(100000)) {
+		n = map_parts(t, &moving);
+		sum = write_limit(1) + write_limit(2) + write_limit(3);
+		if (moving == 0 && sum == 100.0 * n)
+			break;
+		ck_assert_msg(now_ms() < lim, "%d partitions, %d moving, but %.0f WCU in all", n,
+		              moving, sum);
+	}
+	printf("autosplit: %d partitions of 100 WCU: %.0f WCU in all\n", n, sum);
+	check_items();
+	down();
+}
+END_TEST
+
 /* Heat on one key: the table enters the map (its group's units pass
  * split_units), but its partition is not split -- the planner's samples (the
  * leader's hot keys, their hashes recomputed by the executor) show one key
@@ -511,6 +577,7 @@ static Suite *autosplit_suite(void)
 	tcase_add_test(tc, test_autosplit);
 	tcase_add_test(tc, test_hot_key);
 	tcase_add_test(tc, test_heat_split);
+	tcase_add_test(tc, test_throttle_split);
 	tcase_add_test(tc, test_table_partitions);
 	suite_add_tcase(s, tc);
 	return s;

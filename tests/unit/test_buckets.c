@@ -118,6 +118,15 @@ START_TEST(test_share_adaptive)
 	cap_limits half = {
 	    .table_rate = 3000, .frac = 0.5, .held = 2, .part_max = 1000, .others = -1};
 	ck_assert_double_eq(cap_share(&half), 1500);
+	/* Throttling a split would relieve (split_throttled): the bucket is
+	 * at the partitions' limit -- not at the table's rate, which no split
+	 * raises. */
+	ck_assert(!cap_at_partition_limit(&half, cap_adaptive_rate(&half)));
+	ck_assert(cap_at_partition_limit(&big, cap_adaptive_rate(&big)));
+	ck_assert(cap_at_partition_limit(&od, cap_adaptive_rate(&od)));
+	ck_assert(!cap_at_partition_limit(&l, 100));
+	half.held = 1;
+	ck_assert(cap_at_partition_limit(&half, cap_adaptive_rate(&half)));
 }
 END_TEST
 
