@@ -831,6 +831,12 @@ int node_handle_part_ready(node_call *c)
 	return SHOAL_OK;
 }
 
+static int by_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x > y) - (x < y);
+}
+
 /* Group 0's catalog (this leader's replica) against the map: *gone, a
  * table with partitions in the map that the catalog no longer has --
  * deleted, as table ids are never reused and a table enters the map only
@@ -880,14 +886,15 @@ static void catalog_vs_map(node_elastic *e, uint32_t *gone_out, uint32_t *missin
 		}
 		start = last;
 	} while (ok && last != NULL);
+	/* Sorted, so that each map table is looked up, not scanned for (the
+	 * map holds many tables, and this runs every round). */
+	if (ok && n_ids > 1)
+		qsort(ids, n_ids, sizeof(*ids), by_u32);
 	for (uint32_t i = 0; ok && gone == 0 && i < e->map.n_parts; i++) {
 		uint32_t t = e->map.parts[i].table;
 		if (i > 0 && e->map.parts[i - 1].table == t)
 			continue;
-		bool live = false;
-		for (uint32_t k = 0; k < n_ids && !live; k++)
-			live = ids[k] == t;
-		if (!live)
+		if (n_ids == 0 || bsearch(&t, ids, n_ids, sizeof(*ids), by_u32) == NULL)
 			gone = t;
 	}
 	for (uint32_t k = 0; ok && want_all && missing == 0 && k < n_ids; k++)
