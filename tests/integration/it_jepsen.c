@@ -476,6 +476,44 @@ static void stacks_postmortem(void)
 	}
 }
 
+/* Every replica's row of ClusterStatus in one line (group, node, role,
+ * term, commit and applied index, state when not ok), for a failure's
+ * message: CI shows a long log's head and tail only, and the failed check's
+ * line is repeated at the tail. */
+static void groups_brief(char *buf, size_t size)
+{
+	char *out = NULL;
+	shoal_error err;
+	size_t len = 0;
+	buf[0] = '\0';
+	if (shoal_call_json(client, "ClusterStatus", NULL, &out, &err) != SHOAL_OK) {
+		snprintf(buf, size, "ClusterStatus: %s: %s", err.exception, err.message);
+		return;
+	}
+	json_t *j = json_loads(out, 0, NULL);
+	shoal_free(out);
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(j, "Groups"), i, e)
+	{
+		const char *role = json_string_value(json_object_get(e, "Role"));
+		const char *state = json_string_value(json_object_get(e, "State"));
+		int w = snprintf(buf + len, size - len, "%sg%lldn%lld %s t%lld c%lld a%lld%s%s",
+		                 i > 0 ? "; " : "", json_integer_value(json_object_get(e, "Group")),
+		                 json_integer_value(json_object_get(e, "Node")),
+		                 role != NULL ? role : "?",
+		                 json_integer_value(json_object_get(e, "Term")),
+		                 json_integer_value(json_object_get(e, "CommitIndex")),
+		                 json_integer_value(json_object_get(e, "AppliedIndex")),
+		                 state != NULL && strcmp(state, "ok") != 0 ? " " : "",
+		                 state != NULL && strcmp(state, "ok") != 0 ? state : "");
+		if (w < 0 || (size_t)w >= size - len)
+			break;
+		len += (size_t)w;
+	}
+	json_decref(j);
+}
+
 /* The node that leads group g according to ClusterStatus, or 0. */
 static int leader_of(int g)
 {
@@ -870,19 +908,28 @@ START_TEST(test_jepsen)
 				if (!ok)
 					pause_ms(200);
 			}
-			if (!ok)
+			static char brief[2048];
+			if (!ok) {
+				groups_brief(brief, sizeof(brief));
 				stacks_postmortem();
+				index_postmortem();
+			}
 			ck_assert_msg(
 			    ok,
 			    "key %s could not be read within 60 s of healing (seed %u; the "
-			    "last error: %s)",
-			    key, seed, last_read_error);
+			    "last error: %s; replicas: %s)",
+			    key, seed, last_read_error, brief);
 			if (first_ok_ms < 0)
 				first_ok_ms = (int)(now_ms() - t_heal);
 			keys++;
 		}
 	printf("it_jepsen: healed; first final read ok %d ms later; %d keys read in %lld ms\n",
 	       first_ok_ms, keys, (long long)(now_ms() - t_heal));
+	{
+		char brief[2048];
+		groups_brief(brief, sizeof(brief));
+		printf("it_jepsen: replicas after the final reads: %s\n", brief);
+	}
 
 	/* The GSI (by_v: every register's value) converges to the table
 	 * after the faults (index_check recomputes it from a Scan). */
