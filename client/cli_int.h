@@ -259,10 +259,14 @@ json_t *cli_partition_load(const json_t *status);
  * HotKeys, and top's index lag reads them. */
 bool cli_counted_leader(const json_t *groups, const json_t *g);
 json_t *cli_hot_keys(const json_t *status);
+/* The keys group 0's executor found carrying most of a partition's load or
+ * size (UnsplitKeys: not split for them), by table and group. */
+json_t *cli_unsplit_keys(const json_t *status);
 
 /* Human tables of those arrays, at most max_rows rows (0: all). */
 void cli_print_load(FILE *out, const json_t *loads, size_t max_rows);
 void cli_print_hot(FILE *out, const json_t *hot, size_t max_rows);
+void cli_print_unsplit(FILE *out, const json_t *keys);
 
 /* ------------------------------------------------------------------------ */
 /* shoal top (cli_top.c)                                                     */

@@ -113,7 +113,9 @@ static json_t *gather(const json_t *status, const char *member,
 			if (!json_is_object(e))
 				continue;
 			json_t *c = json_deep_copy(e);
-			json_object_set_new(c, "Group", json_integer(cli_jint(g, "Group")));
+			/* (An element naming its own group keeps it.) */
+			if (json_object_get(c, "Group") == NULL)
+				json_object_set_new(c, "Group", json_integer(cli_jint(g, "Group")));
 			json_object_set_new(c, "Node", json_integer(cli_jint(g, "Node")));
 			json_array_append_new(all, c);
 		}
@@ -142,6 +144,21 @@ json_t *cli_partition_load(const json_t *status)
 json_t *cli_hot_keys(const json_t *status)
 {
 	return gather(status, "HotKeys", cmp_hot);
+}
+
+static int cmp_unsplit(const void *a, const void *b)
+{
+	const json_t *x = *(const json_t *const *)a, *y = *(const json_t *const *)b;
+	int c = strcmp(cli_jstr(x, "Table"), cli_jstr(y, "Table"));
+	if (c == 0)
+		c = (cli_jint(x, "Group") > cli_jint(y, "Group")) -
+		    (cli_jint(x, "Group") < cli_jint(y, "Group"));
+	return c != 0 ? c : strcmp(cli_jstr(x, "Key"), cli_jstr(y, "Key"));
+}
+
+json_t *cli_unsplit_keys(const json_t *status)
+{
+	return gather(status, "UnsplitKeys", cmp_unsplit);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -181,6 +198,25 @@ void cli_print_load(FILE *out, const json_t *loads, size_t max_rows)
 		        cli_jint(l, "ReadThrottled"), cli_jnum(l, "WriteUnits"),
 		        cli_jnum(l, "WriteLimit"), cli_jint(l, "WriteThrottled"),
 		        floor(100.0 * use_of(l) + 0.5));
+	}
+}
+
+void cli_print_unsplit(FILE *out, const json_t *keys)
+{
+	fprintf(out, "%-24s %-32s %5s %-18s %-6s %s\n", "TABLE", "KEY", "GROUP", "PARTITION", "BY",
+	        "LAST FOUND");
+	size_t i;
+	json_t *k;
+	json_array_foreach(keys, i, k)
+	{
+		char b1[32], b2[40];
+		const char *key = cli_jstr(k, "Key");
+		fprintf(
+		    out, "%-24s %-32s %5lld %-18s %-6s %.0f s ago (first %.0f s ago)\n",
+		    fit(cli_jstr(k, "Table")[0] ? cli_jstr(k, "Table") : "?", 24, b1, sizeof(b1)),
+		    fit(key[0] ? key : cli_jstr(k, "Hash"), 32, b2, sizeof(b2)),
+		    cli_jint(k, "Group"), cli_jstr(k, "Lo"), cli_jstr(k, "Reason"),
+		    cli_jint(k, "LastSeenMs") / 1000.0, cli_jint(k, "FirstSeenMs") / 1000.0);
 	}
 }
 

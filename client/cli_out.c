@@ -542,4 +542,11 @@ void cli_print_status(FILE *out, const json_t *resp)
 		json_decref(hot);
 	}
 	json_decref(loads);
+	json_t *unsplit = cli_unsplit_keys(resp);
+	if (json_array_size(unsplit) > 0) {
+		fprintf(out, "\nNot split: a single key carries most of its partition's load (or "
+		             "size), which a split cannot divide\n");
+		cli_print_unsplit(out, unsplit);
+	}
+	json_decref(unsplit);
 }

@@ -964,11 +964,14 @@ static bool partition_moves(node_elastic *e)
 	return false;
 }
 
-/* HOT_KEY: a key splitting cannot divide.  Logged once per (table, hash)
- * an hour, and counted. */
+/* HOT_KEY: a key splitting cannot divide.  Remembered for `shoal status`
+ * (node_elastic_unsplit_status), logged once per (table, hash) an hour, and
+ * counted. */
 static void hot_key(node_elastic *e, const sh_plan_action *a)
 {
-	if (!el_hot_key_report(e->book, a->table, a->at, node_now_ns()))
+	const group_fact *f = fact_of(e, a->group);
+	if (!el_hot_key_found(e->book, f != NULL ? &f->load : NULL, a->table, a->at, a->group,
+	                      a->lo, a->reason == SH_PLAN_R_SIZE, node_now_ns()))
 		return;
 	atomic_fetch_add(&e->hot_keys, 1);
 	node_logf(NODE_LOG_WARN,
@@ -1654,6 +1657,40 @@ void node_elastic_metrics(node_elastic *e, node_appendf_fn appendf, void *buf)
 	    "shoal_node_elastic_hot_keys_total %" PRIu64 "\n",
 	    (uint64_t)atomic_load(&e->steps), (uint64_t)atomic_load(&e->failures),
 	    (uint64_t)atomic_load(&e->splits), (uint64_t)atomic_load(&e->hot_keys));
+}
+
+int node_elastic_unsplit_status(node *nd, sh_arena *a, Shoal__GroupStatus *gs)
+{
+	node_elastic *e = nd->ship != NULL ? nd->ship->elastic : NULL;
+	if (e == NULL)
+		return SHOAL_OK;
+	el_unsplit u[EL_HOT_SEEN];
+	pthread_mutex_lock(&e->mu);
+	uint64_t now = node_now_ns();
+	uint32_t cnt = el_unsplit_list(e->book, now, u, EL_HOT_SEEN);
+	pthread_mutex_unlock(&e->mu);
+	if (cnt == 0)
+		return SHOAL_OK;
+	if ((gs->unsplit_keys = sh_arena_calloc(a, cnt, sizeof(*gs->unsplit_keys))) == NULL)
+		return SHOAL_E_NOMEM;
+	for (uint32_t i = 0; i < cnt; i++) {
+		Shoal__UnsplitKey *k = sh_arena_alloc(a, sizeof(*k));
+		if (k == NULL)
+			return SHOAL_E_NOMEM;
+		shoal__unsplit_key__init(k);
+		k->table = sh_arena_strndup(a, u[i].name.table, strlen(u[i].name.table));
+		k->key = sh_arena_strndup(a, u[i].name.key, strlen(u[i].name.key));
+		if (k->table == NULL || k->key == NULL)
+			return SHOAL_E_NOMEM;
+		k->group = u[i].group;
+		k->lo = u[i].lo;
+		k->hash = u[i].hash;
+		k->reason = (char *)(u[i].by_size ? "size" : "load");
+		k->first_seen_ms = (int64_t)((now - u[i].first_ns) / 1000000u);
+		k->last_seen_ms = (int64_t)((now - u[i].last_ns) / 1000000u);
+		gs->unsplit_keys[gs->n_unsplit_keys++] = k;
+	}
+	return SHOAL_OK;
 }
 
 void node_elastic_close(node_elastic *e)

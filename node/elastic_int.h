@@ -16,13 +16,22 @@
 
 #include "common/cluster.h"
 #include "common/cluster_plan.h"
+#include "node/capacity.h"
 #include "node/node.h"
+#include "storage/storage.h"
 
 #define EL_HEAT_WINDOW    5    /* load samples averaged for heat splits */
 #define EL_HEAT_SAMPLE_MS 1000 /* at most one sample a second per (group, table) */
 #define EL_HEAT_MAX       256  /* (group, table) windows remembered */
 #define EL_HOT_SEEN       64   /* hot keys whose report is remembered */
 #define EL_HOT_QUIET_S    3600 /* one report per hot key an hour */
+#define EL_HOT_SHOW_S     60   /* shown in status while found this lately */
+
+/* A hot key's names as its group leader's sketch gave them (HotKey). */
+typedef struct el_key_name {
+	char table[ST_TABLE_NAME_MAX + 1];
+	char key[CAP_HOT_KEY_MAX + 1]; /* DynamoDB JSON */
+} el_key_name;
 
 /* One group leader's figures (arrays sh_malloc'd, owned by the struct):
  * bytes, units and requests throttled at the partition limit of each table
@@ -31,6 +40,7 @@ typedef struct el_figures {
 	sh_plan_table_load *tables;
 	uint32_t n_tables;
 	sh_plan_key_load *keys;
+	el_key_name *names; /* parallel to keys */
 	uint32_t n_keys;
 } el_figures;
 
@@ -63,8 +73,26 @@ int el_table_to_add(const el_book *b, const sh_map *m, const sh_plan_table_load 
 /* conf's split thresholds. */
 void el_plan_conf(const el_book *b, sh_plan_conf *conf);
 
-/* Whether the hot key (table, hash) is to be reported now: true once per
- * EL_HOT_QUIET_S for a key (remembering EL_HOT_SEEN keys). */
-bool el_hot_key_report(el_book *b, uint32_t table, uint64_t hash, uint64_t now_ns);
+/* A key carrying most of a partition's load (or size), which the planner
+ * did not split: (table, hash) in the partition at `lo` of `group`, named
+ * from fig (that group's leader's figures; NULL or not among them: no
+ * names).  Remembered (EL_HOT_SEEN keys, the least recently found
+ * forgotten first) for el_unsplit_list.  Whether to log it now: true once
+ * per EL_HOT_QUIET_S for a key. */
+bool el_hot_key_found(el_book *b, const el_figures *fig, uint32_t table, uint64_t hash,
+                      uint32_t group, uint64_t lo, bool by_size, uint64_t now_ns);
+
+/* One remembered unsplit key. */
+typedef struct el_unsplit {
+	el_key_name name; /* "" when not known */
+	uint32_t table, group;
+	uint64_t lo, hash;
+	bool by_size;
+	uint64_t first_ns, last_ns;
+} el_unsplit;
+
+/* The keys found in the last EL_HOT_SHOW_S seconds, at most max of them,
+ * into out: how many. */
+uint32_t el_unsplit_list(const el_book *b, uint64_t now_ns, el_unsplit *out, uint32_t max);
 
 #endif

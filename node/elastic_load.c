@@ -5,6 +5,7 @@
  * (sh_plan_apportion), and the tables that must enter the map to be split.
  */
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
@@ -25,9 +26,9 @@ struct el_book {
 	uint64_t split_bytes; /* 0: off */
 	double split_units, split_throttled;
 	heat_window heat[EL_HEAT_MAX];
-	struct {
-		uint32_t table;
-		uint64_t hash, until_ns;
+	struct hot_seen {
+		el_unsplit u;      /* u.last_ns 0: a free slot */
+		uint64_t until_ns; /* logged again from then on */
 	} hot_seen[EL_HOT_SEEN];
 };
 
@@ -61,6 +62,7 @@ void el_figures_fini(el_figures *f)
 {
 	sh_free(f->tables);
 	sh_free(f->keys);
+	sh_free(f->names);
 	*f = (el_figures){0};
 }
 
@@ -127,8 +129,13 @@ void el_figures_of(const Shoal__GroupStatus *gs, el_figures *f)
 		t->units += l->read_units + l->write_units;
 		t->throttled += (double)(l->read_throttled_at_limit + l->write_throttled_at_limit);
 	}
-	if (gs->n_hot_keys > 0 && (f->keys = sh_calloc(gs->n_hot_keys, sizeof(*f->keys))) == NULL)
+	if (gs->n_hot_keys > 0 &&
+	    ((f->keys = sh_calloc(gs->n_hot_keys, sizeof(*f->keys))) == NULL ||
+	     (f->names = sh_calloc(gs->n_hot_keys, sizeof(*f->names))) == NULL)) {
+		sh_free(f->keys);
+		f->keys = NULL;
 		return;
+	}
 	for (size_t k = 0; k < gs->n_hot_keys; k++) {
 		const Shoal__HotKey *h = gs->hot_keys[k];
 		const sh_plan_table_load *t;
@@ -137,6 +144,9 @@ void el_figures_of(const Shoal__GroupStatus *gs, el_figures *f)
 		    (t = table_of(gs, f, h->table)) == NULL ||
 		    !hot_key_hash(t->table, h->key, &hash))
 			continue;
+		el_key_name *nm = &f->names[f->n_keys];
+		snprintf(nm->table, sizeof(nm->table), "%s", h->table);
+		snprintf(nm->key, sizeof(nm->key), "%s", h->key != NULL ? h->key : "");
 		f->keys[f->n_keys++] = (sh_plan_key_load){.group = gs->group,
 		                                          .table = t->table,
 		                                          .hash = hash,
@@ -225,18 +235,39 @@ int el_table_to_add(const el_book *b, const sh_map *m, const sh_plan_table_load 
 	return -1;
 }
 
-bool el_hot_key_report(el_book *b, uint32_t table, uint64_t hash, uint64_t now_ns)
+bool el_hot_key_found(el_book *b, const el_figures *fig, uint32_t table, uint64_t hash,
+                      uint32_t group, uint64_t lo, bool by_size, uint64_t now_ns)
 {
-	uint32_t slot = 0;
-	for (uint32_t i = 0; i < EL_HOT_SEEN; i++) {
-		if (b->hot_seen[i].table == table && b->hot_seen[i].hash == hash &&
-		    now_ns < b->hot_seen[i].until_ns)
-			return false;
-		if (b->hot_seen[i].until_ns < b->hot_seen[slot].until_ns)
-			slot = i;
+	struct hot_seen *seen = NULL, *oldest = &b->hot_seen[0];
+	for (uint32_t i = 0; i < EL_HOT_SEEN && seen == NULL; i++) {
+		struct hot_seen *h = &b->hot_seen[i];
+		if (h->u.last_ns != 0 && h->u.table == table && h->u.hash == hash)
+			seen = h;
+		else if (h->u.last_ns < oldest->u.last_ns)
+			oldest = h;
 	}
-	b->hot_seen[slot].table = table;
-	b->hot_seen[slot].hash = hash;
-	b->hot_seen[slot].until_ns = now_ns + EL_HOT_QUIET_S * 1000000000ull;
+	if (seen == NULL) {
+		seen = oldest;
+		*seen = (struct hot_seen){.u = {.table = table, .hash = hash, .first_ns = now_ns}};
+	}
+	seen->u.group = group, seen->u.lo = lo, seen->u.by_size = by_size;
+	seen->u.last_ns = now_ns;
+	for (uint32_t k = 0; fig != NULL && k < fig->n_keys; k++)
+		if (fig->keys[k].table == table && fig->keys[k].hash == hash)
+			seen->u.name = fig->names[k];
+	if (now_ns < seen->until_ns)
+		return false;
+	seen->until_ns = now_ns + EL_HOT_QUIET_S * 1000000000ull;
 	return true;
+}
+
+uint32_t el_unsplit_list(const el_book *b, uint64_t now_ns, el_unsplit *out, uint32_t max)
+{
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < EL_HOT_SEEN && n < max; i++) {
+		const el_unsplit *u = &b->hot_seen[i].u;
+		if (u->last_ns != 0 && now_ns < u->last_ns + EL_HOT_SHOW_S * 1000000000ull)
+			out[n++] = *u;
+	}
+	return n;
 }

@@ -599,6 +599,12 @@ int node_handle_group_status(node_call *c)
 		return rc;
 	if ((rc = node_cap_status(c->node->cap, gs->group, c->arena, gs)) != SHOAL_OK)
 		return nomem(c);
+	/* The executor's findings, in group 0's row of its leader (the one
+	 * that runs it). */
+	uint64_t term;
+	if (gs->group == 0 && node_group_leading(c->group, &term) &&
+	    node_elastic_unsplit_status(c->node, c->arena, gs) != SHOAL_OK)
+		return nomem(c);
 	gs->outbox_depth = ob.depth;
 	gs->outbox_last_seq = ob.last_seq;
 	gs->outbox_shipped = ob.shipped;

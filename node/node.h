@@ -549,6 +549,10 @@ int node_part_add_table(sh_map *m, const sh_cluster_conf *conf, uint32_t t, char
 int node_handle_part_move(node_call *c);
 /* elastic.c: a source leader's READY, pushed to group 0's leader. */
 int node_handle_part_ready(node_call *c);
+/* elastic.c: the keys this node's executor found too hot (or too big) for
+ * a split lately, into gs->unsplit_keys (allocated in a); nothing when it
+ * has none.  SHOAL_OK or SHOAL_E_NOMEM. */
+int node_elastic_unsplit_status(node *n, sh_arena *a, Shoal__GroupStatus *gs);
 int node_prepare_part_ingest(node_call *c, Shoal__CommandOp *op);
 int node_prepare_part_own(node_call *c, Shoal__CommandOp *op);
 /* mapsync.c: map_get and node_status (node-level: no group). */

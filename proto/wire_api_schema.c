@@ -161,6 +161,11 @@ static const wire_api_special specials[] = {
     {D(map_partition), "hi", WIRE_API_HASH, true, NULL, NULL, NULL, NULL},
     {D(map_partition), "group", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
     {D(map_partition), "to_group", WIRE_API_PLAIN, true, "MovingTo", NULL, NULL, NULL},
+    {D(unsplit_key), "group", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(unsplit_key), "lo", WIRE_API_HASH, true, NULL, NULL, NULL, NULL},
+    {D(unsplit_key), "hash", WIRE_API_HASH, true, NULL, NULL, NULL, NULL},
+    {D(unsplit_key), "first_seen_ms", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
+    {D(unsplit_key), "last_seen_ms", WIRE_API_PLAIN, true, NULL, NULL, NULL, NULL},
     /* Admin's partition changes: hashes past 2^63 (see WIRE_API_HASH). */
     {D(partition_change), "hash", WIRE_API_HASH, false, NULL, NULL, NULL, NULL},
     {D(partition_change), "at", WIRE_API_HASH, false, NULL, NULL, NULL, NULL},

@@ -565,6 +565,40 @@ START_TEST(test_hot_key)
 	/* Once per executor (a new group-0 leader would report it again). */
 	ck_assert_int_ge(logged, 1);
 	printf("autosplit: the hot key logged %d time(s)\n", logged);
+	/* And `shoal status` says so: the key by name, in group 0's row of its
+	 * leader (the executor), with the data group holding its partition. A
+	 * new group-0 leader finds it again within a round or two. */
+	json_t *k = NULL;
+	for (until = now_ms() + 10000; k == NULL; usleep(100000)) {
+		json_t *st = status_json();
+		size_t i, j;
+		json_t *g, *u;
+		json_array_foreach(json_object_get(st, "Groups"), i, g)
+		    json_array_foreach(json_object_get(g, "UnsplitKeys"), j, u)
+		{
+			const char *key = json_string_value(json_object_get(u, "Key"));
+			if (key != NULL && strcmp(key, "{\"S\":\"hot\"}") == 0 && k == NULL) {
+				ck_assert_int_eq(json_integer_value(json_object_get(g, "Group")),
+				                 0);
+				k = json_deep_copy(u);
+			}
+		}
+		json_decref(st);
+		ck_assert_msg(k != NULL || now_ms() < until,
+		              "shoal status shows no unsplit key {\"S\":\"hot\"}");
+	}
+	ck_assert_str_eq(json_string_value(json_object_get(k, "Table")), TABLE);
+	ck_assert_str_eq(json_string_value(json_object_get(k, "Reason")), "load");
+	long long kg = json_integer_value(json_object_get(k, "Group"));
+	ck_assert_msg(kg >= 1 && kg <= 3, "the key's partition is in group %lld", kg);
+	json_decref(k);
+	char *o = NULL, *e = NULL;
+	ck_assert_int_eq(tl_shoal(&C, &o, &e, "status"), 0);
+	ck_assert_msg(strstr(o, "Not split: a single key") != NULL && strstr(o, "{\"S\":\"hot\"}"),
+	              "shoal status:\n%s", o);
+	printf("autosplit: shoal status: %s", strstr(o, "Not split"));
+	free(o);
+	free(e);
 	down();
 }
 END_TEST

@@ -1382,7 +1382,9 @@ static Shoal__HotKey *hot_of(const char *table, const char *index, const char *k
  * partition (cust#7 read at 2500/s, throttled) and a hot GSI partition
  * (STUDENT), a follower on node 2 whose load must be ignored.  Group 2: the
  * leader on node 3 (term 5), and a stale leader report from node 2 (term 4)
- * that must be ignored too.
+ * that must be ignored too.  Group 0: its leader (node 2, the executor)
+ * names cust#7 as a key it does not split, in group 1's upper partition; a
+ * follower's stale finding must be ignored.
  */
 static char *capacity_status_json(void)
 {
@@ -1410,11 +1412,22 @@ static char *capacity_status_json(void)
 	g2.n_load = 1, g2.load = l2, g2.n_hot_keys = 1, g2.hot_keys = h2;
 	g2s.group = 2, g2s.node = 2, g2s.role = "leader", g2s.term = 4, g2s.leader_node = 2;
 	g2s.n_hot_keys = 1, g2s.hot_keys = h2s;
-	Shoal__GroupStatus *gs[] = {&g2s, &g1f, &g1, &g2};
+	Shoal__UnsplitKey u0 = SHOAL__UNSPLIT_KEY__INIT, u0f = SHOAL__UNSPLIT_KEY__INIT;
+	u0.table = "orders", u0.key = "{\"S\":\"cust#7\"}", u0.group = 1;
+	u0.lo = 0x8000000000000000ull, u0.hash = 0x9abcdef012345678ull, u0.reason = "load";
+	u0.first_seen_ms = 42000, u0.last_seen_ms = 900;
+	u0f = u0, u0f.key = "{\"S\":\"old\"}";
+	Shoal__UnsplitKey *us0[] = {&u0}, *us0f[] = {&u0f};
+	Shoal__GroupStatus g0 = SHOAL__GROUP_STATUS__INIT, g0f = SHOAL__GROUP_STATUS__INIT;
+	g0.group = 0, g0.node = 2, g0.role = "leader", g0.term = 2, g0.leader_node = 2;
+	g0.n_unsplit_keys = 1, g0.unsplit_keys = us0;
+	g0f.group = 0, g0f.node = 1, g0f.role = "follower", g0f.term = 2, g0f.leader_node = 2;
+	g0f.n_unsplit_keys = 1, g0f.unsplit_keys = us0f;
+	Shoal__GroupStatus *gs[] = {&g0f, &g0, &g2s, &g1f, &g1, &g2};
 	Shoal__NodeInfo n1 = SHOAL__NODE_INFO__INIT, *ns[] = {&n1};
 	n1.id = 1, n1.rpc = "tcp://127.0.0.1:7180", n1.raft = "127.0.0.1:7100", n1.reachable = 1;
 	Shoal__ClusterStatusResponse cs = SHOAL__CLUSTER_STATUS_RESPONSE__INIT;
-	cs.n_nodes = 1, cs.nodes = ns, cs.n_groups = 4, cs.groups = gs, cs.partitions = 3;
+	cs.n_nodes = 1, cs.nodes = ns, cs.n_groups = 6, cs.groups = gs, cs.partitions = 3;
 	Shoal__Response resp = SHOAL__RESPONSE__INIT;
 	resp.result_case = SHOAL__RESPONSE__RESULT_CLUSTER_STATUS;
 	resp.cluster_status = &cs;
@@ -1459,6 +1472,13 @@ START_TEST(test_status_capacity)
 	size_t base2 = at(r.out, "orders                   -                    2    3     100.0");
 	ck_assert(title < base1 && base1 < gsi1 && gsi1 < base2);
 	ck_assert_ptr_null(strstr(r.out, "99999"));
+	/* The key the executor does not split, in its own group (1, not group
+	 * 0's row it came in), the follower's ignored. */
+	size_t ns0 = at(r.out, "\nNot split: a single key carries most of its partition's load");
+	size_t u7 = at(r.out, "orders                   {\"S\":\"cust#7\"}                       1 "
+	                      "0x8000000000000000 load   1 s ago (first 42 s ago)\n");
+	ck_assert(base2 < ns0 && ns0 < u7);
+	ck_assert_ptr_null(strstr(r.out, "old"));
 	result_free(&r);
 
 	/* status --hot: the heaviest keys of the cluster, heaviest first. */
