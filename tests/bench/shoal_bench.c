@@ -92,6 +92,7 @@
 
 #include "client/shoal.h"
 #include "common/cluster.h"
+#include "common/tls.h"
 #include "proto/shoal.pb-c.h"
 #include "proto/wire.h"
 #include "tests/lib/tl_cluster.h"
@@ -1628,6 +1629,16 @@ int main(int argc, char **argv)
 		       "%.0f%%\n",
 		       100.0 / b.z.zetan, 100.0 * zipf_share(&b.z, (space + 99) / 100));
 
+	/* SHOAL_BENCH_TLS_ENGINE=shoal: the client's nng TLS is Shoal's engine
+	 * (one record per message), as the router's and the nodes' are, to
+	 * measure what nng's own engine costs a client (bench-tls.sh). */
+	const char *engine = getenv("SHOAL_BENCH_TLS_ENGINE");
+	if (engine != NULL && strcmp(engine, "shoal") == 0) {
+		char em[SH_ERRMSG_SIZE];
+		if (sh_tls_engine_register(NULL, em) != SHOAL_OK)
+			die("%s", em);
+		printf("shoal_bench: Shoal's TLS engine\n");
+	}
 	shoal_options so;
 	shoal_options_init(&so);
 	so.retries = b.o.retries;

@@ -5,6 +5,8 @@
 #   plain   cluster.sh up --plain (no TLS anywhere)
 #   tls     cluster.sh up (mutual TLS between the processes, the default)
 #   ctls    cluster.sh up --tls (and on the router's client port)
+#   ctlse   the same, with shoal_bench's nng TLS on Shoal's engine too
+#           (SHOAL_BENCH_TLS_ENGINE=shoal) instead of nng's own
 # with the programs of BINDIR (shoal-node, shoal-router, shoal, shoal_bench).
 # Each round starts a fresh 3-node, 1-router, 4-group cluster per
 # configuration, in the order given, and runs shoal_bench: PutItem then
@@ -46,20 +48,22 @@ for ((r = 1; r <= rounds; r++)); do
 		case $mode in
 		plain) opt=(--plain) ;;
 		tls) opt=() ;;
-		ctls) opt=(--tls) ;;
-		*) echo "bench-tls: mode $mode: plain, tls or ctls" >&2; exit 1 ;;
+		ctls | ctlse) opt=(--tls) ;;
+		*) echo "bench-tls: mode $mode: plain, tls, ctls or ctlse" >&2; exit 1 ;;
 		esac
+		engine=
+		[[ $mode == ctlse ]] && engine=shoal
 		cur=$bin
 		SHOAL_BIN=$bin deploy/cluster.sh down --dir "$dir" >/dev/null 2>&1 || true
 		rm -rf "$dir"
 		SHOAL_BIN=$bin deploy/cluster.sh up --dir "$dir" --base-port "$base" "${opt[@]}" \
 			--partition-rcu 1000000000 --partition-wcu 1000000000 >/dev/null
 		ep=file://$dir/router.endpoint
-		"$bin/shoal_bench" --endpoint "$ep" --workload put --concurrency 64 --duration "$secs" \
-			--warmup 2 --keys "$keys" >"$dir.put.out"
+		SHOAL_BENCH_TLS_ENGINE=$engine "$bin/shoal_bench" --endpoint "$ep" --workload put \
+			--concurrency 64 --duration "$secs" --warmup 2 --keys "$keys" >"$dir.put.out"
 		"$bin/shoal_bench" --endpoint "$ep" --workload get --load-only --keys "$keys" >/dev/null
-		"$bin/shoal_bench" --endpoint "$ep" --workload get --load no --concurrency 64 \
-			--duration "$secs" --warmup 2 --keys "$keys" >"$dir.get.out"
+		SHOAL_BENCH_TLS_ENGINE=$engine "$bin/shoal_bench" --endpoint "$ep" --workload get \
+			--load no --concurrency 64 --duration "$secs" --warmup 2 --keys "$keys" >"$dir.get.out"
 		p=$(ops "$dir.put.out") g=$(ops "$dir.get.out")
 		put[$label]+="$p " get[$label]+="$g "
 		echo "round $r $label: PutItem $p ops/s, GetItem $g ops/s"
