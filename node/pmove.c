@@ -84,7 +84,8 @@
 
 #define PM_MAX_MOVES      16
 #define PM_CHUNK_BYTES    (1u << 20) /* items per part_ingest, about */
-#define PM_PURGE_ITEMS    2000       /* items per part_purge entry */
+#define PM_PURGE_ITEMS    500        /* items per part_purge entry */
+#define PM_PURGE_PACE_MS  100        /* a purge entry's pause after it, at most */
 #define PM_FENCE_BACKLOG  256        /* log records left when the fence goes up */
 #define PM_RPC_MS         10000      /* a part_ingest / part_own answer, at most */
 #define PM_IDLE_MS        100        /* the driver's pause between passes */
@@ -345,20 +346,27 @@ static int send_ingest(node_pmove *pm, const pm_move *m, bool reset, uint8_t **k
 	return rc;
 }
 
-static void test_pause(node_pmove *pm)
+/* Waits ms, or less: until the node stops or cv is signalled (the
+ * executor's asks signal it). */
+static void wait_ms(node_pmove *pm, uint64_t ms)
 {
-	if (pm->test_pause_ms == 0)
+	if (ms == 0)
 		return;
 	pthread_mutex_lock(&pm->mu);
 	if (!pm->stop) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)pm->test_pause_ms * 1000000u;
+		uint64_t ns = (uint64_t)ts.tv_nsec + ms * 1000000u;
 		ts.tv_sec += (time_t)(ns / 1000000000u);
 		ts.tv_nsec = (long)(ns % 1000000000u);
 		pthread_cond_timedwait(&pm->cv, &pm->mu, &ts);
 	}
 	pthread_mutex_unlock(&pm->mu);
+}
+
+static void test_pause(node_pmove *pm)
+{
+	wait_ms(pm, pm->test_pause_ms);
 }
 
 /* The test hold in FENCED: the whole of test_fenced_ms (the executor's
@@ -621,12 +629,18 @@ static int own(node_pmove *pm, node_group *g, const pm_move *m, char *msg)
 	return rpc_leader(pm, m->to_group, &nr, msg);
 }
 
-/* Deletes the range here, chunk by chunk, until it is AWAY. */
+/* Deletes the range here, chunk by chunk, until it is AWAY.  Each chunk
+ * is applied by every replica's loop, which every group of its node shares,
+ * right when the moved range's writes start at the target (often on the
+ * same nodes): so chunks are small, and each is followed by a pause as long
+ * as it took (PM_PURGE_PACE_MS at most) -- the purge is nobody's wait, the
+ * writes beside it are. */
 static void purge(node_pmove *pm, node_group *g, pm_move *m)
 {
 	char msg[SH_ERRMSG_SIZE] = "";
 	Shoal__PartStatus__Phase ph = SHOAL__PART_STATUS__PHASE__FENCED;
 	while (ph != SHOAL__PART_STATUS__PHASE__AWAY && !stopping(pm) && still_leading(g, m)) {
+		int64_t t0 = sh_now_ms();
 		int rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_PURGE, m, 0, &ph, msg);
 		if (rc != SHOAL_OK) {
 			node_logf(NODE_LOG_WARN,
@@ -634,6 +648,9 @@ static void purge(node_pmove *pm, node_group *g, pm_move *m)
 			          m->table, m->lo, msg);
 			return;
 		}
+		int64_t took = sh_now_ms() - t0;
+		if (ph != SHOAL__PART_STATUS__PHASE__AWAY && took > 0)
+			wait_ms(pm, (uint64_t)(took < PM_PURGE_PACE_MS ? took : PM_PURGE_PACE_MS));
 	}
 	if (ph != SHOAL__PART_STATUS__PHASE__AWAY)
 		return;
