@@ -91,8 +91,8 @@
  *     143 ms against 5.5.  A stall spoils a few windows; a hot key that
  *     slows the other keys spoils all of them.  The machine's busy share and
  *     the cores the cluster and the load used are printed per phase.  Keys that share the hot key's
- *     partition share its token bucket (Shoal, like DynamoDB without
- *     split-for-heat, throttles per partition): their figures are printed,
+ *     partition share its token bucket (Shoal throttles per partition, and
+ *     does not split a partition whose load is one key): their figures are printed,
  *     not asserted, except that in the hot-query phase the background
  *     WRITES of the hot partition are never throttled (reads and writes have
  *     separate buckets).
