@@ -36,7 +36,7 @@
  *
  * Disk: the data is written ~6 times over per replica (Raft log and LMDB at
  * the source, again at the target) on 3 replicas: plan ~20x MOVE_BENCH_MB
- * free.  The cluster's directory is removed at the end (SHOAL_KEEP_TMP=1
+ * free.  The cluster's directory is removed at the end (SHOAL_KEEP_CLUSTER=1
  * keeps it).
  */
 #include <inttypes.h>
