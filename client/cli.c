@@ -9,6 +9,9 @@
 
 int main(int argc, char **argv)
 {
+	/* Shoal's TLS engine, as the router's and the nodes' (one record per
+	 * message); should it fail, nng's own serves as well. */
+	(void)shoal_tls_engine_install(NULL);
 	cli_env env = {
 	    .out = stdout,
 	    .err = stderr,

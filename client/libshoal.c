@@ -234,6 +234,15 @@ bool lib_endpoint_creds(const char *endpoint_file, char *out, size_t cap)
 	return beside(endpoint_file, "aws-credentials", out, cap);
 }
 
+SHOAL_API int shoal_tls_engine_install(char *errmsg)
+{
+	char msg[SH_ERRMSG_SIZE];
+	int rc = sh_tls_engine_register(NULL, msg);
+	if (rc != SHOAL_OK && errmsg != NULL)
+		snprintf(errmsg, SH_ERRMSG_SIZE, "%s", msg);
+	return rc;
+}
+
 /* The TLS configuration for tls+tcp:// endpoints: the server must show a
  * certificate of c->ca_bundle's CAs. */
 static int client_tls(shoal_client *c, const char *url, char *errmsg)

@@ -92,7 +92,6 @@
 
 #include "client/shoal.h"
 #include "common/cluster.h"
-#include "common/tls.h"
 #include "proto/shoal.pb-c.h"
 #include "proto/wire.h"
 #include "tests/lib/tl_cluster.h"
@@ -1635,7 +1634,7 @@ int main(int argc, char **argv)
 	const char *engine = getenv("SHOAL_BENCH_TLS_ENGINE");
 	if (engine != NULL && strcmp(engine, "shoal") == 0) {
 		char em[SH_ERRMSG_SIZE];
-		if (sh_tls_engine_register(NULL, em) != SHOAL_OK)
+		if (shoal_tls_engine_install(em) != SHOAL_OK)
 			die("%s", em);
 		printf("shoal_bench: Shoal's TLS engine\n");
 	}
