@@ -420,6 +420,37 @@ START_TEST(test_table_partitions)
 }
 END_TEST
 
+/* Rewrites TABLE's ITEMS items again and again until the map holds at
+ * least `want` partitions of table t, none moving (120 s at most), and
+ * prints how long that took and how many "(heat:" split lines the nodes
+ * logged (returned). */
+static int write_until_split(long long t, int want, const char *what)
+{
+	int64_t t0 = now_ms(), until = t0 + 120000, first = 0;
+	int n = 0, moving = 0, rounds = 0;
+	for (;;) {
+		for (int k = 0; k < ITEMS; k += 25)
+			write_batch(TABLE, k, 25);
+		rounds++;
+		n = map_parts(t, &moving);
+		if (n > 3 && first == 0)
+			first = now_ms();
+		if (n >= want && moving == 0)
+			break;
+		ck_assert_msg(now_ms() < until,
+		              "after 120 s of %s the map has %d partitions of " TABLE ", %d moving",
+		              what, n, moving);
+	}
+	int64_t done = now_ms();
+	int by_heat = 0;
+	for (int id = 1; id <= 3; id++)
+		by_heat += tl_cluster_log_count(&C, id, "(heat:");
+	printf("autosplit: %d rounds of %d %s; the first split for heat after %lld ms (%d split "
+	       "log line(s)), %d partitions, none moving after %lld ms\n",
+	       rounds, ITEMS, what, (long long)(first - t0), by_heat, n, (long long)(done - t0));
+	return by_heat;
+}
+
 /* Heat over many keys (`--split-bytes 0 --split-units 100`): writes spread
  * evenly over 1500 keys, rewritten again and again, put each group's share of
  * the table over split_units; the executor adds the table to the map and
@@ -430,31 +461,7 @@ START_TEST(test_heat_split)
 {
 	up("--split-bytes 0 --split-units 100");
 	create_table(TABLE);
-	long long t = table_id(TABLE);
-	int64_t t0 = now_ms(), until = t0 + 120000, first = 0;
-	int n = 0, moving = 0, rounds = 0;
-	for (;;) {
-		for (int k = 0; k < ITEMS; k += 25)
-			write_batch(TABLE, k, 25);
-		rounds++;
-		n = map_parts(t, &moving);
-		if (n > 3 && first == 0)
-			first = now_ms();
-		if (n > 3 && moving == 0)
-			break;
-		ck_assert_msg(now_ms() < until,
-		              "after 120 s of writes the map has %d partitions of " TABLE
-		              ", %d moving",
-		              n, moving);
-	}
-	int64_t done = now_ms();
-	int by_load = 0;
-	for (int id = 1; id <= 3; id++)
-		by_load += tl_cluster_log_count(&C, id, "(heat:");
-	printf("autosplit: %d rounds of %d writes; the table split for load after %lld ms (%d "
-	       "split log line(s)), %d partitions, none moving after %lld ms\n",
-	       rounds, ITEMS, (long long)(first - t0), by_load, n, (long long)(done - t0));
-	ck_assert_int_ge(by_load, 1);
+	ck_assert_int_ge(write_until_split(table_id(TABLE), 4, "writes"), 1);
 	ck_assert_int_eq(tl_cluster_log_count(&C, 1, "a single hot key") +
 	                     tl_cluster_log_count(&C, 2, "a single hot key") +
 	                     tl_cluster_log_count(&C, 3, "a single hot key"),
@@ -478,33 +485,11 @@ START_TEST(test_throttle_split)
 	up("--split-bytes 0 --partition-wcu 100");
 	create_table(TABLE);
 	long long t = table_id(TABLE);
-	int64_t t0 = now_ms(), until = t0 + 120000, first = 0;
-	int n = 0, moving = 0, rounds = 0;
-	for (;;) {
-		for (int k = 0; k < ITEMS; k += 25)
-			write_batch(TABLE, k, 25);
-		rounds++;
-		n = map_parts(t, &moving);
-		if (n > 3 && first == 0)
-			first = now_ms();
-		if (n >= 6 && moving == 0)
-			break;
-		ck_assert_msg(now_ms() < until,
-		              "after 120 s of throttled writes the map has %d partitions of " TABLE
-		              ", %d moving",
-		              n, moving);
-	}
-	int64_t done = now_ms();
-	int by_heat = 0;
-	for (int id = 1; id <= 3; id++)
-		by_heat += tl_cluster_log_count(&C, id, "(heat:");
-	printf("autosplit: %d rounds of %d throttled writes; the first split for heat after %lld "
-	       "ms (%d split log line(s)), %d partitions, none moving after %lld ms\n",
-	       rounds, ITEMS, (long long)(first - t0), by_heat, n, (long long)(done - t0));
-	ck_assert_int_ge(by_heat, 1);
+	ck_assert_int_ge(write_until_split(t, 6, "throttled writes"), 1);
 	ck_assert(tl_cluster_metric(&C, "shoal_partition_throttled_total", -1) > 0);
 	/* The limits follow the partitions (the map may have split again
 	 * since: read both until they agree). */
+	int n, moving;
 	double sum = 0;
 	for (int64_t lim = now_ms() + 15000;; usleep(100000)) {
 		n = map_parts(t, &moving);
