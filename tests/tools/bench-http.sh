@@ -28,7 +28,10 @@
 # BENCH_CONC (64), BENCH_BASE_PORT (first free of 4500, 5500, 6500, 9500),
 # BENCH_ROUNDS (1: how many times the whole sequence runs; a table row per
 # round), BENCH_ROUTER_BEFORE, BENCH_HTTP_BENCH=1 (also http_bench, nng's HTTP
-# client, at BENCH_CONC), BENCH_KEEP=1 (leave the cluster running).  Needs
+# client, at BENCH_CONC), BENCH_KEEP=1 (leave the cluster running),
+# BENCH_TLS=1 (the cluster up with --tls: HTTPS, and TLS on the native port;
+# wrk does not verify the certificate; run it beside BENCH_TLS=0 for the
+# cost of TLS to each transport).  Needs
 # wrk: installed here with deploy/install-deps.sh --bench when missing.
 set -euo pipefail
 build=${1:-build}
@@ -66,7 +69,10 @@ trap 'exit 130' INT TERM
 deploy/cluster.sh down --dir "$dir" >/dev/null 2>&1 || true
 rm -rf "$dir"
 # Raw behaviour: partitions unthrottled (make hot measures throttling).
-deploy/cluster.sh up --dir "$dir" --base-port "$base" --http-port $((base + 60)) --partition-rcu 1000000000 --partition-wcu 1000000000
+tls=()
+[[ ${BENCH_TLS:-0} == 1 ]] && tls=(--tls)
+deploy/cluster.sh up --dir "$dir" --base-port "$base" --http-port $((base + 60)) "${tls[@]}" \
+	--partition-rcu 1000000000 --partition-wcu 1000000000
 ep=file://$dir/router.endpoint
 url=$(cat "$dir/http.endpoint")
 
@@ -88,7 +94,7 @@ use_router() { # variant: restart router 1 with its binary, wait until both port
 	SHOAL_BIN=${bindir[$1]} deploy/cluster.sh stop-router 1 --dir "$dir" >/dev/null
 	SHOAL_BIN=${bindir[$1]} deploy/cluster.sh start-router 1 --dir "$dir" >/dev/null
 	local deadline=$((SECONDS + 30))
-	until curl -s -o /dev/null "$url/" && "$SHOAL_BIN/shoal" --endpoint "$ep" list-tables >/dev/null 2>&1; do
+	until curl -s -k -o /dev/null "$url/" && "$SHOAL_BIN/shoal" --endpoint "$ep" list-tables >/dev/null 2>&1; do
 		((SECONDS < deadline)) || { echo "bench-http: router ($1) did not serve within 30 s" >&2; exit 1; }
 		sleep 0.1
 	done
