@@ -265,6 +265,19 @@ stop_pid() { # pidfile hard
 	rm -f "$pidfile"
 }
 
+# Waits (at most $2 s) until no process holds the data directory lock of
+# node directory $1 (shoal-node's flock): a node killed while busy may keep
+# it a little after its process looks gone (seen with AddressSanitizer
+# builds: the restart found the directory "in use by another shoal-node").
+wait_unlocked() { # node-dir secs
+	local lock=$1/shoal-node.lock deadline=$((SECONDS + $2))
+	[[ -f $lock ]] && command -v flock >/dev/null || return 0
+	until flock -n "$lock" true 2>/dev/null; do
+		((SECONDS < deadline)) || return 1
+		sleep 0.05
+	done
+}
+
 router_port() { echo $((base + 2 * ($1 - 1))); }
 
 start_node() { # id [extra shoal-node arguments...]
@@ -481,6 +494,7 @@ status)
 stop-node)
 	[[ -n $target ]] || die "stop-node needs a node id"
 	stop_pid "$dir/node-$target.pid" "$hard"
+	wait_unlocked "$dir/node-$target" 20 || die "node $target's data directory is still locked"
 	;;
 start-node)
 	[[ -n $target ]] || die "start-node needs a node id"
