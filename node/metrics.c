@@ -8,6 +8,7 @@
  *   shoal_node_request_seconds{op} (histogram)    time from receive to reply
  *   shoal_node_loop_wakes_total                   request threads waking the loop
  *   shoal_node_batch_pool_members, _bytes         gauges: idle batch members kept
+ *   shoal_node_server_contexts, _busy, _connections  gauges: the request server
  * and per hosted group, from the status the loop publishes:
  *   shoal_raft_role{group}          0 unavailable, 1 follower, 2 candidate, 3 leader
  *   shoal_raft_term{group}, shoal_raft_commit_index{group},
@@ -218,6 +219,18 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	        "\n",
 	        NODE_BATCH_POOL_KEEP, NODE_BATCH_POOL_BYTES, load(&s->pool_members),
 	        load(&s->pool_bytes));
+
+	appendf(&b,
+	        "# HELP shoal_node_server_contexts The request server's contexts (--workers).\n"
+	        "# TYPE shoal_node_server_contexts gauge\nshoal_node_server_contexts %" PRIu64 "\n"
+	        "# HELP shoal_node_server_busy Contexts holding a request not yet answered (all of "
+	        "them: no more requests are read).\n"
+	        "# TYPE shoal_node_server_busy gauge\nshoal_node_server_busy %" PRIu64 "\n"
+	        "# HELP shoal_node_server_connections Connections to the request server (routers' "
+	        "and nodes').\n"
+	        "# TYPE shoal_node_server_connections gauge\nshoal_node_server_connections %" PRIu64
+	        "\n",
+	        load(&s->server_contexts), load(&s->server_busy), load(&s->server_conns));
 
 	static const struct {
 		const char *name, *help;

@@ -460,6 +460,10 @@ typedef struct node_stats {
 	atomic_uint_fast64_t loop_wakes; /* node_wake's uv_async_sends */
 	/* Gauges of the server's pool of idle batch members (server.c). */
 	atomic_uint_fast64_t pool_members, pool_bytes;
+	/* Gauges of the request server (server.c): its contexts, how many hold
+	 * a message not yet answered (all of them: the node reads no more
+	 * requests), and its connections (routers' and nodes'). */
+	atomic_uint_fast64_t server_contexts, server_busy, server_conns;
 } node_stats;
 
 /* Counts one request of `op` answered with `code` after `ns` nanoseconds. */

@@ -249,7 +249,8 @@ struct node_server {
 	unsigned n_ctxs;
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
-	unsigned busy; /* messages received and not yet answered */
+	unsigned busy;          /* messages received and not yet answered */
+	int64_t full_logged_ms; /* when "all contexts busy" was last logged */
 	/* Idle batch members (mu): at most NODE_BATCH_POOL_KEEP holding at
 	 * most NODE_BATCH_POOL_BYTES; members in use are in their context's
 	 * `members`. */
@@ -754,6 +755,7 @@ static void rearm(rctx *x)
 	pthread_mutex_lock(&s->mu);
 	if (--s->busy == 0)
 		pthread_cond_broadcast(&s->idle);
+	atomic_store_explicit(&s->node->stats.server_busy, s->busy, memory_order_relaxed);
 	pthread_mutex_unlock(&s->mu);
 	x->state = RCTX_RECV;
 	nng_aio_set_timeout(x->aio, NNG_DURATION_INFINITE);
@@ -1082,6 +1084,18 @@ static void start_batch(rctx *x, uint32_t n)
 	member_done(x); /* the starting itself */
 }
 
+/* Counts the server's connections (stats.server_conns): nng calls REM_POST
+ * for exactly the pipes it called ADD_PRE for (nng 1.5.2 pipe.c). */
+static void conn_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	node_server *s = arg;
+	(void)p;
+	if (ev == NNG_PIPE_EV_ADD_PRE)
+		atomic_fetch_add_explicit(&s->node->stats.server_conns, 1, memory_order_relaxed);
+	else
+		atomic_fetch_sub_explicit(&s->node->stats.server_conns, 1, memory_order_relaxed);
+}
+
 /* The aio callback: one context's state machine.  nng callback thread. */
 static void rctx_cb(void *arg)
 {
@@ -1105,7 +1119,22 @@ static void rctx_cb(void *arg)
 		nng_aio_set_msg(x->aio, NULL);
 		pthread_mutex_lock(&s->mu);
 		s->busy++;
+		atomic_store_explicit(&s->node->stats.server_busy, s->busy, memory_order_relaxed);
+		/* Every context holds a request: REP reads nothing more from any
+		 * connection until one is answered.  Said once a minute at most
+		 * (a node under a burst may be here often and briefly). */
+		bool full = s->busy == s->n_ctxs;
+		int64_t now = full ? node_wall_ms() : 0;
+		if (full && now - s->full_logged_ms >= 60000)
+			s->full_logged_ms = now;
+		else
+			full = false;
 		pthread_mutex_unlock(&s->mu);
+		if (full)
+			node_logf(NODE_LOG_WARN,
+			          "server: all %u contexts hold a request not yet answered: no "
+			          "more requests are read until one is (shoal_node_server_busy)",
+			          s->n_ctxs);
 		x->state = RCTX_WAIT; /* before the loop can complete anything */
 		const uint8_t *body = nng_msg_body(x->msg);
 		size_t len = nng_msg_len(x->msg);
@@ -1211,6 +1240,13 @@ int node_server_start(node *n, const char *url, unsigned contexts, node_server *
 	}
 	s->sock_open = true;
 	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, NODE_RECV_MAX);
+	atomic_store(&n->stats.server_contexts, contexts);
+	if ((rv = nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, conn_cb, s)) != 0 ||
+	    (rv = nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, conn_cb, s)) != 0) {
+		rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "server: nng_pipe_notify: %s",
+		             nng_strerror(rv));
+		goto err;
+	}
 	for (unsigned i = 0; i < contexts; i++) {
 		rctx *x = &s->ctxs[i];
 		x->s = s;

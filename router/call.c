@@ -86,6 +86,20 @@ void rt_new_id(rt_router *rt, uint8_t out[16])
 	memcpy(out + 8, &h.low64, 8);
 }
 
+/* Counts and logs the router's connection to a node: nng calls REM_POST
+ * for exactly the pipes it called ADD_PRE for (nng 1.5.2 pipe.c). */
+static void conn_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	rt_node *n = arg;
+	if (ev == NNG_PIPE_EV_ADD_PRE) {
+		atomic_fetch_add(&n->conns, 1);
+		rt_log("connected to node %u (%s, connection %d)", n->id, n->url, nng_pipe_id(p));
+	} else {
+		atomic_fetch_sub(&n->conns, 1);
+		rt_log("connection %d to node %u closed", nng_pipe_id(p), n->id);
+	}
+}
+
 static int node_open(rt_router *rt, rt_node *n, char *errmsg)
 {
 	/* TLS: only node n->id's certificate answers as node n->id. */
@@ -104,6 +118,10 @@ static int node_open(rt_router *rt, rt_node *n, char *errmsg)
 		nrv = nng_socket_set_ms(n->sock, NNG_OPT_RECONNMINT, 50);
 	if (nrv == 0)
 		nrv = nng_socket_set_ms(n->sock, NNG_OPT_RECONNMAXT, 1000);
+	if (nrv == 0)
+		nrv = nng_pipe_notify(n->sock, NNG_PIPE_EV_ADD_PRE, conn_cb, n);
+	if (nrv == 0)
+		nrv = nng_pipe_notify(n->sock, NNG_PIPE_EV_REM_POST, conn_cb, n);
 	if (nrv == 0)
 		nrv = sh_tls_dial(n->sock, n->url, cfg, NNG_FLAG_NONBLOCK);
 	if (nrv != 0)

@@ -16,6 +16,7 @@
  *   shoal_router_restarts_total                         counter (table recreated)
  *   shoal_router_wrong_group_total                      counter (partition moved)
  *   shoal_router_node_messages_total{class}             counter (messages to nodes)
+ *   shoal_router_node_connections{node}                 gauge (0: not connected)
  *   shoal_router_node_batches_total / _batched_requests_total (NodeRequest batches)
  *   shoal_router_client_batches_total / _batched_requests_total (Request batches)
  *   shoal_router_job_pool_jobs, _bytes                  gauge (idle jobs kept, their arenas)
@@ -205,6 +206,11 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "shoal_router_node_messages_total{class=\"read\"} %llu\n"
 	    "shoal_router_node_messages_total{class=\"wait\"} %llu\n",
 	    (unsigned long long)msgs[RT_CLASS_READ], (unsigned long long)msgs[RT_CLASS_WAIT]);
+	put(&o, "# HELP shoal_router_node_connections Connections to each node (0: not "
+	        "connected; nng redials).\n# TYPE shoal_router_node_connections gauge\n");
+	for (uint32_t i = 0; i < n_nodes; i++)
+		put(&o, "shoal_router_node_connections{node=\"%u\"} %d\n", rt->nodes[i].id,
+		    atomic_load(&rt->nodes[i].conns));
 	put(&o,
 	    "# HELP shoal_router_node_batches_total Messages to a node that carried several "
 	    "requests (a NodeRequest batch), and the requests they carried.\n"

@@ -266,6 +266,9 @@ typedef struct rt_node {
 	 * it could not be reached, so that reads do not pay a send timeout each
 	 * (leader-bound calls still go where the leader is believed to be). */
 	_Atomic int64_t down_until;
+	/* Connections to it now (0 or 1: one dialer), counted by pipe events
+	 * (call.c conn_cb); shoal_router_node_connections{node}. */
+	atomic_int conns;
 } rt_node;
 
 /* Field numbers the router writes by hand around a client's packed Request

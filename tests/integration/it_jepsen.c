@@ -476,6 +476,31 @@ static void stacks_postmortem(void)
 	}
 }
 
+/* Why the router cannot reach a node: its connections as the router counts
+ * them and logs them, each node's request server (contexts busy, its
+ * connections), and the kernel's view of every TCP connection (queues,
+ * retransmissions) in each namespace. */
+static void net_postmortem(void)
+{
+	for (int id = 1; id <= NODES; id++) {
+		char *text = tl_cluster_metrics_text(&C, id);
+		for (char *line = text != NULL ? strtok(text, "\n") : NULL; line != NULL;
+		     line = strtok(NULL, "\n"))
+			if (strncmp(line, "shoal_node_server_", 18) == 0)
+				printf("it_jepsen: post-mortem: node %d: %s\n", id, line);
+		free(text);
+	}
+	fflush(stdout);
+	tl_sh("grep -HE 'connect|node' '%s'/router-1.log | tail -n 40", C.dir);
+	const char *where[] = {"r1", "n1", "n2", "n3"};
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		printf("it_jepsen: post-mortem: TCP in %s (ss -tnoi):\n", where[i]);
+		fflush(stdout);
+		tl_sh("'%s/deploy/netns.sh' exec %s ss -tnoi --dir '%s' 2>&1 | head -n 60", C.root,
+		      where[i], C.dir);
+	}
+}
+
 /* Every replica's row of ClusterStatus in one line (group, node, role,
  * term, commit and applied index, state when not ok), for a failure's
  * message: CI shows a long log's head and tail only, and the failed check's
@@ -912,6 +937,7 @@ START_TEST(test_jepsen)
 			if (!ok) {
 				groups_brief(brief, sizeof(brief));
 				stacks_postmortem();
+				net_postmortem();
 				index_postmortem();
 			}
 			ck_assert_msg(
