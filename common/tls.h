@@ -117,16 +117,6 @@ bool sh_tls_is_tls(const char *url);
 int sh_tls_listen(nng_socket sock, const char *url, nng_tls_config *cfg, nng_listener *out);
 int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags);
 
-/* Streams (nng_stream: tls+tcp:// or tcp://) as file descriptors, for code
- * that wants a descriptor (the HTTP server's epoll, for HTTPS).
- *
- * sh_tls_pump starts two detached threads that copy bytes between s and
- * one end of a socketpair, and returns the other end (blocking; the caller
- * owns it), or -1 (s is then closed and freed).  Closing the returned
- * descriptor closes s; s failing or the peer leaving makes the descriptor
- * read EOF.  The threads own s and free it. */
-int sh_tls_pump(nng_stream *s);
-
 /* Shoal's TLS engine for nng (tls_engine.c): mbedtls as nng's own engine
  * uses it, plus the peer's identity (sh_tls_config_alloc's peer sets,
  * sh_tls_pipe_peer) and one TLS record per nng message instead of up to

@@ -4,6 +4,7 @@
 #include "tls_mbed.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <mbedtls/ctr_drbg.h>
@@ -101,4 +102,40 @@ int sh_tls_conf_defaults(mbedtls_ssl_config *conf, int endpoint)
 	mbedtls_ssl_conf_rng(conf, sh_tls_random, NULL);
 	mbedtls_ssl_conf_ciphersuites(conf, suites);
 	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* A member's certificates                                                   */
+/* ------------------------------------------------------------------------ */
+
+int sh_tls_ident_load(sh_tls_ident *id, const sh_tls *t, const char **what)
+{
+	static __thread char ca[sizeof(t->dir) + 8];
+	mbedtls_x509_crt_init(&id->ca);
+	mbedtls_x509_crt_init(&id->own);
+	mbedtls_pk_init(&id->key);
+	snprintf(ca, sizeof(ca), "%s/ca.pem", t->dir);
+	*what = ca;
+	int rv = mbedtls_x509_crt_parse_file(&id->ca, ca);
+	if (rv == 0) {
+		*what = t->cert;
+		rv = mbedtls_x509_crt_parse_file(&id->own, t->cert);
+	}
+	if (rv == 0)
+		rv = mbedtls_pk_parse_keyfile(&id->key, t->cert, NULL);
+	return rv;
+}
+
+void sh_tls_ident_free(sh_tls_ident *id)
+{
+	mbedtls_pk_free(&id->key);
+	mbedtls_x509_crt_free(&id->own);
+	mbedtls_x509_crt_free(&id->ca);
+}
+
+int sh_tls_conf_ident(mbedtls_ssl_config *conf, sh_tls_ident *id, bool ca)
+{
+	if (ca)
+		mbedtls_ssl_conf_ca_chain(conf, &id->ca, NULL);
+	return mbedtls_ssl_conf_own_cert(conf, &id->own, &id->key);
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <mbedtls/pk.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
@@ -42,5 +43,23 @@ int sh_tls_random(void *p, unsigned char *out, size_t len);
  * nonce is the record counter, so no randomness per record).  The caller
  * adds the CA and its own certificate.  0 or an mbedtls error. */
 int sh_tls_conf_defaults(mbedtls_ssl_config *conf, int endpoint);
+
+/* A member's certificates as mbedtls holds them: the cluster CA, its own
+ * certificate and key (one PEM file, sh_tls.cert). */
+typedef struct sh_tls_ident {
+	mbedtls_x509_crt ca, own;
+	mbedtls_pk_context key;
+} sh_tls_ident;
+
+/* Reads t's dir/ca.pem and t->cert into id (initialised here; free it with
+ * sh_tls_ident_free, also after a failure).  0, or an mbedtls error with
+ * *what naming the file it was about. */
+int sh_tls_ident_load(sh_tls_ident *id, const sh_tls *t, const char **what);
+void sh_tls_ident_free(sh_tls_ident *id);
+
+/* mbedtls_ssl_conf_own_cert of id's certificate and key on conf, and (if
+ * ca) id's CA as the chain peers are verified against.  0 or an mbedtls
+ * error. */
+int sh_tls_conf_ident(mbedtls_ssl_config *conf, sh_tls_ident *id, bool ca);
 
 #endif

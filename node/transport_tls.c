@@ -93,8 +93,7 @@ typedef struct tls_transport {
 	raft_uv_transport_close_cb close_cb;
 	node_log_budget refused; /* inbound TLS handshakes' failures, logged */
 
-	mbedtls_x509_crt ca, own;
-	mbedtls_pk_context key;
+	sh_tls_ident ident;
 	mbedtls_ssl_config server_conf, client_conf;
 
 	uv_tcp_t listener;
@@ -972,17 +971,14 @@ static int conf_init(tls_transport *t, mbedtls_ssl_config *conf, int endpoint)
 	int rv = sh_tls_conf_defaults(conf, endpoint);
 	if (rv != 0)
 		return rv;
-	mbedtls_ssl_conf_ca_chain(conf, &t->ca, NULL);
-	return mbedtls_ssl_conf_own_cert(conf, &t->own, &t->key);
+	return sh_tls_conf_ident(conf, &t->ident, true);
 }
 
 static void free_tls(tls_transport *t)
 {
 	mbedtls_ssl_config_free(&t->server_conf);
 	mbedtls_ssl_config_free(&t->client_conf);
-	mbedtls_pk_free(&t->key);
-	mbedtls_x509_crt_free(&t->own);
-	mbedtls_x509_crt_free(&t->ca);
+	sh_tls_ident_free(&t->ident);
 }
 
 int node_transport_tls_init(struct raft_uv_transport *outer, uv_loop_t *loop, const sh_tls *tls,
@@ -993,21 +989,10 @@ int node_transport_tls_init(struct raft_uv_transport *outer, uv_loop_t *loop, co
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "raft transport: out of memory");
 	t->outer = outer;
 	t->loop = loop;
-	mbedtls_x509_crt_init(&t->ca);
-	mbedtls_x509_crt_init(&t->own);
-	mbedtls_pk_init(&t->key);
 	mbedtls_ssl_config_init(&t->server_conf);
 	mbedtls_ssl_config_init(&t->client_conf);
-	char ca[sizeof(tls->dir) + 8];
-	snprintf(ca, sizeof(ca), "%s/ca.pem", tls->dir);
-	const char *what = ca;
-	int rv = mbedtls_x509_crt_parse_file(&t->ca, ca);
-	if (rv == 0) {
-		what = tls->cert;
-		rv = mbedtls_x509_crt_parse_file(&t->own, tls->cert);
-	}
-	if (rv == 0)
-		rv = mbedtls_pk_parse_keyfile(&t->key, tls->cert, NULL);
+	const char *what;
+	int rv = sh_tls_ident_load(&t->ident, tls, &what);
 	if (rv == 0) {
 		what = "the TLS configuration";
 		rv = conf_init(t, &t->server_conf, MBEDTLS_SSL_IS_SERVER);

@@ -128,7 +128,7 @@ typedef struct job {
 struct rt_http {
 	rt_router *rt;
 	rt_httpd *server;
-	rt_https *tls; /* the HTTPS port (https.c), or NULL */
+	rt_https *tls; /* HTTPS's configuration (https.c), or NULL */
 	bool verify;   /* rt->creds: SigV4 required */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -696,8 +696,21 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, const char
 		}
 		h->n_threads++;
 	}
+	if (https != NULL) {
+		if (rt->tls == NULL)
+			rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
+			             "--https %s: HTTPS needs the cluster's certificates ([tls] in "
+			             "the cluster file)",
+			             https);
+		else
+			rc = rt_https_init(&h->tls, rt->tls, errmsg);
+		if (rc != SHOAL_OK)
+			goto err_after_threads;
+	}
 	rt_httpd_conf conf = {
 	    .hostport = hostport,
+	    .tls_hostport = https,
+	    .tls = h->tls != NULL ? rt_https_conf(h->tls) : NULL,
 	    .threads = RT_HTTP_IO_THREADS,
 	    .max_conns = RT_HTTPD_MAX_CONNS,
 	    .max_conns_peer = RT_HTTP_MAX_CONNS_PEER,
@@ -712,24 +725,11 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, const char
 	};
 	if ((rc = rt_httpd_start(&h->server, &conf, errmsg)) != SHOAL_OK)
 		goto err_after_threads;
-	if (https != NULL) {
-		if (rt->tls == NULL)
-			rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
-			             "--https %s: HTTPS needs the cluster's certificates ([tls] in "
-			             "the cluster file)",
-			             https);
-		else
-			rc = rt_https_start(&h->tls, h->server, https, rt->tls->public_server,
-			                    errmsg);
-		if (rc != SHOAL_OK) {
-			rt_httpd_stop(h->server);
-			goto err_after_threads;
-		}
-	}
 	*out = h;
 	return SHOAL_OK;
 
 err_after_threads:
+	rt_https_free(h->tls);
 	workers_stop(h);
 err_after_h:
 	pthread_cond_destroy(&h->cv);
@@ -744,9 +744,9 @@ void rt_http_stop(rt_http *h)
 		return;
 	/* Closes the connections and waits until every request has been
 	 * answered: the workers still run, for the requests and answers
-	 * queued to them.  HTTPS first: it hands connections to the server. */
-	rt_https_stop(h->tls);
+	 * queued to them.  HTTPS's configuration after the server. */
 	rt_httpd_stop(h->server);
+	rt_https_free(h->tls);
 	workers_stop(h);
 	pthread_cond_destroy(&h->cv);
 	pthread_mutex_destroy(&h->mu);

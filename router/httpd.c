@@ -65,6 +65,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <mbedtls/net_sockets.h>
+#include <mbedtls/ssl.h>
+
 #include "common/alloc.h"
 #include "router/httpd.h"
 #include "router/router.h"
@@ -86,6 +89,10 @@ enum { C_HEAD, C_BODY, C_BUSY, C_WRITE, C_LINGER, C_CLOSED };
 #define LINGER_MAX    (1u << 20)
 #define SCAN_EVERY_MS 1000
 #define EVENTS        128
+/* HTTPS: ciphertext read from the socket at once (mbedtls takes it a record
+ * at a time), and the most plaintext sealed into one record. */
+#define TLS_RAW     (16u * 1024 + 512)
+#define TLS_REC_MAX (16u * 1024)
 
 typedef struct loop loop;
 typedef struct conn conn;
@@ -145,14 +152,16 @@ struct conn {
 	/* Events met while another thread held mu (the I/O thread's). */
 	uint32_t deferred_ev;
 	conn *dlink;
+	/* HTTPS (NULL ssl: plain): the session, whether its handshake is over,
+	 * ciphertext read and not yet taken by mbedtls, and the length of a
+	 * record mbedtls_ssl_write could not finish (it must be called again
+	 * with the same length). */
+	mbedtls_ssl_context *ssl;
+	bool hs_done;
+	uint8_t *raw;
+	size_t raw_off, raw_len;
+	size_t tls_wlen;
 };
-
-/* A connection handed over by rt_httpd_adopt, waiting for its loop. */
-typedef struct adopted {
-	struct adopted *next;
-	int fd;
-	struct sockaddr_storage ss;
-} adopted;
 
 struct loop {
 	rt_httpd *s;
@@ -164,8 +173,7 @@ struct loop {
 	conn *local;    /* resumes posted by this thread */
 	conn *deferred; /* events to handle after this batch (on_conn) */
 	pthread_mutex_t mu;
-	conn *remote;     /* resumes posted by other threads (mu) */
-	adopted *adopted; /* connections handed over (rt_httpd_adopt; mu) */
+	conn *remote; /* resumes posted by other threads (mu) */
 	bool listening;
 	int64_t paused_until;
 	int64_t next_scan;
@@ -174,13 +182,12 @@ struct loop {
 
 struct rt_httpd {
 	rt_httpd_conf c;
-	int lfd;
-	int port;
+	int lfd, tls_lfd; /* the listeners (HTTP, HTTPS), or -1 */
+	int port, tls_port;
 	loop *loops;
 	uint32_t n_loops;
 	atomic_bool stopping;
 	atomic_uint n_conns;
-	atomic_uint next_adopt; /* round robin over the loops */
 	atomic_size_t held;
 	atomic_uint busy; /* requests in the endpoint's hands */
 	atomic_bool refusing, out_of_fds;
@@ -292,6 +299,11 @@ static void conn_unref(conn *c)
 	if (atomic_fetch_sub(&c->refs, 1) != 1)
 		return;
 	assert(c->fd < 0 && c->held == 0 && c->body == NULL && c->peer == NULL);
+	if (c->ssl != NULL) {
+		mbedtls_ssl_free(c->ssl);
+		sh_free(c->ssl);
+	}
+	sh_free(c->raw);
 	sh_free(c->in);
 	sh_free(c->wq);
 	pthread_mutex_destroy(&c->mu);
@@ -389,6 +401,118 @@ static void conn_kill(conn *c)
 	c->deadline = 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* HTTPS: mbedtls over the connection's socket                               */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An HTTPS connection is the same connection with an mbedtls session in
+ * front of its socket, driven by whoever does its I/O (the I/O thread, or
+ * the answering thread under c->mu, as for plain ones): no thread of its own
+ * and no copy through another socket.  Its I/O points are the plain ones':
+ * conn_read (the handshake, then mbedtls_ssl_read), wq_send (the answer,
+ * mbedtls_ssl_write from the write queue: an answer's head and body are
+ * sealed as one record when they fit) and conn_done (close_notify before
+ * our FIN).  The lingering read drops ciphertext unread.
+ *
+ * Edge-triggered epoll and mbedtls's buffers: tls_recv reads up to TLS_RAW
+ * bytes of ciphertext at once into c->raw and clears c->readable on a
+ * short read or EAGAIN, as conn_read does for plain sockets; bytes left in
+ * c->raw or decrypted and not yet taken (mbedtls_ssl_get_bytes_avail) are
+ * input no epoll edge will announce, so conn_more counts them.  A write
+ * mbedtls could not finish (WANT_WRITE: its record is sealed, part of it
+ * sent) is retried on EPOLLOUT with the same length, as mbedtls requires;
+ * the queue's bytes may move (wq_add) meanwhile, mbedtls does not read
+ * them again.  A handshake waits for either edge (conn_more is true until
+ * it is over) and must end within the head's deadline.
+ */
+
+/* mbedtls's BIO: the socket. */
+static int tls_send(void *arg, const unsigned char *buf, size_t len)
+{
+	conn *c = arg;
+	ssize_t w;
+	do
+		w = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (w < 0 && errno == EINTR);
+	if (w >= 0)
+		return (int)w;
+	return errno == EAGAIN || errno == EWOULDBLOCK ? MBEDTLS_ERR_SSL_WANT_WRITE
+	                                               : MBEDTLS_ERR_NET_SEND_FAILED;
+}
+
+static int tls_recv(void *arg, unsigned char *buf, size_t len)
+{
+	conn *c = arg;
+	if (c->raw_off == c->raw_len) {
+		if (c->raw == NULL && (c->raw = sh_malloc(TLS_RAW)) == NULL)
+			return MBEDTLS_ERR_SSL_ALLOC_FAILED;
+		ssize_t n;
+		do
+			n = read(c->fd, c->raw, TLS_RAW);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			c->readable = false;
+			return MBEDTLS_ERR_SSL_WANT_READ;
+		}
+		if (n < 0)
+			return MBEDTLS_ERR_NET_RECV_FAILED;
+		if (n == 0)
+			return 0; /* EOF */
+		if ((size_t)n < TLS_RAW)
+			c->readable = false;
+		c->raw_off = 0;
+		c->raw_len = (size_t)n;
+	}
+	size_t k = c->raw_len - c->raw_off < len ? c->raw_len - c->raw_off : len;
+	memcpy(buf, c->raw + c->raw_off, k);
+	c->raw_off += k;
+	return (int)k;
+}
+
+/* An mbedtls result that is not data: 0 to wait for the socket, -1 for the
+ * end of the connection (the peer's close_notify or EOF, an alert, an
+ * error). */
+static ssize_t tls_wait(int r)
+{
+	return r == MBEDTLS_ERR_SSL_WANT_READ || r == MBEDTLS_ERR_SSL_WANT_WRITE ? 0 : -1;
+}
+
+/* Plaintext into buf (the handshake first): as conn_read. */
+static ssize_t tls_read(conn *c, void *buf, size_t cap)
+{
+	int r;
+	if (!c->hs_done) {
+		if ((r = mbedtls_ssl_handshake(c->ssl)) != 0)
+			return tls_wait(r);
+		c->hs_done = true;
+	}
+	r = mbedtls_ssl_read(c->ssl, buf, cap);
+	return r > 0 ? r : r == 0 ? -1 : tls_wait(r);
+}
+
+/* Whether the connection may have input no epoll edge will announce: the
+ * socket's (c->readable), or TLS's ciphertext read and not yet decrypted,
+ * plaintext decrypted and not yet taken, or a handshake in progress. */
+static bool conn_more(conn *c)
+{
+	return c->readable || (c->ssl != NULL && (!c->hs_done || c->raw_off < c->raw_len ||
+	                                          mbedtls_ssl_get_bytes_avail(c->ssl) > 0));
+}
+
+/* Sets up an HTTPS connection's session (before it is registered).  false
+ * when out of memory. */
+static bool tls_setup(conn *c, const mbedtls_ssl_config *conf)
+{
+	if ((c->ssl = sh_malloc(sizeof(*c->ssl))) == NULL)
+		return false;
+	mbedtls_ssl_init(c->ssl);
+	if (mbedtls_ssl_setup(c->ssl, conf) != 0)
+		return false; /* (conn_unref frees it) */
+	mbedtls_ssl_set_bio(c->ssl, c, tls_send, tls_recv, NULL);
+	return true;
+}
+
 /* Queues the bytes of iov from offset skip on (c->mu held). */
 static int wq_add(conn *c, const struct iovec *iov, int n, size_t skip)
 {
@@ -421,11 +545,60 @@ static int wq_add(conn *c, const struct iovec *iov, int n, size_t skip)
 	return 0;
 }
 
+/* Writes the queue as far as the connection takes it: 1 when all of it is
+ * written (the queue is then empty), 0 when the rest waits for EPOLLOUT, -1
+ * when the connection is broken (c->mu held, c->fd open). */
+static int wq_send(conn *c)
+{
+	while (c->wq_off < c->wq_len) {
+		ssize_t w;
+		if (c->ssl != NULL) {
+			size_t len = c->tls_wlen;
+			if (len == 0)
+				len = c->wq_len - c->wq_off < TLS_REC_MAX ? c->wq_len - c->wq_off
+				                                          : TLS_REC_MAX;
+			int r = mbedtls_ssl_write(c->ssl, (const unsigned char *)c->wq + c->wq_off,
+			                          len);
+			if (r == MBEDTLS_ERR_SSL_WANT_WRITE || r == MBEDTLS_ERR_SSL_WANT_READ) {
+				c->tls_wlen = len;
+				return 0;
+			}
+			if (r < 0)
+				return -1;
+			c->tls_wlen = 0;
+			w = r;
+		} else {
+			w = send(c->fd, c->wq + c->wq_off, c->wq_len - c->wq_off,
+			         MSG_NOSIGNAL | MSG_DONTWAIT);
+			if (w < 0) {
+				if (errno == EINTR)
+					continue;
+				return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+			}
+		}
+		c->wq_off += (size_t)w;
+		c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+	}
+	c->wq_off = c->wq_len = 0;
+	return 1;
+}
+
 /* Writes iov now, as much as the socket takes, and queues the rest for
  * EPOLLOUT; behind bytes already queued, queues it all.  0, or -1 when the
- * connection is broken (c->mu held, c->fd open). */
+ * connection is broken (c->mu held, c->fd open).  HTTPS: all of it goes
+ * through the queue, so that a head and its body leave as one record. */
 static int conn_write(conn *c, const struct iovec *iov, int n)
 {
+	if (c->ssl != NULL) {
+		bool behind = c->wq_off < c->wq_len;
+		if (wq_add(c, iov, n, 0) < 0)
+			return -1;
+		if (!behind && wq_send(c) < 0)
+			return -1;
+		if (c->wq_off < c->wq_len)
+			c->deadline = rt_now_ms() + c->s->c.timeout_ms;
+		return 0;
+	}
 	size_t sent = 0, total = 0;
 	for (int i = 0; i < n; i++)
 		total += iov[i].iov_len;
@@ -454,6 +627,8 @@ static void conn_done(conn *c, bool close)
 	body_release(c);
 	int64_t now = rt_now_ms();
 	if (close) {
+		if (c->ssl != NULL)
+			mbedtls_ssl_close_notify(c->ssl); /* best effort, before our FIN */
 		shutdown(c->fd, SHUT_WR);
 		c->state = C_LINGER;
 		c->deadline = now + RT_HTTPD_LINGER_MS;
@@ -476,7 +651,7 @@ static void conn_done(conn *c, bool close)
 	}
 	c->idle = c->in_len == 0;
 	c->deadline = now + (c->idle ? c->s->c.idle_ms : c->s->c.head_ms);
-	if (c->in_len > 0 || c->readable)
+	if (c->in_len > 0 || conn_more(c))
 		post_resume(c);
 }
 
@@ -484,18 +659,9 @@ static void conn_done(conn *c, bool close)
  * is done.  -1 when the connection is broken. */
 static int conn_flush(conn *c)
 {
-	while (c->wq_off < c->wq_len) {
-		ssize_t w = send(c->fd, c->wq + c->wq_off, c->wq_len - c->wq_off,
-		                 MSG_NOSIGNAL | MSG_DONTWAIT);
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-		}
-		c->wq_off += (size_t)w;
-		c->deadline = rt_now_ms() + c->s->c.timeout_ms;
-	}
-	c->wq_off = c->wq_len = 0;
+	int r = wq_send(c);
+	if (r <= 0)
+		return r;
 	if (c->wq_cap > BODY_CHUNK) {
 		sh_free(c->wq);
 		c->wq = NULL;
@@ -652,11 +818,14 @@ static bool in_resize(conn *c, size_t cap, bool parsed)
 static ssize_t conn_read(conn *c, void *buf, size_t cap)
 {
 	ssize_t n;
-	do
-		n = read(c->fd, buf, cap);
-	while (n < 0 && errno == EINTR);
+	if (c->ssl != NULL)
+		n = tls_read(c, buf, cap);
+	else
+		do
+			n = read(c->fd, buf, cap);
+		while (n < 0 && errno == EINTR);
 	if (n > 0) {
-		if ((size_t)n < cap)
+		if ((size_t)n < cap && c->ssl == NULL)
 			c->readable = false;
 		if (c->state == C_BODY) { /* a body: an idle timeout, and a rate */
 			int64_t now = rt_now_ms();
@@ -670,6 +839,8 @@ static ssize_t conn_read(conn *c, void *buf, size_t cap)
 		}
 		return n;
 	}
+	if (c->ssl != NULL)
+		return n;
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 		c->readable = false;
 		return 0;
@@ -884,7 +1055,7 @@ static int chunk_input(loop *lp, conn *c)
 			conn_fail(c, 400);
 			return ACT_WAIT;
 		}
-		if (!c->readable)
+		if (!conn_more(c))
 			return ACT_WAIT;
 		ssize_t n = conn_read(c, c->in + c->in_len, c->in_cap - c->in_len);
 		if (n < 0) {
@@ -994,7 +1165,7 @@ static int conn_input(loop *lp, conn *c)
 					break;
 				}
 			}
-			if (!c->readable)
+			if (!conn_more(c))
 				return ACT_WAIT;
 			if (c->in_len == c->in_cap) {
 				/* The parser refuses a head of RT_HTTPD_MAX_HEAD bytes
@@ -1023,7 +1194,7 @@ static int conn_input(loop *lp, conn *c)
 		uint64_t cl = c->head.content_length;
 		if (c->got == cl)
 			return ACT_REQUEST;
-		if (!c->readable)
+		if (!conn_more(c))
 			return ACT_WAIT;
 		ssize_t n;
 		if (c->body == NULL) {
@@ -1245,24 +1416,42 @@ static void resume(loop *lp, conn *list)
 	}
 }
 
+/* The epoll tags of the listeners (connections are tagged with their conn,
+ * the loop's eventfd with its loop). */
+static char tag_http, tag_https;
+
+static bool listens(const rt_httpd *s)
+{
+	return s->lfd >= 0 || s->tls_lfd >= 0;
+}
+
 static void listen_pause(loop *lp, int err)
 {
 	rt_httpd *s = lp->s;
 	if (!atomic_exchange(&s->out_of_fds, true))
 		rt_log("http: accept: %s; pausing accepts for %d ms at a time", strerror(err),
 		       RT_HTTPD_ACCEPT_PAUSE_MS);
-	epoll_ctl(lp->ep, EPOLL_CTL_DEL, s->lfd, NULL);
+	if (s->lfd >= 0)
+		epoll_ctl(lp->ep, EPOLL_CTL_DEL, s->lfd, NULL);
+	if (s->tls_lfd >= 0)
+		epoll_ctl(lp->ep, EPOLL_CTL_DEL, s->tls_lfd, NULL);
 	lp->listening = false;
 	lp->paused_until = rt_now_ms() + RT_HTTPD_ACCEPT_PAUSE_MS;
 }
 
 static void listen_resume(loop *lp)
 {
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = NULL};
-	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, lp->s->lfd, &ev) == 0)
+	rt_httpd *s = lp->s;
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &tag_http};
+	struct epoll_event tev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &tag_https};
+	if ((s->lfd < 0 || epoll_ctl(lp->ep, EPOLL_CTL_ADD, s->lfd, &ev) == 0) &&
+	    (s->tls_lfd < 0 || epoll_ctl(lp->ep, EPOLL_CTL_ADD, s->tls_lfd, &tev) == 0)) {
 		lp->listening = true;
-	else
+	} else {
+		if (s->lfd >= 0)
+			epoll_ctl(lp->ep, EPOLL_CTL_DEL, s->lfd, NULL);
 		lp->paused_until = rt_now_ms() + RT_HTTPD_ACCEPT_PAUSE_MS;
+	}
 }
 
 /* A connection over max_conns or max_conns_peer: a clean refusal the
@@ -1282,14 +1471,18 @@ static void refuse(int fd)
 	close(fd);
 }
 
-/* A new connection fd from peer ss (accepted, or handed over): counted,
- * refused when over a cap, else registered with lp's epoll. */
-static void conn_add(loop *lp, int fd, const struct sockaddr_storage *ss)
+/* A new connection fd from peer ss (accepted; HTTPS when tls): counted,
+ * refused when over a cap (HTTPS: closed, a plain answer would be
+ * garbage to a TLS client), else registered with lp's epoll. */
+static void conn_add(loop *lp, int fd, const struct sockaddr_storage *ss, bool tls)
 {
 	rt_httpd *s = lp->s;
 	if (atomic_fetch_add(&s->n_conns, 1) >= s->c.max_conns) {
 		atomic_fetch_sub(&s->n_conns, 1);
-		refuse(fd);
+		if (tls)
+			close(fd);
+		else
+			refuse(fd);
 		if (!atomic_exchange(&s->refusing, true))
 			rt_log("http: %u connections open: refusing new ones until some close",
 			       s->c.max_conns);
@@ -1300,7 +1493,10 @@ static void conn_add(loop *lp, int fd, const struct sockaddr_storage *ss)
 	peer *p = peer_get(s, ss, &full);
 	if (full) {
 		atomic_fetch_sub(&s->n_conns, 1);
-		refuse(fd);
+		if (tls)
+			close(fd);
+		else
+			refuse(fd);
 		return;
 	}
 	int one = 1;
@@ -1324,7 +1520,7 @@ static void conn_add(loop *lp, int fd, const struct sockaddr_storage *ss)
 	pthread_mutex_init(&c->mu, NULL);
 	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
 	                         .data.ptr = c};
-	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+	if ((tls && !tls_setup(c, s->c.tls)) || epoll_ctl(lp->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
 		atomic_fetch_sub(&s->n_conns, 1);
 		close(fd);
 		c->fd = -1;
@@ -1339,13 +1535,14 @@ static void conn_add(loop *lp, int fd, const struct sockaddr_storage *ss)
 	lp->conns = c;
 }
 
-static void on_accept(loop *lp)
+static void on_accept(loop *lp, bool tls)
 {
 	rt_httpd *s = lp->s;
+	int lfd = tls ? s->tls_lfd : s->lfd;
 	for (int i = 0; i < 64; i++) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
-		int fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			int e = errno;
 			if (e == EAGAIN || e == EWOULDBLOCK)
@@ -1356,7 +1553,7 @@ static void on_accept(loop *lp)
 			return;
 		}
 		atomic_store(&s->out_of_fds, false);
-		conn_add(lp, fd, &ss);
+		conn_add(lp, fd, &ss, tls);
 	}
 }
 
@@ -1392,7 +1589,7 @@ static void *loop_main(void *arg)
 	while (!atomic_load(&s->stopping)) {
 		int64_t now = rt_now_ms();
 		int64_t until = lp->next_scan;
-		if (!lp->listening && s->lfd >= 0 && lp->paused_until < until)
+		if (!lp->listening && listens(s) && lp->paused_until < until)
 			until = lp->paused_until;
 		int timeout = lp->local != NULL ? 0 : until > now ? (int)(until - now) : 0;
 		int n = epoll_wait(lp->ep, ev, EVENTS, timeout);
@@ -1404,8 +1601,8 @@ static void *loop_main(void *arg)
 			s->c.ops.burst(s->c.arg, true);
 		for (int i = 0; i < n; i++) {
 			void *p = ev[i].data.ptr;
-			if (p == NULL) {
-				on_accept(lp);
+			if (p == &tag_http || p == &tag_https) {
+				on_accept(lp, p == &tag_https);
 			} else if (p == lp) {
 				uint64_t x;
 				ssize_t r = read(lp->evfd, &x, sizeof(x));
@@ -1417,15 +1614,7 @@ static void *loop_main(void *arg)
 		pthread_mutex_lock(&lp->mu);
 		conn *remote = lp->remote;
 		lp->remote = NULL;
-		adopted *adopt = lp->adopted;
-		lp->adopted = NULL;
 		pthread_mutex_unlock(&lp->mu);
-		while (adopt != NULL) {
-			adopted *a = adopt;
-			adopt = a->next;
-			conn_add(lp, a->fd, &a->ss);
-			sh_free(a);
-		}
 		resume(lp, remote);
 		conn *local = lp->local;
 		lp->local = NULL;
@@ -1441,7 +1630,7 @@ static void *loop_main(void *arg)
 			s->c.ops.burst(s->c.arg, false);
 		release_closed(lp);
 		now = rt_now_ms();
-		if (!lp->listening && s->lfd >= 0 && now >= lp->paused_until)
+		if (!lp->listening && listens(s) && now >= lp->paused_until)
 			listen_resume(lp);
 		if (now >= lp->next_scan) {
 			scan(lp, now);
@@ -1473,7 +1662,8 @@ static void *loop_main(void *arg)
 /* Start and stop                                                            */
 /* ------------------------------------------------------------------------ */
 
-static int listen_on(rt_httpd *s, const char *hostport, char *errmsg)
+/* A listening socket on hostport: *fd, and the port it got. */
+static int listen_on(const char *hostport, int *out_fd, int *out_port, char *errmsg)
 {
 	char host[256], port[16];
 	const char *colon = strrchr(hostport, ':');
@@ -1515,10 +1705,10 @@ static int listen_on(rt_httpd *s, const char *hostport, char *errmsg)
 			struct sockaddr_storage ss;
 			socklen_t sl = sizeof(ss);
 			getsockname(fd, (struct sockaddr *)&ss, &sl);
-			s->port = ss.ss_family == AF_INET6
-			              ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-			              : ntohs(((struct sockaddr_in *)&ss)->sin_port);
-			s->lfd = fd;
+			*out_port = ss.ss_family == AF_INET6
+			                ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+			                : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+			*out_fd = fd;
 			freeaddrinfo(res);
 			return SHOAL_OK;
 		}
@@ -1544,12 +1734,6 @@ static void free_server(rt_httpd *s)
 {
 	for (uint32_t i = 0; i < s->n_loops; i++) {
 		loop *lp = &s->loops[i];
-		for (adopted *a = lp->adopted, *next; a != NULL; a = next) {
-			next = a->next;
-			close(a->fd);
-			sh_free(a);
-		}
-		lp->adopted = NULL;
 		if (lp->ep >= 0)
 			close(lp->ep);
 		if (lp->evfd >= 0)
@@ -1559,6 +1743,8 @@ static void free_server(rt_httpd *s)
 	sh_free(s->loops);
 	if (s->lfd >= 0)
 		close(s->lfd);
+	if (s->tls_lfd >= 0)
+		close(s->tls_lfd);
 	for (uint32_t i = 0; i < PEER_BUCKETS; i++)
 		assert(s->peers[i] == NULL); /* every connection dropped its peer */
 	pthread_mutex_destroy(&s->peers_mu);
@@ -1587,7 +1773,7 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 		s->c.idle_ms = RT_HTTPD_IDLE_MS;
 	if (s->c.max_chunked == 0)
 		s->c.max_chunked = RT_HTTPD_MAX_CHUNKED;
-	s->lfd = -1;
+	s->lfd = s->tls_lfd = -1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->peers_mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
@@ -1604,7 +1790,12 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 			s->c.max_conns = (uint32_t)room;
 		}
 	}
-	int rc = conf->hostport != NULL ? listen_on(s, conf->hostport, errmsg) : SHOAL_OK;
+	int rc = conf->hostport != NULL ? listen_on(conf->hostport, &s->lfd, &s->port, errmsg)
+	                                : SHOAL_OK;
+	if (rc == SHOAL_OK && conf->tls_hostport != NULL)
+		rc = conf->tls == NULL
+		         ? sh_errf(errmsg, SHOAL_E_INTERNAL, "https: no configuration")
+		         : listen_on(conf->tls_hostport, &s->tls_lfd, &s->tls_port, errmsg);
 	if (rc != SHOAL_OK)
 		goto err;
 	s->loops = sh_calloc(conf->threads, sizeof(*s->loops));
@@ -1626,9 +1817,9 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 			             strerror(errno));
 			goto err_after_loops;
 		}
-		if (s->lfd >= 0)
+		if (listens(s))
 			listen_resume(lp);
-		if (s->lfd >= 0 && !lp->listening) {
+		if (listens(s) && !lp->listening) {
 			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "http server: epoll: %s",
 			             strerror(errno));
 			goto err_after_loops;
@@ -1652,27 +1843,14 @@ err:
 	return rc;
 }
 
-void rt_httpd_adopt(rt_httpd *s, int fd, const struct sockaddr_storage *ss)
-{
-	adopted *a = sh_malloc(sizeof(*a));
-	if (a == NULL || atomic_load(&s->stopping)) {
-		sh_free(a);
-		close(fd);
-		return;
-	}
-	a->fd = fd;
-	a->ss = *ss;
-	loop *lp = &s->loops[atomic_fetch_add(&s->next_adopt, 1) % s->n_loops];
-	pthread_mutex_lock(&lp->mu);
-	a->next = lp->adopted;
-	lp->adopted = a;
-	pthread_mutex_unlock(&lp->mu);
-	loop_wake(lp);
-}
-
 int rt_httpd_port(const rt_httpd *s)
 {
 	return s->port;
+}
+
+int rt_httpd_tls_port(const rt_httpd *s)
+{
+	return s->tls_port;
 }
 
 void rt_httpd_stop(rt_httpd *s)
@@ -1682,7 +1860,9 @@ void rt_httpd_stop(rt_httpd *s)
 	loops_stop(s);
 	if (s->lfd >= 0)
 		close(s->lfd);
-	s->lfd = -1;
+	if (s->tls_lfd >= 0)
+		close(s->tls_lfd);
+	s->lfd = s->tls_lfd = -1;
 	pthread_mutex_lock(&s->mu);
 	while (atomic_load(&s->busy) > 0) {
 		struct timespec ts;

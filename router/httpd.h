@@ -179,49 +179,55 @@ typedef struct rt_httpd_ops {
 	void (*burst)(void *arg, bool begin);
 } rt_httpd_ops;
 
+struct mbedtls_ssl_config;
+
 typedef struct rt_httpd_conf {
-	const char *hostport;    /* "host:port", "[v6]:port", ":port" (every address); NULL:
-	                            no listener (rt_httpd_adopt only) */
-	uint32_t threads;        /* I/O threads (>= 1) */
-	uint32_t max_conns;      /* at once (lowered to fit the descriptor limit) */
-	uint32_t max_conns_peer; /* ... from one peer address (0: no limit of its own;
-	                            lowered in proportion with max_conns) */
-	size_t max_held;         /* bytes of bodies held at once */
-	size_t max_held_peer;    /* ... by the connections of one peer address (0: max_held) */
-	size_t max_chunked;      /* a chunked body's decoded bytes (0: RT_HTTPD_MAX_CHUNKED) */
-	uint32_t head_ms;        /* a whole head, from its first byte (0: RT_HTTPD_HEAD_MS) */
-	uint32_t timeout_ms;     /* no progress on a body or an answer (0: RT_HTTPD_TIMEOUT_MS) */
-	uint32_t min_rate;       /* a body's bytes a second, on average (0: RT_HTTPD_MIN_RATE) */
-	uint32_t idle_ms;        /* keep-alive connection without a request (0: RT_HTTPD_IDLE_MS) */
+	const char *hostport;     /* "host:port", "[v6]:port", ":port" (every address); NULL:
+	                             no plain HTTP listener */
+	const char *tls_hostport; /* the same for HTTPS; NULL: none */
+	const struct mbedtls_ssl_config *tls; /* HTTPS's server configuration (https.c):
+	                                         used by every HTTPS connection, outlives
+	                                         the server */
+	uint32_t threads;                     /* I/O threads (>= 1) */
+	uint32_t max_conns;                   /* at once (lowered to fit the descriptor limit) */
+	uint32_t max_conns_peer;              /* ... from one peer address (0: no limit of its own;
+	                                         lowered in proportion with max_conns) */
+	size_t max_held;                      /* bytes of bodies held at once */
+	size_t max_held_peer; /* ... by the connections of one peer address (0: max_held) */
+	size_t max_chunked;   /* a chunked body's decoded bytes (0: RT_HTTPD_MAX_CHUNKED) */
+	uint32_t head_ms;     /* a whole head, from its first byte (0: RT_HTTPD_HEAD_MS) */
+	uint32_t timeout_ms;  /* no progress on a body or an answer (0: RT_HTTPD_TIMEOUT_MS) */
+	uint32_t min_rate;    /* a body's bytes a second, on average (0: RT_HTTPD_MIN_RATE) */
+	uint32_t idle_ms;     /* keep-alive connection without a request (0: RT_HTTPD_IDLE_MS) */
 	rt_httpd_ops ops;
 	void *arg;
 } rt_httpd_conf;
 
-/* Listens (on c->hostport; NULL: on nothing, for adopted connections only)
- * and starts the I/O threads.  Main thread. */
+/* Listens (on c->hostport and c->tls_hostport, either may be NULL) and
+ * starts the I/O threads.  HTTPS connections are the same connections with
+ * TLS in front (an mbedtls session driven by the same I/O: httpd.c), so
+ * the same caps, limits per address and timeouts apply to both, and a TLS
+ * handshake must end within the head's timeout.  Main thread. */
 int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *c, char *errmsg);
-/* Takes fd (non-blocking, a stream socket) as a connection from peer ss,
- * as if accepted: the same caps, limits per address and timeouts apply;
- * refused or closed if over them or stopping.  Any thread, until
- * rt_httpd_stop.  (https.c hands over its TLS connections' plain ends.) */
-struct sockaddr_storage;
-void rt_httpd_adopt(rt_httpd *s, int fd, const struct sockaddr_storage *ss);
-/* The port it listens on (useful with port 0). */
+/* The ports it listens on (useful with port 0); 0: no such listener. */
 int rt_httpd_port(const rt_httpd *s);
+int rt_httpd_tls_port(const rt_httpd *s);
 /* Stops accepting, closes every connection, joins the I/O threads, waits
  * until every request handed to ops.request has been answered (their
  * answers go nowhere), frees.  The endpoint's own threads must keep serving
  * until this returns.  NULL is fine.  Main thread. */
 void rt_httpd_stop(rt_httpd *s);
 
-/* https.c: HTTPS on "host:port" with cfg (a server configuration: the
- * cluster's router.pem), each TLS connection handed to httpd as a plain
- * one (rt_httpd_adopt) with the client's address.  stop: before
- * rt_httpd_stop; NULL is fine.  Main thread. */
+/* https.c: HTTPS's server configuration from the cluster's certificates
+ * (tls: the router's, common/tls.h): its certificate and key router.pem,
+ * TLS 1.2, no certificate asked of clients (they sign their requests).
+ * rt_https_conf is what rt_httpd_conf.tls takes; free after rt_httpd_stop
+ * (NULL is fine).  Main thread. */
+struct sh_tls;
 typedef struct rt_https rt_https;
-int rt_https_start(rt_https **out, rt_httpd *httpd, const char *hostport, nng_tls_config *cfg,
-                   char *errmsg);
-void rt_https_stop(rt_https *h);
+int rt_https_init(rt_https **out, const struct sh_tls *tls, char *errmsg);
+const struct mbedtls_ssl_config *rt_https_conf(const rt_https *h);
+void rt_https_free(rt_https *h);
 
 /* The answer to r: status, extra header lines `headers` ("Name: value\r\n"
  * each, or NULL) and a body (copied if it must wait).  The server adds the

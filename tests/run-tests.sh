@@ -28,7 +28,8 @@ shift
 # neighbour's load makes noisier).
 # Long tests are started first, so that the short ones fill the gaps.
 here=$(cd "$(dirname "$0")" && pwd)
-declare -A scripts=([it_http_boto3]=$here/integration/http/run.sh [install_check]=$here/tools/install-check.sh
+declare -A scripts=([it_http_boto3]=$here/integration/http/run.sh
+	[it_https_boto3]=$here/integration/http/run-https.sh [install_check]=$here/tools/install-check.sh
 	[fuzz]=$here/fuzz/run.sh [it_conformance]=$here/conformance/run.sh)
 declare -A alone=([it_hot]=1 [it_capacity]=1 [it_elastic]=1)
 # Started first, in this order (the rest follow in name order, those that

@@ -10,6 +10,10 @@
 # suite, and by its pid file here if the suite died).  Ports: the first free
 # window of 400 among 7100, 6100, 5100, 4100 (below the range tl_cluster uses,
 # 10000-32000, and away from make demo's 8100 and make bench-cluster's 9100).
+# SHOAL_TEST_TLS=1: the cluster runs with --tls, so the endpoint is HTTPS
+# (the HTTP server's own TLS) and every client verifies it with the
+# cluster's CA (AWS_CA_BUNDLE for boto3 and the AWS CLI; sigv4.py's
+# connect() for the suite's raw requests).
 # Prints a Check-style summary line so tests/run-tests.sh can count it.
 # Under a sanitizer build, any sanitizer report in a process log fails it.
 set -uo pipefail
@@ -87,10 +91,12 @@ trap cleanup EXIT
 # an open router (any signature, or none), as tl_cluster's clusters then.
 creds=(--credentials auto)
 [[ ${SHOAL_TEST_CREDENTIALS:-1} == 0 ]] && creds=()
+tls=()
+[[ ${SHOAL_TEST_TLS:-0} == 1 ]] && tls=(--tls)
 if ! SHOAL_BIN=$build/bin "$root/deploy/cluster.sh" up --dir "$dir" --base-port "$base" \
 	--http-port $((base + 60)) --ttl-scan-ms 500 \
 	--ttl-change-interval-ms $ttl_interval_ms --stream-retention-s $stream_retention_s \
-	"${creds[@]}"; then
+	"${creds[@]}" "${tls[@]}"; then
 	echo "the cluster did not start"
 	echo "0%: Checks: 1, Failures: 1, Errors: 0"
 	exit 1
@@ -106,6 +112,7 @@ export AWS_DEFAULT_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true AWS_CONFIG_FI
 export AWS_PAGER= AWS_RETRY_MODE=standard AWS_MAX_ATTEMPTS=3
 export SHOAL_BIN=$build/bin SHOAL_ROOT=$root SHOAL_CLUSTER_DIR=$dir SHOAL_HTTP_BASE=$base
 export SHOAL_HTTP_ENDPOINT=$(cat "$dir/http.endpoint")
+[[ ${SHOAL_TEST_TLS:-0} == 1 ]] && export AWS_CA_BUNDLE=$dir/tls/ca.pem
 out=$dir/suite.out
 # SHOAL_HTTP_TESTS: only these unittest names (e.g. "TimeToLive Streams").
 # shellcheck disable=SC2086

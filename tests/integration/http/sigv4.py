@@ -1,4 +1,4 @@
-"""SigV4 for the suite's hand-made HTTP requests.
+"""SigV4 and connections for the suite's hand-made HTTP requests.
 
 run.sh starts the cluster with credentials (cluster.sh up --credentials auto)
 and points AWS_SHARED_CREDENTIALS_FILE at its key, so boto3 and the AWS CLI
@@ -6,12 +6,47 @@ sign by themselves; requests the suite writes byte by byte (malformed
 bodies, headers boto3 would not send) get their Authorization and
 X-Amz-Date here, signed by botocore's own signer with the same key.
 Without credentials in the environment nothing is added.
+
+The endpoint (SHOAL_HTTP_ENDPOINT) is http:// or, on a cluster started with
+--tls (run.sh with SHOAL_TEST_TLS=1), https:// verified with the cluster's
+CA (SHOAL_CLUSTER_DIR/tls/ca.pem; boto3 and the AWS CLI take it from
+AWS_CA_BUNDLE): HOST, PORT and connect() serve both.
 """
+import http.client
+import os
+import socket
+import ssl
+
 import boto3
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 
 _creds = []
+
+ENDPOINT = os.environ.get("SHOAL_HTTP_ENDPOINT", "http://127.0.0.1:0")
+SCHEME, _hostport = ENDPOINT.split("://", 1)
+HOST, PORT = _hostport.rsplit(":", 1)
+PORT = int(PORT)
+TLS = None
+if SCHEME == "https":
+    TLS = ssl.create_default_context(
+        cafile=os.path.join(os.environ["SHOAL_CLUSTER_DIR"], "tls", "ca.pem"))
+
+
+def connect(timeout=10.0, host=None, port=None):
+    """A connection to the endpoint (or host:port, plain): a socket, wrapped
+    in TLS for an https:// endpoint."""
+    s = socket.create_connection((host or HOST, port or PORT), timeout=timeout)
+    if TLS is not None and host is None:
+        return TLS.wrap_socket(s, server_hostname=HOST)
+    return s
+
+
+def http_connection(timeout=30):
+    """An http.client connection to the endpoint (HTTPS for https://)."""
+    if TLS is not None:
+        return http.client.HTTPSConnection(HOST, PORT, timeout=timeout, context=TLS)
+    return http.client.HTTPConnection(HOST, PORT, timeout=timeout)
 
 
 def auth_headers(host, body, headers, region="us-east-1"):

@@ -26,15 +26,13 @@ from boto3.dynamodb.conditions import Attr, Key
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sigv4 import auth_lines
+from sigv4 import HOST, PORT, auth_lines, connect
 
 ENDPOINT = os.environ["SHOAL_HTTP_ENDPOINT"]
 DIR = os.environ["SHOAL_CLUSTER_DIR"]
 BIN = os.environ["SHOAL_BIN"]
 ROOT = os.environ["SHOAL_ROOT"]
 BASE = int(os.environ["SHOAL_HTTP_BASE"])
-HOST, PORT = ENDPOINT[len("http://"):].split(":")
-PORT = int(PORT)
 AWS = "/usr/bin/aws"
 SHOAL = os.path.join(BIN, "shoal")
 NATIVE = "file://" + os.path.join(DIR, "router.endpoint")
@@ -62,7 +60,7 @@ def new_table(c, hash_only=False, name=None):
 def raw(data, timeout=10.0, read=True):
     """Sends raw bytes on a new connection; returns (status, headers, body)
     of the first response (or None when the server closed without one)."""
-    s = socket.create_connection((HOST, PORT), timeout=timeout)
+    s = connect(timeout)
     try:
         s.sendall(data)
         if not read:
@@ -696,7 +694,7 @@ class Endpoint(unittest.TestCase):
         sign = auth_lines("x", body, {"X-Amz-Target": "DynamoDB_20120810.ListTables"})
         try:
             for i in range(100):
-                s = socket.create_connection((HOST, PORT), timeout=5)
+                s = connect(5)
                 if i % 3 == 0:  # headers never finished
                     s.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Tar")
                 elif i % 3 == 1:  # body never finished
@@ -726,7 +724,7 @@ class Endpoint(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
 
     def test_keep_alive(self):
-        s = socket.create_connection((HOST, PORT), timeout=10)
+        s = connect(10)
         try:
             req = (b"POST / HTTP/1.1\r\nHost: x\r\nX-Amz-Target: DynamoDB_20120810.ListTables\r\n"
                    b"Content-Type: application/x-amz-json-1.0\r\n" +

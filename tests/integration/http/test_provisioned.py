@@ -13,7 +13,6 @@ Imported by test_http.py (run.sh starts the cluster); the environment is
 test_http's.
 """
 import datetime as dt
-import http.client
 import json
 import os
 import subprocess
@@ -25,7 +24,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sigv4 import auth_headers
+from sigv4 import HOST, PORT, auth_headers, http_connection
 
 ENDPOINT = os.environ["SHOAL_HTTP_ENDPOINT"]
 DIR = os.environ["SHOAL_CLUSTER_DIR"]
@@ -43,13 +42,12 @@ def client():
 
 def api(op, body):
     """DynamoDB JSON over HTTP: (status, decoded body)."""
-    host, port = ENDPOINT[len("http://"):].split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    conn = http_connection(30)
     try:
         data = json.dumps(body)
         headers = {"X-Amz-Target": "DynamoDB_20120810." + op,
                    "Content-Type": "application/x-amz-json-1.0"}
-        headers.update(auth_headers("%s:%s" % (host, port), data, headers))
+        headers.update(auth_headers("%s:%d" % (HOST, PORT), data, headers))
         conn.request("POST", "/", data, headers)
         resp = conn.getresponse()
         return resp.status, json.loads(resp.read() or b"{}")

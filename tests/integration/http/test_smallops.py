@@ -10,11 +10,9 @@ in any process's memory.  Its class name sorts last, so the suite's other
 classes run before the restart.
 """
 import configparser
-import http.client
 import json
 import os
 import re
-import socket
 import subprocess
 import time
 import unittest
@@ -24,14 +22,12 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sigv4 import auth_headers, auth_lines
+from sigv4 import HOST, PORT, auth_headers, auth_lines, connect, http_connection
 
 ENDPOINT = os.environ["SHOAL_HTTP_ENDPOINT"]
 DIR = os.environ["SHOAL_CLUSTER_DIR"]
 BIN = os.environ["SHOAL_BIN"]
 ROOT = os.environ["SHOAL_ROOT"]
-HOST, PORT = ENDPOINT[len("http://"):].split(":")
-PORT = int(PORT)
 AWS = "/usr/bin/aws"
 SHOAL = os.path.join(BIN, "shoal")
 NATIVE = "file://" + os.path.join(DIR, "router.endpoint")
@@ -71,7 +67,7 @@ def create(c, name=None, **kw):
 def api(op, body):
     """DynamoDB JSON over HTTP, for what Debian's botocore model lacks
     (DeletionProtectionEnabled): (status, decoded body)."""
-    conn = http.client.HTTPConnection(HOST, PORT, timeout=30)
+    conn = http_connection(30)
     try:
         data = json.dumps(body)
         headers = {"X-Amz-Target": "DynamoDB_20120810." + op,
@@ -118,7 +114,7 @@ def tags_of(c, arn):
 
 def raw(data, timeout=10.0):
     """Raw bytes on a new connection: (status, headers, body)."""
-    s = socket.create_connection((HOST, PORT), timeout=timeout)
+    s = connect(timeout)
     try:
         s.sendall(data)
         buf = b""
@@ -466,7 +462,7 @@ class SmallOps(unittest.TestCase):
         st, h, _ = raw(head + b"1000001\r\n")
         self.assertEqual(st, 413)
         self.assertEqual(h.get("connection"), "close")
-        s = socket.create_connection((HOST, PORT), timeout=30)
+        s = connect(30)
         try:
             s.sendall(head)
             piece = b"x" * (1 << 20)

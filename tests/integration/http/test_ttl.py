@@ -19,14 +19,12 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sigv4 import auth_headers
+from sigv4 import HOST, PORT, auth_headers, http_connection
 
 ENDPOINT = os.environ["SHOAL_HTTP_ENDPOINT"]
 DIR = os.environ["SHOAL_CLUSTER_DIR"]
 BIN = os.environ["SHOAL_BIN"]
 ROOT = os.environ["SHOAL_ROOT"]
-HOST, PORT = ENDPOINT[len("http://"):].split(":")
-PORT = int(PORT)
 AWS = "/usr/bin/aws"
 SHOAL = os.path.join(BIN, "shoal")
 NATIVE = "file://" + os.path.join(DIR, "router.endpoint")
@@ -83,7 +81,7 @@ def update_ttl(c, name, enabled, attr):
 def api(op, body):
     """DynamoDB JSON over HTTP, for requests boto3 refuses to send
     (missing members): (status, decoded body)."""
-    conn = http.client.HTTPConnection(HOST, PORT, timeout=30)
+    conn = http_connection(30)
     try:
         data = json.dumps(body)
         headers = {"X-Amz-Target": "DynamoDB_20120810." + op,
