@@ -36,6 +36,9 @@
 #define RT_RECVMAXSZ (16u * 1024 * 1024)
 /* How long a node that could not be reached is skipped by any-replica reads. */
 #define RT_DOWN_MS 1000
+/* A connection over which a node has answered nothing for this long, while
+ * requests to it timed out, is closed so that nng connects again (note_timeout). */
+#define RT_STALE_MS 6000
 
 enum call_state { CALL_IDLE = 0, CALL_ATTEMPT, CALL_BACKOFF, CALL_FAIL, CALL_DONE };
 
@@ -92,6 +95,8 @@ static void conn_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
 	rt_node *n = arg;
 	if (ev == NNG_PIPE_EV_ADD_PRE) {
+		atomic_store(&n->pipe_id, (unsigned)nng_pipe_id(p));
+		atomic_store(&n->last_answer_ms, rt_now_ms());
 		atomic_fetch_add(&n->conns, 1);
 		rt_log("connected to node %u (%s, connection %d)", n->id, n->url, nng_pipe_id(p));
 	} else {
@@ -443,6 +448,33 @@ void rt_note_failure(rt_router *rt, uint32_t group, sh_outcome o, uint32_t tried
 	}
 }
 
+/*
+ * A connection can stop carrying answers with no error on either side: a
+ * peer whose machine died without a reset (TCP retransmits for minutes
+ * before giving up), a stall anywhere under the pipe.  nng keeps such a
+ * pipe, the dialer does not redial, and every request to the node times
+ * out.  So when requests to a node time out and it has answered nothing for
+ * RT_STALE_MS over an open connection, the router closes that connection
+ * (once per RT_STALE_MS) and nng connects again at once: a live node is
+ * back within a connection's setup; a node that is really gone costs a
+ * connection attempt every RT_STALE_MS.  Requests in flight on the closed
+ * connection end as a lost connection (the retry policy's, as when a node
+ * restarts).  Any thread.
+ */
+static void note_timeout(rt_node *n)
+{
+	int64_t now = rt_now_ms(), prev = atomic_load(&n->stale_closed_ms);
+	if (atomic_load(&n->conns) == 0 || now - atomic_load(&n->last_answer_ms) < RT_STALE_MS ||
+	    now - prev < RT_STALE_MS ||
+	    !atomic_compare_exchange_strong(&n->stale_closed_ms, &prev, now))
+		return;
+	nng_pipe p = NNG_PIPE_INITIALIZER;
+	p.id = atomic_load(&n->pipe_id);
+	rt_log("node %u: no answer for %lld ms over connection %u: closing it to connect again",
+	       n->id, (long long)(now - atomic_load(&n->last_answer_ms)), p.id);
+	nng_pipe_close(p);
+}
+
 void rt_note_answer(rt_router *rt, uint32_t group, uint32_t from, bool any_replica)
 {
 	rt_node *node = rt_node_by_id(rt, from);
@@ -621,9 +653,13 @@ static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 	uint32_t from = c->retry.target;
 	if (rv != WIRE_LANE_OK) {
 		switch (rv) {
-		case WIRE_LANE_TIMEOUT:
+		case WIRE_LANE_TIMEOUT: {
+			rt_node *n = rt_node_by_id(rt, from);
+			if (n != NULL)
+				note_timeout(n);
 			call_failed(c, SH_OUT_TIMEOUT, 0, "timed out");
 			return;
+		}
 		case WIRE_LANE_BAD:
 			call_failed(c, SH_OUT_BAD_ANSWER, 0,
 			            "a batch answer without this request's");
@@ -643,6 +679,10 @@ static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 			return;
 		}
 	}
+	/* An answer, whatever it says: the connection carries them. */
+	rt_node *n = rt_node_by_id(rt, from);
+	if (n != NULL)
+		atomic_store_explicit(&n->last_answer_ms, rt_now_ms(), memory_order_relaxed);
 	char msg[SH_ERRMSG_SIZE];
 	int code;
 	bool has_response;

@@ -20,7 +20,11 @@
  *    two replicas, node 3 says its disk is full, and once the space is
  *    back it restarts itself in place (node/disk.c) and catches up; every
  *    acknowledged write is readable;
- *  - a client that lists two routers does not notice one of them dying.
+ *  - a client that lists two routers does not notice one of them dying;
+ *  - a node that stops answering over an open connection (SIGSTOP: the
+ *    kernel keeps the connection, nothing fails) has that connection closed
+ *    by the router, which connects again and reaches the node once it runs
+ *    (call.c note_timeout: a connection stalled under nng is not kept).
  * Each test starts its own cluster (a checked fixture, in the forked child).
  * Writes go through libshoal; the worst write latency across a failover is
  * printed (it is the client-visible failover time), never asserted.
@@ -28,6 +32,7 @@
 #include <check.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -556,6 +561,70 @@ START_TEST(test_router_restart_is_invisible)
 }
 END_TEST
 
+/* How many times needle is in router 1's log. */
+static int router_log_count(const char *needle)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/router-1.log", C.dir);
+	char *text = tl_read_file(path);
+	int n = 0;
+	for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
+		n++;
+	free(text);
+	return n;
+}
+
+/* Whether ClusterStatus says node id is reachable (it asks every node,
+ * each within the router's status timeout). */
+static bool node_reachable(int id)
+{
+	char *out = NULL;
+	shoal_error err;
+	if (shoal_call_json(client, "ClusterStatus", NULL, &out, &err) != SHOAL_OK)
+		return false;
+	json_t *j = json_loads(out, 0, NULL);
+	shoal_free(out);
+	bool reachable = false;
+	size_t i;
+	json_t *e;
+	json_array_foreach(json_object_get(j, "Nodes"), i, e)
+	{
+		if (json_integer_value(json_object_get(e, "Id")) == id)
+			reachable = json_is_true(json_object_get(e, "Reachable"));
+	}
+	json_decref(j);
+	return reachable;
+}
+
+START_TEST(test_silent_connection_reconnected)
+{
+	start(1);
+	const char *closing = "node 2: no answer for";
+	int closed = router_log_count(closing);
+	ck_assert(node_reachable(2));
+	ck_assert_int_eq(tl_cluster_signal(&C, "node", 2, SIGSTOP), 0);
+	/* Each ClusterStatus asks node 2, and times out: its connection stays
+	 * open (the stopped process's kernel holds it), so only the router's
+	 * check can give it up. */
+	int64_t t0 = now_ms(), deadline = t0 + 60000;
+	while (router_log_count(closing) == closed) {
+		ck_assert_msg(now_ms() < deadline,
+		              "the router kept its silent connection to node 2 for 60 s");
+		ck_assert(!node_reachable(2));
+	}
+	printf("silent connection: closed by the router %lld ms after node 2 stopped\n",
+	       (long long)(now_ms() - t0));
+	int connects = router_log_count("connected to node 2");
+	ck_assert_int_eq(tl_cluster_signal(&C, "node", 2, SIGCONT), 0);
+	deadline = now_ms() + 60000;
+	while (!node_reachable(2))
+		ck_assert_msg(now_ms() < deadline, "node 2 unreachable 60 s after SIGCONT");
+	ck_assert_msg(router_log_count("connected to node 2") > connects,
+	              "node 2 reached again, but not over a new connection");
+	stop();
+}
+END_TEST
+
 static Suite *failover_suite(void)
 {
 	Suite *s = suite_create("failover");
@@ -567,6 +636,7 @@ static Suite *failover_suite(void)
 	tcase_add_test(tc, test_power_loss);
 	tcase_add_test(tc, test_disk_full);
 	tcase_add_test(tc, test_router_restart_is_invisible);
+	tcase_add_test(tc, test_silent_connection_reconnected);
 	suite_add_tcase(s, tc);
 	return s;
 }
