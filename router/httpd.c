@@ -161,6 +161,8 @@ struct conn {
 	uint8_t *raw;
 	size_t raw_off, raw_len;
 	size_t tls_wlen;
+	bool moving; /* its handshake is over: off to an I/O loop (conn_move) */
+	conn *mlink; /* the target loop's `moved` list */
 };
 
 struct loop {
@@ -173,7 +175,10 @@ struct loop {
 	conn *local;    /* resumes posted by this thread */
 	conn *deferred; /* events to handle after this batch (on_conn) */
 	pthread_mutex_t mu;
-	conn *remote; /* resumes posted by other threads (mu) */
+	conn *remote;    /* resumes posted by other threads (mu) */
+	conn *moved;     /* HTTPS connections handed over by the handshake loop (mu) */
+	bool no_moves;   /* stopped: takes no more (mu) */
+	bool handshakes; /* the handshake loop: HTTPS's listener, handshakes only */
 	bool listening;
 	int64_t paused_until;
 	int64_t next_scan;
@@ -184,8 +189,9 @@ struct rt_httpd {
 	rt_httpd_conf c;
 	int lfd, tls_lfd; /* the listeners (HTTP, HTTPS), or -1 */
 	int port, tls_port;
-	loop *loops;
-	uint32_t n_loops;
+	loop *loops; /* the I/O loops, then (HTTPS) the handshake loop */
+	uint32_t n_loops, n_io;
+	atomic_uint next_move; /* round robin of handshaken connections */
 	atomic_bool stopping;
 	atomic_uint n_conns;
 	atomic_size_t held;
@@ -365,6 +371,27 @@ static void request_end(rt_httpd *s)
 	}
 }
 
+/* Removes c from lp's list of connections. */
+static void conn_unlink(loop *lp, conn *c)
+{
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		lp->conns = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->prev = c->next = NULL;
+}
+
+static void conn_link(loop *lp, conn *c)
+{
+	c->prev = NULL;
+	c->next = lp->conns;
+	if (lp->conns != NULL)
+		lp->conns->prev = c;
+	lp->conns = c;
+}
+
 /* Closes the socket (I/O thread, c->mu held).  A BUSY request stays with
  * its owner, whose answer then goes nowhere. */
 static void conn_close(loop *lp, conn *c)
@@ -380,13 +407,7 @@ static void conn_close(loop *lp, conn *c)
 		c->state = C_CLOSED;
 	}
 	c->wq_off = c->wq_len = 0;
-	if (c->prev != NULL)
-		c->prev->next = c->next;
-	else
-		lp->conns = c->next;
-	if (c->next != NULL)
-		c->next->prev = c->prev;
-	c->prev = c->next = NULL;
+	conn_unlink(lp, c);
 	c->clink = lp->closed;
 	lp->closed = c;
 	atomic_fetch_sub(&lp->s->n_conns, 1);
@@ -486,6 +507,10 @@ static ssize_t tls_read(conn *c, void *buf, size_t cap)
 		if ((r = mbedtls_ssl_handshake(c->ssl)) != 0)
 			return tls_wait(r);
 		c->hs_done = true;
+		if (c->lp->handshakes) {
+			c->moving = true; /* conn_serve hands it to an I/O loop */
+			return 0;
+		}
 	}
 	r = mbedtls_ssl_read(c->ssl, buf, cap);
 	return r > 0 ? r : r == 0 ? -1 : tls_wait(r);
@@ -1244,6 +1269,7 @@ static void hand_over(conn *c)
 }
 
 static void linger_read(loop *lp, conn *c);
+static void conn_move(loop *lp, conn *c);
 
 /* Serves the connection as far as it goes: reads, and hands heads and
  * requests to the endpoint (I/O thread; called with c->mu held, returns
@@ -1306,6 +1332,8 @@ static void conn_serve(loop *lp, conn *c)
 	 * would reset the connection under the answer. */
 	if (c->fd >= 0 && c->state == C_LINGER && c->readable)
 		linger_read(lp, c);
+	if (c->fd >= 0 && c->moving)
+		conn_move(lp, c);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -1353,6 +1381,56 @@ static void post_resume(conn *c)
 	lp->remote = c;
 	pthread_mutex_unlock(&lp->mu);
 	loop_wake(lp);
+}
+
+/*
+ * HTTPS handshakes run on a loop of their own (the handshake loop, which
+ * holds HTTPS's listener): a handshake costs the router milliseconds of CPU
+ * (README, TLS), so clients that open connections fast -- or a hostile one
+ * -- delay other handshakes, never the requests of established
+ * connections.  Once its handshake is over (tls_read sets c->moving),
+ * conn_serve hands the connection to an I/O loop, round robin: out of the
+ * handshake loop's epoll and list, onto the target's `moved` list (its
+ * mutex), which the target takes at its next wake-up (conn_adopt: into its
+ * epoll, edge-triggered, and served at once: the client's first request
+ * may be in already).  The handshake loop's reference travels with it.  A
+ * target that has stopped takes none (no_moves): the connection is closed
+ * where it is.  (c->mu held.)
+ */
+static void conn_move(loop *lp, conn *c)
+{
+	rt_httpd *s = lp->s;
+	c->moving = false;
+	loop *to = &s->loops[atomic_fetch_add(&s->next_move, 1) % s->n_io];
+	pthread_mutex_lock(&to->mu);
+	if (to->no_moves) {
+		pthread_mutex_unlock(&to->mu);
+		conn_close(lp, c);
+		return;
+	}
+	epoll_ctl(lp->ep, EPOLL_CTL_DEL, c->fd, NULL);
+	conn_unlink(lp, c);
+	c->lp = to;
+	c->mlink = to->moved;
+	to->moved = c;
+	pthread_mutex_unlock(&to->mu);
+	loop_wake(to);
+}
+
+/* A connection moved here (conn_move): registered and served. */
+static void conn_adopt(loop *lp, conn *c)
+{
+	pthread_mutex_lock(&c->mu);
+	conn_link(lp, c);
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+	                         .data.ptr = c};
+	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, c->fd, &ev) != 0) {
+		conn_close(lp, c);
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	c->readable = true;
+	conn_serve(lp, c); /* (unlocks) */
 }
 
 /* Epoll events of a connection.  If another thread holds its lock, it is
@@ -1420,9 +1498,10 @@ static void resume(loop *lp, conn *list)
  * the loop's eventfd with its loop). */
 static char tag_http, tag_https;
 
-static bool listens(const rt_httpd *s)
+/* The listener lp accepts on (HTTPS's for the handshake loop), or -1. */
+static int loop_lfd(const loop *lp)
 {
-	return s->lfd >= 0 || s->tls_lfd >= 0;
+	return lp->handshakes ? lp->s->tls_lfd : lp->s->lfd;
 }
 
 static void listen_pause(loop *lp, int err)
@@ -1431,27 +1510,19 @@ static void listen_pause(loop *lp, int err)
 	if (!atomic_exchange(&s->out_of_fds, true))
 		rt_log("http: accept: %s; pausing accepts for %d ms at a time", strerror(err),
 		       RT_HTTPD_ACCEPT_PAUSE_MS);
-	if (s->lfd >= 0)
-		epoll_ctl(lp->ep, EPOLL_CTL_DEL, s->lfd, NULL);
-	if (s->tls_lfd >= 0)
-		epoll_ctl(lp->ep, EPOLL_CTL_DEL, s->tls_lfd, NULL);
+	epoll_ctl(lp->ep, EPOLL_CTL_DEL, loop_lfd(lp), NULL);
 	lp->listening = false;
 	lp->paused_until = rt_now_ms() + RT_HTTPD_ACCEPT_PAUSE_MS;
 }
 
 static void listen_resume(loop *lp)
 {
-	rt_httpd *s = lp->s;
-	struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &tag_http};
-	struct epoll_event tev = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.ptr = &tag_https};
-	if ((s->lfd < 0 || epoll_ctl(lp->ep, EPOLL_CTL_ADD, s->lfd, &ev) == 0) &&
-	    (s->tls_lfd < 0 || epoll_ctl(lp->ep, EPOLL_CTL_ADD, s->tls_lfd, &tev) == 0)) {
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLEXCLUSIVE,
+	                         .data.ptr = lp->handshakes ? &tag_https : &tag_http};
+	if (epoll_ctl(lp->ep, EPOLL_CTL_ADD, loop_lfd(lp), &ev) == 0)
 		lp->listening = true;
-	} else {
-		if (s->lfd >= 0)
-			epoll_ctl(lp->ep, EPOLL_CTL_DEL, s->lfd, NULL);
+	else
 		lp->paused_until = rt_now_ms() + RT_HTTPD_ACCEPT_PAUSE_MS;
-	}
 }
 
 /* A connection over max_conns or max_conns_peer: a clean refusal the
@@ -1589,7 +1660,7 @@ static void *loop_main(void *arg)
 	while (!atomic_load(&s->stopping)) {
 		int64_t now = rt_now_ms();
 		int64_t until = lp->next_scan;
-		if (!lp->listening && listens(s) && lp->paused_until < until)
+		if (!lp->listening && loop_lfd(lp) >= 0 && lp->paused_until < until)
 			until = lp->paused_until;
 		int timeout = lp->local != NULL ? 0 : until > now ? (int)(until - now) : 0;
 		int n = epoll_wait(lp->ep, ev, EVENTS, timeout);
@@ -1614,7 +1685,14 @@ static void *loop_main(void *arg)
 		pthread_mutex_lock(&lp->mu);
 		conn *remote = lp->remote;
 		lp->remote = NULL;
+		conn *moved = lp->moved;
+		lp->moved = NULL;
 		pthread_mutex_unlock(&lp->mu);
+		while (moved != NULL) {
+			conn *c = moved;
+			moved = c->mlink;
+			conn_adopt(lp, c);
+		}
 		resume(lp, remote);
 		conn *local = lp->local;
 		lp->local = NULL;
@@ -1630,7 +1708,7 @@ static void *loop_main(void *arg)
 			s->c.ops.burst(s->c.arg, false);
 		release_closed(lp);
 		now = rt_now_ms();
-		if (!lp->listening && listens(s) && now >= lp->paused_until)
+		if (!lp->listening && loop_lfd(lp) >= 0 && now >= lp->paused_until)
 			listen_resume(lp);
 		if (now >= lp->next_scan) {
 			scan(lp, now);
@@ -1638,9 +1716,22 @@ static void *loop_main(void *arg)
 			lp->next_scan = now + SCAN_EVERY_MS;
 		}
 	}
-	/* Stopping: every connection closes; requests in the endpoint's hands
-	 * keep theirs until answered. */
+	/* Stopping: every connection closes, those moved here included (and
+	 * none is moved here after: no_moves); requests in the endpoint's
+	 * hands keep theirs until answered. */
 	lp->deferred = NULL;
+	pthread_mutex_lock(&lp->mu);
+	conn *moved = lp->moved;
+	lp->moved = NULL;
+	lp->no_moves = true;
+	pthread_mutex_unlock(&lp->mu);
+	while (moved != NULL) {
+		conn *c = moved;
+		moved = c->mlink;
+		pthread_mutex_lock(&c->mu);
+		conn_link(lp, c);
+		pthread_mutex_unlock(&c->mu);
+	}
 	while (lp->conns != NULL) {
 		conn *c = lp->conns;
 		pthread_mutex_lock(&c->mu);
@@ -1798,13 +1889,17 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 		         : listen_on(conf->tls_hostport, &s->tls_lfd, &s->tls_port, errmsg);
 	if (rc != SHOAL_OK)
 		goto err;
-	s->loops = sh_calloc(conf->threads, sizeof(*s->loops));
+	/* The I/O loops, and HTTPS's handshake loop last (conn_move). */
+	uint32_t n_loops = conf->threads + (s->tls_lfd >= 0 ? 1 : 0);
+	s->n_io = conf->threads;
+	s->loops = sh_calloc(n_loops, sizeof(*s->loops));
 	if (s->loops == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err;
 	}
-	for (uint32_t i = 0; i < conf->threads; i++) {
+	for (uint32_t i = 0; i < n_loops; i++) {
 		loop *lp = &s->loops[i];
+		lp->handshakes = i >= conf->threads;
 		lp->s = s;
 		lp->ep = epoll_create1(EPOLL_CLOEXEC);
 		lp->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -1817,9 +1912,9 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 			             strerror(errno));
 			goto err_after_loops;
 		}
-		if (listens(s))
+		if (loop_lfd(lp) >= 0)
 			listen_resume(lp);
-		if (listens(s) && !lp->listening) {
+		if (loop_lfd(lp) >= 0 && !lp->listening) {
 			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "http server: epoll: %s",
 			             strerror(errno));
 			goto err_after_loops;
