@@ -355,11 +355,20 @@ add_node() {
 
 # Waits until node `id` (just started, its log `from` bytes long before)
 # has opened its groups and listens: it prints "ready".
+# A process judged gone is looked at again 0.2 s later before this gives up:
+# once, it_jepsen saw a node judged exited while it was starting (its log
+# says "ready" 0.1 s later; the teardown then found it alive and stopped it).
+# (tail's SIGPIPE when grep -q is done early is not a failure: pipefail.)
 wait_node_ready() { # id from
 	local id=$1 from=$2 log=$dir/node-$1.log deadline=$((SECONDS + wait_secs))
 	while ((SECONDS < deadline)); do
-		tail -c +$((from + 1)) "$log" 2>/dev/null | grep -q '^ready$' && return 0
-		alive "$dir/node-$id.pid" || die "node $id exited while starting; see $log"
+		{ tail -c +$((from + 1)) "$log" 2>/dev/null || true; } | grep -q '^ready$' && return 0
+		if ! alive "$dir/node-$id.pid"; then
+			sleep 0.2
+			{ tail -c +$((from + 1)) "$log" 2>/dev/null || true; } | grep -q '^ready$' && return 0
+			alive "$dir/node-$id.pid" || die "node $id exited while starting; see $log"
+			echo "cluster.sh: node $id looked gone while starting, then alive (pid $(cat "$dir/node-$id.pid"))" >&2
+		fi
 		sleep 0.05
 	done
 	die "node $id did not start within ${wait_secs}s; see $log"
