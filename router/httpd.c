@@ -31,7 +31,9 @@
  * number is never reused under an epoll event in flight); another thread
  * that finds a connection broken shuts it down, which wakes the I/O thread
  * (EPOLLHUP).  While BUSY the I/O thread does not touch the request (in,
- * head, body): the endpoint reads it.
+ * head, body): the endpoint reads it.  An HTTPS connection is accepted by
+ * the handshake loop and changes loops once, when its handshake is over
+ * (conn_move): from then on it belongs to that I/O thread as above.
  *
  * Epoll is edge-triggered: each connection is registered once, for
  * EPOLLIN | EPOLLOUT | EPOLLRDHUP, and never modified.  c->readable records

@@ -20,7 +20,9 @@
  *   - I/O threads (conf.threads, epoll, edge-triggered, non-blocking
  *     sockets) own the listening socket and the connections: they accept,
  *     read, parse, enforce the limits and timeouts, and close.  A connection
- *     belongs to the thread that accepted it.
+ *     belongs to the thread that accepted it.  With HTTPS, one more thread
+ *     (the handshake loop) accepts on HTTPS's listener and runs TLS
+ *     handshakes only, then hands each connection to an I/O thread.
  *   - One request per connection at a time.  When a request's head and body
  *     are in, the connection stops reading and the request is handed to
  *     ops.request on the I/O thread itself.  Keep-alive is the default;
