@@ -561,19 +561,6 @@ START_TEST(test_router_restart_is_invisible)
 }
 END_TEST
 
-/* How many times needle is in router 1's log. */
-static int router_log_count(const char *needle)
-{
-	char path[1200];
-	snprintf(path, sizeof(path), "%s/router-1.log", C.dir);
-	char *text = tl_read_file(path);
-	int n = 0;
-	for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
-		n++;
-	free(text);
-	return n;
-}
-
 /* Whether ClusterStatus says node id is reachable (it asks every node,
  * each within the router's status timeout). */
 static bool node_reachable(int id)
@@ -600,26 +587,26 @@ START_TEST(test_silent_connection_reconnected)
 {
 	start(1);
 	const char *closing = "node 2: no answer for";
-	int closed = router_log_count(closing);
+	int closed = tl_cluster_router_log_count(&C, 1, closing);
 	ck_assert(node_reachable(2));
 	ck_assert_int_eq(tl_cluster_signal(&C, "node", 2, SIGSTOP), 0);
 	/* Each ClusterStatus asks node 2, and times out: its connection stays
 	 * open (the stopped process's kernel holds it), so only the router's
 	 * check can give it up. */
 	int64_t t0 = now_ms(), deadline = t0 + 60000;
-	while (router_log_count(closing) == closed) {
+	while (tl_cluster_router_log_count(&C, 1, closing) == closed) {
 		ck_assert_msg(now_ms() < deadline,
 		              "the router kept its silent connection to node 2 for 60 s");
 		ck_assert(!node_reachable(2));
 	}
 	printf("silent connection: closed by the router %lld ms after node 2 stopped\n",
 	       (long long)(now_ms() - t0));
-	int connects = router_log_count("connected to node 2");
+	int connects = tl_cluster_router_log_count(&C, 1, "connected to node 2");
 	ck_assert_int_eq(tl_cluster_signal(&C, "node", 2, SIGCONT), 0);
 	deadline = now_ms() + 60000;
 	while (!node_reachable(2))
 		ck_assert_msg(now_ms() < deadline, "node 2 unreachable 60 s after SIGCONT");
-	ck_assert_msg(router_log_count("connected to node 2") > connects,
+	ck_assert_msg(tl_cluster_router_log_count(&C, 1, "connected to node 2") > connects,
 	              "node 2 reached again, but not over a new connection");
 	stop();
 }

@@ -471,16 +471,27 @@ bool tl_cluster_alive(const tl_cluster *c, const char **what, int *id)
 	return true;
 }
 
-int tl_cluster_log_count(const tl_cluster *c, int id, const char *needle)
+/* How many times needle is in D/<what>-<id>.log. */
+static int log_count(const tl_cluster *c, const char *what, int id, const char *needle)
 {
 	char path[1200];
-	snprintf(path, sizeof(path), "%s/node-%d.log", c->dir, id);
+	snprintf(path, sizeof(path), "%s/%s-%d.log", c->dir, what, id);
 	char *text = tl_read_file(path);
 	int n = 0;
 	for (const char *p = text; p != NULL && (p = strstr(p, needle)) != NULL; p++)
 		n++;
 	free(text);
 	return n;
+}
+
+int tl_cluster_log_count(const tl_cluster *c, int id, const char *needle)
+{
+	return log_count(c, "node", id, needle);
+}
+
+int tl_cluster_router_log_count(const tl_cluster *c, int id, const char *needle)
+{
+	return log_count(c, "router", id, needle);
 }
 
 /* Node id's metrics address ("metrics = host:port" of [node.<id>]). */

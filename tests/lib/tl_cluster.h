@@ -88,6 +88,8 @@ bool tl_cluster_start_router(tl_cluster *c, int id);
 
 /* How many times `needle` appears in node id's log (D/node-<id>.log). */
 int tl_cluster_log_count(const tl_cluster *c, int id, const char *needle);
+/* The same in router id's log (D/router-<id>.log). */
+int tl_cluster_router_log_count(const tl_cluster *c, int id, const char *needle);
 /* The sum over the cluster's nodes (metrics addresses from D/cluster.ini;
  * nodes not answering count 0) of the samples of metric `name` whose label
  * group is `group` (-1: every sample). */
