@@ -475,9 +475,8 @@ static void note_timeout(rt_node *n)
 	nng_pipe_close(p);
 }
 
-void rt_note_answer(rt_router *rt, uint32_t group, uint32_t from, bool any_replica)
+void rt_note_answer(rt_router *rt, rt_node *node, uint32_t group, uint32_t from, bool any_replica)
 {
-	rt_node *node = rt_node_by_id(rt, from);
 	if (node != NULL && atomic_load_explicit(&node->down_until, memory_order_relaxed) != 0)
 		atomic_store(&node->down_until, 0);
 	if (!any_replica)
@@ -651,15 +650,14 @@ static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 	rt_call *c = (rt_call *)it;
 	rt_router *rt = c->rt;
 	uint32_t from = c->retry.target;
+	rt_node *n = rt_node_by_id(rt, from);
 	if (rv != WIRE_LANE_OK) {
 		switch (rv) {
-		case WIRE_LANE_TIMEOUT: {
-			rt_node *n = rt_node_by_id(rt, from);
+		case WIRE_LANE_TIMEOUT:
 			if (n != NULL)
 				note_timeout(n);
 			call_failed(c, SH_OUT_TIMEOUT, 0, "timed out");
 			return;
-		}
 		case WIRE_LANE_BAD:
 			call_failed(c, SH_OUT_BAD_ANSWER, 0,
 			            "a batch answer without this request's");
@@ -680,7 +678,6 @@ static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 		}
 	}
 	/* An answer, whatever it says: the connection carries them. */
-	rt_node *n = rt_node_by_id(rt, from);
 	if (n != NULL)
 		atomic_store_explicit(&n->last_answer_ms, rt_now_ms(), memory_order_relaxed);
 	char msg[SH_ERRMSG_SIZE];
@@ -717,7 +714,7 @@ static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 		atomic_fetch_add(&rt->metrics.wrong_group, 1);
 		rt_map_poke_moved(rt);
 	}
-	rt_note_answer(rt, c->group, from, c->only_node != 0 || c->any_replica);
+	rt_note_answer(rt, n, c->group, from, c->only_node != 0 || c->any_replica);
 	if (whole == NULL) {
 		if (nng_msg_alloc(&whole, len) != 0) {
 			sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory for a node's answer");

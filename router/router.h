@@ -448,8 +448,9 @@ uint32_t rt_first_target(rt_router *rt, uint32_t group, bool any_replica, const 
  * any-replica reads for a while; a NOT_LEADER hint inside the group becomes
  * the believed leader. */
 void rt_note_failure(rt_router *rt, uint32_t group, sh_outcome o, uint32_t tried, uint32_t hint);
-/* What an answer teaches: the node is up; unless any_replica, it leads. */
-void rt_note_answer(rt_router *rt, uint32_t group, uint32_t from, bool any_replica);
+/* What an answer from node `from` (node: its record, or NULL) teaches: the
+ * node is up; unless any_replica, it leads. */
+void rt_note_answer(rt_router *rt, rt_node *node, uint32_t group, uint32_t from, bool any_replica);
 
 /* Starts a call whose request and `done` are set (the job does this for
  * its calls; catalog.c for its refresh).  done runs once, on any thread. */

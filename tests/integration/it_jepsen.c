@@ -491,7 +491,9 @@ static void net_postmortem(void)
 		free(text);
 	}
 	fflush(stdout);
-	tl_sh("grep -HE 'connect|node' '%s'/router-1.log | tail -n 40", C.dir);
+	tl_sh("grep -HE 'connected to node|to node [0-9]+ closed|no answer for' '%s'/router-1.log "
+	      "| tail -n 40",
+	      C.dir);
 	const char *where[] = {"r1", "n1", "n2", "n3"};
 	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
 		printf("it_jepsen: post-mortem: TCP in %s (ss -tnoi):\n", where[i]);
