@@ -80,13 +80,22 @@ int sh_tls_random(void *p, unsigned char *out, size_t len)
 /* Configuration defaults                                                    */
 /* ------------------------------------------------------------------------ */
 
+/* Every TLS of ours (Raft's transport, nng's through tls_engine.c, HTTPS)
+ * offers these, in this order of preference; a server picks by its own order
+ * (Debian's mbedtls leaves MBEDTLS_SSL_SRV_RESPECT_CLIENT_PREFERENCE off).
+ * ChaCha20-Poly1305 first: in mbedtls 2.28 it seals a record in ~0.55-0.7
+ * of AES-128-GCM's time even with AES-NI (2.28's GCM runs its counter and
+ * tag a block at a time through byte loops; on the test VM, one thread:
+ * 350 bytes 1.9 vs 2.7 us, 1 KiB 4.6 vs 8.3, 4 KiB 17 vs 33), and
+ * OpenSSL's clients (wrk, curl, Python) do it as fast as AES-GCM.  Both
+ * are TLS 1.2 AEAD suites with ephemeral ECDH. */
 static const int suites[] = {
+    MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
     MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
     MBEDTLS_TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
-    MBEDTLS_TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+    MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
     MBEDTLS_TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
     MBEDTLS_TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
-    MBEDTLS_TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
     0,
 };
 

@@ -39,8 +39,8 @@ int sh_tls_random(void *p, unsigned char *out, size_t len);
 /* mbedtls_ssl_config_defaults for endpoint (MBEDTLS_SSL_IS_SERVER /
  * _CLIENT) and stream transport, then Shoal's choices: TLS 1.2 (the newest
  * mbedtls 2.28 has), the peer's certificate required, sh_tls_random, and
- * AES-128-GCM with ECDHE-ECDSA first (the cluster's keys are P-256; GCM's
- * nonce is the record counter, so no randomness per record).  The caller
+ * ECDHE-ECDSA with ChaCha20-Poly1305 first, then AES-GCM (the cluster's
+ * keys are P-256; why ChaCha first: tls_mbed.c's suites).  The caller
  * adds the CA and its own certificate.  0 or an mbedtls error. */
 int sh_tls_conf_defaults(mbedtls_ssl_config *conf, int endpoint);
 

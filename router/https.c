@@ -10,7 +10,7 @@
  * 0.58-0.62 of plain HTTP's throughput at 64 requests in flight: README.)
  * Here: the one mbedtls configuration every connection uses -- the
  * cluster's router.pem as certificate and key, Shoal's TLS defaults
- * (common/tls_mbed.h: TLS 1.2, ECDHE with AES-GCM first), and no
+ * (common/tls_mbed.h: TLS 1.2, ECDHE with ChaCha20-Poly1305 first), and no
  * certificate asked of clients: they authenticate by signing requests
  * (SigV4), as with DynamoDB.
  *

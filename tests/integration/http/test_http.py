@@ -12,6 +12,7 @@ import decimal
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -26,7 +27,7 @@ from boto3.dynamodb.conditions import Attr, Key
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sigv4 import HOST, PORT, auth_lines, connect
+from sigv4 import HOST, PORT, TLS, auth_lines, connect
 
 ENDPOINT = os.environ["SHOAL_HTTP_ENDPOINT"]
 DIR = os.environ["SHOAL_CLUSTER_DIR"]
@@ -134,6 +135,27 @@ class Endpoint(unittest.TestCase):
         self.assertEqual(status, 200)
         self.assertEqual(headers["content-type"], "application/x-amz-json-1.1")
         self.assertEqual(int(headers["x-amz-crc32"]), zlib.crc32(body))
+
+    @unittest.skipIf(TLS is None, "HTTPS only")
+    def test_tls_suite(self):
+        # The router's preference wins (common/tls_mbed.c's suites): TLS 1.2,
+        # ECDHE-ECDSA with ChaCha20-Poly1305, which mbedtls seals faster
+        # than AES-GCM; a client without it gets AES-GCM.
+        s = connect()
+        try:
+            self.assertEqual(s.version(), "TLSv1.2")
+            self.assertEqual(s.cipher()[0], "ECDHE-ECDSA-CHACHA20-POLY1305")
+        finally:
+            s.close()
+        ctx = ssl.create_default_context(cafile=os.path.join(DIR, "tls", "ca.pem"))
+        ctx.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256")
+        s = ctx.wrap_socket(socket.create_connection((HOST, PORT), timeout=10), server_hostname=HOST)
+        try:
+            self.assertEqual(s.cipher()[0], "ECDHE-ECDSA-AES128-GCM-SHA256")
+            s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            self.assertTrue(s.recv(100).startswith(b"HTTP/1.1 200 "))
+        finally:
+            s.close()
 
     def test_tables(self):
         c = self.c
