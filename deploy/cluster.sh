@@ -65,6 +65,9 @@
 #   cluster.sh wait [--dir D]             until every group has a leader and every
 #                                         replica answers
 #   cluster.sh stop-router ID [--hard] [--dir D] / start-router ID [--dir D]
+#       [--client-plain] (this start serves plain client ports on a --tls
+#       cluster: bench-http's TLS/plain comparison on one cluster; the
+#       endpoint files keep naming TLS)
 #   cluster.sh add-node [--dir D]         one more node joins the running cluster
 #       (issue 14): the next id (one past the highest [node.N] of D/cluster.ini)
 #       and its port block as `up` places them (checked free, below 32768); a
@@ -109,7 +112,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 bin=${SHOAL_BIN:-$here/../build/bin}
 dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
 nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= scrub_ms= ttl_scan_ms= ttl_interval_ms= dead_after_ms= split_bytes= table_partitions= split_units= split_throttled= stream_retention_s= segment_mb= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
-netns= netns_subnet= plain=0 client_tls=0
+netns= netns_subnet= plain=0 client_tls=0 client_plain=0
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
@@ -153,6 +156,7 @@ while (($#)); do
 	--hard) hard=1; shift ;;
 	--plain) plain=1; shift ;;
 	--tls) client_tls=1; shift ;;
+	--client-plain) client_plain=1; shift ;;
 	--netns) netns=$2; shift 2 ;;
 	--netns-subnet) netns_subnet=$2; shift 2 ;;
 	-*) die "unknown option $1" ;;
@@ -166,6 +170,7 @@ conf=$dir/cluster.ini
 if [[ $cmd != up && -f $dir/shape ]]; then
 	read -r nodes routers base http_port client_tls <"$dir/shape"
 	http_port=${http_port:-0} client_tls=${client_tls:-0}
+	((client_plain)) && client_tls=0
 	[[ -f $dir/http.credentials ]] && http_creds=$(cat "$dir/http.credentials")
 fi
 # A --netns cluster: D/netns is "PREFIX SUBNET NODES ROUTERS" (deploy/netns.sh).

@@ -30,8 +30,15 @@
 # round), BENCH_ROUTER_BEFORE, BENCH_HTTP_BENCH=1 (also http_bench, nng's HTTP
 # client, at BENCH_CONC), BENCH_KEEP=1 (leave the cluster running),
 # BENCH_TLS=1 (the cluster up with --tls: HTTPS, and TLS on the native port;
-# wrk does not verify the certificate; run it beside BENCH_TLS=0 for the
-# cost of TLS to each transport).  Needs
+# wrk does not verify the certificate), BENCH_TLS=both (what TLS on the
+# client ports costs, in one run on one cluster: up with --tls, router 1
+# restarted with plain client ports (cluster.sh start-router --client-plain)
+# and with TLS ones, alternating per workload like BENCH_ROUTER_BEFORE's
+# routers; a last table gives TLS / plain for each transport: ops/s, and the
+# CPU the router and nodes spent per request, which is the ratio a client on
+# another machine would see -- wrk's own TLS, OpenSSL's, costs it ~25 us per
+# request more on these shared cores).  Traffic between the processes is
+# mutually authenticated TLS in every mode (cluster.sh's default).  Needs
 # wrk: installed here with deploy/install-deps.sh --bench when missing.
 set -euo pipefail
 build=${1:-build}
@@ -60,6 +67,11 @@ for b in shoal_bench http_bench shoal-router; do
 	[[ -x $SHOAL_BIN/$b ]] || { echo "bench-http: $SHOAL_BIN/$b not found" >&2; exit 1; }
 done
 [[ -z $before || -x $before ]] || { echo "bench-http: BENCH_ROUTER_BEFORE=$before is not executable" >&2; exit 1; }
+tls_mode=${BENCH_TLS:-0}
+[[ $tls_mode == 0 || $tls_mode == 1 || $tls_mode == both ]] ||
+	{ echo "bench-http: BENCH_TLS must be 0, 1 or both" >&2; exit 1; }
+[[ $tls_mode != both || -z $before ]] ||
+	{ echo "bench-http: BENCH_TLS=both and BENCH_ROUTER_BEFORE compare different things: one at a time" >&2; exit 1; }
 command -v wrk >/dev/null || deploy/install-deps.sh --bench
 command -v wrk >/dev/null || { echo "bench-http: wrk not found (deploy/install-deps.sh --bench)" >&2; exit 1; }
 
@@ -70,31 +82,40 @@ deploy/cluster.sh down --dir "$dir" >/dev/null 2>&1 || true
 rm -rf "$dir"
 # Raw behaviour: partitions unthrottled (make hot measures throttling).
 tls=()
-[[ ${BENCH_TLS:-0} == 1 ]] && tls=(--tls)
+[[ $tls_mode != 0 ]] && tls=(--tls)
 deploy/cluster.sh up --dir "$dir" --base-port "$base" --http-port $((base + 60)) "${tls[@]}" \
 	--partition-rcu 1000000000 --partition-wcu 1000000000
-ep=file://$dir/router.endpoint
-url=$(cat "$dir/http.endpoint")
+declare -A EP URL RARGS
+EP[after]=file://$dir/router.endpoint URL[after]=$(cat "$dir/http.endpoint")
 
 # Router binaries: "after" is BUILD's; "before" runs from a directory of
 # links to BUILD's programs with its own shoal-router.
 declare -A bindir=([after]=$SHOAL_BIN)
 variants=(after)
+current=after
 if [[ -n $before ]]; then
 	bindir[before]=$dir/bin-before
 	mkdir -p "$dir/bin-before"
 	for f in "$SHOAL_BIN"/*; do ln -sf "$f" "$dir/bin-before/"; done
 	rm -f "$dir/bin-before/shoal-router"
 	cp "$before" "$dir/bin-before/shoal-router"
+	EP[before]=${EP[after]} URL[before]=${URL[after]}
 	variants=(before after)
+elif [[ $tls_mode == both ]]; then
+	# The same programs; client ports plain, then TLS (as `up --tls` left them).
+	bindir=([plain]=$SHOAL_BIN [tls]=$SHOAL_BIN)
+	EP[tls]=${EP[after]} URL[tls]=${URL[after]}
+	EP[plain]=tcp://127.0.0.1:$base URL[plain]=http://127.0.0.1:$((base + 60))
+	RARGS[plain]=--client-plain
+	variants=(plain tls)
+	current=tls
 fi
-current=after
 use_router() { # variant: restart router 1 with its binary, wait until both ports serve
 	[[ $current == "$1" ]] && return 0
 	SHOAL_BIN=${bindir[$1]} deploy/cluster.sh stop-router 1 --dir "$dir" >/dev/null
-	SHOAL_BIN=${bindir[$1]} deploy/cluster.sh start-router 1 --dir "$dir" >/dev/null
+	SHOAL_BIN=${bindir[$1]} deploy/cluster.sh start-router 1 --dir "$dir" ${RARGS[$1]:-} >/dev/null
 	local deadline=$((SECONDS + 30))
-	until curl -s -k -o /dev/null "$url/" && "$SHOAL_BIN/shoal" --endpoint "$ep" list-tables >/dev/null 2>&1; do
+	until curl -s -k -o /dev/null "${URL[$1]}/" && "$SHOAL_BIN/shoal" --endpoint "${EP[$1]}" list-tables >/dev/null 2>&1; do
 		((SECONDS < deadline)) || { echo "bench-http: router ($1) did not serve within 30 s" >&2; exit 1; }
 		sleep 0.1
 	done
@@ -109,8 +130,8 @@ machine() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 
 node_pids() { cat "$dir"/node-*.pid; }
 
 declare -A R
-client() { # transport workload conc duration out
-	local tr=$1 wl=$2 c=$3 d=$4 out=$5
+client() { # transport workload conc duration out (the current router's ports)
+	local tr=$1 wl=$2 c=$3 d=$4 out=$5 ep=${EP[$current]} url=${URL[$current]}
 	case $tr in
 	native)
 		"$SHOAL_BIN/shoal_bench" --endpoint "$ep" --workload "$wl" --concurrency "$c" \
@@ -163,6 +184,7 @@ run() { # round variant transport workload conc
 	[[ ${R[$name.err]} == 0 ]] || echo "!! $name: ${R[$name.err]} errors"
 }
 
+ep=${EP[$current]} url=${URL[$current]}
 echo "loading $keys keys with shoal_bench (BatchWriteItem)..."
 "$SHOAL_BIN/shoal_bench" --endpoint "$ep" --workload get --keys "$keys" --load-only >"$dir/load.out" 2>&1 ||
 	{ cat "$dir/load.out"; exit 1; }
@@ -218,3 +240,29 @@ if [[ ${BENCH_HTTP_BENCH:-0} == 1 ]]; then
 	done
 fi
 echo "(ratio = HTTP / native ops/s; busy = the machine during the HTTP run; others = processes other than the cluster and the client)"
+if [[ $tls_mode == both ]]; then
+	# Means over the rounds; server CPU = router + nodes per request.
+	mean() { # key suffix: the mean over rounds of R[r-KEY.SUFFIX]
+		local r s=0
+		for ((r = 1; r <= rounds; r++)); do s=$(awk -v a="$s" -v b="${R[$r-$1.$2]}" 'BEGIN { print a + b }'); done
+		awk -v s="$s" -v n="$rounds" 'BEGIN { printf "%.1f", s / n }'
+	}
+	echo
+	echo "TLS on the client ports / plain, same cluster and run (means of $rounds round(s)):"
+	printf '| %-24s | %-9s | %10s | %10s | %9s | %21s | %16s |\n' workload transport "plain/s" "TLS/s" "ops ratio" "server CPU plain/TLS" "server CPU ratio"
+	printf '|%s|\n' "--------------------------|-----------|------------|------------|-----------|-----------------------|-----------------"
+	for w in "${workloads[@]}"; do
+		read -r wl c <<<"$w"
+		label=$([[ $wl == put ]] && echo PutItem || echo GetItem)", $c in flight"
+		for tr in native http; do
+			po=$(mean "plain-$tr-$wl-$c" ops) to=$(mean "tls-$tr-$wl-$c" ops)
+			pc=$(awk -v a="$(mean "plain-$tr-$wl-$c" rcpu)" -v b="$(mean "plain-$tr-$wl-$c" ncpu)" 'BEGIN { printf "%.1f", a + b }')
+			tc=$(awk -v a="$(mean "tls-$tr-$wl-$c" rcpu)" -v b="$(mean "tls-$tr-$wl-$c" ncpu)" 'BEGIN { printf "%.1f", a + b }')
+			printf '| %-24s | %-9s | %10s | %10s | %9s | %21s | %16s |\n' "$label" "$tr" "$po" "$to" \
+				"$(ratio "$to" "$po")" "$pc / $tc us" "$(ratio "$pc" "$tc")"
+		done
+	done
+	echo "(ops ratio: TLS / plain ops/s with the client on the same cores; server CPU ratio: plain / TLS"
+	echo " CPU of the router and nodes per request, the throughput ratio of a CPU-bound cluster whose"
+	echo " clients run elsewhere)"
+fi
