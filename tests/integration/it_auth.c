@@ -193,7 +193,7 @@ static int raw_call(const uint8_t *msg, size_t len, char *text, size_t cap)
 	nng_socket s;
 	ck_assert_int_eq(nng_req0_open(&s), 0);
 	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 10000);
-	ck_assert_int_eq(nng_dial(s, C.endpoint, NULL, 0), 0);
+	ck_assert_int_eq(tl_cluster_dial(&C, s, C.endpoint), 0);
 	ck_assert_int_eq(nng_send(s, (void *)msg, len, 0), 0);
 	void *ans = NULL;
 	size_t alen = 0;

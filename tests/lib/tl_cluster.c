@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <nng/supplemental/tls/tls.h>
 
 #include "client/shoal.h"
 #include "proto/wire_auth.h"
@@ -216,6 +217,62 @@ uint8_t *tl_cluster_sign(const tl_cluster *c, const uint8_t *msg, size_t len, si
 	return out;
 }
 
+/* ------------------------------------------------------------------------ */
+/* TLS client ports (SHOAL_TEST_TLS=1)                                       */
+/* ------------------------------------------------------------------------ */
+
+/* The process's CA (made on first use, in a directory of its own): every
+ * cluster of the process is given it (cluster.sh reuses a CA it finds in
+ * D/tls), so that one AWS_CA_BUNDLE serves clients of all of them. */
+static char test_ca_dir[1024];
+static pid_t test_ca_pid;
+
+/* Whether a cluster gets TLS client ports: with SHOAL_TEST_TLS=1, unless
+ * the test chose (--plain, --tls). */
+static bool use_test_tls(const char *opts)
+{
+	const char *v = getenv("SHOAL_TEST_TLS");
+	if (v == NULL || strcmp(v, "1") != 0)
+		return false;
+	return opts == NULL || (strstr(opts, "--plain") == NULL && strstr(opts, "--tls") == NULL);
+}
+
+/* D/tls holding the process's CA, made first if need be (certs.sh makes
+ * certificates for at least one member; only the CA is copied). */
+static bool give_test_ca(const tl_cluster *c)
+{
+	if (test_ca_pid != getpid()) {
+		snprintf(test_ca_dir, sizeof(test_ca_dir), "%s", tl_tmpdir("ca"));
+		if (tl_sh("'%s/deploy/certs.sh' --dir '%s' --nodes 1 >/dev/null", c->root,
+		          test_ca_dir) != 0)
+			return false;
+		test_ca_pid = getpid();
+	}
+	return tl_sh("mkdir -p -m 700 '%s/tls' && cp '%s/ca.pem' '%s/ca.key' '%s/tls/'", c->dir,
+	             test_ca_dir, test_ca_dir, c->dir) == 0;
+}
+
+int tl_cluster_dial(const tl_cluster *c, nng_socket s, const char *url)
+{
+	if (strncmp(url, "tls+", 4) != 0)
+		return nng_dial(s, url, NULL, 0);
+	char ca[1100];
+	snprintf(ca, sizeof(ca), "%s/tls/ca.pem", c->dir);
+	nng_dialer d;
+	nng_tls_config *cfg;
+	int rv = nng_dialer_create(&d, s, url);
+	if (rv != 0)
+		return rv;
+	if ((rv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT)) != 0)
+		return rv;
+	if ((rv = nng_tls_config_ca_file(cfg, ca)) == 0 &&
+	    (rv = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED)) == 0 &&
+	    (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg)) == 0)
+		rv = nng_dialer_start(d, 0);
+	nng_tls_config_free(cfg); /* the dialer holds its own reference */
+	return rv;
+}
+
 #define CLUSTER_PORTS 800
 
 bool tl_cluster_up(tl_cluster *c, int nodes, int routers, int groups)
@@ -253,14 +310,25 @@ bool tl_cluster_up_opts(tl_cluster *c, int nodes, int routers, int groups, const
 		snprintf(creds_opt, sizeof(creds_opt), "--credentials '%s'", creds);
 		c->signed_by_test = true;
 	}
+	bool tls = use_test_tls(opts);
+	if (tls && !give_test_ca(c))
+		return false;
 	/* Partitions are not throttled unless a test asks (capacity tests
 	 * pass --partition-rcu/--partition-wcu in opts, which come later and
 	 * win): the other tests' loads exceed DynamoDB's 1000 WCU default. */
 	if (!script(c,
 	            "up --nodes %d --routers %d --groups %d --partition-rcu 1000000000 "
-	            "--partition-wcu 1000000000 %s %s",
-	            nodes, routers, groups, creds_opt, opts != NULL ? opts : ""))
+	            "--partition-wcu 1000000000 %s %s %s",
+	            nodes, routers, groups, tls ? "--tls" : "", creds_opt,
+	            opts != NULL ? opts : ""))
 		return false;
+	if (tls) {
+		/* libshoal's clients verify the routers with it (the AWS CLI's
+		 * variable); tl_cluster_cli passes --ca-bundle itself. */
+		char ca[1100];
+		snprintf(ca, sizeof(ca), "%s/ca.pem", test_ca_dir);
+		setenv("AWS_CA_BUNDLE", ca, 1);
+	}
 	if (c->signed_by_test) {
 		/* For every client of the test: libshoal and the tools it runs. */
 		setenv("AWS_ACCESS_KEY_ID", tl_test_key_id(), 1);

@@ -18,6 +18,12 @@
  * itself ("--credentials FILE|auto", "--http-credentials") gets exactly
  * those and the environment is left alone; SHOAL_TEST_CREDENTIALS=0 runs
  * every other cluster open (no credentials), as before.
+ *
+ * SHOAL_TEST_TLS=1 gives every cluster TLS client ports too (cluster.sh up
+ * --tls; not when the test's options say --plain or --tls): one CA per test
+ * process for all its clusters, exported as AWS_CA_BUNDLE for libshoal and
+ * the tools.  Traffic between the processes is TLS either way (cluster.sh's
+ * default).
  */
 #ifndef SHOAL_TL_CLUSTER_H
 #define SHOAL_TL_CLUSTER_H
@@ -25,6 +31,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <nng/nng.h>
 
 typedef struct tl_cluster {
 	char root[1024];    /* repository root */
@@ -115,5 +123,10 @@ int tl_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Reads a whole file (malloc'd, NUL-terminated) or NULL. */
 char *tl_read_file(const char *path);
+
+/* nng_dial of s to url (one of c's routers) as the cluster's clients dial
+ * it: a tls+ URL with a TLS configuration that verifies the router against
+ * the cluster's CA (SHOAL_TEST_TLS=1, or a test's --tls).  nng's result. */
+int tl_cluster_dial(const tl_cluster *c, nng_socket s, const char *url);
 
 #endif
