@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <nng/protocol/reqrep0/req.h>
 
 #include "alloc.h"
 #include "errors.h"
@@ -60,4 +63,185 @@ int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags
 	if (rv != 0)
 		nng_dialer_close(d);
 	return rv;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Listen guard (tls.h)                                                      */
+/* ------------------------------------------------------------------------ */
+
+struct sh_listen_guard {
+	nng_socket sock;
+	char url[256];   /* what it listens on */
+	char probe[256]; /* where its probe dials (a wildcard host made 127.0.0.1) */
+	nng_tls_config *server, *probe_cfg;
+	void (*log)(const char *msg);
+	nng_listener l; /* (the guard thread's once started) */
+	bool guarded;   /* a thread runs */
+	atomic_uint accepted;
+	atomic_uint relistens;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop; /* (mu) */
+};
+
+static void guard_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	(void)p;
+	(void)ev;
+	sh_listen_guard *g = arg;
+	atomic_fetch_add(&g->accepted, 1);
+}
+
+/* Waits ms or until stopped: true when stopped. */
+static bool guard_sleep(sh_listen_guard *g, int64_t ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&g->mu);
+	while (!g->stop && pthread_cond_timedwait(&g->cv, &g->mu, &ts) == 0)
+		;
+	bool stop = g->stop;
+	pthread_mutex_unlock(&g->mu);
+	return stop;
+}
+
+/* One probe: true unless our end of a new connection is up and the
+ * listener took no connection within SH_LISTEN_GUARD_ACCEPT_MS.  (A dial
+ * that fails says nothing about accepting: an overloaded or stopping
+ * server.) */
+static bool guard_probe(sh_listen_guard *g)
+{
+	nng_socket s;
+	if (nng_req0_open(&s) != 0)
+		return true;
+	unsigned before = atomic_load(&g->accepted);
+	bool ok = true;
+	if (sh_tls_dial(s, g->probe, g->probe_cfg, 0) == 0) {
+		ok = false;
+		for (int waited = 0; waited < SH_LISTEN_GUARD_ACCEPT_MS && !ok; waited += 10) {
+			if (atomic_load(&g->accepted) != before)
+				ok = true;
+			else if (guard_sleep(g, 10))
+				ok = true; /* stopping: no verdict */
+		}
+	}
+	nng_close(s);
+	return ok;
+}
+
+static void *guard_main(void *arg)
+{
+	sh_listen_guard *g = arg;
+	int strikes = 0;
+	while (!guard_sleep(g, SH_LISTEN_GUARD_MS)) {
+		if (guard_probe(g)) {
+			strikes = 0;
+			continue;
+		}
+		if (++strikes < 2)
+			continue;
+		strikes = 0;
+		nng_listener_close(g->l);
+		int rv = sh_tls_listen(g->sock, g->url, g->server, &g->l);
+		atomic_fetch_add(&g->relistens, 1);
+		char msg[512];
+		snprintf(msg, sizeof(msg),
+		         "listener %s took no connection for two probes while they connected (nng "
+		         "1.5.2: a peer that closed during its SP negotiation over TLS stops a "
+		         "listener, nanomsg/nng#1518): %s",
+		         g->url, rv == 0 ? "listening again" : nng_strerror(rv));
+		if (g->log != NULL)
+			g->log(msg);
+		while (rv != 0 && !guard_sleep(g, SH_LISTEN_GUARD_MS))
+			rv = sh_tls_listen(g->sock, g->url, g->server, &g->l);
+	}
+	return NULL;
+}
+
+int sh_listen_guard_start(sh_listen_guard **out, nng_socket sock, const char *url,
+                          nng_tls_config *server, nng_tls_config *probe,
+                          void (*log)(const char *msg), char *errmsg)
+{
+	sh_listen_guard *g = sh_calloc(1, sizeof(*g));
+	if (g == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "listen %s: out of memory", url);
+	g->sock = sock;
+	g->server = server;
+	g->probe_cfg = probe;
+	g->log = log;
+	atomic_init(&g->accepted, 0);
+	atomic_init(&g->relistens, 0);
+	if (snprintf(g->url, sizeof(g->url), "%s", url) >= (int)sizeof(g->url)) {
+		sh_free(g);
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "listen: URL too long: %s", url);
+	}
+	/* The probe dials a host: a wildcard listener is dialled on loopback. */
+	const char *host = strstr(url, "://");
+	host = host != NULL ? host + 3 : url;
+	const char *port = strrchr(host, ':');
+	bool wild = port == NULL || port == host || strncmp(host, "0.0.0.0:", 8) == 0 ||
+	            strncmp(host, "*:", 2) == 0;
+	bool wild6 = strncmp(host, "[::]:", 5) == 0;
+	if (wild6)
+		snprintf(g->probe, sizeof(g->probe), "%.*s[::1]%s", (int)(host - url), url, port);
+	else if (wild && port != NULL)
+		snprintf(g->probe, sizeof(g->probe), "%.*s127.0.0.1%s", (int)(host - url), url,
+		         port);
+	else
+		snprintf(g->probe, sizeof(g->probe), "%s", url);
+	int rv = sh_tls_listen(sock, url, server, &g->l);
+	if (rv != 0) {
+		sh_free(g);
+		return sh_errf(errmsg, SHOAL_E_IO, "listen %s: %s", url, nng_strerror(rv));
+	}
+	if (sh_tls_is_tls(url) && probe != NULL) {
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&g->cv, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_init(&g->mu, NULL);
+		if ((rv = nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, guard_pipe_cb, g)) != 0 ||
+		    pthread_create(&g->th, NULL, guard_main, g) != 0) {
+			nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, NULL, NULL);
+			pthread_cond_destroy(&g->cv);
+			pthread_mutex_destroy(&g->mu);
+			nng_listener_close(g->l);
+			sh_free(g);
+			return sh_errf(errmsg, SHOAL_E_INTERNAL, "listen %s: no guard thread", url);
+		}
+		g->guarded = true;
+	}
+	*out = g;
+	return SHOAL_OK;
+}
+
+unsigned sh_listen_guard_relistens(const sh_listen_guard *g)
+{
+	return g != NULL ? atomic_load(&g->relistens) : 0;
+}
+
+void sh_listen_guard_close(sh_listen_guard *g)
+{
+	if (g == NULL)
+		return;
+	if (g->guarded) {
+		pthread_mutex_lock(&g->mu);
+		g->stop = true;
+		pthread_cond_signal(&g->cv);
+		pthread_mutex_unlock(&g->mu);
+		pthread_join(g->th, NULL);
+		nng_pipe_notify(g->sock, NNG_PIPE_EV_ADD_POST, NULL, NULL);
+		pthread_cond_destroy(&g->cv);
+		pthread_mutex_destroy(&g->mu);
+	}
+	nng_listener_close(g->l);
+	sh_free(g);
 }

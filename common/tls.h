@@ -69,6 +69,8 @@ typedef struct sh_tls_named {
 /* A member's TLS configurations: server (for its listeners) and client (for
  * its dials); both present the member's certificate and require the peer's.
  * For a client-facing listener, `public_server` asks nothing of the peer.
+ * `probe` dials the member's own listeners (sh_listen_guard): it presents
+ * the member's certificate and takes any member's.
  * `peers_checked`: made by Shoal's engine, so server takes nodes and
  * routers only and client nodes only (else any certificate of the CA).
  * `named`: the client configurations of sh_tls_client_for, made on first
@@ -77,6 +79,7 @@ typedef struct sh_tls {
 	nng_tls_config *server;
 	nng_tls_config *client;
 	nng_tls_config *public_server;
+	nng_tls_config *probe; /* a listen guard's dials of its own listeners */
 	bool peers_checked;
 	char dir[1024];
 	char cert[1100]; /* dir/<name>.pem */
@@ -116,6 +119,35 @@ bool sh_tls_is_tls(const char *url);
  * (NNG_EINVAL without one).  Returns an nng error code. */
 int sh_tls_listen(nng_socket sock, const char *url, nng_tls_config *cfg, nng_listener *out);
 int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags);
+
+/* A listener that keeps accepting (tls.c, "Listen guard").  nng 1.5.2's
+ * TLS transport stops a listener for good when a connection closes at the
+ * wrong moment of its SP negotiation (it hands the listener NNG_ECLOSED,
+ * which nng takes for the listener's own close: nanomsg/nng#1518, fixed
+ * in 1.6.0; Debian 12 ships 1.5.2).  Then every new connection completes
+ * its handshake and negotiation and is never read: its requests wait
+ * forever.  A client that dials several routers and exits once one has
+ * answered did it within ten calls.  So for a tls+ URL a guard thread
+ * dials the listener every SH_LISTEN_GUARD_MS with `probe` (a client
+ * configuration its server configuration accepts); when the probe's
+ * connection is up at our end and sock has taken no connection
+ * (NNG_PIPE_EV_ADD_POST) within SH_LISTEN_GUARD_ACCEPT_MS, twice in a
+ * row, it closes the listener and listens again (closing a listener
+ * closes its connections: their clients reconnect), and tells log.  A
+ * plain URL gets the listener alone (TCP's transport hands the listener
+ * ECONNSHUT or ECONNRESET, which nng retries).  The guard owns sock's
+ * NNG_PIPE_EV_ADD_POST notification.  SHOAL_OK or an error in errmsg. */
+#define SH_LISTEN_GUARD_MS        5000
+#define SH_LISTEN_GUARD_ACCEPT_MS 2000
+typedef struct sh_listen_guard sh_listen_guard;
+int sh_listen_guard_start(sh_listen_guard **out, nng_socket sock, const char *url,
+                          nng_tls_config *server, nng_tls_config *probe,
+                          void (*log)(const char *msg), char *errmsg);
+/* How many times it listened again. */
+unsigned sh_listen_guard_relistens(const sh_listen_guard *g);
+/* Stops the guard and closes the listener (NULL: nothing).  Not on the
+ * log callback's thread. */
+void sh_listen_guard_close(sh_listen_guard *g);
 
 /* Shoal's TLS engine for nng (tls_engine.c): mbedtls as nng's own engine
  * uses it, plus the peer's identity (sh_tls_config_alloc's peer sets,

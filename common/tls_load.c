@@ -100,6 +100,9 @@ int sh_tls_load(sh_tls *t, const char *dir, const char *name, void (*warn)(const
 	if (rc == SHOAL_OK)
 		rc = config(&t->public_server, NNG_TLS_MODE_SERVER, t->cert, NULL,
 		            NNG_TLS_AUTH_MODE_NONE, 0, errmsg);
+	if (rc == SHOAL_OK)
+		rc = config(&t->probe, NNG_TLS_MODE_CLIENT, t->cert, ca, NNG_TLS_AUTH_MODE_REQUIRED,
+		            members, errmsg);
 	if (rc != SHOAL_OK)
 		sh_tls_free(t);
 	return rc;
@@ -162,5 +165,7 @@ void sh_tls_free(sh_tls *t)
 		nng_tls_config_free(t->client);
 	if (t->public_server != NULL)
 		nng_tls_config_free(t->public_server);
-	t->server = t->client = t->public_server = NULL;
+	if (t->probe != NULL)
+		nng_tls_config_free(t->probe);
+	t->server = t->client = t->public_server = t->probe = NULL;
 }

@@ -247,6 +247,7 @@ struct node_server {
 	bool sock_open;
 	rctx *ctxs;
 	unsigned n_ctxs;
+	sh_listen_guard *listener; /* kept accepting (common/tls.h) */
 	pthread_mutex_t mu;
 	pthread_cond_t idle;
 	unsigned busy;          /* messages received and not yet answered */
@@ -1179,6 +1180,8 @@ static void rctx_cb(void *arg)
 
 static void server_free(node_server *s)
 {
+	sh_listen_guard_close(s->listener); /* (its thread uses the socket) */
+	s->listener = NULL;
 	if (s->sock_open) {
 		nng_close(s->sock);
 		s->sock_open = false;
@@ -1210,6 +1213,11 @@ static void server_free(node_server *s)
 	pthread_cond_destroy(&s->idle);
 	pthread_mutex_destroy(&s->mu);
 	sh_free(s);
+}
+
+static void guard_log(const char *msg)
+{
+	node_logf(NODE_LOG_WARN, "server: %s", msg);
 }
 
 int node_server_start(node *n, const char *url, unsigned contexts, node_server **out, char *errmsg)
@@ -1268,10 +1276,10 @@ int node_server_start(node *n, const char *url, unsigned contexts, node_server *
 		goto err;
 	}
 	url = lurl;
-	if ((rv = sh_tls_listen(s->sock, url, n->tls != NULL ? n->tls->server : NULL, NULL)) != 0) {
-		rc = sh_errf(errmsg, SHOAL_E_IO, "server: listen on %s: %s", url, nng_strerror(rv));
+	if ((rc = sh_listen_guard_start(
+	         &s->listener, s->sock, url, n->tls != NULL ? n->tls->server : NULL,
+	         n->tls != NULL ? n->tls->probe : NULL, guard_log, errmsg)) != SHOAL_OK)
 		goto err;
-	}
 	for (unsigned i = 0; i < contexts; i++) {
 		rctx *x = &s->ctxs[i];
 		x->state = RCTX_RECV;

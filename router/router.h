@@ -936,8 +936,8 @@ typedef struct rt_rctx rt_rctx;
 
 struct rt_server {
 	rt_router *rt;
-	nng_socket sock; /* REP */
-	nng_listener listener;
+	nng_socket sock;           /* REP */
+	sh_listen_guard *listener; /* the listener, kept accepting (common/tls.h) */
 	bool open;
 	rt_rctx *ctxs;
 	uint32_t n_ctxs;

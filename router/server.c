@@ -377,6 +377,11 @@ static void free_ctxs(rt_server *s)
 	s->n_ctxs = 0;
 }
 
+static void guard_log(const char *msg)
+{
+	rt_log("server: %s", msg);
+}
+
 int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
 {
 	memset(s, 0, sizeof(*s));
@@ -414,11 +419,10 @@ int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
 		             "listen %s: a TLS client port needs [tls] in the cluster file", url);
 		goto err_after_socket;
 	}
-	if ((rv = sh_tls_listen(s->sock, url, rt->tls != NULL ? rt->tls->public_server : NULL,
-	                        &s->listener)) != 0) {
-		rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "listen %s: %s", url, nng_strerror(rv));
+	if ((rc = sh_listen_guard_start(
+	         &s->listener, s->sock, url, rt->tls != NULL ? rt->tls->public_server : NULL,
+	         rt->tls != NULL ? rt->tls->probe : NULL, guard_log, errmsg)) != SHOAL_OK)
 		goto err_after_socket;
-	}
 	for (uint32_t i = 0; i < n; i++) {
 		s->ctxs[i].state = RC_RECV;
 		nng_ctx_recv(s->ctxs[i].ctx, s->ctxs[i].aio);
@@ -436,7 +440,8 @@ void rt_server_stop(rt_server *s, uint32_t drain_ms)
 {
 	if (!s->open)
 		return;
-	nng_listener_close(s->listener);
+	sh_listen_guard_close(s->listener);
+	s->listener = NULL;
 	int64_t until = sh_now_ms() + drain_ms;
 	while (atomic_load(&s->busy) > 0 && sh_now_ms() < until)
 		nng_msleep(10);
