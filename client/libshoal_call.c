@@ -23,6 +23,7 @@
 
 #include "client/libshoal_int.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/arena.h"
 #include "proto/wire.h"
 #include "proto/wire_api.h"
@@ -369,15 +370,7 @@ int shoal_poll(shoal_client *c, int timeout_ms)
 	pthread_mutex_lock(&c->mu);
 	if (c->done_head == NULL && c->in_flight > 0 && timeout_ms != 0) {
 		struct timespec until;
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		if (timeout_ms > 0) {
-			until.tv_sec += timeout_ms / 1000;
-			until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-			if (until.tv_nsec >= 1000000000L) {
-				until.tv_sec++;
-				until.tv_nsec -= 1000000000L;
-			}
-		}
+		sh_timespec_in(CLOCK_MONOTONIC, timeout_ms > 0 ? timeout_ms : 0, &until);
 		while (c->done_head == NULL && c->in_flight > 0) {
 			if (timeout_ms < 0) {
 				pthread_cond_wait(&c->cond, &c->mu);

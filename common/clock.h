@@ -25,4 +25,18 @@ static inline int64_t sh_now_ms(void)
 	return sh_now_ns() / 1000000;
 }
 
+/* *ts = the time of `clock` ms milliseconds from now: a deadline for
+ * pthread_cond_timedwait (whose condition variable waits on that clock:
+ * CLOCK_REALTIME unless its attributes said otherwise). */
+static inline void sh_timespec_in(clockid_t clock, int64_t ms, struct timespec *ts)
+{
+	clock_gettime(clock, ts);
+	ts->tv_sec += (time_t)(ms / 1000);
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 #endif

@@ -18,6 +18,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "alloc.h"
+#include "clock.h"
 #include "errors.h"
 
 bool sh_tls_is_tls(const char *url)
@@ -97,13 +98,7 @@ static void guard_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 static bool guard_sleep(sh_listen_guard *g, int64_t ms)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += ms / 1000;
-	ts.tv_nsec += (ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	sh_timespec_in(CLOCK_MONOTONIC, ms, &ts);
 	pthread_mutex_lock(&g->mu);
 	while (!g->stop && pthread_cond_timedwait(&g->cv, &g->mu, &ts) == 0)
 		;

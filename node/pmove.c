@@ -383,12 +383,7 @@ static void test_hold_fenced(node_pmove *pm, const pm_move *m)
 	pthread_mutex_lock(&pm->mu);
 	while (!pm->stop && sh_now_ms() < until) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20 * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		sh_timespec_in(CLOCK_REALTIME, 20, &ts);
 		pthread_cond_timedwait(&pm->cv, &pm->mu, &ts);
 	}
 	pthread_mutex_unlock(&pm->mu);
@@ -860,12 +855,7 @@ static void *driver(void *arg)
 		pthread_mutex_lock(&pm->mu);
 		if (!pm->stop) {
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += PM_IDLE_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			sh_timespec_in(CLOCK_REALTIME, PM_IDLE_MS, &ts);
 			pthread_cond_timedwait(&pm->cv, &pm->mu, &ts);
 		}
 		bool stop = pm->stop;

@@ -71,6 +71,7 @@
 #include <mbedtls/ssl.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "router/httpd.h"
 #include "router/router.h"
 
@@ -1963,12 +1964,7 @@ void rt_httpd_stop(rt_httpd *s)
 	pthread_mutex_lock(&s->mu);
 	while (atomic_load(&s->busy) > 0) {
 		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 100 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		sh_timespec_in(CLOCK_REALTIME, 100, &ts);
 		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 	}
 	pthread_mutex_unlock(&s->mu);

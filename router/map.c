@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "router/router.h"
 
 typedef struct rt_mapper {
@@ -234,17 +235,6 @@ out:
 	atomic_fetch_add(&m->refreshes, 1);
 }
 
-static void deadline_ts(int64_t ms_from_now, struct timespec *ts)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms_from_now / 1000;
-	ts->tv_nsec += (long)(ms_from_now % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 static void *refresher(void *arg)
 {
 	rt_router *rt = arg;
@@ -258,7 +248,7 @@ static void *refresher(void *arg)
 		                                    : RT_MAP_EVERY_MS);
 		if (now < due) {
 			struct timespec ts;
-			deadline_ts(due - now, &ts);
+			sh_timespec_in(CLOCK_MONOTONIC, due - now, &ts);
 			int rc = pthread_cond_timedwait(&m->cv, &m->mu, &ts);
 			if (rc != 0 && rc != ETIMEDOUT)
 				break;
