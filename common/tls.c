@@ -78,8 +78,7 @@ struct sh_listen_guard {
 	void (*log)(const char *msg);
 	nng_listener l; /* (the guard thread's once started) */
 	bool guarded;   /* a thread runs */
-	atomic_uint accepted;
-	atomic_uint relistens;
+	atomic_uint accepted; /* connections the socket took */
 	pthread_t th;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -145,7 +144,6 @@ static void *guard_main(void *arg)
 		strikes = 0;
 		nng_listener_close(g->l);
 		int rv = sh_tls_listen(g->sock, g->url, g->server, &g->l);
-		atomic_fetch_add(&g->relistens, 1);
 		char msg[512];
 		snprintf(msg, sizeof(msg),
 		         "listener %s took no connection for two probes while they connected (nng "
@@ -172,7 +170,6 @@ int sh_listen_guard_start(sh_listen_guard **out, nng_socket sock, const char *ur
 	g->probe_cfg = probe;
 	g->log = log;
 	atomic_init(&g->accepted, 0);
-	atomic_init(&g->relistens, 0);
 	if (snprintf(g->url, sizeof(g->url), "%s", url) >= (int)sizeof(g->url)) {
 		sh_free(g);
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "listen: URL too long: %s", url);
@@ -216,11 +213,6 @@ int sh_listen_guard_start(sh_listen_guard **out, nng_socket sock, const char *ur
 	}
 	*out = g;
 	return SHOAL_OK;
-}
-
-unsigned sh_listen_guard_relistens(const sh_listen_guard *g)
-{
-	return g != NULL ? atomic_load(&g->relistens) : 0;
 }
 
 void sh_listen_guard_close(sh_listen_guard *g)

@@ -143,8 +143,6 @@ typedef struct sh_listen_guard sh_listen_guard;
 int sh_listen_guard_start(sh_listen_guard **out, nng_socket sock, const char *url,
                           nng_tls_config *server, nng_tls_config *probe,
                           void (*log)(const char *msg), char *errmsg);
-/* How many times it listened again. */
-unsigned sh_listen_guard_relistens(const sh_listen_guard *g);
 /* Stops the guard and closes the listener (NULL: nothing).  Not on the
  * log callback's thread. */
 void sh_listen_guard_close(sh_listen_guard *g);
