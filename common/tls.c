@@ -76,8 +76,8 @@ struct sh_listen_guard {
 	char probe[256]; /* where its probe dials (a wildcard host made 127.0.0.1) */
 	nng_tls_config *server, *probe_cfg;
 	void (*log)(const char *msg);
-	nng_listener l; /* (the guard thread's once started) */
-	bool guarded;   /* a thread runs */
+	nng_listener l;       /* (the guard thread's once started) */
+	bool guarded;         /* a thread runs */
 	atomic_uint accepted; /* connections the socket took */
 	pthread_t th;
 	pthread_mutex_t mu;
