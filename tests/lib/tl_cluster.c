@@ -19,6 +19,7 @@
 #include <nng/supplemental/tls/tls.h>
 
 #include "client/shoal.h"
+#include "common/tls.h"
 #include "proto/wire_auth.h"
 #include "testlib.h"
 #include "tl_metrics.h"
@@ -254,22 +255,18 @@ static bool give_test_ca(const tl_cluster *c)
 
 int tl_cluster_dial(const tl_cluster *c, nng_socket s, const char *url)
 {
-	if (strncmp(url, "tls+", 4) != 0)
+	if (!sh_tls_is_tls(url))
 		return nng_dial(s, url, NULL, 0);
 	char ca[1100];
 	snprintf(ca, sizeof(ca), "%s/tls/ca.pem", c->dir);
-	nng_dialer d;
 	nng_tls_config *cfg;
-	int rv = nng_dialer_create(&d, s, url);
+	int rv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT);
 	if (rv != 0)
 		return rv;
-	if ((rv = nng_tls_config_alloc(&cfg, NNG_TLS_MODE_CLIENT)) != 0)
-		return rv;
 	if ((rv = nng_tls_config_ca_file(cfg, ca)) == 0 &&
-	    (rv = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED)) == 0 &&
-	    (rv = nng_dialer_set_ptr(d, NNG_OPT_TLS_CONFIG, cfg)) == 0)
-		rv = nng_dialer_start(d, 0);
-	nng_tls_config_free(cfg); /* the dialer holds its own reference */
+	    (rv = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED)) == 0)
+		rv = sh_tls_dial(s, url, cfg, 0);
+	nng_tls_config_free(cfg); /* a dialer holds its own reference */
 	return rv;
 }
 
