@@ -63,6 +63,7 @@
 
 #include "client/libshoal_int.h"
 #include "common/alloc.h"
+#include "common/clock.h"
 #include "common/tls.h"
 #include "proto/wire.h"
 
@@ -157,6 +158,7 @@ static void pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 		 * finds no counted pipe reports a connection error early. */
 		if (c->n_pipes < c->cap_pipes)
 			c->pipes[c->n_pipes++] = id;
+		pthread_cond_broadcast(&c->pcond);
 	} else if (ev == NNG_PIPE_EV_REM_POST) {
 		for (unsigned i = 0; i < c->n_pipes; i++) {
 			if (c->pipes[i] == id) {
@@ -187,6 +189,33 @@ const char *shoal_endpoints(const shoal_client *c)
 
 static int lanes_open(shoal_client *c, char *errmsg);
 static void lanes_close(shoal_client *c);
+
+/*
+ * Before the socket closes: nng 1.5.2 (Debian 12's; nanomsg/nng#1518, fixed
+ * in 1.6.0) stops a TLS listener for good when a connection leaves in the
+ * middle of its handshake or SP negotiation -- the router's listen guard
+ * (common/tls.h sh_listen_guard) listens again within ~10 s, dropping that
+ * router's connections.  A client of several routers' endpoints that made
+ * one call through the first connection up would leave the others exactly
+ * there.  So it waits, at most SHOAL_SETTLE_MS, until it has a connection
+ * per TLS dialer (a connection counted here has finished its negotiation at
+ * both ends); an unreachable router's dialer makes it wait the whole bound.
+ * Plain TCP needs no wait (nng retries after a peer's close there).
+ */
+#define SHOAL_SETTLE_MS 300
+
+static void settle_dials(shoal_client *c)
+{
+	if (c->n_tls_dials == 0)
+		return;
+	struct timespec until;
+	sh_timespec_in(CLOCK_MONOTONIC, SHOAL_SETTLE_MS, &until);
+	pthread_mutex_lock(&c->pmu);
+	while (c->n_pipes < c->n_tls_dials &&
+	       pthread_cond_timedwait(&c->pcond, &c->pmu, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&c->pmu);
+}
 
 static int check_options(const shoal_options *o, char *errmsg)
 {
@@ -307,6 +336,8 @@ static int dial_all(shoal_client *c, const char *list, char *errmsg)
 			return sh_errf(errmsg, code, "Invalid endpoint: \"%s\": %s", url,
 			               nng_strerror(rv));
 		}
+		if (sh_tls_is_tls(url))
+			c->n_tls_dials++;
 		used +=
 		    (size_t)snprintf(c->endpoints + used, cap - used, "%s%s", n ? "," : "", url);
 		n++;
@@ -424,6 +455,7 @@ int lib_client_new(const char *endpoints, const shoal_options *opts, const char 
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &ca);
+	pthread_cond_init(&c->pcond, &ca);
 	pthread_condattr_destroy(&ca);
 
 	int rv = nng_req0_open(&c->sock);
@@ -452,10 +484,12 @@ int lib_client_new(const char *endpoints, const shoal_options *opts, const char 
 
 err_after_socket:
 	lanes_close(c);
+	settle_dials(c);
 	nng_close(c->sock);
 	if (c->tls != NULL)
 		nng_tls_config_free(c->tls);
 err_after_sync:
+	pthread_cond_destroy(&c->pcond);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->pmu);
 	pthread_mutex_destroy(&c->mu);
@@ -495,6 +529,7 @@ void shoal_client_free(shoal_client *c)
 	 * op's own pending operation with NNG_ECLOSED; op_free's nng_aio_stop
 	 * waits for each callback to return. */
 	lanes_close(c);
+	settle_dials(c);
 	nng_close(c->sock);
 	if (c->tls != NULL)
 		nng_tls_config_free(c->tls);
@@ -504,6 +539,7 @@ void shoal_client_free(shoal_client *c)
 		op_free(o);
 		o = next;
 	}
+	pthread_cond_destroy(&c->pcond);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->pmu);
 	pthread_mutex_destroy(&c->mu);

@@ -119,9 +119,11 @@ struct shoal_client {
 	unsigned in_flight; /* async ops whose callbacks have not run */
 	bool closing;
 
-	pthread_mutex_t pmu; /* pipes */
+	pthread_mutex_t pmu;  /* pipes */
+	pthread_cond_t pcond; /* a pipe came (settle_dials) */
 	uint32_t *pipes;
 	unsigned n_pipes, cap_pipes;
+	unsigned n_tls_dials; /* dialers of tls+ URLs (settle_dials) */
 
 	atomic_uint_fast64_t next_id;
 	/* Random at creation: with the request id, each request's client_token
@@ -138,7 +140,7 @@ struct shoal_client {
 	char region[64];
 	const char *creds_source;
 	char cluster_creds[1024]; /* lib_client_new's file, or "" */
-	pthread_mutex_t kmu; /* the derived key of kdate */
+	pthread_mutex_t kmu;      /* the derived key of kdate */
 	char kdate[9];
 	uint8_t kkey[32];
 

@@ -16,10 +16,13 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <mbedtls/net_sockets.h>
+#include <mbedtls/ssl.h>
 #include <nng/supplemental/tls/tls.h>
 
 #include "client/shoal.h"
 #include "common/tls.h"
+#include "common/tls_mbed.h"
 #include "proto/wire_auth.h"
 #include "testlib.h"
 #include "tl_metrics.h"
@@ -267,6 +270,38 @@ int tl_cluster_dial(const tl_cluster *c, nng_socket s, const char *url)
 	    (rv = nng_tls_config_auth_mode(cfg, NNG_TLS_AUTH_MODE_REQUIRED)) == 0)
 		rv = sh_tls_dial(s, url, cfg, 0);
 	nng_tls_config_free(cfg); /* a dialer holds its own reference */
+	return rv;
+}
+
+int tl_tls_leave_midway(int port)
+{
+	char ps[16];
+	snprintf(ps, sizeof(ps), "%d", port);
+	mbedtls_net_context net;
+	mbedtls_ssl_config conf;
+	mbedtls_ssl_context ssl;
+	mbedtls_net_init(&net);
+	mbedtls_ssl_config_init(&conf);
+	mbedtls_ssl_init(&ssl);
+	int rv = mbedtls_net_connect(&net, "127.0.0.1", ps, MBEDTLS_NET_PROTO_TCP);
+	if (rv == 0)
+		rv = sh_tls_conf_defaults(&conf, MBEDTLS_SSL_IS_CLIENT);
+	if (rv == 0) {
+		/* It leaves before it would look at the server's certificate. */
+		mbedtls_ssl_conf_authmode(&conf, MBEDTLS_SSL_VERIFY_NONE);
+		rv = mbedtls_ssl_setup(&ssl, &conf);
+	}
+	if (rv == 0) {
+		mbedtls_ssl_set_bio(&ssl, &net, mbedtls_net_send, mbedtls_net_recv, NULL);
+		/* Our last flight (ChangeCipherSpec, Finished) is sent once the
+		 * state is the server's ChangeCipherSpec. */
+		while (rv == 0 && ssl.state != MBEDTLS_SSL_SERVER_CHANGE_CIPHER_SPEC &&
+		       ssl.state != MBEDTLS_SSL_HANDSHAKE_OVER)
+			rv = mbedtls_ssl_handshake_step(&ssl);
+	}
+	mbedtls_ssl_free(&ssl);
+	mbedtls_ssl_config_free(&conf);
+	mbedtls_net_free(&net); /* closes the socket: no close_notify */
 	return rv;
 }
 

@@ -129,4 +129,12 @@ char *tl_read_file(const char *path);
  * the cluster's CA (SHOAL_TEST_TLS=1, or a test's --tls).  nng's result. */
 int tl_cluster_dial(const tl_cluster *c, nng_socket s, const char *url);
 
+/* A client that leaves a TLS listener on 127.0.0.1:port in the middle of
+ * the handshake: it sends its last flight (ChangeCipherSpec, Finished) and
+ * closes without reading the server's.  nng 1.5.2's TLS listener may then
+ * stop accepting for good (common/tls.h sh_listen_guard; nanomsg/nng#1518);
+ * in tries here it did within 3-19 such clients.  0, or mbedtls's error
+ * (the connection or a handshake step failed). */
+int tl_tls_leave_midway(int port);
+
 #endif
