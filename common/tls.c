@@ -130,6 +130,13 @@ static bool guard_probe(sh_listen_guard *g)
 	return ok;
 }
 
+static atomic_uint_fast64_t relistens;
+
+uint64_t sh_listen_guard_relistens(void)
+{
+	return atomic_load_explicit(&relistens, memory_order_relaxed);
+}
+
 static void *guard_main(void *arg)
 {
 	sh_listen_guard *g = arg;
@@ -144,6 +151,7 @@ static void *guard_main(void *arg)
 		strikes = 0;
 		nng_listener_close(g->l);
 		int rv = sh_tls_listen(g->sock, g->url, g->server, &g->l);
+		atomic_fetch_add_explicit(&relistens, 1, memory_order_relaxed);
 		char msg[512];
 		snprintf(msg, sizeof(msg),
 		         "listener %s took no connection for two probes while they connected (nng "

@@ -146,6 +146,9 @@ int sh_listen_guard_start(sh_listen_guard **out, nng_socket sock, const char *ur
 /* Stops the guard and closes the listener (NULL: nothing).  Not on the
  * log callback's thread. */
 void sh_listen_guard_close(sh_listen_guard *g);
+/* Any thread: how many times this process's guards listened again (the
+ * metrics' shoal_{router,node}_listener_relistens_total). */
+uint64_t sh_listen_guard_relistens(void);
 
 /* Shoal's TLS engine for nng (tls_engine.c): mbedtls as nng's own engine
  * uses it, plus the peer's identity (sh_tls_config_alloc's peer sets,

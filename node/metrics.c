@@ -7,6 +7,7 @@
  *   shoal_node_errors_total{op,code}              of which failed, by status
  *   shoal_node_request_seconds{op} (histogram)    time from receive to reply
  *   shoal_node_loop_wakes_total                   request threads waking the loop
+ *   shoal_node_listener_relistens_total           TLS listeners restarted (common/tls.h)
  *   shoal_node_batch_pool_members, _bytes         gauges: idle batch members kept
  *   shoal_node_server_contexts, _busy, _connections  gauges: the request server
  * and per hosted group, from the status the loop publishes:
@@ -46,6 +47,7 @@
 #include <nng/supplemental/http/http.h>
 
 #include "common/alloc.h"
+#include "common/tls.h"
 #include "node/node.h"
 #include "storage/index.h"
 
@@ -211,6 +213,12 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	        "request threads.\n# TYPE shoal_node_loop_wakes_total counter\n"
 	        "shoal_node_loop_wakes_total %" PRIu64 "\n",
 	        load(&s->loop_wakes));
+	appendf(&b,
+	        "# HELP shoal_node_listener_relistens_total TLS listeners found stopped and "
+	        "listening again (nng 1.5.2, common/tls.h sh_listen_guard).\n"
+	        "# TYPE shoal_node_listener_relistens_total counter\n"
+	        "shoal_node_listener_relistens_total %" PRIu64 "\n",
+	        sh_listen_guard_relistens());
 	appendf(&b,
 	        "# HELP shoal_node_batch_pool_members Idle batch members kept for reuse (at most "
 	        "%u), and the bytes of arenas they hold (at most %u).\n"

@@ -22,12 +22,14 @@
  *   shoal_router_job_pool_jobs, _bytes                  gauge (idle jobs kept, their arenas)
  *   shoal_router_txn_total{path}                        counter (single group, two-phase)
  *   shoal_router_txn_get_rounds_total, _waits_total     counter (TransactGetItems)
+ *   shoal_router_listener_relistens_total               counter (common/tls.h's guard)
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/tls.h"
 #include "router/router.h"
 
 static const double lat_bounds[RT_LAT_BUCKETS] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -158,6 +160,12 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "# TYPE shoal_router_repairs_total counter\n"
 	    "shoal_router_repairs_total %llu\n",
 	    (unsigned long long)get(&m->repairs));
+	put(&o,
+	    "# HELP shoal_router_listener_relistens_total TLS listeners found stopped and "
+	    "listening again (nng 1.5.2, common/tls.h sh_listen_guard).\n"
+	    "# TYPE shoal_router_listener_relistens_total counter\n"
+	    "shoal_router_listener_relistens_total %llu\n",
+	    (unsigned long long)sh_listen_guard_relistens());
 	put(&o,
 	    "# HELP shoal_router_leader_changes_total Changes of a group's believed leader.\n"
 	    "# TYPE shoal_router_leader_changes_total counter\n"

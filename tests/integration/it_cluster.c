@@ -26,6 +26,7 @@
 #include "storage/keyenc.h"
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
+#include "tests/lib/tl_metrics.h"
 
 static tl_cluster C;
 
@@ -860,6 +861,22 @@ END_TEST
  * finds it and listens again.  (With an nng that has #1518's fix the
  * trigger no longer stops the listener and this test's first assertion
  * fails: then it has done its job.) */
+/* Router 1's shoal_router_listener_relistens_total (its metrics port is
+ * the client port + 1), or -1 when it does not answer. */
+static long long router_relistens(const tl_cluster *T)
+{
+	char hp[32];
+	snprintf(hp, sizeof(hp), "127.0.0.1:%d", T->base_port + 1);
+	char *text = tl_metrics_get(hp);
+	if (text == NULL)
+		return -1;
+	const char *name = "\nshoal_router_listener_relistens_total ";
+	const char *p = strstr(text, name);
+	long long n = p != NULL ? strtoll(p + strlen(name), NULL, 10) : -1;
+	free(text);
+	return n;
+}
+
 /* Polls (deadline: four guard periods) until router 1 has logged that its
  * listener listens again and a client is served through it. */
 static void wait_listener_back(tl_cluster *T, const char *what)
@@ -903,6 +920,7 @@ START_TEST(test_tls_listener_kept)
 	char what[64];
 	snprintf(what, sizeof(what), "after %d clients left mid-handshake", leaves);
 	wait_listener_back(&T, what);
+	ck_assert_int_ge(router_relistens(&T), 1);
 	tl_cluster_down(&T);
 }
 END_TEST
@@ -931,6 +949,7 @@ START_TEST(test_tls_clients_settle)
 		              tl_cluster_router_log_count(&T, 1, "listening again"));
 	}
 	ck_assert_int_eq(tl_cluster_router_log_count(&T, 1, "listening again"), 0);
+	ck_assert_int_eq(router_relistens(&T), 0);
 	tl_cluster_down(&T);
 }
 END_TEST
