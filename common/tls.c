@@ -137,13 +137,54 @@ uint64_t sh_listen_guard_relistens(void)
 	return atomic_load_explicit(&relistens, memory_order_relaxed);
 }
 
+/* The listener's "other" error count (nng's statistics; nng 1.5.2 counts
+ * there the NNG_ECLOSED that stops it), or -1 when nng keeps none. */
+static int64_t listener_other(nng_listener l)
+{
+	nng_stat *all;
+	if (nng_stats_get(&all) != 0)
+		return -1;
+	nng_stat *ls = nng_stat_find_listener(all, l);
+	nng_stat *o = ls != NULL ? nng_stat_find(ls, "other") : NULL;
+	int64_t v = o != NULL ? (int64_t)nng_stat_value(o) : -1;
+	nng_stats_free(all);
+	return v;
+}
+
+/* After a probe that was accepted: the listener's "other" count once the
+ * probe's own closed connection is counted there (nng counts a
+ * connection's end as an error of its listener), so that it does not
+ * call for the next probe; at most a second's wait. */
+static int64_t guard_settled(sh_listen_guard *g, int64_t before)
+{
+	int64_t now = listener_other(g->l);
+	for (int waited = 0; now >= 0 && now <= before && waited < 1000; waited += 10) {
+		if (guard_sleep(g, 10))
+			break;
+		now = listener_other(g->l);
+	}
+	return now;
+}
+
 static void *guard_main(void *arg)
 {
 	sh_listen_guard *g = arg;
 	int strikes = 0;
-	while (!guard_sleep(g, SH_LISTEN_GUARD_MS)) {
+	int64_t seen = listener_other(g->l), since = 0;
+	/* A look at nng's statistics costs ~50 us, and ~1 ms per 200
+	 * connections in the process: every SH_LISTEN_GUARD_MS. */
+	while (!guard_sleep(g, strikes > 0 ? SH_LISTEN_GUARD_RETRY_MS : SH_LISTEN_GUARD_MS)) {
+		/* A probe after a failed one; when the listener counted an error
+		 * (or nng keeps no statistics); every SH_LISTEN_GUARD_IDLE_MS
+		 * anyway. */
+		int64_t other = listener_other(g->l);
+		since += SH_LISTEN_GUARD_MS;
+		if (strikes == 0 && since < SH_LISTEN_GUARD_IDLE_MS && other >= 0 && other == seen)
+			continue;
+		since = 0;
 		if (guard_probe(g)) {
 			strikes = 0;
+			seen = guard_settled(g, other);
 			continue;
 		}
 		if (++strikes < 2)
@@ -162,6 +203,7 @@ static void *guard_main(void *arg)
 			g->log(msg);
 		while (rv != 0 && !guard_sleep(g, SH_LISTEN_GUARD_MS))
 			rv = sh_tls_listen(g->sock, g->url, g->server, &g->l);
+		seen = listener_other(g->l);
 	}
 	return NULL;
 }

@@ -128,16 +128,23 @@ int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags
  * its handshake and negotiation and is never read: its requests wait
  * forever.  A client that dials several routers and exits once one has
  * answered did it within ten calls.  So for a tls+ URL a guard thread
- * dials the listener every SH_LISTEN_GUARD_MS with `probe` (a client
- * configuration its server configuration accepts); when the probe's
+ * dials the listener with `probe` (a client configuration its server
+ * configuration accepts) when it may have stopped, and when the probe's
  * connection is up at our end and sock has taken no connection
  * (NNG_PIPE_EV_ADD_POST) within SH_LISTEN_GUARD_ACCEPT_MS, twice in a
  * row, it closes the listener and listens again (closing a listener
- * closes its connections: their clients reconnect), and tells log.  A
- * plain URL gets the listener alone (TCP's transport hands the listener
- * ECONNSHUT or ECONNRESET, which nng retries).  The guard owns sock's
- * NNG_PIPE_EV_ADD_POST notification.  SHOAL_OK or an error in errmsg. */
+ * closes its connections: their clients reconnect), and tells log.  "May
+ * have stopped": the listener's "other" error count in nng's statistics
+ * moved (that NNG_ECLOSED is counted there, and so is every connection's
+ * end), or nng keeps no statistics, and every SH_LISTEN_GUARD_IDLE_MS
+ * anyway.  The guard looks every SH_LISTEN_GUARD_MS, and probes again
+ * SH_LISTEN_GUARD_RETRY_MS after a failed probe.  A plain URL gets the listener alone
+ * (TCP's transport hands the listener ECONNSHUT or ECONNRESET, which nng
+ * retries).  The guard owns sock's NNG_PIPE_EV_ADD_POST notification.
+ * SHOAL_OK or an error in errmsg. */
+#define SH_LISTEN_GUARD_RETRY_MS  1000
 #define SH_LISTEN_GUARD_MS        5000
+#define SH_LISTEN_GUARD_IDLE_MS   30000
 #define SH_LISTEN_GUARD_ACCEPT_MS 2000
 typedef struct sh_listen_guard sh_listen_guard;
 int sh_listen_guard_start(sh_listen_guard **out, nng_socket sock, const char *url,
