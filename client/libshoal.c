@@ -197,21 +197,22 @@ static void lanes_close(shoal_client *c);
  * (common/tls.h sh_listen_guard) listens again within ~10 s, dropping that
  * router's connections.  A client of several routers' endpoints that made
  * one call through the first connection up would leave the others exactly
- * there.  So it waits, at most SHOAL_SETTLE_MS, until it has a connection
- * per TLS dialer (a connection counted here has finished its negotiation at
- * both ends); an unreachable router's dialer makes it wait the whole bound.
- * Plain TCP needs no wait (nng retries after a peer's close there).
+ * there.  So when it dials a TLS endpoint it waits, at most
+ * SHOAL_SETTLE_MS, until it has a connection per dialer (a connection
+ * counted here has finished its negotiation at both ends); an unreachable
+ * router's dialer makes it wait the whole bound.  Plain TCP needs no wait
+ * (nng retries after a peer's close there).
  */
 #define SHOAL_SETTLE_MS 300
 
 static void settle_dials(shoal_client *c)
 {
-	if (c->n_tls_dials == 0)
+	if (!c->tls_dials)
 		return;
 	struct timespec until;
 	sh_timespec_in(CLOCK_MONOTONIC, SHOAL_SETTLE_MS, &until);
 	pthread_mutex_lock(&c->pmu);
-	while (c->n_pipes < c->n_tls_dials &&
+	while (c->n_pipes < c->n_dials &&
 	       pthread_cond_timedwait(&c->pcond, &c->pmu, &until) != ETIMEDOUT)
 		;
 	pthread_mutex_unlock(&c->pmu);
@@ -336,8 +337,8 @@ static int dial_all(shoal_client *c, const char *list, char *errmsg)
 			return sh_errf(errmsg, code, "Invalid endpoint: \"%s\": %s", url,
 			               nng_strerror(rv));
 		}
-		if (sh_tls_is_tls(url))
-			c->n_tls_dials++;
+		c->n_dials++;
+		c->tls_dials = c->tls_dials || sh_tls_is_tls(url);
 		used +=
 		    (size_t)snprintf(c->endpoints + used, cap - used, "%s%s", n ? "," : "", url);
 		n++;

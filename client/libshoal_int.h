@@ -123,7 +123,8 @@ struct shoal_client {
 	pthread_cond_t pcond; /* a pipe came (settle_dials) */
 	uint32_t *pipes;
 	unsigned n_pipes, cap_pipes;
-	unsigned n_tls_dials; /* dialers of tls+ URLs (settle_dials) */
+	unsigned n_dials; /* dialers started (settle_dials) */
+	bool tls_dials;   /* some of them dial tls+ URLs */
 
 	atomic_uint_fast64_t next_id;
 	/* Random at creation: with the request id, each request's client_token

@@ -220,7 +220,10 @@ SHOAL_API int shoal_client_new(const char *endpoints, const shoal_options *opts,
  * Closes the connections and frees the client.  Requests still in flight are
  * abandoned: their callbacks are not called (drain with shoal_poll first if
  * they must be).  No other thread may be inside a shoal_* call on c.
- * NULL is a no-op.
+ * NULL is a no-op.  With a TLS endpoint it first waits, at most 300 ms, for
+ * each endpoint's connection to be up: a connection closed in the middle of
+ * its handshake can stop a router's listener for ~10 s (nng 1.5.2's bug,
+ * nanomsg/nng#1518), so an unreachable endpoint makes this take 300 ms.
  */
 SHOAL_API void shoal_client_free(shoal_client *c);
 
