@@ -51,7 +51,8 @@ int sh_tls_listen(nng_socket sock, const char *url, nng_tls_config *cfg, nng_lis
 	return 0;
 }
 
-int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags)
+/* nng_dial with cfg for a tls+ URL; *out the dialer (when not NULL). */
+static int dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags, nng_dialer *out)
 {
 	nng_dialer d;
 	int rv = nng_dialer_create(&d, sock, url);
@@ -63,6 +64,146 @@ int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags
 		rv = nng_dialer_start(d, flags);
 	if (rv != 0)
 		nng_dialer_close(d);
+	else if (out != NULL)
+		*out = d;
+	return rv;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Dial keeper (tls.h)                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef struct kept {
+	struct kept *next;
+	nng_socket sock;
+	nng_dialer d;
+	nng_tls_config *cfg; /* held */
+	char url[256];
+	uint64_t other;    /* its "other" count at the last look */
+	uint64_t activity; /* the sum of its counts at the last look */
+	bool suspect;      /* no connection since "other" moved */
+} kept;
+
+static pthread_mutex_t keeper_mu = PTHREAD_MUTEX_INITIALIZER;
+static kept *keeper_list;   /* (keeper_mu) */
+static bool keeper_running; /* (keeper_mu) */
+static atomic_uint_fast64_t keeper_redials;
+
+uint64_t sh_dial_keeper_redials(void)
+{
+	return atomic_load_explicit(&keeper_redials, memory_order_relaxed);
+}
+
+static uint64_t stat_of(nng_stat *parent, const char *name)
+{
+	nng_stat *st = nng_stat_find(parent, name);
+	return st != NULL ? nng_stat_value(st) : 0;
+}
+
+/* One look at every kept dialer (keeper_mu held).  true to go on looking. */
+static bool keeper_look(void)
+{
+	nng_stat *all;
+	if (nng_stats_get(&all) != 0)
+		return false; /* no statistics: nothing to look at, ever */
+	for (kept **pp = &keeper_list; *pp != NULL;) {
+		kept *k = *pp;
+		nng_stat *ds = nng_stat_find_dialer(all, k->d);
+		if (ds == NULL) { /* closed by its owner, or with its socket */
+			*pp = k->next;
+			nng_tls_config_free(k->cfg);
+			sh_free(k);
+			continue;
+		}
+		uint64_t pipes = stat_of(ds, "pipes"), other = stat_of(ds, "other");
+		static const char *const acts[] = {"connect", "refused", "disconnect", "canceled",
+		                                   "other",   "timeout", "proto",      "auth",
+		                                   "oom",     "reject"};
+		uint64_t activity = 0;
+		for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++)
+			activity += stat_of(ds, acts[i]);
+		if (pipes != 0) {
+			k->suspect = false;
+		} else if (k->suspect && activity == k->activity) {
+			/* Nothing since the error: the dialer has stopped. */
+			nng_dialer nd;
+			nng_dialer_close(k->d);
+			if (dial(k->sock, k->url, k->cfg, NNG_FLAG_NONBLOCK, &nd) == 0) {
+				k->d = nd;
+				atomic_fetch_add_explicit(&keeper_redials, 1, memory_order_relaxed);
+			}
+			/* (A failed dial: the socket is closing; the next look
+			 * finds no dialer and lets it go.)  A new dialer's
+			 * statistics start at 0. */
+			k->suspect = false;
+			other = activity = 0;
+		} else if (other != k->other) {
+			k->suspect = true;
+		}
+		k->other = other;
+		k->activity = activity;
+		pp = &k->next;
+	}
+	nng_stats_free(all);
+	return true;
+}
+
+static void *keeper_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct timespec ts = {SH_DIAL_KEEP_MS / 1000, (SH_DIAL_KEEP_MS % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&keeper_mu);
+		bool go_on = keeper_look();
+		if (!go_on)
+			keeper_running = false;
+		pthread_mutex_unlock(&keeper_mu);
+		if (!go_on)
+			return NULL;
+	}
+}
+
+/* Registers d (a started non-blocking TLS dialer of sock).  Out of memory,
+ * or no thread: the dialer is left as nng made it. */
+static void keep(nng_socket sock, nng_dialer d, const char *url, nng_tls_config *cfg)
+{
+	kept *k = sh_calloc(1, sizeof(*k));
+	if (k == NULL || snprintf(k->url, sizeof(k->url), "%s", url) >= (int)sizeof(k->url)) {
+		sh_free(k);
+		return;
+	}
+	k->sock = sock;
+	k->d = d;
+	k->cfg = cfg;
+	nng_tls_config_hold(cfg);
+	pthread_mutex_lock(&keeper_mu);
+	if (!keeper_running) {
+		pthread_t th;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		keeper_running = pthread_create(&th, &a, keeper_main, NULL) == 0;
+		pthread_attr_destroy(&a);
+	}
+	if (keeper_running) {
+		k->next = keeper_list;
+		keeper_list = k;
+		k = NULL;
+	}
+	pthread_mutex_unlock(&keeper_mu);
+	if (k != NULL) {
+		nng_tls_config_free(k->cfg);
+		sh_free(k);
+	}
+}
+
+int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags)
+{
+	nng_dialer d;
+	int rv = dial(sock, url, cfg, flags, &d);
+	if (rv == 0 && sh_tls_is_tls(url) && (flags & NNG_FLAG_NONBLOCK) != 0)
+		keep(sock, d, url, cfg);
 	return rv;
 }
 

@@ -116,9 +116,27 @@ bool sh_tls_url(bool tls, const char *url, char *out, size_t cap);
 bool sh_tls_is_tls(const char *url);
 
 /* nng_listen / nng_dial of sock on url as given; a tls+tcp:// url uses cfg
- * (NNG_EINVAL without one).  Returns an nng error code. */
+ * (NNG_EINVAL without one).  Returns an nng error code.
+ *
+ * A dialer that keeps dialling (tls.c, "Dial keeper"): nng 1.5.2's dialer
+ * has the listener's bug below -- when a TLS connection's SP negotiation
+ * fails with NNG_ECLOSED (the server closed it right after the handshake: a
+ * node killed or stopping, a listener its guard restarted),
+ * dialer_connect_cb takes that for the dialer's own close and never dials
+ * again, so the socket stays without a connection for good.  So sh_tls_dial
+ * of a tls+ URL with NNG_FLAG_NONBLOCK (a dialer that reconnects by itself)
+ * registers the dialer with a process-wide keeper thread: every
+ * SH_DIAL_KEEP_MS it reads nng's statistics of each registered dialer, and
+ * one without a connection whose "other" error count moved, and that did
+ * nothing since (no connection, refusal, timeout or error) by the next look,
+ * is replaced: closed, and dialled again on the same socket with the same
+ * URL and configuration (held meanwhile).  A dialer closed by its owner (or
+ * with its socket) leaves the register at the next look. */
+#define SH_DIAL_KEEP_MS 2000
 int sh_tls_listen(nng_socket sock, const char *url, nng_tls_config *cfg, nng_listener *out);
 int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags);
+/* Any thread: dialers the keeper replaced in this process (metrics). */
+uint64_t sh_dial_keeper_redials(void);
 
 /* A listener that keeps accepting (tls.c, "Listen guard").  nng 1.5.2's
  * TLS transport stops a listener for good when a connection closes at the

@@ -8,6 +8,7 @@
  *   shoal_node_request_seconds{op} (histogram)    time from receive to reply
  *   shoal_node_loop_wakes_total                   request threads waking the loop
  *   shoal_node_listener_relistens_total           TLS listeners restarted (common/tls.h)
+ *   shoal_node_dialer_redials_total               TLS dialers restarted (common/tls.h)
  *   shoal_node_batch_pool_members, _bytes         gauges: idle batch members kept
  *   shoal_node_server_contexts, _busy, _connections  gauges: the request server
  * and per hosted group, from the status the loop publishes:
@@ -219,6 +220,12 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	        "# TYPE shoal_node_listener_relistens_total counter\n"
 	        "shoal_node_listener_relistens_total %" PRIu64 "\n",
 	        sh_listen_guard_relistens());
+	appendf(&b,
+	        "# HELP shoal_node_dialer_redials_total TLS dialers found stopped and dialled "
+	        "again (nng 1.5.2, common/tls.h's dial keeper).\n"
+	        "# TYPE shoal_node_dialer_redials_total counter\n"
+	        "shoal_node_dialer_redials_total %" PRIu64 "\n",
+	        sh_dial_keeper_redials());
 	appendf(&b,
 	        "# HELP shoal_node_batch_pool_members Idle batch members kept for reuse (at most "
 	        "%u), and the bytes of arenas they hold (at most %u).\n"

@@ -23,6 +23,7 @@
  *   shoal_router_txn_total{path}                        counter (single group, two-phase)
  *   shoal_router_txn_get_rounds_total, _waits_total     counter (TransactGetItems)
  *   shoal_router_listener_relistens_total               counter (common/tls.h's guard)
+ *   shoal_router_dialer_redials_total                   counter (common/tls.h's keeper)
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -166,6 +167,12 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "# TYPE shoal_router_listener_relistens_total counter\n"
 	    "shoal_router_listener_relistens_total %llu\n",
 	    (unsigned long long)sh_listen_guard_relistens());
+	put(&o,
+	    "# HELP shoal_router_dialer_redials_total TLS dialers found stopped and dialled "
+	    "again (nng 1.5.2, common/tls.h's dial keeper).\n"
+	    "# TYPE shoal_router_dialer_redials_total counter\n"
+	    "shoal_router_dialer_redials_total %llu\n",
+	    (unsigned long long)sh_dial_keeper_redials());
 	put(&o,
 	    "# HELP shoal_router_leader_changes_total Changes of a group's believed leader.\n"
 	    "# TYPE shoal_router_leader_changes_total counter\n"

@@ -4,6 +4,9 @@
  * cluster CA at that address.  Real nng sockets on 127.0.0.1, certificates
  * made by deploy/certs.sh for nodes 1-3 and the routers. */
 #include <check.h>
+#include <mbedtls/net_sockets.h>
+#include <mbedtls/ssl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 
 #include "common/errors.h"
 #include "common/tls.h"
+#include "common/tls_mbed.h"
 #include "tests/lib/testlib.h"
 
 /* T[0..2]: nodes 1-3; T[ROUTER]: the routers.  Node 1 dials. */
@@ -69,7 +73,7 @@ static void setup(void)
 		ck_assert_msg(sh_tls_load(&T[i], dir, names[i], NULL, err) == SHOAL_OK, "%s", err);
 		ck_assert(T[i].peers_checked);
 	}
-	port = tl_free_ports(4);
+	port = tl_free_ports(5);
 }
 
 static void teardown(void)
@@ -278,11 +282,106 @@ START_TEST(test_configs_kept)
 }
 END_TEST
 
+/* A TLS server that closes each connection as soon as its handshake is
+ * over, until no connection came for 1.5 s after the first (the dialer
+ * stopped) or 10 s passed. */
+typedef struct closer {
+	int port;
+	int conns;
+	bool quiet;
+} closer;
+
+static void *closer_main(void *arg)
+{
+	closer *c = arg;
+	char ps[16], err[SH_ERRMSG_SIZE];
+	const char *what;
+	snprintf(ps, sizeof(ps), "%d", c->port);
+	sh_tls_ident id;
+	mbedtls_ssl_config conf;
+	mbedtls_net_context lis;
+	mbedtls_ssl_config_init(&conf);
+	mbedtls_net_init(&lis);
+	int rv = sh_tls_ident_load(&id, &T[1], &what);
+	if (rv == 0)
+		rv = sh_tls_conf_defaults(&conf, MBEDTLS_SSL_IS_SERVER);
+	if (rv == 0) {
+		mbedtls_ssl_conf_authmode(&conf, MBEDTLS_SSL_VERIFY_NONE);
+		rv = sh_tls_conf_ident(&conf, &id, true);
+	}
+	if (rv == 0)
+		rv = mbedtls_net_bind(&lis, "127.0.0.1", ps, MBEDTLS_NET_PROTO_TCP);
+	(void)err;
+	uint64_t start = now_ms(), last = 0;
+	while (rv == 0 && now_ms() - start < 10000) {
+		if (c->conns > 0 && now_ms() - last > 1500) {
+			c->quiet = true;
+			break;
+		}
+		struct pollfd pfd = {.fd = lis.fd, .events = POLLIN};
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		mbedtls_net_context cli;
+		mbedtls_net_init(&cli);
+		if (mbedtls_net_accept(&lis, &cli, NULL, 0, NULL) != 0)
+			continue;
+		c->conns++;
+		last = now_ms();
+		mbedtls_ssl_context ssl;
+		mbedtls_ssl_init(&ssl);
+		if (mbedtls_ssl_setup(&ssl, &conf) == 0) {
+			mbedtls_ssl_set_bio(&ssl, &cli, mbedtls_net_send, mbedtls_net_recv, NULL);
+			mbedtls_ssl_handshake(&ssl);
+		}
+		mbedtls_ssl_free(&ssl);
+		mbedtls_net_free(&cli); /* no close_notify, no SP header */
+	}
+	mbedtls_net_free(&lis);
+	mbedtls_ssl_config_free(&conf);
+	sh_tls_ident_free(&id);
+	return NULL;
+}
+
+/* nng 1.5.2's dialer stops for good when a server closes a TLS connection
+ * right after the handshake (its SP negotiation fails with NNG_ECLOSED);
+ * the dial keeper (common/tls.h) dials again, so the socket connects once
+ * a real listener is there. */
+START_TEST(test_dial_kept)
+{
+	char err[SH_ERRMSG_SIZE];
+	closer c = {.port = port + 4};
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, closer_main, &c), 0);
+	atomic_int lp = 0, dp = 0;
+	uint64_t redials = sh_dial_keeper_redials();
+	nng_socket req = dial_with(sh_tls_client_for(&T[0], 2, err), 4, &dp);
+	pthread_join(th, NULL);
+	ck_assert_msg(c.quiet,
+	              "the dialer did not stop after %d connections closed after the handshake "
+	              "(nng's bug not reproduced: nothing to keep)",
+	              c.conns);
+	nng_socket rep = listen_with(T[1].server, 4, &lp);
+	uint64_t deadline = now_ms() + 4 * SH_DIAL_KEEP_MS + 5000;
+	while (atomic_load(&dp) == 0 && now_ms() < deadline)
+		pause_ms(20);
+	ck_assert_msg(atomic_load(&dp) > 0,
+	              "no connection within %d ms of a listener being there (%d connections "
+	              "were closed; keeper redials %llu)",
+	              4 * SH_DIAL_KEEP_MS + 5000, c.conns,
+	              (unsigned long long)(sh_dial_keeper_redials() - redials));
+	ck_assert_uint_ge(sh_dial_keeper_redials() - redials, 1);
+	round_trip(req, rep);
+	nng_close(req);
+	nng_close(rep);
+}
+END_TEST
+
 static Suite *tls_name_suite(void)
 {
 	return tl_suite("tls_name", setup, teardown, 60,
 	                TL_TESTS(test_named_node_answers, test_other_node_refused,
-	                         test_router_refused, test_host_name_kept, test_configs_kept));
+	                         test_router_refused, test_host_name_kept, test_configs_kept,
+	                         test_dial_kept));
 }
 
 TL_MAIN(tls_name_suite)
