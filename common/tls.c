@@ -88,6 +88,12 @@ static pthread_mutex_t keeper_mu = PTHREAD_MUTEX_INITIALIZER;
 static kept *keeper_list;   /* (keeper_mu) */
 static bool keeper_running; /* (keeper_mu) */
 static atomic_uint_fast64_t keeper_redials;
+static void (*_Atomic keeper_log)(const char *msg);
+
+void sh_dial_keeper_log(void (*log)(const char *msg))
+{
+	atomic_store(&keeper_log, log);
+}
 
 uint64_t sh_dial_keeper_redials(void)
 {
@@ -128,9 +134,21 @@ static bool keeper_look(void)
 			/* Nothing since the error: the dialer has stopped. */
 			nng_dialer nd;
 			nng_dialer_close(k->d);
-			if (dial(k->sock, k->url, k->cfg, NNG_FLAG_NONBLOCK, &nd) == 0) {
+			int rv = dial(k->sock, k->url, k->cfg, NNG_FLAG_NONBLOCK, &nd);
+			if (rv == 0) {
 				k->d = nd;
 				atomic_fetch_add_explicit(&keeper_redials, 1, memory_order_relaxed);
+			}
+			void (*log)(const char *) = atomic_load(&keeper_log);
+			if (log != NULL && rv != NNG_ECLOSED) {
+				char msg[512];
+				snprintf(
+				    msg, sizeof(msg),
+				    "dialer of %s stopped without a connection after an error (nng "
+				    "1.5.2: a TLS negotiation the server closed stops a dialer, "
+				    "nanomsg/nng#1518): %s",
+				    k->url, rv == 0 ? "dialling again" : nng_strerror(rv));
+				log(msg);
 			}
 			/* (A failed dial: the socket is closing; the next look
 			 * finds no dialer and lets it go.)  A new dialer's

@@ -137,6 +137,9 @@ int sh_tls_listen(nng_socket sock, const char *url, nng_tls_config *cfg, nng_lis
 int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags);
 /* Any thread: dialers the keeper replaced in this process (metrics). */
 uint64_t sh_dial_keeper_redials(void);
+/* Where the keeper says that it replaced a dialer (NULL, the default:
+ * nowhere -- a library does not print). */
+void sh_dial_keeper_log(void (*log)(const char *msg));
 
 /* A listener that keeps accepting (tls.c, "Listen guard").  nng 1.5.2's
  * TLS transport stops a listener for good when a connection closes at the

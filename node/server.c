@@ -1220,6 +1220,11 @@ static void guard_log(const char *msg)
 	node_logf(NODE_LOG_WARN, "server: %s", msg);
 }
 
+static void keeper_log(const char *msg)
+{
+	node_logf(NODE_LOG_WARN, "connections: %s", msg);
+}
+
 int node_server_start(node *n, const char *url, unsigned contexts, node_server **out, char *errmsg)
 {
 	int rc = SHOAL_OK, rv;
@@ -1276,6 +1281,7 @@ int node_server_start(node *n, const char *url, unsigned contexts, node_server *
 		goto err;
 	}
 	url = lurl;
+	sh_dial_keeper_log(keeper_log);
 	if ((rc = sh_listen_guard_start(
 	         &s->listener, s->sock, url, n->tls != NULL ? n->tls->server : NULL,
 	         n->tls != NULL ? n->tls->probe : NULL, guard_log, errmsg)) != SHOAL_OK)

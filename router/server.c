@@ -382,6 +382,11 @@ static void guard_log(const char *msg)
 	rt_log("server: %s", msg);
 }
 
+static void keeper_log(const char *msg)
+{
+	rt_log("connections: %s", msg);
+}
+
 int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
 {
 	memset(s, 0, sizeof(*s));
@@ -419,6 +424,7 @@ int rt_server_start(rt_server *s, rt_router *rt, const char *url, char *errmsg)
 		             "listen %s: a TLS client port needs [tls] in the cluster file", url);
 		goto err_after_socket;
 	}
+	sh_dial_keeper_log(keeper_log);
 	if ((rc = sh_listen_guard_start(
 	         &s->listener, s->sock, url, rt->tls != NULL ? rt->tls->public_server : NULL,
 	         rt->tls != NULL ? rt->tls->probe : NULL, guard_log, errmsg)) != SHOAL_OK)
