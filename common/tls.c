@@ -79,9 +79,8 @@ typedef struct kept {
 	nng_dialer d;
 	nng_tls_config *cfg; /* held */
 	char url[256];
-	uint64_t other;    /* its "other" count at the last look */
 	uint64_t activity; /* the sum of its counts at the last look */
-	bool suspect;      /* no connection since "other" moved */
+	int quiet;         /* looks in a row without a connection or activity */
 } kept;
 
 static pthread_mutex_t keeper_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -121,17 +120,18 @@ static bool keeper_look(void)
 			sh_free(k);
 			continue;
 		}
-		uint64_t pipes = stat_of(ds, "pipes"), other = stat_of(ds, "other");
+		uint64_t pipes = stat_of(ds, "pipes");
 		static const char *const acts[] = {"connect", "refused", "disconnect", "canceled",
 		                                   "other",   "timeout", "proto",      "auth",
 		                                   "oom",     "reject"};
 		uint64_t activity = 0;
 		for (size_t i = 0; i < sizeof(acts) / sizeof(acts[0]); i++)
 			activity += stat_of(ds, acts[i]);
-		if (pipes != 0) {
-			k->suspect = false;
-		} else if (k->suspect && activity == k->activity) {
-			/* Nothing since the error: the dialer has stopped. */
+		if (pipes != 0 || activity != k->activity) {
+			k->quiet = 0;
+		} else if (++k->quiet >= SH_DIAL_KEEP_LOOKS) {
+			/* No connection, and nothing at all for that long: nng
+			 * stopped the dialer, or its negotiation hangs. */
 			nng_dialer nd;
 			nng_dialer_close(k->d);
 			int rv = dial(k->sock, k->url, k->cfg, NNG_FLAG_NONBLOCK, &nd);
@@ -144,21 +144,19 @@ static bool keeper_look(void)
 				char msg[512];
 				snprintf(
 				    msg, sizeof(msg),
-				    "dialer of %s stopped without a connection after an error (nng "
-				    "1.5.2: a TLS negotiation the server closed stops a dialer, "
-				    "nanomsg/nng#1518): %s",
-				    k->url, rv == 0 ? "dialling again" : nng_strerror(rv));
+				    "dialer of %s had no connection and did nothing for %d ms (nng "
+				    "1.5.2: a TLS negotiation the server closed stops or hangs a "
+				    "dialer, nanomsg/nng#1518): %s",
+				    k->url, SH_DIAL_KEEP_LOOKS * SH_DIAL_KEEP_MS,
+				    rv == 0 ? "dialling again" : nng_strerror(rv));
 				log(msg);
 			}
 			/* (A failed dial: the socket is closing; the next look
 			 * finds no dialer and lets it go.)  A new dialer's
 			 * statistics start at 0. */
-			k->suspect = false;
-			other = activity = 0;
-		} else if (other != k->other) {
-			k->suspect = true;
+			k->quiet = 0;
+			activity = 0;
 		}
-		k->other = other;
 		k->activity = activity;
 		pp = &k->next;
 	}

@@ -123,16 +123,21 @@ bool sh_tls_is_tls(const char *url);
  * fails with NNG_ECLOSED (the server closed it right after the handshake: a
  * node killed or stopping, a listener its guard restarted),
  * dialer_connect_cb takes that for the dialer's own close and never dials
- * again, so the socket stays without a connection for good.  So sh_tls_dial
- * of a tls+ URL with NNG_FLAG_NONBLOCK (a dialer that reconnects by itself)
- * registers the dialer with a process-wide keeper thread: every
- * SH_DIAL_KEEP_MS it reads nng's statistics of each registered dialer, and
- * one without a connection whose "other" error count moved, and that did
- * nothing since (no connection, refusal, timeout or error) by the next look,
- * is replaced: closed, and dialled again on the same socket with the same
- * URL and configuration (held meanwhile).  A dialer closed by its owner (or
- * with its socket) leaves the register at the next look. */
-#define SH_DIAL_KEEP_MS 2000
+ * again, so the socket stays without a connection for good; or its
+ * negotiation waits for ever for a close the TLS layer never reports.  So
+ * sh_tls_dial of a tls+ URL with NNG_FLAG_NONBLOCK (a dialer that
+ * reconnects by itself) registers the dialer with a process-wide keeper
+ * thread: every SH_DIAL_KEEP_MS it reads nng's statistics of each
+ * registered dialer, and one that had no connection and did nothing at all
+ * (no connection, refusal, timeout or error counted) for SH_DIAL_KEEP_LOOKS
+ * looks in a row is replaced: closed, and dialled again on the same socket
+ * with the same URL and configuration (held meanwhile).  A live dialer
+ * retries at least every NNG_OPT_RECONNMAXT (ours: at most 1 s), so only
+ * a TCP connect or a handshake taking that long is replaced as well (a new
+ * attempt).  A dialer closed by its owner (or with its socket) leaves the
+ * register at the next look. */
+#define SH_DIAL_KEEP_MS    2000
+#define SH_DIAL_KEEP_LOOKS 2
 int sh_tls_listen(nng_socket sock, const char *url, nng_tls_config *cfg, nng_listener *out);
 int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags);
 /* Any thread: dialers the keeper replaced in this process (metrics). */

@@ -221,7 +221,7 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	        "shoal_node_listener_relistens_total %" PRIu64 "\n",
 	        sh_listen_guard_relistens());
 	appendf(&b,
-	        "# HELP shoal_node_dialer_redials_total TLS dialers found stopped and dialled "
+	        "# HELP shoal_node_dialer_redials_total TLS dialers found stopped or hung and dialled "
 	        "again (nng 1.5.2, common/tls.h's dial keeper).\n"
 	        "# TYPE shoal_node_dialer_redials_total counter\n"
 	        "shoal_node_dialer_redials_total %" PRIu64 "\n",

@@ -168,7 +168,7 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "shoal_router_listener_relistens_total %llu\n",
 	    (unsigned long long)sh_listen_guard_relistens());
 	put(&o,
-	    "# HELP shoal_router_dialer_redials_total TLS dialers found stopped and dialled "
+	    "# HELP shoal_router_dialer_redials_total TLS dialers found stopped or hung and dialled "
 	    "again (nng 1.5.2, common/tls.h's dial keeper).\n"
 	    "# TYPE shoal_router_dialer_redials_total counter\n"
 	    "shoal_router_dialer_redials_total %llu\n",

@@ -361,13 +361,13 @@ START_TEST(test_dial_kept)
 	              "(nng's bug not reproduced: nothing to keep)",
 	              c.conns);
 	nng_socket rep = listen_with(T[1].server, 4, &lp);
-	uint64_t deadline = now_ms() + 4 * SH_DIAL_KEEP_MS + 5000;
+	uint64_t deadline = now_ms() + (SH_DIAL_KEEP_LOOKS + 2) * SH_DIAL_KEEP_MS + 5000;
 	while (atomic_load(&dp) == 0 && now_ms() < deadline)
 		pause_ms(20);
 	ck_assert_msg(atomic_load(&dp) > 0,
 	              "no connection within %d ms of a listener being there (%d connections "
 	              "were closed; keeper redials %llu)",
-	              4 * SH_DIAL_KEEP_MS + 5000, c.conns,
+	              (SH_DIAL_KEEP_LOOKS + 2) * SH_DIAL_KEEP_MS + 5000, c.conns,
 	              (unsigned long long)(sh_dial_keeper_redials() - redials));
 	ck_assert_uint_ge(sh_dial_keeper_redials() - redials, 1);
 	round_trip(req, rep);
