@@ -86,6 +86,7 @@ typedef struct kept {
 static pthread_mutex_t keeper_mu = PTHREAD_MUTEX_INITIALIZER;
 static kept *keeper_list;   /* (keeper_mu) */
 static bool keeper_running; /* (keeper_mu) */
+static bool keeper_off;     /* (keeper_mu) nng keeps no statistics */
 static atomic_uint_fast64_t keeper_redials;
 static void (*_Atomic keeper_log)(const char *msg);
 
@@ -172,8 +173,15 @@ static void *keeper_main(void *arg)
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&keeper_mu);
 		bool go_on = keeper_look();
-		if (!go_on)
-			keeper_running = false;
+		if (!go_on) { /* for good: dialers are left as nng made them */
+			keeper_off = true;
+			while (keeper_list != NULL) {
+				kept *k = keeper_list;
+				keeper_list = k->next;
+				nng_tls_config_free(k->cfg);
+				sh_free(k);
+			}
+		}
 		pthread_mutex_unlock(&keeper_mu);
 		if (!go_on)
 			return NULL;
@@ -194,7 +202,7 @@ static void keep(nng_socket sock, nng_dialer d, const char *url, nng_tls_config 
 	k->cfg = cfg;
 	nng_tls_config_hold(cfg);
 	pthread_mutex_lock(&keeper_mu);
-	if (!keeper_running) {
+	if (!keeper_running && !keeper_off) {
 		pthread_t th;
 		pthread_attr_t a;
 		pthread_attr_init(&a);
@@ -202,7 +210,7 @@ static void keep(nng_socket sock, nng_dialer d, const char *url, nng_tls_config 
 		keeper_running = pthread_create(&th, &a, keeper_main, NULL) == 0;
 		pthread_attr_destroy(&a);
 	}
-	if (keeper_running) {
+	if (keeper_running && !keeper_off) {
 		k->next = keeper_list;
 		keeper_list = k;
 		k = NULL;
