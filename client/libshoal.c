@@ -452,12 +452,8 @@ int lib_client_new(const char *endpoints, const shoal_options *opts, const char 
 	}
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_mutex_init(&c->pmu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cond, &ca);
-	pthread_cond_init(&c->pcond, &ca);
-	pthread_condattr_destroy(&ca);
+	sh_cond_init_monotonic(&c->cond);
+	sh_cond_init_monotonic(&c->pcond);
 
 	int rv = nng_req0_open(&c->sock);
 	if (rv != 0) {

@@ -5,6 +5,7 @@
 #ifndef SHOAL_COMMON_CLOCK_H
 #define SHOAL_COMMON_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -23,6 +24,21 @@ static inline int64_t sh_now_us(void)
 static inline int64_t sh_now_ms(void)
 {
 	return sh_now_ns() / 1000000;
+}
+
+/* A condition variable whose timed waits take CLOCK_MONOTONIC deadlines
+ * (sh_timespec_in(CLOCK_MONOTONIC, ...)): a wall-clock step does not
+ * stretch or cut them.  0, or pthread_cond_init's error. */
+static inline int sh_cond_init_monotonic(pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+	int rv = pthread_condattr_init(&ca);
+	if (rv != 0)
+		return rv;
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	rv = pthread_cond_init(cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return rv;
 }
 
 /* *ts = the time of `clock` ms milliseconds from now: a deadline for

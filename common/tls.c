@@ -409,11 +409,7 @@ int sh_listen_guard_start(sh_listen_guard **out, nng_socket sock, const char *ur
 		return sh_errf(errmsg, SHOAL_E_IO, "listen %s: %s", url, nng_strerror(rv));
 	}
 	if (sh_tls_is_tls(url) && probe != NULL) {
-		pthread_condattr_t ca;
-		pthread_condattr_init(&ca);
-		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		pthread_cond_init(&g->cv, &ca);
-		pthread_condattr_destroy(&ca);
+		sh_cond_init_monotonic(&g->cv);
 		pthread_mutex_init(&g->mu, NULL);
 		if ((rv = nng_pipe_notify(sock, NNG_PIPE_EV_ADD_POST, guard_pipe_cb, g)) != 0 ||
 		    pthread_create(&g->th, NULL, guard_main, g) != 0) {

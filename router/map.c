@@ -58,15 +58,9 @@ int rt_map_init(rt_router *rt, char *errmsg)
 	rt_mapper *m = sh_calloc(1, sizeof(*m));
 	if (m == NULL)
 		goto err_after_place;
-	pthread_condattr_t ca;
 	if (pthread_mutex_init(&m->mu, NULL) != 0)
 		goto err_after_mapper;
-	if (pthread_condattr_init(&ca) != 0)
-		goto err_after_mu;
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	int cv = pthread_cond_init(&m->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if (cv != 0)
+	if (sh_cond_init_monotonic(&m->cv) != 0)
 		goto err_after_mu;
 	atomic_init(&m->refreshes, 0);
 	rt->mapper = m;
