@@ -319,12 +319,13 @@ static int64_t listener_other(nng_listener l)
 /* After a probe that was accepted: the listener's "other" count once the
  * probe's own closed connection is counted there (nng counts a
  * connection's end as an error of its listener), so that it does not
- * call for the next probe; at most a second's wait. */
+ * call for the next probe; at most a second's wait, looking every 100 ms
+ * (each look is a snapshot of all of nng's statistics). */
 static int64_t guard_settled(sh_listen_guard *g, int64_t before)
 {
 	int64_t now = listener_other(g->l);
-	for (int waited = 0; now >= 0 && now <= before && waited < 1000; waited += 10) {
-		if (guard_sleep(g, 10))
+	for (int waited = 0; now >= 0 && now <= before && waited < 1000; waited += 100) {
+		if (guard_sleep(g, 100))
 			break;
 		now = listener_other(g->l);
 	}
