@@ -1,8 +1,9 @@
 /*
- * cli_admin.c -- `shoal admin add-node | remove-node | move-partition |
- * split-partition`: Shoal's own operation Admin (the cluster's shape, issue
- * 14) with options in the CLI's style, and the waits that follow: for
- * remove-node, until the node is emptied and leaves the cluster map; for
+ * cli_admin.c -- `shoal admin add-node | remove-node | add-group |
+ * move-partition | split-partition`: Shoal's own operation Admin (the
+ * cluster's shape, issue 14) with options in the CLI's style, and the waits
+ * that follow: for remove-node, until the node is emptied and leaves the
+ * cluster map; for add-group, until the new group has a leader; for
  * the partition commands, until the partition is served by its target
  * group with no move pending (both read from ClusterStatus; contract:
  * cli_int.h).
@@ -48,6 +49,15 @@ static const cli_opt o_remove_node[] = {
     {NULL, NULL, NULL, 0},
 };
 
+static const cli_opt o_add_group[] = {
+    {"group-id", "GroupId", &adm_int, 0},
+    {"nodes", "Nodes", &adm_str, 0},
+    {"wait", "Wait", &adm_bool, CLI_OPT_BOOL_PAIR},
+    {"timeout-secs", "TimeoutSecs", &adm_int, 0},
+    {"poll-interval-ms", "PollIntervalMs", &adm_int, 0},
+    {NULL, NULL, NULL, 0},
+};
+
 static const cli_opt o_move_partition[] = {
     {"table-name", "TableName", &adm_str, CLI_OPT_REQUIRED},
     {"hash", "Hash", &adm_str, CLI_OPT_REQUIRED},
@@ -73,6 +83,8 @@ const cli_cmd cli_admin_cmds[] = {
      "register a new node in the cluster map (deploy/cluster.sh add-node runs it)", false},
     {"remove-node", "Admin", CLI_PAGING_NONE, o_remove_node,
      "decommission a node: its replicas move away, then it leaves the map", false},
+    {"add-group", "Admin", CLI_PAGING_NONE, o_add_group,
+     "create a storage group on the given nodes (or the emptiest ones)", false},
     {"move-partition", "Admin", CLI_PAGING_NONE, o_move_partition,
      "move the table partition holding a hash to another group", false},
     {"split-partition", "Admin", CLI_PAGING_NONE, o_split_partition,
@@ -392,6 +404,128 @@ static int partition_run(const cli_caller *c, const cli_cmd *cmd, const json_t *
 }
 
 /* ------------------------------------------------------------------------ */
+/* add-group                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* "1,2,3" (or "1 2 3") -> a JSON array of node ids. */
+static int parse_nodes(const char *text, json_t *out, cli_fail *f)
+{
+	const char *p = text;
+	while (*p != '\0') {
+		while (*p == ',' || *p == ' ')
+			p++;
+		if (*p == '\0')
+			break;
+		char *end;
+		errno = 0;
+		unsigned long v = (*p >= '0' && *p <= '9') ? strtoul(p, &end, 10) : 0;
+		if (v == 0 || v > 0xffffffffUL || errno == ERANGE ||
+		    (*end != '\0' && *end != ',' && *end != ' '))
+			return cli_failf(
+			    f, CLI_EXIT_USAGE, false,
+			    "argument --nodes: node ids (1 or more) separated by commas "
+			    "(got '%s')",
+			    text);
+		json_array_append_new(out, json_integer((json_int_t)v));
+		p = end;
+	}
+	return SHOAL_OK;
+}
+
+/* The MapGroups row of group id in a ClusterStatus answer, or NULL. */
+static const json_t *map_group(const json_t *st, long long id)
+{
+	size_t i;
+	json_t *g;
+	json_array_foreach(json_object_get(st, "MapGroups"), i,
+	                   g) if (cli_jint(g, "Group") == id) return g;
+	return NULL;
+}
+
+/* Until the new group is founded (its founders elected a leader and group
+ * 0's executor marked it: its replicas may move from then on). */
+static int wait_founded(const cli_caller *c, long long id, const json_t *opts, FILE *progress,
+                        cli_fail *f)
+{
+	long long timeout = adm_opt_int(opts, "TimeoutSecs", DEFAULT_TIMEOUT_S);
+	long long poll = adm_opt_int(opts, "PollIntervalMs", DEFAULT_POLL_MS);
+	if (poll < 10)
+		poll = 10;
+	double until = adm_now_s() + (double)timeout;
+	char last[512] = "", line[512];
+	json_t *empty = json_object();
+	for (;;) {
+		json_t *st = NULL;
+		shoal_error e;
+		memset(&e, 0, sizeof(e));
+		if (cli_call(c, "ClusterStatus", empty, &st, &e) == SHOAL_OK) {
+			const json_t *g = map_group(st, id);
+			bool done = g != NULL && !json_is_true(json_object_get(g, "Founding"));
+			snprintf(line, sizeof(line), "group %lld: %s", id,
+			         g == NULL ? "not in the cluster map yet"
+			         : done    ? "has a leader; serving"
+			                   : "founding: its replicas are electing a leader");
+			json_decref(st);
+			if (strcmp(line, last) != 0) {
+				fprintf(progress, "%s\n", line);
+				fflush(progress);
+				snprintf(last, sizeof(last), "%s", line);
+			}
+			if (done) {
+				json_decref(empty);
+				return SHOAL_OK;
+			}
+		}
+		if (adm_now_s() + (double)poll / 1000.0 > until)
+			break;
+		adm_pause_ms(poll);
+	}
+	json_decref(empty);
+	return cli_failf(f, CLI_EXIT_OTHER, false,
+	                 "Timed out after %lld seconds waiting for group %lld to elect a leader "
+	                 "(shoal status; the founders' logs say why)",
+	                 timeout, id);
+}
+
+static int group_run(const cli_caller *c, const json_t *opts, FILE *progress, json_t **out,
+                     shoal_error *err, cli_fail *f)
+{
+	long long id = adm_opt_int(opts, "GroupId", 0);
+	if (id < 0 || id > 0xffffffffLL)
+		return cli_failf(f, CLI_EXIT_USAGE, false,
+		                 "argument --group-id: a group id is 1 or more (got %lld)", id);
+	json_t *spec = json_object();
+	json_t *nodes = json_array();
+	json_t *body = json_pack("{s:o}", "AddGroup", spec);
+	if (spec == NULL || nodes == NULL || body == NULL) {
+		json_decref(nodes);
+		json_decref(body);
+		return cli_failf(f, CLI_EXIT_OTHER, false, "out of memory");
+	}
+	if (id > 0)
+		json_object_set_new(spec, "GroupId", json_integer(id));
+	const char *list = cli_jstr(opts, "Nodes");
+	if (parse_nodes(list, nodes, f) != SHOAL_OK) {
+		json_decref(nodes);
+		json_decref(body);
+		return SHOAL_E_VALIDATION;
+	}
+	if (json_array_size(nodes) > 0)
+		json_object_set(spec, "Nodes", nodes);
+	json_decref(nodes);
+	int rc = cli_call(c, "Admin", body, out, err);
+	json_decref(body);
+	if (rc != SHOAL_OK || json_is_false(json_object_get(opts, "Wait")))
+		return rc;
+	rc = wait_founded(c, cli_jint(*out, "GroupId"), opts, progress, f);
+	if (rc != SHOAL_OK) {
+		json_decref(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* The front door                                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -405,6 +539,8 @@ int cli_admin_run(const cli_caller *c, const cli_cmd *cmd, const json_t *opts, F
 		    "argument --timeout-secs / --poll-interval-ms: must not be negative");
 	if (cmd->opts == o_move_partition || cmd->opts == o_split_partition)
 		return partition_run(c, cmd, opts, progress, out, err, f);
+	if (cmd->opts == o_add_group)
+		return group_run(c, opts, progress, out, err, f);
 	long long node = adm_opt_int(opts, "NodeId", 0);
 	if (node < 1 || node > 0xffffffffLL)
 		return cli_failf(f, CLI_EXIT_USAGE, false,

@@ -185,7 +185,8 @@ static void print_cmd_help(FILE *out, const cli_cmd *c)
 		            ? "Subcommands (`shoal admin <subcommand> help`):\n"
 		              "  add-node --node-id N --raft HOST:PORT --rpc URL\n"
 		              "  remove-node --node-id N [--no-wait] [--timeout-secs S] "
-		              "[--poll-interval-ms M]\n\nRaw "
+		              "[--poll-interval-ms M]\n"
+		              "  add-group [--group-id G] [--nodes 1,2,3] [--no-wait]\n\nRaw "
 		            : "");
 	for (const cli_opt *o = c->opts; o->name != NULL; o++) {
 		char flag[128];

@@ -357,7 +357,9 @@ void cli_replica_role(const json_t *map_groups, long long group, long long node,
 				continue;
 			bool voter = json_is_true(json_object_get(r, "Voter"));
 			long long repl = cli_jint(r, "Replaces");
-			if (repl > 0)
+			if (json_is_true(json_object_get(g, "Founding")))
+				snprintf(buf, cap, "founder"); /* a new group, not led yet */
+			else if (repl > 0)
 				snprintf(buf, cap, "%s->%lld", voter ? "voter" : "non-voter", repl);
 			else
 				snprintf(buf, cap, "%s", voter ? "voter" : "non-voter");
@@ -377,8 +379,13 @@ void cli_print_status(FILE *out, const json_t *resp)
 	json_t *map_groups = json_object_get(resp, "MapGroups");
 	json_array_foreach(map_groups, i, v) if (cli_jint(v, "Group") > max_group) max_group =
 	    cli_jint(v, "Group");
+	/* Groups added since the birth may leave gaps in the ids: the map's
+	 * count when it has one. */
+	long long n_groups_all = json_array_size(map_groups) > 0
+	                             ? (long long)json_array_size(map_groups)
+	                             : max_group + 1;
 	fprintf(out, "Cluster: %zu nodes, %lld storage groups, %lld partitions per table",
-	        json_array_size(nodes), max_group + 1, cli_jint(resp, "Partitions"));
+	        json_array_size(nodes), n_groups_all, cli_jint(resp, "Partitions"));
 	if (cli_jint(resp, "MapEpoch") > 0)
 		fprintf(out, ", cluster map epoch %lld", cli_jint(resp, "MapEpoch"));
 	fputc('\n', out);

@@ -10,7 +10,8 @@
 
 #include "client/libshoal_int.h"
 
-static int admin_call(shoal_client *c, json_t *body, uint64_t *map_epoch, shoal_error *err)
+static int admin_call_ex(shoal_client *c, json_t *body, uint64_t *map_epoch, uint32_t *group,
+                         shoal_error *err)
 {
 	if (body == NULL) {
 		lib_set_err(err, SHOAL_E_NOMEM, SHOAL_SRC_LOCAL, "out of memory");
@@ -25,14 +26,43 @@ static int admin_call(shoal_client *c, json_t *body, uint64_t *map_epoch, shoal_
 	char *out = NULL;
 	int rc = shoal_call_json(c, "Admin", text, &out, err);
 	free(text);
-	if (rc == SHOAL_OK && map_epoch != NULL) {
+	if (rc == SHOAL_OK && (map_epoch != NULL || group != NULL)) {
 		json_t *resp = json_loads(out, 0, NULL);
 		json_t *e = json_object_get(resp, "MapEpoch");
-		*map_epoch = json_is_integer(e) ? (uint64_t)json_integer_value(e) : 0;
+		json_t *g = json_object_get(resp, "GroupId");
+		if (map_epoch != NULL)
+			*map_epoch = json_is_integer(e) ? (uint64_t)json_integer_value(e) : 0;
+		if (group != NULL)
+			*group = json_is_integer(g) ? (uint32_t)json_integer_value(g) : 0;
 		json_decref(resp);
 	}
 	shoal_free(out);
 	return rc;
+}
+
+static int admin_call(shoal_client *c, json_t *body, uint64_t *map_epoch, shoal_error *err)
+{
+	return admin_call_ex(c, body, map_epoch, NULL, err);
+}
+
+int shoal_admin_add_group(shoal_client *c, uint32_t group_id, const uint32_t *nodes,
+                          uint32_t n_nodes, uint32_t *group_out, uint64_t *map_epoch,
+                          shoal_error *err)
+{
+	json_t *spec = json_object(), *list = json_array();
+	json_t *body = json_pack("{s:o}", "AddGroup", spec);
+	if (group_id != 0 && spec != NULL)
+		json_object_set_new(spec, "GroupId", json_integer(group_id));
+	for (uint32_t k = 0; k < n_nodes && list != NULL; k++)
+		json_array_append_new(list, json_integer(nodes[k]));
+	if (n_nodes > 0 && spec != NULL && list != NULL)
+		json_object_set(spec, "Nodes", list);
+	if (spec == NULL || list == NULL) {
+		json_decref(body);
+		body = NULL;
+	}
+	json_decref(list);
+	return admin_call_ex(c, body, map_epoch, group_out, err);
 }
 
 int shoal_admin_add_node(shoal_client *c, uint32_t node_id, const char *raft, const char *rpc,

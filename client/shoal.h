@@ -360,7 +360,20 @@ SHOAL_API unsigned shoal_in_flight(shoal_client *c);
  * A change already made is SHOAL_OK.  Errors: SHOAL_E_NOT_FOUND (no such
  * table), SHOAL_E_VALIDATION (to_group is not a data group, at 0),
  * SHOAL_E_IN_USE (the partition is moving already).
+ *
+ * shoal_admin_add_group creates a storage group: group_id 0 takes the
+ * lowest id the map leaves free (below [cluster] max_groups); nodes[0 ..
+ * n_nodes-1] are its voters (n_nodes 0: the `replication` active nodes with
+ * the fewest replicas).  On success *group_out (may be NULL) is its id.  The
+ * group is founding until its voters elect a leader (ClusterStatus's
+ * MapGroups row says Founding); it holds nothing until partitions move or
+ * split into it.  Errors: SHOAL_E_VALIDATION (an id past max_groups, a
+ * group of that id with other replicas, unknown or draining nodes),
+ * SHOAL_E_LIMIT_EXCEEDED (no id left).
  */
+SHOAL_API int shoal_admin_add_group(shoal_client *c, uint32_t group_id, const uint32_t *nodes,
+                                    uint32_t n_nodes, uint32_t *group_out, uint64_t *map_epoch,
+                                    shoal_error *err);
 SHOAL_API int shoal_admin_add_node(shoal_client *c, uint32_t node_id, const char *raft,
                                    const char *rpc, uint64_t *map_epoch, shoal_error *err);
 SHOAL_API int shoal_admin_drain_node(shoal_client *c, uint32_t node_id, uint64_t *map_epoch,

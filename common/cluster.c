@@ -60,6 +60,9 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 	if (strcmp(section, "cluster") == 0) {
 		if (strcmp(name, "groups") == 0 && parse_uint(value, SH_MAX_GROUPS, &v) && v >= 1)
 			c->groups = (uint32_t)v;
+		else if (strcmp(name, "max_groups") == 0 && parse_uint(value, SH_MAX_GROUPS, &v) &&
+		         v >= 1)
+			c->max_groups = (uint32_t)v;
 		else if (strcmp(name, "replication") == 0 &&
 		         parse_uint(value, SH_MAX_REPLICATION, &v) && v >= 1)
 			c->replication = (uint32_t)v;
@@ -195,12 +198,17 @@ int sh_cluster_load(const char *path, sh_cluster_conf *out, char *errmsg)
 		if (n->raft_port == 0 || n->rpc[0] == '\0')
 			return sh_errf(errmsg, SHOAL_E_VALIDATION,
 			               "%s: [node.%u] needs raft and rpc addresses", path, n->id);
-		if ((uint32_t)n->raft_port + out->groups > 65536)
+		if ((uint32_t)n->raft_port + sh_cluster_group_cap(out) > 65536)
 			return sh_errf(errmsg, SHOAL_E_VALIDATION,
 			               "%s: [node.%u] raft port %u + %u groups exceeds 65535", path,
-			               n->id, n->raft_port, out->groups);
+			               n->id, n->raft_port, sh_cluster_group_cap(out));
 	}
 	return SHOAL_OK;
+}
+
+uint32_t sh_cluster_group_cap(const sh_cluster_conf *c)
+{
+	return c->max_groups > c->groups ? c->max_groups : c->groups;
 }
 
 const sh_node_conf *sh_cluster_node(const sh_cluster_conf *c, uint32_t id)

@@ -6,6 +6,7 @@
  *
  *   [cluster]
  *   groups = 4              ; storage groups; group 0 is the metadata group
+ *   max_groups = 80         ; group ids may grow to 79 (shoal admin add-group)
  *   replication = 3         ; replicas per group (<= number of nodes)
  *   partition_rcu = 3000    ; read / write units per second of one partition
  *   partition_wcu = 1000    ;   at most (a table's or GSI's; DynamoDB's limits)
@@ -69,6 +70,12 @@ typedef struct sh_node_conf {
 
 typedef struct sh_cluster_conf {
 	uint32_t groups;
+	/* [cluster] max_groups: the ids groups may have, 0 .. max_groups-1,
+	 * counting the groups created after the birth (shoal admin add-group,
+	 * the planner); each node's Raft ports raft_port .. raft_port +
+	 * max_groups - 1 are the cluster's.  0 or <= groups: no group beyond
+	 * the file's (sh_cluster_group_cap). */
+	uint32_t max_groups;
 	uint32_t replication;
 	/* [cluster] outbox_limit: index deltas a group may hold unshipped before
 	 * its base writes are throttled (0: the node's default; shoal-node
@@ -159,6 +166,10 @@ typedef struct sh_cluster_conf {
 
 /* Parses the file; errors name the line and the problem. */
 int sh_cluster_load(const char *path, sh_cluster_conf *out, char *errmsg);
+
+/* One more than the largest group id the cluster may use: max(groups,
+ * max_groups).  Arrays indexed by group id are this long. */
+uint32_t sh_cluster_group_cap(const sh_cluster_conf *c);
 
 /* The node with this id, or NULL. */
 const sh_node_conf *sh_cluster_node(const sh_cluster_conf *c, uint32_t id);

@@ -260,7 +260,10 @@ bool sh_map_check(const sh_map *m, char *errmsg)
 			       false;
 		for (uint32_t k = 0; k < g->n_replicas; k++) {
 			const sh_map_replica *r = &g->replicas[k];
-			if (r->voter > 1 || sh_map_node_get(m, r->node) == NULL)
+			if (r->voter > SH_MAP_FOUNDER || sh_map_node_get(m, r->node) == NULL ||
+			    (r->voter == SH_MAP_FOUNDER) !=
+			        (g->replicas[0].voter == SH_MAP_FOUNDER) ||
+			    (r->voter == SH_MAP_FOUNDER && r->replaces != 0))
 				return sh_errf(errmsg, SHOAL_E_VALIDATION,
 				               "group %u: replica on unknown node %u", g->id,
 				               r->node),
@@ -492,11 +495,53 @@ int sh_map_add_group(sh_map *m, uint32_t group, const uint32_t *nodes, uint32_t 
 	return SHOAL_OK;
 }
 
+int sh_map_create_group(sh_map *m, uint32_t group, const uint32_t *nodes, uint32_t n, char *errmsg)
+{
+	int rc = sh_map_add_group(m, group, nodes, n, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	sh_map_group *g = (sh_map_group *)sh_map_group_get(m, group);
+	for (uint32_t k = 0; k < g->n_replicas; k++)
+		g->replicas[k].voter = SH_MAP_FOUNDER;
+	return SHOAL_OK;
+}
+
+bool sh_map_group_founding(const sh_map_group *g)
+{
+	return g != NULL && g->n_replicas > 0 && g->replicas[0].voter == SH_MAP_FOUNDER;
+}
+
+int sh_map_group_founded(sh_map *m, uint32_t group, char *errmsg)
+{
+	sh_map_group *g = (sh_map_group *)sh_map_group_get(m, group);
+	if (g == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOT_FOUND, "no group %u", group);
+	if (!sh_map_group_founding(g))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "group %u is not being founded", group);
+	for (uint32_t k = 0; k < g->n_replicas; k++)
+		g->replicas[k].voter = 1;
+	m->epoch++;
+	return SHOAL_OK;
+}
+
+/* Membership changes wait until a new group is founded: its founders
+ * bootstrap it from the map's replicas, which must stay as they were. */
+static int check_not_founding(const sh_map_group *g, char *errmsg)
+{
+	if (sh_map_group_founding(g))
+		return sh_errf(
+		    errmsg, SHOAL_E_IN_USE,
+		    "group %u is being founded: its replicas change once it has a leader", g->id);
+	return SHOAL_OK;
+}
+
 int sh_map_add_replica(sh_map *m, uint32_t group, uint32_t node, uint32_t replaces, char *errmsg)
 {
 	sh_map_group *g = (sh_map_group *)sh_map_group_get(m, group);
 	if (g == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOT_FOUND, "no group %u", group);
+	if (check_not_founding(g, errmsg) != SHOAL_OK)
+		return SHOAL_E_IN_USE;
 	int rc = check_new_replica(m, g, group, node, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
@@ -518,6 +563,8 @@ int sh_map_promote(sh_map *m, uint32_t group, uint32_t node, char *errmsg)
 	if (g == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOT_FOUND, "no group %u", group);
 	int k = sh_map_replica_index(g, node);
+	if (check_not_founding(g, errmsg) != SHOAL_OK)
+		return SHOAL_E_IN_USE;
 	if (k < 0 || g->replicas[k].voter)
 		return sh_errf(errmsg, k < 0 ? SHOAL_E_NOT_FOUND : SHOAL_E_VALIDATION,
 		               "group %u: node %u is not a non-voter", group, node);
@@ -539,6 +586,8 @@ int sh_map_remove_replica(sh_map *m, uint32_t group, uint32_t node, char *errmsg
 	if (k < 0)
 		return sh_errf(errmsg, SHOAL_E_NOT_FOUND, "group %u has no replica on node %u",
 		               group, node);
+	if (check_not_founding(g, errmsg) != SHOAL_OK)
+		return SHOAL_E_IN_USE;
 	if (g->replicas[k].voter && sh_map_voters(g) - 1 < sh_map_majority(m->replication))
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "group %u: removing node %u leaves %u voters, fewer than a "

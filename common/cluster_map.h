@@ -78,9 +78,11 @@ typedef struct sh_map_node {
 	char rpc[SH_ADDR_MAX]; /* nng URL for routers */
 } sh_map_node;
 
+#define SH_MAP_FOUNDER 2 /* sh_map_replica.voter of a new group's founding voter */
+
 typedef struct sh_map_replica {
 	uint32_t node;
-	uint8_t voter;     /* 0: non-voter being caught up */
+	uint8_t voter;     /* 0: non-voter being caught up; 1: voter; SH_MAP_FOUNDER */
 	uint32_t replaces; /* node whose replica this one replaces once a voter; 0: none */
 } sh_map_replica;
 
@@ -183,6 +185,19 @@ int sh_map_remove_node(sh_map *m, uint32_t node, char *errmsg);
 
 /* A new group with these voters (distinct ACTIVE nodes, n <= replication). */
 int sh_map_add_group(sh_map *m, uint32_t group, const uint32_t *nodes, uint32_t n, char *errmsg);
+/*
+ * A group made after the cluster's birth (shoal admin add-group, the
+ * planner): sh_map_add_group whose voters are marked SH_MAP_FOUNDER.  Its
+ * founders' nodes bootstrap it with the map's voters as its first Raft
+ * configuration (node/node.c) -- the only time a node starts a group
+ * without data that is not the cluster's birth -- so its replicas cannot
+ * change (add_replica, promote, remove_replica refuse with SHOAL_E_IN_USE)
+ * until group 0's executor has seen it elected and marks it founded.  A
+ * group is founding if its first replica is a founder (then all are).
+ */
+int sh_map_create_group(sh_map *m, uint32_t group, const uint32_t *nodes, uint32_t n, char *errmsg);
+bool sh_map_group_founding(const sh_map_group *g);
+int sh_map_group_founded(sh_map *m, uint32_t group, char *errmsg);
 /* Adds node (ACTIVE, not in the group) as a non-voter; replaces: a node of the
  * group whose replica the new one will replace, or 0. */
 int sh_map_add_replica(sh_map *m, uint32_t group, uint32_t node, uint32_t replaces, char *errmsg);

@@ -10,6 +10,7 @@
  *              id u32 | state u8 | raft_port u16 | raft_host str | rpc str
  *   groups   count u32, then each:
  *              id u32 | n u8, then n replicas: node u32 | voter u8 | replaces u32
+ *              (voter: 0 non-voter, 1 voter, 2 founder of a new group)
  *   parts    count u32, then each:
  *              table u32 | lo u64 | group u32 | to_group u32 (0xffffffff: none)
  *

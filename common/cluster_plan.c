@@ -81,9 +81,12 @@ static bool replaced(const sh_map_group *g, uint32_t node)
 }
 
 /* A replica move is in flight in g: a non-voter, a replica still to remove,
- * or more voters than configured. */
+ * or more voters than configured; or g is a new group not founded yet (its
+ * replicas cannot change until the executor marks it founded). */
 static bool group_moving(const sh_map *m, const sh_map_group *g)
 {
+	if (sh_map_group_founding(g))
+		return true;
 	for (uint32_t k = 0; k < g->n_replicas; k++)
 		if (!g->replicas[k].voter || g->replicas[k].replaces != 0)
 			return true;
@@ -355,6 +358,8 @@ static void continue_group(plan *p, uint32_t gi)
 	plan_group *pg = &p->groups[gi];
 	uint32_t v = sh_map_voters(g), lv = live_voters(p, g);
 	sh_plan_action a = {.reason = SH_PLAN_R_CONTINUE, .group = g->id};
+	if (sh_map_group_founding(g))
+		return; /* the executor marks it founded once it has a leader */
 	for (uint32_t k = 0; k < g->n_replicas; k++) {
 		const sh_map_replica *r = &g->replicas[k];
 		uint32_t ni = plan_node_index(p, r->node);

@@ -159,6 +159,31 @@ bool sh_place_is_voter(sh_place *p, uint32_t node, uint32_t group)
 	return yes;
 }
 
+uint32_t sh_place_data_groups(sh_place *p, uint32_t *out, uint32_t cap)
+{
+	uint32_t n = 0;
+	pthread_rwlock_rdlock(&p->lock);
+	for (uint32_t i = 0; i < p->map.n_groups; i++) {
+		if (!sh_map_is_data_group(&p->map, p->map.groups[i].id))
+			continue;
+		if (n < cap)
+			out[n] = p->map.groups[i].id;
+		n++;
+	}
+	pthread_rwlock_unlock(&p->lock);
+	return n;
+}
+
+bool sh_place_is_founder(sh_place *p, uint32_t node, uint32_t group)
+{
+	pthread_rwlock_rdlock(&p->lock);
+	const sh_map_group *g = sh_map_group_get(&p->map, group);
+	int k = g != NULL ? sh_map_replica_index(g, node) : -1;
+	bool yes = k >= 0 && g->replicas[k].voter == SH_MAP_FOUNDER;
+	pthread_rwlock_unlock(&p->lock);
+	return yes;
+}
+
 bool sh_place_node(sh_place *p, uint32_t id, sh_map_node *out)
 {
 	pthread_rwlock_rdlock(&p->lock);

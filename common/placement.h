@@ -66,6 +66,13 @@ uint32_t sh_place_replicas(sh_place *p, uint32_t group, sh_map_replica *out, uin
 bool sh_place_hosts(sh_place *p, uint32_t node, uint32_t group);
 /* Whether node is a voter of group. */
 bool sh_place_is_voter(sh_place *p, uint32_t node, uint32_t group);
+/* The ids of the map's data groups (every group but group 0, unless it is
+ * the only one), ascending, into out[0 .. cap-1]; returns how many there
+ * are. */
+uint32_t sh_place_data_groups(sh_place *p, uint32_t *out, uint32_t cap);
+/* Whether node is a founding voter of a group not founded yet
+ * (sh_map_create_group): it bootstraps the group if it has no data for it. */
+bool sh_place_is_founder(sh_place *p, uint32_t node, uint32_t group);
 /* The node's entry (addresses, state); false if the map has no such node. */
 bool sh_place_node(sh_place *p, uint32_t id, sh_map_node *out);
 /* The ids of every node of the map, ascending, into ids[0 .. cap-1];

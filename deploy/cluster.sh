@@ -400,6 +400,9 @@ write_config() {
 		echo "; written by deploy/cluster.sh"
 		echo "[cluster]"
 		echo "groups = $groups"
+		# Raft ports block + 0 .. 79 are the node's (rpc is block + 80):
+		# shoal admin add-group may use group ids up to 79.
+		echo "max_groups = 80"
 		echo "replication = $replication"
 		[[ -z $part_rcu ]] || echo "partition_rcu = $part_rcu"
 		[[ -z $part_wcu ]] || echo "partition_wcu = $part_wcu"

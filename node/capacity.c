@@ -59,7 +59,7 @@ int node_cap_open(node *n, node_cap **out, char *errmsg)
 	if (c == NULL)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "capacity: out of memory");
 	c->n = n;
-	c->groups = n->conf->groups;
+	c->groups = sh_cluster_group_cap(n->conf);
 	c->part_max[CAP_READ] =
 	    (double)(n->conf->partition_rcu != 0 ? n->conf->partition_rcu : SH_PARTITION_RCU);
 	c->part_max[CAP_WRITE] =

@@ -230,9 +230,9 @@ static void send_reports(node_cap *c, const cap_use *use, uint32_t n_use)
 		/* addressed to a group the destination hosts (its front door
 		 * checks that), any one */
 		uint32_t g = 0;
-		while (g < n->conf->groups && !sh_place_hosts(n->place, dest, g))
+		while (g < sh_cluster_group_cap(n->conf) && !sh_place_hosts(n->place, dest, g))
 			g++;
-		if (g == n->conf->groups)
+		if (g == sh_cluster_group_cap(n->conf))
 			continue;
 		req.group = g;
 		size_t size = shoal__node_request__get_packed_size(&req);

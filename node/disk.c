@@ -58,7 +58,7 @@ static uint64_t disk_free(const node *n)
  * or its Raft log: node/raftio.c). */
 static bool group_failed_full(node *n)
 {
-	for (uint32_t g = 0; g < n->conf->groups; g++)
+	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++)
 		if (n->groups[g] != NULL && node_group_failure(n->groups[g]) == SHOAL_E_FULL)
 			return true;
 	return false;

@@ -121,6 +121,87 @@ static int parse_raft(const char *s, sh_map_node *n, char *errmsg)
 	return SHOAL_OK;
 }
 
+/* The `want` ACTIVE nodes with the fewest replicas (ties: lower id) into
+ * out; false if the map has fewer ACTIVE nodes. */
+static bool emptiest_nodes(const sh_map *m, uint32_t want, uint32_t *out)
+{
+	uint32_t n = 0;
+	uint32_t *count = sh_calloc(m->n_nodes + 1, sizeof(*count));
+	if (count == NULL)
+		return false;
+	for (uint32_t gi = 0; gi < m->n_groups; gi++)
+		for (uint32_t k = 0; k < m->groups[gi].n_replicas; k++) {
+			const sh_map_node *x = sh_map_node_get(m, m->groups[gi].replicas[k].node);
+			count[x - m->nodes]++;
+		}
+	for (uint32_t pick = 0; pick < want; pick++) {
+		uint32_t best = UINT32_MAX;
+		for (uint32_t i = 0; i < m->n_nodes; i++) {
+			if (m->nodes[i].state != SH_MAP_NODE_ACTIVE || count[i] == UINT32_MAX)
+				continue;
+			if (best == UINT32_MAX || count[i] < count[best])
+				best = i;
+		}
+		if (best == UINT32_MAX)
+			break;
+		out[n++] = m->nodes[best].id;
+		count[best] = UINT32_MAX; /* taken */
+	}
+	sh_free(count);
+	return n == want;
+}
+
+/*
+ * shoal admin add-group: a new group (sh_map_create_group) with the given
+ * voters, or the `replication` ACTIVE nodes holding the fewest replicas.
+ * The router fills group_id (the lowest id its fresh map leaves free), so a
+ * retried request names the same group: one that exists already with those
+ * voters (or any, when none were named) is done already.
+ */
+static int add_group(const sh_cluster_conf *conf, sh_map *m, const Shoal__GroupSpec *gs,
+                     bool *already, char *errmsg)
+{
+	uint32_t cap = sh_cluster_group_cap(conf);
+	if (gs == NULL || gs->group_id == 0)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION, "AddGroup: GroupId must be 1 or more");
+	if (gs->group_id >= cap)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "AddGroup: GroupId %u is past the cluster's group ids 0..%u (raise "
+		               "[cluster] max_groups in the cluster file: each node's Raft ports "
+		               "base .. base + max_groups - 1 must be free)",
+		               gs->group_id, cap - 1);
+	if (m->n_groups < 2)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "AddGroup: a cluster born with one group keeps its data in group 0 "
+		               "and cannot add groups");
+	if (gs->n_nodes > m->replication)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "AddGroup: %zu nodes named, more than the replication of %u",
+		               gs->n_nodes, m->replication);
+	const sh_map_group *old = sh_map_group_get(m, gs->group_id);
+	if (old != NULL) {
+		bool same = gs->n_nodes == 0 || gs->n_nodes == old->n_replicas;
+		for (size_t k = 0; same && k < gs->n_nodes; k++)
+			same = sh_map_replica_index(old, gs->nodes[k]) >= 0;
+		if (same)
+			return *already = true, SHOAL_OK;
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "AddGroup: group %u exists with other replicas", gs->group_id);
+	}
+	uint32_t nodes[SH_MAX_REPLICATION];
+	uint32_t n = (uint32_t)gs->n_nodes;
+	if (n == 0) {
+		n = m->replication;
+		if (!emptiest_nodes(m, n, nodes))
+			return sh_errf(errmsg, SHOAL_E_VALIDATION,
+			               "AddGroup: fewer than %u active nodes in the cluster map",
+			               n);
+	} else {
+		memcpy(nodes, gs->nodes, n * sizeof(*nodes));
+	}
+	return sh_map_create_group(m, gs->group_id, nodes, n, errmsg);
+}
+
 /* Applies an operator's change to m (validated by the sh_map mutation);
  * *already: it is so already (a retried change), m unchanged. */
 static int apply_admin(node_call *c, sh_map *m, const Shoal__AdminRequest *a, bool *already,
@@ -158,6 +239,8 @@ static int apply_admin(node_call *c, sh_map *m, const Shoal__AdminRequest *a, bo
 		}
 		return sh_map_add_node(m, &n, errmsg);
 	}
+	case SHOAL__ADMIN_REQUEST__ACTION_ADD_GROUP:
+		return add_group(c->node->conf, m, a->add_group, already, errmsg);
 	case SHOAL__ADMIN_REQUEST__ACTION_DRAIN_NODE: {
 		const sh_map_node *old = sh_map_node_get(m, a->drain_node);
 		if (old == NULL)
@@ -278,6 +361,7 @@ typedef enum map_mut {
 	MUT_SPLIT,      /* (table, lo) split at `at`; the upper half to to_group */
 	MUT_BEGIN_MOVE, /* (table, lo) begins moving to to_group */
 	MUT_DROP_TABLE, /* a deleted table's partitions out of the map */
+	MUT_FOUNDED,    /* a new group has a leader: its replicas may change */
 } map_mut;
 
 typedef struct sub {
@@ -698,6 +782,18 @@ static void begin(node_elastic *e, const sub *subs, uint32_t n, const char *fmt,
 /* Step 2: what a previous round left half done. */
 static bool repair(node_elastic *e)
 {
+	/* A new group that has elected a leader: its founders bootstrapped
+	 * it (a majority of them at least), so its replicas may now change
+	 * like any group's (a founder that had not opened it by then finds no
+	 * founder mark and reports it lost: re-created as a new replica). */
+	for (uint32_t gi = 0; gi < e->map.n_groups; gi++) {
+		const sh_map_group *g = &e->map.groups[gi];
+		if (!sh_map_group_founding(g) || e->facts[gi].leader == 0)
+			continue;
+		sub s = {.kind = SUB_MAP, .mut = MUT_FOUNDED, .group = g->id};
+		begin(e, &s, 1, "group %u: founded, led by node %u", g->id, e->facts[gi].leader);
+		return true;
+	}
 	for (uint32_t gi = 0; gi < e->map.n_groups; gi++) {
 		const sh_map_group *g = &e->map.groups[gi];
 		const group_fact *f = &e->facts[gi];
@@ -1415,6 +1511,10 @@ static int mutate(sh_map *m, const sh_cluster_conf *conf, const sub *s, char *er
 			return SHOAL_E_IN_USE;
 		return sh_map_remove_replica(m, s->group, s->node, errmsg);
 	}
+	case MUT_FOUNDED:
+		if (!sh_map_group_founding(sh_map_group_get(m, s->group)))
+			return SHOAL_E_IN_USE; /* founded already, or gone */
+		return sh_map_group_founded(m, s->group, errmsg);
 	case MUT_REMOVE_NODE:
 		return sh_map_remove_node(m, s->node, errmsg);
 	case MUT_PREFER:

@@ -205,7 +205,7 @@ static bool has_group_dirs(node *n)
 {
 	char path[SH_PATH_MAX + 32];
 	struct stat st;
-	for (uint32_t g = 0; g < n->conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
 		snprintf(path, sizeof(path), "%s/group-%u", n->dir, g);
 		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 			return true;
@@ -273,7 +273,7 @@ int node_map_open(node *n, const node_options *opts, char *errmsg)
 		/* A group directory the saved map does not place here is what
 		 * a removal left when the node stopped before deleting it
 		 * (maps are saved before any group opens for them). */
-		for (uint32_t g = 0; g < n->conf->groups; g++)
+		for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++)
 			if (!sh_place_hosts(n->place, n->id, g))
 				node_remove_group_dir(n, g);
 		return SHOAL_OK;
@@ -597,7 +597,7 @@ int node_map_offer(node *n, const uint8_t *buf, size_t len, char *errmsg)
  * the birth.  (A node that had a map or groups at start says born anyway.) */
 static bool ran(node *n)
 {
-	for (uint32_t g = 0; g < n->conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
 		node_group *grp = node_group_get(n, g);
 		node_group_status st;
 		if (grp == NULL)
@@ -633,7 +633,7 @@ int node_handle_map_get(node_call *c)
 int node_handle_node_status(node_call *c)
 {
 	node *n = c->node;
-	uint32_t cap = n->conf->groups, k = 0;
+	uint32_t cap = sh_cluster_group_cap(n->conf), k = 0;
 	Shoal__GroupStatus **v = sh_arena_calloc(c->arena, cap > 0 ? cap : 1, sizeof(*v));
 	if (v == NULL)
 		return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");

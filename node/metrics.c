@@ -220,12 +220,13 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	        "# TYPE shoal_node_listener_relistens_total counter\n"
 	        "shoal_node_listener_relistens_total %" PRIu64 "\n",
 	        sh_listen_guard_relistens());
-	appendf(&b,
-	        "# HELP shoal_node_dialer_redials_total TLS dialers found stopped or hung and dialled "
-	        "again (nng 1.5.2, common/tls.h's dial keeper).\n"
-	        "# TYPE shoal_node_dialer_redials_total counter\n"
-	        "shoal_node_dialer_redials_total %" PRIu64 "\n",
-	        sh_dial_keeper_redials());
+	appendf(
+	    &b,
+	    "# HELP shoal_node_dialer_redials_total TLS dialers found stopped or hung and dialled "
+	    "again (nng 1.5.2, common/tls.h's dial keeper).\n"
+	    "# TYPE shoal_node_dialer_redials_total counter\n"
+	    "shoal_node_dialer_redials_total %" PRIu64 "\n",
+	    sh_dial_keeper_redials());
 	appendf(&b,
 	        "# HELP shoal_node_batch_pool_members Idle batch members kept for reuse (at most "
 	        "%u), and the bytes of arenas they hold (at most %u).\n"
@@ -264,7 +265,7 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	for (size_t k = 0; k < sizeof(gauges) / sizeof(gauges[0]); k++) {
 		appendf(&b, "# HELP %s %s\n# TYPE %s gauge\n", gauges[k].name, gauges[k].help,
 		        gauges[k].name);
-		for (uint32_t g = 0; g < n->conf->groups; g++) {
+		for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
 			node_group *grp = node_group_get(n, g);
 			if (grp == NULL)
 				continue;
@@ -312,12 +313,12 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	    {"shoal_outbox_shipped_seq", "Replicated shipped watermark of the outbox."},
 	    {"shoal_outbox_oldest_age_seconds", "Age of the oldest delta in the outbox."},
 	};
-	st_outbox_info *ob = sh_calloc(n->conf->groups, sizeof(*ob));
-	bool *have = sh_calloc(n->conf->groups, sizeof(*have));
+	st_outbox_info *ob = sh_calloc(sh_cluster_group_cap(n->conf), sizeof(*ob));
+	bool *have = sh_calloc(sh_cluster_group_cap(n->conf), sizeof(*have));
 	if (ob == NULL || have == NULL)
 		b.oom = true;
 	int64_t now_ms = node_wall_ms();
-	for (uint32_t g = 0; !b.oom && g < n->conf->groups; g++) {
+	for (uint32_t g = 0; !b.oom && g < sh_cluster_group_cap(n->conf); g++) {
 		node_group *grp = node_group_acquire(n, g); /* reads its storage */
 		have[g] = grp != NULL &&
 		          st_outbox_get_info(node_group_env(grp), &ob[g], NULL) == SHOAL_OK;
@@ -326,7 +327,7 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	for (size_t k = 0; k < 4 && !b.oom; k++) {
 		appendf(&b, "# HELP %s %s\n# TYPE %s gauge\n", ob_names[k][0], ob_names[k][1],
 		        ob_names[k][0]);
-		for (uint32_t g = 0; g < n->conf->groups; g++) {
+		for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
 			if (!have[g])
 				continue;
 			if (k == 3) {

@@ -62,7 +62,7 @@ int64_t node_wall_ms(void)
 
 node_group *node_group_get(node *n, uint32_t gid)
 {
-	if (gid >= n->conf->groups)
+	if (gid >= sh_cluster_group_cap(n->conf))
 		return NULL;
 	return __atomic_load_n(&n->groups[gid], __ATOMIC_ACQUIRE);
 }
@@ -331,8 +331,8 @@ static bool group_dir_exists(node *n, uint32_t gid)
  */
 static bool lost_replica(node *n, uint32_t gid)
 {
-	bool lost =
-	    !n->birth && sh_place_is_voter(n->place, n->id, gid) && !group_dir_exists(n, gid);
+	bool lost = !n->birth && sh_place_is_voter(n->place, n->id, gid) &&
+	            !sh_place_is_founder(n->place, n->id, gid) && !group_dir_exists(n, gid);
 	if (lost && !atomic_load(&n->lost[gid]))
 		node_logf(NODE_LOG_WARN,
 		          "group %u: the cluster map has this node as a voter but it has no data "
@@ -345,14 +345,33 @@ static bool lost_replica(node *n, uint32_t gid)
 
 bool node_group_lost(node *n, uint32_t gid)
 {
-	return gid < n->conf->groups && n->lost != NULL && atomic_load(&n->lost[gid]);
+	return gid < sh_cluster_group_cap(n->conf) && n->lost != NULL && atomic_load(&n->lost[gid]);
+}
+
+/*
+ * Whether group gid starts with raft_bootstrap: at the cluster's birth
+ * (every group of the birth map), and for a group created since
+ * (sh_map_create_group) on its founders while the map still says it is
+ * being founded and this node has no data for it -- its founders all
+ * bootstrap the map's voters, the one configuration the map allows while
+ * it is founding.  raft_bootstrap refuses a group that has data, so a
+ * founder restarting meanwhile keeps its log.  (A founder that lost its
+ * directory before the executor marked the group founded would start it
+ * again empty: that window is the seconds between creation and the first
+ * leader.)
+ */
+static bool boots(node *n, uint32_t gid)
+{
+	if (n->birth && !n->join)
+		return true;
+	return sh_place_is_founder(n->place, n->id, gid) && !group_dir_exists(n, gid);
 }
 
 static void open_group(node *n, uint32_t gid)
 {
 	char msg[SH_ERRMSG_SIZE] = "";
 	node_group *grp = NULL;
-	bool boot = n->birth && !n->join;
+	bool boot = boots(n, gid);
 	int rc = node_group_open_ex(n, gid, boot, &grp, msg);
 	if (grp == NULL) {
 		node_logf(NODE_LOG_ERROR, "group %u: %s", gid, msg);
@@ -369,12 +388,14 @@ static void open_group(node *n, uint32_t gid)
 	if (!boot)
 		node_logf(NODE_LOG_INFO, "group %u: opened without bootstrap (%s)", gid,
 		          n->join ? "--join" : "the cluster exists");
+	else if (!n->birth)
+		node_logf(NODE_LOG_INFO, "group %u: a new group founded here (bootstrapped)", gid);
 }
 
 void node_reconcile(node *n)
 {
 	if (n->state == NODE_RUNNING && n->map_trusted) {
-		for (uint32_t g = 0; g < n->conf->groups; g++) {
+		for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
 			bool want = sh_place_hosts(n->place, n->id, g);
 			node_group *cur = n->groups[g];
 			if (!want)
@@ -411,7 +432,7 @@ static void shutdown_begin(node *n)
 		close_handles(n);
 		return;
 	}
-	for (uint32_t g = 0; g < n->conf->groups; g++)
+	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++)
 		if (n->groups[g] != NULL)
 			node_group_close(n->groups[g], group_closed_cb);
 }
@@ -423,7 +444,7 @@ static void wake_cb(uv_async_t *handle)
 		shutdown_begin(n);
 		return;
 	}
-	for (uint32_t g = 0; g < n->conf->groups; g++)
+	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++)
 		if (n->groups[g] != NULL)
 			node_group_flush(n->groups[g]);
 }
@@ -431,7 +452,7 @@ static void wake_cb(uv_async_t *handle)
 static void check_cb(uv_check_t *handle)
 {
 	node *n = handle->data;
-	for (uint32_t g = 0; g < n->conf->groups; g++)
+	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++)
 		if (n->groups[g] != NULL)
 			node_group_publish(n->groups[g]);
 	/* After the publish: this iteration's applies are in LMDB, so the
@@ -538,8 +559,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	n->outbox_limit = opts->outbox_limit != 0 ? opts->outbox_limit : NODE_DEFAULT_OUTBOX_LIMIT;
 	if ((rc = make_dirs(n->dir, errmsg)) != SHOAL_OK || (rc = lock_dir(n, errmsg)) != SHOAL_OK)
 		goto err_after_alloc;
-	n->groups = sh_calloc(n->conf->groups, sizeof(*n->groups));
-	n->lost = sh_calloc(n->conf->groups, sizeof(*n->lost));
+	n->groups = sh_calloc(sh_cluster_group_cap(n->conf), sizeof(*n->groups));
+	n->lost = sh_calloc(sh_cluster_group_cap(n->conf), sizeof(*n->lost));
 	if (n->groups == NULL || n->lost == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_alloc;
@@ -559,8 +580,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	uv_check_start(&n->check, check_cb);
 	n->state = NODE_RUNNING;
 
-	node_logf(NODE_LOG_INFO, "node %u: starting, dir %s, %u groups in the cluster", n->id,
-	          n->dir, n->conf->groups);
+	node_logf(NODE_LOG_INFO, "node %u: starting, dir %s, %u groups at the birth (ids below %u)",
+	          n->id, n->dir, n->conf->groups, sh_cluster_group_cap(n->conf));
 	if ((rc = open_tls(n, errmsg)) != SHOAL_OK)
 		goto err;
 	if ((rc = node_cap_open(n, &n->cap, errmsg)) != SHOAL_OK)
@@ -570,11 +591,11 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	 * from node_map_tick). */
 	if ((rc = node_map_open(n, opts, errmsg)) != SHOAL_OK)
 		goto err;
-	for (uint32_t g = 0; n->map_trusted && g < n->conf->groups; g++) {
+	for (uint32_t g = 0; n->map_trusted && g < sh_cluster_group_cap(n->conf); g++) {
 		if (!sh_place_hosts(n->place, n->id, g) || lost_replica(n, g))
 			continue;
 		node_group *grp = NULL;
-		rc = node_group_open_ex(n, g, n->birth && !n->join, &grp, errmsg);
+		rc = node_group_open_ex(n, g, boots(n, g), &grp, errmsg);
 		if (grp != NULL) {
 			n->groups[g] = grp;
 			n->n_hosted++;
@@ -659,7 +680,7 @@ void node_close(node *n)
 	node_map_free(n);
 	node_cap_free(n->cap);
 	n->cap = NULL;
-	for (uint32_t g = 0; g < n->conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
 		node_group_free(n->groups[g]);
 		n->groups[g] = NULL;
 	}

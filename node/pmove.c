@@ -346,6 +346,35 @@ static int send_ingest(node_pmove *pm, const pm_move *m, bool reset, uint8_t **k
 	return rc;
 }
 
+/*
+ * The target group has no definition of the table (a group created after
+ * the table, or one that lost it): the source's own definition goes there
+ * first, as a router repairs a data group (router/job.c, "Repair") -- the
+ * same TableDefine, id and creation time fixed by group 0, so defining it
+ * twice changes nothing.
+ */
+static int define_at_target(node_pmove *pm, node_group *g, const pm_move *m, char *msg)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	st_table_info info;
+	Shoal__TableDefine *d = NULL;
+	int rc = st_table_describe_id(node_group_env(g), m->table, &a, &info, msg);
+	if (rc == SHOAL_OK)
+		rc = wire_table_define_to_pb(&a, &info.def, &d, msg);
+	if (rc == SHOAL_OK) {
+		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+		nr.define_table = d;
+		rc = rpc_leader(pm, m->to_group, &nr, msg);
+	}
+	node_logf(rc == SHOAL_OK ? NODE_LOG_INFO : NODE_LOG_WARN,
+	          "pmove: group %u table %u: defined at group %u, which did not have it%s%s",
+	          m->group, m->table, m->to_group, rc == SHOAL_OK ? "" : ": ",
+	          rc == SHOAL_OK ? "" : msg);
+	sh_arena_fini(&a);
+	return rc;
+}
+
 /* Waits ms, or less: until the node stops or cv is signalled (the
  * executor's asks signal it). */
 static void wait_ms(node_pmove *pm, uint64_t ms)
@@ -423,6 +452,9 @@ static int copy_range(node_pmove *pm, node_group *g, pm_move *m, char *msg)
 		if (first)
 			m->log_acked = log_last;
 		rc = send_ingest(pm, m, first, keys, klens, vals, vlens, n, msg);
+		if (rc == SHOAL_E_NOT_FOUND && first &&
+		    (rc = define_at_target(pm, g, m, msg)) == SHOAL_OK)
+			rc = send_ingest(pm, m, first, keys, klens, vals, vlens, n, msg);
 		if (rc != SHOAL_OK)
 			break;
 		first = false;
@@ -862,7 +894,7 @@ static void *driver(void *arg)
 		pthread_mutex_unlock(&pm->mu);
 		if (stop)
 			break;
-		for (uint32_t gid = 1; gid < pm->n->conf->groups; gid++)
+		for (uint32_t gid = 1; gid < sh_cluster_group_cap(pm->n->conf); gid++)
 			pass_group(pm, gid);
 	}
 	return NULL;
@@ -877,7 +909,8 @@ int node_handle_part_move(node_call *c)
 	if (pm == NULL)
 		return sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE, "this node moves no partitions");
 	uint32_t gid = node_group_id(c->group);
-	if (r->to_group == gid || r->to_group >= c->node->conf->groups || r->lo > r->hi)
+	if (r->to_group == gid || r->to_group >= sh_cluster_group_cap(c->node->conf) ||
+	    r->lo > r->hi)
 		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
 		               "part_move: bad range or target group %u", r->to_group);
 	uint64_t term;

@@ -151,7 +151,7 @@ struct node_scrub {
 	bool closing;
 	pthread_mutex_t mu;
 	uint64_t next_seq;
-	sc_group **groups; /* [conf->groups]; NULL where not hosted */
+	sc_group **groups; /* [sh_cluster_group_cap(conf)]; NULL where not hosted */
 };
 
 /* ------------------------------------------------------------------------ */
@@ -237,7 +237,7 @@ static void diverged(sc_group *sg, const char *why)
 void node_scrub_told(node_scrub *s, uint32_t gid, uint32_t proposer, uint64_t seq,
                      uint64_t majority_hash)
 {
-	sc_group *sg = s != NULL && gid < s->n->conf->groups
+	sc_group *sg = s != NULL && gid < sh_cluster_group_cap(s->n->conf)
 	                   ? __atomic_load_n(&s->groups[gid], __ATOMIC_ACQUIRE)
 	                   : NULL;
 	if (sg == NULL)
@@ -598,7 +598,7 @@ void node_scrub_tick(node_scrub *s)
 	if (s == NULL || s->closing)
 		return;
 	uint64_t now = node_now_ns();
-	for (uint32_t g = 0; g < s->n->conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(s->n->conf); g++) {
 		/* Groups come and go with the map (node.c): follow n->groups. */
 		node_group *grp = node_group_get(s->n, g);
 		sc_group *sg = s->groups[g];
@@ -654,10 +654,10 @@ int node_scrub_open(node *n, node_scrub **out, char *errmsg)
 	s->ms = ms;
 	s->next_seq = node_next_batch_id(n); /* unique per process, as batch ids */
 	pthread_mutex_init(&s->mu, NULL);
-	s->groups = sh_calloc(n->conf->groups, sizeof(*s->groups));
+	s->groups = sh_calloc(sh_cluster_group_cap(n->conf), sizeof(*s->groups));
 	if (s->groups == NULL)
 		goto nomem;
-	for (uint32_t g = 0; g < n->conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
 		node_group *grp = node_group_get(n, g);
 		if (grp != NULL && group_new(s, g, grp) == NULL)
 			goto nomem;
@@ -680,7 +680,7 @@ void node_scrub_free(node_scrub *s)
 {
 	if (s == NULL)
 		return;
-	for (uint32_t g = 0; s->groups != NULL && g < s->n->conf->groups; g++) {
+	for (uint32_t g = 0; s->groups != NULL && g < sh_cluster_group_cap(s->n->conf); g++) {
 		sc_group *sg = s->groups[g];
 		if (sg == NULL)
 			continue;
@@ -707,7 +707,7 @@ void node_scrub_metrics(node_scrub *s, node_appendf_fn appendf, void *buf)
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		appendf(buf, "# HELP %s %s\n# TYPE %s counter\n", names[k][0], names[k][1],
 		        names[k][0]);
-		for (uint32_t g = 0; g < s->n->conf->groups; g++) {
+		for (uint32_t g = 0; g < sh_cluster_group_cap(s->n->conf); g++) {
 			sc_group *sg = s->groups[g];
 			if (sg == NULL)
 				continue;

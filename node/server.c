@@ -390,10 +390,10 @@ static int prepare_activate_index(node_call *c, Shoal__CommandOp *op)
 static int prepare_index_ship(node_call *c, Shoal__CommandOp *op)
 {
 	const Shoal__IndexApply *ia = c->req->index_ship;
-	if (ia->source_group >= c->node->conf->groups)
+	if (ia->source_group >= sh_cluster_group_cap(c->node->conf))
 		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
 		               "index_ship from group %u: the cluster has %u groups",
-		               ia->source_group, c->node->conf->groups);
+		               ia->source_group, sh_cluster_group_cap(c->node->conf));
 	if (ia->n_deltas == 0)
 		return sh_errf(c->errmsg, SHOAL_E_VALIDATION, "index_ship without deltas");
 	st_delta *d = sh_arena_calloc(c->arena, ia->n_deltas, sizeof(*d));
@@ -427,7 +427,7 @@ static int prepare_txn_write(node_call *c, Shoal__CommandOp *op)
 		return sh_errf(c->errmsg, SHOAL_E_VALIDATION,
 		               "txn_write with %zu actions and %zu positions", w->n_actions,
 		               w->n_positions);
-	if (!w->single && w->coord_group >= c->node->conf->groups)
+	if (!w->single && w->coord_group >= sh_cluster_group_cap(c->node->conf))
 		return sh_errf(c->errmsg, SHOAL_E_VALIDATION, "txn_write: no group %u",
 		               w->coord_group);
 	op->op_case = SHOAL__COMMAND_OP__OP_TXN_WRITE;
@@ -635,10 +635,10 @@ static int dispatch(nreq *q, int op, size_t request_size, uint32_t *leader, bool
 	 * this node meanwhile, node.c "Groups follow the map"). */
 	c->group = node_group_acquire(n, req->group);
 	if (c->group == NULL) {
-		if (req->group >= n->conf->groups)
+		if (req->group >= sh_cluster_group_cap(n->conf))
 			return sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE,
 			               "group %u does not exist (the cluster has %u groups)",
-			               req->group, n->conf->groups);
+			               req->group, sh_cluster_group_cap(n->conf));
 		return sh_errf(c->errmsg, SHOAL_E_UNAVAILABLE, "group %u is not hosted on node %u",
 		               req->group, n->id);
 	}

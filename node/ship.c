@@ -71,7 +71,7 @@ static void src_activate(ship_src *src, uint64_t term)
 	src->want_read = true;
 	src->kick = true;
 	src->bf_next_ns = 0;
-	for (uint32_t t = 0; t < src->s->conf->groups; t++) {
+	for (uint32_t t = 0; t < sh_cluster_group_cap(src->s->conf); t++) {
 		if (src->links[t] != NULL)
 			node_ship_link_reset(src->links[t]);
 	}
@@ -288,7 +288,7 @@ static ship_src *src_new(node_ship *s, node_group *grp, uint32_t g)
 	if (node_shipq_init(&src->q, s->conf) != SHOAL_OK)
 		goto nomem;
 	src->q_init = true;
-	src->links = sh_calloc(s->conf->groups, sizeof(*src->links));
+	src->links = sh_calloc(sh_cluster_group_cap(s->conf), sizeof(*src->links));
 	if (src->links == NULL)
 		goto nomem;
 	if (node_waiter_init(&src->trim_w) != SHOAL_OK)
@@ -309,7 +309,7 @@ static void src_free(node_ship *s, ship_src *src)
 {
 	if (src == NULL)
 		return;
-	for (uint32_t t = 0; src->links != NULL && t < s->conf->groups; t++) {
+	for (uint32_t t = 0; src->links != NULL && t < sh_cluster_group_cap(s->conf); t++) {
 		if (src->links[t] != NULL)
 			node_ship_link_free(src->links[t]);
 	}
@@ -332,7 +332,7 @@ static void src_free(node_ship *s, ship_src *src)
  * the shipper is freed, since exchanges in flight still point at it.  Loop. */
 static void srcs_follow_groups(node_ship *s)
 {
-	for (uint32_t g = 0; g < s->conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(s->conf); g++) {
 		node_group *grp = node_group_get(s->n, g);
 		ship_src *src = s->srcs[g];
 		if (src != NULL && src->g == grp)
@@ -372,7 +372,7 @@ static void src_tick(ship_src *src, uint64_t now, bool timer)
 	}
 	if ((src->kick || timer) && !atomic_load(&src->s->paused)) {
 		src->kick = false;
-		for (uint32_t t = 0; t < src->s->conf->groups; t++)
+		for (uint32_t t = 0; t < sh_cluster_group_cap(src->s->conf); t++)
 			if (src->q.links[t].head != NULL)
 				node_ship_link_send(src, t, now);
 	}
@@ -407,7 +407,7 @@ void node_ship_tick(node_ship *s)
 	node_ship_drain(s);
 	uint64_t now = node_now_ns();
 	srcs_follow_groups(s);
-	for (uint32_t g = 0; g < s->conf->groups; g++)
+	for (uint32_t g = 0; g < sh_cluster_group_cap(s->conf); g++)
 		if (s->srcs[g] != NULL)
 			src_tick(s->srcs[g], now, timer);
 	node_txnrec_tick(s->rec, now);
@@ -424,10 +424,10 @@ int node_ship_open(node *n, node_ship **out, char *errmsg)
 	s->conf = n->conf;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->lag_mu, NULL);
-	s->srcs = sh_calloc(n->conf->groups, sizeof(*s->srcs));
+	s->srcs = sh_calloc(sh_cluster_group_cap(n->conf), sizeof(*s->srcs));
 	if (s->srcs == NULL)
 		goto nomem;
-	for (uint32_t g = 0; g < n->conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
 		node_group *grp = node_group_get(n, g);
 		if (grp != NULL && (s->srcs[g] = src_new(s, grp, g)) == NULL)
 			goto nomem;
@@ -486,7 +486,7 @@ void node_ship_free(node_ship *s)
 	node_ship_lanes_free(s);
 	node_txnrec_free(s->rec);
 	node_elastic_free(s->elastic);
-	for (uint32_t g = 0; s->srcs != NULL && g < s->conf->groups; g++)
+	for (uint32_t g = 0; s->srcs != NULL && g < sh_cluster_group_cap(s->conf); g++)
 		src_free(s, s->srcs[g]);
 	while (s->retired != NULL) {
 		ship_src *src = s->retired;
@@ -509,14 +509,14 @@ void node_ship_set_paused(node_ship *s, bool paused)
 
 uint64_t node_ship_backlog(node_ship *s, uint32_t gid)
 {
-	if (s == NULL || gid >= s->conf->groups || s->srcs[gid] == NULL)
+	if (s == NULL || gid >= sh_cluster_group_cap(s->conf) || s->srcs[gid] == NULL)
 		return 0;
 	return atomic_load_explicit(&s->srcs[gid]->backlog, memory_order_relaxed);
 }
 
 void node_ship_count_applied(node_ship *s, uint32_t gid, uint64_t n)
 {
-	if (s == NULL || gid >= s->conf->groups || s->srcs[gid] == NULL)
+	if (s == NULL || gid >= sh_cluster_group_cap(s->conf) || s->srcs[gid] == NULL)
 		return;
 	atomic_fetch_add_explicit(&s->srcs[gid]->applied_total, n, memory_order_relaxed);
 }

@@ -515,20 +515,20 @@ void node_ship_metrics(node_ship *s, node_appendf_fn appendf, void *buf)
 	appendf(buf, "# HELP shoal_index_deltas_shipped_total Index deltas of this group's "
 	             "outbox acknowledged by their target groups (while leader).\n"
 	             "# TYPE shoal_index_deltas_shipped_total counter\n");
-	for (uint32_t g = 0; g < s->conf->groups; g++)
+	for (uint32_t g = 0; g < sh_cluster_group_cap(s->conf); g++)
 		if (s->srcs[g] != NULL)
 			appendf(buf, "shoal_index_deltas_shipped_total{group=\"%u\"} %" PRIu64 "\n",
 			        g, (uint64_t)atomic_load(&s->srcs[g]->shipped_total));
 	appendf(buf, "# HELP shoal_index_deltas_applied_total Index deltas received from "
 	             "source groups and applied by this group (as leader).\n"
 	             "# TYPE shoal_index_deltas_applied_total counter\n");
-	for (uint32_t g = 0; g < s->conf->groups; g++)
+	for (uint32_t g = 0; g < sh_cluster_group_cap(s->conf); g++)
 		if (s->srcs[g] != NULL)
 			appendf(buf, "shoal_index_deltas_applied_total{group=\"%u\"} %" PRIu64 "\n",
 			        g, (uint64_t)atomic_load(&s->srcs[g]->applied_total));
 	appendf(buf, "# HELP shoal_index_backlog Unshipped index deltas as this node, "
 	             "leader, last saw them.\n# TYPE shoal_index_backlog gauge\n");
-	for (uint32_t g = 0; g < s->conf->groups; g++)
+	for (uint32_t g = 0; g < sh_cluster_group_cap(s->conf); g++)
 		if (s->srcs[g] != NULL)
 			appendf(buf, "shoal_index_backlog{group=\"%u\"} %" PRIu64 "\n", g,
 			        (uint64_t)atomic_load(&s->srcs[g]->backlog));

@@ -44,10 +44,10 @@ int node_shipq_init(node_shipq *q, const sh_cluster_conf *conf)
 {
 	memset(q, 0, sizeof(*q));
 	q->conf = conf;
-	q->links = sh_calloc(conf->groups, sizeof(*q->links));
+	q->links = sh_calloc(sh_cluster_group_cap(conf), sizeof(*q->links));
 	if (q->links == NULL)
 		return SHOAL_E_NOMEM;
-	for (uint32_t t = 0; t < conf->groups; t++)
+	for (uint32_t t = 0; t < sh_cluster_group_cap(conf); t++)
 		q->links[t].target = t;
 	return SHOAL_OK;
 }
@@ -68,7 +68,7 @@ static void link_clear(node_shipq_link *l)
 
 void node_shipq_reset(node_shipq *q, uint64_t pos)
 {
-	for (uint32_t t = 0; t < q->conf->groups; t++)
+	for (uint32_t t = 0; t < sh_cluster_group_cap(q->conf); t++)
 		link_clear(&q->links[t]);
 	q->read_pos = pos;
 	q->n_buffered = 0;
@@ -163,7 +163,7 @@ void node_shipq_retry(node_shipq *q, uint32_t target)
 uint64_t node_shipq_watermark(const node_shipq *q)
 {
 	uint64_t w = q->read_pos;
-	for (uint32_t t = 0; t < q->conf->groups; t++) {
+	for (uint32_t t = 0; t < sh_cluster_group_cap(q->conf); t++) {
 		const node_sdelta *h = q->links[t].head;
 		if (h != NULL && h->d.seq - 1 < w)
 			w = h->d.seq - 1;

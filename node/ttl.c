@@ -110,7 +110,7 @@ struct node_ttl {
 	double share;    /* ttl_share as a fraction */
 	double part_wcu; /* the partition write limit */
 	bool closing;
-	tt_group **groups; /* [conf->groups]; NULL where not hosted */
+	tt_group **groups; /* [sh_cluster_group_cap(conf)]; NULL where not hosted */
 	double rate;       /* a new group's bucket rate, until a table says */
 	/* Groups closed or reopened since (the map moved a replica): kept until
 	 * node_ttl_free, since their deletes in flight point at them. */
@@ -390,7 +390,7 @@ static tt_group *tg_new(node_ttl *t, node_group *grp, uint32_t g)
  * since gets an expirer, one closed or reopened has its own retired. */
 static void follow_groups(node_ttl *t)
 {
-	for (uint32_t g = 0; g < t->n->conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(t->n->conf); g++) {
 		node_group *grp = tt_holds_items(t->n, g) ? node_group_get(t->n, g) : NULL;
 		tt_group *tg = t->groups[g];
 		if (tg != NULL && tg->g == grp)
@@ -411,7 +411,7 @@ void node_ttl_tick(node_ttl *t)
 		return;
 	uint64_t now = node_now_ns();
 	follow_groups(t);
-	for (uint32_t g = 0; g < t->n->conf->groups; g++)
+	for (uint32_t g = 0; g < sh_cluster_group_cap(t->n->conf); g++)
 		if (t->groups[g] != NULL)
 			group_tick(t->groups[g], now);
 }
@@ -428,13 +428,13 @@ int node_ttl_open(node *n, node_ttl **out, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "ttl: out of memory");
 	t->n = n;
 	t->ms = ms;
-	t->groups = sh_calloc(conf->groups, sizeof(*t->groups));
+	t->groups = sh_calloc(sh_cluster_group_cap(conf), sizeof(*t->groups));
 	if (t->groups == NULL)
 		goto nomem;
 	t->part_wcu = (double)(conf->partition_wcu != 0 ? conf->partition_wcu : SH_PARTITION_WCU);
 	t->share = (conf->ttl_share != 0 ? conf->ttl_share : SH_TTL_SHARE) / 100.0;
 	t->rate = t->part_wcu * t->share; /* until the first table says otherwise */
-	for (uint32_t g = 0; g < conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(conf); g++) {
 		node_group *grp = node_group_get(n, g);
 		if (grp != NULL && tt_holds_items(n, g) &&
 		    (t->groups[g] = tg_new(t, grp, g)) == NULL)
@@ -457,7 +457,7 @@ void node_ttl_free(node_ttl *t)
 {
 	if (t == NULL)
 		return;
-	for (uint32_t g = 0; t->groups != NULL && g < t->n->conf->groups; g++)
+	for (uint32_t g = 0; t->groups != NULL && g < sh_cluster_group_cap(t->n->conf); g++)
 		tg_free(t->groups[g]);
 	while (t->retired != NULL) {
 		tt_group *tg = t->retired;
@@ -481,7 +481,7 @@ void node_ttl_metrics(node_ttl *t, node_appendf_fn appendf, void *buf)
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++) {
 		appendf(buf, "# HELP %s %s\n# TYPE %s counter\n", names[k][0], names[k][1],
 		        names[k][0]);
-		for (uint32_t g = 0; g < t->n->conf->groups; g++) {
+		for (uint32_t g = 0; g < sh_cluster_group_cap(t->n->conf); g++) {
 			tt_group *tg = t->groups[g];
 			if (tg == NULL)
 				continue;

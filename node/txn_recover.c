@@ -389,14 +389,15 @@ static void scan_group(node_txnrec *r, node_group *g, uint32_t gid, int64_t now_
 		node_logf(NODE_LOG_WARN, "txn recovery: group %u: %s", gid, msg);
 		return;
 	}
-	uint32_t cap = np + nr * (r->s->conf->groups < ST_TXN_MAX_PARTS ? r->s->conf->groups
-	                                                                : ST_TXN_MAX_PARTS);
+	uint32_t cap = np + nr * (sh_cluster_group_cap(r->s->conf) < ST_TXN_MAX_PARTS
+	                              ? sh_cluster_group_cap(r->s->conf)
+	                              : ST_TXN_MAX_PARTS);
 	if (cap > REC_MAX_TASKS)
 		cap = REC_MAX_TASKS;
 	node_txnrec_action *acts = sh_arena_calloc(&r->scratch, cap + 1, sizeof(*acts));
 	uint32_t n = acts == NULL ? 0
-	                          : node_txnrec_plan(gid, r->s->conf->groups, now_ms, parts, np,
-	                                             recs, nr, acts, cap);
+	                          : node_txnrec_plan(gid, sh_cluster_group_cap(r->s->conf), now_ms,
+	                                             parts, np, recs, nr, acts, cap);
 	for (uint32_t i = 0; i < n; i++) {
 		const node_txnrec_action *x = &acts[i];
 		switch (x->kind) {
@@ -446,7 +447,7 @@ void node_txnrec_tick(node_txnrec *r, uint64_t now_ns)
 	r->next_ns = now_ns + (uint64_t)REC_SCAN_MS * 1000000u;
 	node *n = r->s->n;
 	int64_t now_ms = node_wall_ms();
-	for (uint32_t g = 0; g < n->conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
 		node_group *grp = node_group_get(n, g);
 		if (grp == NULL)
 			continue;
@@ -461,7 +462,7 @@ int node_txnrec_open(node_ship *s, node_txnrec **out, char *errmsg)
 {
 	node_txnrec *r = sh_calloc(1, sizeof(*r));
 	if (r != NULL)
-		r->hint = sh_calloc(s->conf->groups, sizeof(*r->hint));
+		r->hint = sh_calloc(sh_cluster_group_cap(s->conf), sizeof(*r->hint));
 	if (r == NULL || r->hint == NULL) {
 		sh_free(r);
 		return sh_errf(errmsg, SHOAL_E_NOMEM, "txn recovery: out of memory");

@@ -217,7 +217,7 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 		goto err_after_catalog;
 	}
 	rt->pool_init = true;
-	rt->leader = sh_calloc(conf->groups, sizeof(*rt->leader));
+	rt->leader = sh_calloc(sh_cluster_group_cap(conf), sizeof(*rt->leader));
 	if (rt->leader == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_pool;
@@ -228,7 +228,7 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 		                 (uint64_t)getpid() ^ (uint64_t)rt_wall_ms()};
 		memcpy(rt->nonce, x, sizeof(x));
 	}
-	for (uint32_t g = 0; g < conf->groups; g++) {
+	for (uint32_t g = 0; g < sh_cluster_group_cap(conf); g++) {
 		uint32_t reps[SH_MAX_REPLICATION];
 		atomic_store(&rt->leader[g], rt_voters(rt, g, reps) > 0 ? reps[0] : 0);
 	}
@@ -402,16 +402,10 @@ uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk)
 	return rt_base_group(rt, table_id, st_key_hash(table_id, pk));
 }
 
-uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups)
+uint32_t rt_data_groups(rt_router *rt, uint32_t *groups)
 {
-	uint32_t n = 0;
-	uint32_t parts = sh_cluster_partitions(c);
-	for (uint32_t p = 0; p < parts; p++) {
-		uint32_t g = sh_cluster_partition_group(c, p);
-		if (n == 0 || groups[n - 1] != g)
-			groups[n++] = g;
-	}
-	return n;
+	uint32_t n = sh_place_data_groups(rt->place, groups, SH_MAX_GROUPS);
+	return n < SH_MAX_GROUPS ? n : SH_MAX_GROUPS;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -420,7 +414,7 @@ uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups)
 
 static void set_leader(rt_router *rt, uint32_t group, uint32_t node)
 {
-	if (group >= rt->conf->groups || node == 0)
+	if (group >= sh_cluster_group_cap(rt->conf) || node == 0)
 		return;
 	uint32_t old = atomic_exchange(&rt->leader[group], node);
 	if (old != node)
@@ -772,7 +766,7 @@ void rt_call_start(rt_call *c)
 	c->code = SHOAL_OK;
 	c->has_response = false;
 	c->answered_by = 0;
-	if (c->group >= rt->conf->groups) {
+	if (c->group >= sh_cluster_group_cap(rt->conf)) {
 		sh_errf(c->errmsg, SHOAL_E_INTERNAL, "no storage group %u", c->group);
 		call_fail_later(c, SHOAL_E_INTERNAL);
 		return;

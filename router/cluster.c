@@ -103,7 +103,7 @@ static int status_calls(rt_job *j, cluster_st *s, const sh_map *m)
 	int rc;
 	for (uint32_t g = 0; g < m->n_groups; g++) {
 		const sh_map_group *grp = &m->groups[g];
-		if (grp->id >= j->rt->conf->groups)
+		if (grp->id >= sh_cluster_group_cap(j->rt->conf))
 			continue; /* a group this router cannot call (not in this step) */
 		for (uint32_t k = 0; k < grp->n_replicas; k++)
 			if ((rc = rt_status_call(j, grp->id, grp->replicas[k].node,
@@ -201,6 +201,7 @@ static int status_answer(rt_job *j, cluster_st *s, const sh_map *m)
 			return nomem(j);
 		shoal__map_group__init(mg);
 		mg->group = grp->id;
+		mg->founding = sh_map_group_founding(grp);
 		mg->replicas = reps;
 		for (uint32_t k = 0; k < grp->n_replicas; k++) {
 			Shoal__MapReplica *r = sh_arena_alloc(&j->arena, sizeof(*r));
@@ -297,7 +298,7 @@ static int admin_check(rt_job *j, const Shoal__AdminRequest *a)
 		return rt_job_fail(
 		    j, SHOAL_E_VALIDATION,
 		    "1 validation error detected: Admin needs exactly one of AddNode, "
-		    "DrainNode, MovePartition and SplitPartition");
+		    "DrainNode, MovePartition, SplitPartition and AddGroup");
 	if (a->action_case == SHOAL__ADMIN_REQUEST__ACTION_MOVE_PARTITION ||
 	    a->action_case == SHOAL__ADMIN_REQUEST__ACTION_SPLIT_PARTITION) {
 		/* Group 0 checks the rest against its catalog and map. */
@@ -309,6 +310,28 @@ static int admin_check(rt_job *j, const Shoal__AdminRequest *a)
 			return rt_job_fail(j, SHOAL_E_VALIDATION,
 			                   "1 validation error detected: Value null at 'tableName' "
 			                   "failed to satisfy constraint: Member must not be null");
+		return SHOAL_OK;
+	}
+	if (a->action_case == SHOAL__ADMIN_REQUEST__ACTION_ADD_GROUP) {
+		const Shoal__GroupSpec *g = a->add_group;
+		uint32_t cap = sh_cluster_group_cap(j->rt->conf);
+		if (g == NULL)
+			return rt_job_fail(j, SHOAL_E_VALIDATION,
+			                   "AddGroup: a GroupSpec is required");
+		if (g->group_id >= cap)
+			return rt_job_fail(j, SHOAL_E_VALIDATION,
+			                   "AddGroup: GroupId %u is past the cluster's group ids "
+			                   "0..%u ([cluster] max_groups in the cluster file)",
+			                   g->group_id, cap - 1);
+		if (g->n_nodes > SH_MAX_REPLICATION)
+			return rt_job_fail(j, SHOAL_E_VALIDATION, "AddGroup: %zu nodes named",
+			                   g->n_nodes);
+		for (size_t k = 0; k < g->n_nodes; k++)
+			for (size_t i = 0; i < k; i++)
+				if (g->nodes[i] == g->nodes[k])
+					return rt_job_fail(j, SHOAL_E_VALIDATION,
+					                   "AddGroup: node %u named twice",
+					                   g->nodes[k]);
 		return SHOAL_OK;
 	}
 	if (a->action_case == SHOAL__ADMIN_REQUEST__ACTION_DRAIN_NODE) {
@@ -334,7 +357,47 @@ static int admin_check(rt_job *j, const Shoal__AdminRequest *a)
 typedef struct admin_st {
 	rt_call *c;
 	uint32_t tries;
+	const Shoal__AdminRequest *req; /* the request, its AddGroup's id filled */
+	uint32_t group_id;
 } admin_st;
+
+/* AddGroup without a GroupId: the lowest id the (fresh) map leaves free,
+ * past the birth's groups; 0 if every id below max_groups is taken. */
+static uint32_t free_group_id(rt_job *j)
+{
+	sh_map m;
+	uint32_t cap = sh_cluster_group_cap(j->rt->conf), id = 0;
+	if (sh_place_copy(j->rt->place, &m) != SHOAL_OK) {
+		sh_map_fini(&m);
+		return 0;
+	}
+	for (uint32_t g = 1; g < cap && id == 0; g++)
+		if (sh_map_group_get(&m, g) == NULL)
+			id = g;
+	sh_map_fini(&m);
+	return id;
+}
+
+/* The request with its AddGroup's GroupId filled (an arena copy). */
+static int admin_fill_group(rt_job *j, admin_st *s)
+{
+	uint32_t id = free_group_id(j);
+	if (id == 0)
+		return rt_job_fail(j, SHOAL_E_LIMIT_EXCEEDED,
+		                   "AddGroup: every group id below max_groups (%u) is in use; "
+		                   "raise [cluster] max_groups in the cluster file",
+		                   sh_cluster_group_cap(j->rt->conf));
+	Shoal__AdminRequest *a = sh_arena_alloc(&j->arena, sizeof(*a));
+	Shoal__GroupSpec *g = sh_arena_alloc(&j->arena, sizeof(*g));
+	if (a == NULL || g == NULL)
+		return nomem(j);
+	*a = *j->in->admin;
+	*g = *j->in->admin->add_group;
+	g->group_id = id;
+	a->add_group = g;
+	s->req = a;
+	return SHOAL_OK;
+}
 
 static int admin_send(rt_job *j, admin_st *s)
 {
@@ -343,7 +406,7 @@ static int admin_send(rt_job *j, admin_st *s)
 	if (nr == NULL || c == NULL)
 		return nomem(j);
 	shoal__node_request__init(nr);
-	nr->map_change = j->in->admin;
+	nr->map_change = (Shoal__AdminRequest *)s->req;
 	/* "Make it so": the same change asked twice answers OK. */
 	c->idempotent = true;
 	s->c = c;
@@ -363,6 +426,21 @@ int rt_step_admin(rt_job *j)
 			return rc;
 		if ((s = j->st = sh_arena_calloc(&j->arena, 1, sizeof(*s))) == NULL)
 			return nomem(j);
+		s->req = j->in->admin;
+		if (s->req->action_case == SHOAL__ADMIN_REQUEST__ACTION_ADD_GROUP &&
+		    s->req->add_group->group_id == 0) {
+			/* The id from the newest map: ask group 0 for it first. */
+			j->phase = 2;
+			if ((rc = map_get_call(j, 0, &s->c)) != SHOAL_OK)
+				return rc;
+			return RT_WAIT;
+		}
+		j->phase = 1;
+		return admin_send(j, s);
+	case 2:
+		offer_answer(j, s->c);
+		if ((rc = admin_fill_group(j, s)) != SHOAL_OK)
+			return rc;
 		j->phase = 1;
 		return admin_send(j, s);
 	case 1:
@@ -377,6 +455,8 @@ int rt_step_admin(rt_job *j)
 			return nomem(j);
 		shoal__admin_response__init(ar);
 		ar->map_epoch = resp->epoch != 0 ? resp->epoch : sh_place_epoch(j->rt->place);
+		if (s->req->action_case == SHOAL__ADMIN_REQUEST__ACTION_ADD_GROUP)
+			ar->group_id = s->req->add_group->group_id;
 		j->out->result_case = SHOAL__RESPONSE__RESULT_ADMIN;
 		j->out->admin = ar;
 		return SHOAL_OK;

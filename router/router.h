@@ -374,8 +374,10 @@ void rt_new_id(rt_router *rt, uint8_t out[16]);
 uint32_t rt_base_group(const rt_router *rt, uint32_t table_id, uint64_t h);
 uint32_t rt_gsi_group(const rt_router *rt, uint64_t h);
 uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk);
-/* Every data group (those holding partitions), in order; returns the count. */
-uint32_t rt_data_groups(const sh_cluster_conf *c, uint32_t *groups);
+/* Every data group of the router's cluster map (the birth's and those added
+ * since: what may hold a table's partitions), ascending, into groups (room
+ * for SH_MAX_GROUPS); returns the count. */
+uint32_t rt_data_groups(rt_router *rt, uint32_t *groups);
 
 /*
  * One request to one storage group.  A step creates it with rt_job_call (in

@@ -85,9 +85,16 @@ static int stream_table(rt_job *j, const char *arn, const char *table, int64_t l
 static int shard_group(rt_job *j, const wire_shard *s, uint32_t *group)
 {
 	const sh_cluster_conf *conf = j->rt->conf;
-	uint32_t p;
-	if (s->is_static ? s->partition >= sh_cluster_partitions(conf)
-	                 : !sh_cluster_group_partition(conf, s->group, &p))
+	uint32_t p, voters[SH_MAP_GROUP_REPLICAS];
+	/* A span's group: one of the birth's data groups, or one added since
+	 * (any group of the map but group 0: groups are never removed). */
+	bool known =
+	    s->is_static
+	        ? s->partition < sh_cluster_partitions(conf)
+	        : sh_cluster_group_partition(conf, s->group, &p) ||
+	              (s->group != 0 && s->group < sh_cluster_group_cap(conf) &&
+	               sh_place_voters(j->rt->place, s->group, voters, SH_MAP_GROUP_REPLICAS) > 0);
+	if (!known)
 		return rt_job_fail(j, SHOAL_E_NOT_FOUND,
 		                   "Requested resource not found: Shard does not exist");
 	*group = s->is_static ? sh_cluster_partition_group(conf, s->partition) : s->group;
@@ -164,7 +171,7 @@ int rt_step_describe_stream(rt_job *j)
 		    SHOAL_OK)
 			return rc;
 		uint32_t groups[SH_MAX_GROUPS];
-		uint32_t ng = rt_data_groups(j->rt->conf, groups);
+		uint32_t ng = rt_data_groups(j->rt, groups);
 		for (uint32_t i = 0; i < ng; i++) {
 			rt_call *c = rt_job_call(j, groups[i]);
 			if (c == NULL)

@@ -116,7 +116,7 @@ int rt_statuses_step(rt_job *j, rt_statuses *st)
 	int rc;
 	switch (st->phase) {
 	case 0:
-		st->n = rt_data_groups(j->rt->conf, st->groups);
+		st->n = rt_data_groups(j->rt, st->groups);
 		for (uint32_t i = 0; i < st->n; i++)
 			if ((rc = rt_status_call(j, st->groups[i], 0, &st->calls[i])) != SHOAL_OK)
 				return rc;
@@ -181,7 +181,7 @@ int rt_define_all_step(rt_job *j, rt_define_all *d)
 	switch (d->phase) {
 	case 0: {
 		uint32_t groups[SH_MAX_GROUPS];
-		uint32_t ng = rt_data_groups(j->rt->conf, groups);
+		uint32_t ng = rt_data_groups(j->rt, groups);
 		/* Keep time for the catalog refresh: a data group that is down
 		 * now is repaired on first use anyway. */
 		int64_t deadline = j->deadline - DEFINE_RESERVE_MS;
@@ -258,6 +258,13 @@ static int backfill_complete(rt_job *j, rt_activate *a, bool *done)
 			continue;
 		}
 		const Shoal__IndexStats *is = index_stats(gs, a->table, a->index);
+		/* A group that has no definition of the table holds none of its
+		 * items, so nothing to backfill (a group added since the table
+		 * was made, not given a partition of it yet): whatever reaches
+		 * it later comes with group 0's definition of the index
+		 * (router/job.c's repair, node/pmove.c's define_at_target). */
+		if (is == NULL && rt_table_stats(gs, a->table) == NULL)
+			continue;
 		if (is == NULL) {
 			*done = false;
 			if (a->t != NULL && a->t->pb != NULL && c->group != 0 &&
@@ -586,7 +593,7 @@ int rt_step_describe_table(rt_job *j)
 			return rt_step_describe_table(j);
 		}
 		uint32_t groups[SH_MAX_GROUPS];
-		uint32_t ng = rt_data_groups(j->rt->conf, groups);
+		uint32_t ng = rt_data_groups(j->rt, groups);
 		s->n = 0;
 		for (uint32_t i = 0; i < ng; i++) {
 			if (groups[i] == 0)
@@ -700,7 +707,7 @@ int rt_step_delete_table(rt_job *j)
 		if (s->drop->code != SHOAL_OK)
 			return rt_job_pass(j, s->drop);
 		uint32_t groups[SH_MAX_GROUPS];
-		uint32_t ng = rt_data_groups(j->rt->conf, groups);
+		uint32_t ng = rt_data_groups(j->rt, groups);
 		for (uint32_t i = 0; i < ng; i++) {
 			if (groups[i] == 0)
 				continue;

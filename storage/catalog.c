@@ -438,6 +438,36 @@ int st_table_describe(st_env *env, const char *name, sh_arena *a, st_table_info 
 	return rc;
 }
 
+int st_table_describe_id(st_env *env, uint32_t id, sh_arena *a, st_table_info *out, char *errmsg)
+{
+	MDB_txn *txn;
+	MDB_cursor *c;
+	int mrc = mdb_txn_begin(env->env, NULL, MDB_RDONLY, &txn);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_txn_begin(read)", errmsg);
+	if ((mrc = mdb_cursor_open(txn, env->catalog, &c)) != 0) {
+		mdb_txn_abort(txn);
+		return st_lmdb_err(mrc, "mdb_cursor_open(catalog)", errmsg);
+	}
+	int rc = sh_errf(errmsg, SHOAL_E_NOT_FOUND, "no table of id %u", id);
+	MDB_val k, v;
+	for (mrc = mdb_cursor_get(c, &k, &v, MDB_FIRST); mrc == 0;
+	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		if (v.mv_size < ST_REC_OFF_ID + 4 ||
+		    st_get_be32((const uint8_t *)v.mv_data + ST_REC_OFF_ID) != id)
+			continue;
+		char *name = sh_arena_strndup(a, k.mv_data, k.mv_size);
+		rc = name == NULL ? sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory")
+		                  : st_table_load(txn, env, name, a, out, errmsg);
+		break;
+	}
+	if (mrc != 0 && mrc != MDB_NOTFOUND)
+		rc = st_lmdb_err(mrc, "mdb_cursor_get(catalog)", errmsg);
+	mdb_cursor_close(c);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
 int st_table_id(st_env *env, const char *name, uint32_t *id, char *errmsg)
 {
 	int rc = st_catalog_check_name(name, errmsg);

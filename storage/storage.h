@@ -464,7 +464,7 @@ int st_table_delete_unprotected(st_txn *txn, const char *name, char *errmsg);
  * ST_TTL_MAX_PAST_S before it (DynamoDB ignores older ones, and values that
  * are not Numbers).  The one decision, used by the scanner to find
  * candidates and by the apply of a TTL delete to confirm one. */
-#define ST_TTL_MAX_PAST_S (5LL * 365 * 86400)
+#define ST_TTL_MAX_PAST_S         (5LL * 365 * 86400)
 #define ST_TTL_CHANGE_INTERVAL_MS (3600LL * 1000)
 bool st_ttl_expired(const st_value *v, int64_t now_ms);
 /* The same for an item (an ST_M) of a table whose TTL attribute is attr
@@ -731,6 +731,10 @@ int st_delete_item(st_env *env, const st_delete_req *req, sh_arena *a, st_write_
 /* ------------------------------------------------------------------------ */
 
 int st_table_describe(st_env *env, const char *name, sh_arena *a, st_table_info *out, char *errmsg);
+/* The table whose id is `id` (SHOAL_E_NOT_FOUND if there is none): a walk
+ * of the catalog, for the rare caller that has only the id (a partition
+ * move defining the table at a group that lacks it, node/pmove.c). */
+int st_table_describe_id(st_env *env, uint32_t id, sh_arena *a, st_table_info *out, char *errmsg);
 /* The id of table `name` (SHOAL_E_NOT_FOUND if there is none): a cheap
  * check of a router's cached id. */
 int st_table_id(st_env *env, const char *name, uint32_t *id, char *errmsg);

@@ -998,7 +998,8 @@ START_TEST(test_admin)
 	           "true,\"State\":\"active\"},{\"Id\":4,\"Rpc\":\"tcp://h:4\",\"Raft\":\"h:5\","
 	           "\"State\":\"draining\"}],\"Groups\":[{\"Group\":1,\"Node\":1,\"Role\":"
 	           "\"leader\",\"Term\":2},{\"Group\":1,\"Node\":4,\"Role\":\"follower\","
-	           "\"Term\":2}],\"Partitions\":3,\"MapEpoch\":12,\"MapGroups\":[{\"Group\":1,"
+	           "\"Term\":2}],\"Partitions\":3,\"MapEpoch\":12,\"MapGroups\":[{\"Group\":0,"
+	           "\"Replicas\":[{\"Node\":1,\"Voter\":true}]},{\"Group\":1,"
 	           "\"Replicas\":[{\"Node\":1,\"Voter\":true,\"Replaces\":0},{\"Node\":4,"
 	           "\"Voter\":false,\"Replaces\":2}]}]}";
 	r = run_cmd(&s, "status", NULL);

@@ -447,12 +447,61 @@ START_TEST(test_nomem)
 }
 END_TEST
 
+/* A group made after the birth: its founders are marked until it is
+ * founded, its replicas cannot change meanwhile, the marks survive the
+ * codec, and a map mixing founders and voters in a group is refused. */
+START_TEST(test_founding_group)
+{
+	sh_map m;
+	char msg[SH_ERRMSG_SIZE];
+	base_map(&m);
+	uint32_t three[] = {1, 2, 3};
+	REFUSED(sh_map_create_group(&m, 2, three, 3, msg), SHOAL_E_VALIDATION); /* exists */
+	DONE(sh_map_create_group(&m, 9, three, 3, msg));
+	const sh_map_group *g = sh_map_group_get(&m, 9);
+	ck_assert(sh_map_group_founding(g));
+	ck_assert_uint_eq(sh_map_voters(g), 3);
+	for (uint32_t k = 0; k < 3; k++)
+		ck_assert_uint_eq(g->replicas[k].voter, SH_MAP_FOUNDER);
+	ck_assert(!sh_map_group_founding(sh_map_group_get(&m, 2)));
+	REFUSED(sh_map_add_replica(&m, 9, 4, 0, msg), SHOAL_E_IN_USE);
+	REFUSED(sh_map_remove_replica(&m, 9, 1, msg), SHOAL_E_IN_USE);
+	REFUSED(sh_map_group_founded(&m, 2, msg), SHOAL_E_VALIDATION);
+	REFUSED(sh_map_group_founded(&m, 42, msg), SHOAL_E_NOT_FOUND);
+
+	/* Encoded and decoded as it is. */
+	size_t n = sh_map_encoded_size(&m);
+	uint8_t *buf = sh_malloc(n);
+	ck_assert_uint_eq(sh_map_encode(&m, buf), n);
+	sh_map d;
+	ck_assert_int_eq(sh_map_decode(buf, n, &d, msg), SHOAL_OK);
+	ck_assert(sh_map_equal(&m, &d));
+	ck_assert(sh_map_group_founding(sh_map_group_get(&d, 9)));
+	sh_map_fini(&d);
+	/* One founder among voters: refused by the check (and the decoder). */
+	sh_map_group *mg = (sh_map_group *)sh_map_group_get(&m, 9);
+	mg->replicas[1].voter = 1;
+	ck_assert(!sh_map_check(&m, msg));
+	ck_assert_uint_eq(sh_map_encode(&m, buf), n);
+	ck_assert_int_eq(sh_map_decode(buf, n, &d, msg), SHOAL_E_SERIALIZATION);
+	sh_map_fini(&d);
+	mg->replicas[1].voter = SH_MAP_FOUNDER;
+	sh_free(buf);
+
+	DONE(sh_map_group_founded(&m, 9, msg));
+	ck_assert(!sh_map_group_founding(sh_map_group_get(&m, 9)));
+	ck_assert_uint_eq(sh_map_group_get(&m, 9)->replicas[0].voter, 1);
+	DONE(sh_map_add_replica(&m, 9, 4, 1, msg));
+	sh_map_fini(&m);
+}
+END_TEST
+
 static Suite *cluster_map_suite(void)
 {
 	return tl_suite("cluster_map", NULL, NULL, 0,
 	                TL_TESTS(test_from_conf_is_todays_placement, test_replica_mutations,
 	                         test_partition_mutations, test_lookups_random, test_codec,
-	                         test_nomem));
+	                         test_nomem, test_founding_group));
 }
 
 TL_MAIN(cluster_map_suite)

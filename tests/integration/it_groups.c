@@ -1,0 +1,170 @@
+/*
+ * it_groups -- issue 14's new storage groups on a real local cluster (real
+ * shoal-node / shoal-router processes, real Raft and LMDB), with a writer
+ * running through every step:
+ *
+ *  - `shoal admin add-group` (no arguments) creates group 4 on the three
+ *    nodes: its founders bootstrap it from the cluster map, elect a leader,
+ *    and group 0's executor marks it founded (the command waits for that);
+ *    asked again with its id it is done already; an id past max_groups and
+ *    a group of that id with other nodes are refused with a message;
+ *  - a split sends the upper half of table `groups`'s first partition to the
+ *    new group, which has never seen the table (the move defines it there
+ *    from the source's catalog), and a move sends its last partition there;
+ *  - every process restarts: the group, the map and every item survive.
+ *
+ * The writer (libshoal, retries on) must see no error; afterwards every
+ * partition key's ConsistentRead Query returns exactly the acknowledged
+ * items, a Scan counts each once, the LSI and GSI agree, and the stream's
+ * chains of images are whole.  Times are printed, never asserted.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/shoal.h"
+#include "tests/lib/testlib.h"
+#include "tests/lib/tl_cluster.h"
+#include "tests/lib/tl_items.h"
+#include "tests/lib/tl_parts.h"
+
+#define PKS     40
+#define PRE_SKS 20
+#define MAX_OPS 60000
+#define TABLE   "groups"
+
+static tl_cluster C;
+static shoal_client *client;
+static tl_items *items;
+static tl_parts P;
+
+/* The voters group g has in `shoal status --output json`'s MapGroups (the
+ * map the router routes with), -1 if the group is not there; *founding:
+ * the row's Founding. */
+static int map_voters(int g, bool *founding)
+{
+	char *o = NULL, *e = NULL;
+	ck_assert_int_eq(tl_shoal(&C, &o, &e, "status --output json"), 0);
+	json_t *st = json_loads(o, 0, NULL);
+	free(o);
+	free(e);
+	ck_assert_ptr_nonnull(st);
+	int n = -1;
+	size_t i, k;
+	json_t *row, *r;
+	json_array_foreach(json_object_get(st, "MapGroups"), i, row)
+	{
+		if (json_integer_value(json_object_get(row, "Group")) != g)
+			continue;
+		n = 0;
+		*founding = json_is_true(json_object_get(row, "Founding"));
+		json_array_foreach(json_object_get(row, "Replicas"), k, r) n +=
+		    json_is_true(json_object_get(r, "Voter"));
+	}
+	json_decref(st);
+	return n;
+}
+
+/* Runs `shoal <args>`, expects it to fail with `want` in its stderr. */
+static void refused(const char *args, const char *want)
+{
+	char *o = NULL, *e = NULL;
+	int code = tl_shoal(&C, &o, &e, "%s", args);
+	ck_assert_msg(code != 0 && e != NULL && strstr(e, want) != NULL,
+	              "shoal %s: exit %d, stderr %s (wanted '%s')", args, code, e ? e : "", want);
+	free(o);
+	free(e);
+}
+
+START_TEST(test_groups)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ck_assert_msg(tl_cluster_up(&C, 3, 1, 4), "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	items = tl_items_new(client, TABLE, PKS, PRE_SKS, MAX_OPS, "groups");
+	ck_assert_ptr_nonnull(items);
+	tl_parts_init(&P, &C, TABLE);
+	tl_items_with_stream(items);
+	tl_items_create_table(items);
+	tl_items_preload(items);
+	tl_items_check(items, "preload");
+
+	/* A new group while the writer runs. */
+	tl_items_writer_start(items);
+	int64_t t0 = tl_items_now_ms();
+	tl_parts_admin(&P, "admin add-group");
+	bool founding = true;
+	ck_assert_int_eq(map_voters(4, &founding), 3);
+	ck_assert_msg(!founding, "add-group returned before group 4 was founded");
+	ck_assert_int_ne(tl_parts_leader_of(&P, 4), 0);
+	printf("groups: group 4 created and led: %lld ms\n", (long long)(tl_items_now_ms() - t0));
+	tl_parts_admin(&P, "admin add-group --group-id 4"); /* done already */
+	refused("admin add-group --group-id 80", "max_groups");
+	refused("admin add-group --group-id 4 --nodes 1,2", "exists with other replicas");
+	refused("admin add-group --nodes 1,1,2", "named twice");
+
+	/* Its first data: half of partition 0 (group 1), then partition 2
+	 * (group 3), both moved into the group that has never seen the
+	 * table. */
+	const uint64_t mid0 = 0x2aaaaaaaaaaaaaaaull;
+	const uint64_t in2 = 0xd000000000000000ull;
+	t0 = tl_items_now_ms();
+	tl_parts_admin(&P,
+	               "admin split-partition --table-name " TABLE " --at 0x%016" PRIx64
+	               " --to-group 4 --no-wait",
+	               mid0);
+	tl_parts_wait_served(&P, mid0, 4, 120);
+	printf("groups: split of partition 0, upper half to the new group: %lld ms\n",
+	       (long long)(tl_items_now_ms() - t0));
+	t0 = tl_items_now_ms();
+	tl_parts_admin(&P,
+	               "admin move-partition --table-name " TABLE " --hash 0x%016" PRIx64
+	               " --to-group 4 --no-wait",
+	               in2);
+	tl_parts_wait_served(&P, in2, 4, 120);
+	printf("groups: move of partition 2 to the new group: %lld ms\n",
+	       (long long)(tl_items_now_ms() - t0));
+	tl_items_writer_stop(items, "the moves");
+	ck_assert_msg(tl_items_failed(items) == 0, "the client saw %d errors: %s",
+	              tl_items_failed(items), tl_items_first_error(items));
+	tl_items_check(items, "after the moves into the new group");
+	tl_items_stream_check(items, "after the moves into the new group");
+
+	/* Every process restarts: the new group and its data survive. */
+	for (int id = 1; id <= 3; id++)
+		ck_assert(tl_cluster_stop_node(&C, id, false));
+	ck_assert(tl_cluster_stop_router(&C, 1, false));
+	for (int id = 1; id <= 3; id++)
+		ck_assert(tl_cluster_start_node(&C, id));
+	ck_assert(tl_cluster_start_router(&C, 1));
+	tl_parts_wait_served(&P, mid0, 4, 60);
+	tl_parts_wait_served(&P, in2, 4, 60);
+	ck_assert_int_eq(map_voters(4, &founding), 3);
+	ck_assert(!founding);
+	tl_items_check(items, "after a restart of every process");
+	tl_items_stream_check(items, "after a restart of every process");
+
+	tl_items_free(items);
+	items = NULL;
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+END_TEST
+
+static Suite *groups_suite(void)
+{
+	Suite *s = suite_create("groups");
+	TCase *tc = tcase_create("groups");
+	tcase_set_timeout(tc, 900);
+	tcase_add_test(tc, test_groups);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TL_MAIN(groups_suite)
