@@ -148,7 +148,9 @@ static int plan_init(plan *p, const sh_plan_input *in, const sh_plan_conf *conf,
 		uint32_t ln = plan_node_index(p, in->groups[gi].leader);
 		pg->leader = ln != SH_MAP_NONE && p->nodes[ln].alive ? ln : SH_MAP_NONE;
 		pg->moving = group_moving(m, g);
-		p->inflight += pg->moving;
+		/* A founding group changes nothing but itself: it is no move
+		 * (a group whose founders never elect must not stall the rest). */
+		p->inflight += pg->moving && !sh_map_group_founding(g);
 		for (uint32_t k = 0; k < g->n_replicas; k++) {
 			const sh_map_replica *r = &g->replicas[k];
 			uint32_t ni = plan_node_index(p, r->node);
@@ -212,7 +214,7 @@ uint32_t sh_plan_inflight(const sh_plan_input *in, uint32_t *per_node)
 		total += m->parts[i].to_group != SH_MAP_NONE;
 	for (uint32_t gi = 0; gi < m->n_groups; gi++) {
 		const sh_map_group *g = &m->groups[gi];
-		if (!group_moving(m, g))
+		if (!group_moving(m, g) || sh_map_group_founding(g))
 			continue;
 		total++;
 		for (uint32_t k = 0; per_node && k < g->n_replicas; k++) {

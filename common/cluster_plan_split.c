@@ -135,8 +135,11 @@ int plan_partition_moves(plan *p)
 	const sh_map *m = p->map;
 	double sum_b = 0, sum_u = 0;
 	uint32_t data = 0;
+	/* A group being founded (no leader yet) takes no part: it holds
+	 * nothing, and may never be elected. */
 	for (uint32_t gi = 0; gi < m->n_groups; gi++)
-		if (sh_map_is_data_group(m, m->groups[gi].id)) {
+		if (sh_map_is_data_group(m, m->groups[gi].id) &&
+		    !sh_map_group_founding(&m->groups[gi])) {
 			data++;
 			sum_b += p->groups[gi].bytes;
 			sum_u += p->groups[gi].units;
@@ -148,7 +151,8 @@ int plan_partition_moves(plan *p)
 	 * group while the others look like twice the mean (a cluster
 	 * restarting moved a partition that way). */
 	for (uint32_t gi = 0; gi < m->n_groups; gi++)
-		if (sh_map_is_data_group(m, m->groups[gi].id) && p->in->groups[gi].leader == 0)
+		if (sh_map_is_data_group(m, m->groups[gi].id) &&
+		    !sh_map_group_founding(&m->groups[gi]) && p->in->groups[gi].leader == 0)
 			return SHOAL_OK;
 	double mean[2] = {sum_b / data, sum_u / data};
 	/* The idle partitions of each group: by_group[off[g] .. off[g + 1]). */
@@ -182,7 +186,7 @@ int plan_partition_moves(plan *p)
 		uint32_t to = SH_MAP_NONE;
 		for (uint32_t ti = 0; ti < m->n_groups; ti++) {
 			if (ti == gi || !sh_map_is_data_group(m, m->groups[ti].id) ||
-			    p->groups[ti].stuck)
+			    p->groups[ti].stuck || sh_map_group_founding(&m->groups[ti]))
 				continue;
 			double tl = d ? p->groups[ti].units : p->groups[ti].bytes;
 			if (to == SH_MAP_NONE ||

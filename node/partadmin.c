@@ -60,7 +60,14 @@ static void data_groups(const sh_map *m, char *buf, size_t cap)
 
 static int check_target(const sh_map *m, uint32_t group, char *errmsg)
 {
-	if (sh_map_group_get(m, group) != NULL && sh_map_is_data_group(m, group))
+	const sh_map_group *g = sh_map_group_get(m, group);
+	if (g != NULL && sh_map_is_data_group(m, group) && sh_map_group_founding(g))
+		return sh_errf(errmsg, SHOAL_E_IN_USE,
+		               "ToGroup %" PRIu32
+		               " is being founded (its replicas have not elected a leader yet); "
+		               "shoal admin add-group returns once it has one",
+		               group);
+	if (g != NULL && sh_map_is_data_group(m, group))
 		return SHOAL_OK;
 	char groups[128];
 	data_groups(m, groups, sizeof(groups));

@@ -141,6 +141,42 @@ START_TEST(test_partition_move_whole_picture)
 }
 END_TEST
 
+/* A group being founded (sh_map_create_group, no leader yet) is planned
+ * around: no step for it, even with a founder dead; it is no move in
+ * flight; it neither blocks the partition mover's whole picture nor is its
+ * target. */
+START_TEST(test_founding_group_planned_around)
+{
+	fixture f;
+	char msg[SH_ERRMSG_SIZE];
+	fx_init(&f, 3, 4, 6);
+	uint32_t heavy = f.m.parts[0].group;
+	for (uint32_t i = 0, seen = 0; i < f.m.n_parts; i++) {
+		f.pl[i] = (sh_plan_part_load){0};
+		if (f.m.parts[i].group == heavy)
+			f.pl[i].bytes = seen++ == 0 ? 2000000000 : 1000000000;
+	}
+	uint32_t ids[3] = {1, 2, 3};
+	ck_assert_int_eq(sh_map_create_group(&f.m, 4, ids, 3, msg), SHOAL_OK);
+	f.gl[4].leader = 0; /* not elected yet */
+	sh_plan_input in = {.map = &f.m, .alive = f.alive, .groups = f.gl, .parts = f.pl};
+	ck_assert_uint_eq(sh_plan_inflight(&in, NULL), 0);
+	fx_plan(&f, &small_plan);
+	ck_assert_uint_eq(count(&f, SH_PLAN_MOVE_PARTITION), 1);
+	for (uint32_t i = 0; i < f.n; i++) {
+		ck_assert_uint_ne(f.out[i].group, 4);
+		if (f.out[i].kind == SH_PLAN_MOVE_PARTITION)
+			ck_assert_uint_ne(f.out[i].to_group, 4);
+	}
+	f.alive[2] = false; /* node 3, one of its founders */
+	fx_plan(&f, &small_plan);
+	for (uint32_t i = 0; i < f.n; i++)
+		ck_assert_msg(f.out[i].group != 4, "planned %s of the founding group",
+		              sh_plan_kind_name(f.out[i].kind));
+	sh_map_fini(&f.m);
+}
+END_TEST
+
 /* Five nodes and four groups with the replicas and leaders given (group g's
  * replicas ids[g], leader leaders[g]); no load at all, as in it_elastic. */
 static void fx_shape(fixture *f, const uint32_t ids[4][3], const uint32_t leaders[4])
@@ -582,13 +618,13 @@ END_TEST
 
 static Suite *plan_suite(void)
 {
-	return tl_suite("plan", NULL, NULL, 0,
-	                TL_TESTS(test_balanced_is_empty, test_no_part_loads,
-	                         test_partition_move_whole_picture,
-	                         test_leader_transfers_short_and_end_first, test_repair_dead_node,
-	                         test_move_sequence, test_split_point_and_hot_key, test_apportion,
-	                         test_no_quorum_reported, test_nomem, test_sim_converges,
-	                         test_sim_tight_limits));
+	return tl_suite(
+	    "plan", NULL, NULL, 0,
+	    TL_TESTS(test_balanced_is_empty, test_no_part_loads, test_partition_move_whole_picture,
+	             test_founding_group_planned_around, test_leader_transfers_short_and_end_first,
+	             test_repair_dead_node, test_move_sequence, test_split_point_and_hot_key,
+	             test_apportion, test_no_quorum_reported, test_nomem, test_sim_converges,
+	             test_sim_tight_limits));
 }
 
 TL_MAIN(plan_suite)
