@@ -63,6 +63,8 @@ static int on_entry(void *user, const char *section, const char *name, const cha
 		else if (strcmp(name, "max_groups") == 0 && parse_uint(value, SH_MAX_GROUPS, &v) &&
 		         v >= 1)
 			c->max_groups = (uint32_t)v;
+		else if (strcmp(name, "auto_groups") == 0 && parse_uint(value, 1, &v))
+			c->auto_groups = v == 1;
 		else if (strcmp(name, "replication") == 0 &&
 		         parse_uint(value, SH_MAX_REPLICATION, &v) && v >= 1)
 			c->replication = (uint32_t)v;

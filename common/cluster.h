@@ -76,6 +76,12 @@ typedef struct sh_cluster_conf {
 	 * max_groups - 1 are the cluster's.  0 or <= groups: no group beyond
 	 * the file's (sh_cluster_group_cap). */
 	uint32_t max_groups;
+	/* [cluster] auto_groups = 1: group 0's executor creates groups itself
+	 * (below max_groups) while the cluster has fewer data groups than
+	 * active nodes, and fills each new one with a partition
+	 * (common/cluster_plan.h, step 7).  Off by default: each group costs
+	 * every replica's node its Raft log segments (~100 MiB) and a move. */
+	bool auto_groups;
 	uint32_t replication;
 	/* [cluster] outbox_limit: index deltas a group may hold unshipped before
 	 * its base writes are throttled (0: the node's default; shoal-node

@@ -577,6 +577,58 @@ static void balance_replicas(plan *p)
 
 /* --- the plan ------------------------------------------------------------ */
 
+/* --- 7. new groups ---------------------------------------------------------- */
+
+/* One new group while the cluster has fewer data groups than ACTIVE nodes:
+ * only on a settled cluster (nothing planned or in flight, every node live,
+ * none draining, no group being founded). */
+static void add_group(plan *p)
+{
+	const sh_map *m = p->map;
+	uint32_t need = m->replication, data = 0, id = 0;
+	if (p->conf->max_groups == 0 || p->n > 0 || p->inflight > 0 || m->n_groups < 2 ||
+	    m->n_nodes < need || need > SH_MAX_REPLICATION)
+		return;
+	for (uint32_t ni = 0; ni < m->n_nodes; ni++)
+		if (!plan_eligible(p, ni))
+			return;
+	for (uint32_t gi = 0; gi < m->n_groups; gi++) {
+		if (sh_map_group_founding(&m->groups[gi]) || p->groups[gi].stuck)
+			return;
+		data += sh_map_is_data_group(m, m->groups[gi].id);
+	}
+	if (data >= m->n_nodes)
+		return;
+	for (uint32_t g = 1; g < p->conf->max_groups && id == 0; g++)
+		if (sh_map_group_get(m, g) == NULL)
+			id = g;
+	if (id == 0)
+		return;
+	sh_plan_action a = {.kind = SH_PLAN_ADD_GROUP, .reason = SH_PLAN_R_BALANCE, .group = id};
+	bool *taken = sh_calloc(m->n_nodes, sizeof(*taken));
+	if (taken == NULL)
+		return;
+	/* The fewest replicas first, then the fewest leaders: the first is the
+	 * group's preferred leader. */
+	while (a.n_nodes < need) {
+		uint32_t best = SH_MAP_NONE;
+		for (uint32_t ni = 0; ni < m->n_nodes; ni++) {
+			if (taken[ni])
+				continue;
+			const double *l = p->nodes[ni].load,
+			             *b = best != SH_MAP_NONE ? p->nodes[best].load : NULL;
+			if (b == NULL || l[SH_PLAN_REPLICAS] < b[SH_PLAN_REPLICAS] ||
+			    (l[SH_PLAN_REPLICAS] == b[SH_PLAN_REPLICAS] &&
+			     l[SH_PLAN_LEADERS] < b[SH_PLAN_LEADERS]))
+				best = ni;
+		}
+		taken[best] = true;
+		a.nodes[a.n_nodes++] = m->nodes[best].id;
+	}
+	sh_free(taken);
+	plan_emit(p, a);
+}
+
 int sh_plan_next(const sh_plan_input *in, const sh_plan_conf *conf, sh_plan_action *out,
                  uint32_t cap, uint32_t *n, char *errmsg)
 {
@@ -619,6 +671,7 @@ int sh_plan_next(const sh_plan_input *in, const sh_plan_conf *conf, sh_plan_acti
 	rc = plan_partition_moves(&p);
 	plan_balance_leaders(&p);
 	balance_replicas(&p);
+	add_group(&p);
 	*n = p.n;
 	plan_fini(&p);
 	sh_free(none);

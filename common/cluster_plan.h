@@ -37,7 +37,16 @@
  *      band on leaders or units to a voter of the same group under it;
  *   6. replica moves: from the node furthest over the band on replicas or
  *      bytes to the least loaded node that improves both (a new non-voter
- *      that replaces the source's replica: added first, removed last).
+ *      that replaces the source's replica: added first, removed last);
+ *   7. new groups, only when nothing else is to be done or in flight, every
+ *      node of the map is live and none drains: while the cluster has fewer
+ *      data groups than ACTIVE nodes (a node that leads no data group serves
+ *      no write), one new group (conf.max_groups) on the `replication`
+ *      nodes holding the fewest replicas, the one leading fewest first (its
+ *      preferred leader).  An empty data group -- new, or emptied -- is then
+ *      given data by step 4: the largest idle partition of the group holding
+ *      the most partitions (two or more), else the largest partition split
+ *      at its middle with the upper half sent to it.
  * New moves (2, 4, 6) start only while fewer than max_moves are in flight
  * cluster-wide and the nodes involved have fewer than max_moves_per_node;
  * no step removes a voter unless a majority of the remaining voters is live.
@@ -77,7 +86,8 @@
 	X(SH_PLAN_SPLIT, "split")                                                                  \
 	X(SH_PLAN_MOVE_PARTITION, "move-partition")                                                \
 	X(SH_PLAN_HOT_KEY, "hot-key")                                                              \
-	X(SH_PLAN_NO_QUORUM, "no-quorum")
+	X(SH_PLAN_NO_QUORUM, "no-quorum")                                                          \
+	X(SH_PLAN_ADD_GROUP, "add-group")
 
 typedef enum sh_plan_kind {
 #define SH_PLAN_ENUM_(k, name) k,
@@ -133,6 +143,8 @@ const char *sh_plan_dim_name(sh_plan_dim d);
  *   HOT_KEY          report: the key at hash `at` of (table, lo) carries the
  *                    partition's load (reason SIZE or HEAT); not split
  *   NO_QUORUM        report: group has fewer live voters than a majority
+ *   ADD_GROUP        sh_map_create_group(group, nodes[0 .. n_nodes-1]); its
+ *                    founders bootstrap it (node/node.c)
  */
 typedef struct sh_plan_action {
 	sh_plan_kind kind;
@@ -144,6 +156,9 @@ typedef struct sh_plan_action {
 	uint64_t lo;
 	uint64_t at;       /* SPLIT: first hash of the upper half; HOT_KEY: the key's hash */
 	uint32_t to_group; /* SPLIT, MOVE_PARTITION */
+	/* ADD_GROUP: its voters, the first the preferred leader */
+	uint32_t nodes[SH_MAX_REPLICATION];
+	uint32_t n_nodes;
 } sh_plan_action;
 
 /* A sampled key of a partition (the capacity counters' hot keys and samples). */
@@ -192,6 +207,13 @@ typedef struct sh_plan_conf {
 	 * at once, in it_autosplit). */
 	bool hold_splits;
 	double tolerance[SH_PLAN_DIM__COUNT]; /* per dimension, e.g. 0.1 */
+	/* New groups (7 below): group ids may be 0 .. max_groups-1; 0 or not
+	 * above the map's highest id: no new group. */
+	uint32_t max_groups;
+	/* Groups 0 .. birth_groups-1 are the cluster file's: they may hold
+	 * tables placed statically, which the map does not show, so only a
+	 * later group with no partition counts as empty (step 7). */
+	uint32_t birth_groups;
 } sh_plan_conf;
 
 /*

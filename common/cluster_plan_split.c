@@ -130,6 +130,85 @@ static void shift(plan *p, uint32_t i, uint32_t gi, uint32_t ti)
 	}
 }
 
+/*
+ * Step 7's second half: a data group created after the birth that holds no
+ * partition (none there, none moving in) gets one -- the largest idle
+ * partition (bytes, then units) of the group holding the most (two or more),
+ * else the largest partition of all split at its middle with the upper half
+ * sent to it.  off / by_group: each group's idle partitions.  True if a step
+ * was planned.
+ */
+static bool fill_empty_group(plan *p, const uint32_t *off, const uint32_t *by_group)
+{
+	const sh_map *m = p->map;
+	if (p->inflight >= p->conf->max_moves || p->n >= p->cap)
+		return false;
+	uint32_t to = SH_MAP_NONE;
+	for (uint32_t ti = 0; ti < m->n_groups && to == SH_MAP_NONE; ti++) {
+		const sh_map_group *g = &m->groups[ti];
+		if (g->id < p->conf->birth_groups || !sh_map_is_data_group(m, g->id) ||
+		    sh_map_group_founding(g) || p->groups[ti].stuck || off[ti + 1] > off[ti])
+			continue;
+		bool incoming = false;
+		for (uint32_t i = 0; i < m->n_parts && !incoming; i++)
+			incoming = m->parts[i].to_group == g->id;
+		if (!incoming)
+			to = ti;
+	}
+	if (to == SH_MAP_NONE)
+		return false;
+	uint32_t from = SH_MAP_NONE;
+	for (uint32_t gi = 0; gi < m->n_groups; gi++) {
+		uint32_t n = off[gi + 1] - off[gi];
+		if (gi == to || n < 2 || !sh_map_is_data_group(m, m->groups[gi].id) ||
+		    p->groups[gi].stuck)
+			continue;
+		uint32_t nf = from == SH_MAP_NONE ? 0 : off[from + 1] - off[from];
+		if (from == SH_MAP_NONE || n > nf ||
+		    (n == nf && p->groups[gi].bytes > p->groups[from].bytes))
+			from = gi;
+	}
+	/* The candidates: the source group's idle partitions, or (splitting)
+	 * every idle partition of a data group. */
+	uint32_t lo_j = from != SH_MAP_NONE ? off[from] : off[0];
+	uint32_t hi_j = from != SH_MAP_NONE ? off[from + 1] : off[m->n_groups];
+	uint32_t pick = SH_MAP_NONE;
+	for (uint32_t j = lo_j; j < hi_j; j++) {
+		uint32_t i = by_group[j];
+		const sh_plan_part_load *l = &p->in->parts[i],
+		                        *b = pick != SH_MAP_NONE ? &p->in->parts[pick] : NULL;
+		uint32_t gi = plan_group_index(p, m->parts[i].group);
+		if (gi == to || !sh_map_is_data_group(m, m->parts[i].group) || p->groups[gi].stuck)
+			continue;
+		if (from == SH_MAP_NONE && sh_map_part_hi(m, i) == m->parts[i].lo)
+			continue; /* a single hash cannot split */
+		if (b == NULL || l->bytes > b->bytes ||
+		    (l->bytes == b->bytes && l->units > b->units))
+			pick = i;
+	}
+	if (pick == SH_MAP_NONE || (p->in->parts[pick].bytes == 0 && p->in->parts[pick].units <= 0))
+		return false;
+	const sh_map_part *x = &m->parts[pick];
+	sh_plan_action a = {.reason = SH_PLAN_R_BALANCE,
+	                    .group = x->group,
+	                    .table = x->table,
+	                    .lo = x->lo,
+	                    .to_group = m->groups[to].id};
+	if (from != SH_MAP_NONE) {
+		a.kind = SH_PLAN_MOVE_PARTITION;
+	} else {
+		if (p->conf->hold_splits)
+			return false;
+		uint64_t hi = sh_map_part_hi(m, pick);
+		a.kind = SH_PLAN_SPLIT;
+		a.at = x->lo + (hi - x->lo) / 2 + 1;
+	}
+	if (!plan_emit(p, a))
+		return false;
+	p->inflight++;
+	return true;
+}
+
 int plan_partition_moves(plan *p)
 {
 	const sh_map *m = p->map;
@@ -172,6 +251,8 @@ int plan_partition_moves(plan *p)
 		if (m->parts[i].to_group == SH_MAP_NONE)
 			by_group[off[plan_group_index(p, m->parts[i].group) + 1]++] = i;
 	/* off[g] .. off[g + 1] now delimit group g. */
+	if (fill_empty_group(p, off, by_group))
+		goto out;
 	for (uint32_t gi = 0; gi < m->n_groups && p->inflight < p->conf->max_moves && p->n < p->cap;
 	     gi++) {
 		if (!sh_map_is_data_group(m, m->groups[gi].id) || off[gi + 1] - off[gi] < 2)
@@ -221,6 +302,7 @@ int plan_partition_moves(plan *p)
 		p->inflight++;
 		shift(p, pick, gi, to);
 	}
+out:
 	sh_free(off);
 	sh_free(by_group);
 	return SHOAL_OK;

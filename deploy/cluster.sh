@@ -45,6 +45,10 @@
 #       --split-units / --split-throttled: units/s and requests/s throttled
 #       at the partition limit, over 5 s, at which it splits for heat
 #       (split_units, default 0: off; split_throttled, default 10).
+#   --auto-groups: group 0's executor creates storage groups itself while the
+#       cluster has fewer data groups than active nodes (ids up to 79), and
+#       gives each new one a partition ([cluster] auto_groups; off: only
+#       `shoal admin add-group` makes groups).
 #       --table-partitions: how many partitions a new table starts with
 #       (table_partitions; default: one per data group; rounded up to a
 #       multiple of the data groups).
@@ -111,7 +115,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${SHOAL_BIN:-$here/../build/bin}
 dir=${SHOAL_CLUSTER_DIR:-/tmp/shoal-cluster-$(id -un)}
-nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= scrub_ms= ttl_scan_ms= ttl_interval_ms= dead_after_ms= split_bytes= table_partitions= split_units= split_throttled= stream_retention_s= segment_mb= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
+nodes=3 routers=1 groups=4 replication=3 part_rcu= part_wcu= burst= snap_entries= scrub_ms= ttl_scan_ms= ttl_interval_ms= dead_after_ms= split_bytes= table_partitions= split_units= split_throttled= auto_groups= stream_retention_s= segment_mb= base=8100 hard=0 http_port=0 http_creds= wait_secs=${SHOAL_WAIT_SECS:-60}
 netns= netns_subnet= plain=0 client_tls=0 client_plain=0
 
 die() { echo "cluster.sh: $*" >&2; exit 1; }
@@ -146,6 +150,7 @@ while (($#)); do
 	--table-partitions) table_partitions=$2; shift 2 ;;
 	--split-units) split_units=$2; shift 2 ;;
 	--split-throttled) split_throttled=$2; shift 2 ;;
+	--auto-groups) auto_groups=1; shift ;;
 	--stream-retention-s) stream_retention_s=$2; shift 2 ;;
 	--dir) dir=$2; shift 2 ;;
 	--base-port) base=$2; shift 2 ;;
@@ -417,6 +422,7 @@ write_config() {
 		[[ -z $table_partitions ]] || echo "table_partitions = $table_partitions"
 		[[ -z $split_units ]] || echo "split_units = $split_units"
 		[[ -z $split_throttled ]] || echo "split_throttled = $split_throttled"
+		[[ -z $auto_groups ]] || echo "auto_groups = 1"
 		[[ -z $stream_retention_s ]] || echo "stream_retention_s = $stream_retention_s"
 		for ((i = 1; i <= nodes; i++)); do
 			local block=$((base + 100 * i))

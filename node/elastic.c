@@ -357,11 +357,12 @@ typedef enum map_mut {
 	MUT_REMOVE_NODE,
 	MUT_PREFER,
 	MUT_FINISH_MOVE,
-	MUT_ADD_TABLE,  /* a table into the map with its static placement */
-	MUT_SPLIT,      /* (table, lo) split at `at`; the upper half to to_group */
-	MUT_BEGIN_MOVE, /* (table, lo) begins moving to to_group */
-	MUT_DROP_TABLE, /* a deleted table's partitions out of the map */
-	MUT_FOUNDED,    /* a new group has a leader: its replicas may change */
+	MUT_ADD_TABLE,    /* a table into the map with its static placement */
+	MUT_SPLIT,        /* (table, lo) split at `at`; the upper half to to_group */
+	MUT_BEGIN_MOVE,   /* (table, lo) begins moving to to_group */
+	MUT_DROP_TABLE,   /* a deleted table's partitions out of the map */
+	MUT_FOUNDED,      /* a new group has a leader: its replicas may change */
+	MUT_CREATE_GROUP, /* a new group on nodes[] (the planner's step 7) */
 } map_mut;
 
 typedef struct sub {
@@ -378,6 +379,9 @@ typedef struct sub {
 	bool has_shard;
 	uint32_t from;
 	uint64_t shard_lo, shard_start;
+	/* MUT_CREATE_GROUP: the new group's voters */
+	uint32_t nodes[SH_MAX_REPLICATION];
+	uint32_t n_nodes;
 } sub;
 
 struct node_elastic {
@@ -857,6 +861,35 @@ static bool repair(node_elastic *e)
 	return false;
 }
 
+/*
+ * auto_groups: a founded group made since the birth holding no partition
+ * can be given one (the planner's step 7) only from tables in the map; a
+ * table placed statically enters it first (moving nothing) -- the one with
+ * the most bytes in a group.  Index into t, or -1.
+ */
+static int table_for_new_group(node_elastic *e, const sh_plan_table_load *t, uint32_t n)
+{
+	const sh_map *m = &e->map;
+	bool empty = false;
+	if (!e->n->conf->auto_groups)
+		return -1;
+	for (uint32_t gi = 0; gi < m->n_groups && !empty; gi++) {
+		const sh_map_group *g = &m->groups[gi];
+		if (g->id < e->n->conf->groups || sh_map_group_founding(g))
+			continue;
+		empty = true;
+		for (uint32_t i = 0; i < m->n_parts && empty; i++)
+			empty = m->parts[i].group != g->id && m->parts[i].to_group != g->id;
+	}
+	int best = -1;
+	for (uint32_t k = 0; empty && k < n; k++)
+		if (t[k].table != 0 && t[k].bytes > 0 && sh_map_is_data_group(m, t[k].group) &&
+		    sh_map_part_of(m, t[k].table, 0) == SH_MAP_NONE &&
+		    (best < 0 || t[k].bytes > t[best].bytes))
+			best = (int)k;
+	return best;
+}
+
 /* part_move answered: a READY move is remembered for the next round, which
  * comes at once. */
 static void part_asked(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
@@ -1213,6 +1246,8 @@ static void plan_and_act(node_elastic *e)
 		return;
 	}
 	int add = el_table_to_add(e->book, &e->map, tables, n_tables);
+	if (add < 0)
+		add = table_for_new_group(e, tables, n_tables);
 	if (add >= 0) {
 		sub s = {.kind = SUB_MAP, .mut = MUT_ADD_TABLE, .table = tables[add].table};
 		begin(e, &s, 1,
@@ -1239,6 +1274,11 @@ static void plan_and_act(node_elastic *e)
 	                  [SH_PLAN_UNITS] = 0.2},
 	};
 	el_plan_conf(e->book, &conf);
+	conf.max_groups = e->n->conf->auto_groups ? sh_cluster_group_cap(e->n->conf) : 0;
+	/* Filling empty new groups goes with creating them: without
+	 * auto_groups an operator's new group waits for the operator's moves
+	 * (or the load-based ones). */
+	conf.birth_groups = e->n->conf->auto_groups ? e->n->conf->groups : UINT32_MAX;
 	conf.hold_partition_moves =
 	    node_now_ns() < e->parts_changed_ns + (uint64_t)ELASTIC_PARTS_SETTLE_MS * 1000000u;
 	conf.hold_splits =
@@ -1392,6 +1432,23 @@ static void plan_and_act(node_elastic *e)
 			      a->table, a->lo, a->group, a->to_group, why, load_bytes[i],
 			      load_units[i]);
 			return;
+		case SH_PLAN_ADD_GROUP: {
+			char ids[64] = "";
+			size_t len = 0;
+			s[0] = (sub){.kind = SUB_MAP, .mut = MUT_CREATE_GROUP, .group = a->group};
+			for (uint32_t k = 0; k < a->n_nodes && k < SH_MAX_REPLICATION; k++) {
+				s[0].nodes[s[0].n_nodes++] = a->nodes[k];
+				len += (size_t)snprintf(ids + len, sizeof(ids) - len, "%s%u",
+				                        k > 0 ? " " : "", a->nodes[k]);
+				if (len >= sizeof(ids))
+					break;
+			}
+			begin(e, s, 1,
+			      "group %u: a new group on nodes %s (fewer data groups than active "
+			      "nodes; auto_groups)",
+			      a->group, ids);
+			return;
+		}
 		case SH_PLAN_HOT_KEY:
 			hot_key(e, a);
 			continue;
@@ -1511,6 +1568,13 @@ static int mutate(sh_map *m, const sh_cluster_conf *conf, const sub *s, char *er
 			return SHOAL_E_IN_USE;
 		return sh_map_remove_replica(m, s->group, s->node, errmsg);
 	}
+	case MUT_CREATE_GROUP:
+		if (sh_map_group_get(m, s->group) != NULL)
+			return SHOAL_E_IN_USE; /* made already (or the id was taken) */
+		if (s->group >= sh_cluster_group_cap(conf))
+			return sh_errf(errmsg, SHOAL_E_VALIDATION, "group %u: past max_groups",
+			               s->group);
+		return sh_map_create_group(m, s->group, s->nodes, s->n_nodes, errmsg);
 	case MUT_FOUNDED:
 		if (!sh_map_group_founding(sh_map_group_get(m, s->group)))
 			return SHOAL_E_IN_USE; /* founded already, or gone */

@@ -427,12 +427,7 @@ START_TEST(test_join_and_remove)
 		         "put-item --table-name joined --item '{\"pk\":{\"S\":\"k%d\"}}'", i);
 		ck_assert_int_eq(rc, 0);
 	}
-	rc = tl_sh("SHOAL_BIN='%s' '%s/deploy/cluster.sh' add-node --dir '%s' >'%s/add.out' 2>&1",
-	           C.bin, C.root, C.dir, C.dir);
-	char path[1200];
-	snprintf(path, sizeof(path), "%s/add.out", C.dir);
-	char *text = tl_read_file(path);
-	ck_assert_msg(rc == 0, "cluster.sh add-node: %s", text);
+	char *text = tl_cluster_add_node(&C);
 	ck_assert_msg(strstr(text, "node 4 added") != NULL, "%s", text);
 	free(text);
 	json_t *st = status();

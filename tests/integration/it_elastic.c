@@ -354,14 +354,7 @@ static bool gone(const shape *s, void *arg)
 
 static void add_node(void)
 {
-	int rc =
-	    tl_sh("SHOAL_BIN='%s' '%s/deploy/cluster.sh' add-node --dir '%s' >>'%s/add.out' 2>&1",
-	          C.bin, C.root, C.dir, C.dir);
-	char path[1200];
-	snprintf(path, sizeof(path), "%s/add.out", C.dir);
-	char *text = tl_read_file(path);
-	ck_assert_msg(rc == 0, "cluster.sh add-node: %s", text != NULL ? text : "");
-	free(text);
+	free(tl_cluster_add_node(&C));
 }
 
 static void remove_node(int id)

@@ -11,7 +11,10 @@
  *  - a split sends the upper half of table `groups`'s first partition to the
  *    new group, which has never seen the table (the move defines it there
  *    from the source's catalog), and a move sends its last partition there;
- *  - every process restarts: the group, the map and every item survive.
+ *  - every process restarts: the group, the map and every item survive;
+ *  - case auto: with [cluster] auto_groups, a cluster grown 3 -> 5 nodes
+ *    under a writer gets groups 4 and 5 from group 0's executor, each given
+ *    a partition of the table.
  *
  * The writer (libshoal, retries on) must see no error; afterwards every
  * partition key's ConsistentRead Query returns exactly the acknowledged
@@ -157,6 +160,83 @@ START_TEST(test_groups)
 }
 END_TEST
 
+/* Whether every data group of the map is founded, groups 4 and 5 exist,
+ * and each of them serves a partition of the table with no move pending. */
+static bool grown(int *n_data)
+{
+	char *o = NULL, *e = NULL;
+	ck_assert_int_eq(tl_shoal(&C, &o, &e, "status --output json"), 0);
+	json_t *st = json_loads(o, 0, NULL);
+	free(o);
+	free(e);
+	ck_assert_ptr_nonnull(st);
+	bool founded = true;
+	*n_data = 0;
+	size_t i;
+	json_t *row;
+	json_array_foreach(json_object_get(st, "MapGroups"), i, row)
+	{
+		*n_data += json_integer_value(json_object_get(row, "Group")) != 0;
+		founded = founded && !json_is_true(json_object_get(row, "Founding"));
+	}
+	json_decref(st);
+	tl_part parts[64];
+	int n = tl_parts_list(&P, parts, 64);
+	bool in4 = false, in5 = false;
+	for (int k = 0; k < n && k < 64; k++) {
+		in4 = in4 || (parts[k].group == 4 && parts[k].moving == 0);
+		in5 = in5 || (parts[k].group == 5 && parts[k].moving == 0);
+	}
+	return founded && *n_data == 5 && in4 && in5;
+}
+
+/* auto_groups: grown 3 -> 5 nodes under a writer, group 0's executor adds
+ * groups 4 and 5 by itself (fewer data groups than nodes) and gives each a
+ * partition of the table (the table enters the map, a partition is split
+ * with its upper half sent there). */
+START_TEST(test_auto_groups)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, "--auto-groups"),
+	              "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	items = tl_items_new(client, "auto", PKS, PRE_SKS, MAX_OPS, "auto groups");
+	ck_assert_ptr_nonnull(items);
+	tl_parts_init(&P, &C, "auto");
+	tl_items_create_table(items);
+	tl_items_preload(items);
+	tl_items_writer_start(items);
+	int64_t t0 = tl_items_now_ms();
+	free(tl_cluster_add_node(&C));
+	free(tl_cluster_add_node(&C));
+	printf("auto groups: nodes 4 and 5 joined: %lld ms\n", (long long)(tl_items_now_ms() - t0));
+	int n_data = 0;
+	for (int64_t until = tl_items_now_ms() + 300000; !grown(&n_data); usleep(500000))
+		ck_assert_msg(tl_items_now_ms() < until,
+		              "not grown within 300 s: %d data groups in the map", n_data);
+	printf("auto groups: groups 4 and 5 made and serving a partition each: %lld ms after the "
+	       "nodes began joining\n",
+	       (long long)(tl_items_now_ms() - t0));
+	tl_items_writer_stop(items, "the growth");
+	ck_assert_msg(tl_items_failed(items) == 0, "the client saw %d errors: %s",
+	              tl_items_failed(items), tl_items_first_error(items));
+	tl_items_check(items, "after the growth");
+	bool founding;
+	ck_assert_int_eq(map_voters(4, &founding), 3);
+	ck_assert_int_eq(map_voters(5, &founding), 3);
+	int made = 0; /* "elastic: group 4: a new group on nodes ... auto_groups): done" */
+	for (int id = 1; id <= 5; id++)
+		made += tl_cluster_log_count(&C, id, "auto_groups): done");
+	ck_assert_int_ge(made, 2);
+	tl_items_free(items);
+	items = NULL;
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+END_TEST
+
 static Suite *groups_suite(void)
 {
 	Suite *s = suite_create("groups");
@@ -164,6 +244,10 @@ static Suite *groups_suite(void)
 	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, test_groups);
 	suite_add_tcase(s, tc);
+	TCase *ta = tcase_create("auto");
+	tcase_set_timeout(ta, 900);
+	tcase_add_test(ta, test_auto_groups);
+	suite_add_tcase(s, ta);
 	return s;
 }
 

@@ -516,6 +516,18 @@ bool tl_cluster_stop_router(tl_cluster *c, int id, bool hard)
 	return script(c, "stop-router %d%s", id, hard ? " --hard" : "");
 }
 
+char *tl_cluster_add_node(tl_cluster *c)
+{
+	char path[1200];
+	snprintf(path, sizeof(path), "%s/add.out", c->dir);
+	unlink(path);
+	int rc = tl_sh("SHOAL_BIN='%s' '%s/deploy/cluster.sh' add-node --dir '%s' >'%s' 2>&1",
+	               c->bin, c->root, c->dir, path);
+	char *text = tl_read_file(path);
+	tl_assert_msg(rc == 0, "cluster.sh add-node: %s", text != NULL ? text : "");
+	return text;
+}
+
 bool tl_cluster_start_router(tl_cluster *c, int id)
 {
 	return script(c, "start-router %d", id);

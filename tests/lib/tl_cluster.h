@@ -93,6 +93,10 @@ bool tl_cluster_node_fs(tl_cluster *c, int id, int mb);
 bool tl_cluster_disk_fill(tl_cluster *c, int id, bool full);
 bool tl_cluster_stop_router(tl_cluster *c, int id, bool hard);
 bool tl_cluster_start_router(tl_cluster *c, int id);
+/* `deploy/cluster.sh add-node`: one more node joins and serves.  Its output
+ * (appended to <dir>/add.out) is returned (free it); the test fails if the
+ * script does. */
+char *tl_cluster_add_node(tl_cluster *c);
 
 /* How many times `needle` appears in node id's log (D/node-<id>.log). */
 int tl_cluster_log_count(const tl_cluster *c, int id, const char *needle);

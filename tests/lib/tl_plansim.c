@@ -311,6 +311,11 @@ static void apply(tl_plansim *s, const sh_plan_action *a)
 		s->parts[i].move_done = s->st.now + (double)s->parts[i].bytes / s->c.bandwidth;
 		break;
 	}
+	case SH_PLAN_ADD_GROUP:
+		/* Its arrays are by group id, fixed at the start: the
+		 * simulation plans with max_groups 0. */
+		tl_assert_msg(false, "add-group %u: not simulated", a->group);
+		break;
 	case SH_PLAN_HOT_KEY:
 	case SH_PLAN_NO_QUORUM:
 	case SH_PLAN_KIND__COUNT:

@@ -177,6 +177,112 @@ START_TEST(test_founding_group_planned_around)
 }
 END_TEST
 
+/* Step 7: a settled cluster with fewer data groups than active nodes gets
+ * one new group (with max_groups) on the nodes holding the fewest replicas,
+ * the one leading fewest first; never while anything is in flight, a node
+ * is dead or draining, or a group is being founded. */
+START_TEST(test_add_group)
+{
+	fixture f;
+	char msg[SH_ERRMSG_SIZE];
+	fx_init(&f, 5, 4, 3);
+	for (uint32_t i = 0; i < f.m.n_parts; i++)
+		f.pl[i] = (sh_plan_part_load){0};
+	sh_plan_conf c = small_plan;
+	c.tolerance[SH_PLAN_REPLICAS] = c.tolerance[SH_PLAN_LEADERS] = 10; /* no balancing */
+	c.tolerance[SH_PLAN_BYTES] = c.tolerance[SH_PLAN_UNITS] = 10;
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_ADD_GROUP), 0); /* max_groups 0: never */
+	c.max_groups = 8;
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(f.n, 1);
+	ck_assert_uint_eq(f.out[0].kind, SH_PLAN_ADD_GROUP);
+	ck_assert_uint_eq(f.out[0].group, 4);
+	ck_assert_uint_eq(f.out[0].n_nodes, 3);
+	/* Group g on nodes g%5+1, (g+1)%5+1, (g+2)%5+1 (g 0..3), led by the
+	 * first: nodes 1, 2 and 5 hold two replicas, 3 and 4 three; node 5
+	 * leads nothing, so it comes first (the preferred leader). */
+	ck_assert_uint_eq(f.out[0].nodes[0], 5);
+	ck_assert_uint_eq(f.out[0].nodes[1], 1);
+	ck_assert_uint_eq(f.out[0].nodes[2], 2);
+	f.alive[4] = false;
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_ADD_GROUP), 0);
+	f.alive[4] = true;
+	uint32_t first[3] = {5, 1, 2};
+	ck_assert_int_eq(sh_map_create_group(&f.m, 4, first, 3, msg), SHOAL_OK);
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_ADD_GROUP), 0); /* one founding at a time */
+	ck_assert_int_eq(sh_map_group_founded(&f.m, 4, msg), SHOAL_OK);
+	f.gl[4].leader = 1;
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_ADD_GROUP), 1); /* 4 data groups, 5 nodes */
+	ck_assert_uint_eq(f.out[0].group, 5);
+	uint32_t ids[3] = {3, 4, 5};
+	ck_assert_int_eq(sh_map_create_group(&f.m, 5, ids, 3, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_group_founded(&f.m, 5, msg), SHOAL_OK);
+	f.gl[5].leader = 5;
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_ADD_GROUP), 0); /* as many data groups as nodes */
+	c.max_groups = 6;
+	ck_assert_int_eq(sh_map_drain_node(&f.m, 5, msg), SHOAL_OK);
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_ADD_GROUP), 0);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
+/* Step 7's second half: an empty group made after the birth gets the
+ * largest partition of the group holding the most, or, when none holds two,
+ * the largest one split at its middle, the upper half to it. */
+START_TEST(test_fill_empty_group)
+{
+	fixture f;
+	char msg[SH_ERRMSG_SIZE];
+	fx_init(&f, 4, 4, 6); /* groups 1-3 hold two partitions each */
+	f.pl[3].bytes = 3000000000;
+	uint32_t ids[3] = {2, 3, 4};
+	ck_assert_int_eq(sh_map_create_group(&f.m, 4, ids, 3, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_group_founded(&f.m, 4, msg), SHOAL_OK);
+	f.gl[4].leader = 4;
+	sh_plan_conf c = small_plan;
+	c.birth_groups = 4;
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_MOVE_PARTITION), 1);
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.out[i].kind == SH_PLAN_MOVE_PARTITION) {
+			ck_assert_uint_eq(f.out[i].to_group, 4);
+			ck_assert_uint_eq(f.out[i].lo, f.m.parts[3].lo);
+		}
+	c.birth_groups = 5; /* group 4 is the file's: not filled */
+	fx_plan(&f, &c);
+	for (uint32_t i = 0; i < f.n; i++)
+		ck_assert_uint_ne(f.out[i].to_group, 4);
+	sh_map_fini(&f.m);
+
+	fx_init(&f, 4, 4, 3); /* one partition per group: a split */
+	f.pl[1].bytes = 2000000000;
+	ck_assert_int_eq(sh_map_create_group(&f.m, 4, ids, 3, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_group_founded(&f.m, 4, msg), SHOAL_OK);
+	f.gl[4].leader = 4;
+	c.birth_groups = 4;
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_SPLIT), 1);
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.out[i].kind == SH_PLAN_SPLIT) {
+			uint64_t hi = sh_map_part_hi(&f.m, 1);
+			ck_assert_uint_eq(f.out[i].lo, f.m.parts[1].lo);
+			ck_assert_uint_eq(f.out[i].at,
+			                  f.m.parts[1].lo + (hi - f.m.parts[1].lo) / 2 + 1);
+			ck_assert_uint_eq(f.out[i].to_group, 4);
+		}
+	c.hold_splits = true;
+	fx_plan(&f, &c);
+	ck_assert_uint_eq(count(&f, SH_PLAN_SPLIT), 0);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
 /* Five nodes and four groups with the replicas and leaders given (group g's
  * replicas ids[g], leader leaders[g]); no load at all, as in it_elastic. */
 static void fx_shape(fixture *f, const uint32_t ids[4][3], const uint32_t leaders[4])
@@ -621,9 +727,10 @@ static Suite *plan_suite(void)
 	return tl_suite(
 	    "plan", NULL, NULL, 0,
 	    TL_TESTS(test_balanced_is_empty, test_no_part_loads, test_partition_move_whole_picture,
-	             test_founding_group_planned_around, test_leader_transfers_short_and_end_first,
-	             test_repair_dead_node, test_move_sequence, test_split_point_and_hot_key,
-	             test_apportion, test_no_quorum_reported, test_nomem, test_sim_converges,
+	             test_founding_group_planned_around, test_add_group, test_fill_empty_group,
+	             test_leader_transfers_short_and_end_first, test_repair_dead_node,
+	             test_move_sequence, test_split_point_and_hot_key, test_apportion,
+	             test_no_quorum_reported, test_nomem, test_sim_converges,
 	             test_sim_tight_limits));
 }
 
