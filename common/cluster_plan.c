@@ -586,9 +586,12 @@ static void add_group(plan *p)
 {
 	const sh_map *m = p->map;
 	uint32_t need = m->replication, data = 0, id = 0;
-	if (p->conf->max_groups == 0 || p->n > 0 || p->inflight > 0 || m->n_groups < 2 ||
-	    m->n_nodes < need || need > SH_MAX_REPLICATION)
+	if (p->conf->max_groups == 0 || p->inflight > 0 || m->n_groups < 2 || m->n_nodes < need ||
+	    need > SH_MAX_REPLICATION)
 		return;
+	for (uint32_t i = 0; i < p->n; i++) /* reports do not count */
+		if (p->out[i].kind != SH_PLAN_HOT_KEY && p->out[i].kind != SH_PLAN_NO_QUORUM)
+			return;
 	for (uint32_t ni = 0; ni < m->n_nodes; ni++)
 		if (!plan_eligible(p, ni))
 			return;

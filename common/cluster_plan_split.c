@@ -283,9 +283,17 @@ int plan_partition_moves(plan *p)
 		double tl = d ? p->groups[to].units : p->groups[to].bytes;
 		uint32_t pick = SH_MAP_NONE;
 		double pick_w = 0;
+		/* Nor one that leaves the target over on the other dimension:
+		 * that one would move it straight back (it did in the
+		 * simulation, a partition heavy in units and in bytes sent
+		 * back and forth between two groups for ever). */
+		double to_other = d ? p->groups[to].bytes : p->groups[to].units;
 		for (uint32_t j = off[gi]; j < off[gi + 1]; j++) {
 			const sh_plan_part_load *l = &p->in->parts[by_group[j]];
 			double w = d ? l->units : (double)l->bytes;
+			double wo = d ? (double)l->bytes : l->units;
+			if (mean[1 - d] > 0 && to_other + wo > GROUP_OVER * mean[1 - d])
+				continue;
 			if (w > 0 && w <= excess && tl + w < load[d] - w && w > pick_w)
 				pick = by_group[j], pick_w = w;
 		}

@@ -28,7 +28,8 @@ struct tl_plansim {
 	bool *alive_by_id; /* index: node id */
 	uint32_t cap_ids;
 	uint32_t next_id;
-	uint32_t *leader; /* by group id (groups are 0 .. groups-1) */
+	uint32_t gcap;    /* group ids below this: groups, or plan.max_groups */
+	uint32_t *leader; /* by group id */
 	double *catchup;  /* by group id: when its non-voter has caught up; 0 none */
 	double *gbytes;   /* by group id, this step */
 	sim_part *parts;  /* parallel to map.parts */
@@ -41,6 +42,7 @@ struct tl_plansim {
 	sh_plan_action *acts;
 	uint32_t cap_acts;
 	tl_plansim_stats st;
+	bool trace; /* SHOAL_PLANSIM_TRACE set: every applied step printed */
 };
 
 static double uniform(tl_plansim *s)
@@ -105,6 +107,7 @@ tl_plansim *tl_plansim_new(const tl_plansim_conf *c)
 	tl_assert(s != NULL && c->samples >= 1 && c->samples <= TL_PLANSIM_SAMPLES);
 	s->c = *c;
 	s->rng = c->seed;
+	s->trace = getenv("SHOAL_PLANSIM_TRACE") != NULL;
 	char msg[SH_ERRMSG_SIZE];
 	sh_map_init(&s->map, c->replication);
 	for (uint32_t i = 0; i < c->nodes; i++)
@@ -118,9 +121,10 @@ tl_plansim *tl_plansim_new(const tl_plansim_conf *c)
 	}
 	for (uint32_t t = 1; t <= c->tables; t++)
 		tl_assert(sh_map_add_table(&s->map, t, c->parts_per_table, msg) == SHOAL_OK);
-	s->leader = calloc(c->groups, sizeof(uint32_t));
-	s->catchup = calloc(c->groups, sizeof(double));
-	s->gbytes = calloc(c->groups, sizeof(double));
+	s->gcap = c->plan.max_groups > c->groups ? c->plan.max_groups : c->groups;
+	s->leader = calloc(s->gcap, sizeof(uint32_t));
+	s->catchup = calloc(s->gcap, sizeof(double));
+	s->gbytes = calloc(s->gcap, sizeof(double));
 	s->cap_parts = s->map.n_parts * 2;
 	s->parts = calloc(s->cap_parts, sizeof(sim_part));
 	tl_assert(s->leader && s->catchup && s->gbytes && s->parts);
@@ -223,7 +227,7 @@ static void build_input(tl_plansim *s, sh_plan_input *in)
 	tl_assert(s->alive && s->per_node && s->gl && s->pl);
 	for (uint32_t i = 0; i < m->n_nodes; i++)
 		s->alive[i] = alive(s, m->nodes[i].id);
-	memset(s->gbytes, 0, s->c.groups * sizeof(double));
+	memset(s->gbytes, 0, s->gcap * sizeof(double));
 	for (uint32_t i = 0; i < m->n_parts; i++) {
 		s->pl[i] = (sh_plan_part_load){.bytes = s->parts[i].bytes,
 		                               .units = s->parts[i].units,
@@ -312,9 +316,11 @@ static void apply(tl_plansim *s, const sh_plan_action *a)
 		break;
 	}
 	case SH_PLAN_ADD_GROUP:
-		/* Its arrays are by group id, fixed at the start: the
-		 * simulation plans with max_groups 0. */
-		tl_assert_msg(false, "add-group %u: not simulated", a->group);
+		/* Its founders elect at once (elect(), next step): founded. */
+		tl_assert_msg(a->group < s->gcap, "add-group %u: past max_groups", a->group);
+		rc = sh_map_create_group(m, a->group, a->nodes, a->n_nodes, msg);
+		if (rc == SHOAL_OK)
+			rc = sh_map_group_founded(m, a->group, msg);
 		break;
 	case SH_PLAN_HOT_KEY:
 	case SH_PLAN_NO_QUORUM:
@@ -387,6 +393,13 @@ uint32_t tl_plansim_step(tl_plansim *s)
 		s->st.plan_cpu_max = t;
 	uint32_t steps = 0;
 	for (uint32_t i = 0; i < n; i++) {
+		if (s->trace) {
+			const sh_plan_action *a = &s->acts[i];
+			printf(
+			    "plansim %.0f s: %s (%s) group %u node %u table %u lo %016llx to %u\n",
+			    s->st.now, sh_plan_kind_name(a->kind), sh_plan_reason_name(a->reason),
+			    a->group, a->node, a->table, (unsigned long long)a->lo, a->to_group);
+		}
 		apply(s, &s->acts[i]);
 		steps += s->acts[i].kind != SH_PLAN_HOT_KEY && s->acts[i].kind != SH_PLAN_NO_QUORUM;
 	}

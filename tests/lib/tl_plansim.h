@@ -22,6 +22,8 @@
  * carry 20x a mean partition's units on a single key.  Each partition has `samples`
  * sampled keys over its range that carry its bytes and units; a split
  * divides them.  Random numbers from the seed only: a run replays exactly.
+ * With SHOAL_PLANSIM_TRACE set in the environment every applied step is
+ * printed ("plansim <seconds> s: <kind> (<reason>) group ...").
  */
 #ifndef SHOAL_TL_PLANSIM_H
 #define SHOAL_TL_PLANSIM_H

@@ -684,6 +684,49 @@ START_TEST(test_sim_converges)
 }
 END_TEST
 
+/* auto_groups in the simulation: 6 -> 12 nodes with 4 data groups; the
+ * planner adds a group at a time until there are as many data groups as
+ * nodes, each new one is given a partition, and replicas and leaders end
+ * balanced. */
+START_TEST(test_sim_grows_groups)
+{
+	tl_plansim_conf c = sim_conf();
+	c.nodes = 6;
+	c.groups = 5;
+	c.tables = 1;
+	c.parts_per_table = 16;
+	c.hot_share = 0; /* a single hot key cannot be balanced (cluster_plan.h) */
+	c.hot_keys = 0;
+	c.plan.max_groups = 64;
+	c.plan.birth_groups = c.groups;
+	tl_plansim *s = tl_plansim_new(&c);
+	for (int i = 0; i < 6; i++)
+		tl_plansim_join(s);
+	ck_assert_msg(tl_plansim_run(s, 20000), "no convergence");
+	tl_plansim_print(s, "sim groups");
+	const tl_plansim_stats *st = tl_plansim_stats_of(s);
+	const sh_map *m = tl_plansim_map(s);
+	ck_assert_uint_eq(st->actions[SH_PLAN_ADD_GROUP], 8);
+	ck_assert_uint_eq(m->n_groups, 13);
+	for (uint32_t g = c.groups; g < m->n_groups; g++) {
+		uint32_t held = 0;
+		for (uint32_t i = 0; i < m->n_parts; i++)
+			held += m->parts[i].group == m->groups[g].id;
+		ck_assert_msg(held > 0, "group %u holds no partition", m->groups[g].id);
+		ck_assert(!sh_map_group_founding(&m->groups[g]));
+	}
+	/* Replicas and leaders balanced; units and bytes are as coarse as 16
+	 * partitions over 12 data groups allow (a leader carries its group's
+	 * whole rate), so they are printed, not asserted. */
+	sh_plan_spread sp;
+	tl_plansim_spread(s, c.plan.tolerance, &sp);
+	ck_assert(sh_plan_within(&sp, SH_PLAN_REPLICAS));
+	ck_assert(sh_plan_within(&sp, SH_PLAN_LEADERS));
+	ck_assert_uint_eq(sp.stranded, 0);
+	tl_plansim_free(s);
+}
+END_TEST
+
 /* Tight limits (4 moves, 1 per node), and the node that fails is a new one
  * receiving non-voters: its moves are abandoned and redone elsewhere. */
 START_TEST(test_sim_tight_limits)
@@ -730,8 +773,8 @@ static Suite *plan_suite(void)
 	             test_founding_group_planned_around, test_add_group, test_fill_empty_group,
 	             test_leader_transfers_short_and_end_first, test_repair_dead_node,
 	             test_move_sequence, test_split_point_and_hot_key, test_apportion,
-	             test_no_quorum_reported, test_nomem, test_sim_converges,
-	             test_sim_tight_limits));
+	             test_no_quorum_reported, test_nomem, test_sim_converges, test_sim_tight_limits,
+	             test_sim_grows_groups));
 }
 
 TL_MAIN(plan_suite)
