@@ -12,6 +12,8 @@
  *    new group, which has never seen the table (the move defines it there
  *    from the source's catalog), and a move sends its last partition there;
  *  - every process restarts: the group, the map and every item survive;
+ *  - case founder: a founder dead (SIGKILL) when add-group runs; the others
+ *    found the group, and the founder restarted comes back into it;
  *  - case auto: with [cluster] auto_groups, a cluster grown 3 -> 5 nodes
  *    under a writer gets groups 4 and 5 from group 0's executor, each given
  *    a partition of the table.
@@ -160,6 +162,104 @@ START_TEST(test_groups)
 }
 END_TEST
 
+/* Whether group g has `want` voters in the map, none founding or being
+ * caught up, and every one of them reports the group applied as far as its
+ * leader has committed (a replica that came back holds it all). */
+static bool whole(int g, int want)
+{
+	char *o = NULL, *e = NULL;
+	ck_assert_int_eq(tl_shoal(&C, &o, &e, "status --output json"), 0);
+	json_t *st = json_loads(o, 0, NULL);
+	free(o);
+	free(e);
+	ck_assert_ptr_nonnull(st);
+	int voters = 0, replicas = 0, caught = 0;
+	bool founding = true;
+	long long commit = -1;
+	size_t i, k;
+	json_t *row, *r;
+	json_array_foreach(json_object_get(st, "MapGroups"), i, row)
+	{
+		if (json_integer_value(json_object_get(row, "Group")) != g)
+			continue;
+		founding = json_is_true(json_object_get(row, "Founding"));
+		json_array_foreach(json_object_get(row, "Replicas"), k, r)
+		{
+			replicas++;
+			voters += json_is_true(json_object_get(r, "Voter"));
+		}
+	}
+	json_array_foreach(
+	    json_object_get(st, "Groups"), i,
+	    row) if (json_integer_value(json_object_get(row, "Group")) == g &&
+	             strcmp(json_string_value(json_object_get(row, "Role")) ?: "", "leader") == 0)
+	    commit = json_integer_value(json_object_get(row, "CommitIndex"));
+	json_array_foreach(json_object_get(st, "Groups"), i, row) caught +=
+	    json_integer_value(json_object_get(row, "Group")) == g && commit > 0 &&
+	    json_integer_value(json_object_get(row, "AppliedIndex")) >= commit;
+	json_decref(st);
+	return !founding && voters == want && replicas == want && caught == want;
+}
+
+/* A founder dead (SIGKILL) when the group is made: the other two elect,
+ * group 0 marks the group founded, and the founder restarted has no data
+ * for it and no founder mark any more: it reports the replica lost, which
+ * is removed and re-created as a new replica, caught up before it votes --
+ * until the group has three voters, all caught up, and serves a
+ * partition. */
+START_TEST(test_founder_killed)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ck_assert_msg(tl_cluster_up(&C, 3, 1, 4), "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	items = tl_items_new(client, "founder", PKS, PRE_SKS, MAX_OPS, "founder killed");
+	ck_assert_ptr_nonnull(items);
+	tl_parts_init(&P, &C, "founder");
+	tl_items_create_table(items);
+	tl_items_preload(items);
+	tl_items_writer_start(items);
+	int64_t t0 = tl_items_now_ms();
+	/* Node 3 dies first: the map names it a founder, yet it never
+	 * bootstraps the group. */
+	ck_assert(tl_cluster_stop_node(&C, 3, true));
+	tl_parts_admin(&P, "admin add-group --group-id 4 --nodes 3,1,2 --no-wait");
+	bool founding = true;
+	for (int64_t until = tl_items_now_ms() + 60000; map_voters(4, &founding) != 3 || founding;
+	     usleep(100000))
+		ck_assert_msg(tl_items_now_ms() < until, "group 4 not founded within 60 s");
+	printf("founder killed: group 4 founded without node 3: %lld ms\n",
+	       (long long)(tl_items_now_ms() - t0));
+	ck_assert(tl_cluster_start_node(&C, 3));
+	for (int64_t until = tl_items_now_ms() + 120000; !whole(4, 3); usleep(200000))
+		ck_assert_msg(tl_items_now_ms() < until,
+		              "group 4 not whole (3 caught-up voters) within 120 s of node 3's "
+		              "restart");
+	printf("founder killed: group 4 whole again with node 3: %lld ms (node 3 %s)\n",
+	       (long long)(tl_items_now_ms() - t0),
+	       tl_cluster_log_count(&C, 3,
+	                            "group 4: the cluster map has this node as a voter but "
+	                            "it has no data") > 0
+	           ? "had not bootstrapped it: its replica was re-created"
+	           : "kept the log it had bootstrapped");
+	const uint64_t in0 = 0x1000000000000000ull;
+	tl_parts_admin(&P,
+	               "admin move-partition --table-name founder --hash 0x%016" PRIx64
+	               " --to-group 4 --no-wait",
+	               in0);
+	tl_parts_wait_served(&P, in0, 4, 120);
+	tl_items_writer_stop(items, "the founding");
+	ck_assert_msg(tl_items_failed(items) == 0, "the client saw %d errors: %s",
+	              tl_items_failed(items), tl_items_first_error(items));
+	tl_items_check(items, "after the founding and a move into the group");
+	tl_items_free(items);
+	items = NULL;
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+END_TEST
+
 /* Whether every data group of the map is founded, groups 4 and 5 exist,
  * and each of them serves a partition of the table with no move pending. */
 static bool grown(int *n_data)
@@ -244,6 +344,10 @@ static Suite *groups_suite(void)
 	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, test_groups);
 	suite_add_tcase(s, tc);
+	TCase *tf = tcase_create("founder");
+	tcase_set_timeout(tf, 900);
+	tcase_add_test(tf, test_founder_killed);
+	suite_add_tcase(s, tf);
 	TCase *ta = tcase_create("auto");
 	tcase_set_timeout(ta, 900);
 	tcase_add_test(ta, test_auto_groups);
