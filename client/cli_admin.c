@@ -504,16 +504,16 @@ static int group_run(const cli_caller *c, const json_t *opts, FILE *progress, js
 	}
 	if (id > 0)
 		json_object_set_new(spec, "GroupId", json_integer(id));
-	const char *list = cli_jstr(opts, "Nodes");
-	if (parse_nodes(list, nodes, f) != SHOAL_OK) {
+	int rc = parse_nodes(cli_jstr(opts, "Nodes"), nodes, f);
+	if (rc != SHOAL_OK) {
 		json_decref(nodes);
 		json_decref(body);
-		return SHOAL_E_VALIDATION;
+		return rc;
 	}
 	if (json_array_size(nodes) > 0)
 		json_object_set(spec, "Nodes", nodes);
 	json_decref(nodes);
-	int rc = cli_call(c, "Admin", body, out, err);
+	rc = cli_call(c, "Admin", body, out, err);
 	json_decref(body);
 	if (rc != SHOAL_OK || json_is_false(json_object_get(opts, "Wait")))
 		return rc;

@@ -442,7 +442,8 @@ static const cli_opt o_update_time_to_live[] = {
 #define o_describe_time_to_live o_table_only
 
 /* Admin, raw (`shoal admin --add-node Id=4,Raft=h:p,Rpc=tcp://h:p`, `shoal
- * admin --drain-node 4`); the subcommands are cli_admin.c's. */
+ * admin --drain-node 4`, `shoal admin --add-group '{"GroupId":5,"Nodes":[1,2,3]}'`);
+ * the subcommands are cli_admin.c's. */
 static const cli_member m_node_spec[] = {
     {"Id", &s_int}, {"Raft", &s_str}, {"Rpc", &s_str}, {NULL, NULL}};
 static const cli_shape s_node_spec = {CLI_STRUCT, NULL, m_node_spec};
@@ -450,11 +451,16 @@ static const cli_shape s_node_spec = {CLI_STRUCT, NULL, m_node_spec};
 static const cli_member m_part_change[] = {
     {"TableName", &s_str}, {"Hash", &s_str}, {"At", &s_str}, {"ToGroup", &s_int}, {NULL, NULL}};
 static const cli_shape s_part_change = {CLI_STRUCT, NULL, m_part_change};
+static const cli_shape s_int_list = {CLI_LIST, &s_int, NULL};
+static const cli_member m_group_spec[] = {
+    {"GroupId", &s_int}, {"Nodes", &s_int_list}, {NULL, NULL}};
+static const cli_shape s_group_spec = {CLI_STRUCT, NULL, m_group_spec};
 static const cli_opt o_admin[] = {
     {"add-node", "AddNode", &s_node_spec, 0},
     {"drain-node", "DrainNode", &s_int, 0},
     {"move-partition", "MovePartition", &s_part_change, 0},
     {"split-partition", "SplitPartition", &s_part_change, 0},
+    {"add-group", "AddGroup", &s_group_spec, 0},
     OPT_END,
 };
 

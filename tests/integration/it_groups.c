@@ -112,6 +112,9 @@ START_TEST(test_groups)
 	refused("admin add-group --group-id 80", "max_groups");
 	refused("admin add-group --group-id 4 --nodes 1,2", "exists with other replicas");
 	refused("admin add-group --nodes 1,1,2", "named twice");
+	refused("admin add-group --nodes 1,x", "node ids (1 or more) separated by commas");
+	refused("admin add-group --nodes 1,2,9", "no node 9");
+	tl_parts_admin(&P, "admin --add-group '{\"GroupId\": 4}'"); /* raw: done already */
 
 	/* Its first data: half of partition 0 (group 1), then partition 2
 	 * (group 3), both moved into the group that has never seen the
