@@ -159,6 +159,14 @@ bool sh_place_is_voter(sh_place *p, uint32_t node, uint32_t group)
 	return yes;
 }
 
+uint32_t sh_place_max_group(sh_place *p)
+{
+	pthread_rwlock_rdlock(&p->lock);
+	uint32_t id = p->map.n_groups > 0 ? p->map.groups[p->map.n_groups - 1].id : 0;
+	pthread_rwlock_unlock(&p->lock);
+	return id;
+}
+
 uint32_t sh_place_data_groups(sh_place *p, uint32_t *out, uint32_t cap)
 {
 	uint32_t n = 0;

@@ -66,6 +66,8 @@ uint32_t sh_place_replicas(sh_place *p, uint32_t group, sh_map_replica *out, uin
 bool sh_place_hosts(sh_place *p, uint32_t node, uint32_t group);
 /* Whether node is a voter of group. */
 bool sh_place_is_voter(sh_place *p, uint32_t node, uint32_t group);
+/* The highest group id of the map (0 when it has none). */
+uint32_t sh_place_max_group(sh_place *p);
 /* The ids of the map's data groups (every group but group 0, unless it is
  * the only one), ascending, into out[0 .. cap-1]; returns how many there
  * are. */

@@ -405,6 +405,22 @@ void node_reconcile(node *n)
 			else if (!want && cur != NULL)
 				retire(n, g, true);
 		}
+		/* A group this node's cluster file does not allow (its
+		 * max_groups is below the one group 0's leader used): said once
+		 * per map, it cannot be opened here. */
+		uint32_t top = sh_place_max_group(n->place);
+		uint64_t epoch = sh_place_epoch(n->place);
+		for (uint32_t g = sh_cluster_group_cap(n->conf); g <= top && epoch != n->cap_warned;
+		     g++)
+			if (sh_place_hosts(n->place, n->id, g))
+				node_logf(
+				    NODE_LOG_ERROR,
+				    "group %u: the cluster map places it here, but this node's "
+				    "cluster file allows group ids below %u only ([cluster] "
+				    "max_groups): not opened; give every process the same file "
+				    "and restart this node",
+				    g, sh_cluster_group_cap(n->conf));
+		n->cap_warned = epoch;
 		/* Groups opened at the birth bootstrapped; none after. */
 		n->birth = false;
 	}

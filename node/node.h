@@ -622,7 +622,7 @@ struct node {
 	int lock_fd; /* flock on <dir>/shoal-node.lock, held while open */
 	uv_loop_t loop;
 
-	/* [conf->groups]; NULL where not hosted.  Written on the loop with
+	/* [sh_cluster_group_cap]; NULL where not hosted.  Written on the loop with
 	 * atomic stores (reconcile), read anywhere (node_group_get). */
 	node_group **groups;
 	uint32_t n_hosted;
@@ -641,7 +641,8 @@ struct node {
 	bool map_timer_init;
 	struct node_mapsync *sync; /* mapsync.c */
 	struct node_grave *graves; /* loop: closed groups waiting to be freed */
-	atomic_bool *lost;         /* [conf->groups]: a voter here with no data (node.c) */
+	atomic_bool *lost;         /* [group cap]: a voter here with no data (node.c) */
+	uint64_t cap_warned;       /* loop: the map epoch last checked for groups past the cap */
 
 	enum node_state state; /* loop */
 	atomic_bool stopping;  /* state != RUNNING, for other threads */
@@ -821,7 +822,7 @@ typedef struct node_shipq {
 	uint64_t read_pos;           /* highest seq pushed (or the reset position) */
 	uint32_t n_buffered;
 	size_t bytes_buffered;
-	node_shipq_link *links; /* [conf->groups], by target group */
+	node_shipq_link *links; /* [sh_cluster_group_cap], by target group */
 } node_shipq;
 
 /* The group that owns index-partition hash `hash`. */

@@ -217,7 +217,10 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 		goto err_after_catalog;
 	}
 	rt->pool_init = true;
-	rt->leader = sh_calloc(sh_cluster_group_cap(conf), sizeof(*rt->leader));
+	/* Every group id a cluster file may allow, whatever this router's own
+	 * max_groups: a router started with an older file still calls the
+	 * groups the map has. */
+	rt->leader = sh_calloc(SH_MAX_GROUPS, sizeof(*rt->leader));
 	if (rt->leader == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_pool;
@@ -228,7 +231,7 @@ int rt_router_init(rt_router *rt, sh_cluster_conf *conf, const rt_options *o, ch
 		                 (uint64_t)getpid() ^ (uint64_t)rt_wall_ms()};
 		memcpy(rt->nonce, x, sizeof(x));
 	}
-	for (uint32_t g = 0; g < sh_cluster_group_cap(conf); g++) {
+	for (uint32_t g = 0; g < SH_MAX_GROUPS; g++) {
 		uint32_t reps[SH_MAX_REPLICATION];
 		atomic_store(&rt->leader[g], rt_voters(rt, g, reps) > 0 ? reps[0] : 0);
 	}
@@ -414,7 +417,7 @@ uint32_t rt_data_groups(rt_router *rt, uint32_t *groups)
 
 static void set_leader(rt_router *rt, uint32_t group, uint32_t node)
 {
-	if (group >= sh_cluster_group_cap(rt->conf) || node == 0)
+	if (group >= SH_MAX_GROUPS || node == 0)
 		return;
 	uint32_t old = atomic_exchange(&rt->leader[group], node);
 	if (old != node)
@@ -766,7 +769,7 @@ void rt_call_start(rt_call *c)
 	c->code = SHOAL_OK;
 	c->has_response = false;
 	c->answered_by = 0;
-	if (c->group >= sh_cluster_group_cap(rt->conf)) {
+	if (c->group >= SH_MAX_GROUPS) {
 		sh_errf(c->errmsg, SHOAL_E_INTERNAL, "no storage group %u", c->group);
 		call_fail_later(c, SHOAL_E_INTERNAL);
 		return;

@@ -92,7 +92,7 @@ static int shard_group(rt_job *j, const wire_shard *s, uint32_t *group)
 	    s->is_static
 	        ? s->partition < sh_cluster_partitions(conf)
 	        : sh_cluster_group_partition(conf, s->group, &p) ||
-	              (s->group != 0 && s->group < sh_cluster_group_cap(conf) &&
+	              (s->group != 0 && s->group < SH_MAX_GROUPS &&
 	               sh_place_voters(j->rt->place, s->group, voters, SH_MAP_GROUP_REPLICAS) > 0);
 	if (!known)
 		return rt_job_fail(j, SHOAL_E_NOT_FOUND,

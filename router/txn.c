@@ -828,10 +828,8 @@ void rt_txn_ack(rt_router *rt, uint32_t coord, const uint8_t id[16], const uint3
 	memcpy(one.id, id, 16);
 	one.n = n < ACKQ_GROUPS ? n : ACKQ_GROUPS;
 	memcpy(one.g, groups, one.n * sizeof(uint32_t));
-	rt_ackq *q =
-	    rt->ackq != NULL && coord < sh_cluster_group_cap(rt->conf) ? rt->ackq[coord] : NULL;
-	if (q == NULL && rt->ackq != NULL && coord < sh_cluster_group_cap(rt->conf) &&
-	    n <= ACKQ_GROUPS) {
+	rt_ackq *q = rt->ackq != NULL && coord < SH_MAX_GROUPS ? rt->ackq[coord] : NULL;
+	if (q == NULL && rt->ackq != NULL && coord < SH_MAX_GROUPS && n <= ACKQ_GROUPS) {
 		rt_ackq *fresh = sh_calloc(1, sizeof(*fresh));
 		if (fresh != NULL) {
 			pthread_mutex_init(&fresh->mu, NULL);
@@ -879,13 +877,13 @@ void rt_txn_ack(rt_router *rt, uint32_t coord, const uint8_t id[16], const uint3
 
 int rt_txn_init(rt_router *rt)
 {
-	rt->ackq = sh_calloc(sh_cluster_group_cap(rt->conf), sizeof(*rt->ackq));
+	rt->ackq = sh_calloc(SH_MAX_GROUPS, sizeof(*rt->ackq));
 	return rt->ackq != NULL ? SHOAL_OK : SHOAL_E_NOMEM;
 }
 
 void rt_txn_fini(rt_router *rt)
 {
-	for (uint32_t g = 0; rt->ackq != NULL && g < sh_cluster_group_cap(rt->conf); g++) {
+	for (uint32_t g = 0; rt->ackq != NULL && g < SH_MAX_GROUPS; g++) {
 		rt_ackq *q = atomic_load(&rt->ackq[g]);
 		if (q != NULL) {
 			pthread_mutex_destroy(&q->mu);
