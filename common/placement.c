@@ -288,22 +288,31 @@ uint32_t sh_place_table_parts(sh_place *p, const sh_cluster_conf *c, uint32_t ta
 }
 
 void sh_place_table_share(sh_place *p, const sh_cluster_conf *c, uint32_t table, uint32_t group,
-                          uint32_t *held, double *frac)
+                          uint32_t *held, double *frac, uint32_t *holders)
 {
-	uint32_t n = 0, k = 0;
+	uint32_t n = 0, k = 0, distinct = 0;
+	uint64_t seen[SH_MAX_GROUPS / 64] = {0};
 	double width = 0;
 	pthread_rwlock_rdlock(&p->lock);
 	const sh_map *m = &p->map;
 	uint32_t i = sh_map_part_of(m, table, 0);
-	for (; i != SH_MAP_NONE && i < m->n_parts && m->parts[i].table == table; i++, n++)
-		if (m->parts[i].group == group) {
+	for (; i != SH_MAP_NONE && i < m->n_parts && m->parts[i].table == table; i++, n++) {
+		uint32_t g = m->parts[i].group;
+		if (g < SH_MAX_GROUPS && !(seen[g / 64] & (1ull << (g % 64)))) {
+			seen[g / 64] |= 1ull << (g % 64);
+			distinct++;
+		}
+		if (g == group) {
 			k++;
 			width += (double)(sh_map_part_hi(m, i) - m->parts[i].lo) + 1;
 		}
+	}
 	pthread_rwlock_unlock(&p->lock);
 	if (n > 0) {
 		*held = k;
 		*frac = width / 18446744073709551616.0; /* 2^64 */
+		if (holders != NULL)
+			*holders = distinct;
 		return;
 	}
 	uint32_t d = sh_cluster_partitions(c);
@@ -311,6 +320,8 @@ void sh_place_table_share(sh_place *p, const sh_cluster_conf *c, uint32_t table,
 	for (uint32_t x = 0; x < d; x++)
 		*held += sh_cluster_partition_group(c, x) == group;
 	*frac = (double)*held / d;
+	if (holders != NULL)
+		*holders = c->groups > 1 ? c->groups - 1 : 1;
 }
 
 int sh_place_copy(sh_place *p, sh_map *out)

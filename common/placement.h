@@ -117,10 +117,11 @@ uint32_t sh_place_table_parts(sh_place *p, const sh_cluster_conf *c, uint32_t ta
                               sh_place_part *out, uint32_t cap);
 
 /* How much of table `table` group `group` serves: *held, its partitions
- * there; *frac, their share of the table's hash space (0..1).  A table
- * placed statically: one partition of D, in its group (none elsewhere). */
+ * there; *frac, their share of the table's hash space (0..1); *holders
+ * (may be NULL), how many groups serve some of it.  A table placed
+ * statically: one partition of D, in its group (none elsewhere), D groups. */
 void sh_place_table_share(sh_place *p, const sh_cluster_conf *c, uint32_t table, uint32_t group,
-                          uint32_t *held, double *frac);
+                          uint32_t *held, double *frac, uint32_t *holders);
 
 /* A deep copy of the current map into out (not initialised). */
 int sh_place_copy(sh_place *p, sh_map *out);

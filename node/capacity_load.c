@@ -422,16 +422,17 @@ void node_cap_tick(node_cap *c)
 				others[0] += use[u].last[0];
 				others[1] += use[u].last[1];
 			}
-			bool all = known + 1 >= data_groups;
 			/* A table's share here follows the cluster map (its
-			 * partitions in this group); a GSI's, and a group that
+			 * partitions in this group, and the groups holding the
+			 * others, new groups included); a GSI's, and a group that
 			 * holds none of the table (a request routed on an old
 			 * map), one static partition's. */
-			uint32_t held = 0;
+			uint32_t held = 0, holders = data_groups;
 			double frac = 0;
 			if (p->index_id == 0)
 				sh_place_table_share(c->n->place, c->n->conf, p->table_id, g, &held,
-				                     &frac);
+				                     &frac, &holders);
+			bool all = known + 1 >= (held > 0 ? holders : data_groups);
 			if (held == 0)
 				held = 1, frac = 1.0 / (data_groups > 0 ? data_groups : 1);
 			for (int k = 0; k < 2; k++) {
