@@ -506,6 +506,39 @@ int sh_map_create_group(sh_map *m, uint32_t group, const uint32_t *nodes, uint32
 	return SHOAL_OK;
 }
 
+uint32_t sh_map_emptiest_nodes(const sh_map *m, uint32_t want, uint32_t *out)
+{
+	uint32_t n = 0;
+	uint32_t *reps = sh_calloc(2 * (size_t)m->n_nodes + 1, sizeof(*reps));
+	if (reps == NULL)
+		return 0;
+	uint32_t *leads = reps + m->n_nodes;
+	for (uint32_t gi = 0; gi < m->n_groups; gi++) {
+		const sh_map_group *g = &m->groups[gi];
+		for (uint32_t k = 0; k < g->n_replicas; k++)
+			reps[sh_map_node_get(m, g->replicas[k].node) - m->nodes]++;
+		const sh_map_node *pl = sh_map_node_get(m, sh_map_preferred(m, g->id));
+		if (pl != NULL)
+			leads[pl - m->nodes]++;
+	}
+	for (; n < want; n++) {
+		uint32_t best = UINT32_MAX;
+		for (uint32_t i = 0; i < m->n_nodes; i++) {
+			if (m->nodes[i].state != SH_MAP_NODE_ACTIVE || reps[i] == UINT32_MAX)
+				continue;
+			if (best == UINT32_MAX || reps[i] < reps[best] ||
+			    (reps[i] == reps[best] && leads[i] < leads[best]))
+				best = i;
+		}
+		if (best == UINT32_MAX)
+			break;
+		out[n] = m->nodes[best].id;
+		reps[best] = UINT32_MAX; /* taken */
+	}
+	sh_free(reps);
+	return n;
+}
+
 bool sh_map_group_founding(const sh_map_group *g)
 {
 	return g != NULL && g->n_replicas > 0 && g->replicas[0].voter == SH_MAP_FOUNDER;

@@ -197,6 +197,12 @@ int sh_map_add_group(sh_map *m, uint32_t group, const uint32_t *nodes, uint32_t 
  */
 int sh_map_create_group(sh_map *m, uint32_t group, const uint32_t *nodes, uint32_t n, char *errmsg);
 bool sh_map_group_founding(const sh_map_group *g);
+/* Where a new group goes: up to `want` ACTIVE nodes, those holding the
+ * fewest replicas first, ties broken by the fewest groups they are the
+ * preferred leader of, then by id -- so the first, the new group's preferred
+ * leader, is the one leading least.  Returns how many were found (0 also
+ * when out of memory). */
+uint32_t sh_map_emptiest_nodes(const sh_map *m, uint32_t want, uint32_t *out);
 int sh_map_group_founded(sh_map *m, uint32_t group, char *errmsg);
 /* Adds node (ACTIVE, not in the group) as a non-voter; replaces: a node of the
  * group whose replica the new one will replace, or 0. */

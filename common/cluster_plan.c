@@ -607,28 +607,13 @@ static void add_group(plan *p)
 			id = g;
 	if (id == 0)
 		return;
+	/* The map's answer (sh_map_emptiest_nodes): on a settled cluster its
+	 * replicas are the projected ones and its preferred leaders the
+	 * leaders. */
 	sh_plan_action a = {.kind = SH_PLAN_ADD_GROUP, .reason = SH_PLAN_R_BALANCE, .group = id};
-	bool *taken = sh_calloc(m->n_nodes, sizeof(*taken));
-	if (taken == NULL)
+	a.n_nodes = sh_map_emptiest_nodes(m, need, a.nodes);
+	if (a.n_nodes != need)
 		return;
-	/* The fewest replicas first, then the fewest leaders: the first is the
-	 * group's preferred leader. */
-	while (a.n_nodes < need) {
-		uint32_t best = SH_MAP_NONE;
-		for (uint32_t ni = 0; ni < m->n_nodes; ni++) {
-			if (taken[ni])
-				continue;
-			const double *l = p->nodes[ni].load,
-			             *b = best != SH_MAP_NONE ? p->nodes[best].load : NULL;
-			if (b == NULL || l[SH_PLAN_REPLICAS] < b[SH_PLAN_REPLICAS] ||
-			    (l[SH_PLAN_REPLICAS] == b[SH_PLAN_REPLICAS] &&
-			     l[SH_PLAN_LEADERS] < b[SH_PLAN_LEADERS]))
-				best = ni;
-		}
-		taken[best] = true;
-		a.nodes[a.n_nodes++] = m->nodes[best].id;
-	}
-	sh_free(taken);
 	plan_emit(p, a);
 }
 

@@ -121,36 +121,6 @@ static int parse_raft(const char *s, sh_map_node *n, char *errmsg)
 	return SHOAL_OK;
 }
 
-/* The `want` ACTIVE nodes with the fewest replicas (ties: lower id) into
- * out; false if the map has fewer ACTIVE nodes. */
-static bool emptiest_nodes(const sh_map *m, uint32_t want, uint32_t *out)
-{
-	uint32_t n = 0;
-	uint32_t *count = sh_calloc(m->n_nodes + 1, sizeof(*count));
-	if (count == NULL)
-		return false;
-	for (uint32_t gi = 0; gi < m->n_groups; gi++)
-		for (uint32_t k = 0; k < m->groups[gi].n_replicas; k++) {
-			const sh_map_node *x = sh_map_node_get(m, m->groups[gi].replicas[k].node);
-			count[x - m->nodes]++;
-		}
-	for (uint32_t pick = 0; pick < want; pick++) {
-		uint32_t best = UINT32_MAX;
-		for (uint32_t i = 0; i < m->n_nodes; i++) {
-			if (m->nodes[i].state != SH_MAP_NODE_ACTIVE || count[i] == UINT32_MAX)
-				continue;
-			if (best == UINT32_MAX || count[i] < count[best])
-				best = i;
-		}
-		if (best == UINT32_MAX)
-			break;
-		out[n++] = m->nodes[best].id;
-		count[best] = UINT32_MAX; /* taken */
-	}
-	sh_free(count);
-	return n == want;
-}
-
 /*
  * shoal admin add-group: a new group (sh_map_create_group) with the given
  * voters, or the `replication` ACTIVE nodes holding the fewest replicas.
@@ -192,7 +162,7 @@ static int add_group(const sh_cluster_conf *conf, sh_map *m, const Shoal__GroupS
 	uint32_t n = (uint32_t)gs->n_nodes;
 	if (n == 0) {
 		n = m->replication;
-		if (!emptiest_nodes(m, n, nodes))
+		if (sh_map_emptiest_nodes(m, n, nodes) != n)
 			return sh_errf(errmsg, SHOAL_E_VALIDATION,
 			               "AddGroup: fewer than %u active nodes in the cluster map",
 			               n);
