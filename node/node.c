@@ -62,7 +62,7 @@ int64_t node_wall_ms(void)
 
 node_group *node_group_get(node *n, uint32_t gid)
 {
-	if (gid >= sh_cluster_group_cap(n->conf))
+	if (gid >= n->group_cap)
 		return NULL;
 	return __atomic_load_n(&n->groups[gid], __ATOMIC_ACQUIRE);
 }
@@ -345,7 +345,7 @@ static bool lost_replica(node *n, uint32_t gid)
 
 bool node_group_lost(node *n, uint32_t gid)
 {
-	return gid < sh_cluster_group_cap(n->conf) && n->lost != NULL && atomic_load(&n->lost[gid]);
+	return gid < n->group_cap && n->lost != NULL && atomic_load(&n->lost[gid]);
 }
 
 /*
@@ -395,7 +395,7 @@ static void open_group(node *n, uint32_t gid)
 void node_reconcile(node *n)
 {
 	if (n->state == NODE_RUNNING && n->map_trusted) {
-		for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
+		for (uint32_t g = 0; g < n->group_cap; g++) {
 			bool want = sh_place_hosts(n->place, n->id, g);
 			node_group *cur = n->groups[g];
 			if (!want)
@@ -410,8 +410,7 @@ void node_reconcile(node *n)
 		 * per map, it cannot be opened here. */
 		uint32_t top = sh_place_max_group(n->place);
 		uint64_t epoch = sh_place_epoch(n->place);
-		for (uint32_t g = sh_cluster_group_cap(n->conf); g <= top && epoch != n->cap_warned;
-		     g++)
+		for (uint32_t g = n->group_cap; g <= top && epoch != n->cap_warned; g++)
 			if (sh_place_hosts(n->place, n->id, g))
 				node_logf(
 				    NODE_LOG_ERROR,
@@ -419,7 +418,7 @@ void node_reconcile(node *n)
 				    "cluster file allows group ids below %u only ([cluster] "
 				    "max_groups): not opened; give every process the same file "
 				    "and restart this node",
-				    g, sh_cluster_group_cap(n->conf));
+				    g, n->group_cap);
 		n->cap_warned = epoch;
 		/* Groups opened at the birth bootstrapped; none after. */
 		n->birth = false;
@@ -448,7 +447,7 @@ static void shutdown_begin(node *n)
 		close_handles(n);
 		return;
 	}
-	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++)
+	for (uint32_t g = 0; g < n->group_cap; g++)
 		if (n->groups[g] != NULL)
 			node_group_close(n->groups[g], group_closed_cb);
 }
@@ -460,7 +459,7 @@ static void wake_cb(uv_async_t *handle)
 		shutdown_begin(n);
 		return;
 	}
-	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++)
+	for (uint32_t g = 0; g < n->group_cap; g++)
 		if (n->groups[g] != NULL)
 			node_group_flush(n->groups[g]);
 }
@@ -468,7 +467,7 @@ static void wake_cb(uv_async_t *handle)
 static void check_cb(uv_check_t *handle)
 {
 	node *n = handle->data;
-	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++)
+	for (uint32_t g = 0; g < n->group_cap; g++)
 		if (n->groups[g] != NULL)
 			node_group_publish(n->groups[g]);
 	/* After the publish: this iteration's applies are in LMDB, so the
@@ -575,8 +574,9 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	n->outbox_limit = opts->outbox_limit != 0 ? opts->outbox_limit : NODE_DEFAULT_OUTBOX_LIMIT;
 	if ((rc = make_dirs(n->dir, errmsg)) != SHOAL_OK || (rc = lock_dir(n, errmsg)) != SHOAL_OK)
 		goto err_after_alloc;
-	n->groups = sh_calloc(sh_cluster_group_cap(n->conf), sizeof(*n->groups));
-	n->lost = sh_calloc(sh_cluster_group_cap(n->conf), sizeof(*n->lost));
+	n->group_cap = sh_cluster_group_cap(n->conf);
+	n->groups = sh_calloc(n->group_cap, sizeof(*n->groups));
+	n->lost = sh_calloc(n->group_cap, sizeof(*n->lost));
 	if (n->groups == NULL || n->lost == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_alloc;
@@ -597,7 +597,7 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	n->state = NODE_RUNNING;
 
 	node_logf(NODE_LOG_INFO, "node %u: starting, dir %s, %u groups at the birth (ids below %u)",
-	          n->id, n->dir, n->conf->groups, sh_cluster_group_cap(n->conf));
+	          n->id, n->dir, n->conf->groups, n->group_cap);
 	if ((rc = open_tls(n, errmsg)) != SHOAL_OK)
 		goto err;
 	if ((rc = node_cap_open(n, &n->cap, errmsg)) != SHOAL_OK)
@@ -607,7 +607,7 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	 * from node_map_tick). */
 	if ((rc = node_map_open(n, opts, errmsg)) != SHOAL_OK)
 		goto err;
-	for (uint32_t g = 0; n->map_trusted && g < sh_cluster_group_cap(n->conf); g++) {
+	for (uint32_t g = 0; n->map_trusted && g < n->group_cap; g++) {
 		if (!sh_place_hosts(n->place, n->id, g) || lost_replica(n, g))
 			continue;
 		node_group *grp = NULL;
@@ -696,7 +696,7 @@ void node_close(node *n)
 	node_map_free(n);
 	node_cap_free(n->cap);
 	n->cap = NULL;
-	for (uint32_t g = 0; g < sh_cluster_group_cap(n->conf); g++) {
+	for (uint32_t g = 0; g < n->group_cap; g++) {
 		node_group_free(n->groups[g]);
 		n->groups[g] = NULL;
 	}

@@ -643,6 +643,7 @@ struct node {
 	struct node_grave *graves; /* loop: closed groups waiting to be freed */
 	atomic_bool *lost;         /* [group cap]: a voter here with no data (node.c) */
 	uint64_t cap_warned;       /* loop: the map epoch last checked for groups past the cap */
+	uint32_t group_cap;        /* sh_cluster_group_cap(conf): ids of groups[], lost[] */
 
 	enum node_state state; /* loop */
 	atomic_bool stopping;  /* state != RUNNING, for other threads */
