@@ -358,11 +358,10 @@ typedef struct admin_st {
 	rt_call *c;
 	uint32_t tries;
 	const Shoal__AdminRequest *req; /* the request, its AddGroup's id filled */
-	uint32_t group_id;
 } admin_st;
 
-/* AddGroup without a GroupId: the lowest id the (fresh) map leaves free,
- * past the birth's groups; 0 if every id below max_groups is taken. */
+/* AddGroup without a GroupId: the lowest id (1 or more) the map, fresh
+ * from group 0, leaves free; 0 if every id below max_groups is taken. */
 static uint32_t free_group_id(rt_job *j)
 {
 	sh_map m;
