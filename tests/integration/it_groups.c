@@ -47,10 +47,8 @@ static shoal_client *client;
 static tl_items *items;
 static tl_parts P;
 
-/* The voters group g has in `shoal status --output json`'s MapGroups (the
- * map the router routes with), -1 if the group is not there; *founding:
- * the row's Founding. */
-static int map_voters(int g, bool *founding)
+/* `shoal status --output json`, parsed (json_decref it). */
+static json_t *status_json(void)
 {
 	char *o = NULL, *e = NULL;
 	ck_assert_int_eq(tl_shoal(&C, &o, &e, "status --output json"), 0);
@@ -58,6 +56,15 @@ static int map_voters(int g, bool *founding)
 	free(o);
 	free(e);
 	ck_assert_ptr_nonnull(st);
+	return st;
+}
+
+/* The voters group g has in `shoal status --output json`'s MapGroups (the
+ * map the router routes with), -1 if the group is not there; *founding:
+ * the row's Founding. */
+static int map_voters(int g, bool *founding)
+{
+	json_t *st = status_json();
 	int n = -1;
 	size_t i, k;
 	json_t *row, *r;
@@ -170,12 +177,7 @@ END_TEST
  * leader has committed (a replica that came back holds it all). */
 static bool whole(int g, int want)
 {
-	char *o = NULL, *e = NULL;
-	ck_assert_int_eq(tl_shoal(&C, &o, &e, "status --output json"), 0);
-	json_t *st = json_loads(o, 0, NULL);
-	free(o);
-	free(e);
-	ck_assert_ptr_nonnull(st);
+	json_t *st = status_json();
 	int voters = 0, replicas = 0, caught = 0;
 	bool founding = true;
 	long long commit = -1;
@@ -267,12 +269,7 @@ END_TEST
  * and each of them serves a partition of the table with no move pending. */
 static bool grown(int *n_data)
 {
-	char *o = NULL, *e = NULL;
-	ck_assert_int_eq(tl_shoal(&C, &o, &e, "status --output json"), 0);
-	json_t *st = json_loads(o, 0, NULL);
-	free(o);
-	free(e);
-	ck_assert_ptr_nonnull(st);
+	json_t *st = status_json();
 	bool founded = true;
 	*n_data = 0;
 	size_t i;
