@@ -260,13 +260,18 @@ bool sh_map_check(const sh_map *m, char *errmsg)
 			       false;
 		for (uint32_t k = 0; k < g->n_replicas; k++) {
 			const sh_map_replica *r = &g->replicas[k];
-			if (r->voter > SH_MAP_FOUNDER || sh_map_node_get(m, r->node) == NULL ||
-			    (r->voter == SH_MAP_FOUNDER) !=
-			        (g->replicas[0].voter == SH_MAP_FOUNDER) ||
-			    (r->voter == SH_MAP_FOUNDER && r->replaces != 0))
+			if (r->voter > SH_MAP_FOUNDER || sh_map_node_get(m, r->node) == NULL)
 				return sh_errf(errmsg, SHOAL_E_VALIDATION,
 				               "group %u: replica on unknown node %u", g->id,
 				               r->node),
+				       false;
+			if ((r->voter == SH_MAP_FOUNDER) !=
+			        (g->replicas[0].voter == SH_MAP_FOUNDER) ||
+			    (r->voter == SH_MAP_FOUNDER && r->replaces != 0))
+				return sh_errf(
+				           errmsg, SHOAL_E_VALIDATION,
+				           "group %u: founders mixed with other replicas (node %u)",
+				           g->id, r->node),
 				       false;
 			for (uint32_t j = 0; j < k; j++)
 				if (g->replicas[j].node == r->node)
