@@ -106,6 +106,43 @@ static uint64_t stat_of(nng_stat *parent, const char *name)
 	return st != NULL ? nng_stat_value(st) : 0;
 }
 
+/* An NNG_STAT_ID's value: nng 1.5.2 keeps it as an int in a union with the
+ * 64-bit value nng_stat_value reads (zeroed first), so the id is the low or
+ * the high half depending on the byte order. */
+static uint32_t stat_id(nng_stat *st)
+{
+	uint64_t v = nng_stat_value(st);
+	return v > UINT32_MAX ? (uint32_t)(v >> 32) : (uint32_t)v;
+}
+
+/*
+ * The scope `name` ("dialer", "listener") whose "id" is id, in the tree
+ * under st.  Not nng_stat_find_dialer / _listener: in nng 1.5.2 they return
+ * the first scope of that name whatever its id (nng_stat_find_scope looks
+ * below the top with nng_stat_find, which matches names only), so every
+ * dialer of a process was read as its first one.
+ */
+static nng_stat *find_scope(nng_stat *st, const char *name, uint32_t id)
+{
+	for (; st != NULL; st = nng_stat_next(st)) {
+		if (nng_stat_type(st) == NNG_STAT_SCOPE && strcmp(nng_stat_name(st), name) == 0) {
+			nng_stat *ids = nng_stat_find(st, "id");
+			if (ids != NULL && stat_id(ids) == id)
+				return st;
+			continue;
+		}
+		nng_stat *found = find_scope(nng_stat_child(st), name, id);
+		if (found != NULL)
+			return found;
+	}
+	return NULL;
+}
+
+static nng_stat *find_dialer(nng_stat *all, nng_dialer d)
+{
+	return find_scope(all, "dialer", (uint32_t)nng_dialer_id(d));
+}
+
 /* One look at every kept dialer (keeper_mu held).  true to go on looking. */
 static bool keeper_look(void)
 {
@@ -114,7 +151,7 @@ static bool keeper_look(void)
 		return false; /* no statistics: nothing to look at, ever */
 	for (kept **pp = &keeper_list; *pp != NULL;) {
 		kept *k = *pp;
-		nng_stat *ds = nng_stat_find_dialer(all, k->d);
+		nng_stat *ds = find_dialer(all, k->d);
 		if (ds == NULL) { /* closed by its owner, or with its socket */
 			*pp = k->next;
 			nng_tls_config_free(k->cfg);
@@ -231,6 +268,22 @@ int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags
 	return rv;
 }
 
+uint32_t sh_tls_dials_refused(nng_socket sock)
+{
+	uint32_t n = 0;
+	nng_stat *all;
+	pthread_mutex_lock(&keeper_mu);
+	if (keeper_list != NULL && nng_stats_get(&all) == 0) {
+		for (kept *k = keeper_list; k != NULL; k = k->next) {
+			nng_stat *ds = k->sock.id == sock.id ? find_dialer(all, k->d) : NULL;
+			n += ds != NULL && stat_of(ds, "pipes") == 0 && stat_of(ds, "refused") > 0;
+		}
+		nng_stats_free(all);
+	}
+	pthread_mutex_unlock(&keeper_mu);
+	return n;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Listen guard (tls.h)                                                      */
 /* ------------------------------------------------------------------------ */
@@ -309,7 +362,7 @@ static int64_t listener_other(nng_listener l)
 	nng_stat *all;
 	if (nng_stats_get(&all) != 0)
 		return -1;
-	nng_stat *ls = nng_stat_find_listener(all, l);
+	nng_stat *ls = find_scope(all, "listener", (uint32_t)nng_listener_id(l));
 	nng_stat *o = ls != NULL ? nng_stat_find(ls, "other") : NULL;
 	int64_t v = o != NULL ? (int64_t)nng_stat_value(o) : -1;
 	nng_stats_free(all);

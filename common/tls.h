@@ -140,6 +140,10 @@ bool sh_tls_is_tls(const char *url);
 #define SH_DIAL_KEEP_LOOKS 2
 int sh_tls_listen(nng_socket sock, const char *url, nng_tls_config *cfg, nng_listener *out);
 int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags);
+/* Any thread: how many of socket sock's kept dialers have no connection
+ * and have had a connection refused (their server is down: nothing is
+ * listening there).  0 without nng statistics. */
+uint32_t sh_tls_dials_refused(nng_socket sock);
 /* Any thread: dialers the keeper replaced in this process (metrics). */
 uint64_t sh_dial_keeper_redials(void);
 /* Where the keeper says that it replaced a dialer (NULL, the default:

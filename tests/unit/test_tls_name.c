@@ -73,7 +73,7 @@ static void setup(void)
 		ck_assert_msg(sh_tls_load(&T[i], dir, names[i], NULL, err) == SHOAL_OK, "%s", err);
 		ck_assert(T[i].peers_checked);
 	}
-	port = tl_free_ports(5);
+	port = tl_free_ports(8);
 }
 
 static void teardown(void)
@@ -349,6 +349,16 @@ static void *closer_main(void *arg)
 START_TEST(test_dial_kept)
 {
 	char err[SH_ERRMSG_SIZE];
+	/* First a healthy dialer, so that nng's statistics list it before the
+	 * one that stops: nng 1.5.2's nng_stat_find_dialer returns the first
+	 * dialer whatever the id asked for, and the keeper once judged every
+	 * dialer by it (the stopped one was never replaced). */
+	atomic_int hlp = 0, hdp = 0;
+	nng_socket hrep = listen_with(T[1].server, 5, &hlp);
+	nng_socket hreq = dial_with(sh_tls_client_for(&T[0], 2, err), 5, &hdp);
+	for (uint64_t until = now_ms() + 5000; atomic_load(&hdp) == 0 && now_ms() < until;)
+		pause_ms(20);
+	ck_assert_int_gt(atomic_load(&hdp), 0);
 	closer c = {.port = port + 4};
 	pthread_t th;
 	ck_assert_int_eq(pthread_create(&th, NULL, closer_main, &c), 0);
@@ -371,7 +381,32 @@ START_TEST(test_dial_kept)
 	              (unsigned long long)(sh_dial_keeper_redials() - redials));
 	ck_assert_uint_ge(sh_dial_keeper_redials() - redials, 1);
 	round_trip(req, rep);
+	round_trip(hreq, hrep); /* the healthy one was left alone */
+	ck_assert_int_eq(atomic_load(&hdp), 1);
 	nng_close(req);
+	nng_close(rep);
+	nng_close(hreq);
+	nng_close(hrep);
+}
+END_TEST
+
+/* sh_tls_dials_refused counts a socket's dialers whose server refuses
+ * connections (nothing listens), and not one that is connected. */
+START_TEST(test_dials_refused)
+{
+	char err[SH_ERRMSG_SIZE];
+	atomic_int lp = 0, dp = 0, dp2 = 0;
+	nng_socket rep = listen_with(T[1].server, 6, &lp);
+	nng_socket up = dial_with(sh_tls_client_for(&T[0], 2, err), 6, &dp);
+	nng_socket down = dial_with(sh_tls_client_for(&T[0], 2, err), 7, &dp2); /* no listener */
+	uint64_t until = now_ms() + 5000;
+	while ((atomic_load(&dp) == 0 || sh_tls_dials_refused(down) == 0) && now_ms() < until)
+		pause_ms(20);
+	ck_assert_int_gt(atomic_load(&dp), 0);
+	ck_assert_uint_eq(sh_tls_dials_refused(down), 1);
+	ck_assert_uint_eq(sh_tls_dials_refused(up), 0);
+	nng_close(up);
+	nng_close(down);
 	nng_close(rep);
 }
 END_TEST
@@ -381,7 +416,7 @@ static Suite *tls_name_suite(void)
 	return tl_suite("tls_name", setup, teardown, 60,
 	                TL_TESTS(test_named_node_answers, test_other_node_refused,
 	                         test_router_refused, test_host_name_kept, test_configs_kept,
-	                         test_dial_kept));
+	                         test_dial_kept, test_dials_refused));
 }
 
 TL_MAIN(tls_name_suite)
