@@ -223,7 +223,9 @@ SHOAL_API int shoal_client_new(const char *endpoints, const shoal_options *opts,
  * NULL is a no-op.  With a TLS endpoint it first waits, at most 300 ms, for
  * each endpoint's connection to be up: a connection closed in the middle of
  * its handshake can stop a router's listener for ~10 s (nng 1.5.2's bug,
- * nanomsg/nng#1518), so an unreachable endpoint makes this take 300 ms.
+ * nanomsg/nng#1518), so an unreachable endpoint (no answer at all) makes
+ * this take 300 ms; one that refuses connections (its router is down) is not
+ * waited for.
  */
 SHOAL_API void shoal_client_free(shoal_client *c);
 
