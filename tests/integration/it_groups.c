@@ -47,6 +47,32 @@ static shoal_client *client;
 static tl_items *items;
 static tl_parts P;
 
+/* A 3-node cluster of 4 groups (cluster.sh options opts, or none), a
+ * client, and table `table` created and preloaded (with a stream). */
+static void start(const char *opts, const char *table, const char *name, bool stream)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, opts), "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	items = tl_items_new(client, table, PKS, PRE_SKS, MAX_OPS, name);
+	ck_assert_ptr_nonnull(items);
+	tl_parts_init(&P, &C, table);
+	if (stream)
+		tl_items_with_stream(items);
+	tl_items_create_table(items);
+	tl_items_preload(items);
+}
+
+static void finish(void)
+{
+	tl_items_free(items);
+	items = NULL;
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+
 /* `shoal status --output json`, parsed (json_decref it). */
 static json_t *status_json(void)
 {
@@ -94,16 +120,7 @@ static void refused(const char *args, const char *want)
 
 START_TEST(test_groups)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	ck_assert_msg(tl_cluster_up(&C, 3, 1, 4), "the cluster did not start");
-	char msg[SH_ERRMSG_SIZE];
-	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
-	items = tl_items_new(client, TABLE, PKS, PRE_SKS, MAX_OPS, "groups");
-	ck_assert_ptr_nonnull(items);
-	tl_parts_init(&P, &C, TABLE);
-	tl_items_with_stream(items);
-	tl_items_create_table(items);
-	tl_items_preload(items);
+	start(NULL, TABLE, "groups", true);
 	tl_items_check(items, "preload");
 
 	/* A new group while the writer runs. */
@@ -164,11 +181,7 @@ START_TEST(test_groups)
 	tl_items_check(items, "after a restart of every process");
 	tl_items_stream_check(items, "after a restart of every process");
 
-	tl_items_free(items);
-	items = NULL;
-	shoal_client_free(client);
-	client = NULL;
-	tl_cluster_down(&C);
+	finish();
 }
 END_TEST
 
@@ -214,15 +227,7 @@ static bool whole(int g, int want)
  * partition. */
 START_TEST(test_founder_killed)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	ck_assert_msg(tl_cluster_up(&C, 3, 1, 4), "the cluster did not start");
-	char msg[SH_ERRMSG_SIZE];
-	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
-	items = tl_items_new(client, "founder", PKS, PRE_SKS, MAX_OPS, "founder killed");
-	ck_assert_ptr_nonnull(items);
-	tl_parts_init(&P, &C, "founder");
-	tl_items_create_table(items);
-	tl_items_preload(items);
+	start(NULL, "founder", "founder killed", false);
 	tl_items_writer_start(items);
 	int64_t t0 = tl_items_now_ms();
 	/* Node 3 dies first: the map names it a founder, yet it never
@@ -257,11 +262,7 @@ START_TEST(test_founder_killed)
 	ck_assert_msg(tl_items_failed(items) == 0, "the client saw %d errors: %s",
 	              tl_items_failed(items), tl_items_first_error(items));
 	tl_items_check(items, "after the founding and a move into the group");
-	tl_items_free(items);
-	items = NULL;
-	shoal_client_free(client);
-	client = NULL;
-	tl_cluster_down(&C);
+	finish();
 }
 END_TEST
 
@@ -296,16 +297,7 @@ static bool grown(int *n_data)
  * with its upper half sent there). */
 START_TEST(test_auto_groups)
 {
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	ck_assert_msg(tl_cluster_up_opts(&C, 3, 1, 4, "--auto-groups"),
-	              "the cluster did not start");
-	char msg[SH_ERRMSG_SIZE];
-	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
-	items = tl_items_new(client, "auto", PKS, PRE_SKS, MAX_OPS, "auto groups");
-	ck_assert_ptr_nonnull(items);
-	tl_parts_init(&P, &C, "auto");
-	tl_items_create_table(items);
-	tl_items_preload(items);
+	start("--auto-groups", "auto", "auto groups", false);
 	tl_items_writer_start(items);
 	int64_t t0 = tl_items_now_ms();
 	free(tl_cluster_add_node(&C));
@@ -329,11 +321,7 @@ START_TEST(test_auto_groups)
 	for (int id = 1; id <= 5; id++)
 		made += tl_cluster_log_count(&C, id, "auto_groups): done");
 	ck_assert_int_ge(made, 2);
-	tl_items_free(items);
-	items = NULL;
-	shoal_client_free(client);
-	client = NULL;
-	tl_cluster_down(&C);
+	finish();
 }
 END_TEST
 
