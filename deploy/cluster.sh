@@ -316,10 +316,14 @@ next_node_id() {
 add_node() {
 	[[ -f $conf && -f $dir/router.endpoint ]] || die "no cluster in $dir (cluster.sh up first)"
 	[[ -z $netns ]] || die "add-node does not support --netns clusters yet"
-	local id block groups_now g p ip=127.0.0.1 from
+	local id block groups_now max_now g p ip=127.0.0.1 from
 	id=$(next_node_id)
 	block=$((base + 100 * id))
 	groups_now=$(sed -n 's/^groups *= *//p' "$conf" | head -n 1)
+	# Every group id the cluster may use ([cluster] max_groups): groups
+	# added since the birth may move to the new node.
+	max_now=$(sed -n 's/^max_groups *= *//p' "$conf" | head -n 1)
+	((${max_now:-0} > ${groups_now:-1})) && groups_now=$max_now
 	((block + 90 < 32768)) ||
 		die "node $id's ports ($block..$((block + 90))) reach the ephemeral range; start the cluster with a lower --base-port"
 	for ((g = 0; g < ${groups_now:-1}; g++)); do port_free $((block + g)) || die "port $((block + g)) (node $id, Raft group $g) is in use"; done
