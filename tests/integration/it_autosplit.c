@@ -505,6 +505,17 @@ START_TEST(test_throttle_split)
 }
 END_TEST
 
+/* One PutItem of the hot key (its value v). */
+static void put_hot(long long v)
+{
+	char body[256];
+	snprintf(body, sizeof(body),
+	         "{\"TableName\":\"" TABLE "\",\"Item\":{\"pk\":{\"S\":\"hot\"},"
+	         "\"v\":{\"N\":\"%lld\"}}}",
+	         v);
+	json_decref(call("PutItem", body));
+}
+
 /* Heat on one key: the table enters the map (its group's units pass
  * split_units), but its partition is not split -- the planner's samples (the
  * leader's hot keys, their hashes recomputed by the executor) show one key
@@ -518,12 +529,7 @@ START_TEST(test_hot_key)
 	long long puts = 0;
 	int n = 0, moving;
 	for (;;) {
-		char body[256];
-		snprintf(body, sizeof(body),
-		         "{\"TableName\":\"" TABLE "\",\"Item\":{\"pk\":{\"S\":\"hot\"},"
-		         "\"v\":{\"N\":\"%lld\"}}}",
-		         puts++);
-		json_decref(call("PutItem", body));
+		put_hot(puts++);
 		if (puts % 200 != 0)
 			continue;
 		if (tl_cluster_metric(&C, "shoal_node_elastic_hot_keys_total", -1) >= 1)
@@ -559,14 +565,8 @@ START_TEST(test_hot_key)
 	 * 2026-11-27). */
 	json_t *k = NULL;
 	for (until = now_ms() + 10000; k == NULL; usleep(100000)) {
-		for (int w = 0; w < 50; w++) {
-			char body[256];
-			snprintf(body, sizeof(body),
-			         "{\"TableName\":\"" TABLE "\",\"Item\":{\"pk\":{\"S\":\"hot\"},"
-			         "\"v\":{\"N\":\"%lld\"}}}",
-			         puts++);
-			json_decref(call("PutItem", body));
-		}
+		for (int w = 0; w < 50; w++)
+			put_hot(puts++);
 		json_t *st = status_json();
 		size_t i, j;
 		json_t *g, *u;
