@@ -16,15 +16,22 @@
 # (http_bench) spent ~22 us of CPU per request on these 2 cores, more than
 # the router it measured.  Each run is a warm-up, then the measured run, for
 # which it prints ops/s, p50/p99 and the CPU the router, the nodes and the
-# client spent per request (from /proc over the window), and how busy the
-# machine was (in brackets: processes other than these).  Every client and
+# client spent per request, and how busy the machine was (in brackets:
+# processes other than these).  ops/s and CPU are taken over a window that
+# starts BENCH_LEAD seconds into the client's run and lasts BENCH_SECS (the
+# router's request counter and /proc), so that they are the cost of a request
+# on open connections: the client's first moments are its 64 connections
+# and, over TLS, their handshakes (64 of them are a few tenths of a second of
+# the router's CPU, which a whole-run figure spreads over the requests; the
+# whole run's ops/s, as the client counts them, is printed beside).
+# p50/p99 are the client's, over its whole run.  Every client and
 # cluster process shares the same cores, as in make bench-cluster.
 #
 # Before/after in one run: BENCH_ROUTER_BEFORE=/path/to/an/older/shoal-router
 # runs everything with that router as well (router 1 restarted with it; same
 # nodes, same keys), the two routers alternating per workload.
 #
-# Environment: BENCH_SECS (default 10), BENCH_WARMUP (2), BENCH_KEYS (100000),
+# Environment: BENCH_SECS (default 10), BENCH_WARMUP (2), BENCH_LEAD (2), BENCH_KEYS (100000),
 # BENCH_CONC (64), BENCH_BASE_PORT (first free of 4500, 5500, 6500, 9500),
 # BENCH_ROUNDS (1: how many times the whole sequence runs; a table row per
 # round), BENCH_ROUTER_BEFORE, BENCH_HTTP_BENCH=1 (also http_bench, nng's HTTP
@@ -58,6 +65,7 @@ if [[ -z $base ]]; then
 fi
 secs=${BENCH_SECS:-10}
 warm=${BENCH_WARMUP:-2}
+lead=${BENCH_LEAD:-2}
 keys=${BENCH_KEYS:-100000}
 conc=${BENCH_CONC:-64}
 before=${BENCH_ROUTER_BEFORE:-}
@@ -122,26 +130,26 @@ use_router() { # variant: restart router 1 with its binary, wait until both port
 	current=$1
 }
 
-# CPU ticks (user + system) of processes; of this shell's waited-for
-# children (the clients); busy and total ticks of the machine.
+# CPU ticks (user + system) of processes; busy and total ticks of the machine.
 ticks() { local p s=0; for p in "$@"; do s=$((s + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0))); done; echo "$s"; }
-child_ticks() { local -a f; read -ra f <"/proc/$$/stat"; echo $((f[15] + f[16])); }
 machine() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
 node_pids() { cat "$dir"/node-*.pid; }
+# Requests router 1 has answered (its metrics port: cluster.sh's router port + 1).
+requests() { curl -s "http://127.0.0.1:$((base + 1))/metrics" | awk '/^shoal_router_requests_total/ { s += $2 } END { printf "%d\n", s }'; }
 
 declare -A R
-client() { # transport workload conc duration out (the current router's ports)
-	local tr=$1 wl=$2 c=$3 d=$4 out=$5 ep=${EP[$current]} url=${URL[$current]}
+client() { # transport workload conc duration out (the current router's ports); CLIENT_EXEC=exec: become the client
+	local tr=$1 wl=$2 c=$3 d=$4 out=$5 ep=${EP[$current]} url=${URL[$current]} x=${CLIENT_EXEC:-}
 	case $tr in
 	native)
-		"$SHOAL_BIN/shoal_bench" --endpoint "$ep" --workload "$wl" --concurrency "$c" \
+		$x "$SHOAL_BIN/shoal_bench" --endpoint "$ep" --workload "$wl" --concurrency "$c" \
 			--duration "$d" --warmup 0 --keys "$keys" --load no >"$out" 2>&1 ;;
 	http)
 		local t=2
 		((c < t)) && t=$c
-		wrk -t"$t" -c"$c" -d"${d}s" --latency -s "$lua" "$url" -- "$wl" "$keys" >"$out" 2>&1 ;;
+		$x wrk -t"$t" -c"$c" -d"${d}s" --latency -s "$lua" "$url" -- "$wl" "$keys" >"$out" 2>&1 ;;
 	http_bench)
-		"$SHOAL_BIN/http_bench" --url "$url" --workload "$wl" --concurrency "$c" \
+		$x "$SHOAL_BIN/http_bench" --url "$url" --workload "$wl" --concurrency "$c" \
 			--duration "$d" --warmup 0 --keys "$keys" >"$out" 2>&1 ;;
 	esac
 }
@@ -152,18 +160,26 @@ run() { # round variant transport workload conc
 	local out=$dir/$name.out
 	use_router "$v"
 	client "$tr" "$wl" "$c" "$warm" "$dir/$name.warm.out" || true
-	local rp np r0 n0 c0 m0 t0 r1 n1 c1 m1 t1
+	local rp np cp r0 n0 c0 m0 t0 q0 r1 n1 c1 m1 t1 q1
 	rp=$(cat "$dir/router-1.pid")
 	read -ra np <<<"$(node_pids | tr '\n' ' ')"
-	r0=$(ticks "$rp") n0=$(ticks "${np[@]}") c0=$(child_ticks) m0=$(machine) t0=$(date +%s.%N)
-	client "$tr" "$wl" "$c" "$secs" "$out" || true
-	t1=$(date +%s.%N) c1=$(child_ticks) r1=$(ticks "$rp") n1=$(ticks "${np[@]}") m1=$(machine)
+	# The window: from lead seconds into the client's run (its connections,
+	# and their TLS handshakes, made) for secs seconds.
+	CLIENT_EXEC=exec client "$tr" "$wl" "$c" $((lead + secs + 1)) "$out" &
+	cp=$!
+	sleep "$lead"
+	q0=$(requests) r0=$(ticks "$rp") n0=$(ticks "${np[@]}") c0=$(ticks "$cp") m0=$(machine) t0=$(date +%s.%N)
+	sleep "$secs"
+	t1=$(date +%s.%N) c1=$(ticks "$cp") r1=$(ticks "$rp") n1=$(ticks "${np[@]}") m1=$(machine) q1=$(requests)
+	wait "$cp" || true
 	local line
 	line=$(grep '^RESULT' "$out" | tail -n 1 || true)
 	[[ -n $line ]] || { echo "bench-http: $name produced no RESULT:"; cat "$out"; exit 1; }
 	local -A kv
 	local x
 	for x in $line; do [[ $x == *=* ]] && kv[${x%%=*}]=${x#*=}; done
+	R[$name.whole]=${kv[ops_s]}
+	kv[ops_s]=$(awk -v q0="$q0" -v q1="$q1" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.0f", (q1 - q0) / (t1 - t0) }')
 	R[$name.ops]=${kv[ops_s]} R[$name.p50]=${kv[p50_us]} R[$name.p99]=${kv[p99_us]}
 	R[$name.err]=${kv[errors]:-0}
 	# CPU per request (us) of the router, the nodes, the client; machine busy % (others %).
@@ -177,8 +193,8 @@ run() { # round variant transport workload conc
 			printf "%.1f %.1f %.1f %d %d\n", (r1 - r0) / hz * 1e6 / n, (n1 - n0) / hz * 1e6 / n,
 				(c1 - c0) / hz * 1e6 / n, 100 * bz / tot, 100 * o / tot }')
 	read -r "R[$name.rcpu]" "R[$name.ncpu]" "R[$name.ccpu]" "R[$name.busy]" "R[$name.others]" <<<"$cpu"
-	printf 'round %s %-6s %-10s %-3s %2s in flight: %7s ops/s, p50 %6.2f ms, p99 %6.2f ms, errors %s; CPU us/op router %s, nodes %s, client %s; machine %s%% busy (others %s%%)\n' \
-		"$r" "$v" "$tr" "$wl" "$c" "${kv[ops_s]}" "$(awk -v x="${kv[p50_us]}" 'BEGIN { print x / 1000 }')" \
+	printf 'round %s %-6s %-10s %-3s %2s in flight: %7s ops/s (whole run %s), p50 %6.2f ms, p99 %6.2f ms, errors %s; CPU us/op router %s, nodes %s, client %s; machine %s%% busy (others %s%%)\n' \
+		"$r" "$v" "$tr" "$wl" "$c" "${kv[ops_s]}" "${R[$name.whole]}" "$(awk -v x="${kv[p50_us]}" 'BEGIN { print x / 1000 }')" \
 		"$(awk -v x="${kv[p99_us]}" 'BEGIN { print x / 1000 }')" "${R[$name.err]}" \
 		"${R[$name.rcpu]}" "${R[$name.ncpu]}" "${R[$name.ccpu]}" "${R[$name.busy]}" "${R[$name.others]}"
 	[[ ${R[$name.err]} == 0 ]] || echo "!! $name: ${R[$name.err]} errors"
