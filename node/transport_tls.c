@@ -25,6 +25,11 @@
  * incoming one.  So a router's certificate, or node 2's claiming to be
  * node 3, gets no Raft connection.
  *
+ * What a peer sends raft is checked on its way (raftframe.h: raft 0.15
+ * trusts its peers' framing and lengths, and reads past its buffers when
+ * they lie): the first byte that breaks raft's framing closes the
+ * connection before raft sees the buffer holding it.
+ *
  * The handshake (what raft_uv_tcp's is for: who is connecting) is ours and
  * travels inside TLS: three little-endian u64 -- SH_TLS_HANDSHAKE, the
  * connecting server's id, the length of its address (at most SH_ADDR_MAX,
@@ -64,6 +69,7 @@
 #include "common/tls.h"
 #include "common/tls_mbed.h"
 #include "node/node.h"
+#include "node/raftframe.h"
 
 #define SH_TLS_HANDSHAKE UINT64_C(0x53686f616c526674) /* "ShoalRft" */
 #define HANDSHAKE_MS     5000
@@ -138,6 +144,7 @@ struct conn {
 
 	uint8_t hs[24 + SH_ADDR_MAX]; /* inbound: our handshake as it arrives */
 	size_t hs_len;
+	node_rf rf; /* inbound: raft's messages, checked before raft reads them */
 };
 
 typedef struct wreq {
@@ -337,6 +344,18 @@ static void pump_in(conn *c)
 			sh_free(w);
 			break;
 		}
+		const char *why;
+		if (!c->outbound && node_rf_feed(&c->rf, w->data, w->len, &why) != 0) {
+			node_logf(
+			    NODE_LOG_WARN,
+			    "raft transport: node %llu sent a message raft must not read (%s, "
+			    "after %llu good ones); dropped",
+			    (unsigned long long)c->peer_id, why,
+			    (unsigned long long)c->rf.messages);
+			sh_free(w);
+			conn_close(c);
+			return;
+		}
 		uv_buf_t b = uv_buf_init((char *)w->data, (unsigned)w->len);
 		if (uv_write(&w->req, (uv_stream_t *)&c->pipe, &b, 1, on_pipe_written) != 0) {
 			sh_free(w);
@@ -443,8 +462,10 @@ static void go_open(conn *c)
 		conn_close(c);
 		return;
 	}
-	if (!c->outbound)
+	if (!c->outbound) {
 		t->n_accepting--;
+		node_rf_init(&c->rf);
+	}
 	c->state = C_OPEN;
 	c->delivered = true;
 	c->progress = uv_now(t->loop);

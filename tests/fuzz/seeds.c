@@ -53,11 +53,18 @@
  *                  node_fsm after the PutItem seed on Music), and refused
  *                  ones: out of order, index id 0, empty key, the first
  *                  delta good and the second bad
+ *   raft_frame/    two bytes choosing a cut, then what a Raft peer sends
+ *                  (laid out as raft 0.15's uv_encoding.c writes it): each
+ *                  message type, AppendEntries with no entries and with a
+ *                  command, a barrier and a configuration change,
+ *                  InstallSnapshot with a three-server configuration, and
+ *                  all of them in one stream; checked by node_rf_feed here
  *
  * Usage: fuzz-seeds DIR (DIR/<target>/ must exist).  Stops at the first
  * problem (a seed meant valid that is refused says so).
  */
 #include <errno.h>
+#include <raft.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,6 +75,7 @@
 #include "common/alloc.h"
 #include "common/cluster_map.h"
 #include "node/fsm.h"
+#include "node/raftframe.h"
 #include "proto/lanes.h"
 #include "storage/index.h"
 #include "proto/wire_api.h"
@@ -1636,6 +1644,125 @@ static void seed_map(uint8_t **buf, size_t *len)
 	sh_map_fini(&m);
 }
 
+/* --- raft_frame/ ---------------------------------------------------------- */
+
+typedef struct rbuf {
+	uint8_t b[1024];
+	size_t len;
+} rbuf;
+
+static void r64(rbuf *r, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		r->b[r->len++] = (uint8_t)(v >> (8 * i));
+}
+
+static void r8(rbuf *r, uint8_t v)
+{
+	r->b[r->len++] = v;
+}
+
+/* A message of type with an n-word header of small numbers. */
+static void r_simple(rbuf *r, uint64_t type, unsigned words)
+{
+	r64(r, type);
+	r64(r, 8 * (uint64_t)words);
+	for (unsigned i = 0; i < words; i++)
+		r64(r, 3 + i);
+}
+
+static void r_append(rbuf *r, bool entries)
+{
+	static const uint8_t types[] = {RAFT_COMMAND, RAFT_BARRIER, RAFT_CHANGE};
+	unsigned n = entries ? 3 : 0;
+	r64(r, RAFT_IO_APPEND_ENTRIES);
+	r64(r, 48 + 16 * (uint64_t)n);
+	r64(r, 5), r64(r, 20), r64(r, 4), r64(r, 19), r64(r, n);
+	for (unsigned i = 0; i < n; i++) {
+		r64(r, 5);
+		r8(r, types[i]), r8(r, 0), r8(r, 0), r8(r, 0);
+		r8(r, 16), r8(r, 0), r8(r, 0), r8(r, 0); /* 16 bytes each */
+	}
+	r64(r, 0); /* the unwritten "leader id" */
+	for (unsigned i = 0; i < n * 16; i++)
+		r8(r, (uint8_t)i);
+}
+
+static void r_snapshot(rbuf *r)
+{
+	static const char *const addr[] = {"127.0.0.1:7101", "127.0.0.1:7201", "127.0.0.1:7301"};
+	size_t conf = 1 + 8;
+	for (int i = 0; i < 3; i++)
+		conf += 8 + strlen(addr[i]) + 2;
+	conf = (conf + 7) & ~(size_t)7;
+	r64(r, RAFT_IO_INSTALL_SNAPSHOT);
+	r64(r, 56 + conf);
+	r64(r, 5), r64(r, 30), r64(r, 4), r64(r, 28), r64(r, conf);
+	size_t start = r->len;
+	r8(r, 1);
+	r64(r, 3);
+	for (int i = 0; i < 3; i++) {
+		r64(r, (uint64_t)i + 1);
+		memcpy(r->b + r->len, addr[i], strlen(addr[i]) + 1);
+		r->len += strlen(addr[i]) + 1;
+		r8(r, RAFT_VOTER);
+	}
+	while (r->len < start + conf)
+		r8(r, 0);
+	r64(r, 24); /* data */
+	r64(r, 0);
+	for (int i = 0; i < 24; i++)
+		r8(r, (uint8_t)i);
+}
+
+static void write_frames(const char *name, const rbuf *r, unsigned messages)
+{
+	node_rf f;
+	const char *why = NULL;
+	node_rf_init(&f);
+	if (node_rf_feed(&f, r->b + 2, r->len - 2, &why) != 0 || f.messages != messages)
+		die(name, why != NULL ? why : "not every message passed");
+	write_file("raft_frame", name, r->b, r->len);
+}
+
+static void raft_frame_seeds(void)
+{
+	static const struct {
+		const char *name;
+		uint64_t type;
+		unsigned words;
+	} simple[] = {
+	    {"request_vote", RAFT_IO_REQUEST_VOTE, 5},
+	    {"request_vote_v1", RAFT_IO_REQUEST_VOTE, 4},
+	    {"request_vote_result", RAFT_IO_REQUEST_VOTE_RESULT, 3},
+	    {"append_entries_result", RAFT_IO_APPEND_ENTRIES_RESULT, 3},
+	    {"timeout_now", RAFT_IO_TIMEOUT_NOW, 3},
+	};
+	rbuf all = {.len = 0};
+	r8(&all, 0), r8(&all, 40); /* the cut */
+	for (size_t i = 0; i < sizeof(simple) / sizeof(simple[0]); i++) {
+		rbuf r = {.len = 0};
+		r8(&r, 0), r8(&r, 20);
+		r_simple(&r, simple[i].type, simple[i].words);
+		write_frames(simple[i].name, &r, 1);
+		r_simple(&all, simple[i].type, simple[i].words);
+	}
+	rbuf r = {.len = 0};
+	r8(&r, 0), r8(&r, 30);
+	r_append(&r, false);
+	write_frames("heartbeat", &r, 1);
+	r.len = 2;
+	r_append(&r, true);
+	write_frames("append_entries", &r, 1);
+	r.len = 2;
+	r_snapshot(&r);
+	write_frames("install_snapshot", &r, 1);
+	r_append(&all, false);
+	r_append(&all, true);
+	r_snapshot(&all);
+	write_frames("all", &all, 8);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1655,6 +1782,7 @@ int main(int argc, char **argv)
 	expr_seeds();
 	http_seeds();
 	map_seeds();
+	raft_frame_seeds();
 	sh_arena_fini(&arena);
 	return 0;
 }
