@@ -97,7 +97,8 @@ typedef struct tls_transport {
 	char address[SH_ADDR_MAX];
 	raft_uv_accept_cb accept_cb;
 	raft_uv_transport_close_cb close_cb;
-	node_log_budget refused; /* inbound TLS handshakes' failures, logged */
+	node_log_budget refused;    /* inbound TLS handshakes' failures, logged */
+	node_log_budget bad_frames; /* inbound messages raft must not read, logged */
 
 	sh_tls_ident ident;
 	mbedtls_ssl_config server_conf, client_conf;
@@ -345,13 +346,16 @@ static void pump_in(conn *c)
 			break;
 		}
 		const char *why;
+		uint64_t skipped = 0;
 		if (!c->outbound && node_rf_feed(&c->rf, w->data, w->len, &why) != 0) {
-			node_logf(
-			    NODE_LOG_WARN,
-			    "raft transport: node %llu sent a message raft must not read (%s, "
-			    "after %llu good ones); dropped",
-			    (unsigned long long)c->peer_id, why,
-			    (unsigned long long)c->rf.messages);
+			if (node_log_allow(&c->t->bad_frames, uv_now(c->t->loop), &skipped))
+				node_logf(NODE_LOG_WARN,
+				          "raft transport: node %llu sent a message raft must not "
+				          "read (%s, after %llu good ones); dropped (%llu more "
+				          "such connections since the last such line)",
+				          (unsigned long long)c->peer_id, why,
+				          (unsigned long long)c->rf.messages,
+				          (unsigned long long)skipped);
 			sh_free(w);
 			conn_close(c);
 			return;
