@@ -459,7 +459,10 @@ static pid_t node_pid(int id)
 /* For a post-mortem of a cluster that stopped answering: every thread's
  * stack of every node and of the router (gdb, when installed), into
  * <dir>/<process>.stacks, and the nodes' metrics into <dir>/node-<id>.metrics;
- * prints where they are. */
+ * prints where they are, and the router's stacks themselves (the cluster's
+ * directory goes with the test: a 600 s run of 2026-11-27 ended with the
+ * router holding no connection to any node and logging nothing for its last
+ * seven minutes, and its stacks were lost). */
 static void stacks_postmortem(void)
 {
 	if (tl_sh("command -v gdb >/dev/null 2>&1") != 0) {
@@ -474,6 +477,10 @@ static void stacks_postmortem(void)
 		    C.dir, what[i], C.dir, what[i]);
 		printf("it_jepsen: post-mortem: %s/%s.stacks\n", C.dir, what[i]);
 	}
+	fflush(stdout);
+	tl_sh("echo 'it_jepsen: post-mortem: threads of the router:'; "
+	      "grep -E '^(Thread|#)' '%s/router-1.stacks' | cut -c1-200",
+	      C.dir);
 }
 
 /* Why the router cannot reach a node: its connections as the router counts
@@ -491,9 +498,10 @@ static void net_postmortem(void)
 		free(text);
 	}
 	fflush(stdout);
-	tl_sh("grep -HE 'connected to node|to node [0-9]+ closed|no answer for' '%s'/router-1.log "
-	      "| tail -n 40",
-	      C.dir);
+	tl_sh("grep -HE 'connected to node|to node [0-9]+ closed|no answer for|dialer of' "
+	      "'%s'/router-1.log | tail -n 40; echo 'it_jepsen: post-mortem: router-1.log, "
+	      "last lines:'; tail -n 15 '%s'/router-1.log",
+	      C.dir, C.dir);
 	const char *where[] = {"r1", "n1", "n2", "n3"};
 	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
 		printf("it_jepsen: post-mortem: TCP in %s (ss -tnoi):\n", where[i]);
