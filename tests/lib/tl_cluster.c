@@ -503,11 +503,16 @@ bool tl_cluster_disk_fill(tl_cluster *c, int id, bool full)
 	if (!full)
 		return tl_sh("rm -f '%s/node-%d/filler'", c->dir, id) == 0;
 	/* All of it but a page: the next allocation of any size fails.  The
-	 * node writes meanwhile, so a few tries, each a little smaller. */
-	return tl_sh("d='%s/node-%d' && for slack in 4096 65536 1048576 4194304; do "
-	             "a=$(df -B1 --output=avail \"$d\" | tail -n 1); "
-	             "fallocate -l $((a > slack + 4096 ? a - slack : 4096)) \"$d/filler\" "
-	             "2>/dev/null && exit 0; rm -f \"$d/filler\"; done; exit 1",
+	 * node writes meanwhile, so a few tries, each leaving a little more;
+	 * a disk with under 64 KiB left is full already.  (it_jepsen once saw
+	 * four tries, up to 4 MiB, all fail, with nothing on stderr to say
+	 * why: a failure now says what df and fallocate said.) */
+	return tl_sh("d='%s/node-%d' && for slack in 4096 65536 1048576 4194304 16777216 "
+	             "67108864; do a=$(df -B1 --output=avail \"$d\" | tail -n 1); "
+	             "[ \"$a\" -le 65536 ] && exit 0; "
+	             "e=$(fallocate -l $((a > slack + 4096 ? a - slack : 4096)) "
+	             "\"$d/filler\" 2>&1) && exit 0; rm -f \"$d/filler\"; done; "
+	             "echo \"tl_cluster_disk_fill: $d: $a bytes free, fallocate: $e\" >&2; exit 1",
 	             c->dir, id) == 0;
 }
 
