@@ -232,7 +232,7 @@ static void until_throttled(const char *op, int min_ok, const char *body)
 	ck_assert_msg(e.code == SHOAL_E_THROUGHPUT, "%s: %s: %s", op, e.exception, e.message);
 	ck_assert_str_eq(e.exception, "ProvisionedThroughputExceededException");
 	ck_assert_msg(strstr(e.message, "check if you have a hot key") != NULL, "%s", e.message);
-	ck_assert_msg(n_ok >= min_ok, "%s: throttled after %d successes", op, n_ok);
+	ck_assert_msg(n_ok >= min_ok, "%s: throttled after %d successes (%s)", op, n_ok, e.message);
 }
 
 /* The fewest tokens (kind "Read" or "Write") any partition of table's base
