@@ -106,9 +106,8 @@ static int settle(node_rf *f)
 			}
 			if (a == P_PAD)
 				f->part = P_PAD;
-			else
-				field(f, a,
-				      a == P_COUNT || a == P_CONF_LEN || a == P_DATA_LEN ? 8 : 1);
+			else /* P_COUNT, P_CONF_LEN, P_DATA_LEN: every skip ends at a u64 */
+				field(f, a, 8);
 			continue;
 		}
 		if (f->part == P_PAD) {
