@@ -3,7 +3,7 @@
  * message's descriptor.
  *
  * For each field of the descriptor the walker looks up its member in the
- * JSON object (wire_api_json_name); members that are absent or null are skipped,
+ * JSON object (wire_api_field_info_of); members that are absent or null are skipped,
  * and so is every member the descriptor does not name (DynamoDB ignores
  * unknown members).  The field's protobuf type says which JSON type fits:
  *
@@ -693,10 +693,10 @@ int wire_api_field_from_json(wire_api_in *c, const ProtobufCMessageDescriptor *d
 	    protobuf_c_message_descriptor_get_field_by_name(desc, field);
 	if (f == NULL)
 		return sh_errf(c->errmsg, SHOAL_E_INTERNAL, "no field %s in %s", field, desc->name);
-	char name[WIRE_API_NAME_MAX];
-	wire_api_json_name(desc, f, name);
-	size_t mark = wire_api_path_push(c, name);
-	int rc = field_from_json(c, desc, f, wire_api_special_of(desc, f), j, m);
+	wire_api_field_info tmp;
+	const wire_api_field_info *fi = wire_api_field_info_of(desc, f, &tmp);
+	size_t mark = wire_api_path_push(c, fi->name);
+	int rc = field_from_json(c, desc, f, fi->sp, j, m);
 	wire_api_path_pop(c, mark);
 	return rc;
 }
@@ -757,13 +757,14 @@ static int fill_message(wire_api_in *c, const ProtobufCMessageDescriptor *desc, 
 	int rc = SHOAL_OK;
 	for (unsigned i = 0; i < desc->n_fields && rc == SHOAL_OK; i++) {
 		const ProtobufCFieldDescriptor *f = &desc->fields[i];
-		const wire_api_special *sp = wire_api_special_of(desc, f);
+		wire_api_field_info tmp;
+		const wire_api_field_info *fi = wire_api_field_info_of(desc, f, &tmp);
+		const wire_api_special *sp = fi->sp;
+		const char *name = fi->name;
 		if (sp != NULL && sp->kind == WIRE_API_SKIP)
 			continue;
 		if (skip != NULL && strcmp(f->name, skip) == 0)
 			continue;
-		char name[WIRE_API_NAME_MAX];
-		wire_api_json_name(desc, f, name);
 		const json_t *v = json_object_get(j, name);
 		if ((v == NULL || json_is_null(v)) &&
 		    !(c->request && sp != NULL && sp->kind == WIRE_API_REQUIRED))

@@ -54,14 +54,19 @@ typedef struct wire_api_special {
 	const char *java;
 } wire_api_special;
 
-/* The special entry for field f of desc, or NULL. */
-const wire_api_special *wire_api_special_of(const ProtobufCMessageDescriptor *desc,
-                                            const ProtobufCFieldDescriptor *f);
-
-/* The JSON member name of a field into buf (WIRE_API_NAME_MAX bytes). */
+/* What the walkers need of field f of desc: its special entry (NULL when
+ * it has none) and its JSON member name.  Computed once per descriptor and kept (wire_api_schema.c,
+ * "Per-descriptor facts"); the pointer returned stays valid for the life of
+ * the process -- or, when the table could not take desc, it is tmp, filled
+ * (valid as long as tmp is). */
 #define WIRE_API_NAME_MAX 64
-void wire_api_json_name(const ProtobufCMessageDescriptor *desc, const ProtobufCFieldDescriptor *f,
-                        char *buf);
+typedef struct wire_api_field_info {
+	const wire_api_special *sp;   /* NULL: none */
+	char name[WIRE_API_NAME_MAX]; /* the JSON member name */
+} wire_api_field_info;
+const wire_api_field_info *wire_api_field_info_of(const ProtobufCMessageDescriptor *desc,
+                                                  const ProtobufCFieldDescriptor *f,
+                                                  wire_api_field_info *tmp);
 
 /* Output order of desc's fields: fills idx (desc->n_fields entries) with
  * field indexes, DynamoDB's order where it is known, else field order. */

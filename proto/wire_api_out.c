@@ -409,13 +409,14 @@ static int message_to_json(wire_api_out *c, const ProtobufCMessage *m, json_t *o
 	wire_api_field_order(desc, idx);
 	for (unsigned i = 0; i < desc->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &desc->fields[idx[i]];
-		const wire_api_special *sp = wire_api_special_of(desc, f);
+		wire_api_field_info tmp;
+		const wire_api_field_info *fi = wire_api_field_info_of(desc, f, &tmp);
+		const wire_api_special *sp = fi->sp;
 		if (skip != NULL && strcmp(f->name, skip) == 0)
 			continue;
 		if (!present(c, m, f, sp))
 			continue;
-		char name[WIRE_API_NAME_MAX];
-		wire_api_json_name(desc, f, name);
+		const char *name = fi->name;
 		json_t *v;
 		int rc = field_to_json(c, m, f, sp, &v);
 		if (rc == SHOAL_OK)
