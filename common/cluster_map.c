@@ -365,7 +365,14 @@ static uint64_t boundary(uint32_t i, uint32_t n)
 	return (uint64_t)((((unsigned __int128)i << 64) + n - 1) / n);
 }
 
-int sh_map_add_table(sh_map *m, uint32_t table, uint32_t n, char *errmsg)
+uint32_t sh_map_data_groups(const sh_map *m)
+{
+	if (m->n_groups == 0)
+		return 0;
+	return m->n_groups - (sh_map_is_data_group(m, m->groups[0].id) ? 0 : 1);
+}
+
+int sh_map_add_table(sh_map *m, uint32_t table, uint32_t n, uint32_t d, char *errmsg)
 {
 	if (n == 0 || n > SH_MAP_MAX_PARTS - m->n_parts)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "table %u: %u partitions", table, n);
@@ -373,18 +380,21 @@ int sh_map_add_table(sh_map *m, uint32_t table, uint32_t n, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_IN_USE, "table %u has partitions already", table);
 	if (m->n_groups == 0)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "no groups");
+	if (d == 0 || d > sh_map_data_groups(m))
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "table %u: placed over %u data groups, the map has %u", table, d,
+		               sh_map_data_groups(m));
 	int rc = reserve((void **)&m->parts, &m->cap_parts, m->n_parts + n, sizeof(sh_map_part));
 	if (rc != SHOAL_OK)
 		return sh_errf(errmsg, rc, "table %u: out of memory", table);
 	uint32_t first = sh_map_is_data_group(m, m->groups[0].id) ? 0 : 1;
-	uint32_t data = m->n_groups - first;
 	uint32_t at = part_upper(m, table, UINT64_MAX);
 	memmove(&m->parts[at + n], &m->parts[at], (m->n_parts - at) * sizeof(sh_map_part));
 	for (uint32_t i = 0; i < n; i++)
 		m->parts[at + i] =
 		    (sh_map_part){.table = table,
 		                  .lo = boundary(i, n),
-		                  .group = m->groups[first + (uint32_t)((uint64_t)i * data / n)].id,
+		                  .group = m->groups[first + (uint32_t)((uint64_t)i * d / n)].id,
 		                  .to_group = SH_MAP_NONE};
 	m->n_parts += n;
 	m->epoch++;

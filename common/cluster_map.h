@@ -8,7 +8,7 @@
  * sh_map_encode, and cached by routers and nodes.
  *
  * Not wired yet: today's router and node still place with common/cluster.h.
- * sh_map_from_conf + sh_map_add_table(t, sh_cluster_partitions(c)) gives
+ * sh_map_from_conf + sh_map_add_table(t, D, D) (D = sh_cluster_partitions(c)) gives
  * exactly that placement (tests/unit/test_cluster_map.c checks it), so the
  * switch changes no answer.
  *
@@ -168,12 +168,18 @@ int sh_map_decode(const uint8_t *buf, size_t len, sh_map *out, char *errmsg);
 /* --- mutations (validate, then apply and bump the epoch) ------------------ */
 
 /* A table's first partitions: n equal hash ranges (cluster.h's boundaries),
- * partition i in data group floor(i * D / n) by position among the D groups
- * after group 0 (group 0 itself if it is the only group) -- consecutive
- * ranges share a group, so with n a multiple of D every partition lies in
- * the static range of its group (cluster.h) and adding a table moves
- * nothing. */
-int sh_map_add_table(sh_map *m, uint32_t table, uint32_t n, char *errmsg);
+ * partition i in data group floor(i * d / n) by position among the map's
+ * first d data groups by id (group 0 itself if it is the only group) --
+ * consecutive ranges share a group.  d is the cluster file's data groups
+ * (sh_cluster_partitions): those are the map's first d (a group made since
+ * the birth takes an id above them, and birth groups are never removed), so
+ * with n a multiple of d every partition lies in the static range of its
+ * group (cluster.h) and adding a table moves nothing, however many groups
+ * were made since -- they hold none of a statically placed table.  Refused
+ * (VALIDATION) unless 1 <= d <= the map's data groups. */
+int sh_map_add_table(sh_map *m, uint32_t table, uint32_t n, uint32_t d, char *errmsg);
+/* How many of the map's groups hold table data (sh_map_is_data_group). */
+uint32_t sh_map_data_groups(const sh_map *m);
 int sh_map_drop_table(sh_map *m, uint32_t table, char *errmsg);
 
 /* A node joins (ACTIVE); n->id must be new. */

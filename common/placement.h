@@ -90,9 +90,10 @@ bool sh_place_raft_address(sh_place *p, uint32_t node, uint32_t group, char *buf
  * placed by the map's partitions of the table: hash ranges, each served by
  * one group.  A table with no partitions in the map is placed as the
  * cluster file places it (sh_cluster_partition_group(c,
- * sh_cluster_partition_of(c, hash))); sh_map_add_table(t,
- * sh_cluster_partitions(c)) gives the same answer, so the first split or
- * move of a table changes no placement.  A partition with a pending move
+ * sh_cluster_partition_of(c, hash))); sh_map_add_table(t, D, D) with D =
+ * sh_cluster_partitions(c) gives the same answer, groups made since the
+ * birth or not, so the first split or move of a table changes no
+ * placement.  A partition with a pending move
  * (to_group set) is still served by its `group`: the copy is running.
  *
  * GSI hash spaces (st_index_hash) never come here: they keep the static

@@ -544,7 +544,7 @@ int node_part_admin(sh_map *m, const sh_cluster_conf *conf, const Shoal__AdminRe
 /* A node_table_id_fn over a group's storage (catalog: its st_env). */
 int node_part_catalog_id(void *catalog, const char *name, uint32_t *id, char *errmsg);
 /* Table t into m with the static placement (sh_map_add_table with conf's
- * partitions) if it has no partitions there yet; a table in m already is
+ * table partitions over its data groups) if it has no partitions there yet; a table in m already is
  * left as it is.  SHOAL_OK or the sh_map error (m then unchanged).  The one
  * way a table enters the map: an operator's partition change and the
  * executor's automatic split (elastic.c) both come here. */

@@ -16,10 +16,11 @@
  *
  * A table with no partitions in the map is placed statically
  * (sh_cluster_partition_group); its first change adds it with
- * sh_map_add_table(sh_cluster_table_partitions(conf)) -- D partitions, or
- * [cluster] table_partitions rounded up to a multiple of D, each inside
- * its group's static range -- which gives the same placement, so adding it
- * moves nothing.
+ * sh_map_add_table(sh_cluster_table_partitions(conf), D) -- D partitions,
+ * or [cluster] table_partitions rounded up to a multiple of D, each inside
+ * its group's static range among the file's D data groups (not the groups
+ * made since, which hold none of it) -- which gives the same placement, so
+ * adding it moves nothing.
  *
  * "Make it so": the router sends the change again when an answer is lost, so
  * a change already in the map (the partition is in to_group or moving there,
@@ -135,7 +136,8 @@ int node_part_add_table(sh_map *m, const sh_cluster_conf *conf, uint32_t t, char
 {
 	if (sh_map_part_of(m, t, 0) != SH_MAP_NONE)
 		return SHOAL_OK;
-	return sh_map_add_table(m, t, sh_cluster_table_partitions(conf), errmsg);
+	return sh_map_add_table(m, t, sh_cluster_table_partitions(conf),
+	                        sh_cluster_partitions(conf), errmsg);
 }
 
 int node_part_admin(sh_map *m, const sh_cluster_conf *conf, const Shoal__AdminRequest *a,

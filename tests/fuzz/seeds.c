@@ -1602,8 +1602,8 @@ static void map_seeds(void)
 	}
 	sh_map m;
 	if (sh_map_from_conf(&m, &c, msg) != SHOAL_OK ||
-	    sh_map_add_table(&m, 1, 3, msg) != SHOAL_OK ||
-	    sh_map_add_table(&m, 7, 3, msg) != SHOAL_OK)
+	    sh_map_add_table(&m, 1, 3, sh_map_data_groups(&m), msg) != SHOAL_OK ||
+	    sh_map_add_table(&m, 7, 3, sh_map_data_groups(&m), msg) != SHOAL_OK)
 		die("cluster map", msg);
 	write_map("from_conf", &m);
 	if (sh_map_split(&m, 1, 0, 1000, 2, msg) != SHOAL_OK ||
@@ -1634,7 +1634,7 @@ static void seed_map(uint8_t **buf, size_t *len)
 	}
 	sh_map m;
 	if (sh_map_from_conf(&m, &c, msg) != SHOAL_OK ||
-	    sh_map_add_table(&m, 7, 2, msg) != SHOAL_OK)
+	    sh_map_add_table(&m, 7, 2, sh_map_data_groups(&m), msg) != SHOAL_OK)
 		die("cluster map", msg);
 	if (m.epoch < 2)
 		m.epoch = 2;

@@ -120,7 +120,8 @@ tl_plansim *tl_plansim_new(const tl_plansim_conf *c)
 		              "%s", msg);
 	}
 	for (uint32_t t = 1; t <= c->tables; t++)
-		tl_assert(sh_map_add_table(&s->map, t, c->parts_per_table, msg) == SHOAL_OK);
+		tl_assert(sh_map_add_table(&s->map, t, c->parts_per_table,
+		                           sh_map_data_groups(&s->map), msg) == SHOAL_OK);
 	s->gcap = c->plan.max_groups > c->groups ? c->plan.max_groups : c->groups;
 	s->leader = calloc(s->gcap, sizeof(uint32_t));
 	s->catchup = calloc(s->gcap, sizeof(double));

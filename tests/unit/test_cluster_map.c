@@ -71,7 +71,7 @@ START_TEST(test_from_conf_is_todays_placement)
 				}
 				uint32_t d = sh_cluster_partitions(&c);
 				for (uint32_t t = 1; t <= 3; t++)
-					ck_assert_int_eq(sh_map_add_table(&m, t * 7, d, msg),
+					ck_assert_int_eq(sh_map_add_table(&m, t * 7, d, d, msg),
 					                 SHOAL_OK);
 				ck_assert(sh_map_check(&m, msg));
 				uint64_t seed = tl_seed() + n * 100 + groups * 10 + r;
@@ -106,7 +106,7 @@ START_TEST(test_from_conf_is_todays_placement)
 				c.table_partitions = 2 * d + 1; /* rounds up to 3 d */
 				uint32_t tp = sh_cluster_table_partitions(&c);
 				ck_assert_uint_eq(tp, 3 * d);
-				ck_assert_int_eq(sh_map_add_table(&m, 50, tp, msg), SHOAL_OK);
+				ck_assert_int_eq(sh_map_add_table(&m, 50, tp, d, msg), SHOAL_OK);
 				ck_assert(sh_map_check(&m, msg));
 				for (uint32_t i = sh_map_part_of(&m, 50, 0), k = 0; k < tp;
 				     k++, i++) {
@@ -129,8 +129,8 @@ static void base_map(sh_map *m)
 	char msg[SH_ERRMSG_SIZE];
 	make_conf(&c, 5, 5, 3);
 	ck_assert_int_eq(sh_map_from_conf(m, &c, msg), SHOAL_OK);
-	ck_assert_int_eq(sh_map_add_table(m, 1, 4, msg), SHOAL_OK);
-	ck_assert_int_eq(sh_map_add_table(m, 2, 4, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(m, 1, 4, sh_map_data_groups(m), msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(m, 2, 4, sh_map_data_groups(m), msg), SHOAL_OK);
 }
 
 /* rc is a refusal that changed nothing. */
@@ -249,7 +249,7 @@ START_TEST(test_partition_mutations)
 	sh_map m;
 	char msg[SH_ERRMSG_SIZE];
 	base_map(&m);
-	REFUSED(sh_map_add_table(&m, 1, 4, msg), SHOAL_E_IN_USE);
+	REFUSED(sh_map_add_table(&m, 1, 4, sh_map_data_groups(&m), msg), SHOAL_E_IN_USE);
 	uint32_t i = sh_map_part_of(&m, 1, 5);
 	ck_assert_uint_eq(m.parts[i].lo, 0);
 	uint64_t hi = sh_map_part_hi(&m, i);
@@ -439,8 +439,9 @@ START_TEST(test_nomem)
 	}
 	NOMEM(sh_map_add_group(&m, 0, three, 3, msg));
 	ck_assert_int_eq(sh_map_add_group(&m, 0, three, 3, msg), SHOAL_OK);
-	NOMEM(sh_map_add_table(&m, 1, 3, msg));
-	ck_assert_int_eq(sh_map_add_table(&m, 1, 16, msg), SHOAL_OK); /* fills the capacity */
+	NOMEM(sh_map_add_table(&m, 1, 3, sh_map_data_groups(&m), msg));
+	ck_assert_int_eq(sh_map_add_table(&m, 1, 16, sh_map_data_groups(&m), msg),
+	                 SHOAL_OK); /* fills the capacity */
 	NOMEM(sh_map_split(&m, 1, 0, 5, 0, msg));
 	ck_assert_int_eq(sh_map_split(&m, 1, 0, 5, 0, msg), SHOAL_OK);
 	sh_map_fini(&m);
@@ -496,12 +497,55 @@ START_TEST(test_founding_group)
 }
 END_TEST
 
+/* A table enters the map placed as it was placed statically -- where its
+ * items already are -- also once groups were added since the birth (shoal
+ * admin add-group, auto_groups): those hold none of a statically placed
+ * table's items. */
+START_TEST(test_add_table_after_new_groups)
+{
+	char msg[SH_ERRMSG_SIZE];
+	for (uint32_t groups = 2; groups <= 5; groups++)
+		for (uint32_t added = 1; added <= 3; added++) {
+			sh_cluster_conf c;
+			make_conf(&c, 5, groups, 3);
+			sh_map m;
+			ck_assert_int_eq(sh_map_from_conf(&m, &c, msg), SHOAL_OK);
+			uint32_t three[] = {1, 2, 3};
+			for (uint32_t k = 0; k < added; k++)
+				DONE(sh_map_create_group(&m, groups + k, three, 3, msg));
+			uint32_t d = sh_cluster_partitions(&c);
+			for (uint32_t mult = 1; mult <= 3; mult++) {
+				uint32_t t = 10 * groups + mult;
+				c.table_partitions = mult * d;
+				DONE(sh_map_add_table(&m, t, sh_cluster_table_partitions(&c), d,
+				                      msg));
+				ck_assert(sh_map_check(&m, msg));
+				uint64_t seed = tl_seed() + t;
+				for (int k = 0; k < 1000; k++) {
+					uint64_t h = tl_rand(&seed);
+					ck_assert_msg(
+					    sh_map_route(&m, t, h) ==
+					        sh_cluster_partition_group(
+					            &c, sh_cluster_partition_of(&c, h)),
+					    "groups %u + %u added, %u partitions: hash %016llx "
+					    "in group %u, statically %u",
+					    groups, added, mult * d, (unsigned long long)h,
+					    sh_map_route(&m, t, h),
+					    sh_cluster_partition_group(
+					        &c, sh_cluster_partition_of(&c, h)));
+				}
+			}
+			sh_map_fini(&m);
+		}
+}
+END_TEST
+
 static Suite *cluster_map_suite(void)
 {
 	return tl_suite("cluster_map", NULL, NULL, 0,
 	                TL_TESTS(test_from_conf_is_todays_placement, test_replica_mutations,
 	                         test_partition_mutations, test_lookups_random, test_codec,
-	                         test_nomem, test_founding_group));
+	                         test_nomem, test_founding_group, test_add_table_after_new_groups));
 }
 
 TL_MAIN(cluster_map_suite)

@@ -169,6 +169,29 @@ START_TEST(test_add_table_then_split)
 }
 END_TEST
 
+/* Groups made since the birth (shoal admin add-group) hold none of a
+ * statically placed table: its first change adds it where its items are, in
+ * the file's data groups, not spread over the new ones. */
+START_TEST(test_add_table_after_new_groups)
+{
+	fixture f;
+	fx_init(&f, 4); /* data groups 1..3 */
+	uint32_t one[] = {1};
+	ck_assert_int_eq(sh_map_create_group(&f.m, 4, one, 1, f.msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_create_group(&f.m, 5, one, 1, f.msg), SHOAL_OK);
+	const uint64_t at = 0x2000000000000000ull;
+	ck_assert_int_eq(run(&f, true, "orders", at, 0), SHOAL_OK); /* a split in place */
+	for (uint64_t h = 0; h < 64; h++) {
+		uint64_t x = h * 0x0400000000000000ull + h;
+		ck_assert_uint_eq(
+		    sh_map_route(&f.m, ORDERS, x),
+		    sh_cluster_partition_group(&f.conf, sh_cluster_partition_of(&f.conf, x)));
+	}
+	ck_assert_uint_eq(sh_map_route(&f.m, ORDERS, UINT64_MAX), 3);
+	sh_map_fini(&f.m);
+}
+END_TEST
+
 START_TEST(test_move)
 {
 	fixture f;
@@ -269,7 +292,8 @@ END_TEST
 static Suite *partadmin_suite(void)
 {
 	return tl_suite("partadmin", NULL, NULL, 0,
-	                TL_TESTS(test_add_table_then_split, test_move, test_errors, test_nomem));
+	                TL_TESTS(test_add_table_then_split, test_add_table_after_new_groups,
+	                         test_move, test_errors, test_nomem));
 }
 
 TL_MAIN(partadmin_suite)

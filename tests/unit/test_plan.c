@@ -48,7 +48,8 @@ static void fx_init(fixture *f, uint32_t nodes, uint32_t groups, uint32_t parts)
 		ck_assert_int_eq(sh_map_add_group(&f->m, g, ids, 3, msg), SHOAL_OK);
 		f->gl[g].leader = ids[0];
 	}
-	ck_assert_int_eq(sh_map_add_table(&f->m, 1, parts, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(&f->m, 1, parts, sh_map_data_groups(&f->m), msg),
+	                 SHOAL_OK);
 	for (uint32_t i = 0; i < parts; i++)
 		f->pl[i] = (sh_plan_part_load){.bytes = 1000000000, .units = 100};
 }
@@ -553,7 +554,7 @@ START_TEST(test_apportion)
 	uint32_t ids[3] = {1, 2, 3};
 	ck_assert_int_eq(sh_map_add_group(&one, 0, ids, 3, msg), SHOAL_OK);
 	ck_assert_int_eq(sh_map_add_group(&one, 1, ids, 3, msg), SHOAL_OK);
-	ck_assert_int_eq(sh_map_add_table(&one, 4, 1, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(&one, 4, 1, 1, msg), SHOAL_OK);
 	sh_plan_table_load all = {.group = 1, .table = 4, .bytes = UINT64_MAX, .units = 1};
 	ck_assert_int_eq(sh_plan_apportion(&one, &all, 1, NULL, 0, out, &samples), SHOAL_OK);
 	ck_assert_uint_eq(out[0].bytes, UINT64_MAX);

@@ -165,7 +165,9 @@ START_TEST(test_scan_plan)
 	sh_map m;
 	char msg[SH_ERRMSG_SIZE];
 	ck_assert_int_eq(sh_place_copy(rt->place, &m), SHOAL_OK);
-	ck_assert_int_eq(sh_map_add_table(&m, 7, sh_cluster_partitions(c), msg), SHOAL_OK);
+	ck_assert_int_eq(
+	    sh_map_add_table(&m, 7, sh_cluster_partitions(c), sh_cluster_partitions(c), msg),
+	    SHOAL_OK);
 	uint64_t b1 = m.parts[1].lo, b2 = m.parts[2].lo;
 	ck_assert_int_eq(sh_map_split(&m, 7, 0, 1000, 3, msg), SHOAL_OK);    /* [1000, b1) -> 3 */
 	ck_assert_int_eq(sh_map_split(&m, 7, 1000, 1001, 1, msg), SHOAL_OK); /* [1001, b1) -> 1 */
@@ -1174,7 +1176,9 @@ static sh_map *moved_truth(const sh_cluster_conf *c)
 	static sh_map m;
 	char msg[SH_ERRMSG_SIZE];
 	ck_assert_int_eq(sh_map_from_conf(&m, c, msg), SHOAL_OK);
-	ck_assert_int_eq(sh_map_add_table(&m, 7, sh_cluster_partitions(c), msg), SHOAL_OK);
+	ck_assert_int_eq(
+	    sh_map_add_table(&m, 7, sh_cluster_partitions(c), sh_cluster_partitions(c), msg),
+	    SHOAL_OK);
 	uint64_t b1 = m.parts[1].lo, b2 = m.parts[2].lo;
 	int in0 = 0;
 	while (in0 < SCAN_KEYS && scan_hash[in0] < b1)
@@ -1371,7 +1375,9 @@ START_TEST(test_place_base_and_gsi)
 	sh_map m;
 	char msg[SH_ERRMSG_SIZE];
 	ck_assert_int_eq(sh_place_copy(rt->place, &m), SHOAL_OK);
-	ck_assert_int_eq(sh_map_add_table(&m, 7, sh_cluster_partitions(c), msg), SHOAL_OK);
+	ck_assert_int_eq(
+	    sh_map_add_table(&m, 7, sh_cluster_partitions(c), sh_cluster_partitions(c), msg),
+	    SHOAL_OK);
 	ck_assert_int_eq(sh_place_offer_map(rt->place, &m, msg), 1);
 	x = 12345;
 	for (int i = 0; i < 2000; i++) {
