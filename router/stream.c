@@ -191,6 +191,15 @@ int rt_step_describe_stream(rt_job *j)
 	size_t n_all = 0, cap = 0;
 	Shoal__NodeResponse *resps[SH_MAX_GROUPS];
 	for (uint32_t i = 0; i < s->n; i++) {
+		/* A group that knows neither the table nor a stream of it kept
+		 * after a DeleteTable holds none of its shards: a group made
+		 * since the table, not given a partition of it (the stream is
+		 * ResourceNotFound only if no group knows it, below). */
+		const rt_call *c = s->calls[i];
+		if (c->rc == SHOAL_OK && c->code == SHOAL_E_NOT_FOUND) {
+			resps[i] = NULL;
+			continue;
+		}
 		if (!rt_call_ok(j, s->calls[i], &resps[i], &rc))
 			return rc;
 		const Shoal__Response *r = resps[i]->response;
@@ -199,6 +208,8 @@ int rt_step_describe_stream(rt_job *j)
 			cap += r->describe_stream->stream_description->n_shards;
 	}
 	for (uint32_t i = 0; i < s->n; i++) {
+		if (resps[i] == NULL)
+			continue;
 		const Shoal__Response *r = resps[i]->response;
 		if (r == NULL || r->describe_stream == NULL ||
 		    r->describe_stream->stream_description == NULL)

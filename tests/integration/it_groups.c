@@ -7,7 +7,8 @@
  *    nodes: its founders bootstrap it from the cluster map, elect a leader,
  *    and group 0's executor marks it founded (the command waits for that);
  *    asked again with its id it is done already; an id past max_groups and
- *    a group of that id with other nodes are refused with a message;
+ *    a group of that id with other nodes are refused with a message; group
+ *    5 is made too, and stays empty;
  *  - a split sends the upper half of table `groups`'s first partition to the
  *    new group, which has never seen the table (the move defines it there
  *    from the source's catalog), and a move sends its last partition there;
@@ -139,6 +140,14 @@ START_TEST(test_groups)
 	refused("admin add-group --nodes 1,x", "node ids (1 or more) separated by commas");
 	refused("admin add-group --nodes 1,2,9", "no node 9");
 	tl_parts_admin(&P, "admin --add-group '{\"GroupId\": 4}'"); /* raw: done already */
+	/* A second new group, which stays empty: the table, placed statically
+	 * in groups 1-3, enters the map at its first split below as it is
+	 * placed -- not spread over the five data groups (it was, until
+	 * 2026-11-27: the items of its last third were then looked for in
+	 * group 4, which had none of them). */
+	tl_parts_admin(&P, "admin add-group");
+	ck_assert_int_eq(map_voters(5, &founding), 3);
+	ck_assert(!founding);
 
 	/* Its first data: half of partition 0 (group 1), then partition 2
 	 * (group 3), both moved into the group that has never seen the
