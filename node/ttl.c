@@ -11,8 +11,11 @@
  *
  *   1. A pass walks the group's tables in name order; for a table with TTL
  *      enabled, a step reads at most TTL_STEP_ITEMS items of it (st_scan
- *      from a cursor: the table's name and the last key read), so a large
- *      table never holds the loop for long.
+ *      from a cursor: the table's name, the hash range being read and the
+ *      last key read), so a large table never holds the loop for long.  It
+ *      reads the table's hash ranges that the cluster map places in this
+ *      group, one at a time (a partition moved away leaves a range that
+ *      the storage refuses to scan for good: storage/parts.h).
  *   2. The expired items the step found (by the leader's clock) are deleted
  *      through Raft, at most TTL_INFLIGHT at once: a CommandOp.delete with
  *      ttl_expire, which every replica applies only if the item is expired
@@ -68,7 +71,8 @@
 #define TTL_STEP_ITEMS    100
 #define TTL_INFLIGHT      16
 #define TTL_STEP_GAP_MS   5
-#define TTL_EMPTY_WAIT_MS 50 /* an empty bucket: look again after */
+#define TTL_EMPTY_WAIT_MS 50   /* an empty bucket: look again after */
+#define TTL_SKIP_PARTS    1024 /* partitions served elsewhere passed over per step */
 
 typedef enum tt_state { TT_IDLE, TT_BUSY } tt_state;
 
@@ -88,10 +92,13 @@ struct tt_group {
 	uint64_t term;
 	uint64_t next_ns;
 	uint32_t in_flight;
-	/* The cursor: the table being read ("" before the first), the last key
-	 * read in it (NULL: from its start; in ar[cur]), and whether the table
-	 * is done (the next step lists the tables after it). */
+	/* The cursor: the table being read ("" before the first), the first
+	 * hash of the range being read in it (the hashes below are done), the
+	 * last key read in that range (NULL: from its start; in ar[cur]), and
+	 * whether the table is done (the next step lists the tables after
+	 * it). */
 	char table[ST_TABLE_NAME_MAX * 4 + 1];
+	uint64_t lo;
 	st_value *key;
 	bool done;
 	sh_arena ar[2];
@@ -194,9 +201,9 @@ static bool submit(tt_group *tg, const char *table, const st_key_schema *ks, con
 /* Steps of a pass                                                           */
 /* ------------------------------------------------------------------------ */
 
-/* The cursor moves to `key` (NULL: the table's start) of `table`; done:
- * past the table's end. */
-static void set_cursor(tt_group *tg, const char *table, const st_value *key, bool done)
+/* The cursor moves to `key` (NULL: the start of the range from hash lo) of
+ * `table`; done: past the table's end. */
+static void set_cursor(tt_group *tg, const char *table, uint64_t lo, const st_value *key, bool done)
 {
 	sh_arena *a = &tg->ar[!tg->cur];
 	sh_arena_reset(a);
@@ -207,6 +214,7 @@ static void set_cursor(tt_group *tg, const char *table, const st_value *key, boo
 			copy = NULL; /* out of memory: this table again from its start */
 	}
 	tg->cur = !tg->cur;
+	tg->lo = lo;
 	tg->key = copy;
 	tg->done = done;
 	if (table != tg->table)
@@ -216,7 +224,7 @@ static void set_cursor(tt_group *tg, const char *table, const st_value *key, boo
 static void pass_done(tt_group *tg, uint64_t now)
 {
 	atomic_fetch_add(&tg->passes, 1);
-	set_cursor(tg, "", NULL, false);
+	set_cursor(tg, "", 0, NULL, false);
 	tg->next_ns = now + (uint64_t)tg->t->ms * 1000000u;
 }
 
@@ -240,7 +248,7 @@ static bool table_at_cursor(tt_group *tg, sh_arena *a, st_table_info *info)
 		for (uint32_t i = 0; i < n; i++)
 			if (st_table_describe(env, names[i], a, info, msg) == SHOAL_OK &&
 			    info->def.ttl_attr != NULL) {
-				set_cursor(tg, names[i], NULL, false);
+				set_cursor(tg, names[i], 0, NULL, false);
 				return true;
 			}
 		if (last == NULL)
@@ -286,14 +294,53 @@ static void step(tt_group *tg, uint64_t now)
 		tg->next_ns = now + (uint64_t)TTL_EMPTY_WAIT_MS * 1000000u;
 		goto out;
 	}
+	/* The table's ranges that the map places in this group, one at a time:
+	 * a scan of the whole table is refused once a range of it has moved
+	 * away (its AWAY record, storage/parts.h), so a pass reads only what is
+	 * served here.  A range the storage refuses anyway -- fenced for a
+	 * move, or moved away before this node's map says so -- is passed over
+	 * in this pass; a range moved in before the map says so, in the next. */
+	node *n = tg->t->n;
+	sh_place_part part;
+	for (uint32_t skips = 0;; skips++) {
+		sh_place_part_of(n->place, n->conf, info.def.id, tg->lo, &part);
+		if (part.group == tg->gid && !(tg->lo == 0 && part.hi == 0))
+			break; /* ([0, 0] cannot be asked for: 0 and 0 is the whole table) */
+		if (part.hi == UINT64_MAX) {
+			set_cursor(tg, info.def.name, 0, NULL, true); /* the table is done */
+			tg->next_ns = now + (uint64_t)TTL_STEP_GAP_MS * 1000000u;
+			goto out;
+		}
+		set_cursor(tg, info.def.name, part.hi + 1, NULL, false);
+		if (skips == TTL_SKIP_PARTS) {
+			tg->next_ns = now + (uint64_t)TTL_STEP_GAP_MS * 1000000u;
+			goto out;
+		}
+	}
 	char msg[SH_ERRMSG_SIZE];
-	st_scan_req req = {
-	    .table = info.def.name, .limit = TTL_STEP_ITEMS, .exclusive_start_key = tg->key};
+	st_scan_req req = {.table = info.def.name,
+	                   .limit = TTL_STEP_ITEMS,
+	                   .exclusive_start_key = tg->key,
+	                   .hash_lo = tg->lo,
+	                   .hash_hi = part.hi};
 	st_page page;
-	if (st_scan(node_group_env(tg->g), &req, &a, &page, msg) != SHOAL_OK) {
-		node_logf(NODE_LOG_WARN, "ttl: group %u: scanning %s: %s", tg->gid, info.def.name,
-		          msg);
-		set_cursor(tg, info.def.name, NULL, true); /* the next table */
+	int rc = st_scan(node_group_env(tg->g), &req, &a, &page, msg);
+	if (rc == SHOAL_E_VALIDATION && tg->key != NULL) {
+		/* The range was split below the cursor's key: read it again from
+		 * its start (deleting is idempotent). */
+		set_cursor(tg, info.def.name, tg->lo, NULL, false);
+		tg->next_ns = now + (uint64_t)TTL_STEP_GAP_MS * 1000000u;
+		goto out;
+	}
+	if (rc != SHOAL_OK) {
+		if (rc != SHOAL_E_WRONG_GROUP)
+			node_logf(NODE_LOG_WARN, "ttl: group %u: scanning %s: %s", tg->gid,
+			          info.def.name, msg);
+		if (rc == SHOAL_E_WRONG_GROUP && part.hi != UINT64_MAX)
+			set_cursor(tg, info.def.name, part.hi + 1, NULL,
+			           false); /* the next range */
+		else
+			set_cursor(tg, info.def.name, 0, NULL, true); /* the next table */
 		tg->next_ns = now + (uint64_t)TTL_EMPTY_WAIT_MS * 1000000u;
 		goto out;
 	}
@@ -315,12 +362,17 @@ static void step(tt_group *tg, uint64_t now)
 		}
 		cap_bucket_take(&tg->bucket, ceil((double)st_item_size(item) / 1024.0), wall);
 	}
-	if (!stopped && resume == NULL)
-		set_cursor(tg, info.def.name, NULL, true); /* the table is done */
-	else if (resume != tg->key)
-		set_cursor(tg, info.def.name, resume, false);
-	else if (tg->in_flight == 0)
+	if (!stopped && resume == NULL) {
+		if (part.hi == UINT64_MAX)
+			set_cursor(tg, info.def.name, 0, NULL, true); /* the table is done */
+		else
+			set_cursor(tg, info.def.name, part.hi + 1, NULL,
+			           false); /* the next range */
+	} else if (resume != tg->key) {
+		set_cursor(tg, info.def.name, tg->lo, resume, false);
+	} else if (tg->in_flight == 0) {
 		gap_ms = TTL_EMPTY_WAIT_MS; /* no progress possible now */
+	}
 	tg->next_ns = now + gap_ms * 1000000u;
 out:
 	sh_arena_fini(&a);
@@ -336,7 +388,7 @@ static void group_tick(tt_group *tg, uint64_t now)
 	if (!leading || term != tg->term) {
 		tg->term = term;
 		if (tg->table[0] != '\0' || tg->key != NULL)
-			set_cursor(tg, "", NULL, false); /* a later leadership starts afresh */
+			set_cursor(tg, "", 0, NULL, false); /* a later leadership starts afresh */
 		if (!leading)
 			return;
 	}

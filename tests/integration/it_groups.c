@@ -13,6 +13,8 @@
  *    new group, which has never seen the table (the move defines it there
  *    from the source's catalog), and a move sends its last partition there;
  *  - every process restarts: the group, the map and every item survive;
+ *    then Time to Live deletes an expired item in group 1, which a range
+ *    of the table moved out of;
  *  - case founder: a founder dead (SIGKILL) when add-group runs; the others
  *    found the group, and the founder restarted comes back into it;
  *  - case auto: with [cluster] auto_groups, a cluster grown 3 -> 5 nodes
@@ -30,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "client/shoal.h"
@@ -37,6 +40,7 @@
 #include "tests/lib/tl_cluster.h"
 #include "tests/lib/tl_items.h"
 #include "tests/lib/tl_parts.h"
+#include "storage/storage.h"
 
 #define PKS     40
 #define PRE_SKS 20
@@ -63,6 +67,69 @@ static void start(const char *opts, const char *table, const char *name, bool st
 		tl_items_with_stream(items);
 	tl_items_create_table(items);
 	tl_items_preload(items);
+}
+
+/* Time to Live in a group that a range of its table moved out of: group 1
+ * still serves [0, below) of TABLE, and keeps the record of the range
+ * moved away, which refuses a scan of the whole table for good.  An item
+ * expired a minute ago in [0, below) must be deleted there (the test's
+ * cluster runs a TTL pass every 200 ms).  After every check of the items
+ * and the stream: this item is none of theirs. */
+static void ttl_where_a_range_moved_out(uint64_t below)
+{
+	char *out = NULL;
+	shoal_error err;
+	ck_assert_msg(shoal_call_json(client, "UpdateTimeToLive",
+	                              "{\"TableName\":\"" TABLE "\",\"TimeToLiveSpecification\":"
+	                              "{\"Enabled\":true,\"AttributeName\":\"expires\"}}",
+	                              &out, &err) == SHOAL_OK,
+	              "UpdateTimeToLive: %s: %s", err.exception, err.message);
+	shoal_free(out);
+	uint32_t t = tl_table_number(client, TABLE);
+	ck_assert_uint_ne(t, 0);
+	char pk[32];
+	sh_arena a;
+	sh_arena_init(&a);
+	for (int i = 0;; i++) {
+		snprintf(pk, sizeof(pk), "ttl#%d", i);
+		st_value *v = st_new_s(&a, pk);
+		ck_assert_ptr_nonnull(v);
+		if (st_key_hash(t, v) < below)
+			break;
+	}
+	sh_arena_fini(&a);
+	tl_part part;
+	ck_assert(tl_parts_of(&P, 0, &part));
+	ck_assert_int_eq(part.group, 1);
+	char put[256], get[128];
+	snprintf(put, sizeof(put),
+	         "{\"TableName\":\"" TABLE "\",\"Item\":{\"pk\":{\"S\":\"%s\"},\"sk\":"
+	         "{\"N\":\"0\"},\"expires\":{\"N\":\"%lld\"}}}",
+	         pk, (long long)time(NULL) - 60);
+	snprintf(get, sizeof(get),
+	         "{\"TableName\":\"" TABLE "\",\"Key\":{\"pk\":{\"S\":\"%s\"},\"sk\":"
+	         "{\"N\":\"0\"}},\"ConsistentRead\":true}",
+	         pk);
+	ck_assert_msg(shoal_call_json(client, "PutItem", put, &out, &err) == SHOAL_OK,
+	              "PutItem: %s: %s", err.exception, err.message);
+	shoal_free(out);
+	int64_t t0 = tl_items_now_ms();
+	for (;;) {
+		ck_assert_msg(shoal_call_json(client, "GetItem", get, &out, &err) == SHOAL_OK,
+		              "GetItem: %s: %s", err.exception, err.message);
+		bool gone = strstr(out, "\"Item\"") == NULL;
+		shoal_free(out);
+		if (gone)
+			break;
+		ck_assert_msg(tl_items_now_ms() - t0 < 60000,
+		              "the expired item %s in group 1 is still there after 60 s: Time to "
+		              "Live does not run where a range moved out",
+		              pk);
+		usleep(50000); /* polling interval */
+	}
+	printf("groups: an expired item in group 1 (a range of the table moved out) deleted "
+	       "by Time to Live after %lld ms\n",
+	       (long long)(tl_items_now_ms() - t0));
 }
 
 static void finish(void)
@@ -121,7 +188,7 @@ static void refused(const char *args, const char *want)
 
 START_TEST(test_groups)
 {
-	start(NULL, TABLE, "groups", true);
+	start("--ttl-scan-ms 200", TABLE, "groups", true);
 	tl_items_check(items, "preload");
 
 	/* A new group while the writer runs. */
@@ -189,6 +256,7 @@ START_TEST(test_groups)
 	ck_assert(!founding);
 	tl_items_check(items, "after a restart of every process");
 	tl_items_stream_check(items, "after a restart of every process");
+	ttl_where_a_range_moved_out(mid0);
 
 	finish();
 }
