@@ -362,6 +362,7 @@ struct node_elastic {
 	bool busy;        /* a round or a step is in flight (mu) */
 	bool closing;
 	uint64_t quorum_log_ns; /* no "no live majority" log before */
+	uint64_t gsi_log_ns;    /* no "waits for a GSI's backfill" log before */
 
 	/* When each node last answered node_status (by id; 0: not since this
 	 * node started leading group 0, which counts as "now" at its start:
@@ -1120,6 +1121,39 @@ static void plan_view(const node_elastic *e, const sh_plan_group_load *gl,
 #undef VIEW
 }
 
+/* Whether table has a GSI being created, as group 0's catalog (this
+ * leader's replica) has it: its partitions do not move until the index is
+ * ACTIVE (group 0 refuses such a map: st_cluster_map_moving), so the
+ * planner's split into another group or move of it waits, logged once a
+ * minute.  A split in place moves nothing and goes on. */
+static bool waits_for_gsi(node_elastic *e, uint32_t table)
+{
+	node_group *g0 = node_group_get(e->n, 0);
+	if (g0 == NULL)
+		return false;
+	sh_arena a;
+	sh_arena_init(&a);
+	st_index_progress *p;
+	uint32_t n;
+	char msg[SH_ERRMSG_SIZE];
+	bool creating = false;
+	const char *name = "";
+	if (st_index_progress_list(node_group_env(g0), &a, &p, &n, msg) == SHOAL_OK)
+		for (uint32_t i = 0; i < n && !creating; i++)
+			if (p[i].table_id == table && !p[i].local &&
+			    p[i].status == ST_INDEX_CREATING)
+				creating = true, name = p[i].index;
+	if (creating && node_now_ns() >= e->gsi_log_ns) {
+		node_logf(NODE_LOG_INFO,
+		          "elastic: table %u: its partitions move once its index %s, being "
+		          "created, is ACTIVE",
+		          table, name);
+		e->gsi_log_ns = node_now_ns() + 60ull * 1000000000u;
+	}
+	sh_arena_fini(&a);
+	return creating;
+}
+
 static void plan_and_act(node_elastic *e)
 {
 	/* Judge only from a majority's view: a node that cannot hear most of
@@ -1374,6 +1408,8 @@ static void plan_and_act(node_elastic *e)
 			/* The map's split, and when the upper half goes elsewhere
 			 * its move begun, in one MapSet; pmove.c and
 			 * partition_moves() carry the move out. */
+			if (a->to_group != a->group && waits_for_gsi(e, a->table))
+				continue;
 			s[0] = (sub){.kind = SUB_MAP,
 			             .mut = MUT_SPLIT,
 			             .group = a->group,
@@ -1389,6 +1425,8 @@ static void plan_and_act(node_elastic *e)
 			      load_units[i], load_throttled[i]);
 			return;
 		case SH_PLAN_MOVE_PARTITION:
+			if (waits_for_gsi(e, a->table))
+				continue;
 			s[0] = (sub){.kind = SUB_MAP,
 			             .mut = MUT_BEGIN_MOVE,
 			             .group = a->group,

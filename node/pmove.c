@@ -59,6 +59,15 @@
  * source's stream log keeps the range's records from before the cutover,
  * the target's has those after).
  *
+ * GSI backfills: a move of a table and the backfill of a GSI of it being
+ * created never overlap -- group 0 refuses a map beginning the move while
+ * one is being created, and the GSI while a move is under way
+ * (st_cluster_map_moving) -- and a backfill indexes only the ranges its
+ * group serves (not a FENCED or AWAY one: index_meta.c), the target's
+ * starting again when it owns a range (st_part_own).  Otherwise a source's
+ * upsert of an item that has moved could reach the index after the new
+ * owner's newer delta of the same entry.
+ *
  * Threads: the driver is one thread per node (it blocks on proposals and on
  * the target's answers); node_handle_part_move runs on nng threads; they
  * meet under pm->mu.

@@ -166,7 +166,11 @@ uint64_t st_index_applied_seq(st_env *env, uint32_t source_group);
  * base items after the replicated cursor, appends an upsert delta for each
  * item that has the index's keys, advances the cursor; *done when the table
  * is exhausted (then records the outbox's last_seq as the index's
- * backfill_seq).  Deterministic: every replica appends the same deltas.
+ * backfill_seq).  Items of a range FENCED or AWAY here (storage/parts.h:
+ * moving out, moved and being purged, copied in and not owned yet) are
+ * passed over: they are the owner's to index (st_part_own restarts the
+ * backfill of a GSI being created).  Deterministic: every replica appends
+ * the same deltas.
  * A step for an index that is gone or already done is a no-op (*done true). */
 int st_backfill_step(st_txn *txn, const char *table, uint16_t index_id, uint32_t max_items,
                      bool *done, char *errmsg);

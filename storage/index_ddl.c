@@ -299,6 +299,17 @@ int st_table_update(st_txn *txn, const st_table_update_req *req, char *errmsg)
 	if (rc == SHOAL_OK)
 		rc = updated_def(&t.def, req, st_txn_time(txn), txn->env, &a, &d, &cap_changed,
 		                 errmsg);
+	/* A GSI's backfill never overlaps a move of the table's partitions
+	 * (st_cluster_map_moving): creating one waits until none moves. */
+	bool moving = false;
+	if (rc == SHOAL_OK && req->n_create > 0)
+		rc = st_cluster_map_moving(txn, t.def.id, &moving, errmsg);
+	if (rc == SHOAL_OK && moving)
+		rc = sh_errf(errmsg, SHOAL_E_IN_USE,
+		             "Attempt to change a resource which is still in use: a partition of "
+		             "table %s is moving to another storage group; create the index once "
+		             "the move is done (shoal status shows it)",
+		             req->name);
 	bool meta = req->set_deletion_protection || req->set_table_class ||
 	            req->n_tag_set + req->n_tag_remove > 0 || req->set_stream || req->set_ttl;
 	if (rc == SHOAL_OK &&

@@ -256,16 +256,33 @@ static int backfill(st_txn *txn, const st_table_info *t, const st_index_def *x, 
 		}
 		if (n == (max_items > 0 ? max_items : 1))
 			break;
+		/* An item of a range moving out (FENCED) or away (AWAY: moved,
+		 * being purged, or copied in and not owned yet) is another
+		 * group's to index: its upsert, shipped after the move's
+		 * cutover, could overtake the new owner's newer delta of the
+		 * same entry (a stale entry, or a deleted item's back). */
+		char why[SH_ERRMSG_SIZE];
+		int prc =
+		    k.mv_size >= ST_KEY_HEADER
+		        ? st_part_check_range(txn->txn, txn->env, t->def.id,
+		                              st_get_be64((const uint8_t *)k.mv_data + 6),
+		                              st_get_be64((const uint8_t *)k.mv_data + 6), why)
+		        : SHOAL_OK;
+		if (prc != SHOAL_OK && prc != SHOAL_E_WRONG_GROUP) {
+			rc = sh_errf(errmsg, prc, "%s", why);
+			break;
+		}
+		memcpy(s->cursor, k.mv_data, k.mv_size);
+		s->cursor_len = (uint16_t)k.mv_size;
+		n++;
+		if (prc == SHOAL_E_WRONG_GROUP)
+			continue;
 		sh_arena_reset(&tmp);
 		st_value item;
 		rc = st_codec_decode(&tmp, v.mv_data, v.mv_size, &item, errmsg);
 		st_ix_entry e;
 		if (rc == SHOAL_OK)
 			rc = st_ix_entry_of(&t->def, x, &item, &tmp, &e);
-		if (rc == SHOAL_OK) {
-			memcpy(s->cursor, k.mv_data, k.mv_size);
-			s->cursor_len = (uint16_t)k.mv_size;
-		}
 		if (rc == SHOAL_OK && e.present)
 			rc = st_txn_reserve(
 			    txn, 2 * ((uint64_t)e.key.len + e.val_len) + ST_RESERVE_PER_KEY,
@@ -275,7 +292,6 @@ static int backfill(st_txn *txn, const st_table_info *t, const st_index_def *x, 
 			                      e.val_len, errmsg);
 		if (rc != SHOAL_OK)
 			break;
-		n++;
 	}
 	sh_arena_fini(&tmp);
 	mdb_cursor_close(c);

@@ -894,6 +894,37 @@ static int only_away(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, cons
 	return SHOAL_OK;
 }
 
+/* A GSI of table being created when a range of it becomes this group's:
+ * its backfill here passed over the range while it was AWAY (index_meta.c:
+ * items not served here are not indexed from here), so it reads the table
+ * again from its start -- the range's items included.  (Created before the
+ * move began, the source indexed them: a move and a backfill of one table
+ * do not overlap, st_cluster_map_moving; created after the map's cutover
+ * and before this own, no one has.)  Upserts of current items: reading
+ * again is harmless. */
+static int backfills_again(st_txn *txn, uint32_t table, char *errmsg)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	st_table_info t;
+	bool found;
+	int rc = table_by_id(txn, table, &a, &t, &found, errmsg);
+	for (uint32_t k = 0; rc == SHOAL_OK && found && k < t.def.n_indexes; k++) {
+		const st_index_def *x = &t.def.indexes[k];
+		if (x->local || x->status != ST_INDEX_CREATING)
+			continue;
+		st_ix_state s;
+		rc = st_ix_state_get(txn->txn, txn->env, table, x->id, &s, errmsg);
+		if (rc == SHOAL_OK && (s.backfill_done || s.cursor_len > 0)) {
+			s.backfill_done = false;
+			s.cursor_len = 0;
+			rc = st_ix_state_put(txn, table, x->id, &s, errmsg);
+		}
+	}
+	sh_arena_fini(&a);
+	return rc;
+}
+
 int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
                 bool *owned_now, char *errmsg)
 {
@@ -921,6 +952,8 @@ int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t 
 	rc = away_carve(txn, table, lo, hi, &c, errmsg);
 	if (rc == SHOAL_OK)
 		rc = ingest_put(txn, table, lo, attempt, true, errmsg);
+	if (rc == SHOAL_OK)
+		rc = backfills_again(txn, table, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
 	*owned_now = true;

@@ -154,7 +154,9 @@ int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, uint8_t *was, char *
  * the attempt owned, after which ingests of it are stale.  A second own of
  * the same attempt is SHOAL_OK and changes nothing.  SHOAL_E_IN_USE if an
  * OUT or FENCED record overlaps the range.  *owned_now: this call marked the
- * attempt owned (false for a repeated own, or on error). */
+ * attempt owned (false for a repeated own, or on error).  The backfill of
+ * each GSI of the table being created starts again from the table's start
+ * (it passed over the range while it was not owned). */
 int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
                 bool *owned_now, char *errmsg);
 

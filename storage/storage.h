@@ -854,6 +854,12 @@ uint64_t st_key_hash(uint32_t table_id, const st_value *pk);
  * a change -- a compare-and-set on the epoch, SHOAL_E_WRONG_EPOCH if the
  * stored map (the birth map, epoch 1, when none) is not prev_epoch's. */
 int st_cluster_map_get(st_env *env, uint8_t **buf, size_t *len, uint64_t *epoch, char *errmsg);
+/* Whether the stored map has a move of a partition of table under way (a
+ * pending to_group).  A change that begins a move of a table with a GSI
+ * being created is refused (SHOAL_E_IN_USE), and so is UpdateTable creating
+ * a GSI while a move of the table is under way: a backfill and a move of
+ * one table never overlap. */
+int st_cluster_map_moving(st_txn *txn, uint32_t table, bool *moving, char *errmsg);
 int st_cluster_map_set(st_txn *txn, uint64_t prev_epoch, const uint8_t *buf, size_t len,
                        char *errmsg);
 

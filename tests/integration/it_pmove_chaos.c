@@ -20,7 +20,10 @@
  *      the same range moved back and forth by the same leaders).
  * Cases e and f also assert that the map's cutover comes only after the
  * source fenced the range in this move (its hold was logged): the back and
- * forth of "ff" once flipped the map on a previous move's progress.
+ * forth of "ff" once flipped the map on a previous move's progress.  Cases b
+ * and c also ask, while the range is fenced, for a new GSI of the table,
+ * which must be refused (ResourceInUseException: a backfill and a move of
+ * one table never overlap).
  *
  * Every killed process is started again.  Each case asserts that the move
  * completes (the partition is served by the target with no move pending,
@@ -248,6 +251,26 @@ static void run_case(const chaos_case *cc)
 	case V_NONE:
 		break;
 	}
+	/* While the move is under way no GSI of the table is created (its
+	 * backfill would index items that are moving): ResourceInUse. */
+	if (cc->at == AT_FENCED) {
+		char *out = NULL;
+		shoal_error err;
+		int rc = shoal_call_json(
+		    client, "UpdateTable",
+		    "{\"TableName\":\"" TABLE "\",\"AttributeDefinitions\":[{\"AttributeName\":"
+		    "\"l\",\"AttributeType\":\"N\"}],\"GlobalSecondaryIndexUpdates\":[{"
+		    "\"Create\":{\"IndexName\":\"busy\",\"KeySchema\":[{\"AttributeName\":"
+		    "\"l\",\"KeyType\":\"HASH\"}],\"Projection\":{\"ProjectionType\":"
+		    "\"KEYS_ONLY\"}}}]}",
+		    &out, &err);
+		shoal_free(out);
+		ck_assert_msg(
+		    rc != SHOAL_OK && strcmp(err.exception, "ResourceInUseException") == 0 &&
+		        strstr(err.message, "is moving") != NULL,
+		    "case %c: UpdateTable creating a GSI during the move: %s: %s", cc->id,
+		    rc == SHOAL_OK ? "accepted" : err.exception, rc == SHOAL_OK ? "" : err.message);
+	}
 	int purged_before = vn != 0 ? tl_cluster_log_count(&C, vn, PURGED) : 0;
 	int64_t t_fault = tl_items_now_ms() - t0;
 	if (cc->v == V_NONE) {
@@ -302,6 +325,57 @@ static void run_case(const chaos_case *cc)
 	ck_assert_msg(tl_cluster_alive(&C, &what, &id), "case %c: %s %d died", cc->id, what, id);
 }
 
+/* The other side of "a backfill and a move of one table never overlap": a
+ * GSI being created holds back a move of the table, refused with its
+ * reason; ACTIVE, the move goes.  (A CREATING index activates when
+ * DescribeTable or a read of it finds every group's backfill done, so it
+ * stays CREATING until the DescribeTable below.) */
+static void gsi_holds_moves(void)
+{
+	char *out = NULL;
+	shoal_error err;
+	ck_assert_msg(
+	    shoal_call_json(client, "UpdateTable",
+	                    "{\"TableName\":\"" TABLE
+	                    "\",\"AttributeDefinitions\":[{\"AttributeName\":"
+	                    "\"l\",\"AttributeType\":\"N\"}],\"GlobalSecondaryIndexUpdates\":[{"
+	                    "\"Create\":{\"IndexName\":\"late\",\"KeySchema\":[{\"AttributeName\":"
+	                    "\"l\",\"KeyType\":\"HASH\"}],\"Projection\":{\"ProjectionType\":"
+	                    "\"KEYS_ONLY\"}}}]}",
+	                    &out, &err) == SHOAL_OK,
+	    "UpdateTable: %s: %s", err.exception, err.message);
+	shoal_free(out);
+	tl_part part;
+	ck_assert(tl_parts_of(&P, 0, &part));
+	int to = part.group % DATA + 1;
+	char *o = NULL, *e = NULL;
+	int rc = tl_shoal(&C, &o, &e,
+	                  "admin move-partition --table-name " TABLE " --hash 0 --to-group %d "
+	                  "--no-wait",
+	                  to);
+	ck_assert_msg(rc != 0 && e != NULL && strstr(e, "being created") != NULL,
+	              "a move while a GSI is being created: exit %d: %s%s", rc, o ? o : "",
+	              e ? e : "");
+	printf("pchaos: a move while a GSI is created: %s", e);
+	free(o);
+	free(e);
+	for (int64_t until = tl_items_now_ms() + 60000;; usleep(100000)) {
+		ck_assert_msg(tl_items_now_ms() < until, "GSI late never became ACTIVE");
+		ck_assert_msg(shoal_call_json(client, "DescribeTable",
+		                              "{\"TableName\":\"" TABLE "\"}", &out,
+		                              &err) == SHOAL_OK,
+		              "DescribeTable: %s: %s", err.exception, err.message);
+		bool creating = strstr(out, "CREATING") != NULL;
+		shoal_free(out);
+		if (!creating)
+			break;
+	}
+	tl_parts_admin(
+	    &P, "admin move-partition --table-name " TABLE " --hash 0 --to-group %d --no-wait", to);
+	tl_parts_wait_served(&P, 0, to, MOVE_SECS);
+	tl_items_check(items, "after the move that waited for the GSI");
+}
+
 START_TEST(test_pmove_chaos)
 {
 	setenv("SHOAL_PMOVE_TEST_PAUSE_MS", "100", 1);
@@ -334,6 +408,7 @@ START_TEST(test_pmove_chaos)
 			ck_assert_msg(cc != NULL, "PMOVE_CHAOS_CASES: no case '%c' (a-f)", *c);
 			run_case(cc);
 		}
+	gsi_holds_moves();
 	tl_items_free(items);
 	items = NULL;
 	shoal_client_free(client);

@@ -2,14 +2,16 @@
  * the fence refusing reads and writes, ingest through the write path (LSI
  * entries and counters, no outbox delta, no stream record), stale attempts,
  * purge to AWAY, own splitting an AWAY record, abort, the in-memory flag,
- * and a randomised copy + log replay that must give exactly the source's
- * range (seed printed; SHOAL_SEED=n replays it). */
+ * a randomised copy + log replay that must give exactly the source's range
+ * (seed printed; SHOAL_SEED=n replays it), and a GSI's backfill against
+ * moves (what it indexes; group 0 keeping the two apart). */
 #include <check.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cluster_map.h"
 #include "storage/catalog.h"
 #include "storage/codec.h"
 #include "storage/engine.h"
@@ -872,6 +874,198 @@ static void copy_env(st_env *from, st_env *to)
 	ck_assert_msg(st_load_commit(l, tl_msg) == SHOAL_OK, "%s", tl_msg);
 }
 
+/* --- a GSI's backfill and partition moves ----------------------------------- */
+
+/* A GSI byH<id> (G) being created, added to table Tab of e as group 0's
+ * UpdateTable and the redefinition in the group would: its id. */
+static uint16_t add_creating_gsi(st_env *e)
+{
+	st_table_info info;
+	ck_assert_int_eq(st_table_describe(e, "Tab", &tl_arena, &info, tl_msg), SHOAL_OK);
+	st_table_def d = info.def;
+	st_index_def *ix = sh_arena_calloc(&tl_arena, d.n_indexes + 1, sizeof(*ix));
+	ck_assert_ptr_nonnull(ix);
+	memcpy(ix, d.indexes, d.n_indexes * sizeof(*ix));
+	uint16_t id = (uint16_t)d.next_index_id;
+	char *name = sh_arena_alloc(&tl_arena, 16);
+	ck_assert_ptr_nonnull(name);
+	snprintf(name, 16, "byH%u", id);
+	ix[d.n_indexes] = (st_index_def){.name = name,
+	                                 .id = id,
+	                                 .key = {{"G", ST_S}, {NULL, ST_NONE}},
+	                                 .projection = ST_PROJ_ALL,
+	                                 .write_shards = 1,
+	                                 .status = ST_INDEX_CREATING};
+	d.indexes = ix;
+	d.n_indexes++;
+	d.next_index_id++;
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	ck_assert_msg(st_table_redefine(t, &d, tl_msg) == SHOAL_OK, "%s", tl_msg);
+	ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
+	return id;
+}
+
+/* Runs GSI id's backfill in e to its end: the deltas it appended. */
+static uint64_t backfill_all(st_env *e, uint16_t id)
+{
+	uint64_t before = OUTBOX(e);
+	bool done = false;
+	for (int steps = 0; !done; steps++) {
+		ck_assert_int_lt(steps, 1000);
+		st_txn *t;
+		ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+		ck_assert_msg(st_backfill_step(t, "Tab", id, 4, &done, tl_msg) == SHOAL_OK, "%s",
+		              tl_msg);
+		ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
+	}
+	return OUTBOX(e) - before;
+}
+
+static int by_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* 30 items k0..k29 with G in the source; [*lo, *hi] covers 10 of them. */
+static void thirty_items(uint64_t *lo, uint64_t *hi)
+{
+	uint64_t h[30];
+	for (int i = 0; i < 30; i++) {
+		char pk[8];
+		snprintf(pk, sizeof(pk), "k%d", i);
+		ck_assert_int_eq(put(tl_env, item(pk, "s", -1, "g")), SHOAL_OK);
+		h[i] = hash_of(pk);
+	}
+	qsort(h, 30, sizeof(h[0]), by_u64);
+	*lo = h[10];
+	*hi = h[19];
+}
+
+/* A backfill indexes only what the group serves: not the items of a range
+ * fenced for a move or moved away and being purged (the new owner indexes
+ * them; the source's upsert could reach the index after the owner's newer
+ * delta of the same entry), nor, on the target, a range copied in and not
+ * owned yet -- which its own reads again from the start (the backfill of a
+ * GSI being created restarts at st_part_own). */
+START_TEST(test_backfill_serves_only_its_ranges)
+{
+	uint64_t lo, hi;
+	thirty_items(&lo, &hi);
+	/* Source: the range fenced; the backfill indexes the other 20. */
+	ck_assert_int_eq(p_out(tl_env, lo, hi, 1), SHOAL_OK);
+	uint64_t log_last;
+	copy_all(lo, hi, 5, &log_last); /* into the target, attempt 5 */
+	ck_assert_int_eq(p_fence(tl_env, lo), SHOAL_OK);
+	uint16_t id = add_creating_gsi(tl_env);
+	ck_assert_uint_eq(backfill_all(tl_env, id), 20);
+	/* Being purged (3 of its 10 items gone, still FENCED): another
+	 * index's backfill indexes the 20 as well. */
+	bool done = false;
+	ck_assert_int_eq(p_purge(tl_env, lo, 3, &done), SHOAL_OK);
+	ck_assert(!done);
+	ck_assert_uint_eq(backfill_all(tl_env, add_creating_gsi(tl_env)), 20);
+
+	/* Target: the copy is there, refused until owned; its backfill
+	 * indexes none of it. */
+	uint16_t tid = add_creating_gsi(tgt);
+	ck_assert_uint_eq(backfill_all(tgt, tid), 0);
+	st_index_progress *p;
+	uint32_t n;
+	ck_assert_int_eq(st_index_progress_list(tgt, &tl_arena, &p, &n, tl_msg), SHOAL_OK);
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].index_id == tid)
+			ck_assert(p[i].backfill_done);
+	/* Owned: the backfill reads the table again, the range included. */
+	ck_assert_int_eq(p_own(tgt, lo, hi, 5), SHOAL_OK);
+	ck_assert(owned_now);
+	ck_assert_int_eq(st_index_progress_list(tgt, &tl_arena, &p, &n, tl_msg), SHOAL_OK);
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].index_id == tid)
+			ck_assert(!p[i].backfill_done);
+	ck_assert_uint_eq(backfill_all(tgt, tid), 10);
+	/* The same own again changes nothing. */
+	ck_assert_int_eq(p_own(tgt, lo, hi, 5), SHOAL_OK);
+	ck_assert(!owned_now);
+	ck_assert_uint_eq(backfill_all(tgt, tid), 0);
+}
+END_TEST
+
+/* Group 0's map change, e standing in for group 0. */
+static int map_set(st_env *e, uint64_t prev, const sh_map *m)
+{
+	size_t len = sh_map_encoded_size(m);
+	uint8_t *buf = sh_arena_alloc(&tl_arena, len);
+	ck_assert_ptr_nonnull(buf);
+	sh_map_encode(m, buf);
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	return finish(t, st_cluster_map_set(t, prev, buf, len, tl_msg));
+}
+
+/* UpdateTable creating a GSI of Tab in group 0 (e). */
+static int create_gsi(st_env *e, const char *name)
+{
+	st_index_def c = {.name = name,
+	                  .key = {{"G", ST_S}, {NULL, ST_NONE}},
+	                  .projection = ST_PROJ_ALL,
+	                  .write_shards = 1};
+	st_table_update_req u = {.name = "Tab", .create = &c, .n_create = 1};
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	return finish(t, st_table_update(t, &u, tl_msg));
+}
+
+/* A move and a GSI's backfill of one table never overlap (group 0 decides
+ * both): a map beginning a move of a table with a GSI being created is
+ * refused, and so is creating a GSI while a move of the table is under way;
+ * a split in place moves nothing and is not held back. */
+START_TEST(test_moves_wait_for_backfills)
+{
+	sh_map m;
+	sh_map_init(&m, 1);
+	sh_map_node nd = {.id = 1, .raft_port = 7100};
+	snprintf(nd.raft_host, sizeof(nd.raft_host), "127.0.0.1");
+	snprintf(nd.rpc, sizeof(nd.rpc), "tcp://127.0.0.1:7200");
+	uint32_t one[] = {1};
+	ck_assert_int_eq(sh_map_add_node(&m, &nd, tl_msg), SHOAL_OK);
+	for (uint32_t g = 0; g < 3; g++)
+		ck_assert_int_eq(sh_map_add_group(&m, g, one, 1, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_add_table(&m, TID, 2, 2, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(map_set(tl_env, 1, &m), SHOAL_OK);
+
+	ck_assert_int_eq(create_gsi(tl_env, "byX"), SHOAL_OK); /* CREATING */
+	uint64_t prev = m.epoch;
+	sh_map w;
+	ck_assert_int_eq(sh_map_copy(&w, &m), SHOAL_OK);
+	ck_assert_int_eq(sh_map_begin_move(&w, TID, 0, 2, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(map_set(tl_env, prev, &w), SHOAL_E_IN_USE);
+	ck_assert_msg(strstr(tl_msg, "being created") != NULL, "%s", tl_msg);
+	sh_map_fini(&w);
+	/* A split in place is no move. */
+	ck_assert_int_eq(sh_map_split(&m, TID, 0, 0x1000, 1, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(map_set(tl_env, prev, &m), SHOAL_OK);
+	prev = m.epoch;
+	/* ACTIVE: the move goes. */
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_index_activate(t, "Tab", "byX", tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_begin_move(&m, TID, 0x1000, 2, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(map_set(tl_env, prev, &m), SHOAL_OK);
+	prev = m.epoch;
+	/* Under way: no GSI is created. */
+	ck_assert_int_eq(create_gsi(tl_env, "byY"), SHOAL_E_IN_USE);
+	ck_assert_msg(strstr(tl_msg, "is moving") != NULL, "%s", tl_msg);
+	/* Done: it is. */
+	ck_assert_int_eq(sh_map_finish_move(&m, TID, 0x1000, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(map_set(tl_env, prev, &m), SHOAL_OK);
+	ck_assert_int_eq(create_gsi(tl_env, "byY"), SHOAL_OK);
+	sh_map_fini(&m);
+}
+END_TEST
+
 START_TEST(test_flag)
 {
 	uint64_t h = hash_of("a");
@@ -1022,7 +1216,9 @@ static Suite *parts_suite(void)
 	return tl_suite("parts", setup, teardown, 60,
 	                TL_TESTS(test_log_on_out, test_fence_refuses, test_ingest_maintains_indexes,
 	                         test_ingest_refusals, test_purge_to_away, test_own_splits_away,
-	                         test_abort, test_flag, test_copy_and_replay_random));
+	                         test_abort, test_flag, test_copy_and_replay_random,
+	                         test_backfill_serves_only_its_ranges,
+	                         test_moves_wait_for_backfills));
 }
 
 TL_MAIN(parts_suite)
