@@ -440,6 +440,21 @@ static void learn(struct node_mapsync *s)
 			          " learnt; its groups open without bootstrap",
 			          n->id, n->join ? "--join" : "a node answered born",
 			          sh_place_epoch(n->place));
+			/* A group being founded with this node a founder: it
+			 * may have founded it (and voted in it) before its data
+			 * directory was lost -- this process started with an
+			 * empty one -- so it never bootstraps it (node.c). */
+			for (uint32_t g = 0; g < n->group_cap; g++)
+				if (sh_place_is_founder(n->place, n->id, g)) {
+					n->unfounded[g] = true;
+					node_logf(
+					    NODE_LOG_WARN,
+					    "group %u: being founded with this node a founder, "
+					    "but this node started from an empty data "
+					    "directory (it may have founded the group before "
+					    "losing its data): not bootstrapped here",
+					    g);
+				}
 			atomic_store(&n->map_dirty, true);
 			return;
 		}

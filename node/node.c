@@ -327,12 +327,18 @@ static bool group_dir_exists(node *n, uint32_t gid)
  * node_status reports it "lost": group 0's executor (elastic.c) then removes
  * the replica from Raft and the map, and the planner re-creates it here or
  * elsewhere as a new non-voter, caught up before it votes.  A non-voter of
- * the map (a replica being added) opens empty: that is how it starts.
+ * the map (a replica being added) opens empty: that is how it starts.  So
+ * does a founder of a group being founded (it bootstraps: boots), unless
+ * this process started from an empty data directory and learnt the group
+ * as founding already (n->unfounded): it may have founded the group, and
+ * voted in it, before it lost its data.  (Group 0's executor removes such a
+ * replica once the other founders have elected a leader.)
  */
 static bool lost_replica(node *n, uint32_t gid)
 {
 	bool lost = !n->birth && sh_place_is_voter(n->place, n->id, gid) &&
-	            !sh_place_is_founder(n->place, n->id, gid) && !group_dir_exists(n, gid);
+	            (!sh_place_is_founder(n->place, n->id, gid) || n->unfounded[gid]) &&
+	            !group_dir_exists(n, gid);
 	if (lost && !atomic_load(&n->lost[gid]))
 		node_logf(NODE_LOG_WARN,
 		          "group %u: the cluster map has this node as a voter but it has no data "
@@ -355,16 +361,17 @@ bool node_group_lost(node *n, uint32_t gid)
  * being founded and this node has no data for it -- its founders all
  * bootstrap the map's voters, the one configuration the map allows while
  * it is founding.  raft_bootstrap refuses a group that has data, so a
- * founder restarting meanwhile keeps its log.  (A founder that lost its
- * directory before the executor marked the group founded would start it
- * again empty: that window is the seconds between creation and the first
- * leader.)
+ * founder restarting meanwhile keeps its log.  A founder that lost its
+ * directory before the executor marked the group founded comes back from an
+ * empty data directory, learns the map from the others with the group still
+ * founding, and does not bootstrap it (n->unfounded: lost_replica).
  */
 static bool boots(node *n, uint32_t gid)
 {
 	if (n->birth && !n->join)
 		return true;
-	return sh_place_is_founder(n->place, n->id, gid) && !group_dir_exists(n, gid);
+	return sh_place_is_founder(n->place, n->id, gid) && !group_dir_exists(n, gid) &&
+	       !n->unfounded[gid];
 }
 
 static void open_group(node *n, uint32_t gid)
@@ -577,7 +584,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	n->group_cap = sh_cluster_group_cap(n->conf);
 	n->groups = sh_calloc(n->group_cap, sizeof(*n->groups));
 	n->lost = sh_calloc(n->group_cap, sizeof(*n->lost));
-	if (n->groups == NULL || n->lost == NULL) {
+	n->unfounded = sh_calloc(n->group_cap, sizeof(*n->unfounded));
+	if (n->groups == NULL || n->lost == NULL || n->unfounded == NULL) {
 		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
 		goto err_after_alloc;
 	}
@@ -659,6 +667,7 @@ err_after_alloc:
 		close(n->lock_fd);
 	sh_free(n->groups);
 	sh_free(n->lost);
+	sh_free(n->unfounded);
 	sh_free(n);
 	return rc;
 }
@@ -717,5 +726,6 @@ void node_close(node *n)
 	node_logf(NODE_LOG_INFO, "node %u: stopped", n->id);
 	sh_free(n->groups);
 	sh_free(n->lost);
+	sh_free(n->unfounded);
 	sh_free(n);
 }

@@ -642,8 +642,12 @@ struct node {
 	struct node_mapsync *sync; /* mapsync.c */
 	struct node_grave *graves; /* loop: closed groups waiting to be freed */
 	atomic_bool *lost;         /* [group cap]: a voter here with no data (node.c) */
-	uint64_t cap_warned;       /* loop: the map epoch last checked for groups past the cap */
-	uint32_t group_cap;        /* sh_cluster_group_cap(conf): ids of groups[], lost[] */
+	/* [group cap] (loop): founding, with this node a founder, in the first
+	 * map it learnt from an empty data directory: never bootstrapped by
+	 * this process (mapsync.c, learn; node.c, lost_replica). */
+	bool *unfounded;
+	uint64_t cap_warned; /* loop: the map epoch last checked for groups past the cap */
+	uint32_t group_cap;  /* sh_cluster_group_cap(conf): ids of groups[], lost[] */
 
 	enum node_state state; /* loop */
 	atomic_bool stopping;  /* state != RUNNING, for other threads */

@@ -17,6 +17,10 @@
  *    of the table moved out of;
  *  - case founder: a founder dead (SIGKILL) when add-group runs; the others
  *    found the group, and the founder restarted comes back into it;
+ *  - case founder_wiped: a founder that comes back from an empty data
+ *    directory while its group is still being founded does not bootstrap
+ *    it (it may have founded it before losing its data); its replica is
+ *    re-created once the others have founded the group;
  *  - case auto: with [cluster] auto_groups, a cluster grown 3 -> 5 nodes
  *    under a writer gets groups 4 and 5 from group 0's executor, each given
  *    a partition of the table.
@@ -343,6 +347,52 @@ START_TEST(test_founder_killed)
 }
 END_TEST
 
+/* A founder that comes back from an empty data directory while its group
+ * is still being founded: it may have founded the group (and voted in it)
+ * before it lost its data, so it must not bootstrap it again.  Four nodes:
+ * group 0 lives on nodes 1-3; group 4 is made with founders 3, 4 and 1
+ * while nodes 3 and 4 are down, so node 1 alone bootstraps it and it stays
+ * founding; node 3's directory is deleted and node 3 started: it reports
+ * the group lost instead of bootstrapping it; node 4 starts and founds it
+ * with node 1; node 3's replica is then removed and re-created, caught up
+ * before it votes. */
+START_TEST(test_founder_wiped)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ck_assert_msg(tl_cluster_up_opts(&C, 4, 1, 4, NULL), "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	tl_parts_init(&P, &C, "none");
+	int64_t t0 = tl_items_now_ms();
+	ck_assert(tl_cluster_stop_node(&C, 3, true));
+	ck_assert(tl_cluster_stop_node(&C, 4, true));
+	tl_parts_admin(&P, "admin add-group --group-id 4 --nodes 3,4,1 --no-wait");
+	bool founding = false;
+	ck_assert_int_eq(map_voters(4, &founding), 3);
+	ck_assert(founding);
+	ck_assert_int_eq(tl_sh("rm -rf '%s/node-3'", C.dir), 0);
+	ck_assert(tl_cluster_start_node(&C, 3));
+	const char *warned = "group 4: being founded with this node a founder, but this node "
+	                     "started from an empty data directory";
+	for (int64_t until = tl_items_now_ms() + 60000; tl_cluster_log_count(&C, 3, warned) == 0;
+	     usleep(100000))
+		ck_assert_msg(tl_items_now_ms() < until,
+		              "node 3 never said it would not found group 4");
+	ck_assert(map_voters(4, &founding) == 3 && founding);
+	ck_assert(tl_cluster_start_node(&C, 4));
+	for (int64_t until = tl_items_now_ms() + 180000; !whole(4, 3); usleep(200000))
+		ck_assert_msg(tl_items_now_ms() < until,
+		              "group 4 not whole (3 caught-up voters) within 180 s");
+	ck_assert_int_eq(tl_cluster_log_count(&C, 3, "group 4: a new group founded here"), 0);
+	printf("founder wiped: group 4 founded by nodes 1 and 4, node 3's replica re-created: "
+	       "%lld ms\n",
+	       (long long)(tl_items_now_ms() - t0));
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+END_TEST
+
 /* Whether every data group of the map is founded, groups 4 and 5 exist,
  * and each of them serves a partition of the table with no move pending. */
 static bool grown(int *n_data)
@@ -413,6 +463,10 @@ static Suite *groups_suite(void)
 	tcase_set_timeout(tf, 900);
 	tcase_add_test(tf, test_founder_killed);
 	suite_add_tcase(s, tf);
+	TCase *tw = tcase_create("founder_wiped");
+	tcase_set_timeout(tw, 900);
+	tcase_add_test(tw, test_founder_wiped);
+	suite_add_tcase(s, tw);
 	TCase *ta = tcase_create("auto");
 	tcase_set_timeout(ta, 900);
 	tcase_add_test(ta, test_auto_groups);
