@@ -816,6 +816,9 @@ int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, uint8_t *was, char *
 typedef struct ingest_state {
 	bool found, owned;
 	uint64_t attempt;
+	/* The table's next_index_id here at the attempt's reset: indexes with
+	 * an id at or above it were created since (UINT32_MAX: not known). */
+	uint32_t next_index;
 } ingest_state;
 
 static int ingest_get(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, ingest_state *s,
@@ -830,21 +833,24 @@ static int ingest_get(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, in
 		return SHOAL_OK;
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_get(meta ingest)", errmsg);
-	if (v.mv_size != PT_ING_VAL)
+	if (v.mv_size != PT_ING_VAL && v.mv_size != PT_ING_V1)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt partition ingest record");
 	s->found = true;
 	s->attempt = st_get_be64(v.mv_data);
 	s->owned = ((const uint8_t *)v.mv_data)[8] != 0;
+	s->next_index =
+	    v.mv_size == PT_ING_VAL ? st_get_be32((const uint8_t *)v.mv_data + 9) : UINT32_MAX;
 	return SHOAL_OK;
 }
 
 static int ingest_put(st_txn *txn, uint32_t table, uint64_t lo, uint64_t attempt, bool owned,
-                      char *errmsg)
+                      uint32_t next_index, char *errmsg)
 {
 	uint8_t kb[PT_KEY], v[PT_ING_VAL];
 	st_part_key(kb, PT_INGEST, table, lo);
 	st_put_be64(v, attempt);
 	v[8] = owned ? 1 : 0;
+	st_put_be32(v + 9, next_index);
 	return meta_put(txn, kb, sizeof(kb), v, sizeof(v), "mdb_put(meta ingest)", errmsg);
 }
 
@@ -894,15 +900,20 @@ static int only_away(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, cons
 	return SHOAL_OK;
 }
 
-/* A GSI of table being created when a range of it becomes this group's:
- * its backfill here passed over the range while it was AWAY (index_meta.c:
- * items not served here are not indexed from here), so it reads the table
- * again from its start -- the range's items included.  (Created before the
- * move began, the source indexed them: a move and a backfill of one table
- * do not overlap, st_cluster_map_moving; created after the map's cutover
- * and before this own, no one has.)  Upserts of current items: reading
- * again is harmless. */
-static int backfills_again(st_txn *txn, uint32_t table, char *errmsg)
+/* The GSIs of table that may lack the items of a range becoming this
+ * group's: their backfill here passed over the range while it was AWAY
+ * (index_meta.c: items not served here are not indexed from here), and the
+ * source did not index them if the index was created after the move began
+ * -- that is, after the map's cutover, since group 0 refuses one while the
+ * move is under way (st_cluster_map_moving).  Such an index has an id at or
+ * above next_index, the table's next id here at this attempt's reset (an
+ * index known here then was ACTIVE before the move began: moves wait for
+ * backfills, so the source indexed the range), or is still being created.
+ * Its backfill reads the table again from its start, the range included --
+ * also for an index already ACTIVE (activated before this own: its entries
+ * for the range appear once the backfill has passed them).  Upserts of
+ * current items: reading again is harmless. */
+static int backfills_again(st_txn *txn, uint32_t table, uint32_t next_index, char *errmsg)
 {
 	sh_arena a;
 	sh_arena_init(&a);
@@ -911,7 +922,8 @@ static int backfills_again(st_txn *txn, uint32_t table, char *errmsg)
 	int rc = table_by_id(txn, table, &a, &t, &found, errmsg);
 	for (uint32_t k = 0; rc == SHOAL_OK && found && k < t.def.n_indexes; k++) {
 		const st_index_def *x = &t.def.indexes[k];
-		if (x->local || x->status != ST_INDEX_CREATING)
+		if (x->local || x->status == ST_INDEX_DELETING ||
+		    (x->status != ST_INDEX_CREATING && x->id < next_index))
 			continue;
 		st_ix_state s;
 		rc = st_ix_state_get(txn->txn, txn->env, table, x->id, &s, errmsg);
@@ -951,9 +963,9 @@ int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t 
 		return rc == SHOAL_E_IN_USE ? rc : fail(txn, rc, errmsg);
 	rc = away_carve(txn, table, lo, hi, &c, errmsg);
 	if (rc == SHOAL_OK)
-		rc = ingest_put(txn, table, lo, attempt, true, errmsg);
+		rc = ingest_put(txn, table, lo, attempt, true, s.next_index, errmsg);
 	if (rc == SHOAL_OK)
-		rc = backfills_again(txn, table, errmsg);
+		rc = backfills_again(txn, table, s.next_index, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
 	*owned_now = true;
@@ -1066,7 +1078,8 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 		if (rc == SHOAL_OK)
 			rc = delete_range(txn, table, lo, hi, 0, a, &more, errmsg);
 		if (rc == SHOAL_OK)
-			rc = ingest_put(txn, table, lo, attempt, false, errmsg);
+			rc =
+			    ingest_put(txn, table, lo, attempt, false, t.def.next_index_id, errmsg);
 	}
 	bool raw = txn->part_raw;
 	txn->part_raw = true;

@@ -36,7 +36,11 @@
  *   0x05 'N' | table (4) | lo (8)            -> u64 last log seq (absent: 0)
  *   0x05 'I' | table (4) | lo (8)            -> target side: attempt (8) of
  *                                               the latest ingest reset |
- *                                               owned (1): st_part_own took it
+ *                                               owned (1): st_part_own took it |
+ *                                               the table's next index id
+ *                                               here at that reset (4; absent
+ *                                               in records written before
+ *                                               2026-11-27)
  *   0x05 'W' | table (4) | lo (8)            -> n x txn id (16): transactions
  *                                               prepared when the range went
  *                                               OUT (until its fence)
@@ -155,8 +159,10 @@ int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, uint8_t *was, char *
  * the same attempt is SHOAL_OK and changes nothing.  SHOAL_E_IN_USE if an
  * OUT or FENCED record overlaps the range.  *owned_now: this call marked the
  * attempt owned (false for a repeated own, or on error).  The backfill of
- * each GSI of the table being created starts again from the table's start
- * (it passed over the range while it was not owned). */
+ * each GSI of the table being created, or created since the attempt's reset
+ * (ACTIVE or not), starts again from the table's start: it passed over the
+ * range while it was not owned, and the source did not index the range for
+ * an index created after the move began. */
 int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
                 bool *owned_now, char *errmsg);
 

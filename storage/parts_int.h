@@ -22,7 +22,8 @@
 #define PT_KEY     14  /* 0x05 | kind | table (4) | lo (8) */
 #define PT_LOG_KEY 22  /* ... | seq (8) */
 #define PT_REC_VAL 21  /* hi (8) | state (1) | to_group (4) | attempt (8) */
-#define PT_ING_VAL 9   /* attempt (8) | owned (1) */
+#define PT_ING_VAL 13  /* attempt (8) | owned (1) | next index id at the reset (4) */
+#define PT_ING_V1  9   /* a record from before 2026-11-27: no index id */
 
 /* 0x05 | kind | table | lo. */
 static inline void st_part_key(uint8_t k[PT_KEY], char kind, uint32_t table, uint64_t lo)

@@ -968,23 +968,41 @@ START_TEST(test_backfill_serves_only_its_ranges)
 	ck_assert_uint_eq(backfill_all(tl_env, add_creating_gsi(tl_env)), 20);
 
 	/* Target: the copy is there, refused until owned; its backfill
-	 * indexes none of it. */
+	 * indexes none of it -- nor that of an index created (after the map's
+	 * cutover) and even activated before the own. */
 	uint16_t tid = add_creating_gsi(tgt);
 	ck_assert_uint_eq(backfill_all(tgt, tid), 0);
+	uint16_t early = add_creating_gsi(tgt);
+	ck_assert_uint_eq(backfill_all(tgt, early), 0);
+	char early_name[16];
+	snprintf(early_name, sizeof(early_name), "byH%u", early);
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(tgt, &t, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_index_activate(t, "Tab", early_name, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
 	st_index_progress *p;
 	uint32_t n;
 	ck_assert_int_eq(st_index_progress_list(tgt, &tl_arena, &p, &n, tl_msg), SHOAL_OK);
 	for (uint32_t i = 0; i < n; i++)
 		if (p[i].index_id == tid)
 			ck_assert(p[i].backfill_done);
-	/* Owned: the backfill reads the table again, the range included. */
+	/* Owned: both backfills read the table again, the range included; the
+	 * index the table had before the move began (byG, ACTIVE) does not:
+	 * the source indexed the range for it. */
 	ck_assert_int_eq(p_own(tgt, lo, hi, 5), SHOAL_OK);
 	ck_assert(owned_now);
 	ck_assert_int_eq(st_index_progress_list(tgt, &tl_arena, &p, &n, tl_msg), SHOAL_OK);
-	for (uint32_t i = 0; i < n; i++)
-		if (p[i].index_id == tid)
-			ck_assert(!p[i].backfill_done);
+	int seen = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (p[i].local)
+			continue;
+		seen++;
+		ck_assert_msg(p[i].backfill_done == (strcmp(p[i].index, "byG") == 0), "%s",
+		              p[i].index);
+	}
+	ck_assert_int_eq(seen, 3);
 	ck_assert_uint_eq(backfill_all(tgt, tid), 10);
+	ck_assert_uint_eq(backfill_all(tgt, early), 10);
 	/* The same own again changes nothing. */
 	ck_assert_int_eq(p_own(tgt, lo, hi, 5), SHOAL_OK);
 	ck_assert(!owned_now);
