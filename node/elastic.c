@@ -1123,7 +1123,8 @@ static void plan_view(const node_elastic *e, const sh_plan_group_load *gl,
 
 /* Whether table has a GSI being created, as group 0's catalog (this
  * leader's replica) has it: its partitions do not move until the index is
- * ACTIVE (group 0 refuses such a map: st_cluster_map_moving), so the
+ * ACTIVE (group 0 refuses a map that begins such a move: storage/
+ * clustermap.c, moves_allowed), so the
  * planner's split into another group or move of it waits, logged once a
  * minute.  A split in place moves nothing and goes on. */
 static bool waits_for_gsi(node_elastic *e, uint32_t table)

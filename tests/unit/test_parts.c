@@ -17,6 +17,7 @@
 #include "storage/engine.h"
 #include "storage/index.h"
 #include "storage/parts.h"
+#include "storage/parts_int.h"
 #include "storage/read.h"
 #include "storage/snapshot.h"
 #include "tests/lib/testlib.h"
@@ -1010,6 +1011,39 @@ START_TEST(test_backfill_serves_only_its_ranges)
 }
 END_TEST
 
+/* A target's ingest record written before 2026-11-27 (9 bytes: attempt,
+ * owned; no next index id) is still read, and at its own only the indexes
+ * being created start their backfill again (none is known to be new). */
+START_TEST(test_own_with_an_old_ingest_record)
+{
+	uint64_t lo, hi;
+	thirty_items(&lo, &hi);
+	uint64_t log_last;
+	copy_all(lo, hi, 5, &log_last); /* into the target, attempt 5 */
+	uint16_t creating = add_creating_gsi(tgt);
+	uint16_t active = add_creating_gsi(tgt);
+	char name[16];
+	snprintf(name, sizeof(name), "byH%u", active);
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(tgt, &t, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_index_activate(t, "Tab", name, tl_msg), SHOAL_OK);
+	/* The record as the old code wrote it. */
+	uint8_t kb[PT_KEY], v[PT_ING_V1];
+	st_part_key(kb, PT_INGEST, TID, lo);
+	st_put_be64(v, 5);
+	v[8] = 0;
+	MDB_val k = {sizeof(kb), kb}, val = {sizeof(v), v};
+	ck_assert_int_eq(mdb_put(t->txn, tgt->meta, &k, &val, 0), 0);
+	ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
+	ck_assert_uint_eq(backfill_all(tgt, creating), 0);
+	ck_assert_uint_eq(backfill_all(tgt, active), 0);
+	ck_assert_int_eq(p_own(tgt, lo, hi, 5), SHOAL_OK);
+	ck_assert(owned_now);
+	ck_assert_uint_eq(backfill_all(tgt, creating), 10);
+	ck_assert_uint_eq(backfill_all(tgt, active), 0);
+}
+END_TEST
+
 /* Group 0's map change, e standing in for group 0. */
 static int map_set(st_env *e, uint64_t prev, const sh_map *m)
 {
@@ -1231,12 +1265,12 @@ END_TEST
 
 static Suite *parts_suite(void)
 {
-	return tl_suite("parts", setup, teardown, 60,
-	                TL_TESTS(test_log_on_out, test_fence_refuses, test_ingest_maintains_indexes,
-	                         test_ingest_refusals, test_purge_to_away, test_own_splits_away,
-	                         test_abort, test_flag, test_copy_and_replay_random,
-	                         test_backfill_serves_only_its_ranges,
-	                         test_moves_wait_for_backfills));
+	return tl_suite(
+	    "parts", setup, teardown, 60,
+	    TL_TESTS(test_log_on_out, test_fence_refuses, test_ingest_maintains_indexes,
+	             test_ingest_refusals, test_purge_to_away, test_own_splits_away, test_abort,
+	             test_flag, test_copy_and_replay_random, test_backfill_serves_only_its_ranges,
+	             test_moves_wait_for_backfills, test_own_with_an_old_ingest_record));
 }
 
 TL_MAIN(parts_suite)
