@@ -180,6 +180,23 @@ static int log_total(const char *needle)
 	return n;
 }
 
+/* UpdateTable creating GSI `name` of the table (on attribute l, KEYS_ONLY):
+ * libshoal's result, *err on failure. */
+static int create_gsi(const char *name, shoal_error *err)
+{
+	char body[512], *out = NULL;
+	snprintf(body, sizeof(body),
+	         "{\"TableName\":\"" TABLE "\",\"AttributeDefinitions\":[{\"AttributeName\":"
+	         "\"l\",\"AttributeType\":\"N\"}],\"GlobalSecondaryIndexUpdates\":[{"
+	         "\"Create\":{\"IndexName\":\"%s\",\"KeySchema\":[{\"AttributeName\":"
+	         "\"l\",\"KeyType\":\"HASH\"}],\"Projection\":{\"ProjectionType\":"
+	         "\"KEYS_ONLY\"}}}]}",
+	         name);
+	int rc = shoal_call_json(client, "UpdateTable", body, &out, err);
+	shoal_free(out);
+	return rc;
+}
+
 static void run_case(const chaos_case *cc)
 {
 	tl_part part;
@@ -254,17 +271,8 @@ static void run_case(const chaos_case *cc)
 	/* While the move is under way no GSI of the table is created (its
 	 * backfill would index items that are moving): ResourceInUse. */
 	if (cc->at == AT_FENCED) {
-		char *out = NULL;
 		shoal_error err;
-		int rc = shoal_call_json(
-		    client, "UpdateTable",
-		    "{\"TableName\":\"" TABLE "\",\"AttributeDefinitions\":[{\"AttributeName\":"
-		    "\"l\",\"AttributeType\":\"N\"}],\"GlobalSecondaryIndexUpdates\":[{"
-		    "\"Create\":{\"IndexName\":\"busy\",\"KeySchema\":[{\"AttributeName\":"
-		    "\"l\",\"KeyType\":\"HASH\"}],\"Projection\":{\"ProjectionType\":"
-		    "\"KEYS_ONLY\"}}}]}",
-		    &out, &err);
-		shoal_free(out);
+		int rc = create_gsi("busy", &err);
 		ck_assert_msg(
 		    rc != SHOAL_OK && strcmp(err.exception, "ResourceInUseException") == 0 &&
 		        strstr(err.message, "is moving") != NULL,
@@ -334,17 +342,8 @@ static void gsi_holds_moves(void)
 {
 	char *out = NULL;
 	shoal_error err;
-	ck_assert_msg(
-	    shoal_call_json(client, "UpdateTable",
-	                    "{\"TableName\":\"" TABLE
-	                    "\",\"AttributeDefinitions\":[{\"AttributeName\":"
-	                    "\"l\",\"AttributeType\":\"N\"}],\"GlobalSecondaryIndexUpdates\":[{"
-	                    "\"Create\":{\"IndexName\":\"late\",\"KeySchema\":[{\"AttributeName\":"
-	                    "\"l\",\"KeyType\":\"HASH\"}],\"Projection\":{\"ProjectionType\":"
-	                    "\"KEYS_ONLY\"}}}]}",
-	                    &out, &err) == SHOAL_OK,
-	    "UpdateTable: %s: %s", err.exception, err.message);
-	shoal_free(out);
+	ck_assert_msg(create_gsi("late", &err) == SHOAL_OK, "UpdateTable: %s: %s", err.exception,
+	              err.message);
 	tl_part part;
 	ck_assert(tl_parts_of(&P, 0, &part));
 	int to = part.group % DATA + 1;
