@@ -738,6 +738,14 @@ static int reply_status(const shoal_client *c, nng_msg *m)
 	return st;
 }
 
+/* A lone call's exchange ended with rv (WIRE_LANE_*): "Stalled
+ * connections" (proto/lanes.h), as the lanes do. */
+static void note_exchange(shoal_client *c, int rv)
+{
+	if (wire_stall_note(&c->stall, rv, WIRE_LANE_STALL_MS))
+		sh_dial_renew(c->sock);
+}
+
 static void on_sent(op *o, int rv)
 {
 	if (rv == 0) {
@@ -755,6 +763,7 @@ static void on_sent(op *o, int rv)
 	if (m != NULL)
 		nng_msg_free(m);
 	if (rv == NNG_ETIMEDOUT) {
+		note_exchange(o->c, WIRE_LANE_UNREACHABLE);
 		if (shoal_connected(o->c) == 0)
 			finish_connect_error(o);
 		else if (remaining(o) <= 0)
@@ -776,6 +785,7 @@ static void on_sent(op *o, int rv)
  * no thread sleeps, whether the caller blocks or polls. */
 static void op_answered(op *o, nng_msg *m)
 {
+	note_exchange(o->c, WIRE_LANE_OK);
 	sh_retry *r = &o->retry;
 	bool unavailable_left = r->attempts + 1 < r->max_attempts;
 	bool throttle_left = r->throttled < r->throttle_max;
@@ -803,9 +813,10 @@ static void op_answered(op *o, nng_msg *m)
 static void on_received(op *o, int rv)
 {
 	if (rv != 0) {
-		if (rv == NNG_ETIMEDOUT)
+		if (rv == NNG_ETIMEDOUT) {
+			note_exchange(o->c, WIRE_LANE_TIMEOUT);
 			finish_timeout(o);
-		else if (rv == NNG_ECLOSED)
+		} else if (rv == NNG_ECLOSED)
 			op_finish(o, SHOAL_E_UNAVAILABLE, SHOAL_SRC_LOCAL, "the client is closing");
 		else
 			op_finish(o, nng_code(rv), SHOAL_SRC_LOCAL, "receiving an answer: %s",

@@ -263,9 +263,16 @@ static void sc_free(void *chan)
 	sh_free(s);
 }
 
+static void sc_renew(void *impl)
+{
+	shoal_client *c = impl;
+	c->nng_io.renew(c->nng_io.impl);
+}
+
 void lib_signing_io(shoal_client *c)
 {
 	c->io.impl = c;
+	c->io.renew = sc_renew;
 	c->io.open = sc_open;
 	c->io.send = sc_send;
 	c->io.stop = sc_stop;

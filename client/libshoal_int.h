@@ -152,6 +152,9 @@ struct shoal_client {
 	wire_lane_io io;
 	wire_lanes lanes;
 	bool lanes_on;
+	/* Lone calls' "Stalled connections" (proto/lanes.h): their sends that
+	 * find no room and answers that do not come renew the connections. */
+	wire_stall stall;
 };
 
 /* shoal_client_new: finds the credentials (shoal.h's order, with

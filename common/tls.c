@@ -83,6 +83,17 @@ typedef struct kept {
 	int quiet;         /* looks in a row without a connection or activity */
 } kept;
 
+/* Sockets whose connections sh_dial_renew was asked to renew, taken by the
+ * keeper thread (which it wakes).  Its own lock, never held while calling
+ * nng: sh_dial_renew is called from nng's callbacks, and the keeper holds
+ * keeper_mu while it closes dialers (whose pipes' ends run callbacks). */
+#define RENEW_MAX 64
+static pthread_mutex_t renew_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t renew_cv;       /* (renew_mu) once renew_ready */
+static bool renew_ready;              /* (renew_mu) renew_cv made */
+static uint32_t renew_ids[RENEW_MAX]; /* (renew_mu) socket ids */
+static uint32_t n_renew;              /* (renew_mu) */
+
 static pthread_mutex_t keeper_mu = PTHREAD_MUTEX_INITIALIZER;
 static kept *keeper_list;   /* (keeper_mu) */
 static bool keeper_running; /* (keeper_mu) */
@@ -143,6 +154,62 @@ static nng_stat *find_dialer(nng_stat *all, nng_dialer d)
 	return find_scope(all, "dialer", (uint32_t)nng_dialer_id(d));
 }
 
+static void drop_kept(kept *k)
+{
+	if (k->cfg != NULL)
+		nng_tls_config_free(k->cfg);
+	sh_free(k);
+}
+
+/* Closes k's dialer and dials again on the same socket, URL and
+ * configuration (keeper_mu held); tells the log why (unless the socket is
+ * closing). */
+static void replace(kept *k, const char *why)
+{
+	nng_dialer nd;
+	nng_dialer_close(k->d);
+	int rv = dial(k->sock, k->url, k->cfg, NNG_FLAG_NONBLOCK, &nd);
+	if (rv == 0) {
+		k->d = nd;
+		atomic_fetch_add_explicit(&keeper_redials, 1, memory_order_relaxed);
+	}
+	void (*log)(const char *) = atomic_load(&keeper_log);
+	if (log != NULL && rv != NNG_ECLOSED) {
+		char msg[640];
+		snprintf(msg, sizeof(msg), "dialer of %s %s: %s", k->url, why,
+		         rv == 0 ? "dialling again" : nng_strerror(rv));
+		log(msg);
+	}
+	/* (A failed dial: the socket is closing; the next look finds no
+	 * dialer and lets it go.)  A new dialer's statistics start at 0. */
+	k->quiet = 0;
+	k->activity = 0;
+}
+
+/* The renewals asked for sockets ids[0..n) (keeper_mu held): each of their
+ * kept dialers that has a connection is replaced -- that connection is the
+ * stalled one.  One without a connection is dialling already (or is the
+ * quiet rule's).  true to go on. */
+static bool keeper_renew(const uint32_t *ids, uint32_t n)
+{
+	nng_stat *all;
+	if (nng_stats_get(&all) != 0)
+		return false;
+	for (kept *k = keeper_list; k != NULL; k = k->next) {
+		bool asked = false;
+		for (uint32_t i = 0; i < n && !asked; i++)
+			asked = ids[i] == (uint32_t)k->sock.id;
+		nng_stat *ds = asked ? find_dialer(all, k->d) : NULL;
+
+		if (ds != NULL && stat_of(ds, "pipes") > 0)
+			replace(k, "has a connection that stopped carrying messages (its sends "
+			           "found no room and got no answer: a peer gone without closing "
+			           "it, or a cut network); closed it");
+	}
+	nng_stats_free(all);
+	return true;
+}
+
 /* One look at every kept dialer (keeper_mu held).  true to go on looking. */
 static bool keeper_look(void)
 {
@@ -154,8 +221,7 @@ static bool keeper_look(void)
 		nng_stat *ds = find_dialer(all, k->d);
 		if (ds == NULL) { /* closed by its owner, or with its socket */
 			*pp = k->next;
-			nng_tls_config_free(k->cfg);
-			sh_free(k);
+			drop_kept(k);
 			continue;
 		}
 		uint64_t pipes = stat_of(ds, "pipes");
@@ -169,31 +235,17 @@ static bool keeper_look(void)
 			k->quiet = 0;
 		} else if (++k->quiet >= SH_DIAL_KEEP_LOOKS) {
 			/* No connection, and nothing at all for that long: nng
-			 * stopped the dialer, or its negotiation hangs. */
-			nng_dialer nd;
-			nng_dialer_close(k->d);
-			int rv = dial(k->sock, k->url, k->cfg, NNG_FLAG_NONBLOCK, &nd);
-			if (rv == 0) {
-				k->d = nd;
-				atomic_fetch_add_explicit(&keeper_redials, 1, memory_order_relaxed);
-			}
-			void (*log)(const char *) = atomic_load(&keeper_log);
-			if (log != NULL && rv != NNG_ECLOSED) {
-				char msg[512];
-				snprintf(
-				    msg, sizeof(msg),
-				    "dialer of %s had no connection and did nothing for %d ms (nng "
-				    "1.5.2: a TLS negotiation the server closed stops or hangs a "
-				    "dialer, nanomsg/nng#1518): %s",
-				    k->url, SH_DIAL_KEEP_LOOKS * SH_DIAL_KEEP_MS,
-				    rv == 0 ? "dialling again" : nng_strerror(rv));
-				log(msg);
-			}
-			/* (A failed dial: the socket is closing; the next look
-			 * finds no dialer and lets it go.)  A new dialer's
-			 * statistics start at 0. */
-			k->quiet = 0;
-			activity = 0;
+			 * stopped the dialer, its negotiation hangs, or its TCP
+			 * connect does (a SYN dropped by a cut network is sent
+			 * again only after seconds, doubling). */
+			char why[160];
+			snprintf(why, sizeof(why),
+			         "had no connection and did nothing for %d ms (a connect that "
+			         "hangs, or nng 1.5.2's TLS negotiation, nanomsg/nng#1518)",
+			         SH_DIAL_KEEP_LOOKS * SH_DIAL_KEEP_MS);
+			replace(k, why); /* (its activity starts again at 0) */
+			pp = &k->next;
+			continue;
 		}
 		k->activity = activity;
 		pp = &k->next;
@@ -202,49 +254,70 @@ static bool keeper_look(void)
 	return true;
 }
 
+/* Looks every SH_DIAL_KEEP_MS; renews as soon as asked. */
 static void *keeper_main(void *arg)
 {
 	(void)arg;
+	int64_t next_look = sh_now_ms() + SH_DIAL_KEEP_MS;
 	for (;;) {
-		struct timespec ts = {SH_DIAL_KEEP_MS / 1000, (SH_DIAL_KEEP_MS % 1000) * 1000000L};
-		nanosleep(&ts, NULL);
+		uint32_t ids[RENEW_MAX], n;
+		pthread_mutex_lock(&renew_mu);
+		for (int64_t left; n_renew == 0 && (left = next_look - sh_now_ms()) > 0;) {
+			struct timespec ts;
+			sh_timespec_in(CLOCK_MONOTONIC, left, &ts);
+			pthread_cond_timedwait(&renew_cv, &renew_mu, &ts);
+		}
+		n = n_renew;
+		memcpy(ids, renew_ids, n * sizeof(ids[0]));
+		n_renew = 0;
+		pthread_mutex_unlock(&renew_mu);
+		bool look = sh_now_ms() >= next_look;
 		pthread_mutex_lock(&keeper_mu);
-		bool go_on = keeper_look();
+		bool go_on = (n == 0 || keeper_renew(ids, n)) && (!look || keeper_look());
 		if (!go_on) { /* for good: dialers are left as nng made them */
 			keeper_off = true;
 			while (keeper_list != NULL) {
 				kept *k = keeper_list;
 				keeper_list = k->next;
-				nng_tls_config_free(k->cfg);
-				sh_free(k);
+				drop_kept(k);
 			}
 		}
 		pthread_mutex_unlock(&keeper_mu);
 		if (!go_on)
 			return NULL;
+		if (look)
+			next_look = sh_now_ms() + SH_DIAL_KEEP_MS;
 	}
 }
 
-/* Registers d (a started non-blocking TLS dialer of sock).  Out of memory,
- * or no thread: the dialer is left as nng made it. */
-static void keep(nng_socket sock, nng_dialer d, const char *url, nng_tls_config *cfg)
+/* Registers d (a started non-blocking dialer of sock; cfg NULL for a plain
+ * URL).  NNG_ENOMEM when out of memory; without a thread (or nng's
+ * statistics) the dialer is left as nng made it. */
+static int keep(nng_socket sock, nng_dialer d, const char *url, nng_tls_config *cfg)
 {
 	kept *k = sh_calloc(1, sizeof(*k));
-	if (k == NULL || snprintf(k->url, sizeof(k->url), "%s", url) >= (int)sizeof(k->url)) {
+	if (k == NULL)
+		return NNG_ENOMEM;
+	if (snprintf(k->url, sizeof(k->url), "%s", url) >= (int)sizeof(k->url)) {
 		sh_free(k);
-		return;
+		return 0; /* (no URL of ours is that long) */
 	}
 	k->sock = sock;
 	k->d = d;
-	k->cfg = cfg;
-	nng_tls_config_hold(cfg);
+	k->cfg = sh_tls_is_tls(url) ? cfg : NULL;
+	if (k->cfg != NULL)
+		nng_tls_config_hold(k->cfg);
 	pthread_mutex_lock(&keeper_mu);
 	if (!keeper_running && !keeper_off) {
+		pthread_mutex_lock(&renew_mu);
+		if (!renew_ready)
+			renew_ready = sh_cond_init_monotonic(&renew_cv) == 0;
+		pthread_mutex_unlock(&renew_mu);
 		pthread_t th;
 		pthread_attr_t a;
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		keeper_running = pthread_create(&th, &a, keeper_main, NULL) == 0;
+		keeper_running = renew_ready && pthread_create(&th, &a, keeper_main, NULL) == 0;
 		pthread_attr_destroy(&a);
 	}
 	if (keeper_running && !keeper_off) {
@@ -253,19 +326,32 @@ static void keep(nng_socket sock, nng_dialer d, const char *url, nng_tls_config 
 		k = NULL;
 	}
 	pthread_mutex_unlock(&keeper_mu);
-	if (k != NULL) {
-		nng_tls_config_free(k->cfg);
-		sh_free(k);
-	}
+	if (k != NULL)
+		drop_kept(k);
+	return 0;
 }
 
 int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags)
 {
 	nng_dialer d;
 	int rv = dial(sock, url, cfg, flags, &d);
-	if (rv == 0 && sh_tls_is_tls(url) && (flags & NNG_FLAG_NONBLOCK) != 0)
-		keep(sock, d, url, cfg);
+	if (rv == 0 && (flags & NNG_FLAG_NONBLOCK) != 0 && (rv = keep(sock, d, url, cfg)) != 0)
+		nng_dialer_close(d);
 	return rv;
+}
+
+void sh_dial_renew(nng_socket sock)
+{
+	pthread_mutex_lock(&renew_mu);
+	if (renew_ready) {
+		bool asked = false;
+		for (uint32_t i = 0; i < n_renew && !asked; i++)
+			asked = renew_ids[i] == (uint32_t)sock.id;
+		if (!asked && n_renew < RENEW_MAX) /* (full: the owner asks again) */
+			renew_ids[n_renew++] = (uint32_t)sock.id;
+		pthread_cond_signal(&renew_cv);
+	}
+	pthread_mutex_unlock(&renew_mu);
 }
 
 uint32_t sh_tls_dials_refused(nng_socket sock)

@@ -124,18 +124,23 @@ bool sh_tls_is_tls(const char *url);
  * node killed or stopping, a listener its guard restarted),
  * dialer_connect_cb takes that for the dialer's own close and never dials
  * again, so the socket stays without a connection for good; or its
- * negotiation waits for ever for a close the TLS layer never reports.  So
- * sh_tls_dial of a tls+ URL with NNG_FLAG_NONBLOCK (a dialer that
- * reconnects by itself) registers the dialer with a process-wide keeper
- * thread: every SH_DIAL_KEEP_MS it reads nng's statistics of each
- * registered dialer, and one that had no connection and did nothing at all
- * (no connection, refusal, timeout or error counted) for SH_DIAL_KEEP_LOOKS
- * looks in a row is replaced: closed, and dialled again on the same socket
- * with the same URL and configuration (held meanwhile).  A live dialer
- * retries at least every NNG_OPT_RECONNMAXT (ours: at most 1 s), so only
- * a TCP connect or a handshake taking that long is replaced as well (a new
- * attempt).  A dialer closed by its owner (or with its socket) leaves the
- * register at the next look. */
+ * negotiation waits for ever for a close the TLS layer never reports.  And
+ * a TCP connect whose SYN a cut network dropped is sent again only after
+ * 1, 3, 7, 15, ... s.  So sh_tls_dial with NNG_FLAG_NONBLOCK (a dialer that
+ * reconnects by itself), of a tls+ URL or a plain one, registers the
+ * dialer with a process-wide keeper thread: every SH_DIAL_KEEP_MS it reads
+ * nng's statistics of each registered dialer, and one that had no
+ * connection and did nothing at all (no connection, refusal, timeout or
+ * error counted) for SH_DIAL_KEEP_LOOKS looks in a row is replaced: closed,
+ * and dialled again on the same socket with the same URL and configuration
+ * (held meanwhile).  A live dialer retries at least every
+ * NNG_OPT_RECONNMAXT (ours: at most 1 s), so only a TCP connect or a
+ * handshake taking that long is replaced as well (a new attempt).  A
+ * dialer closed by its owner (or with its socket) leaves the register at
+ * the next look.
+ *
+ * The keeper also replaces, when asked (sh_dial_renew), a dialer whose
+ * connection stopped carrying messages: see there. */
 #define SH_DIAL_KEEP_MS    2000
 #define SH_DIAL_KEEP_LOOKS 2
 int sh_tls_listen(nng_socket sock, const char *url, nng_tls_config *cfg, nng_listener *out);
@@ -144,6 +149,21 @@ int sh_tls_dial(nng_socket sock, const char *url, nng_tls_config *cfg, int flags
  * and have had a connection refused (their server is down: nothing is
  * listening there).  0 without nng statistics. */
 uint32_t sh_tls_dials_refused(nng_socket sock);
+/*
+ * sock's connection seems dead: its owner's exchanges have failed -- no
+ * answer, and no room to send -- for a while without one answered
+ * (proto/lanes.h, "Stalled connections").  nng keeps a connection until
+ * the kernel ends it, and a peer that went without closing it (its machine
+ * died, or a cut network dropped everything for a while: the sender's
+ * retransmissions back off to two minutes apart) leaves the socket with a
+ * connection that carries nothing for minutes, all the while the peer
+ * could be reached again by a new one.  The keeper (woken at once) closes
+ * each of sock's registered dialers that has a connection and dials again;
+ * one without a connection is left to nng and the rule above.  Any thread,
+ * nng's callbacks included: it only queues the socket (at most 64 at once;
+ * the owner asks again).
+ */
+void sh_dial_renew(nng_socket sock);
 /* Any thread: dialers the keeper replaced in this process (metrics). */
 uint64_t sh_dial_keeper_redials(void);
 /* Where the keeper says that it replaced a dialer (NULL, the default:

@@ -12,6 +12,7 @@
 
 #include "common/alloc.h"
 #include "common/clock.h"
+#include "common/tls.h"
 #include "proto/lanes.h"
 #include "proto/wire.h"
 
@@ -222,6 +223,27 @@ static void items_deliver(wire_lane_item *it, uint32_t n, nng_msg *reply, uint32
 	nng_msg_free(reply);
 }
 
+bool wire_stall_note(wire_stall *s, int rv, uint32_t stall_ms)
+{
+	if (rv == WIRE_LANE_OK) {
+		if (atomic_load_explicit(&s->since, memory_order_relaxed) != 0)
+			atomic_store_explicit(&s->since, 0, memory_order_relaxed);
+		return false;
+	}
+	if (rv != WIRE_LANE_TIMEOUT && rv != WIRE_LANE_UNREACHABLE)
+		return false; /* a reset or a close: the connection ended by itself */
+	int64_t now = sh_now_ms(), since = 0;
+	if (atomic_compare_exchange_strong(&s->since, &since, now) ||
+	    now - since < (int64_t)stall_ms)
+		return false;
+	int64_t last = atomic_load(&s->renewed_at);
+	if ((last != 0 && now - last < (int64_t)stall_ms) ||
+	    !atomic_compare_exchange_strong(&s->renewed_at, &last, now))
+		return false;
+	atomic_fetch_add_explicit(&s->renewals, 1, memory_order_relaxed);
+	return true;
+}
+
 /* The channel's callback: the lane's exchange ended.  The lane takes its
  * next message first, then the finished items get their answers: the
  * destination is not left without this lane's message while the answers
@@ -234,6 +256,9 @@ static void lane_cb(void *arg, int rv, nng_msg *reply)
 	uint32_t field = lane->owner->conf.resp_field;
 	lane->head = NULL;
 	lane->n = 0;
+	wire_lanes *l = lane->owner;
+	if (wire_stall_note(&l->stall, rv, l->conf.stall_ms) && l->conf.io->renew != NULL)
+		l->conf.io->renew(l->conf.io->impl);
 	lane_next(lane);
 	if (rv == WIRE_LANE_OK)
 		items_deliver(it, n, reply, field);
@@ -291,6 +316,8 @@ int wire_lanes_init(wire_lanes *l, const wire_lanes_conf *conf, char *errmsg)
 		l->conf.n_lanes = 1;
 	if (l->conf.max_items == 0 || l->conf.req_field == 0 || l->conf.resp_field == 0)
 		l->conf.max_items = 1;
+	if (l->conf.stall_ms == 0)
+		l->conf.stall_ms = WIRE_LANE_STALL_MS;
 	if (pthread_mutex_init(&l->mu, NULL) != 0)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "lanes: cannot initialise a mutex");
 	l->mu_init = true;
@@ -499,6 +526,11 @@ static void chan_free(void *chan)
 	sh_free(c);
 }
 
+static void chan_renew(void *impl)
+{
+	sh_dial_renew(*(nng_socket *)impl);
+}
+
 void wire_lane_nng_io(wire_lane_io *io, nng_socket *sock)
 {
 	io->impl = sock;
@@ -506,6 +538,7 @@ void wire_lane_nng_io(wire_lane_io *io, nng_socket *sock)
 	io->send = chan_send;
 	io->stop = chan_stop;
 	io->free = chan_free;
+	io->renew = chan_renew;
 }
 
 /* ------------------------------------------------------------------------ */

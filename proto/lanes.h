@@ -37,6 +37,17 @@
  * done with the reason, and the caller decides (retry policy: common/
  * retry.h) whether and where it goes again.
  *
+ * Stalled connections: a destination whose exchanges keep failing with no
+ * answer (WIRE_LANE_TIMEOUT) or no room to send (WIRE_LANE_UNREACHABLE) --
+ * the first such failure since the last answer at least stall_ms ago --
+ * asks its I/O to renew the connection (io->renew, at most once per
+ * stall_ms).  A connection to a peer that went without closing it carries
+ * nothing until the kernel gives it up (minutes), and nng dials again only
+ * then; the nng I/O's renew closes and redials the socket's connection
+ * (sh_dial_renew, common/tls.h), which leaves a socket without one as it
+ * is.  A slow peer that answers some exchanges is never renewed; a hung
+ * one is, every stall_ms, at the cost of a connection attempt.
+ *
  * The I/O seam (wire_lane_io): what sends a message and delivers its reply,
  * as canonical/raft keeps its I/O behind raft_io.  wire_lane_nng_io is the
  * real one (nng REQ contexts on a socket); tests drive the lanes with a
@@ -114,6 +125,9 @@ typedef struct wire_lane_io {
 	 * (its cb runs, never inside send). */
 	void (*stop)(void *chan);
 	void (*free)(void *chan);
+	/* Optional: the destination's connection seems dead (see "Stalled
+	 * connections"): make a new one.  Any thread, never blocking. */
+	void (*renew)(void *impl);
 } wire_lane_io;
 
 /* The real I/O: REQ contexts on `sock` (a REQ socket whose resend time is
@@ -123,6 +137,18 @@ typedef struct wire_lane_io {
  * request must not be reused). */
 void wire_lane_nng_io(wire_lane_io *io, nng_socket *sock);
 
+/* The rule of "Stalled connections", for any sender of exchanges (the
+ * lanes, and libshoal's lone calls).  Zeroed to start. */
+typedef struct wire_stall {
+	_Atomic int64_t since;      /* the first failure since the last answer (0: none) */
+	_Atomic int64_t renewed_at; /* monotonic ms (0: never) */
+	atomic_uint_fast64_t renewals;
+} wire_stall;
+
+/* An exchange ended with rv (WIRE_LANE_*): true when the caller should
+ * renew the connection now (counted in s->renewals).  Any thread. */
+bool wire_stall_note(wire_stall *s, int rv, uint32_t stall_ms);
+
 typedef struct wire_lanes_conf {
 	wire_lane_io *io;
 	uint32_t n_lanes;   /* messages in flight at once, >= 1 */
@@ -130,8 +156,14 @@ typedef struct wire_lanes_conf {
 	size_t max_bytes;   /* per message, about (an item alone may exceed it) */
 	uint32_t req_field; /* batch fields: of the request and of the answer */
 	uint32_t resp_field;
-	uint32_t send_ms; /* how long a message may wait for a connection */
+	uint32_t send_ms;  /* how long a message may wait for a connection */
+	uint32_t stall_ms; /* see "Stalled connections" (0: WIRE_LANE_STALL_MS) */
 } wire_lanes_conf;
+
+/* Failures without an answer for this long renew a connection: longer than
+ * a healthy peer's pause (an fsync stall of seconds on a loaded disk), far
+ * shorter than a dead connection's minutes. */
+#define WIRE_LANE_STALL_MS 3000
 
 typedef struct wire_lane wire_lane;
 
@@ -149,6 +181,7 @@ typedef struct wire_lanes {
 	atomic_uint_fast64_t messages; /* sent */
 	atomic_uint_fast64_t batches;  /* messages carrying several items */
 	atomic_uint_fast64_t batched;  /* items in those */
+	wire_stall stall;
 } wire_lanes;
 
 int wire_lanes_init(wire_lanes *l, const wire_lanes_conf *conf, char *errmsg);

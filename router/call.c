@@ -22,6 +22,7 @@
  * A call's done never runs inside rt_call_start: a failure found before
  * anything is sent comes back through the call's timer (a 0 ms sleep).
  */
+#include <stddef.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -36,9 +37,6 @@
 #define RT_RECVMAXSZ (16u * 1024 * 1024)
 /* How long a node that could not be reached is skipped by any-replica reads. */
 #define RT_DOWN_MS 1000
-/* A connection over which a node has answered nothing for this long, while
- * requests to it timed out, is closed so that nng connects again (note_timeout). */
-#define RT_STALE_MS 6000
 
 enum call_state { CALL_IDLE = 0, CALL_ATTEMPT, CALL_BACKOFF, CALL_FAIL, CALL_DONE };
 
@@ -95,14 +93,36 @@ static void conn_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
 	rt_node *n = arg;
 	if (ev == NNG_PIPE_EV_ADD_PRE) {
-		atomic_store(&n->pipe_id, (unsigned)nng_pipe_id(p));
-		atomic_store(&n->last_answer_ms, rt_now_ms());
 		atomic_fetch_add(&n->conns, 1);
 		rt_log("connected to node %u (%s, connection %d)", n->id, n->url, nng_pipe_id(p));
 	} else {
 		atomic_fetch_sub(&n->conns, 1);
 		rt_log("connection %d to node %u closed", nng_pipe_id(p), n->id);
 	}
+}
+
+/*
+ * A connection can stop carrying answers with no error on either side: a
+ * node whose machine died without a reset (TCP retransmits for minutes
+ * before giving up), a cut network, a stall anywhere under the pipe.  nng
+ * keeps such a pipe and the dialer does not redial, so every request to the
+ * node would time out for minutes.  The lanes' rule (proto/lanes.h,
+ * "Stalled connections") calls this when the node's requests have failed
+ * -- no answer, no room to send -- for WIRE_LANE_STALL_MS without one
+ * answered: the dial keeper closes the connection, if there is one, and
+ * dials again at once.  A live node is back within a connection's setup; a
+ * node really gone costs a connection attempt every WIRE_LANE_STALL_MS.
+ * Requests in flight on the closed connection end as a lost connection
+ * (the retry policy's, as when a node restarts).  Any thread.
+ */
+static void node_renew(void *impl)
+{
+	rt_node *n = (rt_node *)(void *)((char *)impl - offsetof(rt_node, sock));
+	if (atomic_load(&n->conns) > 0)
+		rt_log("node %u: no answer for %d ms or more over its connection: closing it to "
+		       "connect again",
+		       n->id, WIRE_LANE_STALL_MS);
+	sh_dial_renew(n->sock);
 }
 
 static int node_open(rt_router *rt, rt_node *n, char *errmsg)
@@ -133,6 +153,7 @@ static int node_open(rt_router *rt, rt_node *n, char *errmsg)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "node %u (%s): %s", n->id, n->url,
 		               nng_strerror(nrv));
 	wire_lane_nng_io(&n->io, &n->sock);
+	n->io.renew = node_renew;
 	static const uint32_t lanes[RT_CLASS__COUNT] = {RT_LANES_READ, RT_LANES_WAIT};
 	for (int k = 0; k < RT_CLASS__COUNT; k++) {
 		wire_lanes_conf lc = {.io = &n->io,
@@ -445,33 +466,6 @@ void rt_note_failure(rt_router *rt, uint32_t group, sh_outcome o, uint32_t tried
 	}
 }
 
-/*
- * A connection can stop carrying answers with no error on either side: a
- * peer whose machine died without a reset (TCP retransmits for minutes
- * before giving up), a stall anywhere under the pipe.  nng keeps such a
- * pipe, the dialer does not redial, and every request to the node times
- * out.  So when requests to a node time out and it has answered nothing for
- * RT_STALE_MS over an open connection, the router closes that connection
- * (once per RT_STALE_MS) and nng connects again at once: a live node is
- * back within a connection's setup; a node that is really gone costs a
- * connection attempt every RT_STALE_MS.  Requests in flight on the closed
- * connection end as a lost connection (the retry policy's, as when a node
- * restarts).  Any thread.
- */
-static void note_timeout(rt_node *n)
-{
-	int64_t now = rt_now_ms(), prev = atomic_load(&n->stale_closed_ms);
-	if (atomic_load(&n->conns) == 0 || now - atomic_load(&n->last_answer_ms) < RT_STALE_MS ||
-	    now - prev < RT_STALE_MS ||
-	    !atomic_compare_exchange_strong(&n->stale_closed_ms, &prev, now))
-		return;
-	nng_pipe p = NNG_PIPE_INITIALIZER;
-	p.id = atomic_load(&n->pipe_id);
-	rt_log("node %u: no answer for %lld ms over connection %u: closing it to connect again",
-	       n->id, (long long)(now - atomic_load(&n->last_answer_ms)), p.id);
-	nng_pipe_close(p);
-}
-
 void rt_note_answer(rt_router *rt, rt_node *node, uint32_t group, uint32_t from, bool any_replica)
 {
 	if (node != NULL && atomic_load_explicit(&node->down_until, memory_order_relaxed) != 0)
@@ -651,8 +645,6 @@ static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 	if (rv != WIRE_LANE_OK) {
 		switch (rv) {
 		case WIRE_LANE_TIMEOUT:
-			if (n != NULL)
-				note_timeout(n);
 			call_failed(c, SH_OUT_TIMEOUT, 0, "timed out");
 			return;
 		case WIRE_LANE_BAD:
@@ -674,9 +666,6 @@ static void item_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t 
 			return;
 		}
 	}
-	/* An answer, whatever it says: the connection carries them. */
-	if (n != NULL)
-		atomic_store_explicit(&n->last_answer_ms, rt_now_ms(), memory_order_relaxed);
 	char msg[SH_ERRMSG_SIZE];
 	int code;
 	bool has_response;

@@ -269,12 +269,6 @@ typedef struct rt_node {
 	/* Connections to it now (0 or 1: one dialer), counted by pipe events
 	 * (call.c conn_cb); shoal_router_node_connections{node}. */
 	atomic_int conns;
-	/* The stale-connection check (call.c note_timeout): the current
-	 * connection's pipe id, the monotonic ms of the node's last answer (or
-	 * of the connection's start) and of the last connection closed for
-	 * answering nothing. */
-	atomic_uint pipe_id;
-	_Atomic int64_t last_answer_ms, stale_closed_ms;
 } rt_node;
 
 /* Field numbers the router writes by hand around a client's packed Request

@@ -32,6 +32,7 @@
 #include "common/alloc.h"
 #include "proto/shoal.pb-c.h"
 #include "tests/lib/testlib.h"
+#include "tests/lib/tl_relay.h"
 
 /* ------------------------------------------------------------------------ */
 /* Fake routers                                                              */
@@ -579,6 +580,63 @@ START_TEST(test_failover_hung)
 	shoal_client_free(c);
 	fake_stop(&a);
 	fake_stop(&b);
+}
+END_TEST
+
+/* A connection to the router that stops carrying bytes without closing
+ * (the router's machine died, or a cut network, while this kernel keeps
+ * the connection): blocking calls time out, find no room to send, and once
+ * that has gone on for WIRE_LANE_STALL_MS the client renews the connection
+ * (proto/lanes.h, "Stalled connections") -- nng alone would keep it until
+ * the kernel gave up, minutes later.  tests/lib/tl_relay.h freezes it. */
+START_TEST(test_stuck_connection)
+{
+	fake f = {0};
+	fake_start(&f, FAKE_OK);
+	int to = 0, from = tl_free_ports(1);
+	ck_assert_int_eq(sscanf(f.url, "tcp://127.0.0.1:%d", &to), 1);
+	tl_relay r;
+	tl_relay_start(&r, from, to);
+	char url[64];
+	snprintf(url, sizeof(url), "tcp://127.0.0.1:%d", from);
+	shoal_client *c = client(url, 300, 1000, 200, -1);
+	wait_connected(c, 1);
+	char *out;
+	shoal_error err;
+	ck_assert_int_eq(shoal_call_json(c, "GetItem", get_json, &out, &err), SHOAL_OK);
+	shoal_free(out);
+	/* Requests bigger than the buffers on the way: the frozen connection
+	 * soon has no room for another. */
+	size_t big = 300 * 1024;
+	char *put = malloc(big + 128);
+	int len =
+	    snprintf(put, big + 128, "{\"TableName\":\"t1_table\",\"Item\":{\"pk\":{\"S\":\"");
+	memset(put + len, 'x', big);
+	snprintf(put + len + big, 128, "\"}}}");
+	tl_relay_freeze(&r);
+	int64_t t0 = now_ms(), until = t0 + 30000;
+	int rc = -1, failed = 0;
+	while (rc != SHOAL_OK && now_ms() < until) {
+		rc = shoal_call_json(c, "PutItem", put, &out, &err);
+		if (rc == SHOAL_OK)
+			shoal_free(out);
+		else
+			failed++;
+	}
+	printf("test_stuck_connection: answered again %lld ms after the freeze, %d calls failed "
+	       "before; %d connections relayed\n",
+	       (long long)(now_ms() - t0), failed, atomic_load(&r.conns));
+	fflush(stdout);
+	ck_assert_msg(rc == SHOAL_OK,
+	              "no call answered within 30 s of the connection freezing (%d failed; the "
+	              "last: %s): the dead connection was kept",
+	              failed, err.message);
+	ck_assert_int_ge(failed, 1);
+	ck_assert_int_ge(atomic_load(&r.conns), 2);
+	free(put);
+	shoal_client_free(c);
+	tl_relay_stop(&r);
+	fake_stop(&f);
 }
 END_TEST
 
@@ -1195,6 +1253,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_timeout);
 	tcase_add_test(tc, test_failover_hung);
 	tcase_add_test(tc, test_failover_restart);
+	tcase_add_test(tc, test_stuck_connection);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_retry_unavailable);
 	tcase_add_test(tc, test_retry_throttled);

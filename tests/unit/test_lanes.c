@@ -4,6 +4,7 @@
  */
 #include <check.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/alloc.h"
 #include "common/clock.h"
@@ -66,7 +67,15 @@ static void rec_free(void *chan)
 	c->sent = NULL;
 }
 
-static wire_lane_io rec_io = {NULL, rec_open, rec_send, rec_stop, rec_free};
+static int renewals; /* rec_renew's calls */
+
+static void rec_renew(void *impl)
+{
+	(void)impl;
+	renewals++;
+}
+
+static wire_lane_io rec_io = {NULL, rec_open, rec_send, rec_stop, rec_free, rec_renew};
 
 /* Ends c's exchange: its message is dropped, the callback runs. */
 static void answer_chan(rec_chan *c, int rv, nng_msg *reply)
@@ -137,16 +146,20 @@ static void item_init(item *x, const char *body)
 /* Request batch field 50, answer field 8, as the protocols use. */
 static wire_lanes lanes;
 
+#define STALL_MS 40
+
 static void setup_lanes(uint32_t n_lanes, uint32_t max_items, size_t max_bytes)
 {
 	n_chans = 0;
+	renewals = 0;
 	wire_lanes_conf c = {.io = &rec_io,
 	                     .n_lanes = n_lanes,
 	                     .max_items = max_items,
 	                     .max_bytes = max_bytes,
 	                     .req_field = 50,
 	                     .resp_field = 8,
-	                     .send_ms = 200};
+	                     .send_ms = 200,
+	                     .stall_ms = STALL_MS};
 	char msg[SH_ERRMSG_SIZE];
 	ck_assert_int_eq(wire_lanes_init(&lanes, &c, msg), SHOAL_OK);
 }
@@ -336,6 +349,57 @@ START_TEST(test_batch_framing)
 }
 END_TEST
 
+/* One item sent and its exchange ended with rv (OK: answered "a"). */
+static void exchange(int rv)
+{
+	item x;
+	item_init(&x, "x");
+	ck_assert_int_eq(wire_lanes_submit(&lanes, &x.it), SHOAL_OK);
+	answer_chan(busy_chan(), rv, rv == WIRE_LANE_OK ? plain("a") : NULL);
+	ck_assert_int_eq(x.rv, rv);
+}
+
+static void pause_past_stall(void)
+{
+	nanosleep(&(struct timespec){0, (STALL_MS + 10) * 1000000L}, NULL);
+}
+
+/* "Stalled connections": failures without an answer (no answer, no room to
+ * send) spanning stall_ms ask the io to renew the connection, once per
+ * stall_ms; an answer starts the count again; a reset or a close is not a
+ * stall (the connection ended by itself). */
+START_TEST(test_stall_renews)
+{
+	setup_lanes(1, 1, 1 << 20);
+	exchange(WIRE_LANE_TIMEOUT); /* the first failure: the stall begins */
+	ck_assert_int_eq(renewals, 0);
+	exchange(WIRE_LANE_UNREACHABLE);
+	ck_assert_int_eq(renewals, 0); /* not for stall_ms yet */
+	pause_past_stall();
+	exchange(WIRE_LANE_UNREACHABLE);
+	ck_assert_int_eq(renewals, 1);
+	exchange(WIRE_LANE_TIMEOUT);
+	ck_assert_int_eq(renewals, 1); /* once per stall_ms */
+	pause_past_stall();
+	exchange(WIRE_LANE_RESET);
+	exchange(WIRE_LANE_BAD);
+	ck_assert_int_eq(renewals, 1); /* not stalls */
+	exchange(WIRE_LANE_TIMEOUT);
+	ck_assert_int_eq(renewals, 2); /* still stalled, stall_ms since the renewal */
+	/* An answer ends the stall: the next failure begins another. */
+	exchange(WIRE_LANE_OK);
+	pause_past_stall();
+	exchange(WIRE_LANE_UNREACHABLE);
+	ck_assert_int_eq(renewals, 2);
+	pause_past_stall();
+	exchange(WIRE_LANE_OK);
+	exchange(WIRE_LANE_TIMEOUT);
+	ck_assert_int_eq(renewals, 2);
+	ck_assert_uint_eq(atomic_load(&lanes.stall.renewals), 2);
+	teardown_lanes();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("lanes");
@@ -344,6 +408,7 @@ int main(void)
 	tcase_add_test(tc, test_cork_and_limits);
 	tcase_add_test(tc, test_bytes_limit_and_close);
 	tcase_add_test(tc, test_batch_framing);
+	tcase_add_test(tc, test_stall_renews);
 	suite_add_tcase(s, tc);
 	return tl_run_suite(s);
 }

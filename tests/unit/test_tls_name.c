@@ -18,10 +18,13 @@
 #include <nng/protocol/reqrep0/rep.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "common/clock.h"
 #include "common/errors.h"
 #include "common/tls.h"
 #include "common/tls_mbed.h"
+#include "proto/lanes.h"
 #include "tests/lib/testlib.h"
+#include "tests/lib/tl_relay.h"
 
 /* T[0..2]: nodes 1-3; T[ROUTER]: the routers.  Node 1 dials. */
 #define ROUTER 3
@@ -411,12 +414,168 @@ START_TEST(test_dials_refused)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------ */
+/* A connection that stops carrying bytes                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A REP socket's answers, one thread: "ok" to every request. */
+typedef struct echo {
+	nng_socket s;
+	atomic_bool stop;
+	pthread_t th;
+} echo;
+
+static void *echo_main(void *arg)
+{
+	echo *e = arg;
+	while (!atomic_load(&e->stop)) {
+		nng_msg *m;
+		if (nng_recvmsg(e->s, &m, 0) != 0)
+			continue;
+		nng_msg_clear(m);
+		nng_msg_append(m, "ok", 2);
+		if (nng_sendmsg(e->s, m, 0) != 0)
+			nng_msg_free(m);
+	}
+	return NULL;
+}
+
+/* One exchange through the lanes: its outcome (WIRE_LANE_*). */
+typedef struct waited {
+	wire_lane_item it;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int rv; /* -1 until done */
+} waited;
+
+static void waited_done(wire_lane_item *wi, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
+{
+	(void)ans, (void)len;
+	waited *w = (waited *)wi;
+	if (whole != NULL)
+		nng_msg_free(whole);
+	pthread_mutex_lock(&w->mu);
+	w->rv = rv;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static int exchange(wire_lanes *l, const uint8_t *body, size_t len, int64_t ms)
+{
+	waited w = {
+	    .it = {.part = {body}, .len = {len}, .deadline = sh_now_ms() + ms, .done = waited_done},
+	    .rv = -1};
+	pthread_mutex_init(&w.mu, NULL);
+	pthread_cond_init(&w.cv, NULL);
+	ck_assert_int_eq(wire_lanes_submit(l, &w.it), SHOAL_OK);
+	pthread_mutex_lock(&w.mu);
+	while (w.rv < 0)
+		pthread_cond_wait(&w.cv, &w.mu);
+	pthread_mutex_unlock(&w.mu);
+	pthread_mutex_destroy(&w.mu);
+	pthread_cond_destroy(&w.cv);
+	return w.rv;
+}
+
+/*
+ * A connection that stops carrying bytes without closing (the peer's
+ * machine died, or a cable was cut, while the dialler's kernel still holds
+ * the connection) is given up and dialled again: the lanes' exchanges fail
+ * (no answer, then no room to send) for a while without an answer, they ask
+ * the keeper to renew the socket's connections (wire_lanes_conf.stall_ms),
+ * and the new connection carries the exchanges.  nng alone keeps the dead
+ * connection until the kernel gives it up: a retransmission backoff of up
+ * to two minutes, or tcp_retries2's fifteen.  Over TLS and plain TCP.
+ */
+static void stuck_connection(bool tls)
+{
+	char err[SH_ERRMSG_SIZE], url[64];
+	tl_relay r;
+	tl_relay_start(&r, port + 9, port + 8);
+	echo e;
+	atomic_init(&e.stop, false);
+	ck_assert_int_eq(nng_rep0_open(&e.s), 0);
+	nng_socket_set_ms(e.s, NNG_OPT_RECVTIMEO, 100);
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", tls ? "tls+tcp" : "tcp", port + 8);
+	ck_assert_int_eq(sh_tls_listen(e.s, url, tls ? T[1].server : NULL, NULL), 0);
+	ck_assert_int_eq(pthread_create(&e.th, NULL, echo_main, &e), 0);
+
+	nng_socket req;
+	ck_assert_int_eq(nng_req0_open(&req), 0);
+	nng_socket_set_ms(req, NNG_OPT_RECONNMINT, 20);
+	nng_socket_set_ms(req, NNG_OPT_RECONNMAXT, 200);
+	nng_socket_set_ms(req, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%d", tls ? "tls+tcp" : "tcp", port + 9);
+	ck_assert_int_eq(
+	    sh_tls_dial(req, url, tls ? sh_tls_client_for(&T[0], 2, err) : NULL, NNG_FLAG_NONBLOCK),
+	    0);
+	wire_lane_io io;
+	wire_lane_nng_io(&io, &req);
+	wire_lanes l;
+	wire_lanes_conf lc = {
+	    .io = &io, .n_lanes = 2, .max_items = 1, .send_ms = 200, .stall_ms = 500};
+	ck_assert_int_eq(wire_lanes_init(&l, &lc, err), SHOAL_OK);
+
+	int rv = WIRE_LANE_UNREACHABLE;
+	for (uint64_t until = now_ms() + 10000; rv != WIRE_LANE_OK && now_ms() < until;)
+		rv = exchange(&l, (const uint8_t *)"ping", 4, 1000);
+	ck_assert_msg(rv == WIRE_LANE_OK, "no answer before the freeze: %s", wire_lane_rv_name(rv));
+	uint64_t redials = sh_dial_keeper_redials();
+	tl_relay_freeze(&r);
+	/* Messages bigger than every buffer on the way, so that the frozen
+	 * connection soon has no room for another. */
+	size_t big_len = 1 << 20;
+	uint8_t *big = calloc(1, big_len);
+	int failed[WIRE_LANE_NOMEM + 1] = {0};
+	uint64_t t_freeze = now_ms(), until = t_freeze + 20000;
+	for (rv = -1; rv != WIRE_LANE_OK && now_ms() < until;) {
+		rv = exchange(&l, big, big_len, 300);
+		failed[rv]++;
+	}
+	printf("stuck_connection (%s): answered again %llu ms after the freeze; failed before: "
+	       "%d timeout, %d unreachable, %d reset; keeper redials %llu; relayed connections "
+	       "%d\n",
+	       tls ? "tls" : "plain", (unsigned long long)(now_ms() - t_freeze),
+	       failed[WIRE_LANE_TIMEOUT], failed[WIRE_LANE_UNREACHABLE], failed[WIRE_LANE_RESET],
+	       (unsigned long long)(sh_dial_keeper_redials() - redials), atomic_load(&r.conns));
+	fflush(stdout);
+	ck_assert_msg(rv == WIRE_LANE_OK,
+	              "no answer within 20 s of the connection freezing (%d timeout, %d "
+	              "unreachable, %d reset; %llu renewals asked): the dead connection was "
+	              "kept",
+	              failed[WIRE_LANE_TIMEOUT], failed[WIRE_LANE_UNREACHABLE],
+	              failed[WIRE_LANE_RESET], (unsigned long long)atomic_load(&l.stall.renewals));
+	ck_assert_int_ge(atomic_load(&r.conns), 2);
+	ck_assert_uint_ge(sh_dial_keeper_redials() - redials, 1);
+	free(big);
+	wire_lanes_close(&l);
+	wire_lanes_fini(&l);
+	nng_close(req);
+	atomic_store(&e.stop, true);
+	pthread_join(e.th, NULL);
+	nng_close(e.s);
+	tl_relay_stop(&r);
+}
+
+START_TEST(test_stuck_connection_tls)
+{
+	stuck_connection(true);
+}
+END_TEST
+
+START_TEST(test_stuck_connection_plain)
+{
+	stuck_connection(false);
+}
+END_TEST
+
 static Suite *tls_name_suite(void)
 {
 	return tl_suite("tls_name", setup, teardown, 60,
 	                TL_TESTS(test_named_node_answers, test_other_node_refused,
 	                         test_router_refused, test_host_name_kept, test_configs_kept,
-	                         test_dial_kept, test_dials_refused));
+	                         test_dial_kept, test_dials_refused, test_stuck_connection_tls,
+	                         test_stuck_connection_plain));
 }
 
 TL_MAIN(tls_name_suite)
