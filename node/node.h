@@ -193,6 +193,11 @@ int node_split_hostport(const char *address, char host[SH_ADDR_MAX], char port[8
 int node_tcp_listen(uv_tcp_t *listener, const char *address, uv_connection_cb cb, char *errmsg,
                     size_t size);
 /* transport_tls.c (node_transport_init/close call these). */
+/* Its TCP sockets' TCP_USER_TIMEOUT: bytes the peer has not acknowledged
+ * for this long end the connection (a cut network, a peer machine gone
+ * without a reset), and raft connects again -- not after TCP's
+ * retransmissions have backed off to minutes apart. */
+#define NODE_RAFT_UNACKED_MS 10000
 int node_transport_tls_init(struct raft_uv_transport *t, uv_loop_t *loop, const sh_tls *tls,
                             char *errmsg);
 void node_transport_tls_free(struct raft_uv_transport *t);

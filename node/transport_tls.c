@@ -38,7 +38,9 @@
  * within HANDSHAKE_MS (CONNECT_MS for ours, resolving and connecting
  * included) is dropped, and at most ACCEPTING_MAX accepted connections may be
  * in their handshakes at once (more are closed at once).  A peer that takes
- * nothing we send for SEND_STALL_MS is dropped.  Each direction holds at most
+ * nothing we send for SEND_STALL_MS is dropped, and so (by the kernel:
+ * TCP_USER_TIMEOUT) is one that acknowledges nothing for
+ * NODE_RAFT_UNACKED_MS.  Each direction holds at most
  * about PENDING_HIGH bytes on its way: past it, the side feeding it stops
  * reading until the writes drain.
  *
@@ -54,6 +56,8 @@
  */
 #include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -641,6 +645,10 @@ static void start_tls(conn *c)
 {
 	tls_transport *t = c->t;
 	uv_tcp_nodelay(&c->tcp, 1); /* (Nagle and delayed ACKs: 40 ms a round trip) */
+	uv_os_fd_t fd;
+	unsigned int unacked = NODE_RAFT_UNACKED_MS; /* (node.h) */
+	if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked, sizeof(unacked));
 	mbedtls_ssl_init(&c->ssl);
 	c->ssl_init = true;
 	int rv = mbedtls_ssl_setup(&c->ssl, c->outbound ? &t->client_conf : &t->server_conf);

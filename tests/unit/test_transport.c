@@ -1,6 +1,7 @@
 /* The Raft transport with TCP_NODELAY (node/transport.c), on a real libuv
  * loop and real sockets on 127.0.0.1. */
 #include <check.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -186,6 +187,32 @@ static void pair_fini(void)
 	ck_assert_int_eq(uv_loop_close(&P.loop), 0);
 }
 
+/* This process's TCP sockets with port as their local or peer port whose
+ * TCP_USER_TIMEOUT is NODE_RAFT_UNACKED_MS (the TLS transport sets it on
+ * both ends). */
+static int sockets_with_user_timeout(int port)
+{
+	int n = 0;
+	for (int fd = 3; fd < 1024; fd++) {
+		struct sockaddr_in me, peer;
+		socklen_t ml = sizeof(me), pl = sizeof(peer);
+		int type = 0;
+		socklen_t tl = sizeof(type);
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_STREAM ||
+		    getsockname(fd, (struct sockaddr *)&me, &ml) != 0 || me.sin_family != AF_INET ||
+		    getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
+			continue;
+		if (ntohs(me.sin_port) != port && ntohs(peer.sin_port) != port)
+			continue;
+		unsigned int ut = 0;
+		socklen_t ul = sizeof(ut);
+		if (getsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, &ul) == 0 &&
+		    ut == NODE_RAFT_UNACKED_MS)
+			n++;
+	}
+	return n;
+}
+
 START_TEST(test_nodelay_both_ends)
 {
 	set_mode(_i);
@@ -205,6 +232,10 @@ START_TEST(test_nodelay_both_ends)
 	ck_assert_uint_eq(P.accept_id, 2);
 	ck_assert_str_eq(P.accept_address, P.client_addr);
 	ck_assert_int_eq(P.accept_nodelay, 1);
+	if (tls_on) { /* both ends' TCP sockets (the TLS transport's own) */
+		int port = base_port(0 + 40 * _i);
+		ck_assert_int_eq(sockets_with_user_timeout(port), 2);
+	}
 
 	/* Bytes flow over the pair (the handshake was consumed). */
 	uv_os_fd_t a, b;
