@@ -81,7 +81,14 @@ typedef struct kept {
 	char url[256];
 	uint64_t activity; /* the sum of its counts at the last look */
 	int quiet;         /* looks in a row without a connection or activity */
+	int64_t logged_ms; /* when its last replacement was logged (0: never) */
+	uint32_t unlogged; /* replacements since, not logged */
 } kept;
+
+/* A dialer's replacements are logged at most once per KEEPER_LOG_MS (a
+ * partition that lasts an hour would otherwise log one every 4 s); the next
+ * line says how many there were meanwhile. */
+#define KEEPER_LOG_MS 60000
 
 /* Sockets whose connections sh_dial_renew was asked to renew, taken by the
  * keeper thread (which it wakes).  Its own lock, never held while calling
@@ -174,11 +181,22 @@ static void replace(kept *k, const char *why)
 		atomic_fetch_add_explicit(&keeper_redials, 1, memory_order_relaxed);
 	}
 	void (*log)(const char *) = atomic_load(&keeper_log);
+	int64_t now = sh_now_ms();
 	if (log != NULL && rv != NNG_ECLOSED) {
-		char msg[640];
-		snprintf(msg, sizeof(msg), "dialer of %s %s: %s", k->url, why,
-		         rv == 0 ? "dialling again" : nng_strerror(rv));
-		log(msg);
+		if (k->logged_ms != 0 && now - k->logged_ms < KEEPER_LOG_MS) {
+			k->unlogged++;
+		} else {
+			char msg[700], more[64] = "";
+			if (k->unlogged > 0)
+				snprintf(more, sizeof(more),
+				         " (replaced %u times since its last line)",
+				         k->unlogged + 1);
+			snprintf(msg, sizeof(msg), "dialer of %s %s: %s%s", k->url, why,
+			         rv == 0 ? "dialling again" : nng_strerror(rv), more);
+			log(msg);
+			k->logged_ms = now;
+			k->unlogged = 0;
+		}
 	}
 	/* (A failed dial: the socket is closing; the next look finds no
 	 * dialer and lets it go.)  A new dialer's statistics start at 0. */

@@ -12,7 +12,7 @@
 # wait in TCP, whose retransmissions back off to tens of seconds apart.
 # After the heal the writer stops and the script prints how long until the
 # index holds every item of the table (a Scan of each, Select COUNT), and
-# how many connections the nodes renewed (their logs' "dialer of" lines).
+# the nodes' log lines about renewed connections ("dialer of").
 # CUT_SECS, ITEMS_PER_S (default 20) and SHOAL_BIN (default BUILD/bin) can
 # be set.  The cluster and its namespaces are removed at the end.
 set -euo pipefail
@@ -96,5 +96,5 @@ else
 fi
 renewed=$(cat "$dir"/node-*.log | grep -c "stopped carrying messages" || true)
 redialled=$(cat "$dir"/node-*.log | grep -c "had no connection and did nothing" || true)
-echo "cut-recovery: the nodes renewed $renewed stalled connections and redialled $redialled" \
-	"hung connects (their logs' \"dialer of\" lines)"
+echo "cut-recovery: the nodes' logs: $renewed stalled connections renewed, $redialled hung" \
+	"connects redialled (\"dialer of\" lines, at most one a minute per dialer)"
