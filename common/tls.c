@@ -211,14 +211,14 @@ static void replace(kept *k, const char *why)
 static bool keeper_renew(const uint32_t *ids, uint32_t n)
 {
 	nng_stat *all;
-	if (nng_stats_get(&all) != 0)
-		return false;
+	int rv = nng_stats_get(&all);
+	if (rv != 0)
+		return rv != NNG_ENOTSUP; /* (out of memory: asked again later) */
 	for (kept *k = keeper_list; k != NULL; k = k->next) {
 		bool asked = false;
 		for (uint32_t i = 0; i < n && !asked; i++)
 			asked = ids[i] == (uint32_t)k->sock.id;
 		nng_stat *ds = asked ? find_dialer(all, k->d) : NULL;
-
 		if (ds != NULL && stat_of(ds, "pipes") > 0)
 			replace(k, "has a connection that stopped carrying messages (its sends "
 			           "found no room and got no answer: a peer gone without closing "
@@ -232,8 +232,10 @@ static bool keeper_renew(const uint32_t *ids, uint32_t n)
 static bool keeper_look(void)
 {
 	nng_stat *all;
-	if (nng_stats_get(&all) != 0)
-		return false; /* no statistics: nothing to look at, ever */
+	int rv = nng_stats_get(&all);
+	if (rv != 0) /* an nng without statistics: nothing to look at, ever; out
+	              * of memory: the next look (not the keeper's end) */
+		return rv != NNG_ENOTSUP;
 	for (kept **pp = &keeper_list; *pp != NULL;) {
 		kept *k = *pp;
 		nng_stat *ds = find_dialer(all, k->d);
