@@ -192,12 +192,17 @@ int node_split_hostport(const char *address, char host[SH_ADDR_MAX], char port[8
  * listener (initialised) with cb; 0 or a libuv error, errmsg saying what. */
 int node_tcp_listen(uv_tcp_t *listener, const char *address, uv_connection_cb cb, char *errmsg,
                     size_t size);
-/* transport_tls.c (node_transport_init/close call these). */
-/* Its TCP sockets' TCP_USER_TIMEOUT: bytes the peer has not acknowledged
- * for this long end the connection (a cut network, a peer machine gone
- * without a reset), and raft connects again -- not after TCP's
- * retransmissions have backed off to minutes apart. */
+/* Both transports' TCP sockets' TCP_USER_TIMEOUT: bytes the peer has not
+ * acknowledged for this long end the connection (a cut network, a peer
+ * machine gone without a reset), and raft connects again -- not after
+ * TCP's retransmissions have backed off to minutes apart.  Raft's
+ * heartbeats keep bytes in flight, so an idle group is covered too. */
 #define NODE_RAFT_UNACKED_MS 10000
+/* TCP_NODELAY (Nagle and delayed ACKs: 40 ms a round trip) and the user
+ * timeout above on a Raft connection's socket; a failure is logged ("what":
+ * "accepted", "outgoing") and otherwise ignored.  Loop thread. */
+void node_tcp_options(uv_tcp_t *tcp, const char *what);
+/* transport_tls.c (node_transport_init/close call these). */
 int node_transport_tls_init(struct raft_uv_transport *t, uv_loop_t *loop, const sh_tls *tls,
                             char *errmsg);
 void node_transport_tls_free(struct raft_uv_transport *t);

@@ -1,5 +1,6 @@
 /*
- * transport.c -- raft's TCP transport with TCP_NODELAY on every connection.
+ * transport.c -- raft's TCP transport with TCP_NODELAY (and TCP_USER_TIMEOUT:
+ * node_tcp_options) on every connection.
  *
  * canonical/raft 0.15's stock transport (raft_uv_tcp) never sets
  * TCP_NODELAY; with Nagle's algorithm and delayed ACKs a 3-node cluster
@@ -23,8 +24,9 @@
  * Every stream raft_uv_tcp hands out is a uv_tcp_t (uv_tcp_connect.c and
  * uv_tcp_listen.c of raft 0.15).
  *
- * A failure to set NODELAY is logged and otherwise ignored: the connection
- * still works, only slower.
+ * A failure to set NODELAY (or the user timeout) is logged and otherwise
+ * ignored: the connection still works, only slower (or slower to notice a
+ * dead peer).
  *
  * Except for accepting: raft_uv_tcp's listener allocates whatever address
  * length a peer's handshake announces (a handshake claiming an 8 GiB address
@@ -43,7 +45,10 @@
  * With the cluster's [tls], node_transport_init gives raft the TLS
  * transport of transport_tls.c instead.
  */
+#include <errno.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -93,12 +98,18 @@ typedef struct connect_wrap {
 	transport *t;
 } connect_wrap;
 
-static void set_nodelay(struct uv_stream_s *stream, const char *what)
+void node_tcp_options(uv_tcp_t *tcp, const char *what)
 {
-	int rv = uv_tcp_nodelay((uv_tcp_t *)stream, 1);
+	int rv = uv_tcp_nodelay(tcp, 1);
 	if (rv != 0)
 		node_logf(NODE_LOG_WARN, "raft transport: TCP_NODELAY on %s connection: %s", what,
 		          uv_strerror(rv));
+	uv_os_fd_t fd;
+	unsigned int unacked = NODE_RAFT_UNACKED_MS;
+	if (uv_fileno((uv_handle_t *)tcp, &fd) != 0 ||
+	    setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked, sizeof(unacked)) != 0)
+		node_logf(NODE_LOG_WARN, "raft transport: TCP_USER_TIMEOUT on %s connection: %s",
+		          what, strerror(errno));
 }
 
 static int wrap_init(struct raft_uv_transport *outer, raft_id id, const char *address)
@@ -214,7 +225,7 @@ static void on_incoming_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	uv_read_stop(s);
 	unlink_incoming(in);
 	t->handles--; /* raft's now */
-	set_nodelay(s, "accepted");
+	node_tcp_options((uv_tcp_t *)s, "accepted");
 	/* raft copies the address (raft_uv_tcp frees its own after the call). */
 	in->tcp->data = NULL;
 	t->accept_cb(t->outer, get64(in->buf + 8), (const char *)in->buf + 24,
@@ -309,7 +320,7 @@ static void connect_wrapper(struct raft_uv_connect *inner_req, struct uv_stream_
 	struct raft_uv_connect *req = w->outer_req;
 	sh_free(w);
 	if (status == 0)
-		set_nodelay(stream, "outgoing");
+		node_tcp_options((uv_tcp_t *)stream, "outgoing");
 	req->cb(req, stream, status);
 }
 

@@ -56,8 +56,6 @@
  */
 #include <errno.h>
 #include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -644,11 +642,7 @@ static void on_tcp_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 static void start_tls(conn *c)
 {
 	tls_transport *t = c->t;
-	uv_tcp_nodelay(&c->tcp, 1); /* (Nagle and delayed ACKs: 40 ms a round trip) */
-	uv_os_fd_t fd;
-	unsigned int unacked = NODE_RAFT_UNACKED_MS; /* (node.h) */
-	if (uv_fileno((uv_handle_t *)&c->tcp, &fd) == 0)
-		setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &unacked, sizeof(unacked));
+	node_tcp_options(&c->tcp, c->outbound ? "outgoing" : "accepted");
 	mbedtls_ssl_init(&c->ssl);
 	c->ssl_init = true;
 	int rv = mbedtls_ssl_setup(&c->ssl, c->outbound ? &t->client_conf : &t->server_conf);

@@ -188,8 +188,8 @@ static void pair_fini(void)
 }
 
 /* This process's TCP sockets with port as their local or peer port whose
- * TCP_USER_TIMEOUT is NODE_RAFT_UNACKED_MS (the TLS transport sets it on
- * both ends). */
+ * TCP_USER_TIMEOUT is NODE_RAFT_UNACKED_MS (both transports set it on both
+ * ends: node_tcp_options). */
 static int sockets_with_user_timeout(int port)
 {
 	int n = 0;
@@ -232,10 +232,8 @@ START_TEST(test_nodelay_both_ends)
 	ck_assert_uint_eq(P.accept_id, 2);
 	ck_assert_str_eq(P.accept_address, P.client_addr);
 	ck_assert_int_eq(P.accept_nodelay, 1);
-	if (tls_on) { /* both ends' TCP sockets (the TLS transport's own) */
-		int port = base_port(0 + 40 * _i);
-		ck_assert_int_eq(sockets_with_user_timeout(port), 2);
-	}
+	/* Both ends' TCP sockets (raft's own, or the TLS transport's). */
+	ck_assert_int_eq(sockets_with_user_timeout(base_port(0 + 40 * _i)), 2);
 
 	/* Bytes flow over the pair (the handshake was consumed). */
 	uv_os_fd_t a, b;
