@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -161,6 +162,77 @@ static nng_stat *find_dialer(nng_stat *all, nng_dialer d)
 	return find_scope(all, "dialer", (uint32_t)nng_dialer_id(d));
 }
 
+/* Every "dialer" scope of a snapshot, sorted by id: built once per look,
+ * so that each kept dialer is a binary search, not a walk of the whole
+ * tree (quadratic in a process with thousands of dialers: a program with
+ * a thousand libshoal clients).  Out of memory: find_dialer's walk. */
+typedef struct dialer_ref {
+	uint32_t id;
+	nng_stat *st;
+} dialer_ref;
+
+typedef struct dialer_index {
+	nng_stat *all;
+	dialer_ref *v;
+	uint32_t n, cap;
+	bool failed;
+} dialer_index;
+
+static void index_walk(nng_stat *st, dialer_index *ix)
+{
+	for (; st != NULL && !ix->failed; st = nng_stat_next(st)) {
+		if (nng_stat_type(st) == NNG_STAT_SCOPE &&
+		    strcmp(nng_stat_name(st), "dialer") == 0) {
+			nng_stat *ids = nng_stat_find(st, "id");
+			if (ids == NULL)
+				continue;
+			if (ix->n == ix->cap) {
+				uint32_t cap = ix->cap * 2 + 64;
+				dialer_ref *v = sh_realloc(ix->v, cap * sizeof(*v));
+				if (v == NULL) {
+					ix->failed = true;
+					return;
+				}
+				ix->v = v;
+				ix->cap = cap;
+			}
+			ix->v[ix->n++] = (dialer_ref){stat_id(ids), st};
+			continue;
+		}
+		index_walk(nng_stat_child(st), ix);
+	}
+}
+
+static int by_ref_id(const void *a, const void *b)
+{
+	uint32_t x = ((const dialer_ref *)a)->id, y = ((const dialer_ref *)b)->id;
+	return (x > y) - (x < y);
+}
+
+static void index_build(dialer_index *ix, nng_stat *all)
+{
+	*ix = (dialer_index){.all = all};
+	index_walk(all, ix);
+	if (!ix->failed && ix->n > 1)
+		qsort(ix->v, ix->n, sizeof(*ix->v), by_ref_id);
+}
+
+static nng_stat *index_find(const dialer_index *ix, nng_dialer d)
+{
+	if (ix->failed)
+		return find_dialer(ix->all, d);
+	dialer_ref key = {(uint32_t)nng_dialer_id(d), NULL};
+	const dialer_ref *r =
+	    ix->n > 0 ? bsearch(&key, ix->v, ix->n, sizeof(key), by_ref_id) : NULL;
+	return r != NULL ? r->st : NULL;
+}
+
+static void index_free(dialer_index *ix)
+{
+	sh_free(ix->v);
+	ix->v = NULL;
+}
+
 static void drop_kept(kept *k)
 {
 	if (k->cfg != NULL)
@@ -214,16 +286,19 @@ static bool keeper_renew(const uint32_t *ids, uint32_t n)
 	int rv = nng_stats_get(&all);
 	if (rv != 0)
 		return rv != NNG_ENOTSUP; /* (out of memory: asked again later) */
+	dialer_index ix;
+	index_build(&ix, all);
 	for (kept *k = keeper_list; k != NULL; k = k->next) {
 		bool asked = false;
 		for (uint32_t i = 0; i < n && !asked; i++)
 			asked = ids[i] == (uint32_t)k->sock.id;
-		nng_stat *ds = asked ? find_dialer(all, k->d) : NULL;
+		nng_stat *ds = asked ? index_find(&ix, k->d) : NULL;
 		if (ds != NULL && stat_of(ds, "pipes") > 0)
 			replace(k, "has a connection that stopped carrying messages (its sends "
 			           "found no room and got no answer: a peer gone without closing "
 			           "it, or a cut network); closed it");
 	}
+	index_free(&ix);
 	nng_stats_free(all);
 	return true;
 }
@@ -236,9 +311,11 @@ static bool keeper_look(void)
 	if (rv != 0) /* an nng without statistics: nothing to look at, ever; out
 	              * of memory: the next look (not the keeper's end) */
 		return rv != NNG_ENOTSUP;
+	dialer_index ix;
+	index_build(&ix, all);
 	for (kept **pp = &keeper_list; *pp != NULL;) {
 		kept *k = *pp;
-		nng_stat *ds = find_dialer(all, k->d);
+		nng_stat *ds = index_find(&ix, k->d);
 		if (ds == NULL) { /* closed by its owner, or with its socket */
 			*pp = k->next;
 			drop_kept(k);
@@ -270,6 +347,7 @@ static bool keeper_look(void)
 		k->activity = activity;
 		pp = &k->next;
 	}
+	index_free(&ix);
 	nng_stats_free(all);
 	return true;
 }
