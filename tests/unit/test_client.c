@@ -609,6 +609,7 @@ START_TEST(test_stuck_connection)
 	 * soon has no room for another. */
 	size_t big = 300 * 1024;
 	char *put = malloc(big + 128);
+	ck_assert_ptr_nonnull(put);
 	int len =
 	    snprintf(put, big + 128, "{\"TableName\":\"t1_table\",\"Item\":{\"pk\":{\"S\":\"");
 	memset(put + len, 'x', big);

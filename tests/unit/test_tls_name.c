@@ -526,6 +526,7 @@ static void stuck_connection(bool tls)
 	 * connection soon has no room for another. */
 	size_t big_len = 1 << 20;
 	uint8_t *big = calloc(1, big_len);
+	ck_assert_ptr_nonnull(big);
 	int failed[WIRE_LANE_NOMEM + 1] = {0};
 	uint64_t t_freeze = now_ms(), until = t_freeze + 20000;
 	for (rv = -1; rv != WIRE_LANE_OK && now_ms() < until;) {
