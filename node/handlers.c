@@ -34,6 +34,7 @@
 #include "node/capacity.h"
 #include "node/node.h"
 #include "proto/wire.h"
+#include "storage/parts.h"
 #include "storage/stream.h"
 
 /* BatchGetItem: stop adding items past this many bytes of item data and
@@ -422,6 +423,8 @@ int node_handle_describe_table(node_call *c)
 	                                     c->errmsg);
 	if (rc == SHOAL_OK)
 		rc = st_table_describe(node_group_env(c->group), name, c->arena, &info, c->errmsg);
+	if (rc == SHOAL_OK) /* the counts of what this group serves */
+		rc = st_part_uncount(node_group_env(c->group), &info, c->errmsg);
 	if (rc == SHOAL_OK)
 		rc = wire_table_desc_to_pb(c->arena, &info, "ACTIVE", &desc, c->errmsg);
 	if (rc != SHOAL_OK)
@@ -626,6 +629,9 @@ int node_handle_group_status(node_call *c)
 		rc = st_table_describe(env, names[i], c->arena, &info, c->errmsg);
 		if (rc == SHOAL_E_NOT_FOUND)
 			continue; /* dropped meanwhile */
+		/* The counts of what this group serves. */
+		if (rc == SHOAL_OK)
+			rc = st_part_uncount(env, &info, c->errmsg);
 		if (rc != SHOAL_OK)
 			return rc;
 		Shoal__TableStats *t = sh_arena_alloc(c->arena, sizeof(*t));

@@ -35,9 +35,13 @@
  *            up to the fence (the target's later deltas for those
  *            items must not overtake the source's)
  *   READY    reported to the executor, which flips the map
- *   OWN      seeing the flip, the driver tells the target to       part_own on the
- *            serve the range (with the attempt whose data is       target
- *            complete: a target that took a later reset refuses)
+ *   HANDOVER seeing the flip, the range stops counting in the    part_purge with
+ *            source's ItemCount/TableSizeBytes, with the figures   handover
+ *            the target's last ingest answered (storage/parts.h,
+ *            "Counting": no moment counts it twice)
+ *   OWN      then the driver tells the target to serve the range  part_own on the
+ *            (with the attempt whose data is complete: a target    target
+ *            that took a later reset refuses)
  *   PURGE    the range's items are deleted from the source in     part_purge
  *            chunks; the range stays refused for good (AWAY)
  *
@@ -110,7 +114,11 @@ typedef struct pm_move {
 	int phase; /* Shoal__PartStatus__Phase */
 	uint64_t attempt, copied, log_acked, log_last;
 	uint64_t fence_outbox; /* the outbox's last seq once fenced (0: not yet) */
-	uint64_t term;         /* the leadership the progress belongs to */
+	/* What the target said it holds of the range after this attempt's
+	 * last ingest (the handover's figures once the copy is complete). */
+	bool held_known;
+	st_part_held held;
+	uint64_t term; /* the leadership the progress belongs to */
 } pm_move;
 
 struct node_pmove {
@@ -161,11 +169,21 @@ static void rpc_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* What an answer's PartStatus says the target holds of the range. */
+typedef struct pm_held {
+	bool known;
+	st_part_held held;
+} pm_held;
+
 /* Sends nr to node dest and waits for the answer; the code of the answer
- * (SHOAL_E_UNAVAILABLE: none), *leader the NOT_LEADER hint. */
-static int rpc(node_pmove *pm, uint32_t dest, Shoal__NodeRequest *nr, uint32_t *leader, char *msg)
+ * (SHOAL_E_UNAVAILABLE: none), *leader the NOT_LEADER hint, *held (may be
+ * NULL) the answer's held figures. */
+static int rpc(node_pmove *pm, uint32_t dest, Shoal__NodeRequest *nr, uint32_t *leader,
+               pm_held *held, char *msg)
 {
 	*leader = 0;
+	if (held != NULL)
+		held->known = false;
 	wire_lanes *l = node_ship_lanes_to(pm->s, dest);
 	size_t len = shoal__node_request__get_packed_size(nr);
 	uint8_t *buf = sh_malloc(len > 0 ? len : 1);
@@ -203,6 +221,9 @@ static int rpc(node_pmove *pm, uint32_t dest, Shoal__NodeRequest *nr, uint32_t *
 		         r.nr->response->message != NULL ? r.nr->response->message : "");
 	}
 	*leader = r.nr->leader_node;
+	const Shoal__PartStatus *ps = r.nr->part_status;
+	if (held != NULL && code == SHOAL_OK && ps != NULL && ps->held_known)
+		*held = (pm_held){true, {ps->held_items, ps->held_bytes}};
 	shoal__node_response__free_unpacked(r.nr, wire_heap_allocator());
 	return code;
 }
@@ -217,7 +238,7 @@ static bool stopping(node_pmove *pm)
 
 /* Sends nr to group g's leader: the preferred voter first, then the leader
  * each NOT_LEADER names, then every voter in turn. */
-static int rpc_leader(node_pmove *pm, uint32_t g, Shoal__NodeRequest *nr, char *msg)
+static int rpc_leader(node_pmove *pm, uint32_t g, Shoal__NodeRequest *nr, pm_held *held, char *msg)
 {
 	uint32_t voters[SH_MAP_GROUP_REPLICAS];
 	uint32_t nv = sh_place_voters(pm->n->place, g, voters, SH_MAP_GROUP_REPLICAS);
@@ -228,7 +249,7 @@ static int rpc_leader(node_pmove *pm, uint32_t g, Shoal__NodeRequest *nr, char *
 	for (uint32_t tries = 0; tries < 2 * nv + 2 && !stopping(pm); tries++) {
 		nr->group = g;
 		uint32_t leader;
-		rc = rpc(pm, dest, nr, &leader, msg);
+		rc = rpc(pm, dest, nr, &leader, held, msg);
 		if (rc != SHOAL_E_NOT_LEADER && rc != SHOAL_E_UNAVAILABLE)
 			return rc;
 		dest = leader != 0 ? leader : voters[tries % nv];
@@ -277,9 +298,11 @@ static int propose(node_pmove *pm, node_group *g, Shoal__CommandOp *op, size_t s
 	return rc;
 }
 
+/* held: a part_purge's count of the range (NULL: none); with handover, the
+ * handover only. */
 static int propose_range(node_pmove *pm, node_group *g, Shoal__CommandOp__OpCase kind,
-                         const pm_move *m, uint64_t attempt, Shoal__PartStatus__Phase *phase,
-                         char *msg)
+                         const pm_move *m, uint64_t attempt, const st_part_held *held,
+                         bool handover, Shoal__PartStatus__Phase *phase, char *msg)
 {
 	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
 	r.table = m->table;
@@ -287,6 +310,12 @@ static int propose_range(node_pmove *pm, node_group *g, Shoal__CommandOp__OpCase
 	r.hi = m->hi;
 	r.to_group = m->to_group;
 	r.attempt = attempt;
+	if (held != NULL) {
+		r.held_known = true;
+		r.held_items = held->items;
+		r.held_bytes = held->bytes;
+	}
+	r.handover = handover;
 	Shoal__CommandOp op = SHOAL__COMMAND_OP__INIT;
 	op.op_case = kind;
 	switch (kind) {
@@ -318,7 +347,7 @@ static bool still_leading(node_group *g, const pm_move *m)
 }
 
 /* Sends one PartIngest to the target. */
-static int send_ingest(node_pmove *pm, const pm_move *m, bool reset, uint8_t **keys, size_t *klens,
+static int send_ingest(node_pmove *pm, pm_move *m, bool reset, uint8_t **keys, size_t *klens,
                        uint8_t **vals, size_t *vlens, size_t n, char *msg)
 {
 	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
@@ -349,9 +378,12 @@ static int send_ingest(node_pmove *pm, const pm_move *m, bool reset, uint8_t **k
 	pi.values = v;
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.part_ingest = &pi;
-	int rc = rpc_leader(pm, m->to_group, &nr, msg);
+	pm_held held;
+	int rc = rpc_leader(pm, m->to_group, &nr, &held, msg);
 	sh_free(k);
 	sh_free(v);
+	m->held_known = rc == SHOAL_OK && held.known;
+	m->held = held.held;
 	return rc;
 }
 
@@ -374,7 +406,7 @@ static int define_at_target(node_pmove *pm, node_group *g, const pm_move *m, cha
 	if (rc == SHOAL_OK) {
 		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 		nr.define_table = d;
-		rc = rpc_leader(pm, m->to_group, &nr, msg);
+		rc = rpc_leader(pm, m->to_group, &nr, NULL, msg);
 	}
 	node_logf(rc == SHOAL_OK ? NODE_LOG_INFO : NODE_LOG_WARN,
 	          "pmove: group %u table %u: defined at group %u, which did not have it%s%s",
@@ -437,6 +469,7 @@ static int copy_range(node_pmove *pm, node_group *g, pm_move *m, char *msg)
 		m->attempt = 1;
 	m->copied = 0;
 	m->log_acked = 0;
+	m->held_known = false;
 	atomic_fetch_add(&pm->attempts, 1);
 	uint8_t *after = NULL;
 	size_t after_len = 0;
@@ -605,7 +638,8 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 		if ((rc = ship_log(pm, g, m, PM_FENCE_BACKLOG, msg)) != SHOAL_OK)
 			return rc;
 		test_pause(pm);
-		rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_FENCE, m, 0, NULL, msg);
+		rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_FENCE, m, 0, NULL, false, NULL,
+		                   msg);
 		if (rc == SHOAL_E_IN_USE) /* a prepared transaction: the next pass */
 			return SHOAL_OK;
 		if (rc != SHOAL_OK)
@@ -647,7 +681,7 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.part_ready = &r;
 	char why[SH_ERRMSG_SIZE];
-	if (rpc_leader(pm, 0, &nr, why) != SHOAL_OK)
+	if (rpc_leader(pm, 0, &nr, NULL, why) != SHOAL_OK)
 		node_logf(NODE_LOG_DEBUG,
 		          "pmove: group %u table %u [%016" PRIx64 "]: part_ready: %s", m->group,
 		          m->table, m->lo, why);
@@ -662,7 +696,46 @@ static int own(node_pmove *pm, node_group *g, const pm_move *m, char *msg)
 	complete_range(g, m, &r, &parent);
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.part_own = &r;
-	return rpc_leader(pm, m->to_group, &nr, msg);
+	return rpc_leader(pm, m->to_group, &nr, NULL, msg);
+}
+
+/* For a purge without a handover: whether the range still counts here
+ * (storage/parts.h, Counting), with its items in *held, counted off the
+ * state machine's loop (the range is fenced: nothing changes it).  A failed
+ * count is logged and the range counts here until purged. */
+static bool range_count(node_group *g, const pm_move *m, st_part_held *held)
+{
+	char msg[SH_ERRMSG_SIZE];
+	bool counted;
+	if (st_part_held_count(node_group_env(g), m->table, m->lo, held, &counted, msg) == SHOAL_OK)
+		return !counted;
+	node_logf(NODE_LOG_WARN,
+	          "pmove: group %u table %u [%016" PRIx64 "]: counting the range: %s (it counts "
+	          "here until purged)",
+	          m->group, m->table, m->lo, msg);
+	return false;
+}
+
+/* The map gave the range to the target: before the target serves it, the
+ * range stops counting here, so that the figures never count it twice --
+ * with what the target's last ingest said it holds (the copy is complete;
+ * no scan here, where it would hold up the cutover).  Without those figures
+ * (a leader that changed after the copy), or if it fails (logged), the
+ * purge's first entry does it. */
+static void handover(node_pmove *pm, node_group *g, const pm_move *m)
+{
+	char msg[SH_ERRMSG_SIZE] = "";
+	if (!m->held_known)
+		return;
+	if (propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_PURGE, m, 0, &m->held, true, NULL,
+	                  msg) != SHOAL_OK)
+		node_logf(NODE_LOG_WARN, "pmove: group %u table %u [%016" PRIx64 "]: handover: %s",
+		          m->group, m->table, m->lo, msg);
+	else
+		node_logf(NODE_LOG_INFO,
+		          "pmove: group %u table %u [%016" PRIx64 "]: handed over to group %u: "
+		          "%" PRIu64 " items, %" PRIu64 " bytes no longer counted here",
+		          m->group, m->table, m->lo, m->to_group, m->held.items, m->held.bytes);
 }
 
 /* Deletes the range here, chunk by chunk, until it is AWAY.  Each chunk
@@ -675,9 +748,15 @@ static void purge(node_pmove *pm, node_group *g, pm_move *m)
 {
 	char msg[SH_ERRMSG_SIZE] = "";
 	Shoal__PartStatus__Phase ph = SHOAL__PART_STATUS__PHASE__FENCED;
+	/* Without a handover (a leader that changed after the map's flip),
+	 * the first entry does it. */
+	st_part_held held;
+	bool counted = !range_count(g, m, &held);
 	while (ph != SHOAL__PART_STATUS__PHASE__AWAY && !stopping(pm) && still_leading(g, m)) {
 		int64_t t0 = sh_now_ms();
-		int rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_PURGE, m, 0, &ph, msg);
+		int rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_PURGE, m, 0,
+		                       counted ? NULL : &held, false, &ph, msg);
+		counted = true; /* the first entry records it; later ones ignore it */
 		if (rc != SHOAL_OK) {
 			node_logf(NODE_LOG_WARN,
 			          "pmove: group %u table %u [%016" PRIx64 "]: purge: %s", m->group,
@@ -719,7 +798,7 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 		if (view != 1)
 			return;
 		rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_OUT, m, m->map_epoch, NULL,
-		                   msg);
+		                   false, NULL, msg);
 		if (rc != SHOAL_OK)
 			node_logf(NODE_LOG_WARN,
 			          "pmove: group %u table %u [%016" PRIx64 "]: out: %s", m->group,
@@ -745,7 +824,8 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 		 * fenced range never goes back (the target may have served it). */
 		if (epoch < rec->attempt || rec->state != ST_PART_OUT)
 			return;
-		rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_ABORT, m, 0, NULL, msg);
+		rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_ABORT, m, 0, NULL, false, NULL,
+		                   msg);
 		node_logf(rc == SHOAL_OK ? NODE_LOG_INFO : NODE_LOG_WARN,
 		          "pmove: group %u table %u [%016" PRIx64 "]: the map aborted the move: %s",
 		          m->group, m->table, m->lo, rc == SHOAL_OK ? "forgotten" : msg);
@@ -776,6 +856,7 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 	}
 	if (view == 1)
 		return; /* READY: the executor flips the map */
+	handover(pm, g, m);
 	rc = own(pm, g, m, msg);
 	if (rc == SHOAL_OK || rc == SHOAL_E_IN_USE) {
 		set_phase(pm, m, SHOAL__PART_STATUS__PHASE__AWAY);
@@ -1045,8 +1126,12 @@ int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 	}
 	case SHOAL__COMMAND_OP__OP_PART_PURGE: {
 		bool done = false;
-		int rc = st_part_purge(c->txn, op->part_purge->table, op->part_purge->lo,
-		                       PM_PURGE_ITEMS, &done, c->msg);
+		const Shoal__PartRange *r = op->part_purge;
+		st_part_held held = {r->held_items, r->held_bytes};
+		int rc = r->handover ? st_part_handover(c->txn, r->table, r->lo,
+		                                        r->held_known ? &held : NULL, c->msg)
+		                     : st_part_purge(c->txn, r->table, r->lo, PM_PURGE_ITEMS,
+		                                     r->held_known ? &held : NULL, &done, c->msg);
 		if (rc == SHOAL_OK && c->r != NULL) {
 			Shoal__PartStatus *ps = sh_arena_alloc(c->a, sizeof(*ps));
 			if (ps == NULL)
@@ -1076,8 +1161,22 @@ int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 			v[i] = pi->values[i].data;
 			vl[i] = pi->values[i].len;
 		}
-		return st_part_ingest(c->txn, r->table, r->lo, r->hi, r->attempt, pi->reset, n, k,
-		                      kl, v, vl, c->a, c->msg);
+		st_part_held held;
+		int rc = st_part_ingest(c->txn, r->table, r->lo, r->hi, r->attempt, pi->reset, n, k,
+		                        kl, v, vl, c->a, &held, c->msg);
+		if (rc == SHOAL_OK && c->r != NULL) {
+			/* The source's handover takes the figures (parts.h). */
+			Shoal__PartStatus *ps = sh_arena_alloc(c->a, sizeof(*ps));
+			if (ps == NULL)
+				return sh_errf(c->msg, SHOAL_E_NOMEM, "out of memory");
+			shoal__part_status__init(ps);
+			ps->phase = SHOAL__PART_STATUS__PHASE__NONE;
+			ps->held_known = true;
+			ps->held_items = held.items;
+			ps->held_bytes = held.bytes;
+			c->nr->part_status = ps;
+		}
+		return rc;
 	}
 	default:
 		return sh_errf(c->msg, SHOAL_E_INTERNAL, "not a partition operation");

@@ -107,7 +107,7 @@ static bool is_rec_of(const MDB_val *k, uint32_t table)
 int st_part_rec_decode(const MDB_val *k, const MDB_val *v, st_part_rec *r, char *errmsg)
 {
 	const uint8_t *kb = k->mv_data, *vb = v->mv_data;
-	if (k->mv_size != PT_KEY || v->mv_size != PT_REC_VAL)
+	if (k->mv_size != PT_KEY || (v->mv_size != PT_REC_VAL && v->mv_size != PT_REC_V1))
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt partition record (sizes)");
 	r->table = st_get_be32(kb + 2);
 	r->lo = st_get_be64(kb + 6);
@@ -115,6 +115,9 @@ int st_part_rec_decode(const MDB_val *k, const MDB_val *v, st_part_rec *r, char 
 	r->state = vb[8];
 	r->to_group = st_get_be32(vb + 9);
 	r->attempt = st_get_be64(vb + 13);
+	r->counted = v->mv_size == PT_REC_VAL && vb[21] != 0;
+	r->held_items = v->mv_size == PT_REC_VAL ? st_get_be64(vb + 22) : 0;
+	r->held_bytes = v->mv_size == PT_REC_VAL ? st_get_be64(vb + 30) : 0;
 	if (r->hi < r->lo || r->state < ST_PART_OUT || r->state > ST_PART_AWAY)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL,
 		               "corrupt partition record of table %" PRIu32 " at %016" PRIx64,
@@ -130,13 +133,16 @@ static int rec_put(st_txn *txn, const st_part_rec *r, char *errmsg)
 	v[8] = r->state;
 	st_put_be32(v + 9, r->to_group);
 	st_put_be64(v + 13, r->attempt);
+	v[21] = r->counted ? 1 : 0;
+	st_put_be64(v + 22, r->held_items);
+	st_put_be64(v + 30, r->held_bytes);
 	/* Before the write: a reader that sees the record sees the flag. */
 	atomic_store_explicit(&txn->env->parts_any, true, memory_order_release);
 	return meta_put(txn, k, sizeof(k), v, sizeof(v), "mdb_put(meta partition)", errmsg);
 }
 
-static int rec_get(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, st_part_rec *r,
-                   bool *found, char *errmsg)
+int st_part_rec_get(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, st_part_rec *r,
+                    bool *found, char *errmsg)
 {
 	uint8_t kb[PT_KEY];
 	st_part_key(kb, PT_REC, table, lo);
@@ -519,7 +525,12 @@ int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t 
 	int rc = walk_overlaps(txn->txn, txn->env, table, lo, hi, collect_fn, &c, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
-	st_part_rec r = {table, lo, hi, ST_PART_OUT, to_group, attempt};
+	st_part_rec r = {.table = table,
+	                 .lo = lo,
+	                 .hi = hi,
+	                 .state = ST_PART_OUT,
+	                 .to_group = to_group,
+	                 .attempt = attempt};
 	if (c.n == 0) {
 		/* A range that once moved in leaves: its ingest records go, so
 		 * that it can come in again some day. */
@@ -566,7 +577,7 @@ static int source_rec(st_txn *txn, uint32_t table, uint64_t lo, const char *op, 
                       char *errmsg)
 {
 	bool found;
-	int rc = rec_get(txn->txn, txn->env, table, lo, r, &found, errmsg);
+	int rc = st_part_rec_get(txn->txn, txn->env, table, lo, r, &found, errmsg);
 	if (rc == SHOAL_OK && !found)
 		rc = sh_errf(errmsg, SHOAL_E_VALIDATION,
 		             "%s: no partition move of table %" PRIu32 " at %016" PRIx64, op, table,
@@ -708,22 +719,51 @@ static int base_keys(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uin
 	return rc;
 }
 
+/* What a move's writes changed in the table's counters. */
+typedef struct held_delta {
+	int64_t items, bytes;
+} held_delta;
+
 /* One write of a partition move through the write path (write.c), as
- * txn->part_raw writes: new_item NULL deletes. */
+ * txn->part_raw writes: new_item NULL deletes.  Adds its change of the
+ * table's counters to *d. */
 static int raw_write(st_txn *txn, const st_table_info *t, const st_key *k, st_value *new_item,
-                     sh_arena *a, char *errmsg)
+                     sh_arena *a, held_delta *d, char *errmsg)
 {
 	st_write_plan *p;
 	st_write_result res;
 	int rc = st_plan_raw(txn, t, k, new_item, a, &p, errmsg);
 	if (rc == SHOAL_OK)
 		rc = st_plan_apply(txn, p, a, &res, errmsg);
+	if (rc == SHOAL_OK) {
+		/* Items have a key attribute: a size of 0 is no item. */
+		d->items += (res.new_size > 0) - (res.old_size > 0);
+		d->bytes += (int64_t)res.new_size - (int64_t)res.old_size;
+	}
 	return rc;
 }
 
-/* Deletes up to max (0: all) base items of [lo, hi]; *more: some remain. */
+static uint64_t held_add(uint64_t held, int64_t d)
+{
+	if (d < 0)
+		return (uint64_t)-d > held ? 0 : held - (uint64_t)-d;
+	return held + (uint64_t)d >= held ? held + (uint64_t)d : UINT64_MAX;
+}
+
+/* Adds d to the held figures of r (a counted record), and stores it. */
+static int held_put(st_txn *txn, st_part_rec *r, const held_delta *d, char *errmsg)
+{
+	if (!r->counted || (d->items == 0 && d->bytes == 0))
+		return SHOAL_OK;
+	r->held_items = held_add(r->held_items, d->items);
+	r->held_bytes = held_add(r->held_bytes, d->bytes);
+	return rec_put(txn, r, errmsg);
+}
+
+/* Deletes up to max (0: all) base items of [lo, hi]; *more: some remain.
+ * *d: what the deletes took from the table's counters. */
 static int delete_range(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, size_t max,
-                        sh_arena *a, bool *more, char *errmsg)
+                        sh_arena *a, bool *more, held_delta *d, char *errmsg)
 {
 	st_table_info t;
 	bool found;
@@ -737,13 +777,43 @@ static int delete_range(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, s
 	bool raw = txn->part_raw;
 	txn->part_raw = true;
 	for (size_t i = 0; rc == SHOAL_OK && i < n; i++)
-		rc = raw_write(txn, &t, &keys[i], NULL, a, errmsg);
+		rc = raw_write(txn, &t, &keys[i], NULL, a, d, errmsg);
 	txn->part_raw = raw;
 	return rc;
 }
 
-int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items, bool *done,
-                  char *errmsg)
+/* The FENCED range r stops counting here: it holds `range` (NULL: not
+ * known, 0) from now on. */
+static int hand_over(st_txn *txn, st_part_rec *r, const st_part_held *range, char *errmsg)
+{
+	r->counted = true;
+	r->held_items = range != NULL ? range->items : 0;
+	r->held_bytes = range != NULL ? range->bytes : 0;
+	return rec_put(txn, r, errmsg);
+}
+
+int st_part_handover(st_txn *txn, uint32_t table, uint64_t lo, const st_part_held *range,
+                     char *errmsg)
+{
+	if (txn->sticky != SHOAL_OK)
+		return sticky(txn, errmsg);
+	st_part_rec r;
+	int rc = source_rec(txn, table, lo, "handover", &r, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg);
+	if (r.counted || r.state == ST_PART_AWAY)
+		return SHOAL_OK; /* the same entry again, or after the purge */
+	if (r.state != ST_PART_FENCED)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "handover: partition [%016" PRIx64 ", %016" PRIx64
+		               "] of table %" PRIu32 " is %s, not FENCED",
+		               r.lo, r.hi, table, st_part_state_name(r.state));
+	rc = hand_over(txn, &r, range, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+}
+
+int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items,
+                  const st_part_held *range, bool *done, char *errmsg)
 {
 	*done = false;
 	if (txn->sticky != SHOAL_OK)
@@ -761,12 +831,17 @@ int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items, 
 		               "purge: partition [%016" PRIx64 ", %016" PRIx64 "] of table %" PRIu32
 		               " is %s, not FENCED",
 		               r.lo, r.hi, table, st_part_state_name(r.state));
+	if (!r.counted && (rc = hand_over(txn, &r, range, errmsg)) != SHOAL_OK)
+		return fail(txn, rc, errmsg);
 	sh_arena a;
 	sh_arena_init(&a);
 	bool more = false;
+	held_delta d = {0, 0};
 	if (max_items > 0) {
 		/* more false: what was there fitted in max_items and is gone. */
-		rc = delete_range(txn, table, r.lo, r.hi, max_items, &a, &more, errmsg);
+		rc = delete_range(txn, table, r.lo, r.hi, max_items, &a, &more, &d, errmsg);
+		if (rc == SHOAL_OK)
+			rc = held_put(txn, &r, &d, errmsg);
 	} else {
 		st_key *keys;
 		size_t n;
@@ -777,6 +852,7 @@ int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items, 
 	sh_arena_fini(&a);
 	if (rc == SHOAL_OK && !more) {
 		r.state = ST_PART_AWAY;
+		r.held_items = r.held_bytes = 0; /* none left */
 		rc = rec_forget(txn, table, lo, false, errmsg);
 		if (rc == SHOAL_OK)
 			rc = rec_put(txn, &r, errmsg);
@@ -792,7 +868,7 @@ int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, uint8_t *was, char *
 		return sticky(txn, errmsg);
 	st_part_rec r;
 	bool found;
-	int rc = rec_get(txn->txn, txn->env, table, lo, &r, &found, errmsg);
+	int rc = st_part_rec_get(txn->txn, txn->env, table, lo, &r, &found, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
 	if (!found)
@@ -854,6 +930,25 @@ static int ingest_put(st_txn *txn, uint32_t table, uint64_t lo, uint64_t attempt
 	return meta_put(txn, kb, sizeof(kb), v, sizeof(v), "mdb_put(meta ingest)", errmsg);
 }
 
+/* Stores [lo, hi], a piece of record r, with r's state; recount: its held
+ * figures are what it holds (counted), else r's are kept (zero). */
+static int piece_put(st_txn *txn, const st_part_rec *r, uint64_t lo, uint64_t hi, bool recount,
+                     char *errmsg)
+{
+	st_part_rec piece = *r;
+	piece.lo = lo;
+	piece.hi = hi;
+	if (recount) {
+		st_part_held h;
+		int rc = st_part_range_items(txn->txn, txn->env, r->table, lo, hi, &h, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		piece.held_items = h.items;
+		piece.held_bytes = h.bytes;
+	}
+	return rec_put(txn, &piece, errmsg);
+}
+
 /* Removes the overlap of the AWAY records c (those overlapping [lo, hi])
  * with [lo, hi]: what lies outside stays AWAY, split into the part below lo
  * (keeps its key) and the part above hi (a new key). */
@@ -865,18 +960,15 @@ static int away_carve(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, con
 		st_part_rec r = c->r[i];
 		uint8_t kb[PT_KEY];
 		st_part_key(kb, PT_REC, table, r.lo);
-		if (r.lo < lo) {
-			st_part_rec below = r;
-			below.hi = lo - 1;
-			rc = rec_put(txn, &below, errmsg);
-		} else {
+		/* A piece of a record holding items holds those of its own
+		 * range (parts.h, Counting): counted again. */
+		bool recount = r.counted && (r.held_items > 0 || r.held_bytes > 0);
+		if (r.lo < lo)
+			rc = piece_put(txn, &r, r.lo, lo - 1, recount, errmsg);
+		else
 			rc = meta_del(txn, kb, sizeof(kb), "mdb_del(meta partition)", errmsg);
-		}
-		if (rc == SHOAL_OK && r.hi > hi) {
-			st_part_rec above = r;
-			above.lo = hi + 1;
-			rc = rec_put(txn, &above, errmsg);
-		}
+		if (rc == SHOAL_OK && r.hi > hi)
+			rc = piece_put(txn, &r, hi + 1, r.hi, recount, errmsg);
 	}
 	return rc;
 }
@@ -1016,8 +1108,11 @@ static int ingest_check(const st_table_info *t, uint64_t lo, uint64_t hi, size_t
 
 int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
                    bool reset, size_t n, const uint8_t *const *keys, const size_t *klens,
-                   const uint8_t *const *vals, const size_t *vlens, sh_arena *a, char *errmsg)
+                   const uint8_t *const *vals, const size_t *vlens, sh_arena *a, st_part_held *held,
+                   char *errmsg)
 {
+	if (held != NULL)
+		*held = (st_part_held){0, 0};
 	if (txn->sticky != SHOAL_OK)
 		return sticky(txn, errmsg);
 	if (lo > hi)
@@ -1071,24 +1166,43 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 		 * map from before some earlier move must not read or write a
 		 * half-copied range.  One AWAY record over [lo, hi]. */
 		rc = away_carve(txn, table, lo, hi, &c, errmsg);
+		/* Not counted here until owned: it holds what the chunks
+		 * store (parts.h, Counting).  What the reset deletes was held
+		 * by the records carved, or counted here. */
 		if (rc == SHOAL_OK) {
-			st_part_rec r = {table, lo, hi, ST_PART_AWAY, 0, 0};
+			st_part_rec r = {.table = table,
+			                 .lo = lo,
+			                 .hi = hi,
+			                 .state = ST_PART_AWAY,
+			                 .counted = true};
 			rc = rec_put(txn, &r, errmsg);
 		}
+		held_delta gone = {0, 0};
 		if (rc == SHOAL_OK)
-			rc = delete_range(txn, table, lo, hi, 0, a, &more, errmsg);
+			rc = delete_range(txn, table, lo, hi, 0, a, &more, &gone, errmsg);
 		if (rc == SHOAL_OK)
 			rc =
 			    ingest_put(txn, table, lo, attempt, false, t.def.next_index_id, errmsg);
 	}
 	bool raw = txn->part_raw;
 	txn->part_raw = true;
+	held_delta d = {0, 0};
 	for (size_t i = 0; rc == SHOAL_OK && i < n; i++) {
 		st_key k;
 		k.len = (uint16_t)klens[i];
 		memcpy(k.b, keys[i], klens[i]);
-		rc = raw_write(txn, &t, &k, items[i], a, errmsg);
+		rc = raw_write(txn, &t, &k, items[i], a, &d, errmsg);
 	}
 	txn->part_raw = raw;
+	/* The chunk's items are held by the range's AWAY record (the
+	 * reset's). */
+	if (rc == SHOAL_OK) {
+		first_arg f = {.states = 1u << ST_PART_AWAY};
+		rc = walk_overlaps(txn->txn, txn->env, table, lo, lo, first_fn, &f, errmsg);
+		if (rc == SHOAL_OK && f.found)
+			rc = held_put(txn, &f.r, &d, errmsg);
+		if (rc == SHOAL_OK && f.found && f.r.counted && held != NULL)
+			*held = (st_part_held){f.r.held_items, f.r.held_bytes};
+	}
 	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
 }

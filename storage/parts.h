@@ -29,7 +29,12 @@
  * transactions, 0x03 streams; 0x04 unused), integers big-endian:
  *
  *   0x05 'R' | table (4) | lo (8)            -> hi (8) | state (1) |
- *                                               to_group (4) | attempt (8)
+ *                                               to_group (4) | attempt (8) |
+ *                                               counted (1) | held items (8) |
+ *                                               held bytes (8) (the last three
+ *                                               absent in records written
+ *                                               before 2026-11-28: not
+ *                                               counted)
  *   0x05 'L' | table (4) | lo (8) | seq (8)  -> klen (4) | data key |
  *                                               vlen (4) | encoded item
  *                                               (vlen 0: deleted)
@@ -51,6 +56,35 @@
  *                                               'X' records of transaction id
  *                                               (st_txn_prepare writes them,
  *                                               st_txn_release deletes them)
+ *
+ * Counting (ItemCount, TableSizeBytes, the planner's bytes): a range is
+ * counted by the group that serves it, so that a table's figures summed
+ * over its groups count a moving range once.  The table's counters
+ * (storage.h st_table_count) count every base item stored in the group;
+ * st_part_uncount takes away the items the group holds but does not count,
+ * which a record keeps ("held", meaningful when `counted`):
+ *
+ *   target  from its ingest reset until st_part_own, the range's AWAY
+ *           record counts what the ingest chunks stored (the copy is not
+ *           served yet); st_part_own removes the record: the items count.
+ *   source  counts the range while OUT and FENCED, until the map gives it
+ *           to the target: then, before the target is told to own it, the
+ *           handover entry (st_part_handover) records the range's items as
+ *           held -- the figures the target's last ingest answered (the copy
+ *           is complete: the same items), carried by the entry to every
+ *           replica -- and each purge entry takes away what it deleted.
+ *           (The purge's first entry does the handover if none did -- a
+ *           leader that changed in between -- with figures the leader
+ *           counts itself, st_part_held_count: a scan, after the target
+ *           serves the range, so as not to hold up the cutover.)
+ *
+ * So a moving range is counted once, except for the moment between the
+ * source's handover and the target's own, when neither counts it: the
+ * figures never count an item twice.  A record that loses part of its range
+ * (an AWAY record carved by another move) has its held figures counted
+ * again for what is left.  LSI
+ * entries are not in these figures: an LSI's ItemCount counts a moving
+ * range's entries on both groups until the purge (GSI entries do not move).
  *
  * Records are replicated state: they travel in Raft snapshots with the rest
  * of meta.  The environment keeps in memory whether any 'R' record may exist
@@ -82,7 +116,16 @@ typedef struct st_part_rec {
 	uint8_t state;   /* st_part_state */
 	uint32_t to_group;
 	uint64_t attempt;
+	/* Counting (above): whether held_* are kept, and the base items of the
+	 * range stored here that the group does not count as its own. */
+	bool counted;
+	uint64_t held_items, held_bytes;
 } st_part_rec;
+
+/* Base items and their bytes (st_item_size) of a range. */
+typedef struct st_part_held {
+	uint64_t items, bytes;
+} st_part_held;
 
 /* "OUT", "FENCED", "AWAY" ("?" otherwise). */
 const char *st_part_state_name(uint8_t state);
@@ -137,13 +180,22 @@ int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t 
  * although the entry may be applied again. */
 int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, bool *fenced_now, char *errmsg);
 
+/* Source: the FENCED range stops counting here (Counting, above): it holds
+ * `range` (the target's last ingest answer, or st_part_held_count; NULL: not
+ * known, so it counts here until purged).  Nothing changes if it did so already or is AWAY;
+ * SHOAL_E_VALIDATION without a record at (table, lo) or if it is OUT. */
+int st_part_handover(st_txn *txn, uint32_t table, uint64_t lo, const st_part_held *range,
+                     char *errmsg);
+
 /* Source: deletes up to max_items base items of the FENCED range (with LSI
  * entries, counters, collection sizes; no GSI delta, stream or log record).
  * When none is left the record becomes AWAY, the log and 'N' are deleted
  * and *done is true (also when it was AWAY already).  SHOAL_E_VALIDATION
- * without a FENCED or AWAY record at (table, lo). */
-int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items, bool *done,
-                  char *errmsg);
+ * without a FENCED or AWAY record at (table, lo).  range: as for
+ * st_part_handover, which the first entry does if none did (later entries
+ * ignore it). */
+int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items,
+                  const st_part_held *range, bool *done, char *errmsg);
 
 /* Source: an OUT or FENCED record and its log are removed (the range is
  * served again).  No record: SHOAL_OK; AWAY: SHOAL_E_VALIDATION.  *was: the
@@ -175,14 +227,31 @@ int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t 
  * SHOAL_E_WRONG_EPOCH.  Every key must be a base key of `table` with its
  * hash in [lo, hi], every item must decode and carry that key (else
  * SHOAL_E_VALIDATION and nothing written).  SHOAL_E_NOT_FOUND if there is
- * no such table.  Scratch memory from a. */
+ * no such table.  Scratch memory from a.  *held (may be NULL): what the
+ * range's AWAY record holds after the chunk (Counting, above; zero if it
+ * keeps no figures), which the source's handover takes once the copy is
+ * complete. */
 int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
                    bool reset, size_t n, const uint8_t *const *keys, const size_t *klens,
-                   const uint8_t *const *vals, const size_t *vlens, sh_arena *a, char *errmsg);
+                   const uint8_t *const *vals, const size_t *vlens, sh_arena *a, st_part_held *held,
+                   char *errmsg);
 
 /* ------------------------------------------------------------------------ */
 /* Source leader's reads (each in a read transaction of its own)             */
 /* ------------------------------------------------------------------------ */
+
+/* The items of the range recorded at (table, lo), for a purge's handover:
+ * *counted true (and *out zero) when the record keeps its figures
+ * already or is not FENCED (nothing to count), else *out counts the range's
+ * base items -- every item read and decoded, in one read transaction with
+ * the record.  SHOAL_E_NOT_FOUND without a record. */
+int st_part_held_count(st_env *env, uint32_t table, uint64_t lo, st_part_held *out, bool *counted,
+                       char *errmsg);
+
+/* Takes away from info's item_count and size_bytes what the group holds of
+ * the table without counting it (Counting, above): the figures DescribeTable
+ * and GroupStatus give.  One branch when the environment has no record. */
+int st_part_uncount(st_env *env, st_table_info *info, char *errmsg);
 
 /* Every range record, in (table, lo) order; *out in a (NULL when n is 0). */
 int st_part_list(st_env *env, sh_arena *a, st_part_rec **out, size_t *n, char *errmsg);

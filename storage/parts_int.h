@@ -21,9 +21,12 @@
 #define PT_TXN     'Y' /* | txn id (16) -> n x (table (4) | lo (8)) */
 #define PT_KEY     14  /* 0x05 | kind | table (4) | lo (8) */
 #define PT_LOG_KEY 22  /* ... | seq (8) */
-#define PT_REC_VAL 21  /* hi (8) | state (1) | to_group (4) | attempt (8) */
-#define PT_ING_VAL 13  /* attempt (8) | owned (1) | next index id at the reset (4) */
-#define PT_ING_V1  9   /* a record from before 2026-11-27: no index id */
+#define PT_REC_VAL                                                                                 \
+	38            /* hi (8) | state (1) | to_group (4) | attempt (8) | counted (1) |           \
+	                 held items (8) | held bytes (8) */
+#define PT_REC_V1  21 /* a record from before 2026-11-28: not counted */
+#define PT_ING_VAL 13 /* attempt (8) | owned (1) | next index id at the reset (4) */
+#define PT_ING_V1  9  /* a record from before 2026-11-27: no index id */
 
 /* 0x05 | kind | table | lo. */
 static inline void st_part_key(uint8_t k[PT_KEY], char kind, uint32_t table, uint64_t lo)
@@ -54,6 +57,14 @@ int st_part_txn_forget(st_txn *txn, const uint8_t id[16], char *errmsg);
 
 /* Decodes a range record (SHOAL_E_INTERNAL if corrupt). */
 int st_part_rec_decode(const MDB_val *k, const MDB_val *v, st_part_rec *r, char *errmsg);
+/* The record at (table, lo), if *found. */
+int st_part_rec_get(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, st_part_rec *r,
+                    bool *found, char *errmsg);
+
+/* Counts the base items of table with hashes in [lo, hi] as txn sees them,
+ * and their st_item_size (each item decoded). */
+int st_part_range_items(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
+                        st_part_held *out, char *errmsg);
 
 /* The data-key range of table's base items with hashes in [lo, hi]:
  * [*from, *to) (has_to false: to the end of the table's base keys). */

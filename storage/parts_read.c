@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "codec.h"
 #include "parts_int.h"
 
 int st_part_list(st_env *env, sh_arena *a, st_part_rec **out, size_t *n, char *errmsg)
@@ -56,6 +57,91 @@ int st_part_list(st_env *env, sh_arena *a, st_part_rec **out, size_t *n, char *e
 	if (rc != SHOAL_OK) {
 		*out = NULL;
 		*n = 0;
+	}
+	return rc;
+}
+
+int st_part_range_items(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
+                        st_part_held *out, char *errmsg)
+{
+	st_key from, to;
+	bool has_to;
+	st_part_base_range(table, lo, hi, &from, &to, &has_to);
+	*out = (st_part_held){0, 0};
+	MDB_cursor *c;
+	int mrc = mdb_cursor_open(txn, env->data, &c);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_cursor_open(data)", errmsg);
+	sh_arena a;
+	sh_arena_init(&a);
+	int rc = SHOAL_OK;
+	MDB_val k = {from.len, from.b}, v;
+	for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+	     mrc == 0 && st_part_key_before(&k, &to, has_to);
+	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
+		st_value item;
+		char why[SH_ERRMSG_SIZE];
+		sh_arena_reset(&a);
+		rc = st_codec_decode(&a, v.mv_data, v.mv_size, &item, why);
+		if (rc != SHOAL_OK) {
+			rc = sh_errf(errmsg, rc == SHOAL_E_NOMEM ? rc : SHOAL_E_INTERNAL,
+			             "counting the items of table %" PRIu32 " in [%016" PRIx64
+			             ", %016" PRIx64 "]: %s",
+			             table, lo, hi, why);
+			break;
+		}
+		out->items++;
+		out->bytes += st_item_size(&item);
+	}
+	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
+		rc = st_lmdb_err(mrc, "mdb_cursor_get(data)", errmsg);
+	sh_arena_fini(&a);
+	mdb_cursor_close(c);
+	return rc;
+}
+
+int st_part_held_count(st_env *env, uint32_t table, uint64_t lo, st_part_held *out, bool *counted,
+                       char *errmsg)
+{
+	*out = (st_part_held){0, 0};
+	*counted = false;
+	MDB_txn *txn;
+	int rc = st_read_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	st_part_rec r;
+	bool found;
+	rc = st_part_rec_get(txn, env, table, lo, &r, &found, errmsg);
+	if (rc == SHOAL_OK && !found)
+		rc = sh_errf(errmsg, SHOAL_E_NOT_FOUND,
+		             "no partition record of table %" PRIu32 " at %016" PRIx64, table, lo);
+	if (rc == SHOAL_OK && (r.counted || r.state != ST_PART_FENCED))
+		*counted = true;
+	else if (rc == SHOAL_OK)
+		rc = st_part_range_items(txn, env, table, r.lo, r.hi, out, errmsg);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int st_part_uncount(st_env *env, st_table_info *info, char *errmsg)
+{
+	if (!st_part_any(env))
+		return SHOAL_OK;
+	sh_arena a;
+	sh_arena_init(&a);
+	st_part_rec *r;
+	size_t n;
+	int rc = st_part_list(env, &a, &r, &n, errmsg);
+	uint64_t items = 0, bytes = 0;
+	for (size_t i = 0; rc == SHOAL_OK && i < n; i++)
+		if (r[i].table == info->def.id && r[i].counted) {
+			items += r[i].held_items;
+			bytes += r[i].held_bytes;
+		}
+	sh_arena_fini(&a);
+	if (rc == SHOAL_OK) {
+		info->item_count = items < info->item_count ? info->item_count - items : 0;
+		info->size_bytes = bytes < info->size_bytes ? info->size_bytes - bytes : 0;
 	}
 	return rc;
 }

@@ -39,6 +39,7 @@ struct tl_items {
 	int pks, pre_sks, max_ops;
 	bool stream;        /* created with a NEW_AND_OLD_IMAGES stream */
 	int stream_parents; /* shards with a parent at the last stream check */
+	long long checked;  /* items found by the last check */
 	item_state *pre;    /* [pks * pre_sks] */
 	item_state *fresh;  /* [max_ops] */
 	pthread_t thread;
@@ -450,6 +451,24 @@ void tl_items_check(tl_items *t, const char *when)
 	printf("%s: %s: %lld items (%lld certain, %lld uncertain), each read once, LSI and GSI "
 	       "agree\n",
 	       t->tag, when, expected, certain_total, uncertain);
+	t->checked = expected;
+}
+
+long long tl_items_checked(const tl_items *t)
+{
+	return t->checked;
+}
+
+long long tl_items_described(tl_items *t)
+{
+	char body[512];
+	snprintf(body, sizeof(body), "{\"TableName\":\"%s\"}", t->table);
+	json_t *d = call(t, "DescribeTable", body);
+	json_t *n = json_object_get(json_object_get(d, "Table"), "ItemCount");
+	tl_assert_msg(json_is_integer(n), "%s: DescribeTable: no ItemCount", t->tag);
+	long long count = json_integer_value(n);
+	json_decref(d);
+	return count;
 }
 
 /* --- the stream ----------------------------------------------------------------- */

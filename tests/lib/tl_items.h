@@ -70,6 +70,11 @@ int tl_items_ops(const tl_items *t);
 /* The exact check above (the writer stopped); prints a line naming `when`. */
 void tl_items_check(tl_items *t, const char *when);
 
+/* The items the last tl_items_check found. */
+long long tl_items_checked(const tl_items *t);
+/* DescribeTable's ItemCount of the table. */
+long long tl_items_described(tl_items *t);
+
 /* The stream check (the writer stopped; the table made with a stream): every
  * shard of DescribeStream (all pages) read from TRIM_HORIZON to its end,
  * parents before children, as a consumer following the lineage would; each

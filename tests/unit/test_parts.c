@@ -154,11 +154,33 @@ static int p_fence(st_env *e, uint64_t lo)
 	return finish(t, st_part_fence(t, TID, lo, &fenced_now, tl_msg));
 }
 
+/* A purge entry as the source's leader proposes it: with the range's
+ * count while the record has none (pmove.c purge). */
 static int p_purge(st_env *e, uint64_t lo, uint32_t max, bool *done)
 {
+	st_part_held held;
+	bool counted = true;
+	if (st_part_held_count(e, TID, lo, &held, &counted, tl_msg) != SHOAL_OK)
+		counted = true;
 	st_txn *t;
 	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
-	return finish(t, st_part_purge(t, TID, lo, max, done, tl_msg));
+	return finish(t, st_part_purge(t, TID, lo, max, counted ? NULL : &held, done, tl_msg));
+}
+
+/* The handover entry with the figures the target's last ingest gave, as
+ * the source's leader proposes it (pmove.c), or (ingest NULL) with the
+ * leader's own count. */
+static int p_handover(st_env *e, uint64_t lo, const st_part_held *ingest)
+{
+	st_part_held held;
+	bool counted = false;
+	if (ingest != NULL)
+		held = *ingest;
+	else
+		ck_assert_int_eq(st_part_held_count(e, TID, lo, &held, &counted, tl_msg), SHOAL_OK);
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
+	return finish(t, st_part_handover(t, TID, lo, counted ? NULL : &held, tl_msg));
 }
 
 static int p_abort(st_env *e, uint64_t lo)
@@ -175,15 +197,18 @@ static int p_own(st_env *e, uint64_t lo, uint64_t hi, uint64_t attempt)
 	return finish(t, st_part_own(t, TID, lo, hi, attempt, &owned_now, tl_msg));
 }
 
+/* What the last p_ingest said the range's record holds. */
+static st_part_held ingest_held;
+
 static int p_ingest(st_env *e, uint64_t lo, uint64_t hi, uint64_t attempt, bool reset, size_t n,
                     uint8_t **keys, size_t *klens, uint8_t **vals, size_t *vlens)
 {
 	st_txn *t;
 	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
 	st_txn_set_time(t, LABEL);
-	return finish(t, st_part_ingest(t, TID, lo, hi, attempt, reset, n,
-	                                (const uint8_t *const *)keys, klens,
-	                                (const uint8_t *const *)vals, vlens, &tl_arena, tl_msg));
+	return finish(t, st_part_ingest(
+	                     t, TID, lo, hi, attempt, reset, n, (const uint8_t *const *)keys, klens,
+	                     (const uint8_t *const *)vals, vlens, &tl_arena, &ingest_held, tl_msg));
 }
 
 /* Every (key, value) of the source's range, as one chunk, into the target. */
@@ -384,6 +409,83 @@ static void check_counters(st_env *e)
 		ck_assert_uint_eq(st_get_be64(val.mv_data), c.coll[i].size);
 	}
 	mdb_txn_abort(rt);
+}
+
+/* Base items of table T in e (and their st_item_size) with hashes inside
+ * [lo, hi] (or outside it), from the data itself. */
+typedef struct range_arg {
+	uint64_t lo, hi;
+	bool inside;
+	st_part_held h;
+} range_arg;
+
+static int range_fn(void *arg, const void *k, size_t kl, const void *v, size_t vl, char *errmsg)
+{
+	range_arg *r = arg;
+	const uint8_t *b = k;
+	if (kl < ST_KEY_HEADER || st_get_be32(b) != TID || st_get_be16(b + 4) != 0)
+		return SHOAL_OK;
+	uint64_t h = st_get_be64(b + 6);
+	if ((h >= r->lo && h <= r->hi) != r->inside)
+		return SHOAL_OK;
+	st_value it;
+	ck_assert_int_eq(st_codec_decode(&tl_arena, v, vl, &it, errmsg), SHOAL_OK);
+	r->h.items++;
+	r->h.bytes += st_item_size(&it);
+	return SHOAL_OK;
+}
+
+static st_part_held in_range(st_env *e, uint64_t lo, uint64_t hi, bool inside)
+{
+	range_arg r = {lo, hi, inside, {0, 0}};
+	st_view *v;
+	ck_assert_int_eq(st_view_begin(e, &v, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_view_foreach(v, ST_DBI_DATA, range_fn, &r, tl_msg), SHOAL_OK);
+	st_view_end(v);
+	return r.h;
+}
+
+/* What e counts of table T (DescribeTable, GroupStatus). */
+static st_part_held served(st_env *e)
+{
+	st_table_info t;
+	ck_assert_int_eq(st_table_describe(e, "Tab", &tl_arena, &t, tl_msg), SHOAL_OK);
+	ck_assert_msg(st_part_uncount(e, &t, tl_msg) == SHOAL_OK, "%s", tl_msg);
+	return (st_part_held){t.item_count, t.size_bytes};
+}
+
+/* Who counts the range [lo, hi] of a move. */
+enum { BY_SOURCE, BY_NONE, BY_TARGET };
+
+/* The source and the target together count every item once: those outside
+ * [lo, hi] on the source, and those inside on the group counting the range
+ * (the source until its handover, the target once it owns the range, none
+ * in between). */
+static void check_counted_once(uint64_t lo, uint64_t hi, int by, const char *when)
+{
+	st_part_held out = in_range(tl_env, lo, hi, false);
+	st_part_held in = by == BY_NONE ? (st_part_held){0, 0}
+	                                : in_range(by == BY_TARGET ? tgt : tl_env, lo, hi, true);
+	st_part_held s = served(tl_env), t = served(tgt);
+	/* Until it owns the range, the target's record holds exactly the
+	 * range's items there. */
+	st_part_rec *r;
+	size_t n;
+	ck_assert_int_eq(st_part_list(tgt, &tl_arena, &r, &n, tl_msg), SHOAL_OK);
+	st_part_held copy = in_range(tgt, lo, hi, true);
+	for (size_t i = 0; by != BY_TARGET && i < n; i++)
+		if (r[i].lo == lo)
+			ck_assert_msg(r[i].counted && r[i].held_items == copy.items &&
+			                  r[i].held_bytes == copy.bytes,
+			              "%s: the target's record holds %" PRIu64 " items (%" PRIu64
+			              " bytes), the range has %" PRIu64 " (%" PRIu64 ")",
+			              when, r[i].held_items, r[i].held_bytes, copy.items,
+			              copy.bytes);
+	ck_assert_msg(
+	    s.items + t.items == out.items + in.items && s.bytes + t.bytes == out.bytes + in.bytes,
+	    "%s: counted %" PRIu64 " + %" PRIu64 " items (%" PRIu64 " + %" PRIu64
+	    " bytes), hold %" PRIu64 " (%" PRIu64 ")",
+	    when, s.items, t.items, s.bytes, t.bytes, out.items + in.items, out.bytes + in.bytes);
 }
 
 static int query_rc(st_query_req *q)
@@ -1044,6 +1146,118 @@ START_TEST(test_own_with_an_old_ingest_record)
 }
 END_TEST
 
+/* Items a target holds for a range it does not serve are not counted there;
+ * when another move's reset carves the range's record, what is left is
+ * counted again (exactly); a purge without the leader's count counts the
+ * range until gone; the handover stops the source counting, once; a record
+ * from before counting is not counted. */
+START_TEST(test_counts_of_unserved_ranges)
+{
+	for (int i = 0; i < 60; i++) {
+		char pk[8], sk[8];
+		snprintf(pk, sizeof(pk), "p%d", i % 20);
+		snprintf(sk, sizeof(sk), "s%d", i);
+		ck_assert_int_eq(put(tl_env, item(pk, sk, i, "g")), SHOAL_OK);
+	}
+	uint64_t lo = 0, mid = UINT64_MAX / 4, hi = UINT64_MAX / 2, hi2 = UINT64_MAX / 4 * 3;
+	uint64_t log_last;
+	copy_all(lo, hi, 1, &log_last); /* attempt 1, never owned */
+	st_part_held raw = in_range(tgt, 0, UINT64_MAX, true);
+	ck_assert_uint_gt(raw.items, 0);
+	ck_assert_uint_eq(served(tgt).items, 0);
+	ck_assert_uint_eq(served(tgt).bytes, 0);
+	/* Another move into the target over (mid, hi2]: attempt 1's record
+	 * keeps [lo, mid] and counts what is there. */
+	copy_all(mid + 1, hi2, 2, &log_last);
+	ck_assert_uint_eq(served(tgt).items, 0);
+	ck_assert_int_eq(p_own(tgt, mid + 1, hi2, 2), SHOAL_OK);
+	st_part_held want = in_range(tgt, mid + 1, hi2, true);
+	ck_assert_uint_gt(want.items, 0);
+	ck_assert_uint_gt(in_range(tgt, lo, mid, true).items, 0); /* held, not counted */
+	st_part_held got = served(tgt);
+	ck_assert_uint_eq(got.items, want.items);
+	ck_assert_uint_eq(got.bytes, want.bytes);
+	st_part_rec *r;
+	size_t n;
+	list(tgt, &r, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(r[0].hi, mid);
+	ck_assert(r[0].counted);
+	st_part_held left = in_range(tgt, lo, mid, true);
+	ck_assert_uint_eq(r[0].held_items, left.items);
+	ck_assert_uint_eq(r[0].held_bytes, left.bytes);
+
+	/* The source: a purge told nothing counts the range until it is gone. */
+	st_part_held all = in_range(tl_env, 0, UINT64_MAX, true);
+	ck_assert_int_eq(p_out(tl_env, lo, hi, 1), SHOAL_OK);
+	ck_assert_int_eq(p_fence(tl_env, lo), SHOAL_OK);
+	got = served(tl_env);
+	ck_assert_uint_eq(got.items, all.items); /* fenced: still counted here */
+	bool done;
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(finish(t, st_part_purge(t, TID, lo, 3, NULL, &done, tl_msg)), SHOAL_OK);
+	ck_assert(!done);
+	ck_assert_uint_eq(served(tl_env).items, all.items - 3);
+	/* The handover: refused while OUT; then the range counts no more; a
+	 * second one changes nothing; the purge keeps the figures. */
+	ck_assert_int_eq(p_abort(tl_env, lo), SHOAL_OK); /* FENCED: served again */
+	all = in_range(tl_env, 0, UINT64_MAX, true);
+	ck_assert_int_eq(p_out(tl_env, lo, hi, 2), SHOAL_OK);
+	st_part_held in = in_range(tl_env, lo, hi, true);
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(finish(t, st_part_handover(t, TID, lo, &in, tl_msg)), SHOAL_E_VALIDATION);
+	ck_assert_int_eq(p_fence(tl_env, lo), SHOAL_OK);
+	ck_assert_uint_eq(served(tl_env).items, all.items);
+	ck_assert_int_eq(p_handover(tl_env, lo, NULL), SHOAL_OK);
+	got = served(tl_env);
+	ck_assert_uint_eq(got.items, all.items - in.items);
+	ck_assert_uint_eq(got.bytes, all.bytes - in.bytes);
+	st_part_held wrong = {1, 1};
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(finish(t, st_part_handover(t, TID, lo, &wrong, tl_msg)), SHOAL_OK);
+	ck_assert_uint_eq(served(tl_env).items, all.items - in.items);
+	bool counted;
+	st_part_held again;
+	ck_assert_int_eq(st_part_held_count(tl_env, TID, lo, &again, &counted, tl_msg), SHOAL_OK);
+	ck_assert(counted);
+	ck_assert_int_eq(p_purge(tl_env, lo, 3, &done), SHOAL_OK);
+	got = served(tl_env);
+	ck_assert_uint_eq(got.items, all.items - in.items);
+	ck_assert_uint_eq(got.bytes, all.bytes - in.bytes);
+	while (!done)
+		ck_assert_int_eq(p_purge(tl_env, lo, 3, &done), SHOAL_OK);
+	got = served(tl_env);
+	ck_assert_uint_eq(got.items, all.items - in.items);
+	ck_assert_uint_eq(got.bytes, all.bytes - in.bytes);
+	list(tl_env, &r, &n);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(r[0].state, ST_PART_AWAY);
+	ck_assert_uint_eq(r[0].held_items, 0);
+
+	/* A record as the code before counting wrote it: not counted. */
+	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
+	uint8_t kb[PT_KEY], v[PT_REC_V1];
+	st_part_key(kb, PT_REC, TID, hi2 + 1);
+	st_put_be64(v, UINT64_MAX);
+	v[8] = ST_PART_FENCED;
+	st_put_be32(v + 9, 2);
+	st_put_be64(v + 13, 3);
+	MDB_val k = {sizeof(kb), kb}, val = {sizeof(v), v};
+	ck_assert_int_eq(mdb_put(t->txn, tl_env->meta, &k, &val, 0), 0);
+	ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
+	list(tl_env, &r, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert(!r[1].counted);
+	ck_assert_int_eq(st_part_held_count(tl_env, TID, hi2 + 1, &again, &counted, tl_msg),
+	                 SHOAL_OK);
+	ck_assert(!counted);
+	in = in_range(tl_env, hi2 + 1, UINT64_MAX, true);
+	ck_assert_uint_eq(again.items, in.items);
+	ck_assert_uint_eq(again.bytes, in.bytes);
+}
+END_TEST
+
 /* Group 0's map change, e standing in for group 0. */
 static int map_set(st_env *e, uint64_t prev, const sh_map *m)
 {
@@ -1222,6 +1436,7 @@ START_TEST(test_copy_and_replay_random)
 			memcpy(after, k[n - 1], kl[n - 1]);
 			after_len = kl[n - 1];
 		}
+		check_counted_once(lo, hi, BY_SOURCE, "copy");
 		for (int i = 0; i < 5; i++)
 			random_write(lo, hi, false);
 		chunks++;
@@ -1234,6 +1449,7 @@ START_TEST(test_copy_and_replay_random)
 	for (int i = 0; i < 20; i++)
 		random_write(lo, hi, true); /* refused in the range, not logged outside */
 	replay(lo, hi, &seq, false);
+	check_counted_once(lo, hi, BY_SOURCE, "fenced");
 	uint64_t last;
 	ck_assert_int_eq(st_part_log_last(tl_env, TID, lo, &last, tl_msg), SHOAL_OK);
 	ck_assert_uint_eq(seq, last);
@@ -1249,12 +1465,21 @@ START_TEST(test_copy_and_replay_random)
 	check_counters(tgt);
 	ck_assert_uint_eq(OUTBOX(tgt), 0);
 	ck_assert_uint_eq(STREAM(tgt), 0);
+	/* The target's last ingest answered what it holds: the source's range. */
+	st_part_held want = in_range(tl_env, lo, hi, true);
+	ck_assert_uint_eq(ingest_held.items, want.items);
+	ck_assert_uint_eq(ingest_held.bytes, want.bytes);
+	ck_assert_int_eq(p_handover(tl_env, lo, &ingest_held), SHOAL_OK);
+	check_counted_once(lo, hi, BY_NONE, "handed over");
 	ck_assert_int_eq(p_own(tgt, lo, hi, 1), SHOAL_OK);
+	check_counted_once(lo, hi, BY_TARGET, "owned");
 
 	/* The source purges the range; the rest is untouched. */
 	bool done = false;
-	while (!done)
+	while (!done) {
 		ck_assert_int_eq(p_purge(tl_env, lo, 7, &done), SHOAL_OK);
+		check_counted_once(lo, hi, BY_TARGET, "purge");
+	}
 	check_counters(tl_env);
 	uint8_t *rest = dump(tl_env, lo, hi, false, &la);
 	assert_same(outside, lc, rest, la, "the source outside the range");
@@ -1265,12 +1490,13 @@ END_TEST
 
 static Suite *parts_suite(void)
 {
-	return tl_suite(
-	    "parts", setup, teardown, 60,
-	    TL_TESTS(test_log_on_out, test_fence_refuses, test_ingest_maintains_indexes,
-	             test_ingest_refusals, test_purge_to_away, test_own_splits_away, test_abort,
-	             test_flag, test_copy_and_replay_random, test_backfill_serves_only_its_ranges,
-	             test_moves_wait_for_backfills, test_own_with_an_old_ingest_record));
+	return tl_suite("parts", setup, teardown, 60,
+	                TL_TESTS(test_log_on_out, test_fence_refuses, test_ingest_maintains_indexes,
+	                         test_ingest_refusals, test_purge_to_away, test_own_splits_away,
+	                         test_abort, test_flag, test_copy_and_replay_random,
+	                         test_backfill_serves_only_its_ranges,
+	                         test_moves_wait_for_backfills, test_own_with_an_old_ingest_record,
+	                         test_counts_of_unserved_ranges));
 }
 
 TL_MAIN(parts_suite)
