@@ -306,6 +306,19 @@ static Shoal__NodeResponse *get(int id, uint32_t group, const char *table, const
 	return rpc_raw(id, b.data, b.len);
 }
 
+static char *got_v(Shoal__NodeResponse *r);
+
+/* For a replica being polled: whether its GetItem answer holds an item (with
+ * v == want, unless want is NULL).  An error (the replica has not applied
+ * the table's definition yet, or has not opened the group) is not yet. */
+static bool seen_v(Shoal__NodeResponse *r, const char *want)
+{
+	if (status_of(r) != SHOAL_OK)
+		return false;
+	const char *v = got_v(r);
+	return v != NULL && (want == NULL || strcmp(v, want) == 0);
+}
+
 /* The value of attribute v of a GetItem answer, or NULL without an item. */
 static char *got_v(Shoal__NodeResponse *r)
 {
@@ -470,7 +483,7 @@ START_TEST(test_cluster)
 	bool seen = false;
 	while (!seen && node_now_ns() < deadline) {
 		r = get(follower1, 1, "Music", "{\"pk\":{\"S\":\"k1\"}}", true);
-		seen = got_v(r) != NULL;
+		seen = seen_v(r, NULL);
 		FREE(r);
 		if (!seen)
 			usleep(10000);
@@ -689,7 +702,7 @@ START_TEST(test_failover_and_restart)
 	bool seen = false;
 	while (!seen && node_now_ns() < deadline) {
 		r = get(l1, 1, "Music", "{\"pk\":{\"S\":\"b\"}}", true);
-		seen = got_v(r) != NULL && strcmp(got_v(r), "during") == 0;
+		seen = seen_v(r, "during");
 		FREE(r);
 		if (!seen)
 			usleep(10000);
