@@ -51,6 +51,7 @@ void rt_options_default(rt_options *o)
 	o->http_head_ms = 10000;
 	o->http_body_ms = 30000;
 	o->http_body_rate = 500;
+	o->https_handshakes = RT_HTTPD_HANDSHAKES_PEER;
 }
 
 /* ------------------------------------------------------------------------ */

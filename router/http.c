@@ -720,6 +720,8 @@ int rt_http_start(rt_http **out, rt_router *rt, const char *hostport, const char
 	    .head_ms = rt->opt.http_head_ms,
 	    .timeout_ms = rt->opt.http_body_ms,
 	    .min_rate = rt->opt.http_body_rate,
+	    .handshakes_peer = rt->opt.https_handshakes > 0 ? rt->opt.https_handshakes : UINT32_MAX,
+	    .stats = &rt->metrics.http,
 	    .ops = {.head = on_head, .request = on_request, .busy = on_busy, .burst = on_burst},
 	    .arg = h,
 	};

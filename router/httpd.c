@@ -52,6 +52,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -99,6 +100,15 @@ enum { C_HEAD, C_BODY, C_BUSY, C_WRITE, C_LINGER, C_CLOSED };
 
 typedef struct loop loop;
 typedef struct conn conn;
+
+/* An address's HTTPS handshake bucket (rt_httpd.hs; the handshake loop's
+ * alone): tokens, and when they were counted. */
+typedef struct hs_slot {
+	uint8_t addr[16];
+	uint8_t len; /* 0: unused */
+	double tokens;
+	int64_t at_ms;
+} hs_slot;
 
 /* A peer address and what its connections hold (rt_httpd.peers). */
 typedef struct peer {
@@ -202,6 +212,10 @@ struct rt_httpd {
 	atomic_bool refusing, out_of_fds;
 	pthread_mutex_t peers_mu;
 	peer *peers[PEER_BUCKETS]; /* by address (peers_mu) */
+	hs_slot *hs;               /* [RT_HTTPD_HANDSHAKE_SLOTS] (the handshake loop's) */
+	rt_httpd_stats own_stats;  /* when c.stats is NULL */
+	uint64_t hs_refused;       /* refusals (the handshake loop's; for its log) */
+	int64_t hs_logged;         /* when a refusal was last logged (the handshake loop's) */
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* busy reached 0 while stopping */
 };
@@ -221,6 +235,35 @@ static conn *conn_of(rt_httpd_req *r)
 	return (conn *)((char *)r - offsetof(conn, req));
 }
 
+/* The address a peer is counted by (peer_get): false if not IP. */
+static bool peer_key(const struct sockaddr_storage *ss, uint8_t a[16], uint8_t *len)
+{
+	if (ss->ss_family == AF_INET) {
+		memcpy(a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+		*len = 4;
+	} else if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *in6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+		if (IN6_IS_ADDR_V4MAPPED(in6)) {
+			memcpy(a, in6->s6_addr + 12, 4);
+			*len = 4;
+		} else {
+			memcpy(a, in6->s6_addr, 8);
+			*len = 8;
+		}
+	} else {
+		return false;
+	}
+	return true;
+}
+
+static uint32_t peer_hash(const uint8_t *a, uint8_t len)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+	for (uint8_t i = 0; i < len; i++)
+		h = (h ^ a[i]) * 16777619u;
+	return h;
+}
+
 /* The peer entry of a new connection's address, created on its first
  * connection, which counts as open in it; NULL when the address is not
  * IP or memory is short (the connection is then bounded by the server's
@@ -232,25 +275,9 @@ static peer *peer_get(rt_httpd *s, const struct sockaddr_storage *ss, bool *full
 {
 	uint8_t a[16], len;
 	*full = false;
-	if (ss->ss_family == AF_INET) {
-		memcpy(a, &((const struct sockaddr_in *)ss)->sin_addr, 4);
-		len = 4;
-	} else if (ss->ss_family == AF_INET6) {
-		const struct in6_addr *in6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
-		if (IN6_IS_ADDR_V4MAPPED(in6)) {
-			memcpy(a, in6->s6_addr + 12, 4);
-			len = 4;
-		} else {
-			memcpy(a, in6->s6_addr, 8);
-			len = 8;
-		}
-	} else {
+	if (!peer_key(ss, a, &len))
 		return NULL;
-	}
-	uint32_t h = 2166136261u; /* FNV-1a */
-	for (uint8_t i = 0; i < len; i++)
-		h = (h ^ a[i]) * 16777619u;
-	peer **b = &s->peers[h % PEER_BUCKETS], *p;
+	peer **b = &s->peers[peer_hash(a, len) % PEER_BUCKETS], *p;
 	pthread_mutex_lock(&s->peers_mu);
 	for (p = *b; p != NULL; p = p->next)
 		if (p->len == len && memcmp(p->addr, a, len) == 0)
@@ -291,10 +318,7 @@ static void peer_put(rt_httpd *s, peer *p)
 	pthread_mutex_lock(&s->peers_mu);
 	if (--p->refs == 0) {
 		assert(atomic_load(&p->held) == 0 && p->open == 0);
-		uint32_t h = 2166136261u;
-		for (uint8_t i = 0; i < p->len; i++)
-			h = (h ^ p->addr[i]) * 16777619u;
-		peer **b = &s->peers[h % PEER_BUCKETS];
+		peer **b = &s->peers[peer_hash(p->addr, p->len) % PEER_BUCKETS];
 		while (*b != p)
 			b = &(*b)->next;
 		*b = p->next;
@@ -1545,12 +1569,60 @@ static void refuse(int fd)
 	close(fd);
 }
 
+/* Whether peer ss may begin another HTTPS handshake now (the handshake
+ * loop's thread): its slot's bucket refills at handshakes_peer a second up
+ * to twice that, and each handshake takes a token.  A slot another address
+ * held is taken over with a full bucket. */
+static bool handshake_allowed(rt_httpd *s, const struct sockaddr_storage *ss, int64_t now)
+{
+	uint8_t a[16], len;
+	if (s->c.handshakes_peer == UINT32_MAX || s->hs == NULL || !peer_key(ss, a, &len))
+		return true;
+	double rate = s->c.handshakes_peer, burst = 2 * rate;
+	hs_slot *h = &s->hs[peer_hash(a, len) % RT_HTTPD_HANDSHAKE_SLOTS];
+	if (h->len != len || memcmp(h->addr, a, len) != 0) {
+		memcpy(h->addr, a, len);
+		h->len = len;
+		h->tokens = burst;
+	} else if (now > h->at_ms) {
+		h->tokens += rate * (double)(now - h->at_ms) / 1000.0;
+		if (h->tokens > burst)
+			h->tokens = burst;
+	}
+	h->at_ms = now;
+	if (h->tokens < 1)
+		return false;
+	h->tokens -= 1;
+	return true;
+}
+
 /* A new connection fd from peer ss (accepted; HTTPS when tls): counted,
  * refused when over a cap (HTTPS: closed, a plain answer would be
  * garbage to a TLS client), else registered with lp's epoll. */
 static void conn_add(loop *lp, int fd, const struct sockaddr_storage *ss, bool tls)
 {
 	rt_httpd *s = lp->s;
+	if (tls) {
+		int64_t now = rt_now_ms();
+		if (!handshake_allowed(s, ss, now)) {
+			close(fd);
+			atomic_fetch_add(&s->c.stats->https_refused, 1);
+			s->hs_refused++;
+			if (now - s->hs_logged >= 10000) {
+				char host[NI_MAXHOST];
+				if (getnameinfo((const struct sockaddr *)ss, sizeof(*ss), host,
+				                sizeof(host), NULL, 0, NI_NUMERICHOST) != 0)
+					snprintf(host, sizeof(host), "?");
+				rt_log("https: %s began more than %u connections a second: "
+				       "closing its new ones (%" PRIu64 " so far; logged at most "
+				       "every 10 s)",
+				       host, s->c.handshakes_peer, s->hs_refused);
+				s->hs_logged = now;
+			}
+			return;
+		}
+		atomic_fetch_add(&s->c.stats->https_begun, 1);
+	}
 	if (atomic_fetch_add(&s->n_conns, 1) >= s->c.max_conns) {
 		atomic_fetch_sub(&s->n_conns, 1);
 		if (tls)
@@ -1835,6 +1907,7 @@ static void free_server(rt_httpd *s)
 		pthread_mutex_destroy(&lp->mu);
 	}
 	sh_free(s->loops);
+	sh_free(s->hs);
 	if (s->lfd >= 0)
 		close(s->lfd);
 	if (s->tls_lfd >= 0)
@@ -1867,6 +1940,11 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 		s->c.idle_ms = RT_HTTPD_IDLE_MS;
 	if (s->c.max_chunked == 0)
 		s->c.max_chunked = RT_HTTPD_MAX_CHUNKED;
+	if (s->c.handshakes_peer == 0)
+		s->c.handshakes_peer = RT_HTTPD_HANDSHAKES_PEER;
+	if (s->c.stats == NULL)
+		s->c.stats = &s->own_stats;
+	s->hs_logged = INT64_MIN / 2;
 	s->lfd = s->tls_lfd = -1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_mutex_init(&s->peers_mu, NULL);
@@ -1892,6 +1970,11 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *conf, char *errmsg)
 		         : listen_on(conf->tls_hostport, &s->tls_lfd, &s->tls_port, errmsg);
 	if (rc != SHOAL_OK)
 		goto err;
+	if (s->tls_lfd >= 0 &&
+	    (s->hs = sh_calloc(RT_HTTPD_HANDSHAKE_SLOTS, sizeof(*s->hs))) == NULL) {
+		rc = sh_errf(errmsg, SHOAL_E_NOMEM, "out of memory");
+		goto err;
+	}
 	/* The I/O loops, and HTTPS's handshake loop last (conn_move). */
 	uint32_t n_loops = conf->threads + (s->tls_lfd >= 0 ? 1 : 0);
 	s->n_io = conf->threads;

@@ -67,7 +67,15 @@
  *     from one peer address: more are answered a static 503 and closed at
  *     once (logged once for the server's limit);
  *   - accept(2) failing for lack of descriptors pauses accepting for
- *     RT_HTTPD_ACCEPT_PAUSE_MS instead of spinning.
+ *     RT_HTTPD_ACCEPT_PAUSE_MS instead of spinning;
+ *   - one peer address may begin conf.handshakes_peer HTTPS connections a
+ *     second on average (RT_HTTPD_HANDSHAKES_PEER), in bursts of twice that
+ *     (a token bucket per address, kept by the handshake loop in a table of
+ *     RT_HTTPD_HANDSHAKE_SLOTS: an address that shares its slot with
+ *     another one starts with a full bucket): a handshake costs the server
+ *     a millisecond or more of CPU, so one address cannot take the
+ *     handshake loop's whole time from the others; past it the connection
+ *     is closed at once (counted in conf.stats; logged at most every 10 s).
  */
 #ifndef SHOAL_ROUTER_HTTPD_H
 #define SHOAL_ROUTER_HTTPD_H
@@ -89,6 +97,8 @@
 #define RT_HTTPD_ACCEPT_PAUSE_MS 100
 #define RT_HTTPD_MAX_CONNS       4096
 #define RT_HTTPD_MAX_CHUNKED     (16u * 1024 * 1024)
+#define RT_HTTPD_HANDSHAKES_PEER 100
+#define RT_HTTPD_HANDSHAKE_SLOTS 4096
 
 /* ------------------------------------------------------------------------ */
 /* The request head parser (pure)                                            */
@@ -183,6 +193,12 @@ typedef struct rt_httpd_ops {
 
 struct mbedtls_ssl_config;
 
+/* Counters the server adds to (rt_httpd_conf.stats; the router's metrics). */
+typedef struct rt_httpd_stats {
+	_Atomic uint64_t https_begun;   /* HTTPS connections accepted: handshakes begun */
+	_Atomic uint64_t https_refused; /* ... closed for their address's handshake rate */
+} rt_httpd_stats;
+
 typedef struct rt_httpd_conf {
 	const char *hostport;     /* "host:port", "[v6]:port", ":port" (every address); NULL:
 	                             no plain HTTP listener */
@@ -201,6 +217,10 @@ typedef struct rt_httpd_conf {
 	uint32_t timeout_ms;  /* no progress on a body or an answer (0: RT_HTTPD_TIMEOUT_MS) */
 	uint32_t min_rate;    /* a body's bytes a second, on average (0: RT_HTTPD_MIN_RATE) */
 	uint32_t idle_ms;     /* keep-alive connection without a request (0: RT_HTTPD_IDLE_MS) */
+	uint32_t handshakes_peer; /* HTTPS connections one peer address may begin a second,
+	                             on average (0: RT_HTTPD_HANDSHAKES_PEER; UINT32_MAX: no
+	                             limit) */
+	rt_httpd_stats *stats;    /* counters to add to (NULL: none); outlives the server */
 	rt_httpd_ops ops;
 	void *arg;
 } rt_httpd_conf;
@@ -214,6 +234,7 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *c, char *errmsg);
 /* The ports it listens on (useful with port 0); 0: no such listener. */
 int rt_httpd_port(const rt_httpd *s);
 int rt_httpd_tls_port(const rt_httpd *s);
+
 /* Stops accepting, closes every connection, joins the I/O threads, waits
  * until every request handed to ops.request has been answered (their
  * answers go nowhere), frees.  The endpoint's own threads must keep serving

@@ -24,7 +24,9 @@
  * --http-head-timeout-ms (10000) and --http-body-timeout-ms (30000) are the
  * HTTP server's: the time a whole request head may take, and how long a
  * body or an answer may make no progress (router/httpd.h);
- * --http-body-min-rate (500) the bytes a second a body must average.
+ * --http-body-min-rate (500) the bytes a second a body must average;
+ * --https-handshake-rate (100) the HTTPS connections one address may begin a
+ * second (0: no limit).
  *
  * Threads: signals are blocked before any thread starts, and the main thread
  * takes them with sigwait, so no handler ever runs inside a worker.
@@ -48,7 +50,8 @@ static void usage(FILE *f)
 	        "                    [--credentials FILE] [--http HOST:PORT] [--https HOST:PORT]\n"
 	        "                    [--workers N]\n"
 	        "                    [--http-head-timeout-ms N] [--http-body-timeout-ms N]\n"
-	        "                    [--http-body-min-rate BYTES_PER_S]\n");
+	        "                    [--http-body-min-rate BYTES_PER_S]\n"
+	        "                    [--https-handshake-rate PER_S_PER_ADDRESS]\n");
 }
 
 static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
@@ -81,6 +84,7 @@ int main(int argc, char **argv)
 	    {"http-head-timeout-ms", required_argument, NULL, 'T'},
 	    {"http-body-timeout-ms", required_argument, NULL, 'B'},
 	    {"http-body-min-rate", required_argument, NULL, 'M'},
+	    {"https-handshake-rate", required_argument, NULL, 'R'},
 	    {"help", no_argument, NULL, 'h'},
 	    {NULL, 0, NULL, 0},
 	};
@@ -140,6 +144,15 @@ int main(int argc, char **argv)
 				        "shoal-router: --http-body-min-rate must be 1..%u "
 				        "(bytes a second)\n",
 				        1u << 30);
+				return 2;
+			}
+			break;
+		case 'R':
+			if (!parse_u32(optarg, 0, 1000000, &opt.https_handshakes)) {
+				fprintf(stderr,
+				        "shoal-router: --https-handshake-rate must be "
+				        "0..1000000 (connections a second from one address; "
+				        "0: no limit)\n");
 				return 2;
 			}
 			break;

@@ -22,6 +22,7 @@
  *   shoal_router_job_pool_jobs, _bytes                  gauge (idle jobs kept, their arenas)
  *   shoal_router_txn_total{path}                        counter (single group, two-phase)
  *   shoal_router_txn_get_rounds_total, _waits_total     counter (TransactGetItems)
+ *   shoal_router_https_connections_total{result}        counter (begun, refused: httpd.h)
  *   shoal_router_listener_relistens_total               counter (common/tls.h's guard)
  *   shoal_router_dialer_redials_total                   counter (common/tls.h's keeper)
  */
@@ -162,13 +163,22 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "shoal_router_repairs_total %llu\n",
 	    (unsigned long long)get(&m->repairs));
 	put(&o,
+	    "# HELP shoal_router_https_connections_total HTTPS connections accepted (begun) and "
+	    "closed at once for their address's handshake rate (refused).\n"
+	    "# TYPE shoal_router_https_connections_total counter\n"
+	    "shoal_router_https_connections_total{result=\"begun\"} %llu\n"
+	    "shoal_router_https_connections_total{result=\"refused\"} %llu\n",
+	    (unsigned long long)get(&m->http.https_begun),
+	    (unsigned long long)get(&m->http.https_refused));
+	put(&o,
 	    "# HELP shoal_router_listener_relistens_total TLS listeners found stopped and "
 	    "listening again (nng 1.5.2, common/tls.h sh_listen_guard).\n"
 	    "# TYPE shoal_router_listener_relistens_total counter\n"
 	    "shoal_router_listener_relistens_total %llu\n",
 	    (unsigned long long)sh_listen_guard_relistens());
 	put(&o,
-	    "# HELP shoal_router_dialer_redials_total TLS dialers found stopped or hung and dialled "
+	    "# HELP shoal_router_dialer_redials_total TLS dialers found stopped or hung and "
+	    "dialled "
 	    "again (nng 1.5.2, common/tls.h's dial keeper).\n"
 	    "# TYPE shoal_router_dialer_redials_total counter\n"
 	    "shoal_router_dialer_redials_total %llu\n",

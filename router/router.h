@@ -86,6 +86,7 @@
 #include "proto/lanes.h"
 #include "proto/ops.h"
 #include "proto/wire.h"
+#include "router/httpd.h"
 #include "storage/route.h"
 #include "storage/storage.h"
 
@@ -108,15 +109,17 @@ typedef struct rt_principal {
 /* ------------------------------------------------------------------------ */
 
 typedef struct rt_options {
-	uint32_t contexts;       /* REP contexts: client messages in progress at once (256) */
-	uint32_t attempt_ms;     /* answer timeout of one attempt at a node (2000) */
-	uint32_t send_ms;        /* how long to wait for a connection to a node (500) */
-	uint32_t deadline_ms;    /* per client request (10000) */
-	uint32_t status_ms;      /* ClusterStatus / DescribeTable per-node timeout (1000) */
-	uint32_t http_workers;   /* HTTP endpoint: threads for signatures and large JSON (4) */
-	uint32_t http_head_ms;   /* HTTP: a request head must arrive within this (10000) */
-	uint32_t http_body_ms;   /* HTTP: a body or answer may stall this long (30000) */
-	uint32_t http_body_rate; /* HTTP: a body's bytes a second, on average, at least (500) */
+	uint32_t contexts;         /* REP contexts: client messages in progress at once (256) */
+	uint32_t attempt_ms;       /* answer timeout of one attempt at a node (2000) */
+	uint32_t send_ms;          /* how long to wait for a connection to a node (500) */
+	uint32_t deadline_ms;      /* per client request (10000) */
+	uint32_t status_ms;        /* ClusterStatus / DescribeTable per-node timeout (1000) */
+	uint32_t http_workers;     /* HTTP endpoint: threads for signatures and large JSON (4) */
+	uint32_t http_head_ms;     /* HTTP: a request head must arrive within this (10000) */
+	uint32_t http_body_ms;     /* HTTP: a body or answer may stall this long (30000) */
+	uint32_t http_body_rate;   /* HTTP: a body's bytes a second, on average, at least (500) */
+	uint32_t https_handshakes; /* HTTPS: connections one address may begin a second (100;
+	                              0: no limit) */
 } rt_options;
 
 void rt_options_default(rt_options *o);
@@ -162,6 +165,7 @@ typedef struct rt_metrics {
 	_Atomic uint64_t txn_2pc;        /* ... across groups */
 	_Atomic uint64_t txn_get_rounds; /* TransactGetItems rounds across groups */
 	_Atomic uint64_t txn_get_waits;  /* ... pauses for held items */
+	rt_httpd_stats http;             /* the HTTP endpoint's server (httpd.h) */
 } rt_metrics;
 
 /* Records one finished request of operation slot `slot` (any thread). */

@@ -31,6 +31,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <mbedtls/ssl.h>
+
 #include "common/alloc.h"
 #include "proto/wire.h"
 #include "router/http.h"
@@ -903,8 +905,8 @@ typedef struct resp {
 } resp;
 
 /* A connection from 127.0.0.<from> (Linux routes all of 127/8 to lo): the
- * server sees another peer address. */
-static cli cli_open_from(int from)
+ * server sees another peer address; to its port `port`. */
+static cli cli_open_to(int from, int port)
 {
 	cli c = {.fd = socket(AF_INET, SOCK_STREAM, 0), .cap = 1 << 16};
 	ck_assert_int_ge(c.fd, 0);
@@ -914,7 +916,7 @@ static cli cli_open_from(int from)
 		ck_assert_int_eq(bind(c.fd, (struct sockaddr *)&b, sizeof(b)), 0);
 	}
 	struct sockaddr_in a = {.sin_family = AF_INET,
-	                        .sin_port = htons((uint16_t)T.port),
+	                        .sin_port = htons((uint16_t)port),
 	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	ck_assert_int_eq(connect(c.fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	struct timeval tv = {.tv_sec = 10};
@@ -924,6 +926,11 @@ static cli cli_open_from(int from)
 	c.buf = sh_malloc(c.cap);
 	ck_assert_ptr_nonnull(c.buf);
 	return c;
+}
+
+static cli cli_open_from(int from)
+{
+	return cli_open_to(from, T.port);
 }
 
 static cli cli_open(void)
@@ -1597,6 +1604,96 @@ START_TEST(test_srv_peer_conns)
 }
 END_TEST
 
+/* HTTPS connections begun and refused so far; polls (deadline 10 s) until
+ * their sum is `total`. */
+static rt_httpd_stats hs_stats;
+
+static void hs_wait(uint64_t total, uint64_t *begun, uint64_t *refused)
+{
+	for (int64_t until = now_ms() + 10000;; usleep(2000)) {
+		*begun = atomic_load(&hs_stats.https_begun);
+		*refused = atomic_load(&hs_stats.https_refused);
+		if (*begun + *refused >= total)
+			break;
+		ck_assert_msg(now_ms() < until, "%llu of %llu connections seen",
+		              (unsigned long long)(*begun + *refused), (unsigned long long)total);
+	}
+	ck_assert_uint_eq(*begun + *refused, total);
+}
+
+/* Whether the server closed c (its EOF, waited for up to 10 s) -- else it
+ * still waits for a handshake. */
+static bool closed_by_server(cli *c, bool wait)
+{
+	char b;
+	ssize_t r = recv(c->fd, &b, 1, wait ? 0 : MSG_DONTWAIT);
+	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+START_TEST(test_srv_handshake_rate)
+{
+	/* One address may begin 5 HTTPS connections a second, 10 at once: the
+	 * 11th is closed unread, another address and plain HTTP are not held
+	 * back, and the address may begin one again once its bucket refills.
+	 * (No handshake is made: the limit acts at accept.) */
+	mbedtls_ssl_config tls;
+	mbedtls_ssl_config_init(&tls);
+	ck_assert_int_eq(mbedtls_ssl_config_defaults(&tls, MBEDTLS_SSL_IS_SERVER,
+	                                             MBEDTLS_SSL_TRANSPORT_STREAM,
+	                                             MBEDTLS_SSL_PRESET_DEFAULT),
+	                 0);
+	srv_start_conf((rt_httpd_conf){.tls_hostport = "127.0.0.1:0",
+	                               .tls = &tls,
+	                               .max_conns = 100,
+	                               .max_held = 1 << 20,
+	                               .handshakes_peer = 5,
+	                               .stats = &hs_stats});
+	int port = rt_httpd_tls_port(T.s);
+	ck_assert_int_gt(port, 0);
+	cli a[12];
+	uint64_t begun, refused;
+	for (int i = 0; i < 11; i++)
+		a[i] = cli_open_to(1, port);
+	hs_wait(11, &begun, &refused);
+	ck_assert_uint_eq(begun, 10);
+	ck_assert_uint_eq(refused, 1);
+	ck_assert(closed_by_server(&a[10], true));
+	for (int i = 0; i < 10; i++)
+		ck_assert_msg(!closed_by_server(&a[i], false), "connection %d closed", i);
+	/* Another address has a bucket of its own. */
+	a[11] = cli_open_to(2, port);
+	hs_wait(12, &begun, &refused);
+	ck_assert_uint_eq(begun, 11);
+	ck_assert(!closed_by_server(&a[11], false));
+	/* Plain HTTP from the first address is served. */
+	cli h = cli_open();
+	post(&h, "/", "plain", "");
+	expect_echo(&h, "plain");
+	cli_close(&h);
+	/* A token comes back after 200 ms: the address begins one again. */
+	int64_t t0 = now_ms();
+	uint64_t total = 12, tries = 0;
+	for (bool ok = false; !ok; tries++) {
+		ck_assert_msg(now_ms() - t0 < 5000, "no connection begun in 5 s");
+		cli x = cli_open_to(1, port);
+		uint64_t b0 = begun;
+		hs_wait(++total, &begun, &refused);
+		ok = begun > b0;
+		ck_assert(closed_by_server(&x, !ok) == !ok);
+		cli_close(&x);
+		if (!ok)
+			usleep(20000);
+	}
+	printf("handshake rate: the address began a connection again %lld ms after its burst "
+	       "(%llu refused meanwhile)\n",
+	       (long long)(now_ms() - t0), (unsigned long long)(tries - 1));
+	for (int i = 0; i < 12; i++)
+		cli_close(&a[i]);
+	srv_stop();
+	mbedtls_ssl_config_free(&tls);
+}
+END_TEST
+
 START_TEST(test_srv_emfile)
 {
 	/* Out of descriptors, accept(2) fails: the server pauses accepting
@@ -1836,6 +1933,7 @@ static Suite *http_suite(void)
 	tcase_add_test(srv, test_srv_peer_held);
 	tcase_add_test(srv, test_srv_peer_conns);
 	tcase_add_test(srv, test_srv_emfile);
+	tcase_add_test(srv, test_srv_handshake_rate);
 	tcase_add_test(srv, test_srv_stop);
 	tcase_add_test(srv, test_srv_peer_gone);
 	tcase_add_test(srv, test_srv_reset_storm);
