@@ -551,10 +551,16 @@ static void stuck_connection(bool tls)
 	free(big);
 	wire_lanes_close(&l);
 	wire_lanes_fini(&l);
-	nng_close(req);
 	atomic_store(&e.stop, true);
 	pthread_join(e.th, NULL);
-	nng_close(e.s);
+	/* The two sockets are left open, to the end of this test's process
+	 * (Check runs each test in a process of its own): closing them hung
+	 * in about one run in ten under load -- nng 1.5.2's reaper waits
+	 * forever for a pipe's send whose partial write was resubmitted on a
+	 * transfer aio its pipe's close had just stopped (README, Known
+	 * issues: "nng 1.5.2 can lose a send ..."), and nng_close waits for
+	 * that reaper.  These 1 MiB messages make partial writes at every
+	 * close. */
 	tl_relay_stop(&r);
 }
 
