@@ -270,6 +270,35 @@ static int first_fn(void *arg, const st_part_rec *r, bool *stop, char *errmsg)
 	return SHOAL_OK;
 }
 
+/* Sums the held figures of counted records (st_part_uncount). */
+static int held_fn(void *arg, const st_part_rec *r, bool *stop, char *errmsg)
+{
+	st_part_held *h = arg;
+	if (r->counted) {
+		h->items += r->held_items;
+		h->bytes += r->held_bytes;
+	}
+	return SHOAL_OK;
+}
+
+int st_part_uncount(st_env *env, st_table_info *info, char *errmsg)
+{
+	if (!any_records(env))
+		return SHOAL_OK;
+	MDB_txn *txn;
+	int rc = st_read_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	st_part_held h = {0, 0};
+	rc = walk_overlaps(txn, env, info->def.id, 0, UINT64_MAX, held_fn, &h, errmsg);
+	mdb_txn_abort(txn);
+	if (rc == SHOAL_OK) {
+		info->item_count = h.items < info->item_count ? info->item_count - h.items : 0;
+		info->size_bytes = h.bytes < info->size_bytes ? info->size_bytes - h.bytes : 0;
+	}
+	return rc;
+}
+
 int st_part_refresh(st_env *env, char *errmsg)
 {
 	MDB_txn *txn;

@@ -123,29 +123,6 @@ int st_part_held_count(st_env *env, uint32_t table, uint64_t lo, st_part_held *o
 	return rc;
 }
 
-int st_part_uncount(st_env *env, st_table_info *info, char *errmsg)
-{
-	if (!st_part_any(env))
-		return SHOAL_OK;
-	sh_arena a;
-	sh_arena_init(&a);
-	st_part_rec *r;
-	size_t n;
-	int rc = st_part_list(env, &a, &r, &n, errmsg);
-	uint64_t items = 0, bytes = 0;
-	for (size_t i = 0; rc == SHOAL_OK && i < n; i++)
-		if (r[i].table == info->def.id && r[i].counted) {
-			items += r[i].held_items;
-			bytes += r[i].held_bytes;
-		}
-	sh_arena_fini(&a);
-	if (rc == SHOAL_OK) {
-		info->item_count = items < info->item_count ? info->item_count - items : 0;
-		info->size_bytes = bytes < info->size_bytes ? info->size_bytes - bytes : 0;
-	}
-	return rc;
-}
-
 /* Arrays of (key, value) pairs handed out by the reads, grown in an arena. */
 typedef struct pairs {
 	uint8_t **keys, **vals;
