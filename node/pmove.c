@@ -722,10 +722,10 @@ static bool range_count(node_group *g, const pm_move *m, st_part_held *held)
  * no scan here, where it would hold up the cutover).  Without those figures
  * (a leader that changed after the copy), or if it fails (logged), the
  * purge's first entry does it. */
-static void handover(node_pmove *pm, node_group *g, const pm_move *m)
+static void handover(node_pmove *pm, node_group *g, const pm_move *m, const st_part_rec *rec)
 {
 	char msg[SH_ERRMSG_SIZE] = "";
-	if (!m->held_known)
+	if (!m->held_known || rec->counted) /* (counted: an earlier pass did it) */
 		return;
 	if (propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_PURGE, m, 0, &m->held, true, NULL,
 	                  msg) != SHOAL_OK)
@@ -856,7 +856,7 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 	}
 	if (view == 1)
 		return; /* READY: the executor flips the map */
-	handover(pm, g, m);
+	handover(pm, g, m, rec);
 	rc = own(pm, g, m, msg);
 	if (rc == SHOAL_OK || rc == SHOAL_E_IN_USE) {
 		set_phase(pm, m, SHOAL__PART_STATUS__PHASE__AWAY);
