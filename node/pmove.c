@@ -378,7 +378,7 @@ static int send_ingest(node_pmove *pm, pm_move *m, bool reset, uint8_t **keys, s
 	pi.values = v;
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.part_ingest = &pi;
-	pm_held held;
+	pm_held held = {false, {0, 0}};
 	int rc = rpc_leader(pm, m->to_group, &nr, &held, msg);
 	sh_free(k);
 	sh_free(v);
