@@ -35,13 +35,13 @@
  *            up to the fence (the target's later deltas for those
  *            items must not overtake the source's)
  *   READY    reported to the executor, which flips the map
- *   HANDOVER seeing the flip, the range stops counting in the    part_purge with
- *            source's ItemCount/TableSizeBytes, with the figures   handover
- *            the target's last ingest answered (storage/parts.h,
- *            "Counting": no moment counts it twice)
- *   OWN      then the driver tells the target to serve the range  part_own on the
- *            (with the attempt whose data is complete: a target    target
- *            that took a later reset refuses)
+ *   OWN      seeing the flip, the driver tells the target to       part_own on the
+ *            serve the range (with the attempt whose data is       target
+ *            complete: a target that took a later reset refuses)
+ *   HANDOVER then the range stops counting in the source's        part_purge with
+ *            ItemCount/TableSizeBytes, with the figures the        handover
+ *            target's last ingest answered (storage/parts.h,
+ *            "Counting")
  *   PURGE    the range's items are deleted from the source in     part_purge
  *            chunks; the range stays refused for good (AWAY)
  *
@@ -716,12 +716,13 @@ static bool range_count(node_group *g, const pm_move *m, st_part_held *held)
 	return false;
 }
 
-/* The map gave the range to the target: before the target serves it, the
- * range stops counting here, so that the figures never count it twice --
- * with what the target's last ingest said it holds (the copy is complete;
- * no scan here, where it would hold up the cutover).  Without those figures
- * (a leader that changed after the copy), or if it fails (logged), the
- * purge's first entry does it. */
+/* The target serves the range: it stops counting here, with what the
+ * target's last ingest said it holds (the copy is complete: no scan).  Done
+ * after part_own, not before: a Raft entry between the map's flip and
+ * part_own would lengthen the cutover (the range is refused meanwhile), so
+ * the range counts at both groups for this one entry's commit instead.
+ * Without those figures (a leader that changed after the copy), or if it
+ * fails (logged), the purge's first entry does it. */
 static void handover(node_pmove *pm, node_group *g, const pm_move *m, const st_part_rec *rec)
 {
 	char msg[SH_ERRMSG_SIZE] = "";
@@ -856,9 +857,9 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 	}
 	if (view == 1)
 		return; /* READY: the executor flips the map */
-	handover(pm, g, m, rec);
 	rc = own(pm, g, m, msg);
 	if (rc == SHOAL_OK || rc == SHOAL_E_IN_USE) {
+		handover(pm, g, m, rec);
 		set_phase(pm, m, SHOAL__PART_STATUS__PHASE__AWAY);
 		purge(pm, g, m);
 		return;

@@ -67,20 +67,20 @@
  *   target  from its ingest reset until st_part_own, the range's AWAY
  *           record counts what the ingest chunks stored (the copy is not
  *           served yet); st_part_own removes the record: the items count.
- *   source  counts the range while OUT and FENCED, until the map gives it
- *           to the target: then, before the target is told to own it, the
- *           handover entry (st_part_handover) records the range's items as
- *           held -- the figures the target's last ingest answered (the copy
- *           is complete: the same items), carried by the entry to every
- *           replica -- and each purge entry takes away what it deleted.
- *           (The purge's first entry does the handover if none did -- a
- *           leader that changed in between -- with figures the leader
- *           counts itself, st_part_held_count: a scan, after the target
- *           serves the range, so as not to hold up the cutover.)
+ *   source  counts the range while OUT and FENCED, until the target owns
+ *           it: then the handover entry (st_part_handover) records the
+ *           range's items as held -- the figures the target's last ingest
+ *           answered (the copy is complete: the same items), carried by the
+ *           entry to every replica -- and each purge entry takes away what
+ *           it deleted.  (The purge's first entry does the handover if none
+ *           did -- a leader that changed in between -- with figures the
+ *           leader counts itself, st_part_held_count: a scan.)  The handover
+ *           comes after the target's own, not before: an entry between the
+ *           map's flip and the own would lengthen the cutover.
  *
  * So a moving range is counted once, except for the moment between the
- * source's handover and the target's own, when neither counts it: the
- * figures never count an item twice.  A record that loses part of its range
+ * target's own and the source's handover (one Raft entry's commit), when
+ * both count it.  A record that loses part of its range
  * (an AWAY record carved by another move) has its held figures counted
  * again for what is left.  LSI
  * entries are not in these figures: an LSI's ItemCount counts a moving

@@ -10,8 +10,8 @@
  *    leader drives the copy -- is killed with SIGKILL while the move is under
  *    way, then restarted: the next leader starts a new attempt and finishes;
  *  - every process restarts: the map, and where every item lives, survive;
- *  - DescribeTable's ItemCount never counts an item twice during a third
- *    move, and is exact after it.
+ *  - DescribeTable's ItemCount never counts an item twice while a third
+ *    move is pending, and is exact after it.
  *
  * The writer puts new items, updates and deletes preloaded ones, one at a
  * time through libshoal (its retries on), and keeps the state it was
@@ -137,11 +137,11 @@ START_TEST(test_pmove)
 	 * target's copy counts only once it owns the range, so while the map
 	 * still has the move pending (seen so before and after the sample) no
 	 * figure counts an item twice; once the move is over it is exact.
-	 * (After the map's flip the source hands the range over before the
-	 * target owns it: a DescribeTable whose groups answer on either side
-	 * of that moment could count it twice or not at all, so those samples
-	 * are not judged.)  Partition 2 (group 3) moves to group 2, which
-	 * holds none of the table. */
+	 * (After the map's flip the target owns the range and then the source
+	 * hands it over: the range counts at both for that entry's commit, and a
+	 * DescribeTable whose groups answer on either side of a step could count
+	 * it twice or not at all, so those samples are not judged.)  Partition 2 (group 3) moves to
+	 * group 2, which holds none of the table. */
 	const uint64_t in2 = 0xd000000000000000ull;
 	long long n = tl_items_checked(items);
 	ck_assert_int_eq(tl_items_described(items), n);
