@@ -34,8 +34,13 @@
  * raft rebuilds it.  Every descriptor has been closed by then (the log's
  * too), the signal mask is cleared, and "ready" is printed again.
  *
+ * nng's reaper is watched (common/nngwatch.h): if nng 1.5.2 loses a send and
+ * its reaper stays stuck for 30 s, the node logs it and exits with status 70
+ * for its supervisor to start it again; a stop that has not finished 15 s
+ * after SIGTERM exits the same way.
+ *
  * Exit status: 0 after a graceful stop, 1 if the node could not start, 2 for
- * a usage or configuration error.
+ * a usage or configuration error, 70 (SH_EXIT_NNG_STUCK) as above.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -47,12 +52,37 @@
 
 #include "common/crash.h"
 #include "common/cluster.h"
+#include "common/nngwatch.h"
 #include "node/node.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: shoal-node --config FILE --id N [--dir DIR] [--log FILE] "
 	           "[--workers W] [--outbox-limit N] [--join]\n");
+}
+
+/* How long a graceful stop may take before the node exits anyway. */
+#define NODE_STOP_MS 15000
+
+static void reaper_stuck(void *unused, unsigned waited_ms)
+{
+	(void)unused;
+	node_logf(NODE_LOG_ERROR,
+	          "nng's reaper has been stuck for %u ms (nng 1.5.2 lost a send: closed "
+	          "connections are no longer freed nor dialled again; README, TLS): exiting "
+	          "with status %d for the supervisor to start the node again",
+	          waited_ms, SH_EXIT_NNG_STUCK);
+	_exit(SH_EXIT_NNG_STUCK);
+}
+
+static void stop_late(void *unused)
+{
+	(void)unused;
+	node_logf(NODE_LOG_ERROR,
+	          "the stop has not finished after %d ms (nng's reaper stuck?): exiting "
+	          "with status %d",
+	          NODE_STOP_MS, SH_EXIT_NNG_STUCK);
+	_exit(SH_EXIT_NNG_STUCK);
 }
 
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
@@ -176,10 +206,15 @@ int main(int argc, char **argv)
 		node_log_close();
 		return 1;
 	}
+	sh_watch_conf watch = {.stuck = reaper_stuck};
+	if (sh_watch_start(&watch, errmsg) != SHOAL_OK)
+		node_logf(NODE_LOG_WARN, "%s: nng's reaper is not watched", errmsg);
 	printf("ready\n");
 	fflush(stdout);
 	node_run(n);
 	bool restart = node_restart_requested(n);
+	sh_watch_stop();
+	sh_watch_deadline(NODE_STOP_MS, stop_late, NULL);
 	node_close(n);
 	if (restart) {
 		node_logf(NODE_LOG_INFO, "restarting in place (same pid)");

@@ -9,6 +9,7 @@
  *   shoal_node_loop_wakes_total                   request threads waking the loop
  *   shoal_node_listener_relistens_total           TLS listeners restarted (common/tls.h)
  *   shoal_node_dialer_redials_total               TLS dialers restarted (common/tls.h)
+ *   shoal_node_reaper_probes_total, _probe_longest_seconds  nng's reaper (common/nngwatch.h)
  *   shoal_node_batch_pool_members, _bytes         gauges: idle batch members kept
  *   shoal_node_server_contexts, _busy, _connections  gauges: the request server
  * and per hosted group, from the status the loop publishes:
@@ -48,6 +49,7 @@
 #include <nng/supplemental/http/http.h>
 
 #include "common/alloc.h"
+#include "common/nngwatch.h"
 #include "common/tls.h"
 #include "node/node.h"
 #include "storage/index.h"
@@ -227,6 +229,18 @@ int node_metrics_render(node *n, char **text, size_t *len, char *errmsg)
 	    "# TYPE shoal_node_dialer_redials_total counter\n"
 	    "shoal_node_dialer_redials_total %" PRIu64 "\n",
 	    sh_dial_keeper_redials());
+	uint64_t probes;
+	unsigned longest_ms;
+	sh_watch_stats(&probes, &longest_ms);
+	appendf(&b,
+	        "# HELP shoal_node_reaper_probes_total Probes of nng's reaper finished "
+	        "(common/nngwatch.h; one stuck for 30 s exits the node).\n"
+	        "# TYPE shoal_node_reaper_probes_total counter\n"
+	        "shoal_node_reaper_probes_total %" PRIu64 "\n"
+	        "# HELP shoal_node_reaper_probe_longest_seconds The longest of them.\n"
+	        "# TYPE shoal_node_reaper_probe_longest_seconds gauge\n"
+	        "shoal_node_reaper_probe_longest_seconds %.3f\n",
+	        probes, longest_ms / 1000.0);
 	appendf(&b,
 	        "# HELP shoal_node_batch_pool_members Idle batch members kept for reuse (at most "
 	        "%u), and the bytes of arenas they hold (at most %u).\n"

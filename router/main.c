@@ -17,7 +17,11 @@
  * The listen URL and metrics address default to the cluster file's [router]
  * section.  "ready" goes to stdout once the listener is up; logs go to
  * stderr.  SIGTERM and SIGINT stop it gracefully: no new connections,
- * requests in progress finish (up to 5 s), then exit 0.
+ * requests in progress finish (up to 5 s), then exit 0.  nng's reaper is
+ * watched (common/nngwatch.h): if nng 1.5.2 loses a send and the reaper
+ * stays stuck for 30 s, or a stop has not finished 15 s after the signal,
+ * the router logs it and exits with status 70 (SH_EXIT_NNG_STUCK) for its
+ * supervisor to start it again.
  *
  * --workers sets the HTTP endpoint's threads (signatures, JSON); every
  * request then runs in nng's callback threads (router.h: nothing blocks).
@@ -36,9 +40,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/crash.h"
 #include "common/alloc.h"
+#include "common/nngwatch.h"
 #include "router/http.h"
 #include "router/router.h"
 
@@ -62,6 +68,28 @@ static bool parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 		return false;
 	*out = (uint32_t)v;
 	return true;
+}
+
+/* How long a graceful stop may take before the router exits anyway. */
+#define ROUTER_STOP_MS 15000
+
+static void reaper_stuck(void *unused, unsigned waited_ms)
+{
+	(void)unused;
+	rt_log("nng's reaper has been stuck for %u ms (nng 1.5.2 lost a send: closed connections "
+	       "are no longer freed nor dialled again; README, TLS): exiting with status %d for "
+	       "the supervisor to start the router again",
+	       waited_ms, SH_EXIT_NNG_STUCK);
+	_exit(SH_EXIT_NNG_STUCK);
+}
+
+static void stop_late(void *unused)
+{
+	(void)unused;
+	rt_log("the stop has not finished after %d ms (nng's reaper stuck?): exiting with "
+	       "status %d",
+	       ROUTER_STOP_MS, SH_EXIT_NNG_STUCK);
+	_exit(SH_EXIT_NNG_STUCK);
 }
 
 int main(int argc, char **argv)
@@ -253,12 +281,17 @@ int main(int argc, char **argv)
 	rt_log("listening on %s (%u contexts, %u nodes, %u groups)%s%s", listen_copy, opt.contexts,
 	       rt.conf->n_nodes, rt.conf->groups, metrics_copy[0] ? ", metrics on " : "",
 	       metrics_copy);
+	sh_watch_conf watch = {.stuck = reaper_stuck};
+	if (sh_watch_start(&watch, errmsg) != SHOAL_OK)
+		rt_log("%s: nng's reaper is not watched", errmsg);
 	printf("ready\n");
 	fflush(stdout);
 
 	int sig = 0;
 	sigwait(&sigs, &sig);
 	rt_log("signal %d: stopping", sig);
+	sh_watch_stop();
+	sh_watch_deadline(ROUTER_STOP_MS, stop_late, NULL);
 	rt_http_stop(web);
 	status = 0;
 err_after_server:

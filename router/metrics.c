@@ -25,12 +25,14 @@
  *   shoal_router_https_connections_total{result}        counter (begun, refused: httpd.h)
  *   shoal_router_listener_relistens_total               counter (common/tls.h's guard)
  *   shoal_router_dialer_redials_total                   counter (common/tls.h's keeper)
+ *   shoal_router_reaper_probes_total, _probe_longest_seconds  nng's reaper (common/nngwatch.h)
  */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/nngwatch.h"
 #include "common/tls.h"
 #include "router/router.h"
 
@@ -183,6 +185,18 @@ size_t rt_metrics_render(const rt_metrics *m, const rt_router *rt, char *buf, si
 	    "# TYPE shoal_router_dialer_redials_total counter\n"
 	    "shoal_router_dialer_redials_total %llu\n",
 	    (unsigned long long)sh_dial_keeper_redials());
+	uint64_t probes;
+	unsigned longest_ms;
+	sh_watch_stats(&probes, &longest_ms);
+	put(&o,
+	    "# HELP shoal_router_reaper_probes_total Probes of nng's reaper finished "
+	    "(common/nngwatch.h; one stuck for 30 s exits the router).\n"
+	    "# TYPE shoal_router_reaper_probes_total counter\n"
+	    "shoal_router_reaper_probes_total %llu\n"
+	    "# HELP shoal_router_reaper_probe_longest_seconds The longest of them.\n"
+	    "# TYPE shoal_router_reaper_probe_longest_seconds gauge\n"
+	    "shoal_router_reaper_probe_longest_seconds %.3f\n",
+	    (unsigned long long)probes, longest_ms / 1000.0);
 	put(&o,
 	    "# HELP shoal_router_leader_changes_total Changes of a group's believed leader.\n"
 	    "# TYPE shoal_router_leader_changes_total counter\n"

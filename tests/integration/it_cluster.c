@@ -343,6 +343,59 @@ START_TEST(test_status)
 }
 END_TEST
 
+/* The value of sample `name` (no labels) in a /metrics text, or -1. */
+static double sample(const char *text, const char *name)
+{
+	char key[128];
+	snprintf(key, sizeof(key), "\n%s ", name);
+	const char *p = text != NULL ? strstr(text, key) : NULL;
+	return p != NULL ? strtod(p + strlen(key), NULL) : -1;
+}
+
+/* Every node and the router watch nng's reaper (common/nngwatch.h): each
+ * has finished a probe (one every 10 s; the longest is printed). */
+START_TEST(test_reaper_watched)
+{
+	bool seen[SH_MAX_NODES + 2] = {false}; /* [0]: the router; [id]: node id */
+	ck_assert_int_le(C.nodes, SH_MAX_NODES);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	time_t deadline = ts.tv_sec + 60;
+	int done = 0;
+	while (done < C.nodes + 1) {
+		for (int id = 0; id <= C.nodes; id++) {
+			if (seen[id])
+				continue;
+			char hp[32], *text;
+			snprintf(hp, sizeof(hp), "127.0.0.1:%d", C.base_port + 1);
+			text = id == 0 ? tl_metrics_get(hp) : tl_cluster_metrics_text(&C, id);
+			const char *who = id == 0 ? "router" : "node";
+			char probes[64], longest[64];
+			snprintf(probes, sizeof(probes), "shoal_%s_reaper_probes_total", who);
+			snprintf(longest, sizeof(longest), "shoal_%s_reaper_probe_longest_seconds",
+			         who);
+			if (sample(text, probes) >= 1) {
+				if (id == 0)
+					printf("it_cluster: router: longest reaper probe %.3f s\n",
+					       sample(text, longest));
+				else
+					printf("it_cluster: node %d: longest reaper probe %.3f s\n",
+					       id, sample(text, longest));
+				seen[id] = true;
+				done++;
+			}
+			free(text);
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ck_assert_msg(done == C.nodes + 1 || ts.tv_sec < deadline,
+		              "%d of %d processes reported a reaper probe", done, C.nodes + 1);
+		struct timespec pause = {0, 200 * 1000 * 1000};
+		if (done < C.nodes + 1)
+			nanosleep(&pause, NULL);
+	}
+}
+END_TEST
+
 /* A node's data is its own (issue 15): every directory it made 0700, every
  * file 0600 -- raft's, LMDB's, the markers, the lock. */
 START_TEST(test_private_files)
@@ -965,6 +1018,7 @@ static Suite *cluster_suite(void)
 	tcase_add_test(tc, test_item_ops_and_errors);
 	tcase_add_test(tc, test_scan_across_partitions);
 	tcase_add_test(tc, test_status);
+	tcase_add_test(tc, test_reaper_watched);
 	tcase_add_test(tc, test_private_files);
 	tcase_add_test(tc, test_members_only);
 	tcase_add_test(tc, test_node_only_ops);
