@@ -101,11 +101,10 @@ enum { C_HEAD, C_BODY, C_BUSY, C_WRITE, C_LINGER, C_CLOSED };
 typedef struct loop loop;
 typedef struct conn conn;
 
-/* An address's HTTPS handshake bucket (rt_httpd.hs; the handshake loop's
- * alone): tokens, and when they were counted. */
+/* The HTTPS handshake bucket of the addresses whose hash lands on it
+ * (rt_httpd.hs; the handshake loop's alone): tokens, and when they were
+ * counted (0: never, a full bucket). */
 typedef struct hs_slot {
-	uint8_t addr[16];
-	uint8_t len; /* 0: unused */
 	double tokens;
 	int64_t at_ms;
 } hs_slot;
@@ -1569,20 +1568,29 @@ static void refuse(int fd)
 	close(fd);
 }
 
-/* Whether peer ss may begin another HTTPS handshake now (the handshake
- * loop's thread): its slot's bucket refills at handshakes_peer a second up
- * to twice that, and each handshake takes a token.  A slot another address
- * held is taken over with a full bucket. */
-static bool handshake_allowed(rt_httpd *s, const struct sockaddr_storage *ss, int64_t now)
+int rt_httpd_handshake_slot(const struct sockaddr_storage *ss)
 {
 	uint8_t a[16], len;
-	if (s->c.handshakes_peer == UINT32_MAX || s->hs == NULL || !peer_key(ss, a, &len))
+	if (!peer_key(ss, a, &len))
+		return -1;
+	return (int)(peer_hash(a, len) % RT_HTTPD_HANDSHAKE_SLOTS);
+}
+
+/* Whether peer ss may begin another HTTPS handshake now (the handshake
+ * loop's thread): its slot's bucket refills at handshakes_peer a second up
+ * to twice that, and each handshake takes a token.  Addresses whose hashes
+ * share a slot share its bucket (1 in RT_HTTPD_HANDSHAKE_SLOTS for two
+ * given addresses): an address never begins more than the rate, however it
+ * alternates with another (a slot that went to whichever address came last
+ * with a full bucket gave two alternating addresses a burst each time). */
+static bool handshake_allowed(rt_httpd *s, const struct sockaddr_storage *ss, int64_t now)
+{
+	int slot = rt_httpd_handshake_slot(ss);
+	if (s->c.handshakes_peer == UINT32_MAX || s->hs == NULL || slot < 0)
 		return true;
 	double rate = s->c.handshakes_peer, burst = 2 * rate;
-	hs_slot *h = &s->hs[peer_hash(a, len) % RT_HTTPD_HANDSHAKE_SLOTS];
-	if (h->len != len || memcmp(h->addr, a, len) != 0) {
-		memcpy(h->addr, a, len);
-		h->len = len;
+	hs_slot *h = &s->hs[slot];
+	if (h->at_ms == 0) {
 		h->tokens = burst;
 	} else if (now > h->at_ms) {
 		h->tokens += rate * (double)(now - h->at_ms) / 1000.0;

@@ -71,8 +71,8 @@
  *   - one peer address may begin conf.handshakes_peer HTTPS connections a
  *     second on average (RT_HTTPD_HANDSHAKES_PEER), in bursts of twice that
  *     (a token bucket per address, kept by the handshake loop in a table of
- *     RT_HTTPD_HANDSHAKE_SLOTS: an address that shares its slot with
- *     another one starts with a full bucket): a handshake costs the server
+ *     RT_HTTPD_HANDSHAKE_SLOTS: addresses that share a slot share its
+ *     bucket, rt_httpd_handshake_slot): a handshake costs the server
  *     a millisecond or more of CPU, so one address cannot take the
  *     handshake loop's whole time from the others; past it the connection
  *     is closed at once (counted in conf.stats; logged at most every 10 s).
@@ -83,6 +83,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include <nng/nng.h>
 #include <nng/supplemental/tls/tls.h>
@@ -234,6 +235,9 @@ int rt_httpd_start(rt_httpd **out, const rt_httpd_conf *c, char *errmsg);
 /* The ports it listens on (useful with port 0); 0: no such listener. */
 int rt_httpd_port(const rt_httpd *s);
 int rt_httpd_tls_port(const rt_httpd *s);
+/* The handshake bucket's slot of a peer address (IPv4, or IPv6's /64),
+ * in [0, RT_HTTPD_HANDSHAKE_SLOTS); -1 for another family. */
+int rt_httpd_handshake_slot(const struct sockaddr_storage *ss);
 
 /* Stops accepting, closes every connection, joins the I/O threads, waits
  * until every request handed to ops.request has been answered (their

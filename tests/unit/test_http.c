@@ -1694,6 +1694,74 @@ START_TEST(test_srv_handshake_rate)
 }
 END_TEST
 
+/* 127.0.0.0/8 address `from` (cli_open_to's) as a sockaddr_storage. */
+static struct sockaddr_storage loop_addr(uint32_t from)
+{
+	struct sockaddr_storage ss = {0};
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+	in->sin_family = AF_INET;
+	in->sin_addr.s_addr = htonl(0x7f000000u | from);
+	return ss;
+}
+
+START_TEST(test_srv_handshake_slot_shared)
+{
+	/* Two addresses whose hashes share a handshake slot share its bucket:
+	 * once one has spent its burst, the other cannot begin a connection
+	 * either (with a bucket per slot owner, the second took the slot over
+	 * with a full bucket, and two alternating addresses had a burst each
+	 * time).  Rate 1 a second, bursts of 2. */
+	struct sockaddr_storage one = loop_addr(1), two = loop_addr(2);
+	int slot = rt_httpd_handshake_slot(&one);
+	ck_assert_int_ge(slot, 0);
+	ck_assert_int_lt(slot, RT_HTTPD_HANDSHAKE_SLOTS);
+	/* test_srv_handshake_rate's "another address" has a slot of its own. */
+	ck_assert_int_ne(rt_httpd_handshake_slot(&two), slot);
+	uint32_t twin = 3;
+	for (; twin < (1u << 24); twin++) {
+		struct sockaddr_storage x = loop_addr(twin);
+		if (rt_httpd_handshake_slot(&x) == slot)
+			break;
+	}
+	ck_assert_uint_lt(twin, 1u << 24);
+	mbedtls_ssl_config tls;
+	mbedtls_ssl_config_init(&tls);
+	ck_assert_int_eq(mbedtls_ssl_config_defaults(&tls, MBEDTLS_SSL_IS_SERVER,
+	                                             MBEDTLS_SSL_TRANSPORT_STREAM,
+	                                             MBEDTLS_SSL_PRESET_DEFAULT),
+	                 0);
+	atomic_store(&hs_stats.https_begun, 0);
+	atomic_store(&hs_stats.https_refused, 0);
+	srv_start_conf((rt_httpd_conf){.tls_hostport = "127.0.0.1:0",
+	                               .tls = &tls,
+	                               .max_conns = 100,
+	                               .max_held = 1 << 20,
+	                               .handshakes_peer = 1,
+	                               .stats = &hs_stats});
+	int port = rt_httpd_tls_port(T.s);
+	uint64_t begun, refused;
+	int64_t t0 = now_ms();
+	cli a = cli_open_to(1, port), b = cli_open_to(1, port);
+	hs_wait(2, &begun, &refused);
+	ck_assert_uint_eq(begun, 2);
+	cli c = cli_open_to(twin, port);
+	hs_wait(3, &begun, &refused);
+	int64_t took = now_ms() - t0;
+	printf("handshake slot %d: 127.%u.%u.%u shares it with 127.0.0.1; the twin's connection "
+	       "came %lld ms after the first\n",
+	       slot, (twin >> 16) & 255, (twin >> 8) & 255, twin & 255, (long long)took);
+	if (took < 900) { /* else a token had come back: nothing to judge */
+		ck_assert_uint_eq(refused, 1);
+		ck_assert(closed_by_server(&c, true));
+	}
+	cli_close(&a);
+	cli_close(&b);
+	cli_close(&c);
+	srv_stop();
+	mbedtls_ssl_config_free(&tls);
+}
+END_TEST
+
 START_TEST(test_srv_emfile)
 {
 	/* Out of descriptors, accept(2) fails: the server pauses accepting
@@ -1934,6 +2002,7 @@ static Suite *http_suite(void)
 	tcase_add_test(srv, test_srv_peer_conns);
 	tcase_add_test(srv, test_srv_emfile);
 	tcase_add_test(srv, test_srv_handshake_rate);
+	tcase_add_test(srv, test_srv_handshake_slot_shared);
 	tcase_add_test(srv, test_srv_stop);
 	tcase_add_test(srv, test_srv_peer_gone);
 	tcase_add_test(srv, test_srv_reset_storm);
