@@ -45,8 +45,13 @@
 # CPU the router and nodes spent per request, which is the ratio a client on
 # another machine would see -- wrk's own TLS, OpenSSL's, costs it ~25 us per
 # request more on these shared cores).  Traffic between the processes is
-# mutually authenticated TLS in every mode (cluster.sh's default).  Needs
-# wrk: installed here with deploy/install-deps.sh --bench when missing.
+# mutually authenticated TLS in every mode (cluster.sh's default).
+# BENCH_PIN=1: the cluster's processes on CPU 0, the clients on CPU 1
+# (taskset), so that a client's own costs -- wrk's TLS above all -- take
+# nothing from the servers: the cluster's throughput on one core with its
+# clients elsewhere, as in a deployment (every mode; the figures then are
+# one core's).  Needs wrk: installed here with deploy/install-deps.sh
+# --bench when missing.
 set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/../.."
@@ -78,6 +83,13 @@ done
 tls_mode=${BENCH_TLS:-0}
 [[ $tls_mode == 0 || $tls_mode == 1 || $tls_mode == both ]] ||
 	{ echo "bench-http: BENCH_TLS must be 0, 1 or both" >&2; exit 1; }
+pin=${BENCH_PIN:-0}
+[[ $pin == 0 || $pin == 1 ]] || { echo "bench-http: BENCH_PIN must be 0 or 1" >&2; exit 1; }
+srv=() cli=()
+if [[ $pin == 1 ]]; then
+	(($(nproc) >= 2)) || { echo "bench-http: BENCH_PIN=1 needs 2 CPUs" >&2; exit 1; }
+	srv=(taskset -c 0) cli=(taskset -c 1)
+fi
 [[ $tls_mode != both || -z $before ]] ||
 	{ echo "bench-http: BENCH_TLS=both and BENCH_ROUTER_BEFORE compare different things: one at a time" >&2; exit 1; }
 command -v wrk >/dev/null || deploy/install-deps.sh --bench
@@ -91,7 +103,7 @@ rm -rf "$dir"
 # Raw behaviour: partitions unthrottled (make hot measures throttling).
 tls=()
 [[ $tls_mode != 0 ]] && tls=(--tls)
-deploy/cluster.sh up --dir "$dir" --base-port "$base" --http-port $((base + 60)) "${tls[@]}" \
+"${srv[@]}" deploy/cluster.sh up --dir "$dir" --base-port "$base" --http-port $((base + 60)) "${tls[@]}" \
 	--partition-rcu 1000000000 --partition-wcu 1000000000
 declare -A EP URL RARGS
 EP[after]=file://$dir/router.endpoint URL[after]=$(cat "$dir/http.endpoint")
@@ -121,7 +133,7 @@ fi
 use_router() { # variant: restart router 1 with its binary, wait until both ports serve
 	[[ $current == "$1" ]] && return 0
 	SHOAL_BIN=${bindir[$1]} deploy/cluster.sh stop-router 1 --dir "$dir" >/dev/null
-	SHOAL_BIN=${bindir[$1]} deploy/cluster.sh start-router 1 --dir "$dir" ${RARGS[$1]:-} >/dev/null
+	SHOAL_BIN=${bindir[$1]} "${srv[@]}" deploy/cluster.sh start-router 1 --dir "$dir" ${RARGS[$1]:-} >/dev/null
 	local deadline=$((SECONDS + 30))
 	until curl -s -k -o /dev/null "${URL[$1]}/" && "$SHOAL_BIN/shoal" --endpoint "${EP[$1]}" list-tables >/dev/null 2>&1; do
 		((SECONDS < deadline)) || { echo "bench-http: router ($1) did not serve within 30 s" >&2; exit 1; }
@@ -142,14 +154,14 @@ client() { # transport workload conc duration out (the current router's ports); 
 	local tr=$1 wl=$2 c=$3 d=$4 out=$5 ep=${EP[$current]} url=${URL[$current]} x=${CLIENT_EXEC:-}
 	case $tr in
 	native)
-		$x "$SHOAL_BIN/shoal_bench" --endpoint "$ep" --workload "$wl" --concurrency "$c" \
+		$x "${cli[@]}" "$SHOAL_BIN/shoal_bench" --endpoint "$ep" --workload "$wl" --concurrency "$c" \
 			--duration "$d" --warmup 0 --keys "$keys" --load no >"$out" 2>&1 ;;
 	http)
 		local t=2
 		((c < t)) && t=$c
-		$x wrk -t"$t" -c"$c" -d"${d}s" --latency -s "$lua" "$url" -- "$wl" "$keys" >"$out" 2>&1 ;;
+		$x "${cli[@]}" wrk -t"$t" -c"$c" -d"${d}s" --latency -s "$lua" "$url" -- "$wl" "$keys" >"$out" 2>&1 ;;
 	http_bench)
-		$x "$SHOAL_BIN/http_bench" --url "$url" --workload "$wl" --concurrency "$c" \
+		$x "${cli[@]}" "$SHOAL_BIN/http_bench" --url "$url" --workload "$wl" --concurrency "$c" \
 			--duration "$d" --warmup 0 --keys "$keys" >"$out" 2>&1 ;;
 	esac
 }
@@ -278,7 +290,11 @@ if [[ $tls_mode == both ]]; then
 				"$(ratio "$to" "$po")" "$pc / $tc us" "$(ratio "$pc" "$tc")"
 		done
 	done
-	echo "(ops ratio: TLS / plain ops/s with the client on the same cores; server CPU ratio: plain / TLS"
+	if [[ $pin == 1 ]]; then
+		echo "(ops ratio: TLS / plain ops/s, the cluster on CPU 0 and the clients on CPU 1; server CPU ratio: plain / TLS"
+	else
+		echo "(ops ratio: TLS / plain ops/s with the client on the same cores; server CPU ratio: plain / TLS"
+	fi
 	echo " CPU of the router and nodes per request, the throughput ratio of a CPU-bound cluster whose"
 	echo " clients run elsewhere)"
 fi
