@@ -85,6 +85,14 @@ static void stop_late(void *unused)
 	_exit(SH_EXIT_NNG_STUCK);
 }
 
+/* The node begins to stop: the watch ends, and the stop gets its deadline. */
+static void stopping(void *unused)
+{
+	(void)unused;
+	sh_watch_stop();
+	sh_watch_deadline(NODE_STOP_MS, stop_late, NULL);
+}
+
 static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 {
 	char *end;
@@ -199,6 +207,7 @@ int main(int argc, char **argv)
 	    .outbox_limit = outbox_limit != 0 ? outbox_limit : conf.outbox_limit,
 	    .signals = true,
 	    .join = join,
+	    .stopping = stopping,
 	};
 	node *n;
 	if (node_open(&opts, &n, errmsg) != SHOAL_OK) {
@@ -213,8 +222,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	node_run(n);
 	bool restart = node_restart_requested(n);
-	sh_watch_stop();
-	sh_watch_deadline(NODE_STOP_MS, stop_late, NULL);
+	stopping(NULL); /* node.c called it as the stop began (idempotent) */
 	node_close(n);
 	if (restart) {
 		node_logf(NODE_LOG_INFO, "restarting in place (same pid)");

@@ -440,6 +440,8 @@ static void shutdown_begin(node *n)
 	n->state = NODE_STOPPING;
 	atomic_store(&n->stopping, true);
 	node_logf(NODE_LOG_INFO, "node %u: stopping", n->id);
+	if (n->stopping_cb != NULL)
+		n->stopping_cb(n->stopping_arg);
 	node_scrub_close(n->scrub); /* before the groups: it proposes through them */
 	node_ttl_close(n->ttl);     /* the same */
 	if (n->ship != NULL)
@@ -579,6 +581,8 @@ int node_open(const node_options *opts, node **out, char *errmsg)
 	snprintf(n->dir, sizeof(n->dir), "%s", opts->dir);
 	n->lock_fd = -1;
 	n->outbox_limit = opts->outbox_limit != 0 ? opts->outbox_limit : NODE_DEFAULT_OUTBOX_LIMIT;
+	n->stopping_cb = opts->stopping;
+	n->stopping_arg = opts->stopping_arg;
 	if ((rc = make_dirs(n->dir, errmsg)) != SHOAL_OK || (rc = lock_dir(n, errmsg)) != SHOAL_OK)
 		goto err_after_alloc;
 	n->group_cap = sh_cluster_group_cap(n->conf);

@@ -603,6 +603,11 @@ typedef struct node_options {
 	/* shoal-node --join: this node joins a running cluster; it never
 	 * bootstraps a group and learns the map from the file's other nodes. */
 	bool join;
+	/* Called on the loop's thread when the node begins to stop (a signal,
+	 * node_stop, a restart in place), before it closes anything: shoal-node
+	 * bounds its stop from there (common/nngwatch.h).  NULL: nothing. */
+	void (*stopping)(void *arg);
+	void *stopping_arg;
 } node_options;
 
 #define NODE_DEFAULT_OUTBOX_LIMIT 100000
@@ -678,7 +683,9 @@ struct node {
 	node_stats stats;
 	node_server *server;
 	node_metrics *metrics;
-	node_ship *ship;       /* NULL with no_ship */
+	node_ship *ship;                /* NULL with no_ship */
+	void (*stopping_cb)(void *arg); /* node_options.stopping */
+	void *stopping_arg;
 	uint64_t outbox_limit; /* see node_options */
 	node_cap *cap;         /* capacity per partition */
 	node_scrub *scrub;     /* the replica scrub; NULL when off */
