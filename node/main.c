@@ -36,8 +36,8 @@
  *
  * nng's reaper is watched (common/nngwatch.h): if nng 1.5.2 loses a send and
  * its reaper stays stuck for 30 s, the node logs it and exits with status 70
- * for its supervisor to start it again; a stop that has not finished 15 s
- * after SIGTERM exits the same way.
+ * for its supervisor to start it again; a stop that has not finished 25 s
+ * after it began exits the same way.
  *
  * Exit status: 0 after a graceful stop, 1 if the node could not start, 2 for
  * a usage or configuration error, 70 (SH_EXIT_NNG_STUCK) as above.
@@ -61,8 +61,11 @@ static void usage(FILE *f)
 	           "[--workers W] [--outbox-limit N] [--join]\n");
 }
 
-/* How long a graceful stop may take before the node exits anyway. */
-#define NODE_STOP_MS 15000
+/* How long a graceful stop may take before the node exits anyway: under
+ * shoal-node.service's TimeoutStopSec (30 s), over deploy/cluster.sh's wait
+ * before its SIGKILL (20 s), and long enough for a stop that waits for a
+ * Raft snapshot being written. */
+#define NODE_STOP_MS 25000
 
 static void reaper_stuck(void *unused, unsigned waited_ms)
 {
