@@ -12,7 +12,9 @@ is the entry point; `make test` runs it as it_conformance).
 
 Environment (set by run.sh; to run a file alone against a running cluster,
 set SHOAL_HTTP_ENDPOINT and run `python3 tests/conformance/test_query.py`):
-  SHOAL_HTTP_ENDPOINT  http://127.0.0.1:P of a router's HTTP API
+  SHOAL_HTTP_ENDPOINT  http://127.0.0.1:P of a router's HTTP API, or https:// on a
+                       cluster up with --tls (SHOAL_TEST_TLS=1: sigv4.py's connection,
+                       verified with the cluster's CA; boto3 takes AWS_CA_BUNDLE)
 
 Tables are shared: shared() creates them once per process, in parallel, and
 loads the read data once; tests that write use keys of their own (uid()),
@@ -23,7 +25,6 @@ A check that Shoal fails because Shoal differs from DynamoDB is marked
 gap is closed the test passes, unittest reports an unexpected success and
 the run fails until the marker is removed.
 """
-import http.client
 import json
 import os
 import re
@@ -38,11 +39,11 @@ from botocore.exceptions import ClientError
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration",
                                 "http"))
-from sigv4 import auth_headers  # noqa: E402  (the hand-made requests' signatures)
+os.environ.setdefault("SHOAL_HTTP_ENDPOINT", "http://127.0.0.1:7160")
+# The hand-made requests' signatures and connections (http:// or https://).
+from sigv4 import auth_headers, http_connection, HOST, PORT  # noqa: E402,F401
 
-ENDPOINT = os.environ.get("SHOAL_HTTP_ENDPOINT", "http://127.0.0.1:7160")
-HOST, PORT = ENDPOINT[len("http://"):].split(":")
-PORT = int(PORT)
+ENDPOINT = os.environ["SHOAL_HTTP_ENDPOINT"]
 CFG = Config(retries={"max_attempts": 2, "mode": "standard"}, connect_timeout=5,
              read_timeout=30)
 # No client-side checks: what answers is the server's validation.
@@ -83,7 +84,7 @@ def ddbstreams(validate=True):
 def api(op, body, service="DynamoDB_20120810"):
     """One raw request (for members Debian's botocore 1.29 does not model,
     such as DeletionProtectionEnabled): (HTTP status, decoded body)."""
-    conn = http.client.HTTPConnection(HOST, PORT, timeout=30)
+    conn = http_connection(timeout=30)
     data = json.dumps(body).encode()
     headers = {"X-Amz-Target": "%s.%s" % (service, op),
                "Content-Type": "application/x-amz-json-1.0"}
