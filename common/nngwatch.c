@@ -145,6 +145,11 @@ int sh_watch_start(const sh_watch_conf *conf, char *errmsg)
 		snprintf(errmsg, SH_ERRMSG_SIZE, "the reaper watch is already running");
 		return SHOAL_E_INTERNAL;
 	}
+	if (conf->stuck == NULL) {
+		pthread_mutex_unlock(&W.mu);
+		snprintf(errmsg, SH_ERRMSG_SIZE, "the reaper watch needs a stuck callback");
+		return SHOAL_E_INTERNAL;
+	}
 	W.conf = *conf;
 	if (W.conf.period_ms == 0)
 		W.conf.period_ms = 10000;

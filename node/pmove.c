@@ -142,6 +142,7 @@ struct node_pmove {
 	uint32_t test_fenced_ms;
 	size_t chunk_bytes;
 	atomic_uint_fast64_t done, copied, purged, attempts;
+	node_log_budget list_log; /* the driver's: a failed listing of the records */
 };
 
 /* --- the wire: requests to the target ---------------------------------------- */
@@ -902,8 +903,16 @@ static void pass_group(node_pmove *pm, uint32_t gid)
 	st_part_rec *recs = NULL;
 	size_t n = 0;
 	char msg[SH_ERRMSG_SIZE];
-	if (st_part_list(node_group_env(g), &a, &recs, &n, msg) != SHOAL_OK)
+	if (st_part_list(node_group_env(g), &a, &recs, &n, msg) != SHOAL_OK) {
+		/* Nothing is driven this pass: say so (a move would go quiet). */
+		uint64_t skipped;
+		if (node_log_allow(&pm->list_log, (uint64_t)sh_now_ms(), &skipped))
+			node_logf(NODE_LOG_WARN,
+			          "pmove: group %u: its range records could not be read: %s "
+			          "(moves wait; %" PRIu64 " such passes not logged)",
+			          gid, msg, skipped);
 		n = 0;
+	}
 	/* Records this leadership has not seen yet become moves to drive;
 	 * moves asked for get their record's state. */
 	pthread_mutex_lock(&pm->mu);
@@ -1133,6 +1142,17 @@ int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 		                                        r->held_known ? &held : NULL, c->msg)
 		                     : st_part_purge(c->txn, r->table, r->lo, PM_PURGE_ITEMS,
 		                                     r->held_known ? &held : NULL, &done, c->msg);
+		/* Every replica says when the range is gone, as it applies the
+		 * last purge entry (once: applied entries are not applied
+		 * again): the driver's own "purged here" is not logged when its
+		 * leader dies after proposing that entry and the next leader
+		 * commits it (it then finds the range AWAY: nothing to drive). */
+		if (rc == SHOAL_OK && done)
+			node_logf(NODE_LOG_INFO,
+			          "pmove: group %u table %u [%016" PRIx64
+			          "]: purge applied, the range "
+			          "is gone from this replica",
+			          c->f->group, r->table, r->lo);
 		if (rc == SHOAL_OK && c->r != NULL) {
 			Shoal__PartStatus *ps = sh_arena_alloc(c->a, sizeof(*ps));
 			if (ps == NULL)

@@ -61,6 +61,10 @@ START_TEST(test_healthy_reaper_is_not_stuck)
 	ck_assert_int_eq(sh_watch_start(&c, errmsg), SHOAL_OK);
 	/* One watch per process. */
 	ck_assert_int_ne(sh_watch_start(&c, errmsg), SHOAL_OK);
+	sh_watch_conf none = {.period_ms = 20};
+	sh_watch_stop();
+	ck_assert_int_ne(sh_watch_start(&none, errmsg), SHOAL_OK); /* no stuck callback */
+	ck_assert_int_eq(sh_watch_start(&c, errmsg), SHOAL_OK);
 	ck_assert(poll_until(five_probes, 20000));
 	sh_watch_stop();
 	sh_watch_stop(); /* idempotent */
