@@ -1630,6 +1630,30 @@ static bool closed_by_server(cli *c, bool wait)
 	return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
 }
 
+/* Starts the server with an HTTPS listener only (tls: a server config
+ * without a certificate -- the limits act at accept, before any handshake)
+ * and one address's handshakes limited to rate a second; hs_stats zeroed.
+ * The HTTPS port. */
+static int https_limited(mbedtls_ssl_config *tls, uint32_t rate)
+{
+	mbedtls_ssl_config_init(tls);
+	ck_assert_int_eq(mbedtls_ssl_config_defaults(tls, MBEDTLS_SSL_IS_SERVER,
+	                                             MBEDTLS_SSL_TRANSPORT_STREAM,
+	                                             MBEDTLS_SSL_PRESET_DEFAULT),
+	                 0);
+	atomic_store(&hs_stats.https_begun, 0);
+	atomic_store(&hs_stats.https_refused, 0);
+	srv_start_conf((rt_httpd_conf){.tls_hostport = "127.0.0.1:0",
+	                               .tls = tls,
+	                               .max_conns = 100,
+	                               .max_held = 1 << 20,
+	                               .handshakes_peer = rate,
+	                               .stats = &hs_stats});
+	int port = rt_httpd_tls_port(T.s);
+	ck_assert_int_gt(port, 0);
+	return port;
+}
+
 START_TEST(test_srv_handshake_rate)
 {
 	/* One address may begin 5 HTTPS connections a second, 10 at once: the
@@ -1637,19 +1661,7 @@ START_TEST(test_srv_handshake_rate)
 	 * back, and the address may begin one again once its bucket refills.
 	 * (No handshake is made: the limit acts at accept.) */
 	mbedtls_ssl_config tls;
-	mbedtls_ssl_config_init(&tls);
-	ck_assert_int_eq(mbedtls_ssl_config_defaults(&tls, MBEDTLS_SSL_IS_SERVER,
-	                                             MBEDTLS_SSL_TRANSPORT_STREAM,
-	                                             MBEDTLS_SSL_PRESET_DEFAULT),
-	                 0);
-	srv_start_conf((rt_httpd_conf){.tls_hostport = "127.0.0.1:0",
-	                               .tls = &tls,
-	                               .max_conns = 100,
-	                               .max_held = 1 << 20,
-	                               .handshakes_peer = 5,
-	                               .stats = &hs_stats});
-	int port = rt_httpd_tls_port(T.s);
-	ck_assert_int_gt(port, 0);
+	int port = https_limited(&tls, 5);
 	cli a[12];
 	uint64_t begun, refused;
 	for (int i = 0; i < 11; i++)
@@ -1725,20 +1737,7 @@ START_TEST(test_srv_handshake_slot_shared)
 	}
 	ck_assert_uint_lt(twin, 1u << 24);
 	mbedtls_ssl_config tls;
-	mbedtls_ssl_config_init(&tls);
-	ck_assert_int_eq(mbedtls_ssl_config_defaults(&tls, MBEDTLS_SSL_IS_SERVER,
-	                                             MBEDTLS_SSL_TRANSPORT_STREAM,
-	                                             MBEDTLS_SSL_PRESET_DEFAULT),
-	                 0);
-	atomic_store(&hs_stats.https_begun, 0);
-	atomic_store(&hs_stats.https_refused, 0);
-	srv_start_conf((rt_httpd_conf){.tls_hostport = "127.0.0.1:0",
-	                               .tls = &tls,
-	                               .max_conns = 100,
-	                               .max_held = 1 << 20,
-	                               .handshakes_peer = 1,
-	                               .stats = &hs_stats});
-	int port = rt_httpd_tls_port(T.s);
+	int port = https_limited(&tls, 1);
 	uint64_t begun, refused;
 	int64_t t0 = now_ms();
 	cli a = cli_open_to(1, port), b = cli_open_to(1, port);
