@@ -21,6 +21,7 @@
 #include <nng/supplemental/tls/tls.h>
 
 #include "client/shoal.h"
+#include "common/clock.h"
 #include "common/tls.h"
 #include "common/tls_mbed.h"
 #include "proto/wire_auth.h"
@@ -561,6 +562,39 @@ int tl_shoal(const tl_cluster *c, char **out, char **err, const char *fmt, ...)
 	return rc;
 }
 
+/* Polls (5 s at most) until every thread of process pid is stopped ('T' in
+ * /proc/pid/task/<tid>/stat): kill() returns before a multi-threaded
+ * process has stopped, and one of its threads may still answer a request
+ * sent right after (it_failover saw a SIGSTOPped node answer one). */
+static void wait_stopped(long pid)
+{
+	char dir[64];
+	snprintf(dir, sizeof(dir), "/proc/%ld/task", pid);
+	for (int64_t end = sh_now_ms() + 5000; sh_now_ms() < end; usleep(1000)) {
+		DIR *d = opendir(dir);
+		if (d == NULL)
+			return; /* gone */
+		bool all = true;
+		struct dirent *e;
+		while (all && (e = readdir(d)) != NULL) {
+			if (e->d_name[0] == '.')
+				continue;
+			char path[400], buf[512];
+			snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
+			FILE *f = fopen(path, "r");
+			size_t n = f != NULL ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+			if (f != NULL)
+				fclose(f);
+			buf[n] = '\0';
+			const char *p = strrchr(buf, ')'); /* the state follows the name */
+			all = p == NULL || (p[1] == ' ' && (p[2] == 'T' || p[2] == 't'));
+		}
+		closedir(d);
+		if (all)
+			return;
+	}
+}
+
 int tl_cluster_signal(const tl_cluster *c, const char *what, int id, int sig)
 {
 	char path[1100];
@@ -572,7 +606,10 @@ int tl_cluster_signal(const tl_cluster *c, const char *what, int id, int sig)
 		errno = ENOENT;
 		return -1;
 	}
-	return kill((pid_t)pid, sig);
+	int rc = kill((pid_t)pid, sig);
+	if (rc == 0 && sig == SIGSTOP)
+		wait_stopped(pid);
+	return rc;
 }
 
 bool tl_cluster_alive(const tl_cluster *c, const char **what, int *id)

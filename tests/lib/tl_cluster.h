@@ -68,7 +68,8 @@ void tl_cluster_down(tl_cluster *c);
 
 bool tl_cluster_stop_node(tl_cluster *c, int id, bool hard);
 /* Sends sig to process `what` ("node" or "router") id of the cluster, by the
- * pid in its pid file: kill()'s result, -1 (errno ENOENT) without a pid file. */
+ * pid in its pid file: kill()'s result, -1 (errno ENOENT) without a pid file.
+ * SIGSTOP returns once every thread of the process is stopped (5 s at most). */
 int tl_cluster_signal(const tl_cluster *c, const char *what, int id, int sig);
 /* Whether every node and router the cluster started is still running (a
  * chaos test's check that none died of anything but its faults); else
