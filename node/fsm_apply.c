@@ -446,7 +446,7 @@ static int op_index_apply(op_ctx *c, const Shoal__IndexApply *ia)
 		return rc;
 	if (n == 0)
 		return SHOAL_OK;
-	rc = st_index_apply(c->txn, ia->source_group, d, (uint32_t)n, c->msg);
+	rc = st_index_apply(c->txn, ia->source_group, d, (uint32_t)n, NULL, c->msg);
 	if (rc == SHOAL_OK)
 		rc = charge_index(c, d, n);
 	return rc;

@@ -148,12 +148,25 @@ int st_outbox_trim(st_txn *txn, uint64_t upto, char *errmsg);
 /* Applying shipped deltas (target group)                                    */
 /* ------------------------------------------------------------------------ */
 
+/* A range of the GSI space a batch was refused for (st_index_apply). */
+typedef struct st_index_refusal {
+	uint64_t lo, hi;   /* the range: its deltas are not this group's to apply */
+	uint8_t state;     /* storage/parts.h: ST_PART_FENCED or ST_PART_AWAY */
+	uint32_t to_group; /* where it moves or moved (0: not known here) */
+} st_index_refusal;
+
 /* Applies the deltas of one source group, in order, skipping every delta
  * with seq <= the last seq applied from source_group (recorded in the same
- * transaction).  Deltas of an index this group's catalog knows was deleted
- * (index id below the table's next index id but absent) are dropped.
- * Maintains per-index entry counts and sizes. */
-int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32_t n, char *errmsg);
+ * transaction) -- or, for a delta in a mark of the GSI space
+ * (storage/parts.h, "The GSI space"), at or below the mark's watermark for
+ * source_group, which it advances instead.  Deltas of an index this group's
+ * catalog knows was deleted (index id below the table's next index id but
+ * absent) are dropped.  Maintains per-index entry counts and sizes; logs
+ * the deltas of a range moving out (OUT).  A batch holding a delta of a
+ * range FENCED or AWAY here is refused whole: SHOAL_E_WRONG_GROUP, nothing
+ * written, the first such range in *refused (may be NULL). */
+int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32_t n,
+                   st_index_refusal *refused, char *errmsg);
 
 /* The last seq this group applied from source_group (0: none). */
 uint64_t st_index_applied_seq(st_env *env, uint32_t source_group);

@@ -138,6 +138,40 @@ bool st_ix_plan_collection(const st_ix_plan *plan, const char **attr, uint64_t *
  * size becomes the value written. */
 int st_ix_plan_apply(st_txn *txn, st_ix_plan *plan, char *errmsg);
 
+/* ------------------------------------------------------------------------ */
+/* Applying index entries (outbox.c; also the GSI space's moves, parts_gsi.c) */
+/* ------------------------------------------------------------------------ */
+
+/* Whether this group keeps the entries of index id of table table_id, whose
+ * catalog record is t (NULL: none here).  A table this group has not been
+ * told about yet (id >= next_table_id: its define may arrive after the
+ * source group's) keeps its entries, as does an index id at or above the
+ * table's next_index_id; a dropped table or a deleted (DELETING) index does
+ * not.  LSIs are wanted: callers that mean GSIs only check `local`. */
+bool st_ix_index_wanted(const st_table_info *t, uint32_t table_id, uint32_t next_table_id,
+                        uint16_t id);
+
+/* Per (table, index) changes of the entry counters, summed over a batch. */
+typedef struct st_ix_count_acc {
+	uint32_t table;
+	uint16_t index;
+	int64_t items, bytes;
+} st_ix_count_acc;
+
+/* The slot of (table, index) in acc[0 .. *n-1], appended if absent (acc
+ * has room for one more). */
+st_ix_count_acc *st_ix_count_slot(st_ix_count_acc *acc, uint32_t *n, uint32_t table,
+                                  uint16_t index);
+/* Adds the sums to the indexes' counters (st_ix_state_count). */
+int st_ix_count_flush(st_txn *txn, const st_ix_count_acc *acc, uint32_t n, char *errmsg);
+
+/* Writes one index entry as a delta says (upsert d->key = d->val, or delete
+ * it), adding the change of entries and bytes to *acc.  Environmental
+ * errors only (the delta is checked already). */
+struct st_delta;
+int st_ix_entry_apply(st_txn *txn, const struct st_delta *d, sh_arena *tmp, st_ix_count_acc *acc,
+                      char *errmsg);
+
 /* Every table record in the catalog, decoded (for lookups by id). */
 int st_ix_tables(MDB_txn *txn, st_env *env, sh_arena *a, st_table_info **out, uint32_t *n,
                  char *errmsg);

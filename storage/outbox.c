@@ -34,11 +34,13 @@
  * checked before anything is written, so a malformed batch changes nothing
  * (SHOAL_E_SERIALIZATION) and the transaction stays usable.
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "catalog.h"
 #include "codec.h"
 #include "index_int.h"
+#include "parts_int.h"
 
 #define DELTA_VERSION 1
 #define DELTA_FIXED   26
@@ -314,13 +316,6 @@ static int delta_check(const st_delta *d, sh_arena *tmp, uint32_t i, char *errms
 	return SHOAL_OK;
 }
 
-/* Per (table, index) counter changes of one batch. */
-typedef struct count_acc {
-	uint32_t table;
-	uint16_t index;
-	int64_t items, bytes;
-} count_acc;
-
 static const st_table_info *table_by_id(const st_table_info *t, uint32_t n, uint32_t id)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -329,9 +324,8 @@ static const st_table_info *table_by_id(const st_table_info *t, uint32_t n, uint
 	return NULL;
 }
 
-/* Whether this group keeps the entries of index id of table t. */
-static bool index_wanted(const st_table_info *t, uint32_t table_id, uint32_t next_table_id,
-                         uint16_t id)
+bool st_ix_index_wanted(const st_table_info *t, uint32_t table_id, uint32_t next_table_id,
+                        uint16_t id)
 {
 	/* A table this group has not been told about yet (its define may
 	 * arrive after the source group's: the router defines groups one by
@@ -367,7 +361,28 @@ static int stored_size(st_txn *txn, const MDB_val *k, sh_arena *tmp, bool *exist
 	return SHOAL_OK;
 }
 
-static int apply_one(st_txn *txn, const st_delta *d, sh_arena *tmp, count_acc *acc, char *errmsg)
+st_ix_count_acc *st_ix_count_slot(st_ix_count_acc *acc, uint32_t *n, uint32_t table, uint16_t index)
+{
+	uint32_t j = 0;
+	while (j < *n && (acc[j].table != table || acc[j].index != index))
+		j++;
+	if (j == *n)
+		acc[(*n)++] = (st_ix_count_acc){table, index, 0, 0};
+	return &acc[j];
+}
+
+int st_ix_count_flush(st_txn *txn, const st_ix_count_acc *acc, uint32_t n, char *errmsg)
+{
+	int rc = SHOAL_OK;
+	for (uint32_t j = 0; rc == SHOAL_OK && j < n; j++)
+		if (acc[j].items != 0 || acc[j].bytes != 0)
+			rc = st_ix_state_count(txn, acc[j].table, acc[j].index, acc[j].items,
+			                       acc[j].bytes, errmsg);
+	return rc;
+}
+
+int st_ix_entry_apply(st_txn *txn, const st_delta *d, sh_arena *tmp, st_ix_count_acc *acc,
+                      char *errmsg)
 {
 	MDB_val k = {d->key_len, (void *)d->key};
 	bool exists;
@@ -399,7 +414,37 @@ static int apply_one(st_txn *txn, const st_delta *d, sh_arena *tmp, count_acc *a
 	return SHOAL_OK;
 }
 
-int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32_t n, char *errmsg)
+/* The first delta of a range FENCED or AWAY here: WRONG_GROUP, with the
+ * range in *refused; *out_state[i] is the state of the record holding
+ * delta i (0: none), for the log of OUT ranges. */
+static int gsi_refusals(st_part_gsi_view *gv, const st_delta *d, uint32_t n, sh_arena *a,
+                        uint8_t **out_state, st_index_refusal *refused, char *errmsg)
+{
+	uint8_t *state = sh_arena_calloc(a, n > 0 ? n : 1, 1);
+	if (state == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "st_index_apply: out of memory");
+	*out_state = state;
+	for (uint32_t i = 0; i < n; i++) {
+		st_part_rec r;
+		int rc = st_part_gsi_state(gv, d[i].hash, &r, errmsg);
+		if (rc != SHOAL_OK)
+			return rc;
+		state[i] = r.state;
+		if (r.state != ST_PART_FENCED && r.state != ST_PART_AWAY)
+			continue;
+		if (refused != NULL)
+			*refused = (st_index_refusal){r.lo, r.hi, r.state, r.to_group};
+		return sh_errf(errmsg, SHOAL_E_WRONG_GROUP,
+		               "GSI hash %016" PRIx64 " is not applied by this group: its range "
+		               "[%016" PRIx64 ", %016" PRIx64 "] is %s (%s group %" PRIu32 ")",
+		               d[i].hash, r.lo, r.hi, st_part_state_name(r.state),
+		               r.state == ST_PART_AWAY ? "moved to" : "moving to", r.to_group);
+	}
+	return SHOAL_OK;
+}
+
+int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32_t n,
+                   st_index_refusal *refused, char *errmsg)
 {
 	if (txn->sticky != SHOAL_OK)
 		return sticky(txn, errmsg);
@@ -409,6 +454,13 @@ int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32
 	int rc = SHOAL_OK;
 	for (uint32_t i = 0; rc == SHOAL_OK && i < n; i++)
 		rc = delta_check(&d[i], &tmp, i, errmsg);
+	/* The GSI space's moves (storage/parts.h): one branch without any. */
+	st_part_gsi_view *gv = NULL;
+	uint8_t *state = NULL;
+	if (rc == SHOAL_OK && n > 0)
+		rc = st_part_gsi_view_open(txn, source_group, &a, &gv, errmsg);
+	if (rc == SHOAL_OK && gv != NULL)
+		rc = gsi_refusals(gv, d, n, &a, &state, refused, errmsg);
 	if (rc != SHOAL_OK) {
 		sh_arena_fini(&tmp);
 		sh_arena_fini(&a);
@@ -430,7 +482,7 @@ int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32
 	uint64_t last, first_last;
 	st_table_info *tables = NULL;
 	uint32_t nt = 0;
-	count_acc *acc = NULL;
+	st_ix_count_acc *acc = NULL;
 	uint32_t nacc = 0;
 	rc = st_ix_meta_get_u64(txn->txn, txn->env, ak, sizeof(ak), &last, errmsg);
 	first_last = last;
@@ -445,22 +497,34 @@ int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32
 			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "st_index_apply: out of memory");
 	}
 	for (uint32_t i = 0; rc == SHOAL_OK && i < n; i++) {
-		if (d[i].seq <= last)
-			continue; /* redelivered */
-		last = d[i].seq;
+		uint32_t slot = UINT32_MAX;
+		if (gv != NULL && (rc = st_part_gsi_mark(gv, d[i].hash, &slot, errmsg)) != SHOAL_OK)
+			break;
+		if (slot != UINT32_MAX) {
+			/* A pinned range: its own watermark, not the group's. */
+			if (d[i].seq <= st_part_gsi_mark_seq(gv, slot))
+				continue; /* redelivered */
+			st_part_gsi_mark_advance(gv, slot, d[i].seq);
+		} else {
+			if (d[i].seq <= last)
+				continue; /* redelivered */
+			last = d[i].seq;
+		}
 		const st_table_info *t = table_by_id(tables, nt, d[i].table_id);
-		if (!index_wanted(t, d[i].table_id, next_table_id, d[i].index_id))
+		if (!st_ix_index_wanted(t, d[i].table_id, next_table_id, d[i].index_id))
 			continue; /* deleted index or table */
-		uint32_t j = 0;
-		while (j < nacc && (acc[j].table != d[i].table_id || acc[j].index != d[i].index_id))
-			j++;
-		if (j == nacc)
-			acc[nacc++] = (count_acc){d[i].table_id, d[i].index_id, 0, 0};
-		rc = apply_one(txn, &d[i], &tmp, &acc[j], errmsg);
-	}
-	for (uint32_t j = 0; rc == SHOAL_OK && j < nacc; j++)
-		rc = st_ix_state_count(txn, acc[j].table, acc[j].index, acc[j].items, acc[j].bytes,
+		rc = st_ix_entry_apply(txn, &d[i], &tmp,
+		                       st_ix_count_slot(acc, &nacc, d[i].table_id, d[i].index_id),
 		                       errmsg);
+		if (rc == SHOAL_OK && state != NULL && state[i] == ST_PART_OUT)
+			rc = st_part_log(txn, ST_PART_GSI, d[i].hash, d[i].key, d[i].key_len,
+			                 d[i].del ? NULL : d[i].val, d[i].del ? 0 : d[i].val_len,
+			                 errmsg);
+	}
+	if (rc == SHOAL_OK)
+		rc = st_ix_count_flush(txn, acc, nacc, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_part_gsi_view_close(gv, errmsg);
 	if (rc == SHOAL_OK && last != first_last)
 		rc = st_ix_meta_put_u64(txn, ak, sizeof(ak), last, errmsg);
 	sh_arena_fini(&tmp);

@@ -27,6 +27,7 @@
 
 #include "codec.h"
 #include "common/alloc.h"
+#include "index.h"
 #include "parts_int.h"
 
 /* ------------------------------------------------------------------------ */
@@ -270,6 +271,17 @@ static int first_fn(void *arg, const st_part_rec *r, bool *stop, char *errmsg)
 	return SHOAL_OK;
 }
 
+int st_part_rec_at(MDB_txn *txn, st_env *env, uint32_t table, uint64_t hash, st_part_rec *r,
+                   char *errmsg)
+{
+	first_arg f = {.states = 1u << ST_PART_OUT | 1u << ST_PART_FENCED | 1u << ST_PART_AWAY};
+	int rc = walk_overlaps(txn, env, table, hash, hash, first_fn, &f, errmsg);
+	r->state = 0;
+	if (rc == SHOAL_OK && f.found)
+		*r = f.r;
+	return rc;
+}
+
 /* Sums the held figures of counted records (st_part_uncount). */
 static int held_fn(void *arg, const st_part_rec *r, bool *stop, char *errmsg)
 {
@@ -306,8 +318,12 @@ int st_part_refresh(st_env *env, char *errmsg)
 	bool any = true; /* on failure: true, which only costs lookups */
 	int rc = mrc == 0 ? SHOAL_OK : st_lmdb_err(mrc, "mdb_txn_begin(read)", errmsg);
 	if (rc == SHOAL_OK) {
-		const uint8_t prefix[2] = {PT_META, PT_REC};
+		/* Range records, and the GSI space's marks (parts_gsi.c), which
+		 * st_index_apply looks for under the same flag. */
+		const uint8_t prefix[2] = {PT_META, PT_REC}, marks[2] = {PT_META, 'G'};
 		rc = st_meta_has_prefix(txn, env, prefix, sizeof(prefix), &any, errmsg);
+		if (rc == SHOAL_OK && !any)
+			rc = st_meta_has_prefix(txn, env, marks, sizeof(marks), &any, errmsg);
 		if (rc != SHOAL_OK)
 			any = true;
 		mdb_txn_abort(txn);
@@ -650,6 +666,9 @@ int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, bool *fenced_now, ch
 	rc = rec_put(txn, &r, errmsg);
 	if (rc == SHOAL_OK)
 		rc = meta_del(txn, wk, sizeof(wk), "mdb_del(meta fence waits)", errmsg);
+	/* The GSI space: the range's watermarks pinned (parts.h). */
+	if (rc == SHOAL_OK && table == ST_PART_GSI)
+		rc = st_part_gsi_pin(txn, r.lo, r.hi, errmsg);
 	if (rc != SHOAL_OK)
 		return fail(txn, rc, errmsg);
 	*fenced_now = true;
@@ -866,7 +885,13 @@ int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items,
 	sh_arena_init(&a);
 	bool more = false;
 	held_delta d = {0, 0};
-	if (max_items > 0) {
+	if (table == ST_PART_GSI) {
+		if (max_items > 0) {
+			rc = st_part_gsi_delete(txn, r.lo, r.hi, max_items, &a, &more, errmsg);
+		} else {
+			rc = st_part_gsi_has_entries(txn->txn, txn->env, r.lo, r.hi, &more, errmsg);
+		}
+	} else if (max_items > 0) {
 		/* more false: what was there fitted in max_items and is gone. */
 		rc = delete_range(txn, table, r.lo, r.hi, max_items, &a, &more, &d, errmsg);
 		if (rc == SHOAL_OK)
@@ -885,6 +910,9 @@ int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items,
 		rc = rec_forget(txn, table, lo, false, errmsg);
 		if (rc == SHOAL_OK)
 			rc = rec_put(txn, &r, errmsg);
+		/* Refused for good: the pinned watermarks have no use here. */
+		if (rc == SHOAL_OK && table == ST_PART_GSI)
+			rc = st_part_gsi_unmark(txn, r.lo, r.hi, errmsg);
 		*done = rc == SHOAL_OK;
 	}
 	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
@@ -1135,6 +1163,70 @@ static int ingest_check(const st_table_info *t, uint64_t lo, uint64_t hi, size_t
 	return SHOAL_OK;
 }
 
+/* The latest ingest's attempt check of a chunk that is not a reset: stale
+ * (WRONG_EPOCH) unless of the recorded, not yet owned, attempt; a reset of
+ * an owned range: IN_USE. */
+static int ingest_current(const ingest_state *s, uint32_t table, uint64_t lo, uint64_t attempt,
+                          bool reset, char *errmsg)
+{
+	if (!reset && (!s->found || s->attempt != attempt || s->owned))
+		return sh_errf(errmsg, SHOAL_E_WRONG_EPOCH,
+		               "ingest: stale chunk of attempt %" PRIu64 " for table %" PRIu32
+		               " at %016" PRIx64 " (latest: %s%" PRIu64 ")",
+		               attempt, table, lo,
+		               !s->found  ? "none "
+		               : s->owned ? "owned "
+		                          : "",
+		               s->attempt);
+	/* Once owned, the range is served here: no attempt may reset it
+	 * (a late one of a source's earlier leader would wipe served data).
+	 * It can come in again only after it moved out (st_part_out drops
+	 * the record). */
+	if (reset && s->found && s->owned)
+		return sh_errf(errmsg, SHOAL_E_IN_USE,
+		               "ingest: table %" PRIu32 " at %016" PRIx64
+		               " is served here already (attempt %" PRIu64 " was owned)",
+		               table, lo, s->attempt);
+	return SHOAL_OK;
+}
+
+/* st_part_ingest of the GSI space: entries, no items to count (held 0). */
+static int gsi_ingest(st_txn *txn, uint64_t lo, uint64_t hi, uint64_t attempt, bool reset, size_t n,
+                      const uint8_t *const *keys, const size_t *klens, const uint8_t *const *vals,
+                      const size_t *vlens, sh_arena *a, char *errmsg)
+{
+	ingest_state s;
+	int rc = ingest_get(txn->txn, txn->env, ST_PART_GSI, lo, &s, errmsg);
+	if (rc == SHOAL_OK)
+		rc = ingest_current(&s, ST_PART_GSI, lo, attempt, reset, errmsg);
+	collect_arg c;
+	if (rc == SHOAL_OK && reset)
+		rc = only_away(txn, ST_PART_GSI, lo, hi, "ingest", &c, errmsg);
+	st_delta *d = NULL;
+	if (rc == SHOAL_OK)
+		rc = st_part_gsi_check(lo, hi, n, keys, klens, vals, vlens, a, &d, errmsg);
+	if (rc != SHOAL_OK)
+		return fail(txn, rc, errmsg); /* nothing written */
+	if (reset) {
+		/* Refused here until st_part_own, as a table's range: deltas
+		 * for it wait at their sources meanwhile. */
+		rc = away_carve(txn, ST_PART_GSI, lo, hi, &c, errmsg);
+		if (rc == SHOAL_OK) {
+			st_part_rec r = {
+			    .table = ST_PART_GSI, .lo = lo, .hi = hi, .state = ST_PART_AWAY};
+			rc = rec_put(txn, &r, errmsg);
+		}
+		bool more;
+		if (rc == SHOAL_OK)
+			rc = st_part_gsi_delete(txn, lo, hi, 0, a, &more, errmsg);
+		if (rc == SHOAL_OK)
+			rc = ingest_put(txn, ST_PART_GSI, lo, attempt, false, 0, errmsg);
+	}
+	if (rc == SHOAL_OK)
+		rc = st_part_gsi_write(txn, lo, hi, d, n, a, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+}
+
 int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
                    bool reset, size_t n, const uint8_t *const *keys, const size_t *klens,
                    const uint8_t *const *vals, const size_t *vlens, sh_arena *a, st_part_held *held,
@@ -1147,6 +1239,9 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 	if (lo > hi)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "partition range [%016" PRIx64 ", %016" PRIx64 "] is empty", lo, hi);
+	if (table == ST_PART_GSI)
+		return gsi_ingest(txn, lo, hi, attempt, reset, n, keys, klens, vals, vlens, a,
+		                  errmsg);
 	st_table_info t;
 	bool found;
 	int rc = table_by_id(txn, table, a, &t, &found, errmsg);
@@ -1155,24 +1250,8 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 	ingest_state s;
 	if (rc == SHOAL_OK)
 		rc = ingest_get(txn->txn, txn->env, table, lo, &s, errmsg);
-	if (rc == SHOAL_OK && !reset && (!s.found || s.attempt != attempt || s.owned))
-		rc = sh_errf(errmsg, SHOAL_E_WRONG_EPOCH,
-		             "ingest: stale chunk of attempt %" PRIu64 " for table %" PRIu32
-		             " at %016" PRIx64 " (latest: %s%" PRIu64 ")",
-		             attempt, table, lo,
-		             !s.found  ? "none "
-		             : s.owned ? "owned "
-		                       : "",
-		             s.attempt);
-	/* Once owned, the range is served here: no attempt may reset it
-	 * (a late one of a source's earlier leader would wipe served data).
-	 * It can come in again only after it moved out (st_part_out drops
-	 * the record). */
-	if (rc == SHOAL_OK && reset && s.found && s.owned)
-		rc = sh_errf(errmsg, SHOAL_E_IN_USE,
-		             "ingest: table %" PRIu32 " at %016" PRIx64
-		             " is served here already (attempt %" PRIu64 " was owned)",
-		             table, lo, s.attempt);
+	if (rc == SHOAL_OK)
+		rc = ingest_current(&s, table, lo, attempt, reset, errmsg);
 	collect_arg c;
 	if (rc == SHOAL_OK && reset)
 		rc = only_away(txn, table, lo, hi, "ingest", &c, errmsg);

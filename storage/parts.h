@@ -98,6 +98,40 @@
  *
  * Memory: arrays and bytes handed out are in the caller's arena; arrays
  * handed in are borrowed for the call.
+ *
+ * The GSI space
+ * -------------
+ * GSI entries live in the index partition of their st_index_hash (index.h),
+ * one hash space for every table's GSIs, in which "table" ST_PART_GSI (0,
+ * never a table's id) names ranges.  A range of it moves with the same
+ * records and calls as a table's, applied to the GSI entries of every
+ * table and GSI whose hash is in it (not base items, not LSI entries):
+ *
+ *   OUT     deltas applied by st_index_apply in the range are logged;
+ *   FENCED, AWAY (and the target's AWAY from its reset until own):
+ *           st_index_apply refuses a whole batch holding a delta of the
+ *           range (SHOAL_E_WRONG_GROUP, the range handed out): nothing of
+ *           it is applied, so the source ships none of the range's deltas
+ *           here again and holds them until its map names another group;
+ *   copy, ingest, purge: GSI entries with their index counters.
+ *
+ * Deduplication.  A target skips a delta whose seq is at or below the last
+ * it applied from the delta's source (index.h).  That single watermark per
+ * source is not the target's to give away: the range's new owner has its
+ * own, moved by deltas of other ranges.  So the fence *pins* the range's:
+ * it writes marks tiling the range, each with the per-source watermarks
+ * its deltas were deduplicated by until then (the group's own, or those of
+ * marks already there).  Exact, because a source ships each target's
+ * deltas in seq order one batch at a time and holds a range's deltas only
+ * once refused: every delta of the range at or below a pinned watermark
+ * was applied before the fence, none above it was.  The marks travel to
+ * the target with its own (st_part_gsi_marks at the source,
+ * st_part_gsi_mark_set at the target), and st_index_apply deduplicates a
+ * delta in a mark by the mark's watermark for its source (advanced by it),
+ * not the group's (not advanced by it).  A source aborting the move keeps
+ * its marks, which stay exact; the purge's end (AWAY) drops them.
+ *
+ * Layout of the marks: parts_gsi.c.
  */
 #ifndef SHOAL_STORAGE_PARTS_H
 #define SHOAL_STORAGE_PARTS_H
@@ -107,6 +141,8 @@
 #include <stdint.h>
 
 #include "storage.h"
+
+#define ST_PART_GSI 0u /* the "table" of the GSI space's ranges */
 
 typedef enum { ST_PART_OUT = 1, ST_PART_FENCED = 2, ST_PART_AWAY = 3 } st_part_state;
 
@@ -276,5 +312,28 @@ int st_part_log_read(st_env *env, uint32_t table, uint64_t lo, uint64_t after_se
 
 /* The move log's last seq at (table, lo) (0: none yet). */
 int st_part_log_last(st_env *env, uint32_t table, uint64_t lo, uint64_t *seq, char *errmsg);
+
+/* ------------------------------------------------------------------------ */
+/* The GSI space's marks (above)                                             */
+/* ------------------------------------------------------------------------ */
+
+/* A mark: hashes [lo, hi] of the GSI space with n per-source watermarks. */
+typedef struct st_part_mark {
+	uint64_t lo, hi;
+	uint32_t n;
+	uint32_t *sources;
+	uint64_t *seqs;
+} st_part_mark;
+
+/* Source leader: the marks over [lo, hi] (a fenced range's tile it), cut to
+ * the range, in lo order; arrays in a. */
+int st_part_gsi_marks(st_env *env, uint64_t lo, uint64_t hi, sh_arena *a, st_part_mark **out,
+                      size_t *n, char *errmsg);
+
+/* Target, with its own of a GSI range (same transaction): the marks of
+ * [lo, hi] become m[0 .. n-1], which must tile it in order
+ * (SHOAL_E_VALIDATION otherwise, nothing written). */
+int st_part_gsi_mark_set(st_txn *txn, uint64_t lo, uint64_t hi, const st_part_mark *m, size_t n,
+                         char *errmsg);
 
 #endif

@@ -73,4 +73,67 @@ void st_part_base_range(uint32_t table, uint64_t lo, uint64_t hi, st_key *from, 
 /* Whether LMDB key k sorts before `to` (always when !has_to). */
 bool st_part_key_before(const MDB_val *k, const st_key *to, bool has_to);
 
+/* The record holding hash of table (any state), if r->state != 0. */
+int st_part_rec_at(MDB_txn *txn, st_env *env, uint32_t table, uint64_t hash, st_part_rec *r,
+                   char *errmsg);
+
+/* --- the GSI space (parts_gsi.c) ----------------------------------------- */
+
+/* A scan of the GSI entries of a hash range: every data key table | index |
+ * hash | ... whose index is a GSI this group keeps entries of
+ * (st_part_gsi_wanted: not a base key, not an LSI entry, not of a dropped
+ * table or deleted index) and whose hash is in [lo, hi].  The keys of one
+ * (table, index) with hashes in a range are contiguous, so the scan seeks
+ * from one (table, index) to the next. */
+typedef struct st_part_gsi_scan {
+	st_table_info *tables;
+	uint32_t n_tables, next_table;
+	uint64_t lo, hi;
+} st_part_gsi_scan;
+
+int st_part_gsi_scan_init(MDB_txn *txn, st_env *env, sh_arena *a, uint64_t lo, uint64_t hi,
+                          st_part_gsi_scan *s, char *errmsg);
+bool st_part_gsi_wanted(const st_part_gsi_scan *s, uint32_t table, uint16_t index);
+/* From the cursor's position (k, v; mrc the positioning's result), moves
+ * on to the first key of the scan at or after it; returns 0 there, or
+ * MDB_NOTFOUND / an LMDB error. */
+int st_part_gsi_settle(const st_part_gsi_scan *s, MDB_cursor *c, MDB_val *k, MDB_val *v, int mrc);
+
+/* Deletes up to max (0: all) GSI entries of [lo, hi] with their counters;
+ * *more: some remain. */
+int st_part_gsi_delete(st_txn *txn, uint64_t lo, uint64_t hi, size_t max, sh_arena *a, bool *more,
+                       char *errmsg);
+/* Whether [lo, hi] holds a GSI entry. */
+int st_part_gsi_has_entries(MDB_txn *txn, st_env *env, uint64_t lo, uint64_t hi, bool *any,
+                            char *errmsg);
+/* Target: one chunk of GSI entries (vlen 0: a delete), checked (keys of a
+ * GSI entry in [lo, hi], values that decode to a map: VALIDATION) into
+ * deltas of a, then written with their counters. */
+struct st_delta;
+int st_part_gsi_check(uint64_t lo, uint64_t hi, size_t n, const uint8_t *const *keys,
+                      const size_t *klens, const uint8_t *const *vals, const size_t *vlens,
+                      sh_arena *a, struct st_delta **out, char *errmsg);
+int st_part_gsi_write(st_txn *txn, uint64_t lo, uint64_t hi, const struct st_delta *d, size_t n,
+                      sh_arena *a, char *errmsg);
+/* Source, at the fence of [lo, hi]: marks tile the range, each with the
+ * watermarks its deltas were deduplicated by until then (those of the
+ * marks already there; the group's own for the rest). */
+int st_part_gsi_pin(st_txn *txn, uint64_t lo, uint64_t hi, char *errmsg);
+/* Removes the marks of [lo, hi] (cutting those across its edges). */
+int st_part_gsi_unmark(st_txn *txn, uint64_t lo, uint64_t hi, char *errmsg);
+
+/* st_index_apply's view of the GSI space for one batch from one source:
+ * *out NULL when the environment has no record or mark (one branch).
+ * state: the record holding hash (r->state 0: none).  mark: the slot of
+ * the mark holding hash (UINT32_MAX: none), whose watermark for the source
+ * is read once per batch, advanced in memory and written by close. */
+typedef struct st_part_gsi_view st_part_gsi_view;
+int st_part_gsi_view_open(st_txn *txn, uint32_t source, sh_arena *a, st_part_gsi_view **out,
+                          char *errmsg);
+int st_part_gsi_state(st_part_gsi_view *v, uint64_t hash, st_part_rec *r, char *errmsg);
+int st_part_gsi_mark(st_part_gsi_view *v, uint64_t hash, uint32_t *slot, char *errmsg);
+uint64_t st_part_gsi_mark_seq(const st_part_gsi_view *v, uint32_t slot);
+void st_part_gsi_mark_advance(st_part_gsi_view *v, uint32_t slot, uint64_t seq);
+int st_part_gsi_view_close(st_part_gsi_view *v, char *errmsg);
+
 #endif

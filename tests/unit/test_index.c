@@ -157,7 +157,7 @@ static void apply_in(st_env *e, uint32_t group, const st_delta *d, uint32_t n)
 {
 	st_txn *t;
 	ck_assert_int_eq(st_txn_begin(e, &t, tl_msg), SHOAL_OK);
-	ck_assert_msg(st_index_apply(t, group, d, n, tl_msg) == SHOAL_OK, "apply: %s", tl_msg);
+	ck_assert_msg(st_index_apply(t, group, d, n, NULL, tl_msg) == SHOAL_OK, "apply: %s", tl_msg);
 	ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
 }
 
@@ -523,10 +523,10 @@ START_TEST(test_apply_dedup)
 	bad.key_len = 3;
 	st_txn *t;
 	ck_assert_int_eq(st_txn_begin(dst, &t, tl_msg), SHOAL_OK);
-	ck_assert_int_eq(st_index_apply(t, 1, &bad, 1, tl_msg), SHOAL_E_SERIALIZATION);
+	ck_assert_int_eq(st_index_apply(t, 1, &bad, 1, NULL, tl_msg), SHOAL_E_SERIALIZATION);
 	put_in(tl_env, "Tbl", map("PK", S("x"), "SK", S("x"), "G", S("x"), NULL));
 	d = outbox(tl_env, n, &n);
-	ck_assert_int_eq(st_index_apply(t, 1, d, n, tl_msg), SHOAL_OK);
+	ck_assert_int_eq(st_index_apply(t, 1, d, n, NULL, tl_msg), SHOAL_OK);
 	ck_assert_int_eq(st_txn_commit(t, tl_msg), SHOAL_OK);
 	assert_index_ok(tl_env, dst, "byG");
 	assert_index_ok(tl_env, dst, "byK");
