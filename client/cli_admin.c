@@ -59,7 +59,8 @@ static const cli_opt o_add_group[] = {
 };
 
 static const cli_opt o_move_partition[] = {
-    {"table-name", "TableName", &adm_str, CLI_OPT_REQUIRED},
+    {"table-name", "TableName", &adm_str, 0},
+    {"gsi-space", "GsiSpace", &adm_bool, CLI_OPT_BOOL_PAIR},
     {"hash", "Hash", &adm_str, CLI_OPT_REQUIRED},
     {"to-group", "ToGroup", &adm_int, CLI_OPT_REQUIRED},
     {"wait", "Wait", &adm_bool, CLI_OPT_BOOL_PAIR},
@@ -69,7 +70,8 @@ static const cli_opt o_move_partition[] = {
 };
 
 static const cli_opt o_split_partition[] = {
-    {"table-name", "TableName", &adm_str, CLI_OPT_REQUIRED},
+    {"table-name", "TableName", &adm_str, 0},
+    {"gsi-space", "GsiSpace", &adm_bool, CLI_OPT_BOOL_PAIR},
     {"at", "At", &adm_str, CLI_OPT_REQUIRED},
     {"to-group", "ToGroup", &adm_int, 0},
     {"wait", "Wait", &adm_bool, CLI_OPT_BOOL_PAIR},
@@ -86,9 +88,11 @@ const cli_cmd cli_admin_cmds[] = {
     {"add-group", "Admin", CLI_PAGING_NONE, o_add_group,
      "create a storage group on the given nodes (or the emptiest ones)", false},
     {"move-partition", "Admin", CLI_PAGING_NONE, o_move_partition,
-     "move the table partition holding a hash to another group", false},
+     "move the table partition (or, with --gsi-space, the GSI partition) holding a hash to "
+     "another group",
+     false},
     {"split-partition", "Admin", CLI_PAGING_NONE, o_split_partition,
-     "split a table partition at a hash, optionally moving the upper half", false},
+     "split a table (or --gsi-space) partition at a hash, optionally moving the upper half", false},
     {NULL, NULL, CLI_PAGING_NONE, NULL, NULL, false},
 };
 
@@ -268,8 +272,9 @@ const json_t *cli_map_partition(const json_t *status, const char *table, uint64_
 	json_t *p;
 	json_array_foreach(json_object_get(status, "MapPartitions"), i, p)
 	{
-		if (strcmp(cli_jstr(p, "TableName"), table) == 0 && row_hash(p, "Lo") <= hash &&
-		    hash <= row_hash(p, "Hi"))
+		bool mine = table[0] != '\0' ? strcmp(cli_jstr(p, "TableName"), table) == 0
+		                             : cli_jint(p, "TableId") == 0; /* the GSI space */
+		if (mine && row_hash(p, "Lo") <= hash && hash <= row_hash(p, "Hi"))
 			return p;
 	}
 	return NULL;
@@ -284,6 +289,9 @@ typedef struct part_goal {
 	long long group;
 } part_goal;
 
+/* The goal's table, for messages. */
+#define GOAL_NAME(g) ((g)->table[0] != '\0' ? (g)->table : "(GSI space)")
+
 /* One status answer against the goal: the progress line, whether it is
  * reached, and whether a move to the group was seen and then abandoned. */
 static bool part_reached(const json_t *st, const part_goal *g, bool *seen_moving, bool *abandoned,
@@ -292,12 +300,12 @@ static bool part_reached(const json_t *st, const part_goal *g, bool *seen_moving
 	const json_t *p = cli_map_partition(st, g->table, g->hash);
 	if (p == NULL || (g->starts && row_hash(p, "Lo") != g->hash)) {
 		snprintf(line, cap, "%s: no partition of the cluster map %s 0x%016" PRIx64 " yet",
-		         g->table, g->starts ? "starts at" : "holds", g->hash);
+		         GOAL_NAME(g), g->starts ? "starts at" : "holds", g->hash);
 		return false;
 	}
 	long long grp = cli_jint(p, "Group"), to = cli_jint(p, "MovingTo");
-	int n =
-	    snprintf(line, cap, "%s [%s, %s]: ", g->table, cli_jstr(p, "Lo"), cli_jstr(p, "Hi"));
+	int n = snprintf(line, cap, "%s [%s, %s]: ", GOAL_NAME(g), cli_jstr(p, "Lo"),
+	                 cli_jstr(p, "Hi"));
 	if (n < 0 || (size_t)n >= cap)
 		n = 0;
 	if (to != 0) {
@@ -340,7 +348,8 @@ static int wait_partition(const cli_caller *c, const part_goal *g, const json_t 
 				break;
 		} else if (strncmp(e.message, last, 500) != 0) {
 			/* A failed status (a router restarting): keep asking. */
-			fprintf(progress, "%s: ClusterStatus failed: %s\n", g->table, e.message);
+			fprintf(progress, "%s: ClusterStatus failed: %s\n", GOAL_NAME(g),
+			        e.message);
 			snprintf(last, sizeof(last), "%.500s", e.message);
 		}
 		if (adm_now_s() + (double)poll / 1000.0 > until) {
@@ -350,7 +359,7 @@ static int wait_partition(const cli_caller *c, const part_goal *g, const json_t 
 			    "Timed out after %lld seconds waiting for the partition of "
 			    "table %s holding 0x%016" PRIx64 " to be served by group "
 			    "%lld with no move pending: %s",
-			    timeout, g->table, g->hash, g->group,
+			    timeout, GOAL_NAME(g), g->hash, g->group,
 			    line[0] != '\0' ? line : "no status");
 		}
 		adm_pause_ms(poll);
@@ -370,6 +379,12 @@ static int partition_run(const cli_caller *c, const cli_cmd *cmd, const json_t *
 	bool split = strcmp(cmd->name, "split-partition") == 0;
 	const char *hkey = split ? "At" : "Hash";
 	const char *table = cli_jstr(opts, "TableName");
+	bool gsi = json_is_true(json_object_get(opts, "GsiSpace"));
+	if ((table[0] != '\0') == gsi)
+		return cli_failf(
+		    f, CLI_EXIT_USAGE, false,
+		    "one of --table-name and --gsi-space (the index partitions of every "
+		    "GSI) is required, not both");
 	part_goal g = {.table = table, .starts = split, .group = adm_opt_int(opts, "ToGroup", -1)};
 	if (cli_parse_hash(split ? "at" : "hash", cli_jstr(opts, hkey), &g.hash, f) != SHOAL_OK)
 		return -1;
@@ -385,7 +400,8 @@ static int partition_run(const cli_caller *c, const cli_cmd *cmd, const json_t *
 		                 "partition)");
 	char hex[24];
 	snprintf(hex, sizeof(hex), "0x%016" PRIx64, g.hash);
-	json_t *change = json_pack("{s:s,s:s}", "TableName", table, hkey, hex);
+	json_t *change = gsi ? json_pack("{s:b,s:s}", "GsiSpace", 1, hkey, hex)
+	                     : json_pack("{s:s,s:s}", "TableName", table, hkey, hex);
 	if (change != NULL && g.group >= 0)
 		json_object_set_new(change, "ToGroup", json_integer(g.group));
 	json_t *body = json_pack("{s:o}", split ? "SplitPartition" : "MovePartition", change);

@@ -455,6 +455,8 @@ void cli_print_status(FILE *out, const json_t *resp)
 		char name[48], moving[24] = "-";
 		if (cli_jstr(v, "TableName")[0] != '\0')
 			snprintf(name, sizeof(name), "%s", cli_jstr(v, "TableName"));
+		else if (cli_jint(v, "TableId") == 0)
+			snprintf(name, sizeof(name), "(GSI space)");
 		else
 			snprintf(name, sizeof(name), "#%lld", cli_jint(v, "TableId"));
 		if (cli_jint(v, "MovingTo") != 0)

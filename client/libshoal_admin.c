@@ -91,7 +91,9 @@ static int partition_call(shoal_client *c, const char *action, const char *what,
 {
 	char hex[24];
 	snprintf(hex, sizeof(hex), "0x%016" PRIx64, h);
-	json_t *body = json_pack("{s:{s:s,s:s}}", action, "TableName", table_name, what, hex);
+	json_t *body = table_name != NULL
+	                   ? json_pack("{s:{s:s,s:s}}", action, "TableName", table_name, what, hex)
+	                   : json_pack("{s:{s:b,s:s}}", action, "GsiSpace", 1, what, hex);
 	json_t *change = json_object_get(body, action);
 	if (body != NULL && to_group != 0 &&
 	    json_object_set_new(change, "ToGroup", json_integer(to_group)) != 0) {
@@ -105,12 +107,7 @@ int shoal_admin_move_partition(shoal_client *c, const char *table_name, uint64_t
                                uint32_t to_group, uint64_t *map_epoch, shoal_error *err)
 {
 	/* to_group 0 (no ToGroup) goes as is: group 0 says whether it may
-	 * hold table data. */
-	if (table_name == NULL) {
-		lib_set_err(err, SHOAL_E_VALIDATION, SHOAL_SRC_LOCAL,
-		            "shoal_admin_move_partition: table_name is required");
-		return SHOAL_E_VALIDATION;
-	}
+	 * hold table data.  table_name NULL: the GSI space. */
 	return partition_call(c, "MovePartition", "Hash", table_name, hash, to_group, map_epoch,
 	                      err);
 }
@@ -118,10 +115,5 @@ int shoal_admin_move_partition(shoal_client *c, const char *table_name, uint64_t
 int shoal_admin_split_partition(shoal_client *c, const char *table_name, uint64_t at,
                                 uint32_t to_group, uint64_t *map_epoch, shoal_error *err)
 {
-	if (table_name == NULL) {
-		lib_set_err(err, SHOAL_E_VALIDATION, SHOAL_SRC_LOCAL,
-		            "shoal_admin_split_partition: table_name is required");
-		return SHOAL_E_VALIDATION;
-	}
 	return partition_call(c, "SplitPartition", "At", table_name, at, to_group, map_epoch, err);
 }

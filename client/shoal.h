@@ -359,6 +359,9 @@ SHOAL_API unsigned shoal_in_flight(shoal_client *c);
  * change in the map: the move itself (copying the data) goes on in the
  * background; the partition is served by to_group once ClusterStatus lists
  * it there with ToGroup 0 (`shoal admin move-partition` waits for that).
+ * table_name NULL names the GSI space instead of a table: the index
+ * partitions of every GSI, by their st_index_hash (TableId 0 in
+ * ClusterStatus).
  * A change already made is SHOAL_OK.  Errors: SHOAL_E_NOT_FOUND (no such
  * table), SHOAL_E_VALIDATION (to_group is not a data group, at 0),
  * SHOAL_E_IN_USE (the partition is moving already).

@@ -58,9 +58,13 @@
 
 #include "cluster.h"
 
-#define SH_MAP_VERSION        1
-#define SH_MAP_NONE           UINT32_MAX /* "no group / no partition" */
-#define SH_MAP_GROUP_REPLICAS 10         /* replication (<= 7) + 1 during a move + catch-up */
+#define SH_MAP_VERSION 1
+#define SH_MAP_NONE    UINT32_MAX /* "no group / no partition" */
+/* The "table" of the GSI space: the index partitions of every GSI, by
+ * st_index_hash (storage/parts.h, "The GSI space"); table ids start at 1.
+ * Moved and split by operators only: the planner leaves it alone. */
+#define SH_MAP_GSI_SPACE      0u
+#define SH_MAP_GROUP_REPLICAS 10 /* replication (<= 7) + 1 during a move + catch-up */
 #define SH_MAP_MAX_NODES      (1u << 16)
 #define SH_MAP_MAX_GROUPS     (1u << 20)
 #define SH_MAP_MAX_PARTS      (1u << 24)

@@ -87,7 +87,7 @@ void plan_splits(plan *p)
 	for (uint32_t i = 0; i < m->n_parts && left > 0 && p->n < p->cap; i++) {
 		const sh_map_part *x = &m->parts[i];
 		const sh_plan_part_load *l = &p->in->parts[i];
-		if (x->to_group != SH_MAP_NONE)
+		if (x->to_group != SH_MAP_NONE || x->table == SH_MAP_GSI_SPACE)
 			continue;
 		bool big = c->split_bytes && l->bytes > c->split_bytes;
 		bool hot = (c->split_units > 0 && l->units > c->split_units) ||
@@ -178,7 +178,8 @@ static bool fill_empty_group(plan *p, const uint32_t *off, const uint32_t *by_gr
 		const sh_plan_part_load *l = &p->in->parts[i],
 		                        *b = pick != SH_MAP_NONE ? &p->in->parts[pick] : NULL;
 		uint32_t gi = plan_group_index(p, m->parts[i].group);
-		if (gi == to || !sh_map_is_data_group(m, m->parts[i].group) || p->groups[gi].stuck)
+		if (gi == to || !sh_map_is_data_group(m, m->parts[i].group) ||
+		    p->groups[gi].stuck || m->parts[i].table == SH_MAP_GSI_SPACE)
 			continue;
 		if (from == SH_MAP_NONE && sh_map_part_hi(m, i) == m->parts[i].lo)
 			continue; /* a single hash cannot split */

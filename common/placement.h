@@ -96,8 +96,9 @@ bool sh_place_raft_address(sh_place *p, uint32_t node, uint32_t group, char *buf
  * placement.  A partition with a pending move
  * (to_group set) is still served by its `group`: the copy is running.
  *
- * GSI hash spaces (st_index_hash) never come here: they keep the static
- * placement (sh_place_static_part), whatever the table's partitions. */
+ * GSI entries (st_index_hash) are placed the same way by the partitions of
+ * "table" SH_MAP_GSI_SPACE (0), one hash space for every GSI, whatever the
+ * tables' partitions: static until an operator moves or splits one. */
 
 /* One partition: the inclusive hash range [lo, hi] and the group serving it. */
 typedef struct sh_place_part {

@@ -1034,7 +1034,10 @@ static bool partition_moves(node_elastic *e)
 			             .from = r.from,
 			             .shard_lo = r.shard_lo,
 			             .shard_start = r.shard_start}};
-			begin(e, s, 2,
+			/* A range of the GSI space: the own carries the watermarks
+			 * its source pinned, which only the source's driver has
+			 * (pmove.c): it tells the target once it sees the map. */
+			begin(e, s, r.table == SH_MAP_GSI_SPACE ? 1 : 2,
 			      "table %u [%016" PRIx64 ", %016" PRIx64
 			      "]: cut over from group %u to group %u",
 			      r.table, r.lo, r.hi, r.from, r.to);

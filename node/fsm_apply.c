@@ -446,9 +446,22 @@ static int op_index_apply(op_ctx *c, const Shoal__IndexApply *ia)
 		return rc;
 	if (n == 0)
 		return SHOAL_OK;
-	rc = st_index_apply(c->txn, ia->source_group, d, (uint32_t)n, NULL, c->msg);
+	st_index_refusal ref;
+	rc = st_index_apply(c->txn, ia->source_group, d, (uint32_t)n, &ref, c->msg);
 	if (rc == SHOAL_OK)
 		rc = charge_index(c, d, n);
+	if (rc == SHOAL_E_WRONG_GROUP && c->nr != NULL) {
+		/* A range of the GSI space moving or moved: the source holds
+		 * its deltas back (node/shipq.c). */
+		Shoal__PartRange *r = sh_arena_alloc(c->a, sizeof(*r));
+		if (r == NULL)
+			return sh_errf(c->msg, SHOAL_E_NOMEM, "index_apply: out of memory");
+		shoal__part_range__init(r);
+		r->lo = ref.lo;
+		r->hi = ref.hi;
+		r->to_group = ref.to_group;
+		c->nr->refused = r;
+	}
 	return rc;
 }
 

@@ -810,6 +810,10 @@ int64_t node_wall_ms(void);
 #define NODE_SHIP_TRIM_DELTAS 1000
 /* The shipper's timer: retries, trims, backfill polls. */
 #define NODE_SHIP_TICK_MS 10
+/* Deltas of a GSI range a target refused wait this long before they go
+ * where the map says (the same target refuses them again until the map
+ * flips; node/shipq.c). */
+#define NODE_SHIP_HOLD_MS 100
 /* The executor of the cluster's shape (elastic.c): the pause between rounds. */
 #define NODE_ELASTIC_ROUND_MS 1000
 /* Time allowed for a connection to the target's node, for its answer, and
@@ -831,6 +835,12 @@ typedef struct node_sdelta {
 
 /* The deltas of one source group for one target group, in seq order; the
  * first `inflight` are the batch being sent. */
+#define NODE_SHIPQ_HELD_RANGES 16 /* GSI ranges refused at once, at most (then merged) */
+
+typedef struct node_shipq_range {
+	uint64_t lo, hi;
+} node_shipq_range;
+
 typedef struct node_shipq_link {
 	uint32_t target;
 	node_sdelta *head, *tail;
@@ -839,22 +849,39 @@ typedef struct node_shipq_link {
 	uint32_t inflight;
 } node_shipq_link;
 
+struct sh_place;
+
 typedef struct node_shipq {
 	const sh_cluster_conf *conf; /* borrowed */
+	struct sh_place *place;      /* borrowed: the node's map (NULL: the file's placement) */
 	uint64_t read_pos;           /* highest seq pushed (or the reset position) */
 	uint32_t n_buffered;
 	size_t bytes_buffered;
 	node_shipq_link *links; /* [sh_cluster_group_cap], by target group */
+	/* Ranges of the GSI space a target refused, and every delta of them
+	 * (queued when refused, or pushed since), in seq order, until
+	 * node_shipq_reroute. */
+	node_shipq_range held_ranges[NODE_SHIPQ_HELD_RANGES];
+	uint32_t n_held_ranges;
+	node_sdelta *held_head, *held_tail;
+	uint32_t n_held;
+	/* The map's GSI partitions as the last reset or reroute saw them: the
+	 * routes until the next one (none: the cluster file's placement). */
+	struct sh_place_part *routes;
+	uint32_t n_routes, cap_routes;
 } node_shipq;
 
-/* The group that owns index-partition hash `hash`. */
-uint32_t node_shipq_target(const sh_cluster_conf *conf, uint64_t hash);
+/* The group that owns index-partition hash `hash`: the map's partition of
+ * the GSI space (common/placement.h; place NULL: the cluster file's). */
+uint32_t node_shipq_target(const sh_cluster_conf *conf, struct sh_place *place, uint64_t hash);
 /* SHOAL_OK or SHOAL_E_NOMEM.  The queue starts empty at position 0. */
-int node_shipq_init(node_shipq *q, const sh_cluster_conf *conf);
+int node_shipq_init(node_shipq *q, const sh_cluster_conf *conf, struct sh_place *place);
 void node_shipq_fini(node_shipq *q);
-/* Drops every delta; the read position (and so the watermark) becomes pos. */
+/* Drops every delta (held ones too); the read position (and so the
+ * watermark) becomes pos. */
 void node_shipq_reset(node_shipq *q, uint64_t pos);
-/* Appends a copy of d (d->seq > read_pos) to its target's queue. */
+/* Appends a copy of d (d->seq > read_pos) to its target's queue, or to the
+ * held list when d lies in a held range. */
 int node_shipq_push(node_shipq *q, const st_delta *d);
 /* Marks the next batch of target's queue in flight and returns its length
  * (at most max_n deltas and about max_bytes, at least one); 0 when the queue
@@ -866,6 +893,19 @@ void node_shipq_ack(node_shipq *q, uint32_t target, void (*each)(void *arg, cons
                     void *arg);
 /* The batch in flight failed: its deltas are unsent again. */
 void node_shipq_retry(node_shipq *q, uint32_t target);
+/* The batch in flight was refused for GSI range [lo, hi] (it moves or moved
+ * away from target, storage/parts.h): unsent again, and every delta of the
+ * range -- in target's queue, and pushed from now on -- waits in the held
+ * list; the rest goes on.  Nothing of a refused batch was applied. */
+void node_shipq_refused(node_shipq *q, uint32_t target, uint64_t lo, uint64_t hi);
+/* Whether no batch is in flight (node_shipq_reroute's precondition). */
+bool node_shipq_quiet(const node_shipq *q);
+/* With no batch in flight: every queued and held delta goes, in seq order,
+ * to the queue of the group that owns its hash now; the held ranges are
+ * forgotten.  The one place deltas change target, so that the deltas of one
+ * range reach one target in seq order (a target deduplicates a moved
+ * range's deltas by a watermark of their own, storage/parts.h). */
+void node_shipq_reroute(node_shipq *q);
 /* The highest seq S such that every delta <= S was acknowledged. */
 uint64_t node_shipq_watermark(const node_shipq *q);
 

@@ -14,6 +14,10 @@
  *          in its group (sh_map_split); with a to_group other than that
  *          group, [at, hi] then gets a pending move there.
  *
+ * The GSI space (GsiSpace, "table" SH_MAP_GSI_SPACE: the index partitions
+ * of every GSI by st_index_hash) moves and splits the same way, entering the
+ * map with the same placement as a table.
+ *
  * A table with no partitions in the map is placed statically
  * (sh_cluster_partition_group); its first change adds it with
  * sh_map_add_table(sh_cluster_table_partitions(conf), D) -- D partitions,
@@ -82,10 +86,11 @@ static int check_target(const sh_map *m, uint32_t group, char *errmsg)
 static int moving(const sh_map *m, uint32_t i, const char *table, const char *what, char *errmsg)
 {
 	return sh_errf(errmsg, SHOAL_E_IN_USE,
-	               "table %s: partition " RANGE_FMT " is moving to group %" PRIu32
+	               "%s%s: partition " RANGE_FMT " is moving to group %" PRIu32
 	               " (from group %" PRIu32 "); %s once the move is done (shoal status)",
-	               table, m->parts[i].lo, sh_map_part_hi(m, i), m->parts[i].to_group,
-	               m->parts[i].group, what);
+	               table != NULL && table[0] != '\0' ? "table " : "",
+	               table != NULL && table[0] != '\0' ? table : "the GSI space", m->parts[i].lo,
+	               sh_map_part_hi(m, i), m->parts[i].to_group, m->parts[i].group, what);
 }
 
 static int move(sh_map *m, uint32_t t, const Shoal__PartitionChange *pc, bool *already,
@@ -149,11 +154,14 @@ int node_part_admin(sh_map *m, const sh_cluster_conf *conf, const Shoal__AdminRe
 	if (a->action_case != SHOAL__ADMIN_REQUEST__ACTION_SPLIT_PARTITION &&
 	    a->action_case != SHOAL__ADMIN_REQUEST__ACTION_MOVE_PARTITION)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION, "map_change: not a partition change");
-	if (pc == NULL || pc->table_name == NULL || pc->table_name[0] == '\0')
-		return sh_errf(errmsg, SHOAL_E_VALIDATION, "%s: TableName is required",
+	bool named = pc != NULL && pc->table_name != NULL && pc->table_name[0] != '\0';
+	if (pc == NULL || named == pc->gsi_space)
+		return sh_errf(errmsg, SHOAL_E_VALIDATION,
+		               "%s: TableName is required (or GsiSpace: the index partitions of "
+		               "every GSI), not both",
 		               is_split ? "SplitPartition" : "MovePartition");
-	uint32_t t = 0;
-	int rc = table_id(catalog, pc->table_name, &t, errmsg);
+	uint32_t t = SH_MAP_GSI_SPACE;
+	int rc = named ? table_id(catalog, pc->table_name, &t, errmsg) : SHOAL_OK;
 	if (rc == SHOAL_E_NOT_FOUND)
 		return sh_errf(errmsg, rc, "Requested resource not found: Table: %s not found",
 		               pc->table_name);

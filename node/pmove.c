@@ -58,10 +58,20 @@
  * range is served as before); what the target had received stays refused
  * there and is reset by the next move into it.
  *
- * Not moved: GSI entries (their hash spaces stay on the cluster file's
- * placement: the GSI partitions do not move); DynamoDB Streams records (the
- * source's stream log keeps the range's records from before the cutover,
- * the target's has those after).
+ * The GSI space ("table" 0: the index partitions of every GSI, by
+ * st_index_hash) moves the same way, its entries copied, logged and purged
+ * instead of items (storage/parts.h, "The GSI space"), with three
+ * differences: a fence pins the range's per-source watermarks, and the own
+ * -- sent by this driver only, not by the executor -- carries them to the
+ * target; there is no GSI outbox to drain after the fence (entries make no
+ * deltas); and the range keeps being read until its handover (its entries
+ * do not change once fenced).  Meanwhile the base groups' shippers hold the
+ * range's deltas back (node/shipq.c).  Only an operator moves it (`shoal
+ * admin move-partition --gsi-space`): the planner leaves it alone.
+ *
+ * Not moved: DynamoDB Streams records (the source's stream log keeps the
+ * range's records from before the cutover, the target's has those after).
+ * A base move leaves its GSI entries where the GSI space places them.
  *
  * GSI backfills: a move of a table and the backfill of a GSI of it being
  * created never overlap -- group 0 refuses a map beginning the move while
@@ -655,11 +665,15 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 	if ((rc = ship_log(pm, g, m, 0, msg)) != SHOAL_OK)
 		return rc;
 	/* The GSI deltas of the range's writes before the fence must reach
-	 * their index partitions before the target's later ones can. */
+	 * their index partitions before the target's later ones can (a range
+	 * of the GSI space writes no delta). */
 	if (m->fence_outbox == 0)
 		test_hold_fenced(pm, m); /* once per attempt */
+	if (m->table == ST_PART_GSI)
+		m->fence_outbox = 1; /* held once */
 	st_outbox_info oi;
-	for (int64_t until = sh_now_ms() + PM_OUTBOX_WAIT_MS;; usleep(2000)) {
+	for (int64_t until = sh_now_ms() + PM_OUTBOX_WAIT_MS; m->table != ST_PART_GSI;
+	     usleep(2000)) {
 		if ((rc = st_outbox_get_info(node_group_env(g), &oi, msg)) != SHOAL_OK)
 			return rc;
 		if (m->fence_outbox == 0)
@@ -689,6 +703,35 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 	return SHOAL_OK;
 }
 
+/* The marks of a fenced GSI range (the source's, pinned at its fence) into
+ * r->marks, from a. */
+static int own_marks_pb(node_group *g, const pm_move *m, sh_arena *a, Shoal__PartRange *r,
+                        char *msg)
+{
+	st_part_mark *mk;
+	size_t n;
+	int rc = st_part_gsi_marks(node_group_env(g), m->lo, m->hi, a, &mk, &n, msg);
+	if (rc != SHOAL_OK)
+		return rc;
+	Shoal__GsiMark **v = sh_arena_calloc(a, n > 0 ? n : 1, sizeof(*v));
+	Shoal__GsiMark *x = sh_arena_calloc(a, n > 0 ? n : 1, sizeof(*x));
+	if (v == NULL || x == NULL)
+		return sh_errf(msg, SHOAL_E_NOMEM, "part_own: out of memory");
+	for (size_t i = 0; i < n; i++) {
+		shoal__gsi_mark__init(&x[i]);
+		x[i].lo = mk[i].lo;
+		x[i].hi = mk[i].hi;
+		x[i].n_sources = mk[i].n;
+		x[i].sources = mk[i].sources;
+		x[i].n_seqs = mk[i].n;
+		x[i].seqs = mk[i].seqs;
+		v[i] = &x[i];
+	}
+	r->n_marks = n;
+	r->marks = v;
+	return SHOAL_OK;
+}
+
 /* Tells the target to serve the range (the attempt's data is complete). */
 static int own(node_pmove *pm, node_group *g, const pm_move *m, char *msg)
 {
@@ -697,7 +740,13 @@ static int own(node_pmove *pm, node_group *g, const pm_move *m, char *msg)
 	complete_range(g, m, &r, &parent);
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.part_own = &r;
-	return rpc_leader(pm, m->to_group, &nr, NULL, msg);
+	sh_arena a;
+	sh_arena_init(&a);
+	int rc = m->table == ST_PART_GSI ? own_marks_pb(g, m, &a, &r, msg) : SHOAL_OK;
+	if (rc == SHOAL_OK)
+		rc = rpc_leader(pm, m->to_group, &nr, NULL, msg);
+	sh_arena_fini(&a);
+	return rc;
 }
 
 /* For a purge without a handover: whether the range still counts here
@@ -1093,6 +1142,31 @@ int node_prepare_part_own(node_call *c, Shoal__CommandOp *op)
 
 /* --- apply (fsm_apply.c's run_op) ------------------------------------------------ */
 
+/* The marks of a GSI range's own (the watermarks its source's fence
+ * pinned, storage/parts.h "The GSI space"), checked before anything is
+ * written: an own without them would leave the range deduplicated by this
+ * group's own watermarks, which drop the deltas its sources held back. */
+static int own_marks(op_ctx *c, const Shoal__PartRange *r, st_part_mark **out)
+{
+	st_part_mark *m = sh_arena_calloc(c->a, r->n_marks > 0 ? r->n_marks : 1, sizeof(*m));
+	if (m == NULL)
+		return sh_errf(c->msg, SHOAL_E_NOMEM, "part_own: out of memory");
+	for (size_t i = 0; i < r->n_marks; i++) {
+		const Shoal__GsiMark *g = r->marks[i];
+		if (g == NULL || g->n_sources != g->n_seqs || g->n_sources > UINT32_MAX)
+			return sh_errf(c->msg, SHOAL_E_VALIDATION,
+			               "part_own: mark %zu has %zu sources and %zu seqs", i,
+			               g != NULL ? g->n_sources : 0, g != NULL ? g->n_seqs : 0);
+		m[i] = (st_part_mark){.lo = g->lo,
+		                      .hi = g->hi,
+		                      .n = (uint32_t)g->n_sources,
+		                      .sources = g->sources,
+		                      .seqs = g->seqs};
+	}
+	*out = m;
+	return st_part_gsi_marks_check(r->lo, r->hi, m, r->n_marks, c->msg);
+}
+
 int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 {
 	switch (op->op_case) {
@@ -1106,7 +1180,7 @@ int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 		const Shoal__PartRange *r = op->part_fence;
 		bool now = false, found;
 		int rc = st_part_fence(c->txn, r->table, r->lo, &now, c->msg);
-		if (rc != SHOAL_OK || !now)
+		if (rc != SHOAL_OK || !now || r->table == ST_PART_GSI) /* no stream there */
 			return rc;
 		const node_fsm *f = c->f;
 		st_shard closed;
@@ -1127,9 +1201,14 @@ int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 		const Shoal__PartRange *r = op->part_own;
 		const Shoal__StreamShardRef *p = r->stream_parent;
 		bool now = false;
-		int rc = st_part_own(c->txn, r->table, r->lo, r->hi, r->attempt, &now, c->msg);
+		st_part_mark *m = NULL;
+		int rc = r->table == ST_PART_GSI ? own_marks(c, r, &m) : SHOAL_OK;
+		if (rc == SHOAL_OK)
+			rc = st_part_own(c->txn, r->table, r->lo, r->hi, r->attempt, &now, c->msg);
 		if (rc != SHOAL_OK || !now)
 			return rc;
+		if (r->table == ST_PART_GSI)
+			return st_part_gsi_mark_set(c->txn, r->lo, r->hi, m, r->n_marks, c->msg);
 		return st_stream_shard_arrive(c->txn, r->table, r->lo, r->hi, p != NULL,
 		                              p != NULL ? p->group : 0, p != NULL ? p->lo : 0,
 		                              p != NULL ? p->start : 0, c->msg);

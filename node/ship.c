@@ -45,12 +45,45 @@
 #include <string.h>
 
 #include "common/alloc.h"
+#include "common/cluster_map.h"
+#include "common/placement.h"
 #include "node/ship_int.h"
 #include "proto/wire.h"
 
 /* ------------------------------------------------------------------------ */
 /* Sources                                                                   */
 /* ------------------------------------------------------------------------ */
+
+/* A digest of the map's partitions of the GSI space (where deltas go). */
+static uint64_t gsi_signature(node *n)
+{
+	sh_place_part parts[256];
+	uint32_t k = sh_place_table_parts(n->place, n->conf, SH_MAP_GSI_SPACE, parts, 256);
+	uint64_t h = 1469598103934665603ull ^ k;
+	for (uint32_t i = 0; i < k && i < 256; i++) {
+		uint64_t v[3] = {parts[i].lo, parts[i].hi, parts[i].group};
+		for (int j = 0; j < 3; j++)
+			h = (h ^ v[j]) * 1099511628211ull;
+	}
+	return h;
+}
+
+/* Whether the GSI partitions of the node's map changed since the last look
+ * (looked at when the map's epoch moved). */
+static bool gsi_map_changed(ship_src *src)
+{
+	node *n = src->s->n;
+	if (n->place == NULL)
+		return false;
+	uint64_t epoch = sh_place_epoch(n->place);
+	if (epoch == src->map_epoch)
+		return false;
+	src->map_epoch = epoch;
+	uint64_t sig = gsi_signature(n);
+	bool changed = sig != src->gsi_sig;
+	src->gsi_sig = sig;
+	return changed;
+}
 
 static void src_activate(ship_src *src, uint64_t term)
 {
@@ -71,6 +104,8 @@ static void src_activate(ship_src *src, uint64_t term)
 	src->want_read = true;
 	src->kick = true;
 	src->bf_next_ns = 0;
+	src->reroute = false;
+	(void)gsi_map_changed(src); /* the queues start from the map as it is */
 	for (uint32_t t = 0; t < sh_cluster_group_cap(src->s->conf); t++) {
 		if (src->links[t] != NULL)
 			node_ship_link_reset(src->links[t]);
@@ -285,7 +320,7 @@ static ship_src *src_new(node_ship *s, node_group *grp, uint32_t g)
 	src->g = grp;
 	src->gid = g;
 	sh_arena_init(&src->scratch);
-	if (node_shipq_init(&src->q, s->conf) != SHOAL_OK)
+	if (node_shipq_init(&src->q, s->conf, s->n->place) != SHOAL_OK)
 		goto nomem;
 	src->q_init = true;
 	src->links = sh_calloc(sh_cluster_group_cap(s->conf), sizeof(*src->links));
@@ -370,7 +405,19 @@ static void src_tick(ship_src *src, uint64_t now, bool timer)
 		src->seen_applied = applied;
 		src_read(src);
 	}
-	if ((src->kick || timer) && !atomic_load(&src->s->paused)) {
+	/* Deltas change target only with nothing in flight (node/shipq.c): when
+	 * the map's GSI partitions changed, and a moment after a refusal. */
+	if (gsi_map_changed(src))
+		src->reroute = true;
+	if (src->q.n_held > 0 && now >= src->hold_ns + (uint64_t)NODE_SHIP_HOLD_MS * 1000000u)
+		src->reroute = true;
+	if (src->reroute && node_shipq_quiet(&src->q)) {
+		node_shipq_reroute(&src->q);
+		src->reroute = false;
+		src->hold_ns = now;
+		src->kick = true;
+	}
+	if ((src->kick || timer) && !src->reroute && !atomic_load(&src->s->paused)) {
 		src->kick = false;
 		for (uint32_t t = 0; t < sh_cluster_group_cap(src->s->conf); t++)
 			if (src->q.links[t].head != NULL)

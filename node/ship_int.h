@@ -63,6 +63,10 @@ struct ship_src {
 	uint64_t seen_applied;
 	bool want_read;                /* read the outbox at the next tick */
 	bool kick;                     /* look at the links at the next tick */
+	uint64_t hold_ns;              /* when deltas were last held (node_shipq_refused) */
+	uint64_t refusals;             /* batches refused for a GSI range, for logging */
+	bool reroute;                  /* node_shipq_reroute once nothing is in flight */
+	uint64_t map_epoch, gsi_sig;   /* the map seen, and its GSI partitions' signature */
 	uint64_t last_seq;             /* outbox info at the last read */
 	uint64_t acked;                /* node_shipq_watermark */
 	ship_link **links;             /* [groups], created on first use */

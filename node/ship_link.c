@@ -457,6 +457,18 @@ static void link_result(ship_link *l)
 		l->retry_ns = 0;
 		l->fails = 0;
 		src->want_read = true; /* room in the buffer */
+	} else if (code == SHOAL_E_WRONG_GROUP && r->refused != NULL) {
+		/* A range of the GSI space moves or moved away from the target:
+		 * its deltas wait, the rest goes on at once (node/shipq.c). */
+		if (src->refusals++ % 50 == 0)
+			node_logf(NODE_LOG_INFO,
+			          "ship: group %u -> group %u: GSI range [%016" PRIx64
+			          ", %016" PRIx64 "] refused (%s): its deltas wait for the map",
+			          src->gid, l->target, r->refused->lo, r->refused->hi,
+			          r->response->message != NULL ? r->response->message : "");
+		node_shipq_refused(&src->q, l->target, r->refused->lo, r->refused->hi);
+		src->hold_ns = node_now_ns();
+		src->kick = true;
 	} else {
 		uint32_t hint = code == SHOAL_E_NOT_LEADER ? r->leader_node : 0;
 		if (code != SHOAL_E_NOT_LEADER && code != SHOAL_E_UNAVAILABLE &&

@@ -419,7 +419,7 @@ uint32_t rt_base_group(const rt_router *rt, uint32_t table_id, uint64_t h)
 
 uint32_t rt_gsi_group(const rt_router *rt, uint64_t h)
 {
-	return sh_cluster_partition_group(rt->conf, sh_cluster_partition_of(rt->conf, h));
+	return sh_place_route(rt->place, rt->conf, SH_MAP_GSI_SPACE, h);
 }
 
 uint32_t rt_group_of(const rt_router *rt, uint32_t table_id, const st_value *pk)

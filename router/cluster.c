@@ -306,10 +306,12 @@ static int admin_check(rt_job *j, const Shoal__AdminRequest *a)
 		    a->action_case == SHOAL__ADMIN_REQUEST__ACTION_MOVE_PARTITION
 		        ? a->move_partition
 		        : a->split_partition;
-		if (pc == NULL || pc->table_name == NULL || pc->table_name[0] == '\0')
+		if (pc == NULL ||
+		    ((pc->table_name == NULL || pc->table_name[0] == '\0') && !pc->gsi_space))
 			return rt_job_fail(j, SHOAL_E_VALIDATION,
 			                   "1 validation error detected: Value null at 'tableName' "
-			                   "failed to satisfy constraint: Member must not be null");
+			                   "failed to satisfy constraint: Member must not be null "
+			                   "(or GsiSpace: the index partitions of every GSI)");
 		return SHOAL_OK;
 	}
 	if (a->action_case == SHOAL__ADMIN_REQUEST__ACTION_ADD_GROUP) {

@@ -330,6 +330,11 @@ typedef struct st_part_mark {
 int st_part_gsi_marks(st_env *env, uint64_t lo, uint64_t hi, sh_arena *a, st_part_mark **out,
                       size_t *n, char *errmsg);
 
+/* Whether m[0 .. n-1] tile [lo, hi] in order (SHOAL_E_VALIDATION if not):
+ * the check st_part_gsi_mark_set makes first, for a caller that must refuse
+ * before it writes anything else. */
+int st_part_gsi_marks_check(uint64_t lo, uint64_t hi, const st_part_mark *m, size_t n,
+                            char *errmsg);
 /* Target, with its own of a GSI range (same transaction): the marks of
  * [lo, hi] become m[0 .. n-1], which must tile it in order
  * (SHOAL_E_VALIDATION otherwise, nothing written). */

@@ -627,11 +627,8 @@ int st_part_gsi_unmark(st_txn *txn, uint64_t lo, uint64_t hi, char *errmsg)
 	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
 }
 
-int st_part_gsi_mark_set(st_txn *txn, uint64_t lo, uint64_t hi, const st_part_mark *m, size_t n,
-                         char *errmsg)
+int st_part_gsi_marks_check(uint64_t lo, uint64_t hi, const st_part_mark *m, size_t n, char *errmsg)
 {
-	if (txn->sticky != SHOAL_OK)
-		return sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
 	/* The marks must tile [lo, hi] in order: nothing less is a copy of
 	 * a fenced range's. */
 	uint64_t at = lo;
@@ -652,7 +649,18 @@ int st_part_gsi_mark_set(st_txn *txn, uint64_t lo, uint64_t hi, const st_part_ma
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "GSI marks: %zu marks do not cover [%016" PRIx64 ", %016" PRIx64 "]",
 		               n, lo, hi);
-	int rc = st_part_gsi_unmark(txn, lo, hi, errmsg);
+	return SHOAL_OK;
+}
+
+int st_part_gsi_mark_set(st_txn *txn, uint64_t lo, uint64_t hi, const st_part_mark *m, size_t n,
+                         char *errmsg)
+{
+	if (txn->sticky != SHOAL_OK)
+		return sh_errf(errmsg, txn->sticky, "%s", txn->sticky_msg);
+	int rc = st_part_gsi_marks_check(lo, hi, m, n, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = st_part_gsi_unmark(txn, lo, hi, errmsg);
 	for (size_t i = 0; rc == SHOAL_OK && i < n; i++)
 		rc = mark_write(txn, m[i].lo, m[i].hi, m[i].sources, m[i].seqs, m[i].n, errmsg);
 	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);

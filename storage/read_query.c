@@ -297,12 +297,14 @@ static int query_exec(MDB_txn *txn, st_env *env, const st_query_req *req, const 
 		st_read_query_range_at(&h, &kc, &r);
 	}
 	r.forward = req->forward;
-	if (x == NULL || x->local) {
-		/* The base partition's hash (bytes 6..13 of its header) is not
-		 * served here while its range moves away (parts.c); a GSI's
-		 * hash space does not move. */
+	{
+		/* The partition's hash (bytes 6..13 of its header) is not
+		 * served here while its range moves away (parts.c): a table's
+		 * from its fence, a range of the GSI space from its handover
+		 * (its entries stay whole until then). */
 		uint64_t h = st_get_be64(r.lo.b + 6);
-		rc = st_part_check_range(txn, env, t->id, h, h, errmsg);
+		rc = x == NULL || x->local ? st_part_check_range(txn, env, t->id, h, h, errmsg)
+		                           : st_part_check_gsi_read(txn, env, h, errmsg);
 		if (rc != SHOAL_OK)
 			return rc;
 	}

@@ -19,8 +19,10 @@
  * Query (all pages) returns exactly the acknowledged items (none lost, none
  * returned twice, no deleted one back, every value the last acknowledged);
  * a Scan counts each item once (a source still serving a moved copy would
- * count it twice); the LSI holds one entry per item; the GSI converges to
- * the same count within 60 s.  Failures go through tl_fail (the running
+ * count it twice); the LSI holds one entry per item; the GSI converges
+ * within 60 s to as many entries under each key g<k> as the items found
+ * carry (a delta lost under one key and one applied twice under another do
+ * not cancel out).  Failures go through tl_fail (the running
  * Check test fails).
  *
  * Threads: the writer runs on a thread of its own between writer_start and

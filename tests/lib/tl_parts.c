@@ -21,6 +21,12 @@ void tl_parts_init(tl_parts *p, tl_cluster *c, const char *table)
 	snprintf(p->table, sizeof(p->table), "%s", table);
 }
 
+void tl_parts_init_gsi(tl_parts *p, tl_cluster *c)
+{
+	tl_parts_init(p, c, "");
+	p->gsi = true;
+}
+
 static json_t *status_json(tl_parts *p)
 {
 	char *o = NULL, *e = NULL;
@@ -51,11 +57,16 @@ int tl_parts_list(tl_parts *p, tl_part *out, int cap)
 	{
 		const char *t = json_string_value(json_object_get(row, "TableName"));
 		long long id = json_integer_value(json_object_get(row, "TableId"));
-		if (t != NULL && strcmp(t, p->table) == 0 && p->table_id == 0)
-			p->table_id = id;
-		if ((t == NULL || strcmp(t, p->table) != 0) &&
-		    (p->table_id == 0 || id != p->table_id))
-			continue;
+		if (p->gsi) {
+			if (id != 0)
+				continue;
+		} else {
+			if (t != NULL && strcmp(t, p->table) == 0 && p->table_id == 0)
+				p->table_id = id;
+			if ((t == NULL || strcmp(t, p->table) != 0) &&
+			    (p->table_id == 0 || id != p->table_id))
+				continue;
+		}
 		if (n == cap)
 			break;
 		out[n].lo = hexval(json_object_get(row, "Lo"));
@@ -107,8 +118,11 @@ int tl_parts_in_map(tl_parts *p)
 	size_t i;
 	json_t *row;
 	int n = 0;
-	json_array_foreach(json_object_get(st, "MapPartitions"), i, row) n +=
-	    p->table_id != 0 && json_integer_value(json_object_get(row, "TableId")) == p->table_id;
+	json_array_foreach(json_object_get(st, "MapPartitions"), i, row)
+	{
+		long long id = json_integer_value(json_object_get(row, "TableId"));
+		n += p->gsi ? id == 0 : p->table_id != 0 && id == p->table_id;
+	}
 	json_decref(st);
 	return n;
 }

@@ -19,6 +19,7 @@ typedef struct tl_parts {
 	tl_cluster *c;
 	char table[256];
 	long long table_id; /* 0 until status named the table */
+	bool gsi;           /* the GSI space (TableId 0) instead of a table */
 } tl_parts;
 
 typedef struct tl_part {
@@ -27,6 +28,9 @@ typedef struct tl_part {
 } tl_part;
 
 void tl_parts_init(tl_parts *p, tl_cluster *c, const char *table);
+/* The same for the GSI space: the index partitions of every GSI (TableId 0
+ * in the map; the cluster file's placement until it enters it). */
+void tl_parts_init_gsi(tl_parts *p, tl_cluster *c);
 /* The partition holding hash h (false if the table has none in the map). */
 bool tl_parts_of(tl_parts *p, uint64_t h, tl_part *out);
 /* The table's partitions in hash order, up to cap; returns how many.  A

@@ -226,6 +226,32 @@ START_TEST(test_move)
 }
 END_TEST
 
+/* The GSI space (GsiSpace, no table name) moves and splits as a table does,
+ * under "table" SH_MAP_GSI_SPACE; a name and GsiSpace together, or neither,
+ * are refused. */
+START_TEST(test_gsi_space)
+{
+	fixture f;
+	fx_init(&f, 4);
+	f.pc.gsi_space = true;
+	const uint64_t h = 0xC000000000000000ull; /* third partition, group 3 */
+	ck_assert_msg(run(&f, false, NULL, h, 1) == SHOAL_OK, "%s", f.msg);
+	ck_assert(!f.already);
+	const sh_map_part *p = part_at(&f.m, SH_MAP_GSI_SPACE, h);
+	ck_assert_uint_eq(p->group, 3);
+	ck_assert_uint_eq(p->to_group, 1);
+	ck_assert_uint_eq(sh_map_part_of(&f.m, ORDERS, 0), SH_MAP_NONE); /* no table added */
+	refused(&f, false, NULL, h, 2, SHOAL_E_IN_USE, "the GSI space: partition");
+	ck_assert_msg(run(&f, true, NULL, 0x2000000000000000ull, 2) == SHOAL_OK, "%s", f.msg);
+	ck_assert_uint_eq(part_at(&f.m, SH_MAP_GSI_SPACE, 0x2000000000000000ull)->to_group, 2);
+	ck_assert_uint_eq(part_at(&f.m, SH_MAP_GSI_SPACE, 0)->group, 1);
+	refused(&f, false, "orders", h, 1, SHOAL_E_VALIDATION, "not both");
+	f.pc.gsi_space = false;
+	refused(&f, false, NULL, h, 1, SHOAL_E_VALIDATION, "TableName is required");
+	sh_map_fini(&f.m);
+}
+END_TEST
+
 START_TEST(test_errors)
 {
 	fixture f;
@@ -293,7 +319,7 @@ static Suite *partadmin_suite(void)
 {
 	return tl_suite("partadmin", NULL, NULL, 0,
 	                TL_TESTS(test_add_table_then_split, test_add_table_after_new_groups,
-	                         test_move, test_errors, test_nomem));
+	                         test_move, test_gsi_space, test_errors, test_nomem));
 }
 
 TL_MAIN(partadmin_suite)

@@ -424,6 +424,46 @@ START_TEST(test_move_sequence)
 END_TEST
 
 /* Splits: at the hash that halves the load; a hot key is reported, not split. */
+/* The GSI space (SH_MAP_GSI_SPACE) is the operator's to move: however big or
+ * hot its partitions look, and with an empty group to fill, the planner
+ * splits and moves only tables'. */
+START_TEST(test_gsi_space_left_alone)
+{
+	fixture f;
+	char msg[SH_ERRMSG_SIZE];
+	fx_init(&f, 4, 4, 3);
+	ck_assert_int_eq(sh_map_add_table(&f.m, SH_MAP_GSI_SPACE, 3, 3, msg), SHOAL_OK);
+	/* parts sorted by (table, lo): the GSI space's three first. */
+	for (uint32_t i = 0; i < 6; i++)
+		f.pl[i] = f.m.parts[i].table == SH_MAP_GSI_SPACE
+		              ? (sh_plan_part_load){.bytes = 90000000000,
+		                                    .units = 90000,
+		                                    .throttled = 900}
+		              : (sh_plan_part_load){.bytes = 1000000000, .units = 100};
+	uint32_t ids[3] = {2, 3, 4};
+	ck_assert_int_eq(sh_map_create_group(&f.m, 4, ids, 3, msg), SHOAL_OK);
+	ck_assert_int_eq(sh_map_group_founded(&f.m, 4, msg), SHOAL_OK);
+	f.gl[4].leader = 4;
+	sh_plan_conf c = small_plan;
+	c.birth_groups = 4;
+	c.split_bytes = 5000000000;
+	c.split_units = 500;
+	c.split_throttled = 20;
+	fx_plan(&f, &c);
+	uint32_t acted = 0;
+	for (uint32_t i = 0; i < f.n; i++) {
+		const sh_plan_action *a = &f.out[i];
+		if (a->kind == SH_PLAN_SPLIT || a->kind == SH_PLAN_MOVE_PARTITION ||
+		    a->kind == SH_PLAN_HOT_KEY) {
+			ck_assert_uint_ne(a->table, SH_MAP_GSI_SPACE);
+			acted++;
+		}
+	}
+	ck_assert_uint_gt(acted, 0); /* the table's partition still fills group 4 */
+	sh_map_fini(&f.m);
+}
+END_TEST
+
 START_TEST(test_split_point_and_hot_key)
 {
 	fixture f;
@@ -773,9 +813,9 @@ static Suite *plan_suite(void)
 	    TL_TESTS(test_balanced_is_empty, test_no_part_loads, test_partition_move_whole_picture,
 	             test_founding_group_planned_around, test_add_group, test_fill_empty_group,
 	             test_leader_transfers_short_and_end_first, test_repair_dead_node,
-	             test_move_sequence, test_split_point_and_hot_key, test_apportion,
-	             test_no_quorum_reported, test_nomem, test_sim_converges, test_sim_tight_limits,
-	             test_sim_grows_groups));
+	             test_move_sequence, test_gsi_space_left_alone, test_split_point_and_hot_key,
+	             test_apportion, test_no_quorum_reported, test_nomem, test_sim_converges,
+	             test_sim_tight_limits, test_sim_grows_groups));
 }
 
 TL_MAIN(plan_suite)

@@ -49,7 +49,7 @@ static void setup(void)
 	conf.groups = 4;
 	conf.replication = 3;
 	conf.n_nodes = 3;
-	ck_assert_int_eq(node_shipq_init(&Q, &conf), SHOAL_OK);
+	ck_assert_int_eq(node_shipq_init(&Q, &conf, NULL), SHOAL_OK);
 }
 
 static void teardown(void)
@@ -61,17 +61,17 @@ START_TEST(test_target)
 {
 	/* Partition i of 3 covers [ceil(i 2^64 / 3), ...] and lives in group
 	 * i + 1: the ends and the boundaries of the hash space. */
-	ck_assert_uint_eq(node_shipq_target(&conf, 0), 1);
-	ck_assert_uint_eq(node_shipq_target(&conf, 0x5555555555555555ull), 1);
-	ck_assert_uint_eq(node_shipq_target(&conf, 0x5555555555555556ull), 2);
-	ck_assert_uint_eq(node_shipq_target(&conf, 1ull << 63), 2);
-	ck_assert_uint_eq(node_shipq_target(&conf, 0xaaaaaaaaaaaaaaabull), 3);
-	ck_assert_uint_eq(node_shipq_target(&conf, UINT64_MAX), 3);
+	ck_assert_uint_eq(node_shipq_target(&conf, NULL, 0), 1);
+	ck_assert_uint_eq(node_shipq_target(&conf, NULL, 0x5555555555555555ull), 1);
+	ck_assert_uint_eq(node_shipq_target(&conf, NULL, 0x5555555555555556ull), 2);
+	ck_assert_uint_eq(node_shipq_target(&conf, NULL, 1ull << 63), 2);
+	ck_assert_uint_eq(node_shipq_target(&conf, NULL, 0xaaaaaaaaaaaaaaabull), 3);
+	ck_assert_uint_eq(node_shipq_target(&conf, NULL, UINT64_MAX), 3);
 	/* With one group, everything stays in it. */
 	sh_cluster_conf one = conf;
 	one.groups = 1;
-	ck_assert_uint_eq(node_shipq_target(&one, UINT64_MAX), 0);
-	ck_assert_uint_eq(node_shipq_target(&one, 12345), 0);
+	ck_assert_uint_eq(node_shipq_target(&one, NULL, UINT64_MAX), 0);
+	ck_assert_uint_eq(node_shipq_target(&one, NULL, 12345), 0);
 }
 END_TEST
 
@@ -89,7 +89,7 @@ START_TEST(test_grouping)
 		for (const node_sdelta *x = Q.links[g].head; x != NULL; x = x->next) {
 			ck_assert_uint_gt(x->d.seq, prev);
 			ck_assert_uint_eq(x->d.seq % 3 + 1, g);
-			ck_assert_uint_eq(node_shipq_target(&conf, x->d.hash), g);
+			ck_assert_uint_eq(node_shipq_target(&conf, NULL, x->d.hash), g);
 			/* A copy: the caller's buffer has been overwritten since. */
 			ck_assert_ptr_ne(x->d.key, keybuf);
 			ck_assert_uint_eq(x->d.key[0], x->d.seq & 0xff);
@@ -132,6 +132,83 @@ START_TEST(test_batches)
 	push(26, 3, 3000);
 	push(27, 3, 10);
 	ck_assert_uint_eq(node_shipq_take(&Q, 3, 1000, 1000), 1);
+}
+END_TEST
+
+/* A GSI range refused by its target (storage/parts.h, "The GSI space"):
+ * its deltas leave the queue for the held list, later ones of the range go
+ * there directly, the rest of the queue goes on, the watermark stays below
+ * the held ones; a reroute (nothing in flight) puts everything back in seq
+ * order. */
+START_TEST(test_refused_range)
+{
+	for (uint64_t s = 1; s <= 12; s++)
+		push(s, 2, 5);
+	ck_assert_uint_eq(node_shipq_take(&Q, 2, 100, 1 << 20), 12);
+	ck_assert(!node_shipq_quiet(&Q));
+	/* The range: from the smallest to the largest hash of seqs 4, 7, 10. */
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (const node_sdelta *x = Q.links[2].head; x != NULL; x = x->next)
+		if (x->d.seq == 4 || x->d.seq == 7 || x->d.seq == 10) {
+			lo = x->d.hash < lo ? x->d.hash : lo;
+			hi = x->d.hash > hi ? x->d.hash : hi;
+		}
+	ck_assert_uint_le(lo, hi);
+	uint32_t in_range = 0;
+	for (const node_sdelta *x = Q.links[2].head; x != NULL; x = x->next)
+		in_range += x->d.hash >= lo && x->d.hash <= hi;
+	ck_assert_uint_ge(in_range, 3);
+	node_shipq_refused(&Q, 2, lo, hi);
+	ck_assert(node_shipq_quiet(&Q));
+	ck_assert_uint_eq(Q.n_held, in_range);
+	ck_assert_uint_eq(Q.links[2].n, 12 - in_range);
+	ck_assert_uint_eq(Q.n_buffered, 12);
+	uint64_t prev = 0;
+	for (const node_sdelta *x = Q.links[2].head; x != NULL; x = x->next) {
+		ck_assert(x->d.hash < lo || x->d.hash > hi);
+		ck_assert_uint_gt(x->d.seq, prev);
+		prev = x->d.seq;
+	}
+	/* The rest goes and is acknowledged; the held deltas hold the
+	 * watermark. */
+	uint64_t first_held = Q.held_head->d.seq;
+	if (Q.links[2].n > 0) {
+		ck_assert_uint_eq(node_shipq_take(&Q, 2, 100, 1 << 20), 12 - in_range);
+		node_shipq_ack(&Q, 2, NULL, NULL);
+	}
+	ck_assert_uint_eq(node_shipq_watermark(&Q), first_held - 1);
+	/* A later delta of the range waits with them, whatever its target. */
+	st_delta d = {.seq = 13,
+	              .hash = lo,
+	              .table_id = 3,
+	              .index_id = 1,
+	              .key = keybuf,
+	              .key_len = 5,
+	              .val = keybuf,
+	              .val_len = 10};
+	ck_assert_int_eq(node_shipq_push(&Q, &d), SHOAL_OK);
+	ck_assert_uint_eq(Q.n_held, in_range + 1);
+	/* The reroute puts them back, in seq order, and forgets the range. */
+	node_shipq_reroute(&Q);
+	ck_assert_uint_eq(Q.n_held, 0);
+	ck_assert_uint_eq(Q.n_held_ranges, 0);
+	ck_assert_ptr_null(Q.held_head);
+	ck_assert_uint_eq(Q.links[2].n, in_range + 1);
+	prev = 0;
+	for (const node_sdelta *x = Q.links[2].head; x != NULL; x = x->next) {
+		ck_assert_uint_gt(x->d.seq, prev);
+		prev = x->d.seq;
+	}
+	ck_assert_uint_eq(Q.links[2].tail->d.seq, 13);
+	ck_assert_uint_eq(node_shipq_watermark(&Q), first_held - 1);
+	d.seq = 14; /* no longer held */
+	ck_assert_int_eq(node_shipq_push(&Q, &d), SHOAL_OK);
+	ck_assert_uint_eq(Q.n_held, 0);
+	ck_assert_uint_eq(node_shipq_take(&Q, 2, 100, 1 << 20), in_range + 2);
+	node_shipq_ack(&Q, 2, NULL, NULL);
+	ck_assert_uint_eq(node_shipq_watermark(&Q), 14);
+	ck_assert_uint_eq(Q.n_buffered, 0);
+	ck_assert_uint_eq(Q.bytes_buffered, 0);
 }
 END_TEST
 
@@ -221,9 +298,9 @@ END_TEST
 
 static Suite *ship_suite(void)
 {
-	return tl_suite(
-	    "ship", setup, teardown, 60,
-	    TL_TESTS(test_target, test_grouping, test_batches, test_watermark, test_random_model));
+	return tl_suite("ship", setup, teardown, 60,
+	                TL_TESTS(test_target, test_grouping, test_batches, test_refused_range,
+	                         test_watermark, test_random_model));
 }
 
 TL_MAIN(ship_suite)

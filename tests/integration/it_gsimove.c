@@ -1,0 +1,193 @@
+/*
+ * it_gsimove -- issue 14: GSI partitions move and split on a real local
+ * cluster (real shoal-node / shoal-router processes, Raft, LMDB), with a
+ * writer running through every step.  The GSI space -- the index partitions
+ * of every GSI, by st_index_hash -- moves as a table's partitions do (copy,
+ * move log, fence, cutover, purge; storage/parts.h "The GSI space"), while
+ * the base groups go on shipping their deltas: a target refuses a range
+ * moving away from it, and the sources hold those deltas until the map
+ * names the new owner.
+ *
+ *  - move: the GSI partition holding g0's entries moves to another group
+ *    (`shoal admin move-partition --gsi-space`), and the node leading its
+ *    source group is killed with SIGKILL in the middle of the copy, then
+ *    restarted: the next leader starts a new attempt and finishes;
+ *  - split: the GSI partition holding g1's entries splits at g1's hash and
+ *    the upper half moves to another group (`split-partition --gsi-space`);
+ *  - every process restarts: the GSI space's shape survives.
+ *
+ * After each step (the writer stopped) tl_items_check: the base table exact,
+ * and every GSI key's entries converge to the items that carry it -- a
+ * delta lost or applied twice across the move shows there.  The writer must
+ * see no error.  Times are printed, never asserted.
+ */
+#include <check.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "client/shoal.h"
+#include "common/arena.h"
+#include "storage/index.h"
+#include "storage/storage.h"
+#include "tests/lib/testlib.h"
+#include "tests/lib/tl_cluster.h"
+#include "tests/lib/tl_items.h"
+#include "tests/lib/tl_parts.h"
+
+#define PKS      30
+#define PRE_SKS  20
+#define MAX_OPS  60000
+#define TABLE    "gsimove"
+#define GSI_ID   2 /* byg: tl_items' table defines the LSI byl first */
+#define G_VALUES 7
+
+static tl_cluster C;
+static shoal_client *client;
+static tl_items *items;
+static tl_parts P;
+
+/* The GSI space hash of index key g<k> of the table. */
+static uint64_t g_hash(uint32_t table, int k)
+{
+	sh_arena a;
+	sh_arena_init(&a);
+	char g[16];
+	snprintf(g, sizeof(g), "g%d", k);
+	st_value *v = st_new_s(&a, g);
+	ck_assert(v != NULL);
+	uint64_t h = st_index_hash(table, GSI_ID, 0, v);
+	sh_arena_fini(&a);
+	return h;
+}
+
+/* A data group (1..3) other than g. */
+static int other(int g)
+{
+	return g % 3 + 1;
+}
+
+static void writer_ok(const char *when)
+{
+	tl_items_writer_stop(items, when);
+	ck_assert_msg(tl_items_failed(items) == 0, "the client saw %d errors: %s",
+	              tl_items_failed(items), tl_items_first_error(items));
+	tl_items_check(items, when);
+}
+
+START_TEST(test_gsi_move)
+{
+	/* The source leader pauses 150 ms after each 4 KiB chunk and before
+	 * its fence, so that the SIGKILL below lands in the middle of a copy. */
+	setenv("SHOAL_PMOVE_TEST_PAUSE_MS", "150", 1);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	ck_assert_msg(tl_cluster_up(&C, 3, 1, 4), "the cluster did not start");
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_msg(shoal_client_new(C.endpoint, NULL, &client, msg) == SHOAL_OK, "%s", msg);
+	items = tl_items_new(client, TABLE, PKS, PRE_SKS, MAX_OPS, "gsimove");
+	ck_assert_ptr_nonnull(items);
+	tl_parts_init_gsi(&P, &C);
+	tl_items_create_table(items);
+	tl_items_preload(items);
+	tl_items_check(items, "preload");
+	uint32_t tid = tl_table_number(client, TABLE);
+	ck_assert_uint_gt(tid, 0);
+	uint64_t h[G_VALUES];
+	for (int k = 0; k < G_VALUES; k++)
+		h[k] = g_hash(tid, k);
+
+	/* Move: g0's GSI partition to another group, its source's leader
+	 * SIGKILLed mid-copy. */
+	tl_part part;
+	ck_assert(tl_parts_of(&P, h[0], &part));
+	int from = part.group, to = other(from);
+	tl_items_writer_start(items);
+	int64_t t0 = tl_items_now_ms();
+	tl_parts_admin(
+	    &P, "admin move-partition --gsi-space --hash 0x%016" PRIx64 " --to-group %d --no-wait",
+	    h[0], to);
+	int victim = 0;
+	for (int64_t until = tl_items_now_ms() + 30000; victim == 0; usleep(20000)) {
+		ck_assert_msg(tl_items_now_ms() < until, "group %d shows no leader", from);
+		if (tl_parts_of(&P, h[0], &part) && part.moving == to)
+			victim = tl_parts_leader_of(&P, from);
+	}
+	usleep(300000); /* a chunk or two into the copy */
+	ck_assert(tl_cluster_stop_node(&C, victim, true));
+	printf("gsimove: SIGKILL of node %d (group %d's leader, the move's source) %lld ms into "
+	       "the move\n",
+	       victim, from, (long long)(tl_items_now_ms() - t0));
+	ck_assert(tl_cluster_start_node(&C, victim));
+	tl_parts_wait_served(&P, h[0], to, 180);
+	printf("gsimove: GSI partition [0x%016" PRIx64 ", 0x%016" PRIx64
+	       "] from group %d to group %d, its source leader killed: %lld ms\n",
+	       part.lo, part.hi, from, to, (long long)(tl_items_now_ms() - t0));
+	writer_ok("the GSI move");
+
+	/* Split: g1's partition at g1's hash, the upper half to another group
+	 * (g1's own entries move with it). */
+	ck_assert(tl_parts_of(&P, h[1], &part));
+	if (h[1] == part.lo) {
+		printf("gsimove: g1's hash starts its partition; split at g2's\n");
+		h[1] = h[2];
+		ck_assert(tl_parts_of(&P, h[1], &part));
+	}
+	from = part.group;
+	to = other(from);
+	tl_items_writer_start(items);
+	t0 = tl_items_now_ms();
+	tl_parts_admin(
+	    &P, "admin split-partition --gsi-space --at 0x%016" PRIx64 " --to-group %d --no-wait",
+	    h[1], to);
+	tl_parts_wait_served(&P, h[1], to, 180);
+	tl_part low;
+	ck_assert(tl_parts_of(&P, h[1] - 1, &low));
+	ck_assert_int_eq(low.group, from);
+	printf("gsimove: GSI partition split at 0x%016" PRIx64 ", upper half from group %d to %d: "
+	       "%lld ms\n",
+	       h[1], from, to, (long long)(tl_items_now_ms() - t0));
+	writer_ok("the GSI split");
+
+	/* shoal status shows the GSI space's partitions. */
+	char *o = NULL, *e = NULL;
+	ck_assert_int_eq(tl_shoal(&C, &o, &e, "status"), 0);
+	ck_assert_msg(o != NULL && strstr(o, "(GSI space)") != NULL,
+	              "shoal status does not list the GSI space:\n%s", o != NULL ? o : "");
+	free(o);
+	free(e);
+
+	/* Every process restarts: the shape and the entries survive. */
+	int before = tl_parts_in_map(&P);
+	for (int id = 1; id <= 3; id++)
+		ck_assert(tl_cluster_stop_node(&C, id, false));
+	ck_assert(tl_cluster_stop_router(&C, 1, false));
+	for (int id = 1; id <= 3; id++)
+		ck_assert(tl_cluster_start_node(&C, id));
+	ck_assert(tl_cluster_start_router(&C, 1));
+	tl_parts_wait_served(&P, h[1], to, 60);
+	ck_assert_int_eq(tl_parts_in_map(&P), before);
+	tl_items_writer_start(items);
+	usleep(500000);
+	writer_ok("a restart of every process");
+
+	tl_items_free(items);
+	items = NULL;
+	shoal_client_free(client);
+	client = NULL;
+	tl_cluster_down(&C);
+}
+END_TEST
+
+static Suite *gsimove_suite(void)
+{
+	Suite *s = suite_create("gsimove");
+	TCase *tc = tcase_create("moves");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_gsi_move);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TL_MAIN(gsimove_suite)
