@@ -992,8 +992,8 @@ static void catalog_vs_map(node_elastic *e, uint32_t *gone_out, uint32_t *missin
 		qsort(ids, n_ids, sizeof(*ids), by_u32);
 	for (uint32_t i = 0; ok && gone == 0 && i < e->map.n_parts; i++) {
 		uint32_t t = e->map.parts[i].table;
-		if (i > 0 && e->map.parts[i - 1].table == t)
-			continue;
+		if ((i > 0 && e->map.parts[i - 1].table == t) || t == SH_MAP_GSI_SPACE)
+			continue; /* the GSI space is no table of the catalog */
 		if (n_ids == 0 || bsearch(&t, ids, n_ids, sizeof(*ids), by_u32) == NULL)
 			gone = t;
 	}
