@@ -237,15 +237,16 @@ bench-move: deps-checked
 
 # The long chaos runs (tests/integration/it_chaos.c, it_bank.c and it_jepsen.c; `make test`
 # runs 20 s of the first two and 30 s of it_jepsen), and every fault case of
-# it_pmove_chaos.c, 5 rounds (partition moves with a process killed at each phase; `make
-# test` runs cases b, c, e and f once).
+# it_pmove_chaos.c, 5 rounds (partition moves with a process killed at each phase, of a
+# table's partitions and of the GSI space's; `make test` runs cases b, c, e and f once each).
 CHAOS_SECS ?= 600
 chaos: deps-checked
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	CHAOS_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_chaos
 	BANK_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_bank
 	CHAOS_SECS=$(CHAOS_SECS) $(BUILD)/tests/it_jepsen
-	PMOVE_CHAOS_CASES=abcdef PMOVE_CHAOS_ROUNDS=5 $(BUILD)/tests/it_pmove_chaos
+	PMOVE_CHAOS_CASES=abcdef PMOVE_CHAOS_GSI_CASES=abcdef PMOVE_CHAOS_ROUNDS=5 \
+	    $(BUILD)/tests/it_pmove_chaos
 
 # The long hot-partition load tests (tests/integration/it_hot.c; `make test` runs 6 s of each
 # phase): figures on stdout, $(BUILD)/hot/{partitions,client,rss}.csv and hot.png.

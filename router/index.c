@@ -443,7 +443,7 @@ int rt_index_query(rt_job *j, const rt_table *t, const st_query_req *q)
 		if (plan.n > 1)
 			return sharded_issue(j, s, &plan);
 		/* An LSI's entries live with the base items (the table's
-		 * partitions); a GSI's at its own hash (the static placement). */
+		 * partitions); a GSI's at its own hash (the GSI space's partitions). */
 		uint32_t group = x->local ? rt_base_group(j->rt, tt->id, plan.hash[0])
 		                          : rt_gsi_group(j->rt, plan.hash[0]);
 		if ((s->one = rt_job_call(j, group)) == NULL)

@@ -365,7 +365,8 @@ void rt_new_id(rt_router *rt, uint8_t out[16]);
  *                  static placement when the map has none
  *                  (sh_place_route); a partition being moved is still
  *                  served by its group until the cutover.
- *   rt_gsi_group   a GSI hash (st_index_hash): always the static placement
+ *   rt_gsi_group   a GSI hash (st_index_hash): the map's partitions of the
+ *                  GSI space (SH_MAP_GSI_SPACE), static until one moves
  *                  (sh_cluster_partition_*), never the table's partitions.
  *   rt_group_of    partition-key value pk of a table: rt_base_group of its
  *                  hash. */

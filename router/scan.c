@@ -7,8 +7,8 @@
  * The client's Segment/TotalSegments select a hash range [lo, hi] (the same
  * arithmetic as the engine's); the plan walks the partitions intersecting
  * it.  They come from the cluster map (common/placement.h: a table's
- * partitions may be split or moved, so their sizes differ; a GSI's hash
- * space keeps the static placement) and are looked up one at a time, when
+ * partitions may be split or moved, so their sizes differ; so may the GSI
+ * space's, where a GSI's entries are) and are looked up one at a time, when
  * the walk reaches them: the next partition is the one holding the hash
  * after the current one's end, so a map that changes between two pages (or
  * two partitions of one page) still leaves no gap and no overlap.
@@ -178,15 +178,13 @@ typedef struct scan_st {
 } scan_st;
 
 /* The partition holding hash h: a GSI's entries sit at their own hashes
- * (the static placement), a table's items and LSI entries in the table's
- * partitions. */
+ * (the partitions of the GSI space), a table's items and LSI entries in the
+ * table's partitions. */
 static void scan_part_of(rt_job *j, const scan_st *s, uint64_t h, sh_place_part *out)
 {
 	const st_index_def *x = s->res.x;
-	if (x != NULL && !x->local)
-		sh_place_static_part(j->rt->conf, h, out);
-	else
-		sh_place_part_of(j->rt->place, j->rt->conf, s->res.t->id, h, out);
+	sh_place_part_of(j->rt->place, j->rt->conf,
+	                 x != NULL && !x->local ? SH_MAP_GSI_SPACE : s->res.t->id, h, out);
 }
 
 /* The call for the partition holding s->at (phase 2 next). */

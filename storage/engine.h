@@ -257,10 +257,11 @@ int st_meta_has_prefix(MDB_txn *txn, st_env *env, const uint8_t *prefix, size_t 
  * env->parts_any is false. */
 int st_part_check_range(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
                         char *errmsg);
-/* parts.c, the read path's check of a GSI Query: SHOAL_E_WRONG_GROUP when
- * hash of the GSI space lies in a range AWAY here (moved, or copied in and
- * not owned yet), or FENCED and handed over (its purge may have begun). */
-int st_part_check_gsi_read(MDB_txn *txn, st_env *env, uint64_t hash, char *errmsg);
+/* parts.c, the read path's check of a GSI Query or Scan: SHOAL_E_WRONG_GROUP
+ * when hashes [lo, hi] of the GSI space overlap a range AWAY here (moved, or
+ * copied in and not owned yet), or FENCED and handed over (its purge may
+ * have begun). */
+int st_part_check_gsi_read(MDB_txn *txn, st_env *env, uint64_t lo, uint64_t hi, char *errmsg);
 /* parts.c: sets env->parts_any from the committed meta DBI (open, snapshot
  * load). */
 int st_part_refresh(st_env *env, char *errmsg);

@@ -353,20 +353,32 @@ int st_part_check_range(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, 
 	               f.r.state == ST_PART_AWAY ? "moved to" : "moving to", f.r.to_group);
 }
 
-int st_part_check_gsi_read(MDB_txn *txn, st_env *env, uint64_t hash, char *errmsg)
+/* The first record not served for GSI reads (st_part_check_gsi_read). */
+static int unread_fn(void *arg, const st_part_rec *r, bool *stop, char *errmsg)
+{
+	(void)errmsg;
+	first_arg *f = arg;
+	if (r->state == ST_PART_AWAY || (r->state == ST_PART_FENCED && r->counted)) {
+		f->found = true;
+		f->r = *r;
+		*stop = true;
+	}
+	return SHOAL_OK;
+}
+
+int st_part_check_gsi_read(MDB_txn *txn, st_env *env, uint64_t lo, uint64_t hi, char *errmsg)
 {
 	if (!any_records(env))
 		return SHOAL_OK;
-	st_part_rec r;
-	int rc = st_part_rec_at(txn, env, ST_PART_GSI, hash, &r, errmsg);
-	if (rc != SHOAL_OK ||
-	    !(r.state == ST_PART_AWAY || (r.state == ST_PART_FENCED && r.counted)))
+	first_arg f = {.found = false};
+	int rc = walk_overlaps(txn, env, ST_PART_GSI, lo, hi, unread_fn, &f, errmsg);
+	if (rc != SHOAL_OK || !f.found)
 		return rc;
 	return sh_errf(errmsg, SHOAL_E_WRONG_GROUP,
 	               "GSI hash %016" PRIx64 " is not served by this group: its range [%016" PRIx64
-	               ", %016" PRIx64 "] %s group %" PRIu32,
-	               hash, r.lo, r.hi,
-	               r.state == ST_PART_AWAY ? "is AWAY (moved to)" : "moved to", r.to_group);
+	               ", %016" PRIx64 "] %s",
+	               lo > f.r.lo ? lo : f.r.lo, f.r.lo, f.r.hi,
+	               f.r.state == ST_PART_AWAY ? "is not this group's" : "moved away");
 }
 
 int st_part_check_env(st_env *env, uint32_t table, uint64_t lo, uint64_t hi, char *errmsg)

@@ -304,7 +304,7 @@ static int query_exec(MDB_txn *txn, st_env *env, const st_query_req *req, const 
 		 * (its entries stay whole until then). */
 		uint64_t h = st_get_be64(r.lo.b + 6);
 		rc = x == NULL || x->local ? st_part_check_range(txn, env, t->id, h, h, errmsg)
-		                           : st_part_check_gsi_read(txn, env, h, errmsg);
+		                           : st_part_check_gsi_read(txn, env, h, h, errmsg);
 		if (rc != SHOAL_OK)
 			return rc;
 	}
@@ -515,10 +515,13 @@ static int scan_exec(MDB_txn *txn, st_env *env, const st_scan_req *req, const re
 		return SHOAL_OK;
 	}
 
-	/* The base items' hashes (and their LSI entries') are refused where
-	 * they overlap a range moving away (parts.c); a GSI's do not move. */
-	if (x == NULL || x->local) {
-		int rc = st_part_check_range(txn, env, table, lo, hi, errmsg);
+	/* The hashes are refused where they overlap a range moving away
+	 * (parts.c): a table's from its fence, the GSI space's from its
+	 * handover. */
+	{
+		int rc = x == NULL || x->local
+		             ? st_part_check_range(txn, env, table, lo, hi, errmsg)
+		             : st_part_check_gsi_read(txn, env, lo, hi, errmsg);
 		if (rc != SHOAL_OK)
 			return rc;
 	}

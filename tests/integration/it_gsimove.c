@@ -19,10 +19,15 @@
  * After each step (the writer stopped) tl_items_check: the base table exact,
  * and every GSI key's entries converge to the items that carry it -- a
  * delta lost or applied twice across the move shows there.  The writer must
- * see no error.  Times are printed, never asserted.
+ * see no error, nor must a reader that queries the moving GSI keys the whole
+ * time (its worst latency is the GSI reads' cutover).  Times are printed,
+ * never asserted.
  */
 #include <check.h>
 #include <inttypes.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +54,59 @@ static shoal_client *client;
 static tl_items *items;
 static tl_parts P;
 
+/* The reader: GSI Queries of g0 and g1 (the keys that move) in a loop. */
+typedef struct reader {
+	pthread_t th;
+	atomic_bool stop;
+	int queries, failed;
+	int64_t worst_ms;
+	char first_error[SHOAL_EXCEPTION_MAX + SHOAL_MESSAGE_MAX + 8];
+} reader;
+static reader R;
+
+static void *reader_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&R.stop)) {
+		char body[256], *out = NULL;
+		snprintf(body, sizeof(body),
+		         "{\"TableName\":\"" TABLE "\",\"IndexName\":\"byg\","
+		         "\"KeyConditionExpression\":\"g = :g\",\"ExpressionAttributeValues\":"
+		         "{\":g\":{\"S\":\"g%d\"}},\"Select\":\"COUNT\"}",
+		         R.queries % 2);
+		shoal_error err;
+		int64_t t0 = tl_items_now_ms();
+		int rc = shoal_call_json(client, "Query", body, &out, &err);
+		int64_t ms = tl_items_now_ms() - t0;
+		shoal_free(out);
+		if (ms > R.worst_ms)
+			R.worst_ms = ms;
+		if (rc != SHOAL_OK && R.failed++ == 0)
+			snprintf(R.first_error, sizeof(R.first_error), "%s: %s", err.exception,
+			         err.message);
+		R.queries++;
+		usleep(5000);
+	}
+	return NULL;
+}
+
+static void reader_start(void)
+{
+	R = (reader){.worst_ms = 0};
+	atomic_store(&R.stop, false);
+	ck_assert_int_eq(pthread_create(&R.th, NULL, reader_main, NULL), 0);
+}
+
+static void reader_stop(const char *when)
+{
+	atomic_store(&R.stop, true);
+	pthread_join(R.th, NULL);
+	printf("gsimove: reader during %s: %d GSI queries, %d failed, worst latency %lld ms%s%s\n",
+	       when, R.queries, R.failed, (long long)R.worst_ms, R.failed > 0 ? ", first: " : "",
+	       R.first_error);
+	ck_assert_msg(R.failed == 0, "the GSI reader saw %d errors: %s", R.failed, R.first_error);
+}
+
 /* The GSI space hash of index key g<k> of the table. */
 static uint64_t g_hash(uint32_t table, int k)
 {
@@ -69,12 +127,48 @@ static int other(int g)
 	return g % 3 + 1;
 }
 
+/* A Scan of the GSI, all pages: its entries wherever the map puts them. */
+static long long gsi_scan_count(void)
+{
+	long long total = 0;
+	char *start = NULL;
+	do {
+		char body[1024], *out = NULL;
+		snprintf(
+		    body, sizeof(body),
+		    "{\"TableName\":\"" TABLE "\",\"IndexName\":\"byg\",\"Select\":\"COUNT\"%s%s}",
+		    start != NULL ? ",\"ExclusiveStartKey\":" : "", start != NULL ? start : "");
+		free(start);
+		start = NULL;
+		shoal_error err;
+		int rc = shoal_call_json(client, "Scan", body, &out, &err);
+		ck_assert_msg(rc == SHOAL_OK, "Scan of the GSI: %s: %s", err.exception,
+		              err.message);
+		json_t *j = json_loads(out, 0, NULL);
+		shoal_free(out);
+		ck_assert_ptr_nonnull(j);
+		total += json_integer_value(json_object_get(j, "Count"));
+		json_t *lek = json_object_get(j, "LastEvaluatedKey");
+		if (lek != NULL)
+			start = json_dumps(lek, JSON_COMPACT);
+		json_decref(j);
+	} while (start != NULL);
+	return total;
+}
+
 static void writer_ok(const char *when)
 {
+	reader_stop(when);
 	tl_items_writer_stop(items, when);
 	ck_assert_msg(tl_items_failed(items) == 0, "the client saw %d errors: %s",
 	              tl_items_failed(items), tl_items_first_error(items));
 	tl_items_check(items, when);
+	/* The GSI key by key has converged: a Scan of it finds every entry
+	 * once, in whichever groups the map puts its partitions. */
+	long long n = gsi_scan_count();
+	ck_assert_msg(n == tl_items_checked(items),
+	              "%s: a Scan of the GSI counts %lld, the table %lld", when, n,
+	              tl_items_checked(items));
 }
 
 START_TEST(test_gsi_move)
@@ -104,6 +198,7 @@ START_TEST(test_gsi_move)
 	ck_assert(tl_parts_of(&P, h[0], &part));
 	int from = part.group, to = other(from);
 	tl_items_writer_start(items);
+	reader_start();
 	int64_t t0 = tl_items_now_ms();
 	tl_parts_admin(
 	    &P, "admin move-partition --gsi-space --hash 0x%016" PRIx64 " --to-group %d --no-wait",
@@ -137,6 +232,7 @@ START_TEST(test_gsi_move)
 	from = part.group;
 	to = other(from);
 	tl_items_writer_start(items);
+	reader_start();
 	t0 = tl_items_now_ms();
 	tl_parts_admin(
 	    &P, "admin split-partition --gsi-space --at 0x%016" PRIx64 " --to-group %d --no-wait",
@@ -169,6 +265,7 @@ START_TEST(test_gsi_move)
 	tl_parts_wait_served(&P, h[1], to, 60);
 	ck_assert_int_eq(tl_parts_in_map(&P), before);
 	tl_items_writer_start(items);
+	reader_start();
 	usleep(500000);
 	writer_ok("a restart of every process");
 

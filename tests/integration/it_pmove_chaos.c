@@ -50,6 +50,15 @@
  * test` runs, ~20 s); PMOVE_CHAOS_ROUNDS repeats them (default 1) on the
  * same cluster and table, each round from where the last left the leaders
  * and partitions.  `make chaos` runs "abcde" 5 times (~2 minutes).
+ *
+ * Then the same cases move ranges of the GSI space instead of the table's
+ * (`--gsi-space`: the index partitions of every GSI; storage/parts.h, "The
+ * GSI space"), PMOVE_CHAOS_GSI_CASES (default "bcef"; "-": none), each
+ * round after the table's: a range holding entries of the table's GSI (a
+ * split at one of its keys' hashes), the same faults at the same phases,
+ * and the same checks -- tl_items_check compares the GSI key by key with
+ * the items, so a delta lost or applied twice across the move fails it.
+ * Creating a GSI is not refused during such a move (no table moves).
  */
 #include <check.h>
 #include <inttypes.h>
@@ -59,6 +68,9 @@
 #include <unistd.h>
 
 #include "client/shoal.h"
+#include "common/arena.h"
+#include "storage/index.h"
+#include "storage/storage.h"
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
 #include "tests/lib/tl_items.h"
@@ -81,7 +93,12 @@
 static tl_cluster C;
 static shoal_client *client;
 static tl_items *items;
-static tl_parts P;
+static tl_parts P;    /* the table's partitions */
+static tl_parts PG;   /* the GSI space's */
+static tl_parts *cur; /* the space the cases move: &P or &PG */
+#define G_VALUES 7    /* tl_items' GSI byg: keys g0 .. g6 */
+#define GSI_ID   2    /* byg's index id (the LSI byl is defined first) */
+static uint64_t g_hash[G_VALUES];
 
 typedef enum victim { V_TARGET, V_SOURCE, V_EXECUTOR, V_ROUTER, V_NONE } victim;
 
@@ -117,6 +134,16 @@ static int victim_node(victim v, const int *leader, int s, int t)
 	}
 }
 
+/* The hash of a key of the GSI in partition x (0: none) -- for a split, one
+ * above x's first hash, so that the upper half holds it. */
+static uint64_t gsi_key_in(const tl_part *x, bool split)
+{
+	for (int k = 0; k < G_VALUES; k++)
+		if (g_hash[k] >= x->lo && g_hash[k] <= x->hi && (!split || g_hash[k] > x->lo))
+			return g_hash[k];
+	return 0;
+}
+
 /* Chooses a partition of the table (its group the source) and a target so
  * that the victim leads none of the other groups involved, the widest such
  * partition; false if the table has no partition without a pending move. */
@@ -124,11 +151,11 @@ static bool choose(const chaos_case *cc, tl_part *part, int *to)
 {
 	int leader[DATA + 1];
 	for (int g = 0; g <= DATA; g++)
-		leader[g] = tl_parts_leader_of(&P, g);
+		leader[g] = tl_parts_leader_of(cur, g);
 	tl_part parts[64];
-	int n = tl_parts_list(&P, parts, 64), best = -1;
+	int n = tl_parts_list(cur, parts, 64), best = -1;
 	for (int i = 0; i < n; i++) {
-		if (parts[i].moving != 0)
+		if (parts[i].moving != 0 || (cur == &PG && gsi_key_in(&parts[i], cc->split) == 0))
 			continue;
 		int s = parts[i].group;
 		for (int t = 1; t <= DATA; t++) {
@@ -155,10 +182,11 @@ static bool choose(const chaos_case *cc, tl_part *part, int *to)
 	}
 	if (best < 0)
 		return false;
-	printf("pchaos: case %c: leaders g0=n%d g1=n%d g2=n%d g3=n%d; partition [%016" PRIx64
+	printf("pchaos: case %c%s: leaders g0=n%d g1=n%d g2=n%d g3=n%d; partition [%016" PRIx64
 	       ", %016" PRIx64 "] of group %d to group %d%s\n",
-	       cc->id, leader[0], leader[1], leader[2], leader[3], part->lo, part->hi, part->group,
-	       *to, best == 4 || cc->v >= V_ROUTER ? "" : " (the victim leads another)");
+	       cc->id, cur == &PG ? " (GSI space)" : "", leader[0], leader[1], leader[2], leader[3],
+	       part->lo, part->hi, part->group, *to,
+	       best == 4 || cc->v >= V_ROUTER ? "" : " (the victim leads another)");
 	return true;
 }
 
@@ -208,22 +236,23 @@ static void run_case(const chaos_case *cc)
 	ck_assert_msg(choose(cc, &part, &to), "case %c: no partition to move", cc->id);
 	int from = part.group;
 	/* The hash whose partition moves: a split's upper half, or the whole. */
-	uint64_t h = cc->split ? part.lo + (part.hi - part.lo) / 2 + 1 : part.lo;
+	uint64_t h = cur == &PG  ? (cc->split ? gsi_key_in(&part, true) : part.lo)
+	             : cc->split ? part.lo + (part.hi - part.lo) / 2 + 1
+	                         : part.lo;
+	const char *space = cur == &PG ? "--gsi-space" : "--table-name " TABLE;
 	double copied0 = tl_cluster_metric(&C, COPIED, -1);
 	int holds0 = log_total(HOLD), purged0 = log_total(PURGE_APPLIED);
 
 	tl_items_writer_start(items);
 	int64_t t0 = tl_items_now_ms();
 	if (cc->split)
-		tl_parts_admin(&P,
-		               "admin split-partition --table-name " TABLE " --at 0x%016" PRIx64
-		               " --to-group %d --no-wait",
-		               h, to);
+		tl_parts_admin(
+		    cur, "admin split-partition %s --at 0x%016" PRIx64 " --to-group %d --no-wait",
+		    space, h, to);
 	else
-		tl_parts_admin(&P,
-		               "admin move-partition --table-name " TABLE " --hash 0x%016" PRIx64
-		               " --to-group %d --no-wait",
-		               h, to);
+		tl_parts_admin(
+		    cur, "admin move-partition %s --hash 0x%016" PRIx64 " --to-group %d --no-wait",
+		    space, h, to);
 
 	/* Wait for the phase. */
 	int64_t until = tl_items_now_ms() + 60000;
@@ -242,7 +271,7 @@ static void run_case(const chaos_case *cc)
 				seen = "the source's fence hold";
 			break;
 		case AT_CUTOVER:
-			if (tl_parts_of(&P, h, &now) && now.group == to) {
+			if (tl_parts_of(cur, h, &now) && now.group == to) {
 				seen = "the map's cutover";
 				/* A cutover needs an attempt that copied and
 				 * fenced (and so held, with the knob). */
@@ -260,13 +289,13 @@ static void run_case(const chaos_case *cc)
 	int vn = 0;
 	switch (cc->v) {
 	case V_TARGET:
-		vn = tl_parts_leader_of(&P, to);
+		vn = tl_parts_leader_of(cur, to);
 		break;
 	case V_SOURCE:
-		vn = tl_parts_leader_of(&P, from);
+		vn = tl_parts_leader_of(cur, from);
 		break;
 	case V_EXECUTOR:
-		vn = tl_parts_leader_of(&P, 0);
+		vn = tl_parts_leader_of(cur, 0);
 		break;
 	case V_ROUTER:
 	case V_NONE:
@@ -274,7 +303,7 @@ static void run_case(const chaos_case *cc)
 	}
 	/* While the move is under way no GSI of the table is created (its
 	 * backfill would index items that are moving): ResourceInUse. */
-	if (cc->at == AT_FENCED) {
+	if (cc->at == AT_FENCED && cur == &P) {
 		shoal_error err;
 		int rc = create_gsi("busy", &err);
 		ck_assert_msg(
@@ -305,7 +334,7 @@ static void run_case(const chaos_case *cc)
 			           : "not finished");
 		ck_assert_msg(restart_node(vn), "case %c: node %d did not start again", cc->id, vn);
 	}
-	tl_parts_wait_served(&P, h, to, MOVE_SECS);
+	tl_parts_wait_served(cur, h, to, MOVE_SECS);
 	int64_t took = tl_items_now_ms() - t0;
 	/* ... and the source's copy is gone: a replica of the source group
 	 * applied the purge's last entry. */
@@ -316,20 +345,20 @@ static void run_case(const chaos_case *cc)
 	int64_t purged = tl_items_now_ms() - t0;
 	if (cc->split) {
 		tl_part low;
-		ck_assert(tl_parts_of(&P, h - 1, &low));
+		ck_assert(tl_parts_of(cur, h - 1, &low));
 		ck_assert_int_eq(low.group, from);
 	}
 	char when[64];
-	snprintf(when, sizeof(when), "case %c", cc->id);
+	snprintf(when, sizeof(when), "case %c%s", cc->id, cur == &PG ? " (GSI space)" : "");
 	tl_items_writer_stop(items, when);
-	printf("pchaos: case %c (%s): served by the target after %lld ms, purged after %lld ms, "
+	printf("pchaos: %s (%s): served by the target after %lld ms, purged after %lld ms, "
 	       "fault at %lld ms, writer's worst latency %lld ms, %d failed\n",
-	       cc->id, cc->what, (long long)took, (long long)purged, (long long)t_fault,
+	       when, cc->what, (long long)took, (long long)purged, (long long)t_fault,
 	       (long long)tl_items_worst_ms(items), tl_items_failed(items));
 	if (cc->v != V_ROUTER)
 		ck_assert_msg(tl_items_failed(items) == 0, "case %c: the client saw %d errors: %s",
 		              cc->id, tl_items_failed(items), tl_items_first_error(items));
-	snprintf(when, sizeof(when), "after case %c", cc->id);
+	snprintf(when, sizeof(when), "after case %c%s", cc->id, cur == &PG ? " (GSI space)" : "");
 	tl_items_check(items, when);
 	tl_items_stream_check(items, when);
 	const char *what;
@@ -398,19 +427,43 @@ START_TEST(test_pmove_chaos)
 	items = tl_items_new(client, TABLE, PKS, PRE_SKS, MAX_OPS, "pchaos");
 	ck_assert_ptr_nonnull(items);
 	tl_parts_init(&P, &C, TABLE);
+	tl_parts_init_gsi(&PG, &C);
 	tl_items_with_stream(items);
 	tl_items_create_table(items);
 	tl_items_preload(items);
 	tl_items_check(items, "preload");
+	uint32_t tid = tl_table_number(client, TABLE);
+	ck_assert_uint_gt(tid, 0);
+	sh_arena a;
+	sh_arena_init(&a);
+	for (int k = 0; k < G_VALUES; k++) {
+		char g[16];
+		snprintf(g, sizeof(g), "g%d", k);
+		st_value *v = st_new_s(&a, g);
+		ck_assert(v != NULL);
+		g_hash[k] = st_index_hash(tid, GSI_ID, 0, v);
+	}
+	sh_arena_fini(&a);
+	const char *gsi_cases = getenv("PMOVE_CHAOS_GSI_CASES");
+	if (gsi_cases == NULL || gsi_cases[0] == '\0')
+		gsi_cases = "bcef";
+	if (strcmp(gsi_cases, "-") == 0)
+		gsi_cases = "";
+	printf("pchaos: GSI space cases %s (PMOVE_CHAOS_GSI_CASES)\n", gsi_cases);
 	for (int r = 0; r < rounds; r++)
-		for (const char *c = cases; *c != '\0'; c++) {
-			const chaos_case *cc = NULL;
-			for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++)
-				if (CASES[i].id == *c)
-					cc = &CASES[i];
-			ck_assert_msg(cc != NULL, "PMOVE_CHAOS_CASES: no case '%c' (a-f)", *c);
-			run_case(cc);
+		for (int space = 0; space < 2; space++) {
+			cur = space == 0 ? &P : &PG;
+			for (const char *c = space == 0 ? cases : gsi_cases; *c != '\0'; c++) {
+				const chaos_case *cc = NULL;
+				for (size_t i = 0; i < sizeof(CASES) / sizeof(CASES[0]); i++)
+					if (CASES[i].id == *c)
+						cc = &CASES[i];
+				ck_assert_msg(cc != NULL, "PMOVE_CHAOS_CASES: no case '%c' (a-f)",
+				              *c);
+				run_case(cc);
+			}
 		}
+	cur = &P;
 	gsi_holds_moves();
 	tl_items_free(items);
 	items = NULL;
