@@ -113,14 +113,19 @@ int node_shipq_init(node_shipq *q, const sh_cluster_conf *conf, struct sh_place 
 	return SHOAL_OK;
 }
 
-static void link_clear(node_shipq_link *l)
+/* Frees a list of deltas. */
+static void list_free(node_sdelta *x)
 {
-	node_sdelta *x = l->head;
 	while (x != NULL) {
 		node_sdelta *next = x->next;
 		sh_free(x);
 		x = next;
 	}
+}
+
+static void link_clear(node_shipq_link *l)
+{
+	list_free(l->head);
 	l->head = l->tail = NULL;
 	l->n = 0;
 	l->bytes = 0;
@@ -129,12 +134,7 @@ static void link_clear(node_shipq_link *l)
 
 static void held_clear(node_shipq *q)
 {
-	node_sdelta *x = q->held_head;
-	while (x != NULL) {
-		node_sdelta *next = x->next;
-		sh_free(x);
-		x = next;
-	}
+	list_free(q->held_head);
 	q->held_head = q->held_tail = NULL;
 	q->n_held = 0;
 	q->n_held_ranges = 0;
@@ -161,6 +161,20 @@ void node_shipq_fini(node_shipq *q)
 	sh_free(q->routes);
 	q->routes = NULL;
 	q->n_routes = q->cap_routes = 0;
+}
+
+/* Appends x (its seq above the queue's last) to l's queue. */
+static void link_append(node_shipq_link *l, node_sdelta *x)
+{
+	assert(l->tail == NULL || l->tail->d.seq < x->d.seq);
+	x->next = NULL;
+	if (l->tail != NULL)
+		l->tail->next = x;
+	else
+		l->head = x;
+	l->tail = x;
+	l->n++;
+	l->bytes += delta_cost(x);
 }
 
 static bool in_held_range(const node_shipq *q, uint64_t hash)
@@ -224,14 +238,7 @@ int node_shipq_push(node_shipq *q, const st_delta *d)
 		q->bytes_buffered += delta_cost(x);
 		return SHOAL_OK;
 	}
-	assert(l->tail == NULL || l->tail->d.seq < d->seq);
-	if (l->tail != NULL)
-		l->tail->next = x;
-	else
-		l->head = x;
-	l->tail = x;
-	l->n++;
-	l->bytes += delta_cost(x);
+	link_append(l, x);
 	q->bytes_buffered += delta_cost(x);
 	return SHOAL_OK;
 }
@@ -353,15 +360,7 @@ void node_shipq_reroute(node_shipq *q)
 		node_sdelta *x = all;
 		all = x->next;
 		x->next = NULL;
-		node_shipq_link *l = &q->links[route(q, x->d.hash)];
-		assert(l->tail == NULL || l->tail->d.seq < x->d.seq);
-		if (l->tail != NULL)
-			l->tail->next = x;
-		else
-			l->head = x;
-		l->tail = x;
-		l->n++;
-		l->bytes += delta_cost(x);
+		link_append(&q->links[route(q, x->d.hash)], x);
 	}
 }
 

@@ -41,7 +41,7 @@ static bool env_error(int rc)
 }
 
 /* Returns rc, poisoning txn first if rc is environmental. */
-static int fail(st_txn *txn, int rc, char *errmsg)
+int st_part_fail(st_txn *txn, int rc, char *errmsg)
 {
 	if (env_error(rc))
 		st_txn_poison(txn, rc, errmsg);
@@ -553,7 +553,7 @@ int st_part_txn_note(st_txn *txn, const uint8_t id[16], const struct st_write_pl
 		              errmsg);
 	}
 	sh_free(list);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
 int st_part_txn_forget(st_txn *txn, const uint8_t id[16], char *errmsg)
@@ -565,12 +565,14 @@ int st_part_txn_forget(st_txn *txn, const uint8_t id[16], char *errmsg)
 	if (mrc == MDB_NOTFOUND)
 		return SHOAL_OK;
 	if (mrc != 0)
-		return fail(txn, st_lmdb_err(mrc, "mdb_get(meta txn ranges)", errmsg), errmsg);
+		return st_part_fail(txn, st_lmdb_err(mrc, "mdb_get(meta txn ranges)", errmsg),
+		                    errmsg);
 	/* Copied: deleting changes LMDB's pages under v. */
 	size_t len = v.mv_size - v.mv_size % 12;
 	uint8_t *list = len > 0 ? sh_malloc(len) : NULL;
 	if (len > 0 && list == NULL)
-		return fail(txn, sh_errf(errmsg, SHOAL_E_NOMEM, "release: out of memory"), errmsg);
+		return st_part_fail(txn, sh_errf(errmsg, SHOAL_E_NOMEM, "release: out of memory"),
+		                    errmsg);
 	if (len > 0)
 		memcpy(list, v.mv_data, len);
 	int rc = SHOAL_OK;
@@ -583,7 +585,7 @@ int st_part_txn_forget(st_txn *txn, const uint8_t id[16], char *errmsg)
 	if (rc == SHOAL_OK)
 		rc = meta_del(txn, yk, sizeof(yk), "mdb_del(meta txn ranges)", errmsg);
 	sh_free(list);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
 int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t to_group,
@@ -597,7 +599,7 @@ int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t 
 	collect_arg c = {.n = 0};
 	int rc = walk_overlaps(txn->txn, txn->env, table, lo, hi, collect_fn, &c, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	st_part_rec r = {.table = table,
 	                 .lo = lo,
 	                 .hi = hi,
@@ -614,7 +616,7 @@ int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t 
 		if (rc == SHOAL_OK)
 			rc = waits_put(txn, table, lo, errmsg);
 		if (rc != SHOAL_OK)
-			return fail(txn, rc, errmsg);
+			return st_part_fail(txn, rc, errmsg);
 	}
 	for (size_t i = 0; i < c.n; i++) {
 		const st_part_rec *o = &c.r[i];
@@ -637,11 +639,11 @@ int st_part_out(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint32_t 
 			 * seq, stays). */
 			rc = log_drop(txn, table, lo, errmsg);
 			if (rc != SHOAL_OK)
-				return fail(txn, rc, errmsg);
+				return st_part_fail(txn, rc, errmsg);
 		}
 	}
 	rc = rec_put(txn, &r, errmsg);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
 /* The record at (table, lo) that a source operation needs; VALIDATION if
@@ -666,7 +668,7 @@ int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, bool *fenced_now, ch
 	st_part_rec r;
 	int rc = source_rec(txn, table, lo, "fence", &r, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	if (r.state == ST_PART_FENCED)
 		return SHOAL_OK;
 	if (r.state != ST_PART_OUT)
@@ -682,7 +684,7 @@ int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, bool *fenced_now, ch
 	bool busy;
 	rc = range_txns(txn, table, lo, &busy, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	if (busy)
 		return sh_errf(errmsg, SHOAL_E_IN_USE,
 		               "fence of table %" PRIu32 " at %016" PRIx64
@@ -698,7 +700,7 @@ int st_part_fence(st_txn *txn, uint32_t table, uint64_t lo, bool *fenced_now, ch
 	if (rc == SHOAL_OK && table == ST_PART_GSI)
 		rc = st_part_gsi_pin(txn, r.lo, r.hi, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	*fenced_now = true;
 	return SHOAL_OK;
 }
@@ -742,6 +744,28 @@ bool st_part_key_before(const MDB_val *k, const st_key *to, bool has_to)
 	return c < 0 || (c == 0 && k->mv_size < to->len);
 }
 
+int st_part_key_push(sh_arena *a, st_key **keys, size_t *n, size_t *cap, const MDB_val *k,
+                     char *errmsg)
+{
+	if (k->mv_size > ST_KEY_MAX)
+		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt data key (%zu bytes)",
+		               k->mv_size);
+	if (*n == *cap) {
+		size_t ncap = *cap == 0 ? 16 : 2 * *cap;
+		st_key *grown = sh_arena_alloc(a, ncap * sizeof(*grown));
+		if (grown == NULL)
+			return sh_errf(errmsg, SHOAL_E_NOMEM, "partition keys: out of memory");
+		if (*n > 0)
+			memcpy(grown, *keys, *n * sizeof(*grown));
+		*keys = grown;
+		*cap = ncap;
+	}
+	st_key *dst = &(*keys)[(*n)++];
+	dst->len = (uint16_t)k->mv_size;
+	memcpy(dst->b, k->mv_data, k->mv_size);
+	return SHOAL_OK;
+}
+
 /* Up to max base keys of [lo, hi] (all of them when max is 0), copied into
  * a; *more: keys remain past them. */
 static int base_keys(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
@@ -767,27 +791,8 @@ static int base_keys(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uin
 			*more = true;
 			break;
 		}
-		if (k.mv_size > ST_KEY_MAX) {
-			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt data key (%zu bytes)",
-			             k.mv_size);
+		if ((rc = st_part_key_push(a, out, n, &cap, &k, errmsg)) != SHOAL_OK)
 			break;
-		}
-		if (*n == cap) {
-			size_t ncap = cap == 0 ? 16 : 2 * cap;
-			st_key *grown = sh_arena_alloc(a, ncap * sizeof(*grown));
-			if (grown == NULL) {
-				rc =
-				    sh_errf(errmsg, SHOAL_E_NOMEM, "partition keys: out of memory");
-				break;
-			}
-			if (*n > 0)
-				memcpy(grown, *out, *n * sizeof(*grown));
-			*out = grown;
-			cap = ncap;
-		}
-		st_key *dst = &(*out)[(*n)++];
-		dst->len = (uint16_t)k.mv_size;
-		memcpy(dst->b, k.mv_data, k.mv_size);
 	}
 	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
 		rc = st_lmdb_err(mrc, "mdb_cursor_get(data)", errmsg);
@@ -876,7 +881,7 @@ int st_part_handover(st_txn *txn, uint32_t table, uint64_t lo, const st_part_hel
 	st_part_rec r;
 	int rc = source_rec(txn, table, lo, "handover", &r, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	if (r.counted || r.state == ST_PART_AWAY)
 		return SHOAL_OK; /* the same entry again, or after the purge */
 	if (r.state != ST_PART_FENCED)
@@ -885,7 +890,7 @@ int st_part_handover(st_txn *txn, uint32_t table, uint64_t lo, const st_part_hel
 		               "] of table %" PRIu32 " is %s, not FENCED",
 		               r.lo, r.hi, table, st_part_state_name(r.state));
 	rc = hand_over(txn, &r, range, errmsg);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
 int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items,
@@ -897,7 +902,7 @@ int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items,
 	st_part_rec r;
 	int rc = source_rec(txn, table, lo, "purge", &r, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	if (r.state == ST_PART_AWAY) {
 		*done = true;
 		return SHOAL_OK;
@@ -908,7 +913,7 @@ int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items,
 		               " is %s, not FENCED",
 		               r.lo, r.hi, table, st_part_state_name(r.state));
 	if (!r.counted && (rc = hand_over(txn, &r, range, errmsg)) != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	sh_arena a;
 	sh_arena_init(&a);
 	bool more = false;
@@ -943,7 +948,7 @@ int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items,
 			rc = st_part_gsi_unmark(txn, r.lo, r.hi, errmsg);
 		*done = rc == SHOAL_OK;
 	}
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
 int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, uint8_t *was, char *errmsg)
@@ -955,7 +960,7 @@ int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, uint8_t *was, char *
 	bool found;
 	int rc = st_part_rec_get(txn->txn, txn->env, table, lo, &r, &found, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	if (!found)
 		return SHOAL_OK;
 	if (r.state == ST_PART_AWAY)
@@ -965,7 +970,7 @@ int st_part_abort(st_txn *txn, uint32_t table, uint64_t lo, uint8_t *was, char *
 		               r.lo, r.hi, table);
 	rc = rec_forget(txn, table, lo, true, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	*was = r.state;
 	return SHOAL_OK;
 }
@@ -1123,7 +1128,7 @@ int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t 
 	ingest_state s;
 	int rc = ingest_get(txn->txn, txn->env, table, lo, &s, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	if (!s.found || s.attempt != attempt)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "own: the latest ingest of table %" PRIu32 " at %016" PRIx64
@@ -1137,14 +1142,14 @@ int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t 
 	collect_arg c;
 	rc = only_away(txn, table, lo, hi, "own", &c, errmsg);
 	if (rc != SHOAL_OK)
-		return rc == SHOAL_E_IN_USE ? rc : fail(txn, rc, errmsg);
+		return rc == SHOAL_E_IN_USE ? rc : st_part_fail(txn, rc, errmsg);
 	rc = away_carve(txn, table, lo, hi, &c, errmsg);
 	if (rc == SHOAL_OK)
 		rc = ingest_put(txn, table, lo, attempt, true, s.next_index, errmsg);
 	if (rc == SHOAL_OK)
 		rc = backfills_again(txn, table, s.next_index, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 	*owned_now = true;
 	return SHOAL_OK;
 }
@@ -1234,7 +1239,7 @@ static int gsi_ingest(st_txn *txn, uint64_t lo, uint64_t hi, uint64_t attempt, b
 	if (rc == SHOAL_OK)
 		rc = st_part_gsi_check(lo, hi, n, keys, klens, vals, vlens, a, &d, errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg); /* nothing written */
+		return st_part_fail(txn, rc, errmsg); /* nothing written */
 	if (reset) {
 		/* Refused here until st_part_own, as a table's range: deltas
 		 * for it wait at their sources meanwhile. */
@@ -1252,7 +1257,7 @@ static int gsi_ingest(st_txn *txn, uint64_t lo, uint64_t hi, uint64_t attempt, b
 	}
 	if (rc == SHOAL_OK)
 		rc = st_part_gsi_write(txn, lo, hi, d, n, a, errmsg);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
 int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
@@ -1294,7 +1299,7 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 		rc = ingest_check(&t, lo, hi, i, keys[i], klens[i], vals != NULL ? vals[i] : NULL,
 		                  vlens[i], a, &items[i], errmsg);
 	if (rc != SHOAL_OK)
-		return fail(txn, rc, errmsg);
+		return st_part_fail(txn, rc, errmsg);
 
 	bool more;
 	if (reset) {
@@ -1340,5 +1345,5 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 		if (rc == SHOAL_OK && f.found && f.r.counted && held != NULL)
 			*held = (st_part_held){f.r.held_items, f.r.held_bytes};
 	}
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }

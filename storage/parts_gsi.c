@@ -30,19 +30,6 @@
 #define PT_MARK_WM 'V'
 #define PT_WM_KEY  (PT_KEY + 4) /* ... | source (4) */
 
-static bool env_error(int rc)
-{
-	return rc == SHOAL_E_NOMEM || rc == SHOAL_E_IO || rc == SHOAL_E_FULL ||
-	       rc == SHOAL_E_INTERNAL;
-}
-
-static int fail(st_txn *txn, int rc, char *errmsg)
-{
-	if (env_error(rc))
-		st_txn_poison(txn, rc, errmsg);
-	return rc;
-}
-
 static void wm_key(uint8_t k[PT_WM_KEY], uint64_t lo, uint32_t source)
 {
 	st_part_key(k, PT_MARK_WM, ST_PART_GSI, lo);
@@ -148,27 +135,8 @@ static int gsi_keys(MDB_txn *txn, st_env *env, uint64_t lo, uint64_t hi, size_t 
 			*more = true;
 			break;
 		}
-		if (k.mv_size > ST_KEY_MAX) {
-			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt data key (%zu bytes)",
-			             k.mv_size);
+		if ((rc = st_part_key_push(a, out, n, &cap, &k, errmsg)) != SHOAL_OK)
 			break;
-		}
-		if (*n == cap) {
-			size_t ncap = cap == 0 ? 16 : 2 * cap;
-			st_key *grown = sh_arena_alloc(a, ncap * sizeof(*grown));
-			if (grown == NULL) {
-				rc =
-				    sh_errf(errmsg, SHOAL_E_NOMEM, "GSI range keys: out of memory");
-				break;
-			}
-			if (*n > 0)
-				memcpy(grown, *out, *n * sizeof(*grown));
-			*out = grown;
-			cap = ncap;
-		}
-		st_key *dst = &(*out)[(*n)++];
-		dst->len = (uint16_t)k.mv_size;
-		memcpy(dst->b, k.mv_data, k.mv_size);
 	}
 	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
 		rc = st_lmdb_err(mrc, "mdb_cursor_get(data)", errmsg);
@@ -307,7 +275,7 @@ int st_part_gsi_write(st_txn *txn, uint64_t lo, uint64_t hi, const st_delta *d, 
 	sh_arena_fini(&tmp);
 	if (rc == SHOAL_OK)
 		rc = st_ix_count_flush(txn, acc, nacc, errmsg);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -384,9 +352,10 @@ static int mark_at(MDB_txn *txn, st_env *env, uint64_t hash, uint64_t *lo, uint6
 	return rc;
 }
 
-/* Every watermark of the mark at lo into arrays from a. */
-static int wm_list(MDB_txn *txn, st_env *env, uint64_t lo, sh_arena *a, uint32_t **sources,
-                   uint64_t **seqs, uint32_t *n, char *errmsg)
+/* The (source, seq) pairs of the meta keys prefix | source (4) -> seq (8)
+ * into arrays from a: a mark's watermarks, or the group's own. */
+static int seq_list(MDB_txn *txn, st_env *env, const uint8_t *prefix, size_t plen, sh_arena *a,
+                    uint32_t **sources, uint64_t **seqs, uint32_t *n, char *errmsg)
 {
 	*sources = NULL;
 	*seqs = NULL;
@@ -395,16 +364,14 @@ static int wm_list(MDB_txn *txn, st_env *env, uint64_t lo, sh_arena *a, uint32_t
 	int mrc = mdb_cursor_open(txn, env->meta, &c);
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_cursor_open(meta)", errmsg);
-	uint8_t kb[PT_KEY];
-	st_part_key(kb, PT_MARK_WM, ST_PART_GSI, lo);
-	MDB_val k = {sizeof(kb), kb}, v;
+	MDB_val k = {plen, (void *)prefix}, v;
 	uint32_t cap = 0;
 	int rc = SHOAL_OK;
 	for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	     mrc == 0 && k.mv_size == PT_WM_KEY && memcmp(k.mv_data, kb, PT_KEY) == 0;
+	     mrc == 0 && k.mv_size == plen + 4 && memcmp(k.mv_data, prefix, plen) == 0;
 	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
 		if (v.mv_size != 8) {
-			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt GSI mark watermark");
+			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt watermark in the meta DBI");
 			break;
 		}
 		if (*n == cap) {
@@ -421,14 +388,23 @@ static int wm_list(MDB_txn *txn, st_env *env, uint64_t lo, sh_arena *a, uint32_t
 			}
 			*sources = s, *seqs = q, cap = ncap;
 		}
-		(*sources)[*n] = st_get_be32((const uint8_t *)k.mv_data + PT_KEY);
+		(*sources)[*n] = st_get_be32((const uint8_t *)k.mv_data + plen);
 		(*seqs)[*n] = st_get_be64(v.mv_data);
 		(*n)++;
 	}
 	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
-		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta mark)", errmsg);
+		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta watermarks)", errmsg);
 	mdb_cursor_close(c);
 	return rc;
+}
+
+/* Every watermark of the mark at lo. */
+static int wm_list(MDB_txn *txn, st_env *env, uint64_t lo, sh_arena *a, uint32_t **sources,
+                   uint64_t **seqs, uint32_t *n, char *errmsg)
+{
+	uint8_t kb[PT_KEY];
+	st_part_key(kb, PT_MARK_WM, ST_PART_GSI, lo);
+	return seq_list(txn, env, kb, sizeof(kb), a, sources, seqs, n, errmsg);
 }
 
 /* Deletes the mark at lo and its watermarks. */
@@ -532,50 +508,12 @@ static int marks_cut(st_txn *txn, uint64_t lo, uint64_t hi, sh_arena *a, char *e
 	return rc;
 }
 
-/* The group's own watermarks (0x01 'A' | source -> seq), into arrays of a. */
+/* The group's own watermarks (0x01 'A' | source -> seq). */
 static int applied_list(MDB_txn *txn, st_env *env, sh_arena *a, uint32_t **sources, uint64_t **seqs,
                         uint32_t *n, char *errmsg)
 {
-	*sources = NULL;
-	*seqs = NULL;
-	*n = 0;
-	MDB_cursor *c;
-	int mrc = mdb_cursor_open(txn, env->meta, &c);
-	if (mrc != 0)
-		return st_lmdb_err(mrc, "mdb_cursor_open(meta)", errmsg);
 	const uint8_t prefix[2] = {IX_META, IX_META_APPLIED};
-	MDB_val k = {sizeof(prefix), (void *)prefix}, v;
-	uint32_t cap = 0;
-	int rc = SHOAL_OK;
-	for (mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-	     mrc == 0 && k.mv_size == 6 && memcmp(k.mv_data, prefix, 2) == 0;
-	     mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT)) {
-		if (v.mv_size != 8) {
-			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt applied watermark");
-			break;
-		}
-		if (*n == cap) {
-			uint32_t ncap = cap == 0 ? 8 : 2 * cap;
-			uint32_t *s = sh_arena_alloc(a, ncap * sizeof(*s));
-			uint64_t *q = sh_arena_alloc(a, ncap * sizeof(*q));
-			if (s == NULL || q == NULL) {
-				rc = sh_errf(errmsg, SHOAL_E_NOMEM, "GSI marks: out of memory");
-				break;
-			}
-			if (*n > 0) {
-				memcpy(s, *sources, *n * sizeof(*s));
-				memcpy(q, *seqs, *n * sizeof(*q));
-			}
-			*sources = s, *seqs = q, cap = ncap;
-		}
-		(*sources)[*n] = st_get_be32((const uint8_t *)k.mv_data + 2);
-		(*seqs)[*n] = st_get_be64(v.mv_data);
-		(*n)++;
-	}
-	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
-		rc = st_lmdb_err(mrc, "mdb_cursor_get(meta applied)", errmsg);
-	mdb_cursor_close(c);
-	return rc;
+	return seq_list(txn, env, prefix, sizeof(prefix), a, sources, seqs, n, errmsg);
 }
 
 int st_part_gsi_pin(st_txn *txn, uint64_t lo, uint64_t hi, char *errmsg)
@@ -609,7 +547,7 @@ int st_part_gsi_pin(st_txn *txn, uint64_t lo, uint64_t hi, char *errmsg)
 		}
 	}
 	sh_arena_fini(&a);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
 int st_part_gsi_unmark(st_txn *txn, uint64_t lo, uint64_t hi, char *errmsg)
@@ -624,7 +562,7 @@ int st_part_gsi_unmark(st_txn *txn, uint64_t lo, uint64_t hi, char *errmsg)
 	for (size_t i = 0; rc == SHOAL_OK && i < n; i++)
 		rc = mark_del(txn, m[i].lo, errmsg);
 	sh_arena_fini(&a);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
 int st_part_gsi_marks_check(uint64_t lo, uint64_t hi, const st_part_mark *m, size_t n, char *errmsg)
@@ -663,7 +601,7 @@ int st_part_gsi_mark_set(st_txn *txn, uint64_t lo, uint64_t hi, const st_part_ma
 	rc = st_part_gsi_unmark(txn, lo, hi, errmsg);
 	for (size_t i = 0; rc == SHOAL_OK && i < n; i++)
 		rc = mark_write(txn, m[i].lo, m[i].hi, m[i].sources, m[i].seqs, m[i].n, errmsg);
-	return rc == SHOAL_OK ? SHOAL_OK : fail(txn, rc, errmsg);
+	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
 int st_part_gsi_marks(st_env *env, uint64_t lo, uint64_t hi, sh_arena *a, st_part_mark **out,

@@ -73,6 +73,13 @@ void st_part_base_range(uint32_t table, uint64_t lo, uint64_t hi, st_key *from, 
 /* Whether LMDB key k sorts before `to` (always when !has_to). */
 bool st_part_key_before(const MDB_val *k, const st_key *to, bool has_to);
 
+/* Returns rc, poisoning txn first if rc is environmental (LMDB, memory). */
+int st_part_fail(st_txn *txn, int rc, char *errmsg);
+
+/* Appends a copy of data key k to *keys (n of cap, grown in a). */
+int st_part_key_push(sh_arena *a, st_key **keys, size_t *n, size_t *cap, const MDB_val *k,
+                     char *errmsg);
+
 /* The record holding hash of table (any state), if r->state != 0. */
 int st_part_rec_at(MDB_txn *txn, st_env *env, uint32_t table, uint64_t hash, st_part_rec *r,
                    char *errmsg);
