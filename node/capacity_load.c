@@ -424,14 +424,15 @@ void node_cap_tick(node_cap *c)
 			}
 			/* A table's share here follows the cluster map (its
 			 * partitions in this group, and the groups holding the
-			 * others, new groups included); a GSI's, and a group that
-			 * holds none of the table (a request routed on an old
-			 * map), one static partition's. */
+			 * others, new groups included), a GSI's the map's
+			 * partitions of the GSI space (every GSI's entries spread
+			 * over it alike); a group that holds none (a request
+			 * routed on an old map), one static partition's. */
 			uint32_t held = 0, holders = data_groups;
 			double frac = 0;
-			if (p->index_id == 0)
-				sh_place_table_share(c->n->place, c->n->conf, p->table_id, g, &held,
-				                     &frac, &holders);
+			sh_place_table_share(c->n->place, c->n->conf,
+			                     p->index_id == 0 ? p->table_id : SH_MAP_GSI_SPACE, g,
+			                     &held, &frac, &holders);
 			bool all = known + 1 >= (held > 0 ? holders : data_groups);
 			if (held == 0)
 				held = 1, frac = 1.0 / (data_groups > 0 ? data_groups : 1);

@@ -402,6 +402,23 @@ static int prepare_index_ship(node_call *c, Shoal__CommandOp *op)
 	int rc = node_index_deltas_from_pb(ia, d, c->errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
+	/* A batch the state machine would refuse (a GSI range moving or moved
+	 * away, storage/parts.h) is refused here, without a Raft entry. */
+	st_index_refusal ref;
+	rc = st_index_apply_check(node_group_env(c->group), d, (uint32_t)ia->n_deltas, &ref,
+	                          c->errmsg);
+	if (rc == SHOAL_E_WRONG_GROUP) {
+		Shoal__PartRange *r = sh_arena_alloc(c->arena, sizeof(*r));
+		if (r == NULL)
+			return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
+		shoal__part_range__init(r);
+		r->lo = ref.lo;
+		r->hi = ref.hi;
+		r->to_group = ref.to_group;
+		c->nresp->refused = r;
+	}
+	if (rc != SHOAL_OK)
+		return rc;
 	op->op_case = SHOAL__COMMAND_OP__OP_INDEX_APPLY;
 	op->index_apply = c->req->index_ship;
 	return SHOAL_OK;
@@ -804,9 +821,12 @@ static void complete(nreq *q, int rc, uint32_t leader, uint8_t *raw, size_t raw_
 			nresp = &q->nresp;
 	}
 	if (rc != SHOAL_OK) {
-		/* A failed request answers with the status alone. */
+		/* A failed request answers with the status alone -- and a
+		 * refused index batch with the range (prepare_index_ship). */
+		Shoal__PartRange *refused = q->nresp.refused;
 		q->nresp = (Shoal__NodeResponse)SHOAL__NODE_RESPONSE__INIT;
 		q->nresp.response = &q->resp;
+		q->nresp.refused = rc == SHOAL_E_WRONG_GROUP ? refused : NULL;
 		if (wire_response_set_error(a, &q->resp, rc, c->errmsg, NULL, NULL) != SHOAL_OK) {
 			q->resp.status = wire_status_from_code(rc);
 			q->resp.message = (char *)"out of memory";

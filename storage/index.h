@@ -168,6 +168,13 @@ typedef struct st_index_refusal {
 int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32_t n,
                    st_index_refusal *refused, char *errmsg);
 
+/* The refusal st_index_apply would make of these deltas, as the committed
+ * state says (a read transaction of its own; one branch when the group has
+ * no range record): a leader checks before it proposes a batch that its
+ * state machine would refuse.  The apply decides. */
+int st_index_apply_check(st_env *env, const st_delta *d, uint32_t n, st_index_refusal *refused,
+                         char *errmsg);
+
 /* The last seq this group applied from source_group (0: none). */
 uint64_t st_index_applied_seq(st_env *env, uint32_t source_group);
 

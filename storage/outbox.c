@@ -414,26 +414,28 @@ int st_ix_entry_apply(st_txn *txn, const st_delta *d, sh_arena *tmp, st_ix_count
 	return SHOAL_OK;
 }
 
-/* The first delta of a range FENCED or AWAY here: WRONG_GROUP, with the
- * range in *refused; *out_state[i] is the state of the record holding
- * delta i (0: none), for the log of OUT ranges. */
-static int gsi_refusals(st_part_gsi_view *gv, const st_delta *d, uint32_t n, sh_arena *a,
-                        uint8_t **out_state, st_index_refusal *refused, char *errmsg)
+/* The first delta of a range FENCED or AWAY as txn sees it: WRONG_GROUP,
+ * with the range in *refused; state[i] (state may be NULL) is the state of
+ * the record holding delta i (0: none), for the log of OUT ranges. */
+static int refusal_of(MDB_txn *txn, st_env *env, const st_delta *d, uint32_t n, uint8_t *state,
+                      st_index_refusal *refused, char *errmsg)
 {
-	uint8_t *state = sh_arena_calloc(a, n > 0 ? n : 1, 1);
-	if (state == NULL)
-		return sh_errf(errmsg, SHOAL_E_NOMEM, "st_index_apply: out of memory");
-	*out_state = state;
 	for (uint32_t i = 0; i < n; i++) {
 		st_part_rec r;
-		int rc = st_part_gsi_state(gv, d[i].hash, &r, errmsg);
+		int rc = st_part_rec_at(txn, env, ST_PART_GSI, d[i].hash, &r, errmsg);
 		if (rc != SHOAL_OK)
 			return rc;
-		state[i] = r.state;
+		if (state != NULL)
+			state[i] = r.state;
 		if (r.state != ST_PART_FENCED && r.state != ST_PART_AWAY)
 			continue;
 		if (refused != NULL)
 			*refused = (st_index_refusal){r.lo, r.hi, r.state, r.to_group};
+		if (r.state == ST_PART_AWAY && r.to_group == 0) /* a target's, until its own */
+			return sh_errf(errmsg, SHOAL_E_WRONG_GROUP,
+			               "GSI hash %016" PRIx64 " is not applied by this group yet: its "
+			               "range [%016" PRIx64 ", %016" PRIx64 "] is being copied in",
+			               d[i].hash, r.lo, r.hi);
 		return sh_errf(errmsg, SHOAL_E_WRONG_GROUP,
 		               "GSI hash %016" PRIx64 " is not applied by this group: its range "
 		               "[%016" PRIx64 ", %016" PRIx64 "] is %s (%s group %" PRIu32 ")",
@@ -441,6 +443,20 @@ static int gsi_refusals(st_part_gsi_view *gv, const st_delta *d, uint32_t n, sh_
 		               r.state == ST_PART_AWAY ? "moved to" : "moving to", r.to_group);
 	}
 	return SHOAL_OK;
+}
+
+int st_index_apply_check(st_env *env, const st_delta *d, uint32_t n, st_index_refusal *refused,
+                         char *errmsg)
+{
+	if (!st_part_any(env))
+		return SHOAL_OK;
+	MDB_txn *txn;
+	int rc = st_read_txn_begin(env, &txn, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	rc = refusal_of(txn, env, d, n, NULL, refused, errmsg);
+	mdb_txn_abort(txn);
+	return rc;
 }
 
 int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32_t n,
@@ -460,7 +476,9 @@ int st_index_apply(st_txn *txn, uint32_t source_group, const st_delta *d, uint32
 	if (rc == SHOAL_OK && n > 0)
 		rc = st_part_gsi_view_open(txn, source_group, &a, &gv, errmsg);
 	if (rc == SHOAL_OK && gv != NULL)
-		rc = gsi_refusals(gv, d, n, &a, &state, refused, errmsg);
+		rc = (state = sh_arena_calloc(&a, n, 1)) == NULL
+		         ? sh_errf(errmsg, SHOAL_E_NOMEM, "st_index_apply: out of memory")
+		         : refusal_of(txn->txn, txn->env, d, n, state, refused, errmsg);
 	if (rc != SHOAL_OK) {
 		sh_arena_fini(&tmp);
 		sh_arena_fini(&a);

@@ -669,12 +669,6 @@ int st_part_gsi_view_open(st_txn *txn, uint32_t source, sh_arena *a, st_part_gsi
 	return SHOAL_OK;
 }
 
-int st_part_gsi_state(st_part_gsi_view *v, uint64_t hash, st_part_rec *r, char *errmsg)
-{
-	r->state = 0;
-	return st_part_rec_at(v->txn->txn, v->txn->env, ST_PART_GSI, hash, r, errmsg);
-}
-
 int st_part_gsi_mark(st_part_gsi_view *v, uint64_t hash, uint32_t *slot, char *errmsg)
 {
 	*slot = UINT32_MAX;

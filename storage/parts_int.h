@@ -131,13 +131,12 @@ int st_part_gsi_unmark(st_txn *txn, uint64_t lo, uint64_t hi, char *errmsg);
 
 /* st_index_apply's view of the GSI space for one batch from one source:
  * *out NULL when the environment has no record or mark (one branch).
- * state: the record holding hash (r->state 0: none).  mark: the slot of
- * the mark holding hash (UINT32_MAX: none), whose watermark for the source
- * is read once per batch, advanced in memory and written by close. */
+ * mark: the slot of the mark holding hash (UINT32_MAX: none), whose
+ * watermark for the source is read once per batch, advanced in memory and
+ * written by close. */
 typedef struct st_part_gsi_view st_part_gsi_view;
 int st_part_gsi_view_open(st_txn *txn, uint32_t source, sh_arena *a, st_part_gsi_view **out,
                           char *errmsg);
-int st_part_gsi_state(st_part_gsi_view *v, uint64_t hash, st_part_rec *r, char *errmsg);
 int st_part_gsi_mark(st_part_gsi_view *v, uint64_t hash, uint32_t *slot, char *errmsg);
 uint64_t st_part_gsi_mark_seq(const st_part_gsi_view *v, uint32_t slot);
 void st_part_gsi_mark_advance(st_part_gsi_view *v, uint32_t slot, uint64_t seq);

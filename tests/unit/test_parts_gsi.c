@@ -203,10 +203,15 @@ static size_t ship(source *s, int g, size_t max)
 	}
 	if (n == 0)
 		return 0;
+	/* The leader's check before proposing says what the apply does. */
+	st_index_refusal pre = {0};
+	int pre_rc = st_index_apply_check(env[g], b, (uint32_t)n, &pre, tl_msg);
 	st_txn *t;
 	ck_assert_int_eq(st_txn_begin(env[g], &t, tl_msg), SHOAL_OK);
 	st_index_refusal ref = {0};
 	int rc = st_index_apply(t, group_id[s->e], b, (uint32_t)n, &ref, tl_msg);
+	ck_assert_int_eq(pre_rc, rc == SHOAL_E_WRONG_GROUP ? SHOAL_E_WRONG_GROUP : SHOAL_OK);
+	ck_assert(pre.lo == ref.lo && pre.hi == ref.hi && pre.state == ref.state);
 	if (rc == SHOAL_E_WRONG_GROUP) {
 		st_txn_abort(t);
 		ck_assert(ref.state == ST_PART_FENCED || ref.state == ST_PART_AWAY);
