@@ -139,6 +139,7 @@ struct node_pmove {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool stop;
+	bool kicked; /* node_pmove_kick since the driver's last wait (mu) */
 	pm_move moves[PM_MAX_MOVES];
 	uint32_t n_moves;
 	node_waiter w; /* the driver's proposals */
@@ -1034,11 +1035,12 @@ static void *driver(void *arg)
 	node_pmove *pm = arg;
 	for (;;) {
 		pthread_mutex_lock(&pm->mu);
-		if (!pm->stop) {
+		if (!pm->stop && !pm->kicked) {
 			struct timespec ts;
 			sh_timespec_in(CLOCK_REALTIME, PM_IDLE_MS, &ts);
 			pthread_cond_timedwait(&pm->cv, &pm->mu, &ts);
 		}
+		pm->kicked = false;
 		bool stop = pm->stop;
 		pthread_mutex_unlock(&pm->mu);
 		if (stop)
@@ -1321,6 +1323,16 @@ int node_pmove_open(node_ship *s, node_pmove **out, char *errmsg)
 	pm->started = true;
 	*out = pm;
 	return SHOAL_OK;
+}
+
+void node_pmove_kick(node_pmove *pm)
+{
+	if (pm == NULL)
+		return;
+	pthread_mutex_lock(&pm->mu);
+	pm->kicked = true; /* seen even if the driver is in a pass now */
+	pthread_cond_signal(&pm->cv);
+	pthread_mutex_unlock(&pm->mu);
 }
 
 void node_pmove_close(node_pmove *pm)

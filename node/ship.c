@@ -459,6 +459,10 @@ void node_ship_tick(node_ship *s)
 			src_tick(s->srcs[g], now, timer);
 	node_txnrec_tick(s->rec, now);
 	node_elastic_tick(s->elastic, now);
+	if (s->n->place != NULL && sh_place_epoch(s->n->place) != s->map_epoch) {
+		s->map_epoch = sh_place_epoch(s->n->place);
+		node_pmove_kick(s->pmove);
+	}
 }
 
 int node_ship_open(node *n, node_ship **out, char *errmsg)

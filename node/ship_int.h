@@ -136,6 +136,7 @@ struct node_ship {
 	node_txnrec *rec;      /* transaction recovery (txn_recover.c), on these lanes */
 	node_elastic *elastic; /* the cluster's shape (elastic.c), on these lanes */
 	node_pmove *pmove;     /* partition moves (pmove.c), on these lanes */
+	uint64_t map_epoch;    /* the node's map at the last tick (pmove's wake-up) */
 
 	pthread_mutex_t lag_mu;
 	lag_slot lag[LAG_SLOTS];
@@ -164,6 +165,9 @@ void node_elastic_free(node_elastic *e);
 int node_pmove_open(node_ship *s, node_pmove **out, char *errmsg);
 void node_pmove_metrics(node_pmove *pm, node_appendf_fn appendf, void *buf);
 void node_pmove_close(node_pmove *pm);
+/* The node's map changed: the driver looks at its moves now, not at its next
+ * pass (a flip it waits for: the own of a GSI range, the purge). */
+void node_pmove_kick(node_pmove *pm);
 void node_pmove_free(node_pmove *pm);
 
 /* The lanes to node id (opened on first use), or NULL (closing).  Loop. */
