@@ -14,6 +14,8 @@
  *    restarted: the next leader starts a new attempt and finishes;
  *  - split: the GSI partition holding g1's entries splits at g1's hash and
  *    the upper half moves to another group (`split-partition --gsi-space`);
+ *  - a new group (`shoal admin add-group`), which has never seen the table,
+ *    receives the GSI partition holding g3's entries and serves it;
  *  - every process restarts: the GSI space's shape survives.
  *
  * After each step (the writer stopped) tl_items_check: the base table exact,
@@ -246,6 +248,23 @@ START_TEST(test_gsi_move)
 	       h[1], from, to, (long long)(tl_items_now_ms() - t0));
 	writer_ok("the GSI split");
 
+	/* A group made since the birth, which has never seen the table: the
+	 * GSI partition holding g3's entries moves into it, and is read there. */
+	t0 = tl_items_now_ms();
+	tl_parts_admin(&P, "admin add-group --group-id 4");
+	ck_assert_int_ne(tl_parts_leader_of(&P, 4), 0);
+	ck_assert(tl_parts_of(&P, h[3], &part));
+	from = part.group;
+	tl_items_writer_start(items);
+	reader_start();
+	tl_parts_admin(&P, "admin move-partition --gsi-space --hash 0x%016" PRIx64 " --to-group 4",
+	               h[3]);
+	tl_parts_wait_served(&P, h[3], 4, 60);
+	printf("gsimove: GSI partition [0x%016" PRIx64 ", 0x%016" PRIx64
+	       "] from group %d to the new group 4 (made and filled): %lld ms\n",
+	       part.lo, part.hi, from, (long long)(tl_items_now_ms() - t0));
+	writer_ok("the GSI move into a new group");
+
 	/* shoal status shows the GSI space's partitions. */
 	char *o = NULL, *e = NULL;
 	ck_assert_int_eq(tl_shoal(&C, &o, &e, "status"), 0);
@@ -256,13 +275,15 @@ START_TEST(test_gsi_move)
 
 	/* Every process restarts: the shape and the entries survive. */
 	int before = tl_parts_in_map(&P);
+	tl_part last;
+	ck_assert(tl_parts_of(&P, h[1], &last));
 	for (int id = 1; id <= 3; id++)
 		ck_assert(tl_cluster_stop_node(&C, id, false));
 	ck_assert(tl_cluster_stop_router(&C, 1, false));
 	for (int id = 1; id <= 3; id++)
 		ck_assert(tl_cluster_start_node(&C, id));
 	ck_assert(tl_cluster_start_router(&C, 1));
-	tl_parts_wait_served(&P, h[1], to, 60);
+	tl_parts_wait_served(&P, h[1], last.group, 60);
 	ck_assert_int_eq(tl_parts_in_map(&P), before);
 	tl_items_writer_start(items);
 	reader_start();
