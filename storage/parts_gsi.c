@@ -50,7 +50,8 @@ int st_part_gsi_scan_init(MDB_txn *txn, st_env *env, sh_arena *a, uint64_t lo, u
 	return rc;
 }
 
-bool st_part_gsi_wanted(const st_part_gsi_scan *s, uint32_t table, uint16_t index)
+/* st_part_gsi_wanted without the cache. */
+static bool wanted(const st_part_gsi_scan *s, uint32_t table, uint16_t index)
 {
 	if (index == 0)
 		return false;
@@ -62,6 +63,17 @@ bool st_part_gsi_wanted(const st_part_gsi_scan *s, uint32_t table, uint16_t inde
 		if (t->def.indexes[i].id == index && t->def.indexes[i].local)
 			return false;
 	return st_ix_index_wanted(t, table, s->next_table, index);
+}
+
+bool st_part_gsi_wanted(st_part_gsi_scan *s, uint32_t table, uint16_t index)
+{
+	if (!s->cached || s->cached_table != table || s->cached_index != index) {
+		s->cached = true;
+		s->cached_table = table;
+		s->cached_index = index;
+		s->cached_wanted = wanted(s, table, index);
+	}
+	return s->cached_wanted;
 }
 
 /* Seeks the first key at or after table | index | hash (index 0x10000:
@@ -86,7 +98,7 @@ static int seek(MDB_cursor *c, uint32_t table, uint32_t index, uint64_t hash, MD
 	return mdb_cursor_get(c, k, v, MDB_SET_RANGE);
 }
 
-int st_part_gsi_settle(const st_part_gsi_scan *s, MDB_cursor *c, MDB_val *k, MDB_val *v, int mrc)
+int st_part_gsi_settle(st_part_gsi_scan *s, MDB_cursor *c, MDB_val *k, MDB_val *v, int mrc)
 {
 	bool end = false;
 	while (mrc == 0) {

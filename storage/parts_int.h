@@ -96,15 +96,20 @@ typedef struct st_part_gsi_scan {
 	st_table_info *tables;
 	uint32_t n_tables, next_table;
 	uint64_t lo, hi;
+	/* The last (table, index) judged, and the answer: the entries of one
+	 * index come one after another. */
+	bool cached, cached_wanted;
+	uint32_t cached_table;
+	uint16_t cached_index;
 } st_part_gsi_scan;
 
 int st_part_gsi_scan_init(MDB_txn *txn, st_env *env, sh_arena *a, uint64_t lo, uint64_t hi,
                           st_part_gsi_scan *s, char *errmsg);
-bool st_part_gsi_wanted(const st_part_gsi_scan *s, uint32_t table, uint16_t index);
+bool st_part_gsi_wanted(st_part_gsi_scan *s, uint32_t table, uint16_t index);
 /* From the cursor's position (k, v; mrc the positioning's result), moves
  * on to the first key of the scan at or after it; returns 0 there, or
  * MDB_NOTFOUND / an LMDB error. */
-int st_part_gsi_settle(const st_part_gsi_scan *s, MDB_cursor *c, MDB_val *k, MDB_val *v, int mrc);
+int st_part_gsi_settle(st_part_gsi_scan *s, MDB_cursor *c, MDB_val *k, MDB_val *v, int mrc);
 
 /* Deletes up to max (0: all) GSI entries of [lo, hi] with their counters;
  * *more: some remain. */
