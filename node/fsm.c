@@ -372,3 +372,17 @@ int node_index_deltas_from_pb(const Shoal__IndexApply *ia, st_delta *d, char *er
 	}
 	return SHOAL_OK;
 }
+
+int node_index_refused_to_pb(sh_arena *a, const st_index_refusal *ref, Shoal__NodeResponse *nr,
+                             char *errmsg)
+{
+	Shoal__PartRange *r = sh_arena_alloc(a, sizeof(*r));
+	if (r == NULL)
+		return sh_errf(errmsg, SHOAL_E_NOMEM, "index_apply: out of memory");
+	shoal__part_range__init(r);
+	r->lo = ref->lo;
+	r->hi = ref->hi;
+	r->to_group = ref->to_group;
+	nr->refused = r;
+	return SHOAL_OK;
+}

@@ -165,4 +165,10 @@ void node_fsm_fail_diverged(node_fsm *f, const char *msg);
  * is left as it was. */
 int node_index_deltas_from_pb(const Shoal__IndexApply *ia, st_delta *d, char *errmsg);
 
+/* An index batch refused for a GSI range (st_index_apply, or the leader's
+ * st_index_apply_check) into nr->refused, from a: the source holds the
+ * range's deltas back (node/shipq.c).  SHOAL_E_NOMEM. */
+int node_index_refused_to_pb(sh_arena *a, const st_index_refusal *ref, Shoal__NodeResponse *nr,
+                             char *errmsg);
+
 #endif

@@ -450,18 +450,9 @@ static int op_index_apply(op_ctx *c, const Shoal__IndexApply *ia)
 	rc = st_index_apply(c->txn, ia->source_group, d, (uint32_t)n, &ref, c->msg);
 	if (rc == SHOAL_OK)
 		rc = charge_index(c, d, n);
-	if (rc == SHOAL_E_WRONG_GROUP && c->nr != NULL) {
-		/* A range of the GSI space moving or moved: the source holds
-		 * its deltas back (node/shipq.c). */
-		Shoal__PartRange *r = sh_arena_alloc(c->a, sizeof(*r));
-		if (r == NULL)
-			return sh_errf(c->msg, SHOAL_E_NOMEM, "index_apply: out of memory");
-		shoal__part_range__init(r);
-		r->lo = ref.lo;
-		r->hi = ref.hi;
-		r->to_group = ref.to_group;
-		c->nr->refused = r;
-	}
+	if (rc == SHOAL_E_WRONG_GROUP && c->nr != NULL &&
+	    node_index_refused_to_pb(c->a, &ref, c->nr, c->msg) != SHOAL_OK)
+		return SHOAL_E_NOMEM;
 	return rc;
 }
 

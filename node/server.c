@@ -407,16 +407,9 @@ static int prepare_index_ship(node_call *c, Shoal__CommandOp *op)
 	st_index_refusal ref;
 	rc = st_index_apply_check(node_group_env(c->group), d, (uint32_t)ia->n_deltas, &ref,
 	                          c->errmsg);
-	if (rc == SHOAL_E_WRONG_GROUP) {
-		Shoal__PartRange *r = sh_arena_alloc(c->arena, sizeof(*r));
-		if (r == NULL)
-			return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
-		shoal__part_range__init(r);
-		r->lo = ref.lo;
-		r->hi = ref.hi;
-		r->to_group = ref.to_group;
-		c->nresp->refused = r;
-	}
+	if (rc == SHOAL_E_WRONG_GROUP &&
+	    node_index_refused_to_pb(c->arena, &ref, c->nresp, c->errmsg) != SHOAL_OK)
+		return SHOAL_E_NOMEM;
 	if (rc != SHOAL_OK)
 		return rc;
 	op->op_case = SHOAL__COMMAND_OP__OP_INDEX_APPLY;

@@ -199,6 +199,7 @@ START_TEST(test_gsi_move)
 	tl_part part;
 	ck_assert(tl_parts_of(&P, h[0], &part));
 	int from = part.group, to = other(from);
+	double copied0 = tl_cluster_metric(&C, "shoal_node_partition_items_copied_total", -1);
 	tl_items_writer_start(items);
 	reader_start();
 	int64_t t0 = tl_items_now_ms();
@@ -222,6 +223,12 @@ START_TEST(test_gsi_move)
 	       "] from group %d to group %d, its source leader killed: %lld ms\n",
 	       part.lo, part.hi, from, to, (long long)(tl_items_now_ms() - t0));
 	writer_ok("the GSI move");
+	/* Entries were copied: the hashes computed here are where the GSI's
+	 * entries are (an index id guessed wrong would move an empty range,
+	 * and every check above would pass). */
+	double copied = tl_cluster_metric(&C, "shoal_node_partition_items_copied_total", -1);
+	ck_assert_msg(copied > copied0, "the GSI move copied no entry (%.0f before, %.0f after)",
+	              copied0, copied);
 
 	/* Split: g1's partition at g1's hash, the upper half to another group
 	 * (g1's own entries move with it). */
