@@ -203,17 +203,18 @@ void cli_print_load(FILE *out, const json_t *loads, size_t max_rows)
 
 void cli_print_unsplit(FILE *out, const json_t *keys)
 {
-	fprintf(out, "%-24s %-32s %5s %-18s %-6s %s\n", "TABLE", "KEY", "GROUP", "PARTITION", "BY",
-	        "LAST FOUND");
+	fprintf(out, "%-24s %-16s %-32s %5s %-18s %-6s %s\n", "TABLE", "INDEX", "KEY", "GROUP",
+	        "PARTITION", "BY", "LAST FOUND");
 	size_t i;
 	json_t *k;
 	json_array_foreach(keys, i, k)
 	{
-		char b1[32], b2[40];
+		char b1[32], b2[40], b3[32];
 		const char *key = cli_jstr(k, "Key");
 		fprintf(
-		    out, "%-24s %-32s %5lld %-18s %-6s %.0f s ago (first %.0f s ago)\n",
+		    out, "%-24s %-16s %-32s %5lld %-18s %-6s %.0f s ago (first %.0f s ago)\n",
 		    fit(cli_jstr(k, "Table")[0] ? cli_jstr(k, "Table") : "?", 24, b1, sizeof(b1)),
+		    fit(index_or_dash(k), 16, b3, sizeof(b3)),
 		    fit(key[0] ? key : cli_jstr(k, "Hash"), 32, b2, sizeof(b2)),
 		    cli_jint(k, "Group"), cli_jstr(k, "Lo"), cli_jstr(k, "Reason"),
 		    cli_jint(k, "LastSeenMs") / 1000.0, cli_jint(k, "FirstSeenMs") / 1000.0);

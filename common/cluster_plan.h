@@ -47,6 +47,10 @@
  *      given data by step 4: the largest idle partition of the group holding
  *      the most partitions (two or more), else the largest partition split
  *      at its middle with the upper half sent to it.
+ * The GSI space (SH_MAP_GSI_SPACE: the index partitions of every GSI) is
+ * planned as a table is (3, 4, 7), except that none of its partitions
+ * splits while one of its ranges moves: the copy counts at the target too
+ * (a GSI range's entries are counted per index, not kept apart by range).
  * New moves (2, 4, 6) start only while fewer than max_moves are in flight
  * cluster-wide and the nodes involved have fewer than max_moves_per_node;
  * no step removes a voter unless a majority of the remaining voters is live.

@@ -84,10 +84,17 @@ void plan_splits(plan *p)
 	uint32_t left = c->max_splits ? c->max_splits : UINT32_MAX;
 	if (c->hold_splits)
 		return;
+	/* A range of the GSI space being copied counts at its target too
+	 * (per-index figures, kept nowhere apart): the GSI space's figures
+	 * are wrong until the move is over (and a load window after). */
+	bool gsi_moving = false;
+	for (uint32_t i = sh_map_part_of(m, SH_MAP_GSI_SPACE, 0);
+	     i != SH_MAP_NONE && i < m->n_parts && m->parts[i].table == SH_MAP_GSI_SPACE; i++)
+		gsi_moving |= m->parts[i].to_group != SH_MAP_NONE;
 	for (uint32_t i = 0; i < m->n_parts && left > 0 && p->n < p->cap; i++) {
 		const sh_map_part *x = &m->parts[i];
 		const sh_plan_part_load *l = &p->in->parts[i];
-		if (x->to_group != SH_MAP_NONE || x->table == SH_MAP_GSI_SPACE)
+		if (x->to_group != SH_MAP_NONE || (gsi_moving && x->table == SH_MAP_GSI_SPACE))
 			continue;
 		bool big = c->split_bytes && l->bytes > c->split_bytes;
 		bool hot = (c->split_units > 0 && l->units > c->split_units) ||
@@ -178,8 +185,7 @@ static bool fill_empty_group(plan *p, const uint32_t *off, const uint32_t *by_gr
 		const sh_plan_part_load *l = &p->in->parts[i],
 		                        *b = pick != SH_MAP_NONE ? &p->in->parts[pick] : NULL;
 		uint32_t gi = plan_group_index(p, m->parts[i].group);
-		if (gi == to || !sh_map_is_data_group(m, m->parts[i].group) ||
-		    p->groups[gi].stuck || m->parts[i].table == SH_MAP_GSI_SPACE)
+		if (gi == to || !sh_map_is_data_group(m, m->parts[i].group) || p->groups[gi].stuck)
 			continue;
 		if (from == SH_MAP_NONE && sh_map_part_hi(m, i) == m->parts[i].lo)
 			continue; /* a single hash cannot split */

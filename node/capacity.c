@@ -269,8 +269,15 @@ void node_cap_charge_index(node_cap *c, uint32_t gid, uint32_t table_id, uint16_
 	cap_part *p = cap_find_id(cg, table_id, index_id);
 	if (p != NULL) {
 		charge_part(cg, p, CAP_WRITE, units, key, now);
-		if (over != NULL && p->b[CAP_WRITE].tokens <= 0)
+		bool in_debt = p->b[CAP_WRITE].tokens <= 0;
+		if (over != NULL && in_debt)
 			*over = true;
+		/* An index partition refuses nothing itself (its base table's
+		 * writes are held back for it): each entry applied in debt at
+		 * the partitions' limit counts as a request it would have
+		 * throttled -- what its split for heat relieves. */
+		if (in_debt && cap_at_partition_limit(&p->lim[CAP_WRITE], p->b[CAP_WRITE].rate))
+			p->thr_split_win[CAP_WRITE]++;
 	}
 	pthread_mutex_unlock(&cg->mu);
 }

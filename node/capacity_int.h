@@ -30,7 +30,8 @@ typedef struct cap_part {
 	double thr_last[2];
 	/* Of the throttled, those refused by a bucket at the partitions' limit
 	 * (cap_at_partition_limit; not a GSI's backpressure): what a split for
-	 * heat relieves. */
+	 * heat relieves.  An index partition refuses nothing: it counts the
+	 * entries it applies in debt at that limit. */
 	uint64_t thr_split_win[2];
 	double thr_split_last[2];
 	int64_t gsi_behind_until_ms; /* base: a GSI partition of the table is over */

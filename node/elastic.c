@@ -854,7 +854,7 @@ static int table_for_new_group(node_elastic *e, const sh_plan_table_load *t, uin
 	}
 	int best = -1;
 	for (uint32_t k = 0; empty && k < n; k++)
-		if (t[k].table != 0 && t[k].bytes > 0 && sh_map_is_data_group(m, t[k].group) &&
+		if (t[k].bytes > 0 && sh_map_is_data_group(m, t[k].group) &&
 		    sh_map_part_of(m, t[k].table, 0) == SH_MAP_NONE &&
 		    (best < 0 || t[k].bytes > t[best].bytes))
 			best = (int)k;
@@ -1144,7 +1144,7 @@ static bool waits_for_gsi(node_elastic *e, uint32_t table)
 	const char *name = "";
 	if (st_index_progress_list(node_group_env(g0), &a, &p, &n, msg) == SHOAL_OK)
 		for (uint32_t i = 0; i < n && !creating; i++)
-			if (p[i].table_id == table && !p[i].local &&
+			if ((p[i].table_id == table || table == SH_MAP_GSI_SPACE) && !p[i].local &&
 			    p[i].status == ST_INDEX_CREATING)
 				creating = true, name = p[i].index;
 	if (creating && node_now_ns() >= e->gsi_log_ns) {
@@ -1856,7 +1856,8 @@ int node_elastic_unsplit_status(node *nd, sh_arena *a, Shoal__GroupStatus *gs)
 		shoal__unsplit_key__init(k);
 		k->table = sh_arena_strndup(a, u[i].name.table, strlen(u[i].name.table));
 		k->key = sh_arena_strndup(a, u[i].name.key, strlen(u[i].name.key));
-		if (k->table == NULL || k->key == NULL)
+		k->index = sh_arena_strndup(a, u[i].name.index, strlen(u[i].name.index));
+		if (k->table == NULL || k->key == NULL || k->index == NULL)
 			return SHOAL_E_NOMEM;
 		k->group = u[i].group;
 		k->lo = u[i].lo;

@@ -26,16 +26,22 @@
 #define EL_HOT_SEEN       64   /* hot keys whose report is remembered */
 #define EL_HOT_QUIET_S    3600 /* one report per hot key an hour */
 #define EL_HOT_SHOW_S     60   /* shown in status while found this lately */
+/* A hot GSI key of more write shards than this is no sample: its load is
+ * spread over as many partitions' hashes, each a small part of it. */
+#define EL_KEY_SHARDS 64
 
 /* A hot key's names as its group leader's sketch gave them (HotKey). */
 typedef struct el_key_name {
 	char table[ST_TABLE_NAME_MAX + 1];
-	char key[CAP_HOT_KEY_MAX + 1]; /* DynamoDB JSON */
+	char index[ST_TABLE_NAME_MAX + 1]; /* "": a key of the table, else of this GSI */
+	char key[CAP_HOT_KEY_MAX + 1];     /* DynamoDB JSON */
 } el_key_name;
 
 /* One group leader's figures (arrays sh_malloc'd, owned by the struct):
  * bytes, units and requests throttled at the partition limit of each table
- * in the group, and its hot keys with their placement hashes. */
+ * in the group -- and of the GSI space (SH_MAP_GSI_SPACE: every GSI's
+ * entries in the group) --, and its hot keys with their placement hashes
+ * (a GSI key's: one per write shard, in the GSI space). */
 typedef struct el_figures {
 	sh_plan_table_load *tables;
 	uint32_t n_tables;

@@ -559,6 +559,8 @@ static int index_stats(node_call *c, const char *name, const st_index_progress *
 		s->index_id = p[i].index_id;
 		s->item_count = p[i].item_count;
 		s->size_bytes = p[i].size_bytes;
+		s->local = p[i].local;
+		s->write_shards = p[i].write_shards;
 		s->backfill_done = p[i].backfill_done;
 		s->backfill_seq = p[i].backfill_seq;
 		int64_t lag;

@@ -202,6 +202,7 @@ typedef struct st_index_progress {
 	const char *index;
 	uint16_t index_id;
 	bool local;
+	uint32_t write_shards;  /* a GSI's, >= 1 */
 	st_index_status status; /* as this group's catalog copy has it */
 	bool backfill_done;     /* LSIs and indexes created with the table: true */
 	uint64_t backfill_seq;  /* outbox last_seq when the backfill finished */

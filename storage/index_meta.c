@@ -375,6 +375,7 @@ int st_index_progress_list(st_env *env, sh_arena *a, st_index_progress **out, ui
 			    .index = x->name,
 			    .index_id = x->id,
 			    .local = x->local,
+			    .write_shards = x->write_shards,
 			    .status = x->status,
 			    .backfill_done = s.backfill_done,
 			    .backfill_seq = s.backfill_seq,

@@ -30,6 +30,9 @@
 #include <unistd.h>
 
 #include "client/shoal.h"
+#include "common/cluster.h"
+#include "common/cluster_map.h"
+#include "storage/index.h"
 #include "tests/lib/testlib.h"
 #include "tests/lib/tl_cluster.h"
 #include "tests/lib/tl_metrics.h"
@@ -74,21 +77,11 @@ static void create_table(const char *name)
 	json_decref(call("CreateTable", body));
 }
 
-/* Items k0 .. k0+n-1 of table name (n <= 25), each with PAYLOAD bytes. */
-static void write_batch(const char *name, int k0, int n)
+/* BatchWriteItem `body` of table `name`.  The client library retries
+ * unprocessed items itself; what is left (throttled past its retries) is
+ * sent again here, for 60 s at most. */
+static void batch_until_done(const char *name, const char *body)
 {
-	static char body[32 * (PAYLOAD + 128)];
-	static char pad[PAYLOAD + 1];
-	memset(pad, 'x', PAYLOAD);
-	int len = snprintf(body, sizeof(body), "{\"RequestItems\":{\"%s\":[", name);
-	for (int k = k0; k < k0 + n; k++)
-		len += snprintf(body + len, sizeof(body) - (size_t)len,
-		                "%s{\"PutRequest\":{\"Item\":{\"pk\":{\"S\":\"k%d\"},"
-		                "\"d\":{\"S\":\"%s\"}}}}",
-		                k > k0 ? "," : "", k, pad);
-	snprintf(body + len, sizeof(body) - (size_t)len, "]}}");
-	/* The client library retries unprocessed items itself; what is left
-	 * (throttled past its retries) is sent again here, for 60 s at most. */
 	json_t *r = call("BatchWriteItem", body);
 	for (int64_t until = now_ms() + 60000;;) {
 		json_t *left = json_object_get(json_object_get(r, "UnprocessedItems"), name);
@@ -104,6 +97,22 @@ static void write_batch(const char *name, int k0, int n)
 		free(text);
 	}
 	json_decref(r);
+}
+
+/* Items k0 .. k0+n-1 of table name (n <= 25), each with PAYLOAD bytes. */
+static void write_batch(const char *name, int k0, int n)
+{
+	static char body[32 * (PAYLOAD + 128)];
+	static char pad[PAYLOAD + 1];
+	memset(pad, 'x', PAYLOAD);
+	int len = snprintf(body, sizeof(body), "{\"RequestItems\":{\"%s\":[", name);
+	for (int k = k0; k < k0 + n; k++)
+		len += snprintf(body + len, sizeof(body) - (size_t)len,
+		                "%s{\"PutRequest\":{\"Item\":{\"pk\":{\"S\":\"k%d\"},"
+		                "\"d\":{\"S\":\"%s\"}}}}",
+		                k > k0 ? "," : "", k, pad);
+	snprintf(body + len, sizeof(body) - (size_t)len, "]}}");
+	batch_until_done(name, body);
 }
 
 /* `shoal status --output json`, parsed. */
@@ -205,16 +214,16 @@ static void await_write_limit(int g, double want)
 		              want);
 }
 
-/* Every item of TABLE once: ConsistentRead GetItem of each, and a Scan
+/* Every item of table `name` once: ConsistentRead GetItem of each, and a Scan
  * (all pages) that returns each key exactly once. */
-static void check_items(void)
+static void check_items_of(const char *name)
 {
 	for (int k = 0; k < ITEMS; k++) {
 		char body[256];
 		snprintf(body, sizeof(body),
-		         "{\"TableName\":\"" TABLE "\",\"ConsistentRead\":true,"
+		         "{\"TableName\":\"%s\",\"ConsistentRead\":true,"
 		         "\"Key\":{\"pk\":{\"S\":\"k%d\"}}}",
-		         k);
+		         name, k);
 		json_t *r = call("GetItem", body);
 		const char *d = json_string_value(
 		    json_object_get(json_object_get(json_object_get(r, "Item"), "d"), "S"));
@@ -228,7 +237,7 @@ static void check_items(void)
 	do {
 		char body[512];
 		snprintf(body, sizeof(body),
-		         "{\"TableName\":\"" TABLE "\",\"ProjectionExpression\":\"pk\"%s%s}",
+		         "{\"TableName\":\"%s\",\"ProjectionExpression\":\"pk\"%s%s}", name,
 		         start != NULL ? ",\"ExclusiveStartKey\":" : "",
 		         start != NULL ? start : "");
 		free(start);
@@ -253,6 +262,11 @@ static void check_items(void)
 		json_decref(q);
 	} while (start != NULL);
 	ck_assert_msg(scanned == ITEMS, "Scan returned %lld items of %d", scanned, ITEMS);
+}
+
+static void check_items(void)
+{
+	check_items_of(TABLE);
 }
 
 /* A cluster of 3 nodes, 1 router and 4 groups with `opts` (cluster.sh up),
@@ -600,6 +614,246 @@ START_TEST(test_hot_key)
 }
 END_TEST
 
+/* Table GTABLE: ITEMS items of PAYLOAD bytes, each in two GSIs projecting
+ * ALL (byV: V_KEYS keys v0, v1, ...; byW: W_KEYS keys w0, ...), so that the
+ * GSI space holds twice the table's bytes -- in many keys each, none of
+ * which carries a partition's load alone. */
+#define GTABLE "gsis"
+#define V_KEYS 50
+#define W_KEYS 70
+
+static void create_gsi_table(void)
+{
+	json_decref(call(
+	    "CreateTable",
+	    "{\"TableName\":\"" GTABLE "\",\"AttributeDefinitions\":["
+	    "{\"AttributeName\":\"pk\",\"AttributeType\":\"S\"},"
+	    "{\"AttributeName\":\"v\",\"AttributeType\":\"S\"},"
+	    "{\"AttributeName\":\"w\",\"AttributeType\":\"S\"}],"
+	    "\"KeySchema\":[{\"AttributeName\":\"pk\",\"KeyType\":\"HASH\"}],"
+	    "\"GlobalSecondaryIndexes\":["
+	    "{\"IndexName\":\"byV\",\"KeySchema\":[{\"AttributeName\":\"v\",\"KeyType\":\"HASH\"}],"
+	    "\"Projection\":{\"ProjectionType\":\"ALL\"}},"
+	    "{\"IndexName\":\"byW\",\"KeySchema\":[{\"AttributeName\":\"w\",\"KeyType\":\"HASH\"}],"
+	    "\"Projection\":{\"ProjectionType\":\"ALL\"}}],"
+	    "\"BillingMode\":\"PAY_PER_REQUEST\"}"));
+}
+
+static void write_gsi_batch(int k0, int n)
+{
+	static char body[32 * (PAYLOAD + 160)];
+	static char pad[PAYLOAD + 1];
+	memset(pad, 'x', PAYLOAD);
+	int len = snprintf(body, sizeof(body), "{\"RequestItems\":{\"" GTABLE "\":[");
+	for (int k = k0; k < k0 + n; k++)
+		len +=
+		    snprintf(body + len, sizeof(body) - (size_t)len,
+		             "%s{\"PutRequest\":{\"Item\":{\"pk\":{\"S\":\"k%d\"},"
+		             "\"v\":{\"S\":\"v%d\"},\"w\":{\"S\":\"w%d\"},\"d\":{\"S\":\"%s\"}}}}",
+		             k > k0 ? "," : "", k, k % V_KEYS, k % W_KEYS, pad);
+	snprintf(body + len, sizeof(body) - (size_t)len, "]}}");
+	batch_until_done(GTABLE, body);
+}
+
+/* Items of index `ix` of `table` whose key attribute `attr` is `val`: Query, all pages
+ * (Select COUNT). */
+static long long gsi_count(const char *table, const char *ix, const char *attr, const char *val)
+{
+	char inner[2048];
+	snprintf(inner, sizeof(inner),
+	         "\"TableName\":\"%s\",\"IndexName\":\"%s\",\"Select\":\"COUNT\","
+	         "\"KeyConditionExpression\":\"%s = :v\","
+	         "\"ExpressionAttributeValues\":{\":v\":{\"S\":\"%s\"}}",
+	         table, ix, attr, val);
+	return tl_count_pages(client, "Query", inner);
+}
+
+/* Every item in both GSIs, once: a Query per key value finds exactly its
+ * items (polled: the index is fed asynchronously), and a Scan of byW counts
+ * ITEMS entries. */
+static void check_gsis(void)
+{
+	for (int64_t until = now_ms() + 30000;; usleep(200000)) {
+		long long bad = -1;
+		char val[16];
+		for (int v = 0; v < V_KEYS && bad < 0; v++) {
+			snprintf(val, sizeof(val), "v%d", v);
+			long long want = ITEMS / V_KEYS + (v < ITEMS % V_KEYS),
+			          got = gsi_count(GTABLE, "byV", "v", val);
+			if (got != want)
+				bad = v,
+				printf("autosplit: byV %s: %lld entries of %lld\n", val, got, want);
+		}
+		for (int w = 0; w < W_KEYS && bad < 0; w++) {
+			snprintf(val, sizeof(val), "w%d", w);
+			long long want = ITEMS / W_KEYS + (w < ITEMS % W_KEYS),
+			          got = gsi_count(GTABLE, "byW", "w", val);
+			if (got != want)
+				bad = 100 + w,
+				printf("autosplit: byW %s: %lld entries of %lld\n", val, got, want);
+		}
+		if (bad < 0)
+			break;
+		ck_assert_msg(now_ms() < until, "the GSIs did not converge in 30 s");
+	}
+	long long scanned = tl_count_pages(client, "Scan",
+	                                   "\"TableName\":\"" GTABLE
+	                                   "\",\"IndexName\":\"byW\",\"Select\":\"COUNT\"");
+	ck_assert_msg(scanned == ITEMS, "a Scan of byW counted %lld entries of %d", scanned, ITEMS);
+}
+
+/* The GSI space splits by size by itself (`--split-bytes 700000`): the
+ * table's ~1.5 MB leave each data group ~500 KB of it (under the
+ * threshold: not split), its two GSIs ~1 MB each group (over it): group
+ * 0's executor adds the GSI space to the map (table 0, its 3 static
+ * partitions) and splits each group's partition in place; the GSIs answer
+ * every Query and Scan exactly before and after. */
+START_TEST(test_gsi_split)
+{
+	up("--split-bytes 700000");
+	create_gsi_table();
+	long long t = table_id(GTABLE);
+	int64_t t0 = now_ms();
+	for (int k = 0; k < ITEMS; k += 25)
+		write_gsi_batch(k, 25);
+	int64_t written = now_ms();
+	printf("autosplit: %d items of %d bytes in two GSIs written in %lld ms\n", ITEMS, PAYLOAD,
+	       (long long)(written - t0));
+	int64_t first = 0, until = written + 120000;
+	int n, moving;
+	for (;; usleep(100000)) {
+		n = map_parts(SH_MAP_GSI_SPACE, &moving);
+		if (n > 3 && first == 0)
+			first = now_ms();
+		if (n >= 6 && moving == 0)
+			break;
+		ck_assert_msg(now_ms() < until,
+		              "after 120 s the map has %d partitions of the GSI space, %d moving",
+		              n, moving);
+	}
+	printf("autosplit: the last write to the GSI space's first split in the map: %lld ms; to "
+	       "%d partitions, none moving: %lld ms\n",
+	       (long long)(first - written), n, (long long)(now_ms() - written));
+	ck_assert_int_eq(map_parts(t, &moving), 0); /* the table: under the threshold */
+	int by_size = 0;
+	for (int id = 1; id <= 3; id++)
+		by_size += tl_cluster_log_count(&C, id, "table 0 [");
+	ck_assert_int_ge(by_size, 3);
+	check_gsis();
+	check_items_of(GTABLE);
+	down();
+}
+END_TEST
+
+/* Table HTABLE: one GSI byV (index id 1, ALL), whose keys -- HV_KEYS of
+ * them, hv[] -- all place their entries in group 1's static range of the
+ * GSI space: writes spread over the table's partitions load one index
+ * partition with all their entries. */
+#define HTABLE  "gheat"
+#define HV_KEYS 50
+static char hv[HV_KEYS][16];
+
+static void pick_hot_values(long long t)
+{
+	sh_cluster_conf conf;
+	char path[1100], msg[SH_ERRMSG_SIZE];
+	snprintf(path, sizeof(path), "%s/cluster.ini", C.dir);
+	ck_assert_msg(sh_cluster_load(path, &conf, msg) == SHOAL_OK, "%s", msg);
+	int n = 0;
+	for (int d = 0; n < HV_KEYS; d++) {
+		char v[16];
+		snprintf(v, sizeof(v), "v%d", d);
+		st_value sv = {.type = ST_S, .u.str = {.ptr = v, .len = (uint32_t)strlen(v)}};
+		uint64_t h = st_index_hash((uint32_t)t, 1, 0, &sv);
+		if (sh_cluster_partition_group(&conf, sh_cluster_partition_of(&conf, h)) == 1)
+			memcpy(hv[n++], v, sizeof(v));
+	}
+}
+
+/* Items k0 .. k0+n-1 of HTABLE, written in round r (an item written again
+ * unchanged changes no index entry: each round's items differ). */
+static void write_heat_batch(int r, int k0, int n)
+{
+	static char body[32 * (PAYLOAD + 160)];
+	static char pad[PAYLOAD + 1];
+	memset(pad, 'x', PAYLOAD);
+	int len = snprintf(body, sizeof(body), "{\"RequestItems\":{\"" HTABLE "\":[");
+	for (int k = k0; k < k0 + n; k++)
+		len += snprintf(body + len, sizeof(body) - (size_t)len,
+		                "%s{\"PutRequest\":{\"Item\":{\"pk\":{\"S\":\"k%d\"},"
+		                "\"v\":{\"S\":\"%s\"},\"r\":{\"N\":\"%d\"},\"d\":{\"S\":\"%s\"}}}}",
+		                k > k0 ? "," : "", k, hv[k % HV_KEYS], r, pad);
+	snprintf(body + len, sizeof(body) - (size_t)len, "]}}");
+	batch_until_done(HTABLE, body);
+}
+
+/* The GSI space splits for heat (`--split-bytes 0 --partition-wcu 100`,
+ * the default split_throttled): the items of HTABLE are rewritten again
+ * and again, every write an entry of ~1 KB into group 1's index
+ * partition, which runs in debt at its limit (the base writes are held
+ * back for it: libshoal retries) while the table's partitions, sharing
+ * the writes three ways, do not; the executor adds the GSI space to the
+ * map and splits group 1's partition for heat (in place: its limit
+ * doubles); the GSI is exact afterwards. */
+START_TEST(test_gsi_heat_split)
+{
+	up("--split-bytes 0 --partition-wcu 100");
+	json_decref(call(
+	    "CreateTable",
+	    "{\"TableName\":\"" HTABLE "\",\"AttributeDefinitions\":["
+	    "{\"AttributeName\":\"pk\",\"AttributeType\":\"S\"},"
+	    "{\"AttributeName\":\"v\",\"AttributeType\":\"S\"}],"
+	    "\"KeySchema\":[{\"AttributeName\":\"pk\",\"KeyType\":\"HASH\"}],"
+	    "\"GlobalSecondaryIndexes\":["
+	    "{\"IndexName\":\"byV\",\"KeySchema\":[{\"AttributeName\":\"v\",\"KeyType\":\"HASH\"}],"
+	    "\"Projection\":{\"ProjectionType\":\"ALL\"}}],"
+	    "\"BillingMode\":\"PAY_PER_REQUEST\"}"));
+	pick_hot_values(table_id(HTABLE));
+	int64_t t0 = now_ms(), until = t0 + 120000, first = 0;
+	int n = 0, moving = 0, rounds = 0;
+	char los[16][24];
+	for (;; rounds++) {
+		for (int k = 0; k < ITEMS; k += 25)
+			write_heat_batch(rounds, k, 25);
+		n = map_parts(SH_MAP_GSI_SPACE, &moving);
+		if (n > 3 && first == 0)
+			first = now_ms();
+		if (n > 3 && moving == 0)
+			break;
+		ck_assert_msg(
+		    now_ms() < until,
+		    "after 120 s of writes the map has %d partitions of the GSI space, %d "
+		    "moving",
+		    n, moving);
+	}
+	printf("autosplit: %d rounds of %d writes into group 1's index partition; the GSI space's "
+	       "first split for heat after %lld ms, %d partitions\n",
+	       rounds + 1, ITEMS, (long long)(first - t0), n);
+	ck_assert_int_ge(parts_in_group(SH_MAP_GSI_SPACE, 1, los, 16), 2);
+	ck_assert_int_ge(tl_cluster_log_count(&C, 1, "(heat:") +
+	                     tl_cluster_log_count(&C, 2, "(heat:") +
+	                     tl_cluster_log_count(&C, 3, "(heat:"),
+	                 1);
+	/* Every item in the GSI once (polled: the index is fed asynchronously). */
+	for (int64_t until2 = now_ms() + 30000;; usleep(200000)) {
+		int bad = -1;
+		long long got = 0, want = 0;
+		for (int v = 0; v < HV_KEYS && bad < 0; v++) {
+			want = ITEMS / HV_KEYS + (v < ITEMS % HV_KEYS);
+			got = gsi_count(HTABLE, "byV", "v", hv[v]);
+			if (got != want)
+				bad = v;
+		}
+		if (bad < 0)
+			break;
+		ck_assert_msg(now_ms() < until2, "byV %s: %lld entries of %lld after 30 s", hv[bad],
+		              got, want);
+	}
+	check_items_of(HTABLE);
+	down();
+}
+END_TEST
+
 static Suite *autosplit_suite(void)
 {
 	Suite *s = suite_create("autosplit");
@@ -610,6 +864,11 @@ static Suite *autosplit_suite(void)
 	tcase_add_test(tc, test_heat_split);
 	tcase_add_test(tc, test_throttle_split);
 	tcase_add_test(tc, test_table_partitions);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("gsi");
+	tcase_set_timeout(tc, 600);
+	tcase_add_test(tc, test_gsi_split);
+	tcase_add_test(tc, test_gsi_heat_split);
 	suite_add_tcase(s, tc);
 	return s;
 }

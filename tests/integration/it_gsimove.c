@@ -132,30 +132,9 @@ static int other(int g)
 /* A Scan of the GSI, all pages: its entries wherever the map puts them. */
 static long long gsi_scan_count(void)
 {
-	long long total = 0;
-	char *start = NULL;
-	do {
-		char body[1024], *out = NULL;
-		snprintf(
-		    body, sizeof(body),
-		    "{\"TableName\":\"" TABLE "\",\"IndexName\":\"byg\",\"Select\":\"COUNT\"%s%s}",
-		    start != NULL ? ",\"ExclusiveStartKey\":" : "", start != NULL ? start : "");
-		free(start);
-		start = NULL;
-		shoal_error err;
-		int rc = shoal_call_json(client, "Scan", body, &out, &err);
-		ck_assert_msg(rc == SHOAL_OK, "Scan of the GSI: %s: %s", err.exception,
-		              err.message);
-		json_t *j = json_loads(out, 0, NULL);
-		shoal_free(out);
-		ck_assert_ptr_nonnull(j);
-		total += json_integer_value(json_object_get(j, "Count"));
-		json_t *lek = json_object_get(j, "LastEvaluatedKey");
-		if (lek != NULL)
-			start = json_dumps(lek, JSON_COMPACT);
-		json_decref(j);
-	} while (start != NULL);
-	return total;
+	return tl_count_pages(client, "Scan",
+	                      "\"TableName\":\"" TABLE
+	                      "\",\"IndexName\":\"byg\",\"Select\":\"COUNT\"");
 }
 
 static void writer_ok(const char *when)

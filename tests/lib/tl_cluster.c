@@ -708,6 +708,32 @@ double tl_cluster_metric(const tl_cluster *c, const char *name, int group)
 	return m.sum;
 }
 
+long long tl_count_pages(struct shoal_client *client, const char *op, const char *inner)
+{
+	long long total = 0;
+	char *start = NULL;
+	do {
+		char body[4096], *out = NULL;
+		snprintf(body, sizeof(body), "{%s%s%s}", inner,
+		         start != NULL ? ",\"ExclusiveStartKey\":" : "",
+		         start != NULL ? start : "");
+		free(start);
+		start = NULL;
+		shoal_error err;
+		int rc = shoal_call_json(client, op, body, &out, &err);
+		tl_assert_msg(rc == SHOAL_OK, "%s: %s: %s", op, err.exception, err.message);
+		json_t *j = json_loads(out, 0, NULL);
+		shoal_free(out);
+		tl_assert_msg(j != NULL, "%s: an unreadable answer", op);
+		total += json_integer_value(json_object_get(j, "Count"));
+		json_t *lek = json_object_get(j, "LastEvaluatedKey");
+		if (lek != NULL)
+			start = json_dumps(lek, JSON_COMPACT);
+		json_decref(j);
+	} while (start != NULL);
+	return total;
+}
+
 uint32_t tl_table_number(struct shoal_client *client, const char *table)
 {
 	char *out = NULL;

@@ -117,6 +117,12 @@ char *tl_cluster_metrics_text(const tl_cluster *c, int id);
 struct shoal_client;
 uint32_t tl_table_number(struct shoal_client *client, const char *table);
 
+/* The Count of every page of `op` (Query or Scan) asked through client with
+ * the request's members `inner` (a JSON object's members, without braces:
+ * Select COUNT is the caller's), each next page from the last one's
+ * LastEvaluatedKey; a failed call fails the test. */
+long long tl_count_pages(struct shoal_client *client, const char *op, const char *inner);
+
 /* Runs `shoal --endpoint <endpoint> <args>` (args is a shell fragment, quoted
  * by the caller); captures stdout and stderr (malloc'd, caller frees; may be
  * NULL to discard).  Returns the exit code. */

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "tests/lib/testlib.h"
+#include "tests/lib/tl_cluster.h"
 #include "tests/lib/tl_items.h"
 
 #define G_VALUES    7    /* g = "g<v % 7>" */
@@ -317,27 +318,6 @@ static int query_pk(tl_items *t, int pk, long long *sks, long long *vs, int cap)
 }
 
 /* The Count of op over all pages; `inner` is the body without its braces. */
-static long long count_of(tl_items *t, const char *op, const char *inner)
-{
-	long long total = 0;
-	char *start = NULL;
-	do {
-		char body[2048];
-		snprintf(body, sizeof(body), "{%s%s%s}", inner,
-		         start != NULL ? ",\"ExclusiveStartKey\":" : "",
-		         start != NULL ? start : "");
-		free(start);
-		start = NULL;
-		json_t *q = call(t, op, body);
-		total += json_integer_value(json_object_get(q, "Count"));
-		json_t *lek = json_object_get(q, "LastEvaluatedKey");
-		if (lek != NULL)
-			start = json_dumps(lek, JSON_COMPACT);
-		json_decref(q);
-	} while (start != NULL);
-	return total;
-}
-
 void tl_items_check(tl_items *t, const char *when)
 {
 	tl_assert_msg(!t->running, "%s: the check runs with the writer stopped", t->tag);
@@ -415,7 +395,7 @@ void tl_items_check(tl_items *t, const char *when)
 	char inner[1024];
 	/* Scan: every item once. */
 	snprintf(inner, sizeof(inner), "\"TableName\":\"%s\",\"Select\":\"COUNT\"", t->table);
-	long long scanned = count_of(t, "Scan", inner);
+	long long scanned = tl_count_pages(t->c, "Scan", inner);
 	tl_assert_msg(scanned == expected, "%s: %s: Scan counts %lld items, Queries found %lld",
 	              t->tag, when, scanned, expected);
 	/* The LSI holds one entry per item. */
@@ -426,7 +406,7 @@ void tl_items_check(tl_items *t, const char *when)
 		         "\"KeyConditionExpression\":\"pk = :p\",\"ExpressionAttributeValues\":"
 		         "{\":p\":{\"S\":\"p%d\"}},\"Select\":\"COUNT\"",
 		         t->table, pk);
-		lsi += count_of(t, "Query", inner);
+		lsi += tl_count_pages(t->c, "Query", inner);
 	}
 	tl_assert_msg(lsi == expected, "%s: %s: the LSI holds %lld entries for %lld items", t->tag,
 	              when, lsi, expected);
@@ -445,7 +425,7 @@ void tl_items_check(tl_items *t, const char *when)
 			    "\"KeyConditionExpression\":\"g = :g\",\"ExpressionAttributeValues\":"
 			    "{\":g\":{\"S\":\"g%d\"}},\"Select\":\"COUNT\"",
 			    t->table, g);
-			long long got = count_of(t, "Query", inner);
+			long long got = tl_count_pages(t->c, "Query", inner);
 			gsi += got;
 			if (got != gexp[g] && off < 0) {
 				off = g;

@@ -423,47 +423,86 @@ START_TEST(test_move_sequence)
 }
 END_TEST
 
-/* Splits: at the hash that halves the load; a hot key is reported, not split. */
-/* The GSI space (SH_MAP_GSI_SPACE) is the operator's to move: however big or
- * hot its partitions look, and with an empty group to fill, the planner
- * splits and moves only tables'. */
-START_TEST(test_gsi_space_left_alone)
+/* The GSI space (SH_MAP_GSI_SPACE) is planned as a table: a partition of it
+ * too big or too hot splits; an empty new group is given the largest idle
+ * partition, a GSI one if it is the largest; but none of the GSI space's
+ * partitions splits while one of its ranges moves (the copy counts at the
+ * target too), while the table's still do. */
+START_TEST(test_gsi_space_planned)
 {
 	fixture f;
 	char msg[SH_ERRMSG_SIZE];
 	fx_init(&f, 4, 4, 3);
 	ck_assert_int_eq(sh_map_add_table(&f.m, SH_MAP_GSI_SPACE, 3, 3, msg), SHOAL_OK);
-	/* parts sorted by (table, lo): the GSI space's three first. */
+	/* parts sorted by (table, lo): the GSI space's three first; its
+	 * first one too big, its second one too hot. */
 	for (uint32_t i = 0; i < 6; i++)
-		f.pl[i] = f.m.parts[i].table == SH_MAP_GSI_SPACE
-		              ? (sh_plan_part_load){.bytes = 90000000000,
-		                                    .units = 90000,
-		                                    .throttled = 900}
-		              : (sh_plan_part_load){.bytes = 1000000000, .units = 100};
+		f.pl[i] = (sh_plan_part_load){.bytes = 1000000000, .units = 100};
+	ck_assert_uint_eq(f.m.parts[0].table, SH_MAP_GSI_SPACE);
+	f.pl[0].bytes = 9000000000;
+	f.pl[1].units = 900;
+	sh_plan_conf c = small_plan;
+	c.split_bytes = 5000000000;
+	c.split_units = 500;
+	fx_plan(&f, &c);
+	bool big = false, hot = false;
+	for (uint32_t i = 0; i < f.n; i++) {
+		const sh_plan_action *a = &f.out[i];
+		ck_assert_int_ne(a->kind, SH_PLAN_HOT_KEY);
+		if (a->kind != SH_PLAN_SPLIT)
+			continue;
+		ck_assert_uint_eq(a->table, SH_MAP_GSI_SPACE);
+		ck_assert_uint_eq(a->to_group, a->group); /* in place */
+		big |= a->lo == f.m.parts[0].lo && a->reason == SH_PLAN_R_SIZE;
+		hot |= a->lo == f.m.parts[1].lo && a->reason == SH_PLAN_R_HEAT;
+	}
+	ck_assert(big && hot);
+
+	/* A range of the GSI space moving: no split of the GSI space; the
+	 * table's too-big partition still splits. */
+	ck_assert_int_eq(
+	    sh_map_begin_move(&f.m, SH_MAP_GSI_SPACE, f.m.parts[2].lo, f.m.parts[0].group, msg),
+	    SHOAL_OK);
+	f.pl[4].bytes = 9000000000;
+	fx_plan(&f, &c);
+	uint32_t splits = 0;
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.out[i].kind == SH_PLAN_SPLIT) {
+			ck_assert_uint_eq(f.out[i].table, 1);
+			ck_assert_uint_eq(f.out[i].lo, f.m.parts[4].lo);
+			splits++;
+		}
+	ck_assert_uint_eq(splits, 1);
+	sh_map_fini(&f.m);
+
+	/* An empty group made since the birth: the largest idle partition of
+	 * a group holding two goes to it -- a GSI one. */
+	fx_init(&f, 4, 4, 3);
+	ck_assert_int_eq(sh_map_add_table(&f.m, SH_MAP_GSI_SPACE, 3, 3, msg), SHOAL_OK);
+	for (uint32_t i = 0; i < 6; i++)
+		f.pl[i] = (sh_plan_part_load){.bytes = 1000000000, .units = 100};
+	f.pl[1].bytes = 3000000000;
 	uint32_t ids[3] = {2, 3, 4};
 	ck_assert_int_eq(sh_map_create_group(&f.m, 4, ids, 3, msg), SHOAL_OK);
 	ck_assert_int_eq(sh_map_group_founded(&f.m, 4, msg), SHOAL_OK);
 	f.gl[4].leader = 4;
-	sh_plan_conf c = small_plan;
+	c = small_plan;
 	c.birth_groups = 4;
-	c.split_bytes = 5000000000;
-	c.split_units = 500;
-	c.split_throttled = 20;
 	fx_plan(&f, &c);
-	uint32_t acted = 0;
-	for (uint32_t i = 0; i < f.n; i++) {
-		const sh_plan_action *a = &f.out[i];
-		if (a->kind == SH_PLAN_SPLIT || a->kind == SH_PLAN_MOVE_PARTITION ||
-		    a->kind == SH_PLAN_HOT_KEY) {
-			ck_assert_uint_ne(a->table, SH_MAP_GSI_SPACE);
-			acted++;
+	uint32_t moves = 0;
+	for (uint32_t i = 0; i < f.n; i++)
+		if (f.out[i].kind == SH_PLAN_MOVE_PARTITION) {
+			ck_assert_uint_eq(f.out[i].table, SH_MAP_GSI_SPACE);
+			ck_assert_uint_eq(f.out[i].lo, f.m.parts[1].lo);
+			ck_assert_uint_eq(f.out[i].to_group, 4);
+			moves++;
 		}
-	}
-	ck_assert_uint_gt(acted, 0); /* the table's partition still fills group 4 */
+	ck_assert_uint_eq(moves, 1);
 	sh_map_fini(&f.m);
 }
 END_TEST
 
+/* Splits: at the hash that halves the load; a hot key is reported, not split. */
 START_TEST(test_split_point_and_hot_key)
 {
 	fixture f;
@@ -813,7 +852,7 @@ static Suite *plan_suite(void)
 	    TL_TESTS(test_balanced_is_empty, test_no_part_loads, test_partition_move_whole_picture,
 	             test_founding_group_planned_around, test_add_group, test_fill_empty_group,
 	             test_leader_transfers_short_and_end_first, test_repair_dead_node,
-	             test_move_sequence, test_gsi_space_left_alone, test_split_point_and_hot_key,
+	             test_move_sequence, test_gsi_space_planned, test_split_point_and_hot_key,
 	             test_apportion, test_no_quorum_reported, test_nomem, test_sim_converges,
 	             test_sim_tight_limits, test_sim_grows_groups));
 }
