@@ -144,6 +144,36 @@ int tl_parts_leader_of(tl_parts *p, int g)
 	return leader;
 }
 
+long long tl_parts_index_entries(tl_parts *p, int g, const char *table, const char *index)
+{
+	json_t *st = status_json(p);
+	size_t i, k, x;
+	json_t *row, *t, *ix;
+	long long n = -1;
+	json_array_foreach(json_object_get(st, "Groups"), i, row)
+	{
+		const char *role = json_string_value(json_object_get(row, "Role"));
+		if (json_integer_value(json_object_get(row, "Group")) != g || role == NULL ||
+		    strcmp(role, "leader") != 0)
+			continue;
+		json_array_foreach(json_object_get(row, "Tables"), k, t)
+		{
+			const char *name = json_string_value(json_object_get(t, "TableName"));
+			if (name == NULL || strcmp(name, table) != 0)
+				continue;
+			json_array_foreach(json_object_get(t, "Indexes"), x, ix)
+			{
+				const char *in =
+				    json_string_value(json_object_get(ix, "IndexName"));
+				if (in != NULL && strcmp(in, index) == 0)
+					n = json_integer_value(json_object_get(ix, "ItemCount"));
+			}
+		}
+	}
+	json_decref(st);
+	return n;
+}
+
 int64_t tl_parts_wait_served(tl_parts *p, uint64_t h, int to, int secs)
 {
 	int64_t t0 = tl_items_now_ms(), until = t0 + (int64_t)secs * 1000;

@@ -43,6 +43,10 @@ int tl_parts_list(tl_parts *p, tl_part *out, int cap);
 int tl_parts_in_map(tl_parts *p);
 /* The node leading group g (0: none known). */
 int tl_parts_leader_of(tl_parts *p, int g);
+/* The entries of index `index` of `table` stored in group g, as its
+ * leader's row of ClusterStatus says (IndexStats.ItemCount); -1 when no
+ * leader row names them. */
+long long tl_parts_index_entries(tl_parts *p, int g, const char *table, const char *index);
 /* Waits (polling every 50 ms) until hash h's partition is served by group
  * `to` with no move pending; the milliseconds it took.  Fails the test after
  * secs seconds. */
