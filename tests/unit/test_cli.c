@@ -1384,7 +1384,8 @@ static Shoal__HotKey *hot_of(const char *table, const char *index, const char *k
  * (STUDENT), a follower on node 2 whose load must be ignored.  Group 2: the
  * leader on node 3 (term 5), and a stale leader report from node 2 (term 4)
  * that must be ignored too.  Group 0: its leader (node 2, the executor)
- * names cust#7 as a key it does not split, in group 1's upper partition; a
+ * names cust#7 as a key it does not split, in group 1's upper partition,
+ * and STUDENT of GSI byCustomer, in a partition of the GSI space; a
  * follower's stale finding must be ignored.
  */
 static char *capacity_status_json(void)
@@ -1418,10 +1419,12 @@ static char *capacity_status_json(void)
 	u0.lo = 0x8000000000000000ull, u0.hash = 0x9abcdef012345678ull, u0.reason = "load";
 	u0.first_seen_ms = 42000, u0.last_seen_ms = 900;
 	u0f = u0, u0f.key = "{\"S\":\"old\"}";
-	Shoal__UnsplitKey *us0[] = {&u0}, *us0f[] = {&u0f};
+	Shoal__UnsplitKey ug = u0;
+	ug.index = "byCustomer", ug.key = "{\"S\":\"STUDENT\"}", ug.lo = 0x4000000000000000ull;
+	Shoal__UnsplitKey *us0[] = {&u0, &ug}, *us0f[] = {&u0f};
 	Shoal__GroupStatus g0 = SHOAL__GROUP_STATUS__INIT, g0f = SHOAL__GROUP_STATUS__INIT;
 	g0.group = 0, g0.node = 2, g0.role = "leader", g0.term = 2, g0.leader_node = 2;
-	g0.n_unsplit_keys = 1, g0.unsplit_keys = us0;
+	g0.n_unsplit_keys = 2, g0.unsplit_keys = us0;
 	g0f.group = 0, g0f.node = 1, g0f.role = "follower", g0f.term = 2, g0f.leader_node = 2;
 	g0f.n_unsplit_keys = 1, g0f.unsplit_keys = us0f;
 	Shoal__GroupStatus *gs[] = {&g0f, &g0, &g2s, &g1f, &g1, &g2};
@@ -1479,7 +1482,10 @@ START_TEST(test_status_capacity)
 	size_t u7 = at(r.out, "orders                   -                {\"S\":\"cust#7\"}    "
 	                      "                   1 0x8000000000000000 load   1 s ago (first "
 	                      "42 s ago)\n");
-	ck_assert(base2 < ns0 && ns0 < u7);
+	size_t ug = at(r.out, "orders                   byCustomer       {\"S\":\"STUDENT\"}   "
+	                      "                   1 0x4000000000000000 load   1 s ago (first "
+	                      "42 s ago)\n");
+	ck_assert(base2 < ns0 && ns0 < ug && ug < u7); /* by table, group, key */
 	ck_assert_ptr_null(strstr(r.out, "old"));
 	result_free(&r);
 
