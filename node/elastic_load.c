@@ -166,12 +166,19 @@ void el_figures_of(const Shoal__GroupStatus *gs, el_figures *f)
 	}
 	if (has_gsi)
 		f->tables[f->n_tables++] = gsi;
-	/* Room for the hot keys' samples: one each, EL_KEY_SHARDS for a GSI's. */
+	/* Room for the hot keys' samples: one each, a GSI's one per write shard
+	 * (none past EL_KEY_SHARDS). */
 	size_t room = 0;
-	for (size_t k = 0; k < gs->n_hot_keys; k++)
-		room += gs->hot_keys[k]->index != NULL && gs->hot_keys[k]->index[0] != '\0'
-		            ? EL_KEY_SHARDS
-		            : 1;
+	for (size_t k = 0; k < gs->n_hot_keys; k++) {
+		const Shoal__HotKey *h = gs->hot_keys[k];
+		int t = table_at(gs, h->table);
+		const Shoal__IndexStats *ix = t >= 0 && h->index != NULL && h->index[0] != '\0'
+		                                  ? gsi_of(gs->tables[t], h->index)
+		                                  : NULL;
+		room += ix == NULL                          ? 1
+		        : ix->write_shards <= EL_KEY_SHARDS ? ix->write_shards + 1
+		                                            : 0;
+	}
 	if (room > 0 && ((f->keys = sh_calloc(room, sizeof(*f->keys))) == NULL ||
 	                 (f->names = sh_calloc(room, sizeof(*f->names))) == NULL)) {
 		sh_free(f->keys);
