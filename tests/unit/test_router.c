@@ -1316,7 +1316,12 @@ START_TEST(test_wrong_group_retry)
 	int64_t t0 = rt_now_ms();
 	Shoal__Response *resp = roundtrip(rt, &a, get_request(&a, "tbl", moved, true));
 	ck_assert_int_eq(resp->status, SHOAL__STATUS__STATUS_UNAVAILABLE);
-	ck_assert_ptr_nonnull(strstr(resp->message, "moving between storage groups"));
+	/* Said as the wrong-group pause that would pass the deadline -- or,
+	 * when the deadline passes during an attempt (a loaded machine: CI
+	 * once answered otherwise here), as that attempt's. */
+	ck_assert_msg(strstr(resp->message, "moving between storage groups") != NULL ||
+	                  strstr(resp->message, "did not answer within the deadline") != NULL,
+	              "%s", resp->message);
 	ck_assert_int_ge(rt_now_ms() - t0, 300);
 	ck_assert_uint_gt(atomic_load(&rt->metrics.wrong_group), 3); /* 10, 20, 40 ... ms */
 	static char text[1 << 17];
