@@ -163,16 +163,21 @@ void node_shipq_fini(node_shipq *q)
 	q->n_routes = q->cap_routes = 0;
 }
 
-/* Appends x (its seq above the queue's last) to l's queue. */
+/* Appends x (its seq above the list's last) to the list (*head, *tail). */
+static void list_append(node_sdelta **head, node_sdelta **tail, node_sdelta *x)
+{
+	assert(*tail == NULL || (*tail)->d.seq < x->d.seq);
+	x->next = NULL;
+	if (*tail != NULL)
+		(*tail)->next = x;
+	else
+		*head = x;
+	*tail = x;
+}
+
 static void link_append(node_shipq_link *l, node_sdelta *x)
 {
-	assert(l->tail == NULL || l->tail->d.seq < x->d.seq);
-	x->next = NULL;
-	if (l->tail != NULL)
-		l->tail->next = x;
-	else
-		l->head = x;
-	l->tail = x;
+	list_append(&l->head, &l->tail, x);
 	l->n++;
 	l->bytes += delta_cost(x);
 }
@@ -187,30 +192,21 @@ static bool in_held_range(const node_shipq *q, uint64_t hash)
 
 static void held_append(node_shipq *q, node_sdelta *x)
 {
-	assert(q->held_tail == NULL || q->held_tail->d.seq < x->d.seq);
-	x->next = NULL;
-	if (q->held_tail != NULL)
-		q->held_tail->next = x;
-	else
-		q->held_head = x;
-	q->held_tail = x;
+	list_append(&q->held_head, &q->held_tail, x);
 	q->n_held++;
 }
 
 /* Inserts x into the seq-ordered list (*head, *tail). */
 static void insert_sorted(node_sdelta **head, node_sdelta **tail, node_sdelta *x)
 {
-	node_sdelta **at = head, *prev = NULL;
-	while (*at != NULL && (*at)->d.seq < x->d.seq) {
-		prev = *at;
+	node_sdelta **at = head;
+	while (*at != NULL && (*at)->d.seq < x->d.seq)
 		at = &(*at)->next;
-	}
 	assert(*at == NULL || (*at)->d.seq != x->d.seq);
 	x->next = *at;
 	*at = x;
 	if (x->next == NULL)
 		*tail = x;
-	(void)prev;
 }
 
 int node_shipq_push(node_shipq *q, const st_delta *d)

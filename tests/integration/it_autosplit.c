@@ -830,9 +830,12 @@ START_TEST(test_gsi_heat_split)
 	       "first split for heat after %lld ms, %d partitions\n",
 	       rounds + 1, ITEMS, (long long)(first - t0), n);
 	ck_assert_int_ge(parts_in_group(SH_MAP_GSI_SPACE, 1, los, 16), 2);
-	ck_assert_int_ge(tl_cluster_log_count(&C, 1, "(heat:") +
-	                     tl_cluster_log_count(&C, 2, "(heat:") +
-	                     tl_cluster_log_count(&C, 3, "(heat:"),
+	/* Group 1's index partition split for heat (size splits are off), in
+	 * place: the base table's heat splits log "(heat:" too, so the log
+	 * says only that the executor split the GSI space. */
+	ck_assert_int_ge(tl_cluster_log_count(&C, 1, "table 0 [") +
+	                     tl_cluster_log_count(&C, 2, "table 0 [") +
+	                     tl_cluster_log_count(&C, 3, "table 0 ["),
 	                 1);
 	/* Every item in the GSI once (polled: the index is fed asynchronously). */
 	for (int64_t until2 = now_ms() + 30000;; usleep(200000)) {
