@@ -84,17 +84,10 @@ void plan_splits(plan *p)
 	uint32_t left = c->max_splits ? c->max_splits : UINT32_MAX;
 	if (c->hold_splits)
 		return;
-	/* A range of the GSI space being copied counts at its target too
-	 * (per-index figures, kept nowhere apart): the GSI space's figures
-	 * are wrong until the move is over (and a load window after). */
-	bool gsi_moving = false;
-	for (uint32_t i = sh_map_part_of(m, SH_MAP_GSI_SPACE, 0);
-	     i != SH_MAP_NONE && i < m->n_parts && m->parts[i].table == SH_MAP_GSI_SPACE; i++)
-		gsi_moving |= m->parts[i].to_group != SH_MAP_NONE;
 	for (uint32_t i = 0; i < m->n_parts && left > 0 && p->n < p->cap; i++) {
 		const sh_map_part *x = &m->parts[i];
 		const sh_plan_part_load *l = &p->in->parts[i];
-		if (x->to_group != SH_MAP_NONE || (gsi_moving && x->table == SH_MAP_GSI_SPACE))
+		if (x->to_group != SH_MAP_NONE)
 			continue;
 		bool big = c->split_bytes && l->bytes > c->split_bytes;
 		bool hot = (c->split_units > 0 && l->units > c->split_units) ||

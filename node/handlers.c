@@ -621,6 +621,9 @@ int node_handle_group_status(node_call *c)
 	uint32_t n_prog;
 	if ((rc = st_index_progress_list(env, c->arena, &prog, &n_prog, c->errmsg)) != SHOAL_OK)
 		return rc;
+	/* The entries of what this group serves (storage/parts.h, Counting). */
+	if ((rc = st_part_uncount_indexes(env, prog, n_prog, c->errmsg)) != SHOAL_OK)
+		return rc;
 	if ((rc = all_tables(c, &names, &n)) != SHOAL_OK)
 		return rc;
 	gs->tables = sh_arena_calloc(c->arena, n, sizeof(*gs->tables));

@@ -187,6 +187,45 @@ typedef struct pm_held {
 	st_part_held held;
 } pm_held;
 
+/* Held figures off the wire (a PartStatus's, a PartRange's): index entries
+ * known only if every one is well formed and they fit (else the source
+ * counts its entries until purged: storage/parts.h, Counting). */
+static void held_from_pb(st_part_held *h, uint64_t items, uint64_t bytes, bool ix_known, size_t n,
+                         Shoal__HeldIndex *const *ix)
+{
+	h->items = items;
+	h->bytes = bytes;
+	h->ix_known = ix_known && n <= ST_PART_HELD_IX;
+	h->n_ix = 0;
+	for (size_t i = 0; h->ix_known && i < n; i++) {
+		if (ix[i] == NULL || ix[i]->index == 0 || ix[i]->index > UINT16_MAX) {
+			h->ix_known = false;
+			break;
+		}
+		h->ix[h->n_ix++] = (st_part_held_ix){ix[i]->table, (uint16_t)ix[i]->index,
+		                                     ix[i]->items, ix[i]->bytes};
+	}
+	if (!h->ix_known)
+		h->n_ix = 0;
+}
+
+/* h's index entries as wire messages in x and p (ST_PART_HELD_IX each):
+ * *n of them, *known as h says. */
+static void held_to_pb(const st_part_held *h, Shoal__HeldIndex *x, Shoal__HeldIndex **p,
+                       protobuf_c_boolean *known, size_t *n)
+{
+	*known = h->ix_known;
+	*n = 0;
+	for (uint32_t i = 0; h->ix_known && i < h->n_ix && i < ST_PART_HELD_IX; i++) {
+		shoal__held_index__init(&x[i]);
+		x[i].table = h->ix[i].table;
+		x[i].index = h->ix[i].index;
+		x[i].items = h->ix[i].items;
+		x[i].bytes = h->ix[i].bytes;
+		p[(*n)++] = &x[i];
+	}
+}
+
 /* Sends nr to node dest and waits for the answer; the code of the answer
  * (SHOAL_E_UNAVAILABLE: none), *leader the NOT_LEADER hint, *held (may be
  * NULL) the answer's held figures. */
@@ -234,8 +273,11 @@ static int rpc(node_pmove *pm, uint32_t dest, Shoal__NodeRequest *nr, uint32_t *
 	}
 	*leader = r.nr->leader_node;
 	const Shoal__PartStatus *ps = r.nr->part_status;
-	if (held != NULL && code == SHOAL_OK && ps != NULL && ps->held_known)
-		*held = (pm_held){true, {ps->held_items, ps->held_bytes}};
+	if (held != NULL && code == SHOAL_OK && ps != NULL && ps->held_known) {
+		held->known = true;
+		held_from_pb(&held->held, ps->held_items, ps->held_bytes, ps->held_indexes_known,
+		             ps->n_held_indexes, ps->held_indexes);
+	}
 	shoal__node_response__free_unpacked(r.nr, wire_heap_allocator());
 	return code;
 }
@@ -322,10 +364,13 @@ static int propose_range(node_pmove *pm, node_group *g, Shoal__CommandOp__OpCase
 	r.hi = m->hi;
 	r.to_group = m->to_group;
 	r.attempt = attempt;
+	Shoal__HeldIndex hx[ST_PART_HELD_IX], *hp[ST_PART_HELD_IX];
 	if (held != NULL) {
 		r.held_known = true;
 		r.held_items = held->items;
 		r.held_bytes = held->bytes;
+		held_to_pb(held, hx, hp, &r.held_indexes_known, &r.n_held_indexes);
+		r.held_indexes = hp;
 	}
 	r.handover = handover;
 	Shoal__CommandOp op = SHOAL__COMMAND_OP__INIT;
@@ -390,7 +435,7 @@ static int send_ingest(node_pmove *pm, pm_move *m, bool reset, uint8_t **keys, s
 	pi.values = v;
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.part_ingest = &pi;
-	pm_held held = {false, {0, 0}};
+	pm_held held = {.known = false};
 	int rc = rpc_leader(pm, m->to_group, &nr, &held, msg);
 	sh_free(k);
 	sh_free(v);
@@ -1218,7 +1263,9 @@ int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 	case SHOAL__COMMAND_OP__OP_PART_PURGE: {
 		bool done = false;
 		const Shoal__PartRange *r = op->part_purge;
-		st_part_held held = {r->held_items, r->held_bytes};
+		st_part_held held;
+		held_from_pb(&held, r->held_items, r->held_bytes, r->held_indexes_known,
+		             r->n_held_indexes, r->held_indexes);
 		int rc = r->handover ? st_part_handover(c->txn, r->table, r->lo,
 		                                        r->held_known ? &held : NULL, c->msg)
 		                     : st_part_purge(c->txn, r->table, r->lo, PM_PURGE_ITEMS,
@@ -1276,6 +1323,12 @@ int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 			ps->held_known = true;
 			ps->held_items = held.items;
 			ps->held_bytes = held.bytes;
+			Shoal__HeldIndex *x = sh_arena_calloc(c->a, ST_PART_HELD_IX, sizeof(*x));
+			Shoal__HeldIndex **p = sh_arena_calloc(c->a, ST_PART_HELD_IX, sizeof(*p));
+			if (x == NULL || p == NULL)
+				return sh_errf(c->msg, SHOAL_E_NOMEM, "out of memory");
+			held_to_pb(&held, x, p, &ps->held_indexes_known, &ps->n_held_indexes);
+			ps->held_indexes = p;
 			c->nr->part_status = ps;
 		}
 		return rc;

@@ -166,12 +166,14 @@ static int log_drop(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg)
 	return st_delete_prefix(txn, txn->env->meta, k, sizeof(k), "delete(meta move log)", errmsg);
 }
 
-/* Deletes the log, its last seq ('N') and (with_rec) the record of
- * (table, lo). */
+/* Deletes the log, its last seq ('N'), the index entries held ('H') and
+ * (with_rec) the record of (table, lo). */
 static int rec_forget(st_txn *txn, uint32_t table, uint64_t lo, bool with_rec, char *errmsg)
 {
 	uint8_t k[PT_KEY];
 	int rc = log_drop(txn, table, lo, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_part_held_ix_drop(txn, table, lo, errmsg);
 	st_part_key(k, PT_LAST, table, lo);
 	if (rc == SHOAL_OK)
 		rc = meta_del(txn, k, sizeof(k), "mdb_del(meta move log seq)", errmsg);
@@ -301,7 +303,7 @@ int st_part_uncount(st_env *env, st_table_info *info, char *errmsg)
 	int rc = st_read_txn_begin(env, &txn, errmsg);
 	if (rc != SHOAL_OK)
 		return rc;
-	st_part_held h = {0, 0};
+	st_part_held h = {0};
 	rc = walk_overlaps(txn, env, info->def.id, 0, UINT64_MAX, held_fn, &h, errmsg);
 	mdb_txn_abort(txn);
 	if (rc == SHOAL_OK) {
@@ -722,17 +724,23 @@ static int table_by_id(st_txn *txn, uint32_t table, sh_arena *a, st_table_info *
 	return rc;
 }
 
+void st_part_index_range(uint32_t table, uint16_t index, uint64_t lo, uint64_t hi, st_key *from,
+                         st_key *to, bool *has_to)
+{
+	st_key_hash_bound(from, table, index, lo);
+	if (hi != UINT64_MAX) {
+		st_key_hash_bound(to, table, index, hi + 1);
+		*has_to = true;
+	} else {
+		st_key_table(to, table, index);
+		*has_to = st_key_prefix_end(to);
+	}
+}
+
 void st_part_base_range(uint32_t table, uint64_t lo, uint64_t hi, st_key *from, st_key *to,
                         bool *has_to)
 {
-	st_key_hash_bound(from, table, 0, lo);
-	if (hi != UINT64_MAX) {
-		st_key_hash_bound(to, table, 0, hi + 1);
-		*has_to = true;
-	} else {
-		st_key_table(to, table, 0);
-		*has_to = st_key_prefix_end(to);
-	}
+	st_part_index_range(table, 0, lo, hi, from, to, has_to);
 }
 
 bool st_part_key_before(const MDB_val *k, const st_key *to, bool has_to)
@@ -864,13 +872,14 @@ static int delete_range(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, s
 }
 
 /* The FENCED range r stops counting here: it holds `range` (NULL: not
- * known, 0) from now on. */
+ * known, 0; its index entries: when known) from now on. */
 static int hand_over(st_txn *txn, st_part_rec *r, const st_part_held *range, char *errmsg)
 {
 	r->counted = true;
 	r->held_items = range != NULL ? range->items : 0;
 	r->held_bytes = range != NULL ? range->bytes : 0;
-	return rec_put(txn, r, errmsg);
+	int rc = rec_put(txn, r, errmsg);
+	return rc == SHOAL_OK ? st_part_held_ix_set(txn, r->table, r->lo, range, errmsg) : rc;
 }
 
 int st_part_handover(st_txn *txn, uint32_t table, uint64_t lo, const st_part_held *range,
@@ -918,18 +927,27 @@ int st_part_purge(st_txn *txn, uint32_t table, uint64_t lo, uint32_t max_items,
 	sh_arena_init(&a);
 	bool more = false;
 	held_delta d = {0, 0};
-	if (table == ST_PART_GSI) {
+	/* What the deletes take from the index counters, the record holds no
+	 * more (parts.h, Counting). */
+	st_part_ixsnap before = {0, NULL};
+	if (max_items > 0)
+		rc = st_part_ixsnap_take(txn->txn, txn->env, table, &a, &before, errmsg);
+	if (rc == SHOAL_OK && table == ST_PART_GSI) {
 		if (max_items > 0) {
 			rc = st_part_gsi_delete(txn, r.lo, r.hi, max_items, &a, &more, errmsg);
+			if (rc == SHOAL_OK)
+				rc = st_part_held_ix_moved(txn, &r, &before, &a, errmsg);
 		} else {
 			rc = st_part_gsi_has_entries(txn->txn, txn->env, r.lo, r.hi, &more, errmsg);
 		}
-	} else if (max_items > 0) {
+	} else if (rc == SHOAL_OK && max_items > 0) {
 		/* more false: what was there fitted in max_items and is gone. */
 		rc = delete_range(txn, table, r.lo, r.hi, max_items, &a, &more, &d, errmsg);
 		if (rc == SHOAL_OK)
 			rc = held_put(txn, &r, &d, errmsg);
-	} else {
+		if (rc == SHOAL_OK)
+			rc = st_part_held_ix_moved(txn, &r, &before, &a, errmsg);
+	} else if (rc == SHOAL_OK) {
 		st_key *keys;
 		size_t n;
 		rc = base_keys(txn->txn, txn->env, table, r.lo, r.hi, 1, &a, &keys, &n, &more,
@@ -1021,22 +1039,26 @@ static int ingest_put(st_txn *txn, uint32_t table, uint64_t lo, uint64_t attempt
 }
 
 /* Stores [lo, hi], a piece of record r, with r's state; recount: its held
- * figures are what it holds (counted), else r's are kept (zero). */
+ * figures are what it holds (counted), items and index entries, else r's
+ * are kept (zero, no index entries). */
 static int piece_put(st_txn *txn, const st_part_rec *r, uint64_t lo, uint64_t hi, bool recount,
                      char *errmsg)
 {
 	st_part_rec piece = *r;
 	piece.lo = lo;
 	piece.hi = hi;
-	if (recount) {
-		st_part_held h;
-		int rc = st_part_range_items(txn->txn, txn->env, r->table, lo, hi, &h, errmsg);
-		if (rc != SHOAL_OK)
-			return rc;
-		piece.held_items = h.items;
-		piece.held_bytes = h.bytes;
-	}
-	return rec_put(txn, &piece, errmsg);
+	if (!recount)
+		return rec_put(txn, &piece, errmsg);
+	st_part_held h;
+	int rc = st_part_range_items(txn->txn, txn->env, r->table, lo, hi, &h, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_part_range_entries(txn->txn, txn->env, r->table, lo, hi, &h, errmsg);
+	if (rc != SHOAL_OK)
+		return rc;
+	piece.held_items = h.items;
+	piece.held_bytes = h.bytes;
+	rc = rec_put(txn, &piece, errmsg);
+	return rc == SHOAL_OK ? st_part_held_ix_set(txn, r->table, lo, &h, errmsg) : rc;
 }
 
 /* Removes the overlap of the AWAY records c (those overlapping [lo, hi])
@@ -1050,13 +1072,20 @@ static int away_carve(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, con
 		st_part_rec r = c->r[i];
 		uint8_t kb[PT_KEY];
 		st_part_key(kb, PT_REC, table, r.lo);
-		/* A piece of a record holding items holds those of its own
-		 * range (parts.h, Counting): counted again. */
-		bool recount = r.counted && (r.held_items > 0 || r.held_bytes > 0);
+		/* A piece of a record holding items or index entries holds
+		 * those of its own range (parts.h, Counting): counted again. */
+		st_part_held ix;
+		rc = st_part_held_ix_get(txn->txn, txn->env, table, r.lo, &ix, errmsg);
+		bool recount = r.counted && (r.held_items > 0 || r.held_bytes > 0 || ix.n_ix > 0 ||
+		                             !ix.ix_known);
+		if (rc != SHOAL_OK)
+			break;
 		if (r.lo < lo)
 			rc = piece_put(txn, &r, r.lo, lo - 1, recount, errmsg);
 		else
 			rc = meta_del(txn, kb, sizeof(kb), "mdb_del(meta partition)", errmsg);
+		if (rc == SHOAL_OK && r.lo >= lo)
+			rc = st_part_held_ix_drop(txn, table, r.lo, errmsg);
 		if (rc == SHOAL_OK && r.hi > hi)
 			rc = piece_put(txn, &r, hi + 1, r.hi, recount, errmsg);
 	}
@@ -1223,10 +1252,32 @@ static int ingest_current(const ingest_state *s, uint32_t table, uint64_t lo, ui
 	return SHOAL_OK;
 }
 
-/* st_part_ingest of the GSI space: entries, no items to count (held 0). */
+/* The chunk just written (index counters `before` it) is held by the
+ * range's AWAY record at lo, as its base items are (held_put did); *held
+ * (may be NULL): what that record holds now. */
+static int ingest_held(st_txn *txn, uint32_t table, uint64_t lo, const held_delta *d,
+                       const st_part_ixsnap *before, sh_arena *a, st_part_held *held, char *errmsg)
+{
+	first_arg f = {.states = 1u << ST_PART_AWAY};
+	int rc = walk_overlaps(txn->txn, txn->env, table, lo, lo, first_fn, &f, errmsg);
+	if (rc != SHOAL_OK || !f.found)
+		return rc;
+	rc = held_put(txn, &f.r, d, errmsg);
+	if (rc == SHOAL_OK)
+		rc = st_part_held_ix_moved(txn, &f.r, before, a, errmsg);
+	if (rc == SHOAL_OK && f.r.counted && held != NULL) {
+		held->items = f.r.held_items;
+		held->bytes = f.r.held_bytes;
+		rc = st_part_held_ix_get(txn->txn, txn->env, table, f.r.lo, held, errmsg);
+	}
+	return rc;
+}
+
+/* st_part_ingest of the GSI space: entries, held by the range's record as
+ * index entries (no items). */
 static int gsi_ingest(st_txn *txn, uint64_t lo, uint64_t hi, uint64_t attempt, bool reset, size_t n,
                       const uint8_t *const *keys, const size_t *klens, const uint8_t *const *vals,
-                      const size_t *vlens, sh_arena *a, char *errmsg)
+                      const size_t *vlens, sh_arena *a, st_part_held *held, char *errmsg)
 {
 	ingest_state s;
 	int rc = ingest_get(txn->txn, txn->env, ST_PART_GSI, lo, &s, errmsg);
@@ -1245,8 +1296,11 @@ static int gsi_ingest(st_txn *txn, uint64_t lo, uint64_t hi, uint64_t attempt, b
 		 * for it wait at their sources meanwhile. */
 		rc = away_carve(txn, ST_PART_GSI, lo, hi, &c, errmsg);
 		if (rc == SHOAL_OK) {
-			st_part_rec r = {
-			    .table = ST_PART_GSI, .lo = lo, .hi = hi, .state = ST_PART_AWAY};
+			st_part_rec r = {.table = ST_PART_GSI,
+			                 .lo = lo,
+			                 .hi = hi,
+			                 .state = ST_PART_AWAY,
+			                 .counted = true};
 			rc = rec_put(txn, &r, errmsg);
 		}
 		bool more;
@@ -1255,8 +1309,14 @@ static int gsi_ingest(st_txn *txn, uint64_t lo, uint64_t hi, uint64_t attempt, b
 		if (rc == SHOAL_OK)
 			rc = ingest_put(txn, ST_PART_GSI, lo, attempt, false, 0, errmsg);
 	}
+	st_part_ixsnap before;
+	if (rc == SHOAL_OK)
+		rc = st_part_ixsnap_take(txn->txn, txn->env, ST_PART_GSI, a, &before, errmsg);
 	if (rc == SHOAL_OK)
 		rc = st_part_gsi_write(txn, lo, hi, d, n, a, errmsg);
+	held_delta none = {0, 0};
+	if (rc == SHOAL_OK)
+		rc = ingest_held(txn, ST_PART_GSI, lo, &none, &before, a, held, errmsg);
 	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }
 
@@ -1265,15 +1325,18 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
                    const uint8_t *const *vals, const size_t *vlens, sh_arena *a, st_part_held *held,
                    char *errmsg)
 {
-	if (held != NULL)
-		*held = (st_part_held){0, 0};
+	if (held != NULL) {
+		held->items = held->bytes = 0;
+		held->ix_known = false;
+		held->n_ix = 0;
+	}
 	if (txn->sticky != SHOAL_OK)
 		return sticky(txn, errmsg);
 	if (lo > hi)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
 		               "partition range [%016" PRIx64 ", %016" PRIx64 "] is empty", lo, hi);
 	if (table == ST_PART_GSI)
-		return gsi_ingest(txn, lo, hi, attempt, reset, n, keys, klens, vals, vlens, a,
+		return gsi_ingest(txn, lo, hi, attempt, reset, n, keys, klens, vals, vlens, a, held,
 		                  errmsg);
 	st_table_info t;
 	bool found;
@@ -1325,6 +1388,9 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 			rc =
 			    ingest_put(txn, table, lo, attempt, false, t.def.next_index_id, errmsg);
 	}
+	st_part_ixsnap before;
+	if (rc == SHOAL_OK)
+		rc = st_part_ixsnap_take(txn->txn, txn->env, table, a, &before, errmsg);
 	bool raw = txn->part_raw;
 	txn->part_raw = true;
 	held_delta d = {0, 0};
@@ -1335,15 +1401,9 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 		rc = raw_write(txn, &t, &k, items[i], a, &d, errmsg);
 	}
 	txn->part_raw = raw;
-	/* The chunk's items are held by the range's AWAY record (the
-	 * reset's). */
-	if (rc == SHOAL_OK) {
-		first_arg f = {.states = 1u << ST_PART_AWAY};
-		rc = walk_overlaps(txn->txn, txn->env, table, lo, lo, first_fn, &f, errmsg);
-		if (rc == SHOAL_OK && f.found)
-			rc = held_put(txn, &f.r, &d, errmsg);
-		if (rc == SHOAL_OK && f.found && f.r.counted && held != NULL)
-			*held = (st_part_held){f.r.held_items, f.r.held_bytes};
-	}
+	/* The chunk's items and LSI entries are held by the range's AWAY
+	 * record (the reset's). */
+	if (rc == SHOAL_OK)
+		rc = ingest_held(txn, table, lo, &d, &before, a, held, errmsg);
 	return rc == SHOAL_OK ? SHOAL_OK : st_part_fail(txn, rc, errmsg);
 }

@@ -52,6 +52,10 @@
  *   0x05 'X' | table (4) | lo (8) | id (16)  -> (empty): transaction id,
  *                                               prepared while the range was
  *                                               OUT, holds items of it
+ *   0x05 'H' | table (4) | lo (8) |          -> items (8) | bytes (8): index
+ *        ix table (4) | ix index (2)            entries the counted record at
+ *                                               (table, lo) holds (Counting;
+ *                                               absent: none)
  *   0x05 'Y' | id (16)                       -> n x (table (4) | lo (8)): the
  *                                               'X' records of transaction id
  *                                               (st_txn_prepare writes them,
@@ -82,9 +86,19 @@
  * target's own and the source's handover (one Raft entry's commit), when
  * both count it.  A record that loses part of its range
  * (an AWAY record carved by another move) has its held figures counted
- * again for what is left.  LSI
- * entries are not in these figures: an LSI's ItemCount counts a moving
- * range's entries on both groups until the purge (GSI entries do not move).
+ * again for what is left.
+ *
+ * Index entries the same way (since 2026-11-28, later): a counted record
+ * also holds, per (table, index), the entries of the range stored here and
+ * not counted -- a table's range its LSI entries, a range of the GSI space
+ * (below) its GSI entries -- in 'H' records (layout above), which
+ * st_part_uncount_indexes takes from the index counters (IndexStats,
+ * DescribeTable's index ItemCount, the planner's GSI bytes).  The target's
+ * ingest keeps them (the change of the index counters a chunk makes), its
+ * answer and the handover carry them (st_part_held.ix), the purge takes
+ * away what it deletes.  A handover without them (ix_known false: more
+ * (table, index) pairs than ST_PART_HELD_IX, or figures not known) leaves
+ * the source counting its entries until purged.
  *
  * Records are replicated state: they travel in Raft snapshots with the rest
  * of meta.  The environment keeps in memory whether any 'R' record may exist
@@ -158,9 +172,22 @@ typedef struct st_part_rec {
 	uint64_t held_items, held_bytes;
 } st_part_rec;
 
-/* Base items and their bytes (st_item_size) of a range. */
+/* Index entries of one (table, index) and their bytes (st_item_size). */
+typedef struct st_part_held_ix {
+	uint32_t table;
+	uint16_t index;
+	uint64_t items, bytes;
+} st_part_held_ix;
+
+#define ST_PART_HELD_IX 64 /* (table, index) pairs a st_part_held carries */
+
+/* Base items and their bytes (st_item_size) of a range, and (ix_known) its
+ * index entries: ix[0 .. n_ix-1], one per (table, index) holding any. */
 typedef struct st_part_held {
 	uint64_t items, bytes;
+	bool ix_known;
+	uint32_t n_ix;
+	st_part_held_ix ix[ST_PART_HELD_IX];
 } st_part_held;
 
 /* "OUT", "FENCED", "AWAY" ("?" otherwise). */
@@ -264,9 +291,10 @@ int st_part_own(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t 
  * hash in [lo, hi], every item must decode and carry that key (else
  * SHOAL_E_VALIDATION and nothing written).  SHOAL_E_NOT_FOUND if there is
  * no such table.  Scratch memory from a.  *held (may be NULL): what the
- * range's AWAY record holds after the chunk (Counting, above; zero if it
- * keeps no figures), which the source's handover takes once the copy is
- * complete. */
+ * range's AWAY record holds after the chunk, base items and index entries
+ * (Counting, above; zero if it keeps no figures), which the source's
+ * handover takes once the copy is complete.  A range of the GSI space:
+ * st_part_gsi_check's entries instead of items. */
 int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64_t attempt,
                    bool reset, size_t n, const uint8_t *const *keys, const size_t *klens,
                    const uint8_t *const *vals, const size_t *vlens, sh_arena *a, st_part_held *held,
@@ -279,8 +307,9 @@ int st_part_ingest(st_txn *txn, uint32_t table, uint64_t lo, uint64_t hi, uint64
 /* The items of the range recorded at (table, lo), for a purge's handover:
  * *counted true (and *out zero) when the record keeps its figures
  * already or is not FENCED (nothing to count), else *out counts the range's
- * base items -- every item read and decoded, in one read transaction with
- * the record.  SHOAL_E_NOT_FOUND without a record. */
+ * base items and index entries (its LSI entries; a GSI range's entries) --
+ * every one read and decoded, in one read transaction with the record.
+ * SHOAL_E_NOT_FOUND without a record. */
 int st_part_held_count(st_env *env, uint32_t table, uint64_t lo, st_part_held *out, bool *counted,
                        char *errmsg);
 
@@ -288,6 +317,12 @@ int st_part_held_count(st_env *env, uint32_t table, uint64_t lo, st_part_held *o
  * the table without counting it (Counting, above): the figures DescribeTable
  * and GroupStatus give.  One branch when the environment has no record. */
 int st_part_uncount(st_env *env, st_table_info *info, char *errmsg);
+
+/* The same for index entries (Counting, above): takes away from p[0 .. n-1]
+ * (st_index_progress_list's) the entries each index holds here without
+ * counting them.  One branch when the environment has no record. */
+struct st_index_progress;
+int st_part_uncount_indexes(st_env *env, struct st_index_progress *p, uint32_t n, char *errmsg);
 
 /* Every range record, in (table, lo) order; *out in a (NULL when n is 0). */
 int st_part_list(st_env *env, sh_arena *a, st_part_rec **out, size_t *n, char *errmsg);

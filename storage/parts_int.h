@@ -19,6 +19,7 @@
 #define PT_WAITS   'W' /* | table | lo -> n x txn id (16), prepared at the OUT */
 #define PT_TXN_IN  'X' /* | table | lo | txn id (16) -> (empty) */
 #define PT_TXN     'Y' /* | txn id (16) -> n x (table (4) | lo (8)) */
+#define PT_HELD    'H' /* | table | lo | ix table (4) | ix index (2) -> items | bytes */
 #define PT_KEY     14  /* 0x05 | kind | table (4) | lo (8) */
 #define PT_LOG_KEY 22  /* ... | seq (8) */
 #define PT_REC_VAL                                                                                 \
@@ -70,6 +71,10 @@ int st_part_range_items(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, 
  * [*from, *to) (has_to false: to the end of the table's base keys). */
 void st_part_base_range(uint32_t table, uint64_t lo, uint64_t hi, st_key *from, st_key *to,
                         bool *has_to);
+/* The same for the keys of (table, index): an LSI's entries (index 0: the
+ * base items). */
+void st_part_index_range(uint32_t table, uint16_t index, uint64_t lo, uint64_t hi, st_key *from,
+                         st_key *to, bool *has_to);
 /* Whether LMDB key k sorts before `to` (always when !has_to). */
 bool st_part_key_before(const MDB_val *k, const st_key *to, bool has_to);
 
@@ -83,6 +88,34 @@ int st_part_key_push(sh_arena *a, st_key **keys, size_t *n, size_t *cap, const M
 /* The record holding hash of table (any state), if r->state != 0. */
 int st_part_rec_at(MDB_txn *txn, st_env *env, uint32_t table, uint64_t hash, st_part_rec *r,
                    char *errmsg);
+
+/* --- index entries held (parts_held.c; parts.h, Counting) -------------- */
+
+/* The index counters (st_ix_state) of the indexes whose entries lie in
+ * ranges of `table`: its LSIs, or (ST_PART_GSI) every GSI.  Taken before a
+ * move's own writes, so that st_part_held_ix_moved adds their change. */
+typedef struct st_part_ixsnap {
+	uint32_t n;
+	st_part_held_ix *v;
+} st_part_ixsnap;
+int st_part_ixsnap_take(MDB_txn *txn, st_env *env, uint32_t table, sh_arena *a, st_part_ixsnap *s,
+                        char *errmsg);
+/* Adds what the index counters changed since `before` to the entries held
+ * by r (nothing unless r is counted). */
+int st_part_held_ix_moved(st_txn *txn, const st_part_rec *r, const st_part_ixsnap *before,
+                          sh_arena *a, char *errmsg);
+/* The entries held by the record at (table, lo) become h's (none when h is
+ * NULL or !h->ix_known); drop: none. */
+int st_part_held_ix_set(st_txn *txn, uint32_t table, uint64_t lo, const st_part_held *h,
+                        char *errmsg);
+int st_part_held_ix_drop(st_txn *txn, uint32_t table, uint64_t lo, char *errmsg);
+/* h->ix (and ix_known) from the record at (table, lo)'s 'H' records. */
+int st_part_held_ix_get(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, st_part_held *h,
+                        char *errmsg);
+/* h->ix (and ix_known) counted off the data: the index entries of ranges
+ * of `table` in [lo, hi] (each decoded). */
+int st_part_range_entries(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, uint64_t hi,
+                          st_part_held *h, char *errmsg);
 
 /* --- the GSI space (parts_gsi.c) ----------------------------------------- */
 

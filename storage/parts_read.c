@@ -67,7 +67,7 @@ int st_part_range_items(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, 
 	st_key from, to;
 	bool has_to;
 	st_part_base_range(table, lo, hi, &from, &to, &has_to);
-	*out = (st_part_held){0, 0};
+	out->items = out->bytes = 0;
 	MDB_cursor *c;
 	int mrc = mdb_cursor_open(txn, env->data, &c);
 	if (mrc != 0)
@@ -103,7 +103,9 @@ int st_part_range_items(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, 
 int st_part_held_count(st_env *env, uint32_t table, uint64_t lo, st_part_held *out, bool *counted,
                        char *errmsg)
 {
-	*out = (st_part_held){0, 0};
+	out->items = out->bytes = 0;
+	out->ix_known = false;
+	out->n_ix = 0;
 	*counted = false;
 	MDB_txn *txn;
 	int rc = st_read_txn_begin(env, &txn, errmsg);
@@ -119,6 +121,8 @@ int st_part_held_count(st_env *env, uint32_t table, uint64_t lo, st_part_held *o
 		*counted = true;
 	else if (rc == SHOAL_OK)
 		rc = st_part_range_items(txn, env, table, r.lo, r.hi, out, errmsg);
+	if (rc == SHOAL_OK && !*counted)
+		rc = st_part_range_entries(txn, env, table, r.lo, r.hi, out, errmsg);
 	mdb_txn_abort(txn);
 	return rc;
 }

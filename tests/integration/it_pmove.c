@@ -10,7 +10,7 @@
  *    leader drives the copy -- is killed with SIGKILL while the move is under
  *    way, then restarted: the next leader starts a new attempt and finishes;
  *  - every process restarts: the map, and where every item lives, survive;
- *  - DescribeTable's ItemCount never counts an item twice while a third
+ *  - DescribeTable's ItemCount (and its LSI's) never counts an item twice while a third
  *    move is pending, and is exact after it.
  *
  * The writer puts new items, updates and deletes preloaded ones, one at a
@@ -154,6 +154,7 @@ START_TEST(test_pmove)
 	bool pending = tl_parts_of(&P, in2, &part) && part.moving == 2;
 	for (;;) {
 		long long got = tl_items_described(items);
+		long long lsi = tl_items_described_index(items, "byl"); /* an entry per item */
 		bool was = pending;
 		pending = tl_parts_of(&P, in2, &part) && part.moving == 2;
 		samples++;
@@ -162,6 +163,10 @@ START_TEST(test_pmove)
 			    got <= n,
 			    "ItemCount %lld while the move is pending, the table holds %lld", got,
 			    n);
+			ck_assert_msg(lsi <= n,
+			              "the LSI's ItemCount %lld while the move is pending, the "
+			              "table holds %lld items",
+			              lsi, n);
 			judged++;
 		}
 		if (part.group == 2 && part.moving == 0)
@@ -171,8 +176,12 @@ START_TEST(test_pmove)
 	for (long long got; (got = tl_items_described(items)) != n; usleep(50000))
 		ck_assert_msg(tl_items_now_ms() - t0 < 240000,
 		              "ItemCount %lld after the move, the table holds %lld", got, n);
-	printf("pmove: ItemCount during the move of partition 2: %d samples, %d while it was "
-	       "pending, none above %lld; %lld after it\n",
+	for (long long got; (got = tl_items_described_index(items, "byl")) != n; usleep(50000))
+		ck_assert_msg(tl_items_now_ms() - t0 < 240000,
+		              "the LSI's ItemCount %lld after the move, the table holds %lld items",
+		              got, n);
+	printf("pmove: ItemCount (and the LSI's) during the move of partition 2: %d samples, %d "
+	       "while it was pending, none above %lld; %lld after it\n",
 	       samples, judged, n, n);
 	tl_items_check(items, "after the move of partition 2");
 

@@ -452,16 +452,41 @@ long long tl_items_checked(const tl_items *t)
 	return t->checked;
 }
 
-long long tl_items_described(tl_items *t)
+/* DescribeTable's ItemCount of the table (index NULL) or of one index. */
+static long long described(tl_items *t, const char *index)
 {
 	char body[512];
 	snprintf(body, sizeof(body), "{\"TableName\":\"%s\"}", t->table);
 	json_t *d = call(t, "DescribeTable", body);
-	json_t *n = json_object_get(json_object_get(d, "Table"), "ItemCount");
-	tl_assert_msg(json_is_integer(n), "%s: DescribeTable: no ItemCount", t->tag);
+	json_t *desc = json_object_get(d, "Table"), *n = NULL;
+	if (index == NULL)
+		n = json_object_get(desc, "ItemCount");
+	const char *lists[2] = {"LocalSecondaryIndexes", "GlobalSecondaryIndexes"};
+	for (int l = 0; index != NULL && l < 2; l++) {
+		size_t i;
+		json_t *x;
+		json_array_foreach(json_object_get(desc, lists[l]), i, x)
+		{
+			const char *name = json_string_value(json_object_get(x, "IndexName"));
+			if (name != NULL && strcmp(name, index) == 0)
+				n = json_object_get(x, "ItemCount");
+		}
+	}
+	tl_assert_msg(json_is_integer(n), "%s: DescribeTable: no ItemCount of %s", t->tag,
+	              index != NULL ? index : "the table");
 	long long count = json_integer_value(n);
 	json_decref(d);
 	return count;
+}
+
+long long tl_items_described(tl_items *t)
+{
+	return described(t, NULL);
+}
+
+long long tl_items_described_index(tl_items *t, const char *index)
+{
+	return described(t, index);
 }
 
 /* --- the stream ----------------------------------------------------------------- */

@@ -76,6 +76,8 @@ void tl_items_check(tl_items *t, const char *when);
 long long tl_items_checked(const tl_items *t);
 /* DescribeTable's ItemCount of the table. */
 long long tl_items_described(tl_items *t);
+/* ... and of its index "byl" (the LSI) or "byg" (the GSI). */
+long long tl_items_described_index(tl_items *t, const char *index);
 
 /* The stream check (the writer stopped; the table made with a stream): every
  * shard of DescribeStream (all pages) read from TRIM_HORIZON to its end,

@@ -416,6 +416,7 @@ static void check_counters(st_env *e)
 typedef struct range_arg {
 	uint64_t lo, hi;
 	bool inside;
+	uint16_t index; /* 0: base items; 1: the LSI's entries */
 	st_part_held h;
 } range_arg;
 
@@ -423,7 +424,7 @@ static int range_fn(void *arg, const void *k, size_t kl, const void *v, size_t v
 {
 	range_arg *r = arg;
 	const uint8_t *b = k;
-	if (kl < ST_KEY_HEADER || st_get_be32(b) != TID || st_get_be16(b + 4) != 0)
+	if (kl < ST_KEY_HEADER || st_get_be32(b) != TID || st_get_be16(b + 4) != r->index)
 		return SHOAL_OK;
 	uint64_t h = st_get_be64(b + 6);
 	if ((h >= r->lo && h <= r->hi) != r->inside)
@@ -435,14 +436,21 @@ static int range_fn(void *arg, const void *k, size_t kl, const void *v, size_t v
 	return SHOAL_OK;
 }
 
-static st_part_held in_range(st_env *e, uint64_t lo, uint64_t hi, bool inside)
+/* Entries of index `index` (0: base items) of table T in e with hashes
+ * inside [lo, hi] (or outside it). */
+static st_part_held in_range_ix(st_env *e, uint16_t index, uint64_t lo, uint64_t hi, bool inside)
 {
-	range_arg r = {lo, hi, inside, {0, 0}};
+	range_arg r = {lo, hi, inside, index, {0}};
 	st_view *v;
 	ck_assert_int_eq(st_view_begin(e, &v, tl_msg), SHOAL_OK);
 	ck_assert_int_eq(st_view_foreach(v, ST_DBI_DATA, range_fn, &r, tl_msg), SHOAL_OK);
 	st_view_end(v);
 	return r.h;
+}
+
+static st_part_held in_range(st_env *e, uint64_t lo, uint64_t hi, bool inside)
+{
+	return in_range_ix(e, 0, lo, hi, inside);
 }
 
 /* What e counts of table T (DescribeTable, GroupStatus). */
@@ -451,7 +459,38 @@ static st_part_held served(st_env *e)
 	st_table_info t;
 	ck_assert_int_eq(st_table_describe(e, "Tab", &tl_arena, &t, tl_msg), SHOAL_OK);
 	ck_assert_msg(st_part_uncount(e, &t, tl_msg) == SHOAL_OK, "%s", tl_msg);
-	return (st_part_held){t.item_count, t.size_bytes};
+	st_part_held h = {.items = t.item_count, .bytes = t.size_bytes};
+	return h;
+}
+
+/* What e counts of the LSI's entries (GroupStatus's IndexStats). */
+static st_part_held served_lsi(st_env *e)
+{
+	st_index_progress *p;
+	uint32_t n;
+	ck_assert_int_eq(st_index_progress_list(e, &tl_arena, &p, &n, tl_msg), SHOAL_OK);
+	ck_assert_msg(st_part_uncount_indexes(e, p, n, tl_msg) == SHOAL_OK, "%s", tl_msg);
+	st_part_held h = {0};
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].local) {
+			h.items = p[i].item_count;
+			h.bytes = p[i].size_bytes;
+		}
+	return h;
+}
+
+/* The LSI's entries h says it holds. */
+static st_part_held held_lsi(const st_part_held *h)
+{
+	st_part_held x = {0};
+	ck_assert(h->ix_known);
+	for (uint32_t i = 0; i < h->n_ix; i++) {
+		ck_assert_uint_eq(h->ix[i].table, TID);
+		ck_assert_uint_eq(h->ix[i].index, 1);
+		x.items = h->ix[i].items;
+		x.bytes = h->ix[i].bytes;
+	}
+	return x;
 }
 
 /* Who counts the range [lo, hi] of a move. */
@@ -464,7 +503,7 @@ enum { BY_SOURCE, BY_NONE, BY_TARGET };
 static void check_counted_once(uint64_t lo, uint64_t hi, int by, const char *when)
 {
 	st_part_held out = in_range(tl_env, lo, hi, false);
-	st_part_held in = by == BY_NONE ? (st_part_held){0, 0}
+	st_part_held in = by == BY_NONE ? (st_part_held){0}
 	                                : in_range(by == BY_TARGET ? tgt : tl_env, lo, hi, true);
 	st_part_held s = served(tl_env), t = served(tgt);
 	/* Until it owns the range, the target's record holds exactly the
@@ -484,6 +523,16 @@ static void check_counted_once(uint64_t lo, uint64_t hi, int by, const char *whe
 	ck_assert_msg(
 	    s.items + t.items == out.items + in.items && s.bytes + t.bytes == out.bytes + in.bytes,
 	    "%s: counted %" PRIu64 " + %" PRIu64 " items (%" PRIu64 " + %" PRIu64
+	    " bytes), hold %" PRIu64 " (%" PRIu64 ")",
+	    when, s.items, t.items, s.bytes, t.bytes, out.items + in.items, out.bytes + in.bytes);
+	/* The same for the LSI's entries, which live with the items. */
+	out = in_range_ix(tl_env, 1, lo, hi, false);
+	in = by == BY_NONE ? (st_part_held){0}
+	                   : in_range_ix(by == BY_TARGET ? tgt : tl_env, 1, lo, hi, true);
+	s = served_lsi(tl_env), t = served_lsi(tgt);
+	ck_assert_msg(
+	    s.items + t.items == out.items + in.items && s.bytes + t.bytes == out.bytes + in.bytes,
+	    "%s: counted %" PRIu64 " + %" PRIu64 " LSI entries (%" PRIu64 " + %" PRIu64
 	    " bytes), hold %" PRIu64 " (%" PRIu64 ")",
 	    when, s.items, t.items, s.bytes, t.bytes, out.items + in.items, out.bytes + in.bytes);
 }
@@ -1166,6 +1215,9 @@ START_TEST(test_counts_of_unserved_ranges)
 	ck_assert_uint_gt(raw.items, 0);
 	ck_assert_uint_eq(served(tgt).items, 0);
 	ck_assert_uint_eq(served(tgt).bytes, 0);
+	ck_assert_uint_gt(in_range_ix(tgt, 1, 0, UINT64_MAX, true).items, 0);
+	ck_assert_uint_eq(served_lsi(tgt).items, 0);
+	ck_assert_uint_eq(served_lsi(tgt).bytes, 0);
 	/* Another move into the target over (mid, hi2]: attempt 1's record
 	 * keeps [lo, mid] and counts what is there. */
 	copy_all(mid + 1, hi2, 2, &log_last);
@@ -1186,6 +1238,13 @@ START_TEST(test_counts_of_unserved_ranges)
 	st_part_held left = in_range(tgt, lo, mid, true);
 	ck_assert_uint_eq(r[0].held_items, left.items);
 	ck_assert_uint_eq(r[0].held_bytes, left.bytes);
+	/* The LSI's entries likewise: those of (mid, hi2] count. */
+	want = in_range_ix(tgt, 1, mid + 1, hi2, true);
+	ck_assert_uint_gt(want.items, 0);
+	ck_assert_uint_gt(in_range_ix(tgt, 1, lo, mid, true).items, 0);
+	got = served_lsi(tgt);
+	ck_assert_uint_eq(got.items, want.items);
+	ck_assert_uint_eq(got.bytes, want.bytes);
 
 	/* The source: a purge told nothing counts the range until it is gone. */
 	st_part_held all = in_range(tl_env, 0, UINT64_MAX, true);
@@ -1209,11 +1268,18 @@ START_TEST(test_counts_of_unserved_ranges)
 	ck_assert_int_eq(finish(t, st_part_handover(t, TID, lo, &in, tl_msg)), SHOAL_E_VALIDATION);
 	ck_assert_int_eq(p_fence(tl_env, lo), SHOAL_OK);
 	ck_assert_uint_eq(served(tl_env).items, all.items);
-	ck_assert_int_eq(p_handover(tl_env, lo, NULL), SHOAL_OK);
+	st_part_held all_lsi = in_range_ix(tl_env, 1, 0, UINT64_MAX, true);
+	st_part_held in_lsi = in_range_ix(tl_env, 1, lo, hi, true);
+	ck_assert_uint_gt(in_lsi.items, 0);
+	ck_assert_uint_eq(served_lsi(tl_env).items, all_lsi.items);
+	ck_assert_int_eq(p_handover(tl_env, lo, NULL), SHOAL_OK); /* the leader's count */
 	got = served(tl_env);
 	ck_assert_uint_eq(got.items, all.items - in.items);
 	ck_assert_uint_eq(got.bytes, all.bytes - in.bytes);
-	st_part_held wrong = {1, 1};
+	got = served_lsi(tl_env);
+	ck_assert_uint_eq(got.items, all_lsi.items - in_lsi.items);
+	ck_assert_uint_eq(got.bytes, all_lsi.bytes - in_lsi.bytes);
+	st_part_held wrong = {.items = 1, .bytes = 1};
 	ck_assert_int_eq(st_txn_begin(tl_env, &t, tl_msg), SHOAL_OK);
 	ck_assert_int_eq(finish(t, st_part_handover(t, TID, lo, &wrong, tl_msg)), SHOAL_OK);
 	ck_assert_uint_eq(served(tl_env).items, all.items - in.items);
@@ -1230,6 +1296,10 @@ START_TEST(test_counts_of_unserved_ranges)
 	got = served(tl_env);
 	ck_assert_uint_eq(got.items, all.items - in.items);
 	ck_assert_uint_eq(got.bytes, all.bytes - in.bytes);
+	got = served_lsi(tl_env);
+	ck_assert_uint_eq(got.items, all_lsi.items - in_lsi.items);
+	ck_assert_uint_eq(got.bytes, all_lsi.bytes - in_lsi.bytes);
+	ck_assert_uint_eq(count_meta(tl_env, 0x05, 'H'), 0); /* none held when AWAY */
 	list(tl_env, &r, &n);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(r[0].state, ST_PART_AWAY);
@@ -1469,6 +1539,12 @@ START_TEST(test_copy_and_replay_random)
 	st_part_held want = in_range(tl_env, lo, hi, true);
 	ck_assert_uint_eq(ingest_held.items, want.items);
 	ck_assert_uint_eq(ingest_held.bytes, want.bytes);
+	/* ... and the range's LSI entries. */
+	want = in_range_ix(tl_env, 1, lo, hi, true);
+	ck_assert_uint_gt(want.items, 0);
+	st_part_held lsi = held_lsi(&ingest_held);
+	ck_assert_uint_eq(lsi.items, want.items);
+	ck_assert_uint_eq(lsi.bytes, want.bytes);
 	ck_assert_int_eq(p_handover(tl_env, lo, &ingest_held), SHOAL_OK);
 	check_counted_once(lo, hi, BY_NONE, "handed over");
 	ck_assert_int_eq(p_own(tgt, lo, hi, 1), SHOAL_OK);

@@ -375,6 +375,31 @@ static uint64_t counted(int e)
 	return s.item_count;
 }
 
+/* The GSI's entries e counts (IndexStats): those of the ranges it serves
+ * (storage/parts.h, Counting). */
+static uint64_t served(int e)
+{
+	st_index_progress *p;
+	uint32_t n;
+	ck_assert_int_eq(st_index_progress_list(env[e], &tl_arena, &p, &n, tl_msg), SHOAL_OK);
+	ck_assert_msg(st_part_uncount_indexes(env[e], p, n, tl_msg) == SHOAL_OK, "%s", tl_msg);
+	for (uint32_t i = 0; i < n; i++)
+		if (p[i].table_id == TID && p[i].index_id == gsi_id)
+			return p[i].item_count;
+	ck_abort_msg("no progress entry of the GSI");
+	return 0;
+}
+
+/* e counts every entry it holds, except those of the moving range unless
+ * with_range. */
+static void check_served(int e, bool with_range, const char *when)
+{
+	uint64_t want = entries(e, 0, UINT64_MAX) - (with_range ? 0 : entries(e, R_LO, R_HI));
+	uint64_t got = served(e);
+	ck_assert_msg(got == want, "%s: group %d counts %" PRIu64 " entries, serves %" PRIu64, when,
+	              e, got, want);
+}
+
 /* --- the move --------------------------------------------------------------- */
 
 static int p_call(int e, int (*fn)(st_txn *, void *), void *arg)
@@ -409,6 +434,14 @@ static int do_purge(st_txn *t, void *arg)
 	return st_part_purge(t, ST_PART_GSI, R_LO, 5, NULL, arg, tl_msg);
 }
 
+static int do_handover(st_txn *t, void *arg)
+{
+	return st_part_handover(t, ST_PART_GSI, R_LO, arg, tl_msg);
+}
+
+/* What U's last ingest answered it holds of the range. */
+static st_part_held last_held;
+
 typedef struct own_arg {
 	st_part_mark *m;
 	size_t n;
@@ -432,7 +465,7 @@ static int ingest(bool reset, size_t n, uint8_t **k, size_t *kl, uint8_t **v, si
 	ck_assert_int_eq(st_txn_begin(env[U], &t, tl_msg), SHOAL_OK);
 	return finish(t, st_part_ingest(t, ST_PART_GSI, R_LO, R_HI, 1, reset, n,
 	                                (const uint8_t *const *)k, kl, (const uint8_t *const *)v,
-	                                vl, &tl_arena, NULL, tl_msg));
+	                                vl, &tl_arena, &last_held, tl_msg));
 }
 
 static void copy(uint64_t *log_seq)
@@ -515,10 +548,22 @@ static void run(bool aborted)
 	work(40);
 	replay(&log_seq);
 	work(20);
+	check_served(T, true, "copied");
+	check_served(U, false, "copied"); /* held until owned */
 	ck_assert_msg(p_call(T, do_fence, NULL) == SHOAL_OK, "fence: %s", tl_msg);
 	work(60); /* deltas of the range refused at T from now on */
 	replay(&log_seq);
 	ck_assert_uint_gt(refusals[T], 0);
+	check_served(T, true, "fenced");
+	check_served(U, false, "fenced");
+	/* U's last ingest answered the range's entries, which T holds too. */
+	ck_assert(last_held.ix_known);
+	ck_assert_uint_eq(last_held.n_ix, 1);
+	ck_assert_uint_eq(last_held.ix[0].table, TID);
+	ck_assert_uint_eq(last_held.ix[0].index, gsi_id);
+	ck_assert_uint_eq(last_held.ix[0].items, entries(U, R_LO, R_HI));
+	ck_assert_uint_eq(last_held.ix[0].items, entries(T, R_LO, R_HI));
+	ck_assert_uint_gt(last_held.ix[0].items, 0);
 
 	if (aborted) {
 		/* The move is given up: T serves the range again, with the
@@ -537,12 +582,19 @@ static void run(bool aborted)
 		    st_part_gsi_marks(env[T], R_LO, R_HI, &tl_arena, &o.m, &o.n, tl_msg), SHOAL_OK);
 		ck_assert_uint_gt(o.n, 0);
 		ck_assert_msg(p_call(U, do_own, &o) == SHOAL_OK, "own: %s", tl_msg);
+		check_served(U, true, "owned");
+		/* The source's handover, as pmove.c does it after the own. */
+		st_part_held h = last_held;
+		ck_assert_msg(p_call(T, do_handover, &h) == SHOAL_OK, "handover: %s", tl_msg);
+		check_served(T, false, "handed over");
 		forget_held(U);
 		work(60);
+		check_served(U, true, "owned");
 		bool done = false;
 		int purges = 0;
 		while (!done) {
 			ck_assert_msg(p_call(T, do_purge, &done) == SHOAL_OK, "purge: %s", tl_msg);
+			check_served(T, false, "purging");
 			purges++;
 			work(5);
 		}
@@ -571,6 +623,8 @@ static void run(bool aborted)
 	uint64_t at_t = entries(T, 0, UINT64_MAX), at_u = entries(U, 0, UINT64_MAX);
 	ck_assert_uint_eq(counted(T), at_t);
 	ck_assert_uint_eq(counted(U), at_u);
+	check_served(T, true, "at the end");
+	check_served(U, !aborted, "at the end"); /* aborted: U holds the copy */
 	printf("%s: %" PRIu64 " entries at T, %" PRIu64 " at U, %" PRIu64
 	       " in the range; refusals T %d, U %d; %d deltas sent again\n",
 	       aborted ? "aborted" : "moved", at_t, at_u, entries(REF, R_LO, R_HI), refusals[T],
