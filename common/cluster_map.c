@@ -9,6 +9,7 @@
 #include "cluster_map.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "alloc.h"
@@ -158,6 +159,14 @@ const sh_map_group *sh_map_group_get(const sh_map *m, uint32_t id)
 {
 	uint32_t i = group_lower(m, id);
 	return i < m->n_groups && m->groups[i].id == id ? &m->groups[i] : NULL;
+}
+
+const char *sh_map_table_label(uint32_t table, char *buf)
+{
+	if (table == SH_MAP_GSI_SPACE)
+		return "the GSI space";
+	snprintf(buf, SH_MAP_TABLE_LABEL, "table %u", table);
+	return buf;
 }
 
 uint32_t sh_map_part_of(const sh_map *m, uint32_t table, uint64_t hash)

@@ -7,10 +7,10 @@
  * state machine to its copy, encoded into Raft entries and snapshots with
  * sh_map_encode, and cached by routers and nodes.
  *
- * Not wired yet: today's router and node still place with common/cluster.h.
- * sh_map_from_conf + sh_map_add_table(t, D, D) (D = sh_cluster_partitions(c)) gives
- * exactly that placement (tests/unit/test_cluster_map.c checks it), so the
- * switch changes no answer.
+ * A table not in the map yet is placed statically (common/cluster.h), and
+ * sh_map_from_conf + sh_map_add_table(t, D, D) (D = sh_cluster_partitions(c))
+ * gives exactly that placement (tests/unit/test_cluster_map.c checks it), so
+ * a table entering the map moves nothing.
  *
  * Pure: no clock, no I/O, no globals.  The map owns its three arrays
  * (sh_malloc'd); pointers returned by lookups are valid until the next
@@ -62,7 +62,8 @@
 #define SH_MAP_NONE    UINT32_MAX /* "no group / no partition" */
 /* The "table" of the GSI space: the index partitions of every GSI, by
  * st_index_hash (storage/parts.h, "The GSI space"); table ids start at 1.
- * Moved and split by operators only: the planner leaves it alone. */
+ * Moved and split as a table's partitions are, by operators and by the
+ * planner. */
 #define SH_MAP_GSI_SPACE      0u
 #define SH_MAP_GROUP_REPLICAS 10 /* replication (<= 7) + 1 during a move + catch-up */
 #define SH_MAP_MAX_NODES      (1u << 16)
@@ -138,6 +139,12 @@ bool sh_map_equal(const sh_map *a, const sh_map *b);
 
 const sh_map_node *sh_map_node_get(const sh_map *m, uint32_t id);
 const sh_map_group *sh_map_group_get(const sh_map *m, uint32_t id);
+/* How logs name map table `table`: "table 7", or "the GSI space"; buf holds
+ * SH_MAP_TABLE_LABEL bytes.  SH_MAP_TABLE(t): the same in a buffer of the
+ * calling expression's. */
+#define SH_MAP_TABLE_LABEL 24
+const char *sh_map_table_label(uint32_t table, char *buf);
+#define SH_MAP_TABLE(t) sh_map_table_label((t), (char[SH_MAP_TABLE_LABEL]){0})
 /* Index into m->parts of the partition of `table` holding `hash`, or
  * SH_MAP_NONE if the table has no partitions. */
 uint32_t sh_map_part_of(const sh_map *m, uint32_t table, uint64_t hash);

@@ -1038,9 +1038,9 @@ static bool partition_moves(node_elastic *e)
 			 * its source pinned, which only the source's driver has
 			 * (pmove.c): it tells the target once it sees the map. */
 			begin(e, s, r.table == SH_MAP_GSI_SPACE ? 1 : 2,
-			      "table %u [%016" PRIx64 ", %016" PRIx64
+			      "%s [%016" PRIx64 ", %016" PRIx64
 			      "]: cut over from group %u to group %u",
-			      r.table, r.lo, r.hi, r.from, r.to);
+			      SH_MAP_TABLE(r.table), r.lo, r.hi, r.from, r.to);
 			return true;
 		}
 	}
@@ -1078,10 +1078,11 @@ static void hot_key(node_elastic *e, const sh_plan_action *a)
 		return;
 	atomic_fetch_add(&e->hot_keys, 1);
 	node_logf(NODE_LOG_WARN,
-	          "elastic: table %u partition at %016" PRIx64 " in group %u: a single hot key "
+	          "elastic: %s partition at %016" PRIx64 " in group %u: a single hot key "
 	          "(hash %016" PRIx64 ") carries most of its %s; it is not split (a split cannot "
 	          "divide one key's load)",
-	          a->table, a->lo, a->group, a->at, a->reason == SH_PLAN_R_SIZE ? "size" : "load");
+	          SH_MAP_TABLE(a->table), a->lo, a->group, a->at,
+	          a->reason == SH_PLAN_R_SIZE ? "size" : "load");
 }
 
 /* The planner's view as one log phrase: each node's leaders and units, then
@@ -1149,9 +1150,9 @@ static bool waits_for_gsi(node_elastic *e, uint32_t table)
 				creating = true, name = p[i].index;
 	if (creating && node_now_ns() >= e->gsi_log_ns) {
 		node_logf(NODE_LOG_INFO,
-		          "elastic: table %u: its partitions move once its index %s, being "
+		          "elastic: %s: its partitions move once its index %s, being "
 		          "created, is ACTIVE",
-		          table, name);
+		          SH_MAP_TABLE(table), name);
 		e->gsi_log_ns = node_now_ns() + 60ull * 1000000000u;
 	}
 	sh_arena_fini(&a);
@@ -1235,9 +1236,8 @@ static void plan_and_act(node_elastic *e)
 	catalog_vs_map(e, &gone, &missing);
 	if (missing != 0) {
 		sub s = {.kind = SUB_MAP, .mut = MUT_ADD_TABLE, .table = missing};
-		begin(e, &s, 1,
-		      "table %u: into the cluster map with %u partitions (table_partitions)",
-		      missing, sh_cluster_table_partitions(e->n->conf));
+		begin(e, &s, 1, "%s: into the cluster map with %u partitions (table_partitions)",
+		      SH_MAP_TABLE(missing), sh_cluster_table_partitions(e->n->conf));
 		sh_free(tables);
 		sh_free(parts);
 		sh_free(samples);
@@ -1246,7 +1246,8 @@ static void plan_and_act(node_elastic *e)
 	}
 	if (gone != 0) {
 		sub s = {.kind = SUB_MAP, .mut = MUT_DROP_TABLE, .table = gone};
-		begin(e, &s, 1, "table %u: deleted, its partitions out of the cluster map", gone);
+		begin(e, &s, 1, "%s: deleted, its partitions out of the cluster map",
+		      SH_MAP_TABLE(gone));
 		sh_free(tables);
 		sh_free(parts);
 		sh_free(samples);
@@ -1259,9 +1260,9 @@ static void plan_and_act(node_elastic *e)
 	if (add >= 0) {
 		sub s = {.kind = SUB_MAP, .mut = MUT_ADD_TABLE, .table = tables[add].table};
 		begin(e, &s, 1,
-		      "table %u: into the cluster map (%" PRIu64 " bytes, %.0f units/s, %.1f "
+		      "%s: into the cluster map (%" PRIu64 " bytes, %.0f units/s, %.1f "
 		      "throttled/s in group %u), so that its partitions can split",
-		      tables[add].table, tables[add].bytes, tables[add].units,
+		      SH_MAP_TABLE(tables[add].table), tables[add].bytes, tables[add].units,
 		      tables[add].throttled, tables[add].group);
 		sh_free(tables);
 		sh_free(parts);
@@ -1422,11 +1423,11 @@ static void plan_and_act(node_elastic *e)
 			             .at = a->at,
 			             .to_group = a->to_group};
 			begin(e, s, 1,
-			      "table %u [%016" PRIx64 ", ...] in group %u: split at %016" PRIx64
+			      "%s [%016" PRIx64 ", ...] in group %u: split at %016" PRIx64
 			      ", upper half to group %u (%s: %" PRIu64
 			      " bytes, %.0f units/s, %.0f throttled/s)",
-			      a->table, a->lo, a->group, a->at, a->to_group, why, load_bytes[i],
-			      load_units[i], load_throttled[i]);
+			      SH_MAP_TABLE(a->table), a->lo, a->group, a->at, a->to_group, why,
+			      load_bytes[i], load_units[i], load_throttled[i]);
 			return;
 		case SH_PLAN_MOVE_PARTITION:
 			if (waits_for_gsi(e, a->table))
@@ -1438,11 +1439,11 @@ static void plan_and_act(node_elastic *e)
 			             .lo = a->lo,
 			             .to_group = a->to_group};
 			begin(e, s, 1,
-			      "table %u partition at %016" PRIx64
+			      "%s partition at %016" PRIx64
 			      ": begin its move from group %u to group %u (%s: %" PRIu64
 			      " bytes, %.0f units/s)",
-			      a->table, a->lo, a->group, a->to_group, why, load_bytes[i],
-			      load_units[i]);
+			      SH_MAP_TABLE(a->table), a->lo, a->group, a->to_group, why,
+			      load_bytes[i], load_units[i]);
 			return;
 		case SH_PLAN_ADD_GROUP: {
 			char ids[64] = "";
@@ -1523,9 +1524,9 @@ static int part_as_planned(const sh_map *m, const sub *s, uint32_t *i, char *err
 	if (*i == SH_MAP_NONE || m->parts[*i].group != s->group ||
 	    m->parts[*i].to_group != SH_MAP_NONE)
 		return sh_errf(errmsg, SHOAL_E_VALIDATION,
-		               "table %u's partition at %016" PRIx64
+		               "%s's partition at %016" PRIx64
 		               " is no longer in group %u, or is moving",
-		               s->table, s->lo, s->group);
+		               SH_MAP_TABLE(s->table), s->lo, s->group);
 	return SHOAL_OK;
 }
 
@@ -1602,9 +1603,9 @@ static int mutate(sh_map *m, const sh_cluster_conf *conf, const sub *s, char *er
 		if (i == SH_MAP_NONE || m->parts[i].to_group != s->group ||
 		    sh_map_part_hi(m, i) != s->hi)
 			return sh_errf(errmsg, SHOAL_E_VALIDATION,
-			               "the move of table %u's partition at %016" PRIx64
+			               "the move of %s's partition at %016" PRIx64
 			               " is no longer in the map",
-			               s->table, s->lo);
+			               SH_MAP_TABLE(s->table), s->lo);
 		return sh_map_finish_move(m, s->table, s->lo, errmsg);
 	}
 	}

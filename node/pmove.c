@@ -466,8 +466,8 @@ static int define_at_target(node_pmove *pm, node_group *g, const pm_move *m, cha
 		rc = rpc_leader(pm, m->to_group, &nr, NULL, msg);
 	}
 	node_logf(rc == SHOAL_OK ? NODE_LOG_INFO : NODE_LOG_WARN,
-	          "pmove: group %u table %u: defined at group %u, which did not have it%s%s",
-	          m->group, m->table, m->to_group, rc == SHOAL_OK ? "" : ": ",
+	          "pmove: group %u %s: defined at group %u, which did not have it%s%s", m->group,
+	          SH_MAP_TABLE(m->table), m->to_group, rc == SHOAL_OK ? "" : ": ",
 	          rc == SHOAL_OK ? "" : msg);
 	sh_arena_fini(&a);
 	return rc;
@@ -504,8 +504,8 @@ static void test_hold_fenced(node_pmove *pm, const pm_move *m)
 	if (pm->test_fenced_ms == 0)
 		return;
 	node_logf(NODE_LOG_WARN,
-	          "pmove: group %u table %u [%016" PRIx64 "]: test hold of %u ms in FENCED",
-	          m->group, m->table, m->lo, pm->test_fenced_ms);
+	          "pmove: group %u %s [%016" PRIx64 "]: test hold of %u ms in FENCED", m->group,
+	          SH_MAP_TABLE(m->table), m->lo, pm->test_fenced_ms);
 	int64_t until = sh_now_ms() + (int64_t)pm->test_fenced_ms;
 	pthread_mutex_lock(&pm->mu);
 	while (!pm->stop && sh_now_ms() < until) {
@@ -687,9 +687,10 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 		if ((rc = copy_range(pm, g, m, msg)) != SHOAL_OK)
 			return rc;
 		node_logf(NODE_LOG_INFO,
-		          "pmove: group %u table %u [%016" PRIx64 ", %016" PRIx64
-		          "]: copied %" PRIu64 " items to group %u (attempt %016" PRIx64 ")",
-		          m->group, m->table, m->lo, m->hi, m->copied, m->to_group, m->attempt);
+		          "pmove: group %u %s [%016" PRIx64 ", %016" PRIx64 "]: copied %" PRIu64
+		          " items to group %u (attempt %016" PRIx64 ")",
+		          m->group, SH_MAP_TABLE(m->table), m->lo, m->hi, m->copied, m->to_group,
+		          m->attempt);
 	}
 	if (rec->state == ST_PART_OUT && m->phase == SHOAL__PART_STATUS__PHASE__COPYING) {
 		if ((rc = ship_log(pm, g, m, PM_FENCE_BACKLOG, msg)) != SHOAL_OK)
@@ -702,10 +703,9 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 		if (rc != SHOAL_OK)
 			return rc;
 		node_logf(NODE_LOG_INFO,
-		          "pmove: group %u table %u [%016" PRIx64
-		          "]: fenced (reads and writes of the "
+		          "pmove: group %u %s [%016" PRIx64 "]: fenced (reads and writes of the "
 		          "range refused until the cutover)",
-		          m->group, m->table, m->lo);
+		          m->group, SH_MAP_TABLE(m->table), m->lo);
 	}
 	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__FENCED);
 	if ((rc = ship_log(pm, g, m, 0, msg)) != SHOAL_OK)
@@ -731,9 +731,9 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 	}
 	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__READY);
 	node_logf(NODE_LOG_INFO,
-	          "pmove: group %u table %u [%016" PRIx64 "]: fenced and drained, ready for the "
+	          "pmove: group %u %s [%016" PRIx64 "]: fenced and drained, ready for the "
 	          "cutover to group %u",
-	          m->group, m->table, m->lo, m->to_group);
+	          m->group, SH_MAP_TABLE(m->table), m->lo, m->to_group);
 	/* The range is refused until the cutover: tell the executor now
 	 * rather than at its next poll (a lost push costs only that poll). */
 	Shoal__PartRange r;
@@ -743,9 +743,8 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 	nr.part_ready = &r;
 	char why[SH_ERRMSG_SIZE];
 	if (rpc_leader(pm, 0, &nr, NULL, why) != SHOAL_OK)
-		node_logf(NODE_LOG_DEBUG,
-		          "pmove: group %u table %u [%016" PRIx64 "]: part_ready: %s", m->group,
-		          m->table, m->lo, why);
+		node_logf(NODE_LOG_DEBUG, "pmove: group %u %s [%016" PRIx64 "]: part_ready: %s",
+		          m->group, SH_MAP_TABLE(m->table), m->lo, why);
 	return SHOAL_OK;
 }
 
@@ -806,9 +805,9 @@ static bool range_count(node_group *g, const pm_move *m, st_part_held *held)
 	if (st_part_held_count(node_group_env(g), m->table, m->lo, held, &counted, msg) == SHOAL_OK)
 		return !counted;
 	node_logf(NODE_LOG_WARN,
-	          "pmove: group %u table %u [%016" PRIx64 "]: counting the range: %s (it counts "
+	          "pmove: group %u %s [%016" PRIx64 "]: counting the range: %s (it counts "
 	          "here until purged)",
-	          m->group, m->table, m->lo, msg);
+	          m->group, SH_MAP_TABLE(m->table), m->lo, msg);
 	return false;
 }
 
@@ -826,13 +825,14 @@ static void handover(node_pmove *pm, node_group *g, const pm_move *m, const st_p
 		return;
 	if (propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_PURGE, m, 0, &m->held, true, NULL,
 	                  msg) != SHOAL_OK)
-		node_logf(NODE_LOG_WARN, "pmove: group %u table %u [%016" PRIx64 "]: handover: %s",
-		          m->group, m->table, m->lo, msg);
+		node_logf(NODE_LOG_WARN, "pmove: group %u %s [%016" PRIx64 "]: handover: %s",
+		          m->group, SH_MAP_TABLE(m->table), m->lo, msg);
 	else
 		node_logf(NODE_LOG_INFO,
-		          "pmove: group %u table %u [%016" PRIx64 "]: handed over to group %u: "
+		          "pmove: group %u %s [%016" PRIx64 "]: handed over to group %u: "
 		          "%" PRIu64 " items, %" PRIu64 " bytes no longer counted here",
-		          m->group, m->table, m->lo, m->to_group, m->held.items, m->held.bytes);
+		          m->group, SH_MAP_TABLE(m->table), m->lo, m->to_group, m->held.items,
+		          m->held.bytes);
 }
 
 /* Deletes the range here, chunk by chunk, until it is AWAY.  Each chunk
@@ -855,9 +855,8 @@ static void purge(node_pmove *pm, node_group *g, pm_move *m)
 		                       counted ? NULL : &held, false, &ph, msg);
 		counted = true; /* the first entry records it; later ones ignore it */
 		if (rc != SHOAL_OK) {
-			node_logf(NODE_LOG_WARN,
-			          "pmove: group %u table %u [%016" PRIx64 "]: purge: %s", m->group,
-			          m->table, m->lo, msg);
+			node_logf(NODE_LOG_WARN, "pmove: group %u %s [%016" PRIx64 "]: purge: %s",
+			          m->group, SH_MAP_TABLE(m->table), m->lo, msg);
 			return;
 		}
 		int64_t took = sh_now_ms() - t0;
@@ -875,9 +874,9 @@ static void purge(node_pmove *pm, node_group *g, pm_move *m)
 	pthread_mutex_unlock(&pm->mu);
 	atomic_fetch_add(&pm->done, 1);
 	node_logf(NODE_LOG_INFO,
-	          "pmove: group %u table %u [%016" PRIx64 ", %016" PRIx64
+	          "pmove: group %u %s [%016" PRIx64 ", %016" PRIx64
 	          "]: moved to group %u, purged here",
-	          m->group, m->table, m->lo, m->hi, m->to_group);
+	          m->group, SH_MAP_TABLE(m->table), m->lo, m->hi, m->to_group);
 }
 
 /* One pass over one move whose source this node leads. */
@@ -897,9 +896,8 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 		rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_OUT, m, m->map_epoch, NULL,
 		                   false, NULL, msg);
 		if (rc != SHOAL_OK)
-			node_logf(NODE_LOG_WARN,
-			          "pmove: group %u table %u [%016" PRIx64 "]: out: %s", m->group,
-			          m->table, m->lo, msg);
+			node_logf(NODE_LOG_WARN, "pmove: group %u %s [%016" PRIx64 "]: out: %s",
+			          m->group, SH_MAP_TABLE(m->table), m->lo, msg);
 		return;
 	}
 	if (rec->state == ST_PART_AWAY)
@@ -924,8 +922,9 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 		rc = propose_range(pm, g, SHOAL__COMMAND_OP__OP_PART_ABORT, m, 0, NULL, false, NULL,
 		                   msg);
 		node_logf(rc == SHOAL_OK ? NODE_LOG_INFO : NODE_LOG_WARN,
-		          "pmove: group %u table %u [%016" PRIx64 "]: the map aborted the move: %s",
-		          m->group, m->table, m->lo, rc == SHOAL_OK ? "forgotten" : msg);
+		          "pmove: group %u %s [%016" PRIx64 "]: the map aborted the move: %s",
+		          m->group, SH_MAP_TABLE(m->table), m->lo,
+		          rc == SHOAL_OK ? "forgotten" : msg);
 		return;
 	}
 	if (view == 2 && m->phase == SHOAL__PART_STATUS__PHASE__AWAY) {
@@ -943,8 +942,8 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 		}
 		if (rc != SHOAL_OK) {
 			node_logf(NODE_LOG_WARN,
-			          "pmove: group %u table %u [%016" PRIx64 "]: attempt stopped: %s",
-			          m->group, m->table, m->lo, msg);
+			          "pmove: group %u %s [%016" PRIx64 "]: attempt stopped: %s",
+			          m->group, SH_MAP_TABLE(m->table), m->lo, msg);
 			set_phase(pm, m, SHOAL__PART_STATUS__PHASE__NONE);
 			return;
 		}
@@ -960,8 +959,8 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 		purge(pm, g, m);
 		return;
 	}
-	node_logf(NODE_LOG_WARN, "pmove: group %u table %u [%016" PRIx64 "]: own on group %u: %s",
-	          m->group, m->table, m->lo, m->to_group, msg);
+	node_logf(NODE_LOG_WARN, "pmove: group %u %s [%016" PRIx64 "]: own on group %u: %s",
+	          m->group, SH_MAP_TABLE(m->table), m->lo, m->to_group, msg);
 	if (rc == SHOAL_E_VALIDATION) /* another attempt's data there: copy again */
 		set_phase(pm, m, SHOAL__PART_STATUS__PHASE__NONE);
 }
@@ -1026,10 +1025,10 @@ static void pass_group(node_pmove *pm, uint32_t gid)
 			 * (Logged: a move that goes quiet after a leader change
 			 * shows where it was picked up.) */
 			node_logf(NODE_LOG_INFO,
-			          "pmove: group %u table %u [%016" PRIx64
+			          "pmove: group %u %s [%016" PRIx64
 			          "]: driving the move to group %u from term %" PRIu64,
-			          gid, pm->moves[i].table, pm->moves[i].lo, pm->moves[i].to_group,
-			          term);
+			          gid, SH_MAP_TABLE(pm->moves[i].table), pm->moves[i].lo,
+			          pm->moves[i].to_group, term);
 			pm->moves[i].term = term;
 			pm->moves[i].phase = SHOAL__PART_STATUS__PHASE__NONE;
 			pm->moves[i].attempt = 0;
@@ -1277,10 +1276,9 @@ int node_op_part(op_ctx *c, const Shoal__CommandOp *op)
 		 * commits it (it then finds the range AWAY: nothing to drive). */
 		if (rc == SHOAL_OK && done)
 			node_logf(NODE_LOG_INFO,
-			          "pmove: group %u table %u [%016" PRIx64
-			          "]: purge applied, the range "
+			          "pmove: group %u %s [%016" PRIx64 "]: purge applied, the range "
 			          "is gone from this replica",
-			          c->f->group, r->table, r->lo);
+			          c->f->group, SH_MAP_TABLE(r->table), r->lo);
 		if (rc == SHOAL_OK && c->r != NULL) {
 			Shoal__PartStatus *ps = sh_arena_alloc(c->a, sizeof(*ps));
 			if (ps == NULL)

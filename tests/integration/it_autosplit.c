@@ -737,7 +737,7 @@ START_TEST(test_gsi_split)
 	ck_assert_int_eq(map_parts(t, &moving), 0); /* the table: under the threshold */
 	int by_size = 0;
 	for (int id = 1; id <= 3; id++)
-		by_size += tl_cluster_log_count(&C, id, "table 0 [");
+		by_size += tl_cluster_log_count(&C, id, "the GSI space [");
 	ck_assert_int_ge(by_size, 3);
 	check_gsis();
 	check_items_of(GTABLE);
@@ -833,9 +833,9 @@ START_TEST(test_gsi_heat_split)
 	/* Group 1's index partition split for heat (size splits are off), in
 	 * place: the base table's heat splits log "(heat:" too, so the log
 	 * says only that the executor split the GSI space. */
-	ck_assert_int_ge(tl_cluster_log_count(&C, 1, "table 0 [") +
-	                     tl_cluster_log_count(&C, 2, "table 0 [") +
-	                     tl_cluster_log_count(&C, 3, "table 0 ["),
+	ck_assert_int_ge(tl_cluster_log_count(&C, 1, "the GSI space [") +
+	                     tl_cluster_log_count(&C, 2, "the GSI space [") +
+	                     tl_cluster_log_count(&C, 3, "the GSI space ["),
 	                 1);
 	/* Every item in the GSI once (polled: the index is fed asynchronously). */
 	for (int64_t until2 = now_ms() + 30000;; usleep(200000)) {
