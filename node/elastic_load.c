@@ -222,8 +222,10 @@ void el_figures_of(const Shoal__GroupStatus *gs, el_figures *f)
  * since the last sample: a split in place raises the group's limits at
  * once, and the seconds before it would go on splitting its halves (a
  * GSI space throttled over its limit went from 3 partitions to 14 in 8 s,
- * one split a round, it_autosplit).  Entering the map (no partition in it
- * before) keeps the window. */
+ * one split a round, it_autosplit) -- and its first sample is the next
+ * second's, not the figures at hand (reported before the change: with them
+ * the halves split again within milliseconds, 3 -> 10 partitions in 4 s).
+ * Entering the map (no partition in it before) keeps the window. */
 static void heat_average(el_book *b, sh_plan_table_load *t, uint32_t parts, uint64_t now)
 {
 	heat_window *w = NULL, *oldest = &b->heat[0];
@@ -234,14 +236,20 @@ static void heat_average(el_book *b, sh_plan_table_load *t, uint32_t parts, uint
 		else if (b->heat[i].last_ns < oldest->last_ns)
 			oldest = &b->heat[i];
 	}
-	if (w == NULL || (w->parts != 0 && w->parts != parts)) {
+	bool changed = w != NULL && w->parts != 0 && w->parts != parts;
+	if (w == NULL || changed) {
 		if (w == NULL)
 			w = oldest;
 		memset(w, 0, sizeof(*w));
 		w->group = t->group, w->table = t->table;
 	}
 	w->parts = parts;
-	if (w->last_ns == 0 || now >= w->last_ns + EL_HEAT_SAMPLE_MS * 1000000ull * 9 / 10) {
+	if (changed) {
+		/* The figures at hand were reported before the change (the
+		 * rounds after a split follow it within milliseconds, with the
+		 * same reports): the first sample is the next second's. */
+		w->last_ns = now;
+	} else if (w->last_ns == 0 || now >= w->last_ns + EL_HEAT_SAMPLE_MS * 1000000ull * 9 / 10) {
 		w->units[w->next] = t->units;
 		w->throttled[w->next] = t->throttled;
 		w->next = (w->next + 1) % EL_HEAT_WINDOW;

@@ -200,15 +200,22 @@ START_TEST(test_heat_window)
 		ck_assert_double_eq_tol(tables[0].throttled, want, 1e-9);
 		sh_free(tables), sh_free(parts), sh_free(samples);
 	}
-	/* Group 2's partition split in place: the window begins again. */
+	/* Group 2's partition split in place: the window begins again, and
+	 * the figures at hand (reported before the split) are not a sample:
+	 * none this round nor in the next 0.9 s, the next second's is. */
 	uint32_t i = m.parts[0].group == 2 ? 0 : 1;
 	ck_assert_uint_eq(m.parts[i].group, 2);
 	uint64_t lo = m.parts[i].lo, hi = sh_map_part_hi(&m, i);
 	ck_assert_int_eq(sh_map_split(&m, 7, lo, lo + (hi - lo) / 2 + 1, 2, msg), SHOAL_OK);
-	ck_assert_int_eq(el_round_loads(b, &m, figs, now, &tables, &n, &parts, &samples), SHOAL_OK);
-	ck_assert_double_eq_tol(tables[0].throttled, 20.0 / EL_HEAT_WINDOW, 1e-9);
-	ck_assert_double_eq_tol(tables[0].units, 50.0 / EL_HEAT_WINDOW, 1e-9);
-	sh_free(tables), sh_free(parts), sh_free(samples);
+	uint64_t after[3] = {now, now + S_NS / 2, now + S_NS};
+	double want[3] = {0, 0, 1};
+	for (int k = 0; k < 3; k++) {
+		ck_assert_int_eq(
+		    el_round_loads(b, &m, figs, after[k], &tables, &n, &parts, &samples), SHOAL_OK);
+		ck_assert_double_eq_tol(tables[0].throttled, 20.0 * want[k] / EL_HEAT_WINDOW, 1e-9);
+		ck_assert_double_eq_tol(tables[0].units, 50.0 * want[k] / EL_HEAT_WINDOW, 1e-9);
+		sh_free(tables), sh_free(parts), sh_free(samples);
+	}
 	sh_map_fini(&m);
 	el_book_free(b);
 }
