@@ -648,6 +648,80 @@ START_TEST(test_abort_after_fence_random)
 }
 END_TEST
 
+/* One ingest chunk into U of the put deltas of src[0] with hashes in
+ * [lo, hi] (reset: the attempt's first). */
+static void ingest_deltas(uint64_t lo, uint64_t hi, uint64_t attempt, bool reset)
+{
+	size_t n = 0;
+	uint8_t **k = sh_arena_calloc(&tl_arena, src[0].n + 1, sizeof(*k));
+	uint8_t **v = sh_arena_calloc(&tl_arena, src[0].n + 1, sizeof(*v));
+	size_t *kl = sh_arena_calloc(&tl_arena, src[0].n + 1, sizeof(*kl));
+	size_t *vl = sh_arena_calloc(&tl_arena, src[0].n + 1, sizeof(*vl));
+	ck_assert(k != NULL && v != NULL && kl != NULL && vl != NULL);
+	for (size_t i = 0; i < src[0].n; i++) {
+		const st_delta *d = &src[0].d[i];
+		if (d->del || d->hash < lo || d->hash > hi)
+			continue;
+		k[n] = (uint8_t *)d->key, kl[n] = d->key_len;
+		v[n] = (uint8_t *)d->val, vl[n] = d->val_len;
+		n++;
+	}
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(env[U], &t, tl_msg), SHOAL_OK);
+	ck_assert_msg(
+	    finish(t, st_part_ingest(t, ST_PART_GSI, lo, hi, attempt, reset, n,
+	                             (const uint8_t *const *)k, kl, (const uint8_t *const *)v, vl,
+	                             &tl_arena, &last_held, tl_msg)) == SHOAL_OK,
+	    "%s", tl_msg);
+}
+
+/* Counting the entries of a GSI range held without being served (parts.h,
+ * Counting): an attempt's copy is held until owned; when another move's
+ * reset carves its record, the piece left holds (counted again) the entries
+ * of its own range, and the new range's own makes only its entries count. */
+START_TEST(test_carve_counts)
+{
+	src[0] = (source){.e = B1};
+	sh_arena_init(&src[0].a);
+	for (int i = 0; i < 40; i++) {
+		char pk[16], g[16];
+		snprintf(pk, sizeof(pk), "a%02d", i);
+		snprintf(g, sizeof(g), "g%03d", i);
+		put(env[B1], pk, "s", i, g);
+	}
+	read_outbox(&src[0]);
+	gsi_id = src[0].d[0].index_id;
+	const uint64_t mid = UINT64_MAX / 2;
+	ingest_deltas(0, UINT64_MAX, 1, true); /* attempt 1, never owned */
+	ck_assert_uint_eq(entries(U, 0, UINT64_MAX), 40);
+	ck_assert_uint_eq(served(U), 0);
+	ck_assert_uint_eq(last_held.ix[0].items, 40);
+	/* Attempt 2 over [mid, 2^64-1]: its reset carves attempt 1's record
+	 * (the piece [0, mid - 1] is left) and deletes the range's entries. */
+	ingest_deltas(mid, UINT64_MAX, 2, true);
+	uint64_t below = entries(U, 0, mid - 1), above = entries(U, mid, UINT64_MAX);
+	ck_assert_uint_gt(below, 0);
+	ck_assert_uint_gt(above, 0);
+	ck_assert_uint_eq(below + above, 40);
+	ck_assert_uint_eq(last_held.ix[0].items, above);
+	ck_assert_uint_eq(served(U), 0);
+	own_arg o = {NULL, 0};
+	st_part_mark m = {.lo = mid, .hi = UINT64_MAX};
+	o.m = &m, o.n = 1;
+	st_txn *t;
+	ck_assert_int_eq(st_txn_begin(env[U], &t, tl_msg), SHOAL_OK);
+	bool now;
+	int rc = st_part_own(t, ST_PART_GSI, mid, UINT64_MAX, 2, &now, tl_msg);
+	if (rc == SHOAL_OK)
+		rc = st_part_gsi_mark_set(t, mid, UINT64_MAX, o.m, o.n, tl_msg);
+	ck_assert_msg(finish(t, rc) == SHOAL_OK, "own: %s", tl_msg);
+	ck_assert_uint_eq(served(U), above); /* the piece's entries stay held */
+	sh_free(src[0].d);
+	sh_free(src[0].acked);
+	sh_arena_fini(&src[0].a);
+}
+END_TEST
+
 /* Ingest checks every key and entry first: nothing is written from a chunk
  * with one bad key. */
 START_TEST(test_ingest_refusals)
@@ -703,9 +777,9 @@ END_TEST
 
 static Suite *parts_gsi_suite(void)
 {
-	return tl_suite(
-	    "parts_gsi", setup, teardown, 120,
-	    TL_TESTS(test_move_random, test_abort_after_fence_random, test_ingest_refusals));
+	return tl_suite("parts_gsi", setup, teardown, 120,
+	                TL_TESTS(test_move_random, test_abort_after_fence_random,
+	                         test_ingest_refusals, test_carve_counts));
 }
 
 TL_MAIN(parts_gsi_suite)
