@@ -56,6 +56,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,6 +88,8 @@ struct node_mapsync {
 	bool timer_fired;           /* loop */
 	uint64_t last_reconcile_ns; /* loop */
 	bool logged_wait;
+	_Atomic uint64_t hurry_until_ns; /* node_map_hurry (any thread) */
+	uint64_t hurried_ns;             /* the last hurried refresh (loop) */
 };
 
 typedef struct map_msg {
@@ -549,11 +552,16 @@ void node_map_tick(node *n)
 		return;
 	bool timer = s->timer_fired;
 	s->timer_fired = false;
+	uint64_t now = node_now_ns();
 	if (timer) {
 		if (!n->map_trusted)
 			learn(s);
 		else
 			refresh(s);
+	} else if (n->map_trusted && now < atomic_load(&s->hurry_until_ns) &&
+	           now >= s->hurried_ns + NODE_MAP_HURRY_MS * 1000000ull) {
+		s->hurried_ns = now;
+		refresh(s);
 	}
 	bool dirty = atomic_exchange(&n->map_dirty, false);
 	if (n->map_trusted && (dirty || sh_place_epoch(n->place) != n->saved_epoch)) {
@@ -590,6 +598,17 @@ void node_map_free(node *n)
 	}
 	sh_place_free(n->place);
 	n->place = NULL;
+}
+
+void node_map_hurry(node *n, uint64_t ms)
+{
+	struct node_mapsync *s = n->sync;
+	if (s == NULL)
+		return;
+	uint64_t until = node_now_ns() + ms * 1000000ull;
+	uint64_t cur = atomic_load(&s->hurry_until_ns);
+	while (cur < until && !atomic_compare_exchange_weak(&s->hurry_until_ns, &cur, until))
+		;
 }
 
 int node_map_offer(node *n, const uint8_t *buf, size_t len, char *errmsg)

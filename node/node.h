@@ -740,6 +740,14 @@ void node_map_free(node *n);
  * newer one wakes the loop to persist it and reconcile.  1 installed, 0
  * not newer, else an error code. */
 int node_map_offer(node *n, const uint8_t *buf, size_t len, char *errmsg);
+/* Any thread: for the next `ms`, the refresher asks group 0's leader for the
+ * map every NODE_MAP_HURRY_MS instead of waiting: a follower of group 0
+ * learns a commit at the leader's next heartbeat (up to
+ * NODE_HEARTBEAT_TIMEOUT_MS), a node outside group 0 at its next refresh
+ * (500 ms).  For a source leader waiting for a move's cutover (pmove.c):
+ * the flip's news is the GSI range's own, and the handover. */
+#define NODE_MAP_HURRY_MS 10
+void node_map_hurry(node *n, uint64_t ms);
 /* node.c (loop): opens the groups the map places here and closes the ones
  * it no longer does; frees graveyard groups past their grace. */
 void node_reconcile(node *n);

@@ -827,12 +827,18 @@ static void handover(node_pmove *pm, node_group *g, const pm_move *m, const st_p
 	                  msg) != SHOAL_OK)
 		node_logf(NODE_LOG_WARN, "pmove: group %u %s [%016" PRIx64 "]: handover: %s",
 		          m->group, SH_MAP_TABLE(m->table), m->lo, msg);
-	else
+	else {
+		uint64_t entries = 0;
+		for (uint32_t i = 0; i < m->held.n_ix; i++)
+			entries += m->held.ix[i].items;
 		node_logf(NODE_LOG_INFO,
 		          "pmove: group %u %s [%016" PRIx64 "]: handed over to group %u: "
-		          "%" PRIu64 " items, %" PRIu64 " bytes no longer counted here",
+		          "%" PRIu64 " items, %" PRIu64 " bytes, %s%" PRIu64
+		          " index entries no longer counted here",
 		          m->group, SH_MAP_TABLE(m->table), m->lo, m->to_group, m->held.items,
-		          m->held.bytes);
+		          m->held.bytes,
+		          m->held.ix_known ? "" : "(not known: counted until purged) ", entries);
+	}
 }
 
 /* Deletes the range here, chunk by chunk, until it is AWAY.  Each chunk
@@ -950,8 +956,12 @@ static void drive(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec *
 		if (m->phase != SHOAL__PART_STATUS__PHASE__READY)
 			return;
 	}
-	if (view == 1)
-		return; /* READY: the executor flips the map */
+	if (view == 1) {
+		/* READY: the executor flips the map, which this node learns
+		 * late by itself (node.h, node_map_hurry). */
+		node_map_hurry(pm->n, 1000);
+		return;
+	}
 	rc = own(pm, g, m, msg);
 	if (rc == SHOAL_OK || rc == SHOAL_E_IN_USE) {
 		handover(pm, g, m, rec);
