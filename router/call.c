@@ -526,6 +526,8 @@ static void timer_cb(void *arg)
 {
 	rt_call *c = arg;
 	if (c->state == CALL_FAIL) {
+		if (c->wake_on_map) /* expired, or ended by a newer map */
+			rt_map_sleeper_remove(c->rt, c);
 		c->state = CALL_DONE;
 		c->done(c);
 		return;
@@ -775,7 +777,10 @@ void rt_call_start(rt_call *c)
 			c->done(c);
 			return;
 		}
-		nng_sleep_aio((nng_duration)c->sleep_ms, c->timer);
+		bool now = false;
+		if (c->wake_on_map) /* listed before its timer starts: see map.c */
+			rt_map_sleeper_add(rt, c, c->wake_epoch, &now);
+		nng_sleep_aio(now ? 0 : (nng_duration)c->sleep_ms, c->timer);
 		return;
 	}
 	uint32_t reps[SH_MAX_REPLICATION];

@@ -423,6 +423,16 @@ int rt_job_sleep(rt_job *j, uint32_t ms)
 	return RT_WAIT;
 }
 
+int rt_job_sleep_for_map(rt_job *j, uint32_t ms, uint64_t epoch)
+{
+	int rc = rt_job_sleep(j, ms);
+	if (rc == RT_WAIT) {
+		j->calls_tail->wake_on_map = true;
+		j->calls_tail->wake_epoch = epoch;
+	}
+	return rc;
+}
+
 void rt_call_repairs(rt_call *c, const rt_table **tables, uint32_t n)
 {
 	c->tables = tables;
@@ -508,7 +518,8 @@ static void wrong_group(rt_job *j)
 	j->wrong_group_ms = wait * 2 < RT_MOVED_MAX_MS ? wait * 2 : RT_MOVED_MAX_MS;
 	step_reset(j);
 	j->calls = j->calls_tail = NULL;
-	if (rt_job_sleep(j, wait) != RT_WAIT) {
+	/* ... ended early by the map that moved the range (map.c). */
+	if (rt_job_sleep_for_map(j, wait, sh_place_epoch(j->rt->place)) != RT_WAIT) {
 		job_finish(j, SHOAL_E_NOMEM);
 		return;
 	}

@@ -48,6 +48,8 @@ typedef struct rt_mapper {
 	bool call_done;    /* mu */
 	uint32_t next;     /* the refresher's turn among the map's nodes */
 	_Atomic uint64_t refreshes;
+	pthread_mutex_t sleep_mu; /* the sleepers' list (not mu: offers come under it) */
+	rt_call *sleepers;        /* rt_map_sleeper_add */
 } rt_mapper;
 
 int rt_map_init(rt_router *rt, char *errmsg)
@@ -62,10 +64,14 @@ int rt_map_init(rt_router *rt, char *errmsg)
 		goto err_after_mapper;
 	if (sh_cond_init_monotonic(&m->cv) != 0)
 		goto err_after_mu;
+	if (pthread_mutex_init(&m->sleep_mu, NULL) != 0)
+		goto err_after_cv;
 	atomic_init(&m->refreshes, 0);
 	rt->mapper = m;
 	return SHOAL_OK;
 
+err_after_cv:
+	pthread_cond_destroy(&m->cv);
 err_after_mu:
 	pthread_mutex_destroy(&m->mu);
 err_after_mapper:
@@ -82,6 +88,7 @@ void rt_map_fini(rt_router *rt)
 	if (rt->mapper != NULL) {
 		pthread_cond_destroy(&rt->mapper->cv);
 		pthread_mutex_destroy(&rt->mapper->mu);
+		pthread_mutex_destroy(&rt->mapper->sleep_mu);
 		sh_free(rt->mapper);
 		rt->mapper = NULL;
 	}
@@ -137,6 +144,62 @@ static void sync_nodes(rt_router *rt)
 		rt_log("cluster map: %u nodes; this router serves the first %d", n, SH_MAX_NODES);
 }
 
+/* Unlinks c from the sleepers (sleep_mu held). */
+static void sleeper_unlink(rt_mapper *m, rt_call *c)
+{
+	if (c->sleep_prev != NULL)
+		c->sleep_prev->sleep_next = c->sleep_next;
+	else
+		m->sleepers = c->sleep_next;
+	if (c->sleep_next != NULL)
+		c->sleep_next->sleep_prev = c->sleep_prev;
+	c->sleep_prev = c->sleep_next = NULL;
+	c->listed = false;
+}
+
+void rt_map_sleeper_add(rt_router *rt, rt_call *c, uint64_t epoch, bool *now)
+{
+	rt_mapper *m = rt->mapper;
+	pthread_mutex_lock(&m->sleep_mu);
+	*now = sh_place_epoch(rt->place) > epoch;
+	if (!*now) {
+		c->sleep_prev = NULL;
+		c->sleep_next = m->sleepers;
+		if (m->sleepers != NULL)
+			m->sleepers->sleep_prev = c;
+		m->sleepers = c;
+		c->listed = true;
+	}
+	pthread_mutex_unlock(&m->sleep_mu);
+}
+
+void rt_map_sleeper_remove(rt_router *rt, rt_call *c)
+{
+	rt_mapper *m = rt->mapper;
+	pthread_mutex_lock(&m->sleep_mu);
+	if (c->listed)
+		sleeper_unlink(m, c);
+	pthread_mutex_unlock(&m->sleep_mu);
+}
+
+/* A newer map: the pauses waiting for one end now.  A timer aborted ends
+ * its call as its expiry would (call.c timer_cb); the call stays valid
+ * until then, since its callback takes sleep_mu before it ends it. */
+static void wake_sleepers(rt_router *rt)
+{
+	rt_mapper *m = rt->mapper;
+	uint64_t epoch = sh_place_epoch(rt->place);
+	pthread_mutex_lock(&m->sleep_mu);
+	for (rt_call *c = m->sleepers, *next; c != NULL; c = next) {
+		next = c->sleep_next;
+		if (c->wake_epoch >= epoch)
+			continue;
+		sleeper_unlink(m, c);
+		nng_aio_abort(c->timer, NNG_ECANCELED);
+	}
+	pthread_mutex_unlock(&m->sleep_mu);
+}
+
 int rt_map_offer(rt_router *rt, const uint8_t *buf, size_t len, char *errmsg)
 {
 	int rc = sh_place_offer(rt->place, buf, len, errmsg);
@@ -145,6 +208,8 @@ int rt_map_offer(rt_router *rt, const uint8_t *buf, size_t len, char *errmsg)
 	if (rc == 1)
 		rt_log("cluster map: epoch %" PRIu64 " installed", sh_place_epoch(rt->place));
 	sync_nodes(rt);
+	if (rc == 1)
+		wake_sleepers(rt);
 	return rc;
 }
 

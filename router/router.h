@@ -414,6 +414,11 @@ struct rt_call {
 	 * it was proposed) is sent again instead of failing. */
 	bool idempotent;
 	uint32_t sleep_ms; /* nonzero: no request, a pause (rt_job_sleep) */
+	/* A pause that a newer map than wake_epoch ends early (job.c's wrong
+	 * group); listed: in the map's sleepers (map.c, its sleep_mu). */
+	bool wake_on_map, listed;
+	uint64_t wake_epoch;
+	struct rt_call *sleep_prev, *sleep_next;
 	/* Tables whose ResourceNotFound the job repairs (once) and sends again. */
 	const rt_table **tables;
 	uint32_t n_tables;
@@ -501,6 +506,13 @@ void rt_map_poke(rt_router *rt);
 void rt_map_poke_moved(rt_router *rt);
 /* Refreshes done and maps installed (metrics, tests). */
 uint64_t rt_map_refreshes(const rt_router *rt);
+/* A pause after a WRONG_GROUP (job.c) ends early when a map newer than
+ * `epoch` is installed: the call (a sleep_ms call, before its timer starts)
+ * is listed, and rt_map_offer aborts the timers of those listed -- *now
+ * true instead if such a map is installed already.  call.c unlists it when
+ * its timer ends (any thread). */
+void rt_map_sleeper_add(rt_router *rt, rt_call *c, uint64_t epoch, bool *now);
+void rt_map_sleeper_remove(rt_router *rt, rt_call *c);
 
 #define RT_MAP_EVERY_MS 1000
 #define RT_MAP_MIN_MS   100
@@ -510,6 +522,7 @@ uint64_t rt_map_refreshes(const rt_router *rt);
  * cutover, and each rerun finds the map the last refresh brought. */
 #define RT_MOVED_MIN_MS 5
 #define RT_MOVED_MAX_MS 40
+/* ... or as soon as a newer map is installed (rt_map_sleeper_add). */
 
 /* ------------------------------------------------------------------------ */
 /* Jobs (job.c)                                                              */
@@ -667,6 +680,8 @@ bool rt_call_ok(rt_job *j, rt_call *c, Shoal__NodeResponse **resp, int *rc);
 /* The step pauses ms milliseconds (a call that sends nothing) and returns
  * RT_WAIT, or fails with NOMEM. */
 int rt_job_sleep(rt_job *j, uint32_t ms);
+/* The same, ended early by a map newer than epoch (rt_map_sleeper_add). */
+int rt_job_sleep_for_map(rt_job *j, uint32_t ms, uint64_t epoch);
 /* Fails the step with code and a message (returns code). */
 int rt_job_fail(rt_job *j, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Sets the built answer's result (the step fills j->out, allocated by the

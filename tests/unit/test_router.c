@@ -1361,6 +1361,85 @@ START_TEST(test_wrong_group_retry)
 }
 END_TEST
 
+/* A wrong-group pause (job.c) ends as soon as a newer map is installed,
+ * not at its timer (map.c, rt_map_sleeper_add): a pause of 60 s here, which
+ * a map offered while it runs ends within the poll's 10 s; the same epoch
+ * again ends nothing, and a pause begun once the map is newer does not
+ * wait at all. */
+static atomic_bool pause_ended;
+
+static void pause_done(rt_call *c)
+{
+	(void)c;
+	atomic_store(&pause_ended, true);
+}
+
+static void wait_pause_ended(const char *what)
+{
+	for (int64_t until = rt_now_ms() + 10000; !atomic_load(&pause_ended); nng_msleep(2))
+		ck_assert_msg(rt_now_ms() < until, "%s: the pause did not end", what);
+}
+
+START_TEST(test_wrong_group_pause_ends_with_map)
+{
+	scan_data_init();
+	sh_cluster_conf *c = make_conf(4, 3);
+	truth = moved_truth(c);
+	serve_map(NULL);
+	fakes_start(c, placer);
+	rt_router *rt = router_up(c, 600);
+	uint64_t e0 = sh_place_epoch(rt->place);
+	ck_assert_uint_gt(truth->epoch, e0);
+	rt_call *call = sh_calloc(1, sizeof(*call));
+	ck_assert_ptr_nonnull(call);
+	call->rt = rt;
+	call->done = pause_done;
+	call->sleep_ms = 60000;
+	call->wake_on_map = true;
+	call->wake_epoch = e0;
+	atomic_store(&pause_ended, false);
+	rt_call_start(call);
+	ck_assert(call->listed);
+	/* The birth map again: not newer, the pause goes on. */
+	sh_map birth;
+	char msg[SH_ERRMSG_SIZE];
+	ck_assert_int_eq(sh_map_from_conf(&birth, c, msg), SHOAL_OK);
+	uint8_t *buf = sh_malloc(sh_map_encoded_size(&birth));
+	size_t len = sh_map_encode(&birth, buf);
+	ck_assert_int_eq(rt_map_offer(rt, buf, len, msg), 0);
+	sh_free(buf);
+	sh_map_fini(&birth);
+	ck_assert(call->listed);
+	ck_assert(!atomic_load(&pause_ended));
+	/* The map that moved the partition: the pause ends now. */
+	buf = sh_malloc(sh_map_encoded_size(truth));
+	len = sh_map_encode(truth, buf);
+	ck_assert_int_eq(rt_map_offer(rt, buf, len, msg), 1);
+	sh_free(buf);
+	wait_pause_ended("a newer map installed");
+	ck_assert(!call->listed);
+	rt_call_release(call);
+	/* Begun with the newer map in place: no wait at all. */
+	memset(call, 0, sizeof(*call));
+	call->rt = rt;
+	call->done = pause_done;
+	call->sleep_ms = 60000;
+	call->wake_on_map = true;
+	call->wake_epoch = e0;
+	atomic_store(&pause_ended, false);
+	rt_call_start(call);
+	ck_assert(!call->listed);
+	wait_pause_ended("the map was newer already");
+	rt_call_release(call);
+	sh_free(call);
+	rt_router_fini(rt);
+	fakes_stop();
+	sh_map_fini(truth);
+	truth = NULL;
+	serve_map(NULL);
+}
+END_TEST
+
 START_TEST(test_place_base_and_gsi)
 {
 	/* Without map partitions a table is placed exactly as the cluster file
@@ -2504,6 +2583,7 @@ static Suite *router_suite(void)
 	tcase_add_test(tc, test_scan_across_partitions);
 	tcase_add_test(tc, test_scan_moved_partitions);
 	tcase_add_test(tc, test_wrong_group_retry);
+	tcase_add_test(tc, test_wrong_group_pause_ends_with_map);
 	tcase_add_test(tc, test_place_base_and_gsi);
 	tcase_add_test(tc, test_batch_write_split_unprocessed_repair);
 	tcase_add_test(tc, test_index_catalog_overlay);
