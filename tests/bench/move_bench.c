@@ -278,6 +278,22 @@ static void print_window(const char *op, const char *label, uint64_t from, uint6
 	       (double)w.h.max / 1000, (unsigned long long)w.err);
 }
 
+/* now_us() time t as UTC wall-clock time (HH:MM:SS.mmm), to line a put up
+ * with the nodes' logs. */
+static void wall_of(uint64_t t, char *buf, size_t len)
+{
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	int64_t off = (int64_t)((uint64_t)rt.tv_sec * 1000000u + (uint64_t)rt.tv_nsec / 1000u) -
+	              (int64_t)now_us();
+	int64_t us = (int64_t)t + off;
+	time_t sec = (time_t)(us / 1000000);
+	struct tm tm;
+	gmtime_r(&sec, &tm);
+	snprintf(buf, len, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
+	         (int)(us % 1000000 / 1000));
+}
+
 static void report(const span *s, uint64_t idle_us)
 {
 	printf("%s: %.2f s (cutover seen at %.2f s)\n", s->name, (double)(s->end - s->begin) / 1e6,
@@ -285,6 +301,25 @@ static void report(const span *s, uint64_t idle_us)
 	print_window(s->name, "before", s->begin - idle_us, s->begin);
 	print_window(s->name, "during", s->begin, s->end);
 	print_window(s->name, "cutover-second", s->seen - 500000, s->seen + 500000);
+	/* The cutover second's puts over 50 ms, with their wall-clock times,
+	 * to line them up with the nodes' logs (fence, READY, the map's
+	 * flip, the own): which were held by the cutover, which by the copy
+	 * or log replay before the fence, or a stall. */
+	size_t n = atomic_load(&W.n);
+	int shown = 0;
+	for (size_t k = 0; k < n && shown < 12; k++) {
+		const op_rec *o = &W.ops[k];
+		if (o->done < s->seen - 500000 || o->done >= s->seen + 500000 ||
+		    o->done - o->sent < 50000)
+			continue;
+		char sent[32], done[32];
+		wall_of(o->sent, sent, sizeof(sent));
+		wall_of(o->done, done, sizeof(done));
+		printf("  %-8s cutover second: a put sent %s, answered %s UTC: %.1f ms%s\n",
+		       s->name, sent, done, (double)(o->done - o->sent) / 1000,
+		       o->ok ? "" : " (failed)");
+		shown++;
+	}
 	print_window(s->name, "after", s->end, s->end + idle_us);
 	window w;
 	measure(s->begin, s->end + 1000000, &w);
