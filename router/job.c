@@ -516,10 +516,18 @@ static void wrong_group(rt_job *j)
 		return;
 	}
 	j->wrong_group_ms = wait * 2 < RT_MOVED_MAX_MS ? wait * 2 : RT_MOVED_MAX_MS;
+	/* ... ended early by a map newer than the one the step was routed by
+	 * (map.c): at once if it came meanwhile.  That map is the newest any
+	 * of the job's calls went by (a pause's call has none). */
+	uint64_t routed = 0;
+	for (const rt_call *c = j->all_calls; c != NULL; c = c->all_next)
+		if (c->epoch > routed)
+			routed = c->epoch;
+	if (routed == 0)
+		routed = sh_place_epoch(j->rt->place);
 	step_reset(j);
 	j->calls = j->calls_tail = NULL;
-	/* ... ended early by the map that moved the range (map.c). */
-	if (rt_job_sleep_for_map(j, wait, sh_place_epoch(j->rt->place)) != RT_WAIT) {
+	if (rt_job_sleep_for_map(j, wait, routed) != RT_WAIT) {
 		job_finish(j, SHOAL_E_NOMEM);
 		return;
 	}
