@@ -98,7 +98,10 @@ static int seek(MDB_cursor *c, uint32_t table, uint32_t index, uint64_t hash, MD
 	return mdb_cursor_get(c, k, v, MDB_SET_RANGE);
 }
 
-int st_part_gsi_settle(st_part_gsi_scan *s, MDB_cursor *c, MDB_val *k, MDB_val *v, int mrc)
+/* From the cursor's position (k, v; mrc the positioning's result), moves
+ * on to the first key of the scan at or after it; returns 0 there, or
+ * MDB_NOTFOUND / an LMDB error. */
+static int settle(st_part_gsi_scan *s, MDB_cursor *c, MDB_val *k, MDB_val *v, int mrc)
 {
 	bool end = false;
 	while (mrc == 0) {
@@ -122,14 +125,10 @@ int st_part_gsi_settle(st_part_gsi_scan *s, MDB_cursor *c, MDB_val *k, MDB_val *
 	return mrc;
 }
 
-/* Up to max (0: all) GSI entry keys of [lo, hi], copied into a; *more:
- * some remain past them. */
-static int gsi_keys(MDB_txn *txn, st_env *env, uint64_t lo, uint64_t hi, size_t max, sh_arena *a,
-                    st_key **out, size_t *n, bool *more, char *errmsg)
+int st_part_gsi_each(MDB_txn *txn, st_env *env, sh_arena *a, uint64_t lo, uint64_t hi,
+                     const uint8_t *after, size_t after_len, st_part_gsi_fn fn, void *arg,
+                     char *errmsg)
 {
-	*out = NULL;
-	*n = 0;
-	*more = false;
 	st_part_gsi_scan s;
 	int rc = st_part_gsi_scan_init(txn, env, a, lo, hi, &s, errmsg);
 	if (rc != SHOAL_OK)
@@ -138,22 +137,60 @@ static int gsi_keys(MDB_txn *txn, st_env *env, uint64_t lo, uint64_t hi, size_t 
 	int mrc = mdb_cursor_open(txn, env->data, &c);
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_cursor_open(data)", errmsg);
-	size_t cap = 0;
 	MDB_val k, v;
-	mrc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-	for (mrc = st_part_gsi_settle(&s, c, &k, &v, mrc); mrc == 0;
-	     mrc = st_part_gsi_settle(&s, c, &k, &v, mdb_cursor_get(c, &k, &v, MDB_NEXT))) {
-		if (max != 0 && *n == max) {
-			*more = true;
+	if (after_len > 0) {
+		/* Resume after that key (it may be gone since). */
+		k = (MDB_val){after_len, (void *)after};
+		mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (mrc == 0 && k.mv_size == after_len && memcmp(k.mv_data, after, after_len) == 0)
+			mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+	} else {
+		mrc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	}
+	bool stop = false;
+	mrc = settle(&s, c, &k, &v, mrc);
+	while (mrc == 0) {
+		rc = fn(arg, &k, &v, &stop, errmsg);
+		if (rc != SHOAL_OK || stop)
 			break;
-		}
-		if ((rc = st_part_key_push(a, out, n, &cap, &k, errmsg)) != SHOAL_OK)
-			break;
+		mrc = settle(&s, c, &k, &v, mdb_cursor_get(c, &k, &v, MDB_NEXT));
 	}
 	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
 		rc = st_lmdb_err(mrc, "mdb_cursor_get(data)", errmsg);
 	mdb_cursor_close(c);
 	return rc;
+}
+
+/* gsi_keys' scan: the keys into an array. */
+typedef struct keys_arg {
+	sh_arena *a;
+	st_key **out;
+	size_t *n, cap, max;
+	bool *more;
+} keys_arg;
+
+static int keys_fn(void *arg, const MDB_val *k, const MDB_val *v, bool *stop, char *errmsg)
+{
+	(void)v;
+	keys_arg *x = arg;
+	if (x->max != 0 && *x->n == x->max) {
+		*x->more = true;
+		*stop = true;
+		return SHOAL_OK;
+	}
+	return st_part_key_push(x->a, x->out, x->n, &x->cap, k, errmsg);
+}
+
+/* Up to max (0: all) GSI entry keys of [lo, hi], copied into a; *more:
+ * some remain past them. */
+static int gsi_keys(MDB_txn *txn, st_env *env, uint64_t lo, uint64_t hi, size_t max, sh_arena *a,
+                    st_key **out, size_t *n, bool *more, char *errmsg)
+{
+	*out = NULL;
+	*n = 0;
+	*more = false;
+	keys_arg x = {a, out, n, 0, max, more};
+	return st_part_gsi_each(txn, env, a, lo, hi, NULL, 0, keys_fn, &x, errmsg);
 }
 
 int st_part_gsi_delete(st_txn *txn, uint64_t lo, uint64_t hi, size_t max, sh_arena *a, bool *more,

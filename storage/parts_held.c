@@ -280,29 +280,27 @@ static int count_lsis(MDB_txn *txn, st_env *env, uint32_t table, uint64_t lo, ui
 	return rc;
 }
 
+/* count_gsis' scan. */
+typedef struct gsis_arg {
+	st_part_held *h;
+	sh_arena tmp;
+} gsis_arg;
+
+static int gsis_fn(void *arg, const MDB_val *k, const MDB_val *v, bool *stop, char *errmsg)
+{
+	(void)stop;
+	gsis_arg *g = arg;
+	return count_entry(g->h, k, v, &g->tmp, errmsg);
+}
+
 /* The GSI entries of [lo, hi] of the GSI space into h. */
 static int count_gsis(MDB_txn *txn, st_env *env, uint64_t lo, uint64_t hi, sh_arena *a,
                       st_part_held *h, char *errmsg)
 {
-	st_part_gsi_scan s;
-	int rc = st_part_gsi_scan_init(txn, env, a, lo, hi, &s, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	MDB_cursor *c;
-	int mrc = mdb_cursor_open(txn, env->data, &c);
-	if (mrc != 0)
-		return st_lmdb_err(mrc, "mdb_cursor_open(data)", errmsg);
-	sh_arena tmp;
-	sh_arena_init(&tmp);
-	MDB_val k, v;
-	mrc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
-	for (mrc = st_part_gsi_settle(&s, c, &k, &v, mrc); mrc == 0 && rc == SHOAL_OK;
-	     mrc = st_part_gsi_settle(&s, c, &k, &v, mdb_cursor_get(c, &k, &v, MDB_NEXT)))
-		rc = count_entry(h, &k, &v, &tmp, errmsg);
-	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
-		rc = st_lmdb_err(mrc, "mdb_cursor_get(data)", errmsg);
-	sh_arena_fini(&tmp);
-	mdb_cursor_close(c);
+	gsis_arg g = {.h = h};
+	sh_arena_init(&g.tmp);
+	int rc = st_part_gsi_each(txn, env, a, lo, hi, NULL, 0, gsis_fn, &g, errmsg);
+	sh_arena_fini(&g.tmp);
 	return rc;
 }
 

@@ -139,10 +139,14 @@ typedef struct st_part_gsi_scan {
 int st_part_gsi_scan_init(MDB_txn *txn, st_env *env, sh_arena *a, uint64_t lo, uint64_t hi,
                           st_part_gsi_scan *s, char *errmsg);
 bool st_part_gsi_wanted(st_part_gsi_scan *s, uint32_t table, uint16_t index);
-/* From the cursor's position (k, v; mrc the positioning's result), moves
- * on to the first key of the scan at or after it; returns 0 there, or
- * MDB_NOTFOUND / an LMDB error. */
-int st_part_gsi_settle(st_part_gsi_scan *s, MDB_cursor *c, MDB_val *k, MDB_val *v, int mrc);
+/* The scan itself: fn for each GSI entry of [lo, hi] (data key and value)
+ * in key order, after the data key `after` (after_len 0: from the first),
+ * until fn sets *stop or fails (its code is returned).  Tables from a. */
+typedef int (*st_part_gsi_fn)(void *arg, const MDB_val *k, const MDB_val *v, bool *stop,
+                              char *errmsg);
+int st_part_gsi_each(MDB_txn *txn, st_env *env, sh_arena *a, uint64_t lo, uint64_t hi,
+                     const uint8_t *after, size_t after_len, st_part_gsi_fn fn, void *arg,
+                     char *errmsg);
 
 /* Deletes up to max (0: all) GSI entries of [lo, hi] with their counters;
  * *more: some remain. */

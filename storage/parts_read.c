@@ -184,39 +184,32 @@ static void pairs_out(const pairs *p, uint8_t ***keys, size_t **klens, uint8_t *
 	*n = p->n;
 }
 
-/* st_part_copy_chunk of the GSI space: its entries (parts_gsi.c's scan). */
-static int gsi_chunk(MDB_txn *txn, st_env *env, MDB_cursor *c, uint64_t lo, uint64_t hi,
-                     const uint8_t *after, size_t after_len, size_t max_bytes, sh_arena *a,
-                     pairs *p, bool *more, char *errmsg)
+/* gsi_chunk's scan. */
+typedef struct chunk_arg {
+	pairs *p;
+	sh_arena *a;
+	size_t max_bytes;
+	bool *more;
+} chunk_arg;
+
+static int chunk_fn(void *arg, const MDB_val *k, const MDB_val *v, bool *stop, char *errmsg)
 {
-	st_part_gsi_scan s;
-	int rc = st_part_gsi_scan_init(txn, env, a, lo, hi, &s, errmsg);
-	if (rc != SHOAL_OK)
-		return rc;
-	MDB_val k, v;
-	int mrc;
-	if (after_len > 0) {
-		/* Resume after the last key sent (it may be gone since). */
-		k = (MDB_val){after_len, (void *)after};
-		mrc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		if (mrc == 0 && k.mv_size == after_len && memcmp(k.mv_data, after, after_len) == 0)
-			mrc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
-	} else {
-		mrc = mdb_cursor_get(c, &k, &v, MDB_FIRST);
+	chunk_arg *x = arg;
+	if (!pairs_fit(x->p, k->mv_size + v->mv_size, x->max_bytes)) {
+		*x->more = true;
+		*stop = true;
+		return SHOAL_OK;
 	}
-	for (mrc = st_part_gsi_settle(&s, c, &k, &v, mrc); mrc == 0;
-	     mrc = st_part_gsi_settle(&s, c, &k, &v, mdb_cursor_get(c, &k, &v, MDB_NEXT))) {
-		if (!pairs_fit(p, k.mv_size + v.mv_size, max_bytes)) {
-			*more = true;
-			break;
-		}
-		rc = pairs_add(p, a, k.mv_data, k.mv_size, v.mv_data, v.mv_size, errmsg);
-		if (rc != SHOAL_OK)
-			break;
-	}
-	if (rc == SHOAL_OK && mrc != 0 && mrc != MDB_NOTFOUND)
-		rc = st_lmdb_err(mrc, "mdb_cursor_get(data)", errmsg);
-	return rc;
+	return pairs_add(x->p, x->a, k->mv_data, k->mv_size, v->mv_data, v->mv_size, errmsg);
+}
+
+/* st_part_copy_chunk of the GSI space: its entries (parts_gsi.c's scan). */
+static int gsi_chunk(MDB_txn *txn, st_env *env, uint64_t lo, uint64_t hi, const uint8_t *after,
+                     size_t after_len, size_t max_bytes, sh_arena *a, pairs *p, bool *more,
+                     char *errmsg)
+{
+	chunk_arg x = {p, a, max_bytes, more};
+	return st_part_gsi_each(txn, env, a, lo, hi, after, after_len, chunk_fn, &x, errmsg);
 }
 
 int st_part_copy_chunk(st_env *env, uint32_t table, uint64_t lo, uint64_t hi, const uint8_t *after,
@@ -245,8 +238,7 @@ int st_part_copy_chunk(st_env *env, uint32_t table, uint64_t lo, uint64_t hi, co
 	if (rc != SHOAL_OK)
 		goto out;
 	if (table == ST_PART_GSI) {
-		rc = gsi_chunk(txn, env, c, lo, hi, after, after_len, max_bytes, a, &p, more,
-		               errmsg);
+		rc = gsi_chunk(txn, env, lo, hi, after, after_len, max_bytes, a, &p, more, errmsg);
 		goto out;
 	}
 	st_key from, to;
