@@ -552,13 +552,14 @@ void node_map_tick(node *n)
 		return;
 	bool timer = s->timer_fired;
 	s->timer_fired = false;
-	uint64_t now = node_now_ns();
+	/* (A clock read only while hurried: this runs every loop iteration.) */
+	uint64_t until = atomic_load(&s->hurry_until_ns), now = until != 0 ? node_now_ns() : 0;
 	if (timer) {
 		if (!n->map_trusted)
 			learn(s);
 		else
 			refresh(s);
-	} else if (n->map_trusted && now < atomic_load(&s->hurry_until_ns) &&
+	} else if (n->map_trusted && now < until &&
 	           now >= s->hurried_ns + NODE_MAP_HURRY_MS * 1000000ull) {
 		s->hurried_ns = now;
 		refresh(s);

@@ -58,6 +58,15 @@ static inline uint64_t st_get_be64(const uint8_t *p)
 	return (uint64_t)st_get_be32(p) << 32 | st_get_be32(p + 4);
 }
 
+/* v + d for a counter: never below 0 nor past UINT64_MAX. */
+static inline uint64_t st_add_clamped(uint64_t v, int64_t d)
+{
+	if (d >= 0)
+		return v + (uint64_t)d >= v ? v + (uint64_t)d : UINT64_MAX;
+	uint64_t m = (uint64_t)(-(d + 1)) + 1; /* |d|, INT64_MIN included */
+	return v > m ? v - m : 0;
+}
+
 /* The id the next table created without an explicit id would get: every
  * table id this group has ever defined is below it (1 when none). */
 int st_catalog_next_table_id(MDB_txn *txn, st_env *env, uint32_t *next, char *errmsg);

@@ -832,20 +832,13 @@ static int raw_write(st_txn *txn, const st_table_info *t, const st_key *k, st_va
 	return rc;
 }
 
-static uint64_t held_add(uint64_t held, int64_t d)
-{
-	if (d < 0)
-		return (uint64_t)-d > held ? 0 : held - (uint64_t)-d;
-	return held + (uint64_t)d >= held ? held + (uint64_t)d : UINT64_MAX;
-}
-
 /* Adds d to the held figures of r (a counted record), and stores it. */
 static int held_put(st_txn *txn, st_part_rec *r, const held_delta *d, char *errmsg)
 {
 	if (!r->counted || (d->items == 0 && d->bytes == 0))
 		return SHOAL_OK;
-	r->held_items = held_add(r->held_items, d->items);
-	r->held_bytes = held_add(r->held_bytes, d->bytes);
+	r->held_items = st_add_clamped(r->held_items, d->items);
+	r->held_bytes = st_add_clamped(r->held_bytes, d->bytes);
 	return rec_put(txn, r, errmsg);
 }
 

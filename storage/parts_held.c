@@ -62,13 +62,6 @@ int st_part_ixsnap_take(MDB_txn *txn, st_env *env, uint32_t table, sh_arena *a, 
 	return rc;
 }
 
-static uint64_t add_clamped(uint64_t v, int64_t d)
-{
-	if (d < 0)
-		return (uint64_t)-d > v ? 0 : v - (uint64_t)-d;
-	return v + (uint64_t)d >= v ? v + (uint64_t)d : UINT64_MAX;
-}
-
 /* The 'H' record of (table, lo) for (ix_table, ix_index): 0 when absent. */
 static int held_get(MDB_txn *txn, st_env *env, const uint8_t k[PT_HELD_KEY], uint64_t *items,
                     uint64_t *bytes, char *errmsg)
@@ -131,8 +124,8 @@ int st_part_held_ix_moved(st_txn *txn, const st_part_rec *r, const st_part_ixsna
 		uint64_t items, bytes;
 		rc = held_get(txn->txn, txn->env, k, &items, &bytes, errmsg);
 		if (rc == SHOAL_OK)
-			rc = held_store(txn, k, add_clamped(items, di), add_clamped(bytes, db),
-			                errmsg);
+			rc = held_store(txn, k, st_add_clamped(items, di),
+			                st_add_clamped(bytes, db), errmsg);
 	}
 	return rc;
 }
