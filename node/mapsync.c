@@ -44,8 +44,9 @@
  *
  * The refresher (MAPSYNC_TICK_MS, loop): a node hosting group 0 reads the
  * map its own replica has applied (node_map_load) and offers it; any other
- * node asks a voter of group 0 (map_get, through the shipper's node-to-node
- * lanes; the next voter after a failure) and offers the answer.  Offers
+ * node asks a voter of group 0 (map_get with the epoch it holds, through
+ * the shipper's node-to-node lanes; the next voter after a failure) and
+ * offers the answer -- a map only when the voter's is newer.  Offers
  * install only a higher epoch.  node_map_tick (after every loop iteration)
  * persists a newly installed map and reconciles the groups (node.c).
  *
@@ -325,6 +326,11 @@ static void map_answer(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t
 	if (rv == WIRE_LANE_OK)
 		wire_unpack_node_response(NULL, ans, len, &r, NULL);
 	bool ok = r != NULL && r->response != NULL && r->response->status == 0 && r->map.len > 0;
+	/* A refresh answered "nothing newer" (no map) is an answer too: the
+	 * same voter is asked next time. */
+	bool current = r != NULL && r->response != NULL && r->response->status == 0 &&
+	               r->map.len == 0 && m->pos < 0 && r->epoch != 0 &&
+	               r->epoch <= sh_place_epoch(n->place);
 	if (ok) {
 		char msg[SH_ERRMSG_SIZE];
 		if (n->map_trusted) {
@@ -352,7 +358,7 @@ static void map_answer(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t
 			}
 		}
 		sh_map_fini(&mm);
-	} else if (!ok && m->pos < 0) {
+	} else if (!ok && !current && m->pos < 0) {
 		s->next_voter++; /* the next voter of group 0 next time */
 	}
 	s->inflight--;
@@ -378,6 +384,10 @@ static void ask(struct node_mapsync *s, uint32_t id, int pos)
 		return;
 	Shoal__NodeRequest req = SHOAL__NODE_REQUEST__INIT;
 	req.map_get = true;
+	/* A refresh wants only a newer map; the birth check wants the map
+	 * whatever it is (its epoch is 0 until then anyway). */
+	if (pos < 0)
+		req.map_known = sh_place_epoch(n->place);
 	size_t size = shoal__node_request__get_packed_size(&req);
 	map_msg *m = sh_calloc(1, sizeof(*m));
 	uint8_t *buf = sh_malloc(size > 0 ? size : 1);
@@ -649,6 +659,12 @@ int node_handle_map_get(node_call *c)
 	node *n = c->node;
 	uint8_t *buf;
 	size_t len;
+	uint64_t epoch = sh_place_epoch(n->place);
+	c->nresp->epoch = epoch;
+	c->nresp->map_born = n->map_born || ran(n);
+	/* The asker has it (or a newer one): the epoch says so, no map. */
+	if (c->req->map_known != 0 && c->req->map_known >= epoch)
+		return SHOAL_OK;
 	if (sh_place_encode(n->place, &buf, &len) != SHOAL_OK)
 		return sh_errf(c->errmsg, SHOAL_E_NOMEM, "out of memory");
 	uint8_t *copy = sh_arena_alloc(c->arena, len);
@@ -660,8 +676,6 @@ int node_handle_map_get(node_call *c)
 	sh_free(buf);
 	c->nresp->map.data = copy;
 	c->nresp->map.len = len;
-	c->nresp->epoch = sh_place_epoch(n->place);
-	c->nresp->map_born = n->map_born || ran(n);
 	return SHOAL_OK;
 }
 

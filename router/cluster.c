@@ -44,6 +44,9 @@ static int map_get_call(rt_job *j, uint32_t only_node, rt_call **out)
 		return nomem(j);
 	shoal__node_request__init(nr);
 	nr->map_get = true;
+	/* Every user of the answer reads the router's map after offering it:
+	 * a node whose map is not newer need not send it. */
+	nr->map_known = sh_place_epoch(j->rt->place);
 	/* Any node answers map_get: its answer says nothing of who leads. */
 	c->any_replica = true;
 	c->only_node = only_node;
@@ -53,7 +56,8 @@ static int map_get_call(rt_job *j, uint32_t only_node, rt_call **out)
 }
 
 /* Offers the map of a call's answer, if it carries one (a node that does
- * not serve map_get yet answers without). */
+ * not serve map_get yet, or whose map is not newer than ours, answers
+ * without). */
 static void offer_answer(rt_job *j, rt_call *c)
 {
 	if (c == NULL || c->rc != SHOAL_OK || c->code != SHOAL_OK)

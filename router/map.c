@@ -236,6 +236,7 @@ static bool ask(rt_router *rt, uint32_t node)
 	sh_arena_init(&a);
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.map_get = true;
+	nr.map_known = sh_place_epoch(rt->place); /* answered with a map only if newer */
 	uint8_t *buf;
 	size_t len;
 	char msg[SH_ERRMSG_SIZE];
@@ -266,6 +267,10 @@ static bool ask(rt_router *rt, uint32_t node)
 		if (rc < 0)
 			rt_log("cluster map from node %u: %s", node, msg);
 		got = rc >= 0;
+	} else if (resp != NULL && c.code == SHOAL_OK && resp->epoch != 0 &&
+	           resp->epoch <= nr.map_known) {
+		got = true;     /* nothing newer there */
+		sync_nodes(rt); /* as an offer would: a node not added before is tried again */
 	}
 	rt_call_release(&c);
 	sh_arena_fini(&a);

@@ -479,7 +479,8 @@ void rt_call_release(rt_call *c);
 /*
  * The router's map (rt->place) moves forward three ways, all through
  * rt_map_offer: the refresher asks a node for map_get about once a second
- * (group 0's believed leader first, then the map's nodes in turn), and at
+ * (group 0's believed leader first, then the map's nodes in turn; with the
+ * router's epoch, so that only a newer map is sent), and at
  * once when poked (a NOT_LEADER naming a node that is not a voter of the
  * group in the router's map, a node that could not be reached, a
  * WRONG_GROUP answer: a partition moved); an admin

@@ -110,6 +110,9 @@ int main(int argc, char **argv)
 	       (unsigned long long)st->actions[SH_PLAN_HOT_KEY], st->last_busy,
 	       st->last_busy / 3600, 1e3 * st->plan_cpu_total / (double)st->steps,
 	       1e3 * st->plan_cpu_max);
+	/* What a map_get that must send the map carries (a refresh whose asker
+	 * is current gets its epoch only). */
+	printf("the map: %zu bytes encoded\n", sh_map_encoded_size(tl_plansim_map(s)));
 	tl_plansim_free(s);
 	return idle ? 0 : 1;
 }

@@ -439,6 +439,27 @@ START_TEST(test_move)
 	ck_assert_uint_ge(epoch, 1);
 	ck_assert_ptr_null(node_group_get(T[4].n, 1));
 	ck_assert(!dir_exists(4, 0) && !dir_exists(4, 1));
+	/* map_get with the asker's epoch: the map only when the node's is newer
+	 * (a refresh's answer is then a few bytes). */
+	for (int k = 0; k < 3; k++) {
+		uint64_t known = k == 0 ? epoch : k == 1 ? epoch + 5 : epoch - 1;
+		Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
+		nr.map_get = true;
+		nr.map_known = known;
+		r = rpc(4, &nr);
+		ck_assert_int_eq(status_of(r), SHOAL_OK);
+		ck_assert_uint_eq(r->epoch, epoch);
+		if (known == 0 || known < epoch) {
+			sh_map got;
+			ck_assert_int_eq(sh_map_decode(r->map.data, r->map.len, &got, msg),
+			                 SHOAL_OK);
+			ck_assert_uint_eq(got.epoch, epoch);
+			sh_map_fini(&got);
+		} else {
+			ck_assert_uint_eq(r->map.len, 0);
+		}
+		FREE(r);
+	}
 
 	/* The executor's first steps: node 4 in the map, then a non-voter of
 	 * group 1 replacing node 3's replica.  Node 4 opens the group empty
