@@ -175,6 +175,10 @@ size_t sh_map_encode(const sh_map *m, uint8_t *buf);
  * the encoding is canonical (encode(decode(b)) == b).  On failure out is an
  * empty map (sh_map_fini it either way). */
 int sh_map_decode(const uint8_t *buf, size_t len, sh_map *out, char *errmsg);
+/* The epoch of an encoding, from its header alone (no decode: a
+ * 100,000-partition map is megabytes); 0 if buf is not a map's header.
+ * For an encoding already validated (group 0's stored map). */
+uint64_t sh_map_peek_epoch(const uint8_t *buf, size_t len);
 
 /* --- mutations (validate, then apply and bump the epoch) ------------------ */
 

@@ -150,6 +150,17 @@ static int malformed(sh_map *out, uint32_t replication, char *errmsg, const char
 	return sh_errf(errmsg, SHOAL_E_SERIALIZATION, "cluster map: %s", what);
 }
 
+uint64_t sh_map_peek_epoch(const uint8_t *buf, size_t len)
+{
+	if (len < HEADER_SIZE || memcmp(buf, MAGIC, 4) != 0)
+		return 0;
+	cursor c = {.p = buf + 4, .left = len - 4, .ok = true};
+	uint64_t version = get(&c, 2), flags = get(&c, 2);
+	if (version != SH_MAP_VERSION || flags != 0)
+		return 0;
+	return get(&c, 8);
+}
+
 int sh_map_decode(const uint8_t *buf, size_t len, sh_map *out, char *errmsg)
 {
 	sh_map_init(out, 0);

@@ -505,11 +505,16 @@ static void refresh(struct node_mapsync *s)
 	node_group *g0 = node_group_get(n, 0);
 	uint64_t term;
 	if (g0 != NULL && node_group_last_applied(g0) > 0) {
-		sh_map m;
-		if (node_map_load(n, g0, &m, msg) == SHOAL_OK &&
-		    sh_place_offer_map(n->place, &m, msg) == 1)
-			atomic_store(&n->map_dirty, true);
-		sh_map_fini(&m);
+		/* Loaded (copied and decoded) only when newer than the one held. */
+		uint64_t stored = 0;
+		if (st_cluster_map_epoch(node_group_env(g0), &stored, msg) != SHOAL_OK ||
+		    stored > sh_place_epoch(n->place)) {
+			sh_map m;
+			if (node_map_load(n, g0, &m, msg) == SHOAL_OK &&
+			    sh_place_offer_map(n->place, &m, msg) == 1)
+				atomic_store(&n->map_dirty, true);
+			sh_map_fini(&m);
+		}
 		/* A leader has applied everything committed; a follower may be
 		 * behind: ask the leader too. */
 		if (node_group_leading(g0, &term))

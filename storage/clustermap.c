@@ -35,13 +35,24 @@ static int stored_epoch(MDB_txn *txn, st_env *env, uint64_t *epoch, MDB_val *v, 
 	}
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_get(meta cluster_map)", errmsg);
-	sh_map m;
-	int rc = sh_map_decode(v->mv_data, v->mv_size, &m, errmsg);
-	*epoch = m.epoch;
-	sh_map_fini(&m);
-	if (rc != SHOAL_OK)
+	/* Validated when it was set (st_cluster_map_set): the header's epoch
+	 * suffices, no decode of a map of megabytes. */
+	*epoch = sh_map_peek_epoch(v->mv_data, v->mv_size);
+	if (*epoch == 0)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt meta record cluster_map");
 	return SHOAL_OK;
+}
+
+int st_cluster_map_epoch(st_env *env, uint64_t *epoch, char *errmsg)
+{
+	MDB_txn *txn;
+	int mrc = mdb_txn_begin(env->env, NULL, MDB_RDONLY, &txn);
+	if (mrc != 0)
+		return st_lmdb_err(mrc, "mdb_txn_begin", errmsg);
+	MDB_val v;
+	int rc = stored_epoch(txn, env, epoch, &v, errmsg);
+	mdb_txn_abort(txn);
+	return rc;
 }
 
 int st_cluster_map_get(st_env *env, uint8_t **buf, size_t *len, uint64_t *epoch, char *errmsg)

@@ -854,6 +854,8 @@ uint64_t st_key_hash(uint32_t table_id, const st_value *pk);
  * a change -- a compare-and-set on the epoch, SHOAL_E_WRONG_EPOCH if the
  * stored map (the birth map, epoch 1, when none) is not prev_epoch's. */
 int st_cluster_map_get(st_env *env, uint8_t **buf, size_t *len, uint64_t *epoch, char *errmsg);
+/* Only the stored map's epoch (0: none stored), without copying it. */
+int st_cluster_map_epoch(st_env *env, uint64_t *epoch, char *errmsg);
 /* Whether the stored map has a move of a partition of table under way (a
  * pending to_group).  A change that begins a move of a table with a GSI
  * being created is refused (SHOAL_E_IN_USE), and so is UpdateTable creating

@@ -349,6 +349,14 @@ START_TEST(test_codec)
 	ck_assert_uint_eq(sh_map_encode(&d, again), n);
 	ck_assert_int_eq(memcmp(buf, again, n), 0);
 	sh_map_fini(&d);
+	/* The header's epoch alone; 0 for what is not a map's header. */
+	ck_assert_uint_gt(m.epoch, 1);
+	ck_assert_uint_eq(sh_map_peek_epoch(buf, n), m.epoch);
+	ck_assert_uint_eq(sh_map_peek_epoch(buf, 17), m.epoch);
+	ck_assert_uint_eq(sh_map_peek_epoch(buf, 16), 0);
+	again[0] = 'X';
+	memcpy(again + 1, buf + 1, n - 1);
+	ck_assert_uint_eq(sh_map_peek_epoch(again, n), 0);
 
 	/* Every truncation and one trailing byte are refused. */
 	for (size_t len = 0; len < n; len++) {
