@@ -59,6 +59,14 @@
  *      computed on (a compare-and-set), so an operator's change landing in
  *      between makes the step fail and the next round start over.
  *
+ * A partition move's source reporting READY (its range is refused until the
+ * cutover) does not wait for a round: between rounds the cutover begins on
+ * the last round's map, and in the middle of one the round is cut short --
+ * its node_status answers are dropped by their round number (gen) -- and
+ * the cutover begins on its map; the target's leader is the round's, or
+ * the last complete round's (leader_of).  The round after the step starts
+ * afresh.
+ *
  * One step at a time, cluster-wide (max_moves 1): a move never overlaps
  * another, so a group never has two replicas in motion.  Every member_change
  * is "make it so" and every map step is checked against the map, so a step
@@ -312,6 +320,7 @@ typedef struct ready_move {
 typedef struct ask {
 	wire_lane_item item; /* first: the lanes hand it back */
 	node_elastic *e;
+	uint64_t gen; /* node_status: the round that asked (e->gen) */
 	uint32_t node;
 	uint8_t *buf;
 	ready_move move; /* part_move: the move asked about */
@@ -380,6 +389,18 @@ struct node_elastic {
 	group_fact *facts; /* parallel to map.groups */
 	uint32_t facts_n;
 	uint32_t pending; /* node_status answers outstanding */
+	bool gathering;   /* the round waits for them */
+	uint64_t gen;     /* the round's number: a later one drops older answers */
+	/* Tests (SHOAL_ELASTIC_TEST_GATHER_MS): every round gathers at least
+	 * this long, as if the nodes answered slowly; gathered_ns: until when
+	 * this round does. */
+	uint64_t test_gather_ns, gathered_ns;
+	/* Each group's leader as the last complete round found it (by group
+	 * id): a cutover that cuts a round's gathering short asks it. */
+	struct known_leader {
+		uint32_t group, node;
+	} * leaders;
+	uint32_t n_leaders;
 
 	/* The step (mu): up to three sub-operations, run in order. */
 	char what[160];
@@ -475,6 +496,7 @@ static bool send_to(node_elastic *e, uint32_t dest, Shoal__NodeRequest *nr, int6
 		return false;
 	}
 	a->e = e;
+	a->gen = e->gen;
 	a->node = dest;
 	if (move != NULL)
 		a->move = *move;
@@ -569,6 +591,19 @@ static bool live(node_elastic *e, uint32_t id, uint64_t now)
 	return now < t + e->dead_after_ns;
 }
 
+/* Every node_status of the round is in (mu held): the round goes on, unless
+ * a test holds it longer (node_elastic_tick then). */
+static void gathered(node_elastic *e, uint64_t now)
+{
+	if (now < e->gathered_ns)
+		return;
+	e->gathering = false;
+	if (e->closing)
+		e->busy = false;
+	else
+		plan_and_act(e);
+}
+
 static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans, size_t len)
 {
 	ask *a = (ask *)it;
@@ -577,6 +612,14 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 	char msg[SH_ERRMSG_SIZE];
 	int code = code_of(nr, msg, sizeof(msg));
 	pthread_mutex_lock(&e->mu);
+	if (a->gen != e->gen || !e->gathering) {
+		/* A round a cutover cut short (cut_over_ready_now): dropped. */
+		pthread_mutex_unlock(&e->mu);
+		if (nr != NULL)
+			shoal__node_response__free_unpacked(nr, wire_heap_allocator());
+		ask_free(a);
+		return;
+	}
 	int ni = node_index(&e->map, a->node);
 	if (code == SHOAL_OK && ni >= 0) {
 		e->alive[ni] = true;
@@ -610,11 +653,8 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 			}
 		}
 	}
-	bool last = --e->pending == 0;
-	if (last && !e->closing)
-		plan_and_act(e);
-	else if (last)
-		e->busy = false;
+	if (--e->pending == 0)
+		gathered(e, node_now_ns());
 	pthread_mutex_unlock(&e->mu);
 	if (nr != NULL)
 		shoal__node_response__free_unpacked(nr, wire_heap_allocator());
@@ -712,6 +752,9 @@ static void round_start(node_elastic *e)
 	}
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.node_status = true;
+	e->gen++;
+	e->gathering = true;
+	e->gathered_ns = e->test_gather_ns != 0 ? node_now_ns() + e->test_gather_ns : 0;
 	e->pending = 1; /* held while sending */
 	for (uint32_t i = 0; i < e->map.n_nodes; i++) {
 		e->pending++;
@@ -719,7 +762,7 @@ static void round_start(node_elastic *e)
 			e->pending--;
 	}
 	if (--e->pending == 0)
-		plan_and_act(e);
+		gathered(e, node_now_ns());
 }
 
 /* --- the round: decisions -------------------------------------------------- */
@@ -911,8 +954,10 @@ int node_handle_part_ready(node_call *c)
 	}
 	if (e == NULL)
 		return SHOAL_OK;
-	/* Believed as a polled READY is: partition_moves checks it against
-	 * the map, and the target's own against its attempt. */
+	/* Believed as a polled READY is: cut_over_ready checks it against
+	 * the map, and the target's own against its attempt.  The loop's next
+	 * tick cuts over, even in the middle of a round's gathering
+	 * (node_elastic_tick). */
 	const Shoal__StreamShardRef *sc = r->stream_parent;
 	pthread_mutex_lock(&e->mu);
 	e->ready = (ready_move){.valid = true,
@@ -925,9 +970,10 @@ int node_handle_part_ready(node_call *c)
 	                        .has_shard = sc != NULL,
 	                        .shard_lo = sc != NULL ? sc->lo : 0,
 	                        .shard_start = sc != NULL ? sc->start : 0};
-	if (!e->busy)
+	if (!e->busy || e->gathering)
 		e->next_ns = 0;
 	pthread_mutex_unlock(&e->mu);
+	node_wake(c->node);
 	return SHOAL_OK;
 }
 
@@ -1005,45 +1051,56 @@ static void catalog_vs_map(node_elastic *e, uint32_t *gone_out, uint32_t *missin
 	*missing_out = missing;
 }
 
-/* Partition moves begun in the map (shoal admin, or the planner): the
- * source group's leader is asked how each goes (pmove.c drives it); one
- * reported READY is cut over as a step: the map's finish (routers go to
- * the target), then part_own on the target with the attempt whose data is
- * complete.  Asking is not a step: the planner goes on meanwhile. */
+/* The cutover of the move reported READY, if e->map has it in flight, as
+ * a step: the map's finish (routers go to the target), then part_own on
+ * the target with the attempt whose data is complete.  Begun (true), or
+ * not (false; e->ready forgotten unless keep: the map of an earlier round
+ * may not show the move yet, the next round's will). */
+static bool cut_over_ready(node_elastic *e, bool keep)
+{
+	if (!e->ready.valid || !e->map_init)
+		return false;
+	ready_move r = e->ready;
+	uint32_t i = sh_map_part_find(&e->map, r.table, r.lo);
+	if (i == SH_MAP_NONE || e->map.parts[i].group != r.from ||
+	    e->map.parts[i].to_group != r.to || sh_map_part_hi(&e->map, i) != r.hi) {
+		e->ready.valid = keep;
+		return false;
+	}
+	e->ready.valid = false;
+	sub s[2] = {{.kind = SUB_MAP,
+	             .mut = MUT_FINISH_MOVE,
+	             .group = r.to,
+	             .table = r.table,
+	             .lo = r.lo,
+	             .hi = r.hi},
+	            {.kind = SUB_OWN,
+	             .group = r.to,
+	             .table = r.table,
+	             .lo = r.lo,
+	             .hi = r.hi,
+	             .attempt = r.attempt,
+	             .has_shard = r.has_shard,
+	             .from = r.from,
+	             .shard_lo = r.shard_lo,
+	             .shard_start = r.shard_start}};
+	/* A range of the GSI space: the own carries the watermarks its source
+	 * pinned, which only the source's driver has (pmove.c): it tells the
+	 * target once it sees the map. */
+	begin(e, s, r.table == SH_MAP_GSI_SPACE ? 1 : 2,
+	      "%s [%016" PRIx64 ", %016" PRIx64 "]: cut over from group %u to group %u",
+	      SH_MAP_TABLE(r.table), r.lo, r.hi, r.from, r.to);
+	return true;
+}
+
+/* Partition moves begun in the map (shoal admin, or the planner): one
+ * reported READY is cut over; the source group's leader of each other is
+ * asked how it goes (pmove.c drives it).  Asking is not a step: the
+ * planner goes on meanwhile. */
 static bool partition_moves(node_elastic *e)
 {
-	if (e->ready.valid) {
-		ready_move r = e->ready;
-		e->ready.valid = false;
-		uint32_t i = sh_map_part_find(&e->map, r.table, r.lo);
-		if (i != SH_MAP_NONE && e->map.parts[i].group == r.from &&
-		    e->map.parts[i].to_group == r.to && sh_map_part_hi(&e->map, i) == r.hi) {
-			sub s[2] = {{.kind = SUB_MAP,
-			             .mut = MUT_FINISH_MOVE,
-			             .group = r.to,
-			             .table = r.table,
-			             .lo = r.lo,
-			             .hi = r.hi},
-			            {.kind = SUB_OWN,
-			             .group = r.to,
-			             .table = r.table,
-			             .lo = r.lo,
-			             .hi = r.hi,
-			             .attempt = r.attempt,
-			             .has_shard = r.has_shard,
-			             .from = r.from,
-			             .shard_lo = r.shard_lo,
-			             .shard_start = r.shard_start}};
-			/* A range of the GSI space: the own carries the watermarks
-			 * its source pinned, which only the source's driver has
-			 * (pmove.c): it tells the target once it sees the map. */
-			begin(e, s, r.table == SH_MAP_GSI_SPACE ? 1 : 2,
-			      "%s [%016" PRIx64 ", %016" PRIx64
-			      "]: cut over from group %u to group %u",
-			      SH_MAP_TABLE(r.table), r.lo, r.hi, r.from, r.to);
-			return true;
-		}
-	}
+	if (cut_over_ready(e, false))
+		return true;
 	for (uint32_t i = 0; i < e->map.n_parts; i++) {
 		const sh_map_part *p = &e->map.parts[i];
 		if (p->to_group == SH_MAP_NONE)
@@ -1159,6 +1216,34 @@ static bool waits_for_gsi(node_elastic *e, uint32_t table)
 	return creating;
 }
 
+/* Keeps each group's leader of this (complete) round for a cutover that
+ * cuts the next round short. */
+static void note_leaders(node_elastic *e)
+{
+	struct known_leader *v = sh_calloc(e->facts_n + 1, sizeof(*v));
+	if (v == NULL)
+		return; /* (the last ones stay) */
+	uint32_t k = 0;
+	for (uint32_t gi = 0; gi < e->facts_n && gi < e->map.n_groups; gi++)
+		if (e->facts[gi].leader != 0)
+			v[k++] = (struct known_leader){e->map.groups[gi].id, e->facts[gi].leader};
+	sh_free(e->leaders);
+	e->leaders = v;
+	e->n_leaders = k;
+}
+
+/* Group's leader: this round's if it found one, else the last round's. */
+static uint32_t leader_of(node_elastic *e, uint32_t group)
+{
+	const group_fact *f = fact_of(e, group);
+	if (f != NULL && f->leader != 0)
+		return f->leader;
+	for (uint32_t k = 0; k < e->n_leaders; k++)
+		if (e->leaders[k].group == group)
+			return e->leaders[k].node;
+	return 0;
+}
+
 static void plan_and_act(node_elastic *e)
 {
 	/* Judge only from a majority's view: a node that cannot hear most of
@@ -1171,6 +1256,7 @@ static void plan_and_act(node_elastic *e)
 		round_end(e, NODE_ELASTIC_ROUND_MS);
 		return;
 	}
+	note_leaders(e);
 	if (repair(e))
 		return;
 	if (partition_moves(e))
@@ -1720,8 +1806,8 @@ static void own_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *
 
 static void run_own(node_elastic *e, const sub *s)
 {
-	const group_fact *f = fact_of(e, s->group);
-	if (f == NULL || f->leader == 0) {
+	uint32_t leader = leader_of(e, s->group);
+	if (leader == 0) {
 		step_failed(e, "the target group has no known leader");
 		return;
 	}
@@ -1741,7 +1827,7 @@ static void run_own(node_elastic *e, const sub *s)
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.group = s->group;
 	nr.part_own = &r;
-	if (!send_to(e, f->leader, &nr, ELASTIC_CHANGE_MS, own_done, NULL))
+	if (!send_to(e, leader, &nr, ELASTIC_CHANGE_MS, own_done, NULL))
 		step_failed(e, "cannot reach the target group's leader");
 }
 
@@ -1777,6 +1863,12 @@ int node_elastic_open(node_ship *s, node_elastic **out, char *errmsg)
 	uint32_t dead_ms =
 	    s->n->conf->dead_after_ms != 0 ? s->n->conf->dead_after_ms : SH_DEAD_AFTER_MS;
 	e->dead_after_ns = (uint64_t)dead_ms * 1000000u;
+	const char *hold = getenv("SHOAL_ELASTIC_TEST_GATHER_MS");
+	if (hold != NULL && atoi(hold) > 0) {
+		e->test_gather_ns = (uint64_t)atoi(hold) * 1000000u;
+		node_logf(NODE_LOG_WARN,
+		          "elastic: test hook: every round gathers for at least %d ms", atoi(hold));
+	}
 	if (el_book_new(s->n->conf, &e->book, errmsg) != SHOAL_OK) {
 		node_waiter_fini(&e->w);
 		pthread_mutex_destroy(&e->mu);
@@ -1794,14 +1886,38 @@ void node_elastic_tick(node_elastic *e, uint64_t now_ns)
 	node_group *g0 = node_group_get(e->n, 0);
 	uint64_t term;
 	pthread_mutex_lock(&e->mu);
-	if (!e->busy && !e->closing) {
+	if (e->busy && e->gathering && e->ready.valid && !e->closing && g0 != NULL &&
+	    node_group_leading(g0, &term) && term == e->lead_term) {
+		/* A move is READY while the round waits for every node's
+		 * status: the range is refused until the cutover, which needs
+		 * none of them.  The round is cut short (its answers are
+		 * dropped, by gen) and the cutover begins on its map; the round
+		 * after the step starts afresh. */
+		e->gen++;
+		e->gathering = false;
+		e->pending = 0;
+		node_logf(NODE_LOG_INFO,
+		          "elastic: a move is ready: the round's node statuses are not waited for");
+		if (!cut_over_ready(e, false))
+			round_end(e, 0);
+	} else if (e->busy && e->gathering && e->pending == 0) {
+		gathered(e, now_ns); /* a round a test held */
+	} else if (!e->busy && !e->closing) {
 		if (g0 != NULL && node_group_leading(g0, &term)) {
 			if (term != e->lead_term) {
 				e->lead_term = term;
 				e->lead_since_ns = now_ns;
 			}
 			e->busy = true;
-			round_start(e);
+			/* A READY move between rounds: cut over on the last
+			 * round's map if it shows the move (no round of
+			 * statuses first); else the round as usual. */
+			if (cut_over_ready(e, true))
+				node_logf(NODE_LOG_INFO,
+				          "elastic: a move is ready: cut over before "
+				          "the next round of node statuses");
+			else
+				round_start(e);
 		} else {
 			e->next_ns = now_ns + (uint64_t)NODE_ELASTIC_ROUND_MS * 1000000u;
 		}
@@ -1891,6 +2007,7 @@ void node_elastic_free(node_elastic *e)
 		sh_map_fini(&e->map);
 	sh_free(e->alive);
 	sh_free(e->owners);
+	sh_free(e->leaders);
 	facts_free(e);
 	el_book_free(e->book);
 	pthread_mutex_destroy(&e->mu);

@@ -120,7 +120,12 @@ START_TEST(test_pmove)
 	tl_items_stream_check(items, "after the move");
 	ck_assert_int_eq(tl_items_stream_parents(items), 3);
 
-	/* Every process restarts: the shape and the items survive. */
+	/* Every process restarts: the shape and the items survive.  From now
+	 * on group 0's executor waits at least 2 s for every round's node
+	 * statuses, as if the nodes answered slowly (a test hook): the move
+	 * below must still be cut over as soon as its source is READY, without
+	 * waiting for a round. */
+	setenv("SHOAL_ELASTIC_TEST_GATHER_MS", "2000", 1);
 	for (int id = 1; id <= 3; id++)
 		ck_assert(tl_cluster_stop_node(&C, id, false));
 	ck_assert(tl_cluster_stop_router(&C, 1, false));
@@ -143,6 +148,13 @@ START_TEST(test_pmove)
 	 * it twice or not at all, so those samples are not judged.)  Partition 2 (group 3) moves to
 	 * group 2, which holds none of the table. */
 	const uint64_t in2 = 0xd000000000000000ull;
+	const char *mid_round = "a move is ready: the round's node statuses are not waited for",
+	           *between = "a move is ready: cut over before the next round";
+	int cut_before[2] = {0, 0};
+	for (int id = 1; id <= 3; id++) {
+		cut_before[0] += tl_cluster_log_count(&C, id, mid_round);
+		cut_before[1] += tl_cluster_log_count(&C, id, between);
+	}
 	long long n = tl_items_checked(items);
 	ck_assert_int_eq(tl_items_described(items), n);
 	t0 = tl_items_now_ms();
@@ -183,6 +195,16 @@ START_TEST(test_pmove)
 	printf("pmove: ItemCount (and the LSI's) during the move of partition 2: %d samples, %d "
 	       "while it was pending, none above %lld; %lld after it\n",
 	       samples, judged, n, n);
+	/* The executor cut the move over on its READY, not at a round's end. */
+	int cut[2] = {-cut_before[0], -cut_before[1]};
+	for (int id = 1; id <= 3; id++) {
+		cut[0] += tl_cluster_log_count(&C, id, mid_round);
+		cut[1] += tl_cluster_log_count(&C, id, between);
+	}
+	printf("pmove: the move of partition 2 cut over in the middle of a round: %d, between "
+	       "rounds: %d\n",
+	       cut[0], cut[1]);
+	ck_assert_int_ge(cut[0] + cut[1], 1);
 	tl_items_check(items, "after the move of partition 2");
 
 	/* DeleteTable: group 0's executor takes its partitions out of the map. */
