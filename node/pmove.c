@@ -151,6 +151,9 @@ struct node_pmove {
 	 * attempt holds the range FENCED before it drains the GSI outbox and
 	 * reports READY, so that a test can act between fence and cutover. */
 	uint32_t test_fenced_ms;
+	/* A part_ingest's items (or log records), about: PM_CHUNK_BYTES, 4 KiB
+	 * with test pauses (so that a copy of a test's few items takes many
+	 * chunks and a fault can land in its middle). */
 	size_t chunk_bytes;
 	atomic_uint_fast64_t done, copied, purged, attempts;
 	node_log_budget list_log; /* the driver's: a failed listing of the records */
@@ -544,8 +547,8 @@ static int copy_range(node_pmove *pm, node_group *g, pm_move *m, char *msg)
 		size_t *klens, *vlens, n;
 		uint64_t log_last;
 		rc = st_part_copy_chunk(env, m->table, m->lo, m->hi, after, after_len,
-		                        PM_CHUNK_BYTES, &a, &keys, &klens, &vals, &vlens, &n, &more,
-		                        &log_last, msg);
+		                        pm->chunk_bytes, &a, &keys, &klens, &vals, &vlens, &n,
+		                        &more, &log_last, msg);
 		if (rc != SHOAL_OK)
 			break;
 		if (first)
@@ -598,8 +601,8 @@ static int ship_log(node_pmove *pm, node_group *g, pm_move *m, uint64_t max_left
 		uint8_t **keys, **vals;
 		size_t *klens, *vlens, n;
 		uint64_t last;
-		rc = st_part_log_read(env, m->table, m->lo, m->log_acked, PM_CHUNK_BYTES, &a, &keys,
-		                      &klens, &vals, &vlens, &last, &n, msg);
+		rc = st_part_log_read(env, m->table, m->lo, m->log_acked, pm->chunk_bytes, &a,
+		                      &keys, &klens, &vals, &vlens, &last, &n, msg);
 		if (rc != SHOAL_OK || n == 0)
 			break;
 		if ((rc = send_ingest(pm, m, false, keys, klens, vals, vlens, n, msg)) != SHOAL_OK)
