@@ -105,15 +105,22 @@
 #include "storage/parts.h"
 #include "storage/stream.h"
 
-#define PM_MAX_MOVES      16
-#define PM_CHUNK_BYTES    (1u << 20) /* items per part_ingest, about */
-#define PM_PURGE_ITEMS    500        /* items per part_purge entry */
-#define PM_PURGE_PACE_MS  100        /* a purge entry's pause after it, at most */
-#define PM_FENCE_BACKLOG  256        /* log records left when the fence goes up */
-#define PM_RPC_MS         10000      /* a part_ingest / part_own answer, at most */
-#define PM_IDLE_MS        100        /* the driver's pause between passes */
-#define PM_WANT_MS        10000      /* a move the executor stopped asking about */
-#define PM_OUTBOX_WAIT_MS 500        /* a pass's wait for the GSI outbox after the fence */
+#define PM_MAX_MOVES 16
+/* A part_ingest's size.  Its apply holds the target's replicas' loops --
+ * every group of those nodes waits -- so it is kept to tens of
+ * milliseconds under load: measured with bench-move (2026-11-28), a 1 MiB
+ * copy chunk (1,020 items) took 60-150 ms to apply, and a log chunk of
+ * 2,894 records (135 KB: each a write at a random key) 270-330 ms, which
+ * held the writes of the source's group just before its fence. */
+#define PM_CHUNK_BYTES    (256u << 10) /* items (bytes) per part_ingest, about */
+#define PM_LOG_RECORDS    256          /* move-log records per part_ingest, at most */
+#define PM_PURGE_ITEMS    500          /* items per part_purge entry */
+#define PM_PURGE_PACE_MS  100          /* a purge entry's pause after it, at most */
+#define PM_FENCE_BACKLOG  256          /* log records left when the fence goes up */
+#define PM_RPC_MS         10000        /* a part_ingest / part_own answer, at most */
+#define PM_IDLE_MS        100          /* the driver's pause between passes */
+#define PM_WANT_MS        10000        /* a move the executor stopped asking about */
+#define PM_OUTBOX_WAIT_MS 500          /* a pass's wait for the GSI outbox after the fence */
 
 typedef struct pm_move {
 	uint32_t group, table, to_group;
@@ -124,6 +131,7 @@ typedef struct pm_move {
 	int phase; /* Shoal__PartStatus__Phase */
 	uint64_t attempt, copied, log_acked, log_last;
 	uint64_t fence_outbox; /* the outbox's last seq once fenced (0: not yet) */
+	uint64_t fenced_ns;    /* when this driver fenced it (0: a pass of an earlier one) */
 	/* What the target said it holds of the range after this attempt's
 	 * last ingest (the handover's figures once the copy is complete). */
 	bool held_known;
@@ -601,8 +609,9 @@ static int ship_log(node_pmove *pm, node_group *g, pm_move *m, uint64_t max_left
 		uint8_t **keys, **vals;
 		size_t *klens, *vlens, n;
 		uint64_t last;
-		rc = st_part_log_read(env, m->table, m->lo, m->log_acked, pm->chunk_bytes, &a,
-		                      &keys, &klens, &vals, &vlens, &last, &n, msg);
+		rc = st_part_log_read(env, m->table, m->lo, m->log_acked, pm->chunk_bytes,
+		                      PM_LOG_RECORDS, &a, &keys, &klens, &vals, &vlens, &last, &n,
+		                      msg);
 		if (rc != SHOAL_OK || n == 0)
 			break;
 		if ((rc = send_ingest(pm, m, false, keys, klens, vals, vlens, n, msg)) != SHOAL_OK)
@@ -687,6 +696,7 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 	if (m->phase == SHOAL__PART_STATUS__PHASE__NONE) {
 		set_phase(pm, m, SHOAL__PART_STATUS__PHASE__COPYING);
 		m->fence_outbox = 0;
+		m->fenced_ns = 0;
 		if ((rc = copy_range(pm, g, m, msg)) != SHOAL_OK)
 			return rc;
 		node_logf(NODE_LOG_INFO,
@@ -705,14 +715,17 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 			return SHOAL_OK;
 		if (rc != SHOAL_OK)
 			return rc;
+		m->fenced_ns = node_now_ns();
 		node_logf(NODE_LOG_INFO,
 		          "pmove: group %u %s [%016" PRIx64 "]: fenced (reads and writes of the "
 		          "range refused until the cutover)",
 		          m->group, SH_MAP_TABLE(m->table), m->lo);
 	}
 	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__FENCED);
+	uint64_t tail_from = m->log_acked, pass_ns = node_now_ns();
 	if ((rc = ship_log(pm, g, m, 0, msg)) != SHOAL_OK)
 		return rc;
+	uint64_t tail_ns = node_now_ns();
 	/* The GSI deltas of the range's writes before the fence must reach
 	 * their index partitions before the target's later ones can (a range
 	 * of the GSI space writes no delta). */
@@ -733,10 +746,20 @@ static int advance(node_pmove *pm, node_group *g, pm_move *m, const st_part_rec 
 			return SHOAL_OK; /* the next pass looks again */
 	}
 	set_phase(pm, m, SHOAL__PART_STATUS__PHASE__READY);
+	/* What the range's refusal waited for (this pass's steps; the fence's
+	 * age when this driver fenced it). */
+	uint64_t ready_ns = node_now_ns();
+	char since[48] = "";
+	if (m->fenced_ns != 0)
+		snprintf(since, sizeof(since), " %.1f ms after the fence",
+		         (double)(ready_ns - m->fenced_ns) / 1e6);
 	node_logf(NODE_LOG_INFO,
 	          "pmove: group %u %s [%016" PRIx64 "]: fenced and drained, ready for the "
-	          "cutover to group %u",
-	          m->group, SH_MAP_TABLE(m->table), m->lo, m->to_group);
+	          "cutover to group %u%s (the log's tail: %" PRIu64 " records in %.1f ms; "
+	          "the GSI outbox: %.1f ms)",
+	          m->group, SH_MAP_TABLE(m->table), m->lo, m->to_group, since,
+	          m->log_acked - tail_from, (double)(tail_ns - pass_ns) / 1e6,
+	          (double)(ready_ns - tail_ns) / 1e6);
 	/* The range is refused until the cutover: tell the executor now
 	 * rather than at its next poll (a lost push costs only that poll). */
 	Shoal__PartRange r;

@@ -50,6 +50,10 @@ typedef struct rt_mapper {
 	_Atomic uint64_t refreshes;
 	pthread_mutex_t sleep_mu; /* the sleepers' list (not mu: offers come under it) */
 	rt_call *sleepers;        /* rt_map_sleeper_add */
+	/* How many are listed: while any is, the refresher asks every
+	 * RT_MAP_MOVED_MS without waiting for the next WRONG_GROUP's poke
+	 * (their pauses grow to RT_MOVED_MAX_MS, and so would its period). */
+	_Atomic uint32_t n_sleepers;
 } rt_mapper;
 
 int rt_map_init(rt_router *rt, char *errmsg)
@@ -67,6 +71,7 @@ int rt_map_init(rt_router *rt, char *errmsg)
 	if (pthread_mutex_init(&m->sleep_mu, NULL) != 0)
 		goto err_after_cv;
 	atomic_init(&m->refreshes, 0);
+	atomic_init(&m->n_sleepers, 0);
 	rt->mapper = m;
 	return SHOAL_OK;
 
@@ -155,6 +160,7 @@ static void sleeper_unlink(rt_mapper *m, rt_call *c)
 		c->sleep_next->sleep_prev = c->sleep_prev;
 	c->sleep_prev = c->sleep_next = NULL;
 	c->listed = false;
+	atomic_fetch_sub(&m->n_sleepers, 1);
 }
 
 void rt_map_sleeper_add(rt_router *rt, rt_call *c, uint64_t epoch, bool *now)
@@ -169,6 +175,7 @@ void rt_map_sleeper_add(rt_router *rt, rt_call *c, uint64_t epoch, bool *now)
 			m->sleepers->sleep_prev = c;
 		m->sleepers = c;
 		c->listed = true;
+		atomic_fetch_add(&m->n_sleepers, 1);
 	}
 	pthread_mutex_unlock(&m->sleep_mu);
 }
@@ -307,9 +314,10 @@ static void *refresher(void *arg)
 	pthread_mutex_lock(&m->mu);
 	while (!m->stop && !atomic_load(&rt->stopping)) {
 		int64_t now = rt_now_ms();
-		int64_t due = last + (m->poke_moved ? RT_MAP_MOVED_MS
-		                      : m->poke     ? RT_MAP_MIN_MS
-		                                    : RT_MAP_EVERY_MS);
+		bool waited_for = atomic_load(&m->n_sleepers) > 0;
+		int64_t due = last + (m->poke_moved || waited_for ? RT_MAP_MOVED_MS
+		                      : m->poke                   ? RT_MAP_MIN_MS
+		                                                  : RT_MAP_EVERY_MS);
 		if (now < due) {
 			struct timespec ts;
 			sh_timespec_in(CLOCK_MONOTONIC, due - now, &ts);

@@ -339,11 +339,14 @@ int st_part_copy_chunk(st_env *env, uint32_t table, uint64_t lo, uint64_t hi, co
                        uint64_t *log_last, char *errmsg);
 
 /* Move-log records of (table, lo) with seq > after_seq, in seq order, at
- * least one (if any) and then as many as fit in max_bytes.  vlens[i] 0: a
- * delete.  *last_seq: the seq of the last returned (after_seq when none). */
+ * least one (if any) and then as many as fit in max_bytes, max_records at
+ * most (0: no bound) -- a record's replay is a write at a random key, so
+ * their count, more than their bytes, sets how long a chunk's apply holds
+ * the target's loop.  vlens[i] 0: a delete.  *last_seq: the seq of the
+ * last returned (after_seq when none). */
 int st_part_log_read(st_env *env, uint32_t table, uint64_t lo, uint64_t after_seq, size_t max_bytes,
-                     sh_arena *a, uint8_t ***keys, size_t **klens, uint8_t ***vals, size_t **vlens,
-                     uint64_t *last_seq, size_t *n, char *errmsg);
+                     size_t max_records, sh_arena *a, uint8_t ***keys, size_t **klens,
+                     uint8_t ***vals, size_t **vlens, uint64_t *last_seq, size_t *n, char *errmsg);
 
 /* The move log's last seq at (table, lo) (0: none yet). */
 int st_part_log_last(st_env *env, uint32_t table, uint64_t lo, uint64_t *seq, char *errmsg);

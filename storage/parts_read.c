@@ -284,8 +284,8 @@ out:
 }
 
 int st_part_log_read(st_env *env, uint32_t table, uint64_t lo, uint64_t after_seq, size_t max_bytes,
-                     sh_arena *a, uint8_t ***keys, size_t **klens, uint8_t ***vals, size_t **vlens,
-                     uint64_t *last_seq, size_t *n, char *errmsg)
+                     size_t max_records, sh_arena *a, uint8_t ***keys, size_t **klens,
+                     uint8_t ***vals, size_t **vlens, uint64_t *last_seq, size_t *n, char *errmsg)
 {
 	pairs p = {0};
 	pairs_out(&p, keys, klens, vals, vlens, n);
@@ -319,7 +319,8 @@ int st_part_log_read(st_env *env, uint32_t table, uint64_t lo, uint64_t after_se
 			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt move-log record");
 			break;
 		}
-		if (!pairs_fit(&p, klen + vlen, max_bytes))
+		if (!pairs_fit(&p, klen + vlen, max_bytes) ||
+		    (max_records != 0 && p.n >= max_records))
 			break;
 		rc = pairs_add(&p, a, b + 4, klen, b + 8 + klen, vlen, errmsg);
 		if (rc != SHOAL_OK)

@@ -579,27 +579,35 @@ START_TEST(test_log_on_out)
 	uint8_t **k, **v;
 	size_t *kl, *vl, n;
 	uint64_t seq;
-	ck_assert_int_eq(
-	    st_part_log_read(tl_env, TID, h, 0, 1, &tl_arena, &k, &kl, &v, &vl, &seq, &n, tl_msg),
-	    SHOAL_OK);
+	ck_assert_int_eq(st_part_log_read(tl_env, TID, h, 0, 1, 0, &tl_arena, &k, &kl, &v, &vl,
+	                                  &seq, &n, tl_msg),
+	                 SHOAL_OK);
 	ck_assert_uint_eq(n, 1); /* max_bytes 1: still one */
 	ck_assert_uint_eq(seq, 1);
 	st_value it;
 	ck_assert_uint_gt(vl[0], 0);
 	ck_assert_int_eq(st_codec_decode(&tl_arena, v[0], vl[0], &it, tl_msg), SHOAL_OK);
 	ck_assert(tl_same(&it, item("a", "2", 2, "g")));
-	ck_assert_int_eq(st_part_log_read(tl_env, TID, h, 1, 1 << 20, &tl_arena, &k, &kl, &v, &vl,
-	                                  &seq, &n, tl_msg),
+	ck_assert_int_eq(st_part_log_read(tl_env, TID, h, 1, 1 << 20, 0, &tl_arena, &k, &kl, &v,
+	                                  &vl, &seq, &n, tl_msg),
 	                 SHOAL_OK);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(seq, 2);
 	ck_assert_uint_eq(vl[0], 0); /* the delete */
 	ck_assert_uint_eq(st_get_be64(k[0] + 6), h);
-	ck_assert_int_eq(st_part_log_read(tl_env, TID, h, 2, 1 << 20, &tl_arena, &k, &kl, &v, &vl,
-	                                  &seq, &n, tl_msg),
+	ck_assert_int_eq(st_part_log_read(tl_env, TID, h, 2, 1 << 20, 0, &tl_arena, &k, &kl, &v,
+	                                  &vl, &seq, &n, tl_msg),
 	                 SHOAL_OK);
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(seq, 2);
+	/* Bounded by records as well as bytes. */
+	for (size_t max = 0; max <= 2; max++) {
+		ck_assert_int_eq(st_part_log_read(tl_env, TID, h, 0, 1 << 20, max, &tl_arena, &k,
+		                                  &kl, &v, &vl, &seq, &n, tl_msg),
+		                 SHOAL_OK);
+		ck_assert_uint_eq(n, max == 1 ? 1 : 2);
+		ck_assert_uint_eq(seq, n);
+	}
 
 	/* A new attempt of the same range drops the old records, keeps the seq. */
 	ck_assert_int_eq(p_out(tl_env, h, h, 2), SHOAL_OK);
@@ -1462,7 +1470,7 @@ static void replay(uint64_t lo, uint64_t hi, uint64_t *seq, bool writes)
 	for (;;) {
 		uint8_t **k, **v;
 		size_t *kl, *vl, n;
-		ck_assert_int_eq(st_part_log_read(tl_env, TID, lo, *seq, 300, &tl_arena, &k, &kl,
+		ck_assert_int_eq(st_part_log_read(tl_env, TID, lo, *seq, 300, 0, &tl_arena, &k, &kl,
 		                                  &v, &vl, seq, &n, tl_msg),
 		                 SHOAL_OK);
 		if (n == 0)

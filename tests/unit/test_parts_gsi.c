@@ -509,7 +509,7 @@ static void replay(uint64_t *log_seq)
 		uint8_t **k, **v;
 		size_t *kl, *vl, n;
 		uint64_t last;
-		ck_assert_int_eq(st_part_log_read(env[T], ST_PART_GSI, R_LO, *log_seq, 800,
+		ck_assert_int_eq(st_part_log_read(env[T], ST_PART_GSI, R_LO, *log_seq, 800, 0,
 		                                  &tl_arena, &k, &kl, &v, &vl, &last, &n, tl_msg),
 		                 SHOAL_OK);
 		if (n == 0)

@@ -1400,6 +1400,13 @@ START_TEST(test_wrong_group_pause_ends_with_map)
 	atomic_store(&pause_ended, false);
 	rt_call_start(call);
 	ck_assert(call->listed);
+	/* While a call waits for a map, the refresher asks every
+	 * RT_MAP_MOVED_MS without a WRONG_GROUP's poke (none comes here): 10
+	 * refreshes, where its idle period (1 s) would give 5 in the 5 s. */
+	uint64_t r0 = rt_map_refreshes(rt);
+	for (int64_t until = rt_now_ms() + 5000; rt_map_refreshes(rt) < r0 + 10; nng_msleep(5))
+		ck_assert_msg(rt_now_ms() < until, "%llu refreshes while a call waits for a map",
+		              (unsigned long long)(rt_map_refreshes(rt) - r0));
 	/* The birth map again: not newer, the pause goes on. */
 	sh_map birth;
 	char msg[SH_ERRMSG_SIZE];
