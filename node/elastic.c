@@ -552,6 +552,10 @@ static int group_index(const sh_map *m, uint32_t id)
 }
 
 static void plan_and_act(node_elastic *e);
+static bool send_own(node_elastic *e, const sub *s,
+                     void (*done)(wire_lane_item *, int, nng_msg *, const uint8_t *, size_t));
+static void early_own_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans,
+                           size_t len);
 
 /* The slot of node id in seen_* (a free or the oldest one if new). */
 static uint32_t seen_slot(node_elastic *e, uint32_t id)
@@ -1053,7 +1057,8 @@ static void catalog_vs_map(node_elastic *e, uint32_t *gone_out, uint32_t *missin
 
 /* The cutover of the move reported READY, if e->map has it in flight, as
  * a step: the map's finish (routers go to the target), then part_own on
- * the target with the attempt whose data is complete.  Begun (true), or
+ * the target with the attempt whose data is complete (for a table's range
+ * also sent at once, beside the finish).  Begun (true), or
  * not (false; e->ready forgotten unless keep: the map of an earlier round
  * may not show the move yet, the next round's will). */
 static bool cut_over_ready(node_elastic *e, bool keep)
@@ -1086,7 +1091,16 @@ static bool cut_over_ready(node_elastic *e, bool keep)
 	             .shard_start = r.shard_start}};
 	/* A range of the GSI space: the own carries the watermarks its source
 	 * pinned, which only the source's driver has (pmove.c): it tells the
-	 * target once it sees the map. */
+	 * target once it sees the map.  A table's range: the target is told to
+	 * serve it at once, while the map's flip is proposed -- a READY range
+	 * is fenced at its source, which never serves it again (no move is
+	 * aborted past its fence), and until the flip no router sends the
+	 * target anything for it -- so that the routers' first requests after
+	 * the flip do not wait for the own's Raft commit at the target.  The
+	 * step's own after the flip confirms it (or does it, if this one was
+	 * lost). */
+	if (r.table != SH_MAP_GSI_SPACE)
+		send_own(e, &s[1], early_own_done);
 	begin(e, s, r.table == SH_MAP_GSI_SPACE ? 1 : 2,
 	      "%s [%016" PRIx64 ", %016" PRIx64 "]: cut over from group %u to group %u",
 	      SH_MAP_TABLE(r.table), r.lo, r.hi, r.from, r.to);
@@ -1804,13 +1818,14 @@ static void own_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *
 	ask_free(a);
 }
 
-static void run_own(node_elastic *e, const sub *s)
+/* Sends the part_own of SUB_OWN s to the target group's leader (false: no
+ * leader known, or it cannot be reached). */
+static bool send_own(node_elastic *e, const sub *s,
+                     void (*done)(wire_lane_item *, int, nng_msg *, const uint8_t *, size_t))
 {
 	uint32_t leader = leader_of(e, s->group);
-	if (leader == 0) {
-		step_failed(e, "the target group has no known leader");
-		return;
-	}
+	if (leader == 0)
+		return false;
 	Shoal__PartRange r = SHOAL__PART_RANGE__INIT;
 	r.table = s->table;
 	r.lo = s->lo;
@@ -1827,7 +1842,31 @@ static void run_own(node_elastic *e, const sub *s)
 	Shoal__NodeRequest nr = SHOAL__NODE_REQUEST__INIT;
 	nr.group = s->group;
 	nr.part_own = &r;
-	if (!send_to(e, leader, &nr, ELASTIC_CHANGE_MS, own_done, NULL))
+	return send_to(e, leader, &nr, ELASTIC_CHANGE_MS, done, NULL);
+}
+
+/* The early part_own of a cutover answered: nothing waits for it (the step's
+ * own, after the map's flip, is the one that counts). */
+static void early_own_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_t *ans,
+                           size_t len)
+{
+	ask *a = (ask *)it;
+	Shoal__NodeResponse *nr = answer_of(rv, whole, ans, len);
+	char msg[SH_ERRMSG_SIZE];
+	int code = code_of(nr, msg, sizeof(msg));
+	if (code != SHOAL_OK && code != SHOAL_E_IN_USE)
+		node_logf(NODE_LOG_DEBUG, "elastic: part_own before the flip: %s",
+		          msg[0] != '\0' ? msg : shoal_err_name(code));
+	if (nr != NULL)
+		shoal__node_response__free_unpacked(nr, wire_heap_allocator());
+	ask_free(a);
+}
+
+static void run_own(node_elastic *e, const sub *s)
+{
+	if (leader_of(e, s->group) == 0)
+		step_failed(e, "the target group has no known leader");
+	else if (!send_own(e, s, own_done))
 		step_failed(e, "cannot reach the target group's leader");
 }
 

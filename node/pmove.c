@@ -11,7 +11,10 @@
  *                                   `part_move` every round, and once it
  *                                   answers READY flips the map
  *                                   (sh_map_finish_move: routers go to the
- *                                   target from then on).
+ *                                   target from then on); for a table's
+ *                                   range it also tells the target to serve
+ *                                   it (part_own), while the flip is
+ *                                   proposed and again after it.
  *   the source's leader (here)      everything else, from a thread of its
  *                                   own (the driver), one move at a time:
  *
@@ -37,7 +40,8 @@
  *   READY    reported to the executor, which flips the map
  *   OWN      seeing the flip, the driver tells the target to       part_own on the
  *            serve the range (with the attempt whose data is       target
- *            complete: a target that took a later reset refuses)
+ *            complete: a target that took a later reset refuses;
+ *            the executor has told it already, unless lost)
  *   HANDOVER then the range stops counting in the source's        part_purge with
  *            ItemCount/TableSizeBytes, with the figures the        handover
  *            target's last ingest answered (storage/parts.h,
