@@ -617,7 +617,7 @@ static void status_done(wire_lane_item *it, int rv, nng_msg *whole, const uint8_
 	int code = code_of(nr, msg, sizeof(msg));
 	pthread_mutex_lock(&e->mu);
 	if (a->gen != e->gen || !e->gathering) {
-		/* A round a cutover cut short (cut_over_ready_now): dropped. */
+		/* A round a cutover cut short (node_elastic_tick): dropped. */
 		pthread_mutex_unlock(&e->mu);
 		if (nr != NULL)
 			shoal__node_response__free_unpacked(nr, wire_heap_allocator());
@@ -774,7 +774,8 @@ static void round_start(node_elastic *e)
 static const group_fact *fact_of(node_elastic *e, uint32_t group)
 {
 	int gi = group_index(&e->map, group);
-	return gi < 0 ? NULL : &e->facts[gi];
+	/* (No facts for this map: a round that could not begin them.) */
+	return gi < 0 || e->facts == NULL || (uint32_t)gi >= e->facts_n ? NULL : &e->facts[gi];
 }
 
 static int member_of(const group_fact *f, uint32_t id)

@@ -120,7 +120,7 @@
 #define PM_LOG_RECORDS    256          /* move-log records per part_ingest, at most */
 #define PM_PURGE_ITEMS    500          /* items per part_purge entry */
 #define PM_PURGE_PACE_MS  100          /* a purge entry's pause after it, at most */
-#define PM_FENCE_BACKLOG  256          /* log records left when the fence goes up */
+#define PM_FENCE_BACKLOG  64           /* log records left when the fence goes up */
 #define PM_RPC_MS         10000        /* a part_ingest / part_own answer, at most */
 #define PM_IDLE_MS        100          /* the driver's pause between passes */
 #define PM_WANT_MS        10000        /* a move the executor stopped asking about */
