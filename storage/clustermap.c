@@ -35,8 +35,10 @@ static int stored_epoch(MDB_txn *txn, st_env *env, uint64_t *epoch, MDB_val *v, 
 	}
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_get(meta cluster_map)", errmsg);
-	/* Validated when it was set (st_cluster_map_set): the header's epoch
-	 * suffices, no decode of a map of megabytes. */
+	/* The header's epoch, without decoding a map of megabytes: enough for
+	 * the compare-and-set and the epoch look.  (Checked whole when it was
+	 * set -- but a snapshot installed from a peer brings it unchecked, so
+	 * st_cluster_map_get, which hands it out, decodes it.) */
 	*epoch = sh_map_peek_epoch(v->mv_data, v->mv_size);
 	if (*epoch == 0)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt meta record cluster_map");
@@ -65,6 +67,12 @@ int st_cluster_map_get(st_env *env, uint8_t **buf, size_t *len, uint64_t *epoch,
 		return st_lmdb_err(mrc, "mdb_txn_begin", errmsg);
 	MDB_val v;
 	int rc = stored_epoch(txn, env, epoch, &v, errmsg);
+	if (rc == SHOAL_OK && v.mv_size > 0) {
+		sh_map m;
+		if (sh_map_decode(v.mv_data, v.mv_size, &m, NULL) != SHOAL_OK || m.epoch != *epoch)
+			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt meta record cluster_map");
+		sh_map_fini(&m);
+	}
 	if (rc == SHOAL_OK && v.mv_size > 0) {
 		if ((*buf = sh_malloc(v.mv_size)) == NULL) {
 			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "cluster map: out of memory");
@@ -116,7 +124,7 @@ static int moves_allowed(st_txn *txn, const MDB_val *old, const sh_map *m, char 
 	sh_map o;
 	if (old->mv_size == 0 || sh_map_decode(old->mv_data, old->mv_size, &o, NULL) != SHOAL_OK) {
 		if (old->mv_size > 0)
-			sh_map_fini(&o); /* (cannot happen: stored_epoch decoded it) */
+			sh_map_fini(&o); /* (a snapshot's, unchecked: the stored map is replaced) */
 		sh_map_init(&o, m->replication);
 	}
 	int rc = SHOAL_OK;
