@@ -471,6 +471,21 @@ static pid_t node_pid(int id)
 	return pid;
 }
 
+/* Why a scrub pass did not come (a CI run of 2026-11-28 ended with node 2
+ * unreachable after its disk-full restart and isolation, its log gone with
+ * the cluster's directory): whether each node's process lives, and the end
+ * of its log. */
+static void scrub_postmortem(void)
+{
+	for (int id = 1; id <= NODES; id++) {
+		pid_t pid = node_pid(id);
+		printf("it_jepsen: post-mortem: node %d: pid %d %s; its log's last lines:\n", id,
+		       (int)pid, pid > 0 && kill(pid, 0) == 0 ? "alive" : "NOT running");
+		fflush(stdout);
+		tl_sh("tail -n 25 '%s'/node-%d.log", C.dir, id);
+	}
+}
+
 /* For a post-mortem of a cluster that stopped answering: every thread's
  * stack of every node and of the router (gdb, when installed), into
  * <dir>/<process>.stacks, and the nodes' metrics into <dir>/node-<id>.metrics;
@@ -1012,6 +1027,8 @@ START_TEST(test_jepsen)
 		double base = tl_cluster_metric(&C, "shoal_scrub_passes_total", g);
 		deadline = now_ms() + 60000;
 		while (tl_cluster_metric(&C, "shoal_scrub_passes_total", g) < base + 1) {
+			if (now_ms() >= deadline)
+				scrub_postmortem();
 			ck_assert_msg(now_ms() < deadline,
 			              "group %d: the replica scrub made no pass in 60 s (seed %u)",
 			              g, seed);
