@@ -96,19 +96,13 @@
 
 int node_map_load(node *n, node_group *g0, sh_map *out, char *errmsg)
 {
-	uint8_t *buf;
-	size_t len;
-	uint64_t epoch;
-	int rc = st_cluster_map_get(node_group_env(g0), &buf, &len, &epoch, errmsg);
+	bool found;
+	int rc = st_cluster_map_load(node_group_env(g0), out, &found, errmsg);
 	if (rc != SHOAL_OK) {
 		sh_map_init(out, n->conf->replication);
 		return rc;
 	}
-	if (buf == NULL)
-		return sh_map_from_conf(out, n->conf, errmsg);
-	rc = sh_map_decode(buf, len, out, errmsg);
-	sh_free(buf);
-	return rc;
+	return found ? SHOAL_OK : sh_map_from_conf(out, n->conf, errmsg);
 }
 
 /* "host:port" -> host and port (the Raft base address of a NodeSpec). */

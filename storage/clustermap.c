@@ -38,51 +38,47 @@ static int stored_epoch(MDB_txn *txn, st_env *env, uint64_t *epoch, MDB_val *v, 
 	/* The header's epoch, without decoding a map of megabytes: enough for
 	 * the compare-and-set and the epoch look.  (Checked whole when it was
 	 * set -- but a snapshot installed from a peer brings it unchecked, so
-	 * st_cluster_map_get, which hands it out, decodes it.) */
+	 * st_cluster_map_load, which hands it out, checks what it decodes.) */
 	*epoch = sh_map_peek_epoch(v->mv_data, v->mv_size);
 	if (*epoch == 0)
 		return sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt meta record cluster_map");
 	return SHOAL_OK;
 }
 
-int st_cluster_map_epoch(st_env *env, uint64_t *epoch, char *errmsg)
+/* The stored map's epoch (0: none stored) and, when out is not NULL and a
+ * map is stored, the map decoded into it (*found says so). */
+static int read_stored(st_env *env, uint64_t *epoch, sh_map *out, bool *found, char *errmsg)
 {
+	*found = false;
 	MDB_txn *txn;
 	int mrc = mdb_txn_begin(env->env, NULL, MDB_RDONLY, &txn);
 	if (mrc != 0)
 		return st_lmdb_err(mrc, "mdb_txn_begin", errmsg);
 	MDB_val v;
 	int rc = stored_epoch(txn, env, epoch, &v, errmsg);
-	mdb_txn_abort(txn);
-	return rc;
-}
-
-int st_cluster_map_get(st_env *env, uint8_t **buf, size_t *len, uint64_t *epoch, char *errmsg)
-{
-	*buf = NULL;
-	*len = 0;
-	MDB_txn *txn;
-	int mrc = mdb_txn_begin(env->env, NULL, MDB_RDONLY, &txn);
-	if (mrc != 0)
-		return st_lmdb_err(mrc, "mdb_txn_begin", errmsg);
-	MDB_val v;
-	int rc = stored_epoch(txn, env, epoch, &v, errmsg);
-	if (rc == SHOAL_OK && v.mv_size > 0) {
-		sh_map m;
-		if (sh_map_decode(v.mv_data, v.mv_size, &m, NULL) != SHOAL_OK || m.epoch != *epoch)
+	if (rc == SHOAL_OK && v.mv_size > 0 && out != NULL) {
+		if (sh_map_decode(v.mv_data, v.mv_size, out, NULL) != SHOAL_OK ||
+		    out->epoch != *epoch) {
+			sh_map_fini(out);
 			rc = sh_errf(errmsg, SHOAL_E_INTERNAL, "corrupt meta record cluster_map");
-		sh_map_fini(&m);
-	}
-	if (rc == SHOAL_OK && v.mv_size > 0) {
-		if ((*buf = sh_malloc(v.mv_size)) == NULL) {
-			rc = sh_errf(errmsg, SHOAL_E_NOMEM, "cluster map: out of memory");
 		} else {
-			memcpy(*buf, v.mv_data, v.mv_size);
-			*len = v.mv_size;
+			*found = true;
 		}
 	}
 	mdb_txn_abort(txn);
 	return rc;
+}
+
+int st_cluster_map_epoch(st_env *env, uint64_t *epoch, char *errmsg)
+{
+	bool found;
+	return read_stored(env, epoch, NULL, &found, errmsg);
+}
+
+int st_cluster_map_load(st_env *env, sh_map *out, bool *found, char *errmsg)
+{
+	uint64_t epoch;
+	return read_stored(env, &epoch, out, found, errmsg);
 }
 
 /* Whether table id has a GSI being created (backfilling), as the catalog

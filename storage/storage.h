@@ -849,11 +849,14 @@ int st_scan(st_env *env, const st_scan_req *req, sh_arena *a, st_page *out, char
  * orders items in LMDB, so a hash range is one contiguous key range. */
 uint64_t st_key_hash(uint32_t table_id, const st_value *pk);
 
-/* Group 0's copy of the cluster map (clustermap.c; issue 14): its encoding
- * (sh_malloc'd, NULL and epoch 0 when none is stored yet), and the apply of
- * a change -- a compare-and-set on the epoch, SHOAL_E_WRONG_EPOCH if the
- * stored map (the birth map, epoch 1, when none) is not prev_epoch's. */
-int st_cluster_map_get(st_env *env, uint8_t **buf, size_t *len, uint64_t *epoch, char *errmsg);
+/* Group 0's copy of the cluster map (clustermap.c; issue 14): the map
+ * decoded into *out (sh_map_fini it) and *found true, or *found false and
+ * *out untouched when none is stored yet (a stored map that does not decode
+ * -- a peer's snapshot brings it unchecked -- is SHOAL_E_INTERNAL); and the
+ * apply of a change -- a compare-and-set on the epoch, SHOAL_E_WRONG_EPOCH if
+ * the stored map (the birth map, epoch 1, when none) is not prev_epoch's. */
+struct sh_map; /* common/cluster_map.h */
+int st_cluster_map_load(st_env *env, struct sh_map *out, bool *found, char *errmsg);
 /* Only the stored map's epoch (0: none stored), without copying it. */
 int st_cluster_map_epoch(st_env *env, uint64_t *epoch, char *errmsg);
 /* Whether the stored map has a move of a partition of table under way (a

@@ -495,22 +495,20 @@ static void read_internal(st_env *env)
 	check(rc, m, "st_stream_dropped_list");
 	for (uint32_t i = 0; rc == SHOAL_OK && i < n; i++)
 		read_streams(env, &defs[i]);
-	uint8_t *map;
-	size_t len;
+	sh_map sm;
+	bool found;
 	uint64_t epoch;
 	m[0] = '\0';
-	rc = st_cluster_map_get(env, &map, &len, &epoch, m);
-	check(rc, m, "st_cluster_map_get");
-	if (rc == SHOAL_OK && map != NULL) {
-		sh_map sm;
+	rc = st_cluster_map_load(env, &sm, &found, m);
+	check(rc, m, "st_cluster_map_load");
+	if (rc == SHOAL_OK && found) {
 		m[0] = '\0';
-		rc = sh_map_decode(map, len, &sm, m);
-		FZ_ASSERT(rc == SHOAL_OK, "st_cluster_map_get gave a map that does not decode: %s",
-		          m);
-		FZ_ASSERT(sm.epoch == epoch, "map epoch %llu, st_cluster_map_get said %llu",
+		rc = st_cluster_map_epoch(env, &epoch, m);
+		check(rc, m, "st_cluster_map_epoch");
+		FZ_ASSERT(rc != SHOAL_OK || sm.epoch == epoch,
+		          "map epoch %llu, st_cluster_map_epoch said %llu",
 		          (unsigned long long)sm.epoch, (unsigned long long)epoch);
 		sh_map_fini(&sm);
-		sh_free(map);
 	}
 }
 

@@ -1030,13 +1030,11 @@ static void write_snapshot(const char *name, uint32_t g, const char *const *name
 			die(names[i], m);
 	}
 	if (g == 0) {
-		uint8_t *map;
-		size_t len;
-		uint64_t epoch;
-		if (st_cluster_map_get(node_fsm_env(f), &map, &len, &epoch, m) != SHOAL_OK ||
-		    map == NULL)
+		sh_map map;
+		bool found;
+		if (st_cluster_map_load(node_fsm_env(f), &map, &found, m) != SHOAL_OK || !found)
 			die(name, "group 0 holds no cluster map");
-		sh_free(map);
+		sh_map_fini(&map);
 	}
 	struct raft_buffer *bufs = NULL;
 	unsigned nb = 0;
