@@ -28,11 +28,14 @@
  * p99 and max latency with the phase; then for the move and the split: how
  * long it took, the writer's throughput and p50/p99 before, during and
  * after, p50/p99/max in the cutover second (answers within half a second
- * either side of the poll that saw the cutover), and the longest write
- * pause (the slowest single put from its sending, and the longest time
- * between two answers; latencies from the due time also carry the backlog a
- * pause leaves behind a one-at-a-time writer).  Lines starting with RESULT
- * are machine-readable.
+ * either side of the poll that saw the cutover: stalls of the copy's last
+ * moments count there too), the cutover's own pause (the puts answered
+ * after the source's fence -- its time read from the nodes' logs -- and sent
+ * before the cutover was seen, each from its sending or the fence,
+ * whichever is later), and the longest write pause (the slowest single put
+ * from its sending, and the longest time between two answers; latencies
+ * from the due time also carry the backlog a pause leaves behind a
+ * one-at-a-time writer).  Lines starting with RESULT are machine-readable.
  *
  * Disk: the data is written ~6 times over per replica (Raft log and LMDB at
  * the source, again at the target) on 3 replicas: plan ~20x MOVE_BENCH_MB
@@ -204,7 +207,8 @@ static void *writer(void *arg)
 
 typedef struct span {
 	const char *name;
-	uint64_t begin, seen, end; /* us: asked, cutover seen, done */
+	uint64_t lo;                      /* the moving range's first hash */
+	uint64_t begin, seen, end, fence; /* us: asked, cutover seen, done, fenced (0: not found) */
 } span;
 
 /* Runs `shoal admin ...`, then polls until hash h is served by `to` with no
@@ -280,18 +284,56 @@ static void print_window(const char *op, const char *label, uint64_t from, uint6
 
 /* now_us() time t as UTC wall-clock time (HH:MM:SS.mmm), to line a put up
  * with the nodes' logs. */
-static void wall_of(uint64_t t, char *buf, size_t len)
+static int64_t wall_offset_us(void)
 {
 	struct timespec rt;
 	clock_gettime(CLOCK_REALTIME, &rt);
-	int64_t off = (int64_t)((uint64_t)rt.tv_sec * 1000000u + (uint64_t)rt.tv_nsec / 1000u) -
-	              (int64_t)now_us();
-	int64_t us = (int64_t)t + off;
+	return (int64_t)((uint64_t)rt.tv_sec * 1000000u + (uint64_t)rt.tv_nsec / 1000u) -
+	       (int64_t)now_us();
+}
+
+static void wall_of(uint64_t t, char *buf, size_t len)
+{
+	int64_t us = (int64_t)t + wall_offset_us();
 	time_t sec = (time_t)(us / 1000000);
 	struct tm tm;
 	gmtime_r(&sec, &tm);
 	snprintf(buf, len, "%02d:%02d:%02d.%03d", tm.tm_hour, tm.tm_min, tm.tm_sec,
 	         (int)(us % 1000000 / 1000));
+}
+
+/* When the source fenced s's range: the last "fenced" line naming it in the
+ * nodes' logs (node/pmove.c; UTC to the millisecond) between the ask and the
+ * cutover seen, as now_us() time (0: none found). */
+static uint64_t fence_of(const span *s)
+{
+	char needle[64];
+	snprintf(needle, sizeof(needle), "[%016" PRIx64 "]: fenced (", s->lo);
+	int64_t off = wall_offset_us();
+	uint64_t best = 0;
+	for (int id = 1; id <= C.nodes; id++) {
+		char path[1200], line[2048];
+		snprintf(path, sizeof(path), "%s/node-%d.log", C.dir, id);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL) {
+			struct tm tm;
+			int ms;
+			memset(&tm, 0, sizeof(tm));
+			if (strstr(line, needle) == NULL ||
+			    sscanf(line, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon,
+			           &tm.tm_mday, &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+				continue;
+			tm.tm_year -= 1900;
+			tm.tm_mon -= 1;
+			int64_t t = (int64_t)timegm(&tm) * 1000000 + (int64_t)ms * 1000 - off;
+			if (t >= (int64_t)s->begin && t <= (int64_t)s->seen && (uint64_t)t > best)
+				best = (uint64_t)t;
+		}
+		fclose(f);
+	}
+	return best;
 }
 
 static void report(const span *s, uint64_t idle_us)
@@ -319,6 +361,34 @@ static void report(const span *s, uint64_t idle_us)
 		       s->name, sent, done, (double)(o->done - o->sent) / 1000,
 		       o->ok ? "" : " (failed)");
 		shown++;
+	}
+	/* The cutover's own pause: the puts it held -- answered after the fence
+	 * and sent before the cutover was seen -- each from its sending or the
+	 * fence, whichever is later (so a stall of the copy before the fence
+	 * is not counted; the fence's time is the log's, to the millisecond). */
+	if (s->fence != 0) {
+		uint64_t held = 0, worst = 0, worst_sent = 0;
+		for (size_t k = 0; k < n; k++) {
+			const op_rec *o = &W.ops[k];
+			if (o->done <= s->fence || o->sent > s->seen)
+				continue;
+			uint64_t from = o->sent > s->fence ? o->sent : s->fence;
+			held++;
+			if (o->done - from > worst) {
+				worst = o->done - from;
+				worst_sent = o->sent;
+			}
+		}
+		printf(
+		    "  %-8s cutover: fenced %.1f ms before the cutover was seen; %llu puts held, "
+		    "the longest %.1f ms from %s\n",
+		    s->name, (double)(s->seen - s->fence) / 1000, (unsigned long long)held,
+		    (double)worst / 1000, worst_sent > s->fence ? "its sending" : "the fence");
+		printf("RESULT op=%s fence_to_seen_ms=%.1f cutover_pause_ms=%.1f held=%llu\n",
+		       s->name, (double)(s->seen - s->fence) / 1000, (double)worst / 1000,
+		       (unsigned long long)held);
+	} else {
+		printf("  %-8s cutover: no fence line found in the nodes' logs\n", s->name);
 	}
 	print_window(s->name, "after", s->end, s->end + idle_us);
 	window w;
@@ -447,14 +517,14 @@ int main(void)
 	tl_assert(pthread_create(&W.th, NULL, writer, NULL) == 0);
 	uint64_t idle_us = (uint64_t)idle * 1000000u;
 
-	span sp[2] = {{.name = "move"}, {.name = "split"}};
+	uint64_t mid = part_lo + (part_hi - part_lo) / 2 + 1;
+	span sp[2] = {{.name = "move", .lo = part_lo}, {.name = "split", .lo = mid}};
 	wait_until(W.start + idle_us);
 	operate(&sp[0], part_lo, to,
 	        "admin move-partition --table-name " TABLE " --hash 0x%016" PRIx64
 	        " --to-group %d --no-wait",
 	        part_lo);
 	wait_until(sp[0].end + idle_us);
-	uint64_t mid = part_lo + (part_hi - part_lo) / 2 + 1;
 	operate(&sp[1], mid, split_to,
 	        "admin split-partition --table-name " TABLE " --at 0x%016" PRIx64
 	        " --to-group %d --no-wait",
@@ -480,8 +550,10 @@ int main(void)
 	}
 	printf("\nmove_bench: %d MiB partition, writer at %.0f puts/s (first error: %s)\n", mb,
 	       W.rate, W.first_error[0] != '\0' ? W.first_error : "none");
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
+		sp[i].fence = fence_of(&sp[i]);
 		report(&sp[i], idle_us);
+	}
 	tl_sh("du -sh '%s' | cut -f1 | sed 's/^/move_bench: the cluster directory holds /'", C.dir);
 
 	shoal_client_free(client);
