@@ -231,7 +231,7 @@ static const char *raft_error(node_group *g, int rv)
 	return raft_strerror(rv);
 }
 
-static void set_snapshot_counts(node_group *g, size_t avg);
+static void set_snapshot_counts(node_group *g, size_t avg, size_t budget);
 
 static int make_dir(const char *path, char *errmsg)
 {
@@ -420,7 +420,7 @@ int node_group_open_ex(node *n, uint32_t gid, bool boot, node_group **out, char 
 	                                        ? NODE_ELECTION_TIMEOUT_PREFERRED_MS
 	                                        : NODE_ELECTION_TIMEOUT_MS);
 	raft_set_heartbeat_timeout(&g->raft, NODE_HEARTBEAT_TIMEOUT_MS);
-	set_snapshot_counts(g, 0);
+	set_snapshot_counts(g, 0, NODE_LOG_BUDGET);
 	raft_set_pre_vote(&g->raft, true);
 
 	/* Without bootstrap a new replica starts with an empty configuration:
@@ -868,15 +868,15 @@ static unsigned clamp_count(size_t budget, size_t entry, unsigned min, unsigned 
 	return n < min ? min : n > max ? max : (unsigned)n;
 }
 
-/* Sets the snapshot counts for entries of `avg` bytes (0: unknown), never
- * above the cluster file's snapshot_entries. */
-static void set_snapshot_counts(node_group *g, size_t avg)
+/* Sets the snapshot counts for entries of `avg` bytes (0: unknown) and an
+ * in-memory log of `budget` bytes, never above the cluster file's
+ * snapshot_entries. */
+static void set_snapshot_counts(node_group *g, size_t avg, size_t budget)
 {
 	uint32_t cap = g->node->conf->snapshot_entries;
-	unsigned threshold = avg == 0
-	                         ? NODE_SNAPSHOT_THRESHOLD
-	                         : clamp_count(NODE_LOG_BUDGET, avg, NODE_SNAPSHOT_THRESHOLD_MIN,
-	                                       NODE_SNAPSHOT_THRESHOLD);
+	unsigned threshold = avg == 0 ? NODE_SNAPSHOT_THRESHOLD
+	                              : clamp_count(budget, avg, NODE_SNAPSHOT_THRESHOLD_MIN,
+	                                            NODE_SNAPSHOT_THRESHOLD);
 	unsigned trailing = avg == 0
 	                        ? NODE_SNAPSHOT_TRAILING
 	                        : clamp_count(NODE_TRAILING_BUDGET, avg, NODE_SNAPSHOT_TRAILING_MIN,
@@ -889,21 +889,43 @@ static void set_snapshot_counts(node_group *g, size_t avg)
 	raft_set_snapshot_trailing(&g->raft, trailing);
 }
 
+/* The in-memory log's budget of a group whose LMDB holds `data` bytes
+ * (node.h, NODE_LOG_BUDGET): half its data, within the bounds. */
+static size_t log_budget(uint64_t data)
+{
+	uint64_t half = data / 2;
+	return half < NODE_LOG_BUDGET       ? NODE_LOG_BUDGET
+	       : half > NODE_LOG_BUDGET_MAX ? NODE_LOG_BUDGET_MAX
+	                                    : (size_t)half;
+}
+
+/* b within a quarter of a (a != 0). */
+static bool near(size_t a, size_t b)
+{
+	return b * 4 > a * 3 && b * 4 < a * 5;
+}
+
 /*
- * The snapshot counts follow the entries' size (node.h, NODE_LOG_BUDGET):
- * raft holds up to threshold + trailing entries of the group in memory, so
- * with batches of writes (kilobytes an entry) the fixed counts of 65536 and
- * 8192 let a node's resident memory grow by hundreds of megabytes between
- * snapshots.  Reset when the average moved by a quarter.  Loop thread.
+ * The snapshot counts follow the entries' size and the group's data
+ * (node.h, NODE_LOG_BUDGET): raft holds up to threshold + trailing entries
+ * of the group in memory, so with batches of writes (kilobytes an entry)
+ * the fixed counts of 65536 and 8192 let a node's resident memory grow by
+ * hundreds of megabytes between snapshots; and a snapshot writes the whole
+ * of the group's data, so a fixed budget makes a growing group's snapshots
+ * cost the square of its size.  Reset when the average or the budget moved
+ * by a quarter.  Loop thread.
  */
 static void tune_snapshots(node_group *g)
 {
 	size_t avg = node_fsm_entry_bytes(g->fsm);
-	if (avg == 0 ||
-	    (g->tuned_for != 0 && avg * 4 > g->tuned_for * 3 && avg * 4 < g->tuned_for * 5))
+	if (avg == 0)
+		return;
+	size_t budget = log_budget(st_env_used(node_fsm_env(g->fsm)));
+	if (g->tuned_for != 0 && near(g->tuned_for, avg) && near(g->tuned_budget, budget))
 		return;
 	g->tuned_for = avg;
-	set_snapshot_counts(g, avg);
+	g->tuned_budget = budget;
+	set_snapshot_counts(g, avg, budget);
 }
 
 static void log_role(node_group *g, int role, uint64_t term, uint32_t leader, bool prevote)

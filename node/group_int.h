@@ -37,6 +37,7 @@ struct node_group {
 	uint64_t next_rebalance_ns; /* no handing back to the preferred replica before */
 	uint32_t rebalance_wait_ms; /* wait after the next try (doubles) */
 	size_t tuned_for;           /* entry size the snapshot counts were set for */
+	size_t tuned_budget;        /* ... and the in-memory log's budget */
 	int seen_role;
 	uint64_t seen_term;
 	uint32_t seen_leader;

@@ -184,6 +184,25 @@ static bool can_fallocate(const char *path)
 	return ok;
 }
 
+/* The bytes up to LMDB's last used page (free pages inside included). */
+static int env_used(st_env *env, uint64_t *used)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+	int rc = mdb_env_info(env->env, &info);
+	if (rc == 0)
+		rc = mdb_env_stat(env->env, &st);
+	*used = rc == 0 ? ((uint64_t)info.me_last_pgno + 1) * st.ms_psize : 0;
+	return rc;
+}
+
+uint64_t st_env_used(st_env *env)
+{
+	uint64_t used;
+	env_used(env, &used);
+	return used;
+}
+
 /* Writable map: makes sure the data file has `headroom` bytes, and 1/64 of
  * what is used, allocated past LMDB's last used page (see the top of this
  * file). */
@@ -191,14 +210,10 @@ static int env_reserve(st_env *env, uint64_t headroom, char *errmsg)
 {
 	if (!env->writemap)
 		return SHOAL_OK;
-	MDB_envinfo info;
-	MDB_stat st;
-	int rc = mdb_env_info(env->env, &info);
-	if (rc == 0)
-		rc = mdb_env_stat(env->env, &st);
+	uint64_t used;
+	int rc = env_used(env, &used);
 	if (rc != 0)
 		return st_lmdb_err(rc, "mdb_env_info", errmsg);
-	uint64_t used = ((uint64_t)info.me_last_pgno + 1) * st.ms_psize;
 	headroom += used / 64;
 	if (headroom > env->map_size || used > env->map_size - headroom)
 		headroom = env->map_size - (used < env->map_size ? used : env->map_size);

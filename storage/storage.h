@@ -395,6 +395,10 @@ void st_env_set_stream_retention(st_env *env, int64_t ms);
 void st_env_set_ttl_change_interval(st_env *env, int64_t ms);
 /* Flushes LMDB to disk (mdb_env_sync with force). */
 int st_env_sync(st_env *env, char *errmsg);
+/* The data file's bytes up to its last used page (free pages inside
+ * included: the file never shrinks); 0 if LMDB cannot say.  Cheap: LMDB's
+ * meta page. */
+uint64_t st_env_used(st_env *env);
 /* With nosync the environment writes through a writable map whose file
  * blocks are preallocated ahead of use (env.c): every write transaction
  * begins with 4 MiB (and 1/64 of the data) allocated past the last used

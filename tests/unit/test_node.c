@@ -1372,9 +1372,24 @@ START_TEST(test_batch)
 }
 END_TEST
 
+/* test_snapshot_budget's item k (~100 KB) put at node l, group 1; *st
+ * the group's status after it. */
+static void put_big(int l, int k, node_group_status *st)
+{
+	static char item[120000], v[100001];
+	if (v[0] == '\0')
+		memset(v, 'x', sizeof(v) - 1);
+	snprintf(item, sizeof(item), "{\"pk\":{\"S\":\"k%d\"},\"v\":{\"S\":\"%s\"}}", k, v);
+	Shoal__NodeResponse *r = put(l, 1, "Big", item, (uint64_t)k + 1);
+	ck_assert_int_eq(status_of(r), SHOAL_OK);
+	FREE(r);
+	sh_arena_reset(&A);
+	node_group_status_get(node_group_get(T[l].n, 1), st);
+}
+
 /* raft holds every entry since the last snapshot in memory: a group of
  * large entries snapshots after its log budget (node.h NODE_LOG_BUDGET),
- * not after 65536 entries. */
+ * not after 65536 entries; the budget grows with the group's data. */
 START_TEST(test_snapshot_budget)
 {
 	sh_arena_init(&A);
@@ -1388,27 +1403,29 @@ START_TEST(test_snapshot_budget)
 	r = define(l1, 1, "Big", 1);
 	ck_assert_int_eq(status_of(r), SHOAL_OK);
 	FREE(r);
-	static char item[120000];
-	char v[100001];
-	memset(v, 'x', sizeof(v) - 1);
-	v[sizeof(v) - 1] = '\0';
 	node_group_status st;
 	uint64_t deadline = node_now_ns() + 60 * SEC;
 	int i = 0;
-	do {
-		snprintf(item, sizeof(item), "{\"pk\":{\"S\":\"k%d\"},\"v\":{\"S\":\"%s\"}}", i++,
-		         v);
-		r = put(l1, 1, "Big", item, (uint64_t)i);
-		ck_assert_int_eq(status_of(r), SHOAL_OK);
-		FREE(r);
-		sh_arena_reset(&A);
-		node_group_status_get(node_group_get(T[l1].n, 1), &st);
-	} while (st.snapshot_index == 0 && i < 1000 && node_now_ns() < deadline);
+	do
+		put_big(l1, i++, &st);
+	while (st.snapshot_index == 0 && i < 1000 && node_now_ns() < deadline);
 	/* ~100 KB entries: a 32 MiB log is a few hundred of them. */
 	ck_assert_uint_ge(st.entry_bytes, 90000);
 	ck_assert_uint_lt(st.snapshot_threshold, 1000);
 	ck_assert_uint_gt(st.snapshot_index, 0);
 	ck_assert_int_lt(i, 1000);
+	/* The budget grows with the group's data (a snapshot writes all of
+	 * it): half the data past 64 MiB, retuned when it moved by a quarter
+	 * (at ~80 MiB of data). */
+	uint32_t first = st.snapshot_threshold;
+	int more = i + 900;
+	deadline = node_now_ns() + 60 * SEC;
+	do
+		put_big(l1, i++, &st);
+	while (st.snapshot_threshold <= first && i < more && node_now_ns() < deadline);
+	ck_assert_msg(st.snapshot_threshold > first,
+	              "snapshot threshold %u after %d puts of 100 KB (%u at the first snapshot)",
+	              st.snapshot_threshold, i, first);
 	cluster_stop();
 	sh_arena_fini(&A);
 }
