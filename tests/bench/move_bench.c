@@ -365,7 +365,10 @@ static void report(const span *s, uint64_t idle_us)
 	/* The cutover's own pause: the puts it held -- answered after the fence
 	 * and sent before the cutover was seen -- each from its sending or the
 	 * fence, whichever is later (so a stall of the copy before the fence
-	 * is not counted; the fence's time is the log's, to the millisecond). */
+	 * is not counted; the fence's time is the log's, to the millisecond).
+	 * The status poll goes through the writer's router, which takes the
+	 * map it fetched before it answers (router/cluster.c), so the puts sent
+	 * after it are routed with the new map. */
 	if (s->fence != 0) {
 		uint64_t held = 0, worst = 0, worst_sent = 0;
 		for (size_t k = 0; k < n; k++) {
