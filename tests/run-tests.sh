@@ -21,11 +21,12 @@ shift
 # The tests in `alone` run with nothing beside them: they assert latencies
 # or rates that a neighbour's load would move (it_hot: other keys' p99 next
 # to a hot partition; it_capacity: throttling at a partition's rate), or
-# depend on them: it_elastic waits for the planner to settle, and beside
-# other clusters (2026-11-26) group 0's leadership went back and forth
-# between nodes every executor round for 4 minutes (a product bug, not
-# understood yet; the leader balance weighs measured request rates, which a
-# neighbour's load makes noisier).
+# depend on them: it_elastic waits for the planner to settle, whose leader
+# balance weighs measured request rates, which a neighbour's load makes
+# noisier (beside other clusters, 2026-11-26, group 0's leadership went back
+# and forth between nodes every executor round for 4 minutes: fixed the same
+# day, 5662afd -- no transfer for balance before a new group-0 leadership
+# has watched the loads for 10 s -- but it_elastic has stayed alone since).
 # Long tests are started first, so that the short ones fill the gaps.
 here=$(cd "$(dirname "$0")" && pwd)
 declare -A scripts=([it_http_boto3]=$here/integration/http/run.sh
