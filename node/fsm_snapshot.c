@@ -31,11 +31,13 @@
  * applying up to its snapshot index: it opens an st_view (one LMDB read
  * transaction), a consistent image of the environment as of that point.
  * raft then runs snapshot_async() on a worker thread (io->async_work): it
- * first flushes LMDB (st_env_sync: the file then holds at least the
- * snapshot's state, which shortens the replay after a process crash; after
- * a machine crash the environment is emptied anyway, storage/env_trust.c),
- * then serialises the view into chunks
- * of CHUNK_SIZE bytes from raft_malloc, which raft writes out as they are.
+ * serialises the view into chunks of CHUNK_SIZE bytes from raft_malloc,
+ * which raft writes out as they are.  LMDB is not flushed for it: a process
+ * crash loses nothing of LMDB (the page cache keeps it), and after a machine
+ * crash the environment is emptied and rebuilt from this snapshot and the
+ * log anyway (storage/env_trust.c).  (It used to be flushed first: up to 3
+ * s of writing back a 256 MiB group's pages on every replica, in which the
+ * node's applies waited -- bench-move, 2026-11-28.)
  * snapshot_finalize() (loop thread, always called after a successful
  * snapshot()) frees the chunks and ends the view.  The loop thread keeps
  * applying meanwhile: LMDB's MVCC keeps the view unchanged.  Raft's snapshot
@@ -338,7 +340,7 @@ int node_fsm_snapshot_cb(struct raft_fsm *rf, struct raft_buffer *bufs[], unsign
 	return 0;
 }
 
-/* Worker thread: touches only f->snap, f->env (sync) and f->group. */
+/* Worker thread: touches only f->snap and f->group. */
 int node_fsm_snapshot_async_cb(struct raft_fsm *rf, struct raft_buffer *bufs[], unsigned *n_bufs)
 {
 	node_fsm *f = rf->data;
@@ -347,15 +349,12 @@ int node_fsm_snapshot_async_cb(struct raft_fsm *rf, struct raft_buffer *bufs[], 
 	if (f->snap == NULL)
 		return RAFT_INVALID;
 	char msg[SH_ERRMSG_SIZE];
-	int rc = st_env_sync(f->env, msg);
-	if (rc != SHOAL_OK)
-		return node_fsm_raft_code(rc);
 	snap_writer w = {0};
 	w.xxh = XXH64_createState();
 	if (w.xxh == NULL)
 		return RAFT_NOMEM;
 	XXH64_reset(w.xxh, 0);
-	rc = write_snapshot(&w, f->snap, f->group, msg);
+	int rc = write_snapshot(&w, f->snap, f->group, msg);
 	XXH64_freeState(w.xxh);
 	if (rc != SHOAL_OK) {
 		writer_free(&w);
