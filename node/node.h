@@ -80,14 +80,14 @@ typedef struct node_ttl node_ttl;
  * from ~100 bytes (a lone write) to megabytes (a batch).  So the counts
  * follow the entries' average size to keep each group's in-memory log near
  * these budgets (group.c, tune_snapshots), between the minimums and the
- * counts above.  A snapshot writes all of the group's data (and flushes
- * LMDB first), so past 64 MiB of data the log's budget is half the data,
- * up to NODE_LOG_BUDGET_MAX: a group growing to S bytes then writes ~3 S
- * of snapshots, not S^2 / 64 MiB (a snapshot's buffers hold the whole data
- * in memory meanwhile anyway: fsm_snapshot.c).  Measured with bench-move (256 MiB,
- * 2026-11-28): with the fixed 32 MiB the load's group snapshotted every ~8
- * s, each 1.5-5 s of flushing and writing on every replica, and a move's
- * target four times; the writes' applies stalled up to 300 ms meanwhile
+ * counts above.  A snapshot writes all of the group's data, so past 64 MiB
+ * of data the log's budget is half the data, up to NODE_LOG_BUDGET_MAX: a
+ * group growing to S bytes then writes ~3 S of snapshots, not S^2 / 64 MiB
+ * (a snapshot's buffers hold the whole data in memory meanwhile anyway:
+ * fsm_snapshot.c).  Measured with bench-move (256 MiB, 2026-11-28): with
+ * the fixed 32 MiB the load's group snapshotted every ~8 s, each 1.5-5 s of
+ * flushing and writing on every replica, and a move's target four times;
+ * the writes' applies stalled up to 300 ms meanwhile
  * (in page faults and I/O: a fifth of it CPU). */
 #define NODE_LOG_BUDGET             (32u << 20)
 #define NODE_LOG_BUDGET_MAX         (256u << 20)

@@ -17,8 +17,9 @@
  * to its MDB_txn and not to the thread that began it: readers (GetItem, Query,
  * Scan) may run on any thread of a pool.  With opts->nosync the environment
  * uses MDB_NOSYNC: a commit reaches the OS page cache but is not flushed.  The
- * Raft log is then the durable record and st_env_sync flushes LMDB when the
- * node takes a snapshot or checkpoint.
+ * Raft log is then the durable record; st_env_sync flushes LMDB at a clean
+ * close and after a snapshot is installed (a snapshot taken does not: after a
+ * machine crash an environment left open is rebuilt anyway, env_trust.c).
  *
  * Writable map.  With nosync the environment also uses MDB_WRITEMAP: a
  * transaction writes its pages straight into the shared mapping and commit
